@@ -1,0 +1,293 @@
+/*
+ * ember.h: the public C API of ember's tensor and autograd core.
+ *
+ * This header is the manual. Conventions for every function below:
+ *   - Tensor arguments are borrowed. A tensor returned through `ember_tensor **out`
+ *     carries one new reference the caller owns (release it with
+ *     ember_tensor_release); on failure *out is left NULL.
+ *   - Every function that can fail returns a status: EMBER_OK (0) or a negative
+ *     EMBER_ERR_* code, and leaves a message for ember_last_error() that names
+ *     the op and the shapes, dtypes or values involved. Nothing here aborts,
+ *     exits or longjmps; an allocation failure is reported as EMBER_ERR_OOM.
+ *   - Dimensions are 0-based (the Lua layer converts from its 1-based dims).
+ *     Negative dims are NOT accepted here; callers normalise them.
+ *   - The core is single-threaded from the caller's point of view: use a
+ *     tensor from one thread at a time. Kernels split large work over an
+ *     internal thread pool.
+ *
+ * Everything between the ffi markers is plain C that the LuaJIT FFI parses:
+ * the build copies that region into lua/ember/cdef.lua. No #define, #if or
+ * #include may appear there.
+ */
+#ifndef EMBER_H
+#define EMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define EMBER_API __declspec(dllexport)
+#else
+#define EMBER_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ffi:begin */
+typedef struct ember_tensor ember_tensor;   /* opaque, refcounted */
+
+/* Status codes: < 0 an error, > 0 a control signal of the backward pull loop. */
+enum {
+    EMBER_OK = 0,
+    EMBER_ERR_ARG = -1,          /* a bad argument: a NULL, a dim out of range, ... */
+    EMBER_ERR_SHAPE = -2,        /* shapes that do not fit together */
+    EMBER_ERR_DTYPE = -3,        /* a dtype the op does not take */
+    EMBER_ERR_DEVICE = -4,       /* devices that differ, or a device that lacks the op */
+    EMBER_ERR_OOM = -5,          /* an allocation failed */
+    EMBER_ERR_UNSUPPORTED = -6,  /* a valid request that is not implemented */
+    EMBER_ERR_VERSION = -7,      /* a saved tensor was modified in place */
+    EMBER_ERR_STATE = -8,        /* a call out of order (e.g. backward twice) */
+    EMBER_ERR_IO = -9,           /* a file that cannot be read or written */
+    EMBER_NEED_LUA = 1,
+    EMBER_DONE = 2
+};
+
+/* dtypes; the order is part of the ABI. */
+typedef enum {
+    EMBER_FLOAT32 = 0,
+    EMBER_FLOAT64 = 1,
+    EMBER_FLOAT16 = 2,
+    EMBER_BFLOAT16 = 3,
+    EMBER_INT32 = 4,
+    EMBER_INT64 = 5,
+    EMBER_UINT8 = 6,
+    EMBER_BOOL = 7,
+    EMBER_DTYPE_COUNT = 8
+} ember_dtype;
+
+/* Devices: 0 is the CPU, k + 1 is cuda:k. */
+enum { EMBER_CPU = 0, EMBER_CUDA0 = 1 };
+
+enum { EMBER_MAX_DIMS = 8 };
+
+/* ---------------------------------------------------------------- errors */
+/* The message of the last failure on this thread ("add: shapes {2,3} and {4} ..."). */
+EMBER_API const char *ember_last_error(void);
+/* Sets the message (used by bindings that report their own errors through the core). */
+EMBER_API void ember_set_error(const char *msg);
+
+/* ---------------------------------------------------------------- info */
+EMBER_API const char *ember_version(void);
+EMBER_API const char *ember_blas_info(void);       /* e.g. "OpenBLAS 0.3.21 ... Haswell" */
+EMBER_API const char *ember_dtype_name(int dtype);   /* "float32", ...; "?" if out of range */
+EMBER_API int ember_dtype_size(int dtype);           /* bytes per element; 0 if out of range */
+EMBER_API int ember_num_threads(void);
+/* CUDA devices usable through the run-time backend (0 without one), and why not. */
+EMBER_API int ember_cuda_device_count(void);
+EMBER_API const char *ember_cuda_status(void);
+EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
+
+/* ---------------------------------------------------------------- lifetime */
+EMBER_API void ember_tensor_retain(ember_tensor *t);
+EMBER_API void ember_tensor_release(ember_tensor *t);   /* NULL is a no-op */
+EMBER_API int ember_tensor_refcount(const ember_tensor *t);
+
+/* ---------------------------------------------------------------- accessors */
+EMBER_API int ember_tensor_ndim(const ember_tensor *t);
+EMBER_API const int64_t *ember_tensor_shape(const ember_tensor *t);     /* ndim entries */
+EMBER_API const int64_t *ember_tensor_strides(const ember_tensor *t);   /* in elements */
+EMBER_API int64_t ember_tensor_offset(const ember_tensor *t);           /* in elements */
+EMBER_API int64_t ember_tensor_numel(const ember_tensor *t);
+EMBER_API int ember_tensor_dtype(const ember_tensor *t);
+EMBER_API int ember_tensor_device(const ember_tensor *t);
+EMBER_API int ember_tensor_is_contiguous(const ember_tensor *t);
+/* Address of element 0 (storage data + offset). CPU tensors only; NULL otherwise. */
+EMBER_API void *ember_tensor_data(const ember_tensor *t);
+/* Whether two tensors share one storage (views of one base). */
+EMBER_API int ember_tensor_same_storage(const ember_tensor *a, const ember_tensor *b);
+/* The version counter of the tensor's storage; every in-place op bumps it. */
+EMBER_API int64_t ember_tensor_version(const ember_tensor *t);
+EMBER_API void ember_tensor_bump_version(ember_tensor *t);
+
+/* ---------------------------------------------------------------- creation */
+/* Uninitialised tensor of the given shape (ndim 0..EMBER_MAX_DIMS). */
+EMBER_API int ember_empty(int ndim, const int64_t *shape, int dtype, int device,
+                          ember_tensor **out);
+EMBER_API int ember_full(int ndim, const int64_t *shape, double value, int dtype, int device,
+                         ember_tensor **out);
+/* A tensor holding a copy of n elements of `src`, which are of dtype `src_dtype`,
+   converted to `dtype`. n must equal the product of shape. */
+EMBER_API int ember_from_data(const void *src, int src_dtype, int ndim, const int64_t *shape,
+                              int dtype, int device, ember_tensor **out);
+/* Wraps host memory the caller owns, without copying. `strides` may be NULL
+   (contiguous). When the last reference goes, release(ctx, data) is called
+   (release may be NULL). */
+EMBER_API int ember_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *strides,
+                              int dtype, void (*release)(void *ctx, void *data), void *ctx,
+                              ember_tensor **out);
+/* 0-d tensor of a Lua/C number. A "wrapped number" takes part in type
+   promotion with the lowest priority (as a Python scalar does in PyTorch). */
+EMBER_API int ember_scalar(double value, int dtype, int wrapped, ember_tensor **out);
+EMBER_API int ember_arange(double start, double end, double step, int dtype, int device,
+                           ember_tensor **out);
+EMBER_API int ember_linspace(double start, double end, int64_t steps, int dtype, int device,
+                             ember_tensor **out);
+EMBER_API int ember_eye(int64_t n, int64_t m, int dtype, int device, ember_tensor **out);
+
+/* ---------------------------------------------------------------- random */
+/* Philox-4x32-10: a seed and a running counter give the same numbers on
+   every run, thread count and platform. */
+EMBER_API void ember_manual_seed(uint64_t seed);
+EMBER_API uint64_t ember_initial_seed(void);
+EMBER_API int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out);
+EMBER_API int ember_randn(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out);
+EMBER_API int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int dtype,
+                            int device, ember_tensor **out);
+EMBER_API int ember_uniform_(ember_tensor *t, double low, double high);
+EMBER_API int ember_normal_(ember_tensor *t, double mean, double std);
+
+/* ---------------------------------------------------------------- reading values */
+/* The value of a one-element tensor. */
+EMBER_API int ember_item(const ember_tensor *t, double *out);
+/* Copies the elements in row-major order into dst, converted to `dst_dtype`
+   (n = numel elements of that dtype). */
+EMBER_API int ember_copy_to_buffer(const ember_tensor *t, void *dst, int dst_dtype);
+/* Writes a readable summary ("tensor([[1, 2], ...], dtype=float32, shape={2,3})")
+   into buf (NUL-terminated, truncated to cap). Returns the length it needed. */
+EMBER_API int64_t ember_format(const ember_tensor *t, char *buf, int64_t cap);
+
+/* ---------------------------------------------------------------- memory */
+typedef struct {
+    int64_t live_tensors;
+    int64_t bytes_in_use;    /* bytes of live storages */
+    int64_t peak_bytes;      /* the most bytes_in_use ever reached (since reset) */
+    int64_t bytes_cached;    /* freed blocks kept by the caching allocator */
+} ember_memory_stats_t;
+EMBER_API void ember_memory_stats(ember_memory_stats_t *out);
+EMBER_API void ember_reset_peak(void);
+EMBER_API void ember_empty_cache(void);
+
+/* ---------------------------------------------------------------- ops
+   Every op below records on the autograd tape when an input is tracked by an
+   active recording. Binary ops broadcast as numpy does and promote dtypes as
+   PyTorch does. */
+
+/* elementwise, binary */
+EMBER_API int ember_add(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_sub(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_mul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_div(ember_tensor *a, ember_tensor *b, ember_tensor **out);   /* true division */
+EMBER_API int ember_pow(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_maximum(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_minimum(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+/* comparisons give bool tensors */
+EMBER_API int ember_eq(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_ne(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_lt(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_le(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_gt(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_ge(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+/* cond ? a : b, all three broadcast; cond is bool (or any dtype, nonzero = true) */
+EMBER_API int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, ember_tensor **out);
+
+/* elementwise, unary (float ops promote integer inputs to float32) */
+EMBER_API int ember_neg(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_exp(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_log(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_sqrt(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_rsqrt(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_abs(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_sign(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_sin(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_cos(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_tanh(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_sigmoid(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_relu(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
+EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);
+/* clamp to [lo, hi]; has_lo / has_hi say which bounds apply */
+EMBER_API int ember_clamp(ember_tensor *a, int has_lo, double lo, int has_hi, double hi,
+                          ember_tensor **out);
+/* Converts to another dtype (a new tensor, also when the dtype is the same). */
+EMBER_API int ember_to_dtype(ember_tensor *a, int dtype, ember_tensor **out);
+/* Moves to another device (a new tensor; a reference to a when already there). */
+EMBER_API int ember_to_device(ember_tensor *a, int device, ember_tensor **out);
+/* A contiguous copy. */
+EMBER_API int ember_clone(ember_tensor *a, ember_tensor **out);
+/* a itself (new reference) when contiguous, else a contiguous copy. */
+EMBER_API int ember_contiguous(ember_tensor *a, ember_tensor **out);
+/* A tensor sharing a's storage that no recording tracks. */
+EMBER_API int ember_detach(ember_tensor *a, ember_tensor **out);
+
+/* reductions: `dims` lists ndims distinct dims (0-based); dims == NULL or
+   ndims == 0 reduces every dim. keepdim keeps reduced dims with size 1. */
+EMBER_API int ember_sum(ember_tensor *a, int ndims, const int *dims, int keepdim, ember_tensor **out);
+EMBER_API int ember_mean(ember_tensor *a, int ndims, const int *dims, int keepdim, ember_tensor **out);
+EMBER_API int ember_var(ember_tensor *a, int ndims, const int *dims, int keepdim, int unbiased,
+                        ember_tensor **out);
+EMBER_API int ember_logsumexp(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+/* p-norm over dims (p = 2 by default in the Lua API; p = inf is the max of |a|) */
+EMBER_API int ember_norm(ember_tensor *a, double p, int ndims, const int *dims, int keepdim,
+                         ember_tensor **out);
+/* The max / min of every element (0-d). */
+EMBER_API int ember_amax_all(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_amin_all(ember_tensor *a, ember_tensor **out);
+/* Max / min along dim: values and int64 0-based indices. */
+EMBER_API int ember_max_dim(ember_tensor *a, int dim, int keepdim, ember_tensor **values,
+                            ember_tensor **indices);
+EMBER_API int ember_min_dim(ember_tensor *a, int dim, int keepdim, ember_tensor **values,
+                            ember_tensor **indices);
+/* int64 0-based index of the max / min along dim; dim = -1 means of the flattened tensor. */
+EMBER_API int ember_argmax(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+EMBER_API int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
+EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
+
+/* linear algebra: matmul of 1-D, 2-D and batched (broadcast) operands */
+EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+
+/* shape and views (views share storage with their base) */
+EMBER_API int ember_reshape(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
+EMBER_API int ember_view(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
+EMBER_API int ember_transpose(ember_tensor *a, int d0, int d1, ember_tensor **out);
+EMBER_API int ember_permute(ember_tensor *a, int ndim, const int *perm, ember_tensor **out);
+EMBER_API int ember_squeeze(ember_tensor *a, int dim, ember_tensor **out);   /* dim -1: all size-1 */
+EMBER_API int ember_unsqueeze(ember_tensor *a, int dim, ember_tensor **out);
+EMBER_API int ember_expand(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
+EMBER_API int ember_narrow(ember_tensor *a, int dim, int64_t start, int64_t length, ember_tensor **out);
+EMBER_API int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out);
+/* idx: int64 or int32, 0-based */
+EMBER_API int ember_index_select(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out);
+EMBER_API int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out);
+/* Adds src into a zero tensor of `shape` at the positions idx names along dim
+   (the adjoint of gather / index_select). */
+EMBER_API int ember_scatter_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx,
+                                ember_tensor *src, ember_tensor **out);
+EMBER_API int ember_index_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx,
+                              ember_tensor *src, ember_tensor **out);
+EMBER_API int ember_cat(int n, ember_tensor *const *ts, int dim, ember_tensor **out);
+EMBER_API int ember_stack(int n, ember_tensor *const *ts, int dim, ember_tensor **out);
+/* Sums a (broadcast) tensor back down to `shape` (the adjoint of expand). */
+EMBER_API int ember_sum_to(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
+
+/* in place: write into a, bump its version. b broadcasts to a's shape and its
+   dtype must cast to a's. */
+EMBER_API int ember_add_(ember_tensor *a, ember_tensor *b);
+EMBER_API int ember_sub_(ember_tensor *a, ember_tensor *b);
+EMBER_API int ember_mul_(ember_tensor *a, ember_tensor *b);
+EMBER_API int ember_div_(ember_tensor *a, ember_tensor *b);
+EMBER_API int ember_pow_(ember_tensor *a, ember_tensor *b);
+EMBER_API int ember_copy_(ember_tensor *a, ember_tensor *src);
+EMBER_API int ember_fill_(ember_tensor *a, double value);
+/* unary in place: op is the name of a unary op ("exp", "relu", "neg", ...) */
+EMBER_API int ember_unary_(ember_tensor *a, const char *op);
+EMBER_API int ember_clamp_(ember_tensor *a, int has_lo, double lo, int has_hi, double hi);
+/* ffi:end */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EMBER_H */

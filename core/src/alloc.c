@@ -1,0 +1,95 @@
+/* alloc.c: the host allocator. Blocks up to 1 MiB come from power-of-two size
+   classes whose freed blocks are kept for reuse (a small caching allocator), so
+   a loop of small tensors does not call malloc each time; larger blocks go to
+   the C library directly. Also the counters behind ember_memory_stats(). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_CLASS 6    /* 64 B */
+#define MAX_CLASS 20   /* 1 MiB */
+#define CACHE_LIMIT ((size_t)64 << 20)
+
+typedef struct free_block { struct free_block *next; } free_block;
+
+static free_block *free_lists[MAX_CLASS + 1];
+static size_t bytes_cached;
+static int64_t live_tensors, bytes_in_use, peak_bytes;
+
+static int size_class(size_t n)
+{
+    int c = MIN_CLASS;
+    while (((size_t)1 << c) < n) c++;
+    return c;
+}
+
+void *ember__alloc(size_t nbytes)
+{
+    if (nbytes == 0) nbytes = 1;
+    if (nbytes <= ((size_t)1 << MAX_CLASS)) {
+        int c = size_class(nbytes);
+        free_block *b = free_lists[c];
+        if (b) {
+            free_lists[c] = b->next;
+            bytes_cached -= (size_t)1 << c;
+            return b;
+        }
+        return aligned_alloc(64, (size_t)1 << c);
+    }
+    size_t rounded = (nbytes + 63) & ~(size_t)63;
+    if (rounded < nbytes) return NULL;
+    return aligned_alloc(64, rounded);
+}
+
+void ember__free(void *p, size_t nbytes)
+{
+    if (!p) return;
+    if (nbytes == 0) nbytes = 1;
+#ifndef EMBER_NO_CACHE   /* sanitizer builds free every block, so ASan sees reuse */
+    if (nbytes <= ((size_t)1 << MAX_CLASS)) {
+        int c = size_class(nbytes);
+        if (bytes_cached + ((size_t)1 << c) <= CACHE_LIMIT) {
+            free_block *b = p;
+            b->next = free_lists[c];
+            free_lists[c] = b;
+            bytes_cached += (size_t)1 << c;
+            return;
+        }
+    }
+#endif
+    free(p);
+}
+
+void ember_empty_cache(void)
+{
+    for (int c = MIN_CLASS; c <= MAX_CLASS; c++) {
+        free_block *b = free_lists[c];
+        while (b) {
+            free_block *next = b->next;
+            free(b);
+            b = next;
+        }
+        free_lists[c] = NULL;
+    }
+    bytes_cached = 0;
+}
+
+void ember__stats_tensor(int delta) { live_tensors += delta; }
+
+void ember__stats_bytes(int64_t delta)
+{
+    bytes_in_use += delta;
+    if (bytes_in_use > peak_bytes) peak_bytes = bytes_in_use;
+}
+
+void ember_memory_stats(ember_memory_stats_t *out)
+{
+    if (!out) return;
+    out->live_tensors = live_tensors;
+    out->bytes_in_use = bytes_in_use;
+    out->peak_bytes = peak_bytes;
+    out->bytes_cached = (int64_t)bytes_cached;
+}
+
+void ember_reset_peak(void) { peak_bytes = bytes_in_use; }

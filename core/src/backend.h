@@ -1,0 +1,41 @@
+/* backend.h: the device abstraction. The CPU kernels are reached directly by
+   the op layer; every other device is a backend library loaded at run time
+   (cuda/ builds libember_cuda) that fills this table. A NULL slot makes the op
+   fail with "<op> is not implemented for cuda". */
+#ifndef EMBER_BACKEND_H
+#define EMBER_BACKEND_H
+
+#include "ops/ops.h"
+
+/* What the core lends a backend: it never links against the core. */
+typedef struct ember_core_services {
+    int abi_version;
+    int (*fail)(int status, const char *fmt, ...);
+    int (*new_tensor)(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out);
+    void (*release)(ember_tensor *t);
+    int (*broadcast_shape)(const char *op, int n, ember_tensor *const *ts, int *ndim,
+                           int64_t *shape);
+} ember_core_services;
+
+#define EMBER_BACKEND_ABI 1
+
+typedef struct ember_backend {
+    const char *name;            /* "cuda" */
+    int device_count;
+    void *(*alloc)(size_t nbytes);
+    void (*free)(void *p, size_t nbytes);
+    /* dst and src are contiguous buffers of nbytes; kind: 0 h2d, 1 d2h, 2 d2d */
+    int (*memcpy)(void *dst, const void *src, size_t nbytes, int kind);
+    int (*read_scalar)(const ember_tensor *t, double *out);
+    int (*fill)(ember_tensor *t, double value);
+    int (*copy)(ember_tensor *dst, const ember_tensor *src);   /* same shape, may convert */
+    ember__fwd_fn fwd[EMBER_OP_COUNT];
+} ember_backend;
+
+/* The backend of a non-CPU device, loading it on first use; fails with a clear
+   message when it cannot be loaded or the device does not exist. */
+int ember__backend_get(int device, const ember_backend **out);
+/* The backend of a device some tensor already lives on. */
+const ember_backend *ember__backend(int device);
+
+#endif

@@ -1,0 +1,113 @@
+/* device.c: device names and the run-time loading of device backends. The
+   CUDA backend is libember_cuda.so beside libember.so (or the path in
+   EMBER_CUDA_BACKEND); the core never links CUDA. */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const ember_backend *cuda_backend;
+static int cuda_tried;
+static char cuda_error[512];
+
+const char *ember__device_name(char *buf, int device)
+{
+    if (device == EMBER_CPU) strcpy(buf, "cpu");
+    else sprintf(buf, "cuda:%d", device - 1);
+    return buf;
+}
+
+int ember__same_device(const char *op, int n, ember_tensor *const *ts)
+{
+    for (int i = 1; i < n; i++) {
+        if (ts[i]->storage->device != ts[0]->storage->device) {
+            char a[32], b[32];
+            return ember__fail(EMBER_ERR_DEVICE,
+                               "%s: expected all tensors on one device, got %s and %s", op,
+                               ember__device_name(a, ts[0]->storage->device),
+                               ember__device_name(b, ts[i]->storage->device));
+        }
+    }
+    return EMBER_OK;
+}
+
+static const ember_core_services SERVICES = {
+    EMBER_BACKEND_ABI, ember__fail, ember__new, ember_tensor_release, ember__broadcast_shape,
+};
+
+static void load_cuda(void)
+{
+    cuda_tried = 1;
+    char path[4096];
+    const char *env = getenv("EMBER_CUDA_BACKEND");
+    if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        Dl_info info;
+        if (!dladdr((void *)load_cuda, &info) || !info.dli_fname) {
+            snprintf(cuda_error, sizeof cuda_error, "cannot locate libember itself");
+            return;
+        }
+        snprintf(path, sizeof path, "%s", info.dli_fname);
+        char *slash = strrchr(path, '/');
+        if (slash) slash[1] = 0;
+        else path[0] = 0;
+        strncat(path, "libember_cuda.so", sizeof path - strlen(path) - 1);
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(cuda_error, sizeof cuda_error, "the CUDA backend could not be loaded (%s)", dlerror());
+        return;
+    }
+    typedef const ember_backend *(*init_fn)(const ember_core_services *, char *, size_t);
+    init_fn init = (init_fn)dlsym(h, "ember_cuda_backend_init");
+    if (!init) {
+        snprintf(cuda_error, sizeof cuda_error, "%s has no ember_cuda_backend_init", path);
+        dlclose(h);
+        return;
+    }
+    const ember_backend *be = init(&SERVICES, cuda_error, sizeof cuda_error);
+    if (!be) {
+        dlclose(h);
+        return;
+    }
+    cuda_backend = be;
+}
+
+int ember__backend_get(int device, const ember_backend **out)
+{
+    char dev[32];
+    *out = NULL;
+    if (device < EMBER_CUDA0 || device > 64)
+        return ember__fail(EMBER_ERR_DEVICE, "unknown device %d", device);
+    if (!cuda_tried) load_cuda();
+    if (!cuda_backend)
+        return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %s",
+                           ember__device_name(dev, device), cuda_error);
+    if (device - 1 >= cuda_backend->device_count)
+        return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %d CUDA device(s) found",
+                           ember__device_name(dev, device), cuda_backend->device_count);
+    *out = cuda_backend;
+    return EMBER_OK;
+}
+
+const ember_backend *ember__backend(int device)
+{
+    EMBER_UNUSED(device);
+    return cuda_backend;
+}
+
+int ember_cuda_device_count(void)
+{
+    if (!cuda_tried) load_cuda();
+    return cuda_backend ? cuda_backend->device_count : 0;
+}
+
+const char *ember_cuda_status(void)
+{
+    if (!cuda_tried) load_cuda();
+    return cuda_backend ? "available" : cuda_error;
+}

@@ -1,0 +1,145 @@
+/* internal.h: the structs and ember__* helpers shared inside core/. Nothing here is
+   part of the public API; ember.h is. */
+#ifndef EMBER_INTERNAL_H
+#define EMBER_INTERNAL_H
+
+#include "ember.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EMBER_UNUSED(x) ((void)(x))
+#define EMBER_LIKELY(x) __builtin_expect(!!(x), 1)
+#define EMBER_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Propagate a failing status; the message is already set. */
+#define EMBER_TRY(expr)                                                                    \
+    do {                                                                                   \
+        int ember__rc = (expr);                                                            \
+        if (EMBER_UNLIKELY(ember__rc < 0)) return ember__rc;                               \
+    } while (0)
+
+/* Same, but jump to the function's `done:` label with rc set. */
+#define EMBER_CHECK(expr)                                                                  \
+    do {                                                                                   \
+        rc = (expr);                                                                       \
+        if (EMBER_UNLIKELY(rc < 0)) goto done;                                             \
+    } while (0)
+
+/* Invariants no user input can reach. Compiled out in release builds. */
+#ifdef EMBER_DEBUG
+#include <stdio.h>
+#include <stdlib.h>
+#define ember__assert(c)                                                                   \
+    do {                                                                                   \
+        if (!(c)) {                                                                        \
+            fprintf(stderr, "ember: invariant failed %s:%d: %s\n", __FILE__, __LINE__, #c); \
+            abort();                                                                       \
+        }                                                                                  \
+    } while (0)
+#else
+#define ember__assert(c) ((void)0)
+#endif
+
+/* ------------------------------------------------------------------ errors (error.c) */
+int ember__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefixes the current message with "<op>: " unless it already starts with it. */
+int ember__fail_prefix(int status, const char *op);
+/* "{2,3}" into buf (at least 160 bytes). */
+const char *ember__shape_str(char *buf, int ndim, const int64_t *shape);
+const char *ember__tshape(char *buf, const ember_tensor *t);
+
+/* ------------------------------------------------------------------ storage, tensors */
+typedef struct ember_storage {
+    int refcount;
+    int device;
+    void *data;
+    size_t nbytes;
+    int64_t version;          /* bumped by every in-place write through any view */
+    void (*release)(void *ctx, void *data);   /* for wrapped host memory; NULL = ours */
+    void *release_ctx;
+} ember_storage;
+
+struct ember_autograd_meta;
+
+struct ember_tensor {
+    int refcount;
+    int8_t dtype;
+    int8_t ndim;
+    uint8_t wrapped_number;   /* a 0-d tensor made from a Lua/C number */
+    uint8_t is_contiguous;
+    int64_t numel;
+    int64_t offset;           /* in elements */
+    ember_storage *storage;
+    struct ember_autograd_meta *ag;   /* NULL unless some recording tracks it */
+    int64_t shape[EMBER_MAX_DIMS];
+    int64_t strides[EMBER_MAX_DIMS];
+};
+
+/* Allocates a tensor header; storage is NULL. */
+int ember__tensor_alloc(ember_tensor **out);
+/* A new contiguous tensor with fresh storage. */
+int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out);
+/* A view: shares a's storage with the given geometry. */
+int ember__make_view(const ember_tensor *a, int ndim, const int64_t *shape, const int64_t *strides,
+                     int64_t offset, ember_tensor **out);
+/* Fills without bumping the version (for tensors being created). */
+int ember__fill_raw(ember_tensor *a, double value);
+/* The release function of wrapped memory the caller keeps owning. */
+void ember__noop_release(void *ctx, void *data);
+/* The dtype a unary op computes in for an input of dtype dt. */
+int ember__unary_dtype(int op, int dt);
+void ember__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+void ember__refresh_geometry(ember_tensor *t);   /* numel, is_contiguous from shape/strides */
+int ember__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel);
+static inline char *ember__ptr(const ember_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * ember_dtype_size(t->dtype);
+}
+
+/* ------------------------------------------------------------------ allocator (alloc.c) */
+void *ember__alloc(size_t nbytes);        /* 64-byte aligned; NULL on failure */
+void ember__free(void *p, size_t nbytes);
+void ember__stats_tensor(int delta);
+void ember__stats_bytes(int64_t delta);
+
+/* ------------------------------------------------------------------ dtypes (dtype.c) */
+static inline bool ember__is_float(int dt)
+{
+    return dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64 || dt == EMBER_FLOAT16 ||
+           dt == EMBER_BFLOAT16;
+}
+static inline bool ember__is_int(int dt)
+{
+    return dt == EMBER_INT32 || dt == EMBER_INT64 || dt == EMBER_UINT8;
+}
+bool ember__valid_dtype(int dt);
+/* PyTorch's result_type over n operands (dimensioned > 0-d > wrapped numbers). */
+int ember__result_type(int n, ember_tensor *const *ts);
+int ember__promote(int a, int b);
+float ember__half_to_float(uint16_t h);
+uint16_t ember__float_to_half(float f);
+float ember__bf16_to_float(uint16_t h);
+uint16_t ember__float_to_bf16(float f);
+/* Reads element i of a typed buffer as double; writes a double. */
+double ember__load(const void *p, int dtype);
+void ember__store(void *p, int dtype, double v);
+/* Converts n elements between dtypes, strided in elements. */
+void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sdt,
+                    int64_t sstride, int64_t n);
+
+/* ------------------------------------------------------------------ devices (device.c) */
+const char *ember__device_name(char *buf, int device);   /* "cpu", "cuda:0" */
+int ember__same_device(const char *op, int n, ember_tensor *const *ts);
+
+/* ------------------------------------------------------------------ thread pool (parallel.c) */
+/* Runs fn(ctx, begin, end) over [0, n) in chunks of at least `grain`, on the
+   pool's threads when n is large enough, else inline. fn must not fail. */
+typedef void (*ember__range_fn)(void *ctx, int64_t begin, int64_t end);
+void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx);
+/* Elements below which elementwise work stays on the calling thread. */
+#define EMBER_PARALLEL_GRAIN 32768
+
+#endif /* EMBER_INTERNAL_H */

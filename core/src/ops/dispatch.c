@@ -1,0 +1,119 @@
+/* dispatch.c: the op info table and the one funnel every op goes through:
+   argument checks, device routing, the forward, then autograd recording. */
+#include "ops.h"
+#include "../autograd.h"
+#include "../backend.h"
+
+#include <string.h>
+
+const ember__op_info ember__ops[EMBER_OP_COUNT] = {
+#define OP(E, n, ni, no, fwd, save) [EMBER_OP_##E] = {#n, ni, no, save, fwd},
+#include "ops.def"
+#undef OP
+};
+
+static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    const ember__op_info *info = &ember__ops[op];
+    int nout = info->nout;
+    for (int k = 0; k < nout; k++) out[k] = NULL;
+    if (nin > 0 && !in) return ember__fail(EMBER_ERR_ARG, "%s: inputs are NULL", info->name);
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) return ember__fail(EMBER_ERR_ARG, "%s: argument %d is NULL", info->name, i + 1);
+    int device = nin > 0 ? in[0]->storage->device : EMBER_CPU;
+    if (op != EMBER_OP_TO_DEVICE) EMBER_TRY(ember__same_device(info->name, nin, in));
+    int rc;
+    if (device == EMBER_CPU || op == EMBER_OP_TO_DEVICE) {
+        rc = info->fwd(op, nin, in, at, out);
+    } else {
+        const ember_backend *be = ember__backend(device);
+        if (!be->fwd[op]) {
+            char dev[32];
+            return ember__fail(EMBER_ERR_DEVICE, "%s is not implemented for %s", info->name,
+                               ember__device_name(dev, device));
+        }
+        rc = be->fwd[op](op, nin, in, at, out);
+    }
+    if (rc < 0) {
+        for (int k = 0; k < nout; k++) {
+            ember_tensor_release(out[k]);
+            out[k] = NULL;
+        }
+    }
+    return rc;
+}
+
+int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                      ember_tensor **out)
+{
+    return run(op, nin, in, at, out);
+}
+
+int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                    ember_tensor **out)
+{
+    EMBER_TRY(run(op, nin, in, at, out));
+    if (EMBER_LIKELY(!ember__ag_active)) return EMBER_OK;
+    int tracked = 0;
+    for (int i = 0; i < nin; i++) tracked |= in[i]->ag != NULL;
+    if (!tracked) return EMBER_OK;
+    int rc = ember__ag_record(op, nin, in, at, ember__ops[op].nout, out);
+    if (rc < 0) {
+        for (int k = 0; k < ember__ops[op].nout; k++) {
+            ember_tensor_release(out[k]);
+            out[k] = NULL;
+        }
+    }
+    return rc;
+}
+
+int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
+                           int64_t *shape)
+{
+    int nd = 0;
+    for (int i = 0; i < n; i++)
+        if (ts[i]->ndim > nd) nd = ts[i]->ndim;
+    for (int d = 0; d < nd; d++) shape[d] = 1;
+    for (int i = 0; i < n; i++) {
+        const ember_tensor *t = ts[i];
+        for (int d = 0; d < t->ndim; d++) {
+            int64_t s = t->shape[d];
+            int64_t *o = &shape[nd - t->ndim + d];
+            if (s == *o || s == 1) continue;
+            if (*o == 1) {
+                *o = s;
+                continue;
+            }
+            char b[8][200];
+            char msg[900] = "";
+            for (int k = 0; k < n; k++) {
+                strcat(msg, k == 0 ? "" : k == n - 1 ? " and " : ", ");
+                strcat(msg, ember__tshape(b[k & 7], ts[k]));
+            }
+            return ember__fail(EMBER_ERR_SHAPE, "%s: shapes %s cannot be broadcast", op, msg);
+        }
+    }
+    *ndim = nd;
+    return EMBER_OK;
+}
+
+int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
+                     unsigned *mask)
+{
+    char buf[200];
+    *mask = 0;
+    if (!dims || ndims == 0) {
+        *mask = (1u << t->ndim) - 1;
+        return EMBER_OK;
+    }
+    for (int k = 0; k < ndims; k++) {
+        int d = dims[k];
+        if (d < 0 || d >= t->ndim)
+            return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", op, d + 1,
+                               ember__tshape(buf, t));
+        if (*mask & (1u << d))
+            return ember__fail(EMBER_ERR_ARG, "%s: dim %d repeated", op, d + 1);
+        *mask |= 1u << d;
+    }
+    return EMBER_OK;
+}

@@ -1,0 +1,750 @@
+/* elementwise.c: binary, unary, where, clamp, conversions and the in-place
+   forms, on the CPU. Typed loops for float32/float64/int32/int64/uint8 (with
+   fast paths for contiguous and scalar operands the compiler vectorises);
+   float16, bfloat16 and bool go through a generic loop that computes in double
+   and rounds once on store. */
+#include "ops.h"
+#include "../autograd.h"
+#include "../backend.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ binary kernels */
+static inline double pow_d(double x, double y) { return pow(x, y); }
+static inline int64_t ipow(int64_t x, int64_t y)
+{
+    if (y < 0) return x == 1 ? 1 : x == -1 ? (y & 1 ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    while (y) {
+        if (y & 1) r *= b;
+        b *= b;
+        y >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* EXPR reads x and y of type T. The three branches give the vectoriser
+   unit-stride loops for the common layouts. */
+#define BIN_LOOP(NAME, T, EXPR)                                                            \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    {                                                                                      \
+        EMBER_UNUSED(ctx);                                                                 \
+        const int64_t z = (int64_t)sizeof(T);                                              \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                         \
+            T *restrict o = (T *)p[0];                                                     \
+            const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];          \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = a[i], y = b[i];                                                      \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else if (s[0] == z && s[1] == z && s[2] == 0) {                                  \
+            T *restrict o = (T *)p[0];                                                     \
+            const T *restrict a = (const T *)p[1];                                         \
+            const T y = *(const T *)p[2];                                                  \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = a[i];                                                                \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else if (s[0] == z && s[1] == 0 && s[2] == z) {                                  \
+            T *restrict o = (T *)p[0];                                                     \
+            const T x = *(const T *)p[1];                                                  \
+            const T *restrict b = (const T *)p[2];                                         \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T y = b[i];                                                                \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);    \
+                *(T *)(p[0] + i * s[0]) = (EXPR);                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+#define CMP_LOOP(NAME, T, EXPR)                                                            \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    {                                                                                      \
+        EMBER_UNUSED(ctx);                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);        \
+            *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)(EXPR);                               \
+        }                                                                                  \
+    }
+
+/* integer arithmetic wraps (through unsigned types) instead of being undefined */
+#define IADD(T, U) (T)((U)x + (U)y)
+#define ISUB(T, U) (T)((U)x - (U)y)
+#define IMUL(T, U) (T)((U)x * (U)y)
+
+#define FLOAT_BINARY(T, SUF, POW)                                                          \
+    BIN_LOOP(add_##SUF, T, x + y)                                                          \
+    BIN_LOOP(sub_##SUF, T, x - y)                                                          \
+    BIN_LOOP(mul_##SUF, T, x * y)                                                          \
+    BIN_LOOP(div_##SUF, T, x / y)                                                          \
+    BIN_LOOP(pow_##SUF, T, POW(x, y))                                                      \
+    BIN_LOOP(maximum_##SUF, T, (x != x || x > y) ? x : y)                                  \
+    BIN_LOOP(minimum_##SUF, T, (x != x || x < y) ? x : y)
+
+#define INT_BINARY(T, U, SUF)                                                              \
+    BIN_LOOP(add_##SUF, T, IADD(T, U))                                                     \
+    BIN_LOOP(sub_##SUF, T, ISUB(T, U))                                                     \
+    BIN_LOOP(mul_##SUF, T, IMUL(T, U))                                                     \
+    BIN_LOOP(pow_##SUF, T, (T)ipow(x, y))                                                  \
+    BIN_LOOP(maximum_##SUF, T, x > y ? x : y)                                              \
+    BIN_LOOP(minimum_##SUF, T, x < y ? x : y)
+
+#define CMP_ALL(T, SUF)                                                                    \
+    CMP_LOOP(eq_##SUF, T, x == y)                                                          \
+    CMP_LOOP(ne_##SUF, T, x != y)                                                          \
+    CMP_LOOP(lt_##SUF, T, x < y)                                                           \
+    CMP_LOOP(le_##SUF, T, x <= y)                                                          \
+    CMP_LOOP(gt_##SUF, T, x > y)                                                           \
+    CMP_LOOP(ge_##SUF, T, x >= y)
+
+FLOAT_BINARY(float, f32, powf)
+FLOAT_BINARY(double, f64, pow_d)
+INT_BINARY(int32_t, uint32_t, i32)
+INT_BINARY(int64_t, uint64_t, i64)
+INT_BINARY(uint8_t, uint8_t, u8)
+CMP_ALL(float, f32)
+CMP_ALL(double, f64)
+CMP_ALL(int32_t, i32)
+CMP_ALL(int64_t, i64)
+CMP_ALL(uint8_t, u8)
+
+typedef struct {
+    int op, dtype;
+} gen_ctx;
+
+static double binary_double(int op, double x, double y)
+{
+    switch (op) {
+    case EMBER_OP_ADD: return x + y;
+    case EMBER_OP_SUB: return x - y;
+    case EMBER_OP_MUL: return x * y;
+    case EMBER_OP_DIV: return x / y;
+    case EMBER_OP_POW: return pow(x, y);
+    case EMBER_OP_MAXIMUM: return (x != x || x > y) ? x : y;
+    case EMBER_OP_MINIMUM: return (x != x || x < y) ? x : y;
+    case EMBER_OP_EQ: return x == y;
+    case EMBER_OP_NE: return x != y;
+    case EMBER_OP_LT: return x < y;
+    case EMBER_OP_LE: return x <= y;
+    case EMBER_OP_GT: return x > y;
+    default: return x >= y;
+    }
+}
+
+static bool is_cmp(int op) { return op >= EMBER_OP_EQ && op <= EMBER_OP_GE; }
+
+static void binary_generic(char **p, const int64_t *s, int64_t n, const void *vctx)
+{
+    const gen_ctx *c = vctx;
+    int odt = is_cmp(c->op) ? EMBER_BOOL : c->dtype;
+    for (int64_t i = 0; i < n; i++) {
+        double x = ember__load(p[1] + i * s[1], c->dtype), y = ember__load(p[2] + i * s[2], c->dtype);
+        double v = binary_double(c->op, x, y);
+        if (c->dtype == EMBER_BOOL && !is_cmp(c->op)) v = v != 0;   /* bool arithmetic is logical */
+        ember__store(p[0] + i * s[0], odt, v);
+    }
+}
+
+#define PICK(OPNAME, SUFFIXES)                                                             \
+    case EMBER_OP_##OPNAME:                                                                \
+        switch (dt) { SUFFIXES }                                                           \
+        break;
+#define F(op) case EMBER_FLOAT32: return op##_f32; case EMBER_FLOAT64: return op##_f64;
+#define I(op) case EMBER_INT32: return op##_i32; case EMBER_INT64: return op##_i64; \
+              case EMBER_UINT8: return op##_u8;
+
+static ember__loop_fn binary_kernel(int op, int dt)
+{
+    switch (op) {
+        PICK(ADD, F(add) I(add))
+        PICK(SUB, F(sub) I(sub))
+        PICK(MUL, F(mul) I(mul))
+        PICK(DIV, F(div))
+        PICK(POW, F(pow) I(pow))
+        PICK(MAXIMUM, F(maximum) I(maximum))
+        PICK(MINIMUM, F(minimum) I(minimum))
+        PICK(EQ, F(eq) I(eq))
+        PICK(NE, F(ne) I(ne))
+        PICK(LT, F(lt) I(lt))
+        PICK(LE, F(le) I(le))
+        PICK(GT, F(gt) I(gt))
+        PICK(GE, F(ge) I(ge))
+    default: break;
+    }
+    return NULL;
+}
+
+/* Runs a binary kernel into an output of the broadcast shape; `a` and `b`
+   already have dtype dt. */
+static void run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
+{
+    ember_iter it;
+    ember_tensor *ts[3] = {o, a, b};
+    ember__iter_init(&it, 3, ts);
+    ember__loop_fn fn = binary_kernel(op, dt);
+    gen_ctx c = {op, dt};
+    ember__iter_run(&it, fn ? fn : binary_generic, &c);
+}
+
+/* The dtype a binary op computes in, and the dtype of its result. */
+static int binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
+{
+    ember_tensor *ts[2] = {a, b};
+    int rt = ember__result_type(2, ts);
+    if (op == EMBER_OP_DIV && !ember__is_float(rt)) rt = EMBER_FLOAT32;   /* true division */
+    *compute = rt;
+    return is_cmp(op) ? EMBER_BOOL : rt;
+}
+
+int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    const char *name = ember__ops[op].name;
+    ember_tensor *a = in[0], *b = in[1], *ca = NULL, *cb = NULL;
+    int nd, ct, rc;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ember__broadcast_shape(name, 2, in, &nd, shape));
+    int odt = binary_types(op, a, b, &ct);
+    EMBER_CHECK(ember__as_dtype(a, ct, &ca));
+    EMBER_CHECK(ember__as_dtype(b, ct, &cb));
+    EMBER_CHECK(ember__new(nd, shape, odt, EMBER_CPU, out));
+    run_binary(op, ct, *out, ca, cb);
+done:
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ where */
+typedef struct {
+    int dt, cdt;
+} where_ctx;
+
+static void where_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
+{
+    const where_ctx *c = vctx;
+    int es = ember_dtype_size(c->dt);
+    for (int64_t i = 0; i < n; i++) {
+        bool cond = ember__load(p[1] + i * s[1], c->cdt) != 0;
+        memcpy(p[0] + i * s[0], cond ? p[2] + i * s[2] : p[3] + i * s[3], (size_t)es);
+    }
+}
+
+/* where(cond, a, b) */
+int fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    ember_tensor *ca = NULL, *cb = NULL;
+    int nd, rc;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ember__broadcast_shape("where", 3, in, &nd, shape));
+    int dt = ember__result_type(2, in + 1);
+    EMBER_CHECK(ember__as_dtype(in[1], dt, &ca));
+    EMBER_CHECK(ember__as_dtype(in[2], dt, &cb));
+    EMBER_CHECK(ember__new(nd, shape, dt, EMBER_CPU, out));
+    ember_iter it;
+    ember_tensor *ts[4] = {*out, in[0], ca, cb};
+    ember__iter_init(&it, 4, ts);
+    where_ctx c = {dt, in[0]->dtype};
+    ember__iter_run(&it, where_loop, &c);
+done:
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ unary kernels */
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
+#define SQRT_HALF 0.70710678118654752440
+#define SQRT_2_OVER_PI 0.79788456080286535588
+
+#define UN_LOOP(NAME, T, EXPR)                                                             \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    {                                                                                      \
+        EMBER_UNUSED(ctx);                                                                 \
+        const int64_t z = (int64_t)sizeof(T);                                              \
+        if (s[0] == z && s[1] == z) {                                                      \
+            T *restrict o = (T *)p[0];                                                     \
+            const T *restrict a = (const T *)p[1];                                         \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = a[i];                                                                \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = *(const T *)(p[1] + i * s[1]);                                       \
+                *(T *)(p[0] + i * s[0]) = (EXPR);                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+UN_LOOP(neg_f32, float, -x)
+UN_LOOP(exp_f32, float, expf(x))
+UN_LOOP(log_f32, float, logf(x))
+UN_LOOP(sqrt_f32, float, sqrtf(x))
+UN_LOOP(rsqrt_f32, float, 1.0f / sqrtf(x))
+UN_LOOP(abs_f32, float, fabsf(x))
+UN_LOOP(sign_f32, float, (float)((x > 0) - (x < 0)))
+UN_LOOP(sin_f32, float, sinf(x))
+UN_LOOP(cos_f32, float, cosf(x))
+UN_LOOP(tanh_f32, float, tanhf(x))
+UN_LOOP(sigmoid_f32, float, sigmoidf_(x))
+UN_LOOP(relu_f32, float, x > 0 ? x : 0.0f)
+UN_LOOP(silu_f32, float, x * sigmoidf_(x))
+UN_LOOP(erf_f32, float, erff(x))
+UN_LOOP(neg_f64, double, -x)
+UN_LOOP(exp_f64, double, exp(x))
+UN_LOOP(log_f64, double, log(x))
+UN_LOOP(sqrt_f64, double, sqrt(x))
+UN_LOOP(rsqrt_f64, double, 1.0 / sqrt(x))
+UN_LOOP(abs_f64, double, fabs(x))
+UN_LOOP(sign_f64, double, (double)((x > 0) - (x < 0)))
+UN_LOOP(sin_f64, double, sin(x))
+UN_LOOP(cos_f64, double, cos(x))
+UN_LOOP(tanh_f64, double, tanh(x))
+UN_LOOP(sigmoid_f64, double, sigmoid_(x))
+UN_LOOP(relu_f64, double, x > 0 ? x : 0.0)
+UN_LOOP(silu_f64, double, x * sigmoid_(x))
+UN_LOOP(erf_f64, double, erf(x))
+UN_LOOP(neg_i32, int32_t, (int32_t)(0u - (uint32_t)x))
+UN_LOOP(neg_i64, int64_t, (int64_t)(0u - (uint64_t)x))
+UN_LOOP(abs_i32, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
+UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0u - (uint64_t)x) : x)
+UN_LOOP(relu_i32, int32_t, x > 0 ? x : 0)
+UN_LOOP(relu_i64, int64_t, x > 0 ? x : 0)
+UN_LOOP(sign_i32, int32_t, (x > 0) - (x < 0))
+UN_LOOP(sign_i64, int64_t, (x > 0) - (x < 0))
+
+typedef struct {
+    int op, dtype;
+    int approx;
+    int has_lo, has_hi;
+    double lo, hi;
+} un_ctx;
+
+static double unary_double(const un_ctx *c, double x)
+{
+    switch (c->op) {
+    case EMBER_OP_NEG: return -x;
+    case EMBER_OP_EXP: return exp(x);
+    case EMBER_OP_LOG: return log(x);
+    case EMBER_OP_SQRT: return sqrt(x);
+    case EMBER_OP_RSQRT: return 1.0 / sqrt(x);
+    case EMBER_OP_ABS: return fabs(x);
+    case EMBER_OP_SIGN: return (x > 0) - (x < 0);
+    case EMBER_OP_SIN: return sin(x);
+    case EMBER_OP_COS: return cos(x);
+    case EMBER_OP_TANH: return tanh(x);
+    case EMBER_OP_SIGMOID: return sigmoid_(x);
+    case EMBER_OP_RELU: return x > 0 ? x : 0;
+    case EMBER_OP_SILU: return x * sigmoid_(x);
+    case EMBER_OP_ERF: return erf(x);
+    case EMBER_OP_GELU:
+        if (c->approx) return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
+        return 0.5 * x * (1 + erf(x * SQRT_HALF));
+    case EMBER_OP_CLAMP:
+        if (x != x) return x;
+        if (c->has_lo && x < c->lo) x = c->lo;
+        if (c->has_hi && x > c->hi) x = c->hi;
+        return x;
+    default: return x;
+    }
+}
+
+static void unary_generic(char **p, const int64_t *s, int64_t n, const void *vctx)
+{
+    const un_ctx *c = vctx;
+    for (int64_t i = 0; i < n; i++)
+        ember__store(p[0] + i * s[0], c->dtype, unary_double(c, ember__load(p[1] + i * s[1], c->dtype)));
+}
+
+static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
+{
+    const un_ctx *c = vctx;
+    for (int64_t i = 0; i < n; i++) {
+        float x = *(const float *)(p[1] + i * s[1]), y;
+        if (c->approx) y = 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
+        else y = 0.5f * x * (1.0f + erff(x * (float)SQRT_HALF));
+        *(float *)(p[0] + i * s[0]) = y;
+    }
+}
+
+#define U(OPN, op) case EMBER_OP_##OPN: return dt == EMBER_FLOAT32 ? op##_f32 : op##_f64;
+static ember__loop_fn unary_kernel(int op, int dt)
+{
+    if (dt == EMBER_FLOAT32 && op == EMBER_OP_GELU) return gelu_f32;
+    if (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) {
+        switch (op) {
+            U(NEG, neg) U(EXP, exp) U(LOG, log) U(SQRT, sqrt) U(RSQRT, rsqrt) U(ABS, abs)
+            U(SIGN, sign) U(SIN, sin) U(COS, cos) U(TANH, tanh) U(SIGMOID, sigmoid)
+            U(RELU, relu) U(SILU, silu) U(ERF, erf)
+        default: return NULL;
+        }
+    }
+    if (dt == EMBER_INT32 || dt == EMBER_INT64) {
+        bool w = dt == EMBER_INT64;
+        switch (op) {
+        case EMBER_OP_NEG: return w ? neg_i64 : neg_i32;
+        case EMBER_OP_ABS: return w ? abs_i64 : abs_i32;
+        case EMBER_OP_RELU: return w ? relu_i64 : relu_i32;
+        case EMBER_OP_SIGN: return w ? sign_i64 : sign_i32;
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* ops that keep integer dtypes; the others compute in float */
+static bool keeps_int(int op)
+{
+    return op == EMBER_OP_NEG || op == EMBER_OP_ABS || op == EMBER_OP_SIGN || op == EMBER_OP_RELU ||
+           op == EMBER_OP_CLAMP;
+}
+
+int ember__unary_dtype(int op, int dt)
+{
+    if (ember__is_float(dt)) return dt;
+    if (keeps_int(op)) return dt == EMBER_BOOL && op != EMBER_OP_CLAMP ? EMBER_INT64 : dt;
+    return EMBER_FLOAT32;
+}
+
+static void run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
+{
+    un_ctx c = {op, a->dtype, 0, 0, 0, 0, 0};
+    if (op == EMBER_OP_GELU) c.approx = (int)at->i[0];
+    if (op == EMBER_OP_CLAMP) {
+        c.has_lo = (int)at->i[0];
+        c.has_hi = (int)at->i[1];
+        c.lo = at->f[0];
+        c.hi = at->f[1];
+    }
+    ember__loop_fn fn = op == EMBER_OP_CLAMP ? NULL : unary_kernel(op, a->dtype);
+    ember_iter it;
+    ember_tensor *ts[2] = {o, a};
+    ember__iter_init(&it, 2, ts);
+    ember__iter_run(&it, fn ? fn : unary_generic, &c);
+}
+
+/* gelu: i[0] = tanh approximation. clamp: i[0] has_lo, i[1] has_hi, f[0] lo, f[1] hi. */
+int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    ember_tensor *a = NULL;
+    int rc;
+    int dt = ember__unary_dtype(op, in[0]->dtype);
+    EMBER_TRY(ember__as_dtype(in[0], dt, &a));
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
+    run_unary(op, at, *out, a);
+done:
+    ember_tensor_release(a);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ conversions */
+/* i[0] = dtype */
+int fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    int dt = (int)at->i[0];
+    if (!ember__valid_dtype(dt)) return ember__fail(EMBER_ERR_DTYPE, "to: unknown dtype %d", dt);
+    ember_tensor *a = in[0];
+    if (a->storage->device != EMBER_CPU) {
+        const ember_backend *be = ember__backend(a->storage->device);
+        EMBER_TRY(be->fwd[EMBER_OP_CLONE] ? EMBER_OK : ember__fail(EMBER_ERR_DEVICE, "to: not implemented for this device"));
+        EMBER_TRY(ember__new(a->ndim, a->shape, dt, a->storage->device, out));
+        return be->copy(*out, a);
+    }
+    EMBER_TRY(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
+    return ember__copy_kernel(*out, a);
+}
+
+int fwd_clone(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    ember_attrs a2 = {{in[0]->dtype}, {0}};
+    EMBER_UNUSED(at);
+    return fwd_to_dtype(op, nin, in, &a2, out);
+}
+
+/* i[0] = device */
+int fwd_to_device(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0], *c = NULL;
+    int dst = (int)at->i[0], src = a->storage->device, rc;
+    if (dst == src) {
+        ember_tensor_retain(a);
+        *out = a;
+        return EMBER_OK;
+    }
+    const ember_backend *be;
+    EMBER_TRY(ember__backend_get(dst == EMBER_CPU ? src : dst, &be));
+    EMBER_TRY(ember_contiguous(a, &c));
+    EMBER_CHECK(ember__new(a->ndim, a->shape, a->dtype, dst, out));
+    size_t nbytes = (size_t)(a->numel * ember_dtype_size(a->dtype));
+    int kind = src == EMBER_CPU ? 0 : dst == EMBER_CPU ? 1 : 2;
+    EMBER_CHECK(be->memcpy(ember__ptr(*out), ember__ptr(c), nbytes, kind));
+done:
+    ember_tensor_release(c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ public entry points */
+#define BINARY_API(name, OPN)                                                              \
+    int ember_##name(ember_tensor *a, ember_tensor *b, ember_tensor **out)                  \
+    {                                                                                      \
+        ember_tensor *in[2] = {a, b};                                                      \
+        return ember__dispatch(EMBER_OP_##OPN, 2, in, NULL, out);                          \
+    }
+BINARY_API(add, ADD)
+BINARY_API(sub, SUB)
+BINARY_API(mul, MUL)
+BINARY_API(div, DIV)
+BINARY_API(pow, POW)
+BINARY_API(maximum, MAXIMUM)
+BINARY_API(minimum, MINIMUM)
+BINARY_API(eq, EQ)
+BINARY_API(ne, NE)
+BINARY_API(lt, LT)
+BINARY_API(le, LE)
+BINARY_API(gt, GT)
+BINARY_API(ge, GE)
+
+int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, ember_tensor **out)
+{
+    ember_tensor *in[3] = {cond, a, b};
+    return ember__dispatch(EMBER_OP_WHERE, 3, in, NULL, out);
+}
+
+#define UNARY_API(name, OPN)                                                               \
+    int ember_##name(ember_tensor *a, ember_tensor **out)                                  \
+    {                                                                                      \
+        return ember__dispatch(EMBER_OP_##OPN, 1, &a, NULL, out);                          \
+    }
+UNARY_API(neg, NEG)
+UNARY_API(exp, EXP)
+UNARY_API(log, LOG)
+UNARY_API(sqrt, SQRT)
+UNARY_API(rsqrt, RSQRT)
+UNARY_API(abs, ABS)
+UNARY_API(sign, SIGN)
+UNARY_API(sin, SIN)
+UNARY_API(cos, COS)
+UNARY_API(tanh, TANH)
+UNARY_API(sigmoid, SIGMOID)
+UNARY_API(relu, RELU)
+UNARY_API(silu, SILU)
+UNARY_API(erf, ERF)
+UNARY_API(clone, CLONE)
+
+int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out)
+{
+    ember_attrs at = {{approximate_tanh != 0}, {0}};
+    return ember__dispatch(EMBER_OP_GELU, 1, &a, &at, out);
+}
+
+int ember_clamp(ember_tensor *a, int has_lo, double lo, int has_hi, double hi, ember_tensor **out)
+{
+    ember_attrs at = {{has_lo != 0, has_hi != 0}, {lo, hi}};
+    return ember__dispatch(EMBER_OP_CLAMP, 1, &a, &at, out);
+}
+
+int ember_to_dtype(ember_tensor *a, int dtype, ember_tensor **out)
+{
+    ember_attrs at = {{dtype}, {0}};
+    return ember__dispatch(EMBER_OP_TO_DTYPE, 1, &a, &at, out);
+}
+
+int ember_to_device(ember_tensor *a, int device, ember_tensor **out)
+{
+    ember_attrs at = {{device}, {0}};
+    return ember__dispatch(EMBER_OP_TO_DEVICE, 1, &a, &at, out);
+}
+
+int ember_contiguous(ember_tensor *a, ember_tensor **out)
+{
+    if (a && a->is_contiguous) {
+        ember_tensor_retain(a);
+        *out = a;
+        return EMBER_OK;
+    }
+    return ember_clone(a, out);
+}
+
+int ember_detach(ember_tensor *a, ember_tensor **out)
+{
+    if (!a || !out) return ember__fail(EMBER_ERR_ARG, "detach: NULL argument");
+    return ember__make_view(a, a->ndim, a->shape, a->strides, a->offset, out);
+}
+
+/* ------------------------------------------------------------------ in place */
+static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 1 : 2; }
+
+/* Common tail of in-place ops: when a recording tracks `a`, the value is
+   computed out of place (recorded), copied into a, and a's history moves to
+   the new node; otherwise the kernel writes into a directly. */
+static int inplace_finish(ember_tensor *a, ember_tensor *r)
+{
+    int rc = ember__copy_kernel(a, r);
+    if (rc == EMBER_OK) {
+        a->storage->version++;
+        if (r->ag) rc = ember__ag_rebase(a, r);
+    }
+    ember_tensor_release(r);
+    return rc;
+}
+
+static bool recording(ember_tensor *a, ember_tensor *b)
+{
+    return ember__ag_active && (a->ag || (b && b->ag));
+}
+
+static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
+{
+    const char *name = ember__ops[op].name;
+    char sa[200], sb[200];
+    if (!a || !b) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
+    ember_tensor *in[2] = {a, b};
+    EMBER_TRY(ember__same_device(name, 2, in));
+    int nd, ct;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ember__broadcast_shape(name, 2, in, &nd, shape));
+    if (nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape) != 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s_: shape %s cannot be broadcast to the shape %s of self",
+                           name, ember__tshape(sb, b), ember__tshape(sa, a));
+    int odt = binary_types(op, a, b, &ct);
+    if (category(odt) > category(a->dtype))
+        return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
+                           name, ember_dtype_name(odt), ember_dtype_name(a->dtype));
+    if (recording(a, b) || a->storage->device != EMBER_CPU || ct != a->dtype) {
+        ember_tensor *r;
+        EMBER_TRY(ember__dispatch(op, 2, in, NULL, &r));
+        return inplace_finish(a, r);
+    }
+    ember_tensor *cb;
+    EMBER_TRY(ember__as_dtype(b, ct, &cb));
+    run_binary(op, ct, a, a, cb);
+    ember_tensor_release(cb);
+    a->storage->version++;
+    return EMBER_OK;
+}
+
+int ember_add_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_ADD, a, b); }
+int ember_sub_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_SUB, a, b); }
+int ember_mul_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_MUL, a, b); }
+int ember_div_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_DIV, a, b); }
+int ember_pow_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_POW, a, b); }
+
+static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
+{
+    const char *name = ember__ops[op].name;
+    if (!a) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
+    int dt = ember__unary_dtype(op, a->dtype);
+    if (dt != a->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
+                           name, ember_dtype_name(dt), ember_dtype_name(a->dtype));
+    if (recording(a, NULL) || a->storage->device != EMBER_CPU) {
+        ember_tensor *r;
+        EMBER_TRY(ember__dispatch(op, 1, &a, at, &r));
+        return inplace_finish(a, r);
+    }
+    run_unary(op, at, a, a);
+    a->storage->version++;
+    return EMBER_OK;
+}
+
+int ember_unary_(ember_tensor *a, const char *op)
+{
+    if (!op) return ember__fail(EMBER_ERR_ARG, "unary_: op name is NULL");
+    for (int k = EMBER_OP_NEG; k <= EMBER_OP_ERF; k++) {
+        if (k == EMBER_OP_GELU) continue;
+        if (strcmp(ember__ops[k].name, op) == 0) return unary_inplace(k, a, NULL);
+    }
+    return ember__fail(EMBER_ERR_ARG, "unary_: unknown in-place op '%s'", op);
+}
+
+int ember_clamp_(ember_tensor *a, int has_lo, double lo, int has_hi, double hi)
+{
+    ember_attrs at = {{has_lo != 0, has_hi != 0}, {lo, hi}};
+    return unary_inplace(EMBER_OP_CLAMP, a, &at);
+}
+
+int ember_copy_(ember_tensor *a, ember_tensor *src)
+{
+    char sa[200], sb[200];
+    if (!a || !src) return ember__fail(EMBER_ERR_ARG, "copy_: argument is NULL");
+    ember_tensor *in[2] = {a, src};
+    int nd;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ember__broadcast_shape("copy_", 2, in, &nd, shape));
+    if (nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape) != 0)
+        return ember__fail(EMBER_ERR_SHAPE, "copy_: shape %s cannot be broadcast to the shape %s of self",
+                           ember__tshape(sb, src), ember__tshape(sa, a));
+    if (recording(a, src)) {
+        /* the new value is src broadcast (and converted): record it as such */
+        ember_tensor *e = NULL, *r = NULL;
+        int rc;
+        EMBER_CHECK(ember_expand(src, a->ndim, a->shape, &e));
+        EMBER_CHECK(ember_to_dtype(e, a->dtype, &r));
+        rc = inplace_finish(a, r);
+        r = NULL;
+    done:
+        ember_tensor_release(e);
+        ember_tensor_release(r);
+        return rc;
+    }
+    if (a->storage->device != EMBER_CPU || src->storage->device != EMBER_CPU) {
+        ember_tensor *moved;
+        EMBER_TRY(ember_to_device(src, a->storage->device, &moved));
+        int rc = a->storage->device == EMBER_CPU ? ember__copy_kernel(a, moved)
+                                                 : ember__backend(a->storage->device)->copy(a, moved);
+        ember_tensor_release(moved);
+        if (rc == EMBER_OK) a->storage->version++;
+        return rc;
+    }
+    if (ember_tensor_same_storage(a, src)) {   /* overlapping views: go through a copy */
+        ember_tensor *c;
+        EMBER_TRY(ember_clone(src, &c));
+        ember__copy_kernel(a, c);
+        ember_tensor_release(c);
+    } else {
+        ember__copy_kernel(a, src);
+    }
+    a->storage->version++;
+    return EMBER_OK;
+}
+
+int ember__fill_raw(ember_tensor *a, double value)
+{
+    if (a->storage->device != EMBER_CPU) return ember__backend(a->storage->device)->fill(a, value);
+    ember_tensor *s;
+    EMBER_TRY(ember_scalar(value, a->dtype, 0, &s));
+    ember__copy_kernel(a, s);
+    ember_tensor_release(s);
+    return EMBER_OK;
+}
+
+int ember_fill_(ember_tensor *a, double value)
+{
+    if (!a) return ember__fail(EMBER_ERR_ARG, "fill_: argument is NULL");
+    if (a->ag && ember__ag_active) {
+        ember_tensor *s;
+        EMBER_TRY(ember_scalar(value, a->dtype, 0, &s));
+        int rc = ember_copy_(a, s);
+        ember_tensor_release(s);
+        return rc;
+    }
+    EMBER_TRY(ember__fill_raw(a, value));
+    a->storage->version++;
+    return EMBER_OK;
+}

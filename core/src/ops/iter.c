@@ -1,0 +1,141 @@
+/* iter.c: the CPU elementwise iterator shared by every elementwise kernel, plus
+   the strided copy with dtype conversion built on it. */
+#include "ops.h"
+
+#include <string.h>
+
+void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts)
+{
+    const ember_tensor *out = ts[0];
+    int nd = out->ndim;
+    it->ntensors = n;
+    it->numel = out->numel;
+    for (int k = 0; k < n; k++) {
+        const ember_tensor *t = ts[k];
+        int es = ember_dtype_size(t->dtype);
+        it->ptr[k] = ember__ptr(t);
+        for (int d = 0; d < nd; d++) {
+            int td = d - (nd - t->ndim);
+            it->strides[k][d] = (td < 0 || t->shape[td] == 1) ? 0 : t->strides[td] * es;
+        }
+    }
+    /* drop size-1 dims, then merge neighbours that are contiguous for every operand */
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        if (out->shape[d] == 1) continue;
+        it->shape[m] = out->shape[d];
+        for (int k = 0; k < n; k++) it->strides[k][m] = it->strides[k][d];
+        m++;
+    }
+    int w = 0;
+    for (int d = 0; d < m; d++) {
+        if (w > 0) {
+            bool merge = true;
+            for (int k = 0; k < n; k++)
+                if (it->strides[k][w - 1] != it->strides[k][d] * it->shape[d]) merge = false;
+            if (merge) {
+                it->shape[w - 1] *= it->shape[d];
+                for (int k = 0; k < n; k++) it->strides[k][w - 1] = it->strides[k][d];
+                continue;
+            }
+        }
+        it->shape[w] = it->shape[d];
+        for (int k = 0; k < n; k++) it->strides[k][w] = it->strides[k][d];
+        w++;
+    }
+    if (w == 0) {   /* a single element */
+        it->shape[0] = 1;
+        for (int k = 0; k < n; k++) it->strides[k][0] = 0;
+        w = 1;
+    }
+    it->ndim = w;
+}
+
+typedef struct {
+    const ember_iter *it;
+    ember__loop_fn fn;
+    const void *ctx;
+} range_ctx;
+
+static void iter_range(void *vctx, int64_t b, int64_t e)
+{
+    const range_ctx *rc = vctx;
+    const ember_iter *it = rc->it;
+    int nd = it->ndim, nt = it->ntensors;
+    int64_t idx[EMBER_MAX_DIMS], rem = b;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = rem % it->shape[d];
+        rem /= it->shape[d];
+    }
+    char *p[ITER_MAX];
+    int64_t inner[ITER_MAX];
+    for (int k = 0; k < nt; k++) {
+        p[k] = it->ptr[k];
+        for (int d = 0; d < nd; d++) p[k] += idx[d] * it->strides[k][d];
+        inner[k] = it->strides[k][nd - 1];
+    }
+    while (b < e) {
+        int64_t n = it->shape[nd - 1] - idx[nd - 1];
+        if (n > e - b) n = e - b;
+        rc->fn(p, inner, n, rc->ctx);
+        b += n;
+        idx[nd - 1] += n;
+        for (int k = 0; k < nt; k++) p[k] += n * inner[k];
+        for (int d = nd - 1; d > 0 && idx[d] == it->shape[d]; d--) {
+            idx[d] = 0;
+            idx[d - 1]++;
+            for (int k = 0; k < nt; k++)
+                p[k] += it->strides[k][d - 1] - it->shape[d] * it->strides[k][d];
+        }
+    }
+}
+
+void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx)
+{
+    if (it->numel == 0) return;
+    range_ctx rc = {it, fn, ctx};
+    ember__parallel_for(it->numel, EMBER_PARALLEL_GRAIN, iter_range, &rc);
+}
+
+typedef struct {
+    int ddt, sdt;
+} conv_ctx;
+
+static void copy_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
+{
+    const conv_ctx *c = vctx;
+    int ds = ember_dtype_size(c->ddt), ss = ember_dtype_size(c->sdt);
+    if (s[0] % ds == 0 && s[1] % ss == 0) {
+        ember__convert(p[0], c->ddt, s[0] / ds, p[1], c->sdt, s[1] / ss, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)   /* unaligned strides cannot happen, but stay correct */
+        ember__store(p[0] + i * s[0], c->ddt, ember__load(p[1] + i * s[1], c->sdt));
+}
+
+int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src)
+{
+    if (dst->numel == 0) return EMBER_OK;
+    if (dst->is_contiguous && src->is_contiguous && dst->dtype == src->dtype &&
+        dst->numel == src->numel && dst->ndim == src->ndim) {
+        memmove(ember__ptr(dst), ember__ptr(src), (size_t)(dst->numel * ember_dtype_size(dst->dtype)));
+        return EMBER_OK;
+    }
+    ember_iter it;
+    ember_tensor *ts[2] = {dst, (ember_tensor *)src};
+    ember__iter_init(&it, 2, ts);
+    conv_ctx c = {dst->dtype, src->dtype};
+    ember__iter_run(&it, copy_loop, &c);
+    return EMBER_OK;
+}
+
+int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out)
+{
+    if (t->dtype == dtype) {
+        ember_tensor_retain(t);
+        *out = t;
+        return EMBER_OK;
+    }
+    ember_attrs at = {{dtype}, {0}};
+    return ember__run_nograd(EMBER_OP_TO_DTYPE, 1, &t, &at, out);
+}

@@ -1,0 +1,95 @@
+/* ops.h: the op layer inside core: the op enum and info table built from
+   ops.def, op attributes, the dispatch funnel every public op goes through,
+   and the elementwise iterator the CPU kernels share. */
+#ifndef EMBER_OPS_H
+#define EMBER_OPS_H
+
+#include "../internal.h"
+
+enum ember_op {
+#define OP(E, n, ni, no, fwd, save) EMBER_OP_##E,
+#include "ops.def"
+#undef OP
+    EMBER_OP_COUNT
+};
+
+enum {
+    SAVE_NONE = 0,
+    SAVE_IN0 = 1 << 0,
+    SAVE_IN1 = 1 << 1,
+    SAVE_IN2 = 1 << 2,
+    SAVE_OUT0 = 1 << 4,
+    SAVE_OUT1 = 1 << 5
+};
+
+/* Op attributes, stored by value in autograd nodes. The layout per op is
+   written beside each forward. */
+#define EMBER_MAX_ATTRS 12
+typedef struct ember_attrs {
+    int64_t i[EMBER_MAX_ATTRS];
+    double f[2];
+} ember_attrs;
+
+typedef int (*ember__fwd_fn)(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                             ember_tensor **out);
+
+typedef struct ember__op_info {
+    const char *name;
+    int nin;      /* -1: a list */
+    int nout;
+    unsigned save;
+    ember__fwd_fn fwd;
+} ember__op_info;
+
+extern const ember__op_info ember__ops[EMBER_OP_COUNT];
+
+/* Runs op `op` on the inputs (checked for NULL and for one shared device),
+   then records it for autograd when an input is tracked. out[] gets nout new
+   references, or NULLs on failure. */
+int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                    ember_tensor **out);
+/* Same for ops that need no recording (comparisons and other non-differentiable
+   results are still dispatched normally; this is for internal helpers). */
+int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                      ember_tensor **out);
+
+/* forwards, by family */
+#define OP(E, n, ni, no, fwd, save) \
+    int fwd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+#include "ops.def"
+#undef OP
+
+/* ------------------------------------------------------------------ broadcasting */
+int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
+                           int64_t *shape);
+
+/* ------------------------------------------------------------------ the CPU iterator
+   Walks up to 4 operands (out first) of one broadcast shape, with byte strides
+   (0 on broadcast dims). Dims are coalesced so contiguous data is one flat loop;
+   the innermost loop is handed to a kernel. */
+#define ITER_MAX 4
+typedef struct ember_iter {
+    int ndim;
+    int ntensors;
+    int64_t numel;
+    int64_t shape[EMBER_MAX_DIMS];
+    int64_t strides[ITER_MAX][EMBER_MAX_DIMS];   /* bytes; [t][d], innermost d = ndim - 1 */
+    char *ptr[ITER_MAX];
+} ember_iter;
+
+/* kernel over n elements: ptrs[k] advance by strides[k] bytes */
+typedef void (*ember__loop_fn)(char **ptrs, const int64_t *strides, int64_t n, const void *ctx);
+
+/* out must already have the broadcast shape; inputs broadcast to it. */
+void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts);
+/* Runs the loop over the whole iteration space, in parallel when large. */
+void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
+/* Strided copy with dtype conversion: dst and src of one shape (src may broadcast). */
+int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src);
+/* Input `t` converted to dtype (a new reference; t itself when it already has it). */
+int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out);
+/* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
+int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
+                     unsigned *mask);
+
+#endif /* EMBER_OPS_H */

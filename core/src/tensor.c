@@ -1,0 +1,345 @@
+/* tensor.c: tensors and storages: creation, refcounts, views, versions and the
+   accessors the FFI reads. Kernels live in ops/; autograd state in autograd.c. */
+#include "internal.h"
+#include "autograd.h"
+#include "backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tensor headers are recycled through a free list: a loop of small ops should
+   not call malloc for every result. */
+static ember_tensor *header_pool;
+static int header_pool_size;
+#define HEADER_POOL_MAX 4096
+
+int ember__tensor_alloc(ember_tensor **out)
+{
+    ember_tensor *t = NULL;
+    if (header_pool) {
+        t = header_pool;
+        header_pool = *(ember_tensor **)t;
+        header_pool_size--;
+    } else {
+        t = malloc(sizeof *t);
+        if (!t) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a tensor");
+    }
+    memset(t, 0, offsetof(ember_tensor, shape));
+    t->refcount = 1;
+    ember__stats_tensor(1);
+    *out = t;
+    return EMBER_OK;
+}
+
+static void header_free(ember_tensor *t)
+{
+    ember__stats_tensor(-1);
+#ifndef EMBER_NO_CACHE
+    if (header_pool_size < HEADER_POOL_MAX) {
+        *(ember_tensor **)t = header_pool;
+        header_pool = t;
+        header_pool_size++;
+        return;
+    }
+#endif
+    free(t);
+}
+
+static void storage_release(ember_storage *s)
+{
+    if (!s || --s->refcount > 0) return;
+    if (s->release) {
+        s->release(s->release_ctx, s->data);
+    } else if (s->data) {
+        ember__stats_bytes(-(int64_t)s->nbytes);
+        if (s->device == EMBER_CPU) ember__free(s->data, s->nbytes);
+        else ember__backend(s->device)->free(s->data, s->nbytes);
+    }
+    free(s);
+}
+
+void ember_tensor_retain(ember_tensor *t)
+{
+    if (t) t->refcount++;
+}
+
+void ember_tensor_release(ember_tensor *t)
+{
+    if (!t) return;
+    ember__assert(t->refcount > 0);
+    if (--t->refcount > 0) return;
+    if (t->ag) ember__ag_forget(t);
+    storage_release(t->storage);
+    header_free(t);
+}
+
+int ember_tensor_refcount(const ember_tensor *t) { return t ? t->refcount : 0; }
+
+/* ------------------------------------------------------------------ accessors */
+int ember_tensor_ndim(const ember_tensor *t) { return t->ndim; }
+const int64_t *ember_tensor_shape(const ember_tensor *t) { return t->shape; }
+const int64_t *ember_tensor_strides(const ember_tensor *t) { return t->strides; }
+int64_t ember_tensor_offset(const ember_tensor *t) { return t->offset; }
+int64_t ember_tensor_numel(const ember_tensor *t) { return t->numel; }
+int ember_tensor_dtype(const ember_tensor *t) { return t->dtype; }
+int ember_tensor_device(const ember_tensor *t) { return t->storage->device; }
+int ember_tensor_is_contiguous(const ember_tensor *t) { return t->is_contiguous; }
+void *ember_tensor_data(const ember_tensor *t)
+{
+    return t && t->storage->device == EMBER_CPU ? ember__ptr(t) : NULL;
+}
+int ember_tensor_same_storage(const ember_tensor *a, const ember_tensor *b)
+{
+    return a && b && a->storage == b->storage;
+}
+int64_t ember_tensor_version(const ember_tensor *t) { return t->storage->version; }
+void ember_tensor_bump_version(ember_tensor *t) { t->storage->version++; }
+
+/* ------------------------------------------------------------------ geometry */
+void ember__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+void ember__refresh_geometry(ember_tensor *t)
+{
+    int64_t n = 1, expect = 1;
+    bool contig = true;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != expect) contig = false;
+        expect *= t->shape[i];
+    }
+    t->numel = n;
+    t->is_contiguous = contig || n == 0;
+}
+
+int ember__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel)
+{
+    char buf[200];
+    if (ndim < 0 || ndim > EMBER_MAX_DIMS)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: %d dims requested, at most %d are supported", op,
+                           ndim, EMBER_MAX_DIMS);
+    if (ndim > 0 && !shape) return ember__fail(EMBER_ERR_ARG, "%s: shape is NULL", op);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return ember__fail(EMBER_ERR_SHAPE, "%s: negative size in shape %s", op,
+                               ember__shape_str(buf, ndim, shape));
+        if (shape[i] > 0 && n > ((int64_t)1 << 50) / shape[i])
+            return ember__fail(EMBER_ERR_OOM, "%s: shape %s is too large to allocate", op,
+                               ember__shape_str(buf, ndim, shape));
+        n *= shape[i];
+    }
+    if (numel) *numel = n;
+    return EMBER_OK;
+}
+
+int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+{
+    int64_t n;
+    *out = NULL;
+    EMBER_TRY(ember__check_shape("empty", ndim, shape, &n));
+    if (!ember__valid_dtype(dtype)) return ember__fail(EMBER_ERR_DTYPE, "empty: unknown dtype %d", dtype);
+    const ember_backend *be = NULL;
+    if (device != EMBER_CPU) EMBER_TRY(ember__backend_get(device, &be));
+    size_t nbytes = (size_t)n * (size_t)ember_dtype_size(dtype);
+    ember_storage *s = malloc(sizeof *s);
+    if (!s) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a storage");
+    memset(s, 0, sizeof *s);
+    s->refcount = 1;
+    s->device = device;
+    s->nbytes = nbytes;
+    s->data = be ? be->alloc(nbytes) : ember__alloc(nbytes);
+    if (!s->data) {
+        free(s);
+        char buf[200];
+        return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes for a %s tensor of shape %s",
+                           nbytes, ember_dtype_name(dtype), ember__shape_str(buf, ndim, shape));
+    }
+    ember__stats_bytes((int64_t)nbytes);
+    ember_tensor *t = NULL;
+    int rc = ember__tensor_alloc(&t);
+    if (rc < 0) {
+        storage_release(s);
+        return rc;
+    }
+    t->storage = s;
+    t->dtype = (int8_t)dtype;
+    t->ndim = (int8_t)ndim;
+    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    ember__contiguous_strides(ndim, shape, t->strides);
+    t->numel = n;
+    t->is_contiguous = 1;
+    *out = t;
+    return EMBER_OK;
+}
+
+int ember__make_view(const ember_tensor *a, int ndim, const int64_t *shape, const int64_t *strides,
+                     int64_t offset, ember_tensor **out)
+{
+    ember_tensor *t = NULL;
+    EMBER_TRY(ember__tensor_alloc(&t));
+    t->storage = a->storage;
+    t->storage->refcount++;
+    t->dtype = a->dtype;
+    t->ndim = (int8_t)ndim;
+    if (ndim) {
+        memmove(t->shape, shape, (size_t)ndim * sizeof *shape);
+        memmove(t->strides, strides, (size_t)ndim * sizeof *strides);
+    }
+    t->offset = offset;
+    ember__refresh_geometry(t);
+    *out = t;
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ creation */
+int ember_empty(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "empty: out is NULL");
+    return ember__new(ndim, shape, dtype, device, out);
+}
+
+int ember_full(int ndim, const int64_t *shape, double value, int dtype, int device,
+               ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "full: out is NULL");
+    EMBER_TRY(ember__new(ndim, shape, dtype, device, out));
+    int rc = ember__fill_raw(*out, value);   /* a new tensor starts at version 0 */
+    if (rc < 0) {
+        ember_tensor_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int ember_scalar(double value, int dtype, int wrapped, ember_tensor **out)
+{
+    EMBER_TRY(ember__new(0, NULL, dtype, EMBER_CPU, out));
+    ember__store(ember__ptr(*out), dtype, value);
+    (*out)->wrapped_number = wrapped != 0;
+    return EMBER_OK;
+}
+
+int ember_from_data(const void *src, int src_dtype, int ndim, const int64_t *shape, int dtype,
+                    int device, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "tensor: out is NULL");
+    *out = NULL;
+    if (!ember__valid_dtype(src_dtype) || !ember__valid_dtype(dtype))
+        return ember__fail(EMBER_ERR_DTYPE, "tensor: unknown dtype");
+    ember_tensor *t = NULL;
+    EMBER_TRY(ember__new(ndim, shape, dtype, EMBER_CPU, &t));
+    if (t->numel && !src) {
+        ember_tensor_release(t);
+        return ember__fail(EMBER_ERR_ARG, "tensor: source data is NULL");
+    }
+    ember__convert(ember__ptr(t), dtype, 1, src, src_dtype, 1, t->numel);
+    if (device == EMBER_CPU) {
+        *out = t;
+        return EMBER_OK;
+    }
+    int rc = ember_to_device(t, device, out);
+    ember_tensor_release(t);
+    return rc;
+}
+
+int ember_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *strides, int dtype,
+                    void (*release)(void *ctx, void *data), void *ctx, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "from_blob: out is NULL");
+    *out = NULL;
+    int64_t n;
+    EMBER_TRY(ember__check_shape("from_blob", ndim, shape, &n));
+    if (!ember__valid_dtype(dtype)) return ember__fail(EMBER_ERR_DTYPE, "from_blob: unknown dtype %d", dtype);
+    if (!data && n) return ember__fail(EMBER_ERR_ARG, "from_blob: data is NULL");
+    ember_storage *s = calloc(1, sizeof *s);
+    if (!s) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a storage");
+    s->refcount = 1;
+    s->device = EMBER_CPU;
+    s->data = data;
+    s->release = release ? release : NULL;
+    s->release_ctx = ctx;
+    /* a foreign block with no release function must not be freed by us */
+    if (!release) s->release = ember__noop_release;
+    ember_tensor *t = NULL;
+    int rc = ember__tensor_alloc(&t);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    t->storage = s;
+    t->dtype = (int8_t)dtype;
+    t->ndim = (int8_t)ndim;
+    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    if (strides) {
+        for (int i = 0; i < ndim; i++) {
+            if (strides[i] < 0) {
+                storage_release(s);
+                header_free(t);
+                return ember__fail(EMBER_ERR_ARG, "from_blob: negative strides are not supported");
+            }
+        }
+        if (ndim) memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    } else {
+        ember__contiguous_strides(ndim, shape, t->strides);
+    }
+    ember__refresh_geometry(t);
+    *out = t;
+    return EMBER_OK;
+}
+
+void ember__noop_release(void *ctx, void *data)
+{
+    EMBER_UNUSED(ctx);
+    EMBER_UNUSED(data);
+}
+
+/* ------------------------------------------------------------------ reading values */
+int ember_item(const ember_tensor *t, double *out)
+{
+    char buf[200];
+    if (!t || !out) return ember__fail(EMBER_ERR_ARG, "item: NULL argument");
+    if (t->numel != 1)
+        return ember__fail(EMBER_ERR_SHAPE,
+                           "item: only one-element tensors can be converted, got shape %s",
+                           ember__tshape(buf, t));
+    if (t->storage->device != EMBER_CPU) {
+        double v = 0;
+        EMBER_TRY(ember__backend(t->storage->device)->read_scalar(t, &v));
+        *out = v;
+        return EMBER_OK;
+    }
+    *out = ember__load(ember__ptr(t), t->dtype);
+    return EMBER_OK;
+}
+
+int ember_copy_to_buffer(const ember_tensor *t, void *dst, int dst_dtype)
+{
+    if (!t || (!dst && t->numel)) return ember__fail(EMBER_ERR_ARG, "copy_to_buffer: NULL argument");
+    if (!ember__valid_dtype(dst_dtype)) return ember__fail(EMBER_ERR_DTYPE, "copy_to_buffer: unknown dtype");
+    if (t->storage->device != EMBER_CPU) {
+        ember_tensor *c;
+        EMBER_TRY(ember_to_device((ember_tensor *)t, EMBER_CPU, &c));
+        int rc = ember_copy_to_buffer(c, dst, dst_dtype);
+        ember_tensor_release(c);
+        return rc;
+    }
+    ember_tensor *d;
+    int64_t flat = t->numel;
+    EMBER_TRY(ember_from_blob(dst, 1, &flat, NULL, dst_dtype, NULL, NULL, &d));
+    /* view d with t's shape, then a strided copy does the conversion */
+    d->ndim = t->ndim;
+    memcpy(d->shape, t->shape, sizeof d->shape);
+    ember__contiguous_strides(d->ndim, d->shape, d->strides);
+    ember__refresh_geometry(d);
+    int rc = ember__copy_kernel(d, t);
+    ember_tensor_release(d);
+    return rc;
+}
