@@ -166,6 +166,7 @@ typedef struct {
     int64_t bytes_cached;    /* freed blocks kept by the caching allocator */
 } ember_memory_stats_t;
 EMBER_API void ember_memory_stats(ember_memory_stats_t *out);
+EMBER_API int64_t ember_bytes_in_use(void);          /* the hot subset, for GC pressure */
 EMBER_API void ember_reset_peak(void);
 EMBER_API void ember_empty_cache(void);
 

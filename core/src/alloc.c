@@ -93,3 +93,5 @@ void ember_memory_stats(ember_memory_stats_t *out)
 }
 
 void ember_reset_peak(void) { peak_bytes = bytes_in_use; }
+
+int64_t ember_bytes_in_use(void) { return bytes_in_use; }

@@ -1,0 +1,256 @@
+/* random.c: Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy
+   as 1, 2, 3", SC'11). Element i of a draw is a pure function of (seed,
+   counter offset, i), so results are the same for every thread count and
+   platform; each draw advances the offset past the blocks it used. */
+#include "internal.h"
+#include "ops/ops.h"
+#include "backend.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t g_seed = 67280421310721ULL;
+static uint64_t g_offset;   /* next unused 128-bit block */
+
+typedef struct { uint32_t v[4]; } philox4;
+
+static philox4 philox(uint64_t seed, uint64_t block)
+{
+    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    philox4 out = {{c0, c1, c2, c3}};
+    return out;
+}
+
+void ember_manual_seed(uint64_t seed)
+{
+    g_seed = seed;
+    g_offset = 0;
+}
+
+uint64_t ember_initial_seed(void) { return g_seed; }
+
+static inline double u24(uint32_t x) { return (x >> 8) * (1.0 / 16777216.0); }
+static inline double u53(uint32_t a, uint32_t b)
+{
+    return ((((uint64_t)a) << 21) ^ (b >> 11)) * (1.0 / 9007199254740992.0);
+}
+
+enum { DIST_UNIFORM, DIST_NORMAL, DIST_INT };
+
+typedef struct {
+    int dist, dtype;
+    uint64_t seed, offset;
+    double a, b;          /* uniform: low, high; normal: mean, std; int: low, range */
+    char *data;
+    int64_t esize;
+} draw_ctx;
+
+/* One value for element i. Uniform and int use 2 lanes, normal 4 (two 53-bit
+   uniforms for Box-Muller), so element i reads block offset + i/2 or + i. */
+static double draw_one(const draw_ctx *c, int64_t i)
+{
+    if (c->dist == DIST_NORMAL) {
+        philox4 r = philox(c->seed, c->offset + (uint64_t)i);
+        double u1 = u53(r.v[0], r.v[1]), u2 = u53(r.v[2], r.v[3]);
+        if (u1 < 1e-300) u1 = 1e-300;
+        return c->a + c->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    }
+    philox4 r = philox(c->seed, c->offset + (uint64_t)(i >> 1));
+    uint32_t x = r.v[(i & 1) * 2], y = r.v[(i & 1) * 2 + 1];
+    if (c->dist == DIST_INT) {
+        uint64_t v = ((uint64_t)x << 32) | y;
+        return c->a + (double)(v % (uint64_t)c->b);
+    }
+    double u = c->dtype == EMBER_FLOAT64 ? u53(x, y) : u24(x);
+    return c->a + (c->b - c->a) * u;
+}
+
+static void draw_range(void *vctx, int64_t b, int64_t e)
+{
+    const draw_ctx *c = vctx;
+    for (int64_t i = b; i < e; i++) {
+        char *p = c->data + i * c->esize;
+        if (c->dist == DIST_INT && c->dtype == EMBER_INT64) {
+            philox4 r = philox(c->seed, c->offset + (uint64_t)(i >> 1));
+            uint64_t v = ((uint64_t)r.v[(i & 1) * 2] << 32) | r.v[(i & 1) * 2 + 1];
+            *(int64_t *)p = (int64_t)c->a + (int64_t)(v % (uint64_t)c->b);
+            continue;
+        }
+        double v = draw_one(c, i);
+        if (c->dtype == EMBER_FLOAT32 && c->dist == DIST_UNIFORM) {
+            float f = (float)v;   /* rounding may reach high: keep [low, high) */
+            if (f >= (float)c->b && c->b > c->a) f = nextafterf((float)c->b, -INFINITY);
+            *(float *)p = f;
+        } else {
+            ember__store(p, c->dtype, v);
+        }
+    }
+}
+
+/* Fills t (any layout) with draws; goes through a contiguous buffer when needed. */
+static int fill_random(ember_tensor *t, int dist, double a, double b)
+{
+    ember_tensor *buf = t;
+    if (!t->is_contiguous || t->storage->device != EMBER_CPU)
+        EMBER_TRY(ember__new(t->ndim, t->shape, t->dtype, EMBER_CPU, &buf));
+    draw_ctx c = {dist, t->dtype, g_seed, g_offset, a, b, ember__ptr(buf), ember_dtype_size(t->dtype)};
+    ember__parallel_for(t->numel, 8192, draw_range, &c);
+    g_offset += dist == DIST_NORMAL ? (uint64_t)t->numel : (uint64_t)(t->numel + 1) / 2;
+    int rc = EMBER_OK;
+    if (buf != t) {
+        rc = t->storage->device == EMBER_CPU ? ember__copy_kernel(t, buf)
+                                             : ember__backend(t->storage->device)->copy(t, buf);
+        ember_tensor_release(buf);
+    }
+    return rc;
+}
+
+static int make(const char *op, int ndim, const int64_t *shape, int dtype, int device,
+                bool need_float, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "%s: out is NULL", op);
+    *out = NULL;
+    if (!ember__valid_dtype(dtype)) return ember__fail(EMBER_ERR_DTYPE, "%s: unknown dtype %d", op, dtype);
+    if (need_float && !ember__is_float(dtype))
+        return ember__fail(EMBER_ERR_DTYPE, "%s: expected a floating point dtype, got %s", op,
+                           ember_dtype_name(dtype));
+    int rc = ember__new(ndim, shape, dtype, device, out);
+    return rc < 0 ? ember__fail_prefix(rc, op) : rc;
+}
+
+static int finish(int rc, ember_tensor **out)
+{
+    if (rc < 0) {
+        ember_tensor_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+{
+    EMBER_TRY(make("rand", ndim, shape, dtype, device, true, out));
+    return finish(fill_random(*out, DIST_UNIFORM, 0, 1), out);
+}
+
+int ember_randn(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+{
+    EMBER_TRY(make("randn", ndim, shape, dtype, device, true, out));
+    return finish(fill_random(*out, DIST_NORMAL, 0, 1), out);
+}
+
+int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int dtype, int device,
+                  ember_tensor **out)
+{
+    if (high <= low)
+        return ember__fail(EMBER_ERR_ARG, "randint: expected low < high, got low=%lld high=%lld",
+                           (long long)low, (long long)high);
+    EMBER_TRY(make("randint", ndim, shape, dtype, device, false, out));
+    return finish(fill_random(*out, DIST_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)), out);
+}
+
+int ember_uniform_(ember_tensor *t, double low, double high)
+{
+    if (!t) return ember__fail(EMBER_ERR_ARG, "uniform_: argument is NULL");
+    if (!ember__is_float(t->dtype))
+        return ember__fail(EMBER_ERR_DTYPE, "uniform_: expected a floating point tensor, got %s",
+                           ember_dtype_name(t->dtype));
+    if (!(low <= high)) return ember__fail(EMBER_ERR_ARG, "uniform_: expected low <= high, got %g > %g", low, high);
+    EMBER_TRY(fill_random(t, DIST_UNIFORM, low, high));
+    t->storage->version++;
+    return EMBER_OK;
+}
+
+int ember_normal_(ember_tensor *t, double mean, double std)
+{
+    if (!t) return ember__fail(EMBER_ERR_ARG, "normal_: argument is NULL");
+    if (!ember__is_float(t->dtype))
+        return ember__fail(EMBER_ERR_DTYPE, "normal_: expected a floating point tensor, got %s",
+                           ember_dtype_name(t->dtype));
+    if (!(std >= 0)) return ember__fail(EMBER_ERR_ARG, "normal_: expected std >= 0, got %g", std);
+    EMBER_TRY(fill_random(t, DIST_NORMAL, mean, std));
+    t->storage->version++;
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ ranges */
+int ember_arange(double start, double end, double step, int dtype, int device, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "arange: out is NULL");
+    *out = NULL;
+    if (step == 0 || step != step || start != start || end != end)
+        return ember__fail(EMBER_ERR_ARG, "arange: invalid range start=%g end=%g step=%g", start, end, step);
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        return ember__fail(EMBER_ERR_ARG, "arange: step %g does not lead from %g to %g", step, start, end);
+    double nf = ceil((end - start) / step);
+    if (nf > 1e15) return ember__fail(EMBER_ERR_OOM, "arange: %g elements is too many", nf);
+    int64_t n = (int64_t)nf;
+    ember_tensor *t;
+    EMBER_TRY(make("arange", 1, &n, dtype, EMBER_CPU, false, &t));
+    char *p = ember__ptr(t);
+    int es = ember_dtype_size(dtype);
+    for (int64_t i = 0; i < n; i++) ember__store(p + i * es, dtype, start + (double)i * step);
+    if (device == EMBER_CPU) {
+        *out = t;
+        return EMBER_OK;
+    }
+    int rc = ember_to_device(t, device, out);
+    ember_tensor_release(t);
+    return rc;
+}
+
+int ember_linspace(double start, double end, int64_t steps, int dtype, int device, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "linspace: out is NULL");
+    *out = NULL;
+    if (steps < 0) return ember__fail(EMBER_ERR_ARG, "linspace: steps must be >= 0, got %lld", (long long)steps);
+    ember_tensor *t;
+    EMBER_TRY(make("linspace", 1, &steps, dtype, EMBER_CPU, false, &t));
+    char *p = ember__ptr(t);
+    int es = ember_dtype_size(dtype);
+    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    /* symmetric evaluation as PyTorch does, so the last value is exactly `end` */
+    for (int64_t i = 0; i < steps; i++) {
+        double v = i < steps / 2 ? start + step * (double)i : end - step * (double)(steps - 1 - i);
+        ember__store(p + i * es, dtype, v);
+    }
+    if (device == EMBER_CPU) {
+        *out = t;
+        return EMBER_OK;
+    }
+    int rc = ember_to_device(t, device, out);
+    ember_tensor_release(t);
+    return rc;
+}
+
+int ember_eye(int64_t n, int64_t m, int dtype, int device, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "eye: out is NULL");
+    *out = NULL;
+    if (n < 0 || m < 0) return ember__fail(EMBER_ERR_ARG, "eye: sizes must be >= 0, got %lld x %lld",
+                                           (long long)n, (long long)m);
+    int64_t shape[2] = {n, m};
+    ember_tensor *t;
+    EMBER_TRY(make("eye", 2, shape, dtype, EMBER_CPU, false, &t));
+    memset(ember__ptr(t), 0, (size_t)(t->numel * ember_dtype_size(dtype)));
+    int es = ember_dtype_size(dtype);
+    for (int64_t i = 0; i < n && i < m; i++) ember__store(ember__ptr(t) + (i * m + i) * es, dtype, 1);
+    if (device == EMBER_CPU) {
+        *out = t;
+        return EMBER_OK;
+    }
+    int rc = ember_to_device(t, device, out);
+    ember_tensor_release(t);
+    return rc;
+}

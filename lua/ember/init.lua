@@ -1,0 +1,74 @@
+-- ember: a Lua-scriptable deep learning runtime. This file loads libember
+-- through the LuaJIT FFI, declares its C API (extracted from ember.h at build
+-- time into ember/cdef.lua) and assembles the package from its modules.
+local ffi = require("ffi")
+
+local ember = { _VERSION = "0.1.0" }
+
+local function here()
+  local src = debug.getinfo(1, "S").source
+  return (src:sub(1, 1) == "@" and src:sub(2) or src):match("^(.*)/[^/]*$") or "."
+end
+
+-- Where libember lives, in order: $EMBER_LIB; the path recorded at install
+-- time (ember/config.lua); the build folder of a source checkout
+-- (lua/ember/../../build); the usual install locations relative to
+-- <prefix>/share/lua/5.1/ember; the system linker's search path.
+local function candidates()
+  local dir, list = here(), {}
+  local env = os.getenv("EMBER_LIB")
+  if env and env ~= "" then list[#list + 1] = env end
+  local ok, cfg = pcall(require, "ember.config")
+  if ok and type(cfg) == "table" and cfg.libpath then list[#list + 1] = cfg.libpath end
+  list[#list + 1] = dir .. "/../../build/libember.so"
+  for _, rel in ipairs({ "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }) do
+    list[#list + 1] = dir .. "/../../../../" .. rel .. "/libember.so"
+  end
+  list[#list + 1] = "ember"
+  return list
+end
+
+local function load_cdef()
+  local ok, cdef = pcall(require, "ember.cdef")
+  if not ok then
+    error("ember: lua/ember/cdef.lua is missing; build the project first "
+      .. "(cmake -S . -B build && cmake --build build)", 0)
+  end
+  ffi.cdef(cdef)
+end
+
+local function load_library()
+  local errors = {}
+  for _, path in ipairs(candidates()) do
+    local f = path == "ember" or io.open(path, "rb")
+    if f then
+      if f ~= true then f:close() end
+      local ok, lib = pcall(ffi.load, path)
+      if ok then return lib, path end
+      errors[#errors + 1] = tostring(lib)
+    end
+  end
+  error("ember: cannot load libember (set EMBER_LIB to its path): "
+    .. table.concat(errors, "; "), 0)
+end
+
+load_cdef()
+local C, libpath = load_library()
+ember._C = C
+ember._libpath = libpath
+ember._ffi = ffi
+
+-- submodules may require("ember") while the package is being assembled
+package.loaded.ember = ember
+require("ember.tensor")(ember)
+for _, name in ipairs({ "autodiff", "nn", "optim", "data", "io", "cuda", "distributed" }) do
+  local ok, mod = pcall(require, "ember." .. name)
+  if ok then
+    if type(mod) == "function" then mod = mod(ember) end
+    if mod ~= nil and ember[name] == nil then ember[name] = mod end
+  elseif not tostring(mod):find("module 'ember%." .. name .. "' not found") then
+    error(mod, 0)
+  end
+end
+
+return ember

@@ -1,0 +1,869 @@
+-- The Tensor class: a Lua table { _c = <ember_tensor *> } per C tensor, kept
+-- unique through a weak table keyed by address, so a tensor reached twice
+-- (x.grad, a callback argument, an in-place result) is the same object.
+-- Dims are 1-based here (negative counts from the end) and 0-based in C.
+local ffi = require("ffi")
+local bit = require("bit")
+
+return function(ember)
+  local C = ember._C
+  local ffi_gc, ffi_string, ffi_new, ffi_cast = ffi.gc, ffi.string, ffi.new, ffi.cast
+  local type, tonumber, select, error, rawget, setmetatable = type, tonumber, select, error,
+    rawget, setmetatable
+  local floor, huge = math.floor, math.huge
+
+  local Tensor = {}
+  Tensor.__name = "Tensor"
+  ember.Tensor = Tensor
+
+  local DTYPES = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
+  local DTYPE_ID = {}
+  for i, name in ipairs(DTYPES) do DTYPE_ID[name] = i - 1 end
+  local DTYPE_ALIASES = { float = "float32", double = "float64", half = "float16", long = "int64",
+    int = "int32", byte = "uint8" }
+  local F32, F64, I32, I64, BOOL = 0, 1, 4, 5, 7
+  ember._DTYPES, ember._DTYPE_ID = DTYPES, DTYPE_ID
+
+  ---------------------------------------------------------------- errors
+  local function fail(level)
+    error("ember." .. ffi_string(C.ember_last_error()), level + 1)
+  end
+  -- the only place a C status becomes a Lua error
+  local function check(rc)
+    if rc < 0 then fail(3) end
+    return rc
+  end
+  ember._check = check
+  local function argerror(op, msg, level)
+    level = level or 2
+    error("ember." .. op .. ": " .. msg, level == 0 and 0 or level + 1)
+  end
+  ember._argerror = argerror
+
+  ---------------------------------------------------------------- identity and lifetime
+  local live = setmetatable({}, { __mode = "v" })   -- address -> wrapper
+  local out1 = ffi_new("ember_tensor *[1]")
+  local out2 = ffi_new("ember_tensor *[2]")
+  local release = C.ember_tensor_release
+  local gc_limit = 256 * 2 ^ 20
+
+  -- Tensor bytes live in C where the Lua GC cannot see them: past a limit a
+  -- full collection runs (torch7's approach), and the limit follows the heap.
+  local function gc_pressure()
+    local used = tonumber(C.ember_bytes_in_use())
+    if used > gc_limit then
+      collectgarbage()
+      collectgarbage()
+      used = tonumber(C.ember_bytes_in_use())
+      gc_limit = math.max(256 * 2 ^ 20, used * 2)
+    end
+  end
+
+  -- Takes ownership of one reference to p and returns the unique wrapper.
+  local function wrap(p)
+    if p == nil then return nil end
+    local addr = tonumber(ffi_cast("uintptr_t", p))
+    local t = live[addr]
+    if t then
+      release(p)   -- the wrapper already owns a reference
+      return t
+    end
+    t = setmetatable({ _c = ffi_gc(p, release) }, Tensor)
+    live[addr] = t
+    gc_pressure()
+    return t
+  end
+  -- Wraps a borrowed pointer (C keeps its reference): retain first.
+  local function wrap_borrowed(p)
+    if p == nil then return nil end
+    C.ember_tensor_retain(p)
+    return wrap(p)
+  end
+  ember._wrap, ember._wrap_borrowed = wrap, wrap_borrowed
+
+  local function is_tensor(x) return type(x) == "table" and getmetatable(x) == Tensor end
+  ember.is_tensor = is_tensor
+
+  function Tensor.free(t)
+    local c = rawget(t, "_c")
+    if c == nil then return end
+    live[tonumber(ffi_cast("uintptr_t", c))] = nil
+    t._c = nil
+    release(ffi_gc(c, nil))
+  end
+
+  ---------------------------------------------------------------- conversions of arguments
+  local function dtype_id(op, name, level)
+    if name == nil then return F32 end
+    local id = DTYPE_ID[DTYPE_ALIASES[name] or name]
+    if not id then argerror(op, "unknown dtype '" .. tostring(name) .. "'", (level or 2) + 1) end
+    return id
+  end
+  ember._dtype_id = dtype_id
+
+  local function device_id(op, dev, level)
+    if dev == nil or dev == "cpu" then return 0 end
+    if dev == "cuda" then return 1 end
+    local k = type(dev) == "string" and dev:match("^cuda:(%d+)$")
+    if k then return tonumber(k) + 1 end
+    argerror(op, "unknown device '" .. tostring(dev) .. "'", (level or 2) + 1)
+  end
+  local function device_name(id) return id == 0 and "cpu" or ("cuda:" .. (id - 1)) end
+  ember._device_id, ember._device_name = device_id, device_name
+
+  local scalar_cache, scalar_cache_n = {}, 0
+  -- A Lua number as a "wrapped number" 0-d tensor (lowest promotion priority):
+  -- int64 when integral, float64 otherwise, as Python scalars in PyTorch.
+  local function scalar(v)
+    local t = scalar_cache[v]
+    if t then return t end
+    local integral = v == floor(v) and v > -2 ^ 53 and v < 2 ^ 53
+    check(C.ember_scalar(v, integral and I64 or F64, 1, out1))
+    t = wrap(out1[0])
+    if scalar_cache_n < 512 then
+      scalar_cache[v] = t
+      scalar_cache_n = scalar_cache_n + 1
+    end
+    return t
+  end
+
+  local function ptr(op, x, argn, level)
+    if type(x) == "number" then return scalar(x)._c end
+    if type(x) == "table" then
+      local c = rawget(x, "_c")
+      if c ~= nil then return c end
+      if getmetatable(x) == Tensor then argerror(op, "tensor argument " .. argn .. " was freed", level + 1) end
+    elseif type(x) == "boolean" then
+      check(C.ember_scalar(x and 1 or 0, BOOL, 1, out1))
+      return wrap(out1[0])._c
+    end
+    argerror(op, "expected a tensor or a number as argument " .. argn .. ", got " .. type(x), level + 1)
+  end
+  ember._ptr = ptr
+
+  local function tensor_arg(op, x, argn, level)
+    if type(x) == "table" then
+      local c = rawget(x, "_c")
+      if c ~= nil then return c end
+      if getmetatable(x) == Tensor then argerror(op, "tensor argument " .. argn .. " was freed", level + 1) end
+    end
+    argerror(op, "expected a tensor as argument " .. argn .. ", got " .. type(x), level + 1)
+  end
+  ember._tensor_arg = tensor_arg
+
+  local shape_buf = ffi_new("int64_t[8]")
+  -- A shape from a table {2, 3} or from numbers (2, 3); returns ndim, int64_t*.
+  local function shape_arg(op, s, ...)
+    if type(s) == "number" then s = { s, ... } end
+    if type(s) ~= "table" or is_tensor(s) then argerror(op, "expected a shape table, got " .. type(s), 3) end
+    local n = #s
+    if n > 8 then argerror(op, "at most 8 dims are supported, got " .. n, 3) end
+    for i = 1, n do
+      local v = s[i]
+      if type(v) ~= "number" or v ~= floor(v) or v < -1 or v > 2 ^ 53 then
+        argerror(op, "bad size " .. tostring(v) .. " at position " .. i .. " of the shape", 3)
+      end
+      shape_buf[i - 1] = v
+    end
+    return n, shape_buf
+  end
+  ember._shape_arg = shape_arg
+
+  -- 1-based (or negative) dim -> 0-based; `extra` allows ndim + 1 (unsqueeze)
+  local function dim0(op, d, ndim, extra)
+    local n = ndim + (extra or 0)
+    if type(d) ~= "number" or d ~= floor(d) then argerror(op, "dim must be an integer, got " .. tostring(d), 3) end
+    local r = d < 0 and d + n or d - 1
+    if r < 0 or r >= n or d == 0 then
+      argerror(op, "dim " .. d .. " out of range for a tensor of " .. ndim .. " dims", 3)
+    end
+    return r
+  end
+  ember._dim0 = dim0
+
+  local function opts_of(t)
+    if type(t) == "table" and not is_tensor(t) and (t.dtype or t.device) then return t end
+  end
+
+  ---------------------------------------------------------------- accessors
+  function Tensor.dim(t) return C.ember_tensor_ndim(t._c) end
+  function Tensor.numel(t) return tonumber(C.ember_tensor_numel(t._c)) end
+  function Tensor.shape(t)
+    local c = t._c
+    local n, s = C.ember_tensor_ndim(c), C.ember_tensor_shape(c)
+    local r = {}
+    for i = 1, n do r[i] = tonumber(s[i - 1]) end
+    return r
+  end
+  function Tensor.size(t, d)
+    if d == nil then return t:shape() end
+    local c = t._c
+    local n = C.ember_tensor_ndim(c)
+    return tonumber(C.ember_tensor_shape(c)[dim0("size", d, n)])
+  end
+  function Tensor.stride(t)
+    local c = t._c
+    local n, s = C.ember_tensor_ndim(c), C.ember_tensor_strides(c)
+    local r = {}
+    for i = 1, n do r[i] = tonumber(s[i - 1]) end
+    return r
+  end
+  function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(t._c) ~= 0 end
+  function Tensor.version(t) return tonumber(C.ember_tensor_version(t._c)) end
+  function Tensor.data_ptr(t) return C.ember_tensor_data(t._c) end
+
+  local index_fields = {
+    dtype = function(t) return DTYPES[C.ember_tensor_dtype(t._c) + 1] end,
+    device = function(t) return device_name(C.ember_tensor_device(t._c)) end,
+  }
+  Tensor.__index = function(t, k)
+    local m = Tensor[k]
+    if m ~= nil then return m end
+    local f = index_fields[k]
+    if f then return f(t) end
+    return nil
+  end
+  ember._index_fields = index_fields
+
+  local fmt_buf, fmt_cap = nil, 0
+  function Tensor.__tostring(t)
+    local c = rawget(t, "_c")
+    if c == nil then return "tensor(<freed>)" end
+    local need = tonumber(C.ember_format(c, fmt_buf, fmt_cap))
+    if need > fmt_cap then
+      fmt_cap = need + 64
+      fmt_buf = ffi_new("char[?]", fmt_cap)
+      C.ember_format(c, fmt_buf, fmt_cap)
+    end
+    return ffi_string(fmt_buf)
+  end
+
+  local item_buf = ffi_new("double[1]")
+  function Tensor.item(t)
+    check(C.ember_item(tensor_arg("item", t, 1, 2), item_buf))
+    local v = item_buf[0]
+    if C.ember_tensor_dtype(t._c) == BOOL then return v ~= 0 end
+    return v
+  end
+
+  function Tensor.tolist(t)
+    local c = tensor_arg("tolist", t, 1, 2)
+    local n = tonumber(C.ember_tensor_numel(c))
+    local buf = ffi_new("double[?]", math.max(n, 1))
+    check(C.ember_copy_to_buffer(c, buf, F64))
+    local is_bool = C.ember_tensor_dtype(c) == BOOL
+    local shape = t:shape()
+    local nd = #shape
+    if nd == 0 then
+      if is_bool then return buf[0] ~= 0 end
+      return buf[0]
+    end
+    local pos = 0
+    local function build(d)
+      local r = {}
+      if d == nd then
+        for i = 1, shape[d] do
+          local v = buf[pos]
+          pos = pos + 1
+          if is_bool then v = v ~= 0 end
+          r[i] = v
+        end
+      else
+        for i = 1, shape[d] do r[i] = build(d + 1) end
+      end
+      return r
+    end
+    return build(1)
+  end
+
+  ---------------------------------------------------------------- creation
+  local function infer(data, op)
+    -- walks nested tables: shape, flat values, and whether all are booleans
+    local shape, flat, n_bool = {}, {}, 0
+    local function walk(x, d)
+      if type(x) == "table" and not is_tensor(x) then
+        local len = #x
+        if shape[d] == nil then
+          shape[d] = len
+        elseif shape[d] ~= len then
+          argerror(op, "ragged nested table: expected " .. shape[d] .. " entries at depth " .. d
+            .. ", got " .. len, 0)
+        end
+        if d > 8 then argerror(op, "at most 8 dims are supported", 0) end
+        for i = 1, len do walk(x[i], d + 1) end
+        if len == 0 and shape[d + 1] ~= nil then argerror(op, "ragged nested table", 0) end
+      else
+        if shape[d] ~= nil then
+          argerror(op, "ragged nested table: expected a table at depth " .. d .. ", got " .. type(x), 0)
+        end
+        local v = x
+        if type(x) == "boolean" then
+          n_bool = n_bool + 1
+          v = x and 1 or 0
+        elseif is_tensor(x) and x:numel() == 1 then
+          v = x:item()
+          if type(v) == "boolean" then n_bool = n_bool + 1; v = v and 1 or 0 end
+        elseif type(x) ~= "number" then
+          argerror(op, "expected numbers or booleans, got " .. type(x), 0)
+        end
+        flat[#flat + 1] = v
+        -- depth where the scalars live is fixed: mark it so deeper tables are ragged
+        shape.leaf = shape.leaf or d
+        if shape.leaf ~= d then argerror(op, "ragged nested table", 0) end
+      end
+    end
+    walk(data, 1)
+    local dims = {}
+    for i = 1, (shape.leaf or 1) - 1 do dims[i] = shape[i] end
+    return dims, flat, n_bool > 0 and n_bool == #flat
+  end
+
+  function ember.tensor(data, opts)
+    if is_tensor(data) then return data:clone() end
+    local ok, dims, flat, all_bool = pcall(infer, data, "tensor")
+    if not ok then error(dims, 2) end
+    local dt = opts and opts.dtype and dtype_id("tensor", opts.dtype) or (all_bool and BOOL or F32)
+    local dev = device_id("tensor", opts and opts.device)
+    local n = #flat
+    local buf = ffi_new("double[?]", math.max(n, 1))
+    for i = 1, n do buf[i - 1] = flat[i] end
+    local nd = #dims
+    for i = 1, nd do shape_buf[i - 1] = dims[i] end
+    check(C.ember_from_data(buf, F64, nd, shape_buf, dt, dev, out1))
+    return wrap(out1[0])
+  end
+
+  -- factories take an optional last {dtype =, device =} table
+  local function split_opts(...)
+    local n = select("#", ...)
+    local last = select(n, ...)
+    if n > 0 and opts_of(last) then return last, n - 1 end
+    return nil, n
+  end
+
+  local function shape_factory(name, fn)
+    ember[name] = function(...)
+      local opts, n = split_opts(...)
+      local first = ...
+      local nd, s
+      if n == 0 then argerror(name, "expected a shape", 2) end
+      if type(first) == "table" then
+        nd, s = shape_arg(name, first)
+      else
+        local dims = {}
+        for i = 1, n do dims[i] = (select(i, ...)) end
+        nd, s = shape_arg(name, dims)
+      end
+      local dt = dtype_id(name, opts and opts.dtype)
+      local dev = device_id(name, opts and opts.device)
+      for i = 0, nd - 1 do
+        if s[i] < 0 then argerror(name, "negative size in shape", 2) end
+      end
+      return fn(nd, s, dt, dev)
+    end
+  end
+  shape_factory("empty", function(nd, s, dt, dev) check(C.ember_empty(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
+  shape_factory("zeros", function(nd, s, dt, dev) check(C.ember_full(nd, s, 0, dt, dev, out1)); return wrap(out1[0]) end)
+  shape_factory("ones", function(nd, s, dt, dev) check(C.ember_full(nd, s, 1, dt, dev, out1)); return wrap(out1[0]) end)
+  shape_factory("rand", function(nd, s, dt, dev) check(C.ember_rand(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
+  shape_factory("randn", function(nd, s, dt, dev) check(C.ember_randn(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
+
+  function ember.full(shape, value, opts)
+    local nd, s = shape_arg("full", shape)
+    if type(value) ~= "number" and type(value) ~= "boolean" then
+      argerror("full", "expected a number fill value, got " .. type(value))
+    end
+    local dt = dtype_id("full", opts and opts.dtype)
+    if type(value) == "boolean" then
+      if not (opts and opts.dtype) then dt = BOOL end
+      value = value and 1 or 0
+    end
+    check(C.ember_full(nd, s, value, dt, device_id("full", opts and opts.device), out1))
+    return wrap(out1[0])
+  end
+
+  local function like(name, v)
+    return function(t, opts)
+      local c = tensor_arg(name, t, 1, 2)
+      local dt = opts and opts.dtype and dtype_id(name, opts.dtype) or C.ember_tensor_dtype(c)
+      local dev = opts and opts.device and device_id(name, opts.device) or C.ember_tensor_device(c)
+      check(C.ember_full(C.ember_tensor_ndim(c), C.ember_tensor_shape(c), v, dt, dev, out1))
+      return wrap(out1[0])
+    end
+  end
+  ember.zeros_like, ember.ones_like = like("zeros_like", 0), like("ones_like", 1)
+  function ember.full_like(t, v, opts) return like("full_like", v)(t, opts) end
+  function ember.empty_like(t, opts) return like("empty_like", 0)(t, opts) end
+  function ember.rand_like(t, opts)
+    return ember.rand(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = t.device })
+  end
+  function ember.randn_like(t, opts)
+    return ember.randn(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = t.device })
+  end
+
+  local function is_int(x) return type(x) == "number" and x == floor(x) end
+
+  function ember.arange(a, b, c, opts)
+    if type(b) == "table" then opts, b = b, nil end
+    if type(c) == "table" then opts, c = c, nil end
+    local start, stop, step = a, b, c or 1
+    if stop == nil then start, stop = 0, a end
+    for _, v in ipairs({ start, stop, step }) do
+      if type(v) ~= "number" then argerror("arange", "expected numbers, got " .. type(v)) end
+    end
+    local dt = opts and opts.dtype and dtype_id("arange", opts.dtype)
+      or ((is_int(start) and is_int(stop) and is_int(step)) and I64 or F32)
+    check(C.ember_arange(start, stop, step, dt, device_id("arange", opts and opts.device), out1))
+    return wrap(out1[0])
+  end
+
+  function ember.linspace(a, b, steps, opts)
+    if type(a) ~= "number" or type(b) ~= "number" or not is_int(steps) then
+      argerror("linspace", "expected (start, end, steps)")
+    end
+    check(C.ember_linspace(a, b, steps, dtype_id("linspace", opts and opts.dtype),
+      device_id("linspace", opts and opts.device), out1))
+    return wrap(out1[0])
+  end
+
+  function ember.eye(n, m, opts)
+    if type(m) == "table" then opts, m = m, nil end
+    if not is_int(n) or (m ~= nil and not is_int(m)) then argerror("eye", "expected integer sizes") end
+    check(C.ember_eye(n, m or n, dtype_id("eye", opts and opts.dtype),
+      device_id("eye", opts and opts.device), out1))
+    return wrap(out1[0])
+  end
+
+  function ember.randint(low, high, shape, opts)
+    if type(high) == "table" then low, high, shape, opts = 0, low, high, shape end
+    if not is_int(low) or not is_int(high) then argerror("randint", "expected integer bounds") end
+    local nd, s = shape_arg("randint", shape)
+    local dt = opts and opts.dtype and dtype_id("randint", opts.dtype) or I64
+    check(C.ember_randint(low, high, nd, s, dt, device_id("randint", opts and opts.device), out1))
+    return wrap(out1[0])
+  end
+
+  function ember.manual_seed(seed)
+    if not is_int(seed) or seed < 0 then argerror("manual_seed", "expected a non-negative integer seed") end
+    C.ember_manual_seed(seed)
+  end
+  function ember.initial_seed() return tonumber(C.ember_initial_seed()) end
+
+  function ember.memory_stats()
+    local s = ffi_new("ember_memory_stats_t")
+    C.ember_memory_stats(s)
+    return { live_tensors = tonumber(s.live_tensors), bytes_in_use = tonumber(s.bytes_in_use),
+      peak_bytes = tonumber(s.peak_bytes), bytes_cached = tonumber(s.bytes_cached) }
+  end
+  function ember.reset_peak_memory() C.ember_reset_peak() end
+  function ember.empty_cache() C.ember_empty_cache() end
+  function ember.set_num_threads(n) C.ember_set_num_threads(n) end
+  function ember.get_num_threads() return C.ember_num_threads() end
+  function ember.version() return ffi_string(C.ember_version()) end
+  function ember.blas_info() return ffi_string(C.ember_blas_info()) end
+
+  ---------------------------------------------------------------- elementwise ops
+  -- Generated from source text so each wrapper calls C.ember_<op> by a
+  -- constant name (what the JIT compiles best).
+  local function gen(src, env)
+    local f = assert(load(src, "=ember/tensor.lua(gen)"))
+    setfenv(f, env)
+    return f()
+  end
+  local genv = { C = C, ptr = ptr, out1 = out1, wrap = wrap, check = check, tensor_arg = tensor_arg }
+
+  local BINARY = { "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge" }
+  for _, op in ipairs(BINARY) do
+    local f = gen(([[
+      local C, ptr, out1, wrap, check = C, ptr, out1, wrap, check
+      return function(a, b)
+        local rc = C.ember_OP(ptr("OP", a, 1, 2), ptr("OP", b, 2, 2), out1)
+        if rc < 0 then check(rc) end
+        return wrap(out1[0])
+      end]]):gsub("OP", op), genv)
+    Tensor[op], ember[op] = f, f
+    local fi = gen(([[
+      local C, ptr, tensor_arg, check = C, ptr, tensor_arg, check
+      return function(a, b)
+        local rc = C.ember_OP_(tensor_arg("OP_", a, 1, 2), ptr("OP_", b, 2, 2))
+        if rc < 0 then check(rc) end
+        return a
+      end]]):gsub("OP", op), genv)
+    if op == "add" or op == "sub" or op == "mul" or op == "div" or op == "pow" then
+      Tensor[op .. "_"] = fi
+    end
+  end
+  Tensor.__add, Tensor.__sub, Tensor.__mul, Tensor.__div, Tensor.__pow =
+    ember.add, ember.sub, ember.mul, ember.div, ember.pow
+
+  local UNARY = { "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh",
+    "sigmoid", "relu", "silu", "erf" }
+  for _, op in ipairs(UNARY) do
+    local f = gen(([[
+      local C, tensor_arg, out1, wrap, check = C, tensor_arg, out1, wrap, check
+      return function(a)
+        local rc = C.ember_OP(tensor_arg("OP", a, 1, 2), out1)
+        if rc < 0 then check(rc) end
+        return wrap(out1[0])
+      end]]):gsub("OP", op), genv)
+    Tensor[op], ember[op] = f, f
+    Tensor[op .. "_"] = function(a)
+      check(C.ember_unary_(tensor_arg(op .. "_", a, 1, 2), op))
+      return a
+    end
+  end
+  Tensor.__unm = ember.neg
+
+  function Tensor.gelu(a, opts)
+    local approx = type(opts) == "table" and opts.approximate == "tanh"
+    check(C.ember_gelu(tensor_arg("gelu", a, 1, 2), approx and 1 or 0, out1))
+    return wrap(out1[0])
+  end
+  ember.gelu = Tensor.gelu
+
+  function Tensor.clamp(a, lo, hi)
+    if type(lo) == "table" or type(hi) == "table" then   -- tensor bounds
+      local r = a
+      if lo ~= nil then r = ember.maximum(r, lo) end
+      if hi ~= nil then r = ember.minimum(r, hi) end
+      return r == a and a:clone() or r
+    end
+    check(C.ember_clamp(tensor_arg("clamp", a, 1, 2), lo ~= nil and 1 or 0, lo or 0,
+      hi ~= nil and 1 or 0, hi or 0, out1))
+    return wrap(out1[0])
+  end
+  ember.clamp = Tensor.clamp
+  function Tensor.clamp_(a, lo, hi)
+    if type(lo) == "table" or type(hi) == "table" then return a:copy_(a:clamp(lo, hi)) end
+    check(C.ember_clamp_(tensor_arg("clamp_", a, 1, 2), lo ~= nil and 1 or 0, lo or 0,
+      hi ~= nil and 1 or 0, hi or 0))
+    return a
+  end
+
+  function ember.where(cond, a, b)
+    check(C.ember_where(ptr("where", cond, 1, 2), ptr("where", a, 2, 2), ptr("where", b, 3, 2), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.where(a, cond, b) return ember.where(cond, a, b) end
+
+  function Tensor.fill_(a, v)
+    if type(v) == "boolean" then v = v and 1 or 0 end
+    if type(v) ~= "number" then argerror("fill_", "expected a number, got " .. type(v)) end
+    check(C.ember_fill_(tensor_arg("fill_", a, 1, 2), v))
+    return a
+  end
+  function Tensor.zero_(a) return a:fill_(0) end
+  function Tensor.copy_(a, src)
+    check(C.ember_copy_(tensor_arg("copy_", a, 1, 2), ptr("copy_", src, 2, 2)))
+    return a
+  end
+  function Tensor.uniform_(a, lo, hi)
+    check(C.ember_uniform_(tensor_arg("uniform_", a, 1, 2), lo or 0, hi or 1))
+    return a
+  end
+  function Tensor.normal_(a, mean, std)
+    check(C.ember_normal_(tensor_arg("normal_", a, 1, 2), mean or 0, std or 1))
+    return a
+  end
+
+  -- comparison operators in Lua must return booleans: == is identity (rawequal),
+  -- and elementwise comparisons are methods (eq, lt, ...).
+
+  ---------------------------------------------------------------- conversions
+  function Tensor.clone(a)
+    check(C.ember_clone(tensor_arg("clone", a, 1, 2), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.contiguous(a)
+    check(C.ember_contiguous(tensor_arg("contiguous", a, 1, 2), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.detach(a)
+    check(C.ember_detach(tensor_arg("detach", a, 1, 2), out1))
+    return wrap(out1[0])
+  end
+  ember.clone, ember.contiguous, ember.detach = Tensor.clone, Tensor.contiguous, Tensor.detach
+
+  -- t:to("float64"), t:to("cuda"), t:to({dtype =, device =}), t:to(other_tensor)
+  function Tensor.to(a, x, y)
+    local c = tensor_arg("to", a, 1, 2)
+    local dt, dev
+    if is_tensor(x) then
+      dt, dev = C.ember_tensor_dtype(x._c), C.ember_tensor_device(x._c)
+    elseif type(x) == "table" then
+      dt = x.dtype and dtype_id("to", x.dtype)
+      dev = x.device and device_id("to", x.device)
+    else
+      for _, v in ipairs({ x, y }) do
+        if v ~= nil then
+          if type(v) == "string" and (v == "cpu" or v:match("^cuda")) then dev = device_id("to", v)
+          else dt = dtype_id("to", v) end
+        end
+      end
+    end
+    local r = a
+    if dev and dev ~= C.ember_tensor_device(c) then
+      check(C.ember_to_device(c, dev, out1))
+      r = wrap(out1[0])
+    end
+    if dt and dt ~= C.ember_tensor_dtype(r._c) then
+      check(C.ember_to_dtype(r._c, dt, out1))
+      r = wrap(out1[0])
+    end
+    return r
+  end
+  function Tensor.float(a) return a:to("float32") end
+  function Tensor.double(a) return a:to("float64") end
+  function Tensor.half(a) return a:to("float16") end
+  function Tensor.long(a) return a:to("int64") end
+  function Tensor.int(a) return a:to("int32") end
+  function Tensor.bool(a) return a:to("bool") end
+  function Tensor.cpu(a) return a:to("cpu") end
+  function Tensor.cuda(a, k) return a:to(k and ("cuda:" .. k) or "cuda") end
+  function Tensor.type(a) return a.dtype end
+
+  ---------------------------------------------------------------- reductions
+  local dims_buf = ffi_new("int[8]")
+  -- dim may be nil (all), a number or a list of numbers
+  local function dims_arg(op, c, dim)
+    local nd = C.ember_tensor_ndim(c)
+    if dim == nil then return 0, nil end
+    if type(dim) == "number" then
+      dims_buf[0] = dim0(op, dim, nd)
+      return 1, dims_buf
+    end
+    if type(dim) ~= "table" then argerror(op, "dim must be a number or a list, got " .. type(dim), 3) end
+    for i = 1, #dim do dims_buf[i - 1] = dim0(op, dim[i], nd) end
+    return #dim, dims_buf
+  end
+
+  function Tensor.sum(a, dim, keepdim)
+    local c = tensor_arg("sum", a, 1, 2)
+    local n, d = dims_arg("sum", c, dim)
+    check(C.ember_sum(c, n, d, keepdim and 1 or 0, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.mean(a, dim, keepdim)
+    local c = tensor_arg("mean", a, 1, 2)
+    local n, d = dims_arg("mean", c, dim)
+    check(C.ember_mean(c, n, d, keepdim and 1 or 0, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.var(a, dim, keepdim, unbiased)
+    local c = tensor_arg("var", a, 1, 2)
+    local n, d = dims_arg("var", c, dim)
+    check(C.ember_var(c, n, d, keepdim and 1 or 0, unbiased == false and 0 or 1, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.std(a, dim, keepdim, unbiased) return a:var(dim, keepdim, unbiased):sqrt() end
+  function Tensor.norm(a, p, dim, keepdim)
+    local c = tensor_arg("norm", a, 1, 2)
+    if p == "fro" or p == nil then p = 2 end
+    if p == "inf" then p = huge end
+    local n, d = dims_arg("norm", c, dim)
+    check(C.ember_norm(c, p, n, d, keepdim and 1 or 0, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.logsumexp(a, dim, keepdim)
+    local c = tensor_arg("logsumexp", a, 1, 2)
+    if dim == nil then argerror("logsumexp", "dim is required") end
+    check(C.ember_logsumexp(c, dim0("logsumexp", dim, C.ember_tensor_ndim(c)), keepdim and 1 or 0, out1))
+    return wrap(out1[0])
+  end
+  local function minmax(op, all_name, dim_name)
+    return function(a, dim, keepdim)
+      local c = tensor_arg(op, a, 1, 2)
+      if dim == nil then
+        check(C[all_name](c, out1))
+        return wrap(out1[0])
+      end
+      check(C[dim_name](c, dim0(op, dim, C.ember_tensor_ndim(c)), keepdim and 1 or 0, out2, out2 + 1))
+      local values, idx = wrap(out2[0]), wrap(out2[1])
+      return values, idx + 1
+    end
+  end
+  Tensor.max = minmax("max", "ember_amax_all", "ember_max_dim")
+  Tensor.min = minmax("min", "ember_amin_all", "ember_min_dim")
+  local function argm(op, fname)
+    return function(a, dim, keepdim)
+      local c = tensor_arg(op, a, 1, 2)
+      local d = dim == nil and -1 or dim0(op, dim, C.ember_tensor_ndim(c))
+      check(C[fname](c, d, keepdim and 1 or 0, out1))
+      return wrap(out1[0]) + 1
+    end
+  end
+  Tensor.argmax, Tensor.argmin = argm("argmax", "ember_argmax"), argm("argmin", "ember_argmin")
+  function Tensor.softmax(a, dim)
+    local c = tensor_arg("softmax", a, 1, 2)
+    check(C.ember_softmax(c, dim0("softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.log_softmax(a, dim)
+    local c = tensor_arg("log_softmax", a, 1, 2)
+    check(C.ember_log_softmax(c, dim0("log_softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
+    return wrap(out1[0])
+  end
+  for _, op in ipairs({ "sum", "mean", "var", "std", "norm", "logsumexp", "max", "min", "argmax",
+    "argmin", "softmax", "log_softmax" }) do
+    ember[op] = Tensor[op]
+  end
+  function Tensor.sum_to(a, shape)
+    local nd, s = shape_arg("sum_to", shape)
+    check(C.ember_sum_to(tensor_arg("sum_to", a, 1, 2), nd, s, out1))
+    return wrap(out1[0])
+  end
+
+  ---------------------------------------------------------------- linear algebra
+  function Tensor.matmul(a, b)
+    check(C.ember_matmul(tensor_arg("matmul", a, 1, 2), tensor_arg("matmul", b, 2, 2), out1))
+    return wrap(out1[0])
+  end
+  ember.matmul = Tensor.matmul
+  function Tensor.t(a)
+    local c = tensor_arg("t", a, 1, 2)
+    local nd = C.ember_tensor_ndim(c)
+    if nd > 2 then argerror("t", "expects a tensor with <= 2 dims, got " .. nd) end
+    if nd < 2 then return a:view(a:shape()) end
+    check(C.ember_transpose(c, 0, 1, out1))
+    return wrap(out1[0])
+  end
+
+  ---------------------------------------------------------------- shape
+  function Tensor.reshape(a, ...)
+    local nd, s = shape_arg("reshape", ...)
+    check(C.ember_reshape(tensor_arg("reshape", a, 1, 2), nd, s, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.view(a, ...)
+    local nd, s = shape_arg("view", ...)
+    check(C.ember_view(tensor_arg("view", a, 1, 2), nd, s, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.view_as(a, b) return a:view(b:shape()) end
+  function Tensor.reshape_as(a, b) return a:reshape(b:shape()) end
+  function Tensor.expand(a, ...)
+    local nd, s = shape_arg("expand", ...)
+    check(C.ember_expand(tensor_arg("expand", a, 1, 2), nd, s, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.expand_as(a, b) return a:expand(b:shape()) end
+  function Tensor.transpose(a, d1, d2)
+    local c = tensor_arg("transpose", a, 1, 2)
+    local nd = C.ember_tensor_ndim(c)
+    check(C.ember_transpose(c, dim0("transpose", d1, nd), dim0("transpose", d2, nd), out1))
+    return wrap(out1[0])
+  end
+  local perm_buf = ffi_new("int[8]")
+  function Tensor.permute(a, dims, ...)
+    local c = tensor_arg("permute", a, 1, 2)
+    if type(dims) == "number" then dims = { dims, ... } end
+    if type(dims) ~= "table" then argerror("permute", "expected a list of dims") end
+    local nd = C.ember_tensor_ndim(c)
+    if #dims ~= nd then
+      argerror("permute", "expected " .. nd .. " dims for a tensor of " .. nd .. " dims, got " .. #dims)
+    end
+    for i = 1, nd do perm_buf[i - 1] = dim0("permute", dims[i], nd) end
+    check(C.ember_permute(c, nd, perm_buf, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.squeeze(a, d)
+    local c = tensor_arg("squeeze", a, 1, 2)
+    local dd = d == nil and -1 or dim0("squeeze", d, C.ember_tensor_ndim(c))
+    check(C.ember_squeeze(c, dd, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.unsqueeze(a, d)
+    local c = tensor_arg("unsqueeze", a, 1, 2)
+    check(C.ember_unsqueeze(c, dim0("unsqueeze", d, C.ember_tensor_ndim(c), 1), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.flatten(a, s, e)
+    local shape = a:shape()
+    local nd = #shape
+    if nd == 0 then return a:reshape({ 1 }) end
+    local s0 = dim0("flatten", s or 1, nd)
+    local e0 = dim0("flatten", e or -1, nd)
+    if s0 > e0 then argerror("flatten", "start dim " .. tostring(s) .. " comes after end dim " .. tostring(e)) end
+    local new, prod = {}, 1
+    for i = 1, s0 do new[#new + 1] = shape[i] end
+    for i = s0 + 1, e0 + 1 do prod = prod * shape[i] end
+    new[#new + 1] = prod
+    for i = e0 + 2, nd do new[#new + 1] = shape[i] end
+    return a:reshape(new)
+  end
+  function Tensor.narrow(a, d, start, len)
+    local c = tensor_arg("narrow", a, 1, 2)
+    local nd = C.ember_tensor_ndim(c)
+    local d0 = dim0("narrow", d, nd)
+    local size = tonumber(C.ember_tensor_shape(c)[d0])
+    if not is_int(start) or not is_int(len) then argerror("narrow", "start and length must be integers") end
+    local s0 = start < 0 and start + size or start - 1
+    if start == 0 or s0 < 0 or len < 0 or s0 + len > size then
+      argerror("narrow", ("start %s and length %s out of range for dim %d of size %d")
+        :format(tostring(start), tostring(len), d, size))
+    end
+    check(C.ember_narrow(c, d0, s0, len, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.select(a, d, i)
+    local c = tensor_arg("select", a, 1, 2)
+    local nd = C.ember_tensor_ndim(c)
+    local d0 = dim0("select", d, nd)
+    local size = tonumber(C.ember_tensor_shape(c)[d0])
+    if not is_int(i) then argerror("select", "index must be an integer") end
+    local i0 = i < 0 and i + size or i - 1
+    if i == 0 or i0 < 0 or i0 >= size then
+      argerror("select", ("index %s out of range for dim %d of size %d"):format(tostring(i), d, size))
+    end
+    check(C.ember_select(c, d0, i0, out1))
+    return wrap(out1[0])
+  end
+
+  -- index tensors are 1-based int64/int32 in Lua and 0-based in C
+  local function index_arg(op, idx)
+    if not is_tensor(idx) then argerror(op, "expected an index tensor, got " .. type(idx), 3) end
+    local dt = C.ember_tensor_dtype(tensor_arg(op, idx, 2, 3))
+    if dt ~= I64 and dt ~= I32 then
+      argerror(op, "index tensor must be int64 or int32, got " .. DTYPES[dt + 1], 3)
+    end
+    return (idx - 1)._c
+  end
+  ember._index_arg = index_arg
+  function Tensor.index_select(a, d, idx)
+    local c = tensor_arg("index_select", a, 1, 2)
+    local d0 = dim0("index_select", d, C.ember_tensor_ndim(c))
+    check(C.ember_index_select(c, d0, index_arg("index_select", idx), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.gather(a, d, idx)
+    local c = tensor_arg("gather", a, 1, 2)
+    local d0 = dim0("gather", d, C.ember_tensor_ndim(c))
+    check(C.ember_gather(c, d0, index_arg("gather", idx), out1))
+    return wrap(out1[0])
+  end
+
+  local list_buf = ffi_new("ember_tensor *[256]")
+  local function list_op(op, fname, extra)
+    return function(list, d)
+      if type(list) ~= "table" or is_tensor(list) then argerror(op, "expected a list of tensors") end
+      local n = #list
+      if n == 0 then argerror(op, "expected a non-empty list of tensors") end
+      local buf = n <= 256 and list_buf or ffi_new("ember_tensor *[?]", n)
+      for i = 1, n do buf[i - 1] = tensor_arg(op, list[i], i, 2) end
+      local nd = C.ember_tensor_ndim(buf[0]) + extra
+      check(C[fname](n, buf, dim0(op, d or 1, nd), out1))
+      return wrap(out1[0])
+    end
+  end
+  ember.cat = list_op("cat", "ember_cat", 0)
+  ember.stack = list_op("stack", "ember_stack", 1)
+
+  for _, op in ipairs({ "reshape", "view", "transpose", "permute", "squeeze", "unsqueeze",
+    "expand", "flatten", "narrow", "select", "index_select", "gather" }) do
+    ember[op] = Tensor[op]
+  end
+
+  Tensor.__len = function(t) return t:dim() > 0 and t:size(1) or 0 end
+  Tensor.__concat = function(a, b) return tostring(a) .. tostring(b) end
+end

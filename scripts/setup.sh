@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ember needs (only those missing), then
+# configures and builds into build/. Idempotent: run it as often as you like.
+#   scripts/setup.sh            # release build in build/
+#   scripts/setup.sh --asan     # also an ASan+UBSan build in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(cmake gcc make pkg-config luajit libluajit-5.1-dev libopenblas-dev lua-busted zlib1g-dev
+      libedit-dev dataset-fashion-mnist bible-kjv)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+WERROR=OFF
+[ "${CI:-}" = "true" ] && WERROR=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DEMBER_WERROR=$WERROR >/dev/null
+cmake --build build -j "$JOBS"
+if [ "${1:-}" = "--asan" ]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON -DEMBER_CUDA=OFF \
+    -DEMBER_WERROR=$WERROR >/dev/null
+  cmake --build build-asan -j "$JOBS"
+fi

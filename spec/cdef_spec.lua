@@ -1,0 +1,18 @@
+-- The FFI declarations must be exactly the ffi:begin/ffi:end region of ember.h.
+describe("ember cdef", function()
+  it("agrees with core/include/ember.h", function()
+    local f = assert(io.open("core/include/ember.h", "rb"))
+    local header = f:read("*a")
+    f:close()
+    local region = header:match("/%* ffi:begin %*/(.-)/%* ffi:end %*/")
+    assert.is_not_nil(region)
+    region = region:gsub("EMBER_API ", "")
+    local cdef = require("ember.cdef")
+    assert.are.equal(region, cdef:sub(1, #region))
+  end)
+
+  it("has no preprocessor lines inside the region", function()
+    local cdef = require("ember.cdef")
+    assert.is_nil(cdef:find("\n%s*#"))
+  end)
+end)

@@ -1,0 +1,66 @@
+-- Shared helpers for the specs: loads ember from the source tree and offers
+-- approximate comparisons of tensors with nested Lua tables.
+local ember = require("ember")
+local H = { ember = ember }
+
+local function flatten(x, out)
+  out = out or {}
+  if type(x) == "table" then
+    for i = 1, #x do flatten(x[i], out) end
+  else
+    out[#out + 1] = x
+  end
+  return out
+end
+H.flatten = flatten
+
+-- assert that tensor t has the given shape and values (nested table or number)
+function H.same(t, expected, tol, shape)
+  tol = tol or 1e-5
+  local got = t:tolist()
+  local a, b = flatten(got), flatten(expected)
+  assert(#a == #b, ("element count %d ~= expected %d"):format(#a, #b))
+  for i = 1, #a do
+    local x, y = a[i], b[i]
+    if type(y) == "boolean" or type(x) == "boolean" then
+      assert(x == y, ("element %d: got %s, expected %s"):format(i, tostring(x), tostring(y)))
+    elseif y ~= y then
+      assert(x ~= x, ("element %d: got %s, expected nan"):format(i, tostring(x)))
+    elseif y == math.huge or y == -math.huge then
+      assert(x == y, ("element %d: got %s, expected %s"):format(i, tostring(x), tostring(y)))
+    else
+      assert(math.abs(x - y) <= tol * (1 + math.abs(y)),
+        ("element %d: got %.9g, expected %.9g (tol %g)"):format(i, x, y, tol))
+    end
+  end
+  if shape then
+    local s = t:shape()
+    assert(#s == #shape, "shape rank differs")
+    for i = 1, #s do assert(s[i] == shape[i], "shape differs at dim " .. i) end
+  end
+  return true
+end
+
+function H.shape_is(t, shape)
+  local s = t:shape()
+  if #s ~= #shape then return false end
+  for i = 1, #s do if s[i] ~= shape[i] then return false end end
+  return true
+end
+
+-- a non-contiguous tensor with the same values as `t` (transposed storage)
+function H.noncontig(t)
+  local nd = t:dim()
+  if nd < 2 then
+    -- every other element of a doubled tensor
+    local n = t:numel()
+    local big = ember.zeros({ n, 2 }, { dtype = t.dtype })
+    big:select(2, 1):copy_(t:reshape({ n }))
+    return big:select(2, 1):reshape(t:shape())
+  end
+  local tt = t:transpose(nd - 1, nd):contiguous():transpose(nd - 1, nd)
+  assert(not tt:is_contiguous())
+  return tt
+end
+
+return H
