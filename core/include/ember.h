@@ -286,6 +286,99 @@ EMBER_API int ember_fill_(ember_tensor *a, double value);
 /* unary in place: op is the name of a unary op ("exp", "relu", "neg", ...) */
 EMBER_API int ember_unary_(ember_tensor *a, const char *op);
 EMBER_API int ember_clamp_(ember_tensor *a, int has_lo, double lo, int has_hi, double hi);
+/* ---------------------------------------------------------------- autograd
+   A "key" is one recording of a GradManager (MegEngine's GradKey): while it
+   records, every op on a tensor it tracks adds a node to its tape. Keys are
+   small integers. While key K runs backward, its grad rules' ops are recorded
+   by the active keys that started recording before K and are not in K's
+   group, so an outer manager differentiates an inner one's backward. */
+typedef struct ember_node ember_node;   /* a grad function; owned by its key's tape */
+
+EMBER_API void ember_set_grad_enabled(int enabled);
+EMBER_API int ember_is_grad_enabled(void);
+/* A new key in `group` (0: a group of its own). */
+EMBER_API int ember_key_new(int group, int *key);
+EMBER_API void ember_key_free(int key);
+/* Puts a key in a group (group > 0): members do not record each other's backward. */
+EMBER_API void ember_key_set_group(int key, int group);
+/* Starts recording (fails with EMBER_ERR_STATE when already recording). */
+EMBER_API int ember_key_record(int key);
+EMBER_API int ember_key_is_recording(int key);
+/* Drops the tape and stops recording; safe to call any number of times. */
+EMBER_API void ember_key_release(int key);
+/* Tracks t from now on (attach): its gradient is accumulated by an
+   AccumulateGrad node. t must be floating point. */
+EMBER_API int ember_key_track(int key, ember_tensor *t);
+EMBER_API int ember_key_tracks(int key, const ember_tensor *t);
+/* Whether any active recording tracks t. */
+EMBER_API int ember_is_tracked(const ember_tensor *t);
+/* The node that produced t under the most recently started key tracking it
+   (NULL for leaves and untracked tensors); output_nr gets the 0-based output. */
+EMBER_API ember_node *ember_grad_fn(const ember_tensor *t, int *output_nr);
+EMBER_API ember_node *ember_grad_fn_key(int key, const ember_tensor *t, int *output_nr);
+
+/* Node inspection. */
+EMBER_API const char *ember_node_name(const ember_node *n);   /* "MulBackward", "AccumulateGrad" */
+EMBER_API uint64_t ember_node_id(const ember_node *n);         /* unique for the process */
+EMBER_API int ember_node_num_inputs(const ember_node *n);
+EMBER_API int ember_node_num_outputs(const ember_node *n);
+/* Input i's edge: the node its gradient flows to (NULL for untracked inputs). */
+EMBER_API ember_node *ember_node_next(const ember_node *n, int i, int *output_nr);
+EMBER_API int ember_node_needs_input_grad(const ember_node *n, int i);
+/* The shape input i had when the op ran; returns its ndim. */
+EMBER_API int ember_node_input_shape(const ember_node *n, int i, int64_t *shape);
+/* The leaf tensor of an AccumulateGrad node (borrowed; NULL once freed). */
+EMBER_API ember_tensor *ember_node_leaf(const ember_node *n);
+/* Saved input i / output k of a node whose rule kept it (borrowed; NULL otherwise). */
+EMBER_API ember_tensor *ember_node_saved_input(const ember_node *n, int i);
+EMBER_API ember_tensor *ember_node_saved_output(const ember_node *n, int k);
+EMBER_API int ember_node_lua_ctx(const ember_node *n);
+/* Marks a node so backward stops at it and asks the caller (hooks). */
+EMBER_API void ember_node_set_intercept(ember_node *n, int on);
+
+/* Lua rules: ops whose rule is replaced (register_grad_rule) and custom
+   Functions. rule_id > 0 names the caller's rule; 0 restores the built-in. */
+EMBER_API int ember_set_rule_override(const char *op, int rule_id);
+/* Records a custom op on every visible key that tracks one of the inputs.
+   ctx_id identifies the caller's saved state; the node's rule is rule_id. */
+EMBER_API int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin,
+                                  ember_tensor *const *in, int nout, ember_tensor *const *out);
+/* ctx ids whose nodes were all freed since the last call (up to cap). */
+EMBER_API int ember_drain_freed_ctx(int *ids, int cap);
+
+/* Backward is a pull loop: begin, then step until EMBER_DONE; a step that
+   returns EMBER_NEED_LUA leaves a request in *req for the caller. */
+typedef struct ember_backward_run ember_backward_run;
+enum { EMBER_REQ_NODE = 1, EMBER_REQ_LEAF = 2 };
+typedef struct ember_backward_req {
+    int kind;               /* EMBER_REQ_NODE: compute a node's input grads;
+                               EMBER_REQ_LEAF: an attached tensor's gradient is complete */
+    int rule_id;            /* NODE: the Lua rule (0: built-in, intercepted for hooks) */
+    int ctx_id;
+    ember_node *node;
+    int num_grads;          /* NODE: one per output (NULL where none); LEAF: 1 */
+    ember_tensor **grads;   /* borrowed */
+    ember_tensor *tensor;   /* LEAF: the attached tensor (borrowed) */
+} ember_backward_req;
+
+/* ys and dys: n tensors each; a dy may be NULL for a one-element y (ones). */
+EMBER_API int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *const *dys,
+                                   ember_backward_run **run);
+EMBER_API int ember_backward_step(ember_backward_run *run, ember_backward_req *req);
+/* Answers a NODE request with one gradient per input (NULL: none). */
+EMBER_API int ember_backward_supply(ember_backward_run *run, int n, ember_tensor *const *grads);
+/* Answers a NODE request with the built-in rule on the given output grads. */
+EMBER_API int ember_backward_builtin(ember_backward_run *run, int n, ember_tensor *const *grads);
+/* Ends the run (also after an error) and releases the key's history. */
+EMBER_API void ember_backward_end(ember_backward_run *run);
+
+typedef struct {
+    int64_t live_nodes;
+    int64_t saved_tensors;
+    int64_t bwd_cache_hits;
+    int64_t bwd_cache_misses;
+} ember_autograd_stats_t;
+EMBER_API void ember_autograd_stats(ember_autograd_stats_t *out);
 /* ffi:end */
 
 #ifdef __cplusplus

@@ -1,21 +1,1056 @@
-/* autograd.c: the tape, nodes and the backward engine. (Being written: for now
-   nothing records.) */
+/* autograd.c: keys, tapes, nodes and the backward engine.
+
+   A key is one recording (MegEngine's GradKey). A tensor a key tracks carries
+   an entry (key, generation, node, output_nr) in its ag meta; entries of keys
+   that stopped recording are recognised by their generation and dropped
+   lazily. Nodes live on their key's tape in creation order, which is already
+   a topological order, so backward is a single reverse sweep: no recursion
+   anywhere, for building, running or freeing (150,000-deep chains are fine).
+
+   Visibility: while key K runs backward, an op is recorded only by active keys
+   that started before K and are not in K's group. Grad rules are written with
+   public ops, so an outer key records an inner key's backward: that is how
+   nested managers give higher-order gradients.
+
+   What is not done here: calling Lua. Nodes with a Lua rule (custom Functions,
+   replaced rules) or intercepted for hooks, and attached tensors whose
+   gradient is complete, are handed to the caller as requests of a pull loop. */
 #include "autograd.h"
+#include "grad_rules.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 int ember__ag_active;
 
-void ember__ag_forget(ember_tensor *t) { t->ag = NULL; }
+static int grad_enabled = 1;
+static int64_t stat_live_nodes, stat_saved, stat_hits, stat_misses;
+static uint64_t next_node_id = 1;
+
+/* ------------------------------------------------------------------ keys */
+#define MAX_KEYS 1024
+
+typedef struct ag_key {
+    int in_use;
+    int recording;
+    uint32_t gen;          /* bumped at each record() and release(): stale entries die */
+    uint64_t stamp;        /* when recording started */
+    int group;
+    int running;           /* inside its own backward */
+    ember_node **tape;
+    int64_t tape_len, tape_cap;
+} ag_key;
+
+static ag_key keys[MAX_KEYS];
+static uint64_t stamp_counter;
+static int n_recording;
+static int recording_keys[MAX_KEYS];   /* ids of the keys recording now, n_recording of them */
+
+static void set_recording(int key, int on)
+{
+    if (on) {
+        recording_keys[n_recording++] = key;
+    } else {
+        for (int i = 0; i < n_recording; i++)
+            if (recording_keys[i] == key) {
+                recording_keys[i] = recording_keys[--n_recording];
+                break;
+            }
+    }
+}
+
+/* the backward runs in progress, innermost last: they limit visibility */
+#define MAX_RUN_DEPTH 64
+static ag_key *run_stack[MAX_RUN_DEPTH];
+static int run_depth;
+
+static void update_active(void) { ember__ag_active = grad_enabled && n_recording > 0; }
+
+void ember_set_grad_enabled(int enabled)
+{
+    grad_enabled = enabled != 0;
+    update_active();
+}
+
+int ember_is_grad_enabled(void) { return grad_enabled; }
+
+static ag_key *key_at(int key)
+{
+    return key > 0 && key < MAX_KEYS && keys[key].in_use ? &keys[key] : NULL;
+}
+
+int ember_key_new(int group, int *key)
+{
+    if (!key) return ember__fail(EMBER_ERR_ARG, "key_new: key is NULL");
+    for (int k = 1; k < MAX_KEYS; k++) {
+        if (!keys[k].in_use) {
+            uint32_t gen = keys[k].gen;
+            memset(&keys[k], 0, sizeof keys[k]);
+            keys[k].in_use = 1;
+            keys[k].gen = gen + 1;
+            keys[k].group = group > 0 ? group : -k;   /* a group of its own */
+            *key = k;
+            return EMBER_OK;
+        }
+    }
+    return ember__fail(EMBER_ERR_OOM, "GradManager: too many live managers (%d)", MAX_KEYS - 1);
+}
+
+/* ------------------------------------------------------------------ nodes */
+enum { NODE_ACCUMULATE = -1, NODE_CUSTOM = -2 };
+
+typedef struct ag_edge {
+    ember_node *node;
+    int output_nr;
+} ag_edge;
+
+typedef struct ag_meta_io {   /* what backward needs to know of an input or output */
+    int8_t ndim, dtype;
+    int device;
+    int64_t shape[EMBER_MAX_DIMS];
+} ag_meta_io;
+
+#define MAX_SAVED_IN 3
+#define MAX_SAVED_OUT 2
+
+struct ember_node {
+    int op;                  /* EMBER_OP_*, NODE_ACCUMULATE or NODE_CUSTOM */
+    int key;
+    int nin, nout;
+    int rule_id;             /* > 0: a Lua rule */
+    int ctx_id;
+    int intercept;           /* hooks: ask the caller even for a built-in rule */
+    int needed;              /* backward: on a path from a root to an attached tensor */
+    int reached;
+    int pending;             /* AccumulateGrad: producers still to run */
+    int done;
+    uint64_t id;
+    const char *custom_name;
+    ember_attrs attrs;
+    ag_edge *next;           /* [nin] */
+    uint8_t *needs;          /* [nin] */
+    ag_meta_io *in_meta;     /* [nin] */
+    ag_meta_io *out_meta;    /* [nout] */
+    ember_tensor **grads;    /* [nout] accumulated output grads */
+    ember_tensor *sv_in[MAX_SAVED_IN];
+    int64_t sv_in_version[MAX_SAVED_IN];
+    ember_tensor *sv_out[MAX_SAVED_OUT];
+    int64_t sv_out_version[MAX_SAVED_OUT];
+    ember_tensor *leaf;      /* AccumulateGrad: the attached tensor (weak) */
+};
+
+static void meta_of(ag_meta_io *m, const ember_tensor *t)
+{
+    m->ndim = t->ndim;
+    m->dtype = t->dtype;
+    m->device = t->storage->device;
+    memcpy(m->shape, t->shape, sizeof m->shape);
+}
+
+static ember_node *node_new(int op, int key, int nin, int nout)
+{
+    size_t sz = sizeof(ember_node) + (size_t)nin * (sizeof(ag_edge) + sizeof(ag_meta_io) + 1) +
+                (size_t)nout * (sizeof(ag_meta_io) + sizeof(ember_tensor *)) + 16;
+    ember_node *n = calloc(1, sz);
+    if (!n) return NULL;
+    char *p = (char *)(n + 1);
+    n->in_meta = (ag_meta_io *)p;
+    p += (size_t)nin * sizeof(ag_meta_io);
+    n->out_meta = (ag_meta_io *)p;
+    p += (size_t)nout * sizeof(ag_meta_io);
+    n->next = (ag_edge *)p;
+    p += (size_t)nin * sizeof(ag_edge);
+    n->grads = (ember_tensor **)p;
+    p += (size_t)nout * sizeof(ember_tensor *);
+    n->needs = (uint8_t *)p;
+    n->op = op;
+    n->key = key;
+    n->nin = nin;
+    n->nout = nout;
+    n->id = next_node_id++;
+    stat_live_nodes++;
+    return n;
+}
+
+/* freed ctx ids waiting for the caller to drop its state */
+static int *freed_ctx;
+static int n_freed_ctx, cap_freed_ctx;
+
+static void release_saved(ember_node *n)
+{
+    for (int i = 0; i < MAX_SAVED_IN; i++)
+        if (n->sv_in[i]) {
+            ember_tensor_release(n->sv_in[i]);
+            n->sv_in[i] = NULL;
+            stat_saved--;
+        }
+    for (int k = 0; k < MAX_SAVED_OUT; k++)
+        if (n->sv_out[k]) {
+            ember_tensor_release(n->sv_out[k]);
+            n->sv_out[k] = NULL;
+            stat_saved--;
+        }
+}
+
+static void release_grads(ember_node *n)
+{
+    for (int k = 0; k < n->nout; k++) {
+        ember_tensor_release(n->grads[k]);
+        n->grads[k] = NULL;
+    }
+}
+
+static void node_free(ember_node *n)
+{
+    release_saved(n);
+    release_grads(n);
+    if (n->ctx_id > 0) {
+        if (n_freed_ctx == cap_freed_ctx) {
+            int cap = cap_freed_ctx ? cap_freed_ctx * 2 : 64;
+            int *p = realloc(freed_ctx, (size_t)cap * sizeof *p);
+            if (p) {
+                freed_ctx = p;
+                cap_freed_ctx = cap;
+            }
+        }
+        if (n_freed_ctx < cap_freed_ctx) freed_ctx[n_freed_ctx++] = n->ctx_id;
+    }
+    stat_live_nodes--;
+    free(n);
+}
+
+int ember_drain_freed_ctx(int *ids, int cap)
+{
+    int n = n_freed_ctx < cap ? n_freed_ctx : cap;
+    memcpy(ids, freed_ctx + (n_freed_ctx - n), (size_t)n * sizeof *ids);
+    n_freed_ctx -= n;
+    return n;
+}
+
+static int tape_push(ag_key *k, ember_node *n)
+{
+    if (k->tape_len == k->tape_cap) {
+        int64_t cap = k->tape_cap ? k->tape_cap * 2 : 64;
+        ember_node **p = realloc(k->tape, (size_t)cap * sizeof *p);
+        if (!p) return ember__fail(EMBER_ERR_OOM, "out of memory growing the autograd tape");
+        k->tape = p;
+        k->tape_cap = cap;
+    }
+    k->tape[k->tape_len++] = n;
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ tracking entries */
+typedef struct ag_entry {
+    int key;
+    uint32_t gen;
+    ember_node *node;
+    int output_nr;
+} ag_entry;
+
+struct ember_autograd_meta {
+    int n, cap;
+    ag_entry e[];
+};
+
+static bool entry_live(const ag_entry *e)
+{
+    const ag_key *k = &keys[e->key];
+    return k->in_use && k->recording && k->gen == e->gen;
+}
+
+static ag_entry *find_entry(const ember_tensor *t, int key)
+{
+    struct ember_autograd_meta *m = t->ag;
+    if (!m) return NULL;
+    for (int i = 0; i < m->n; i++)
+        if (m->e[i].key == key && entry_live(&m->e[i])) return &m->e[i];
+    return NULL;
+}
+
+/* Sets t's entry for key (replacing a live or stale one). */
+static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
+{
+    struct ember_autograd_meta *m = t->ag;
+    if (m) {
+        for (int i = 0; i < m->n; i++) {
+            ag_entry *e = &m->e[i];
+            if (e->key == key || !entry_live(e)) {
+                e->key = key;
+                e->gen = keys[key].gen;
+                e->node = node;
+                e->output_nr = output_nr;
+                return EMBER_OK;
+            }
+        }
+    }
+    if (!m || m->n == m->cap) {
+        int cap = m ? m->cap * 2 : 2;
+        struct ember_autograd_meta *p = realloc(m, sizeof *m + (size_t)cap * sizeof(ag_entry));
+        if (!p) return ember__fail(EMBER_ERR_OOM, "out of memory tracking a tensor");
+        if (!m) p->n = 0;
+        p->cap = cap;
+        t->ag = m = p;
+    }
+    m->e[m->n++] = (ag_entry){key, keys[key].gen, node, output_nr};
+    return EMBER_OK;
+}
+
+void ember__ag_forget(ember_tensor *t)
+{
+    struct ember_autograd_meta *m = t->ag;
+    for (int i = 0; i < m->n; i++) {
+        ag_entry *e = &m->e[i];
+        if (entry_live(e) && e->node && e->node->op == NODE_ACCUMULATE && e->node->leaf == t)
+            e->node->leaf = NULL;
+    }
+    free(m);
+    t->ag = NULL;
+}
+
+/* ------------------------------------------------------------------ key lifecycle */
+static void tape_free(ag_key *k)
+{
+    for (int64_t i = 0; i < k->tape_len; i++) node_free(k->tape[i]);
+    free(k->tape);
+    k->tape = NULL;
+    k->tape_len = k->tape_cap = 0;
+}
+
+void ember_key_release(int key)
+{
+    ag_key *k = key_at(key);
+    if (!k) return;
+    if (k->recording) {
+        k->recording = 0;
+        set_recording(key, 0);
+        update_active();
+    }
+    k->gen++;
+    tape_free(k);
+}
+
+void ember_key_set_group(int key, int group)
+{
+    ag_key *k = key_at(key);
+    if (k) k->group = group > 0 ? group : -key;
+}
+
+void ember_key_free(int key)
+{
+    ag_key *k = key_at(key);
+    if (!k || k->running) return;
+    ember_key_release(key);
+    k->in_use = 0;
+}
+
+int ember_key_record(int key)
+{
+    ag_key *k = key_at(key);
+    if (!k) return ember__fail(EMBER_ERR_ARG, "GradManager.record: unknown key %d", key);
+    if (k->recording) return ember__fail(EMBER_ERR_STATE, "GradManager.record: already recording");
+    tape_free(k);
+    k->gen++;
+    k->recording = 1;
+    k->stamp = ++stamp_counter;
+    set_recording(key, 1);
+    update_active();
+    return EMBER_OK;
+}
+
+int ember_key_is_recording(int key)
+{
+    ag_key *k = key_at(key);
+    return k && k->recording;
+}
+
+int ember_key_track(int key, ember_tensor *t)
+{
+    ag_key *k = key_at(key);
+    if (!k || !t) return ember__fail(EMBER_ERR_ARG, "GradManager.attach: bad key or tensor");
+    if (!ember__is_float(t->dtype))
+        return ember__fail(EMBER_ERR_DTYPE,
+                           "GradManager.attach: only floating point tensors can require gradients, got %s",
+                           ember_dtype_name(t->dtype));
+    if (!k->recording) return EMBER_OK;   /* tracked when record() starts */
+    ag_entry *e = find_entry(t, key);
+    if (e && e->node && e->node->op == NODE_ACCUMULATE && e->node->leaf == t) return EMBER_OK;
+    ember_node *n = node_new(NODE_ACCUMULATE, key, 1, 1);
+    if (!n) return ember__fail(EMBER_ERR_OOM, "out of memory attaching a tensor");
+    n->leaf = t;
+    meta_of(&n->in_meta[0], t);
+    meta_of(&n->out_meta[0], t);
+    int rc = tape_push(k, n);
+    if (rc < 0) {
+        node_free(n);
+        return rc;
+    }
+    return set_entry(t, key, n, 0);
+}
+
+int ember_key_tracks(int key, const ember_tensor *t) { return t && find_entry(t, key) != NULL; }
+
+int ember_is_tracked(const ember_tensor *t)
+{
+    if (!t || !t->ag) return 0;
+    for (int i = 0; i < t->ag->n; i++)
+        if (entry_live(&t->ag->e[i])) return 1;
+    return 0;
+}
+
+ember_node *ember_grad_fn_key(int key, const ember_tensor *t, int *output_nr)
+{
+    ag_entry *e = t ? find_entry(t, key) : NULL;
+    if (!e || !e->node || e->node->op == NODE_ACCUMULATE) return NULL;
+    if (output_nr) *output_nr = e->output_nr;
+    return e->node;
+}
+
+ember_node *ember_grad_fn(const ember_tensor *t, int *output_nr)
+{
+    if (!t || !t->ag) return NULL;
+    const ag_entry *best = NULL;
+    for (int i = 0; i < t->ag->n; i++) {
+        const ag_entry *e = &t->ag->e[i];
+        if (entry_live(e) && (!best || keys[e->key].stamp > keys[best->key].stamp)) best = e;
+    }
+    if (!best || !best->node || best->node->op == NODE_ACCUMULATE) return NULL;
+    if (output_nr) *output_nr = best->output_nr;
+    return best->node;
+}
+
+/* ------------------------------------------------------------------ recording */
+static bool visible(const ag_key *k)
+{
+    for (int i = 0; i < run_depth; i++) {
+        const ag_key *r = run_stack[i];
+        if (k->stamp >= r->stamp || k->group == r->group) return false;
+    }
+    return true;
+}
+
+/* The backward-graph cache: what a node of this op must keep, by input dtypes,
+   devices and the requires-grad mask. */
+#define CACHE_SIZE 1024
+typedef struct {
+    uint64_t sig;
+    unsigned save;
+    int used;
+} cache_slot;
+static cache_slot bwd_cache[CACHE_SIZE];
+static int override_rule[EMBER_OP_COUNT];
+
+static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_t *needs)
+{
+    uint64_t sig = (uint64_t)op * 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < nin && i < 4; i++)
+        sig = (sig ^ (uint64_t)(in[i]->dtype | (in[i]->storage->device << 4) | (needs[i] << 12)))
+              * 0x100000001B3ULL;
+    sig ^= (uint64_t)(override_rule[op] > 0) << 63;
+    cache_slot *s = &bwd_cache[sig % CACHE_SIZE];
+    if (s->used && s->sig == sig) {
+        stat_hits++;
+        return s->save;
+    }
+    stat_misses++;
+    unsigned m = override_rule[op] > 0 ? (SAVE_IN0 | SAVE_IN1 | SAVE_IN2 | SAVE_OUT0 | SAVE_OUT1)
+                                       : ember__grad_save_mask(op, needs);
+    s->sig = sig;
+    s->save = m;
+    s->used = 1;
+    return m;
+}
+
+static void save_tensors(ember_node *n, unsigned mask, int nin, ember_tensor *const *in, int nout,
+                         ember_tensor *const *out)
+{
+    for (int i = 0; i < nin && i < MAX_SAVED_IN; i++) {
+        if (!(mask & (SAVE_IN0 << i))) continue;
+        ember_tensor_retain(in[i]);
+        n->sv_in[i] = in[i];
+        n->sv_in_version[i] = in[i]->storage->version;
+        stat_saved++;
+    }
+    for (int k = 0; k < nout && k < MAX_SAVED_OUT; k++) {
+        if (!(mask & (SAVE_OUT0 << k))) continue;
+        ember_tensor_retain(out[k]);
+        n->sv_out[k] = out[k];
+        n->sv_out_version[k] = out[k]->storage->version;
+        stat_saved++;
+    }
+}
+
+static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const char *custom_name,
+                     int nin, ember_tensor *const *in, const ember_attrs *at, int nout,
+                     ember_tensor *const *out)
+{
+    ember_node *n = NULL;
+    for (int i = 0; i < nin; i++) {
+        ag_entry *e = ember__is_float(in[i]->dtype) ? find_entry(in[i], key) : NULL;
+        if (!e) continue;
+        if (!n) {
+            n = node_new(op, key, nin, nout);
+            if (!n) return ember__fail(EMBER_ERR_OOM, "out of memory recording %s", custom_name);
+        }
+        n->next[i] = (ag_edge){e->node, e->output_nr};
+        n->needs[i] = 1;
+    }
+    if (!n) return EMBER_OK;
+    n->rule_id = rule_id > 0 ? rule_id : (op >= 0 ? override_rule[op] : 0);
+    n->ctx_id = ctx_id;
+    n->custom_name = custom_name;
+    if (at) n->attrs = *at;
+    for (int i = 0; i < nin; i++) meta_of(&n->in_meta[i], in[i]);
+    for (int j = 0; j < nout; j++) meta_of(&n->out_meta[j], out[j]);
+    if (op >= 0) save_tensors(n, save_mask(op, nin, in, n->needs), nin, in, nout, out);
+    int rc = tape_push(k, n);
+    if (rc < 0) {
+        n->ctx_id = 0;
+        node_free(n);
+        return rc;
+    }
+    for (int j = 0; j < nout; j++)
+        if (ember__is_float(out[j]->dtype)) EMBER_TRY(set_entry(out[j], key, n, j));
+    return EMBER_OK;
+}
+
+static int record(int op, int rule_id, int ctx_id, const char *name, int nin,
+                  ember_tensor *const *in, const ember_attrs *at, int nout, ember_tensor *const *out)
+{
+    for (int i = 0; i < n_recording; i++) {
+        int key = recording_keys[i];
+        ag_key *k = &keys[key];
+        if (!visible(k)) continue;
+        EMBER_TRY(record_on(k, key, op, rule_id, ctx_id, name, nin, in, at, nout, out));
+    }
+    return EMBER_OK;
+}
 
 int ember__ag_record(int op, int nin, ember_tensor *const *in, const ember_attrs *at, int nout,
                      ember_tensor *const *out)
 {
-    EMBER_UNUSED(op); EMBER_UNUSED(nin); EMBER_UNUSED(in); EMBER_UNUSED(at); EMBER_UNUSED(nout);
-    EMBER_UNUSED(out);
-    return EMBER_OK;
+    /* integer results (comparisons, argmax, indices) carry no gradient */
+    bool any_float = false;
+    for (int j = 0; j < nout; j++) any_float |= ember__is_float(out[j]->dtype);
+    if (!any_float) return EMBER_OK;
+    return record(op, 0, 0, ember__ops[op].name, nin, in, at, nout, out);
+}
+
+int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin, ember_tensor *const *in,
+                        int nout, ember_tensor *const *out)
+{
+    if (!ember__ag_active) return EMBER_OK;
+    if (nin < 0 || nout < 1 || (nin && !in) || !out)
+        return ember__fail(EMBER_ERR_ARG, "Function: bad inputs or outputs");
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) return ember__fail(EMBER_ERR_ARG, "Function %s: input %d is NULL", name, i + 1);
+    for (int j = 0; j < nout; j++)
+        if (!out[j]) return ember__fail(EMBER_ERR_ARG, "Function %s: output %d is NULL", name, j + 1);
+    return record(NODE_CUSTOM, rule_id, ctx_id, name, nin, in, NULL, nout, out);
 }
 
 int ember__ag_rebase(ember_tensor *self, ember_tensor *result)
 {
-    EMBER_UNUSED(self); EMBER_UNUSED(result);
+    struct ember_autograd_meta *m = result->ag;
+    if (!m) return EMBER_OK;
+    for (int i = 0; i < m->n; i++)
+        if (entry_live(&m->e[i])) EMBER_TRY(set_entry(self, m->e[i].key, m->e[i].node, m->e[i].output_nr));
     return EMBER_OK;
+}
+
+int ember_set_rule_override(const char *op, int rule_id)
+{
+    if (!op) return ember__fail(EMBER_ERR_ARG, "register_grad_rule: op name is NULL");
+    for (int k = 0; k < EMBER_OP_COUNT; k++) {
+        if (strcmp(ember__ops[k].name, op) == 0) {
+            override_rule[k] = rule_id > 0 ? rule_id : 0;
+            memset(bwd_cache, 0, sizeof bwd_cache);
+            return EMBER_OK;
+        }
+    }
+    return ember__fail(EMBER_ERR_ARG, "register_grad_rule: unknown op '%s'", op);
+}
+
+/* ------------------------------------------------------------------ node inspection */
+static _Thread_local char name_buf[128];
+
+const char *ember_node_name(const ember_node *n)
+{
+    if (!n) return "";
+    if (n->op == NODE_ACCUMULATE) return "AccumulateGrad";
+    const char *base = n->op == NODE_CUSTOM ? n->custom_name : ember__ops[n->op].name;
+    /* "log_softmax" -> "LogSoftmaxBackward" */
+    char *p = name_buf;
+    bool up = true;
+    for (const char *s = base; *s && p < name_buf + sizeof name_buf - 10; s++) {
+        if (*s == '_') {
+            up = true;
+            continue;
+        }
+        *p++ = up && *s >= 'a' && *s <= 'z' ? (char)(*s - 'a' + 'A') : *s;
+        up = false;
+    }
+    strcpy(p, "Backward");
+    return name_buf;
+}
+
+uint64_t ember_node_id(const ember_node *n) { return n ? n->id : 0; }
+int ember_node_num_inputs(const ember_node *n) { return n ? n->nin : 0; }
+int ember_node_num_outputs(const ember_node *n) { return n ? n->nout : 0; }
+ember_node *ember_node_next(const ember_node *n, int i, int *output_nr)
+{
+    if (!n || i < 0 || i >= n->nin || n->op == NODE_ACCUMULATE) return NULL;
+    if (output_nr) *output_nr = n->next[i].output_nr;
+    return n->next[i].node;
+}
+int ember_node_needs_input_grad(const ember_node *n, int i)
+{
+    return n && i >= 0 && i < n->nin && n->op != NODE_ACCUMULATE && n->needs[i];
+}
+ember_tensor *ember_node_leaf(const ember_node *n) { return n && n->op == NODE_ACCUMULATE ? n->leaf : NULL; }
+ember_tensor *ember_node_saved_input(const ember_node *n, int i)
+{
+    return n && i >= 0 && i < MAX_SAVED_IN ? n->sv_in[i] : NULL;
+}
+ember_tensor *ember_node_saved_output(const ember_node *n, int k)
+{
+    return n && k >= 0 && k < MAX_SAVED_OUT ? n->sv_out[k] : NULL;
+}
+int ember_node_input_shape(const ember_node *n, int i, int64_t *shape)
+{
+    if (!n || i < 0 || i >= n->nin || !shape) return -1;
+    memcpy(shape, n->in_meta[i].shape, sizeof n->in_meta[i].shape);
+    return n->in_meta[i].ndim;
+}
+int ember_node_lua_ctx(const ember_node *n) { return n ? n->ctx_id : 0; }
+void ember_node_set_intercept(ember_node *n, int on)
+{
+    if (n) n->intercept = on != 0;
+}
+
+/* accessors for grad_rules.c */
+const ember_attrs *ember__node_attrs(const ember_node *n) { return &n->attrs; }
+int ember__node_op(const ember_node *n) { return n->op; }
+int ember__node_needs(const ember_node *n, int i) { return n->needs[i]; }
+int ember__node_in_shape(const ember_node *n, int i, int64_t *shape)
+{
+    memcpy(shape, n->in_meta[i].shape, sizeof n->in_meta[i].shape);
+    return n->in_meta[i].ndim;
+}
+int ember__node_in_dtype(const ember_node *n, int i) { return n->in_meta[i].dtype; }
+int ember__node_in_device(const ember_node *n, int i) { return n->in_meta[i].device; }
+int ember__node_num_inputs(const ember_node *n) { return n->nin; }
+int ember__node_out_shape(const ember_node *n, int k, int64_t *shape)
+{
+    memcpy(shape, n->out_meta[k].shape, sizeof n->out_meta[k].shape);
+    return n->out_meta[k].ndim;
+}
+ember_tensor *ember__node_saved_in(const ember_node *n, int i) { return n->sv_in[i]; }
+ember_tensor *ember__node_saved_out(const ember_node *n, int k) { return n->sv_out[k]; }
+
+/* ------------------------------------------------------------------ backward */
+struct ember_backward_run {
+    int key;
+    ag_key *k;
+    int64_t pos;              /* next tape index to consider, going down */
+    ember_node *waiting;      /* the node whose request is out */
+    ember_node **ready;       /* AccumulateGrad nodes whose gradient is complete */
+    int64_t n_ready, cap_ready;
+    ember_tensor *req_grads[64];
+    ember_tensor **req_grads_big;
+    int failed;
+};
+
+static int push_ready(ember_backward_run *r, ember_node *a)
+{
+    if (r->n_ready == r->cap_ready) {
+        int64_t cap = r->cap_ready ? r->cap_ready * 2 : 16;
+        ember_node **p = realloc(r->ready, (size_t)cap * sizeof *p);
+        if (!p) return ember__fail(EMBER_ERR_OOM, "out of memory in backward");
+        r->ready = p;
+        r->cap_ready = cap;
+    }
+    r->ready[r->n_ready++] = a;
+    return EMBER_OK;
+}
+
+/* Adds g into a node's output slot (a recorded op, so outer keys see it). */
+static int accumulate(ember_node *n, int slot, ember_tensor *g)
+{
+    if (!n->grads[slot]) {
+        ember_tensor_retain(g);
+        n->grads[slot] = g;
+        return EMBER_OK;
+    }
+    ember_tensor *sum;
+    EMBER_TRY(ember_add(n->grads[slot], g, &sum));
+    ember_tensor_release(n->grads[slot]);
+    n->grads[slot] = sum;
+    return EMBER_OK;
+}
+
+static bool same_shape(int nd, const int64_t *a, const ember_tensor *t)
+{
+    return nd == t->ndim && memcmp(a, t->shape, (size_t)nd * sizeof *a) == 0;
+}
+
+/* Brings a rule's gradient for input i to the input's shape and dtype, then
+   sends it along the input's edge. */
+static int route_one(ember_backward_run *r, ember_node *n, int i, ember_tensor *g)
+{
+    char sg[200], si[200];
+    const ag_meta_io *m = &n->in_meta[i];
+    ember_tensor *cur = g, *tmp = NULL;
+    int rc = EMBER_OK;
+    ember_tensor_retain(cur);
+    if (!same_shape(m->ndim, m->shape, cur)) {
+        /* a gradient of the broadcast shape is summed back to the input's */
+        rc = ember_sum_to(cur, m->ndim, m->shape, &tmp);
+        if (rc < 0) {
+            rc = ember__fail(EMBER_ERR_SHAPE, "backward: %s returned a gradient of shape %s for input %d of shape %s",
+                             ember_node_name(n), ember__tshape(sg, g), i + 1,
+                             ember__shape_str(si, m->ndim, m->shape));
+            goto done;
+        }
+        ember_tensor_release(cur);
+        cur = tmp;
+        tmp = NULL;
+    }
+    if (cur->dtype != m->dtype) {
+        EMBER_CHECK(ember_to_dtype(cur, m->dtype, &tmp));
+        ember_tensor_release(cur);
+        cur = tmp;
+        tmp = NULL;
+    }
+    ember_node *dst = n->next[i].node;
+    EMBER_CHECK(accumulate(dst, n->next[i].output_nr, cur));
+    if (dst->op == NODE_ACCUMULATE && --dst->pending == 0) EMBER_CHECK(push_ready(r, dst));
+done:
+    ember_tensor_release(cur);
+    return rc;
+}
+
+static int route(ember_backward_run *r, ember_node *n, int count, ember_tensor *const *grads)
+{
+    for (int i = 0; i < n->nin && i < count; i++) {
+        if (!n->needs[i] || !grads[i]) continue;
+        EMBER_TRY(route_one(r, n, i, grads[i]));
+    }
+    /* producers that sent nothing still count as run */
+    for (int i = 0; i < n->nin; i++) {
+        if (!n->needs[i] || (i < count && grads[i])) continue;
+        ember_node *dst = n->next[i].node;
+        if (dst->op == NODE_ACCUMULATE && --dst->pending == 0 && dst->grads[0])
+            EMBER_TRY(push_ready(r, dst));
+    }
+    return EMBER_OK;
+}
+
+static int check_versions(const ember_node *n)
+{
+    for (int i = 0; i < MAX_SAVED_IN; i++) {
+        const ember_tensor *t = n->sv_in[i];
+        if (t && t->storage->version != n->sv_in_version[i])
+            return ember__fail(EMBER_ERR_VERSION,
+                               "backward: one of the tensors needed by %s (input %d) was modified in place: "
+                               "its version is %lld, expected version %lld",
+                               ember_node_name(n), i + 1, (long long)t->storage->version,
+                               (long long)n->sv_in_version[i]);
+    }
+    for (int k = 0; k < MAX_SAVED_OUT; k++) {
+        const ember_tensor *t = n->sv_out[k];
+        if (t && t->storage->version != n->sv_out_version[k])
+            return ember__fail(EMBER_ERR_VERSION,
+                               "backward: one of the tensors needed by %s (output %d) was modified in place: "
+                               "its version is %lld, expected version %lld",
+                               ember_node_name(n), k + 1, (long long)t->storage->version,
+                               (long long)n->sv_out_version[k]);
+    }
+    return EMBER_OK;
+}
+
+/* Output grads for a built-in rule: zeros where an output got none. */
+static int fill_missing_grads(ember_node *n)
+{
+    for (int k = 0; k < n->nout; k++) {
+        if (n->grads[k]) continue;
+        const ag_meta_io *m = &n->out_meta[k];
+        if (!ember__is_float(m->dtype)) continue;
+        EMBER_TRY(ember_full(m->ndim, m->shape, 0, m->dtype, m->device, &n->grads[k]));
+    }
+    return EMBER_OK;
+}
+
+static int run_builtin(ember_backward_run *r, ember_node *n)
+{
+    if (n->op == NODE_CUSTOM)
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", n->custom_name);
+    EMBER_TRY(fill_missing_grads(n));
+    int nin = n->nin;
+    ember_tensor *small[8] = {0}, **gin = small;
+    if (nin > 8 && !(gin = calloc((size_t)nin, sizeof *gin)))
+        return ember__fail(EMBER_ERR_OOM, "out of memory in backward");
+    int rc = ember__grad_rule(n, n->grads, gin);
+    if (rc >= 0) rc = route(r, n, nin, gin);
+    for (int i = 0; i < nin; i++) ember_tensor_release(gin[i]);
+    if (gin != small) free(gin);
+    return rc;
+}
+
+static void finish_node(ember_node *n)
+{
+    n->done = 1;
+    release_saved(n);
+    release_grads(n);
+}
+
+/* Marks which nodes backward must run: reachable from the roots and on a
+   path to an attached tensor of this key. */
+static void plan(ember_backward_run *r)
+{
+    ag_key *k = r->k;
+    /* forward sweep (edges point back): does a node lead to an attached tensor? */
+    for (int64_t i = 0; i < k->tape_len; i++) {
+        ember_node *n = k->tape[i];
+        if (n->op == NODE_ACCUMULATE) {
+            n->needed = n->leaf != NULL;
+            continue;
+        }
+        int leads = 0;
+        for (int j = 0; j < n->nin; j++) {
+            ember_node *d = n->next[j].node;
+            if (n->needs[j] && d && d->needed) leads = 1;
+            else n->needs[j] = 0;
+        }
+        n->needed = leads;
+    }
+    /* backward sweep: keep what the roots reach; count each leaf's producers */
+    for (int64_t i = k->tape_len - 1; i >= 0; i--) {
+        ember_node *n = k->tape[i];
+        if (n->op == NODE_ACCUMULATE) continue;
+        if (!n->reached || !n->needed) {
+            n->needed = 0;
+            continue;
+        }
+        for (int j = 0; j < n->nin; j++) {
+            ember_node *d = n->next[j].node;
+            if (!n->needs[j]) continue;
+            d->reached = 1;
+            if (d->op == NODE_ACCUMULATE) d->pending++;
+        }
+    }
+    for (int64_t i = 0; i < k->tape_len; i++) {
+        ember_node *n = k->tape[i];
+        if (n->op == NODE_ACCUMULATE) n->needed = n->needed && n->reached;
+    }
+}
+
+int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *const *dys,
+                         ember_backward_run **out)
+{
+    char sy[200], sd[200];
+    *out = NULL;
+    ag_key *k = key_at(key);
+    if (!k || !k->recording)
+        return ember__fail(EMBER_ERR_STATE,
+                           "GradManager.backward: no computation history (did you call gm:record()?)");
+    if (k->running) return ember__fail(EMBER_ERR_STATE, "GradManager.backward: already running backward");
+    if (run_depth >= MAX_RUN_DEPTH) return ember__fail(EMBER_ERR_STATE, "backward: nested too deeply");
+    for (int i = 0; i < n; i++) {
+        if (!ys[i]) return ember__fail(EMBER_ERR_ARG, "GradManager.backward: y %d is NULL", i + 1);
+        if (!dys || !dys[i]) {
+            if (ys[i]->numel != 1)
+                return ember__fail(EMBER_ERR_SHAPE,
+                                   "GradManager.backward: grad can be implicitly created only for scalar "
+                                   "outputs, got y of shape %s", ember__tshape(sy, ys[i]));
+        } else if (!same_shape(ys[i]->ndim, ys[i]->shape, dys[i])) {
+            return ember__fail(EMBER_ERR_SHAPE,
+                               "GradManager.backward: dy of shape %s does not match y of shape %s",
+                               ember__tshape(sd, dys[i]), ember__tshape(sy, ys[i]));
+        }
+    }
+    ember_backward_run *r = calloc(1, sizeof *r);
+    if (!r) return ember__fail(EMBER_ERR_OOM, "out of memory starting backward");
+    r->key = key;
+    r->k = k;
+    r->pos = k->tape_len - 1;
+    k->running = 1;
+    run_stack[run_depth++] = k;
+    *out = r;
+    /* seed the roots */
+    int rc = EMBER_OK;
+    for (int i = 0; i < n; i++) {
+        ag_entry *e = find_entry(ys[i], key);
+        if (!e) continue;
+        e->node->reached = 1;
+    }
+    plan(r);
+    for (int i = 0; i < n && rc >= 0; i++) {
+        ag_entry *e = find_entry(ys[i], key);
+        if (!e || !e->node->needed) continue;
+        ember_tensor *dy = dys ? dys[i] : NULL, *own = NULL;
+        if (!dy) {
+            rc = ember_full(ys[i]->ndim, ys[i]->shape, 1, ys[i]->dtype, ys[i]->storage->device, &own);
+            dy = own;
+        } else if (dy->dtype != ys[i]->dtype) {
+            rc = ember_to_dtype(dy, ys[i]->dtype, &own);
+            dy = own;
+        }
+        if (rc >= 0) rc = accumulate(e->node, e->output_nr, dy);
+        ember_tensor_release(own);
+    }
+    /* a root that is itself an attached tensor is complete unless a node feeds it */
+    for (int64_t i = 0; i < k->tape_len && rc >= 0; i++) {
+        ember_node *a = k->tape[i];
+        if (a->op == NODE_ACCUMULATE && a->needed && a->pending == 0 && a->grads[0]) rc = push_ready(r, a);
+    }
+    if (rc < 0) r->failed = 1;
+    return rc;
+}
+
+static int leaf_request(ember_backward_run *r, ember_backward_req *req)
+{
+    while (r->n_ready > 0) {
+        ember_node *a = r->ready[--r->n_ready];
+        if (!a->leaf || !a->grads[0]) continue;
+        req->kind = EMBER_REQ_LEAF;
+        req->rule_id = 0;
+        req->ctx_id = 0;
+        req->node = a;
+        req->num_grads = 1;
+        r->req_grads[0] = a->grads[0];
+        req->grads = r->req_grads;
+        req->tensor = a->leaf;
+        return EMBER_NEED_LUA;
+    }
+    return EMBER_OK;
+}
+
+int ember_backward_step(ember_backward_run *r, ember_backward_req *req)
+{
+    if (!r || !req) return ember__fail(EMBER_ERR_ARG, "backward_step: NULL argument");
+    if (r->failed) return ember__fail(EMBER_ERR_STATE, "backward: the run already failed");
+    if (r->waiting) return ember__fail(EMBER_ERR_STATE, "backward: a request is waiting for its answer");
+    int rc = leaf_request(r, req);
+    if (rc != EMBER_OK) return rc;
+    ag_key *k = r->k;
+    while (r->pos >= 0) {
+        ember_node *n = k->tape[r->pos];
+        if (n->op == NODE_ACCUMULATE || !n->needed || n->done) {
+            r->pos--;
+            continue;
+        }
+        bool any = false;
+        for (int j = 0; j < n->nout; j++) any |= n->grads[j] != NULL;
+        if (!any) {   /* nothing flowed here: its inputs get nothing either */
+            rc = route(r, n, 0, NULL);
+            finish_node(n);
+            r->pos--;
+            if (rc < 0) goto fail;
+            rc = leaf_request(r, req);
+            if (rc != EMBER_OK) return rc;
+            continue;
+        }
+        rc = check_versions(n);
+        if (rc < 0) goto fail;
+        if (n->rule_id > 0 || n->intercept || n->op == NODE_CUSTOM) {
+            ember_tensor **g = n->nout <= 64 ? r->req_grads : NULL;
+            if (!g) {
+                free(r->req_grads_big);
+                r->req_grads_big = malloc((size_t)n->nout * sizeof *g);
+                if (!r->req_grads_big) {
+                    rc = ember__fail(EMBER_ERR_OOM, "out of memory in backward");
+                    goto fail;
+                }
+                g = r->req_grads_big;
+            }
+            for (int j = 0; j < n->nout; j++) g[j] = n->grads[j];
+            req->kind = EMBER_REQ_NODE;
+            req->rule_id = n->rule_id;
+            req->ctx_id = n->ctx_id;
+            req->node = n;
+            req->num_grads = n->nout;
+            req->grads = g;
+            req->tensor = NULL;
+            r->waiting = n;
+            return EMBER_NEED_LUA;
+        }
+        rc = run_builtin(r, n);
+        finish_node(n);
+        r->pos--;
+        if (rc < 0) goto fail;
+        rc = leaf_request(r, req);
+        if (rc != EMBER_OK) return rc;
+    }
+    return EMBER_DONE;
+fail:
+    r->failed = 1;
+    return rc;
+}
+
+static int answer(ember_backward_run *r, int n, ember_tensor *const *grads, bool builtin)
+{
+    ember_node *node = r ? r->waiting : NULL;
+    if (!node) return ember__fail(EMBER_ERR_STATE, "backward: no request is waiting for an answer");
+    int rc;
+    if (builtin) {
+        /* the caller's (possibly hooked) output grads replace the slots */
+        for (int j = 0; j < node->nout && j < n; j++) {
+            if (grads && grads[j] != node->grads[j]) {
+                ember_tensor_retain(grads[j]);
+                ember_tensor_release(node->grads[j]);
+                node->grads[j] = grads[j];
+            }
+        }
+        rc = run_builtin(r, node);
+    } else {
+        if (n > node->nin)
+            rc = ember__fail(EMBER_ERR_ARG, "backward: %s: wrong number of grads: %d for %d inputs",
+                             ember_node_name(node), n, node->nin);
+        else
+            rc = route(r, node, n, grads);
+    }
+    finish_node(node);
+    r->waiting = NULL;
+    r->pos--;
+    if (rc < 0) r->failed = 1;
+    return rc;
+}
+
+int ember_backward_supply(ember_backward_run *r, int n, ember_tensor *const *grads)
+{
+    return answer(r, n, grads, false);
+}
+
+int ember_backward_builtin(ember_backward_run *r, int n, ember_tensor *const *grads)
+{
+    return answer(r, n, grads, true);
+}
+
+void ember_backward_end(ember_backward_run *r)
+{
+    if (!r) return;
+    ag_key *k = r->k;
+    k->running = 0;
+    for (int i = run_depth - 1; i >= 0; i--) {
+        if (run_stack[i] == k) {
+            memmove(&run_stack[i], &run_stack[i + 1], (size_t)(run_depth - i - 1) * sizeof *run_stack);
+            run_depth--;
+            break;
+        }
+    }
+    ember_key_release(r->key);
+    free(r->ready);
+    free(r->req_grads_big);
+    free(r);
+}
+
+void ember_autograd_stats(ember_autograd_stats_t *out)
+{
+    if (!out) return;
+    out->live_nodes = stat_live_nodes;
+    out->saved_tensors = stat_saved;
+    out->bwd_cache_hits = stat_hits;
+    out->bwd_cache_misses = stat_misses;
 }

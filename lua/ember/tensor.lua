@@ -80,6 +80,11 @@ return function(ember)
     return wrap(p)
   end
   ember._wrap, ember._wrap_borrowed = wrap, wrap_borrowed
+  -- the wrapper of a C tensor if Lua still holds one, else nil
+  function ember._lookup(p)
+    if p == nil then return nil end
+    return live[tonumber(ffi_cast("uintptr_t", p))]
+  end
 
   local function is_tensor(x) return type(x) == "table" and getmetatable(x) == Tensor end
   ember.is_tensor = is_tensor

@@ -1,0 +1,541 @@
+/* grad_rules.c: the built-in gradient rules, one per differentiable op in
+   ops.def, written with ember's public ops so that a recording started earlier
+   differentiates them again (higher-order gradients). A rule fills grad_in[i]
+   for each input i that needs a gradient; the engine sums it back to the
+   input's shape (broadcasting), casts it to the input's dtype, skips inputs
+   that need none and checks what came back.
+
+   Each rule is a few lines over a small arena `S` that owns the temporaries:
+   every helper returns NULL once an op has failed, and S.rc keeps the status. */
+#include "grad_rules.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    ember_tensor *t[48];
+    int n;
+    int rc;
+} arena;
+
+/* Takes the address of the result: argument evaluation order is unspecified,
+   so the result is read only once the op has run. */
+static ember_tensor *keep(arena *s, int rc, ember_tensor **out)
+{
+    ember_tensor *t = *out;
+    if (rc < 0) {
+        s->rc = rc;
+        return NULL;
+    }
+    if (s->n == (int)(sizeof s->t / sizeof s->t[0])) {
+        ember_tensor_release(t);
+        s->rc = ember__fail(EMBER_ERR_OOM, "backward: a grad rule used too many temporaries");
+        return NULL;
+    }
+    s->t[s->n++] = t;
+    return t;
+}
+
+static void arena_end(arena *s)
+{
+    for (int i = 0; i < s->n; i++) ember_tensor_release(s->t[i]);
+}
+
+#define OK(s) ((s)->rc >= 0)
+#define BIN(name)                                                                          \
+    static ember_tensor *t_##name(arena *s, ember_tensor *a, ember_tensor *b)                  \
+    {                                                                                      \
+        ember_tensor *o = NULL;                                                            \
+        if (!OK(s) || !a || !b) return NULL;                                               \
+        return keep(s, ember_##name(a, b, &o), &o);                                         \
+    }
+#define UN(name)                                                                           \
+    static ember_tensor *t_##name(arena *s, ember_tensor *a)                                   \
+    {                                                                                      \
+        ember_tensor *o = NULL;                                                            \
+        if (!OK(s) || !a) return NULL;                                                     \
+        return keep(s, ember_##name(a, &o), &o);                                            \
+    }
+BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(eq) BIN(gt) BIN(lt) BIN(ge) BIN(le) BIN(matmul)
+UN(neg) UN(exp) UN(log) UN(sign) UN(sin) UN(cos) UN(tanh) UN(sigmoid) UN(erf) UN(abs)
+
+static ember_tensor *num(arena *s, double v)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s)) return NULL;
+    return keep(s, ember_scalar(v, EMBER_FLOAT64, 1, &o), &o);
+}
+
+/* bool mask -> the dtype of `like` */
+static ember_tensor *as(arena *s, ember_tensor *a, const ember_tensor *like)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_to_dtype(a, ember_tensor_dtype(like), &o), &o);
+}
+
+static ember_tensor *where3(arena *s, ember_tensor *c, ember_tensor *a, ember_tensor *b)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !c || !a || !b) return NULL;
+    return keep(s, ember_where(c, a, b, &o), &o);
+}
+
+static ember_tensor *reshape(arena *s, ember_tensor *a, int nd, const int64_t *shape)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_reshape(a, nd, shape, &o), &o);
+}
+
+static ember_tensor *expand(arena *s, ember_tensor *a, int nd, const int64_t *shape)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_expand(a, nd, shape, &o), &o);
+}
+
+static ember_tensor *sum_dims(arena *s, ember_tensor *a, int nd, const int *dims, int keepdim)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_sum(a, nd, dims, keepdim, &o), &o);
+}
+
+static ember_tensor *zeros(arena *s, int nd, const int64_t *shape, int dtype)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s)) return NULL;
+    return keep(s, ember_full(nd, shape, 0, dtype, EMBER_CPU, &o), &o);
+}
+
+static ember_tensor *transpose_last(arena *s, ember_tensor *a)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    int nd = ember_tensor_ndim(a);
+    return keep(s, ember_transpose(a, nd - 2, nd - 1, &o), &o);
+}
+
+/* hands a temporary to the engine (one more reference) */
+static void give(arena *s, ember_tensor **slot, ember_tensor *t)
+{
+    if (!OK(s) || !t) return;
+    ember_tensor_retain(t);
+    *slot = t;
+}
+
+/* The keepdim shape of a reduction over `mask` of an input of shape in. */
+static int keepdim_shape(int nd, const int64_t *in, unsigned mask, int64_t *out)
+{
+    for (int d = 0; d < nd; d++) out[d] = (mask >> d) & 1 ? 1 : in[d];
+    return nd;
+}
+
+/* g of a reduction, broadcast back to the input's shape */
+static ember_tensor *expand_back(arena *s, ember_tensor *g, int nd, const int64_t *in, unsigned mask)
+{
+    int64_t kd[EMBER_MAX_DIMS];
+    keepdim_shape(nd, in, mask, kd);
+    return expand(s, reshape(s, g, nd, kd), nd, in);
+}
+
+static int mask_list(unsigned mask, int nd, int *dims)
+{
+    int k = 0;
+    for (int d = 0; d < nd; d++)
+        if ((mask >> d) & 1) dims[k++] = d;
+    return k;
+}
+
+static double count_of(int nd, const int64_t *in, unsigned mask)
+{
+    double c = 1;
+    for (int d = 0; d < nd; d++)
+        if ((mask >> d) & 1) c *= (double)in[d];
+    return c;
+}
+
+unsigned ember__grad_save_mask(int op, const uint8_t *needs)
+{
+    switch (op) {
+    case EMBER_OP_MUL:
+    case EMBER_OP_MATMUL:
+        /* d/da needs b and d/db needs a */
+        return (needs[0] ? SAVE_IN1 : 0) | (needs[1] ? SAVE_IN0 : 0);
+    case EMBER_OP_DIV:
+        return SAVE_IN1 | (needs[1] ? SAVE_IN0 : 0);
+    case EMBER_OP_POW:
+        return SAVE_IN0 | SAVE_IN1 | (needs[1] ? SAVE_OUT0 : 0);
+    case EMBER_OP_WHERE:
+        return SAVE_IN0;
+    default:
+        return ember__ops[op].save;
+    }
+}
+
+/* A matmul gradient for a 1-D operand comes out with a trailing size-1 dim. */
+static ember_tensor *reshape_to_in(arena *s, ember_tensor *t, const ember_node *n, int i)
+{
+    int64_t shp[EMBER_MAX_DIMS];
+    if (!OK(s) || !t || ember__node_in_shape(n, i, shp) != 1 || i != 1) return t;
+    int nd = ember_tensor_ndim(t);
+    int64_t ts[EMBER_MAX_DIMS];
+    memcpy(ts, ember_tensor_shape(t), (size_t)nd * sizeof *ts);
+    return reshape(s, t, nd - 1, ts);
+}
+
+#define NEED(i) ember__node_needs(n, i)
+#define IN(i) ember__node_saved_in(n, i)
+#define OUT(k) ember__node_saved_out(n, k)
+
+static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi, arena *s)
+{
+    const ember_attrs *at = ember__node_attrs(n);
+    ember_tensor *g = go[0];
+    int64_t in[EMBER_MAX_DIMS];
+    int nd = ember__node_in_shape(n, 0, in);
+    int op = ember__node_op(n);
+    switch (op) {
+    case EMBER_OP_ADD:
+        give(s, &gi[0], g);
+        give(s, &gi[1], g);
+        break;
+    case EMBER_OP_SUB:
+        give(s, &gi[0], g);
+        if (NEED(1)) give(s, &gi[1], t_neg(s, g));
+        break;
+    case EMBER_OP_MUL:
+        if (NEED(0)) give(s, &gi[0], t_mul(s, g, IN(1)));
+        if (NEED(1)) give(s, &gi[1], t_mul(s, g, IN(0)));
+        break;
+    case EMBER_OP_DIV: {   /* d(a/b) = g/b, -g*a/b^2 */
+        ember_tensor *q = t_div(s, g, IN(1));
+        if (NEED(0)) give(s, &gi[0], q);
+        if (NEED(1)) give(s, &gi[1], t_neg(s, t_div(s, t_mul(s, q, IN(0)), IN(1))));
+        break;
+    }
+    case EMBER_OP_POW: {   /* d(a^b) = g*b*a^(b-1), g*a^b*log(a) (0 where a == 0 and b >= 0) */
+        ember_tensor *a = IN(0), *b = IN(1);
+        if (NEED(0)) give(s, &gi[0], t_mul(s, g, t_mul(s, b, t_pow(s, a, t_sub(s, b, num(s, 1))))));
+        if (NEED(1)) {
+            ember_tensor *v = t_mul(s, g, t_mul(s, OUT(0), t_log(s, a)));
+            ember_tensor *zero_base = t_mul(s, as(s, t_eq(s, a, num(s, 0)), g), as(s, t_ge(s, b, num(s, 0)), g));
+            give(s, &gi[1], where3(s, t_gt(s, zero_base, num(s, 0)), num(s, 0), v));
+        }
+        break;
+    }
+    case EMBER_OP_MAXIMUM:
+    case EMBER_OP_MINIMUM: {   /* ties split the gradient evenly, as PyTorch does */
+        ember_tensor *a = IN(0), *b = IN(1);
+        ember_tensor *win = op == EMBER_OP_MAXIMUM ? t_gt(s, a, b) : t_lt(s, a, b);
+        ember_tensor *w = t_add(s, as(s, win, g), t_mul(s, as(s, t_eq(s, a, b), g), num(s, 0.5)));
+        if (NEED(0)) give(s, &gi[0], t_mul(s, g, w));
+        if (NEED(1)) give(s, &gi[1], t_mul(s, g, t_sub(s, num(s, 1), w)));
+        break;
+    }
+    case EMBER_OP_WHERE: {
+        ember_tensor *z = num(s, 0);
+        if (NEED(1)) give(s, &gi[1], where3(s, IN(0), g, z));
+        if (NEED(2)) give(s, &gi[2], where3(s, IN(0), z, g));
+        break;
+    }
+    case EMBER_OP_NEG: give(s, &gi[0], t_neg(s, g)); break;
+    case EMBER_OP_EXP: give(s, &gi[0], t_mul(s, g, OUT(0))); break;
+    case EMBER_OP_LOG: give(s, &gi[0], t_div(s, g, IN(0))); break;
+    case EMBER_OP_SQRT: give(s, &gi[0], t_div(s, g, t_mul(s, OUT(0), num(s, 2)))); break;
+    case EMBER_OP_RSQRT: {   /* d a^-1/2 = -1/2 a^-3/2 = -1/2 y^3 */
+        ember_tensor *y = OUT(0);
+        give(s, &gi[0], t_mul(s, g, t_mul(s, t_mul(s, y, t_mul(s, y, y)), num(s, -0.5))));
+        break;
+    }
+    case EMBER_OP_ABS: give(s, &gi[0], t_mul(s, g, t_sign(s, IN(0)))); break;
+    case EMBER_OP_SIGN: give(s, &gi[0], t_mul(s, g, num(s, 0))); break;
+    case EMBER_OP_SIN: give(s, &gi[0], t_mul(s, g, t_cos(s, IN(0)))); break;
+    case EMBER_OP_COS: give(s, &gi[0], t_neg(s, t_mul(s, g, t_sin(s, IN(0))))); break;
+    case EMBER_OP_TANH: {   /* 1 - y^2 */
+        ember_tensor *y = OUT(0);
+        give(s, &gi[0], t_mul(s, g, t_sub(s, num(s, 1), t_mul(s, y, y))));
+        break;
+    }
+    case EMBER_OP_SIGMOID: {   /* y (1 - y) */
+        ember_tensor *y = OUT(0);
+        give(s, &gi[0], t_mul(s, g, t_mul(s, y, t_sub(s, num(s, 1), y))));
+        break;
+    }
+    case EMBER_OP_RELU: give(s, &gi[0], t_mul(s, g, as(s, t_gt(s, OUT(0), num(s, 0)), g))); break;
+    case EMBER_OP_GELU: {
+        ember_tensor *x = IN(0), *d;
+        if (at->i[0]) {   /* tanh form: k = sqrt(2/pi), c = 0.044715 */
+            const double k = 0.79788456080286535588, c = 0.044715;
+            ember_tensor *x2 = t_mul(s, x, x);
+            ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
+            ember_tensor *dt = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)),
+                                   t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2))));
+            d = t_add(s, t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t)), t_mul(s, t_mul(s, num(s, 0.5), x), dt));
+        } else {          /* Phi(x) + x phi(x) */
+            ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, 0.70710678118654752440)))));
+            ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
+            d = t_add(s, cdf, t_mul(s, x, pdf));
+        }
+        give(s, &gi[0], t_mul(s, g, d));
+        break;
+    }
+    case EMBER_OP_SILU: {   /* s (1 + x (1 - s)) */
+        ember_tensor *x = IN(0), *sg = t_sigmoid(s, x);
+        give(s, &gi[0], t_mul(s, g, t_mul(s, sg, t_add(s, num(s, 1), t_mul(s, x, t_sub(s, num(s, 1), sg))))));
+        break;
+    }
+    case EMBER_OP_ERF: {   /* 2/sqrt(pi) exp(-x^2) */
+        ember_tensor *x = IN(0);
+        give(s, &gi[0], t_mul(s, g, t_mul(s, num(s, 1.12837916709551257390), t_exp(s, t_neg(s, t_mul(s, x, x))))));
+        break;
+    }
+    case EMBER_OP_CLAMP: {   /* passes where lo <= x <= hi */
+        ember_tensor *x = IN(0), *m = g;
+        if (at->i[0]) m = t_mul(s, m, as(s, t_ge(s, x, num(s, at->f[0])), g));
+        if (at->i[1]) m = t_mul(s, m, as(s, t_le(s, x, num(s, at->f[1])), g));
+        give(s, &gi[0], m);
+        break;
+    }
+    case EMBER_OP_TO_DTYPE:
+    case EMBER_OP_CLONE:
+        give(s, &gi[0], g);
+        break;
+    case EMBER_OP_TO_DEVICE: {
+        ember_tensor *o = NULL;
+        give(s, &gi[0], keep(s, ember_to_device(g, ember__node_in_device(n, 0), &o), &o));
+        break;
+    }
+    case EMBER_OP_SUM:
+        give(s, &gi[0], expand_back(s, g, nd, in, (unsigned)at->i[1]));
+        break;
+    case EMBER_OP_MEAN: {
+        unsigned m = (unsigned)at->i[1];
+        give(s, &gi[0], t_div(s, expand_back(s, g, nd, in, m), num(s, count_of(nd, in, m))));
+        break;
+    }
+    case EMBER_OP_VAR: {   /* 2 (x - mean) / (N - unbiased) */
+        unsigned m = (unsigned)at->i[1];
+        int dims[EMBER_MAX_DIMS], k = mask_list(m, nd, dims);
+        ember_tensor *x = IN(0), *mean = NULL;
+        if (OK(s)) keep(s, ember_mean(x, k, dims, 1, &mean), &mean);
+        double denom = count_of(nd, in, m) - (at->i[2] ? 1 : 0);
+        ember_tensor *d = t_mul(s, t_sub(s, x, mean), num(s, 2.0 / denom));
+        give(s, &gi[0], t_mul(s, expand_back(s, g, nd, in, m), d));
+        break;
+    }
+    case EMBER_OP_LOGSUMEXP: {   /* g exp(x - y) */
+        unsigned m = (unsigned)at->i[1];
+        ember_tensor *y = expand_back(s, OUT(0), nd, in, m);
+        give(s, &gi[0], t_mul(s, expand_back(s, g, nd, in, m), t_exp(s, t_sub(s, IN(0), y))));
+        break;
+    }
+    case EMBER_OP_NORM: {
+        unsigned m = (unsigned)at->i[1];
+        double p = at->f[0];
+        ember_tensor *x = IN(0), *y = expand_back(s, OUT(0), nd, in, m), *ge_ = expand_back(s, g, nd, in, m);
+        ember_tensor *d;
+        if (isinf(p)) {   /* the max |x| entries share the gradient */
+            ember_tensor *hit = as(s, t_eq(s, t_abs(s, x), y), x);
+            int dims[EMBER_MAX_DIMS], k = mask_list(m, nd, dims);
+            ember_tensor *cnt = expand_back(s, sum_dims(s, hit, k, dims, 1), nd, in, m);
+            d = t_div(s, t_mul(s, t_sign(s, x), hit), cnt);
+        } else if (p == 2) {   /* x / y, 0 where y == 0 */
+            d = where3(s, t_eq(s, y, num(s, 0)), num(s, 0), t_div(s, x, y));
+        } else if (p == 1) {
+            d = t_sign(s, x);
+        } else {   /* sign(x) |x|^(p-1) / y^(p-1) */
+            d = t_div(s, t_mul(s, t_sign(s, x), t_pow(s, t_abs(s, x), num(s, p - 1))), t_pow(s, y, num(s, p - 1)));
+            d = where3(s, t_eq(s, y, num(s, 0)), num(s, 0), d);
+        }
+        give(s, &gi[0], t_mul(s, ge_, d));
+        break;
+    }
+    case EMBER_OP_AMAX_ALL:
+    case EMBER_OP_AMIN_ALL: {   /* ties share the gradient evenly */
+        ember_tensor *hit = as(s, t_eq(s, IN(0), OUT(0)), IN(0));
+        ember_tensor *cnt = sum_dims(s, hit, 0, NULL, 0);
+        give(s, &gi[0], t_mul(s, hit, t_div(s, g, cnt)));
+        break;
+    }
+    case EMBER_OP_MAX_DIM:
+    case EMBER_OP_MIN_DIM: {   /* the values' gradient goes to the chosen indices */
+        int dim = (int)at->i[0];
+        ember_tensor *idx = OUT(1), *gv = g;
+        if (!at->i[1]) {
+            ember_tensor *o = NULL, *o2 = NULL;
+            if (OK(s)) idx = keep(s, ember_unsqueeze(idx, dim, &o), &o);
+            if (OK(s)) gv = keep(s, ember_unsqueeze(g, dim, &o2), &o2);
+        }
+        ember_tensor *o = NULL;
+        if (OK(s) && idx && gv) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, dim, idx, gv, &o), &o));
+        break;
+    }
+    case EMBER_OP_SOFTMAX: {   /* y (g - sum(g y)) */
+        int dim = (int)at->i[0];
+        ember_tensor *y = OUT(0);
+        give(s, &gi[0], t_mul(s, y, t_sub(s, g, sum_dims(s, t_mul(s, g, y), 1, &dim, 1))));
+        break;
+    }
+    case EMBER_OP_LOG_SOFTMAX: {   /* g - exp(y) sum(g) */
+        int dim = (int)at->i[0];
+        give(s, &gi[0], t_sub(s, g, t_mul(s, t_exp(s, OUT(0)), sum_dims(s, g, 1, &dim, 1))));
+        break;
+    }
+    case EMBER_OP_SUM_TO:
+        give(s, &gi[0], expand(s, g, nd, in));
+        break;
+    case EMBER_OP_EXPAND:   /* the engine sums g back to the input's shape */
+        give(s, &gi[0], g);
+        break;
+    case EMBER_OP_MATMUL: {
+        /* promote 1-D operands to matrices, then ga = g b^T, gb = a^T g */
+        ember_tensor *a = IN(0), *b = IN(1);
+        int64_t bs[EMBER_MAX_DIMS], gs[EMBER_MAX_DIMS];
+        int nb = ember__node_in_shape(n, 1, bs);
+        int ng = ember_tensor_ndim(g);
+        memcpy(gs, ember_tensor_shape(g), (size_t)ng * sizeof *gs);
+        ember_tensor *g2 = g;
+        if (nd == 1 && nb == 1) {   /* dot */
+            if (NEED(0)) give(s, &gi[0], t_mul(s, g, b));
+            if (NEED(1)) give(s, &gi[1], t_mul(s, g, a));
+            break;
+        }
+        if (nd == 1) {   /* g lacks the row dim */
+            int64_t t[EMBER_MAX_DIMS];
+            memcpy(t, gs, (size_t)ng * sizeof *t);
+            t[ng] = t[ng - 1];
+            t[ng - 1] = 1;
+            g2 = reshape(s, g2, ng + 1, t);
+            ng++;
+            memcpy(gs, t, (size_t)ng * sizeof *gs);
+        }
+        if (nb == 1) {   /* g lacks the column dim */
+            gs[ng] = 1;
+            g2 = reshape(s, g2, ng + 1, gs);
+            ng++;
+        }
+        if (NEED(0)) {
+            ember_tensor *b2 = b;
+            if (nb == 1) {
+                int64_t t[2] = {1, bs[0]};
+                b2 = reshape(s, b, 2, t);   /* b^T as a row */
+                give(s, &gi[0], reshape_to_in(s, t_matmul(s, g2, b2), n, 0));
+            } else {
+                give(s, &gi[0], reshape_to_in(s, t_matmul(s, g2, transpose_last(s, b2)), n, 0));
+            }
+        }
+        if (NEED(1)) {
+            ember_tensor *a2 = a;
+            if (nd == 1) {
+                int64_t t[2] = {in[0], 1};
+                a2 = reshape(s, a, 2, t);   /* a^T as a column */
+                give(s, &gi[1], reshape_to_in(s, t_matmul(s, a2, g2), n, 1));
+            } else {
+                give(s, &gi[1], reshape_to_in(s, t_matmul(s, transpose_last(s, a2), g2), n, 1));
+            }
+        }
+        break;
+    }
+    case EMBER_OP_RESHAPE:
+    case EMBER_OP_VIEW:
+    case EMBER_OP_SQUEEZE:
+    case EMBER_OP_UNSQUEEZE:
+        give(s, &gi[0], reshape(s, g, nd, in));
+        break;
+    case EMBER_OP_TRANSPOSE: {
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], keep(s, ember_transpose(g, (int)at->i[0], (int)at->i[1], &o), &o));
+        break;
+    }
+    case EMBER_OP_PERMUTE: {
+        int pn = (int)at->i[0], inv[EMBER_MAX_DIMS];
+        for (int d = 0; d < pn; d++) inv[at->i[1 + d]] = d;
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], keep(s, ember_permute(g, pn, inv, &o), &o));
+        break;
+    }
+    case EMBER_OP_NARROW:
+    case EMBER_OP_SELECT: {   /* pad with zeros: cat(zeros, g, zeros) along dim */
+        int dim = (int)at->i[0];
+        int64_t start = at->i[1], len = op == EMBER_OP_NARROW ? at->i[2] : 1;
+        ember_tensor *gg = g;
+        if (op == EMBER_OP_SELECT) {
+            ember_tensor *o = NULL;
+            if (OK(s)) gg = keep(s, ember_unsqueeze(g, dim, &o), &o);
+        }
+        ember_tensor *parts[3];
+        int np = 0;
+        int64_t shp[EMBER_MAX_DIMS];
+        memcpy(shp, in, sizeof shp);
+        int dt = ember_tensor_dtype(g);
+        if (start > 0) {
+            shp[dim] = start;
+            parts[np++] = zeros(s, nd, shp, dt);
+        }
+        parts[np++] = gg;
+        if (start + len < in[dim]) {
+            shp[dim] = in[dim] - start - len;
+            parts[np++] = zeros(s, nd, shp, dt);
+        }
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
+        break;
+    }
+    case EMBER_OP_INDEX_SELECT: {
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], keep(s, ember_index_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
+        break;
+    }
+    case EMBER_OP_GATHER: {
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
+        break;
+    }
+    case EMBER_OP_SCATTER_ADD: {
+        ember_tensor *o = NULL;
+        if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_gather(g, (int)at->i[0], IN(0), &o), &o));
+        break;
+    }
+    case EMBER_OP_INDEX_ADD: {
+        ember_tensor *o = NULL;
+        if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select(g, (int)at->i[0], IN(0), &o), &o));
+        break;
+    }
+    case EMBER_OP_CAT:
+    case EMBER_OP_STACK: {   /* slices of g, one per input */
+        int dim = (int)at->i[0], nin = ember__node_num_inputs(n);
+        int64_t off = 0;
+        for (int i = 0; i < nin && OK(s); i++) {
+            int64_t shp[EMBER_MAX_DIMS];
+            ember__node_in_shape(n, i, shp);
+            int64_t len = op == EMBER_OP_CAT ? shp[dim] : 1;
+            if (NEED(i)) {
+                ember_tensor *o = NULL;
+                if (op == EMBER_OP_CAT) give(s, &gi[i], keep(s, ember_narrow(g, dim, off, len, &o), &o));
+                else give(s, &gi[i], keep(s, ember_select(g, dim, off, &o), &o));
+            }
+            off += len;
+        }
+        break;
+    }
+    default:
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember__ops[op].name);
+    }
+    return s->rc;
+}
+
+int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_tensor **grad_in)
+{
+    arena s = {{0}, 0, EMBER_OK};
+    int rc = rule(n, grad_out, grad_in, &s);
+    arena_end(&s);
+    if (rc < 0) {
+        for (int i = 0; i < ember__node_num_inputs(n); i++) {
+            ember_tensor_release(grad_in[i]);
+            grad_in[i] = NULL;
+        }
+    }
+    return rc;
+}

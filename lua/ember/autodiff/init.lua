@@ -1,0 +1,550 @@
+-- ember.autodiff: the GradManager (MegEngine's contract), Lua-defined grad
+-- rules in the C rule registry (Function, register_grad_rule), no_grad and
+-- the functional helpers. The tape and the backward sweep live in C
+-- (core/src/autograd.c); backward is a pull loop driven from here, so C never
+-- calls Lua and no FFI callback is created.
+local ffi = require("ffi")
+local ember = require("ember")
+
+local C = ember._C
+local wrap, wrap_borrowed, check = ember._wrap, ember._wrap_borrowed, ember._check
+local is_tensor, tensor_arg = ember.is_tensor, ember._tensor_arg
+local ffi_new, ffi_cast, ffi_string = ffi.new, ffi.cast, ffi.string
+local type, select, error, pcall, setmetatable, rawequal = type, select, error, pcall,
+  setmetatable, rawequal
+
+local autodiff = {}
+local function pack(...) return { n = select("#", ...), ... } end
+local NEED_LUA, DONE = C.EMBER_NEED_LUA, C.EMBER_DONE
+local REQ_LEAF = C.EMBER_REQ_LEAF
+autodiff.FALLBACK = setmetatable({}, { __tostring = function() return "ember.autodiff.FALLBACK" end })
+
+local function fail(level) error("ember." .. ffi_string(C.ember_last_error()), level + 1) end
+
+---------------------------------------------------------------- grad mode
+function ember.is_grad_enabled() return C.ember_is_grad_enabled() ~= 0 end
+
+local function with_grad_mode(on, fn, ...)
+  local prev = C.ember_is_grad_enabled()
+  C.ember_set_grad_enabled(on)
+  local res = pack(pcall(fn, ...))
+  C.ember_set_grad_enabled(prev)
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+function ember.no_grad(fn, ...) return with_grad_mode(0, fn, ...) end
+function ember.enable_grad(fn, ...) return with_grad_mode(1, fn, ...) end
+function ember.set_grad_enabled(on) C.ember_set_grad_enabled(on and 1 or 0) end
+autodiff.no_grad = ember.no_grad
+
+---------------------------------------------------------------- the rule registry (Lua side)
+-- rules[id] = { name =, fn = function(ctx, grads) -> grads, kind = "function" | "override" }
+local rules, next_rule = {}, 0
+-- ctx_store[id] = the state a recorded custom op keeps for its backward
+local ctx_store, next_ctx = {}, 0
+local drain_buf = ffi_new("int[256]")
+
+local function drain_ctx()
+  while true do
+    local n = C.ember_drain_freed_ctx(drain_buf, 256)
+    for i = 0, n - 1 do ctx_store[drain_buf[i]] = nil end
+    if n < 256 then return end
+  end
+end
+autodiff._drain_ctx = drain_ctx
+
+local function new_rule(spec)
+  next_rule = next_rule + 1
+  rules[next_rule] = spec
+  return next_rule
+end
+
+local shape_buf = ffi_new("int64_t[8]")
+local function node_input_shape(node, i)
+  local nd = C.ember_node_input_shape(node, i, shape_buf)
+  local s = {}
+  for d = 1, nd do s[d] = tonumber(shape_buf[d - 1]) end
+  return s
+end
+local function shape_str(s) return "{" .. table.concat(s, ",") .. "}" end
+
+local function same_shape(t, s)
+  local ts = t:shape()
+  if #ts ~= #s then return false end
+  for i = 1, #s do if ts[i] ~= s[i] then return false end end
+  return true
+end
+
+-- Checks what a Lua rule returned and turns it into one entry per input.
+local function normalise_grads(name, node, nin, ...)
+  local n = select("#", ...)
+  local first = ...
+  local list
+  if n == 1 and type(first) == "table" and not is_tensor(first) then
+    list = first
+    n = table.maxn(first)
+  else
+    list = { ... }
+  end
+  while n > 0 and list[n] == nil do n = n - 1 end
+  if n > nin then
+    error(("ember.autodiff: %s returned the wrong number of grads: %d for %d inputs"):format(name, n, nin), 0)
+  end
+  for i = 1, n do
+    local g = list[i]
+    if g ~= nil then
+      if type(g) == "number" then
+        error(("ember.autodiff: %s returned a non-tensor gradient (number) for input %d"):format(name, i), 0)
+      elseif not is_tensor(g) then
+        error(("ember.autodiff: %s returned a non-tensor gradient (%s) for input %d"):format(name, type(g), i), 0)
+      end
+      if C.ember_node_needs_input_grad(node, i - 1) ~= 0 then
+        local want = node_input_shape(node, i - 1)
+        if not same_shape(g, want) then
+          error(("ember.autodiff: %s returned a gradient of shape %s for input %d of shape %s")
+            :format(name, shape_str(g:shape()), i, shape_str(want)), 0)
+        end
+      end
+    end
+  end
+  return list, n
+end
+
+local grad_buf_cap = 16
+local grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
+
+local function supply(run, node, list, n)
+  local nin = C.ember_node_num_inputs(node)
+  if nin > grad_buf_cap then
+    grad_buf_cap = nin
+    grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
+  end
+  for i = 1, nin do
+    local g = i <= n and list[i] or nil
+    grad_buf[i - 1] = g ~= nil and g._c or nil
+  end
+  if C.ember_backward_supply(run, nin, grad_buf) < 0 then fail(3) end
+end
+
+local function builtin(run, node, grads, nout)
+  for k = 1, nout do grad_buf[k - 1] = grads[k] and grads[k]._c or nil end
+  if C.ember_backward_builtin(run, nout, grad_buf) < 0 then fail(3) end
+end
+
+local function node_needs(node)
+  local nin = C.ember_node_num_inputs(node)
+  local needs = {}
+  for i = 1, nin do needs[i] = C.ember_node_needs_input_grad(node, i - 1) ~= 0 end
+  return needs
+end
+
+-- A NODE request: a Lua rule, or a built-in one intercepted for hooks.
+local function run_node(run, req, hooks)
+  local node = req.node
+  local nout = req.num_grads
+  local grads = {}
+  for k = 1, nout do grads[k] = wrap_borrowed(req.grads[k - 1]) end
+  local name = ffi_string(C.ember_node_name(node))
+  if hooks and hooks.pre then grads = hooks.pre(node, grads) or grads end
+  local spec = rules[req.rule_id]
+  if spec == nil then   -- intercepted built-in
+    builtin(run, node, grads, nout)
+    return
+  end
+  local nin = C.ember_node_num_inputs(node)
+  local list, n
+  if spec.kind == "override" then
+    local ctx = { inputs = {}, outputs = {}, needs_input_grad = node_needs(node) }
+    for i = 1, nin do ctx.inputs[i] = wrap_borrowed(C.ember_node_saved_input(node, i - 1)) end
+    for k = 1, nout do ctx.outputs[k] = wrap_borrowed(C.ember_node_saved_output(node, k - 1)) end
+    local r = spec.fn(ctx, grads)
+    if rawequal(r, autodiff.FALLBACK) then
+      builtin(run, node, grads, nout)
+      return
+    end
+    list, n = normalise_grads(name, node, nin, r)
+  else
+    local ctx = ctx_store[req.ctx_id]
+    if ctx == nil or ctx.backward == nil then
+      error(("ember.autodiff: no grad rule for %s (a Function without backward)"):format(spec.name), 0)
+    end
+    ctx.needs_input_grad = node_needs(node)
+    if ctx.closure then
+      list, n = normalise_grads(name, node, nin, ctx.backward(unpack(grads, 1, nout)))
+    else
+      list, n = normalise_grads(name, node, nin, ctx.backward(ctx, unpack(grads, 1, nout)))
+    end
+    if rawequal(list[1], autodiff.FALLBACK) then
+      error(("ember.autodiff: no grad rule for %s"):format(spec.name), 0)
+    end
+  end
+  supply(run, node, list, n)
+end
+
+---------------------------------------------------------------- Function
+local Function = {}
+Function.__index = Function
+
+-- Function(name, fn) (MegEngine's shape: fn returns outputs, then a backward
+-- closure) or Function{name =, forward =, backward =} (PyTorch's shape).
+function autodiff.Function(a, b)
+  local self = setmetatable({}, Function)
+  if type(a) == "table" then
+    self.name = a.name or "function"
+    self.forward = a.forward
+    self.backward = a.backward
+    if type(self.forward) ~= "function" then error("ember.autodiff.Function: forward must be a function", 2) end
+  else
+    if type(a) ~= "string" or type(b) ~= "function" then
+      error("ember.autodiff.Function: expected (name, fn) or {name =, forward =, backward =}", 2)
+    end
+    self.name = a
+    self.closure_fn = b
+  end
+  self.rule_id = new_rule({ name = self.name, kind = "function" })
+  return self
+end
+
+local io_buf_cap = 16
+local in_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
+local out_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
+
+local Ctx = {}
+Ctx.__index = Ctx
+function Ctx:save_for_backward(...)
+  self.saved_tensors = { ... }
+end
+function Ctx:mark_non_differentiable() end
+
+function Function.__call(self, ...)
+  drain_ctx()
+  local args = { ... }
+  local nargs = select("#", ...)
+  local inputs = {}
+  for i = 1, nargs do
+    if is_tensor(args[i]) then inputs[#inputs + 1] = args[i] end
+  end
+  local ctx = setmetatable({ needs_input_grad = {} }, Ctx)
+  for i, x in ipairs(inputs) do
+    ctx.needs_input_grad[i] = C.ember_is_tracked(tensor_arg(self.name, x, i, 2)) ~= 0
+  end
+  local res
+  if self.closure_fn then
+    res = pack(ember.no_grad(self.closure_fn, ...))
+    local last = res[res.n]
+    if type(last) == "function" then
+      ctx.backward = last
+      res.n = res.n - 1
+    end
+    ctx.closure = true
+  else
+    res = pack(ember.no_grad(self.forward, ctx, ...))
+    ctx.backward = self.backward
+  end
+  local outputs = {}
+  for k = 1, res.n do
+    local y = res[k]
+    if is_tensor(y) then
+      for _, x in ipairs(inputs) do
+        if rawequal(x, y) then y = y:detach(); res[k] = y end   -- an output must be a new tensor
+      end
+      outputs[#outputs + 1] = y
+    end
+  end
+  if C.ember_is_grad_enabled() ~= 0 and #outputs > 0 then
+    local nin, nout = #inputs, #outputs
+    if math.max(nin, nout) > io_buf_cap then
+      io_buf_cap = math.max(nin, nout)
+      in_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
+      out_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
+    end
+    for i = 1, nin do in_buf[i - 1] = inputs[i]._c end
+    for k = 1, nout do out_buf[k - 1] = outputs[k]._c end
+    next_ctx = next_ctx + 1
+    ctx_store[next_ctx] = ctx
+    if C.ember_record_custom(self.name, self.rule_id, next_ctx, nin, in_buf, nout, out_buf) < 0 then
+      ctx_store[next_ctx] = nil
+      fail(2)
+    end
+  end
+  return unpack(res, 1, res.n)
+end
+autodiff.Function_mt = Function
+
+-- Replaces the rule of a built-in op; nil restores it.
+local overrides = {}
+function autodiff.register_grad_rule(op, fn)
+  if type(op) ~= "string" then error("ember.autodiff.register_grad_rule: op name must be a string", 2) end
+  if fn ~= nil and type(fn) ~= "function" then
+    error("ember.autodiff.register_grad_rule: rule must be a function or nil", 2)
+  end
+  local id = 0
+  if fn then id = new_rule({ name = op, kind = "override", fn = fn }) end
+  if C.ember_set_rule_override(op, id) < 0 then fail(2) end
+  if overrides[op] then rules[overrides[op]] = nil end
+  overrides[op] = fn and id or nil
+end
+
+---------------------------------------------------------------- GradManager
+local GradManager = {}
+GradManager.__index = GradManager
+autodiff.GradManager = setmetatable({}, {
+  __call = function(_, ...) return GradManager.new(...) end,
+  __index = GradManager,
+})
+
+local live_key = ffi_new("int[1]")
+function GradManager.new()
+  if C.ember_key_new(0, live_key) < 0 then fail(2) end
+  local key = live_key[0]
+  local self = setmetatable({
+    _key = key,
+    -- tensor -> { seq =, callbacks = {...} }; weak keys: attached tensors are held weakly
+    _attached = setmetatable({}, { __mode = "k" }),
+    _seq = 0,
+    _after = {},
+  }, GradManager)
+  -- frees the C key when the manager is collected (a finaliser, not an FFI callback)
+  self._keyref = ffi.gc(ffi_new("int[1]", key), function(p) C.ember_key_free(p[0]) end)
+  return self
+end
+
+local function as_list(x)
+  if is_tensor(x) then return { x } end
+  if type(x) == "table" then return x end
+  return nil
+end
+
+function GradManager:attach(tensors, callbacks)
+  local list = as_list(tensors)
+  if list == nil then error("ember.GradManager.attach: expected a tensor or a list of tensors, got " .. type(tensors), 2) end
+  local cbs = {}
+  if type(callbacks) == "function" then
+    cbs = { callbacks }
+  elseif type(callbacks) == "table" then
+    for i, cb in ipairs(callbacks) do
+      if type(cb) ~= "function" then error("ember.GradManager.attach: callback " .. i .. " is not a function", 2) end
+      cbs[i] = cb
+    end
+  elseif callbacks ~= nil then
+    error("ember.GradManager.attach: callbacks must be a function or a list of functions", 2)
+  end
+  for i, t in ipairs(list) do
+    if not is_tensor(t) then error("ember.GradManager.attach: entry " .. i .. " is not a tensor", 2) end
+    local dt = t.dtype
+    if not (dt == "float32" or dt == "float64" or dt == "float16" or dt == "bfloat16") then
+      error("ember.GradManager.attach: only floating point tensors can be attached, got " .. dt, 2)
+    end
+  end
+  for _, t in ipairs(list) do
+    local rec = self._attached[t]
+    if rec == nil then
+      self._seq = self._seq + 1
+      rec = { seq = self._seq, callbacks = {} }
+      self._attached[t] = rec
+    end
+    for _, cb in ipairs(cbs) do rec.callbacks[#rec.callbacks + 1] = cb end
+    if C.ember_key_is_recording(self._key) ~= 0 then
+      if C.ember_key_track(self._key, t._c) < 0 then fail(2) end
+    end
+  end
+  return self
+end
+
+function GradManager:attached_tensors()
+  local list = {}
+  for t, rec in pairs(self._attached) do list[#list + 1] = { t, rec.seq } end
+  table.sort(list, function(a, b) return a[2] < b[2] end)
+  for i = 1, #list do list[i] = list[i][1] end
+  return list
+end
+
+function GradManager:is_attached(t) return self._attached[t] ~= nil end
+function GradManager:is_recording() return C.ember_key_is_recording(self._key) ~= 0 end
+
+function GradManager:record()
+  if C.ember_key_record(self._key) < 0 then fail(2) end
+  for _, t in ipairs(self:attached_tensors()) do
+    if C.ember_key_track(self._key, t._c) < 0 then
+      C.ember_key_release(self._key)
+      fail(2)
+    end
+  end
+  return self
+end
+
+function GradManager:release()
+  C.ember_key_release(self._key)
+  drain_ctx()
+  return self
+end
+
+function GradManager:register_after_backward_callback(fn)
+  if type(fn) ~= "function" then error("ember.GradManager.register_after_backward_callback: expected a function", 2) end
+  self._after[#self._after + 1] = fn
+  return self
+end
+
+function GradManager:scope(fn, ...)
+  self:record()
+  local res = pack(pcall(fn, ...))
+  self:release()
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+
+local req = ffi_new("ember_backward_req")
+local run_out = ffi_new("ember_backward_run *[1]")
+local ys_buf = ffi_new("ember_tensor *[64]")
+local dys_buf = ffi_new("ember_tensor *[64]")
+
+-- leaf hooks of the graph toolbox (ember.autodiff.graph fills these in)
+autodiff._tensor_hooks = setmetatable({}, { __mode = "k" })
+autodiff._post_hooks = setmetatable({}, { __mode = "k" })
+
+local live_by_addr = function(p)
+  -- the Lua wrapper of a C tensor, if it still has one
+  return ember._lookup(p)
+end
+
+local function run_leaf(self, r, pending)
+  local t = live_by_addr(r.tensor)
+  if t == nil then return end
+  local rec = self._attached[t]
+  if rec == nil then return end
+  local g = wrap_borrowed(r.grads[0])
+  local hooks = autodiff._tensor_hooks[t]
+  if hooks then
+    for _, h in ipairs(hooks) do
+      if h.fn then
+        local out = h.fn(g)
+        if out ~= nil then
+          if not is_tensor(out) then error("ember.autodiff: tensor hook returned a non-tensor (" .. type(out) .. ")", 0) end
+          g = out
+        end
+      end
+    end
+  end
+  for _, cb in ipairs(rec.callbacks) do
+    local out = cb(t, g)
+    if out ~= nil then
+      if not is_tensor(out) then
+        error("ember.GradManager.backward: callback returned a non-tensor (" .. type(out) .. ")", 0)
+      end
+      g = out
+    end
+  end
+  pending[#pending + 1] = t
+  pending[#pending + 1] = g
+end
+
+local function drive(self, run, pending)
+  while true do
+    local rc = C.ember_backward_step(run, req)
+    if rc == DONE then return end
+    if rc < 0 then fail(1) end
+    if req.kind == REQ_LEAF then
+      run_leaf(self, req, pending)
+    else
+      run_node(run, req, autodiff._node_hooks)
+    end
+  end
+end
+
+local function accumulate(t, g, dys)
+  local old = rawget(t, "grad")
+  if old == nil then
+    for _, d in ipairs(dys) do
+      if rawequal(d, g) then g = g:clone() end
+    end
+    t.grad = g
+  elseif C.ember_is_tracked(old._c) ~= 0 or C.ember_is_tracked(g._c) ~= 0 then
+    t.grad = old + g          -- out of place: a recording uses the old .grad
+  else
+    old:add_(g)
+  end
+end
+
+function GradManager:backward(y, dy)
+  local ys = as_list(y)
+  if ys == nil or #ys == 0 then error("ember.GradManager.backward: expected a tensor or a list of tensors as y", 2) end
+  local dys = dy == nil and {} or as_list(dy)
+  if dys == nil then error("ember.GradManager.backward: dy must be a tensor, a list or nil", 2) end
+  if C.ember_key_is_recording(self._key) == 0 then
+    error("ember.GradManager.backward: no computation history (did you call gm:record()?)", 2)
+  end
+  for i, yi in ipairs(ys) do
+    if not is_tensor(yi) then error("ember.GradManager.backward: y " .. i .. " is not a tensor", 2) end
+    local d = dys[i]
+    if d == nil then
+      if yi:numel() ~= 1 then
+        error("ember.GradManager.backward: dy can be omitted only for scalar outputs, got y of shape "
+          .. shape_str(yi:shape()), 2)
+      end
+    elseif not is_tensor(d) then
+      error("ember.GradManager.backward: dy " .. i .. " is not a tensor", 2)
+    elseif not same_shape(d, yi:shape()) then
+      error("ember.GradManager.backward: dy of shape " .. shape_str(d:shape())
+        .. " does not match y of shape " .. shape_str(yi:shape()), 2)
+    end
+    ys_buf[i - 1] = yi._c
+    dys_buf[i - 1] = d and d._c or nil
+  end
+  if C.ember_backward_begin(self._key, #ys, ys_buf, dys_buf, run_out) < 0 then
+    local msg = ffi_string(C.ember_last_error())
+    if run_out[0] ~= nil then C.ember_backward_end(run_out[0]) else self:release() end
+    error("ember." .. msg, 2)
+  end
+  local run = run_out[0]
+  local pending = {}
+  local ok, err = pcall(drive, self, run, pending)
+  C.ember_backward_end(run)
+  drain_ctx()
+  if not ok then error(err, 2) end
+  for i = 1, #pending, 2 do accumulate(pending[i], pending[i + 1], dys) end
+  local post = autodiff._post_hooks
+  for i = 1, #pending, 2 do
+    local hooks = post[pending[i]]
+    if hooks then for _, h in ipairs(hooks) do if h.fn then h.fn(pending[i]) end end end
+  end
+  for _, fn in ipairs(self._after) do fn() end
+  return self
+end
+
+---------------------------------------------------------------- groups
+local Group = {}
+Group.__index = Group
+local next_group = 0
+function autodiff.group(gms)
+  if type(gms) ~= "table" or #gms == 0 then error("ember.autodiff.group: expected a list of GradManagers", 2) end
+  next_group = next_group + 1
+  for _, gm in ipairs(gms) do C.ember_key_set_group(gm._key, next_group) end
+  return setmetatable({ members = gms, id = next_group }, Group)
+end
+function Group:record()
+  for _, gm in ipairs(self.members) do gm:record() end
+  return self
+end
+function Group:release()
+  for _, gm in ipairs(self.members) do gm:release() end
+  return self
+end
+function Group:scope(fn, ...)
+  self:record()
+  local res = pack(pcall(fn, ...))
+  self:release()
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+
+---------------------------------------------------------------- stats
+function autodiff.stats()
+  local s = ffi_new("ember_autograd_stats_t")
+  C.ember_autograd_stats(s)
+  return { live_nodes = tonumber(s.live_nodes), saved_tensors = tonumber(s.saved_tensors),
+    bwd_cache_hits = tonumber(s.bwd_cache_hits), bwd_cache_misses = tonumber(s.bwd_cache_misses) }
+end
+
+autodiff.gradcheck = require("ember.autodiff.gradcheck")(ember, autodiff)
+
+return autodiff
