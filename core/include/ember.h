@@ -274,6 +274,32 @@ EMBER_API int ember_stack(int n, ember_tensor *const *ts, int dim, ember_tensor 
 /* Sums a (broadcast) tensor back down to `shape` (the adjoint of expand). */
 EMBER_API int ember_sum_to(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
 
+/* neural-network kernels. x (N, C, H, W), w (O, C/groups, kH, kW) -> (N, O, H', W').
+   stride, padding and dilation are {h, w} pairs; groups divides C and O. */
+EMBER_API int ember_conv2d(ember_tensor *x, ember_tensor *w, const int64_t *stride,
+                           const int64_t *padding, const int64_t *dilation, int64_t groups,
+                           ember_tensor **out);
+/* The adjoints of conv2d: the gradient for x of shape x_shape given g and w,
+   and the gradient for w of shape w_shape given x and g. */
+EMBER_API int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape,
+                                          const int64_t *stride, const int64_t *padding,
+                                          const int64_t *dilation, int64_t groups, ember_tensor **out);
+EMBER_API int ember_conv2d_backward_weight(ember_tensor *x, ember_tensor *g, const int64_t *w_shape,
+                                           const int64_t *stride, const int64_t *padding,
+                                           const int64_t *dilation, int64_t groups,
+                                           ember_tensor **out);
+/* x (N, C, H, W) -> values and int64 indices (flat h * W + w within each plane). */
+EMBER_API int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, ember_tensor **values, ember_tensor **indices);
+EMBER_API int ember_max_pool2d_backward(ember_tensor *g, ember_tensor *indices, const int64_t *x_shape,
+                                        ember_tensor **out);
+/* averages count the padding as zeros (PyTorch's count_include_pad = true) */
+EMBER_API int ember_avg_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, ember_tensor **out);
+EMBER_API int ember_avg_pool2d_backward(ember_tensor *g, const int64_t *x_shape, const int64_t *kernel,
+                                        const int64_t *stride, const int64_t *padding,
+                                        ember_tensor **out);
+
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */
 EMBER_API int ember_add_(ember_tensor *a, ember_tensor *b);

@@ -520,6 +520,45 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
         }
         break;
     }
+    case EMBER_OP_CONV2D: {   /* both adjoints are ops of their own (im2col + GEMM kernels) */
+        const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
+        int64_t ws[EMBER_MAX_DIMS];
+        ember__node_in_shape(n, 1, ws);
+        ember_tensor *o = NULL, *o2 = NULL;
+        if (OK(s) && NEED(0))
+            give(s, &gi[0], keep(s, ember_conv2d_backward_input(g, IN(1), in, st, pd, dl, at->i[6], &o), &o));
+        if (OK(s) && NEED(1))
+            give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), g, ws, st, pd, dl, at->i[6], &o2), &o2));
+        break;
+    }
+    case EMBER_OP_MAX_POOL2D: {
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], keep(s, ember_max_pool2d_backward(g, OUT(1), in, &o), &o));
+        break;
+    }
+    case EMBER_OP_MAX_POOL2D_BACKWARD: {   /* linear in g: read the pooled positions back */
+        if (!NEED(0)) break;
+        int64_t xs[EMBER_MAX_DIMS], ps[EMBER_MAX_DIMS];
+        ember__node_out_shape(n, 0, xs);            /* (N, C, H, W) */
+        int np = ember__node_in_shape(n, 1, ps);    /* (N, C, H', W') */
+        int64_t fx[3] = {xs[0], xs[1], xs[2] * xs[3]}, fp[3] = {ps[0], ps[1], ps[2] * ps[3]};
+        ember_tensor *o = NULL, *v = NULL;
+        ember_tensor *gf = reshape(s, g, 3, fx), *idx = reshape(s, IN(1), 3, fp);
+        if (OK(s) && gf && idx) v = keep(s, ember_gather(gf, 2, idx, &o), &o);
+        give(s, &gi[0], reshape(s, v, np, ps));
+        break;
+    }
+    case EMBER_OP_AVG_POOL2D: {
+        ember_tensor *o = NULL;
+        if (OK(s))
+            give(s, &gi[0], keep(s, ember_avg_pool2d_backward(g, in, &at->i[0], &at->i[2], &at->i[4], &o), &o));
+        break;
+    }
+    case EMBER_OP_AVG_POOL2D_BACKWARD: {   /* avg_pool2d is its own adjoint's adjoint */
+        ember_tensor *o = NULL;
+        if (OK(s)) give(s, &gi[0], keep(s, ember_avg_pool2d(g, &at->i[0], &at->i[2], &at->i[4], &o), &o));
+        break;
+    }
     default:
         return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember__ops[op].name);
     }

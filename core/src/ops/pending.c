@@ -128,3 +128,45 @@ __attribute__((weak)) int fwd_view(int op, int nin, ember_tensor *const *in, con
     (void)nin; (void)in; (void)at; (void)out;
     return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
 }
+
+__attribute__((weak)) int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
+
+__attribute__((weak)) int fwd_conv2d_backward_input(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
+
+__attribute__((weak)) int fwd_conv2d_backward_weight(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
+
+__attribute__((weak)) int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
+
+__attribute__((weak)) int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
+
+__attribute__((weak)) int fwd_avg_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
+
+__attribute__((weak)) int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    (void)nin; (void)in; (void)at; (void)out;
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s is not implemented yet", ember__ops[op].name);
+}
