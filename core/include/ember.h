@@ -93,6 +93,10 @@ EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
 EMBER_API void ember_tensor_retain(ember_tensor *t);
 EMBER_API void ember_tensor_release(ember_tensor *t);   /* NULL is a no-op */
 EMBER_API int ember_tensor_refcount(const ember_tensor *t);
+/* A slot number a language binding may keep in the tensor (0 when unset), so it
+   can find its own wrapper object from a pointer without a hash lookup. */
+EMBER_API int32_t ember_tensor_lua_slot(const ember_tensor *t);
+EMBER_API void ember_tensor_set_lua_slot(ember_tensor *t, int32_t slot);
 
 /* ---------------------------------------------------------------- accessors */
 EMBER_API int ember_tensor_ndim(const ember_tensor *t);

@@ -148,12 +148,30 @@ static void meta_of(ag_meta_io *m, const ember_tensor *t)
     memcpy(m->shape, t->shape, sizeof m->shape);
 }
 
+/* Nodes of up to 3 inputs and 2 outputs (nearly all) come from a free list. */
+#define SMALL_NIN 3
+#define SMALL_NOUT 2
+static size_t node_size(int nin, int nout)
+{
+    return sizeof(ember_node) + (size_t)nin * (sizeof(ag_edge) + sizeof(ag_meta_io) + 1) +
+           (size_t)nout * (sizeof(ag_meta_io) + sizeof(ember_tensor *)) + 16;
+}
+static void *node_pool;
+static int node_pool_size;
+
 static ember_node *node_new(int op, int key, int nin, int nout)
 {
-    size_t sz = sizeof(ember_node) + (size_t)nin * (sizeof(ag_edge) + sizeof(ag_meta_io) + 1) +
-                (size_t)nout * (sizeof(ag_meta_io) + sizeof(ember_tensor *)) + 16;
-    ember_node *n = calloc(1, sz);
-    if (!n) return NULL;
+    bool small = nin <= SMALL_NIN && nout <= SMALL_NOUT;
+    size_t sz = small ? node_size(SMALL_NIN, SMALL_NOUT) : node_size(nin, nout);
+    ember_node *n;
+    if (small && node_pool) {
+        n = node_pool;
+        node_pool = *(void **)node_pool;
+        node_pool_size--;
+        memset(n, 0, sz);
+    } else if (!(n = calloc(1, sz))) {
+        return NULL;
+    }
     char *p = (char *)(n + 1);
     n->in_meta = (ag_meta_io *)p;
     p += (size_t)nin * sizeof(ag_meta_io);
@@ -217,6 +235,14 @@ static void node_free(ember_node *n)
         if (n_freed_ctx < cap_freed_ctx) freed_ctx[n_freed_ctx++] = n->ctx_id;
     }
     stat_live_nodes--;
+#ifndef EMBER_NO_CACHE
+    if (n->nin <= SMALL_NIN && n->nout <= SMALL_NOUT && node_pool_size < 65536) {
+        *(void **)n = node_pool;
+        node_pool = n;
+        node_pool_size++;
+        return;
+    }
+#endif
     free(n);
 }
 
@@ -254,6 +280,9 @@ struct ember_autograd_meta {
     ag_entry e[];
 };
 
+static void *meta_pool;
+static int meta_pool_size;
+
 static bool entry_live(const ag_entry *e)
 {
     const ag_key *k = &keys[e->key];
@@ -285,6 +314,14 @@ static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
             }
         }
     }
+    if (!m && meta_pool) {   /* most tensors are tracked by one key: a pooled 2-entry meta */
+        m = meta_pool;
+        meta_pool = *(void **)meta_pool;
+        meta_pool_size--;
+        m->n = 0;
+        m->cap = 2;
+        t->ag = m;
+    }
     if (!m || m->n == m->cap) {
         int cap = m ? m->cap * 2 : 2;
         struct ember_autograd_meta *p = realloc(m, sizeof *m + (size_t)cap * sizeof(ag_entry));
@@ -305,8 +342,16 @@ void ember__ag_forget(ember_tensor *t)
         if (entry_live(e) && e->node && e->node->op == NODE_ACCUMULATE && e->node->leaf == t)
             e->node->leaf = NULL;
     }
-    free(m);
     t->ag = NULL;
+#ifndef EMBER_NO_CACHE
+    if (m->cap == 2 && meta_pool_size < 65536) {
+        *(void **)m = meta_pool;
+        meta_pool = m;
+        meta_pool_size++;
+        return;
+    }
+#endif
+    free(m);
 }
 
 /* ------------------------------------------------------------------ key lifecycle */

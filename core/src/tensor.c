@@ -46,6 +46,36 @@ static void header_free(ember_tensor *t)
     free(t);
 }
 
+/* Storage structs are recycled like tensor headers. */
+static ember_storage *storage_pool;
+static int storage_pool_size;
+
+static ember_storage *storage_alloc(void)
+{
+    ember_storage *s = storage_pool;
+    if (s) {
+        storage_pool = *(ember_storage **)s;
+        storage_pool_size--;
+    } else if (!(s = malloc(sizeof *s))) {
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
+static void storage_free(ember_storage *s)
+{
+#ifndef EMBER_NO_CACHE
+    if (storage_pool_size < HEADER_POOL_MAX) {
+        *(ember_storage **)s = storage_pool;
+        storage_pool = s;
+        storage_pool_size++;
+        return;
+    }
+#endif
+    free(s);
+}
+
 static void storage_release(ember_storage *s)
 {
     if (!s || --s->refcount > 0) return;
@@ -56,7 +86,7 @@ static void storage_release(ember_storage *s)
         if (s->device == EMBER_CPU) ember__free(s->data, s->nbytes);
         else ember__backend(s->device)->free(s->data, s->nbytes);
     }
-    free(s);
+    storage_free(s);
 }
 
 void ember_tensor_retain(ember_tensor *t)
@@ -75,6 +105,8 @@ void ember_tensor_release(ember_tensor *t)
 }
 
 int ember_tensor_refcount(const ember_tensor *t) { return t ? t->refcount : 0; }
+int32_t ember_tensor_lua_slot(const ember_tensor *t) { return t->lua_slot; }
+void ember_tensor_set_lua_slot(ember_tensor *t, int32_t slot) { t->lua_slot = slot; }
 
 /* ------------------------------------------------------------------ accessors */
 int ember_tensor_ndim(const ember_tensor *t) { return t->ndim; }
@@ -149,15 +181,14 @@ int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tens
     const ember_backend *be = NULL;
     if (device != EMBER_CPU) EMBER_TRY(ember__backend_get(device, &be));
     size_t nbytes = (size_t)n * (size_t)ember_dtype_size(dtype);
-    ember_storage *s = malloc(sizeof *s);
+    ember_storage *s = storage_alloc();
     if (!s) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a storage");
-    memset(s, 0, sizeof *s);
     s->refcount = 1;
     s->device = device;
     s->nbytes = nbytes;
     s->data = be ? be->alloc(nbytes) : ember__alloc(nbytes);
     if (!s->data) {
-        free(s);
+        storage_free(s);
         char buf[200];
         return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes for a %s tensor of shape %s",
                            nbytes, ember_dtype_name(dtype), ember__shape_str(buf, ndim, shape));
@@ -259,7 +290,7 @@ int ember_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *s
     EMBER_TRY(ember__check_shape("from_blob", ndim, shape, &n));
     if (!ember__valid_dtype(dtype)) return ember__fail(EMBER_ERR_DTYPE, "from_blob: unknown dtype %d", dtype);
     if (!data && n) return ember__fail(EMBER_ERR_ARG, "from_blob: data is NULL");
-    ember_storage *s = calloc(1, sizeof *s);
+    ember_storage *s = storage_alloc();
     if (!s) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a storage");
     s->refcount = 1;
     s->device = EMBER_CPU;
@@ -271,7 +302,7 @@ int ember_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *s
     ember_tensor *t = NULL;
     int rc = ember__tensor_alloc(&t);
     if (rc < 0) {
-        free(s);
+        storage_free(s);
         return rc;
     }
     t->storage = s;

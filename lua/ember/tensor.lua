@@ -41,35 +41,74 @@ return function(ember)
   ember._argerror = argerror
 
   ---------------------------------------------------------------- identity and lifetime
-  local live = setmetatable({}, { __mode = "v" })   -- address -> wrapper
+  -- Each wrapper owns one C reference, kept in a numbered slot: handles[slot]
+  -- is the wrapper (weak), ptrs[slot] the pointer (strong), and the C tensor
+  -- remembers its slot, so a pointer coming back from C finds its wrapper
+  -- without a hash lookup. Slots whose wrapper the GC collected are released
+  -- in one sweep after each completed GC cycle: a per-object finaliser
+  -- (ffi.gc) costs more than the whole of a small op.
+  local handles = setmetatable({}, { __mode = "v" })
+  local ptrs, free_slots = {}, {}
+  local n_free, top = 0, 0
+  local cycle = setmetatable({ {} }, { __mode = "v" })   -- [1] dies with each GC cycle
   local out1 = ffi_new("ember_tensor *[1]")
   local out2 = ffi_new("ember_tensor *[2]")
   local release = C.ember_tensor_release
   local gc_limit = 256 * 2 ^ 20
 
+  local function sweep()
+    for i = 1, top do
+      local p = ptrs[i]
+      if p ~= nil and handles[i] == nil then
+        ptrs[i] = nil
+        C.ember_tensor_set_lua_slot(p, 0)
+        release(p)
+        n_free = n_free + 1
+        free_slots[n_free] = i
+      end
+    end
+    cycle[1] = {}
+  end
+  ember._sweep = sweep
+
   -- Tensor bytes live in C where the Lua GC cannot see them: past a limit a
-  -- full collection runs (torch7's approach), and the limit follows the heap.
+  -- full collection and a sweep run (torch7's approach); the limit follows the heap.
   local function gc_pressure()
     local used = tonumber(C.ember_bytes_in_use())
     if used > gc_limit then
       collectgarbage()
-      collectgarbage()
+      sweep()
       used = tonumber(C.ember_bytes_in_use())
       gc_limit = math.max(256 * 2 ^ 20, used * 2)
     end
   end
+  ember._gc_pressure = gc_pressure
 
   -- Takes ownership of one reference to p and returns the unique wrapper.
   local function wrap(p)
     if p == nil then return nil end
-    local addr = tonumber(ffi_cast("uintptr_t", p))
-    local t = live[addr]
-    if t then
-      release(p)   -- the wrapper already owns a reference
+    if cycle[1] == nil then sweep() end
+    local slot = C.ember_tensor_lua_slot(p)
+    if slot ~= 0 then
+      local t = handles[slot]
+      release(p)   -- the slot already owns a reference
+      if t == nil then   -- the old wrapper died unswept: a new one takes the slot
+        t = setmetatable({ _c = ptrs[slot] }, Tensor)
+        handles[slot] = t
+      end
       return t
     end
-    t = setmetatable({ _c = ffi_gc(p, release) }, Tensor)
-    live[addr] = t
+    if n_free > 0 then
+      slot = free_slots[n_free]
+      n_free = n_free - 1
+    else
+      top = top + 1
+      slot = top
+    end
+    local t = setmetatable({ _c = p }, Tensor)
+    handles[slot] = t
+    ptrs[slot] = p
+    C.ember_tensor_set_lua_slot(p, slot)
     gc_pressure()
     return t
   end
@@ -83,18 +122,41 @@ return function(ember)
   -- the wrapper of a C tensor if Lua still holds one, else nil
   function ember._lookup(p)
     if p == nil then return nil end
-    return live[tonumber(ffi_cast("uintptr_t", p))]
+    local slot = C.ember_tensor_lua_slot(p)
+    return slot ~= 0 and handles[slot] or nil
   end
+
+  -- When the Lua state closes, every tensor Lua still owns is released.
+  local closer = newproxy(true)
+  getmetatable(closer).__gc = function()
+    for i = 1, top do
+      local p = ptrs[i]
+      if p ~= nil then
+        ptrs[i] = nil
+        C.ember_tensor_set_lua_slot(p, 0)
+        release(p)
+      end
+    end
+  end
+  ember._closer = closer
 
   local function is_tensor(x) return type(x) == "table" and getmetatable(x) == Tensor end
   ember.is_tensor = is_tensor
 
+  -- Releases the tensor now; the wrapper becomes unusable. Safe to call twice.
   function Tensor.free(t)
     local c = rawget(t, "_c")
     if c == nil then return end
-    live[tonumber(ffi_cast("uintptr_t", c))] = nil
     t._c = nil
-    release(ffi_gc(c, nil))
+    local slot = C.ember_tensor_lua_slot(c)
+    if slot ~= 0 and handles[slot] == t then
+      handles[slot] = nil
+      ptrs[slot] = nil
+      C.ember_tensor_set_lua_slot(c, 0)
+      release(c)
+      n_free = n_free + 1
+      free_slots[n_free] = slot
+    end
   end
 
   ---------------------------------------------------------------- conversions of arguments

@@ -191,6 +191,24 @@ static void run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_t
     ember__iter_run(&it, fn ? fn : binary_generic, &c);
 }
 
+/* Small contiguous operands of the output's shape (or a scalar b) skip the
+   iterator: this is the path of tiny ops in a training loop. */
+static bool run_binary_small(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
+{
+    int64_t n = o->numel;
+    if (n >= EMBER_PARALLEL_GRAIN || !a->is_contiguous || !b->is_contiguous || a->numel != n ||
+        (b->numel != n && b->numel != 1))
+        return false;
+    ember__loop_fn fn = binary_kernel(op, dt);
+    if (!fn) return false;
+    int64_t es = ember_dtype_size(dt), eo = ember_dtype_size(o->dtype);
+    char *p[3] = {ember__ptr(o), ember__ptr(a), ember__ptr(b)};
+    int64_t st[3] = {eo, es, b->numel == n ? es : 0};
+    gen_ctx c = {op, dt};
+    fn(p, st, n, &c);
+    return true;
+}
+
 /* The dtype a binary op computes in, and the dtype of its result. */
 static int binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
 {
@@ -214,7 +232,7 @@ int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     EMBER_CHECK(ember__as_dtype(a, ct, &ca));
     EMBER_CHECK(ember__as_dtype(b, ct, &cb));
     EMBER_CHECK(ember__new(nd, shape, odt, EMBER_CPU, out));
-    run_binary(op, ct, *out, ca, cb);
+    if (!run_binary_small(op, ct, *out, ca, cb)) run_binary(op, ct, *out, ca, cb);
 done:
     ember_tensor_release(ca);
     ember_tensor_release(cb);
