@@ -1,0 +1,41 @@
+-- Shared helpers for the benchmarks: wall-clock timing and medians.
+package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+local ffi = require("ffi")
+ffi.cdef [[
+struct ember_timespec { long tv_sec; long tv_nsec; };
+int clock_gettime(int clk, struct ember_timespec *ts);
+]]
+local ts = ffi.new("struct ember_timespec")
+local M = {}
+
+function M.now()
+  ffi.C.clock_gettime(1, ts)   -- CLOCK_MONOTONIC: wall time (os.clock counts every thread)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+-- median over `reps` runs of seconds per iteration of fn(iters)
+function M.time(fn, iters, reps)
+  local t = {}
+  for r = 1, reps or 7 do
+    local t0 = M.now()
+    fn(iters)
+    t[r] = (M.now() - t0) / iters
+  end
+  table.sort(t)
+  return t[math.floor(#t / 2) + 1]
+end
+
+function M.json(tbl)
+  local keys = {}
+  for k in pairs(tbl) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = tbl[k]
+    local s = type(v) == "number" and string.format("%.6g", v) or string.format("%q", tostring(v))
+    parts[#parts + 1] = string.format("  %q: %s", k, s)
+  end
+  return "{\n" .. table.concat(parts, ",\n") .. "\n}"
+end
+
+return M
