@@ -347,6 +347,17 @@ EMBER_API int ember_is_tracked(const ember_tensor *t);
 EMBER_API ember_node *ember_grad_fn(const ember_tensor *t, int *output_nr);
 EMBER_API ember_node *ember_grad_fn_key(int key, const ember_tensor *t, int *output_nr);
 
+/* The node t's gradient flows into under the most recent key tracking it:
+   its grad_fn, or the AccumulateGrad node of an attached tensor. */
+EMBER_API ember_node *ember_gradient_edge(const ember_tensor *t, int *output_nr);
+/* A node stays valid while its key's generation is unchanged. */
+EMBER_API int ember_node_key(const ember_node *n);
+EMBER_API uint32_t ember_key_generation(int key);
+/* While on, every node created is also appended to a journal the caller drains
+   (saved-tensor hooks and anomaly mode look at each new node). */
+EMBER_API void ember_set_node_journal(int on);
+EMBER_API int ember_drain_node_journal(ember_node **nodes, int cap);
+
 /* Node inspection. */
 EMBER_API const char *ember_node_name(const ember_node *n);   /* "MulBackward", "AccumulateGrad" */
 EMBER_API uint64_t ember_node_id(const ember_node *n);         /* unique for the process */
@@ -365,6 +376,16 @@ EMBER_API ember_tensor *ember_node_saved_output(const ember_node *n, int k);
 EMBER_API int ember_node_lua_ctx(const ember_node *n);
 /* Marks a node so backward stops at it and asks the caller (hooks). */
 EMBER_API void ember_node_set_intercept(ember_node *n, int on);
+/* Every node stops and asks the caller (debug logging, anomaly detection). */
+EMBER_API void ember_set_intercept_all(int on);
+/* Replaces a node's saved input i / output k (saved-tensor hooks: NULL drops
+   it after packing; a tensor puts the unpacked value back, version unchecked). */
+EMBER_API int ember_node_set_saved_input(ember_node *n, int i, ember_tensor *t);
+EMBER_API int ember_node_set_saved_output(ember_node *n, int k, ember_tensor *t);
+/* While on, nodes save copies of what they keep, so later in-place writes do
+   not affect backward (allow_mutation_on_saved_tensors). */
+EMBER_API void ember_set_save_copies(int on);
+EMBER_API int ember_get_save_copies(void);
 
 /* Lua rules: ops whose rule is replaced (register_grad_rule) and custom
    Functions. rule_id > 0 names the caller's rule; 0 restores the built-in. */
@@ -397,6 +418,10 @@ EMBER_API int ember_backward_begin(int key, int n, ember_tensor *const *ys, embe
 EMBER_API int ember_backward_step(ember_backward_run *run, ember_backward_req *req);
 /* Answers a NODE request with one gradient per input (NULL: none). */
 EMBER_API int ember_backward_supply(ember_backward_run *run, int n, ember_tensor *const *grads);
+/* Runs the built-in rule of the request's node on the given output grads
+   without routing: grad_in gets one new reference per input (NULL: none). */
+EMBER_API int ember_backward_builtin_grads(ember_backward_run *run, int n, ember_tensor *const *grads,
+                                           ember_tensor **grad_in);
 /* Answers a NODE request with the built-in rule on the given output grads. */
 EMBER_API int ember_backward_builtin(ember_backward_run *run, int n, ember_tensor *const *grads);
 /* Ends the run (also after an error) and releases the key's history. */

@@ -23,6 +23,8 @@
 #include <string.h>
 
 int ember__ag_active;
+static int intercept_all;
+static int save_copies;
 
 static int grad_enabled = 1;
 static int64_t stat_live_nodes, stat_saved, stat_hits, stat_misses;
@@ -38,6 +40,7 @@ typedef struct ag_key {
     uint64_t stamp;        /* when recording started */
     int group;
     int running;           /* inside its own backward */
+    uint64_t bwd_stamp;    /* when its running backward started */
     ember_node **tape;
     int64_t tape_len, tape_cap;
 } ag_key;
@@ -125,6 +128,7 @@ struct ember_node {
     int reached;
     int pending;             /* AccumulateGrad: producers still to run */
     int done;
+    int copied;              /* saved copies (allow_mutation_on_saved_tensors) */
     uint64_t id;
     const char *custom_name;
     ember_attrs attrs;
@@ -452,6 +456,57 @@ ember_node *ember_grad_fn_key(int key, const ember_tensor *t, int *output_nr)
     return e->node;
 }
 
+ember_node *ember_gradient_edge(const ember_tensor *t, int *output_nr)
+{
+    if (!t || !t->ag) return NULL;
+    const ag_entry *best = NULL;
+    for (int i = 0; i < t->ag->n; i++) {
+        const ag_entry *e = &t->ag->e[i];
+        if (entry_live(e) && (!best || keys[e->key].stamp > keys[best->key].stamp)) best = e;
+    }
+    if (!best) return NULL;
+    if (output_nr) *output_nr = best->output_nr;
+    return best->node;
+}
+
+int ember_node_key(const ember_node *n) { return n ? n->key : 0; }
+uint32_t ember_key_generation(int key)
+{
+    ag_key *k = key_at(key);
+    return k && k->recording ? k->gen : 0;
+}
+
+static int journal_on;
+static ember_node **journal;
+static int n_journal, cap_journal;
+
+void ember_set_node_journal(int on)
+{
+    journal_on = on != 0;
+    if (!journal_on) n_journal = 0;
+}
+
+int ember_drain_node_journal(ember_node **nodes, int cap)
+{
+    int n = n_journal < cap ? n_journal : cap;
+    memcpy(nodes, journal, (size_t)n * sizeof *nodes);
+    memmove(journal, journal + n, (size_t)(n_journal - n) * sizeof *journal);
+    n_journal -= n;
+    return n;
+}
+
+static void journal_add(ember_node *n)
+{
+    if (n_journal == cap_journal) {
+        int cap = cap_journal ? cap_journal * 2 : 64;
+        ember_node **p = realloc(journal, (size_t)cap * sizeof *p);
+        if (!p) return;
+        journal = p;
+        cap_journal = cap;
+    }
+    journal[n_journal++] = n;
+}
+
 ember_node *ember_grad_fn(const ember_tensor *t, int *output_nr)
 {
     if (!t || !t->ag) return NULL;
@@ -466,10 +521,15 @@ ember_node *ember_grad_fn(const ember_tensor *t, int *output_nr)
 }
 
 /* ------------------------------------------------------------------ recording */
+/* While key R runs backward, key K records R's ops when K started before R
+   (an outer manager: higher-order gradients) and is not in R's group, or when
+   K started during R's backward (a recording inside a rule, as checkpoint
+   does); a key started between the two sees nothing of R's backward. */
 static bool visible(const ag_key *k)
 {
     for (int i = 0; i < run_depth; i++) {
         const ag_key *r = run_stack[i];
+        if (k->stamp > r->bwd_stamp) continue;
         if (k->stamp >= r->stamp || k->group == r->group) return false;
     }
     return true;
@@ -507,23 +567,66 @@ static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_
     return m;
 }
 
+/* The tensor a node keeps: t itself, or a detached copy in save_copies mode. */
+static ember_tensor *to_save(ember_tensor *t)
+{
+    if (save_copies) {
+        ember_tensor *c = NULL;
+        int prev = ember__ag_active;
+        ember__ag_active = 0;   /* the copy is not an op of the graph */
+        int rc = ember_clone(t, &c);
+        ember__ag_active = prev;
+        if (rc == EMBER_OK) return c;
+    }
+    ember_tensor_retain(t);
+    return t;
+}
+
 static void save_tensors(ember_node *n, unsigned mask, int nin, ember_tensor *const *in, int nout,
                          ember_tensor *const *out)
 {
+    n->copied = save_copies;
     for (int i = 0; i < nin && i < MAX_SAVED_IN; i++) {
         if (!(mask & (SAVE_IN0 << i))) continue;
-        ember_tensor_retain(in[i]);
-        n->sv_in[i] = in[i];
-        n->sv_in_version[i] = in[i]->storage->version;
+        n->sv_in[i] = to_save(in[i]);
+        n->sv_in_version[i] = n->sv_in[i]->storage->version;
         stat_saved++;
     }
     for (int k = 0; k < nout && k < MAX_SAVED_OUT; k++) {
         if (!(mask & (SAVE_OUT0 << k))) continue;
-        ember_tensor_retain(out[k]);
-        n->sv_out[k] = out[k];
-        n->sv_out_version[k] = out[k]->storage->version;
+        n->sv_out[k] = to_save(out[k]);
+        n->sv_out_version[k] = n->sv_out[k]->storage->version;
         stat_saved++;
     }
+}
+
+void ember_set_save_copies(int on) { save_copies = on != 0; }
+int ember_get_save_copies(void) { return save_copies; }
+void ember_set_intercept_all(int on) { intercept_all = on != 0; }
+
+static int set_saved(ember_tensor **slot, int64_t *version, ember_tensor *t)
+{
+    if (*slot && !t) stat_saved--;
+    if (!*slot && t) stat_saved++;
+    if (t) ember_tensor_retain(t);
+    ember_tensor_release(*slot);
+    *slot = t;
+    *version = t ? t->storage->version : 0;
+    return EMBER_OK;
+}
+
+int ember_node_set_saved_input(ember_node *n, int i, ember_tensor *t)
+{
+    if (!n || i < 0 || i >= MAX_SAVED_IN || i >= n->nin)
+        return ember__fail(EMBER_ERR_ARG, "set_saved_input: bad node or index %d", i);
+    return set_saved(&n->sv_in[i], &n->sv_in_version[i], t);
+}
+
+int ember_node_set_saved_output(ember_node *n, int k, ember_tensor *t)
+{
+    if (!n || k < 0 || k >= MAX_SAVED_OUT || k >= n->nout)
+        return ember__fail(EMBER_ERR_ARG, "set_saved_output: bad node or index %d", k);
+    return set_saved(&n->sv_out[k], &n->sv_out_version[k], t);
 }
 
 static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const char *custom_name,
@@ -557,6 +660,7 @@ static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const 
     }
     for (int j = 0; j < nout; j++)
         if (ember__is_float(out[j]->dtype)) EMBER_TRY(set_entry(out[j], key, n, j));
+    if (journal_on) journal_add(n);
     return EMBER_OK;
 }
 
@@ -915,12 +1019,21 @@ int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *
                                ember__tshape(sd, dys[i]), ember__tshape(sy, ys[i]));
         }
     }
+    if (!save_copies) {
+        for (int64_t i = 0; i < k->tape_len; i++) {
+            if (k->tape[i]->copied)
+                return ember__fail(EMBER_ERR_STATE,
+                                   "allow_mutation_on_saved_tensors: backward must run inside the "
+                                   "context that recorded the graph");
+        }
+    }
     ember_backward_run *r = calloc(1, sizeof *r);
     if (!r) return ember__fail(EMBER_ERR_OOM, "out of memory starting backward");
     r->key = key;
     r->k = k;
     r->pos = k->tape_len - 1;
     k->running = 1;
+    k->bwd_stamp = ++stamp_counter;
     run_stack[run_depth++] = k;
     *out = r;
     /* seed the roots */
@@ -999,7 +1112,7 @@ int ember_backward_step(ember_backward_run *r, ember_backward_req *req)
         }
         rc = check_versions(n);
         if (rc < 0) goto fail;
-        if (n->rule_id > 0 || n->intercept || n->op == NODE_CUSTOM) {
+        if (n->rule_id > 0 || n->intercept || intercept_all || n->op == NODE_CUSTOM) {
             ember_tensor **g = n->nout <= 64 ? r->req_grads : NULL;
             if (!g) {
                 free(r->req_grads_big);
@@ -1061,6 +1174,25 @@ static int answer(ember_backward_run *r, int n, ember_tensor *const *grads, bool
     r->pos--;
     if (rc < 0) r->failed = 1;
     return rc;
+}
+
+int ember_backward_builtin_grads(ember_backward_run *r, int n, ember_tensor *const *grads,
+                                 ember_tensor **grad_in)
+{
+    ember_node *node = r ? r->waiting : NULL;
+    if (!node) return ember__fail(EMBER_ERR_STATE, "backward: no request is waiting for an answer");
+    if (node->op < 0) return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember_node_name(node));
+    for (int i = 0; i < node->nin; i++) grad_in[i] = NULL;
+    for (int j = 0; j < node->nout && j < n; j++) {
+        if (grads && grads[j] != node->grads[j]) {
+            if (grads[j]) ember_tensor_retain(grads[j]);
+            ember_tensor_release(node->grads[j]);
+            node->grads[j] = grads[j];
+        }
+    }
+    EMBER_TRY(check_versions(node));
+    EMBER_TRY(fill_missing_grads(node));
+    return ember__grad_rule(node, node->grads, grad_in);
 }
 
 int ember_backward_supply(ember_backward_run *r, int n, ember_tensor *const *grads)

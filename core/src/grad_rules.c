@@ -42,18 +42,27 @@ static void arena_end(arena *s)
 }
 
 #define OK(s) ((s)->rc >= 0)
+/* false (and the arena failed) when an operand is missing: a saved tensor that
+   a hook dropped and did not give back, say */
+static bool have(arena *s, const void *a, const void *b)
+{
+    if (!OK(s)) return false;
+    if (a && b) return true;
+    s->rc = ember__fail(EMBER_ERR_STATE, "backward: a tensor saved for this node is missing");
+    return false;
+}
 #define BIN(name)                                                                          \
     static ember_tensor *t_##name(arena *s, ember_tensor *a, ember_tensor *b)                  \
     {                                                                                      \
         ember_tensor *o = NULL;                                                            \
-        if (!OK(s) || !a || !b) return NULL;                                               \
+        if (!have(s, a, b)) return NULL;                                                   \
         return keep(s, ember_##name(a, b, &o), &o);                                         \
     }
 #define UN(name)                                                                           \
     static ember_tensor *t_##name(arena *s, ember_tensor *a)                                   \
     {                                                                                      \
         ember_tensor *o = NULL;                                                            \
-        if (!OK(s) || !a) return NULL;                                                     \
+        if (!have(s, a, a)) return NULL;                                                   \
         return keep(s, ember_##name(a, &o), &o);                                            \
     }
 BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(eq) BIN(gt) BIN(lt) BIN(ge) BIN(le) BIN(matmul)

@@ -55,6 +55,8 @@ return function(ember)
   local out2 = ffi_new("ember_tensor *[2]")
   local release = C.ember_tensor_release
   local gc_limit = 256 * 2 ^ 20
+  local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
+  function ember._set_wrap_hook(fn) wrap_hook = fn end
 
   local function sweep()
     for i = 1, top do
@@ -110,6 +112,7 @@ return function(ember)
     ptrs[slot] = p
     C.ember_tensor_set_lua_slot(p, slot)
     gc_pressure()
+    if wrap_hook then wrap_hook() end
     return t
   end
   -- Wraps a borrowed pointer (C keeps its reference): retain first.

@@ -126,11 +126,6 @@ local function supply(run, node, list, n)
   if C.ember_backward_supply(run, nin, grad_buf) < 0 then fail(3) end
 end
 
-local function builtin(run, node, grads, nout)
-  for k = 1, nout do grad_buf[k - 1] = grads[k] and grads[k]._c or nil end
-  if C.ember_backward_builtin(run, nout, grad_buf) < 0 then fail(3) end
-end
-
 local function node_needs(node)
   local nin = C.ember_node_num_inputs(node)
   local needs = {}
@@ -138,31 +133,53 @@ local function node_needs(node)
   return needs
 end
 
--- A NODE request: a Lua rule, or a built-in one intercepted for hooks.
-local function run_node(run, req, hooks)
+local gin_cap = 16
+local gin_buf = ffi_new("ember_tensor *[?]", gin_cap)
+
+-- The built-in rule's input grads for the waiting node, as wrapped tensors.
+local function builtin_grads(run, node, grads, nout)
+  local nin = C.ember_node_num_inputs(node)
+  if nin > gin_cap then
+    gin_cap = nin
+    gin_buf = ffi_new("ember_tensor *[?]", gin_cap)
+  end
+  if nout > grad_buf_cap then
+    grad_buf_cap = nout
+    grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
+  end
+  for k = 1, nout do grad_buf[k - 1] = grads[k] and grads[k]._c or nil end
+  if C.ember_backward_builtin_grads(run, nout, grad_buf, gin_buf) < 0 then fail(3) end
+  local list = {}
+  for i = 1, nin do list[i] = wrap(gin_buf[i - 1]) end
+  return list, nin
+end
+
+-- A NODE request: a Lua rule, or a built-in one intercepted for hooks,
+-- debugging or anomaly detection. The graph toolbox (autodiff/graph.lua)
+-- brackets the rule with its hooks.
+local function run_node(run, req)
   local node = req.node
   local nout = req.num_grads
   local grads = {}
   for k = 1, nout do grads[k] = wrap_borrowed(req.grads[k - 1]) end
   local name = ffi_string(C.ember_node_name(node))
-  if hooks and hooks.pre then grads = hooks.pre(node, grads) or grads end
+  local G = autodiff._graph
+  if G then grads = G.before_node(node, name, grads, nout) end
   local spec = rules[req.rule_id]
-  if spec == nil then   -- intercepted built-in
-    builtin(run, node, grads, nout)
-    return
-  end
   local nin = C.ember_node_num_inputs(node)
   local list, n
-  if spec.kind == "override" then
+  if spec == nil then
+    list, n = builtin_grads(run, node, grads, nout)
+  elseif spec.kind == "override" then
     local ctx = { inputs = {}, outputs = {}, needs_input_grad = node_needs(node) }
     for i = 1, nin do ctx.inputs[i] = wrap_borrowed(C.ember_node_saved_input(node, i - 1)) end
     for k = 1, nout do ctx.outputs[k] = wrap_borrowed(C.ember_node_saved_output(node, k - 1)) end
     local r = spec.fn(ctx, grads)
     if rawequal(r, autodiff.FALLBACK) then
-      builtin(run, node, grads, nout)
-      return
+      list, n = builtin_grads(run, node, grads, nout)
+    else
+      list, n = normalise_grads(name, node, nin, r)
     end
-    list, n = normalise_grads(name, node, nin, r)
   else
     local ctx = ctx_store[req.ctx_id]
     if ctx == nil or ctx.backward == nil then
@@ -177,6 +194,11 @@ local function run_node(run, req, hooks)
     if rawequal(list[1], autodiff.FALLBACK) then
       error(("ember.autodiff: no grad rule for %s"):format(spec.name), 0)
     end
+  end
+  if G then
+    list = G.after_node(node, name, list, grads, nin)
+    n = nin
+    list, n = normalise_grads(name .. " (after its hooks)", node, nin, list)
   end
   supply(run, node, list, n)
 end
@@ -446,7 +468,7 @@ local function drive(self, run, pending)
     if req.kind == REQ_LEAF then
       run_leaf(self, req, pending)
     else
-      run_node(run, req, autodiff._node_hooks)
+      run_node(run, req)
     end
   end
 end
@@ -497,9 +519,12 @@ function GradManager:backward(y, dy)
   end
   local run = run_out[0]
   local pending = {}
+  local G = autodiff._graph
+  if G then G.backward_begin() end
   local ok, err = pcall(drive, self, run, pending)
   C.ember_backward_end(run)
   drain_ctx()
+  if G then G.backward_end(ok) end
   if not ok then error(err, 2) end
   for i = 1, #pending, 2 do accumulate(pending[i], pending[i + 1], dys) end
   local post = autodiff._post_hooks
@@ -546,5 +571,7 @@ function autodiff.stats()
 end
 
 autodiff.gradcheck = require("ember.autodiff.gradcheck")(ember, autodiff)
+autodiff.graph = require("ember.autodiff.graph")(ember, autodiff)
+require("ember.autodiff.functional")(ember, autodiff)
 
 return autodiff
