@@ -253,6 +253,7 @@ static void node_free(ember_node *n)
 int ember_drain_freed_ctx(int *ids, int cap)
 {
     int n = n_freed_ctx < cap ? n_freed_ctx : cap;
+    if (n <= 0) return 0;
     memcpy(ids, freed_ctx + (n_freed_ctx - n), (size_t)n * sizeof *ids);
     n_freed_ctx -= n;
     return n;
@@ -489,6 +490,7 @@ void ember_set_node_journal(int on)
 int ember_drain_node_journal(ember_node **nodes, int cap)
 {
     int n = n_journal < cap ? n_journal : cap;
+    if (n <= 0) return 0;
     memcpy(nodes, journal, (size_t)n * sizeof *nodes);
     memmove(journal, journal + n, (size_t)(n_journal - n) * sizeof *journal);
     n_journal -= n;

@@ -59,13 +59,13 @@ static void load_cuda(void)
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(cuda_error, sizeof cuda_error, "the CUDA backend could not be loaded (%s)", dlerror());
+        snprintf(cuda_error, sizeof cuda_error, "the CUDA backend could not be loaded (%.400s)", dlerror());
         return;
     }
     typedef const ember_backend *(*init_fn)(const ember_core_services *, char *, size_t);
     init_fn init = (init_fn)dlsym(h, "ember_cuda_backend_init");
     if (!init) {
-        snprintf(cuda_error, sizeof cuda_error, "%s has no ember_cuda_backend_init", path);
+        snprintf(cuda_error, sizeof cuda_error, "%.400s has no ember_cuda_backend_init", path);
         dlclose(h);
         return;
     }
