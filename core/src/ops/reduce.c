@@ -1,0 +1,690 @@
+/* reduce.c: reductions (sum, mean, var, logsumexp, norm, max/min, argmax/argmin),
+   softmax / log_softmax along a dim, and sum_to (the adjoint of broadcasting).
+
+   Strategy: the reduced dims are permuted to the end (a view), made contiguous
+   when they are not, and each output element reduces one contiguous row of
+   length R. Reducing the leading dims of a contiguous tensor (a bias gradient)
+   instead accumulates whole rows into the output, which stays in cache.
+   float32 and float64 have typed loops with several accumulators; every other
+   dtype goes through double (int64 sums through int64, so they stay exact).
+   Long rows are split into fixed blocks whose partials are combined in order,
+   so results never depend on the number of threads.
+
+   dtypes: sum of integers and bools is int64; mean, var, logsumexp, norm,
+   softmax and log_softmax compute integers in float32; max/min keep the dtype.
+   Empty reductions: sum 0, mean nan, max/min/argmax fail. */
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#define BLOCK 16384
+
+/* ------------------------------------------------------------------ row kernels */
+static double sum_f32(const float *x, int64_t n)
+{
+    /* 8 independent accumulators per block, blocks combined in double */
+    double total = 0;
+    for (int64_t b = 0; b < n; b += BLOCK) {
+        int64_t e = b + BLOCK < n ? b + BLOCK : n, i = b;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (; i + 8 <= e; i += 8)
+            for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for (; i < e; i++) s += x[i];
+        total += s;
+    }
+    return total;
+}
+
+static double sum_f64(const double *x, int64_t n)
+{
+    double acc[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) acc[k] += x[i + k];
+    double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+static inline double at(const char *p, int dt, int64_t i)
+{
+    switch (dt) {
+    case EMBER_FLOAT32: return ((const float *)p)[i];
+    case EMBER_FLOAT64: return ((const double *)p)[i];
+    default: return ember__load(p + i * ember_dtype_size(dt), dt);
+    }
+}
+
+static double row_sum(const char *p, int dt, int64_t n)
+{
+    if (dt == EMBER_FLOAT32) return sum_f32((const float *)p, n);
+    if (dt == EMBER_FLOAT64) return sum_f64((const double *)p, n);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += at(p, dt, i);
+    return s;
+}
+
+static int64_t row_isum(const char *p, int dt, int64_t n)
+{
+    uint64_t s = 0;   /* wraps like PyTorch's int64 sums, without undefined behaviour */
+    if (dt == EMBER_INT64)
+        for (int64_t i = 0; i < n; i++) s += (uint64_t)((const int64_t *)p)[i];
+    else
+        for (int64_t i = 0; i < n; i++) s += (uint64_t)(int64_t)at(p, dt, i);
+    return (int64_t)s;
+}
+
+/* max (sign = 1) or min (sign = -1): a NaN wins; *idx gets the first position */
+static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *idx)
+{
+    double best = at(p, dt, 0);
+    int64_t bi = 0;
+    if (best == best) {
+        for (int64_t i = 1; i < n; i++) {
+            double v = at(p, dt, i);
+            if (v != v) {
+                best = v;
+                bi = i;
+                break;
+            }
+            if (sign > 0 ? v > best : v < best) {
+                best = v;
+                bi = i;
+            }
+        }
+    }
+    if (idx) *idx = bi;
+    return best;
+}
+
+static double row_var(const char *p, int dt, int64_t n, int unbiased)
+{
+    double mean = row_sum(p, dt, n) / (double)n, ss = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = at(p, dt, i) - mean;
+        ss += d * d;
+    }
+    return ss / (double)(n - (unbiased ? 1 : 0));
+}
+
+static double row_logsumexp(const char *p, int dt, int64_t n)
+{
+    if (n == 0) return -INFINITY;
+    double m = row_extreme(p, dt, n, 1, NULL);
+    if (m != m) return m;
+    if (isinf(m)) return m;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += exp(at(p, dt, i) - m);
+    return m + log(s);
+}
+
+static double row_norm(const char *p, int dt, int64_t n, double pw)
+{
+    double s = 0;
+    if (isinf(pw)) {
+        for (int64_t i = 0; i < n; i++) {
+            double v = fabs(at(p, dt, i));
+            if (v > s || v != v) s = v;
+        }
+        return s;
+    }
+    if (pw == 1) {
+        for (int64_t i = 0; i < n; i++) s += fabs(at(p, dt, i));
+        return s;
+    }
+    if (pw == 2) {
+        for (int64_t i = 0; i < n; i++) {
+            double v = at(p, dt, i);
+            s += v * v;
+        }
+        return sqrt(s);
+    }
+    for (int64_t i = 0; i < n; i++) s += pow(fabs(at(p, dt, i)), pw);
+    return pow(s, 1 / pw);
+}
+
+/* ------------------------------------------------------------------ layout */
+/* A contiguous tensor whose last r dims are a's reduced dims (mask) and whose
+   leading dims are the kept ones, in order; *rows and *len describe it. */
+static int reduced_last(ember_tensor *a, unsigned mask, ember_tensor **out, int64_t *rows, int64_t *len)
+{
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    int k = 0;
+    *rows = 1;
+    *len = 1;
+    for (int d = 0; d < a->ndim; d++)
+        if (!((mask >> d) & 1)) {
+            shape[k] = a->shape[d];
+            strides[k++] = a->strides[d];
+            *rows *= a->shape[d];
+        }
+    for (int d = 0; d < a->ndim; d++)
+        if ((mask >> d) & 1) {
+            shape[k] = a->shape[d];
+            strides[k++] = a->strides[d];
+            *len *= a->shape[d];
+        }
+    ember_tensor *v;
+    EMBER_TRY(ember__make_view(a, a->ndim, shape, strides, a->offset, &v));
+    if (v->is_contiguous) {
+        *out = v;
+        return EMBER_OK;
+    }
+    ember_tensor *c;
+    int rc = ember__new(v->ndim, v->shape, v->dtype, EMBER_CPU, &c);
+    if (rc == EMBER_OK) ember__copy_kernel(c, v);
+    ember_tensor_release(v);
+    *out = rc == EMBER_OK ? c : NULL;
+    return rc;
+}
+
+static int out_shape(const ember_tensor *a, unsigned mask, int keepdim, int64_t *shape)
+{
+    int k = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (!((mask >> d) & 1)) shape[k++] = a->shape[d];
+        else if (keepdim) shape[k++] = 1;
+    }
+    return k;
+}
+
+static int reduce_dtype(int op, int dt)
+{
+    if (op == EMBER_OP_SUM) return ember__is_float(dt) ? dt : EMBER_INT64;
+    if (op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL) return dt;
+    return ember__is_float(dt) ? dt : EMBER_FLOAT32;
+}
+
+/* ------------------------------------------------------------------ the row drivers */
+typedef struct {
+    int op, dt, odt;
+    const char *src;
+    char *dst;
+    int64_t len, esize, oesize;
+    int unbiased;
+    double p;
+} row_ctx;
+
+static double row_value(const row_ctx *c, const char *row)
+{
+    switch (c->op) {
+    case EMBER_OP_SUM: return row_sum(row, c->dt, c->len);
+    case EMBER_OP_MEAN: return row_sum(row, c->dt, c->len) / (double)c->len;
+    case EMBER_OP_VAR: return row_var(row, c->dt, c->len, c->unbiased);
+    case EMBER_OP_LOGSUMEXP: return row_logsumexp(row, c->dt, c->len);
+    case EMBER_OP_NORM: return row_norm(row, c->dt, c->len, c->p);
+    case EMBER_OP_AMAX_ALL: return row_extreme(row, c->dt, c->len, 1, NULL);
+    default: return row_extreme(row, c->dt, c->len, -1, NULL);
+    }
+}
+
+static void rows_range(void *vctx, int64_t b, int64_t e)
+{
+    const row_ctx *c = vctx;
+    for (int64_t r = b; r < e; r++) {
+        const char *row = c->src + r * c->len * c->esize;
+        char *o = c->dst + r * c->oesize;
+        if (c->op == EMBER_OP_SUM && c->odt == EMBER_INT64) *(int64_t *)o = row_isum(row, c->dt, c->len);
+        else ember__store(o, c->odt, row_value(c, row));
+    }
+}
+
+/* one long row: fixed blocks in parallel, partials combined in order */
+typedef struct {
+    const row_ctx *c;
+    double *part;
+    int64_t *ipart;
+} block_ctx;
+
+static void blocks_range(void *vctx, int64_t b, int64_t e)
+{
+    const block_ctx *bc = vctx;
+    const row_ctx *c = bc->c;
+    for (int64_t k = b; k < e; k++) {
+        int64_t start = k * BLOCK, n = c->len - start < BLOCK ? c->len - start : BLOCK;
+        const char *p = c->src + start * c->esize;
+        switch (c->op) {
+        case EMBER_OP_SUM:
+            if (c->odt == EMBER_INT64) bc->ipart[k] = row_isum(p, c->dt, n);
+            else bc->part[k] = row_sum(p, c->dt, n);
+            break;
+        case EMBER_OP_MEAN: bc->part[k] = row_sum(p, c->dt, n); break;
+        case EMBER_OP_AMAX_ALL: bc->part[k] = row_extreme(p, c->dt, n, 1, NULL); break;
+        default: bc->part[k] = row_extreme(p, c->dt, n, -1, NULL); break;
+        }
+    }
+}
+
+static bool blockable(int op) { return op == EMBER_OP_SUM || op == EMBER_OP_MEAN || op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL; }
+
+static int reduce_one_row(row_ctx *c)
+{
+    int64_t nb = (c->len + BLOCK - 1) / BLOCK;
+    if (!blockable(c->op) || nb < 2) {
+        rows_range(c, 0, 1);
+        return EMBER_OK;
+    }
+    double *part = ember__alloc((size_t)nb * sizeof(double) * 2);
+    if (!part) return ember__fail(EMBER_ERR_OOM, "%s: out of memory", ember__ops[c->op].name);
+    block_ctx bc = {c, part, (int64_t *)(part + nb)};
+    ember__parallel_for(nb, 1, blocks_range, &bc);
+    if (c->op == EMBER_OP_SUM && c->odt == EMBER_INT64) {
+        uint64_t s = 0;
+        for (int64_t k = 0; k < nb; k++) s += (uint64_t)bc.ipart[k];
+        *(int64_t *)c->dst = (int64_t)s;
+    } else {
+        double v = part[0];
+        for (int64_t k = 1; k < nb; k++) {
+            double x = part[k];
+            if (c->op == EMBER_OP_SUM || c->op == EMBER_OP_MEAN) v += x;
+            else if (x != x || v != v) v = v != v ? v : x;
+            else if (c->op == EMBER_OP_AMAX_ALL ? x > v : x < v) v = x;
+        }
+        if (c->op == EMBER_OP_MEAN) v /= (double)c->len;
+        ember__store(c->dst, c->odt, v);
+    }
+    ember__free(part, (size_t)nb * sizeof(double) * 2);
+    return EMBER_OK;
+}
+
+/* sum or mean over the leading dims of a contiguous float tensor: rows of the
+   trailing size are added into the output, which stays in cache */
+static bool leading_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
+{
+    if (!a->is_contiguous || (op != EMBER_OP_SUM && op != EMBER_OP_MEAN)) return false;
+    if (a->dtype != EMBER_FLOAT32 && a->dtype != EMBER_FLOAT64) return false;
+    int lead = 0;
+    while (lead < a->ndim && ((mask >> lead) & 1)) lead++;
+    if (lead == 0 || lead == a->ndim || (mask >> lead) != 0) return false;
+    int64_t rows = 1, width = 1;
+    for (int d = 0; d < lead; d++) rows *= a->shape[d];
+    for (int d = lead; d < a->ndim; d++) width *= a->shape[d];
+    if (rows < 2) return false;
+    double scale = op == EMBER_OP_MEAN ? 1.0 / (double)rows : 1.0;
+    if (a->dtype == EMBER_FLOAT32) {
+        const float *x = (const float *)ember__ptr(a);
+        float *y = (float *)ember__ptr(o);
+        double *acc = ember__alloc((size_t)width * sizeof(double));
+        if (!acc) return false;
+        memset(acc, 0, (size_t)width * sizeof(double));
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < width; j++) acc[j] += x[r * width + j];
+        for (int64_t j = 0; j < width; j++) y[j] = (float)(acc[j] * scale);
+        ember__free(acc, (size_t)width * sizeof(double));
+    } else {
+        const double *x = (const double *)ember__ptr(a);
+        double *y = (double *)ember__ptr(o);
+        memset(y, 0, (size_t)width * sizeof(double));
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < width; j++) y[j] += x[r * width + j];
+        for (int64_t j = 0; j < width; j++) y[j] *= scale;
+    }
+    return true;
+}
+
+/* Reduces `a` over `mask` into a new tensor of the kept (or keepdim) shape. */
+static int reduce_impl(int op, ember_tensor *a, unsigned mask, int keepdim, int unbiased, double p,
+                       ember_tensor **out)
+{
+    char sa[200];
+    const char *name = ember__ops[op].name;
+    int64_t shape[EMBER_MAX_DIMS];
+    int nd = out_shape(a, mask, keepdim, shape);
+    int odt = reduce_dtype(op, a->dtype);
+    int64_t len = 1;
+    for (int d = 0; d < a->ndim; d++)
+        if ((mask >> d) & 1) len *= a->shape[d];
+    if (len == 0 && (op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL) && a->numel == 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty tensor of shape %s",
+                           op == EMBER_OP_AMAX_ALL ? "max" : "min", ember__tshape(sa, a));
+    EMBER_TRY(ember__new(nd, shape, odt, EMBER_CPU, out));
+    ember_tensor *o = *out;
+    if (o->numel == 0) return EMBER_OK;
+    if (len == 0) {   /* sum of nothing is 0, mean of nothing nan, lse -inf */
+        double v = op == EMBER_OP_MEAN || op == EMBER_OP_VAR ? NAN : op == EMBER_OP_LOGSUMEXP ? -INFINITY : 0;
+        return ember__fill_raw(o, v);
+    }
+    if (leading_sum(op, a, mask, o)) return EMBER_OK;
+    ember_tensor *r = NULL;
+    int64_t rows, rlen;
+    int rc = reduced_last(a, mask, &r, &rows, &rlen);
+    if (rc < 0) {
+        ember_tensor_release(o);
+        *out = NULL;
+        return rc;
+    }
+    row_ctx c = {op, r->dtype, odt, ember__ptr(r), ember__ptr(o), rlen, ember_dtype_size(r->dtype),
+                 ember_dtype_size(odt), unbiased, p};
+    if (rows == 1) rc = reduce_one_row(&c);
+    else ember__parallel_for(rows, rlen >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / rlen + 1,
+                             rows_range, &c);
+    ember_tensor_release(r);
+    EMBER_UNUSED(name);
+    if (rc < 0) {
+        ember_tensor_release(o);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* SUM, MEAN, VAR, NORM: i[0] keepdim, i[1] mask (VAR: i[2] unbiased; NORM: f[0] p).
+   LOGSUMEXP: i[0] keepdim, i[1] mask of one dim. AMAX_ALL, AMIN_ALL: none. */
+int fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    if (op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL)
+        return reduce_impl(op, a, (1u << a->ndim) - 1, 0, 0, 0, out);
+    return reduce_impl(op, a, (unsigned)at->i[1], (int)at->i[0], (int)at->i[2], at->f[0], out);
+}
+
+/* ------------------------------------------------------------------ max/min along a dim */
+typedef struct {
+    const char *src;
+    char *vals;
+    int64_t *idx;
+    int64_t len;
+    int dt, sign, want_vals;
+} arg_ctx;
+
+static void arg_range(void *vctx, int64_t b, int64_t e)
+{
+    const arg_ctx *c = vctx;
+    int es = ember_dtype_size(c->dt);
+    for (int64_t r = b; r < e; r++) {
+        const char *row = c->src + r * c->len * es;
+        int64_t bi;
+        row_extreme(row, c->dt, c->len, c->sign, &bi);
+        if (c->idx) c->idx[r] = bi;
+        if (c->want_vals) memcpy(c->vals + r * es, row + bi * es, (size_t)es);
+    }
+}
+
+static int arg_impl(const char *name, ember_tensor *a, int dim, int keepdim, int sign, ember_tensor **vals,
+                    ember_tensor **idx)
+{
+    char sa[200];
+    unsigned mask = dim < 0 ? (1u << a->ndim) - 1 : 1u << dim;
+    int64_t len = 1;
+    for (int d = 0; d < a->ndim; d++)
+        if ((mask >> d) & 1) len *= a->shape[d];
+    if (len == 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty dim %d of shape %s", name, dim,
+                           ember__tshape(sa, a));
+    int64_t shape[EMBER_MAX_DIMS];
+    int nd = out_shape(a, mask, keepdim && dim >= 0, shape);
+    ember_tensor *r = NULL;
+    int64_t rows, rlen;
+    int rc = EMBER_OK;
+    if (vals) EMBER_CHECK(ember__new(nd, shape, a->dtype, EMBER_CPU, vals));
+    EMBER_CHECK(ember__new(nd, shape, EMBER_INT64, EMBER_CPU, idx));
+    EMBER_CHECK(reduced_last(a, mask, &r, &rows, &rlen));
+    arg_ctx c = {ember__ptr(r), vals ? ember__ptr(*vals) : NULL, (int64_t *)ember__ptr(*idx), rlen,
+                 r->dtype, sign, vals != NULL};
+    ember__parallel_for(rows, rlen >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / rlen + 1, arg_range, &c);
+done:
+    ember_tensor_release(r);
+    return rc;
+}
+
+/* MAX_DIM, MIN_DIM: i[0] dim, i[1] keepdim; outputs values, int64 indices */
+int fwd_minmax_dim(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    return arg_impl(op == EMBER_OP_MAX_DIM ? "max_dim" : "min_dim", in[0], (int)at->i[0], (int)at->i[1],
+                    op == EMBER_OP_MAX_DIM ? 1 : -1, &out[0], &out[1]);
+}
+
+/* ARGMAX, ARGMIN: i[0] dim (-1: flattened), i[1] keepdim */
+int fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    return arg_impl(ember__ops[op].name, in[0], (int)at->i[0], (int)at->i[1], op == EMBER_OP_ARGMAX ? 1 : -1,
+                    NULL, out);
+}
+
+/* ------------------------------------------------------------------ softmax */
+typedef struct {
+    const char *src;
+    char *dst;
+    int64_t len;
+    int dt, log;
+} sm_ctx;
+
+static void sm_range(void *vctx, int64_t b, int64_t e)
+{
+    const sm_ctx *c = vctx;
+    int es = ember_dtype_size(c->dt);
+    for (int64_t r = b; r < e; r++) {
+        const char *x = c->src + r * c->len * es;
+        char *y = c->dst + r * c->len * es;
+        double m = row_extreme(x, c->dt, c->len, 1, NULL), s = 0;
+        if (isinf(m) && m < 0) m = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
+        if (c->dt == EMBER_FLOAT32) {
+            const float *xf = (const float *)x;
+            float *yf = (float *)y;
+            float mf = (float)m;
+            for (int64_t i = 0; i < c->len; i++) {
+                float v = expf(xf[i] - mf);
+                if (!c->log) yf[i] = v;
+                s += v;
+            }
+            if (c->log) {
+                float ls = (float)log(s);
+                for (int64_t i = 0; i < c->len; i++) yf[i] = xf[i] - mf - ls;
+            } else {
+                float inv = (float)(1.0 / s);
+                for (int64_t i = 0; i < c->len; i++) yf[i] *= inv;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < c->len; i++) s += exp(at(x, c->dt, i) - m);
+        double ls = log(s);
+        for (int64_t i = 0; i < c->len; i++) {
+            double v = at(x, c->dt, i) - m;
+            ember__store(y + i * es, c->dt, c->log ? v - ls : exp(v) / s);
+        }
+    }
+}
+
+/* SOFTMAX, LOG_SOFTMAX: i[0] dim */
+int fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    int dim = (int)at->i[0], rc = EMBER_OK;
+    ember_tensor *a = NULL, *r = NULL, *tmp = NULL, *back = NULL;
+    int dt = ember__is_float(in[0]->dtype) ? in[0]->dtype : EMBER_FLOAT32;
+    EMBER_TRY(ember__as_dtype(in[0], dt, &a));
+    if (a->ndim == 0) {   /* a single element: softmax 1, log_softmax 0 */
+        EMBER_CHECK(ember_full(0, NULL, op == EMBER_OP_SOFTMAX ? 1 : 0, dt, EMBER_CPU, out));
+        goto done;
+    }
+    int64_t rows, len;
+    EMBER_CHECK(reduced_last(a, 1u << dim, &r, &rows, &len));
+    EMBER_CHECK(ember__new(r->ndim, r->shape, dt, EMBER_CPU, &tmp));
+    sm_ctx c = {ember__ptr(r), ember__ptr(tmp), len, dt, op == EMBER_OP_LOG_SOFTMAX};
+    if (len > 0) ember__parallel_for(rows, len >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / len + 1, sm_range, &c);
+    if (dim == a->ndim - 1) {   /* already in the input's layout */
+        *out = tmp;
+        tmp = NULL;
+        goto done;
+    }
+    /* tmp has dim last: view it back in the input's order, then make it contiguous */
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    int k = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        int src = d < dim ? d : d == dim ? a->ndim - 1 : d - 1;
+        shape[k] = tmp->shape[src];
+        strides[k++] = tmp->strides[src];
+    }
+    EMBER_CHECK(ember__make_view(tmp, a->ndim, shape, strides, 0, &back));
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
+    ember__copy_kernel(*out, back);
+done:
+    ember_tensor_release(a);
+    ember_tensor_release(r);
+    ember_tensor_release(tmp);
+    ember_tensor_release(back);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ sum_to */
+/* i[0] ndim, i[1..] target shape; the target must broadcast to the input's shape */
+int fwd_sum_to(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    char sa[200], sb[200];
+    ember_tensor *a = in[0];
+    int nd = (int)at->i[0];
+    const int64_t *target = &at->i[1];
+    if (nd > a->ndim) goto bad;
+    unsigned mask = 0;
+    int lead = a->ndim - nd;
+    for (int d = 0; d < a->ndim; d++) {
+        if (d < lead) {
+            mask |= 1u << d;
+            continue;
+        }
+        int64_t t = target[d - lead];
+        if (t == a->shape[d]) continue;
+        if (t != 1) goto bad;
+        mask |= 1u << d;
+    }
+    if (mask == 0) {
+        if (nd == a->ndim) {
+            ember_tensor_retain(a);
+            *out = a;
+            return EMBER_OK;
+        }
+    }
+    EMBER_TRY(reduce_impl(EMBER_OP_SUM, a, mask, 1, 0, 0, out));
+    /* the keepdim result holds the target's elements in order: reshape the header */
+    ember_tensor *o = *out;
+    o->ndim = (int8_t)nd;
+    if (nd) memcpy(o->shape, target, (size_t)nd * sizeof *target);
+    ember__contiguous_strides(nd, o->shape, o->strides);
+    ember__refresh_geometry(o);
+    return EMBER_OK;
+bad:
+    return ember__fail(EMBER_ERR_SHAPE, "sum_to: shape %s cannot be summed to %s", ember__tshape(sa, a),
+                       ember__shape_str(sb, nd, target));
+}
+
+/* ------------------------------------------------------------------ public entry points */
+static int reduce_api(int op, ember_tensor *a, int ndims, const int *dims, int keepdim, int unbiased,
+                      double p, ember_tensor **out)
+{
+    const char *name = ember__ops[op].name;
+    if (!a || !out) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
+    unsigned mask;
+    EMBER_TRY(ember__dims_mask(name, a, ndims, dims, &mask));
+    ember_attrs at = {{keepdim != 0, mask, unbiased != 0}, {p, 0}};
+    return ember__dispatch(op, 1, &a, &at, out);
+}
+
+int ember_sum(ember_tensor *a, int ndims, const int *dims, int keepdim, ember_tensor **out)
+{
+    return reduce_api(EMBER_OP_SUM, a, ndims, dims, keepdim, 0, 0, out);
+}
+
+int ember_mean(ember_tensor *a, int ndims, const int *dims, int keepdim, ember_tensor **out)
+{
+    return reduce_api(EMBER_OP_MEAN, a, ndims, dims, keepdim, 0, 0, out);
+}
+
+int ember_var(ember_tensor *a, int ndims, const int *dims, int keepdim, int unbiased, ember_tensor **out)
+{
+    return reduce_api(EMBER_OP_VAR, a, ndims, dims, keepdim, unbiased, 0, out);
+}
+
+int ember_norm(ember_tensor *a, double p, int ndims, const int *dims, int keepdim, ember_tensor **out)
+{
+    if (!(p > 0)) return ember__fail(EMBER_ERR_ARG, "norm: p must be positive, got %g", p);
+    return reduce_api(EMBER_OP_NORM, a, ndims, dims, keepdim, 0, p, out);
+}
+
+int ember_logsumexp(ember_tensor *a, int dim, int keepdim, ember_tensor **out)
+{
+    return reduce_api(EMBER_OP_LOGSUMEXP, a, 1, &dim, keepdim, 0, 0, out);
+}
+
+int ember_amax_all(ember_tensor *a, ember_tensor **out)
+{
+    return ember__dispatch(EMBER_OP_AMAX_ALL, 1, &a, NULL, out);
+}
+
+int ember_amin_all(ember_tensor *a, ember_tensor **out)
+{
+    return ember__dispatch(EMBER_OP_AMIN_ALL, 1, &a, NULL, out);
+}
+
+static int check_dim(const char *name, const ember_tensor *a, int dim, bool allow_all)
+{
+    char sa[200];
+    if (!a) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
+    if ((allow_all && dim == -1) || (dim >= 0 && dim < a->ndim)) return EMBER_OK;
+    return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", name, dim, ember__tshape(sa, a));
+}
+
+static int minmax_api(int op, ember_tensor *a, int dim, int keepdim, ember_tensor **values, ember_tensor **indices)
+{
+    EMBER_TRY(check_dim(ember__ops[op].name, a, dim, false));
+    if (!values || !indices) return ember__fail(EMBER_ERR_ARG, "%s: NULL output", ember__ops[op].name);
+    ember_attrs at = {{dim, keepdim != 0}, {0}};
+    ember_tensor *o[2];
+    int rc = ember__dispatch(op, 1, &a, &at, o);
+    *values = rc < 0 ? NULL : o[0];
+    *indices = rc < 0 ? NULL : o[1];
+    return rc;
+}
+
+int ember_max_dim(ember_tensor *a, int dim, int keepdim, ember_tensor **values, ember_tensor **indices)
+{
+    return minmax_api(EMBER_OP_MAX_DIM, a, dim, keepdim, values, indices);
+}
+
+int ember_min_dim(ember_tensor *a, int dim, int keepdim, ember_tensor **values, ember_tensor **indices)
+{
+    return minmax_api(EMBER_OP_MIN_DIM, a, dim, keepdim, values, indices);
+}
+
+int ember_argmax(ember_tensor *a, int dim, int keepdim, ember_tensor **out)
+{
+    EMBER_TRY(check_dim("argmax", a, dim, true));
+    ember_attrs at = {{dim, keepdim != 0}, {0}};
+    return ember__dispatch(EMBER_OP_ARGMAX, 1, &a, &at, out);
+}
+
+int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor **out)
+{
+    EMBER_TRY(check_dim("argmin", a, dim, true));
+    ember_attrs at = {{dim, keepdim != 0}, {0}};
+    return ember__dispatch(EMBER_OP_ARGMIN, 1, &a, &at, out);
+}
+
+int ember_softmax(ember_tensor *a, int dim, ember_tensor **out)
+{
+    if (!a || a->ndim > 0) EMBER_TRY(check_dim("softmax", a, dim, false));
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(EMBER_OP_SOFTMAX, 1, &a, &at, out);
+}
+
+int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out)
+{
+    if (!a || a->ndim > 0) EMBER_TRY(check_dim("log_softmax", a, dim, false));
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(EMBER_OP_LOG_SOFTMAX, 1, &a, &at, out);
+}
+
+int ember_sum_to(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out)
+{
+    if (!a || !out || (ndim > 0 && !shape)) return ember__fail(EMBER_ERR_ARG, "sum_to: NULL argument");
+    if (ndim < 0 || ndim > EMBER_MAX_DIMS)
+        return ember__fail(EMBER_ERR_SHAPE, "sum_to: %d dims requested", ndim);
+    ember_attrs at = {{ndim}, {0}};
+    for (int d = 0; d < ndim; d++) at.i[1 + d] = shape[d];
+    return ember__dispatch(EMBER_OP_SUM_TO, 1, &a, &at, out);
+}
