@@ -905,7 +905,7 @@ static int check_versions(const ember_node *n)
         if (t && t->storage->version != n->sv_in_version[i])
             return ember__fail(EMBER_ERR_VERSION,
                                "backward: one of the tensors needed by %s (input %d) was modified in place: "
-                               "its version is %lld, expected version %lld",
+                               "it is at version %lld, but backward needs version %lld",
                                ember_node_name(n), i + 1, (long long)t->storage->version,
                                (long long)n->sv_in_version[i]);
     }
@@ -914,7 +914,7 @@ static int check_versions(const ember_node *n)
         if (t && t->storage->version != n->sv_out_version[k])
             return ember__fail(EMBER_ERR_VERSION,
                                "backward: one of the tensors needed by %s (output %d) was modified in place: "
-                               "its version is %lld, expected version %lld",
+                               "it is at version %lld, but backward needs version %lld",
                                ember_node_name(n), k + 1, (long long)t->storage->version,
                                (long long)n->sv_out_version[k]);
     }

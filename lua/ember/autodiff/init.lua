@@ -19,7 +19,10 @@ local NEED_LUA, DONE = C.EMBER_NEED_LUA, C.EMBER_DONE
 local REQ_LEAF = C.EMBER_REQ_LEAF
 autodiff.FALLBACK = setmetatable({}, { __tostring = function() return "ember.autodiff.FALLBACK" end })
 
-local function fail(level) error("ember." .. ffi_string(C.ember_last_error()), level + 1) end
+-- level 0: no position (engine errors are re-raised at the user's call)
+local function fail(level)
+  error("ember." .. ffi_string(C.ember_last_error()), level == 0 and 0 or level + 1)
+end
 
 ---------------------------------------------------------------- grad mode
 function ember.is_grad_enabled() return C.ember_is_grad_enabled() ~= 0 end
@@ -123,7 +126,7 @@ local function supply(run, node, list, n)
     local g = i <= n and list[i] or nil
     grad_buf[i - 1] = g ~= nil and g._c or nil
   end
-  if C.ember_backward_supply(run, nin, grad_buf) < 0 then fail(3) end
+  if C.ember_backward_supply(run, nin, grad_buf) < 0 then fail(0) end
 end
 
 local function node_needs(node)
@@ -148,7 +151,7 @@ local function builtin_grads(run, node, grads, nout)
     grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
   end
   for k = 1, nout do grad_buf[k - 1] = grads[k] and grads[k]._c or nil end
-  if C.ember_backward_builtin_grads(run, nout, grad_buf, gin_buf) < 0 then fail(3) end
+  if C.ember_backward_builtin_grads(run, nout, grad_buf, gin_buf) < 0 then fail(0) end
   local list = {}
   for i = 1, nin do list[i] = wrap(gin_buf[i - 1]) end
   return list, nin
@@ -464,7 +467,7 @@ local function drive(self, run, pending)
   while true do
     local rc = C.ember_backward_step(run, req)
     if rc == DONE then return end
-    if rc < 0 then fail(1) end
+    if rc < 0 then fail(0) end
     if req.kind == REQ_LEAF then
       run_leaf(self, req, pending)
     else

@@ -1,0 +1,257 @@
+/* matmul.c: matmul with PyTorch's semantics (1-D dot, matrix-vector, batched
+   with broadcast batch dims). float32 / float64 go to OpenBLAS (sgemm/dgemm);
+   a strided matrix with a unit stride in either dim is passed as is (as a
+   transposed operand when needed), anything else is copied first. float16 and
+   bfloat16 compute in float32; integers use a blocked loop with wrapping int64
+   accumulation. OpenBLAS threads itself: no kernel pool around it. */
+#include "ops.h"
+
+#include <string.h>
+
+#ifdef EMBER_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+/* A 2-D operand as BLAS sees it: base pointer, transposed or not, leading dim. */
+typedef struct {
+    const char *p;
+    bool trans;
+    int64_t ld;
+} mat;
+
+/* m x k matrix at element offset off with strides (rs, cs) */
+static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                    mat *m)
+{
+    m->p = base + off * es;
+    if (cs == 1 && (rs >= (cols > 1 ? cols : 1) || rows == 1)) {
+        m->trans = false;
+        m->ld = rows == 1 ? (cols > 1 ? cols : 1) : rs;
+        return true;
+    }
+    if (rs == 1 && (cs >= (rows > 1 ? rows : 1) || cols == 1)) {
+        m->trans = true;
+        m->ld = cols == 1 ? (rows > 1 ? rows : 1) : cs;
+        return true;
+    }
+    return false;
+}
+
+#ifndef EMBER_HAVE_BLAS
+static void ref_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double *A, int64_t lda,
+                         const double *B, int64_t ldb, double *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = s;
+        }
+}
+static void ref_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = (float)s;
+        }
+}
+#endif
+
+static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+{
+#ifdef EMBER_HAVE_BLAS
+    if (dt == EMBER_FLOAT32)
+        cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
+                    (int)M, (int)N, (int)K, 1.0f, (const float *)a->p, (int)a->ld, (const float *)b->p, (int)b->ld,
+                    0.0f, (float *)c, (int)(N > 0 ? N : 1));
+    else
+        cblas_dgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
+                    (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
+                    0.0, (double *)c, (int)(N > 0 ? N : 1));
+#else
+    if (dt == EMBER_FLOAT32)
+        ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld, (float *)c, N);
+    else
+        ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, (double *)c, N);
+#endif
+}
+
+static void gemm_int(int dt, int64_t M, int64_t N, int64_t K, const ember_tensor *a, int64_t aoff,
+                     const ember_tensor *b, int64_t boff, char *c)
+{
+    int es = ember_dtype_size(dt);
+    const char *A = a->storage->data, *B = b->storage->data;
+    int64_t ars = a->strides[a->ndim - 2], acs = a->strides[a->ndim - 1];
+    int64_t brs = b->strides[b->ndim - 2], bcs = b->strides[b->ndim - 1];
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            uint64_t s = 0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t x = (int64_t)ember__load(A + (aoff + i * ars + k * acs) * es, dt);
+                int64_t y = (int64_t)ember__load(B + (boff + k * brs + j * bcs) * es, dt);
+                s += (uint64_t)x * (uint64_t)y;
+            }
+            if (dt == EMBER_INT64) ((int64_t *)c)[i * N + j] = (int64_t)s;
+            else ember__store(c + (i * N + j) * es, dt, (double)(int64_t)s);
+        }
+}
+
+int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    char sa[200], sb[200];
+    ember_tensor *A = in[0], *B = in[1];
+    if (A->ndim == 0 || B->ndim == 0)
+        return ember__fail(EMBER_ERR_SHAPE, "matmul: both arguments need at least 1 dim, got shapes %s and %s",
+                           ember__tshape(sa, A), ember__tshape(sb, B));
+    int dt = ember__result_type(2, in);
+    int cdt = dt == EMBER_FLOAT16 || dt == EMBER_BFLOAT16 ? EMBER_FLOAT32 : dt;
+    ember_tensor *a = NULL, *b = NULL, *ca = NULL, *cb = NULL, *o = NULL;
+    int rc = EMBER_OK;
+    /* 1-D operands become matrices: a row vector in front, a column vector behind */
+    int64_t s1[2], st1[2];
+    if (A->ndim == 1) {
+        s1[0] = 1; s1[1] = A->shape[0]; st1[0] = A->shape[0] * A->strides[0]; st1[1] = A->strides[0];
+        if (st1[0] == 0) st1[0] = 1;
+        EMBER_CHECK(ember__make_view(A, 2, s1, st1, A->offset, &a));
+    } else {
+        ember_tensor_retain(A);
+        a = A;
+    }
+    if (B->ndim == 1) {
+        s1[0] = B->shape[0]; s1[1] = 1; st1[0] = B->strides[0]; st1[1] = 1;
+        EMBER_CHECK(ember__make_view(B, 2, s1, st1, B->offset, &b));
+    } else {
+        ember_tensor_retain(B);
+        b = B;
+    }
+    int64_t M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], K2 = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
+    if (K != K2) {
+        rc = ember__fail(EMBER_ERR_SHAPE, "matmul: shapes %s and %s cannot be multiplied (%lld != %lld)",
+                         ember__tshape(sa, A), ember__tshape(sb, B), (long long)K, (long long)K2);
+        goto done;
+    }
+    /* broadcast batch dims */
+    int na = a->ndim - 2, nb = b->ndim - 2, nbatch = na > nb ? na : nb;
+    int64_t bshape[EMBER_MAX_DIMS];
+    for (int d = 0; d < nbatch; d++) {
+        int da = d - (nbatch - na), db = d - (nbatch - nb);
+        int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+        if (x != y && x != 1 && y != 1) {
+            rc = ember__fail(EMBER_ERR_SHAPE, "matmul: batch dims of shapes %s and %s cannot be broadcast",
+                             ember__tshape(sa, A), ember__tshape(sb, B));
+            goto done;
+        }
+        bshape[d] = x > y ? x : y;
+    }
+    /* result shape, with the added 1-D dims dropped */
+    int64_t oshape[EMBER_MAX_DIMS];
+    int ond = 0;
+    for (int d = 0; d < nbatch; d++) oshape[ond++] = bshape[d];
+    if (A->ndim > 1) oshape[ond++] = M;
+    if (B->ndim > 1) oshape[ond++] = N;
+    if (ond > EMBER_MAX_DIMS) {
+        rc = ember__fail(EMBER_ERR_SHAPE, "matmul: result has too many dims");
+        goto done;
+    }
+    EMBER_CHECK(ember__new(ond, oshape, dt, EMBER_CPU, &o));
+    if (o->numel == 0) goto finish;
+    if (K == 0) {
+        ember__fill_raw(o, 0);
+        goto finish;
+    }
+    if (cdt != a->dtype) EMBER_CHECK(ember__as_dtype(a, cdt, &ca));
+    else { ember_tensor_retain(a); ca = a; }
+    if (cdt != b->dtype) EMBER_CHECK(ember__as_dtype(b, cdt, &cb));
+    else { ember_tensor_retain(b); cb = b; }
+    {
+        int64_t nbat = 1;
+        for (int d = 0; d < nbatch; d++) nbat *= bshape[d];
+        int es = ember_dtype_size(cdt);
+        char *obuf = ember__ptr(o);
+        char *tmp = NULL;
+        if (cdt != dt) {   /* half types: compute into a float32 buffer */
+            tmp = ember__alloc((size_t)(o->numel * es));
+            if (!tmp) {
+                rc = ember__fail(EMBER_ERR_OOM, "matmul: out of memory");
+                goto done;
+            }
+            obuf = tmp;
+        }
+        ember_tensor *contig_a = NULL, *contig_b = NULL;
+        int64_t idx[EMBER_MAX_DIMS] = {0};
+        for (int64_t bi = 0; bi < nbat && rc == EMBER_OK; bi++) {
+            int64_t aoff = ca->offset, boff = cb->offset;
+            for (int d = 0; d < nbatch; d++) {
+                int da = d - (nbatch - na), db = d - (nbatch - nb);
+                if (da >= 0 && ca->shape[da] != 1) aoff += idx[d] * ca->strides[da];
+                if (db >= 0 && cb->shape[db] != 1) boff += idx[d] * cb->strides[db];
+            }
+            char *c = obuf + bi * M * N * es;
+            if (ember__is_float(cdt)) {
+                mat ma, mb;
+                bool ok_a = as_blas(ca->storage->data, es, aoff, M, K, ca->strides[ca->ndim - 2],
+                                    ca->strides[ca->ndim - 1], &ma);
+                bool ok_b = as_blas(cb->storage->data, es, boff, K, N, cb->strides[cb->ndim - 2],
+                                    cb->strides[cb->ndim - 1], &mb);
+                if (!ok_a || !ok_b) {
+                    /* copy the whole operand once into contiguous memory, then go on from there */
+                    if (!ok_a && !contig_a) {
+                        rc = ember__new(ca->ndim, ca->shape, cdt, EMBER_CPU, &contig_a);
+                        if (rc == EMBER_OK) ember__copy_kernel(contig_a, ca);
+                        if (rc == EMBER_OK) {
+                            ember_tensor_release(ca);
+                            ca = contig_a;
+                        }
+                    }
+                    if (rc == EMBER_OK && !ok_b && !contig_b) {
+                        rc = ember__new(cb->ndim, cb->shape, cdt, EMBER_CPU, &contig_b);
+                        if (rc == EMBER_OK) ember__copy_kernel(contig_b, cb);
+                        if (rc == EMBER_OK) {
+                            ember_tensor_release(cb);
+                            cb = contig_b;
+                        }
+                    }
+                    if (rc != EMBER_OK) break;
+                    bi--;   /* redo this batch with the contiguous operands */
+                    continue;
+                }
+                gemm(cdt, M, N, K, &ma, &mb, c);
+            } else {
+                gemm_int(cdt, M, N, K, ca, aoff, cb, boff, c);
+            }
+            for (int d = nbatch - 1; d >= 0; d--) {
+                if (++idx[d] < bshape[d]) break;
+                idx[d] = 0;
+            }
+        }
+        if (tmp) {
+            if (rc == EMBER_OK) ember__convert(ember__ptr(o), dt, 1, tmp, cdt, 1, o->numel);
+            ember__free(tmp, (size_t)(o->numel * es));
+        }
+        if (rc < 0) goto done;
+    }
+finish:
+    *out = o;
+    o = NULL;
+done:
+    ember_tensor_release(a);
+    ember_tensor_release(b);
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    ember_tensor_release(o);
+    return rc;
+}
+
+int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out)
+{
+    ember_tensor *in[2] = {a, b};
+    return ember__dispatch(EMBER_OP_MATMUL, 2, in, NULL, out);
+}

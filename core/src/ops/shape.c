@@ -1,0 +1,655 @@
+/* shape.c: views (reshape, view, transpose, permute, squeeze, unsqueeze,
+   expand, narrow, select), indexing (index_select, gather and their adjoints
+   index_add and scatter_add) and cat / stack. Views share storage with their
+   base (and so its version counter); indexing copies elements by size, so it
+   works for every dtype. Index tensors here are 0-based int64 or int32. */
+#include "ops.h"
+
+#include <string.h>
+
+/* a contiguous copy made inside a forward: not an op of its own */
+static int contiguous_nograd(ember_tensor *a, ember_tensor **out)
+{
+    if (a->is_contiguous) {
+        ember_tensor_retain(a);
+        *out = a;
+        return EMBER_OK;
+    }
+    EMBER_TRY(ember__new(a->ndim, a->shape, a->dtype, EMBER_CPU, out));
+    return ember__copy_kernel(*out, a);
+}
+
+static int view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
+                   ember_tensor **out)
+{
+    return ember__make_view(a, nd, shape, strides, offset, out);
+}
+
+/* PyTorch's computeStride: the strides that view `a` with `shape`, if any. */
+static bool view_strides(const ember_tensor *a, int nd, const int64_t *shape, int64_t *strides)
+{
+    if (a->numel == 0 || a->ndim == 0) {
+        ember__contiguous_strides(nd, shape, strides);
+        return true;
+    }
+    int view_d = nd - 1;
+    int64_t chunk_base = a->strides[a->ndim - 1], tensor_numel = 1, view_numel = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        tensor_numel *= a->shape[d];
+        if (d == 0 || (a->shape[d - 1] != 1 && a->strides[d - 1] != tensor_numel * chunk_base)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+                strides[view_d] = view_numel * chunk_base;
+                view_numel *= shape[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel) return false;
+            if (d > 0) {
+                chunk_base = a->strides[d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+/* resolves one -1 entry and checks the element count */
+static int infer_shape(const char *op, const ember_tensor *a, int nd, const int64_t *in, int64_t *shape)
+{
+    char buf[200];
+    int infer = -1;
+    int64_t known = 1;
+    for (int d = 0; d < nd; d++) {
+        if (in[d] == -1) {
+            if (infer >= 0) return ember__fail(EMBER_ERR_SHAPE, "%s: only one dim can be -1", op);
+            infer = d;
+        } else if (in[d] < 0) {
+            return ember__fail(EMBER_ERR_SHAPE, "%s: invalid shape %s", op, ember__shape_str(buf, nd, in));
+        } else {
+            known *= in[d];
+        }
+        shape[d] = in[d];
+    }
+    if (infer >= 0) {
+        if (known == 0 || a->numel % known != 0)
+            return ember__fail(EMBER_ERR_SHAPE, "%s: shape %s is invalid for a tensor of %lld elements", op,
+                               ember__shape_str(buf, nd, in), (long long)a->numel);
+        shape[infer] = a->numel / known;
+        known *= shape[infer];
+    }
+    if (known != a->numel)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: shape %s is invalid for a tensor of %lld elements", op,
+                           ember__shape_str(buf, nd, in), (long long)a->numel);
+    return EMBER_OK;
+}
+
+/* RESHAPE, VIEW: i[0] ndim, i[1..] the resolved shape */
+int fwd_reshape(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int nd = (int)at->i[0];
+    int64_t strides[EMBER_MAX_DIMS];
+    if (view_strides(a, nd, &at->i[1], strides)) return view_of(a, nd, &at->i[1], strides, a->offset, out);
+    ember_tensor *c;
+    EMBER_TRY(contiguous_nograd(a, &c));
+    ember__contiguous_strides(nd, &at->i[1], strides);
+    int rc = ember__make_view(c, nd, &at->i[1], strides, c->offset, out);
+    ember_tensor_release(c);
+    return rc;
+}
+
+int fwd_view(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    char sa[200], ss[200], st[200];
+    ember_tensor *a = in[0];
+    int nd = (int)at->i[0];
+    int64_t strides[EMBER_MAX_DIMS];
+    if (!view_strides(a, nd, &at->i[1], strides))
+        return ember__fail(EMBER_ERR_SHAPE,
+                           "view: shape %s is not compatible with the strides %s of a %s tensor; use reshape",
+                           ember__shape_str(ss, nd, &at->i[1]), ember__shape_str(st, a->ndim, a->strides),
+                           ember__tshape(sa, a));
+    return view_of(a, nd, &at->i[1], strides, a->offset, out);
+}
+
+/* TRANSPOSE: i[0], i[1] */
+int fwd_transpose(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    memcpy(strides, a->strides, sizeof strides);
+    int d0 = (int)at->i[0], d1 = (int)at->i[1];
+    shape[d0] = a->shape[d1];
+    shape[d1] = a->shape[d0];
+    strides[d0] = a->strides[d1];
+    strides[d1] = a->strides[d0];
+    return view_of(a, a->ndim, shape, strides, a->offset, out);
+}
+
+/* PERMUTE: i[0] ndim, i[1..] perm */
+int fwd_permute(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    for (int d = 0; d < a->ndim; d++) {
+        shape[d] = a->shape[at->i[1 + d]];
+        strides[d] = a->strides[at->i[1 + d]];
+    }
+    return view_of(a, a->ndim, shape, strides, a->offset, out);
+}
+
+/* SQUEEZE: i[0] dim (-1: every size-1 dim) */
+int fwd_squeeze(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    int k = 0, dim = (int)at->i[0];
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->shape[d] == 1 && (dim < 0 || d == dim)) continue;
+        shape[k] = a->shape[d];
+        strides[k++] = a->strides[d];
+    }
+    return view_of(a, k, shape, strides, a->offset, out);
+}
+
+/* UNSQUEEZE: i[0] dim in 0..ndim */
+int fwd_unsqueeze(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int dim = (int)at->i[0];
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    for (int d = 0, k = 0; d <= a->ndim; d++) {
+        if (d == dim) {
+            shape[d] = 1;
+            strides[d] = dim < a->ndim ? a->strides[dim] * a->shape[dim] : 1;
+            continue;
+        }
+        shape[d] = a->shape[k];
+        strides[d] = a->strides[k++];
+    }
+    return view_of(a, a->ndim + 1, shape, strides, a->offset, out);
+}
+
+/* EXPAND: i[0] ndim, i[1..] shape (resolved) */
+int fwd_expand(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int nd = (int)at->i[0];
+    int64_t strides[EMBER_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        int ad = d - (nd - a->ndim);
+        strides[d] = ad >= 0 && a->shape[ad] == at->i[1 + d] ? a->strides[ad] : 0;
+    }
+    return view_of(a, nd, &at->i[1], strides, a->offset, out);
+}
+
+/* NARROW: i[0] dim, i[1] start, i[2] length */
+int fwd_narrow(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int64_t shape[EMBER_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    int dim = (int)at->i[0];
+    shape[dim] = at->i[2];
+    return view_of(a, a->ndim, shape, a->strides, a->offset + at->i[1] * a->strides[dim], out);
+}
+
+/* SELECT: i[0] dim, i[1] index */
+int fwd_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    int dim = (int)at->i[0];
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    for (int d = 0, k = 0; d < a->ndim; d++) {
+        if (d == dim) continue;
+        shape[k] = a->shape[d];
+        strides[k++] = a->strides[d];
+    }
+    return view_of(a, a->ndim - 1, shape, strides, a->offset + at->i[1] * a->strides[dim], out);
+}
+
+/* ------------------------------------------------------------------ indexing */
+static int check_index(const char *op, const ember_tensor *idx)
+{
+    if (idx->dtype != EMBER_INT64 && idx->dtype != EMBER_INT32)
+        return ember__fail(EMBER_ERR_DTYPE, "%s: index tensor must be int64 or int32, got %s", op,
+                           ember_dtype_name(idx->dtype));
+    return EMBER_OK;
+}
+
+/* the indices as a contiguous int64 buffer, each checked against size */
+static int read_indices(const char *op, ember_tensor *idx, int dim, int64_t size, ember_tensor **out)
+{
+    EMBER_TRY(check_index(op, idx));
+    ember_tensor *c;
+    EMBER_TRY(ember__new(idx->ndim, idx->shape, EMBER_INT64, EMBER_CPU, &c));
+    ember__copy_kernel(c, idx);
+    const int64_t *p = (const int64_t *)ember__ptr(c);
+    for (int64_t i = 0; i < c->numel; i++) {
+        if (p[i] < 0 || p[i] >= size) {
+            int64_t bad = p[i];
+            ember_tensor_release(c);
+            return ember__fail(EMBER_ERR_ARG, "%s: index %lld out of range for dim %d of size %lld", op,
+                               (long long)bad, dim, (long long)size);
+        }
+    }
+    *out = c;
+    return EMBER_OK;
+}
+
+/* element offset (in elements) of a multi-index */
+static int64_t offset_of(const ember_tensor *t, const int64_t *ix)
+{
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++) off += ix[d] * t->strides[d];
+    return off;
+}
+
+static void next_index(int64_t *ix, const int64_t *shape, int nd)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        if (++ix[d] < shape[d]) return;
+        ix[d] = 0;
+    }
+}
+
+/* INDEX_SELECT: i[0] dim; inputs (a, idx 1-D) */
+int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    char sb[200];
+    ember_tensor *a = in[0], *ix = NULL;
+    int dim = (int)at->i[0], rc = EMBER_OK;
+    if (in[1]->ndim > 1)
+        return ember__fail(EMBER_ERR_SHAPE, "index_select: index must be 1-D, got shape %s", ember__tshape(sb, in[1]));
+    EMBER_TRY(read_indices("index_select", in[1], dim, a->shape[dim], &ix));
+    int64_t shape[EMBER_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[dim] = ix->numel;
+    EMBER_CHECK(ember__new(a->ndim, shape, a->dtype, EMBER_CPU, out));
+    {
+        const int64_t *p = (const int64_t *)ember__ptr(ix);
+        int es = ember_dtype_size(a->dtype);
+        char *dst = ember__ptr(*out), *src = a->storage->data;
+        int64_t pos[EMBER_MAX_DIMS] = {0};
+        for (int64_t i = 0; i < (*out)->numel; i++) {
+            int64_t keep = pos[dim];
+            pos[dim] = p[keep];
+            memcpy(dst + i * es, src + offset_of(a, pos) * es, (size_t)es);
+            pos[dim] = keep;
+            next_index(pos, shape, a->ndim);
+        }
+    }
+done:
+    ember_tensor_release(ix);
+    return rc;
+}
+
+/* GATHER: i[0] dim; inputs (a, idx of a's ndim): out[i][j] = a[i][idx[i][j]] along dim */
+int fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    char sa[200], sb[200];
+    ember_tensor *a = in[0], *ix = NULL;
+    int dim = (int)at->i[0], rc = EMBER_OK;
+    if (in[1]->ndim != a->ndim)
+        return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s must have the %d dims of the input %s",
+                           ember__tshape(sb, in[1]), a->ndim, ember__tshape(sa, a));
+    for (int d = 0; d < a->ndim; d++)
+        if (d != dim && in[1]->shape[d] > a->shape[d])
+            return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s does not fit the input %s",
+                               ember__tshape(sb, in[1]), ember__tshape(sa, a));
+    EMBER_TRY(read_indices("gather", in[1], dim, a->shape[dim], &ix));
+    EMBER_CHECK(ember__new(ix->ndim, ix->shape, a->dtype, EMBER_CPU, out));
+    {
+        const int64_t *p = (const int64_t *)ember__ptr(ix);
+        int es = ember_dtype_size(a->dtype);
+        char *dst = ember__ptr(*out), *src = a->storage->data;
+        int64_t pos[EMBER_MAX_DIMS] = {0};
+        for (int64_t i = 0; i < ix->numel; i++) {
+            int64_t keep = pos[dim];
+            pos[dim] = p[i];
+            memcpy(dst + i * es, src + offset_of(a, pos) * es, (size_t)es);
+            pos[dim] = keep;
+            next_index(pos, ix->shape, ix->ndim);
+        }
+    }
+done:
+    ember_tensor_release(ix);
+    return rc;
+}
+
+/* adds src into a zero tensor of the given shape at the indexed positions */
+static int scatter_impl(const char *op, bool gather_like, int nd, const int64_t *shape, int dim,
+                        ember_tensor *idx, ember_tensor *src, ember_tensor **out)
+{
+    char sa[200], sb[200];
+    ember_tensor *ix = NULL, *s = NULL;
+    int rc = EMBER_OK;
+    if (gather_like ? idx->ndim != src->ndim : idx->ndim != 1 || idx->numel != src->shape[dim])
+        return ember__fail(EMBER_ERR_SHAPE, "%s: index of shape %s does not match the source %s", op,
+                           ember__tshape(sb, idx), ember__tshape(sa, src));
+    EMBER_TRY(read_indices(op, idx, dim, shape[dim], &ix));
+    EMBER_CHECK(contiguous_nograd(src, &s));
+    EMBER_CHECK(ember_full(nd, shape, 0, src->dtype, EMBER_CPU, out));
+    {
+        const int64_t *p = (const int64_t *)ember__ptr(ix);
+        int dt = src->dtype, es = ember_dtype_size(dt);
+        char *dst = ember__ptr(*out);
+        const char *sp = ember__ptr(s);
+        ember_tensor *o = *out;
+        int64_t pos[EMBER_MAX_DIMS] = {0};
+        for (int64_t i = 0; i < s->numel; i++) {
+            int64_t keep = pos[dim];
+            pos[dim] = gather_like ? p[i] : p[keep];
+            char *d = dst + (offset_of(o, pos) - o->offset) * es;
+            if (dt == EMBER_FLOAT32) *(float *)d += ((const float *)sp)[i];
+            else if (dt == EMBER_FLOAT64) *(double *)d += ((const double *)sp)[i];
+            else if (dt == EMBER_INT64) *(int64_t *)d = (int64_t)((uint64_t) * (int64_t *)d + (uint64_t)((const int64_t *)sp)[i]);
+            else ember__store(d, dt, ember__load(d, dt) + ember__load(sp + i * es, dt));
+            pos[dim] = keep;
+            next_index(pos, s->shape, s->ndim);
+        }
+    }
+done:
+    ember_tensor_release(ix);
+    ember_tensor_release(s);
+    return rc;
+}
+
+/* SCATTER_ADD, INDEX_ADD: i[0] dim, i[1] ndim, i[2..] result shape; inputs (idx, src) */
+int fwd_scatter_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    return scatter_impl("scatter_add", true, (int)at->i[1], &at->i[2], (int)at->i[0], in[0], in[1], out);
+}
+
+int fwd_index_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    return scatter_impl("index_add", false, (int)at->i[1], &at->i[2], (int)at->i[0], in[0], in[1], out);
+}
+
+/* ------------------------------------------------------------------ cat, stack */
+static int cat_impl(const char *op, int n, ember_tensor *const *ts, int dim, bool stack, ember_tensor **out)
+{
+    char sa[200], sb[200];
+    const ember_tensor *first = ts[0];
+    int nd = first->ndim + (stack ? 1 : 0);
+    int64_t shape[EMBER_MAX_DIMS];
+    int dt = ember__result_type(n, ts);
+    for (int i = 1; i < n; i++) {
+        bool ok = ts[i]->ndim == first->ndim;
+        for (int d = 0; ok && d < first->ndim; d++)
+            if (ts[i]->shape[d] != first->shape[d] && (stack || d != dim)) ok = false;
+        if (!ok)
+            return ember__fail(EMBER_ERR_SHAPE, "%s: tensor %d has shape %s, which does not match tensor 1 of shape %s%s",
+                               op, i + 1, ember__tshape(sb, ts[i]), ember__tshape(sa, first),
+                               stack ? "" : " outside the cat dim");
+    }
+    if (stack) {
+        for (int d = 0, k = 0; d < nd; d++) shape[d] = d == dim ? n : first->shape[k++];
+    } else {
+        memcpy(shape, first->shape, sizeof shape);
+        shape[dim] = 0;
+        for (int i = 0; i < n; i++) shape[dim] += ts[i]->shape[dim];
+    }
+    EMBER_TRY(ember__new(nd, shape, dt, EMBER_CPU, out));
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t len = stack ? 1 : ts[i]->shape[dim];
+        int64_t vshape[EMBER_MAX_DIMS];
+        memcpy(vshape, (*out)->shape, sizeof vshape);
+        vshape[dim] = len;
+        ember_tensor *part, *srcv = ts[i];
+        int rc = ember__make_view(*out, nd, vshape, (*out)->strides, off * (*out)->strides[dim], &part);
+        if (rc == EMBER_OK && stack) {
+            /* view the input with the new dim so shapes line up */
+            int64_t ish[EMBER_MAX_DIMS], ist[EMBER_MAX_DIMS];
+            for (int d = 0, k = 0; d < nd; d++) {
+                if (d == dim) {
+                    ish[d] = 1;
+                    ist[d] = 0;
+                } else {
+                    ish[d] = ts[i]->shape[k];
+                    ist[d] = ts[i]->strides[k++];
+                }
+            }
+            rc = ember__make_view(ts[i], nd, ish, ist, ts[i]->offset, &srcv);
+        }
+        if (rc == EMBER_OK) ember__copy_kernel(part, srcv);
+        if (stack && srcv != ts[i]) ember_tensor_release(srcv);
+        ember_tensor_release(part);
+        if (rc < 0) {
+            ember_tensor_release(*out);
+            *out = NULL;
+            return rc;
+        }
+        off += len;
+    }
+    return EMBER_OK;
+}
+
+/* CAT, STACK: i[0] dim; inputs are the list */
+int fwd_cat(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    return cat_impl("cat", nin, in, (int)at->i[0], false, out);
+}
+
+int fwd_stack(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    return cat_impl("stack", nin, in, (int)at->i[0], true, out);
+}
+
+/* ------------------------------------------------------------------ public entry points */
+static int dim_ok(const char *op, const ember_tensor *a, int dim, int extra)
+{
+    char sa[200];
+    if (!a) return ember__fail(EMBER_ERR_ARG, "%s: argument is NULL", op);
+    if (dim < 0 || dim >= a->ndim + extra)
+        return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", op, dim, ember__tshape(sa, a));
+    return EMBER_OK;
+}
+
+static int shape_op(int op, ember_tensor *a, int nd, const int64_t *shape, ember_tensor **out)
+{
+    const char *name = ember__ops[op].name;
+    if (!a || !out || (nd > 0 && !shape)) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
+    if (nd < 0 || nd > EMBER_MAX_DIMS)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: %d dims requested, at most %d", name, nd, EMBER_MAX_DIMS);
+    ember_attrs at = {{nd}, {0}};
+    if (op == EMBER_OP_EXPAND) {
+        char sa[200], sb[200];
+        if (nd < a->ndim) goto bad_expand;
+        for (int d = 0; d < nd; d++) {
+            int ad = d - (nd - a->ndim);
+            int64_t want = shape[d];
+            if (want == -1) {
+                if (ad < 0) goto bad_expand;
+                want = a->shape[ad];
+            }
+            if (want < 0 || (ad >= 0 && a->shape[ad] != 1 && a->shape[ad] != want)) goto bad_expand;
+            at.i[1 + d] = want;
+        }
+        return ember__dispatch(op, 1, &a, &at, out);
+    bad_expand:
+        return ember__fail(EMBER_ERR_SHAPE, "expand: shape %s cannot be expanded to %s", ember__tshape(sa, a),
+                           ember__shape_str(sb, nd, shape));
+    }
+    EMBER_TRY(infer_shape(name, a, nd, shape, &at.i[1]));
+    return ember__dispatch(op, 1, &a, &at, out);
+}
+
+int ember_reshape(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out)
+{
+    return shape_op(EMBER_OP_RESHAPE, a, ndim, shape, out);
+}
+
+int ember_view(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out)
+{
+    return shape_op(EMBER_OP_VIEW, a, ndim, shape, out);
+}
+
+int ember_expand(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out)
+{
+    return shape_op(EMBER_OP_EXPAND, a, ndim, shape, out);
+}
+
+int ember_transpose(ember_tensor *a, int d0, int d1, ember_tensor **out)
+{
+    EMBER_TRY(dim_ok("transpose", a, d0, 0));
+    EMBER_TRY(dim_ok("transpose", a, d1, 0));
+    ember_attrs at = {{d0, d1}, {0}};
+    return ember__dispatch(EMBER_OP_TRANSPOSE, 1, &a, &at, out);
+}
+
+int ember_permute(ember_tensor *a, int ndim, const int *perm, ember_tensor **out)
+{
+    char sa[200];
+    if (!a || !perm) return ember__fail(EMBER_ERR_ARG, "permute: NULL argument");
+    if (ndim != a->ndim)
+        return ember__fail(EMBER_ERR_ARG, "permute: %d dims given for shape %s", ndim, ember__tshape(sa, a));
+    ember_attrs at = {{ndim}, {0}};
+    unsigned seen = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (perm[d] < 0 || perm[d] >= ndim || (seen & (1u << perm[d])))
+            return ember__fail(EMBER_ERR_ARG, "permute: invalid permutation for shape %s (dim %d)",
+                               ember__tshape(sa, a), perm[d]);
+        seen |= 1u << perm[d];
+        at.i[1 + d] = perm[d];
+    }
+    return ember__dispatch(EMBER_OP_PERMUTE, 1, &a, &at, out);
+}
+
+int ember_squeeze(ember_tensor *a, int dim, ember_tensor **out)
+{
+    if (dim != -1) EMBER_TRY(dim_ok("squeeze", a, dim, 0));
+    if (!a) return ember__fail(EMBER_ERR_ARG, "squeeze: argument is NULL");
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(EMBER_OP_SQUEEZE, 1, &a, &at, out);
+}
+
+int ember_unsqueeze(ember_tensor *a, int dim, ember_tensor **out)
+{
+    EMBER_TRY(dim_ok("unsqueeze", a, dim, 1));
+    if (a->ndim >= EMBER_MAX_DIMS) return ember__fail(EMBER_ERR_SHAPE, "unsqueeze: at most %d dims", EMBER_MAX_DIMS);
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(EMBER_OP_UNSQUEEZE, 1, &a, &at, out);
+}
+
+int ember_narrow(ember_tensor *a, int dim, int64_t start, int64_t length, ember_tensor **out)
+{
+    EMBER_TRY(dim_ok("narrow", a, dim, 0));
+    if (start < 0 || length < 0 || start + length > a->shape[dim])
+        return ember__fail(EMBER_ERR_ARG, "narrow: start %lld and length %lld out of range for dim %d of size %lld",
+                           (long long)start, (long long)length, dim, (long long)a->shape[dim]);
+    ember_attrs at = {{dim, start, length}, {0}};
+    return ember__dispatch(EMBER_OP_NARROW, 1, &a, &at, out);
+}
+
+int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out)
+{
+    EMBER_TRY(dim_ok("select", a, dim, 0));
+    if (index < 0 || index >= a->shape[dim])
+        return ember__fail(EMBER_ERR_ARG, "select: index %lld out of range for dim %d of size %lld",
+                           (long long)index, dim, (long long)a->shape[dim]);
+    ember_attrs at = {{dim, index}, {0}};
+    return ember__dispatch(EMBER_OP_SELECT, 1, &a, &at, out);
+}
+
+int ember_index_select(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
+{
+    EMBER_TRY(dim_ok("index_select", a, dim, 0));
+    if (!idx) return ember__fail(EMBER_ERR_ARG, "index_select: index is NULL");
+    EMBER_TRY(check_index("index_select", idx));
+    ember_tensor *in[2] = {a, idx};
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(EMBER_OP_INDEX_SELECT, 2, in, &at, out);
+}
+
+int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
+{
+    EMBER_TRY(dim_ok("gather", a, dim, 0));
+    if (!idx) return ember__fail(EMBER_ERR_ARG, "gather: index is NULL");
+    EMBER_TRY(check_index("gather", idx));
+    ember_tensor *in[2] = {a, idx};
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(EMBER_OP_GATHER, 2, in, &at, out);
+}
+
+static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
+                       ember_tensor **out)
+{
+    const char *name = ember__ops[op].name;
+    if (!idx || !src || (ndim > 0 && !shape)) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
+    EMBER_TRY(ember__check_shape(name, ndim, shape, NULL));
+    if (ndim != src->ndim || dim < 0 || dim >= ndim)
+        return ember__fail(EMBER_ERR_ARG, "%s: dim %d or %d dims do not fit the source", name, dim, ndim);
+    EMBER_TRY(check_index(name, idx));
+    ember_tensor *in[2] = {idx, src};
+    ember_attrs at = {{dim, ndim}, {0}};
+    for (int d = 0; d < ndim; d++) at.i[2 + d] = shape[d];
+    if (ndim > EMBER_MAX_ATTRS - 2) return ember__fail(EMBER_ERR_SHAPE, "%s: too many dims", name);
+    return ember__dispatch(op, 2, in, &at, out);
+}
+
+int ember_scatter_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
+                      ember_tensor **out)
+{
+    return scatter_api(EMBER_OP_SCATTER_ADD, ndim, shape, dim, idx, src, out);
+}
+
+int ember_index_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
+                    ember_tensor **out)
+{
+    return scatter_api(EMBER_OP_INDEX_ADD, ndim, shape, dim, idx, src, out);
+}
+
+static int list_api(int op, int n, ember_tensor *const *ts, int dim, ember_tensor **out)
+{
+    const char *name = ember__ops[op].name;
+    if (n <= 0 || !ts) return ember__fail(EMBER_ERR_ARG, "%s: expected a non-empty list of tensors", name);
+    for (int i = 0; i < n; i++)
+        if (!ts[i]) return ember__fail(EMBER_ERR_ARG, "%s: tensor %d is NULL", name, i + 1);
+    int extra = op == EMBER_OP_STACK ? 1 : 0;
+    EMBER_TRY(dim_ok(name, ts[0], dim, extra));
+    if (op == EMBER_OP_STACK && ts[0]->ndim >= EMBER_MAX_DIMS)
+        return ember__fail(EMBER_ERR_SHAPE, "stack: at most %d dims", EMBER_MAX_DIMS);
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(op, n, ts, &at, out);
+}
+
+int ember_cat(int n, ember_tensor *const *ts, int dim, ember_tensor **out)
+{
+    return list_api(EMBER_OP_CAT, n, ts, dim, out);
+}
+
+int ember_stack(int n, ember_tensor *const *ts, int dim, ember_tensor **out)
+{
+    return list_api(EMBER_OP_STACK, n, ts, dim, out);
+}
