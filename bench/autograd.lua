@@ -47,9 +47,12 @@ gm3:backward(h:sum())
 h = nil
 local peak = ember.memory_stats().peak_bytes
 local param_bytes = L * W * W * 4
--- backward keeps, per layer, the matmul's input (N x W) and tanh's output (N x W)
+-- what must exist at the end of backward: the parameters, the activations
+-- backward keeps (per layer, the matmul's input (N x W) and tanh's output
+-- (N x W), freed as backward passes them) and the gradients it produces (one
+-- per parameter; they reach .grad when backward completes)
 local act_bytes = L * 2 * N * W * 4
-local must_keep = param_bytes + act_bytes + N * W * 4
+local must_keep = param_bytes + act_bytes + param_bytes + N * W * 4
 out.mlp100_peak_mb = peak / 2 ^ 20
 out.mlp100_must_keep_mb = must_keep / 2 ^ 20
 out.mlp100_peak_ratio = peak / must_keep

@@ -369,6 +369,7 @@ function GradManager:attach(tensors, callbacks)
       self._attached[t] = rec
     end
     for _, cb in ipairs(cbs) do rec.callbacks[#rec.callbacks + 1] = cb end
+    self._order = nil
     if C.ember_key_is_recording(self._key) ~= 0 then
       if C.ember_key_track(self._key, t._c) < 0 then fail(2) end
     end
@@ -376,12 +377,27 @@ function GradManager:attach(tensors, callbacks)
   return self
 end
 
+local function by_seq(a, b) return a[2] < b[2] end
+
 function GradManager:attached_tensors()
   local list = {}
   for t, rec in pairs(self._attached) do list[#list + 1] = { t, rec.seq } end
-  table.sort(list, function(a, b) return a[2] < b[2] end)
+  table.sort(list, by_seq)
   for i = 1, #list do list[i] = list[i][1] end
   return list
+end
+
+-- attached tensors in attach order, cached between attach calls in a weak
+-- list (a collected tensor leaves a hole that is skipped)
+local function attach_order(self)
+  local order = self._order
+  if order == nil then
+    local list = self:attached_tensors()
+    order = setmetatable({ n = #list }, { __mode = "v" })
+    for i = 1, #list do order[i] = list[i] end
+    self._order = order
+  end
+  return order
 end
 
 function GradManager:is_attached(t) return self._attached[t] ~= nil end
@@ -389,8 +405,10 @@ function GradManager:is_recording() return C.ember_key_is_recording(self._key) ~
 
 function GradManager:record()
   if C.ember_key_record(self._key) < 0 then fail(2) end
-  for _, t in ipairs(self:attached_tensors()) do
-    if C.ember_key_track(self._key, t._c) < 0 then
+  local order = attach_order(self)
+  for i = 1, order.n do
+    local t = order[i]
+    if t ~= nil and C.ember_key_track(self._key, t._c) < 0 then
       C.ember_key_release(self._key)
       fail(2)
     end
