@@ -5,6 +5,7 @@
    works for every dtype. Index tensors here are 0-based int64 or int32. */
 #include "ops.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* a contiguous copy made inside a forward: not an op of its own */
@@ -66,6 +67,9 @@ static int infer_shape(const char *op, const ember_tensor *a, int nd, const int6
         } else if (in[d] < 0) {
             return ember__fail(EMBER_ERR_SHAPE, "%s: invalid shape %s", op, ember__shape_str(buf, nd, in));
         } else {
+            if (in[d] > 0 && known > INT64_MAX / in[d])
+                return ember__fail(EMBER_ERR_SHAPE, "%s: shape %s is invalid for a tensor of %lld elements", op,
+                                   ember__shape_str(buf, nd, in), (long long)a->numel);
             known *= in[d];
         }
         shape[d] = in[d];
@@ -496,6 +500,7 @@ static int shape_op(int op, ember_tensor *a, int nd, const int64_t *shape, ember
             if (want < 0 || (ad >= 0 && a->shape[ad] != 1 && a->shape[ad] != want)) goto bad_expand;
             at.i[1 + d] = want;
         }
+        EMBER_TRY(ember__check_shape("expand", nd, &at.i[1], NULL));
         return ember__dispatch(op, 1, &a, &at, out);
     bad_expand:
         return ember__fail(EMBER_ERR_SHAPE, "expand: shape %s cannot be expanded to %s", ember__tshape(sa, a),
