@@ -105,18 +105,22 @@ void ember_tensor_release(ember_tensor *t)
 }
 
 int ember_tensor_refcount(const ember_tensor *t) { return t ? t->refcount : 0; }
-int32_t ember_tensor_lua_slot(const ember_tensor *t) { return t->lua_slot; }
-void ember_tensor_set_lua_slot(ember_tensor *t, int32_t slot) { t->lua_slot = slot; }
+int32_t ember_tensor_lua_slot(const ember_tensor *t) { return t ? t->lua_slot : 0; }
+void ember_tensor_set_lua_slot(ember_tensor *t, int32_t slot)
+{
+    if (t) t->lua_slot = slot;
+}
 
 /* ------------------------------------------------------------------ accessors */
-int ember_tensor_ndim(const ember_tensor *t) { return t->ndim; }
-const int64_t *ember_tensor_shape(const ember_tensor *t) { return t->shape; }
-const int64_t *ember_tensor_strides(const ember_tensor *t) { return t->strides; }
-int64_t ember_tensor_offset(const ember_tensor *t) { return t->offset; }
-int64_t ember_tensor_numel(const ember_tensor *t) { return t->numel; }
-int ember_tensor_dtype(const ember_tensor *t) { return t->dtype; }
-int ember_tensor_device(const ember_tensor *t) { return t->storage->device; }
-int ember_tensor_is_contiguous(const ember_tensor *t) { return t->is_contiguous; }
+/* Accessors tolerate NULL (0 / NULL results) so a host's mistake is not a crash. */
+int ember_tensor_ndim(const ember_tensor *t) { return t ? t->ndim : 0; }
+const int64_t *ember_tensor_shape(const ember_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *ember_tensor_strides(const ember_tensor *t) { return t ? t->strides : NULL; }
+int64_t ember_tensor_offset(const ember_tensor *t) { return t ? t->offset : 0; }
+int64_t ember_tensor_numel(const ember_tensor *t) { return t ? t->numel : 0; }
+int ember_tensor_dtype(const ember_tensor *t) { return t ? t->dtype : -1; }
+int ember_tensor_device(const ember_tensor *t) { return t ? t->storage->device : -1; }
+int ember_tensor_is_contiguous(const ember_tensor *t) { return t ? t->is_contiguous : 0; }
 void *ember_tensor_data(const ember_tensor *t)
 {
     return t && t->storage->device == EMBER_CPU ? ember__ptr(t) : NULL;
@@ -125,8 +129,11 @@ int ember_tensor_same_storage(const ember_tensor *a, const ember_tensor *b)
 {
     return a && b && a->storage == b->storage;
 }
-int64_t ember_tensor_version(const ember_tensor *t) { return t->storage->version; }
-void ember_tensor_bump_version(ember_tensor *t) { t->storage->version++; }
+int64_t ember_tensor_version(const ember_tensor *t) { return t ? t->storage->version : 0; }
+void ember_tensor_bump_version(ember_tensor *t)
+{
+    if (t) t->storage->version++;
+}
 
 /* ------------------------------------------------------------------ geometry */
 void ember__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)

@@ -256,10 +256,10 @@ return function(ember)
   end
 
   ---------------------------------------------------------------- accessors
-  function Tensor.dim(t) return C.ember_tensor_ndim(t._c) end
-  function Tensor.numel(t) return tonumber(C.ember_tensor_numel(t._c)) end
+  function Tensor.dim(t) return C.ember_tensor_ndim(tensor_arg("dim", t, 1, 2)) end
+  function Tensor.numel(t) return tonumber(C.ember_tensor_numel(tensor_arg("numel", t, 1, 2))) end
   function Tensor.shape(t)
-    local c = t._c
+    local c = tensor_arg("shape", t, 1, 2)
     local n, s = C.ember_tensor_ndim(c), C.ember_tensor_shape(c)
     local r = {}
     for i = 1, n do r[i] = tonumber(s[i - 1]) end
@@ -267,24 +267,24 @@ return function(ember)
   end
   function Tensor.size(t, d)
     if d == nil then return t:shape() end
-    local c = t._c
+    local c = tensor_arg("size", t, 1, 2)
     local n = C.ember_tensor_ndim(c)
     return tonumber(C.ember_tensor_shape(c)[dim0("size", d, n)])
   end
   function Tensor.stride(t)
-    local c = t._c
+    local c = tensor_arg("stride", t, 1, 2)
     local n, s = C.ember_tensor_ndim(c), C.ember_tensor_strides(c)
     local r = {}
     for i = 1, n do r[i] = tonumber(s[i - 1]) end
     return r
   end
-  function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(t._c) ~= 0 end
-  function Tensor.version(t) return tonumber(C.ember_tensor_version(t._c)) end
-  function Tensor.data_ptr(t) return C.ember_tensor_data(t._c) end
+  function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(tensor_arg("is_contiguous", t, 1, 2)) ~= 0 end
+  function Tensor.version(t) return tonumber(C.ember_tensor_version(tensor_arg("version", t, 1, 2))) end
+  function Tensor.data_ptr(t) return C.ember_tensor_data(tensor_arg("data_ptr", t, 1, 2)) end
 
   local index_fields = {
-    dtype = function(t) return DTYPES[C.ember_tensor_dtype(t._c) + 1] end,
-    device = function(t) return device_name(C.ember_tensor_device(t._c)) end,
+    dtype = function(t) return DTYPES[C.ember_tensor_dtype(tensor_arg("dtype", t, 1, 3)) + 1] end,
+    device = function(t) return device_name(C.ember_tensor_device(tensor_arg("device", t, 1, 3))) end,
   }
   Tensor.__index = function(t, k)
     local m = Tensor[k]
@@ -660,7 +660,8 @@ return function(ember)
     local c = tensor_arg("to", a, 1, 2)
     local dt, dev
     if is_tensor(x) then
-      dt, dev = C.ember_tensor_dtype(x._c), C.ember_tensor_device(x._c)
+      local xc = tensor_arg("to", x, 2, 2)
+      dt, dev = C.ember_tensor_dtype(xc), C.ember_tensor_device(xc)
     elseif type(x) == "table" then
       dt = x.dtype and dtype_id("to", x.dtype)
       dev = x.device and device_id("to", x.device)
