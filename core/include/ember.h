@@ -434,6 +434,10 @@ typedef struct {
     int64_t bwd_cache_misses;
 } ember_autograd_stats_t;
 EMBER_API void ember_autograd_stats(ember_autograd_stats_t *out);
+/* ---- io ---- */
+/* Reads an IDX file (gzip'd or plain): big-endian magic 0 0 type ndim, the
+   dims, then the data. uint8 stays uint8; int8 and int16 become int32. */
+EMBER_API int ember_load_idx(const char *path, ember_tensor **out);
 /* ffi:end */
 
 #ifdef __cplusplus
