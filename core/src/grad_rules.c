@@ -540,6 +540,27 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
             give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), g, ws, st, pd, dl, at->i[6], &o2), &o2));
         break;
     }
+    /* the adjoints are bilinear in their two inputs, so their own gradients are
+       convolutions again: <G, bi(g, w)> = <conv2d(G, w), g> = <bw(G, g), w> and
+       <G, bw(x, g)> = <bi(g, G), x> = <conv2d(x, G), g> */
+    case EMBER_OP_CONV2D_BACKWARD_INPUT: {   /* (g, w) -> gx */
+        const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
+        int64_t ws[EMBER_MAX_DIMS];
+        ember__node_in_shape(n, 1, ws);
+        ember_tensor *o = NULL, *o2 = NULL;
+        if (OK(s) && NEED(0)) give(s, &gi[0], keep(s, ember_conv2d(g, IN(1), st, pd, dl, at->i[6], &o), &o));
+        if (OK(s) && NEED(1))
+            give(s, &gi[1], keep(s, ember_conv2d_backward_weight(g, IN(0), ws, st, pd, dl, at->i[6], &o2), &o2));
+        break;
+    }
+    case EMBER_OP_CONV2D_BACKWARD_WEIGHT: {   /* (x, g) -> gw */
+        const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
+        ember_tensor *o = NULL, *o2 = NULL;
+        if (OK(s) && NEED(0))
+            give(s, &gi[0], keep(s, ember_conv2d_backward_input(IN(1), g, in, st, pd, dl, at->i[6], &o), &o));
+        if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_conv2d(IN(0), g, st, pd, dl, at->i[6], &o2), &o2));
+        break;
+    }
     case EMBER_OP_MAX_POOL2D: {
         ember_tensor *o = NULL;
         if (OK(s)) give(s, &gi[0], keep(s, ember_max_pool2d_backward(g, OUT(1), in, &o), &o));

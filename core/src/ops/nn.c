@@ -1,0 +1,866 @@
+/* nn.c: convolution and pooling on the CPU.
+
+   conv2d is im2col + GEMM. A chunk of the batch is unfolded at once into a
+   column matrix cols (K = C/groups * kH * kW rows, nb * H' * W' columns), so
+   each group is one large GEMM instead of nb small ones; the chunk is sized
+   so cols stays near 16M elements. The two adjoints reuse the same unfolding:
+   the input gradient is W^T g folded back (col2im), the weight gradient is
+   g cols^T summed over chunks. OpenBLAS threads the GEMMs itself; the
+   unfolding runs on ember's pool, which sleeps while BLAS works.
+
+   Pooling runs one (n, c) plane per task. max_pool2d returns the flat
+   position h * W + w of each maximum within its plane (NaN wins, as in
+   PyTorch); avg_pool2d counts padding as zeros.
+
+   float32 and float64 compute natively; float16 and bfloat16 compute in
+   float32 and round once at the end. Integer inputs are an error. */
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#ifdef EMBER_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+/* columns of the unfolded matrix per chunk, times its rows */
+#define CHUNK_ELEMS (16 * 1024 * 1024)
+
+/* ------------------------------------------------------------------ helpers */
+
+/* The dtype kernels compute in: float32 for the half types. */
+static int compute_dtype(int dt)
+{
+    return dt == EMBER_FLOAT64 ? EMBER_FLOAT64 : EMBER_FLOAT32;
+}
+
+/* t as a contiguous tensor of dtype dt: a new reference (t itself when it already is one). */
+static int contiguous_as(ember_tensor *t, int dt, ember_tensor **out)
+{
+    if (t->dtype == dt && t->is_contiguous) {
+        ember_tensor_retain(t);
+        *out = t;
+        return EMBER_OK;
+    }
+    ember_tensor *c = NULL;
+    EMBER_TRY(ember__new(t->ndim, t->shape, dt, EMBER_CPU, &c));
+    int rc = ember__copy_kernel(c, t);
+    if (rc < 0) {
+        ember_tensor_release(c);
+        return rc;
+    }
+    *out = c;
+    return EMBER_OK;
+}
+
+/* Converts a float32/float64 result into the caller's dtype (steals res). */
+static int finish(ember_tensor *res, int dt, ember_tensor **out)
+{
+    if (res->dtype == dt) {
+        *out = res;
+        return EMBER_OK;
+    }
+    ember_tensor *o = NULL;
+    int rc = ember__new(res->ndim, res->shape, dt, EMBER_CPU, &o);
+    if (rc == EMBER_OK) rc = ember__copy_kernel(o, res);
+    ember_tensor_release(res);
+    if (rc < 0) {
+        ember_tensor_release(o);
+        return rc;
+    }
+    *out = o;
+    return EMBER_OK;
+}
+
+static int need_float(const char *op, const char *what, const ember_tensor *t)
+{
+    if (ember__is_float(t->dtype)) return EMBER_OK;
+    char s[200];
+    return ember__fail(EMBER_ERR_DTYPE, "%s: %s must be a floating tensor, got %s %s", op, what,
+                       ember_dtype_name(t->dtype), ember__tshape(s, t));
+}
+
+static int need_4d(const char *op, const char *what, const ember_tensor *t)
+{
+    if (t->ndim == 4) return EMBER_OK;
+    char s[200];
+    return ember__fail(EMBER_ERR_SHAPE, "%s: %s must be 4-D (N, C, H, W), got shape %s", op, what,
+                       ember__tshape(s, t));
+}
+
+/* output extent of a window sweep, or a negative number when the window does not fit */
+static int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil)
+{
+    int64_t span = dil * (k - 1) + 1;
+    if (in + 2 * pad < span) return -1;
+    return (in + 2 * pad - span) / stride + 1;
+}
+
+/* C = alpha op(A) op(B) + beta C, row-major, contiguous operands */
+static void gemm(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    if (M == 0 || N == 0) return;
+#ifdef EMBER_HAVE_BLAS
+    if (dt == EMBER_FLOAT32)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)K, 1.0f, (const float *)A, (int)lda, (const float *)B, (int)ldb, (float)beta, (float *)C,
+                    (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)K, 1.0, (const double *)A, (int)lda, (const double *)B, (int)ldb, beta, (double *)C,
+                    (int)ldc);
+#else
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t ai = ta ? k * lda + i : i * lda + k, bi = tb ? j * ldb + k : k * ldb + j;
+                s += dt == EMBER_FLOAT32 ? (double)((const float *)A)[ai] * ((const float *)B)[bi]
+                                         : ((const double *)A)[ai] * ((const double *)B)[bi];
+            }
+            if (dt == EMBER_FLOAT32) {
+                float *c = (float *)C + i * ldc + j;
+                *c = (float)(s + (beta != 0 ? beta * *c : 0));
+            } else {
+                double *c = (double *)C + i * ldc + j;
+                *c = s + (beta != 0 ? beta * *c : 0);
+            }
+        }
+#endif
+}
+
+/* ------------------------------------------------------------------ conv geometry */
+
+typedef struct {
+    int64_t N, C, H, W;       /* input */
+    int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
+    int64_t G;                /* groups */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t Ho, Wo;
+    int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
+} conv_geom;
+
+static int conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
+                          const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g)
+{
+    char sx[200], sw[200];
+    snprintf(sx, sizeof sx, "{%lld, %lld, %lld, %lld}", (long long)xs[0], (long long)xs[1], (long long)xs[2],
+             (long long)xs[3]);
+    snprintf(sw, sizeof sw, "{%lld, %lld, %lld, %lld}", (long long)ws[0], (long long)ws[1], (long long)ws[2],
+             (long long)ws[3]);
+    if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
+        return ember__fail(EMBER_ERR_ARG,
+                           "%s: stride {%lld, %lld} and dilation {%lld, %lld} must be positive and padding "
+                           "{%lld, %lld} non-negative",
+                           op, (long long)st[0], (long long)st[1], (long long)dl[0], (long long)dl[1],
+                           (long long)pd[0], (long long)pd[1]);
+    if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
+        return ember__fail(EMBER_ERR_ARG, "%s: groups = %lld must divide the input channels %lld and the output "
+                           "channels %lld (input %s, weight %s)", op, (long long)groups, (long long)xs[1],
+                           (long long)ws[0], sx, sw);
+    if (ws[1] * groups != xs[1])
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input %s has %lld channels but weight %s with groups = %lld "
+                           "expects %lld", op, sx, (long long)xs[1], sw, (long long)groups,
+                           (long long)(ws[1] * groups));
+    g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
+    g->O = ws[0], g->kH = ws[2], g->kW = ws[3], g->G = groups;
+    g->sh = st[0], g->sw = st[1], g->ph = pd[0], g->pw = pd[1], g->dh = dl[0], g->dw = dl[1];
+    if (g->kH < 1 || g->kW < 1)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: weight %s has an empty kernel", op, sw);
+    g->Ho = out_size(g->H, g->kH, g->sh, g->ph, g->dh);
+    g->Wo = out_size(g->W, g->kW, g->sw, g->pw, g->dw);
+    if (g->Ho < 1 || g->Wo < 1)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input %s padded by {%lld, %lld} is smaller than the dilated "
+                           "kernel of weight %s", op, sx, (long long)g->ph, (long long)g->pw, sw);
+    g->Cg = g->C / groups, g->Og = g->O / groups;
+    g->K = g->Cg * g->kH * g->kW;
+    return EMBER_OK;
+}
+
+/* samples per chunk so that K x (nb H' W') stays near CHUNK_ELEMS */
+static int64_t chunk_of(const conv_geom *g)
+{
+    int64_t per = g->K * g->Ho * g->Wo;
+    int64_t nb = per > 0 ? CHUNK_ELEMS / per : g->N;
+    if (nb < 1) nb = 1;
+    return nb < g->N ? nb : g->N;
+}
+
+/* ------------------------------------------------------------------ im2col / col2im
+   cols row r = (c kH + i) kW + j of group gi, column (n H' + oh) W' + ow holds
+   x[n0 + n, gi Cg + c, oh sh - ph + i dh, ow sw - pw + j dw] (0 outside). */
+
+typedef struct {
+    const conv_geom *g;
+    int dt;
+    char *x;         /* contiguous input (N, C, H, W) */
+    char *cols;      /* K x L */
+    int64_t n0, nb, gi;
+} unfold_ctx;
+
+#define DEFINE_UNFOLD(T, SUFFIX)                                                               \
+    static void im2col_##SUFFIX(const unfold_ctx *u, int64_t r0, int64_t r1)                   \
+    {                                                                                          \
+        const conv_geom *g = u->g;                                                             \
+        const int64_t HW = g->Ho * g->Wo, L = u->nb * HW;                                      \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            int64_t j = r % g->kW, i = (r / g->kW) % g->kH, c = r / (g->kW * g->kH);           \
+            T *dst = (T *)u->cols + r * L;                                                     \
+            for (int64_t n = 0; n < u->nb; n++) {                                              \
+                const T *plane = (const T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
+                for (int64_t oh = 0; oh < g->Ho; oh++) {                                       \
+                    int64_t ih = oh * g->sh - g->ph + i * g->dh;                               \
+                    T *d = dst + n * HW + oh * g->Wo;                                          \
+                    if (ih < 0 || ih >= g->H) {                                                \
+                        memset(d, 0, sizeof(T) * (size_t)g->Wo);                               \
+                        continue;                                                              \
+                    }                                                                          \
+                    const T *row = plane + ih * g->W;                                          \
+                    int64_t iw = j * g->dw - g->pw;                                            \
+                    if (g->sw == 1 && iw >= 0 && iw + g->Wo <= g->W) {                         \
+                        memcpy(d, row + iw, sizeof(T) * (size_t)g->Wo);                        \
+                        continue;                                                              \
+                    }                                                                          \
+                    for (int64_t ow = 0; ow < g->Wo; ow++, iw += g->sw)                        \
+                        d[ow] = iw >= 0 && iw < g->W ? row[iw] : (T)0;                         \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    /* adds cols back into x; one task owns whole channels, so no two write one plane */      \
+    static void col2im_##SUFFIX(const unfold_ctx *u, int64_t c0, int64_t c1)                   \
+    {                                                                                          \
+        const conv_geom *g = u->g;                                                             \
+        const int64_t HW = g->Ho * g->Wo, L = u->nb * HW;                                      \
+        for (int64_t c = c0; c < c1; c++)                                                      \
+            for (int64_t i = 0; i < g->kH; i++)                                                \
+                for (int64_t j = 0; j < g->kW; j++) {                                          \
+                    const T *src = (const T *)u->cols + ((c * g->kH + i) * g->kW + j) * L;     \
+                    for (int64_t n = 0; n < u->nb; n++) {                                      \
+                        T *plane = (T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
+                        for (int64_t oh = 0; oh < g->Ho; oh++) {                               \
+                            int64_t ih = oh * g->sh - g->ph + i * g->dh;                       \
+                            if (ih < 0 || ih >= g->H) continue;                                \
+                            const T *s = src + n * HW + oh * g->Wo;                            \
+                            T *row = plane + ih * g->W;                                        \
+                            int64_t iw = j * g->dw - g->pw;                                    \
+                            for (int64_t ow = 0; ow < g->Wo; ow++, iw += g->sw)                \
+                                if (iw >= 0 && iw < g->W) row[iw] += s[ow];                    \
+                        }                                                                      \
+                    }                                                                          \
+                }                                                                              \
+    }
+
+DEFINE_UNFOLD(float, f32)
+DEFINE_UNFOLD(double, f64)
+
+static void im2col_range(void *ctx, int64_t r0, int64_t r1)
+{
+    const unfold_ctx *u = ctx;
+    if (u->dt == EMBER_FLOAT32) im2col_f32(u, r0, r1);
+    else im2col_f64(u, r0, r1);
+}
+
+static void col2im_range(void *ctx, int64_t c0, int64_t c1)
+{
+    const unfold_ctx *u = ctx;
+    if (u->dt == EMBER_FLOAT32) col2im_f32(u, c0, c1);
+    else col2im_f64(u, c0, c1);
+}
+
+/* grain in rows so a task moves at least ~32K elements */
+static int64_t rows_grain(int64_t row_elems)
+{
+    int64_t gr = row_elems > 0 ? EMBER_PARALLEL_GRAIN / row_elems : 1;
+    return gr < 1 ? 1 : gr;
+}
+
+static void unfold(unfold_ctx *u)
+{
+    int64_t L = u->nb * u->g->Ho * u->g->Wo;
+    ember__parallel_for(u->g->K, rows_grain(L), im2col_range, u);
+}
+
+static void fold(unfold_ctx *u)
+{
+    int64_t per = u->g->kH * u->g->kW * u->nb * u->g->Ho * u->g->Wo;
+    ember__parallel_for(u->g->Cg, rows_grain(per), col2im_range, u);
+}
+
+/* (nb, O, HW) <-> (O, nb, HW) block moves between the output layout and the GEMM layout */
+static void to_gemm_layout(int es, const char *src, char *dst, int64_t nb, int64_t O, int64_t HW)
+{
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t o = 0; o < O; o++)
+            memcpy(dst + (o * nb + n) * HW * es, src + (n * O + o) * HW * es, (size_t)(HW * es));
+}
+
+static void from_gemm_layout(int es, const char *src, char *dst, int64_t nb, int64_t O, int64_t HW)
+{
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t o = 0; o < O; o++)
+            memcpy(dst + (n * O + o) * HW * es, src + (o * nb + n) * HW * es, (size_t)(HW * es));
+}
+
+/* 1x1 kernels with unit stride and no padding need no unfolding: the input planes are the columns */
+static bool is_pointwise(const conv_geom *g)
+{
+    return g->kH == 1 && g->kW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+/* ------------------------------------------------------------------ conv2d */
+
+typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
+
+/* One driver for the three products. a and b are the op's inputs:
+   FWD (x, w) -> y;  BWD_INPUT (gy, w) -> gx;  BWD_WEIGHT (x, gy) -> gw. */
+static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a, ember_tensor *b, ember_tensor *res)
+{
+    const int es = ember_dtype_size(cdt);
+    const int64_t HW = g->Ho * g->Wo, nbmax = chunk_of(g);
+    const bool pw = is_pointwise(g) && g->N == 1;
+    char *cols = NULL, *gl = NULL;
+    size_t cols_bytes = pw ? 0 : (size_t)(g->K * nbmax * HW * es);
+    size_t gl_bytes = (size_t)(g->O * nbmax * HW * es);
+    int rc = EMBER_OK;
+    if (cols_bytes && !(cols = ember__alloc(cols_bytes))) goto oom;
+    if (!(gl = ember__alloc(gl_bytes))) goto oom;
+    char *X = kind == CONV_BWD_INPUT ? ember__ptr(res) : ember__ptr(a);
+    const char *Wt = kind == CONV_FWD ? ember__ptr(b) : kind == CONV_BWD_INPUT ? ember__ptr(b) : NULL;
+    const char *GY = kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL;
+    if (kind == CONV_BWD_INPUT) memset(X, 0, (size_t)(res->numel * es));
+    for (int64_t n0 = 0; n0 < g->N; n0 += nbmax) {
+        int64_t nb = g->N - n0 < nbmax ? g->N - n0 : nbmax, L = nb * HW;
+        if (kind != CONV_FWD) to_gemm_layout(es, GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
+        for (int64_t gi = 0; gi < g->G; gi++) {
+            unfold_ctx u = {g, cdt, X, cols, n0, nb, gi};
+            /* the column matrix for this group: unfolded, or the input planes themselves */
+            char *colm = pw ? X + (n0 * g->C + gi * g->Cg) * HW * es : cols;
+            char *glg = gl + gi * g->Og * L * es;
+            const char *wg = Wt ? Wt + gi * g->Og * g->K * es : NULL;
+            switch (kind) {
+            case CONV_FWD:   /* y_g (Og x L) = w_g (Og x K) cols (K x L) */
+                if (!pw) unfold(&u);
+                gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
+                break;
+            case CONV_BWD_INPUT:   /* cols (K x L) = w_g^T gy_g; folded back into gx */
+                if (pw) {
+                    gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
+                } else {
+                    gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
+                    fold(&u);
+                }
+                break;
+            case CONV_BWD_WEIGHT:   /* gw_g (Og x K) += gy_g (Og x L) cols^T */
+                if (!pw) unfold(&u);
+                gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, n0 == 0 ? 0.0 : 1.0,
+                     ember__ptr(res) + gi * g->Og * g->K * es, g->K);
+                break;
+            }
+        }
+        if (kind == CONV_FWD) from_gemm_layout(es, gl, ember__ptr(res) + n0 * g->O * HW * es, nb, g->O, HW);
+    }
+    goto done;
+oom:
+    rc = ember__fail(EMBER_ERR_OOM, "conv2d: out of memory for a %lld x %lld column buffer", (long long)g->K,
+                     (long long)(nbmax * HW));
+done:
+    if (cols) ember__free(cols, cols_bytes);
+    if (gl) ember__free(gl, gl_bytes);
+    return rc;
+}
+
+static void conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const int64_t **pd, const int64_t **dl)
+{
+    *st = &at->i[0];
+    *pd = &at->i[2];
+    *dl = &at->i[4];
+}
+
+/* the shape a backward op produces, from attrs i[7] (ndim) and i[8..11] */
+static int attr_shape(const char *op, const ember_attrs *at, int64_t *shape)
+{
+    if (at->i[7] != 4)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: the result shape must be 4-D, got %lld dims", op,
+                           (long long)at->i[7]);
+    for (int d = 0; d < 4; d++) {
+        shape[d] = at->i[8 + d];
+        if (shape[d] < 0) return ember__fail(EMBER_ERR_SHAPE, "%s: negative size in the result shape", op);
+    }
+    return EMBER_OK;
+}
+
+static int conv_common(conv_kind kind, int op, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    const char *name = ember__ops[op].name;
+    const int64_t *st, *pd, *dl;
+    conv_attrs_unpack(at, &st, &pd, &dl);
+    ember_tensor *a = in[0], *b = in[1];
+    char sa[200], sb[200];
+    EMBER_TRY(need_4d(name, kind == CONV_BWD_INPUT ? "grad_output" : "input", a));
+    EMBER_TRY(need_4d(name, kind == CONV_FWD ? "weight" : kind == CONV_BWD_INPUT ? "weight" : "grad_output", b));
+    EMBER_TRY(need_float(name, "input", a));
+    EMBER_TRY(need_float(name, "weight", b));
+    if (a->dtype != b->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "%s: operands must share a dtype, got %s %s and %s %s", name,
+                           ember_dtype_name(a->dtype), ember__tshape(sa, a), ember_dtype_name(b->dtype),
+                           ember__tshape(sb, b));
+    int64_t xs[4], ws[4], ys[4], rs[4];
+    switch (kind) {
+    case CONV_FWD:
+        memcpy(xs, a->shape, sizeof xs);
+        memcpy(ws, b->shape, sizeof ws);
+        break;
+    case CONV_BWD_INPUT:
+        EMBER_TRY(attr_shape(name, at, xs));
+        memcpy(ws, b->shape, sizeof ws);
+        break;
+    case CONV_BWD_WEIGHT:
+        memcpy(xs, a->shape, sizeof xs);
+        EMBER_TRY(attr_shape(name, at, ws));
+        break;
+    }
+    conv_geom g;
+    EMBER_TRY(conv_geom_init(name, xs, ws, st, pd, dl, at->i[6], &g));
+    ys[0] = g.N, ys[1] = g.O, ys[2] = g.Ho, ys[3] = g.Wo;
+    const int64_t *gys = kind == CONV_BWD_INPUT ? a->shape : kind == CONV_BWD_WEIGHT ? b->shape : NULL;
+    if (gys && memcmp(gys, ys, sizeof ys) != 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output has shape %s but the convolution gives "
+                           "{%lld, %lld, %lld, %lld}", name, ember__tshape(sa, kind == CONV_BWD_INPUT ? a : b),
+                           (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3]);
+    memcpy(rs, kind == CONV_FWD ? ys : kind == CONV_BWD_INPUT ? xs : ws, sizeof rs);
+    int dt = a->dtype, cdt = compute_dtype(dt);
+    ember_tensor *ca = NULL, *cb = NULL, *res = NULL;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(4, rs, cdt, EMBER_CPU, &res));
+    if (res->numel == 0) goto ok;
+    if (g.N == 0 || g.K == 0 || g.Og == 0) {   /* an empty sum */
+        ember__fill_raw(res, 0);
+        goto ok;
+    }
+    EMBER_CHECK(contiguous_as(a, cdt, &ca));
+    EMBER_CHECK(contiguous_as(b, cdt, &cb));
+    EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
+ok:
+    rc = finish(res, dt, out);
+    res = NULL;
+done:
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    ember_tensor_release(res);
+    return rc;
+}
+
+int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    return conv_common(CONV_FWD, op, in, at, out);
+}
+
+int fwd_conv2d_backward_input(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    return conv_common(CONV_BWD_INPUT, op, in, at, out);
+}
+
+int fwd_conv2d_backward_weight(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    return conv_common(CONV_BWD_WEIGHT, op, in, at, out);
+}
+
+/* ------------------------------------------------------------------ pooling */
+
+typedef struct {
+    int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo;
+} pool_geom;
+
+static int pool_geom_init(const char *op, const int64_t *xs, const int64_t *k, const int64_t *st,
+                          const int64_t *pd, pool_geom *p)
+{
+    if (k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1 || pd[0] < 0 || pd[1] < 0)
+        return ember__fail(EMBER_ERR_ARG, "%s: kernel {%lld, %lld} and stride {%lld, %lld} must be positive and "
+                           "padding {%lld, %lld} non-negative", op, (long long)k[0], (long long)k[1],
+                           (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1]);
+    if (2 * pd[0] > k[0] || 2 * pd[1] > k[1])
+        return ember__fail(EMBER_ERR_ARG, "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}",
+                           op, (long long)pd[0], (long long)pd[1], (long long)k[0], (long long)k[1]);
+    p->N = xs[0], p->C = xs[1], p->H = xs[2], p->W = xs[3];
+    p->kh = k[0], p->kw = k[1], p->sh = st[0], p->sw = st[1], p->ph = pd[0], p->pw = pd[1];
+    p->Ho = out_size(p->H, p->kh, p->sh, p->ph, 1);
+    p->Wo = out_size(p->W, p->kw, p->sw, p->pw, 1);
+    if (p->Ho < 1 || p->Wo < 1)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input {%lld, %lld, %lld, %lld} padded by {%lld, %lld} is smaller "
+                           "than the kernel {%lld, %lld}", op, (long long)xs[0], (long long)xs[1],
+                           (long long)xs[2], (long long)xs[3], (long long)p->ph, (long long)p->pw,
+                           (long long)p->kh, (long long)p->kw);
+    return EMBER_OK;
+}
+
+typedef struct {
+    const pool_geom *p;
+    int dt;
+    const char *x;
+    char *y;
+    int64_t *idx;
+} pool_ctx;
+
+#define DEFINE_POOL(T, SUFFIX)                                                                 \
+    static void maxpool_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                    \
+    {                                                                                          \
+        const pool_geom *p = c->p;                                                             \
+        for (int64_t q = q0; q < q1; q++) {                                                    \
+            const T *x = (const T *)c->x + q * p->H * p->W;                                    \
+            T *y = (T *)c->y + q * p->Ho * p->Wo;                                              \
+            int64_t *ix = c->idx + q * p->Ho * p->Wo;                                          \
+            for (int64_t oh = 0; oh < p->Ho; oh++)                                             \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
+                    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;                  \
+                    int64_t h1 = h0 + p->kh < p->H ? h0 + p->kh : p->H;                        \
+                    int64_t w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;                        \
+                    if (h0 < 0) h0 = 0;                                                        \
+                    if (w0 < 0) w0 = 0;                                                        \
+                    T best = x[h0 * p->W + w0];                                                \
+                    int64_t at = h0 * p->W + w0;                                               \
+                    for (int64_t h = h0; h < h1; h++)                                          \
+                        for (int64_t w = w0; w < w1; w++) {                                    \
+                            T v = x[h * p->W + w];                                             \
+                            if (v > best || (v != v && best == best)) {                        \
+                                best = v;                                                      \
+                                at = h * p->W + w;                                             \
+                            }                                                                  \
+                        }                                                                      \
+                    y[oh * p->Wo + ow] = best;                                                 \
+                    ix[oh * p->Wo + ow] = at;                                                  \
+                }                                                                              \
+        }                                                                                      \
+    }                                                                                          \
+    static void maxpool_bwd_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                \
+    {                                                                                          \
+        const pool_geom *p = c->p;                                                             \
+        for (int64_t q = q0; q < q1; q++) {                                                    \
+            const T *g = (const T *)c->x + q * p->Ho * p->Wo;                                  \
+            const int64_t *ix = c->idx + q * p->Ho * p->Wo;                                    \
+            T *gx = (T *)c->y + q * p->H * p->W;                                               \
+            for (int64_t k = 0; k < p->Ho * p->Wo; k++) gx[ix[k]] += g[k];                     \
+        }                                                                                      \
+    }                                                                                          \
+    static void avgpool_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                    \
+    {                                                                                          \
+        const pool_geom *p = c->p;                                                             \
+        const T inv = (T)1 / (T)(p->kh * p->kw);                                               \
+        for (int64_t q = q0; q < q1; q++) {                                                    \
+            const T *x = (const T *)c->x + q * p->H * p->W;                                    \
+            T *y = (T *)c->y + q * p->Ho * p->Wo;                                              \
+            for (int64_t oh = 0; oh < p->Ho; oh++)                                             \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
+                    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;                  \
+                    int64_t h1 = h0 + p->kh < p->H ? h0 + p->kh : p->H;                        \
+                    int64_t w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;                        \
+                    if (h0 < 0) h0 = 0;                                                        \
+                    if (w0 < 0) w0 = 0;                                                        \
+                    T s = 0;                                                                   \
+                    for (int64_t h = h0; h < h1; h++)                                          \
+                        for (int64_t w = w0; w < w1; w++) s += x[h * p->W + w];                \
+                    y[oh * p->Wo + ow] = s * inv;                                              \
+                }                                                                              \
+        }                                                                                      \
+    }                                                                                          \
+    static void avgpool_bwd_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                \
+    {                                                                                          \
+        const pool_geom *p = c->p;                                                             \
+        const T inv = (T)1 / (T)(p->kh * p->kw);                                               \
+        for (int64_t q = q0; q < q1; q++) {                                                    \
+            const T *g = (const T *)c->x + q * p->Ho * p->Wo;                                  \
+            T *gx = (T *)c->y + q * p->H * p->W;                                               \
+            for (int64_t oh = 0; oh < p->Ho; oh++)                                             \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
+                    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;                  \
+                    int64_t h1 = h0 + p->kh < p->H ? h0 + p->kh : p->H;                        \
+                    int64_t w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;                        \
+                    if (h0 < 0) h0 = 0;                                                        \
+                    if (w0 < 0) w0 = 0;                                                        \
+                    T v = g[oh * p->Wo + ow] * inv;                                            \
+                    for (int64_t h = h0; h < h1; h++)                                          \
+                        for (int64_t w = w0; w < w1; w++) gx[h * p->W + w] += v;               \
+                }                                                                              \
+        }                                                                                      \
+    }
+
+DEFINE_POOL(float, f32)
+DEFINE_POOL(double, f64)
+
+enum { POOL_MAX, POOL_MAX_BWD, POOL_AVG, POOL_AVG_BWD };
+
+typedef struct {
+    pool_ctx c;
+    int kind;
+} pool_task;
+
+static void pool_range(void *ctx, int64_t q0, int64_t q1)
+{
+    const pool_task *t = ctx;
+    bool f = t->c.dt == EMBER_FLOAT32;
+    switch (t->kind) {
+    case POOL_MAX: f ? maxpool_f32(&t->c, q0, q1) : maxpool_f64(&t->c, q0, q1); break;
+    case POOL_MAX_BWD: f ? maxpool_bwd_f32(&t->c, q0, q1) : maxpool_bwd_f64(&t->c, q0, q1); break;
+    case POOL_AVG: f ? avgpool_f32(&t->c, q0, q1) : avgpool_f64(&t->c, q0, q1); break;
+    default: f ? avgpool_bwd_f32(&t->c, q0, q1) : avgpool_bwd_f64(&t->c, q0, q1); break;
+    }
+}
+
+static void pool_launch(pool_task *t)
+{
+    const pool_geom *p = t->c.p;
+    ember__parallel_for(p->N * p->C, rows_grain(p->H * p->W), pool_range, t);
+}
+
+int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *x = in[0];
+    EMBER_TRY(need_4d(name, "input", x));
+    EMBER_TRY(need_float(name, "input", x));
+    pool_geom p;
+    EMBER_TRY(pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], &p));
+    int dt = x->dtype, cdt = compute_dtype(dt), rc = EMBER_OK;
+    int64_t ys[4] = {p.N, p.C, p.Ho, p.Wo};
+    ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
+    EMBER_CHECK(ember__new(4, ys, cdt, EMBER_CPU, &y));
+    EMBER_CHECK(ember__new(4, ys, EMBER_INT64, EMBER_CPU, &ix));
+    if (y->numel > 0) {
+        EMBER_CHECK(contiguous_as(x, cdt, &cx));
+        pool_task t = {{&p, cdt, ember__ptr(cx), ember__ptr(y), (int64_t *)ember__ptr(ix)}, POOL_MAX};
+        pool_launch(&t);
+    }
+    rc = finish(y, dt, &out[0]);
+    y = NULL;
+    EMBER_CHECK(rc);
+    out[1] = ix;
+    ix = NULL;
+done:
+    ember_tensor_release(cx);
+    ember_tensor_release(y);
+    ember_tensor_release(ix);
+    return rc;
+}
+
+/* shared by the two pool adjoints: checks g against the pooled shape of x_shape */
+static int pool_bwd_geom(const char *name, ember_tensor *g, const ember_attrs *at, int64_t *xs, pool_geom *p)
+{
+    EMBER_TRY(need_4d(name, "grad_output", g));
+    EMBER_TRY(need_float(name, "grad_output", g));
+    EMBER_TRY(attr_shape(name, at, xs));
+    EMBER_TRY(pool_geom_init(name, xs, &at->i[0], &at->i[2], &at->i[4], p));
+    int64_t ys[4] = {p->N, p->C, p->Ho, p->Wo};
+    if (memcmp(g->shape, ys, sizeof ys) != 0) {
+        char s[200];
+        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output has shape %s but pooling gives {%lld, %lld, %lld, %lld}",
+                           name, ember__tshape(s, g), (long long)ys[0], (long long)ys[1], (long long)ys[2],
+                           (long long)ys[3]);
+    }
+    return EMBER_OK;
+}
+
+int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *g = in[0], *idx = in[1];
+    char s1[200], s2[200];
+    EMBER_TRY(need_4d(name, "grad_output", g));
+    EMBER_TRY(need_float(name, "grad_output", g));
+    int64_t xs[4];
+    EMBER_TRY(attr_shape(name, at, xs));
+    if (idx->dtype != EMBER_INT64 || idx->ndim != 4 || memcmp(idx->shape, g->shape, sizeof(int64_t) * 4) != 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: indices must be int64 of the grad_output's shape %s, got %s %s",
+                           name, ember__tshape(s1, g), ember_dtype_name(idx->dtype), ember__tshape(s2, idx));
+    if (g->shape[0] != xs[0] || g->shape[1] != xs[1])
+        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s and input {%lld, %lld, %lld, %lld} differ in N or C",
+                           name, ember__tshape(s1, g), (long long)xs[0], (long long)xs[1], (long long)xs[2],
+                           (long long)xs[3]);
+    /* each index names its input position: the window geometry is not needed */
+    pool_geom p = {.N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .Ho = g->shape[2], .Wo = g->shape[3]};
+    int dt = g->dtype, cdt = compute_dtype(dt), rc = EMBER_OK;
+    ember_tensor *cg = NULL, *ci = NULL, *gx = NULL;
+    EMBER_CHECK(ember__new(4, xs, cdt, EMBER_CPU, &gx));
+    EMBER_CHECK(ember__fill_raw(gx, 0));
+    if (g->numel > 0) {
+        EMBER_CHECK(contiguous_as(g, cdt, &cg));
+        EMBER_CHECK(contiguous_as(idx, EMBER_INT64, &ci));
+        const int64_t *ix = (const int64_t *)ember__ptr(ci), HWin = p.H * p.W;
+        for (int64_t k = 0; k < ci->numel; k++)   /* indices may come from anywhere: check them all */
+            if (ix[k] < 0 || ix[k] >= HWin) {
+                rc = ember__fail(EMBER_ERR_ARG, "%s: index %lld is outside a %lld x %lld plane", name,
+                                 (long long)ix[k], (long long)p.H, (long long)p.W);
+                goto done;
+            }
+        pool_task t = {{&p, cdt, ember__ptr(cg), ember__ptr(gx), (int64_t *)ix}, POOL_MAX_BWD};
+        pool_launch(&t);
+    }
+    rc = finish(gx, dt, out);
+    gx = NULL;
+done:
+    ember_tensor_release(cg);
+    ember_tensor_release(ci);
+    ember_tensor_release(gx);
+    return rc;
+}
+
+int fwd_avg_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *x = in[0];
+    EMBER_TRY(need_4d(name, "input", x));
+    EMBER_TRY(need_float(name, "input", x));
+    pool_geom p;
+    EMBER_TRY(pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], &p));
+    int dt = x->dtype, cdt = compute_dtype(dt), rc = EMBER_OK;
+    int64_t ys[4] = {p.N, p.C, p.Ho, p.Wo};
+    ember_tensor *cx = NULL, *y = NULL;
+    EMBER_CHECK(ember__new(4, ys, cdt, EMBER_CPU, &y));
+    if (y->numel > 0) {
+        EMBER_CHECK(contiguous_as(x, cdt, &cx));
+        pool_task t = {{&p, cdt, ember__ptr(cx), ember__ptr(y), NULL}, POOL_AVG};
+        pool_launch(&t);
+    }
+    rc = finish(y, dt, out);
+    y = NULL;
+done:
+    ember_tensor_release(cx);
+    ember_tensor_release(y);
+    return rc;
+}
+
+int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *g = in[0];
+    int64_t xs[4];
+    pool_geom p;
+    EMBER_TRY(pool_bwd_geom(name, g, at, xs, &p));
+    int dt = g->dtype, cdt = compute_dtype(dt), rc = EMBER_OK;
+    ember_tensor *cg = NULL, *gx = NULL;
+    EMBER_CHECK(ember__new(4, xs, cdt, EMBER_CPU, &gx));
+    EMBER_CHECK(ember__fill_raw(gx, 0));
+    if (g->numel > 0) {
+        EMBER_CHECK(contiguous_as(g, cdt, &cg));
+        pool_task t = {{&p, cdt, ember__ptr(cg), ember__ptr(gx), NULL}, POOL_AVG_BWD};
+        pool_launch(&t);
+    }
+    rc = finish(gx, dt, out);
+    gx = NULL;
+done:
+    ember_tensor_release(cg);
+    ember_tensor_release(gx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ public entry points */
+
+static void set_pairs(ember_attrs *at, const int64_t *a, const int64_t *b, const int64_t *c)
+{
+    memset(at, 0, sizeof *at);
+    at->i[0] = a[0], at->i[1] = a[1];
+    at->i[2] = b[0], at->i[3] = b[1];
+    if (c) at->i[4] = c[0], at->i[5] = c[1];
+}
+
+static int set_shape(ember_attrs *at, const char *op, const int64_t *shape)
+{
+    if (!shape) return ember__fail(EMBER_ERR_ARG, "%s: the result shape is NULL", op);
+    at->i[7] = 4;
+    for (int d = 0; d < 4; d++) at->i[8 + d] = shape[d];
+    return EMBER_OK;
+}
+
+#define NEED_ARGS(op, ...)                                                                     \
+    do {                                                                                       \
+        const void *args_[] = {__VA_ARGS__};                                                   \
+        for (size_t k_ = 0; k_ < sizeof args_ / sizeof args_[0]; k_++)                         \
+            if (!args_[k_]) return ember__fail(EMBER_ERR_ARG, "%s: an argument is NULL", op);  \
+    } while (0)
+
+int ember_conv2d(ember_tensor *x, ember_tensor *w, const int64_t *stride, const int64_t *padding,
+                 const int64_t *dilation, int64_t groups, ember_tensor **out)
+{
+    NEED_ARGS("conv2d", out, stride, padding, dilation);
+    ember_attrs at;
+    set_pairs(&at, stride, padding, dilation);
+    at.i[6] = groups;
+    ember_tensor *in[2] = {x, w};
+    return ember__dispatch(EMBER_OP_CONV2D, 2, in, &at, out);
+}
+
+int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
+{
+    NEED_ARGS("conv2d_backward_input", out, stride, padding, dilation);
+    ember_attrs at;
+    set_pairs(&at, stride, padding, dilation);
+    at.i[6] = groups;
+    EMBER_TRY(set_shape(&at, "conv2d_backward_input", x_shape));
+    ember_tensor *in[2] = {g, w};
+    return ember__dispatch(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, in, &at, out);
+}
+
+int ember_conv2d_backward_weight(ember_tensor *x, ember_tensor *g, const int64_t *w_shape, const int64_t *stride,
+                                 const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
+{
+    NEED_ARGS("conv2d_backward_weight", out, stride, padding, dilation);
+    ember_attrs at;
+    set_pairs(&at, stride, padding, dilation);
+    at.i[6] = groups;
+    EMBER_TRY(set_shape(&at, "conv2d_backward_weight", w_shape));
+    ember_tensor *in[2] = {x, g};
+    return ember__dispatch(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, in, &at, out);
+}
+
+int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                     ember_tensor **values, ember_tensor **indices)
+{
+    NEED_ARGS("max_pool2d", values, kernel, stride, padding);
+    ember_attrs at;
+    set_pairs(&at, kernel, stride, padding);
+    ember_tensor *in[1] = {x}, *res[2] = {NULL, NULL};
+    int rc = ember__dispatch(EMBER_OP_MAX_POOL2D, 1, in, &at, res);
+    *values = res[0];
+    if (indices) *indices = res[1];
+    else ember_tensor_release(res[1]);
+    return rc;
+}
+
+int ember_max_pool2d_backward(ember_tensor *g, ember_tensor *indices, const int64_t *x_shape, ember_tensor **out)
+{
+    NEED_ARGS("max_pool2d_backward", out);
+    ember_attrs at;
+    memset(&at, 0, sizeof at);
+    EMBER_TRY(set_shape(&at, "max_pool2d_backward", x_shape));
+    ember_tensor *in[2] = {g, indices};
+    return ember__dispatch(EMBER_OP_MAX_POOL2D_BACKWARD, 2, in, &at, out);
+}
+
+int ember_avg_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                     ember_tensor **out)
+{
+    NEED_ARGS("avg_pool2d", out, kernel, stride, padding);
+    ember_attrs at;
+    set_pairs(&at, kernel, stride, padding);
+    ember_tensor *in[1] = {x};
+    return ember__dispatch(EMBER_OP_AVG_POOL2D, 1, in, &at, out);
+}
+
+int ember_avg_pool2d_backward(ember_tensor *g, const int64_t *x_shape, const int64_t *kernel, const int64_t *stride,
+                              const int64_t *padding, ember_tensor **out)
+{
+    NEED_ARGS("avg_pool2d_backward", out, kernel, stride, padding);
+    ember_attrs at;
+    set_pairs(&at, kernel, stride, padding);
+    EMBER_TRY(set_shape(&at, "avg_pool2d_backward", x_shape));
+    ember_tensor *in[1] = {g};
+    return ember__dispatch(EMBER_OP_AVG_POOL2D_BACKWARD, 1, in, &at, out);
+}

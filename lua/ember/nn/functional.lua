@@ -1,0 +1,388 @@
+-- ember.nn.functional: stateless layers and losses. Every function here is a
+-- composition of recorded tensor ops or one of the C nn kernels (conv2d and
+-- pooling, whose adjoints are ops of their own), so gradients of any order
+-- come from the rule registry; nothing here keeps per-call state.
+--
+-- Options come in a last table, as in API.md: F.conv2d(x, w, b, {stride =,
+-- padding =, dilation =, groups =}). Spatial options take a number or an
+-- {h, w} pair. Losses reduce by mean unless {reduction = "sum" | "none"}.
+local ember = require("ember")
+local ffi = require("ffi")
+
+local C = ember._C
+local F = {}
+
+local function fail(op, fmt, ...)
+  error(("%s: " .. fmt):format(op, ...), 3)
+end
+
+local function shape_str(t)
+  return "{" .. table.concat(t:shape(), ", ") .. "}"
+end
+
+local function is_tensor(x) return ember.is_tensor(x) end
+
+local function need_tensor(op, what, x)
+  if not is_tensor(x) then fail(op, "%s must be a tensor, got %s", what, type(x)) end
+end
+
+local function opts_of(op, o, allowed)
+  if o == nil then return {} end
+  if type(o) ~= "table" or is_tensor(o) then fail(op, "options must be a table, got %s", type(o)) end
+  for k in pairs(o) do
+    if not allowed[k] then fail(op, "unknown option '%s'", tostring(k)) end
+  end
+  return o
+end
+
+-- a number or an {h, w} pair, into a fresh int64_t[2]
+local function pair(op, name, v, default)
+  if v == nil then v = default end
+  local p = ffi.new("int64_t[2]")
+  if type(v) == "number" then
+    p[0], p[1] = v, v
+  elseif type(v) == "table" and #v == 2 and type(v[1]) == "number" and type(v[2]) == "number" then
+    p[0], p[1] = v[1], v[2]
+  else
+    fail(op, "%s must be a number or an {h, w} pair, got %s", name, type(v))
+  end
+  for i = 0, 1 do
+    if p[i] ~= math.floor(tonumber(p[i])) then fail(op, "%s must be integral", name) end
+  end
+  return p
+end
+
+local function check(rc)
+  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
+end
+
+local out1 = ffi.new("ember_tensor*[1]")
+local out2 = ffi.new("ember_tensor*[2]")
+
+local function reduce(op, loss, reduction)
+  reduction = reduction or "mean"
+  if reduction == "mean" then return loss:mean() end
+  if reduction == "sum" then return loss:sum() end
+  if reduction == "none" then return loss end
+  fail(op, "reduction must be 'mean', 'sum' or 'none', got '%s'", tostring(reduction))
+end
+
+---------------------------------------------------------------- linear and conv
+function F.linear(x, w, b)
+  need_tensor("linear", "input", x)
+  need_tensor("linear", "weight", w)
+  if w:dim() ~= 2 then fail("linear", "weight must be 2-D {out, in}, got %s", shape_str(w)) end
+  local xs = x:shape()
+  if #xs == 0 or xs[#xs] ~= w:size(2) then
+    fail("linear", "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
+  end
+  local y = x:matmul(w:t())
+  if b ~= nil then
+    need_tensor("linear", "bias", b)
+    y = y + b
+  end
+  return y
+end
+
+local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
+function F.conv2d(x, w, b, opts)
+  if is_tensor(b) == false and type(b) == "table" and opts == nil then b, opts = nil, b end
+  need_tensor("conv2d", "input", x)
+  need_tensor("conv2d", "weight", w)
+  opts = opts_of("conv2d", opts, CONV_OPTS)
+  local groups = opts.groups or 1
+  if type(groups) ~= "number" then fail("conv2d", "groups must be a number, got %s", type(groups)) end
+  check(C.ember_conv2d(ember._ptr("conv2d", x, 1, 2), ember._ptr("conv2d", w, 2, 2),
+    pair("conv2d", "stride", opts.stride, 1), pair("conv2d", "padding", opts.padding, 0),
+    pair("conv2d", "dilation", opts.dilation, 1), groups, out1))
+  local y = ember._wrap(out1[0])
+  if b ~= nil then
+    need_tensor("conv2d", "bias", b)
+    if b:dim() ~= 1 or b:size(1) ~= w:size(1) then
+      fail("conv2d", "bias must have shape {%d}, got %s", w:size(1), shape_str(b))
+    end
+    y = y + b:view(1, -1, 1, 1)
+  end
+  return y
+end
+
+local POOL_OPTS = { stride = true, padding = true }
+local function pool_args(op, x, kernel, opts)
+  need_tensor(op, "input", x)
+  opts = opts_of(op, opts, POOL_OPTS)
+  local k = pair(op, "kernel", kernel)
+  return k, pair(op, "stride", opts.stride, kernel), pair(op, "padding", opts.padding, 0)
+end
+
+-- returns the pooled values and, when asked for, the int64 flat positions of the maxima
+function F.max_pool2d(x, kernel, opts, return_indices)
+  local k, s, p = pool_args("max_pool2d", x, kernel, opts)
+  check(C.ember_max_pool2d(ember._ptr("max_pool2d", x, 1, 2), k, s, p, out2, out2 + 1))
+  local y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
+  if return_indices then return y, idx end
+  return y
+end
+
+function F.avg_pool2d(x, kernel, opts)
+  local k, s, p = pool_args("avg_pool2d", x, kernel, opts)
+  check(C.ember_avg_pool2d(ember._ptr("avg_pool2d", x, 1, 2), k, s, p, out1))
+  return ember._wrap(out1[0])
+end
+
+---------------------------------------------------------------- activations
+function F.relu(x) return x:relu() end
+function F.gelu(x, opts) return x:gelu(opts) end
+function F.tanh(x) return x:tanh() end
+function F.sigmoid(x) return x:sigmoid() end
+function F.silu(x) return x:silu() end
+function F.softmax(x, dim) return x:softmax(dim) end
+function F.log_softmax(x, dim) return x:log_softmax(dim) end
+
+-- F.dropout(x, p = 0.5, training = true); also F.dropout(x, {p =, training =})
+function F.dropout(x, p, training)
+  if type(p) == "table" then p, training = p.p, p.training end
+  if type(training) == "table" then training = training.training end
+  p = p == nil and 0.5 or p
+  if type(p) ~= "number" or p < 0 or p > 1 then fail("dropout", "p must be in [0, 1], got %s", tostring(p)) end
+  need_tensor("dropout", "input", x)
+  if training == false or p == 0 then return x end
+  if p == 1 then return x * 0 end
+  local keep = ember.rand_like(x):ge(p)   -- drawn from the seeded generator
+  return x * keep:to(x.dtype) * (1 / (1 - p))
+end
+
+---------------------------------------------------------------- normalisation
+local LN_OPTS = { eps = true }
+function F.layer_norm(x, normalized_shape, w, b, opts)
+  need_tensor("layer_norm", "input", x)
+  if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+  if type(w) == "table" and not is_tensor(w) and b == nil and opts == nil then w, opts = nil, w end
+  if type(b) == "table" and not is_tensor(b) and opts == nil then b, opts = nil, b end
+  opts = opts_of("layer_norm", opts, LN_OPTS)
+  local xs, n = x:shape(), #normalized_shape
+  local ok = n <= #xs
+  for i = 1, n do ok = ok and xs[#xs - n + i] == normalized_shape[i] end
+  if not ok then
+    fail("layer_norm", "input %s does not end with normalized_shape {%s}", shape_str(x),
+      table.concat(normalized_shape, ", "))
+  end
+  local dims = {}
+  for i = 1, n do dims[i] = #xs - n + i end
+  local mean = x:mean(dims, true)
+  local xc = x - mean
+  local var = (xc * xc):mean(dims, true)
+  local y = xc * (var + (opts.eps or 1e-5)):rsqrt()
+  if w ~= nil then y = y * w end
+  if b ~= nil then y = y + b end
+  return y
+end
+
+local BN_OPTS = { training = true, momentum = true, eps = true }
+-- F.batch_norm(x, running_mean, running_var, weight?, bias?, {training =, momentum = 0.1, eps = 1e-5})
+-- Normalises over every dim but the channel dim 2. In training the batch
+-- statistics are used and the running ones (when given) updated in place with
+-- the unbiased variance, as in PyTorch.
+function F.batch_norm(x, running_mean, running_var, w, b, opts)
+  need_tensor("batch_norm", "input", x)
+  opts = opts_of("batch_norm", opts, BN_OPTS)
+  local nd = x:dim()
+  if nd < 2 then fail("batch_norm", "input must have at least 2 dims (N, C, ...), got %s", shape_str(x)) end
+  local Cn = x:size(2)
+  local shape = { 1, Cn }
+  for _ = 3, nd do shape[#shape + 1] = 1 end
+  local dims = { 1 }
+  for d = 3, nd do dims[#dims + 1] = d end
+  local eps, training = opts.eps or 1e-5, opts.training
+  if training == nil then training = running_mean == nil end
+  local mean, var
+  if training then
+    local count = x:numel() / Cn
+    if count <= 1 then
+      fail("batch_norm", "expected more than 1 value per channel when training, got input %s", shape_str(x))
+    end
+    mean = x:mean(dims, true)
+    local xc = x - mean
+    var = (xc * xc):mean(dims, true)
+    if running_mean ~= nil then
+      local m = opts.momentum or 0.1
+      ember.no_grad(function()
+        running_mean:mul_(1 - m):add_(mean:detach():view(Cn):to(running_mean.dtype) * m)
+        running_var:mul_(1 - m):add_(var:detach():view(Cn):to(running_var.dtype) * (m * count / (count - 1)))
+      end)
+    end
+    local y = xc * (var + eps):rsqrt()
+    if w ~= nil then y = y * w:view(shape) end
+    if b ~= nil then y = y + b:view(shape) end
+    return y
+  end
+  if running_mean == nil or running_var == nil then
+    fail("batch_norm", "running_mean and running_var are needed outside training")
+  end
+  mean, var = running_mean:view(shape), running_var:view(shape)
+  local y = (x - mean) * (var + eps):rsqrt()
+  if w ~= nil then y = y * w:view(shape) end
+  if b ~= nil then y = y + b:view(shape) end
+  return y
+end
+
+---------------------------------------------------------------- embedding
+-- idx: int64 or int32 1-based indices of any shape; weight {num, dim}
+function F.embedding(idx, weight)
+  need_tensor("embedding", "indices", idx)
+  need_tensor("embedding", "weight", weight)
+  if weight:dim() ~= 2 then fail("embedding", "weight must be 2-D {num, dim}, got %s", shape_str(weight)) end
+  if idx.dtype ~= "int64" and idx.dtype ~= "int32" then
+    fail("embedding", "indices must be int64 or int32, got %s", idx.dtype)
+  end
+  local s = idx:shape()
+  local flat = idx:reshape(-1)
+  local rows = weight:index_select(1, flat)
+  s[#s + 1] = weight:size(2)
+  return rows:view(s)
+end
+
+---------------------------------------------------------------- losses
+local LOSS_OPTS = { reduction = true, ignore_index = true, label_smoothing = true, weight = true }
+
+-- logits (N, C) or (N, C, d1, ...) or (C); labels int64 1-based of shape (N) / (N, d1, ...) / ()
+local function class_layout(op, x, labels)
+  need_tensor(op, "input", x)
+  need_tensor(op, "labels", labels)
+  if labels.dtype ~= "int64" and labels.dtype ~= "int32" then
+    fail(op, "labels must be int64 or int32 class indices (1-based), got %s", labels.dtype)
+  end
+  local xs, ls = x:shape(), labels:shape()
+  if #xs == 1 then
+    if #ls ~= 0 then fail(op, "input %s needs a 0-d label, got labels %s", shape_str(x), shape_str(labels)) end
+    return x:view(1, xs[1]), labels:view(1), xs[1]
+  end
+  local ok = #xs >= 2 and #ls == #xs - 1 and ls[1] == xs[1]
+  for d = 3, #xs do ok = ok and ls[d - 1] == xs[d] end
+  if not ok then
+    fail(op, "input %s and labels %s do not match (expected labels of shape {N, d1, ...} for input {N, C, d1, ...})",
+      shape_str(x), shape_str(labels))
+  end
+  local Cn = xs[2]
+  if #xs > 2 then   -- move the class dim last and flatten the rest
+    local perm = { 1 }
+    for d = 3, #xs do perm[#perm + 1] = d end
+    perm[#perm + 1] = 2
+    x = x:permute(perm):reshape(-1, Cn)
+  end
+  return x, labels:reshape(-1), Cn
+end
+
+local function check_labels(op, labels, Cn, ignore)
+  if labels:numel() == 0 then return end
+  local valid = labels
+  if ignore ~= nil then valid = ember.where(labels:eq(ignore), 1, labels) end
+  local lo, hi = valid:min():item(), valid:max():item()
+  if lo < 1 or hi > Cn then
+    fail(op, "label %d is out of range 1..%d (labels are 1-based class indices)", lo < 1 and lo or hi, Cn)
+  end
+end
+
+-- nll over rows of log-probabilities; the shared tail of nll_loss and cross_entropy
+local function nll(op, logp, labels, Cn, o)
+  local ignore = o.ignore_index
+  check_labels(op, labels, Cn, ignore)
+  local lab = labels:to("int64")
+  local mask
+  if ignore ~= nil then
+    mask = lab:ne(ignore)
+    lab = ember.where(mask, lab, 1)
+  end
+  local picked = logp:gather(2, lab:view(-1, 1)):view(-1)
+  local loss = -picked
+  local wsum
+  if o.weight ~= nil then
+    local wl = o.weight:index_select(1, lab)
+    if mask then wl = wl * mask:to(wl.dtype) end
+    loss = loss * wl
+    wsum = wl:sum()
+  elseif mask then
+    local mf = mask:to(loss.dtype)
+    loss = loss * mf
+    wsum = mf:sum()
+  end
+  if (o.reduction or "mean") == "mean" and wsum then return loss:sum() / wsum end
+  return reduce(op, loss, o.reduction)
+end
+
+function F.nll_loss(logp, labels, opts)
+  local o = opts_of("nll_loss", opts, LOSS_OPTS)
+  local x, lab, Cn = class_layout("nll_loss", logp, labels)
+  local loss = nll("nll_loss", x, lab, Cn, o)
+  if o.reduction == "none" then return loss:view(labels:shape()) end
+  return loss
+end
+
+-- F.cross_entropy(logits, labels, {reduction =, ignore_index =, label_smoothing =, weight =})
+-- labels are int64 class indices, 1-based.
+function F.cross_entropy(logits, labels, opts)
+  local o = opts_of("cross_entropy", opts, LOSS_OPTS)
+  local x, lab, Cn = class_layout("cross_entropy", logits, labels)
+  local logp = x:log_softmax(2)
+  local ls = o.label_smoothing or 0
+  if ls == 0 then
+    local loss = nll("cross_entropy", logp, lab, Cn, o)
+    if o.reduction == "none" then return loss:view(labels:shape()) end
+    return loss
+  end
+  if type(ls) ~= "number" or ls < 0 or ls > 1 then
+    fail("cross_entropy", "label_smoothing must be in [0, 1], got %s", tostring(ls))
+  end
+  if o.weight ~= nil or o.ignore_index ~= nil then
+    fail("cross_entropy", "label_smoothing does not combine with weight or ignore_index yet")
+  end
+  local hard = nll("cross_entropy", logp, lab, Cn, { reduction = "none" })
+  local smooth = -logp:mean(2)
+  local loss = hard * (1 - ls) + smooth * ls
+  if o.reduction == "none" then return loss:view(labels:shape()) end
+  return reduce("cross_entropy", loss, o.reduction)
+end
+
+function F.mse_loss(a, b, opts)
+  need_tensor("mse_loss", "input", a)
+  need_tensor("mse_loss", "target", b)
+  local o = opts_of("mse_loss", opts, { reduction = true })
+  local d = a - b
+  return reduce("mse_loss", d * d, o.reduction)
+end
+
+function F.l1_loss(a, b, opts)
+  local o = opts_of("l1_loss", opts, { reduction = true })
+  return reduce("l1_loss", (a - b):abs(), o.reduction)
+end
+
+-- binary cross-entropy on logits (numerically stable)
+function F.binary_cross_entropy_with_logits(x, y, opts)
+  local o = opts_of("binary_cross_entropy_with_logits", opts, { reduction = true })
+  local loss = x:relu() - x * y + (-x:abs()):exp():add(1):log()
+  return reduce("binary_cross_entropy_with_logits", loss, o.reduction)
+end
+
+---------------------------------------------------------------- attention
+-- q (..., Lq, d), k (..., Lk, d), v (..., Lk, dv). mask: bool (true = masked out,
+-- as PyTorch's attn_mask) or an additive float tensor; is_causal masks j > i.
+function F.scaled_dot_product_attention(q, k, v, opts)
+  opts = opts or {}
+  local d = q:size(-1)
+  local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(d))
+  local Lq, Lk = q:size(-2), k:size(-2)
+  if opts.is_causal then
+    local i = ember.arange(Lq):view(Lq, 1)
+    local j = ember.arange(Lk):view(1, Lk)
+    scores = ember.where(j:gt(i), -math.huge, scores)
+  end
+  local m = opts.attn_mask
+  if m ~= nil then
+    if m.dtype == "bool" then scores = ember.where(m, -math.huge, scores)
+    else scores = scores + m end
+  end
+  local attn = scores:softmax(-1)
+  if opts.dropout and opts.dropout > 0 and opts.training ~= false then attn = F.dropout(attn, opts.dropout) end
+  return attn:matmul(v), attn
+end
+
+return F
