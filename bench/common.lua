@@ -25,6 +25,16 @@ function M.time(fn, iters, reps)
   return t[math.floor(#t / 2) + 1]
 end
 
+-- peak resident set size of this process in MB (VmHWM from /proc)
+function M.peak_rss_mb()
+  local f = io.open("/proc/self/status", "r")
+  if not f then return -1 end
+  local s = f:read("*a")
+  f:close()
+  local kb = s:match("VmHWM:%s*(%d+)")
+  return kb and tonumber(kb) / 1024 or -1
+end
+
 function M.json(tbl)
   local keys = {}
   for k in pairs(tbl) do keys[#keys + 1] = k end
