@@ -1,4 +1,4 @@
-/* alloc.c: the host allocator. Blocks up to 1 MiB come from power-of-two size
+/* alloc.c: the host allocator. Blocks up to 64 MiB come from power-of-two size
    classes whose freed blocks are kept for reuse (a small caching allocator), so
    a loop of small tensors does not call malloc each time; larger blocks go to
    the C library directly. Also the counters behind ember_memory_stats(). */
@@ -8,8 +8,8 @@
 #include <string.h>
 
 #define MIN_CLASS 6    /* 64 B */
-#define MAX_CLASS 20   /* 1 MiB */
-#define CACHE_LIMIT ((size_t)64 << 20)
+#define MAX_CLASS 26   /* 64 MiB */
+#define CACHE_LIMIT ((size_t)256 << 20)
 
 typedef struct free_block { struct free_block *next; } free_block;
 

@@ -186,7 +186,30 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
             memcpy(d, s, (size_t)(n * ds));
             return;
         }
-        for (int64_t i = 0; i < n; i++) memcpy(d + i * dstride * ds, s + i * sstride * ss, (size_t)ds);
+        switch (ds) {   /* strided moves by width: a transpose is one of these */
+        case 1: for (int64_t i = 0; i < n; i++) ((uint8_t *)d)[i * dstride] = ((const uint8_t *)s)[i * sstride]; return;
+        case 2: for (int64_t i = 0; i < n; i++) ((uint16_t *)d)[i * dstride] = ((const uint16_t *)s)[i * sstride]; return;
+        case 4: for (int64_t i = 0; i < n; i++) ((uint32_t *)d)[i * dstride] = ((const uint32_t *)s)[i * sstride]; return;
+        case 8: for (int64_t i = 0; i < n; i++) ((uint64_t *)d)[i * dstride] = ((const uint64_t *)s)[i * sstride]; return;
+        default:
+            for (int64_t i = 0; i < n; i++) memcpy(d + i * dstride * ds, s + i * sstride * ss, (size_t)ds);
+            return;
+        }
+    }
+    /* masks into floats (the gradient of relu, dropout, comparisons) */
+    if ((sdt == EMBER_BOOL || sdt == EMBER_UINT8) && (ddt == EMBER_FLOAT32 || ddt == EMBER_FLOAT64)) {
+        const uint8_t *u = (const uint8_t *)s;
+        if (ddt == EMBER_FLOAT32)
+            for (int64_t i = 0; i < n; i++) ((float *)d)[i * dstride] = (float)u[i * sstride];
+        else
+            for (int64_t i = 0; i < n; i++) ((double *)d)[i * dstride] = (double)u[i * sstride];
+        return;
+    }
+    if ((sdt == EMBER_INT64 || sdt == EMBER_INT32) && ddt == EMBER_FLOAT32) {
+        if (sdt == EMBER_INT64)
+            for (int64_t i = 0; i < n; i++) ((float *)d)[i * dstride] = (float)((const int64_t *)s)[i * sstride];
+        else
+            for (int64_t i = 0; i < n; i++) ((float *)d)[i * dstride] = (float)((const int32_t *)s)[i * sstride];
         return;
     }
     /* int64 <-> int64-like paths keep full precision */

@@ -18,23 +18,28 @@ static pthread_t workers[MAX_THREADS];
 static int n_workers = -1;     /* -1: not started */
 static int n_threads = 1;      /* workers + the caller */
 static uint64_t generation;
-static int busy;               /* workers still on the current job */
-static int in_parallel;
+static _Thread_local int in_parallel;
 
-static struct {
+/* One parallel_for call. It lives on the caller's stack; workers join it
+   only while it is `current` (under mu), so a worker that wakes late never
+   touches a job that has already returned. */
+typedef struct job {
     ember__range_fn fn;
     void *ctx;
     int64_t n, chunk;
     atomic_llong next;
-} job;
+    int seats;    /* workers that may still join */
+    int active;   /* workers inside run_chunks */
+} job_t;
+static job_t *current;   /* guarded by mu */
 
-static void run_chunks(void)
+static void run_chunks(job_t *j)
 {
     for (;;) {
-        int64_t b = atomic_fetch_add(&job.next, job.chunk);
-        if (b >= job.n) return;
-        int64_t e = b + job.chunk < job.n ? b + job.chunk : job.n;
-        job.fn(job.ctx, b, e);
+        int64_t b = atomic_fetch_add(&j->next, j->chunk);
+        if (b >= j->n) return;
+        int64_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+        j->fn(j->ctx, b, e);
     }
 }
 
@@ -42,14 +47,19 @@ static void *worker_main(void *arg)
 {
     EMBER_UNUSED(arg);
     uint64_t seen = 0;
+    in_parallel = 1;   /* kernels a worker runs never fan out again */
     pthread_mutex_lock(&mu);
     for (;;) {
         while (generation == seen) pthread_cond_wait(&wake, &mu);
         seen = generation;
+        job_t *j = current;
+        if (!j || j->seats == 0) continue;
+        j->seats--;
+        j->active++;
         pthread_mutex_unlock(&mu);
-        run_chunks();
+        run_chunks(j);
         pthread_mutex_lock(&mu);
-        if (--busy == 0) pthread_cond_signal(&done_cv);
+        if (--j->active == 0) pthread_cond_broadcast(&done_cv);
     }
     return NULL;
 }
@@ -109,20 +119,24 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     /* a few chunks per thread balance uneven cores without much overhead */
     int64_t chunk = (n + (int64_t)use * 4 - 1) / ((int64_t)use * 4);
     if (chunk < grain) chunk = grain;
-    in_parallel = 1;
+    job_t j = {fn, ctx, n, chunk, 0, use - 1, 0};
     pthread_mutex_lock(&mu);
-    job.fn = fn;
-    job.ctx = ctx;
-    job.n = n;
-    job.chunk = chunk;
-    atomic_store(&job.next, 0);
-    busy = n_workers;
+    if (current) {   /* another thread's job holds the pool: run this one inline */
+        pthread_mutex_unlock(&mu);
+        fn(ctx, 0, n);
+        return;
+    }
+    current = &j;
     generation++;
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&mu);
-    run_chunks();
-    pthread_mutex_lock(&mu);
-    while (busy > 0) pthread_cond_wait(&done_cv, &mu);
-    pthread_mutex_unlock(&mu);
+    in_parallel = 1;
+    run_chunks(&j);
     in_parallel = 0;
+    /* every chunk is claimed: close the job to late wakers, then wait only
+       for the workers that joined and are still finishing a chunk */
+    pthread_mutex_lock(&mu);
+    current = NULL;
+    while (j.active > 0) pthread_cond_wait(&done_cv, &mu);
+    pthread_mutex_unlock(&mu);
 }

@@ -54,7 +54,7 @@ return function(ember)
   local out1 = ffi_new("ember_tensor *[1]")
   local out2 = ffi_new("ember_tensor *[2]")
   local release = C.ember_tensor_release
-  local gc_limit = 256 * 2 ^ 20
+  local gc_limit = 24 * 2 ^ 20
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
 
@@ -73,15 +73,21 @@ return function(ember)
   end
   ember._sweep = sweep
 
-  -- Tensor bytes live in C where the Lua GC cannot see them: past a limit a
-  -- full collection and a sweep run (torch7's approach); the limit follows the heap.
+  -- Tensor bytes live in C where the Lua GC cannot see them (torch7's
+  -- problem): once the C bytes allocated since the last sweep pass a budget,
+  -- a full collection and a sweep run, so dead tensors go back to the
+  -- allocator's cache and are reused while still warm. The budget is 24 MB,
+  -- or twice the Lua heap when that is larger (a collection costs time in
+  -- proportion to the Lua heap); it does not grow with the live C bytes, so
+  -- a large data set in memory does not let garbage pile up.
+  local gc_budget = 24 * 2 ^ 20
   local function gc_pressure()
     local used = tonumber(C.ember_bytes_in_use())
     if used > gc_limit then
       collectgarbage()
       sweep()
       used = tonumber(C.ember_bytes_in_use())
-      gc_limit = math.max(256 * 2 ^ 20, used * 2)
+      gc_limit = used + math.max(gc_budget, collectgarbage("count") * 2048)
     end
   end
   ember._gc_pressure = gc_pressure

@@ -66,6 +66,25 @@ static inline int64_t ipow(int64_t x, int64_t y)
     static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
         EMBER_UNUSED(ctx);                                                                 \
+        const int64_t z = (int64_t)sizeof(T);                                              \
+        if (s[0] == 1 && s[1] == z && (s[2] == z || s[2] == 0)) {                          \
+            uint8_t *restrict o = (uint8_t *)p[0];                                         \
+            const T *restrict a = (const T *)p[1];                                         \
+            if (s[2] == 0) {                                                               \
+                const T y = *(const T *)p[2];                                              \
+                for (int64_t i = 0; i < n; i++) {                                          \
+                    T x = a[i];                                                            \
+                    o[i] = (uint8_t)(EXPR);                                                \
+                }                                                                          \
+            } else {                                                                       \
+                const T *restrict b = (const T *)p[2];                                     \
+                for (int64_t i = 0; i < n; i++) {                                          \
+                    T x = a[i], y = b[i];                                                  \
+                    o[i] = (uint8_t)(EXPR);                                                \
+                }                                                                          \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
         for (int64_t i = 0; i < n; i++) {                                                  \
             T x = *(const T *)(p[1] + i * s[1]), y = *(const T *)(p[2] + i * s[2]);        \
             *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)(EXPR);                               \
@@ -244,10 +263,26 @@ typedef struct {
     int dt, cdt;
 } where_ctx;
 
+/* typed selection for 1-byte conditions (bool, uint8) and 4- or 8-byte values */
+#define WHERE_TYPED(T)                                                                     \
+    for (int64_t i = 0; i < n; i++)                                                        \
+        *(T *)(p[0] + i * s[0]) = p[1][i * s[1]] ? *(const T *)(p[2] + i * s[2])           \
+                                                 : *(const T *)(p[3] + i * s[3]);
+
 static void where_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const where_ctx *c = vctx;
     int es = ember_dtype_size(c->dt);
+    if (c->cdt == EMBER_BOOL || c->cdt == EMBER_UINT8) {
+        if (es == 4) {
+            WHERE_TYPED(uint32_t)
+            return;
+        }
+        if (es == 8) {
+            WHERE_TYPED(uint64_t)
+            return;
+        }
+    }
     for (int64_t i = 0; i < n; i++) {
         bool cond = ember__load(p[1] + i * s[1], c->cdt) != 0;
         memcpy(p[0] + i * s[0], cond ? p[2] + i * s[2] : p[3] + i * s[3], (size_t)es);

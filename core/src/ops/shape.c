@@ -295,6 +295,17 @@ int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs
         const int64_t *p = (const int64_t *)ember__ptr(ix);
         int es = ember_dtype_size(a->dtype);
         char *dst = ember__ptr(*out), *src = a->storage->data;
+        if (a->is_contiguous) {   /* rows of `inner` elements: one memcpy each (a batch of images) */
+            int64_t outer = 1, inner = 1, n = ix->numel;
+            for (int d = 0; d < dim; d++) outer *= a->shape[d];
+            for (int d = dim + 1; d < a->ndim; d++) inner *= a->shape[d];
+            size_t row = (size_t)(inner * es);
+            const char *base = src + a->offset * es;
+            for (int64_t o = 0; o < outer; o++)
+                for (int64_t k = 0; k < n; k++)
+                    memcpy(dst + (o * n + k) * row, base + (o * a->shape[dim] + p[k]) * row, row);
+            goto done;
+        }
         int64_t pos[EMBER_MAX_DIMS] = {0};
         for (int64_t i = 0; i < (*out)->numel; i++) {
             int64_t keep = pos[dim];
