@@ -1,0 +1,658 @@
+-- ember.save / ember.load: tensors in the safetensors format, written
+-- atomically and read defensively. A small strict JSON codec lives here too
+-- (the header is the only JSON the package needs). Not a general archive
+-- format: values are flat name -> tensor tables, metadata is string -> string.
+--
+-- File layout (little-endian): u64 N | N bytes of JSON header, padded with
+-- spaces to a multiple of 8 | the raw tensor bytes, tiled in header order.
+local ffi = require("ffi")
+local bit = require("bit")
+
+-- libc through renamed symbols, so the declarations never clash with another
+-- module's (a function may be declared any number of times; pcall all the same).
+pcall(ffi.cdef, [[
+int ember_io_open(const char *path, int flags, int mode) __asm__("open");
+int ember_io_close(int fd) __asm__("close");
+long ember_io_write(int fd, const void *buf, size_t n) __asm__("write");
+long ember_io_pread(int fd, void *buf, size_t n, int64_t off) __asm__("pread64");
+int64_t ember_io_lseek(int fd, int64_t off, int whence) __asm__("lseek64");
+int ember_io_fsync(int fd) __asm__("fsync");
+int ember_io_rename(const char *from, const char *to) __asm__("rename");
+int ember_io_unlink(const char *path) __asm__("unlink");
+int ember_io_getpid(void) __asm__("getpid");
+char *ember_io_strerror(int errnum) __asm__("strerror");
+]])
+
+-- Linux open(2) flags (identical on x86-64 and arm64)
+local O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_TRUNC = 0, 1, 0x40, 0x80, 0x200
+local O_CLOEXEC, O_DIRECTORY = 0x80000, 0x10000
+local EINTR, EEXIST = 4, 17
+local SEEK_END = 2
+local MAX_HEADER = 100 * 1000 * 1000
+local MAX_INT = 2 ^ 53
+
+local byte, char, sub, find, format = string.byte, string.char, string.sub, string.find,
+  string.format
+local concat, sort = table.concat, table.sort
+local floor = math.floor
+
+---------------------------------------------------------------- JSON
+-- Strict RFC 8259: no comments, no trailing commas, no NaN, no leading zeros,
+-- no control characters in strings, no lone surrogates, no duplicate keys.
+-- Objects decode to tables with the OBJECT metatable, arrays to lists with
+-- ARRAY (so {} and [] stay apart), null to json.null.
+local json = {}
+local OBJECT = { __name = "json object" }
+local ARRAY = { __name = "json array" }
+json.null = setmetatable({}, { __tostring = function() return "null" end })
+json.OBJECT, json.ARRAY = OBJECT, ARRAY
+local MAX_DEPTH = 64
+
+local ESCAPES = { [34] = '"', [92] = "\\", [47] = "/", [98] = "\b", [102] = "\f", [110] = "\n",
+  [114] = "\r", [116] = "\t" }
+
+local function utf8_char(cp)
+  if cp < 0x80 then return char(cp) end
+  if cp < 0x800 then return char(0xC0 + floor(cp / 64), 0x80 + cp % 64) end
+  if cp < 0x10000 then
+    return char(0xE0 + floor(cp / 4096), 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+  end
+  return char(0xF0 + floor(cp / 262144), 0x80 + floor(cp / 4096) % 64,
+    0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+-- Raises a string "invalid JSON: <what> at byte <k>" (level 0: no position prefix).
+function json.decode(s)
+  if type(s) ~= "string" then error("invalid JSON: expected a string, got " .. type(s), 0) end
+  local pos, len, depth = 1, #s, 0
+
+  local function fail(what, at)
+    error(format("invalid JSON: %s at byte %d", what, at or pos), 0)
+  end
+  local function skip_ws()
+    pos = find(s, "[^ \t\r\n]", pos) or len + 1
+  end
+
+  local function parse_string()
+    local i = pos + 1   -- s[pos] is the opening quote
+    local parts, np = {}, 0
+    while true do
+      local j = find(s, '["\\%z\1-\31]', i)
+      if not j then fail("unterminated string", pos) end
+      if j > i then np = np + 1; parts[np] = sub(s, i, j - 1) end
+      local c = byte(s, j)
+      if c == 34 then
+        pos = j + 1
+        return concat(parts)
+      elseif c == 92 then
+        local e = byte(s, j + 1)
+        if e == 117 then   -- \uXXXX
+          local hex = sub(s, j + 2, j + 5)
+          if not find(hex, "^%x%x%x%x$") then fail("bad \\u escape", j) end
+          local cp = tonumber(hex, 16)
+          i = j + 6
+          if cp >= 0xD800 and cp <= 0xDBFF then
+            local lo = sub(s, i, i + 1) == "\\u" and sub(s, i + 2, i + 5)
+            local lcp = lo and find(lo, "^%x%x%x%x$") and tonumber(lo, 16)
+            if not lcp or lcp < 0xDC00 or lcp > 0xDFFF then fail("lone surrogate", j) end
+            cp = 0x10000 + (cp - 0xD800) * 1024 + (lcp - 0xDC00)
+            i = i + 6
+          elseif cp >= 0xDC00 and cp <= 0xDFFF then
+            fail("lone surrogate", j)
+          end
+          np = np + 1; parts[np] = utf8_char(cp)
+        else
+          local r = e and ESCAPES[e]
+          if not r then fail("bad escape", j) end
+          np = np + 1; parts[np] = r
+          i = j + 2
+        end
+      else
+        fail("control character in string", j)
+      end
+    end
+  end
+
+  local function parse_number()
+    local start = pos
+    local i = pos
+    if byte(s, i) == 45 then i = i + 1 end   -- -
+    local c = byte(s, i)
+    if c == 48 then   -- 0: no leading zeros
+      i = i + 1
+    elseif c and c >= 49 and c <= 57 then
+      local _, e = find(s, "^%d+", i)
+      i = e + 1
+    else
+      fail("bad number", start)
+    end
+    if byte(s, i) == 46 then   -- .
+      local _, e = find(s, "^%d+", i + 1)
+      if not e then fail("bad number", start) end
+      i = e + 1
+    end
+    c = byte(s, i)
+    if c == 101 or c == 69 then   -- e E
+      i = i + 1
+      c = byte(s, i)
+      if c == 43 or c == 45 then i = i + 1 end
+      local _, e = find(s, "^%d+", i)
+      if not e then fail("bad number", start) end
+      i = e + 1
+    end
+    pos = i
+    local v = tonumber(sub(s, start, i - 1))
+    if not v or v ~= v or v == math.huge or v == -math.huge then fail("number out of range", start) end
+    return v
+  end
+
+  local parse_value
+  local function parse_array()
+    depth = depth + 1
+    if depth > MAX_DEPTH then fail("nesting deeper than " .. MAX_DEPTH) end
+    local t, n = setmetatable({}, ARRAY), 0
+    pos = pos + 1
+    skip_ws()
+    if byte(s, pos) == 93 then pos = pos + 1; depth = depth - 1; return t end
+    while true do
+      n = n + 1
+      t[n] = parse_value()
+      skip_ws()
+      local c = byte(s, pos)
+      if c == 93 then pos = pos + 1; depth = depth - 1; return t end
+      if c ~= 44 then fail("expected ',' or ']'") end
+      pos = pos + 1
+      skip_ws()
+    end
+  end
+  local function parse_object()
+    depth = depth + 1
+    if depth > MAX_DEPTH then fail("nesting deeper than " .. MAX_DEPTH) end
+    local t = setmetatable({}, OBJECT)
+    pos = pos + 1
+    skip_ws()
+    if byte(s, pos) == 125 then pos = pos + 1; depth = depth - 1; return t end
+    while true do
+      if byte(s, pos) ~= 34 then fail("expected a string key") end
+      local kpos = pos
+      local k = parse_string()
+      if rawget(t, k) ~= nil then fail(format("duplicate key %q", k), kpos) end
+      skip_ws()
+      if byte(s, pos) ~= 58 then fail("expected ':'") end
+      pos = pos + 1
+      skip_ws()
+      rawset(t, k, parse_value())
+      skip_ws()
+      local c = byte(s, pos)
+      if c == 125 then pos = pos + 1; depth = depth - 1; return t end
+      if c ~= 44 then fail("expected ',' or '}'") end
+      pos = pos + 1
+      skip_ws()
+    end
+  end
+
+  function parse_value()
+    local c = byte(s, pos)
+    if c == 123 then return parse_object()
+    elseif c == 91 then return parse_array()
+    elseif c == 34 then return parse_string()
+    elseif c == 45 or (c and c >= 48 and c <= 57) then return parse_number()
+    elseif c == 116 and sub(s, pos, pos + 3) == "true" then pos = pos + 4; return true
+    elseif c == 102 and sub(s, pos, pos + 4) == "false" then pos = pos + 5; return false
+    elseif c == 110 and sub(s, pos, pos + 3) == "null" then pos = pos + 4; return json.null
+    elseif c == nil then fail("unexpected end")
+    end
+    fail("unexpected character " .. format("%q", char(c)))
+  end
+
+  skip_ws()
+  local v = parse_value()
+  skip_ws()
+  if pos <= len then fail("trailing characters") end
+  return v
+end
+
+-- Whether s is valid UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF):
+-- a safetensors header must be, or other readers refuse the file.
+local function valid_utf8(s)
+  if not find(s, "[\128-\255]") then return true end
+  local i, n = 1, #s
+  while i <= n do
+    local c = byte(s, i)
+    local need, lo, hi = 0, 0x80, 0xBF
+    if c < 0x80 then need = 0
+    elseif c >= 0xC2 and c <= 0xDF then need = 1
+    elseif c >= 0xE0 and c <= 0xEF then
+      need = 2
+      if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
+    elseif c >= 0xF0 and c <= 0xF4 then
+      need = 3
+      if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+    else
+      return false
+    end
+    for k = 1, need do
+      local cc = byte(s, i + k)
+      if not cc or cc < (k == 1 and lo or 0x80) or cc > (k == 1 and hi or 0xBF) then return false end
+    end
+    i = i + need + 1
+  end
+  return true
+end
+json.valid_utf8 = valid_utf8
+
+local function encode_string(s)
+  return '"' .. s:gsub('[%z\1-\31"\\]', function(c)
+    local b = byte(c)
+    if b == 34 then return '\\"' elseif b == 92 then return "\\\\"
+    elseif b == 10 then return "\\n" elseif b == 9 then return "\\t" elseif b == 13 then return "\\r"
+    end
+    return format("\\u%04x", b)
+  end) .. '"'
+end
+json.encode_string = encode_string
+
+-- Compact encoding. Tables with the ARRAY metatable, or a [1], are arrays; the
+-- rest are objects, written with their keys sorted (deterministic output).
+function json.encode(v, depth)
+  depth = depth or 0
+  if depth > MAX_DEPTH then error("json.encode: nesting deeper than " .. MAX_DEPTH, 0) end
+  local tv = type(v)
+  if v == json.null or v == nil then return "null"
+  elseif tv == "boolean" then return v and "true" or "false"
+  elseif tv == "string" then return encode_string(v)
+  elseif tv == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then error("json.encode: cannot encode " .. v, 0) end
+    if v == floor(v) and v >= -MAX_INT and v <= MAX_INT then return format("%.0f", v) end
+    return format("%.17g", v)
+  elseif tv == "table" then
+    local parts, mt = {}, getmetatable(v)
+    if mt == ARRAY or (mt ~= OBJECT and v[1] ~= nil) then
+      for i = 1, #v do parts[i] = json.encode(v[i], depth + 1) end
+      return "[" .. concat(parts, ",") .. "]"
+    end
+    local keys = {}
+    for k in pairs(v) do
+      if type(k) ~= "string" then error("json.encode: object keys must be strings", 0) end
+      keys[#keys + 1] = k
+    end
+    sort(keys)
+    for i, k in ipairs(keys) do parts[i] = encode_string(k) .. ":" .. json.encode(v[k], depth + 1) end
+    return "{" .. concat(parts, ",") .. "}"
+  end
+  error("json.encode: cannot encode a " .. tv, 0)
+end
+
+---------------------------------------------------------------- the module
+return function(ember)
+  local C = ember._C
+  local M = { json = json, MAX_HEADER = MAX_HEADER }
+
+  -- safetensors dtype <-> ember dtype
+  local ST_TO_EMBER = { F32 = "float32", F64 = "float64", F16 = "float16", BF16 = "bfloat16",
+    I32 = "int32", I64 = "int64", U8 = "uint8", BOOL = "bool" }
+  local EMBER_TO_ST = {}
+  for k, v in pairs(ST_TO_EMBER) do EMBER_TO_ST[v] = k end
+  M.DTYPES = ST_TO_EMBER
+  local DTYPE_ID = ember._DTYPE_ID
+  local UINT8, BOOL = DTYPE_ID.uint8, DTYPE_ID.bool
+
+  local out1 = ffi.new("ember_tensor *[1]")
+  local shape_buf = ffi.new("int64_t[8]")
+
+  local function errstr(e) return ffi.string(C.ember_io_strerror(e or ffi.errno())) end
+
+  local function tensor_ptr(v)
+    if type(v) == "table" then
+      local c = rawget(v, "_c")
+      if type(c) == "cdata" then return c end
+    end
+    return nil
+  end
+
+  -- Lua-side errors thrown inside the pcall boundary of save/load: plain strings
+  -- (level 0) that the boundary prefixes with "ember.save: <path>: ".
+  local function raise(fmt, ...) error(select("#", ...) > 0 and format(fmt, ...) or fmt, 0) end
+
+  local function le_u64(n)
+    local b = {}
+    for i = 1, 8 do b[i] = n % 256; n = floor(n / 256) end
+    return char(unpack(b))
+  end
+
+  -- Writes exactly n bytes from buf; retries partial writes and EINTR.
+  -- (A field of M, so a spec can replace it to simulate a failing disk.)
+  function M._write(fd, buf, n)
+    local p = ffi.cast("const uint8_t *", buf)
+    local done = 0
+    while done < n do
+      local chunk = math.min(n - done, 2 ^ 30)
+      local r = tonumber(C.ember_io_write(fd, p + done, chunk))
+      if r < 0 then
+        local e = ffi.errno()
+        if e ~= EINTR then raise("write failed: %s", errstr(e)) end
+      elseif r == 0 then
+        raise("write failed: no progress")
+      else
+        done = done + r
+      end
+    end
+  end
+
+  local tmp_counter = 0
+  local function open_temp(path)
+    local pid = C.ember_io_getpid()
+    for _ = 1, 16 do
+      tmp_counter = tmp_counter + 1
+      local suffix = format(".tmp.%d.%x%04x", pid, tmp_counter,
+        floor((os.clock() * 1e6 + os.time()) % 65536))
+      local tmp = path .. suffix
+      local fd = C.ember_io_open(tmp, bit.bor(O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_CLOEXEC), 438)
+      if fd >= 0 then return fd, tmp end
+      local e = ffi.errno()
+      if e ~= EEXIST then raise("cannot create %s: %s", tmp, errstr(e)) end
+    end
+    raise("cannot create a temporary file next to it")
+  end
+
+  local function fsync_dir(path)
+    local dir = path:match("^(.*)/[^/]*$")
+    if dir == "" then dir = "/" end
+    local fd = C.ember_io_open(dir or ".", bit.bor(O_RDONLY, O_DIRECTORY, O_CLOEXEC), 0)
+    if fd >= 0 then
+      C.ember_io_fsync(fd)   -- best effort: some file systems refuse directory fsync
+      C.ember_io_close(fd)
+    end
+  end
+
+  -- The header's JSON text and the list of entries, in file order:
+  -- {"__metadata__":{...},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},...}
+  local function build_header(tbl, metadata)
+    local names = {}
+    for k, v in pairs(tbl) do
+      if type(k) ~= "string" then raise("keys must be strings, got a %s key", type(k)) end
+      if k == "__metadata__" then raise("'__metadata__' is reserved and cannot name a tensor") end
+      if not valid_utf8(k) then raise("tensor name %q is not valid UTF-8", k) end
+      if tensor_ptr(v) == nil then
+        if ember.is_tensor(v) then raise("tensor '%s' was freed", k) end
+        raise("value of '%s' is not a tensor (got %s)", k, type(v))
+      end
+      names[#names + 1] = k
+    end
+    sort(names)
+    local parts, entries = {}, {}
+    if metadata ~= nil then
+      if type(metadata) ~= "table" then raise("metadata must be a table, got %s", type(metadata)) end
+      local md = setmetatable({}, OBJECT)
+      for k, v in pairs(metadata) do
+        if type(k) ~= "string" then raise("metadata keys must be strings, got a %s key", type(k)) end
+        if not valid_utf8(k) then raise("metadata key %q is not valid UTF-8", k) end
+        local tv = type(v)
+        if tv == "number" then
+          v = (v == floor(v) and math.abs(v) < MAX_INT) and format("%.0f", v) or format("%.17g", v)
+        elseif tv == "boolean" then
+          v = tostring(v)
+        elseif tv ~= "string" then
+          raise("metadata value of '%s' must be a string, got %s", k, tv)
+        end
+        if not valid_utf8(v) then raise("metadata value of '%s' is not valid UTF-8", k) end
+        md[k] = v
+      end
+      parts[1] = '"__metadata__":' .. json.encode(md)
+    end
+    local offset = 0
+    for _, name in ipairs(names) do
+      local t = tbl[name]
+      local c = tensor_ptr(t)
+      local dt = C.ember_tensor_dtype(c)
+      local nd, s = C.ember_tensor_ndim(c), C.ember_tensor_shape(c)
+      local shape = {}
+      for i = 1, nd do shape[i] = format("%.0f", tonumber(s[i - 1])) end
+      local nbytes = tonumber(C.ember_tensor_numel(c)) * C.ember_dtype_size(dt)
+      parts[#parts + 1] = format('%s:{"dtype":"%s","shape":[%s],"data_offsets":[%.0f,%.0f]}',
+        encode_string(name), EMBER_TO_ST[ember._DTYPES[dt + 1]], concat(shape, ","),
+        offset, offset + nbytes)
+      entries[#entries + 1] = { name = name, tensor = t, nbytes = nbytes }
+      offset = offset + nbytes
+    end
+    return "{" .. concat(parts, ",") .. "}", entries
+  end
+
+  local function write_all(fd, header_json, entries)
+    local n = #header_json
+    local pad = (8 - n % 8) % 8
+    local head = le_u64(n + pad) .. header_json .. string.rep(" ", pad)
+    M._write(fd, head, #head)
+    for _, e in ipairs(entries) do
+      if e.nbytes > 0 then
+        local t = e.tensor
+        if t.device ~= "cpu" then t = t:to("cpu") end
+        t = t:contiguous()
+        local p = C.ember_tensor_data(t._c)
+        if p == nil then raise("no host data for tensor '%s'", e.name) end
+        M._write(fd, p, e.nbytes)
+      end
+    end
+  end
+
+  -- ember.save(path, {name = tensor, ...}, metadata?): keys sorted in the
+  -- header; the file is written next to `path`, fsync'ed and renamed over it,
+  -- so a failure at any point leaves the old file as it was.
+  function M.save(path, tbl, metadata)
+    if type(path) ~= "string" or path == "" then
+      error("ember.save: expected a file path, got " .. type(path), 2)
+    end
+    if not ffi.abi("le") then
+      error("ember.save: " .. path .. ": big-endian hosts are not supported", 2)
+    end
+    local fd, tmp
+    local ok, err = pcall(function()
+      if type(tbl) ~= "table" or ember.is_tensor(tbl) then
+        raise("expected a table of name -> tensor, got %s",
+          ember.is_tensor(tbl) and "a tensor" or type(tbl))
+      end
+      local header_json, entries = build_header(tbl, metadata)
+      fd, tmp = open_temp(path)
+      write_all(fd, header_json, entries)
+      if C.ember_io_fsync(fd) ~= 0 then raise("fsync failed: %s", errstr()) end
+      local rc = C.ember_io_close(fd)
+      fd = nil
+      if rc ~= 0 then raise("close failed: %s", errstr()) end
+      if C.ember_io_rename(tmp, path) ~= 0 then raise("cannot rename %s over it: %s", tmp, errstr()) end
+      tmp = nil
+      fsync_dir(path)
+    end)
+    if not ok then
+      if fd then C.ember_io_close(fd) end
+      if tmp then C.ember_io_unlink(tmp) end
+      err = tostring(err)
+      local prefix = "ember.save: " .. path .. ": "
+      if err:sub(1, #prefix) ~= prefix then err = prefix .. err end
+      error(err, 2)
+    end
+    return path
+  end
+
+  ---------------------------------------------------------------- load
+  local function read_at(fd, buf, n, off)
+    local p = ffi.cast("uint8_t *", buf)
+    local done = 0
+    while done < n do
+      local chunk = math.min(n - done, 2 ^ 30)
+      local r = tonumber(C.ember_io_pread(fd, p + done, chunk, off + done))
+      if r < 0 then
+        local e = ffi.errno()
+        if e ~= EINTR then raise("read failed: %s", errstr(e)) end
+      elseif r == 0 then
+        raise("truncated: expected %d bytes at offset %d, got %d", n, off, done)
+      else
+        done = done + r
+      end
+    end
+  end
+
+  local function is_uint(v) return type(v) == "number" and v == floor(v) and v >= 0 and v <= MAX_INT end
+
+  -- Checks one header entry; returns {name, dtype, shape, begin, end}.
+  local function check_entry(name, info)
+    if type(info) ~= "table" or getmetatable(info) ~= OBJECT then
+      raise("entry '%s' is not an object", name)
+    end
+    local st = info.dtype
+    if type(st) ~= "string" then raise("tensor '%s': dtype missing or not a string", name) end
+    local dt = ST_TO_EMBER[st]
+    if not dt then raise("tensor '%s': unknown dtype '%s'", name, st) end
+    local shape = info.shape
+    if type(shape) ~= "table" or getmetatable(shape) ~= ARRAY then
+      raise("tensor '%s': shape missing or not an array", name)
+    end
+    if #shape > 8 then raise("tensor '%s': %d dims (at most 8 are supported)", name, #shape) end
+    local numel = 1
+    for i = 1, #shape do
+      local d = shape[i]
+      if not is_uint(d) then
+        raise("tensor '%s': bad size %s at position %d of the shape", name, tostring(d), i)
+      end
+      numel = numel * d
+    end
+    if numel > MAX_INT then raise("tensor '%s': absurd shape (%g elements)", name, numel) end
+    local offs = info.data_offsets
+    if type(offs) ~= "table" or getmetatable(offs) ~= ARRAY or #offs ~= 2
+      or not is_uint(offs[1]) or not is_uint(offs[2]) then
+      raise("tensor '%s': data_offsets must be an array of two non-negative integers", name)
+    end
+    local b, e = offs[1], offs[2]
+    if e < b then raise("tensor '%s': data_offsets [%d,%d] end before they begin", name, b, e) end
+    local need = numel * C.ember_dtype_size(DTYPE_ID[dt])
+    if e - b ~= need then
+      raise("tensor '%s': data_offsets [%d,%d] hold %d bytes but %s of shape {%s} needs %d",
+        name, b, e, e - b, st, concat(shape, ","), need)
+    end
+    return { name = name, dtype = dt, shape = shape, b = b, e = e }
+  end
+
+  -- Parses and validates the header of an open file; returns the entries
+  -- (sorted by offset), the metadata table and the data start.
+  local function read_header(fd)
+    local size = tonumber(C.ember_io_lseek(fd, 0, SEEK_END))
+    if size < 0 then raise("cannot seek: %s", errstr()) end
+    if size < 8 then raise("file too short (%d bytes) to hold a safetensors header", size) end
+    local b8 = ffi.new("uint8_t[8]")
+    read_at(fd, b8, 8, 0)
+    local n = 0
+    for i = 7, 0, -1 do n = n * 256 + b8[i] end
+    if n > MAX_HEADER then raise("header length %.0f exceeds the %d MB limit", n, MAX_HEADER / 1e6) end
+    if n > size - 8 then raise("header length %d exceeds the file size (%d bytes)", n, size) end
+    if n < 2 then raise("header length %d is too small", n) end
+    local hbuf = ffi.new("uint8_t[?]", n)
+    read_at(fd, hbuf, n, 8)
+    local text = ffi.string(hbuf, n)
+    if byte(text, 1) ~= 123 then raise("header is not a JSON object (it does not start with '{')") end
+    local ok, header = pcall(json.decode, text)
+    if not ok then raise("header: %s", header) end
+    if getmetatable(header) ~= OBJECT then raise("header is not a JSON object") end
+    local metadata = {}
+    local entries = {}
+    for k, v in pairs(header) do
+      if k == "__metadata__" then
+        if getmetatable(v) ~= OBJECT then raise("__metadata__ is not an object") end
+        for mk, mv in pairs(v) do
+          if type(mv) ~= "string" then raise("__metadata__ value of '%s' is not a string", mk) end
+          metadata[mk] = mv
+        end
+      else
+        entries[#entries + 1] = check_entry(k, v)
+      end
+    end
+    sort(entries, function(x, y)
+      if x.b ~= y.b then return x.b < y.b end
+      if x.e ~= y.e then return x.e < y.e end
+      return x.name < y.name
+    end)
+    -- safetensors: the ranges tile the data buffer exactly, in order
+    local data_start = 8 + n
+    local data_len = size - data_start
+    local cursor = 0
+    for _, en in ipairs(entries) do
+      if en.e > data_len then
+        raise("tensor '%s': data_offsets [%d,%d] go past the end of the data "
+          .. "(%d bytes; truncated file?)", en.name, en.b, en.e, data_len)
+      end
+      if en.b < cursor then
+        raise("tensor '%s': data_offsets [%d,%d] overlap the previous tensor (which ends at %d)",
+          en.name, en.b, en.e, cursor)
+      elseif en.b > cursor then
+        raise("tensor '%s': data_offsets [%d,%d] leave a gap after byte %d",
+          en.name, en.b, en.e, cursor)
+      end
+      cursor = en.e
+    end
+    if cursor ~= data_len then
+      raise("%d unexpected bytes after the last tensor (data is %d bytes, tensors cover %d)",
+        data_len - cursor, data_len, cursor)
+    end
+    return entries, metadata, data_start
+  end
+
+  local function with_file(op, path, fn)
+    if type(path) ~= "string" or path == "" then
+      error("ember." .. op .. ": expected a file path, got " .. type(path), 3)
+    end
+    if not ffi.abi("le") then
+      error("ember." .. op .. ": " .. path .. ": big-endian hosts are not supported", 3)
+    end
+    local fd = C.ember_io_open(path, bit.bor(O_RDONLY, O_CLOEXEC), 0)
+    if fd < 0 then error(format("ember.%s: %s: cannot open: %s", op, path, errstr()), 3) end
+    local res = { pcall(fn, fd) }
+    C.ember_io_close(fd)
+    if not res[1] then
+      local err = tostring(res[2])
+      local prefix = "ember." .. op .. ": " .. path .. ": "
+      if err:sub(1, #prefix) ~= prefix then err = prefix .. err end
+      error(err, 3)
+    end
+    return unpack(res, 2, 3)
+  end
+
+  -- ember.load(path, {device = ...}?) -> {name = tensor}, metadata
+  function M.load(path, opts)
+    local device = type(opts) == "table" and opts.device or nil
+    return with_file("load", path, function(fd)
+      local entries, metadata, data_start = read_header(fd)
+      local result = {}
+      for _, en in ipairs(entries) do
+        local shape = en.shape
+        for i = 1, #shape do shape_buf[i - 1] = shape[i] end
+        local dt = DTYPE_ID[en.dtype]
+        -- bools arrive as bytes and are normalised to 0/1 by the conversion
+        local rc = C.ember_empty(#shape, shape_buf, dt == BOOL and UINT8 or dt, 0, out1)
+        if rc < 0 then raise("tensor '%s': %s", en.name, ffi.string(C.ember_last_error())) end
+        local t = ember._wrap(out1[0])
+        if en.e > en.b then read_at(fd, C.ember_tensor_data(t._c), en.e - en.b, data_start + en.b) end
+        if dt == BOOL then t = t:to("bool") end
+        if device and device ~= "cpu" then t = t:to(device) end
+        result[en.name] = t
+      end
+      return result, metadata
+    end)
+  end
+
+  -- ember.io.header(path) -> {name = {dtype =, shape =, data_offsets =}}, metadata,
+  -- validated exactly as load does, without reading the data.
+  function M.header(path)
+    return with_file("io.header", path, function(fd)
+      local entries, metadata = read_header(fd)
+      local r = {}
+      for _, en in ipairs(entries) do
+        local shape = {}
+        for i = 1, #en.shape do shape[i] = en.shape[i] end
+        r[en.name] = { dtype = en.dtype, shape = shape, data_offsets = { en.b, en.e } }
+      end
+      return r, metadata
+    end)
+  end
+
+  ember.save, ember.load = M.save, M.load
+  package.loaded["ember.io"] = M
+  return M
+end

@@ -1,0 +1,226 @@
+-- ember.progress (plain lines off a terminal, in-place redraws on one) and
+-- ember.plot.svg (a well-formed SVG with a line per series).
+local H = require("helpers")
+local ember = H.ember
+
+-- a file-like sink and a clock the spec moves by hand
+local function sink()
+  local s = { parts = {} }
+  function s:write(...) for _, p in ipairs({ ... }) do self.parts[#self.parts + 1] = p end end
+  function s:flush() end
+  function s:text() return table.concat(self.parts) end
+  return s
+end
+local function fake_clock()
+  local c = { t = 100 }
+  c.fn = function() return c.t end
+  return c
+end
+local function lines(text)
+  local r = {}
+  for l in text:gmatch("([^\n]*)\n") do r[#r + 1] = l end
+  return r
+end
+
+describe("ember.progress", function()
+  it("prints a plain line at each tenth when not on a terminal", function()
+    local out, clk = sink(), fake_clock()
+    local bar = ember.progress(20, { desc = "train", file = out, tty = false, clock = clk.fn })
+    for i = 1, 20 do
+      clk.t = clk.t + 0.5
+      bar:update(1, { loss = 1 / i })
+    end
+    bar:close()
+    local text = out:text()
+    assert.is_nil(text:find("\r", 1, true))
+    local l = lines(text)
+    assert.are.equal(10, #l)
+    assert.are.equal("train:  10% 2/20 [00:01<00:09, 2.00 it/s, loss=0.5]", l[1])
+    assert.are.equal("train: 100% 20/20 [00:10<00:00, 2.00 it/s, loss=0.05]", l[10])
+    bar:close()   -- twice is fine
+    assert.are.equal(10, #lines(out:text()))
+  end)
+
+  it("prints a final line when closed early, with several sorted postfix values", function()
+    local out, clk = sink(), fake_clock()
+    local bar = ember.progress(100, { file = out, tty = false, clock = clk.fn })
+    clk.t = clk.t + 4
+    bar:update(5, { loss = ember.tensor(0.25), acc = 0.5, step = 5 })
+    bar:close()
+    assert.are.same({ "  5% 5/100 [00:04<01:16, 1.25 it/s, acc=0.5, loss=0.25, step=5]" }, lines(out:text()))
+  end)
+
+  it("handles an unknown total and slow iterations", function()
+    local out, clk = sink(), fake_clock()
+    local bar = ember.progress(nil, { desc = "eval", file = out, tty = false, clock = clk.fn,
+      log_interval = 60 })
+    for _ = 1, 3 do clk.t = clk.t + 25; bar:update() end   -- one line after 60 s
+    bar:close()
+    assert.are.same({ "eval: 3 [01:15, 25.00 s/it]" }, lines(out:text()))   -- close adds no repeat
+    out, clk = sink(), fake_clock()
+    bar = ember.progress(nil, { file = out, tty = false, clock = clk.fn })
+    bar:update(7)
+    bar:close()
+    assert.are.same({ "7 [00:00, ? it/s]" }, lines(out:text()))
+  end)
+
+  it("redraws in place with \\r on a terminal, at most every interval", function()
+    local out, clk = sink(), fake_clock()
+    local bar = ember.progress(4, { desc = "d", file = out, tty = true, clock = clk.fn, width = 8 })
+    bar:update(1)               -- no time has passed: no redraw
+    clk.t = clk.t + 1
+    bar:update(1, { loss = 2 })   -- redraw
+    bar:update(2)               -- done: redraw
+    bar:close()
+    local text = out:text()
+    local _, n_cr = text:gsub("\r", "")
+    assert.are.equal(4, n_cr)   -- start, one timed redraw, completion, close
+    assert.is_truthy(text:find("\rd:  50%|####    | 2/4 [00:01<00:01, 2.00 it/s, loss=2]", 1, true))
+    assert.is_truthy(text:find("\rd: 100%|########| 4/4 [00:01<00:00, 4.00 it/s, loss=2]", 1, true))
+    assert.are.equal("\n", text:sub(-1))
+  end)
+
+  it("detects a pipe as not a terminal", function()
+    local script = "package.path = './lua/?.lua;./lua/?/init.lua;' .. package.path; "
+      .. "local ember = require('ember'); local b = ember.progress(4, {desc = 'p'}); "
+      .. "for i = 1, 4 do b:update(1, {loss = i}) end; b:close()"
+    local p = io.popen('luajit -e "' .. script .. '"')
+    local text = p:read("*a")
+    p:close()
+    assert.is_nil(text:find("\r", 1, true))
+    local l = lines(text)
+    assert.are.equal(4, #l)
+    assert.is_truthy(l[4]:find("^p: 100%% 4/4 %[.*it/s, loss=4%]$"), l[4])
+  end)
+
+  it("formats durations", function()
+    assert.are.equal("00:00", ember.progress.format_time(0))
+    assert.are.equal("01:05", ember.progress.format_time(65))
+    assert.are.equal("1:01:01", ember.progress.format_time(3661))
+    assert.are.equal("?", ember.progress.format_time(math.huge))
+  end)
+
+  it("rejects a bad total", function()
+    assert.error_matches(function() ember.progress("ten") end, "ember.progress: total must be", 1, true)
+  end)
+end)
+
+-- a small XML well-formedness check: balanced tags, quoted attributes, known entities
+local function check_xml(s)
+  s = s:gsub("^<%?xml[^>]*%?>%s*", "")
+  local stack, pos, root_closed = {}, 1, false
+  while true do
+    local a = s:find("<", pos, true)
+    local text = s:sub(pos, (a or #s + 1) - 1)
+    for ent in text:gmatch("&([^;]*);") do
+      assert(ent == "amp" or ent == "lt" or ent == "gt" or ent == "quot" or ent == "apos",
+        "unknown entity &" .. ent .. ";")
+    end
+    assert(not text:find("&[^%a]"), "bare & in text")
+    assert(not text:find(">", 1, true), "bare > in text")
+    if not a then break end
+    assert(not root_closed, "content after the root element")
+    local b = s:find(">", a, true)
+    assert(b, "unterminated tag")
+    local tag = s:sub(a + 1, b - 1)
+    if tag:sub(1, 1) == "/" then
+      local name = tag:sub(2):match("^[%w:%-]+")
+      assert(stack[#stack] == name, "closing " .. tostring(name) .. " but open is " .. tostring(stack[#stack]))
+      stack[#stack] = nil
+      if #stack == 0 then root_closed = true end
+    else
+      local name, rest = tag:match("^([%w:%-]+)(.-)/?$")
+      assert(name, "bad tag <" .. tag .. ">")
+      local stripped = rest:gsub('%s+[%w:%-]+="[^"<]*"', "")
+      assert(stripped:match("^%s*$"), "bad attributes in <" .. tag .. ">")
+      if tag:sub(-1) ~= "/" then stack[#stack + 1] = name
+      elseif #stack == 0 then root_closed = true end
+    end
+    pos = b + 1
+  end
+  assert(#stack == 0, "unclosed " .. tostring(stack[#stack]))
+  assert(root_closed, "no root element")
+  return true
+end
+
+describe("ember.plot.svg", function()
+  local dir
+  before_each(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p '" .. dir .. "'")
+  end)
+  after_each(function() os.execute("rm -rf '" .. dir .. "'") end)
+
+  local function read(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+  end
+  local function polylines_of(svg, name)
+    local group = svg:match('<g class="line" stroke="[^"]*" data%-name="' .. name:gsub("%p", "%%%0")
+      .. '">(.-)</g>')
+    assert(group, "no group for series " .. name)
+    local n = 0
+    for _ in group:gmatch("<polyline points=\"[%d%.%-, ]+\"/>") do n = n + 1 end
+    return n
+  end
+
+  it("writes a well-formed SVG with axes, ticks, legend, title and a line per series", function()
+    local path = dir .. "/curves.svg"
+    local loss, acc = {}, {}
+    for i = 1, 30 do loss[i] = 2 / i; acc[i] = 1 - 1 / (i + 1) end
+    local text = ember.plot.svg(path, { loss = loss, ["test acc"] = acc },
+      { title = "Fashion-MNIST <run & 1>", xlabel = "epoch", ylabel = "value" })
+    local svg = read(path)
+    assert.are.equal(text, svg)
+    check_xml(svg)
+    if os.execute("command -v xmllint >/dev/null 2>&1") == 0 then
+      assert.are.equal(0, os.execute("xmllint --noout '" .. path .. "' 2>/dev/null"))
+    end
+    assert.is_truthy(svg:find('<svg xmlns="http://www.w3.org/2000/svg"', 1, true))
+    assert.are.equal(1, polylines_of(svg, "loss"))
+    assert.are.equal(1, polylines_of(svg, "test acc"))
+    assert.is_truthy(svg:find("Fashion-MNIST &lt;run &amp; 1&gt;", 1, true))
+    assert.is_truthy(svg:find('class="axes"', 1, true))
+    assert.is_truthy(svg:find('class="xticks"', 1, true))
+    assert.is_truthy(svg:find('class="legend"', 1, true))
+    assert.is_truthy(svg:find(">epoch</text>", 1, true))
+    assert.is_truthy(svg:find(">test acc</text>", 1, true))
+    -- every point lies inside the drawing
+    for x, y in svg:gmatch("(%-?[%d%.]+),(%-?[%d%.]+)") do
+      x, y = tonumber(x), tonumber(y)
+      assert.is_true(x >= 0 and x <= 640 and y >= 0 and y <= 400)
+    end
+  end)
+
+  it("breaks a line at non-finite values and accepts other series forms", function()
+    local path = dir .. "/p.svg"
+    ember.plot.svg(path, { { name = "a", y = { 1, 2, 0 / 0, 3, 4 } },
+      { name = "b", x = { 0, 10, 20 }, values = { 5, 4, 3 } } }, { logy = true })
+    local svg = read(path)
+    check_xml(svg)
+    assert.are.equal(2, polylines_of(svg, "a"))
+    assert.are.equal(1, polylines_of(svg, "b"))
+    local one = ember.plot.svg(nil, { 3, 1, 2 }, { name = "only" })
+    check_xml(one)
+    assert.are.equal(1, polylines_of(one, "only"))
+    local t = ember.plot.svg(nil, { w = ember.tensor({ 1, 2, 3 }), k = { 7 } })
+    check_xml(t)
+    assert.are.equal(1, polylines_of(t, "w"))
+    assert.are.equal(1, polylines_of(t, "k"))   -- a single point: a circle and a polyline
+    assert.is_truthy(t:find("<circle", 1, true))
+  end)
+
+  it("rejects bad series with clear errors", function()
+    assert.error_matches(function() ember.plot.svg(nil, 5) end, "ember.plot.svg: series must be a table", 1, true)
+    assert.error_matches(function() ember.plot.svg(nil, {}) end, "no series to plot", 1, true)
+    assert.error_matches(function() ember.plot.svg(nil, { a = { 1, "x" } }) end,
+      "series 'a': value 2 is a string, not a number", 1, true)
+    assert.error_matches(function() ember.plot.svg(nil, { { name = "a", x = { 1 }, y = { 1, 2 } } }) end,
+      "series 'a' has 1 x values and 2 y values", 1, true)
+    assert.error_matches(function() ember.plot.svg(dir .. "/no/such/x.svg", { 1, 2 }) end,
+      "cannot open", 1, true)
+  end)
+end)
