@@ -315,7 +315,7 @@ done:
 }
 
 /* ------------------------------------------------------------------ unary kernels */
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
 static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 #define SQRT_HALF 0.70710678118654752440
 #define SQRT_2_OVER_PI 0.79788456080286535588
@@ -341,7 +341,7 @@ static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
     }
 
 UN_LOOP(neg_f32, float, -x)
-UN_LOOP(exp_f32, float, expf(x))
+UN_LOOP(exp_f32, float, ember__expf(x))
 UN_LOOP(log_f32, float, logf(x))
 UN_LOOP(sqrt_f32, float, sqrtf(x))
 UN_LOOP(rsqrt_f32, float, 1.0f / sqrtf(x))

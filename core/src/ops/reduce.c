@@ -467,7 +467,7 @@ static void sm_range(void *vctx, int64_t b, int64_t e)
             float *yf = (float *)y;
             float mf = (float)m;
             for (int64_t i = 0; i < c->len; i++) {
-                float v = expf(xf[i] - mf);
+                float v = ember__expf(xf[i] - mf);
                 if (!c->log) yf[i] = v;
                 s += v;
             }
