@@ -48,6 +48,45 @@ local function naive_conv(x, w, b, o)
   return out
 end
 
+describe("F.linear", function()
+  local w = ember.tensor({ { 1, 2 }, { 3, 4 }, { 5, 6 } }, F64)   -- (out 3, in 2)
+
+  it("computes x W^T + b for 1-D, 2-D and batched inputs", function()
+    H.same(F.linear(ember.tensor({ 1, -1 }, F64), w), { -1, -1, -1 }, 0, { 3 })
+    H.same(F.linear(ember.tensor({ { 1, 0 }, { 0, 2 } }, F64), w, ember.tensor({ 1, 1, 1 }, F64)),
+      { { 2, 4, 6 }, { 5, 9, 13 } }, 0)
+    local x3 = ember.tensor({ { { 1, 1 } }, { { 2, 0 } } }, F64)   -- (2, 1, 2)
+    H.same(F.linear(x3, w), { { { 3, 7, 11 } }, { { 2, 6, 10 } } }, 0, { 2, 1, 3 })
+    -- a transposed (non-contiguous) weight gives the same
+    H.same(F.linear(ember.tensor({ { 1, 0 } }, F64), w:t():contiguous():t()), { { 1, 3, 5 } }, 0)
+  end)
+
+  it("gives the weight gradient in the weight's own layout, and passes gradcheck to second order", function()
+    ember.manual_seed(12)
+    local x, ww = randn({ 2, 3, 2 }), w:clone()
+    local gm = ember.autodiff.GradManager():attach({ ww })
+    gm:record()
+    gm:backward(F.linear(x, ww):sum())
+    assert.is_true(ww.grad:is_contiguous())
+    -- d/dW sum(x W^T) = column sums of x, for every output row
+    local xs = x:reshape(-1, 2):sum(1):tolist()
+    H.same(ww.grad, { xs, xs, xs }, 1e-12)
+    assert.is_true(gradcheck(function(a, b) return (F.linear(a, b) ^ 2):sum() end, { randn({ 2, 3, 2 }), randn({ 4, 2 }) }))
+    assert.is_true(gradcheck(function(a) return (F.linear(a, w) ^ 2):sum() end, { randn({ 2 }) }))
+    local grad = ember.autodiff.grad
+    assert.is_true(gradcheck(function(a, b) return ember.enable_grad(function()
+      local ga, gb = grad(function(u, v) return (F.linear(u, v) ^ 3):sum() end, { 1, 2 })(a, b)
+      return (ga * ga):sum() + (gb * gb):sum()
+    end) end, { randn({ 3, 2 }), randn({ 2, 2 }) }))
+  end)
+
+  it("names both shapes on a mismatch", function()
+    local ok, err = pcall(F.linear, ember.zeros({ 4, 3 }, F64), w)
+    assert.is_false(ok)
+    assert.truthy(err:find("{4, 3}", 1, true) and err:find("{3, 2}", 1, true), err)
+  end)
+end)
+
 describe("F.conv2d", function()
   it("computes a 2x2 box sum by hand", function()
     local x = ember.arange(16, F64):view(1, 1, 4, 4)

@@ -665,3 +665,40 @@ describe("optimizer argument errors", function()
     H.same(t, { 0 })
   end)
 end)
+
+-- The fused C kernels take contiguous float parameters; anything else runs the
+-- composed ops. Both paths must give the same numbers.
+describe("fused and composed updates", function()
+  local function run(make, contiguous)
+    ember.manual_seed(21)
+    local base = ember.randn({ 3, 4 }, { dtype = "float64" })
+    local p = contiguous and base:clone() or base:t():contiguous():t()   -- same values, transposed layout
+    assert.are.equal(contiguous, p:is_contiguous())
+    local opt = make({ p })
+    for step = 1, 3 do
+      p.grad = (base * step + 0.5):sin()
+      opt:step()
+    end
+    return p:tolist()
+  end
+  for _, case in ipairs({
+    { "SGD momentum nesterov wd", function(ps) return ember.optim.SGD(ps, { lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 0.01 }) end },
+    { "SGD dampening", function(ps) return ember.optim.SGD(ps, { lr = 0.1, momentum = 0.5, dampening = 0.3 }) end },
+    { "Adam amsgrad wd", function(ps) return ember.optim.Adam(ps, { lr = 0.01, weight_decay = 0.1, amsgrad = true }) end },
+    { "AdamW maximize", function(ps) return ember.optim.AdamW(ps, { lr = 0.01, maximize = true }) end },
+  }) do
+    it("agree for " .. case[1], function()
+      H.same(ember.tensor(run(case[2], false), { dtype = "float64" }), run(case[2], true), 1e-12)
+    end)
+  end
+
+  it("the C kernels reject what they do not take", function()
+    local C = ember._C
+    local p, g = ember.zeros({ 2 }), ember.zeros({ 3 })
+    assert.are.equal(-2, C.ember_sgd_step_(p._c, g._c, nil, 0.1, 0, 0, 0, 0, 0, 0))   -- shapes differ
+    assert.are.equal(-6, C.ember_sgd_step_(ember.zeros({ 2 }, { dtype = "int64" })._c, g._c, nil, 0.1, 0, 0, 0, 0, 0, 0))
+    assert.are.equal(-1, C.ember_sgd_step_(p._c, p._c, nil, 0.1, 0, 0, 0, 0, 0, 0))   -- aliasing
+    assert.are.equal(-1, C.ember_adam_step_(p._c, ember.zeros({ 2 })._c, ember.zeros({ 2 })._c, ember.zeros({ 2 })._c,
+      nil, 0.1, 0.9, 0.999, 1e-8, 0, 0, 0, 0))   -- step 0
+  end)
+end)

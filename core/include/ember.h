@@ -253,6 +253,8 @@ EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 
 /* linear algebra: matmul of 1-D, 2-D and batched (broadcast) operands */
 EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+/* x (..., in) w^T for w (out, in): nn's linear layer without the bias */
+EMBER_API int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out);
 
 /* shape and views (views share storage with their base) */
 EMBER_API int ember_reshape(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
@@ -434,6 +436,21 @@ typedef struct {
     int64_t bwd_cache_misses;
 } ember_autograd_stats_t;
 EMBER_API void ember_autograd_stats(ember_autograd_stats_t *out);
+/* ---- fused optimizer updates ----
+   One pass per parameter, in place, PyTorch's formulas (see docs/optim.md).
+   p, g and the state tensors: one float32/float64 dtype, one shape,
+   contiguous, on the CPU, not sharing memory; anything else returns
+   EMBER_ERR_UNSUPPORTED (compose tensor ops instead). Not recorded by
+   autograd; the versions of the written tensors are bumped.
+   SGD: buf NULL means no momentum; first_step copies d into buf. */
+EMBER_API int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
+                              double dampening, double weight_decay, int nesterov, int maximize,
+                              int first_step);
+/* Adam (decoupled = 0: L2 added to g) and AdamW (decoupled = 1: p *= 1 - lr wd).
+   vmax non-NULL turns on amsgrad. step counts from 1. */
+EMBER_API int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v,
+                               ember_tensor *vmax, double lr, double beta1, double beta2, double eps,
+                               double weight_decay, int decoupled, int maximize, int64_t step);
 /* ---- io ---- */
 /* Reads an IDX file (gzip'd or plain): big-endian magic 0 0 type ndim, the
    dims, then the data. uint8 stays uint8; int8 and int16 become int32. */

@@ -170,6 +170,7 @@ unsigned ember__grad_save_mask(int op, const uint8_t *needs)
     switch (op) {
     case EMBER_OP_MUL:
     case EMBER_OP_MATMUL:
+    case EMBER_OP_LINEAR:
         /* d/da needs b and d/db needs a */
         return (needs[0] ? SAVE_IN1 : 0) | (needs[1] ? SAVE_IN0 : 0);
     case EMBER_OP_DIV:
@@ -398,6 +399,18 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
     case EMBER_OP_EXPAND:   /* the engine sums g back to the input's shape */
         give(s, &gi[0], g);
         break;
+    case EMBER_OP_LINEAR: {   /* y = x w^T: gx = g w, gw = g^T x over all leading dims */
+        ember_tensor *w = IN(1);
+        int64_t ws[2];
+        ember__node_in_shape(n, 1, ws);
+        if (NEED(0)) give(s, &gi[0], t_matmul(s, g, w));
+        if (NEED(1)) {
+            int64_t g2s[2] = {-1, ws[0]}, x2s[2] = {-1, ws[1]};
+            ember_tensor *g2 = reshape(s, g, 2, g2s), *x2 = reshape(s, IN(0), 2, x2s);
+            give(s, &gi[1], t_matmul(s, transpose_last(s, g2), x2));
+        }
+        break;
+    }
     case EMBER_OP_MATMUL: {
         /* promote 1-D operands to matrices, then ga = g b^T, gb = a^T g */
         ember_tensor *a = IN(0), *b = IN(1);

@@ -167,6 +167,6 @@ int ember__same_device(const char *op, int n, ember_tensor *const *ts);
 typedef void (*ember__range_fn)(void *ctx, int64_t begin, int64_t end);
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx);
 /* Elements below which elementwise work stays on the calling thread. */
-#define EMBER_PARALLEL_GRAIN 32768
+#define EMBER_PARALLEL_GRAIN 131072
 
 #endif /* EMBER_INTERNAL_H */

@@ -350,6 +350,17 @@ end
 ---------------------------------------------------------------- SGD
 -- d = g + wd*p; b = momentum*b + (1 - dampening)*d (b = d on the first step);
 -- d = nesterov and d + momentum*b or b; p = p - lr*d
+-- The fused C kernels (ember_sgd_step_, ember_adam_step_) do an update in one
+-- pass; they take contiguous CPU float32/float64 operands of one dtype and
+-- answer EMBER_ERR_UNSUPPORTED otherwise, and the composed ops below run.
+local C = ember._C
+local ERR_UNSUPPORTED = -6
+local function fused(rc)
+  if rc == 0 then return true end
+  if rc ~= ERR_UNSUPPORTED then ember._check(rc) end
+  return false
+end
+
 local function sgd_update(self)
   local state = self.state
   for _, group in ipairs(self.param_groups) do
@@ -357,7 +368,22 @@ local function sgd_update(self)
     local nesterov, maximize = group.nesterov, group.maximize
     for _, p in ipairs(group.params) do
       local g = rawget(p, "grad")
+      local done = false
       if g ~= nil then
+        local st, buf, first = nil, nil, false
+        if mom ~= 0 then
+          st = state[p]
+          buf = st and st.momentum_buffer
+          if buf == nil then buf, first = ember.empty_like(p), true end
+        end
+        done = fused(C.ember_sgd_step_(p._c, g._c, buf and buf._c, lr, mom, damp, wd,
+          nesterov and 1 or 0, maximize and 1 or 0, first and 1 or 0))
+        if done and first then
+          if st == nil then st = {}; state[p] = st end
+          st.momentum_buffer = buf
+        end
+      end
+      if g ~= nil and not done then
         local d, owned = g, false       -- owned: d is a temporary this step may overwrite
         if wd ~= 0 then
           d, owned = p * wd, true
@@ -414,6 +440,20 @@ local function adam_update(self, decoupled)
     local amsgrad, maximize = group.amsgrad, group.maximize
     for _, p in ipairs(group.params) do
       local g = rawget(p, "grad")
+      if g ~= nil then
+        local st = state[p]
+        if st == nil then
+          st = { step = 0, exp_avg = ember.zeros_like(p), exp_avg_sq = ember.zeros_like(p) }
+          state[p] = st
+        end
+        if amsgrad and st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
+        local vmax = amsgrad and st.max_exp_avg_sq or nil
+        if fused(C.ember_adam_step_(p._c, g._c, st.exp_avg._c, st.exp_avg_sq._c, vmax and vmax._c, lr, b1, b2,
+            eps, wd, decoupled and 1 or 0, maximize and 1 or 0, st.step + 1)) then
+          st.step = st.step + 1
+          g = nil
+        end
+      end
       if g ~= nil then
         if maximize then g = -g end
         if wd ~= 0 then

@@ -255,3 +255,27 @@ int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out)
     ember_tensor *in[2] = {a, b};
     return ember__dispatch(EMBER_OP_MATMUL, 2, in, NULL, out);
 }
+
+/* LINEAR: x (..., in) and w (out, in) -> x w^T (..., out), through matmul on a
+   transposed view of w (BLAS reads it as a transposed operand, no copy). */
+int fwd_linear(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    char sx[200], sw[200];
+    ember_tensor *x = in[0], *w = in[1];
+    if (w->ndim != 2 || x->ndim == 0 || x->shape[x->ndim - 1] != w->shape[1])
+        return ember__fail(EMBER_ERR_SHAPE, "linear: input %s does not fit weight %s (out, in)",
+                           ember__tshape(sx, x), ember__tshape(sw, w));
+    int64_t shape[2] = {w->shape[1], w->shape[0]}, strides[2] = {w->strides[1], w->strides[0]};
+    ember_tensor *wt = NULL;
+    EMBER_TRY(ember__make_view(w, 2, shape, strides, w->offset, &wt));
+    ember_tensor *mm[2] = {x, wt};
+    int rc = fwd_matmul(op, nin, mm, at, out);
+    ember_tensor_release(wt);
+    return rc;
+}
+
+int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out)
+{
+    ember_tensor *in[2] = {x, w};
+    return ember__dispatch(EMBER_OP_LINEAR, 2, in, NULL, out);
+}

@@ -1,0 +1,164 @@
+/* optim.c: fused optimizer updates. One pass over each parameter reads the
+   gradient and the state and writes the parameter and the state, where the
+   same update composed of tensor ops makes four to eight passes and as many
+   temporaries. The formulas are PyTorch's (torch.optim.SGD, Adam, AdamW),
+   computed in the parameter's dtype (float32 or float64).
+
+   These are not recorded by autograd: an update is a write to a leaf. They
+   bump the version of every tensor they write, so a recording that saved
+   one of them still detects the change. Operands they do not take (other
+   dtypes, devices or layouts) fail with EMBER_ERR_UNSUPPORTED, and callers
+   fall back to composed ops. */
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+/* p, g and each state tensor: float32 or float64, one dtype, one shape,
+   contiguous, on the CPU, no two sharing storage. */
+static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *others, const char *const *names,
+                          int n)
+{
+    char s1[200], s2[200];
+    if (!p) return ember__fail(EMBER_ERR_ARG, "%s: the parameter is NULL", op);
+    if (p->dtype != EMBER_FLOAT32 && p->dtype != EMBER_FLOAT64)
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take float32 or float64 parameters, got %s",
+                           op, ember_dtype_name(p->dtype));
+    if (p->storage->device != EMBER_CPU || !p->is_contiguous)
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take contiguous CPU parameters", op);
+    for (int i = 0; i < n; i++) {
+        ember_tensor *t = others[i];
+        if (!t) return ember__fail(EMBER_ERR_ARG, "%s: %s is NULL", op, names[i]);
+        if (t->dtype != p->dtype || t->storage->device != EMBER_CPU || !t->is_contiguous)
+            return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: %s must be a contiguous CPU %s tensor like the parameter",
+                               op, names[i], ember_dtype_name(p->dtype));
+        if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0)
+            return ember__fail(EMBER_ERR_SHAPE, "%s: %s has shape %s, the parameter %s", op, names[i],
+                               ember__tshape(s1, t), ember__tshape(s2, p));
+        if (t->storage == p->storage)
+            return ember__fail(EMBER_ERR_ARG, "%s: %s shares memory with the parameter", op, names[i]);
+        for (int j = 0; j < i; j++)
+            if (others[j] && others[j]->storage == t->storage)
+                return ember__fail(EMBER_ERR_ARG, "%s: %s shares memory with %s", op, names[i], names[j]);
+    }
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ SGD */
+typedef struct {
+    char *p, *buf;
+    const char *g;
+    double lr, mom, damp, wd;
+    int nesterov, maximize, first, f64;
+} sgd_ctx;
+
+/* d = g + wd p; b = d (first step) or mom b + (1 - damp) d;
+   p -= lr (nesterov ? d + mom b : b); without momentum p -= lr d */
+#define SGD_BODY(T)                                                                            \
+    do {                                                                                       \
+        T *restrict p = (T *)c->p + b;                                                         \
+        T *restrict buf = c->buf ? (T *)c->buf + b : NULL;                                     \
+        const T *restrict g = (const T *)c->g + b;                                             \
+        const T lr = (T)c->lr, mom = (T)c->mom, damp1 = (T)(1 - c->damp), wd = (T)c->wd;       \
+        const T sgn = c->maximize ? (T)-1 : (T)1;                                              \
+        const int64_t n = e - b;                                                               \
+        if (!buf) {                                                                            \
+            for (int64_t i = 0; i < n; i++) p[i] -= lr * (sgn * g[i] + wd * p[i]);             \
+        } else if (c->first) {                                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                T d = sgn * g[i] + wd * p[i];                                                  \
+                buf[i] = d;                                                                    \
+                p[i] -= lr * (c->nesterov ? d + mom * d : d);                                  \
+            }                                                                                  \
+        } else {                                                                               \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                T d = sgn * g[i] + wd * p[i];                                                  \
+                T v = mom * buf[i] + damp1 * d;                                                \
+                buf[i] = v;                                                                    \
+                p[i] -= lr * (c->nesterov ? d + mom * v : v);                                  \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+static void sgd_range(void *vctx, int64_t b, int64_t e)
+{
+    const sgd_ctx *c = vctx;
+    if (c->f64) SGD_BODY(double);
+    else SGD_BODY(float);
+}
+
+int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
+                    double dampening, double weight_decay, int nesterov, int maximize, int first_step)
+{
+    ember_tensor *others[2] = {g, buf};
+    const char *names[2] = {"the gradient", "the momentum buffer"};
+    EMBER_TRY(check_operands("sgd_step_", p, others, names, buf ? 2 : 1));
+    sgd_ctx c = {ember__ptr(p), buf ? ember__ptr(buf) : NULL, ember__ptr(g), lr, momentum, dampening,
+                 weight_decay, nesterov != 0, maximize != 0, first_step != 0, p->dtype == EMBER_FLOAT64};
+    ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, sgd_range, &c);
+    p->storage->version++;
+    if (buf) buf->storage->version++;
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ Adam, AdamW */
+typedef struct {
+    char *p, *m, *v, *vmax;
+    const char *g;
+    double lr, b1, b2, eps, wd, bc1, bc2_sqrt;
+    int decoupled, maximize, f64;
+} adam_ctx;
+
+/* Adam: g += wd p. AdamW: p *= 1 - lr wd. Then m = b1 m + (1 - b1) g;
+   v = b2 v + (1 - b2) g^2 (amsgrad: vmax = max(vmax, v), used as v);
+   p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), bc = 1 - beta^step. */
+#define ADAM_BODY(T, SQRT)                                                                     \
+    do {                                                                                       \
+        T *restrict p = (T *)c->p + b, *restrict m = (T *)c->m + b, *restrict v = (T *)c->v + b; \
+        T *restrict vmax = c->vmax ? (T *)c->vmax + b : NULL;                                  \
+        const T *restrict g = (const T *)c->g + b;                                             \
+        const T b1 = (T)c->b1, b2 = (T)c->b2, eps = (T)c->eps, wd = (T)c->wd;                  \
+        const T step = (T)(c->lr / c->bc1), inv_bc2 = (T)(1 / c->bc2_sqrt);                    \
+        const T decay = c->decoupled ? (T)(1 - c->lr * c->wd) : (T)1;                          \
+        const T l2 = c->decoupled ? (T)0 : wd, sgn = c->maximize ? (T)-1 : (T)1;               \
+        const int64_t n = e - b;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                      \
+            T pi = p[i] * decay;                                                               \
+            T gi = sgn * g[i] + l2 * p[i];                                                     \
+            T mi = b1 * m[i] + (1 - b1) * gi;                                                  \
+            T vi = b2 * v[i] + (1 - b2) * gi * gi;                                             \
+            m[i] = mi;                                                                         \
+            v[i] = vi;                                                                         \
+            if (vmax) {                                                                        \
+                vi = vmax[i] > vi ? vmax[i] : vi;                                              \
+                vmax[i] = vi;                                                                  \
+            }                                                                                  \
+            p[i] = pi - step * mi / (SQRT(vi) * inv_bc2 + eps);                                \
+        }                                                                                      \
+    } while (0)
+
+static void adam_range(void *vctx, int64_t b, int64_t e)
+{
+    const adam_ctx *c = vctx;
+    if (c->f64) ADAM_BODY(double, sqrt);
+    else ADAM_BODY(float, sqrtf);
+}
+
+int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
+                     double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled,
+                     int maximize, int64_t step)
+{
+    ember_tensor *others[4] = {g, m, v, vmax};
+    const char *names[4] = {"the gradient", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    EMBER_TRY(check_operands("adam_step_", p, others, names, vmax ? 4 : 3));
+    if (step < 1) return ember__fail(EMBER_ERR_ARG, "adam_step_: step must be >= 1, got %lld", (long long)step);
+    adam_ctx c = {ember__ptr(p), ember__ptr(m), ember__ptr(v), vmax ? ember__ptr(vmax) : NULL, ember__ptr(g),
+                  lr, beta1, beta2, eps, weight_decay, 1 - pow(beta1, (double)step),
+                  sqrt(1 - pow(beta2, (double)step)), decoupled != 0, maximize != 0, p->dtype == EMBER_FLOAT64};
+    ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, adam_range, &c);
+    p->storage->version++;
+    m->storage->version++;
+    v->storage->version++;
+    if (vmax) vmax->storage->version++;
+    return EMBER_OK;
+}
