@@ -24,7 +24,7 @@
 #endif
 
 /* columns of the unfolded matrix per chunk, times its rows */
-#define CHUNK_ELEMS (16 * 1024 * 1024)
+#define CHUNK_ELEMS (2 * 1024 * 1024)
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -199,6 +199,18 @@ typedef struct {
     int64_t n0, nb, gi;
 } unfold_ctx;
 
+/* the output columns ow whose input column ow sw - pw + j dw lies inside [0, W) */
+static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
+{
+    int64_t off = j * g->dw - g->pw;   /* iw = ow sw + off */
+    int64_t a = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
+    int64_t b = g->W - 1 - off < 0 ? 0 : (g->W - 1 - off) / g->sw + 1;
+    if (b > g->Wo) b = g->Wo;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
 #define DEFINE_UNFOLD(T, SUFFIX)                                                               \
     static void im2col_##SUFFIX(const unfold_ctx *u, int64_t r0, int64_t r1)                   \
     {                                                                                          \
@@ -206,6 +218,8 @@ typedef struct {
         const int64_t HW = g->Ho * g->Wo, L = u->nb * HW;                                      \
         for (int64_t r = r0; r < r1; r++) {                                                    \
             int64_t j = r % g->kW, i = (r / g->kW) % g->kH, c = r / (g->kW * g->kH);           \
+            int64_t lo, hi, off = j * g->dw - g->pw;                                           \
+            valid_cols(g, j, &lo, &hi);                                                        \
             T *dst = (T *)u->cols + r * L;                                                     \
             for (int64_t n = 0; n < u->nb; n++) {                                              \
                 const T *plane = (const T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
@@ -217,13 +231,11 @@ typedef struct {
                         continue;                                                              \
                     }                                                                          \
                     const T *row = plane + ih * g->W;                                          \
-                    int64_t iw = j * g->dw - g->pw;                                            \
-                    if (g->sw == 1 && iw >= 0 && iw + g->Wo <= g->W) {                         \
-                        memcpy(d, row + iw, sizeof(T) * (size_t)g->Wo);                        \
-                        continue;                                                              \
-                    }                                                                          \
-                    for (int64_t ow = 0; ow < g->Wo; ow++, iw += g->sw)                        \
-                        d[ow] = iw >= 0 && iw < g->W ? row[iw] : (T)0;                         \
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                             \
+                    if (g->sw == 1) memcpy(d + lo, row + (off + lo), sizeof(T) * (size_t)(hi - lo)); \
+                    else                                                                       \
+                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[off + ow * g->sw];    \
+                    for (int64_t ow = hi; ow < g->Wo; ow++) d[ow] = 0;                         \
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
@@ -236,17 +248,20 @@ typedef struct {
         for (int64_t c = c0; c < c1; c++)                                                      \
             for (int64_t i = 0; i < g->kH; i++)                                                \
                 for (int64_t j = 0; j < g->kW; j++) {                                          \
+                    int64_t lo, hi, off = j * g->dw - g->pw;                                   \
+                    valid_cols(g, j, &lo, &hi);                                                \
                     const T *src = (const T *)u->cols + ((c * g->kH + i) * g->kW + j) * L;     \
                     for (int64_t n = 0; n < u->nb; n++) {                                      \
                         T *plane = (T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
                         for (int64_t oh = 0; oh < g->Ho; oh++) {                               \
                             int64_t ih = oh * g->sh - g->ph + i * g->dh;                       \
                             if (ih < 0 || ih >= g->H) continue;                                \
-                            const T *s = src + n * HW + oh * g->Wo;                            \
-                            T *row = plane + ih * g->W;                                        \
-                            int64_t iw = j * g->dw - g->pw;                                    \
-                            for (int64_t ow = 0; ow < g->Wo; ow++, iw += g->sw)                \
-                                if (iw >= 0 && iw < g->W) row[iw] += s[ow];                    \
+                            const T *restrict s = src + n * HW + oh * g->Wo;                   \
+                            T *restrict row = plane + ih * g->W;                               \
+                            if (g->sw == 1)                                                    \
+                                for (int64_t ow = lo; ow < hi; ow++) row[off + ow] += s[ow];   \
+                            else                                                               \
+                                for (int64_t ow = lo; ow < hi; ow++) row[off + ow * g->sw] += s[ow]; \
                         }                                                                      \
                     }                                                                          \
                 }                                                                              \
@@ -507,9 +522,38 @@ typedef struct {
 } pool_ctx;
 
 #define DEFINE_POOL(T, SUFFIX)                                                                 \
+    /* 2x2 windows, stride 2, no padding: the layer every small CNN uses */                    \
+    static void maxpool2_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                   \
+    {                                                                                          \
+        const pool_geom *p = c->p;                                                             \
+        for (int64_t q = q0; q < q1; q++) {                                                    \
+            const T *x = (const T *)c->x + q * p->H * p->W;                                    \
+            T *y = (T *)c->y + q * p->Ho * p->Wo;                                              \
+            int64_t *ix = c->idx + q * p->Ho * p->Wo;                                          \
+            for (int64_t oh = 0; oh < p->Ho; oh++) {                                           \
+                const T *r0 = x + 2 * oh * p->W, *r1 = r0 + p->W;                              \
+                int64_t base = 2 * oh * p->W;                                                  \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
+                    T a = r0[2 * ow], b = r0[2 * ow + 1], d = r1[2 * ow], e = r1[2 * ow + 1];  \
+                    T best = a;                                                                \
+                    int64_t at = base + 2 * ow;                                                \
+                    if (b > best || b != b) { best = b; at = base + 2 * ow + 1; }              \
+                    if ((d > best || d != d) && best == best) { best = d; at = base + p->W + 2 * ow; } \
+                    if ((e > best || e != e) && best == best) { best = e; at = base + p->W + 2 * ow + 1; } \
+                    if (a != a) { best = a; at = base + 2 * ow; }                              \
+                    y[oh * p->Wo + ow] = best;                                                 \
+                    ix[oh * p->Wo + ow] = at;                                                  \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
     static void maxpool_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                    \
     {                                                                                          \
         const pool_geom *p = c->p;                                                             \
+        if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0) {  \
+            maxpool2_##SUFFIX(c, q0, q1);                                                      \
+            return;                                                                            \
+        }                                                                                      \
         for (int64_t q = q0; q < q1; q++) {                                                    \
             const T *x = (const T *)c->x + q * p->H * p->W;                                    \
             T *y = (T *)c->y + q * p->Ho * p->Wo;                                              \
