@@ -401,7 +401,7 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
         break;
     case EMBER_OP_LINEAR: {   /* y = x w^T: gx = g w, gw = g^T x over all leading dims */
         ember_tensor *w = IN(1);
-        int64_t ws[2];
+        int64_t ws[EMBER_MAX_DIMS];
         ember__node_in_shape(n, 1, ws);
         if (NEED(0)) give(s, &gi[0], t_matmul(s, g, w));
         if (NEED(1)) {
