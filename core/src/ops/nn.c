@@ -330,59 +330,131 @@ typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
 
 /* One driver for the three products. a and b are the op's inputs:
    FWD (x, w) -> y;  BWD_INPUT (gy, w) -> gx;  BWD_WEIGHT (x, gy) -> gw. */
+/* The batch is split into one task per thread; each task unfolds its own
+   chunks and calls a single-threaded GEMM on them, with OpenBLAS held at one
+   thread meanwhile. On these thin products (a few dozen output channels)
+   OpenBLAS's own threading gains little, while independent per-task GEMMs on
+   cache-sized chunks use both cores. The weight gradient is summed from one
+   accumulator per task, in task order, so results do not depend on timing. */
+typedef struct {
+    conv_kind kind;
+    const conv_geom *g;
+    int cdt, es;
+    int64_t nbmax, per_task;
+    char *X;              /* input (FWD, BWD_WEIGHT) or the input gradient (BWD_INPUT) */
+    const char *Wt, *GY;  /* weight; output gradient */
+    char *res;
+    char **cols, **gl, **acc;
+    size_t cols_bytes, gl_bytes;
+} conv_job;
+
+static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, bool first)
+{
+    const conv_geom *g = j->g;
+    const int es = j->es, cdt = j->cdt;
+    const int64_t HW = g->Ho * g->Wo, L = nb * HW;
+    const bool pw = is_pointwise(g) && nb == 1;
+    char *cols = j->cols[task], *gl = j->gl[task];
+    if (j->kind != CONV_FWD) to_gemm_layout(es, j->GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        unfold_ctx u = {g, cdt, j->X, cols, n0, nb, gi};
+        char *colm = pw ? j->X + (n0 * g->C + gi * g->Cg) * HW * es : cols;
+        char *glg = gl + gi * g->Og * L * es;
+        const char *wg = j->Wt ? j->Wt + gi * g->Og * g->K * es : NULL;
+        switch (j->kind) {
+        case CONV_FWD:   /* y_g (Og x L) = w_g (Og x K) cols (K x L) */
+            if (!pw) unfold(&u);
+            gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
+            break;
+        case CONV_BWD_INPUT:   /* cols (K x L) = w_g^T gy_g, folded back into gx */
+            if (pw) {
+                gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
+            } else {
+                gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
+                fold(&u);
+            }
+            break;
+        case CONV_BWD_WEIGHT:   /* gw_g (Og x K) += gy_g (Og x L) cols^T */
+            if (!pw) unfold(&u);
+            gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
+                 j->acc[task] + gi * g->Og * g->K * es, g->K);
+            break;
+        }
+    }
+    if (j->kind == CONV_FWD) from_gemm_layout(es, gl, j->res + n0 * g->O * HW * es, nb, g->O, HW);
+}
+
+static void conv_tasks(void *ctx, int64_t t0, int64_t t1)
+{
+    const conv_job *j = ctx;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t lo = t * j->per_task, hi = lo + j->per_task < j->g->N ? lo + j->per_task : j->g->N;
+        for (int64_t n0 = lo; n0 < hi; n0 += j->nbmax)
+            conv_chunk(j, t, n0, hi - n0 < j->nbmax ? hi - n0 : j->nbmax, n0 == lo);
+    }
+}
+
 static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a, ember_tensor *b, ember_tensor *res)
 {
     const int es = ember_dtype_size(cdt);
-    const int64_t HW = g->Ho * g->Wo, nbmax = chunk_of(g);
-    const bool pw = is_pointwise(g) && g->N == 1;
-    char *cols = NULL, *gl = NULL;
+    const int64_t HW = g->Ho * g->Wo;
+    int64_t ntasks = ember_num_threads();
+    if (ntasks > g->N) ntasks = g->N;
+    if (ntasks > 16) ntasks = 16;
+    int64_t per_task = (g->N + ntasks - 1) / ntasks;
+    ntasks = (g->N + per_task - 1) / per_task;
+    int64_t nbmax = chunk_of(g);
+    if (nbmax > per_task) nbmax = per_task;
+    char *cols[16] = {0}, *gl[16] = {0}, *acc[16] = {0};
+    const bool pw = is_pointwise(g) && nbmax == 1;
     size_t cols_bytes = pw ? 0 : (size_t)(g->K * nbmax * HW * es);
     size_t gl_bytes = (size_t)(g->O * nbmax * HW * es);
+    size_t acc_bytes = (size_t)(g->O * g->K * es);
     int rc = EMBER_OK;
-    if (cols_bytes && !(cols = ember__alloc(cols_bytes))) goto oom;
-    if (!(gl = ember__alloc(gl_bytes))) goto oom;
-    char *X = kind == CONV_BWD_INPUT ? ember__ptr(res) : ember__ptr(a);
-    const char *Wt = kind == CONV_FWD ? ember__ptr(b) : kind == CONV_BWD_INPUT ? ember__ptr(b) : NULL;
-    const char *GY = kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL;
-    if (kind == CONV_BWD_INPUT) memset(X, 0, (size_t)(res->numel * es));
-    for (int64_t n0 = 0; n0 < g->N; n0 += nbmax) {
-        int64_t nb = g->N - n0 < nbmax ? g->N - n0 : nbmax, L = nb * HW;
-        if (kind != CONV_FWD) to_gemm_layout(es, GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
-        for (int64_t gi = 0; gi < g->G; gi++) {
-            unfold_ctx u = {g, cdt, X, cols, n0, nb, gi};
-            /* the column matrix for this group: unfolded, or the input planes themselves */
-            char *colm = pw ? X + (n0 * g->C + gi * g->Cg) * HW * es : cols;
-            char *glg = gl + gi * g->Og * L * es;
-            const char *wg = Wt ? Wt + gi * g->Og * g->K * es : NULL;
-            switch (kind) {
-            case CONV_FWD:   /* y_g (Og x L) = w_g (Og x K) cols (K x L) */
-                if (!pw) unfold(&u);
-                gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
-                break;
-            case CONV_BWD_INPUT:   /* cols (K x L) = w_g^T gy_g; folded back into gx */
-                if (pw) {
-                    gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
-                } else {
-                    gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
-                    fold(&u);
-                }
-                break;
-            case CONV_BWD_WEIGHT:   /* gw_g (Og x K) += gy_g (Og x L) cols^T */
-                if (!pw) unfold(&u);
-                gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, n0 == 0 ? 0.0 : 1.0,
-                     ember__ptr(res) + gi * g->Og * g->K * es, g->K);
-                break;
+    for (int64_t t = 0; t < ntasks; t++) {
+        if (cols_bytes && !(cols[t] = ember__alloc(cols_bytes))) goto oom;
+        if (!(gl[t] = ember__alloc(gl_bytes))) goto oom;
+        if (kind == CONV_BWD_WEIGHT) {
+            if (t == 0) acc[t] = ember__ptr(res);
+            else if (!(acc[t] = ember__alloc(acc_bytes))) goto oom;
+        }
+    }
+    conv_job j = {kind, g, cdt, es, nbmax, per_task, kind == CONV_BWD_INPUT ? ember__ptr(res) : ember__ptr(a),
+                  kind == CONV_BWD_WEIGHT ? NULL : ember__ptr(b),
+                  kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL,
+                  ember__ptr(res), cols, gl, acc, cols_bytes, gl_bytes};
+    if (kind == CONV_BWD_INPUT) memset(ember__ptr(res), 0, (size_t)(res->numel * es));
+#ifdef EMBER_HAVE_BLAS
+    int blas_threads = openblas_get_num_threads();
+    if (ntasks > 1) openblas_set_num_threads(1);
+#endif
+    ember__parallel_for(ntasks, 1, conv_tasks, &j);
+#ifdef EMBER_HAVE_BLAS
+    if (ntasks > 1) openblas_set_num_threads(blas_threads);
+#endif
+    if (kind == CONV_BWD_WEIGHT)
+        for (int64_t t = 1; t < ntasks; t++) {
+            int64_t n = g->O * g->K;
+            if (cdt == EMBER_FLOAT32) {
+                float *d = (float *)acc[0];
+                const float *src = (const float *)acc[t];
+                for (int64_t i = 0; i < n; i++) d[i] += src[i];
+            } else {
+                double *d = (double *)acc[0];
+                const double *src = (const double *)acc[t];
+                for (int64_t i = 0; i < n; i++) d[i] += src[i];
             }
         }
-        if (kind == CONV_FWD) from_gemm_layout(es, gl, ember__ptr(res) + n0 * g->O * HW * es, nb, g->O, HW);
-    }
     goto done;
 oom:
     rc = ember__fail(EMBER_ERR_OOM, "conv2d: out of memory for a %lld x %lld column buffer", (long long)g->K,
                      (long long)(nbmax * HW));
 done:
-    if (cols) ember__free(cols, cols_bytes);
-    if (gl) ember__free(gl, gl_bytes);
+    for (int64_t t = 0; t < 16; t++) {
+        if (cols[t]) ember__free(cols[t], cols_bytes);
+        if (gl[t]) ember__free(gl[t], gl_bytes);
+        if (t > 0 && acc[t]) ember__free(acc[t], acc_bytes);
+    }
     return rc;
 }
 
