@@ -606,13 +606,17 @@ typedef struct {
                 const T *r0 = x + 2 * oh * p->W, *r1 = r0 + p->W;                              \
                 int64_t base = 2 * oh * p->W;                                                  \
                 for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
-                    T a = r0[2 * ow], b = r0[2 * ow + 1], d = r1[2 * ow], e = r1[2 * ow + 1];  \
-                    T best = a;                                                                \
-                    int64_t at = base + 2 * ow;                                                \
-                    if (b > best || b != b) { best = b; at = base + 2 * ow + 1; }              \
-                    if ((d > best || d != d) && best == best) { best = d; at = base + p->W + 2 * ow; } \
-                    if ((e > best || e != e) && best == best) { best = e; at = base + p->W + 2 * ow + 1; } \
-                    if (a != a) { best = a; at = base + 2 * ow; }                              \
+                    /* selects, not branches: on real data the comparisons are coin flips */ \
+                    T v[4] = {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};         \
+                    int64_t off[4] = {0, 1, p->W, p->W + 1};                                   \
+                    T best = v[0];                                                             \
+                    int64_t k = 0;                                                             \
+                    for (int m = 1; m < 4; m++) {                                              \
+                        bool take = (v[m] > best) | ((v[m] != v[m]) & (best == best));         \
+                        best = take ? v[m] : best;                                             \
+                        k = take ? m : k;                                                      \
+                    }                                                                          \
+                    int64_t at = base + 2 * ow + off[k];                                       \
                     y[oh * p->Wo + ow] = best;                                                 \
                     ix[oh * p->Wo + ow] = at;                                                  \
                 }                                                                              \
