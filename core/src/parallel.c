@@ -2,7 +2,10 @@
    on a condition variable between jobs (no spinning, so they do not fight
    OpenBLAS's own pool); the calling thread takes chunks too. Work is split into
    contiguous ranges, so results never depend on the number of threads.
-   EMBER_NUM_THREADS sets the size (default: the number of online CPUs). */
+   EMBER_NUM_THREADS sets the size (default: the number of online CPUs).
+   Workers are joined when libember is unloaded or the process exits, so no
+   thread is left running code that has been unmapped; a forked child starts
+   a pool of its own when it first needs one. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -18,6 +21,7 @@ static pthread_t workers[MAX_THREADS];
 static int n_workers = -1;     /* -1: not started */
 static int n_threads = 1;      /* workers + the caller */
 static uint64_t generation;
+static int quitting;           /* set by stop_pool, under mu */
 static _Thread_local int in_parallel;
 
 /* One parallel_for call. It lives on the caller's stack; workers join it
@@ -50,7 +54,8 @@ static void *worker_main(void *arg)
     in_parallel = 1;   /* kernels a worker runs never fan out again */
     pthread_mutex_lock(&mu);
     for (;;) {
-        while (generation == seen) pthread_cond_wait(&wake, &mu);
+        while (generation == seen && !quitting) pthread_cond_wait(&wake, &mu);
+        if (quitting) break;
         seen = generation;
         job_t *j = current;
         if (!j || j->seats == 0) continue;
@@ -61,22 +66,51 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&mu);
         if (--j->active == 0) pthread_cond_broadcast(&done_cv);
     }
+    pthread_mutex_unlock(&mu);
     return NULL;
+}
+
+/* dlclose (a Lua state closing its ffi.load) or exit: every job has returned
+   by then, so the workers are all asleep or about to be. */
+__attribute__((destructor)) static void stop_pool(void)
+{
+    if (n_workers <= 0) return;
+    pthread_mutex_lock(&mu);
+    quitting = 1;
+    pthread_cond_broadcast(&wake);
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < n_workers; i++) pthread_join(workers[i], NULL);
+    n_workers = -1;
+    quitting = 0;
+}
+
+/* A child of fork has only the thread that forked: forget the parent's pool. */
+static void forget_pool_in_child(void)
+{
+    pthread_mutex_init(&mu, NULL);
+    pthread_cond_init(&wake, NULL);
+    pthread_cond_init(&done_cv, NULL);
+    current = NULL;
+    n_workers = -1;
+    n_threads = 1;
+    in_parallel = 0;
 }
 
 static void start_pool(int want)
 {
     if (want < 1) want = 1;
     if (want > MAX_THREADS) want = MAX_THREADS;
+    static int atfork_done;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, forget_pool_in_child);
+        atfork_done = 1;
+    }
     n_workers = 0;
     for (int i = 0; i < want - 1; i++) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 1 << 20);
-        if (pthread_create(&workers[n_workers], &attr, worker_main, NULL) == 0) {
-            pthread_detach(workers[n_workers]);
-            n_workers++;
-        }
+        if (pthread_create(&workers[n_workers], &attr, worker_main, NULL) == 0) n_workers++;
         pthread_attr_destroy(&attr);
     }
     n_threads = n_workers + 1;
