@@ -1,0 +1,288 @@
+/* main.c: the ember command. Runs Lua scripts with ember preloaded, the way
+   luajit runs them (the same `arg` table and options order), and opens the
+   REPL (repl.c) when there is nothing else to do. The Lua state comes from
+   libember_lua (ember_lua.c); this file is only the command line. */
+#include "cli.h"
+#include "ember_lua.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *progname = "ember";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [options] [script [args]]\n"
+            "Runs a Lua script with ember loaded (the global `ember`); with no script\n"
+            "and no -e, opens the interactive REPL.\n"
+            "  -e chunk   run the string chunk\n"
+            "  -l name    require library name (into the global `name`)\n"
+            "  -i         open the REPL after running script and chunks\n"
+            "  -v         print the versions of ember, LuaJIT, BLAS and CUDA\n"
+            "  -h         print this help\n"
+            "  --         stop handling options\n"
+            "  -          run stdin as a script\n",
+            progname);
+}
+
+/* ------------------------------------------------------------------ OpenBLAS kernels */
+/* OpenBLAS 0.3.21 picks its kernels in a library constructor, before main,
+   and on the generic "Intel Xeon Processor" model that virtual machines
+   report it falls back to SSE3 (Prescott) kernels, a third of the speed.
+   The Lua package sets OPENBLAS_CORETYPE before it loads libember; this
+   command links libember, so when the user has not chosen it chooses from
+   the CPU's features and starts itself again. If exec fails it runs on with
+   OpenBLAS's own choice. */
+static void choose_openblas_core(char **argv)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    const char *core = NULL;
+    if (getenv("OPENBLAS_CORETYPE")) return;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        core = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        core = "Haswell";
+    if (!core || setenv("OPENBLAS_CORETYPE", core, 0) != 0) return;
+    execv("/proc/self/exe", argv);
+#else
+    (void)argv;
+#endif
+}
+
+/* ------------------------------------------------------------------ Ctrl-C */
+/* While Lua runs, SIGINT sets a count hook and the hook raises "interrupted"
+   at the next Lua instruction (lua.c's approach: lua_sethook is safe from a
+   signal handler). JIT-compiled loops and C calls do not reach the hook until
+   they end; a second Ctrl-C before the hook runs restores the default
+   action, so a third one ends the process. */
+static lua_State *volatile running_L;
+static volatile sig_atomic_t hook_pending, sigint_seen;
+
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    hook_pending = 0;
+    luaL_error(L, "interrupted");
+}
+
+static void on_sigint_running(int sig)
+{
+    if (hook_pending) {
+        static const char msg[] =
+            "\nember: busy in compiled code or C; Ctrl-C again ends the process\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        signal(sig, SIG_DFL);
+        return;
+    }
+    hook_pending = 1;
+    lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+static void on_sigint_idle(int sig)
+{
+    (void)sig;
+    sigint_seen = 1;
+}
+
+static void set_sigint(void (*fn)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;   /* no SA_RESTART: a blocking read returns EINTR */
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void cli_catch_sigint(void) { set_sigint(on_sigint_idle); }
+
+int cli_take_interrupt(void)
+{
+    int seen = sigint_seen;
+    sigint_seen = 0;
+    return seen;
+}
+
+/* ------------------------------------------------------------------ running */
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (!msg) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)) return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int cli_docall(lua_State *L, int narg, int nres)
+{
+    int base = lua_gettop(L) - narg;
+    lua_pushcfunction(L, msghandler);
+    lua_insert(L, base);
+    running_L = L;
+    hook_pending = 0;
+    set_sigint(on_sigint_running);
+    int status = lua_pcall(L, narg, nres, base);
+    set_sigint(on_sigint_idle);
+    lua_sethook(L, NULL, 0, 0);   /* a Ctrl-C that came too late to raise */
+    hook_pending = 0;
+    sigint_seen = 0;
+    lua_remove(L, base);
+    return status;
+}
+
+int cli_report(lua_State *L, int status)
+{
+    if (status != 0) {
+        const char *msg = lua_tostring(L, -1);
+        fflush(stdout);
+        fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");
+        fflush(stderr);
+        lua_pop(L, 1);
+    }
+    return status;
+}
+
+static int dostring(lua_State *L, const char *code, const char *name)
+{
+    int status = luaL_loadbuffer(L, code, strlen(code), name);
+    if (status == 0) status = cli_docall(L, 0, 0);
+    return cli_report(L, status);
+}
+
+static int dolibrary(lua_State *L, const char *name)
+{
+    lua_getglobal(L, "require");
+    lua_pushstring(L, name);
+    int status = cli_docall(L, 1, 1);
+    if (status == 0) lua_setglobal(L, name);
+    return cli_report(L, status);
+}
+
+/* arg[0] = script, arg[1..] its arguments, arg[-k] what came before (luajit's layout) */
+static void create_arg_table(lua_State *L, char **argv, int argc, int script)
+{
+    lua_createtable(L, argc - script - 1 > 0 ? argc - script - 1 : 0, script + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - script);
+    }
+    lua_setglobal(L, "arg");
+}
+
+static int run_script(lua_State *L, char **argv, int argc, int script)
+{
+    const char *name = argv[script];
+    if (strcmp(name, "-") == 0 && strcmp(argv[script - 1], "--") != 0) name = NULL;   /* stdin */
+    int status = luaL_loadfile(L, name);
+    if (status == 0) {
+        int nargs = argc - script - 1;
+        if (!lua_checkstack(L, nargs + 4)) {
+            lua_pushliteral(L, "too many arguments to script");
+            return cli_report(L, 1);
+        }
+        for (int i = script + 1; i < argc; i++) lua_pushstring(L, argv[i]);
+        status = cli_docall(L, nargs, 0);
+    }
+    return cli_report(L, status);
+}
+
+/* ------------------------------------------------------------------ -v */
+static void print_version(void)
+{
+    printf("ember %s\n", ember_version());
+    lua_State *L = luaL_newstate();
+    if (L) {
+        luaL_openlibs(L);
+        lua_getglobal(L, "jit");
+        if (lua_istable(L, -1)) lua_getfield(L, -1, "version");
+        printf("%s\n", lua_isstring(L, -1) ? lua_tostring(L, -1) : "LuaJIT (unknown version)");
+        lua_close(L);
+    }
+    printf("BLAS: %s\n", ember_blas_info());
+    int ncuda = ember_cuda_device_count();
+    if (ncuda > 0) printf("CUDA: %d device(s)\n", ncuda);
+    else printf("CUDA: not available (%s)\n", ember_cuda_status());
+    printf("Lua package: %s\n", ember_lua_package_dir()[0] ? ember_lua_package_dir() : "(not found)");
+}
+
+/* ------------------------------------------------------------------ main */
+int main(int argc, char **argv)
+{
+    int script = 0, want_repl = 0, want_version = 0, has_chunks = 0;
+    choose_openblas_core(argv);
+    /* first pass: check the options, find the script */
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-') break;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-") == 0) break;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-i") == 0) {
+            want_repl = 1;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) {
+            want_version = 1;
+        } else if (a[1] == 'e' || a[1] == 'l') {
+            if (a[2] == '\0' && i + 1 >= argc) {
+                fprintf(stderr, "%s: '%s' needs an argument\n", progname, a);
+                usage(stderr);
+                return 1;
+            }
+            if (a[2] == '\0') i++;
+            has_chunks = 1;
+        } else {
+            fprintf(stderr, "%s: unrecognized option '%s'\n", progname, a);
+            usage(stderr);
+            return 1;
+        }
+    }
+    script = i < argc ? i : 0;
+
+    if (want_version) {
+        print_version();
+        if (!script && !has_chunks && !want_repl) return 0;
+    }
+
+    ember_lua *E = ember_lua_open_ex(EMBER_LUA_ANY_LIBRARY);
+    if (!E) {
+        fprintf(stderr, "%s: %s\n", progname, ember_lua_error(NULL));
+        return 1;
+    }
+    lua_State *L = ember_lua_state(E);
+    cli_catch_sigint();
+    create_arg_table(L, argv, argc, script ? script : argc);
+
+    int status = 0;
+    /* second pass: -e and -l in order */
+    for (i = 1; i < (script ? script : argc) && status == 0; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) break;
+        if (a[0] != '-' || (a[1] != 'e' && a[1] != 'l')) continue;
+        const char *val = a[2] ? a + 2 : argv[++i];
+        status = a[1] == 'e' ? dostring(L, val, "=(command line)") : dolibrary(L, val);
+    }
+    if (status == 0 && script) status = run_script(L, argv, argc, script);
+    if (status == 0 && (want_repl || (!script && !has_chunks))) status = cli_repl(L);
+
+    fflush(stdout);
+    ember_lua_close(E);
+    return status == 0 ? 0 : 1;
+}
