@@ -1,0 +1,112 @@
+-- Fashion-MNIST with a multi-layer perceptron: the main job.
+--
+-- Shows the whole training stack: ember.data.fashion_mnist (the Debian
+-- package dataset-fashion-mnist), a DataLoader with seeded shuffling, an
+-- nn.Sequential MLP 784-256-128-10, cross-entropy, a GradManager, SGD with
+-- momentum and a cosine learning-rate schedule, a progress bar, checkpoints
+-- saved and resumed with ember.save / ember.load (safetensors), and the loss
+-- and accuracy curves written as an SVG plot.
+--
+-- Run:  luajit examples/fashion_mnist_mlp.lua [--epochs 10] [--out DIR] [--resume]
+-- Takes about 10-20 s on the 2-core build machine (10 epochs); reaches about
+-- 88-89% test accuracy.
+package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+local ember = require("ember")
+local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+
+local opts = { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9, out = "runs/fashion_mnist_mlp", seed = 0 }
+do
+  local i = 1
+  while i <= #arg do
+    local a = arg[i]
+    if a == "--resume" then opts.resume = true
+    elseif a:match("^%-%-") and arg[i + 1] then
+      local k = a:sub(3)
+      if opts[k] == nil then error("unknown option " .. a) end
+      opts[k] = type(opts[k]) == "number" and tonumber(arg[i + 1]) or arg[i + 1]
+      i = i + 1
+    else
+      error("unknown argument " .. a)
+    end
+    i = i + 1
+  end
+end
+os.execute("mkdir -p '" .. opts.out .. "'")
+local ckpt = opts.out .. "/checkpoint.safetensors"
+
+ember.manual_seed(opts.seed)
+local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
+print(("Fashion-MNIST: %d training and %d test images"):format(#train, #test))
+
+local model = nn.Sequential(
+  nn.Flatten(),
+  nn.Linear(784, 256), nn.ReLU(),
+  nn.Linear(256, 128), nn.ReLU(),
+  nn.Linear(128, 10))
+local params = model:parameters()
+local opt = optim.SGD(params, { lr = opts.lr, momentum = opts.momentum })
+local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = opts.epochs })
+local gm = ember.autodiff.GradManager():attach(params)
+
+local start_epoch, history = 1, { loss = {}, accuracy = {} }
+if opts.resume and io.open(ckpt, "rb") then
+  local sd, meta = ember.load(ckpt)
+  model:load_state_dict(sd)
+  start_epoch = tonumber(meta.epoch) + 1
+  for _ = 1, start_epoch - 1 do sched:step() end
+  for v in (meta.loss or ""):gmatch("[^,]+") do history.loss[#history.loss + 1] = tonumber(v) end
+  for v in (meta.accuracy or ""):gmatch("[^,]+") do history.accuracy[#history.accuracy + 1] = tonumber(v) end
+  print(("resumed from %s after epoch %d"):format(ckpt, start_epoch - 1))
+end
+
+local function evaluate()
+  model:eval()
+  local correct = 0
+  ember.no_grad(function()
+    for x, y in ember.data.DataLoader(test, { batch_size = 1000 }):iter() do
+      local _, pred = model(x):max(2)
+      correct = correct + pred:eq(y):sum():item()
+    end
+  end)
+  model:train()
+  return correct / #test
+end
+
+local loader = ember.data.DataLoader(train, { batch_size = opts.batch, shuffle = true, seed = opts.seed })
+local acc
+for epoch = start_epoch, opts.epochs do
+  loader:set_epoch(epoch - 1)   -- the same shuffle whether or not the run was resumed
+  local t0 = os.clock()
+  local bar = ember.progress(#loader, { desc = ("epoch %d/%d"):format(epoch, opts.epochs) })
+  local total, n = 0, 0
+  for x, y in loader:iter() do
+    gm:record()
+    local loss = F.cross_entropy(model(x), y)
+    gm:backward(loss)
+    opt:step()
+    opt:zero_grad()
+    local l = loss:item()
+    total, n = total + l, n + 1
+    bar:update(1, { loss = ("%.4f"):format(l) })
+  end
+  bar:close()
+  sched:step()
+  acc = evaluate()
+  history.loss[#history.loss + 1] = total / n
+  history.accuracy[#history.accuracy + 1] = acc
+  print(("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1f s cpu)"):format(epoch, total / n, 100 * acc,
+    os.clock() - t0))
+  ember.save(ckpt, model:state_dict(), {
+    epoch = tostring(epoch),
+    loss = table.concat(history.loss, ","),
+    accuracy = table.concat(history.accuracy, ","),
+  })
+end
+acc = acc or evaluate()
+
+ember.plot.svg(opts.out .. "/curves.svg", {
+  { name = "train loss", values = history.loss },
+  { name = "test accuracy", values = history.accuracy },
+}, { title = "Fashion-MNIST MLP", xlabel = "epoch" })
+print(("test accuracy: %.2f%%"):format(100 * acc))
+print(("checkpoint: %s, curves: %s/curves.svg"):format(ckpt, opts.out))
