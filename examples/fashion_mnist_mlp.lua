@@ -7,14 +7,18 @@
 -- saved and resumed with ember.save / ember.load (safetensors), and the loss
 -- and accuracy curves written as an SVG plot.
 --
--- Run:  luajit examples/fashion_mnist_mlp.lua [--epochs 10] [--out DIR] [--resume]
+-- Run:  luajit examples/fashion_mnist_mlp.lua [--epochs 10] [--out DIR] [--resume] [--stop N]
+-- The checkpoint holds the model and the optimizer's momentum, so a run
+-- stopped after epoch N (--stop N) and resumed (--resume) ends where an
+-- uninterrupted run ends.
 -- Takes about 10-20 s on the 2-core build machine (10 epochs); reaches about
 -- 88-89% test accuracy.
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
-local opts = { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9, out = "runs/fashion_mnist_mlp", seed = 0 }
+local opts = { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9, out = "runs/fashion_mnist_mlp", seed = 0,
+  stop = math.huge }
 do
   local i = 1
   while i <= #arg do
@@ -48,10 +52,41 @@ local opt = optim.SGD(params, { lr = opts.lr, momentum = opts.momentum })
 local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = opts.epochs })
 local gm = ember.autodiff.GradManager():attach(params)
 
+-- A checkpoint is one flat name -> tensor table: the model's state under
+-- "model.", the optimizer's per-parameter state under "optim.<i>.".
+local function checkpoint_tensors()
+  local out = {}
+  for k, v in pairs(model:state_dict()) do out["model." .. k] = v end
+  for i, st in pairs(opt:state_dict().state) do
+    for k, v in pairs(st) do
+      if ember.is_tensor(v) then out[("optim.%d.%s"):format(i, k)] = v end
+    end
+  end
+  return out
+end
+
+local function restore(tensors)
+  local model_sd, state = {}, {}
+  for k, v in pairs(tensors) do
+    local mk = k:match("^model%.(.+)$")
+    local i, sk = k:match("^optim%.(%d+)%.(.+)$")
+    if mk then model_sd[mk] = v
+    elseif i then
+      i = tonumber(i)
+      state[i] = state[i] or {}
+      state[i][sk] = v
+    end
+  end
+  model:load_state_dict(model_sd)
+  local sd = opt:state_dict()
+  sd.state = state
+  opt:load_state_dict(sd)
+end
+
 local start_epoch, history = 1, { loss = {}, accuracy = {} }
 if opts.resume and io.open(ckpt, "rb") then
-  local sd, meta = ember.load(ckpt)
-  model:load_state_dict(sd)
+  local tensors, meta = ember.load(ckpt)
+  restore(tensors)
   start_epoch = tonumber(meta.epoch) + 1
   for _ = 1, start_epoch - 1 do sched:step() end
   for v in (meta.loss or ""):gmatch("[^,]+") do history.loss[#history.loss + 1] = tonumber(v) end
@@ -74,7 +109,7 @@ end
 
 local loader = ember.data.DataLoader(train, { batch_size = opts.batch, shuffle = true, seed = opts.seed })
 local acc
-for epoch = start_epoch, opts.epochs do
+for epoch = start_epoch, math.min(opts.epochs, opts.stop) do
   loader:set_epoch(epoch - 1)   -- the same shuffle whether or not the run was resumed
   local t0 = os.clock()
   local bar = ember.progress(#loader, { desc = ("epoch %d/%d"):format(epoch, opts.epochs) })
@@ -96,7 +131,7 @@ for epoch = start_epoch, opts.epochs do
   history.accuracy[#history.accuracy + 1] = acc
   print(("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1f s cpu)"):format(epoch, total / n, 100 * acc,
     os.clock() - t0))
-  ember.save(ckpt, model:state_dict(), {
+  ember.save(ckpt, checkpoint_tensors(), {
     epoch = tostring(epoch),
     loss = table.concat(history.loss, ","),
     accuracy = table.concat(history.accuracy, ","),
