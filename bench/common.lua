@@ -35,6 +35,40 @@ function M.peak_rss_mb()
   return kb and tonumber(kb) / 1024 or -1
 end
 
+-- the median of a list of numbers
+function M.median(list)
+  local s = { unpack(list) }
+  table.sort(s)
+  return s[math.floor(#s / 2) + 1]
+end
+
+-- the OpenBLAS core in use ("SkylakeX", "Haswell", ...), from ember.blas_info()
+function M.blas_core(ember)
+  return ember.blas_info():match("%(core ([^)]+)%)") or ember.blas_info()
+end
+
+-- the training benchmarks' shared parts: one epoch, and test accuracy
+function M.train_epoch(ember, model, loader, gm, opt)
+  local F = ember.nn.functional
+  for x, y in loader:iter() do
+    gm:record()
+    gm:backward(F.cross_entropy(model(x), y))
+    opt:step()
+    opt:zero_grad()
+  end
+end
+
+function M.accuracy(ember, model, test, batch_size)
+  local correct = 0
+  ember.no_grad(function()
+    for x, y in ember.data.DataLoader(test, { batch_size = batch_size }):iter() do
+      local _, pred = model(x):max(2)
+      correct = correct + pred:eq(y):sum():item()
+    end
+  end)
+  return correct / #test
+end
+
 function M.json(tbl)
   local keys = {}
   for k in pairs(tbl) do keys[#keys + 1] = k end

@@ -54,5 +54,5 @@ out.add1m_vs_c = out.add1m_us / out.add1m_c_us
 out.sum1m_vs_c = out.sum1m_us / out.sum1m_c_us
 out.matmul_vs_sgemm = out.matmul1024_gflops / out.sgemm1024_gflops
 out.threads = ember.get_num_threads()
-out.openblas_coretype = os.getenv("OPENBLAS_CORETYPE") or "(unset)"
+out.openblas_core = B.blas_core(ember)
 print(B.json(out))

@@ -7,7 +7,7 @@
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
 
 local epochs = tonumber(arg and arg[1]) or 1
 ember.manual_seed(0)
@@ -21,37 +21,20 @@ local opt = ember.optim.Adam(params, { lr = 1e-3 })
 local gm = ember.autodiff.GradManager():attach(params)
 local loader = ember.data.DataLoader(train, { batch_size = 64, shuffle = true, seed = 0 })
 
-local function accuracy()
-  local correct = 0
-  ember.no_grad(function()
-    for x, y in ember.data.DataLoader(test, { batch_size = 500 }):iter() do
-      local _, pred = model(x):max(2)
-      correct = correct + pred:eq(y):sum():item()
-    end
-  end)
-  return correct / #test
-end
-
 local times = {}
 for e = 1, epochs do
   local t0 = B.now()
-  for x, y in loader:iter() do
-    gm:record()
-    gm:backward(F.cross_entropy(model(x), y))
-    opt:step()
-    opt:zero_grad()
-  end
+  B.train_epoch(ember, model, loader, gm, opt)
   times[e] = B.now() - t0
 end
-table.sort(times)
-local med = times[math.floor(#times / 2) + 1]
+local med = B.median(times)
 print(B.json({
   bench = "train_cnn",
   epochs = epochs,
   seconds_per_epoch = med,
   samples_per_s = #train / med,
-  test_accuracy = accuracy(),
+  test_accuracy = B.accuracy(ember, model, test, 500),
   peak_rss_mb = B.peak_rss_mb(),
   threads = ember.get_num_threads(),
-  openblas_coretype = os.getenv("OPENBLAS_CORETYPE") or "unset",
+  openblas_core = B.blas_core(ember),
 }))

@@ -7,7 +7,7 @@
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
 
 local epochs = tonumber(arg and arg[1]) or 3
 ember.manual_seed(0)
@@ -19,32 +19,14 @@ local opt = ember.optim.SGD(params, { lr = 0.1, momentum = 0.9 })
 local gm = ember.autodiff.GradManager():attach(params)
 local loader = ember.data.DataLoader(train, { batch_size = 128, shuffle = true, seed = 0 })
 
-local function accuracy()
-  local correct = 0
-  ember.no_grad(function()
-    for x, y in ember.data.DataLoader(test, { batch_size = 1000 }):iter() do
-      local _, pred = model(x):max(2)
-      correct = correct + pred:eq(y):sum():item()
-    end
-  end)
-  return correct / #test
-end
-
 local times, acc = {}, {}
 for e = 1, epochs do
   local t0 = B.now()
-  for x, y in loader:iter() do
-    gm:record()
-    gm:backward(F.cross_entropy(model(x), y))
-    opt:step()
-    opt:zero_grad()
-  end
+  B.train_epoch(ember, model, loader, gm, opt)
   times[e] = B.now() - t0
-  acc[e] = accuracy()
+  acc[e] = B.accuracy(ember, model, test, 1000)
 end
-local sorted = { unpack(times) }
-table.sort(sorted)
-local med = sorted[math.floor(#sorted / 2) + 1]
+local med = B.median(times)
 print(B.json({
   bench = "train_mlp",
   epochs = epochs,
@@ -54,5 +36,5 @@ print(B.json({
   test_accuracy_epoch3 = acc[3] or acc[#acc],
   peak_rss_mb = B.peak_rss_mb(),
   threads = ember.get_num_threads(),
-  openblas_coretype = os.getenv("OPENBLAS_CORETYPE") or "unset",
+  openblas_core = B.blas_core(ember),
 }))
