@@ -264,6 +264,26 @@ describe("GradManager", function()
     H.same(w.grad, { 4, 4 })
   end)
 
+  it("refuses an in-place write into a view of a recorded tensor, and stays usable", function()
+    -- the base's history would not see the write: an error, never a wrong gradient
+    local x = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+    local gm = GradManager():attach(x)
+    gm:record()
+    local y = x * 2
+    local row = y:narrow(1, 1, 1)
+    local ok, err = pcall(function() row:mul_(3) end)
+    assert.is_false(ok)
+    assert.matches("mul_: in%-place write into a view %(made by NarrowBackward%)", err)
+    ok, err = pcall(function() y:t():copy_(ember.zeros({ 3, 2 })) end)
+    assert.is_false(ok)
+    assert.matches("copy_: .*TransposeBackward", err)
+    local r = row:clone()
+    r:mul_(3)                       -- a clone owns its memory: fine
+    gm:backward((y:sum() + r:sum()))
+    H.same(x.grad, { { 8, 8, 8 }, { 2, 2, 2 } })
+    H.same(y, { { 2, 4, 6 }, { 8, 10, 12 } })   -- the refused writes changed nothing
+  end)
+
   it("builds, runs and frees a 150,000-deep graph", function()
     local x = ember.tensor({ 1.0 })
     local gm = GradManager():attach(x)

@@ -70,6 +70,7 @@ struct ember_tensor {
     int8_t ndim;
     uint8_t wrapped_number;   /* a 0-d tensor made from a Lua/C number */
     uint8_t is_contiguous;
+    uint8_t is_view;          /* made by ember__make_view: shares memory another tensor owns */
     int32_t lua_slot;         /* the binding's handle slot (0: none); see tensor.lua */
     int64_t numel;
     int64_t offset;           /* in elements */

@@ -232,6 +232,7 @@ int ember__make_view(const ember_tensor *a, int ndim, const int64_t *shape, cons
         memmove(t->strides, strides, (size_t)ndim * sizeof *strides);
     }
     t->offset = offset;
+    t->is_view = 1;
     ember__refresh_geometry(t);
     *out = t;
     return EMBER_OK;
