@@ -25,6 +25,23 @@ function M.time(fn, iters, reps)
   return t[math.floor(#t / 2) + 1]
 end
 
+-- Two ways of doing the same work, timed in alternation so that a noisy
+-- neighbour slows both alike: the medians of seconds per iteration of fa and
+-- of fb, and the median of the per-round ratios fa / fb.
+function M.time_pair(fa, fb, iters, reps)
+  local ta, tb, ratio = {}, {}, {}
+  for r = 1, reps or 7 do
+    local t0 = M.now()
+    fa(iters)
+    local t1 = M.now()
+    fb(iters)
+    local t2 = M.now()
+    ta[r], tb[r] = (t1 - t0) / iters, (t2 - t1) / iters
+    ratio[r] = ta[r] / tb[r]
+  end
+  return M.median(ta), M.median(tb), M.median(ratio)
+end
+
 -- peak resident set size of this process in MB (VmHWM from /proc)
 function M.peak_rss_mb()
   local f = io.open("/proc/self/status", "r")
