@@ -264,6 +264,17 @@ describe("GradManager", function()
     H.same(w.grad, { 4, 4 })
   end)
 
+  it("gives relu's gradient 0 where the input was cut, even for a NaN gradient (as PyTorch)", function()
+    local x = ember.tensor({ -1, 2, 0 })
+    local gm = GradManager():attach(x)
+    gm:record()
+    gm:backward(x:relu(), ember.tensor({ 0 / 0, 0 / 0, 5 }))
+    local g = x.grad:tolist()
+    assert.are.equal(0, g[1])
+    assert.is_true(g[2] ~= g[2])
+    assert.are.equal(0, g[3])
+  end)
+
   it("refuses an in-place write into a view of a recorded tensor, and stays usable", function()
     -- the base's history would not see the write: an error, never a wrong gradient
     local x = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })

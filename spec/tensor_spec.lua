@@ -264,6 +264,27 @@ describe("elementwise binary ops", function()
     assert.has_error(function() ember.where(c, ember.ones({ 2 }), 0) end,
       "ember.where: shapes {3}, {2} and {} cannot be broadcast")
   end)
+
+  it("select like mask arithmetic on large, strided and 8-byte operands", function()
+    -- the masked select paths (contiguous, a number on one side, strided) against m*a + (1-m)*b
+    local function equal(x, y) return x:ne(y):sum():item() == 0 end
+    local n = 100003
+    for _, dtype in ipairs({ "float32", "float64", "int64" }) do
+      local a = (ember.randn({ n }) * 100):to(dtype)
+      local b = (ember.randn({ n }) * 100):to(dtype)
+      local m = ember.randn({ n }):gt(0)
+      local mf = m:to(dtype)
+      local want = a * mf + b * (1 - mf)
+      assert.is_true(equal(ember.where(m, a, b), want), dtype)
+      assert.is_true(equal(ember.where(m, a, 0), a * mf), dtype)
+      assert.is_true(equal(ember.where(m, 0, b), b * (1 - mf)), dtype)
+    end
+    local a = ember.randn({ 300, 400 }):t()            -- non-contiguous
+    local b = ember.randn({ 400, 300 })
+    local m = ember.randn({ 400, 300 }):gt(0)
+    local mf = m:to("float32")
+    assert.is_true(equal(ember.where(m, a, b), a * mf + b * (1 - mf)))
+  end)
 end)
 
 describe("elementwise unary ops", function()

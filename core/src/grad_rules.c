@@ -273,7 +273,8 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
         give(s, &gi[0], t_mul(s, g, t_mul(s, y, t_sub(s, num(s, 1), y))));
         break;
     }
-    case EMBER_OP_RELU: give(s, &gi[0], t_mul(s, g, as(s, t_gt(s, OUT(0), num(s, 0)), g))); break;
+    /* a select, not g * mask: one pass fewer, and 0 where the input was cut even if g is NaN (as PyTorch) */
+    case EMBER_OP_RELU: give(s, &gi[0], where3(s, t_gt(s, OUT(0), num(s, 0)), g, num(s, 0))); break;
     case EMBER_OP_GELU: {
         ember_tensor *x = IN(0), *d;
         if (at->i[0]) {   /* tanh form: k = sqrt(2/pi), c = 0.044715 */
