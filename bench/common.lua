@@ -21,8 +21,7 @@ function M.time(fn, iters, reps)
     fn(iters)
     t[r] = (M.now() - t0) / iters
   end
-  table.sort(t)
-  return t[math.floor(#t / 2) + 1]
+  return M.median(t)
 end
 
 -- Two ways of doing the same work, timed in alternation so that a noisy

@@ -722,39 +722,25 @@ static bool is_view_op(int op)
     }
 }
 
-int ember__ag_check_inplace(const char *name, const ember_tensor *self)
+int ember__ag_check_inplace(const char *name, const ember_tensor *self, const ember_tensor *result)
 {
     const struct ember_autograd_meta *m = self->ag;
-    if (!m) return EMBER_OK;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0; m && i < m->n; i++) {
         const ag_entry *e = &m->e[i];
         if (!entry_live(e) || !e->node || !is_view_op(e->node->op)) continue;
         /* reshape records a node whether it viewed or copied; a copy owns its memory */
         if (e->node->op == EMBER_OP_RESHAPE && self->storage->refcount == 1) continue;
         return ember__fail(EMBER_ERR_ARG,
-                           "%s: in-place write into a view (made by %s) of a tensor a recording tracks: "
+                           "%s_: in-place write into a view (made by %s) of a tensor a recording tracks: "
                            "the base tensor would not see it in backward; clone() the view first, "
                            "or use the out-of-place op", name, ember_node_name(e->node));
     }
+    if (self->is_view && !ember_is_tracked(self) && ember_is_tracked(result))
+        return ember__fail(EMBER_ERR_ARG,
+                           "%s_: in-place write of a recorded value into a view of a tensor no recording "
+                           "tracks: the base tensor would not gain its history; build the result out of "
+                           "place (cat, stack, where) or write into a clone()", name);
     return EMBER_OK;
-}
-
-static bool tracked(const ember_tensor *t)
-{
-    const struct ember_autograd_meta *m = t->ag;
-    if (m)
-        for (int i = 0; i < m->n; i++)
-            if (entry_live(&m->e[i])) return true;
-    return false;
-}
-
-int ember__ag_check_rebase(const char *name, const ember_tensor *self, const ember_tensor *result)
-{
-    if (!self->is_view || tracked(self) || !tracked(result)) return EMBER_OK;
-    return ember__fail(EMBER_ERR_ARG,
-                       "%s: in-place write of a recorded value into a view of a tensor no recording "
-                       "tracks: the base tensor would not gain its history; build the result out of "
-                       "place (cat, stack, where) or write into a clone()", name);
 }
 
 int ember_set_rule_override(const char *op, int rule_id)

@@ -16,13 +16,11 @@ int ember__ag_record(int op, int nin, ember_tensor *const *in, const ember_attrs
 /* self was overwritten in place by the value `result` computed out of place:
    self's history continues at result's node. */
 int ember__ag_rebase(ember_tensor *self, ember_tensor *result);
-/* Before an in-place write under recording: fails when self's history is a
-   view op (narrow, select, transpose, ...), since the rebase would move the
-   view's history and not its base's, and the base's gradient would be wrong.
-   `name` is the in-place op, for the message. */
-int ember__ag_check_inplace(const char *name, const ember_tensor *self);
-/* The same before the copy of a recorded `result` into self: fails when self
-   is a view no recording tracks, since its base would not gain the history. */
-int ember__ag_check_rebase(const char *name, const ember_tensor *self, const ember_tensor *result);
+/* Before self is overwritten by the recorded value `result` (name_: the
+   in-place op, for the message): fails when the rebase would give a wrong
+   gradient, since a view's history moves and its base's does not. That is
+   when self's history is a view op (narrow, select, transpose, ...), or when
+   self is a view no recording tracks and result is recorded. */
+int ember__ag_check_inplace(const char *name, const ember_tensor *self, const ember_tensor *result);
 
 #endif

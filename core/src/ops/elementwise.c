@@ -7,7 +7,6 @@
 #include "../autograd.h"
 #include "../backend.h"
 
-#include <stdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -675,7 +674,7 @@ static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 
    the new node; otherwise the kernel writes into a directly. */
 static int inplace_finish(const char *name, ember_tensor *a, ember_tensor *r)
 {
-    int rc = ember__ag_check_rebase(name, a, r);
+    int rc = ember__ag_check_inplace(name, a, r);
     if (rc == EMBER_OK) rc = ember__copy_kernel(a, r);
     if (rc == EMBER_OK) {
         a->storage->version++;
@@ -709,11 +708,8 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
                            name, ember_dtype_name(odt), ember_dtype_name(a->dtype));
     if (recording(a, b) || a->storage->device != EMBER_CPU || ct != a->dtype) {
         ember_tensor *r;
-        char opname[64];
-        snprintf(opname, sizeof opname, "%s_", name);
-        if (recording(a, b)) EMBER_TRY(ember__ag_check_inplace(opname, a));
         EMBER_TRY(ember__dispatch(op, 2, in, NULL, &r));
-        return inplace_finish(opname, a, r);
+        return inplace_finish(name, a, r);
     }
     ember_tensor *cb;
     EMBER_TRY(ember__as_dtype(b, ct, &cb));
@@ -739,11 +735,8 @@ static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
                            name, ember_dtype_name(dt), ember_dtype_name(a->dtype));
     if (recording(a, NULL) || a->storage->device != EMBER_CPU) {
         ember_tensor *r;
-        char opname[64];
-        snprintf(opname, sizeof opname, "%s_", name);
-        if (recording(a, NULL)) EMBER_TRY(ember__ag_check_inplace(opname, a));
         EMBER_TRY(ember__dispatch(op, 1, &a, at, &r));
-        return inplace_finish(opname, a, r);
+        return inplace_finish(name, a, r);
     }
     run_unary(op, at, a, a);
     a->storage->version++;
@@ -781,10 +774,9 @@ int ember_copy_(ember_tensor *a, ember_tensor *src)
         /* the new value is src broadcast (and converted): record it as such */
         ember_tensor *e = NULL, *r = NULL;
         int rc;
-        EMBER_TRY(ember__ag_check_inplace("copy_", a));
         EMBER_CHECK(ember_expand(src, a->ndim, a->shape, &e));
         EMBER_CHECK(ember_to_dtype(e, a->dtype, &r));
-        rc = inplace_finish("copy_", a, r);
+        rc = inplace_finish("copy", a, r);
         r = NULL;
     done:
         ember_tensor_release(e);
