@@ -127,8 +127,11 @@ function U.pty(argv, env)
   for k, v in pairs(env or {}) do envs[#envs + 1] = k .. "=" .. U.quote(v) end
   self.out = self.dir .. "/out"
   U.write(self.out, "")
+  -- script runs its command with $SHELL -c; `exec` keeps that shell out of
+  -- the terminal's process group, or a Ctrl-C sent to the program would
+  -- also kill a shell that does not exec by itself (dash, CI's /bin/sh).
   local sh = table.concat(envs, " ") .. " timeout 120 script -qfec "
-    .. U.quote(table.concat(q, " ")) .. " /dev/null > " .. U.quote(self.out) .. " 2>&1; echo $? > "
+    .. U.quote("exec " .. table.concat(q, " ")) .. " /dev/null > " .. U.quote(self.out) .. " 2>&1; echo $? > "
     .. U.quote(self.dir .. "/rc")
   self.proc = io.popen("sh -c " .. U.quote(sh), "w")
   return self
