@@ -166,6 +166,20 @@ describe("ember.optim.SGD", function()
     H.same(opt.state[a].momentum_buffer, { 1, 1 })
   end)
 
+  it("flushes a decaying momentum buffer to 0 below the smallest normal float", function()
+    -- b = 1e-37, then b = 0.9 b under zero gradients: 0.9^20 b = 1.2158e-38 is
+    -- still normal (FLT_MIN = 1.1755e-38), 0.9^21 b = 1.094e-38 is not: 0, not
+    -- a subnormal that would slow every later step
+    local w = ember.tensor({ 1 })
+    local opt = optim.SGD({ w }, { lr = 0.1, momentum = 0.9 })
+    run(opt, w, { { 1e-37 } })
+    for _ = 1, 20 do run(opt, w, { { 0 } }) end
+    local b = opt.state[w].momentum_buffer:item()
+    assert.is_true(b > 1.1754944e-38 and math.abs(b / (1e-37 * 0.9 ^ 20) - 1) < 1e-5, tostring(b))
+    run(opt, w, { { 0 } })
+    assert.are.equal(0, opt.state[w].momentum_buffer:item())
+  end)
+
   it("does not record the update while a GradManager records", function()
     local w = ember.tensor({ 1, 2 })
     local gm = ember.autodiff.GradManager():attach({ w })
@@ -339,6 +353,19 @@ describe("ember.optim.Adam", function()
     assert.are.equal(ptr, a:data_ptr())
     H.same(b, { 3 })
     assert.is_nil(opt.state[b])
+  end)
+  it("flushes decaying moments to 0 below the smallest normal float", function()
+    -- m = 0.1 g = 1e-37 after the first step, then m = 0.9 m: as for SGD,
+    -- normal after 20 zero-gradient steps, 0 after 21; v = 0.001 g^2 is 0 at once
+    local w = ember.tensor({ 1 })
+    local opt = optim.Adam({ w }, { lr = 0.1 })
+    run(opt, w, { { 1e-36 } })
+    for _ = 1, 20 do run(opt, w, { { 0 } }) end
+    local m = opt.state[w].exp_avg:item()
+    assert.is_true(m > 1.1754944e-38 and math.abs(m / (1e-37 * 0.9 ^ 20) - 1) < 1e-5, tostring(m))
+    assert.are.equal(0, opt.state[w].exp_avg_sq:item())
+    run(opt, w, { { 0 } })
+    assert.are.equal(0, opt.state[w].exp_avg:item())
   end)
 end)
 

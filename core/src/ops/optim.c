@@ -8,11 +8,25 @@
    bump the version of every tensor they write, so a recording that saved
    one of them still detects the change. Operands they do not take (other
    dtypes, devices or layouts) fail with EMBER_ERR_UNSUPPORTED, and callers
-   fall back to composed ops. */
+   fall back to composed ops.
+
+   State that decays geometrically (a momentum buffer, Adam's moments, for a
+   parameter whose gradient has gone to zero) is flushed to zero once it falls
+   below the smallest normal number. Otherwise it lingers for ~150 steps in
+   the subnormal range, where every multiply takes a microcode assist of ~100
+   cycles: on the MLP benchmark, 13,000 such values in one layer made the SGD
+   step 6x slower by the third epoch. What is dropped is below 1e-38, far
+   under the precision of any parameter it would be added to. */
 #include "ops.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
+
+/* x, or 0 where |x| is subnormal (a compare and a select: vectorises) */
+#define FLUSH(T, x) ((x) > -(T)T##_NORMAL_MIN && (x) < (T)T##_NORMAL_MIN ? (T)0 : (x))
+#define float_NORMAL_MIN FLT_MIN
+#define double_NORMAL_MIN DBL_MIN
 
 /* p, g and each state tensor: float32 or float64, one dtype, one shape,
    contiguous, on the CPU, no two sharing storage. */
@@ -74,6 +88,7 @@ typedef struct {
             for (int64_t i = 0; i < n; i++) {                                                  \
                 T d = sgn * g[i] + wd * p[i];                                                  \
                 T v = mom * buf[i] + damp1 * d;                                                \
+                v = FLUSH(T, v);                                                               \
                 buf[i] = v;                                                                    \
                 p[i] -= lr * (c->nesterov ? d + mom * v : v);                                  \
             }                                                                                  \
@@ -127,6 +142,8 @@ typedef struct {
             T gi = sgn * g[i] + l2 * p[i];                                                     \
             T mi = b1 * m[i] + (1 - b1) * gi;                                                  \
             T vi = b2 * v[i] + (1 - b2) * gi * gi;                                             \
+            mi = FLUSH(T, mi);                                                                 \
+            vi = FLUSH(T, vi);                                                                 \
             m[i] = mi;                                                                         \
             v[i] = vi;                                                                         \
             if (vmax) {                                                                        \
