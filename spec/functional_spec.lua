@@ -216,6 +216,41 @@ describe("F.max_pool2d and F.avg_pool2d", function()
     assert.is_true(y:item() ~= y:item())
   end)
 
+  it("2x2 max pooling keeps the first maximum of each window, a NaN winning (against loops)", function()
+    -- wide rows (Wo = 9: the vector loop and its tail), odd H and W, ties and
+    -- NaNs everywhere; float32 takes the 2x2 kernel, float64 the general one
+    local N, Cc, Hh, Ww = 2, 3, 7, 19
+    local vals, seed = {}, 7
+    for i = 1, N * Cc * Hh * Ww do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local r = seed % 5
+      vals[i] = r == 4 and 0 / 0 or r - 1
+    end
+    local function gt(a, b) return a > b or (a ~= a and b == b) end
+    local Ho, Wo = math.floor(Hh / 2), math.floor(Ww / 2)
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local x = ember.tensor(vals, { dtype = dt }):view(N, Cc, Hh, Ww)
+      local y, idx = F.max_pool2d(x, 2, nil, true)
+      local Y, I = y:reshape(-1):tolist(), idx:reshape(-1):tolist()
+      local k = 0
+      for q = 0, N * Cc - 1 do
+        for oh = 0, Ho - 1 do
+          for ow = 0, Wo - 1 do
+            local best, at = nil, nil
+            for _, o in ipairs({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }) do
+              local pos = (2 * oh + o[1]) * Ww + 2 * ow + o[2]
+              local v = vals[q * Hh * Ww + pos + 1]
+              if best == nil or gt(v, best) then best, at = v, pos end
+            end
+            k = k + 1
+            assert.are.equal(at, I[k], dt .. " index of window " .. k)
+            if best ~= best then assert.is_true(Y[k] ~= Y[k]) else assert.are.equal(best, Y[k]) end
+          end
+        end
+      end
+    end
+  end)
+
   it("pass float64 gradcheck", function()
     ember.manual_seed(8)
     -- distinct values keep the max away from ties
