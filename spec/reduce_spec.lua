@@ -61,6 +61,39 @@ describe("reductions", function()
     H.same(ember.tensor({ -math.huge, -math.huge }):logsumexp(1), -math.huge)
   end)
 
+  it("sum and mean over outer and inner dims around kept ones (a bias gradient) against loops", function()
+    -- x[n][c][h][w] = n + 10 c + 100 h + 1000 w on {2, 3, 4, 5}, float32 and float64
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local vals = {}
+      for n = 0, 1 do for c = 0, 2 do for h = 0, 3 do for w = 0, 4 do
+        vals[#vals + 1] = n + 10 * c + 100 * h + 1000 * w
+      end end end end
+      local x = ember.tensor(vals, { dtype = dt }):view(2, 3, 4, 5)
+      local want, want_ch = {}, {}
+      for c = 0, 2 do
+        local s = 0
+        for n = 0, 1 do for h = 0, 3 do for w = 0, 4 do s = s + n + 10 * c + 100 * h + 1000 * w end end end
+        want[c + 1] = s
+      end
+      for c = 0, 2 do
+        want_ch[c + 1] = {}
+        for h = 0, 3 do
+          local s = 0
+          for n = 0, 1 do for w = 0, 4 do s = s + n + 10 * c + 100 * h + 1000 * w end end
+          want_ch[c + 1][h + 1] = s
+        end
+      end
+      H.same(x:sum({ 1, 3, 4 }), want, 0, { 3 })
+      H.same(x:sum({ 1, 3, 4 }, true):view(3), want)
+      assert.are.same({ 1, 3, 1, 1 }, x:sum({ 1, 3, 4 }, true):shape())
+      local mean = {}
+      for i, v in ipairs(want) do mean[i] = v / 40 end
+      H.same(x:mean({ 1, 3, 4 }), mean, 1e-6)
+      H.same(x:sum({ 1, 4 }), want_ch, 0, { 3, 4 })   -- two kept dims
+      H.same(H.noncontig(x):sum({ 1, 3, 4 }), want, 0)   -- the general path
+    end
+  end)
+
   it("give the same results on non-contiguous inputs", function()
     local t = a:t()   -- {3,2}
     H.same(t:sum(1), { 6, 15 })

@@ -324,6 +324,52 @@ static bool leading_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
     return true;
 }
 
+/* sum or mean of a contiguous float tensor over outer and inner dims around
+   kept middle ones (a bias gradient: NCHW summed over N, H and W): each kept
+   index adds up its rows of the inner size in place, where the general path
+   would first copy the tensor into (kept, reduced) order. */
+typedef struct {
+    const char *x;
+    char *y;
+    int64_t outer, kept, inner;
+    double scale;
+    int f64;
+} around_ctx;
+
+static void around_range(void *vctx, int64_t b, int64_t e)
+{
+    const around_ctx *c = vctx;
+    for (int64_t k = b; k < e; k++) {
+        double acc = 0;
+        for (int64_t r = 0; r < c->outer; r++) {
+            int64_t at = (r * c->kept + k) * c->inner;
+            acc += c->f64 ? sum_f64((const double *)c->x + at, c->inner) : sum_f32((const float *)c->x + at, c->inner);
+        }
+        if (c->f64) ((double *)c->y)[k] = acc * c->scale;
+        else ((float *)c->y)[k] = (float)(acc * c->scale);
+    }
+}
+
+static bool around_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
+{
+    if (!a->is_contiguous || (op != EMBER_OP_SUM && op != EMBER_OP_MEAN)) return false;
+    if (a->dtype != EMBER_FLOAT32 && a->dtype != EMBER_FLOAT64) return false;
+    int lead = 0, trail;
+    while (lead < a->ndim && ((mask >> lead) & 1)) lead++;
+    trail = lead;
+    while (trail < a->ndim && !((mask >> trail) & 1)) trail++;
+    if (lead == 0 || trail == lead || trail == a->ndim || (mask >> trail) != (1u << (a->ndim - trail)) - 1)
+        return false;
+    around_ctx c = {ember__ptr(a), ember__ptr(o), 1, 1, 1, 1.0, a->dtype == EMBER_FLOAT64};
+    for (int d = 0; d < lead; d++) c.outer *= a->shape[d];
+    for (int d = lead; d < trail; d++) c.kept *= a->shape[d];
+    for (int d = trail; d < a->ndim; d++) c.inner *= a->shape[d];
+    if (op == EMBER_OP_MEAN) c.scale = 1.0 / ((double)c.outer * (double)c.inner);
+    int64_t per = c.outer * c.inner;
+    ember__parallel_for(c.kept, per >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / per + 1, around_range, &c);
+    return true;
+}
+
 /* Reduces `a` over `mask` into a new tensor of the kept (or keepdim) shape. */
 static int reduce_impl(int op, ember_tensor *a, unsigned mask, int keepdim, int unbiased, double p,
                        ember_tensor **out)
@@ -346,7 +392,7 @@ static int reduce_impl(int op, ember_tensor *a, unsigned mask, int keepdim, int 
         double v = op == EMBER_OP_MEAN || op == EMBER_OP_VAR ? NAN : op == EMBER_OP_LOGSUMEXP ? -INFINITY : 0;
         return ember__fill_raw(o, v);
     }
-    if (leading_sum(op, a, mask, o)) return EMBER_OK;
+    if (leading_sum(op, a, mask, o) || around_sum(op, a, mask, o)) return EMBER_OK;
     ember_tensor *r = NULL;
     int64_t rows, rlen;
     int rc = reduced_last(a, mask, &r, &rows, &rlen);
