@@ -263,6 +263,64 @@ describe("F.max_pool2d and F.avg_pool2d", function()
       { randn({ 1, 2, 5, 4 }) }))
   end)
 
+  it("2x2 max pooling's gradient goes to each window's maximum (against loops), any index works", function()
+    -- even planes tiled by windows (Wo = 9: vector steps, the last one
+    -- overlapping), ties and NaNs; the weights w make each window's share distinct
+    local grad, ffi, C = ember.autodiff.grad, require("ffi"), ember._C
+    local N, Cc, Hh, Ww = 2, 3, 6, 18
+    local vals, seed = {}, 11
+    for i = 1, N * Cc * Hh * Ww do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local r = seed % 5
+      vals[i] = r == 4 and 0 / 0 or r - 1
+    end
+    local Ho, Wo = Hh / 2, Ww / 2
+    local wv = {}
+    for i = 1, N * Cc * Ho * Wo do wv[i] = i end
+    local function gt(a, b) return a > b or (a ~= a and b == b) end
+    local want = {}
+    for i = 1, #vals do want[i] = 0 end
+    for q = 0, N * Cc - 1 do
+      for oh = 0, Ho - 1 do
+        for ow = 0, Wo - 1 do
+          local best, at
+          for _, o in ipairs({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }) do
+            local pos = (2 * oh + o[1]) * Ww + 2 * ow + o[2]
+            local v = vals[q * Hh * Ww + pos + 1]
+            if best == nil or gt(v, best) then best, at = v, pos end
+          end
+          want[q * Hh * Ww + at + 1] = wv[(q * Ho + oh) * Wo + ow + 1]
+        end
+      end
+    end
+    local x = ember.tensor(vals):view(N, Cc, Hh, Ww)
+    local w = ember.tensor(wv):view(N, Cc, Ho, Wo)
+    H.same(grad(function(u) return (F.max_pool2d(u, 2) * w):sum() end)(x):reshape(-1), want, 0)
+
+    -- indices need not be window maxima: one plane points two outputs at one
+    -- input (they add up), others stay in their windows; one outside its plane is an error
+    local g = ember.ones({ 1, 2, 2, 4 })
+    local idx = ember.tensor({ 0, 2, 4, 6, 16, 18, 20, 22, 9, 9, 3, 14, 17, 19, 21, 23 },
+      { dtype = "int64" }):view(1, 2, 2, 4)
+    local out = ffi.new("ember_tensor *[1]")
+    local xs = ffi.new("int64_t[4]", { 1, 2, 4, 8 })
+    assert.are.equal(0, C.ember_max_pool2d_backward(g._c, idx._c, xs, out))
+    local gx = ember._wrap(out[0]):reshape(-1):tolist()
+    local plane2 = {}
+    for i = 1, 32 do plane2[i] = 0 end
+    plane2[10], plane2[4], plane2[15] = 2, 1, 1
+    for _, k in ipairs({ 17, 19, 21, 23 }) do plane2[k + 1] = 1 end
+    for i = 1, 32 do
+      local first = (i - 1) % 2 == 0 and ((i - 1) % 16) < 8 and 1 or 0
+      assert.are.equal(first, gx[i], "plane 1 at " .. i)
+      assert.are.equal(plane2[i], gx[32 + i], "plane 2 at " .. i)
+    end
+    local bad = ember.tensor({ 0, 2, 4, 6, 16, 18, 20, 22, 9, 9, 3, 14, 17, 19, 21, 32 },
+      { dtype = "int64" }):view(1, 2, 2, 4)
+    assert.are_not.equal(0, C.ember_max_pool2d_backward(g._c, bad._c, xs, out))
+    assert.matches("index 32 is outside a 4 x 8 plane", ffi.string(C.ember_last_error()), 1, true)
+  end)
+
   it("have second derivatives", function()
     local grad = ember.autodiff.grad
     local a = (ember.arange(32, F64):view(1, 2, 4, 4) * 0.71):sin()
