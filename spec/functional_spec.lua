@@ -191,6 +191,29 @@ describe("F.conv2d", function()
 end)
 
 describe("F.max_pool2d and F.avg_pool2d", function()
+  -- n values drawn from {-1, 0, 1, 2, NaN} by a fixed LCG: ties and NaNs everywhere
+  local function pool_values(n, seed)
+    local vals = {}
+    for i = 1, n do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local r = seed % 5
+      vals[i] = r == 4 and 0 / 0 or r - 1
+    end
+    return vals
+  end
+
+  -- the maximum of 2x2 window (oh, ow) of the plane at 0-based offset base in
+  -- vals, and its flat position: the first in window order, a NaN winning
+  local function window_max(vals, base, Ww, oh, ow)
+    local best, at
+    for _, o in ipairs({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }) do
+      local pos = (2 * oh + o[1]) * Ww + 2 * ow + o[2]
+      local v = vals[base + pos + 1]
+      if best == nil or v > best or (v ~= v and best == best) then best, at = v, pos end
+    end
+    return best, at
+  end
+
   local x = ember.tensor({ { { { 1, 5, 2, 0 }, { 3, 4, 8, 1 }, { 0, 2, 7, 6 }, { 9, 1, 3, 4 } } } }, F64)
 
   it("pool 2x2 windows by hand", function()
@@ -217,16 +240,10 @@ describe("F.max_pool2d and F.avg_pool2d", function()
   end)
 
   it("2x2 max pooling keeps the first maximum of each window, a NaN winning (against loops)", function()
-    -- wide rows (Wo = 9: the vector loop and its tail), odd H and W, ties and
+    -- wide rows (Wo = 9: vector steps, the last one overlapping), odd H and W, ties and
     -- NaNs everywhere; float32 takes the 2x2 kernel, float64 the general one
     local N, Cc, Hh, Ww = 2, 3, 7, 19
-    local vals, seed = {}, 7
-    for i = 1, N * Cc * Hh * Ww do
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      local r = seed % 5
-      vals[i] = r == 4 and 0 / 0 or r - 1
-    end
-    local function gt(a, b) return a > b or (a ~= a and b == b) end
+    local vals = pool_values(N * Cc * Hh * Ww, 7)
     local Ho, Wo = math.floor(Hh / 2), math.floor(Ww / 2)
     for _, dt in ipairs({ "float32", "float64" }) do
       local x = ember.tensor(vals, { dtype = dt }):view(N, Cc, Hh, Ww)
@@ -236,12 +253,7 @@ describe("F.max_pool2d and F.avg_pool2d", function()
       for q = 0, N * Cc - 1 do
         for oh = 0, Ho - 1 do
           for ow = 0, Wo - 1 do
-            local best, at = nil, nil
-            for _, o in ipairs({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }) do
-              local pos = (2 * oh + o[1]) * Ww + 2 * ow + o[2]
-              local v = vals[q * Hh * Ww + pos + 1]
-              if best == nil or gt(v, best) then best, at = v, pos end
-            end
+            local best, at = window_max(vals, q * Hh * Ww, Ww, oh, ow)
             k = k + 1
             assert.are.equal(at, I[k], dt .. " index of window " .. k)
             if best ~= best then assert.is_true(Y[k] ~= Y[k]) else assert.are.equal(best, Y[k]) end
@@ -268,27 +280,16 @@ describe("F.max_pool2d and F.avg_pool2d", function()
     -- overlapping), ties and NaNs; the weights w make each window's share distinct
     local grad, ffi, C = ember.autodiff.grad, require("ffi"), ember._C
     local N, Cc, Hh, Ww = 2, 3, 6, 18
-    local vals, seed = {}, 11
-    for i = 1, N * Cc * Hh * Ww do
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      local r = seed % 5
-      vals[i] = r == 4 and 0 / 0 or r - 1
-    end
+    local vals = pool_values(N * Cc * Hh * Ww, 11)
     local Ho, Wo = Hh / 2, Ww / 2
     local wv = {}
     for i = 1, N * Cc * Ho * Wo do wv[i] = i end
-    local function gt(a, b) return a > b or (a ~= a and b == b) end
     local want = {}
     for i = 1, #vals do want[i] = 0 end
     for q = 0, N * Cc - 1 do
       for oh = 0, Ho - 1 do
         for ow = 0, Wo - 1 do
-          local best, at
-          for _, o in ipairs({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }) do
-            local pos = (2 * oh + o[1]) * Ww + 2 * ow + o[2]
-            local v = vals[q * Hh * Ww + pos + 1]
-            if best == nil or gt(v, best) then best, at = v, pos end
-          end
+          local _, at = window_max(vals, q * Hh * Ww, Ww, oh, ow)
           want[q * Hh * Ww + at + 1] = wv[(q * Ho + oh) * Wo + ow + 1]
         end
       end

@@ -930,6 +930,16 @@ static void maxpool2_bwd_range(void *vctx, int64_t q0, int64_t q1)
     }
 }
 
+/* indices may come from anywhere: fails naming the first one outside its plane */
+static int check_pool_indices(const char *name, const int64_t *ix, int64_t n, const pool_geom *p)
+{
+    for (int64_t k = 0; k < n; k++)
+        if (ix[k] < 0 || ix[k] >= p->H * p->W)
+            return ember__fail(EMBER_ERR_ARG, "%s: index %lld is outside a %lld x %lld plane", name,
+                               (long long)ix[k], (long long)p->H, (long long)p->W);
+    return EMBER_OK;
+}
+
 /* shared by the two pool adjoints: checks g against the pooled shape of x_shape */
 static int pool_bwd_geom(const char *name, ember_tensor *g, const ember_attrs *at, int64_t *xs, pool_geom *p)
 {
@@ -969,39 +979,24 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
     int dt = g->dtype, cdt = compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cg = NULL, *ci = NULL, *gx = NULL;
     EMBER_CHECK(ember__new(4, xs, cdt, EMBER_CPU, &gx));
-    if (g->numel > 0 && cdt == EMBER_FLOAT32 && 2 * p.Ho == p.H && 2 * p.Wo == p.W) {
-        /* planes tiled by 2x2 windows exactly; odd sizes take the general path below */
+    if (g->numel == 0) {
+        EMBER_CHECK(ember__fill_raw(gx, 0));
+    } else {
         EMBER_CHECK(contiguous_as(g, cdt, &cg));
         EMBER_CHECK(contiguous_as(idx, EMBER_INT64, &ci));
-        pool2_bwd_ctx c = {&p, (const float *)ember__ptr(cg), (const int64_t *)ember__ptr(ci),
-                           (float *)ember__ptr(gx), 0};
-        ember__parallel_for(p.N * p.C, rows_grain(p.H * p.W), maxpool2_bwd_range, &c);
-        if (atomic_load(&c.bad_index)) {
-            const int64_t *ix = (const int64_t *)ember__ptr(ci);
-            for (int64_t k = 0; k < ci->numel; k++)
-                if (ix[k] < 0 || ix[k] >= p.H * p.W) {
-                    rc = ember__fail(EMBER_ERR_ARG, "%s: index %lld is outside a %lld x %lld plane", name,
-                                     (long long)ix[k], (long long)p.H, (long long)p.W);
-                    goto done;
-                }
+        int64_t *ix = (int64_t *)ember__ptr(ci);
+        if (cdt == EMBER_FLOAT32 && 2 * p.Ho == p.H && 2 * p.Wo == p.W) {
+            /* planes tiled by 2x2 windows exactly; the indices are checked on the way */
+            pool2_bwd_ctx c = {&p, (const float *)ember__ptr(cg), ix, (float *)ember__ptr(gx), 0};
+            ember__parallel_for(p.N * p.C, rows_grain(p.H * p.W), maxpool2_bwd_range, &c);
+            if (atomic_load(&c.bad_index)) EMBER_CHECK(check_pool_indices(name, ix, ci->numel, &p));
+        } else {
+            EMBER_CHECK(check_pool_indices(name, ix, ci->numel, &p));
+            EMBER_CHECK(ember__fill_raw(gx, 0));
+            pool_task t = {{&p, cdt, ember__ptr(cg), ember__ptr(gx), ix}, POOL_MAX_BWD};
+            pool_launch(&t);
         }
-        goto planes_done;
     }
-    EMBER_CHECK(ember__fill_raw(gx, 0));
-    if (g->numel > 0) {
-        EMBER_CHECK(contiguous_as(g, cdt, &cg));
-        EMBER_CHECK(contiguous_as(idx, EMBER_INT64, &ci));
-        const int64_t *ix = (const int64_t *)ember__ptr(ci), HWin = p.H * p.W;
-        for (int64_t k = 0; k < ci->numel; k++)   /* indices may come from anywhere: check them all */
-            if (ix[k] < 0 || ix[k] >= HWin) {
-                rc = ember__fail(EMBER_ERR_ARG, "%s: index %lld is outside a %lld x %lld plane", name,
-                                 (long long)ix[k], (long long)p.H, (long long)p.W);
-                goto done;
-            }
-        pool_task t = {{&p, cdt, ember__ptr(cg), ember__ptr(gx), (int64_t *)ix}, POOL_MAX_BWD};
-        pool_launch(&t);
-    }
-planes_done:
     rc = finish(gx, dt, out);
     gx = NULL;
 done:
