@@ -12,11 +12,13 @@ local function randn(shape) return ember.randn(shape, F64) end
 local function naive_conv(x, w, b, o)
   o = o or {}
   local st, pd, dl, G = o.stride or 1, o.padding or 0, o.dilation or 1, o.groups or 1
+  local ph, pw = pd, pd
+  if type(pd) == "table" then ph, pw = pd[1], pd[2] end
   local X, Wt = x:tolist(), w:tolist()
   local N, Cn, Hh, Ww = x:size(1), x:size(2), x:size(3), x:size(4)
   local O, Cg, kH, kW = w:size(1), w:size(2), w:size(3), w:size(4)
-  local Ho = math.floor((Hh + 2 * pd - dl * (kH - 1) - 1) / st) + 1
-  local Wo = math.floor((Ww + 2 * pd - dl * (kW - 1) - 1) / st) + 1
+  local Ho = math.floor((Hh + 2 * ph - dl * (kH - 1) - 1) / st) + 1
+  local Wo = math.floor((Ww + 2 * pw - dl * (kW - 1) - 1) / st) + 1
   local Og = O / G
   local out = {}
   for n = 1, N do
@@ -31,8 +33,8 @@ local function naive_conv(x, w, b, o)
           for c = 1, Cg do
             for i = 1, kH do
               for j = 1, kW do
-                local ih = (oh - 1) * st - pd + (i - 1) * dl + 1
-                local iw = (ow - 1) * st - pd + (j - 1) * dl + 1
+                local ih = (oh - 1) * st - ph + (i - 1) * dl + 1
+                local iw = (ow - 1) * st - pw + (j - 1) * dl + 1
                 if ih >= 1 and ih <= Hh and iw >= 1 and iw <= Ww then
                   s = s + X[n][g * Cg + c][ih][iw] * Wt[oc][c][i][j]
                 end
@@ -121,6 +123,41 @@ describe("F.conv2d", function()
       H.same(F.conv2d(H.noncontig(x), H.noncontig(w), b, so), ref, 1e-10)
       -- float32 agrees to float32 rounding
       H.same(F.conv2d(x:float(), w:float(), b:float(), so), ref, 1e-4)
+    end)
+  end
+
+  -- unit strides with an output as wide as the input take the plane-shift
+  -- unfolding (one shifted copy per plane and a fix-up of the padding)
+  for _, c in ipairs({
+    { x = { 2, 3, 6, 5 }, w = { 4, 3, 3, 3 }, o = { padding = 1 } },
+    { x = { 2, 3, 6, 5 }, w = { 4, 3, 5, 5 }, o = { padding = 2 } },
+    { x = { 1, 2, 5, 7 }, w = { 2, 2, 3, 3 }, o = { padding = 2, dilation = 2 } },
+    { x = { 2, 2, 1, 4 }, w = { 3, 2, 5, 3 }, o = { padding = { 2, 1 } } },   -- padding taller than the output
+    { x = { 1, 2, 4, 1 }, w = { 2, 2, 3, 3 }, o = { padding = { 0, 1 } } },   -- one column
+    { x = { 2, 4, 4, 4 }, w = { 4, 2, 3, 3 }, o = { padding = 1, groups = 2 } },
+  }) do
+    local label = table.concat(c.x, "x") .. " * " .. table.concat(c.w, "x")
+    it("matches the direct definition and gradcheck for a 'same' convolution (" .. label .. ")", function()
+      ember.manual_seed(31)
+      local x, w = randn(c.x), randn(c.w)
+      local o = c.o
+      local y = F.conv2d(x, w, nil, o)
+      assert.are.equal(c.x[4], y:size(4))
+      H.same(y, naive_conv(x, w, nil, o), 1e-10)
+      H.same(F.conv2d(x:float(), w:float(), nil, o), y:tolist(), 1e-4)
+      assert.is_true(gradcheck(function(a, b) return (F.conv2d(a, b, nil, o) ^ 2):sum() end, { x, w }))
+      -- float32 gradients agree with float64 ones to float32 rounding
+      local function grads(dt)
+        local xa, wa = x:to(dt), w:to(dt)
+        local gm = ember.autodiff.GradManager():attach({ xa, wa })
+        gm:record()
+        gm:backward((F.conv2d(xa, wa, nil, o) ^ 2):sum())
+        return xa.grad, wa.grad
+      end
+      local gx, gw = grads("float64")
+      local fx, fw = grads("float32")
+      H.same(fx, gx:tolist(), 1e-3)
+      H.same(fw, gw:tolist(), 1e-3)
     end)
   end
 

@@ -226,11 +226,76 @@ static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
     *hi = b;
 }
 
+/* With unit strides and an output as wide as the input (a "same" convolution),
+   row (i, j) of the columns is the input plane shifted by one flat offset,
+   (i dh - ph) W + (j dw - pw), except in the kernel's padding: the output rows
+   whose input row is outside the plane, and in the other rows the columns that
+   the shift wraps into the neighbouring row. So one copy (or one add) of the
+   whole plane and a fix-up of those few columns replace a short copy per row. */
+static bool is_plane_shift(const conv_geom *g) { return g->sh == 1 && g->sw == 1 && g->Wo == g->W; }
+
+/* the output rows [*r0, *r1) whose input row oh + oi lies inside [0, H) */
+static void valid_rows(const conv_geom *g, int64_t oi, int64_t *r0, int64_t *r1)
+{
+    int64_t a = oi < 0 ? -oi : 0, b = g->H - oi < g->Ho ? g->H - oi : g->Ho;
+    if (a > g->Ho) a = g->Ho;   /* padding taller than the output */
+    if (b < a) b = a;
+    *r0 = a;
+    *r1 = b;
+}
+
+/* the part [*a, *b) of the output's flat range [r0 W, r1 W) whose shifted
+   source index stays inside the plane [0, H W) */
+static void shift_span(const conv_geom *g, int64_t r0, int64_t r1, int64_t shift, int64_t *a, int64_t *b)
+{
+    int64_t lo = r0 * g->W, hi = r1 * g->W;
+    if (lo < -shift) lo = -shift;
+    if (hi > g->H * g->W - shift) hi = g->H * g->W - shift;
+    if (hi < lo) lo = hi = r0 * g->W;   /* nothing inside */
+    *a = lo;
+    *b = hi;
+}
+
 #define DEFINE_UNFOLD(T, SUFFIX)                                                               \
+    /* one (channel, i, j) row of the columns for one sample, by the plane shift */          \
+    static void im2col_shift_##SUFFIX(const conv_geom *g, const T *restrict plane, T *restrict d, \
+                                      int64_t i, int64_t j)                                    \
+    {                                                                                          \
+        const int64_t W = g->W, oi = i * g->dh - g->ph, oj = j * g->dw - g->pw;                \
+        int64_t r0, r1, a, b, lo, hi;                                                          \
+        valid_rows(g, oi, &r0, &r1);                                                           \
+        shift_span(g, r0, r1, oi * W + oj, &a, &b);                                            \
+        valid_cols(g, j, &lo, &hi);                                                            \
+        memset(d, 0, sizeof(T) * (size_t)a);                                                   \
+        memcpy(d + a, plane + a + oi * W + oj, sizeof(T) * (size_t)(b - a));                   \
+        memset(d + b, 0, sizeof(T) * (size_t)(g->Ho * W - b));                                 \
+        for (int64_t oh = r0; oh < r1; oh++) {   /* the columns the shift wrapped */           \
+            for (int64_t ow = 0; ow < lo; ow++) d[oh * W + ow] = 0;                            \
+            for (int64_t ow = hi; ow < W; ow++) d[oh * W + ow] = 0;                            \
+        }                                                                                      \
+    }                                                                                          \
+    /* adds one row of the columns into its input plane; the wrapped columns are zeroed in   \
+       the (scratch) columns first so that the whole span can be added in one loop */        \
+    static void col2im_shift_##SUFFIX(const conv_geom *g, T *restrict plane, T *restrict s,   \
+                                      int64_t i, int64_t j)                                    \
+    {                                                                                          \
+        const int64_t W = g->W, oi = i * g->dh - g->ph, oj = j * g->dw - g->pw;                \
+        int64_t r0, r1, a, b, lo, hi;                                                          \
+        valid_rows(g, oi, &r0, &r1);                                                           \
+        shift_span(g, r0, r1, oi * W + oj, &a, &b);                                            \
+        valid_cols(g, j, &lo, &hi);                                                            \
+        for (int64_t oh = r0; oh < r1; oh++) {                                                 \
+            for (int64_t ow = 0; ow < lo; ow++) s[oh * W + ow] = 0;                            \
+            for (int64_t ow = hi; ow < W; ow++) s[oh * W + ow] = 0;                            \
+        }                                                                                      \
+        T *restrict p = plane + oi * W + oj;                                                   \
+        for (int64_t k = a; k < b; k++) p[k] += s[k];                                          \
+    }                                                                                          \
     static void im2col_##SUFFIX(const unfold_ctx *u, int64_t r0, int64_t r1)                   \
     {                                                                                          \
         const conv_geom *g = u->g;                                                             \
         const int64_t HW = g->Ho * g->Wo, L = u->nb * HW;                                      \
+        const bool shift = is_plane_shift(g);                                                  \
         for (int64_t r = r0; r < r1; r++) {                                                    \
             int64_t j = r % g->kW, i = (r / g->kW) % g->kH, c = r / (g->kW * g->kH);           \
             int64_t lo, hi, off = j * g->dw - g->pw;                                           \
@@ -238,6 +303,10 @@ static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
             T *dst = (T *)u->cols + r * L;                                                     \
             for (int64_t n = 0; n < u->nb; n++) {                                              \
                 const T *plane = (const T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
+                if (shift) {                                                                   \
+                    im2col_shift_##SUFFIX(g, plane, dst + n * HW, i, j);                       \
+                    continue;                                                                  \
+                }                                                                              \
                 for (int64_t oh = 0; oh < g->Ho; oh++) {                                       \
                     int64_t ih = oh * g->sh - g->ph + i * g->dh;                               \
                     T *d = dst + n * HW + oh * g->Wo;                                          \
@@ -260,14 +329,19 @@ static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
     {                                                                                          \
         const conv_geom *g = u->g;                                                             \
         const int64_t HW = g->Ho * g->Wo, L = u->nb * HW;                                      \
+        const bool shift = is_plane_shift(g);                                                  \
         for (int64_t c = c0; c < c1; c++)                                                      \
             for (int64_t i = 0; i < g->kH; i++)                                                \
                 for (int64_t j = 0; j < g->kW; j++) {                                          \
                     int64_t lo, hi, off = j * g->dw - g->pw;                                   \
                     valid_cols(g, j, &lo, &hi);                                                \
-                    const T *src = (const T *)u->cols + ((c * g->kH + i) * g->kW + j) * L;     \
+                    T *src = (T *)u->cols + ((c * g->kH + i) * g->kW + j) * L;                 \
                     for (int64_t n = 0; n < u->nb; n++) {                                      \
                         T *plane = (T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
+                        if (shift) {                                                           \
+                            col2im_shift_##SUFFIX(g, plane, src + n * HW, i, j);               \
+                            continue;                                                          \
+                        }                                                                      \
                         for (int64_t oh = 0; oh < g->Ho; oh++) {                               \
                             int64_t ih = oh * g->sh - g->ph + i * g->dh;                       \
                             if (ih < 0 || ih >= g->H) continue;                                \
