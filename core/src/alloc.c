@@ -1,7 +1,9 @@
 /* alloc.c: the host allocator. Blocks up to 64 MiB come from power-of-two size
    classes whose freed blocks are kept for reuse (a small caching allocator), so
    a loop of small tensors does not call malloc each time; larger blocks go to
-   the C library directly. Also the counters behind ember_memory_stats(). */
+   the C library directly. Sanitizer builds (EMBER_NO_CACHE) allocate each
+   block at its exact size and free it at once, so ASan sees every overrun and
+   every use after free. Also the counters behind ember_memory_stats(). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -17,16 +19,24 @@ static free_block *free_lists[MAX_CLASS + 1];
 static size_t bytes_cached;
 static int64_t live_tensors, bytes_in_use, peak_bytes;
 
+#ifndef EMBER_NO_CACHE
 static int size_class(size_t n)
 {
     int c = MIN_CLASS;
     while (((size_t)1 << c) < n) c++;
     return c;
 }
+#endif
 
 void *ember__alloc(size_t nbytes)
 {
     if (nbytes == 0) nbytes = 1;
+#ifdef EMBER_NO_CACHE
+    /* sanitizer builds: the exact size, so that ASan reports a write past the
+       end of a tensor instead of it landing in a size class's slack */
+    void *p = NULL;
+    return posix_memalign(&p, 64, nbytes) == 0 ? p : NULL;
+#else
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
         int c = size_class(nbytes);
         free_block *b = free_lists[c];
@@ -40,6 +50,7 @@ void *ember__alloc(size_t nbytes)
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
     return aligned_alloc(64, rounded);
+#endif
 }
 
 void ember__free(void *p, size_t nbytes)
