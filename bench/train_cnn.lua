@@ -3,14 +3,15 @@
 -- maxpool 2, linear 1568->10, Adam lr 1e-3, batch 64 (shuffled), one epoch.
 -- Prints JSON: seconds per epoch, samples/s, test accuracy, peak RSS.
 -- PyTorch 1.13 on the 2-core build machine: 11.5 s/epoch, 85.5%, 640 MB.
---   luajit bench/train_cnn.lua [epochs]
+--   luajit bench/train_cnn.lua [epochs [seed]]
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local nn = ember.nn
 
 local epochs = tonumber(arg and arg[1]) or 1
-ember.manual_seed(0)
+local seed = tonumber(arg and arg[2]) or 0   -- initial weights and shuffling
+ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 local model = nn.Sequential(
   nn.Conv2d(1, 16, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
@@ -19,7 +20,7 @@ local model = nn.Sequential(
 local params = model:parameters()
 local opt = ember.optim.Adam(params, { lr = 1e-3 })
 local gm = ember.autodiff.GradManager():attach(params)
-local loader = ember.data.DataLoader(train, { batch_size = 64, shuffle = true, seed = 0 })
+local loader = ember.data.DataLoader(train, { batch_size = 64, shuffle = true, seed = seed })
 
 local times = {}
 for e = 1, epochs do
@@ -35,6 +36,7 @@ print(B.json({
   samples_per_s = #train / med,
   test_accuracy = B.accuracy(ember, model, test, 500),
   peak_rss_mb = B.peak_rss_mb(),
+  seed = seed,
   threads = ember.get_num_threads(),
   openblas_core = B.blas_core(ember),
 }))
