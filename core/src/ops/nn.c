@@ -234,6 +234,14 @@ static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
    whole plane and a fix-up of those few columns replace a short copy per row. */
 static bool is_plane_shift(const conv_geom *g) { return g->sh == 1 && g->sw == 1 && g->Wo == g->W; }
 
+/* The fix-up loops zero one or two elements a row: GCC would make each a call
+   to memset, which costs more than the stores. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SMALL_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define SMALL_LOOPS
+#endif
+
 /* the output rows [*r0, *r1) whose input row oh + oi lies inside [0, H) */
 static void valid_rows(const conv_geom *g, int64_t oi, int64_t *r0, int64_t *r1)
 {
@@ -258,7 +266,7 @@ static void shift_span(const conv_geom *g, int64_t r0, int64_t r1, int64_t shift
 
 #define DEFINE_UNFOLD(T, SUFFIX)                                                               \
     /* one (channel, i, j) row of the columns for one sample, by the plane shift */          \
-    static void im2col_shift_##SUFFIX(const conv_geom *g, const T *restrict plane, T *restrict d, \
+    SMALL_LOOPS static void im2col_shift_##SUFFIX(const conv_geom *g, const T *restrict plane, T *restrict d, \
                                       int64_t i, int64_t j)                                    \
     {                                                                                          \
         const int64_t W = g->W, oi = i * g->dh - g->ph, oj = j * g->dw - g->pw;                \
@@ -276,7 +284,7 @@ static void shift_span(const conv_geom *g, int64_t r0, int64_t r1, int64_t shift
     }                                                                                          \
     /* adds one row of the columns into its input plane; the wrapped columns are zeroed in   \
        the (scratch) columns first so that the whole span can be added in one loop */        \
-    static void col2im_shift_##SUFFIX(const conv_geom *g, T *restrict plane, T *restrict s,   \
+    SMALL_LOOPS static void col2im_shift_##SUFFIX(const conv_geom *g, T *restrict plane, T *restrict s,   \
                                       int64_t i, int64_t j)                                    \
     {                                                                                          \
         const int64_t W = g->W, oi = i * g->dh - g->ph, oj = j * g->dw - g->pw;                \
