@@ -6,7 +6,8 @@
 -- curves as an SVG plot. Two conv layers: 1->32 and 32->64, 5x5, each
 -- followed by batch norm, ReLU and 2x2 max pooling; then a 3136->128->10
 -- classifier. Reaches about 91% test accuracy in 4 epochs (91.4% measured);
--- about 65 s per epoch, 4.5 minutes in all, on the 2-core build machine.
+-- about 45 s per epoch, 3 minutes in all, on the 2-core machine of 2026-11-23
+-- (65 s and 4.5 minutes on an earlier, slower one).
 --   luajit examples/fashion_mnist_cnn.lua [--epochs 4] [--out DIR] [--resume]
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 local ember = require("ember")
