@@ -6,8 +6,8 @@
 -- a causal mask, GELU, AdamW with gradient clipping and a cosine schedule,
 -- and sampling. The training loss is compared with the unigram entropy of
 -- the text (what a model without context can reach): the transformer goes
--- well below it. About 3-4 minutes for the default 1500 steps on the 2-core
--- build machine.
+-- well below it. About 2 minutes for the default 1500 steps on the 2-core
+-- machine of 2026-11-23 (3-4 minutes on an earlier, slower one).
 --   luajit examples/char_lm.lua [--steps 1500] [--out DIR]
 package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
 local ember = require("ember")
