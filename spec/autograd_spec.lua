@@ -275,6 +275,43 @@ describe("GradManager", function()
     assert.are.equal(0, g[3])
   end)
 
+  it("has relu's adjoint as an op of its own: values, NaNs, dtypes, bad shapes, second order", function()
+    local ffi = require("ffi")
+    local out = ffi.new("ember_tensor *[1]")
+    local function relu_backward(g, y)
+      if ember._C.ember_relu_backward(g._c, y._c, out) ~= 0 then error(ffi.string(ember._C.ember_last_error())) end
+      return ember._wrap(out[0])
+    end
+    local nan = 0 / 0
+    local yv, gv = { -1, 0, nan, 0.5, 3, 2 }, { 7, nan, 4, nan, -2, 1.5 }
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local r = relu_backward(ember.tensor(gv, { dtype = dt }), ember.tensor(yv, { dtype = dt }))
+      assert.are.equal(dt, r.dtype)
+      local got = r:tolist()
+      for i = 1, #yv do   -- g where y > 0, else 0 (also for a NaN y or a NaN g)
+        local want = yv[i] > 0 and gv[i] or 0
+        if want ~= want then assert.is_true(got[i] ~= got[i]) else assert.are.equal(want, got[i]) end
+      end
+    end
+    -- a strided gradient takes the general loop
+    local g2 = ember.tensor({ { 1, 2 }, { 3, 4 } }):t()
+    H.same(relu_backward(g2, ember.tensor({ { 1, -1 }, { -1, 1 } })), { { 1, 0 }, { 0, 4 } }, 0)
+    local ok, err = pcall(relu_backward, ember.zeros({ 2, 3 }), ember.zeros({ 4 }))
+    assert.is_false(ok)
+    assert.truthy(err:find("relu_backward", 1, true) and err:find("{2,3}", 1, true) and err:find("{4}", 1, true), err)
+    -- second order: d/dx of relu'(x) g(x) flows through g only. f(a) = sum(relu(a) a) gives
+    -- f'(a) = relu'(a) a + relu(a) = 2 a (a > 0), so sum(f'(x) c) has the gradient 2 c (x > 0)
+    local grad = ember.autodiff.grad
+    local c = ember.tensor({ 1, 2, 3, 4, 5 }, F64)
+    local function outer(x) return ember.enable_grad(function()
+      local gx = grad(function(a) return (a:relu() * a):sum() end, { 1 })(x)
+      return (gx * c):sum()
+    end) end
+    local x = ember.tensor({ -1.3, -0.4, 0.7, 1.9, 2.5 }, F64)
+    H.same(grad(outer, { 1 })(x), { 0, 0, 6, 8, 10 }, 1e-12)
+    assert.is_true(ember.autodiff.gradcheck(outer, { x }))
+  end)
+
   it("refuses an in-place write into a view of a recorded tensor, and stays usable", function()
     -- the base's history would not see the write: an error, never a wrong gradient
     local x = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })

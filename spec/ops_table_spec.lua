@@ -15,7 +15,8 @@ describe("the op table", function()
     local alias = { to_dtype = ":to%(", to_device = ":cuda%(", amax_all = ":max%(%)", amin_all = ":min%(%)",
       max_dim = ":max%(%d", min_dim = ":min%(%d", sum_to = "sum_to", scatter_add = "gather",
       index_add = "index_select", conv2d_backward_input = "conv2d", conv2d_backward_weight = "conv2d",
-      max_pool2d_backward = "max_pool2d", avg_pool2d_backward = "avg_pool2d", clone = ":clone%(" }
+      max_pool2d_backward = "max_pool2d", avg_pool2d_backward = "avg_pool2d", clone = ":clone%(",
+      relu_backward = "ember_relu_backward%(" }
     local missing = {}
     for name in def:gmatch("\nOP%(%s*[%w_]+,%s*([%w_]+),") do
       local pat = alias[name] or ("[:%.]" .. name .. "[_]?%(")

@@ -210,6 +210,8 @@ EMBER_API int ember_cos(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_tanh(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_sigmoid(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_relu(ember_tensor *a, ember_tensor **out);
+/* relu's adjoint: g where y > 0, else 0, with y = relu(x) (0 also where g is NaN) */
+EMBER_API int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor **out);
 EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
 EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);

@@ -83,6 +83,13 @@ static ember_tensor *as(arena *s, ember_tensor *a, const ember_tensor *like)
     return keep(s, ember_to_dtype(a, ember_tensor_dtype(like), &o), &o);
 }
 
+static ember_tensor *relu_bwd(arena *s, ember_tensor *g, ember_tensor *y)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !g || !y) return NULL;
+    return keep(s, ember_relu_backward(g, y, &o), &o);
+}
+
 static ember_tensor *where3(arena *s, ember_tensor *c, ember_tensor *a, ember_tensor *b)
 {
     ember_tensor *o = NULL;
@@ -273,8 +280,11 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
         give(s, &gi[0], t_mul(s, g, t_mul(s, y, t_sub(s, num(s, 1), y))));
         break;
     }
-    /* a select, not g * mask: one pass fewer, and 0 where the input was cut even if g is NaN (as PyTorch) */
-    case EMBER_OP_RELU: give(s, &gi[0], where3(s, t_gt(s, OUT(0), num(s, 0)), g, num(s, 0))); break;
+    /* a select, not g * mask: 0 where the input was cut even if g is NaN (as PyTorch), in one pass */
+    case EMBER_OP_RELU: give(s, &gi[0], relu_bwd(s, g, OUT(0))); break;
+    case EMBER_OP_RELU_BACKWARD:   /* linear in g; piecewise constant in y, so y gets no gradient */
+        if (NEED(0)) give(s, &gi[0], relu_bwd(s, g, IN(1)));
+        break;
     case EMBER_OP_GELU: {
         ember_tensor *x = IN(0), *d;
         if (at->i[0]) {   /* tanh form: k = sqrt(2/pi), c = 0.044715 */

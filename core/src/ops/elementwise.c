@@ -340,6 +340,62 @@ done:
     return rc;
 }
 
+/* relu_backward(g, y) = y > 0 ? g : 0: one pass instead of a mask and a select.
+   0 where y <= 0 or y is NaN, whatever g is (a NaN gradient included), as PyTorch. */
+#define RELU_BWD_LOOP(NAME, T)                                                             \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    {                                                                                      \
+        EMBER_UNUSED(ctx);                                                                 \
+        const int64_t z = (int64_t)sizeof(T);                                              \
+        if (s[0] == z && s[1] == z && s[2] == z) {                                         \
+            T *restrict o = (T *)p[0];                                                     \
+            const T *restrict g = (const T *)p[1], *restrict y = (const T *)p[2];          \
+            for (int64_t i = 0; i < n; i++) {   /* both loaded: a select, not a branch */  \
+                T gi = g[i], yi = y[i];                                                    \
+                o[i] = yi > 0 ? gi : (T)0;                                                 \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T y = *(const T *)(p[2] + i * s[2]);                                       \
+                *(T *)(p[0] + i * s[0]) = y > 0 ? *(const T *)(p[1] + i * s[1]) : (T)0;    \
+            }                                                                              \
+        }                                                                                  \
+    }
+RELU_BWD_LOOP(relu_bwd_f32, float)
+RELU_BWD_LOOP(relu_bwd_f64, double)
+
+static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
+{
+    int dt = *(const int *)ctx;
+    for (int64_t i = 0; i < n; i++) {
+        double y = ember__load(p[2] + i * s[2], dt);
+        ember__store(p[0] + i * s[0], dt, y > 0 ? ember__load(p[1] + i * s[1], dt) : 0.0);
+    }
+}
+
+int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    ember_tensor *cg = NULL, *cy = NULL;
+    int nd, rc;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ember__broadcast_shape("relu_backward", 2, in, &nd, shape));
+    int dt = ember__result_type(2, in);
+    EMBER_CHECK(ember__as_dtype(in[0], dt, &cg));
+    EMBER_CHECK(ember__as_dtype(in[1], dt, &cy));
+    EMBER_CHECK(ember__new(nd, shape, dt, EMBER_CPU, out));
+    ember_iter it;
+    ember_tensor *ts[3] = {*out, cg, cy};
+    ember__iter_init(&it, 3, ts);
+    ember__iter_run(&it, dt == EMBER_FLOAT32 ? relu_bwd_f32 : dt == EMBER_FLOAT64 ? relu_bwd_f64 : relu_bwd_any, &dt);
+done:
+    ember_tensor_release(cg);
+    ember_tensor_release(cy);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ unary kernels */
 static inline float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
 static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
@@ -603,6 +659,12 @@ int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, ember_tens
 {
     ember_tensor *in[3] = {cond, a, b};
     return ember__dispatch(EMBER_OP_WHERE, 3, in, NULL, out);
+}
+
+int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor **out)
+{
+    ember_tensor *in[2] = {g, y};
+    return ember__dispatch(EMBER_OP_RELU_BACKWARD, 2, in, NULL, out);
 }
 
 #define UNARY_API(name, OPN)                                                               \
