@@ -164,8 +164,14 @@ describe("ember.data.fashion_mnist", function()
     assert.are.same({ 128 }, y:shape())
   end)
 
-  test_it("train split: {60000,1,28,28}, labels 1..10", function()
+  test_it("train split: {60000,1,28,28}, labels 1..10, one float copy at most while loading", function()
+    collectgarbage(); ember._sweep()
+    local before = ember.memory_stats().bytes_in_use
+    ember.reset_peak_memory()
     local ds = ember.data.fashion_mnist("train")
+    -- the uint8 images and one float32 copy, scaled in place (not a second float copy)
+    local float_bytes = 60000 * 784 * 4
+    assert.is_true(ember.memory_stats().peak_bytes - before < float_bytes * 1.5)
     assert.are.equal(60000, #ds)
     assert.are.same({ 60000, 1, 28, 28 }, ds.x:shape())
     assert.are.same({ 10, 1, 1 }, ds.y:narrow(1, 1, 3):tolist())   -- raw 9 0 0

@@ -156,6 +156,24 @@ describe("identity and lifetime", function()
     assert.is_true(s.peak_bytes >= s.bytes_in_use)
   end)
 
+  it("lets garbage pile up no further than the budget once a large temporary has died", function()
+    -- big and its copy are both alive at the collections their allocations force, so the limit
+    -- then sits above both; once they have died, the next sweep measures the live bytes afresh
+    collectgarbage(); ember._sweep()
+    local base = ember.memory_stats().bytes_in_use
+    local big = ember.zeros({ 16 * 2 ^ 20 })   -- 64 MB
+    local copy = big + 1
+    assert.is_true(ember.memory_stats().bytes_in_use - base >= 128 * 2 ^ 20)
+    big, copy = nil, nil
+    collectgarbage()   -- a cycle the Lua GC could have run by itself
+    local peak = 0
+    for _ = 1, 150 do
+      local _ = ember.zeros({ 2 ^ 18 })   -- 1 MB each
+      peak = math.max(peak, ember.memory_stats().bytes_in_use - base)
+    end
+    assert.is_true(peak < 48 * 2 ^ 20, ("%.0f MB of garbage piled up"):format(peak / 2 ^ 20))
+  end)
+
   it("shares versions between views", function()
     local t = ember.zeros({ 2, 3 })
     local v = t:narrow(2, 1, 2)

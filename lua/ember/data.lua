@@ -88,7 +88,8 @@ return function(ember)
     elseif #s ~= 4 then
       fail(op, ("%s: expected images of 3 dims {N,H,W}, got %s"):format(images_path, shape_str(x)), 2)
     end
-    if x.dtype == "uint8" then x = x:to("float32") / 255 else x = x:to("float32") end
+    -- scaled in place: a second float copy of a whole data set would double the peak memory
+    if x.dtype == "uint8" then x = x:to("float32"):div_(255) else x = x:to("float32") end
     local y
     if labels_path ~= nil then
       y = load_idx(op, labels_path)

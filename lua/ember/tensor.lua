@@ -54,7 +54,18 @@ return function(ember)
   local out1 = ffi_new("ember_tensor *[1]")
   local out2 = ffi_new("ember_tensor *[2]")
   local release = C.ember_tensor_release
-  local gc_limit = 24 * 2 ^ 20
+  -- Tensor bytes live in C where the Lua GC cannot see them (torch7's
+  -- problem): once the C bytes allocated since the last sweep pass a budget,
+  -- a full collection and a sweep run, so dead tensors go back to the
+  -- allocator's cache and are reused while still warm. The budget is 24 MB,
+  -- or twice the Lua heap when that is larger (a collection costs time in
+  -- proportion to the Lua heap); it does not grow with the live C bytes, so
+  -- a large data set in memory does not let garbage pile up. Every sweep,
+  -- also one after a collection the Lua GC ran by itself, measures the live
+  -- bytes afresh: a limit set while a large temporary was still alive (a
+  -- data set being converted) comes down as soon as it has died.
+  local gc_budget = 24 * 2 ^ 20
+  local gc_limit = gc_budget
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
 
@@ -70,24 +81,14 @@ return function(ember)
       end
     end
     cycle[1] = {}
+    gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
   end
   ember._sweep = sweep
 
-  -- Tensor bytes live in C where the Lua GC cannot see them (torch7's
-  -- problem): once the C bytes allocated since the last sweep pass a budget,
-  -- a full collection and a sweep run, so dead tensors go back to the
-  -- allocator's cache and are reused while still warm. The budget is 24 MB,
-  -- or twice the Lua heap when that is larger (a collection costs time in
-  -- proportion to the Lua heap); it does not grow with the live C bytes, so
-  -- a large data set in memory does not let garbage pile up.
-  local gc_budget = 24 * 2 ^ 20
   local function gc_pressure()
-    local used = tonumber(C.ember_bytes_in_use())
-    if used > gc_limit then
+    if tonumber(C.ember_bytes_in_use()) > gc_limit then
       collectgarbage()
       sweep()
-      used = tonumber(C.ember_bytes_in_use())
-      gc_limit = used + math.max(gc_budget, collectgarbage("count") * 2048)
     end
   end
   ember._gc_pressure = gc_pressure
