@@ -269,13 +269,13 @@ static void shift_span(const conv_geom *g, int64_t r0, int64_t r1, int64_t shift
     SMALL_LOOPS static void im2col_shift_##SUFFIX(const conv_geom *g, const T *restrict plane, T *restrict d, \
                                       int64_t i, int64_t j)                                    \
     {                                                                                          \
-        const int64_t W = g->W, oi = i * g->dh - g->ph, oj = j * g->dw - g->pw;                \
+        const int64_t W = g->W, oi = i * g->dh - g->ph, shift = oi * W + j * g->dw - g->pw;   \
         int64_t r0, r1, a, b, lo, hi;                                                          \
         valid_rows(g, oi, &r0, &r1);                                                           \
-        shift_span(g, r0, r1, oi * W + oj, &a, &b);                                            \
+        shift_span(g, r0, r1, shift, &a, &b);                                                  \
         valid_cols(g, j, &lo, &hi);                                                            \
         memset(d, 0, sizeof(T) * (size_t)a);                                                   \
-        memcpy(d + a, plane + a + oi * W + oj, sizeof(T) * (size_t)(b - a));                   \
+        if (b > a) memcpy(d + a, plane + (a + shift), sizeof(T) * (size_t)(b - a));            \
         memset(d + b, 0, sizeof(T) * (size_t)(g->Ho * W - b));                                 \
         for (int64_t oh = r0; oh < r1; oh++) {   /* the columns the shift wrapped */           \
             for (int64_t ow = 0; ow < lo; ow++) d[oh * W + ow] = 0;                            \
@@ -287,17 +287,19 @@ static void shift_span(const conv_geom *g, int64_t r0, int64_t r1, int64_t shift
     SMALL_LOOPS static void col2im_shift_##SUFFIX(const conv_geom *g, T *restrict plane, T *restrict s,   \
                                       int64_t i, int64_t j)                                    \
     {                                                                                          \
-        const int64_t W = g->W, oi = i * g->dh - g->ph, oj = j * g->dw - g->pw;                \
+        const int64_t W = g->W, oi = i * g->dh - g->ph, shift = oi * W + j * g->dw - g->pw;   \
         int64_t r0, r1, a, b, lo, hi;                                                          \
         valid_rows(g, oi, &r0, &r1);                                                           \
-        shift_span(g, r0, r1, oi * W + oj, &a, &b);                                            \
+        shift_span(g, r0, r1, shift, &a, &b);                                                  \
         valid_cols(g, j, &lo, &hi);                                                            \
         for (int64_t oh = r0; oh < r1; oh++) {                                                 \
             for (int64_t ow = 0; ow < lo; ow++) s[oh * W + ow] = 0;                            \
             for (int64_t ow = hi; ow < W; ow++) s[oh * W + ow] = 0;                            \
         }                                                                                      \
-        T *restrict p = plane + oi * W + oj;                                                   \
-        for (int64_t k = a; k < b; k++) p[k] += s[k];                                          \
+        if (b <= a) return;                                                                    \
+        T *restrict p = plane + (a + shift);   /* input position of column a */               \
+        const T *restrict q = s + a;                                                           \
+        for (int64_t k = 0; k < b - a; k++) p[k] += q[k];                                      \
     }                                                                                          \
     static void im2col_##SUFFIX(const unfold_ctx *u, int64_t r0, int64_t r1)                   \
     {                                                                                          \
