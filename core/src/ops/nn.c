@@ -242,64 +242,61 @@ static bool is_plane_shift(const conv_geom *g) { return g->sh == 1 && g->sw == 1
 #define SMALL_LOOPS
 #endif
 
-/* the output rows [*r0, *r1) whose input row oh + oi lies inside [0, H) */
-static void valid_rows(const conv_geom *g, int64_t oi, int64_t *r0, int64_t *r1)
-{
-    int64_t a = oi < 0 ? -oi : 0, b = g->H - oi < g->Ho ? g->H - oi : g->Ho;
-    if (a > g->Ho) a = g->Ho;   /* padding taller than the output */
-    if (b < a) b = a;
-    *r0 = a;
-    *r1 = b;
-}
+/* Where row (i, j) of the columns comes from in the plane shift: source index =
+   column index + shift; the output rows [r0, r1) read an input row inside the
+   plane; within them [a, b) is the flat span whose source lies inside the
+   plane, and the columns [lo, hi) of each row are the ones that did not wrap. */
+typedef struct {
+    int64_t shift, r0, r1, a, b, lo, hi;
+} plane_shift;
 
-/* the part [*a, *b) of the output's flat range [r0 W, r1 W) whose shifted
-   source index stays inside the plane [0, H W) */
-static void shift_span(const conv_geom *g, int64_t r0, int64_t r1, int64_t shift, int64_t *a, int64_t *b)
+static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift *ps)
 {
-    int64_t lo = r0 * g->W, hi = r1 * g->W;
-    if (lo < -shift) lo = -shift;
-    if (hi > g->H * g->W - shift) hi = g->H * g->W - shift;
-    if (hi < lo) lo = hi = r0 * g->W;   /* nothing inside */
-    *a = lo;
-    *b = hi;
+    const int64_t W = g->W, oi = i * g->dh - g->ph;
+    ps->shift = oi * W + j * g->dw - g->pw;
+    int64_t r0 = oi < 0 ? -oi : 0, r1 = g->H - oi < g->Ho ? g->H - oi : g->Ho;
+    if (r0 > g->Ho) r0 = g->Ho;   /* padding taller than the output */
+    if (r1 < r0) r1 = r0;
+    int64_t a = r0 * W, b = r1 * W;
+    if (a < -ps->shift) a = -ps->shift;
+    if (b > g->H * W - ps->shift) b = g->H * W - ps->shift;
+    if (b < a) a = b = r0 * W;   /* nothing inside */
+    ps->r0 = r0, ps->r1 = r1, ps->a = a, ps->b = b;
+    valid_cols(g, j, &ps->lo, &ps->hi);
 }
 
 #define DEFINE_UNFOLD(T, SUFFIX)                                                               \
+    /* zeroes the columns the shift wrapped into the neighbouring row */                     \
+    SMALL_LOOPS static void zero_wrapped_##SUFFIX(T *d, int64_t W, const plane_shift *ps)     \
+    {                                                                                          \
+        for (int64_t oh = ps->r0; oh < ps->r1; oh++) {                                         \
+            for (int64_t ow = 0; ow < ps->lo; ow++) d[oh * W + ow] = 0;                        \
+            for (int64_t ow = ps->hi; ow < W; ow++) d[oh * W + ow] = 0;                        \
+        }                                                                                      \
+    }                                                                                          \
     /* one (channel, i, j) row of the columns for one sample, by the plane shift */          \
-    SMALL_LOOPS static void im2col_shift_##SUFFIX(const conv_geom *g, const T *restrict plane, T *restrict d, \
+    static void im2col_shift_##SUFFIX(const conv_geom *g, const T *restrict plane, T *restrict d, \
                                       int64_t i, int64_t j)                                    \
     {                                                                                          \
-        const int64_t W = g->W, oi = i * g->dh - g->ph, shift = oi * W + j * g->dw - g->pw;   \
-        int64_t r0, r1, a, b, lo, hi;                                                          \
-        valid_rows(g, oi, &r0, &r1);                                                           \
-        shift_span(g, r0, r1, shift, &a, &b);                                                  \
-        valid_cols(g, j, &lo, &hi);                                                            \
-        memset(d, 0, sizeof(T) * (size_t)a);                                                   \
-        if (b > a) memcpy(d + a, plane + (a + shift), sizeof(T) * (size_t)(b - a));            \
-        memset(d + b, 0, sizeof(T) * (size_t)(g->Ho * W - b));                                 \
-        for (int64_t oh = r0; oh < r1; oh++) {   /* the columns the shift wrapped */           \
-            for (int64_t ow = 0; ow < lo; ow++) d[oh * W + ow] = 0;                            \
-            for (int64_t ow = hi; ow < W; ow++) d[oh * W + ow] = 0;                            \
-        }                                                                                      \
+        plane_shift ps;                                                                        \
+        plane_shift_of(g, i, j, &ps);                                                          \
+        memset(d, 0, sizeof(T) * (size_t)ps.a);                                                \
+        if (ps.b > ps.a) memcpy(d + ps.a, plane + (ps.a + ps.shift), sizeof(T) * (size_t)(ps.b - ps.a)); \
+        memset(d + ps.b, 0, sizeof(T) * (size_t)(g->Ho * g->W - ps.b));                        \
+        zero_wrapped_##SUFFIX(d, g->W, &ps);                                                   \
     }                                                                                          \
     /* adds one row of the columns into its input plane; the wrapped columns are zeroed in   \
        the (scratch) columns first so that the whole span can be added in one loop */        \
-    SMALL_LOOPS static void col2im_shift_##SUFFIX(const conv_geom *g, T *restrict plane, T *restrict s,   \
+    static void col2im_shift_##SUFFIX(const conv_geom *g, T *restrict plane, T *restrict s,   \
                                       int64_t i, int64_t j)                                    \
     {                                                                                          \
-        const int64_t W = g->W, oi = i * g->dh - g->ph, shift = oi * W + j * g->dw - g->pw;   \
-        int64_t r0, r1, a, b, lo, hi;                                                          \
-        valid_rows(g, oi, &r0, &r1);                                                           \
-        shift_span(g, r0, r1, shift, &a, &b);                                                  \
-        valid_cols(g, j, &lo, &hi);                                                            \
-        for (int64_t oh = r0; oh < r1; oh++) {                                                 \
-            for (int64_t ow = 0; ow < lo; ow++) s[oh * W + ow] = 0;                            \
-            for (int64_t ow = hi; ow < W; ow++) s[oh * W + ow] = 0;                            \
-        }                                                                                      \
-        if (b <= a) return;                                                                    \
-        T *restrict p = plane + (a + shift);   /* input position of column a */               \
-        const T *restrict q = s + a;                                                           \
-        for (int64_t k = 0; k < b - a; k++) p[k] += q[k];                                      \
+        plane_shift ps;                                                                        \
+        plane_shift_of(g, i, j, &ps);                                                          \
+        zero_wrapped_##SUFFIX(s, g->W, &ps);                                                   \
+        if (ps.b <= ps.a) return;                                                              \
+        T *restrict p = plane + (ps.a + ps.shift);   /* input position of column a */         \
+        const T *restrict q = s + ps.a;                                                        \
+        for (int64_t k = 0; k < ps.b - ps.a; k++) p[k] += q[k];                                \
     }                                                                                          \
     static void im2col_##SUFFIX(const unfold_ctx *u, int64_t r0, int64_t r1)                   \
     {                                                                                          \
