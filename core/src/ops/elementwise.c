@@ -315,29 +315,40 @@ static void where_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
     }
 }
 
+/* The shared body of where and relu_backward: the last two of the nin inputs
+   are brought to their common dtype, which is written to *dt before fn runs
+   (fn's ctx may point at it); a leading input (where's condition) is passed
+   as it is; fn runs over (out, inputs) broadcast to one shape. */
+static int select_op(const char *name, int nin, ember_tensor *const *in, int *dt, ember__loop_fn fn,
+                     const void *ctx, ember_tensor **out)
+{
+    ember_tensor *ca = NULL, *cb = NULL;
+    int nd, rc;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ember__broadcast_shape(name, nin, in, &nd, shape));
+    *dt = ember__result_type(2, in + nin - 2);
+    EMBER_CHECK(ember__as_dtype(in[nin - 2], *dt, &ca));
+    EMBER_CHECK(ember__as_dtype(in[nin - 1], *dt, &cb));
+    EMBER_CHECK(ember__new(nd, shape, *dt, EMBER_CPU, out));
+    ember_iter it;
+    ember_tensor *ts[4] = {*out, in[0], ca, cb};
+    if (nin == 2) ts[1] = ca, ts[2] = cb;
+    ember__iter_init(&it, nin + 1, ts);
+    ember__iter_run(&it, fn, ctx);
+done:
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    return rc;
+}
+
 /* where(cond, a, b) */
 int fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    ember_tensor *ca = NULL, *cb = NULL;
-    int nd, rc;
-    int64_t shape[EMBER_MAX_DIMS];
-    EMBER_TRY(ember__broadcast_shape("where", 3, in, &nd, shape));
-    int dt = ember__result_type(2, in + 1);
-    EMBER_CHECK(ember__as_dtype(in[1], dt, &ca));
-    EMBER_CHECK(ember__as_dtype(in[2], dt, &cb));
-    EMBER_CHECK(ember__new(nd, shape, dt, EMBER_CPU, out));
-    ember_iter it;
-    ember_tensor *ts[4] = {*out, in[0], ca, cb};
-    ember__iter_init(&it, 4, ts);
-    where_ctx c = {dt, in[0]->dtype};
-    ember__iter_run(&it, where_loop, &c);
-done:
-    ember_tensor_release(ca);
-    ember_tensor_release(cb);
-    return rc;
+    where_ctx c = {EMBER_FLOAT32, in[0]->dtype};
+    return select_op("where", 3, in, &c.dt, where_loop, &c, out);
 }
 
 /* relu_backward(g, y) = y > 0 ? g : 0: one pass instead of a mask and a select.
@@ -364,6 +375,7 @@ done:
 RELU_BWD_LOOP(relu_bwd_f32, float)
 RELU_BWD_LOOP(relu_bwd_f64, double)
 
+/* other dtypes, through double; ctx is the dtype */
 static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
 {
     int dt = *(const int *)ctx;
@@ -373,27 +385,21 @@ static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
     }
 }
 
+static void relu_bwd_loop(char **p, const int64_t *s, int64_t n, const void *ctx)
+{
+    int dt = *(const int *)ctx;
+    if (dt == EMBER_FLOAT32) relu_bwd_f32(p, s, n, ctx);
+    else if (dt == EMBER_FLOAT64) relu_bwd_f64(p, s, n, ctx);
+    else relu_bwd_any(p, s, n, ctx);
+}
+
 int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    ember_tensor *cg = NULL, *cy = NULL;
-    int nd, rc;
-    int64_t shape[EMBER_MAX_DIMS];
-    EMBER_TRY(ember__broadcast_shape("relu_backward", 2, in, &nd, shape));
-    int dt = ember__result_type(2, in);
-    EMBER_CHECK(ember__as_dtype(in[0], dt, &cg));
-    EMBER_CHECK(ember__as_dtype(in[1], dt, &cy));
-    EMBER_CHECK(ember__new(nd, shape, dt, EMBER_CPU, out));
-    ember_iter it;
-    ember_tensor *ts[3] = {*out, cg, cy};
-    ember__iter_init(&it, 3, ts);
-    ember__iter_run(&it, dt == EMBER_FLOAT32 ? relu_bwd_f32 : dt == EMBER_FLOAT64 ? relu_bwd_f64 : relu_bwd_any, &dt);
-done:
-    ember_tensor_release(cg);
-    ember_tensor_release(cy);
-    return rc;
+    int dt = EMBER_FLOAT32;
+    return select_op("relu_backward", 2, in, &dt, relu_bwd_loop, &dt, out);
 }
 
 /* ------------------------------------------------------------------ unary kernels */
