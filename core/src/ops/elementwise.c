@@ -352,28 +352,10 @@ int fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
 }
 
 /* relu_backward(g, y) = y > 0 ? g : 0: one pass instead of a mask and a select.
-   0 where y <= 0 or y is NaN, whatever g is (a NaN gradient included), as PyTorch. */
-#define RELU_BWD_LOOP(NAME, T)                                                             \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
-    {                                                                                      \
-        EMBER_UNUSED(ctx);                                                                 \
-        const int64_t z = (int64_t)sizeof(T);                                              \
-        if (s[0] == z && s[1] == z && s[2] == z) {                                         \
-            T *restrict o = (T *)p[0];                                                     \
-            const T *restrict g = (const T *)p[1], *restrict y = (const T *)p[2];          \
-            for (int64_t i = 0; i < n; i++) {   /* both loaded: a select, not a branch */  \
-                T gi = g[i], yi = y[i];                                                    \
-                o[i] = yi > 0 ? gi : (T)0;                                                 \
-            }                                                                              \
-        } else {                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T y = *(const T *)(p[2] + i * s[2]);                                       \
-                *(T *)(p[0] + i * s[0]) = y > 0 ? *(const T *)(p[1] + i * s[1]) : (T)0;    \
-            }                                                                              \
-        }                                                                                  \
-    }
-RELU_BWD_LOOP(relu_bwd_f32, float)
-RELU_BWD_LOOP(relu_bwd_f64, double)
+   0 where y <= 0 or y is NaN, whatever g is (a NaN gradient included), as PyTorch.
+   BIN_LOOP loads both operands, so this is a vector select, not a branch. */
+BIN_LOOP(relu_bwd_f32, float, y > 0 ? x : 0.0f)
+BIN_LOOP(relu_bwd_f64, double, y > 0 ? x : 0.0)
 
 /* other dtypes, through double; ctx is the dtype */
 static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
