@@ -56,6 +56,18 @@ out.matmul1024_gflops = flops / t / 1e9
 out.sgemm1024_gflops = flops / tc / 1e9
 out.matmul_vs_sgemm = 1 / r   -- throughput ratio: ember's GFLOP/s over sgemm's
 
+-- optimizer steps over 256K float32 parameters in four tensors (fused one-pass kernels)
+local params = {}
+for i = 1, 4 do
+  local w = ember.randn({ 256, 256 })
+  w.grad = ember.randn({ 256, 256 })
+  params[i] = w
+end
+local sgd = ember.optim.SGD(params, { lr = 1e-3, momentum = 0.9 })
+local adam = ember.optim.Adam(params, { lr = 1e-3 })
+out.sgd_step_256k_us = B.time(function(n) for _ = 1, n do sgd:step() end end, 100, 7) * 1e6
+out.adam_step_256k_us = B.time(function(n) for _ = 1, n do adam:step() end end, 100, 7) * 1e6
+
 out.threads = ember.get_num_threads()
 out.openblas_core = B.blas_core(ember)
 print(B.json(out))

@@ -127,6 +127,15 @@ typedef struct {
 /* Adam: g += wd p. AdamW: p *= 1 - lr wd. Then m = b1 m + (1 - b1) g;
    v = b2 v + (1 - b2) g^2 (amsgrad: vmax = max(vmax, v), used as v);
    p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), bc = 1 - beta^step. */
+/* element i: the decayed weight pi and the new moments mi, vi (stored) */
+#define ADAM_MOMENTS(T)                                                                        \
+    T pi = p[i] * decay;                                                                       \
+    T gi = sgn * g[i] + l2 * p[i];                                                             \
+    T mi = FLUSH(T, b1 * m[i] + (1 - b1) * gi);                                                \
+    T vi = FLUSH(T, b2 * v[i] + (1 - b2) * gi * gi);                                           \
+    m[i] = mi;                                                                                 \
+    v[i] = vi
+
 #define ADAM_BODY(T, SQRT)                                                                     \
     do {                                                                                       \
         T *restrict p = (T *)c->p + b, *restrict m = (T *)c->m + b, *restrict v = (T *)c->v + b; \
@@ -137,20 +146,20 @@ typedef struct {
         const T decay = c->decoupled ? (T)(1 - c->lr * c->wd) : (T)1;                          \
         const T l2 = c->decoupled ? (T)0 : wd, sgn = c->maximize ? (T)-1 : (T)1;               \
         const int64_t n = e - b;                                                               \
-        for (int64_t i = 0; i < n; i++) {                                                      \
-            T pi = p[i] * decay;                                                               \
-            T gi = sgn * g[i] + l2 * p[i];                                                     \
-            T mi = b1 * m[i] + (1 - b1) * gi;                                                  \
-            T vi = b2 * v[i] + (1 - b2) * gi * gi;                                             \
-            mi = FLUSH(T, mi);                                                                 \
-            vi = FLUSH(T, vi);                                                                 \
-            m[i] = mi;                                                                         \
-            v[i] = vi;                                                                         \
-            if (vmax) {                                                                        \
+        /* two loops, so that the common one (no amsgrad) has no store under a condition     \
+           and the compiler vectorises it */                                                 \
+        if (vmax) {                                                                            \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                ADAM_MOMENTS(T);                                                               \
                 vi = vmax[i] > vi ? vmax[i] : vi;                                              \
                 vmax[i] = vi;                                                                  \
+                p[i] = pi - step * mi / (SQRT(vi) * inv_bc2 + eps);                            \
             }                                                                                  \
-            p[i] = pi - step * mi / (SQRT(vi) * inv_bc2 + eps);                                \
+        } else {                                                                               \
+            for (int64_t i = 0; i < n; i++) {                                                  \
+                ADAM_MOMENTS(T);                                                               \
+                p[i] = pi - step * mi / (SQRT(vi) * inv_bc2 + eps);                            \
+            }                                                                                  \
         }                                                                                      \
     } while (0)
 
