@@ -202,6 +202,26 @@ describe("elementwise binary ops", function()
     H.same(a:pow(0.5), { { 1, math.sqrt(2), math.sqrt(3) }, { 2, math.sqrt(5), math.sqrt(6) } })
   end)
 
+  it("squares with x ^ 2 exactly as x * x, also for NaN, inf and -0, in both float dtypes", function()
+    local inf = math.huge
+    local vals = { -3.5, -0.0, 0, 1e-20, 1.7, 3e19, inf, -inf, 0 / 0 }
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local x = ember.tensor(vals, { dtype = dt })
+      local sq, xx = (x ^ 2):tolist(), (x * x):tolist()
+      for i = 1, #vals do
+        if xx[i] ~= xx[i] then assert.is_true(sq[i] ~= sq[i]) else assert.are.equal(xx[i], sq[i]) end
+      end
+      -- a 0-d exponent and a broadcast one take the same path; a whole tensor of exponents
+      -- goes through pow itself and agrees
+      H.same(x:pow(ember.tensor(2, { dtype = dt })), xx, 0)
+      local big = ember.randn({ 1000 }, { dtype = dt })
+      H.same(big ^ 2, (big * big):tolist(), 0)
+      H.same(big:pow(ember.full({ 1000 }, 2, { dtype = dt })), (big * big):tolist(), 1e-6)
+    end
+    -- integers keep their exact power
+    H.same(ember.tensor({ -3, 4 }, { dtype = "int64" }) ^ 2, { 9, 16 }, 0)
+  end)
+
   it("broadcast {2,3} with {3} and {2,1}", function()
     H.same(a + r, { { 11, 22, 33 }, { 14, 25, 36 } })
     H.same(a * ember.tensor({ { 1 }, { 10 } }), { { 1, 2, 3 }, { 40, 50, 60 } })
@@ -327,6 +347,34 @@ describe("elementwise unary ops", function()
     H.same(x:clamp(0, 1), { 0, 0, 0.5, 1 })
     H.same(x:clamp(nil, 0), { -1, 0, 0, 0 })
     H.same(x:clamp(ember.tensor({ 0, 0, 1, 1 }, { dtype = "float64" })), { 0, 0, 1, 2 })
+    -- against the definition: NaN kept, one bound or both, lo > hi gives hi, bounds that
+    -- float32 cannot hold (0.1), strided input, both float dtypes
+    local nan = 0 / 0
+    local vals = { -2, 0.1, 0.09999999, 0.10000001, 0.5, 3, nan, -math.huge, math.huge }
+    local function ref(v, lo, hi, dt)
+      if v ~= v then return v end
+      local r = v
+      if lo and r < lo then r = lo end
+      if hi and r > hi then r = hi end
+      return ember.tensor({ r }, { dtype = dt }):item()
+    end
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local t = ember.tensor(vals, { dtype = dt })
+      local tv = t:tolist()
+      for _, b in ipairs({ { 0.1, 1 }, { nil, 0.5 }, { 0.1, nil }, { 2, 1 } }) do
+        local got = t:clamp(b[1], b[2]):tolist()
+        local strided = ember.stack({ t, t }, 2):select(2, 1):clamp(b[1], b[2]):tolist()
+        for i = 1, #vals do
+          local want = ref(tv[i], b[1], b[2], dt)
+          if want ~= want then
+            assert.is_true(got[i] ~= got[i] and strided[i] ~= strided[i])
+          else
+            assert.are.equal(want, got[i])
+            assert.are.equal(want, strided[i])
+          end
+        end
+      end
+    end
     local p = ember.tensor({ 1, 4, 0.25 })
     H.same(p:sqrt(), { 1, 2, 0.5 })
     H.same(p:rsqrt(), { 1, 0.5, 2 })

@@ -123,6 +123,10 @@ static inline int64_t ipow(int64_t x, int64_t y)
 
 FLOAT_BINARY(float, f32, powf)
 FLOAT_BINARY(double, f64, pow_d)
+/* x ^ 2, the common power (squared errors, norms): one multiply, which is what
+   pow rounds to as well, instead of a call to pow per element */
+BIN_LOOP(square_f32, float, ((void)y, x * x))
+BIN_LOOP(square_f64, double, ((void)y, x * x))
 INT_BINARY(int32_t, uint32_t, i32)
 INT_BINARY(int64_t, uint64_t, i64)
 INT_BINARY(uint8_t, uint8_t, u8)
@@ -177,8 +181,13 @@ static void binary_generic(char **p, const int64_t *s, int64_t n, const void *vc
 #define I(op) case EMBER_INT32: return op##_i32; case EMBER_INT64: return op##_i64; \
               case EMBER_UINT8: return op##_u8;
 
-static ember__loop_fn binary_kernel(int op, int dt)
+/* the kernel for op on operands of dtype dt; b (the second operand) picks a
+   faster kernel for some values, as x ^ 2 */
+static ember__loop_fn binary_kernel(int op, int dt, const ember_tensor *b)
 {
+    if (op == EMBER_OP_POW && b->numel == 1 && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) &&
+        ember__load(ember__ptr(b), dt) == 2.0)
+        return dt == EMBER_FLOAT32 ? square_f32 : square_f64;
     switch (op) {
         PICK(ADD, F(add) I(add))
         PICK(SUB, F(sub) I(sub))
@@ -205,7 +214,7 @@ static void run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_t
     ember_iter it;
     ember_tensor *ts[3] = {o, a, b};
     ember__iter_init(&it, 3, ts);
-    ember__loop_fn fn = binary_kernel(op, dt);
+    ember__loop_fn fn = binary_kernel(op, dt, b);
     gen_ctx c = {op, dt};
     ember__iter_run(&it, fn ? fn : binary_generic, &c);
 }
@@ -218,7 +227,7 @@ static bool run_binary_small(int op, int dt, ember_tensor *o, ember_tensor *a, e
     if (n >= EMBER_PARALLEL_GRAIN || !a->is_contiguous || !b->is_contiguous || a->numel != n ||
         (b->numel != n && b->numel != 1))
         return false;
-    ember__loop_fn fn = binary_kernel(op, dt);
+    ember__loop_fn fn = binary_kernel(op, dt, b);
     if (!fn) return false;
     int64_t es = ember_dtype_size(dt), eo = ember_dtype_size(o->dtype);
     char *p[3] = {ember__ptr(o), ember__ptr(a), ember__ptr(b)};
@@ -501,6 +510,34 @@ static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
     }
 }
 
+/* clamp in the tensor's float dtype: the bounds rounded to it compare as the
+   exact ones do (no value of the dtype lies between a bound and its rounding),
+   NaN stays NaN, and lo > hi gives hi, as the generic path and PyTorch */
+#define CLAMP_LOOP(NAME, T)                                                                \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *vctx)              \
+    {                                                                                      \
+        const un_ctx *c = vctx;                                                            \
+        const T lo = c->has_lo ? (T)c->lo : -(T)INFINITY, hi = c->has_hi ? (T)c->hi : (T)INFINITY; \
+        const int64_t z = (int64_t)sizeof(T);                                              \
+        if (s[0] == z && s[1] == z) {                                                      \
+            T *restrict o = (T *)p[0];                                                     \
+            const T *restrict a = (const T *)p[1];                                         \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = a[i], y = x < lo ? lo : x;                                           \
+                y = y > hi ? hi : y;                                                       \
+                o[i] = x != x ? x : y;                                                     \
+            }                                                                              \
+        } else {                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                T x = *(const T *)(p[1] + i * s[1]), y = x < lo ? lo : x;                  \
+                y = y > hi ? hi : y;                                                       \
+                *(T *)(p[0] + i * s[0]) = x != x ? x : y;                                  \
+            }                                                                              \
+        }                                                                                  \
+    }
+CLAMP_LOOP(clamp_f32, float)
+CLAMP_LOOP(clamp_f64, double)
+
 #define U(OPN, op) case EMBER_OP_##OPN: return dt == EMBER_FLOAT32 ? op##_f32 : op##_f64;
 static ember__loop_fn unary_kernel(int op, int dt)
 {
@@ -509,7 +546,7 @@ static ember__loop_fn unary_kernel(int op, int dt)
         switch (op) {
             U(NEG, neg) U(EXP, exp) U(LOG, log) U(SQRT, sqrt) U(RSQRT, rsqrt) U(ABS, abs)
             U(SIGN, sign) U(SIN, sin) U(COS, cos) U(TANH, tanh) U(SIGMOID, sigmoid)
-            U(RELU, relu) U(SILU, silu) U(ERF, erf)
+            U(RELU, relu) U(SILU, silu) U(ERF, erf) U(CLAMP, clamp)
         default: return NULL;
         }
     }
@@ -550,7 +587,7 @@ static void run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tens
         c.lo = at->f[0];
         c.hi = at->f[1];
     }
-    ember__loop_fn fn = op == EMBER_OP_CLAMP ? NULL : unary_kernel(op, a->dtype);
+    ember__loop_fn fn = unary_kernel(op, a->dtype);
     ember_iter it;
     ember_tensor *ts[2] = {o, a};
     ember__iter_init(&it, 2, ts);
