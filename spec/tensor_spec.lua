@@ -202,6 +202,19 @@ describe("elementwise binary ops", function()
     H.same(a:pow(0.5), { { 1, math.sqrt(2), math.sqrt(3) }, { 2, math.sqrt(5), math.sqrt(6) } })
   end)
 
+  it("has float32 tanh within 3e-7 relative of float64's, with NaN, +-inf, -0 and saturation", function()
+    for _, x in ipairs({ ember.linspace(-10, 10, 200001), ember.linspace(0.6, 0.65, 10001),
+      ember.tensor({ 1e-30, 1e-10, 1e-5, -3e-3, 0.624, 0.626, 20, -44, 45, 100 }) }) do
+      local f, d = x:tanh():double(), x:double():tanh()
+      local rel = ((f - d):abs() / d:abs():clamp(1e-38, nil)):max():item()
+      assert.is_true(rel < 3e-7, "relative error " .. rel)
+    end
+    local sp = ember.tensor({ 0 / 0, math.huge, -math.huge, -0.0 }):tanh():tolist()
+    assert.is_true(sp[1] ~= sp[1])
+    assert.are.same({ 1, -1 }, { sp[2], sp[3] })
+    assert.are.equal(-math.huge, 1 / sp[4])   -- -0 keeps its sign
+  end)
+
   it("squares with x ^ 2 exactly as x * x, also for NaN, inf and -0, in both float dtypes", function()
     local inf = math.huge
     local vals = { -3.5, -0.0, 0, 1e-20, 1.7, 3e19, inf, -inf, 0 / 0 }

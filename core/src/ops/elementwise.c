@@ -428,7 +428,7 @@ UN_LOOP(abs_f32, float, fabsf(x))
 UN_LOOP(sign_f32, float, (float)((x > 0) - (x < 0)))
 UN_LOOP(sin_f32, float, sinf(x))
 UN_LOOP(cos_f32, float, cosf(x))
-UN_LOOP(tanh_f32, float, tanhf(x))
+UN_LOOP(tanh_f32, float, ember__tanhf(x))
 UN_LOOP(sigmoid_f32, float, sigmoidf_(x))
 UN_LOOP(relu_f32, float, x > 0 ? x : 0.0f)
 UN_LOOP(silu_f32, float, x * sigmoidf_(x))
@@ -504,7 +504,7 @@ static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
     const un_ctx *c = vctx;
     for (int64_t i = 0; i < n; i++) {
         float x = *(const float *)(p[1] + i * s[1]), y;
-        if (c->approx) y = 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
+        if (c->approx) y = 0.5f * x * (1.0f + ember__tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
         else y = 0.5f * x * (1.0f + erff(x * (float)SQRT_HALF));
         *(float *)(p[0] + i * s[0]) = y;
     }
