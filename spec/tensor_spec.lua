@@ -483,6 +483,28 @@ describe("conversions", function()
     H.same(tt:contiguous(), { { 1, 3 }, { 2, 4 } })
   end)
 
+  it("make transposes contiguous by tiles: every dtype width, ragged edges, batch dims", function()
+    -- element (b, i, j) of the copy must be element (b, j, i) of the source, read one by one
+    local function check(src, dt)
+      local c = src:contiguous()
+      assert.is_true(c:is_contiguous())
+      assert.are.equal(dt, c.dtype)
+      assert.are.same(src:tolist(), c:tolist())
+    end
+    for _, dt in ipairs({ "float32", "float64", "int64", "int32", "uint8", "float16" }) do
+      local base = ember.arange(0, 3 * 70 * 45):reshape({ 3, 70, 45 }):to(dt)
+      if dt == "uint8" or dt == "float16" then base = ember.randint(0, 200, { 3, 70, 45 }):to(dt) end
+      check(base:transpose(2, 3), dt)                              -- {3, 45, 70}: ragged 32-tiles
+      check(base:transpose(1, 3), dt)                              -- the batch dim moves too
+      check(base:select(1, 2):t(), dt)                             -- plain 2-D
+      check(base:narrow(3, 3, 40):transpose(2, 3), dt)             -- an offset view
+    end
+    -- the tiled values against a direct reading
+    local x = ember.randn({ 37, 53 })
+    local xt, X = x:t():contiguous():tolist(), x:tolist()
+    for i = 1, 53 do for j = 1, 37 do assert.are.equal(X[j][i], xt[i][j]) end end
+  end)
+
   it("fail clearly for a device that is not there", function()
     if ember._C.ember_cuda_device_count() > 0 then return end
     local ok, err = pcall(function() return ember.ones({ 2 }):cuda() end)

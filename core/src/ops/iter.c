@@ -113,6 +113,71 @@ static void copy_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
         ember__store(p[0] + i * s[0], c->ddt, ember__load(p[1] + i * s[1], c->sdt));
 }
 
+/* A copy whose source walks its innermost dim with a large stride while the
+   destination is contiguous there (a transpose made contiguous) touches a new
+   source cache line per element. It goes by 16 x 16 tiles instead, each tile
+   reading its source lines whole while they are in L1 (16 had fewer cache-set
+   conflicts than 32 when rows lie a power of two apart: 1024 x 1024 float32
+   0.44-0.58 ms against 0.68-0.82, and 1.9-2.0 ms untiled). */
+#define TILE 16
+
+typedef struct {
+    const ember_iter *it;
+    int64_t row_tiles;   /* tiles down the last-but-one dim */
+    int es;
+} tile_ctx;
+
+#define TILE_COPY(T)                                                                       \
+    for (int64_t i = i0; i < i1; i++)                                                      \
+        for (int64_t j = j0; j < j1; j++)                                                  \
+            *(T *)(d + i * dr + j * dc) = *(const T *)(s + i * sr + j * sc)
+
+static void tile_range(void *vctx, int64_t b, int64_t e)
+{
+    const tile_ctx *c = vctx;
+    const ember_iter *it = c->it;
+    const int nd = it->ndim;
+    const int64_t R = it->shape[nd - 2], Cn = it->shape[nd - 1];
+    const int64_t dr = it->strides[0][nd - 2], dc = it->strides[0][nd - 1];
+    const int64_t sr = it->strides[1][nd - 2], sc = it->strides[1][nd - 1];
+    for (int64_t t = b; t < e; t++) {
+        int64_t outer = t / c->row_tiles, i0 = (t % c->row_tiles) * TILE;
+        int64_t i1 = i0 + TILE < R ? i0 + TILE : R;
+        char *d = it->ptr[0];
+        const char *s = it->ptr[1];
+        for (int k = nd - 3; k >= 0; k--) {   /* the outer dims' offsets */
+            int64_t idx = outer % it->shape[k];
+            outer /= it->shape[k];
+            d += idx * it->strides[0][k];
+            s += idx * it->strides[1][k];
+        }
+        for (int64_t j0 = 0; j0 < Cn; j0 += TILE) {
+            int64_t j1 = j0 + TILE < Cn ? j0 + TILE : Cn;
+            switch (c->es) {
+            case 1: TILE_COPY(uint8_t); break;
+            case 2: TILE_COPY(uint16_t); break;
+            case 4: TILE_COPY(uint32_t); break;
+            default: TILE_COPY(uint64_t); break;
+            }
+        }
+    }
+}
+
+static bool tiled_copy(const ember_iter *it, int es)
+{
+    int nd = it->ndim;
+    if (nd < 2 || it->strides[0][nd - 1] != es) return false;
+    int64_t sc = it->strides[1][nd - 1];
+    if (sc >= -64 && sc <= 64) return false;   /* the source's inner walk stays within a line or two */
+    if (it->shape[nd - 1] < TILE / 2 || it->shape[nd - 2] < TILE / 2) return false;
+    tile_ctx c = {it, (it->shape[nd - 2] + TILE - 1) / TILE, es};
+    int64_t tasks = it->numel / (it->shape[nd - 2] * it->shape[nd - 1]) * c.row_tiles;
+    int64_t per_task = TILE * it->shape[nd - 1];
+    int64_t grain = EMBER_PARALLEL_GRAIN / per_task;
+    ember__parallel_for(tasks, grain < 1 ? 1 : grain, tile_range, &c);
+    return true;
+}
+
 int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src)
 {
     if (dst->numel == 0) return EMBER_OK;
@@ -124,6 +189,9 @@ int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src)
     ember_iter it;
     ember_tensor *ts[2] = {dst, (ember_tensor *)src};
     ember__iter_init(&it, 2, ts);
+    int es = ember_dtype_size(dst->dtype);
+    if (dst->dtype == src->dtype && (es == 1 || es == 2 || es == 4 || es == 8) && tiled_copy(&it, es))
+        return EMBER_OK;
     conv_ctx c = {dst->dtype, src->dtype};
     ember__iter_run(&it, copy_loop, &c);
     return EMBER_OK;
