@@ -111,29 +111,27 @@ void ember__stats_bytes(int64_t delta);
    exp for float32 kernels (exp, sigmoid, silu, softmax): Cephes' range
    reduction and degree-5 polynomial, written without calls or branches so
    the compiler vectorises the loops around it. Relative error below 4e-7 (3
-   ulp) on the normal range, results below FLT_MIN rounded once into the subnormals;
-   exact 0 below -88.38, inf above 88.72, NaN stays NaN. The scale 2^n is
-   applied as two factors 2^(n/2) 2^(n - n/2), each a normal float, and NaN
-   is kept out of the float-to-int conversion, so no step is undefined. */
+   ulp); results that would fall below FLT_MIN (inputs under -87.34) are 0,
+   so the scale 2^n is always a normal float built from its exponent field;
+   inf above 88.72; NaN stays NaN, and is kept out of the float-to-int
+   conversion, so no step is undefined. */
 static inline float ember__expf(float x)
 {
-    const float hi = 88.7228391f, lo = -88.3762626f;
+    const float hi = 88.7228391f, lo = -87.3365479f;   /* ln(FLT_MIN) */
     float c = x > hi ? hi : x;
     c = c < lo ? lo : c;
     c = x != x ? 0.0f : c;
     float fx = c * 1.44269504088896341f;
     float fl = (float)(int32_t)fx;
-    fl -= fl > fx ? 1.0f : 0.0f;   /* floor */
+    fl -= fl > fx ? 1.0f : 0.0f;   /* floor, in [-126, 128] */
     float r = c - fl * 0.693359375f + fl * 2.12194440e-4f;
     float z = r * r;
     float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
                1.6666665459e-1f) * r + 5.0000001201e-1f;
     y = y * z + r + 1.0f;
-    int32_t n = (int32_t)fl, n1 = n / 2;   /* n in [-128, 128]: both halves in [-64, 64] */
-    union { int32_t i; float f; } p1, p2;
-    p1.i = (n1 + 127) << 23;
-    p2.i = (n - n1 + 127) << 23;
-    float v = y * p1.f * p2.f;
+    union { int32_t i; float f; } p;
+    p.i = ((int32_t)fl + 127) << 23;   /* 128 gives inf, as exp does there */
+    float v = y * p.f;
     v = x < lo ? 0.0f : v;
     v = x > hi ? __builtin_inff() : v;
     return x != x ? x : v;
