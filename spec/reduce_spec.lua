@@ -61,6 +61,23 @@ describe("reductions", function()
     H.same(ember.tensor({ -math.huge, -math.huge }):logsumexp(1), -math.huge)
   end)
 
+  it("float32 softmax and log_softmax agree with float64 on long ragged rows, NaN and -inf rows", function()
+    ember.manual_seed(8)
+    local x = ember.randn({ 6, 1003 }) * 10   -- 1003: the eight-wide loops and their tails
+    for _, op in ipairs({ "softmax", "log_softmax" }) do
+      local f, d = x[op](x, 2):double(), x:double()[op](x:double(), 2)
+      local err = (f - d):abs():max():item()
+      assert.is_true(err < (op == "softmax" and 1e-6 or 1e-5), op .. " error " .. err)
+    end
+    H.same(x:softmax(2):sum(2), { 1, 1, 1, 1, 1, 1 }, 1e-5)
+    local inf, nan = math.huge, 0 / 0
+    local r = ember.tensor({ { 1, nan, 3, 4, 5, 6, 7, 8, 9, 10 }, { -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf },
+      { -inf, 0, 0, 0, 0, 0, 0, 0, 0, 0 } }):softmax(2):tolist()
+    for j = 1, 10 do assert.is_true(r[1][j] ~= r[1][j]) end   -- a NaN spreads over its row
+    assert.are.equal(0, r[3][1])
+    assert.is_true(math.abs(r[3][2] - 1 / 9) < 1e-7)
+  end)
+
   it("sum and mean over outer and inner dims around kept ones (a bias gradient) against loops", function()
     -- x[n][c][h][w] = n + 10 c + 100 h + 1000 w on {2, 3, 4, 5}, float32 and float64
     for _, dt in ipairs({ "float32", "float64" }) do

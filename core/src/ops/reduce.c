@@ -499,6 +499,40 @@ typedef struct {
     int dt, log;
 } sm_ctx;
 
+/* The largest of n > 0 floats, NaN if any is NaN: eight running maxima, so the
+   compares do not wait on each other and the compiler can use vector ones. */
+static float row_max_f32(const float *x, int64_t n)
+{
+    float mx[8];
+    int nan = 0;
+    for (int k = 0; k < 8; k++) mx[k] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            float v = x[i + k];
+            nan |= v != v;
+            mx[k] = v > mx[k] ? v : mx[k];
+        }
+    for (; i < n; i++) {
+        nan |= x[i] != x[i];
+        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
+    }
+    float m = mx[0];
+    for (int k = 1; k < 8; k++) m = mx[k] > m ? mx[k] : m;
+    return nan ? NAN : m;
+}
+
+/* The sum of n floats in double, over four running sums. */
+static double row_sum_f32(const float *x, int64_t n)
+{
+    double acc[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) acc[k] += x[i + k];
+    for (; i < n; i++) acc[0] += x[i];
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
 static void sm_range(void *vctx, int64_t b, int64_t e)
 {
     const sm_ctx *c = vctx;
@@ -506,26 +540,24 @@ static void sm_range(void *vctx, int64_t b, int64_t e)
     for (int64_t r = b; r < e; r++) {
         const char *x = c->src + r * c->len * es;
         char *y = c->dst + r * c->len * es;
-        double m = row_extreme(x, c->dt, c->len, 1, NULL), s = 0;
-        if (isinf(m) && m < 0) m = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
-        if (c->dt == EMBER_FLOAT32) {
+        if (c->dt == EMBER_FLOAT32) {   /* loops without a serial dependence, so they vectorise */
             const float *xf = (const float *)x;
             float *yf = (float *)y;
-            float mf = (float)m;
-            for (int64_t i = 0; i < c->len; i++) {
-                float v = ember__expf(xf[i] - mf);
-                if (!c->log) yf[i] = v;
-                s += v;
-            }
+            float mf = row_max_f32(xf, c->len);
+            if (isinf(mf) && mf < 0) mf = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
+            for (int64_t i = 0; i < c->len; i++) yf[i] = ember__expf(xf[i] - mf);
+            double sum = row_sum_f32(yf, c->len);
             if (c->log) {
-                float ls = (float)log(s);
+                float ls = (float)log(sum);
                 for (int64_t i = 0; i < c->len; i++) yf[i] = xf[i] - mf - ls;
             } else {
-                float inv = (float)(1.0 / s);
+                float inv = (float)(1.0 / sum);
                 for (int64_t i = 0; i < c->len; i++) yf[i] *= inv;
             }
             continue;
         }
+        double m = row_extreme(x, c->dt, c->len, 1, NULL), s = 0;
+        if (isinf(m) && m < 0) m = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
         for (int64_t i = 0; i < c->len; i++) s += exp(at(x, c->dt, i) - m);
         double ls = log(s);
         for (int64_t i = 0; i < c->len; i++) {
