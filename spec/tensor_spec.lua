@@ -202,6 +202,32 @@ describe("elementwise binary ops", function()
     H.same(a:pow(0.5), { { 1, math.sqrt(2), math.sqrt(3) }, { 2, math.sqrt(5), math.sqrt(6) } })
   end)
 
+  it("has float32 erf within 2e-7 relative of float64's, and gelu to match, both forms, strided too", function()
+    for _, x in ipairs({ ember.linspace(-6, 6, 200001), ember.linspace(0.99, 1.01, 10001),
+      ember.linspace(3.9, 4.1, 10001), ember.tensor({ 1e-30, -1e-10, 1e-5, 0.5 }) }) do
+      local f, d = x:erf():double(), x:double():erf()
+      local rel = ((f - d):abs() / d:abs():clamp(1e-38, nil)):max():item()
+      assert.is_true(rel < 2e-7, "relative error " .. rel)
+    end
+    local sp = ember.tensor({ 0 / 0, math.huge, -math.huge, -0.0, 10 }):erf():tolist()
+    assert.is_true(sp[1] ~= sp[1])
+    assert.are.same({ 1, -1, 1 }, { sp[2], sp[3], sp[5] })
+    assert.are.equal(-math.huge, 1 / sp[4])
+    local F = ember.nn.functional
+    local x = ember.linspace(-8, 8, 4001)
+    local xs = ember.stack({ x, x }, 2):select(2, 1)   -- strided
+    for _, o in ipairs({ {}, { approximate = "tanh" } }) do
+      -- 1 + erf(x / sqrt 2) cancels for negative x, so the bound is absolute: float32's
+      -- spacing near 1 times |x|
+      local d = F.gelu(x:double(), o)
+      local bound = x:double():abs():clamp(1, nil) * 2e-7
+      for _, f in ipairs({ F.gelu(x, o), F.gelu(xs, o) }) do
+        local over = ((f:double() - d):abs() - bound):max():item()
+        assert.is_true(over <= 0, "gelu error over the bound by " .. over)
+      end
+    end
+  end)
+
   it("has float32 exp within 4e-7 relative of float64's, and 0 where it would be subnormal", function()
     for _, x in ipairs({ ember.linspace(-87, 88.7, 200001), ember.linspace(-1, 1, 20001) }) do
       local f, d = x:exp():double(), x:double():exp()

@@ -432,7 +432,7 @@ UN_LOOP(tanh_f32, float, ember__tanhf(x))
 UN_LOOP(sigmoid_f32, float, sigmoidf_(x))
 UN_LOOP(relu_f32, float, x > 0 ? x : 0.0f)
 UN_LOOP(silu_f32, float, x * sigmoidf_(x))
-UN_LOOP(erf_f32, float, erff(x))
+UN_LOOP(erf_f32, float, ember__erff(x))
 UN_LOOP(neg_f64, double, -x)
 UN_LOOP(exp_f64, double, exp(x))
 UN_LOOP(log_f64, double, log(x))
@@ -499,13 +499,28 @@ static void unary_generic(char **p, const int64_t *s, int64_t n, const void *vct
         ember__store(p[0] + i * s[0], c->dtype, unary_double(c, ember__load(p[1] + i * s[1], c->dtype)));
 }
 
+static inline float gelu_tanh_f32(float x)
+{
+    return 0.5f * x * (1.0f + ember__tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
+}
+
+static inline float gelu_erf_f32(float x) { return 0.5f * x * (1.0f + ember__erff(x * (float)SQRT_HALF)); }
+
 static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const un_ctx *c = vctx;
+    if (s[0] == 4 && s[1] == 4) {   /* one loop per form, so each vectorises */
+        float *restrict o = (float *)p[0];
+        const float *restrict a = (const float *)p[1];
+        if (c->approx)
+            for (int64_t i = 0; i < n; i++) o[i] = gelu_tanh_f32(a[i]);
+        else
+            for (int64_t i = 0; i < n; i++) o[i] = gelu_erf_f32(a[i]);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         float x = *(const float *)(p[1] + i * s[1]), y;
-        if (c->approx) y = 0.5f * x * (1.0f + ember__tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
-        else y = 0.5f * x * (1.0f + erff(x * (float)SQRT_HALF));
+        y = c->approx ? gelu_tanh_f32(x) : gelu_erf_f32(x);
         *(float *)(p[0] + i * s[0]) = y;
     }
 }
