@@ -371,7 +371,7 @@ static void tape_free(ag_key *k)
 void ember_key_release(int key)
 {
     ag_key *k = key_at(key);
-    if (!k) return;
+    if (!k || k->running) return;   /* its backward owns the tape until ember_backward_end */
     if (k->recording) {
         k->recording = 0;
         set_recording(key, 0);
@@ -666,9 +666,13 @@ static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const 
     return EMBER_OK;
 }
 
+static int refresh_view(ember_tensor *v);
+
 static int record(int op, int rule_id, int ctx_id, const char *name, int nin,
                   ember_tensor *const *in, const ember_attrs *at, int nout, ember_tensor *const *out)
 {
+    for (int i = 0; i < nin; i++)
+        if (in[i]->base && in[i]->ag_epoch != in[i]->base->ag_epoch) EMBER_TRY(refresh_view(in[i]));
     for (int i = 0; i < n_recording; i++) {
         int key = recording_keys[i];
         ag_key *k = &keys[key];
@@ -701,46 +705,137 @@ int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin, embe
     return record(NODE_CUSTOM, rule_id, ctx_id, name, nin, in, NULL, nout, out);
 }
 
-int ember__ag_rebase(ember_tensor *self, ember_tensor *result)
+/* ------------------------------------------------------------------ in-place writes */
+/* Drops t's entries for the keys that see the op being recorded now. */
+static void drop_visible(ember_tensor *t)
 {
-    struct ember_autograd_meta *m = result->ag;
-    if (!m) return EMBER_OK;
-    for (int i = 0; i < m->n; i++)
-        if (entry_live(&m->e[i])) EMBER_TRY(set_entry(self, m->e[i].key, m->e[i].node, m->e[i].output_nr));
-    return EMBER_OK;
-}
-
-static bool is_view_op(int op)
-{
-    switch (op) {
-    case EMBER_OP_RESHAPE: case EMBER_OP_VIEW: case EMBER_OP_TRANSPOSE: case EMBER_OP_PERMUTE:
-    case EMBER_OP_SQUEEZE: case EMBER_OP_UNSQUEEZE: case EMBER_OP_EXPAND: case EMBER_OP_NARROW:
-    case EMBER_OP_SELECT:
-        return true;
-    default:
-        return false;
+    struct ember_autograd_meta *m = t->ag;
+    for (int i = 0; m && i < m->n;) {
+        ag_entry *e = &m->e[i];
+        if (!entry_live(e) || visible(&keys[e->key])) m->e[i] = m->e[--m->n];
+        else i++;
     }
 }
 
-int ember__ag_check_inplace(const char *name, const ember_tensor *self, const ember_tensor *result)
+/* A view whose root's history moved gets a history of its own again: the
+   region of its root, as_strided(root), expanded where it repeats elements. */
+static int refresh_view(ember_tensor *v)
 {
-    const struct ember_autograd_meta *m = self->ag;
-    for (int i = 0; m && i < m->n; i++) {
-        const ag_entry *e = &m->e[i];
-        if (!entry_live(e) || !e->node || !is_view_op(e->node->op)) continue;
-        /* reshape records a node whether it viewed or copied; a copy owns its memory */
-        if (e->node->op == EMBER_OP_RESHAPE && self->storage->refcount == 1) continue;
-        return ember__fail(EMBER_ERR_ARG,
-                           "%s_: in-place write into a view (made by %s) of a tensor a recording tracks: "
-                           "the base tensor would not see it in backward; clone() the view first, "
-                           "or use the out-of-place op", name, ember_node_name(e->node));
+    ember_tensor *root = v->base, *dense = NULL;
+    v->ag_epoch = root->ag_epoch;
+    drop_visible(v);
+    if (!root->ag) return EMBER_OK;
+    int64_t shape[EMBER_MAX_DIMS];
+    bool repeats = false;
+    for (int d = 0; d < v->ndim; d++) {
+        repeats |= v->strides[d] == 0 && v->shape[d] > 1;
+        shape[d] = v->strides[d] == 0 ? 1 : v->shape[d];
     }
-    if (self->is_view && !ember_is_tracked(self) && ember_is_tracked(result))
-        return ember__fail(EMBER_ERR_ARG,
-                           "%s_: in-place write of a recorded value into a view of a tensor no recording "
-                           "tracks: the base tensor would not gain its history; build the result out of "
-                           "place (cat, stack, where) or write into a clone()", name);
+    int rc = ember__make_view(v, v->ndim, shape, v->strides, v->offset, &dense);
+    ember_attrs geo;
+    if (rc == EMBER_OK) rc = ember__geometry_of(repeats ? dense : v, root, &geo);
+    if (rc == EMBER_OK)
+        rc = record(EMBER_OP_AS_STRIDED, 0, 0, ember__ops[EMBER_OP_AS_STRIDED].name, 1, &root, &geo, 1,
+                    repeats ? &dense : &v);
+    if (rc == EMBER_OK && repeats) {
+        ember_attrs at = {{v->ndim}, {0}};
+        for (int d = 0; d < v->ndim; d++) at.i[1 + d] = v->shape[d];
+        rc = record(EMBER_OP_EXPAND, 0, 0, ember__ops[EMBER_OP_EXPAND].name, 1, &dense, &at, 1, &v);
+    }
+    ember_tensor_release(dense);
+    return rc;
+}
+
+int ember__ag_write_recorded(const char *name, const ember_tensor *self, const ember_tensor *other)
+{
+    if (!ember__ag_active) return 0;
+    bool rec = ember__ag_involved(self) || (other && ember__ag_involved(other)) || (self->base && self->base->ag);
+    if (!rec) return 0;
+    if (self->base && !self->base->is_contiguous) {
+        char sv[200], sr[200];
+        return ember__fail(EMBER_ERR_UNSUPPORTED,
+                           "%s_: in-place write under recording into a view (shape %s) of a non-contiguous "
+                           "tensor of shape %s: write into a contiguous() copy of it instead",
+                           name, ember__tshape(sv, self), ember__tshape(sr, self->base));
+    }
+    return 1;
+}
+
+uint64_t ember__ag_mark(void) { return next_node_id; }
+
+/* a copy of t that no recording sees */
+static int untracked_clone(ember_tensor *t, ember_tensor **out)
+{
+    int prev = ember__ag_active;
+    ember__ag_active = 0;
+    int rc = ember_clone(t, out);
+    ember__ag_active = prev;
+    return rc;
+}
+
+/* The copy stands for the old value in every recording that tracks it, so an
+   outer manager still differentiates the rule that reads it. */
+static int protect_slot(ember_tensor **slot, int64_t *version, const ember_tensor *self)
+{
+    ember_tensor *t = *slot, *c;
+    if (!t || t->storage != self->storage) return EMBER_OK;
+    EMBER_TRY(untracked_clone(t, &c));
+    for (int i = 0; t->ag && i < t->ag->n; i++) {
+        const ag_entry *e = &t->ag->e[i];
+        int rc = entry_live(e) ? set_entry(c, e->key, e->node, e->output_nr) : EMBER_OK;
+        if (rc < 0) {
+            ember_tensor_release(c);
+            return rc;
+        }
+    }
+    ember_tensor_release(t);
+    *slot = c;
+    *version = c->storage->version;
     return EMBER_OK;
+}
+
+int ember__ag_protect(const ember_tensor *self, uint64_t mark)
+{
+    for (int r = 0; r < n_recording; r++) {
+        ag_key *k = &keys[recording_keys[r]];
+        for (int64_t i = k->tape_len - 1; i >= 0 && k->tape[i]->id >= mark; i--) {
+            ember_node *n = k->tape[i];
+            for (int j = 0; j < MAX_SAVED_IN; j++) EMBER_TRY(protect_slot(&n->sv_in[j], &n->sv_in_version[j], self));
+            for (int j = 0; j < MAX_SAVED_OUT; j++)
+                EMBER_TRY(protect_slot(&n->sv_out[j], &n->sv_out_version[j], self));
+        }
+    }
+    return EMBER_OK;
+}
+
+int ember__ag_commit(ember_tensor *self, ember_tensor *value)
+{
+    ember_tensor *root = self->base;
+    if (!root) {   /* self's history is value's */
+        drop_visible(self);
+        self->ag_epoch++;
+        struct ember_autograd_meta *m = value ? value->ag : NULL;
+        for (int i = 0; m && i < m->n; i++) {
+            const ag_entry *e = &m->e[i];
+            if (entry_live(e) && visible(&keys[e->key])) EMBER_TRY(set_entry(self, e->key, e->node, e->output_nr));
+        }
+        return EMBER_OK;
+    }
+    /* a view: the root becomes as_strided_scatter(root, value), self its region */
+    ember_attrs geo;
+    ember_tensor *alias = NULL;
+    EMBER_TRY(ember__geometry_of(self, root, &geo));
+    if (!value) {   /* a value with no history: an untracked alias of self stands for it */
+        EMBER_TRY(ember__make_view(self, self->ndim, self->shape, self->strides, self->offset, &alias));
+        value = alias;
+    }
+    ember_tensor *in[2] = {root, value};
+    int rc = record(EMBER_OP_AS_STRIDED_SCATTER, 0, 0, ember__ops[EMBER_OP_AS_STRIDED_SCATTER].name, 2, in, &geo,
+                    1, &root);
+    ember_tensor_release(alias);
+    EMBER_TRY(rc);
+    root->ag_epoch++;
+    return refresh_view(self);
 }
 
 int ember_set_rule_override(const char *op, int rule_id)
@@ -879,38 +974,43 @@ static bool same_shape(int nd, const int64_t *a, const ember_tensor *t)
     return nd == t->ndim && memcmp(a, t->shape, (size_t)nd * sizeof *a) == 0;
 }
 
-/* Brings a rule's gradient for input i to the input's shape and dtype, then
-   sends it along the input's edge. */
-static int route_one(ember_backward_run *r, ember_node *n, int i, ember_tensor *g)
+/* A rule's gradient for input i brought to the input's shape (a gradient of
+   the broadcast shape is summed back) and dtype: a new reference in *out. */
+static int conform(const ember_node *n, int i, ember_tensor *g, ember_tensor **out)
 {
     char sg[200], si[200];
     const ag_meta_io *m = &n->in_meta[i];
     ember_tensor *cur = g, *tmp = NULL;
-    int rc = EMBER_OK;
     ember_tensor_retain(cur);
+    *out = NULL;
     if (!same_shape(m->ndim, m->shape, cur)) {
-        /* a gradient of the broadcast shape is summed back to the input's */
-        rc = ember_sum_to(cur, m->ndim, m->shape, &tmp);
-        if (rc < 0) {
-            rc = ember__fail(EMBER_ERR_SHAPE, "backward: %s returned a gradient of shape %s for input %d of shape %s",
-                             ember_node_name(n), ember__tshape(sg, g), i + 1,
-                             ember__shape_str(si, m->ndim, m->shape));
-            goto done;
+        if (ember_sum_to(cur, m->ndim, m->shape, &tmp) < 0) {
+            ember_tensor_release(cur);
+            return ember__fail(EMBER_ERR_SHAPE, "backward: %s returned a gradient of shape %s for input %d of shape %s",
+                               ember_node_name(n), ember__tshape(sg, g), i + 1,
+                               ember__shape_str(si, m->ndim, m->shape));
         }
         ember_tensor_release(cur);
         cur = tmp;
-        tmp = NULL;
     }
     if (cur->dtype != m->dtype) {
-        EMBER_CHECK(ember_to_dtype(cur, m->dtype, &tmp));
+        int rc = ember_to_dtype(cur, m->dtype, &tmp);
         ember_tensor_release(cur);
+        if (rc < 0) return rc;
         cur = tmp;
-        tmp = NULL;
     }
+    *out = cur;
+    return EMBER_OK;
+}
+
+/* Sends a rule's gradient for input i along the input's edge. */
+static int route_one(ember_backward_run *r, ember_node *n, int i, ember_tensor *g)
+{
+    ember_tensor *cur;
+    EMBER_TRY(conform(n, i, g, &cur));
     ember_node *dst = n->next[i].node;
-    EMBER_CHECK(accumulate(dst, n->next[i].output_nr, cur));
-    if (dst->op == NODE_ACCUMULATE && --dst->pending == 0) EMBER_CHECK(push_ready(r, dst));
-done:
+    int rc = accumulate(dst, n->next[i].output_nr, cur);
+    if (rc == EMBER_OK && dst->op == NODE_ACCUMULATE && --dst->pending == 0) rc = push_ready(r, dst);
     ember_tensor_release(cur);
     return rc;
 }
@@ -1227,7 +1327,22 @@ int ember_backward_builtin_grads(ember_backward_run *r, int n, ember_tensor *con
     }
     EMBER_TRY(check_versions(node));
     EMBER_TRY(fill_missing_grads(node));
-    return ember__grad_rule(node, node->grads, grad_in);
+    EMBER_TRY(ember__grad_rule(node, node->grads, grad_in));
+    /* hooks see each gradient in its input's shape and dtype */
+    int rc = EMBER_OK;
+    for (int i = 0; i < node->nin; i++) {
+        ember_tensor *c = NULL;
+        if (!grad_in[i] || rc < 0) continue;
+        rc = conform(node, i, grad_in[i], &c);
+        ember_tensor_release(grad_in[i]);
+        grad_in[i] = c;
+    }
+    if (rc < 0)
+        for (int i = 0; i < node->nin; i++) {
+            ember_tensor_release(grad_in[i]);
+            grad_in[i] = NULL;
+        }
+    return rc;
 }
 
 int ember_backward_supply(ember_backward_run *r, int n, ember_tensor *const *grads)

@@ -516,6 +516,22 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
         if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
         break;
     }
+    case EMBER_OP_AS_STRIDED: {   /* the region of zeros shaped like the input */
+        ember_tensor *o = NULL, *z = zeros(s, nd, in, ember_tensor_dtype(g));
+        if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, g, at, &o), &o));
+        break;
+    }
+    case EMBER_OP_AS_STRIDED_SCATTER: {   /* the region goes to the source, the rest to the input */
+        ember_tensor *o = NULL;
+        if (NEED(0) && OK(s)) {
+            int64_t rs[EMBER_MAX_DIMS];
+            int rnd = ember__node_in_shape(n, 1, rs);
+            ember_tensor *z = zeros(s, rnd, rs, ember_tensor_dtype(g));
+            if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(g, z, at, &o), &o));
+        }
+        if (NEED(1) && OK(s)) give(s, &gi[1], keep(s, ember__as_strided(g, at, &o), &o));
+        break;
+    }
     case EMBER_OP_INDEX_SELECT: {
         ember_tensor *o = NULL;
         if (OK(s)) give(s, &gi[0], keep(s, ember_index_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));

@@ -76,6 +76,13 @@ struct ember_tensor {
     int64_t offset;           /* in elements */
     ember_storage *storage;
     struct ember_autograd_meta *ag;   /* NULL unless some recording tracks it */
+    /* A differentiable view (narrow, select, transpose, view, ...) holds the
+       tensor it views: the root, never another view. An in-place write through
+       the view moves the root's history; ag_epoch counts such moves on a root,
+       and on a view it is the root's count when the view's history was made,
+       so a view whose root moved since is re-derived before it is used. */
+    ember_tensor *base;
+    uint32_t ag_epoch;
     int64_t shape[EMBER_MAX_DIMS];
     int64_t strides[EMBER_MAX_DIMS];
 };
@@ -87,6 +94,9 @@ int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tens
 /* A view: shares a's storage with the given geometry. */
 int ember__make_view(const ember_tensor *a, int ndim, const int64_t *shape, const int64_t *strides,
                      int64_t offset, ember_tensor **out);
+/* Fails, naming op (an in-place op, without its "_"), when writing into t
+   would write some memory location twice (an expand() view). */
+int ember__check_writable(const char *op, const ember_tensor *t);
 /* Fills without bumping the version (for tensors being created). */
 int ember__fill_raw(ember_tensor *a, double value);
 /* The release function of wrapped memory the caller keeps owning. */

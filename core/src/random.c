@@ -4,6 +4,7 @@
    platform; each draw advances the offset past the blocks it used. */
 #include "internal.h"
 #include "ops/ops.h"
+#include "autograd.h"
 #include "backend.h"
 
 #include <math.h>
@@ -160,6 +161,17 @@ int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int
     return finish(fill_random(*out, DIST_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)), out);
 }
 
+/* A random fill in place: the old value and its history are gone. */
+static int overwrite(const char *name, ember_tensor *t, int dist, double a, double b)
+{
+    EMBER_TRY(ember__check_writable(name, t));
+    int rec = ember__ag_write_recorded(name, t, NULL);
+    EMBER_TRY(rec);
+    EMBER_TRY(fill_random(t, dist, a, b));
+    t->storage->version++;
+    return rec ? ember__ag_commit(t, NULL) : EMBER_OK;
+}
+
 int ember_uniform_(ember_tensor *t, double low, double high)
 {
     if (!t) return ember__fail(EMBER_ERR_ARG, "uniform_: argument is NULL");
@@ -167,9 +179,7 @@ int ember_uniform_(ember_tensor *t, double low, double high)
         return ember__fail(EMBER_ERR_DTYPE, "uniform_: expected a floating point tensor, got %s",
                            ember_dtype_name(t->dtype));
     if (!(low <= high)) return ember__fail(EMBER_ERR_ARG, "uniform_: expected low <= high, got %g > %g", low, high);
-    EMBER_TRY(fill_random(t, DIST_UNIFORM, low, high));
-    t->storage->version++;
-    return EMBER_OK;
+    return overwrite("uniform", t, DIST_UNIFORM, low, high);
 }
 
 int ember_normal_(ember_tensor *t, double mean, double std)
@@ -179,9 +189,7 @@ int ember_normal_(ember_tensor *t, double mean, double std)
         return ember__fail(EMBER_ERR_DTYPE, "normal_: expected a floating point tensor, got %s",
                            ember_dtype_name(t->dtype));
     if (!(std >= 0)) return ember__fail(EMBER_ERR_ARG, "normal_: expected std >= 0, got %g", std);
-    EMBER_TRY(fill_random(t, DIST_NORMAL, mean, std));
-    t->storage->version++;
-    return EMBER_OK;
+    return overwrite("normal", t, DIST_NORMAL, mean, std);
 }
 
 /* ------------------------------------------------------------------ ranges */

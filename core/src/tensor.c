@@ -101,7 +101,9 @@ void ember_tensor_release(ember_tensor *t)
     if (--t->refcount > 0) return;
     if (t->ag) ember__ag_forget(t);
     storage_release(t->storage);
+    ember_tensor *base = t->base;
     header_free(t);
+    ember_tensor_release(base);   /* a view's root: one level, roots have no base */
 }
 
 int ember_tensor_refcount(const ember_tensor *t) { return t ? t->refcount : 0; }

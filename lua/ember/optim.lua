@@ -192,7 +192,7 @@ function Optimizer:zero_grad(set_to_none)
   for _, group in ipairs(self.param_groups) do
     for _, p in ipairs(group.params) do
       if set_to_none == false then
-        local g = rawget(p, "grad")
+        local g = rawget(p, "_grad")
         if g ~= nil then ember.no_grad(g.zero_, g) end
       else
         p.grad = nil
@@ -367,7 +367,7 @@ local function sgd_update(self)
     local lr, mom, damp, wd = group.lr, group.momentum, group.dampening, group.weight_decay
     local nesterov, maximize = group.nesterov, group.maximize
     for _, p in ipairs(group.params) do
-      local g = rawget(p, "grad")
+      local g = rawget(p, "_grad")
       local done = false
       if g ~= nil then
         local st, buf, first = nil, nil, false
@@ -439,7 +439,7 @@ local function adam_update(self, decoupled)
     local b1, b2 = group.betas[1], group.betas[2]
     local amsgrad, maximize = group.amsgrad, group.maximize
     for _, p in ipairs(group.params) do
-      local g = rawget(p, "grad")
+      local g = rawget(p, "_grad")
       if g ~= nil then
         local st = state[p]
         if st == nil then
@@ -508,7 +508,7 @@ local function grads_of(name, params)
   for i = 1, #params do
     local p = params[i]
     if not is_tensor(p) then fail(name, "params[%d] must be a tensor, got %s", i, show(p)) end
-    local g = rawget(p, "grad")
+    local g = rawget(p, "_grad")
     if g ~= nil then grads[#grads + 1] = g end
   end
   return grads

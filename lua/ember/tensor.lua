@@ -293,12 +293,41 @@ return function(ember)
     dtype = function(t) return DTYPES[C.ember_tensor_dtype(tensor_arg("dtype", t, 1, 3)) + 1] end,
     device = function(t) return device_name(C.ember_tensor_device(tensor_arg("device", t, 1, 3))) end,
   }
+  -- t.grad lives in the raw field _grad, so that every assignment passes
+  -- through __newindex and is checked against the tensor
+  index_fields.grad = function(t) return rawget(t, "_grad") end
   Tensor.__index = function(t, k)
     local m = Tensor[k]
     if m ~= nil then return m end
     local f = index_fields[k]
     if f then return f(t) end
     return nil
+  end
+  local function same_dims(a, b)
+    local na, nb = C.ember_tensor_ndim(a), C.ember_tensor_ndim(b)
+    if na ~= nb then return false end
+    local sa, sb = C.ember_tensor_shape(a), C.ember_tensor_shape(b)
+    for d = 0, na - 1 do if sa[d] ~= sb[d] then return false end end
+    return true
+  end
+  Tensor.__newindex = function(t, k, v)
+    if k == "grad" then
+      if v ~= nil then
+        local c, g = rawget(t, "_c"), is_tensor(v) and rawget(v, "_c")
+        if not g then
+          error(("ember.grad: .grad of a tensor of shape {%s} must be a tensor or nil, got %s")
+            :format(table.concat(t:shape(), ","), type(v)), 2)
+        end
+        if c ~= nil and (not same_dims(c, g) or C.ember_tensor_dtype(c) ~= C.ember_tensor_dtype(g)
+            or C.ember_tensor_device(c) ~= C.ember_tensor_device(g)) then
+          error(("ember.grad: a gradient of shape {%s} (%s, %s) cannot be the .grad of a tensor of shape {%s} (%s, %s)")
+            :format(table.concat(v:shape(), ","), v.dtype, v.device, table.concat(t:shape(), ","), t.dtype, t.device), 2)
+        end
+      end
+      rawset(t, "_grad", v)
+    else
+      rawset(t, k, v)
+    end
   end
   ember._index_fields = index_fields
 
@@ -612,7 +641,12 @@ return function(ember)
   end
   ember.clamp = Tensor.clamp
   function Tensor.clamp_(a, lo, hi)
-    if type(lo) == "table" or type(hi) == "table" then return a:copy_(a:clamp(lo, hi)) end
+    if type(lo) == "table" or type(hi) == "table" then
+      -- maximum and minimum keep their operands: under recording they read a
+      -- copy of the old value, which the write leaves alone
+      local old = C.ember_is_grad_enabled() ~= 0 and a:clone() or a
+      return a:copy_(old:clamp(lo, hi))
+    end
     check(C.ember_clamp_(tensor_arg("clamp_", a, 1, 2), lo ~= nil and 1 or 0, lo or 0,
       hi ~= nil and 1 or 0, hi or 0))
     return a

@@ -55,7 +55,7 @@ int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs 
     EMBER_TRY(run(op, nin, in, at, out));
     if (EMBER_LIKELY(!ember__ag_active)) return EMBER_OK;
     int tracked = 0;
-    for (int i = 0; i < nin; i++) tracked |= in[i]->ag != NULL;
+    for (int i = 0; i < nin; i++) tracked |= ember__ag_involved(in[i]);
     if (!tracked) return EMBER_OK;
     int rc = ember__ag_record(op, nin, in, at, ember__ops[op].nout, out);
     if (rc < 0) {

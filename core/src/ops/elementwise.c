@@ -771,24 +771,37 @@ int ember_detach(ember_tensor *a, ember_tensor **out)
 /* ------------------------------------------------------------------ in place */
 static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 1 : 2; }
 
-/* Common tail of in-place ops: when a recording tracks `a`, the value is
-   computed out of place (recorded), copied into a, and a's history moves to
-   the new node; otherwise the kernel writes into a directly. */
-static int inplace_finish(const char *name, ember_tensor *a, ember_tensor *r)
+/* The recorded form of an in-place op (see autograd.h): `r` is the value
+   computed out of place since `mark`; it is copied into a, whose history
+   moves to r's. */
+static int inplace_finish(ember_tensor *a, ember_tensor *r, uint64_t mark)
 {
-    int rc = ember__ag_check_inplace(name, a, r);
-    if (rc == EMBER_OK) rc = ember__copy_kernel(a, r);
+    ember_tensor *src = r, *tmp = NULL;
+    int rc = ember__ag_protect(a, mark);
+    if (rc == EMBER_OK && r->storage == a->storage) {   /* the value still reads a's memory */
+        rc = ember__run_nograd(EMBER_OP_CLONE, 1, &r, NULL, &tmp);
+        src = tmp;
+    }
+    if (rc == EMBER_OK) rc = ember__copy_kernel(a, src);
     if (rc == EMBER_OK) {
         a->storage->version++;
-        if (r->ag) rc = ember__ag_rebase(a, r);
+        rc = ember__ag_commit(a, r);
     }
+    ember_tensor_release(tmp);
     ember_tensor_release(r);
     return rc;
 }
 
-static bool recording(ember_tensor *a, ember_tensor *b)
+int ember__check_writable(const char *name, const ember_tensor *t)
 {
-    return ember__ag_active && (a->ag || (b && b->ag));
+    char sh[200], st[200];
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] == 0 && t->shape[d] > 1)
+            return ember__fail(EMBER_ERR_ARG,
+                               "%s_: more than one element of the written-to tensor (shape %s, strides %s) "
+                               "refers to a single memory location (an expand() view); clone() it first",
+                               name, ember__tshape(sh, t), ember__shape_str(st, t->ndim, t->strides));
+    return EMBER_OK;
 }
 
 static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
@@ -808,10 +821,14 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
     if (category(odt) > category(a->dtype))
         return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
                            name, ember_dtype_name(odt), ember_dtype_name(a->dtype));
-    if (recording(a, b) || a->storage->device != EMBER_CPU || ct != a->dtype) {
+    EMBER_TRY(ember__check_writable(name, a));
+    int rec = ember__ag_write_recorded(name, a, b);
+    EMBER_TRY(rec);
+    if (rec || a->storage->device != EMBER_CPU || ct != a->dtype) {
         ember_tensor *r;
+        uint64_t mark = ember__ag_mark();
         EMBER_TRY(ember__dispatch(op, 2, in, NULL, &r));
-        return inplace_finish(name, a, r);
+        return inplace_finish(a, r, mark);
     }
     ember_tensor *cb;
     EMBER_TRY(ember__as_dtype(b, ct, &cb));
@@ -835,10 +852,14 @@ static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
     if (dt != a->dtype)
         return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
                            name, ember_dtype_name(dt), ember_dtype_name(a->dtype));
-    if (recording(a, NULL) || a->storage->device != EMBER_CPU) {
+    EMBER_TRY(ember__check_writable(name, a));
+    int rec = ember__ag_write_recorded(name, a, NULL);
+    EMBER_TRY(rec);
+    if (rec || a->storage->device != EMBER_CPU) {
         ember_tensor *r;
+        uint64_t mark = ember__ag_mark();
         EMBER_TRY(ember__dispatch(op, 1, &a, at, &r));
-        return inplace_finish(name, a, r);
+        return inplace_finish(a, r, mark);
     }
     run_unary(op, at, a, a);
     a->storage->version++;
@@ -872,13 +893,17 @@ int ember_copy_(ember_tensor *a, ember_tensor *src)
     if (nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape) != 0)
         return ember__fail(EMBER_ERR_SHAPE, "copy_: shape %s cannot be broadcast to the shape %s of self",
                            ember__tshape(sb, src), ember__tshape(sa, a));
-    if (recording(a, src)) {
+    EMBER_TRY(ember__check_writable("copy", a));
+    int rec = ember__ag_write_recorded("copy", a, src);
+    EMBER_TRY(rec);
+    if (rec) {
         /* the new value is src broadcast (and converted): record it as such */
         ember_tensor *e = NULL, *r = NULL;
         int rc;
+        uint64_t mark = ember__ag_mark();
         EMBER_CHECK(ember_expand(src, a->ndim, a->shape, &e));
         EMBER_CHECK(ember_to_dtype(e, a->dtype, &r));
-        rc = inplace_finish("copy", a, r);
+        rc = inplace_finish(a, r, mark);
         r = NULL;
     done:
         ember_tensor_release(e);
@@ -919,7 +944,10 @@ int ember__fill_raw(ember_tensor *a, double value)
 int ember_fill_(ember_tensor *a, double value)
 {
     if (!a) return ember__fail(EMBER_ERR_ARG, "fill_: argument is NULL");
-    if (a->ag && ember__ag_active) {
+    EMBER_TRY(ember__check_writable("fill", a));
+    int rec = ember__ag_write_recorded("fill", a, NULL);
+    EMBER_TRY(rec);
+    if (rec) {
         ember_tensor *s;
         EMBER_TRY(ember_scalar(value, a->dtype, 0, &s));
         int rc = ember_copy_(a, s);

@@ -24,7 +24,7 @@ enum {
 
 /* Op attributes, stored by value in autograd nodes. The layout per op is
    written beside each forward. */
-#define EMBER_MAX_ATTRS 12
+#define EMBER_MAX_ATTRS 18
 typedef struct ember_attrs {
     int64_t i[EMBER_MAX_ATTRS];
     double f[2];
@@ -58,6 +58,14 @@ int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attr
     int fwd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 #include "ops.def"
 #undef OP
+
+/* ------------------------------------------------------------------ regions (shape.c)
+   A view's geometry over its root's contiguous layout (attrs: i[0] ndim, i[1]
+   offset, i[2..] shape, i[2 + EMBER_MAX_DIMS..] strides); fails for a root
+   that is not contiguous. */
+int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember_attrs *at);
+int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out);
+int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out);
 
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,

@@ -20,10 +20,16 @@ static int contiguous_nograd(ember_tensor *a, ember_tensor **out)
     return ember__copy_kernel(*out, a);
 }
 
+/* A differentiable view of a: it holds a's root (see ember_tensor.base). */
 static int view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
                    ember_tensor **out)
 {
-    return ember__make_view(a, nd, shape, strides, offset, out);
+    EMBER_TRY(ember__make_view(a, nd, shape, strides, offset, out));
+    ember_tensor *root = a->base ? a->base : a;
+    ember_tensor_retain(root);
+    (*out)->base = root;
+    (*out)->ag_epoch = root->ag_epoch;
+    return EMBER_OK;
 }
 
 /* PyTorch's computeStride: the strides that view `a` with `shape`, if any. */
@@ -616,6 +622,71 @@ int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out
     ember_tensor *in[2] = {a, idx};
     ember_attrs at = {{dim}, {0}};
     return ember__dispatch(EMBER_OP_GATHER, 2, in, &at, out);
+}
+
+/* AS_STRIDED, AS_STRIDED_SCATTER: a region of a tensor given by a geometry
+   over its contiguous layout (ember__geometry_of). They are what autograd
+   records for writes through views: the root's new value is
+   as_strided_scatter(root, value) and the view's is as_strided(root). */
+static int region_of(ember_tensor *t, const ember_attrs *at, ember_tensor **out)
+{
+    int nd = (int)at->i[0];
+    return ember__make_view(t, nd, &at->i[2], &at->i[2 + EMBER_MAX_DIMS], t->offset + at->i[1], out);
+}
+
+int fwd_as_strided(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *x = in[0], *c;
+    if (x->is_contiguous)   /* a view of the input itself */
+        return view_of(x, (int)at->i[0], &at->i[2], &at->i[2 + EMBER_MAX_DIMS], x->offset + at->i[1], out);
+    EMBER_TRY(contiguous_nograd(x, &c));
+    int rc = region_of(c, at, out);
+    ember_tensor_release(c);
+    return rc;
+}
+
+int fwd_as_strided_scatter(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *x = in[0], *region = NULL;
+    EMBER_TRY(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, out));
+    int rc = ember__copy_kernel(*out, x);
+    if (rc == EMBER_OK) rc = region_of(*out, at, &region);
+    if (rc == EMBER_OK) rc = ember__copy_kernel(region, in[1]);
+    ember_tensor_release(region);
+    return rc;
+}
+
+int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember_attrs *at)
+{
+    char sv[200], sr[200];
+    if (!root->is_contiguous)
+        return ember__fail(EMBER_ERR_UNSUPPORTED,
+                           "in-place write into a view of a non-contiguous tensor of shape %s under recording "
+                           "(the view %s): write into a contiguous() copy", ember__tshape(sr, root),
+                           ember__tshape(sv, view));
+    memset(at, 0, sizeof *at);
+    at->i[0] = view->ndim;
+    at->i[1] = view->offset - root->offset;
+    for (int d = 0; d < view->ndim; d++) {
+        at->i[2 + d] = view->shape[d];
+        at->i[2 + EMBER_MAX_DIMS + d] = view->strides[d];
+    }
+    return EMBER_OK;
+}
+
+int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out)
+{
+    return ember__dispatch(EMBER_OP_AS_STRIDED, 1, &x, geometry, out);
+}
+
+int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out)
+{
+    ember_tensor *in[2] = {x, src};
+    return ember__dispatch(EMBER_OP_AS_STRIDED_SCATTER, 2, in, geometry, out);
 }
 
 static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,

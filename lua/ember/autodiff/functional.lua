@@ -21,7 +21,7 @@ return function(ember, autodiff)
         xs[i] = x
       end
       local saved = {}
-      for i, x in ipairs(xs) do saved[i] = rawget(x, "grad"); x.grad = nil end
+      for i, x in ipairs(xs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
       local gm = GradManager():attach(xs)
       local ok, err = pcall(function()
         gm:record()
@@ -34,7 +34,7 @@ return function(ember, autodiff)
       gm:release()
       local grads = {}
       for i, x in ipairs(xs) do
-        grads[i] = rawget(x, "grad") or ember.zeros_like(x)
+        grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
         x.grad = saved[i]
       end
       if not ok then error(err, 2) end
@@ -47,7 +47,7 @@ return function(ember, autodiff)
   function autodiff.vjp(f, inputs, dy)
     if is_tensor(inputs) then inputs = { inputs } end
     local saved = {}
-    for i, x in ipairs(inputs) do saved[i] = rawget(x, "grad"); x.grad = nil end
+    for i, x in ipairs(inputs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
     local gm = GradManager():attach(inputs)
     local outs
     local ok, err = pcall(function()
@@ -60,7 +60,7 @@ return function(ember, autodiff)
     gm:release()
     local grads = {}
     for i, x in ipairs(inputs) do
-      grads[i] = rawget(x, "grad") or ember.zeros_like(x)
+      grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
       x.grad = saved[i]
     end
     if not ok then error(err, 2) end
@@ -107,7 +107,7 @@ return function(ember, autodiff)
         gm:release()
         if not ok then error(err, 0) end
         local grads = {}
-        for j, d in ipairs(xs) do grads[j] = rawget(d, "grad") end
+        for j, d in ipairs(xs) do grads[j] = rawget(d, "_grad") end
         return grads
       end
     end)

@@ -57,7 +57,7 @@ return function(ember, autodiff)
         local targets = {}
         for _, i in ipairs(diff) do
           targets[#targets + 1] = inputs[i]
-          rawset(inputs[i], "grad", nil)
+          rawset(inputs[i], "_grad", nil)
         end
         gm:attach(targets)
         gm:record()
@@ -70,9 +70,9 @@ return function(ember, autodiff)
         gm:release()
         if not ok then error(err, 0) end
         for _, i in ipairs(diff) do
-          local g = rawget(inputs[i], "grad")
+          local g = rawget(inputs[i], "_grad")
           analytical[o][i][k] = g and ember.tensor(g:double():reshape({ g:numel() }):tolist(), { dtype = "float64" }) or false
-          rawset(inputs[i], "grad", nil)
+          rawset(inputs[i], "_grad", nil)
         end
       end
     end

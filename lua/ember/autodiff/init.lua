@@ -79,20 +79,16 @@ local function same_shape(t, s)
 end
 
 -- Checks what a Lua rule returned and turns it into one entry per input.
-local function normalise_grads(name, node, nin, ...)
-  local n = select("#", ...)
-  local first = ...
-  local list
-  if n == 1 and type(first) == "table" and not is_tensor(first) then
-    list = first
-    n = table.maxn(first)
-  else
-    list = { ... }
-  end
-  while n > 0 and list[n] == nil do n = n - 1 end
-  if n > nin then
-    error(("ember.autodiff: %s returned the wrong number of grads: %d for %d inputs"):format(name, n, nin), 0)
-  end
+-- MegEngine's contract (API.md): a single list may end early (Lua cannot hold
+-- a trailing nil in a list); multiple return values must number exactly the
+-- inputs, as Lua counts them (`return g, nil` is two); a bare tensor answers
+-- only a one-input function.
+local function wrong_count(name, n, nin, how)
+  error(("ember.autodiff: %s returned the wrong number of grads: %d%s for %d input%s")
+    :format(name, n, how, nin, nin == 1 and "" or "s"), 0)
+end
+
+local function check_grads(name, node, nin, list, n)
   for i = 1, n do
     local g = list[i]
     if g ~= nil then
@@ -111,6 +107,18 @@ local function normalise_grads(name, node, nin, ...)
     end
   end
   return list, n
+end
+
+local function normalise_grads(name, node, nin, ...)
+  local n = select("#", ...)
+  local first = ...
+  if n == 1 and type(first) == "table" and not is_tensor(first) then
+    local m = table.maxn(first)
+    if m > nin then wrong_count(name, m, nin, " in a list") end
+    return check_grads(name, node, nin, first, m)
+  end
+  if n ~= nin then wrong_count(name, n, nin, n == 1 and " value" or " values") end
+  return check_grads(name, node, nin, { ... }, n)
 end
 
 local grad_buf_cap = 16
@@ -181,7 +189,8 @@ local function run_node(run, req)
     if rawequal(r, autodiff.FALLBACK) then
       list, n = builtin_grads(run, node, grads, nout)
     else
-      list, n = normalise_grads(name, node, nin, r)
+      list, n = normalise_grads(("%s (the rule registered for '%s')"):format(name, spec.name), node, nin,
+        r == nil and {} or r)
     end
   else
     local ctx = ctx_store[req.ctx_id]
@@ -189,10 +198,11 @@ local function run_node(run, req)
       error(("ember.autodiff: no grad rule for %s (a Function without backward)"):format(spec.name), 0)
     end
     ctx.needs_input_grad = node_needs(node)
+    local label = ("%s (Function '%s')"):format(name, spec.name)
     if ctx.closure then
-      list, n = normalise_grads(name, node, nin, ctx.backward(unpack(grads, 1, nout)))
+      list, n = normalise_grads(label, node, nin, ctx.backward(unpack(grads, 1, nout)))
     else
-      list, n = normalise_grads(name, node, nin, ctx.backward(ctx, unpack(grads, 1, nout)))
+      list, n = normalise_grads(label, node, nin, ctx.backward(ctx, unpack(grads, 1, nout)))
     end
     if rawequal(list[1], autodiff.FALLBACK) then
       error(("ember.autodiff: no grad rule for %s"):format(spec.name), 0)
@@ -200,8 +210,7 @@ local function run_node(run, req)
   end
   if G then
     list = G.after_node(node, name, list, grads, nin)
-    n = nin
-    list, n = normalise_grads(name .. " (after its hooks)", node, nin, list)
+    list, n = check_grads(name .. " (after its hooks)", node, nin, list, nin)
   end
   supply(run, node, list, n)
 end
@@ -340,7 +349,17 @@ local function as_list(x)
   return nil
 end
 
+-- What must not happen to a manager while its backward runs (from a
+-- callback, a hook or a rule): an error, and the manager stays usable.
+local function not_running(self, what)
+  if self._running then
+    error(("ember.GradManager.%s: not allowed while this manager's backward is running "
+      .. "(from a callback, a hook or a grad rule)"):format(what), 3)
+  end
+end
+
 function GradManager:attach(tensors, callbacks)
+  not_running(self, "attach")
   local list = as_list(tensors)
   if list == nil then error("ember.GradManager.attach: expected a tensor or a list of tensors, got " .. type(tensors), 2) end
   local cbs = {}
@@ -404,6 +423,7 @@ function GradManager:is_attached(t) return self._attached[t] ~= nil end
 function GradManager:is_recording() return C.ember_key_is_recording(self._key) ~= 0 end
 
 function GradManager:record()
+  not_running(self, "record")
   if C.ember_key_record(self._key) < 0 then fail(2) end
   local order = attach_order(self)
   for i = 1, order.n do
@@ -417,6 +437,7 @@ function GradManager:record()
 end
 
 function GradManager:release()
+  not_running(self, "release")
   C.ember_key_release(self._key)
   drain_ctx()
   return self
@@ -450,6 +471,22 @@ local live_by_addr = function(p)
   return ember._lookup(p)
 end
 
+-- A gradient a user hands in (a callback's or a hook's result, an
+-- assignment to .grad) must fit its tensor.
+local function describe(t) return shape_str(t:shape()) .. " " .. t.dtype .. " on " .. t.device end
+local function check_user_grad(t, g, who)
+  if not is_tensor(g) then error(("ember.%s returned a non-tensor (%s) for a tensor of shape %s")
+    :format(who, type(g), shape_str(t:shape())), 0) end
+  if not same_shape(g, t:shape()) or g.dtype ~= t.dtype or g.device ~= t.device then
+    error(("ember.%s returned a gradient %s for a tensor %s"):format(who, describe(g), describe(t)), 0)
+  end
+  return g
+end
+autodiff._check_user_grad = check_user_grad
+
+-- An attached tensor's gradient is complete: its tensor hooks, its
+-- AccumulateGrad node's prehooks, the callbacks, the node's hooks; the
+-- accumulation into .grad waits for the end of backward.
 local function run_leaf(self, r, pending)
   local t = live_by_addr(r.tensor)
   if t == nil then return end
@@ -461,22 +498,19 @@ local function run_leaf(self, r, pending)
     for _, h in ipairs(hooks) do
       if h.fn then
         local out = h.fn(g)
-        if out ~= nil then
-          if not is_tensor(out) then error("ember.autodiff: tensor hook returned a non-tensor (" .. type(out) .. ")", 0) end
-          g = out
-        end
+        if out ~= nil then g = check_user_grad(t, out, "autodiff: a tensor hook") end
       end
     end
   end
+  local G, node = autodiff._graph, r.node
+  local grads = { g }
+  if G then grads = G.before_node(node, "AccumulateGrad", grads, 1) end
+  g = grads[1] ~= nil and check_user_grad(t, grads[1], "autodiff: a prehook of AccumulateGrad") or g
   for _, cb in ipairs(rec.callbacks) do
     local out = cb(t, g)
-    if out ~= nil then
-      if not is_tensor(out) then
-        error("ember.GradManager.backward: callback returned a non-tensor (" .. type(out) .. ")", 0)
-      end
-      g = out
-    end
+    if out ~= nil then g = check_user_grad(t, out, "GradManager.backward: a callback") end
   end
+  if G then G.after_node(node, "AccumulateGrad", {}, { g }, 0) end
   pending[#pending + 1] = t
   pending[#pending + 1] = g
 end
@@ -494,14 +528,16 @@ local function drive(self, run, pending)
   end
 end
 
-local function accumulate(t, g, dys)
-  local old = rawget(t, "grad")
+-- old_tracked: whether a recording (the one that just ran backward included)
+-- tracked the old .grad when backward ended
+local function accumulate(t, g, dys, old_tracked)
+  local old = rawget(t, "_grad")
   if old == nil then
     for _, d in ipairs(dys) do
       if rawequal(d, g) then g = g:clone() end
     end
     t.grad = g
-  elseif C.ember_is_tracked(old._c) ~= 0 or C.ember_is_tracked(g._c) ~= 0 then
+  elseif old_tracked or C.ember_is_tracked(old._c) ~= 0 or C.ember_is_tracked(g._c) ~= 0 then
     t.grad = old + g          -- out of place: a recording uses the old .grad
   else
     old:add_(g)
@@ -509,10 +545,14 @@ local function accumulate(t, g, dys)
 end
 
 function GradManager:backward(y, dy)
+  not_running(self, "backward")
   local ys = as_list(y)
   if ys == nil or #ys == 0 then error("ember.GradManager.backward: expected a tensor or a list of tensors as y", 2) end
   local dys = dy == nil and {} or as_list(dy)
   if dys == nil then error("ember.GradManager.backward: dy must be a tensor, a list or nil", 2) end
+  if dy ~= nil and table.maxn(dys) ~= #ys then
+    error(("ember.GradManager.backward: %d dy for %d y; give one dy per y (or none)"):format(table.maxn(dys), #ys), 2)
+  end
   if C.ember_key_is_recording(self._key) == 0 then
     error("ember.GradManager.backward: no computation history (did you call gm:record()?)", 2)
   end
@@ -542,12 +582,19 @@ function GradManager:backward(y, dy)
   local pending = {}
   local G = autodiff._graph
   if G then G.backward_begin() end
+  self._running = true
   local ok, err = pcall(drive, self, run, pending)
+  self._running = false
+  local old_tracked = {}
+  for i = 1, #pending, 2 do
+    local old = rawget(pending[i], "_grad")
+    old_tracked[i] = old ~= nil and C.ember_is_tracked(old._c) ~= 0
+  end
   C.ember_backward_end(run)
   drain_ctx()
   if G then G.backward_end(ok) end
   if not ok then error(err, 2) end
-  for i = 1, #pending, 2 do accumulate(pending[i], pending[i + 1], dys) end
+  for i = 1, #pending, 2 do accumulate(pending[i], pending[i + 1], dys, old_tracked[i]) end
   local post = autodiff._post_hooks
   for i = 1, #pending, 2 do
     local hooks = post[pending[i]]
