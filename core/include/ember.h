@@ -408,7 +408,9 @@ enum { EMBER_REQ_NODE = 1, EMBER_REQ_LEAF = 2 };
 typedef struct ember_backward_req {
     int kind;               /* EMBER_REQ_NODE: compute a node's input grads;
                                EMBER_REQ_LEAF: an attached tensor's gradient is complete */
-    int rule_id;            /* NODE: the Lua rule (0: built-in, intercepted for hooks) */
+    int rule_id;            /* NODE: the Lua rule (0: built-in, intercepted for hooks);
+                               LEAF: nonzero when the AccumulateGrad node is intercepted
+                               (node hooks, debug logging, anomaly mode) */
     int ctx_id;
     ember_node *node;
     int num_grads;          /* NODE: one per output (NULL where none); LEAF: 1 */

@@ -1208,7 +1208,7 @@ static int leaf_request(ember_backward_run *r, ember_backward_req *req)
         ember_node *a = r->ready[--r->n_ready];
         if (!a->leaf || !a->grads[0]) continue;
         req->kind = EMBER_REQ_LEAF;
-        req->rule_id = 0;
+        req->rule_id = a->intercept || intercept_all;
         req->ctx_id = 0;
         req->node = a;
         req->num_grads = 1;

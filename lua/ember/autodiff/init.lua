@@ -502,17 +502,22 @@ local function run_leaf(self, r, pending)
       end
     end
   end
-  local G, node = autodiff._graph, r.node
+  local G, node = r.rule_id ~= 0 and autodiff._graph or nil, r.node
   local grads = { g }
-  if G then grads = G.before_node(node, "AccumulateGrad", grads, 1) end
-  g = grads[1] ~= nil and check_user_grad(t, grads[1], "autodiff: a prehook of AccumulateGrad") or g
+  if G then
+    grads = G.before_node(node, "AccumulateGrad", grads, 1)
+    g = grads[1] ~= nil and check_user_grad(t, grads[1], "autodiff: a prehook of AccumulateGrad") or g
+  end
   for _, cb in ipairs(rec.callbacks) do
     local out = cb(t, g)
     if out ~= nil then g = check_user_grad(t, out, "GradManager.backward: a callback") end
   end
   if G then G.after_node(node, "AccumulateGrad", {}, { g }, 0) end
-  pending[#pending + 1] = t
-  pending[#pending + 1] = g
+  local old = rawget(t, "_grad")
+  local n = #pending
+  pending[n + 1] = t
+  pending[n + 2] = g
+  pending[n + 3] = old ~= nil and C.ember_is_tracked(old._c) ~= 0   -- while this recording is live
 end
 
 local function drive(self, run, pending)
@@ -585,18 +590,13 @@ function GradManager:backward(y, dy)
   self._running = true
   local ok, err = pcall(drive, self, run, pending)
   self._running = false
-  local old_tracked = {}
-  for i = 1, #pending, 2 do
-    local old = rawget(pending[i], "_grad")
-    old_tracked[i] = old ~= nil and C.ember_is_tracked(old._c) ~= 0
-  end
   C.ember_backward_end(run)
   drain_ctx()
   if G then G.backward_end(ok) end
   if not ok then error(err, 2) end
-  for i = 1, #pending, 2 do accumulate(pending[i], pending[i + 1], dys, old_tracked[i]) end
+  for i = 1, #pending, 3 do accumulate(pending[i], pending[i + 1], dys, pending[i + 2]) end
   local post = autodiff._post_hooks
-  for i = 1, #pending, 2 do
+  for i = 1, #pending, 3 do
     local hooks = post[pending[i]]
     if hooks then for _, h in ipairs(hooks) do if h.fn then h.fn(pending[i]) end end end
   end
