@@ -267,3 +267,22 @@ describe("the custom-rule contract", function()
     H.same(x.grad, { 5, 5 })
   end)
 end)
+
+describe("attaching a tracked intermediate during a recording", function()
+  it("keeps the gradients of tensors attached upstream; its own .grad counts uses after the attach", function()
+    local x = ember.tensor({ 1, 2 }, { dtype = "float64" })
+    local gm = GradManager():attach(x)
+    gm:record()
+    local y = x * x
+    local before = y * 10                         -- before the attach: not in y.grad
+    local seen
+    gm:attach(y, function(_, g) seen = g:tolist(); return g end)
+    assert.are.equal("MulBackward", y:grad_fn():name())
+    local z = y:sin()
+    gm:backward((z + before):sum())
+    -- d/dx (sin(x^2) + 10 x^2) = 2x cos(x^2) + 20x
+    H.same(x.grad, { 2 * math.cos(1) + 20, 4 * math.cos(4) + 40 }, 1e-12)
+    H.same(y.grad, { math.cos(1), math.cos(4) }, 1e-12)
+    assert.are.same(y.grad:tolist(), seen)
+  end)
+end)

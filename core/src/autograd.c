@@ -101,7 +101,10 @@ int ember_key_new(int group, int *key)
 }
 
 /* ------------------------------------------------------------------ nodes */
-enum { NODE_ACCUMULATE = -1, NODE_CUSTOM = -2 };
+/* AccumulateGrad nodes end the graph at an attached tensor; a RETAIN node
+   stands between an attached intermediate and its producer: it hands the
+   tensor's gradient to the caller and passes it on unchanged. */
+enum { NODE_ACCUMULATE = -1, NODE_CUSTOM = -2, NODE_RETAIN = -3 };
 
 typedef struct ag_edge {
     ember_node *node;
@@ -344,8 +347,7 @@ void ember__ag_forget(ember_tensor *t)
     struct ember_autograd_meta *m = t->ag;
     for (int i = 0; i < m->n; i++) {
         ag_entry *e = &m->e[i];
-        if (entry_live(e) && e->node && e->node->op == NODE_ACCUMULATE && e->node->leaf == t)
-            e->node->leaf = NULL;
+        if (entry_live(e) && e->node && e->node->op < 0 && e->node->leaf == t) e->node->leaf = NULL;
     }
     t->ag = NULL;
 #ifndef EMBER_NO_CACHE
@@ -425,10 +427,17 @@ int ember_key_track(int key, ember_tensor *t)
                            ember_dtype_name(t->dtype));
     if (!k->recording) return EMBER_OK;   /* tracked when record() starts */
     ag_entry *e = find_entry(t, key);
-    if (e && e->node && e->node->op == NODE_ACCUMULATE && e->node->leaf == t) return EMBER_OK;
-    ember_node *n = node_new(NODE_ACCUMULATE, key, 1, 1);
+    if (e && e->node && (e->node->op == NODE_ACCUMULATE || e->node->op == NODE_RETAIN) && e->node->leaf == t)
+        return EMBER_OK;
+    /* an intermediate keeps its history: a RETAIN node in front of its producer */
+    bool retain = e && e->node;
+    ember_node *n = node_new(retain ? NODE_RETAIN : NODE_ACCUMULATE, key, 1, 1);
     if (!n) return ember__fail(EMBER_ERR_OOM, "out of memory attaching a tensor");
     n->leaf = t;
+    if (retain) {
+        n->next[0] = (ag_edge){e->node, e->output_nr};
+        n->needs[0] = 1;
+    }
     meta_of(&n->in_meta[0], t);
     meta_of(&n->out_meta[0], t);
     int rc = tape_push(k, n);
@@ -453,6 +462,10 @@ ember_node *ember_grad_fn_key(int key, const ember_tensor *t, int *output_nr)
 {
     ag_entry *e = t ? find_entry(t, key) : NULL;
     if (!e || !e->node || e->node->op == NODE_ACCUMULATE) return NULL;
+    if (e->node->op == NODE_RETAIN) {   /* the producer is the grad_fn */
+        if (output_nr) *output_nr = e->node->next[0].output_nr;
+        return e->node->next[0].node;
+    }
     if (output_nr) *output_nr = e->output_nr;
     return e->node;
 }
@@ -518,6 +531,10 @@ ember_node *ember_grad_fn(const ember_tensor *t, int *output_nr)
         if (entry_live(e) && (!best || keys[e->key].stamp > keys[best->key].stamp)) best = e;
     }
     if (!best || !best->node || best->node->op == NODE_ACCUMULATE) return NULL;
+    if (best->node->op == NODE_RETAIN) {
+        if (output_nr) *output_nr = best->node->next[0].output_nr;
+        return best->node->next[0].node;
+    }
     if (output_nr) *output_nr = best->output_nr;
     return best->node;
 }
@@ -857,7 +874,7 @@ static _Thread_local char name_buf[128];
 const char *ember_node_name(const ember_node *n)
 {
     if (!n) return "";
-    if (n->op == NODE_ACCUMULATE) return "AccumulateGrad";
+    if (n->op == NODE_ACCUMULATE || n->op == NODE_RETAIN) return "AccumulateGrad";
     const char *base = n->op == NODE_CUSTOM ? n->custom_name : ember__ops[n->op].name;
     /* "log_softmax" -> "LogSoftmaxBackward" */
     char *p = name_buf;
@@ -887,7 +904,10 @@ int ember_node_needs_input_grad(const ember_node *n, int i)
 {
     return n && i >= 0 && i < n->nin && n->op != NODE_ACCUMULATE && n->needs[i];
 }
-ember_tensor *ember_node_leaf(const ember_node *n) { return n && n->op == NODE_ACCUMULATE ? n->leaf : NULL; }
+ember_tensor *ember_node_leaf(const ember_node *n)
+{
+    return n && (n->op == NODE_ACCUMULATE || n->op == NODE_RETAIN) ? n->leaf : NULL;
+}
 ember_tensor *ember_node_saved_input(const ember_node *n, int i)
 {
     return n && i >= 0 && i < MAX_SAVED_IN ? n->sv_in[i] : NULL;
@@ -1107,7 +1127,7 @@ static void plan(ember_backward_run *r)
             if (n->needs[j] && d && d->needed) leads = 1;
             else n->needs[j] = 0;
         }
-        n->needed = leads;
+        n->needed = leads || (n->op == NODE_RETAIN && n->leaf);
     }
     /* backward sweep: keep what the roots reach; count each leaf's producers */
     for (int64_t i = k->tape_len - 1; i >= 0; i--) {
@@ -1240,6 +1260,16 @@ int ember_backward_step(ember_backward_run *r, ember_backward_req *req)
             rc = route(r, n, 0, NULL);
             finish_node(n);
             r->pos--;
+            if (rc < 0) goto fail;
+            rc = leaf_request(r, req);
+            if (rc != EMBER_OK) return rc;
+            continue;
+        }
+        if (n->op == NODE_RETAIN) {   /* pass the gradient on, then hand it to the caller */
+            rc = route(r, n, 1, n->grads);
+            n->done = 1;              /* grads stay: the leaf request reads them */
+            r->pos--;
+            if (rc >= 0 && n->leaf) rc = push_ready(r, n);
             if (rc < 0) goto fail;
             rc = leaf_request(r, req);
             if (rc != EMBER_OK) return rc;
