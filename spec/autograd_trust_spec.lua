@@ -286,3 +286,53 @@ describe("attaching a tracked intermediate during a recording", function()
     assert.are.same(y.grad:tolist(), seen)
   end)
 end)
+
+describe("what a recording keeps", function()
+  it("frees a branch computed and dropped during the forward pass, not at release", function()
+    local x = ember.randn({ 250000 })   -- 1 MB
+    local gm = GradManager():attach(x)
+    gm:record()
+    collectgarbage()
+    local base = ember.memory_stats().bytes_in_use
+    local kept = x:sin()                 -- a branch that lives: sin keeps x, its result is kept by us
+    for _ = 1, 10 do
+      local branch = (x * 2):exp():tanh():sigmoid()   -- exp, tanh, sigmoid keep their outputs
+      branch = nil                                      -- luacheck: ignore
+    end
+    collectgarbage()
+    local grown = ember.memory_stats().bytes_in_use - base
+    -- only `kept` (1 MB) and a few scalars remain: the ten branches' 40 MB are gone
+    assert.is_true(grown < 1.1e6, "the recording holds " .. grown .. " bytes")
+    assert.are.equal(1, ember.autodiff.stats().saved_tensors)   -- sin's x; the branches kept 30
+    gm:backward(kept:sum())
+    H.same(x.grad, x:cos():tolist(), 1e-6)
+  end)
+
+  it("counts a tensor as freed right after collectgarbage()", function()
+    collectgarbage()
+    local before = ember.memory_stats()
+    local t = ember.zeros({ 1000, 1000 })
+    assert.are.equal(before.live_tensors + 1, ember.memory_stats().live_tensors)
+    t = nil   -- luacheck: ignore
+    collectgarbage()
+    local after = ember.memory_stats()
+    assert.are.equal(before.live_tensors, after.live_tensors)
+    assert.are.equal(before.bytes_in_use, after.bytes_in_use)
+  end)
+
+  it("keeps what a live result's graph needs, and second derivatives through kept outputs", function()
+    local x = ember.tensor({ 0.3, -0.7 }, { dtype = "float64" })
+    local outer = GradManager():attach(x)
+    local inner = GradManager():attach(x)
+    outer:record()
+    inner:record()
+    local y = (x:exp() * x):sum()        -- exp keeps its output; d/dx = e^x (1 + x)
+    collectgarbage()
+    inner:backward(y)
+    local g = x.grad
+    H.same(g, { math.exp(0.3) * 1.3, math.exp(-0.7) * 0.3 }, 1e-12)
+    x.grad = nil
+    outer:backward(g:sum())               -- d2/dx2 = e^x (2 + x)
+    H.same(x.grad, { math.exp(0.3) * 2.3, math.exp(-0.7) * 1.3 }, 1e-12)
+  end)
+end)

@@ -132,6 +132,8 @@ struct ember_node {
     int pending;             /* AccumulateGrad: producers still to run */
     int done;
     int copied;              /* saved copies (allow_mutation_on_saved_tensors) */
+    int dead;                /* nothing refers to it any more: its saved tensors are gone */
+    int64_t refs;            /* live tracking entries and edges of other nodes that point here */
     uint64_t id;
     const char *custom_name;
     ember_attrs attrs;
@@ -226,21 +228,24 @@ static void release_grads(ember_node *n)
     }
 }
 
+static void push_freed_ctx(int ctx_id)
+{
+    if (n_freed_ctx == cap_freed_ctx) {
+        int cap = cap_freed_ctx ? cap_freed_ctx * 2 : 64;
+        int *p = realloc(freed_ctx, (size_t)cap * sizeof *p);
+        if (p) {
+            freed_ctx = p;
+            cap_freed_ctx = cap;
+        }
+    }
+    if (n_freed_ctx < cap_freed_ctx) freed_ctx[n_freed_ctx++] = ctx_id;
+}
+
 static void node_free(ember_node *n)
 {
     release_saved(n);
     release_grads(n);
-    if (n->ctx_id > 0) {
-        if (n_freed_ctx == cap_freed_ctx) {
-            int cap = cap_freed_ctx ? cap_freed_ctx * 2 : 64;
-            int *p = realloc(freed_ctx, (size_t)cap * sizeof *p);
-            if (p) {
-                freed_ctx = p;
-                cap_freed_ctx = cap;
-            }
-        }
-        if (n_freed_ctx < cap_freed_ctx) freed_ctx[n_freed_ctx++] = n->ctx_id;
-    }
+    if (n->ctx_id > 0) push_freed_ctx(n->ctx_id);
     stat_live_nodes--;
 #ifndef EMBER_NO_CACHE
     if (n->nin <= SMALL_NIN && n->nout <= SMALL_NOUT && node_pool_size < 65536) {
@@ -251,6 +256,57 @@ static void node_free(ember_node *n)
     }
 #endif
     free(n);
+}
+
+/* ------------------------------------------------------------------ node lifetime
+   A node lives on its key's tape until the recording ends, but what it keeps
+   is freed as soon as no tensor's entry and no other node's edge refers to it:
+   a branch computed and dropped during the forward pass gives its memory back
+   at once. Deaths cascade through an explicit stack (a dropped chain can be
+   150,000 nodes deep), and wait while the node's key runs backward. */
+static ember_node **kill_stack;
+static int64_t n_kill, cap_kill;
+static int killing;
+
+static void push_freed_ctx(int ctx_id);
+
+static void node_kill(ember_node *n)
+{
+    n->dead = 1;
+    release_saved(n);
+    release_grads(n);
+    if (n->ctx_id > 0) {
+        push_freed_ctx(n->ctx_id);
+        n->ctx_id = 0;
+    }
+}
+
+static void node_ref(ember_node *n)
+{
+    if (n) n->refs++;
+}
+
+static void node_unref(ember_node *n)
+{
+    if (!n || --n->refs > 0 || n->dead || keys[n->key].running || n->op == NODE_ACCUMULATE) return;
+    if (n_kill == cap_kill) {
+        int64_t cap = cap_kill ? cap_kill * 2 : 256;
+        ember_node **p = realloc(kill_stack, (size_t)cap * sizeof *p);
+        if (!p) return;   /* it lives until the recording ends, as before */
+        kill_stack = p;
+        cap_kill = cap;
+    }
+    kill_stack[n_kill++] = n;
+    if (killing) return;
+    killing = 1;
+    while (n_kill > 0) {
+        ember_node *d = kill_stack[--n_kill];
+        if (d->dead) continue;
+        for (int i = 0; i < d->nin; i++)
+            if (d->next[i].node) node_unref(d->next[i].node);   /* pushes, does not recurse */
+        node_kill(d);   /* its saved tensors may die and push more */
+    }
+    killing = 0;
 }
 
 int ember_drain_freed_ctx(int *ids, int cap)
@@ -306,21 +362,28 @@ static ag_entry *find_entry(const ember_tensor *t, int key)
     return NULL;
 }
 
-/* Sets t's entry for key (replacing a live or stale one). */
+/* Sets t's entry for key (replacing its live one, else a stale one). */
 static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
 {
     struct ember_autograd_meta *m = t->ag;
-    if (m) {
-        for (int i = 0; i < m->n; i++) {
-            ag_entry *e = &m->e[i];
-            if (e->key == key || !entry_live(e)) {
-                e->key = key;
-                e->gen = keys[key].gen;
-                e->node = node;
-                e->output_nr = output_nr;
-                return EMBER_OK;
-            }
+    ag_entry *slot = NULL;
+    for (int i = 0; m && i < m->n; i++) {
+        ag_entry *e = &m->e[i];
+        if (!entry_live(e)) {
+            if (!slot) slot = e;
+        } else if (e->key == key) {
+            ember_node *old = e->node;
+            node_ref(node);
+            e->node = node;
+            e->output_nr = output_nr;
+            node_unref(old);
+            return EMBER_OK;
         }
+    }
+    if (slot) {   /* a stale entry's node may be gone: it is not unreferenced */
+        node_ref(node);
+        *slot = (ag_entry){key, keys[key].gen, node, output_nr};
+        return EMBER_OK;
     }
     if (!m && meta_pool) {   /* most tensors are tracked by one key: a pooled 2-entry meta */
         m = meta_pool;
@@ -338,6 +401,7 @@ static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
         p->cap = cap;
         t->ag = m = p;
     }
+    node_ref(node);
     m->e[m->n++] = (ag_entry){key, keys[key].gen, node, output_nr};
     return EMBER_OK;
 }
@@ -345,11 +409,16 @@ static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
 void ember__ag_forget(ember_tensor *t)
 {
     struct ember_autograd_meta *m = t->ag;
+    ember_node *drop[8];
+    int n_drop = 0;
     for (int i = 0; i < m->n; i++) {
         ag_entry *e = &m->e[i];
-        if (entry_live(e) && e->node && e->node->op < 0 && e->node->leaf == t) e->node->leaf = NULL;
+        if (!entry_live(e) || !e->node) continue;
+        if (e->node->op < 0 && e->node->leaf == t) e->node->leaf = NULL;
+        if (n_drop < 8) drop[n_drop++] = e->node;   /* past 8 keys a node waits for its recording's end */
     }
     t->ag = NULL;
+    for (int i = 0; i < n_drop; i++) node_unref(drop[i]);
 #ifndef EMBER_NO_CACHE
     if (m->cap == 2 && meta_pool_size < 65536) {
         *(void **)m = meta_pool;
@@ -436,6 +505,7 @@ int ember_key_track(int key, ember_tensor *t)
     n->leaf = t;
     if (retain) {
         n->next[0] = (ag_edge){e->node, e->output_nr};
+        node_ref(e->node);
         n->needs[0] = 1;
     }
     meta_of(&n->in_meta[0], t);
@@ -601,6 +671,15 @@ static ember_tensor *to_save(ember_tensor *t)
     return t;
 }
 
+/* An output the node keeps is held through an alias with no history: holding
+   the output itself would keep its tracking entry, and so the node, alive. */
+static ember_tensor *to_save_output(ember_tensor *t)
+{
+    ember_tensor *a = NULL;
+    if (!save_copies && ember__make_view(t, t->ndim, t->shape, t->strides, t->offset, &a) == EMBER_OK) return a;
+    return to_save(t);
+}
+
 static void save_tensors(ember_node *n, unsigned mask, int nin, ember_tensor *const *in, int nout,
                          ember_tensor *const *out)
 {
@@ -613,7 +692,7 @@ static void save_tensors(ember_node *n, unsigned mask, int nin, ember_tensor *co
     }
     for (int k = 0; k < nout && k < MAX_SAVED_OUT; k++) {
         if (!(mask & (SAVE_OUT0 << k))) continue;
-        n->sv_out[k] = to_save(out[k]);
+        n->sv_out[k] = to_save_output(out[k]);
         n->sv_out_version[k] = n->sv_out[k]->storage->version;
         stat_saved++;
     }
@@ -661,6 +740,7 @@ static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const 
             if (!n) return ember__fail(EMBER_ERR_OOM, "out of memory recording %s", custom_name);
         }
         n->next[i] = (ag_edge){e->node, e->output_nr};
+        node_ref(e->node);
         n->needs[i] = 1;
     }
     if (!n) return EMBER_OK;
@@ -690,11 +770,30 @@ static int record(int op, int rule_id, int ctx_id, const char *name, int nin,
 {
     for (int i = 0; i < nin; i++)
         if (in[i]->base && in[i]->ag_epoch != in[i]->base->ag_epoch) EMBER_TRY(refresh_view(in[i]));
+    uint64_t mark = next_node_id;
     for (int i = 0; i < n_recording; i++) {
         int key = recording_keys[i];
         ag_key *k = &keys[key];
         if (!visible(k)) continue;
         EMBER_TRY(record_on(k, key, op, rule_id, ctx_id, name, nin, in, at, nout, out));
+    }
+    if (next_node_id == mark || save_copies) return EMBER_OK;
+    /* A kept output is an alias (to_save_output); it carries the output's
+       history in the keys that started earlier, which differentiate this
+       node's backward (higher order). Later keys never do, and leaving them
+       out keeps references pointing from inner to outer keys: no cycles. */
+    for (int i = 0; i < n_recording; i++) {
+        ag_key *k = &keys[recording_keys[i]];
+        if (k->tape_len == 0 || k->tape[k->tape_len - 1]->id < mark) continue;
+        ember_node *n = k->tape[k->tape_len - 1];
+        for (int j = 0; j < nout && j < MAX_SAVED_OUT; j++) {
+            const struct ember_autograd_meta *m = out[j]->ag;
+            for (int e = 0; n->sv_out[j] && m && e < m->n; e++) {
+                const ag_entry *en = &m->e[e];
+                if (entry_live(en) && keys[en->key].stamp < k->stamp)
+                    EMBER_TRY(set_entry(n->sv_out[j], en->key, en->node, en->output_nr));
+            }
+        }
     }
     return EMBER_OK;
 }
@@ -729,8 +828,15 @@ static void drop_visible(ember_tensor *t)
     struct ember_autograd_meta *m = t->ag;
     for (int i = 0; m && i < m->n;) {
         ag_entry *e = &m->e[i];
-        if (!entry_live(e) || visible(&keys[e->key])) m->e[i] = m->e[--m->n];
-        else i++;
+        if (!entry_live(e)) {
+            m->e[i] = m->e[--m->n];
+        } else if (visible(&keys[e->key])) {
+            ember_node *old = e->node;
+            m->e[i] = m->e[--m->n];
+            node_unref(old);
+        } else {
+            i++;
+        }
     }
 }
 

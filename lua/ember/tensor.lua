@@ -555,7 +555,10 @@ return function(ember)
   end
   function ember.initial_seed() return tonumber(C.ember_initial_seed()) end
 
+  -- Both stats first release what the GC collected since the last sweep, so a
+  -- tensor counts as freed right after collectgarbage().
   function ember.memory_stats()
+    if cycle[1] == nil then sweep() end
     local s = ffi_new("ember_memory_stats_t")
     C.ember_memory_stats(s)
     return { live_tensors = tonumber(s.live_tensors), bytes_in_use = tonumber(s.bytes_in_use),

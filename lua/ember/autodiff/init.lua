@@ -632,6 +632,7 @@ end
 
 ---------------------------------------------------------------- stats
 function autodiff.stats()
+  ember.memory_stats()   -- releases what the GC collected, as memory_stats does
   local s = ffi_new("ember_autograd_stats_t")
   C.ember_autograd_stats(s)
   return { live_nodes = tonumber(s.live_nodes), saved_tensors = tonumber(s.saved_tensors),
