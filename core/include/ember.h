@@ -51,7 +51,8 @@ enum {
     EMBER_ERR_STATE = -8,        /* a call out of order (e.g. backward twice) */
     EMBER_ERR_IO = -9,           /* a file that cannot be read or written */
     EMBER_NEED_LUA = 1,
-    EMBER_DONE = 2
+    EMBER_DONE = 2,
+    EMBER_PAUSED = 3             /* ember_backward_step_until: the deadline passed */
 };
 
 /* dtypes; the order is part of the ABI. */
@@ -422,6 +423,14 @@ typedef struct ember_backward_req {
 EMBER_API int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *const *dys,
                                    ember_backward_run **run);
 EMBER_API int ember_backward_step(ember_backward_run *run, ember_backward_req *req);
+/* ember_backward_step with a deadline on ember_clock() (a host's frame
+   budget): it runs at least one node (or hands out one request), then returns
+   EMBER_PAUSED once the deadline has passed; call it again to go on. While a
+   run is open, an in-place write into a tensor one of its unfinished nodes
+   saved fails (EMBER_ERR_STATE) instead of spoiling the run. */
+EMBER_API int ember_backward_step_until(ember_backward_run *run, ember_backward_req *req, double deadline);
+/* Seconds on a monotonic clock: what deadlines are measured on. */
+EMBER_API double ember_clock(void);
 /* Answers a NODE request with one gradient per input (NULL: none). */
 EMBER_API int ember_backward_supply(ember_backward_run *run, int n, ember_tensor *const *grads);
 /* Runs the built-in rule of the request's node on the given output grads

@@ -133,6 +133,7 @@ struct ember_node {
     int done;
     int copied;              /* saved copies (allow_mutation_on_saved_tensors) */
     int dead;                /* nothing refers to it any more: its saved tensors are gone */
+    int pinned;              /* an open backward run still needs what it saved */
     int64_t refs;            /* live tracking entries and edges of other nodes that point here */
     uint64_t id;
     const char *custom_name;
@@ -204,8 +205,22 @@ static ember_node *node_new(int op, int key, int nin, int nout)
 static int *freed_ctx;
 static int n_freed_ctx, cap_freed_ctx;
 
+/* A node an open run still has to execute pins the storage of what it saved:
+   writes into it fail until the node has run (ember__check_writable). */
+static void pin_saved(ember_node *n, int delta)
+{
+    for (int i = 0; i < MAX_SAVED_IN; i++)
+        if (n->sv_in[i]) n->sv_in[i]->storage->pins += delta;
+    for (int k = 0; k < MAX_SAVED_OUT; k++)
+        if (n->sv_out[k]) n->sv_out[k]->storage->pins += delta;
+}
+
 static void release_saved(ember_node *n)
 {
+    if (n->pinned) {
+        pin_saved(n, -1);
+        n->pinned = 0;
+    }
     for (int i = 0; i < MAX_SAVED_IN; i++)
         if (n->sv_in[i]) {
             ember_tensor_release(n->sv_in[i]);
@@ -702,10 +717,14 @@ void ember_set_save_copies(int on) { save_copies = on != 0; }
 int ember_get_save_copies(void) { return save_copies; }
 void ember_set_intercept_all(int on) { intercept_all = on != 0; }
 
-static int set_saved(ember_tensor **slot, int64_t *version, ember_tensor *t)
+static int set_saved(const ember_node *n, ember_tensor **slot, int64_t *version, ember_tensor *t)
 {
     if (*slot && !t) stat_saved--;
     if (!*slot && t) stat_saved++;
+    if (n->pinned) {
+        if (*slot) (*slot)->storage->pins--;
+        if (t) t->storage->pins++;
+    }
     if (t) ember_tensor_retain(t);
     ember_tensor_release(*slot);
     *slot = t;
@@ -717,14 +736,14 @@ int ember_node_set_saved_input(ember_node *n, int i, ember_tensor *t)
 {
     if (!n || i < 0 || i >= MAX_SAVED_IN || i >= n->nin)
         return ember__fail(EMBER_ERR_ARG, "set_saved_input: bad node or index %d", i);
-    return set_saved(&n->sv_in[i], &n->sv_in_version[i], t);
+    return set_saved(n, &n->sv_in[i], &n->sv_in_version[i], t);
 }
 
 int ember_node_set_saved_output(ember_node *n, int k, ember_tensor *t)
 {
     if (!n || k < 0 || k >= MAX_SAVED_OUT || k >= n->nout)
         return ember__fail(EMBER_ERR_ARG, "set_saved_output: bad node or index %d", k);
-    return set_saved(&n->sv_out[k], &n->sv_out_version[k], t);
+    return set_saved(n, &n->sv_out[k], &n->sv_out_version[k], t);
 }
 
 static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const char *custom_name,
@@ -1305,6 +1324,13 @@ int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *
         e->node->reached = 1;
     }
     plan(r);
+    for (int64_t i = 0; i < k->tape_len; i++) {
+        ember_node *m = k->tape[i];
+        if (m->needed && !m->done && m->op != NODE_ACCUMULATE && !m->pinned) {
+            pin_saved(m, 1);
+            m->pinned = 1;
+        }
+    }
     for (int i = 0; i < n && rc >= 0; i++) {
         ag_entry *e = find_entry(ys[i], key);
         if (!e || !e->node->needed) continue;
@@ -1346,7 +1372,27 @@ static int leaf_request(ember_backward_run *r, ember_backward_req *req)
     return EMBER_OK;
 }
 
-int ember_backward_step(ember_backward_run *r, ember_backward_req *req)
+#include <time.h>
+
+double ember_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int step(ember_backward_run *r, ember_backward_req *req, double deadline);
+
+int ember_backward_step(ember_backward_run *r, ember_backward_req *req) { return step(r, req, 0); }
+
+int ember_backward_step_until(ember_backward_run *r, ember_backward_req *req, double deadline)
+{
+    if (!(deadline > 0)) deadline = 1e-300;   /* one node, then pause */
+    return step(r, req, deadline);
+}
+
+/* deadline 0: none */
+static int step(ember_backward_run *r, ember_backward_req *req, double deadline)
 {
     if (!r || !req) return ember__fail(EMBER_ERR_ARG, "backward_step: NULL argument");
     if (r->failed) return ember__fail(EMBER_ERR_STATE, "backward: the run already failed");
@@ -1411,6 +1457,7 @@ int ember_backward_step(ember_backward_run *r, ember_backward_req *req)
         if (rc < 0) goto fail;
         rc = leaf_request(r, req);
         if (rc != EMBER_OK) return rc;
+        if (deadline > 0 && ember_clock() >= deadline) return EMBER_PAUSED;
     }
     return EMBER_DONE;
 fail:

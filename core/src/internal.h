@@ -58,6 +58,7 @@ typedef struct ember_storage {
     void *data;
     size_t nbytes;
     int64_t version;          /* bumped by every in-place write through any view */
+    int32_t pins;             /* unfinished nodes of open backward runs that saved it */
     void (*release)(void *ctx, void *data);   /* for wrapped host memory; NULL = ours */
     void *release_ctx;
 } ember_storage;

@@ -109,6 +109,54 @@ static void test_inplace_and_versions(void)
 }
 
 /* y = sum(x * w + x) through the C API; dy/dw = x, dy/dx = w + 1 */
+
+/* The same graph with a deadline already passed: one node per call, writes
+   into what the open run needs refused, the same gradients at the end. */
+static void test_budgeted_backward(void)
+{
+    const float xv[3] = {1, 3, 5}, wv[3] = {2, 4, 6};
+    ember_tensor *x = vec(xv, 3), *w = vec(wv, 3), *xw = NULL, *s = NULL, *y = NULL;
+    int key = 0;
+    CHECK(ember_key_new(0, &key) == EMBER_OK);
+    CHECK(ember_key_record(key) == EMBER_OK);
+    CHECK(ember_key_track(key, x) == EMBER_OK);
+    CHECK(ember_key_track(key, w) == EMBER_OK);
+    CHECK(ember_mul(x, w, &xw) == EMBER_OK);
+    CHECK(ember_add(xw, x, &s) == EMBER_OK);
+    CHECK(ember_sum(s, 0, NULL, 0, &y) == EMBER_OK);
+    ember_backward_run *run = NULL;
+    ember_backward_req req;
+    CHECK(ember_backward_begin(key, 1, &y, NULL, &run) == EMBER_OK);
+    CHECK(ember_mul_(w, w) == EMBER_ERR_STATE);   /* MulBackward still needs w */
+    CHECK(strstr(ember_last_error(), "needed by a backward run") != NULL);
+    int got = 0, pauses = 0;
+    double t0 = ember_clock();
+    for (;;) {
+        int rc = ember_backward_step_until(run, &req, 0);
+        if (rc == EMBER_DONE) break;
+        if (rc == EMBER_PAUSED) {
+            pauses++;
+            continue;
+        }
+        CHECK(rc == EMBER_NEED_LUA && req.kind == EMBER_REQ_LEAF);
+        if (rc != EMBER_NEED_LUA) break;
+        const float *g = ember_tensor_data(req.grads[0]);
+        if (req.tensor == w) got |= (g[0] == 1 && g[1] == 3 && g[2] == 5) ? 1 : 0;
+        if (req.tensor == x) got |= (g[0] == 3 && g[1] == 5 && g[2] == 7) ? 2 : 0;
+    }
+    CHECK(ember_clock() >= t0);
+    CHECK(got == 3);
+    CHECK(pauses >= 2);   /* sum, add and mul ran one a call */
+    ember_backward_end(run);
+    CHECK(ember_mul_(w, w) == EMBER_OK);   /* the run is over */
+    ember_key_free(key);
+    ember_tensor_release(xw);
+    ember_tensor_release(s);
+    ember_tensor_release(y);
+    ember_tensor_release(x);
+    ember_tensor_release(w);
+}
+
 static void test_backward(void)
 {
     const float xv[3] = {1, 3, 5}, wv[3] = {2, 4, 6};
@@ -164,6 +212,7 @@ int main(void)
     test_broadcast_and_promotion();
     test_inplace_and_versions();
     test_backward();
+    test_budgeted_backward();
     ember_memory_stats_t m;
     ember_memory_stats(&m);
     CHECK(m.live_tensors == 0);

@@ -795,6 +795,10 @@ static int inplace_finish(ember_tensor *a, ember_tensor *r, uint64_t mark)
 int ember__check_writable(const char *name, const ember_tensor *t)
 {
     char sh[200], st[200];
+    if (t->storage->pins > 0)
+        return ember__fail(EMBER_ERR_STATE,
+                           "%s_: the tensor (shape %s) is needed by a backward run that has not finished "
+                           "(gm:backward_steps); finish or cancel the run first", name, ember__tshape(sh, t));
     for (int d = 0; d < t->ndim; d++)
         if (t->strides[d] == 0 && t->shape[d] > 1)
             return ember__fail(EMBER_ERR_ARG,

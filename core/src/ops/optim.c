@@ -40,6 +40,10 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
                            op, ember_dtype_name(p->dtype));
     if (p->storage->device != EMBER_CPU || !p->is_contiguous)
         return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take contiguous CPU parameters", op);
+    if (p->storage->pins > 0)
+        return ember__fail(EMBER_ERR_STATE,
+                           "%s: the parameter (shape %s) is needed by a backward run that has not finished "
+                           "(gm:backward_steps); finish or cancel the run first", op, ember__tshape(s1, p));
     for (int i = 0; i < n; i++) {
         ember_tensor *t = others[i];
         if (!t) return ember__fail(EMBER_ERR_ARG, "%s: %s is NULL", op, names[i]);

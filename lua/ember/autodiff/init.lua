@@ -351,10 +351,11 @@ end
 
 -- What must not happen to a manager while its backward runs (from a
 -- callback, a hook or a rule): an error, and the manager stays usable.
-local function not_running(self, what)
+local function not_running(self, what, level)
   if self._running then
     error(("ember.GradManager.%s: not allowed while this manager's backward is running "
-      .. "(from a callback, a hook or a grad rule)"):format(what), 3)
+      .. "(from a callback, a hook or a grad rule, or a backward_steps run not yet finished)"):format(what),
+      level or 3)
   end
 end
 
@@ -520,16 +521,24 @@ local function run_leaf(self, r, pending)
   pending[n + 3] = old ~= nil and C.ember_is_tracked(old._c) ~= 0   -- while this recording is live
 end
 
-local function drive(self, run, pending)
+local PAUSED = C.EMBER_PAUSED
+
+-- Runs backward until it is done (true) or, with a deadline on ember_clock(),
+-- until the deadline has passed after at least one node (false).
+local function drive(self, run, pending, deadline)
   while true do
-    local rc = C.ember_backward_step(run, req)
-    if rc == DONE then return end
+    local rc
+    if deadline then rc = C.ember_backward_step_until(run, req, deadline)
+    else rc = C.ember_backward_step(run, req) end
+    if rc == DONE then return true end
+    if rc == PAUSED then return false end
     if rc < 0 then fail(0) end
     if req.kind == REQ_LEAF then
       run_leaf(self, req, pending)
     else
       run_node(run, req)
     end
+    if deadline and C.ember_clock() >= deadline then return false end
   end
 end
 
@@ -549,31 +558,31 @@ local function accumulate(t, g, dys, old_tracked)
   end
 end
 
-function GradManager:backward(y, dy)
-  not_running(self, "backward")
+-- Checks y and dy and starts a run of this manager's backward (what backward
+-- and backward_steps share); errors are raised at the user's call.
+local function start(self, what, y, dy)
+  not_running(self, what, 4)
+  local function bad(msg) error("ember.GradManager." .. what .. ": " .. msg, 4) end
   local ys = as_list(y)
-  if ys == nil or #ys == 0 then error("ember.GradManager.backward: expected a tensor or a list of tensors as y", 2) end
+  if ys == nil or #ys == 0 then bad("expected a tensor or a list of tensors as y") end
   local dys = dy == nil and {} or as_list(dy)
-  if dys == nil then error("ember.GradManager.backward: dy must be a tensor, a list or nil", 2) end
+  if dys == nil then bad("dy must be a tensor, a list or nil") end
   if dy ~= nil and table.maxn(dys) ~= #ys then
-    error(("ember.GradManager.backward: %d dy for %d y; give one dy per y (or none)"):format(table.maxn(dys), #ys), 2)
+    bad(("%d dy for %d y; give one dy per y (or none)"):format(table.maxn(dys), #ys))
   end
-  if C.ember_key_is_recording(self._key) == 0 then
-    error("ember.GradManager.backward: no computation history (did you call gm:record()?)", 2)
-  end
+  if #ys > 64 then bad(("at most 64 y, got %d"):format(#ys)) end
+  if C.ember_key_is_recording(self._key) == 0 then bad("no computation history (did you call gm:record()?)") end
   for i, yi in ipairs(ys) do
-    if not is_tensor(yi) then error("ember.GradManager.backward: y " .. i .. " is not a tensor", 2) end
+    if not is_tensor(yi) then bad("y " .. i .. " is not a tensor") end
     local d = dys[i]
     if d == nil then
       if yi:numel() ~= 1 then
-        error("ember.GradManager.backward: dy can be omitted only for scalar outputs, got y of shape "
-          .. shape_str(yi:shape()), 2)
+        bad("dy can be omitted only for scalar outputs, got y of shape " .. shape_str(yi:shape()))
       end
     elseif not is_tensor(d) then
-      error("ember.GradManager.backward: dy " .. i .. " is not a tensor", 2)
+      bad("dy " .. i .. " is not a tensor")
     elseif not same_shape(d, yi:shape()) then
-      error("ember.GradManager.backward: dy of shape " .. shape_str(d:shape())
-        .. " does not match y of shape " .. shape_str(yi:shape()), 2)
+      bad("dy of shape " .. shape_str(d:shape()) .. " does not match y of shape " .. shape_str(yi:shape()))
     end
     ys_buf[i - 1] = yi._c
     dys_buf[i - 1] = d and d._c or nil
@@ -581,28 +590,83 @@ function GradManager:backward(y, dy)
   if C.ember_backward_begin(self._key, #ys, ys_buf, dys_buf, run_out) < 0 then
     local msg = ffi_string(C.ember_last_error())
     if run_out[0] ~= nil then C.ember_backward_end(run_out[0]) else self:release() end
-    error("ember." .. msg, 2)
+    error("ember." .. msg, 4)
   end
-  local run = run_out[0]
-  local pending = {}
   local G = autodiff._graph
   if G then G.backward_begin() end
   self._running = true
-  local ok, err = pcall(drive, self, run, pending)
+  return { gm = self, run = run_out[0], pending = {}, dys = dys, ys = ys }
+end
+
+-- Ends a run: on success the .grad updates, post-accumulate hooks and
+-- after-backward callbacks; on failure (or cancel) every .grad as it was.
+local function finish(st, ok, err, level)
+  local self = st.gm
+  st.closed = true
   self._running = false
-  C.ember_backward_end(run)
+  C.ember_backward_end(st.run)
   drain_ctx()
+  local G = autodiff._graph
   if G then G.backward_end(ok) end
-  if not ok then error(err, 2) end
-  for i = 1, #pending, 3 do accumulate(pending[i], pending[i + 1], dys, pending[i + 2]) end
+  if not ok then
+    if err == nil then return end   -- cancelled
+    error(err, level + 1)
+  end
+  local pending = st.pending
+  for i = 1, #pending, 3 do accumulate(pending[i], pending[i + 1], st.dys, pending[i + 2]) end
   local post = autodiff._post_hooks
   for i = 1, #pending, 3 do
     local hooks = post[pending[i]]
     if hooks then for _, h in ipairs(hooks) do if h.fn then h.fn(pending[i]) end end end
   end
   for _, fn in ipairs(self._after) do fn() end
+end
+
+function GradManager:backward(y, dy)
+  local st = start(self, "backward", y, dy)
+  local ok, err = pcall(drive, self, st.run, st.pending, nil)
+  finish(st, ok, err, 2)
   return self
 end
+
+-- A backward run a host advances a budget at a time (API.md, "In a host's
+-- frame loop"). Complete, it leaves .grad, callbacks and hooks exactly as
+-- gm:backward would; cancelled, every .grad as it was.
+local Run = {}
+Run.__index = Run
+autodiff.BackwardRun = Run
+
+function GradManager:backward_steps(y, dy)
+  local st = setmetatable(start(self, "backward_steps", y, dy), Run)
+  -- a run the host forgets is cancelled when it is collected
+  local guard = newproxy(true)
+  getmetatable(guard).__gc = function() if not st.closed then finish(st, false, nil, 1) end end
+  st._guard = guard
+  return st
+end
+
+function Run:step(seconds)
+  if getmetatable(self) ~= Run then error("ember.BackwardRun.step: call it as run:step(seconds)", 2) end
+  if self.closed then error("ember.BackwardRun.step: the run has ended (completed, failed or cancelled)", 2) end
+  if type(seconds) ~= "number" or not (seconds >= 0) then
+    error("ember.BackwardRun.step: expected a budget in seconds >= 0, got " .. tostring(seconds), 2)
+  end
+  local deadline = seconds < math.huge and C.ember_clock() + seconds or nil
+  local ok, done = pcall(drive, self.gm, self.run, self.pending, deadline)
+  if not ok then finish(self, false, done, 2) end
+  if done then
+    finish(self, true, nil, 2)
+    return true
+  end
+  return false
+end
+
+function Run:cancel()
+  if getmetatable(self) ~= Run then error("ember.BackwardRun.cancel: call it as run:cancel()", 2) end
+  if not self.closed then finish(self, false, nil, 2) end
+end
+
+function Run:is_done() return self.closed == true end
 
 ---------------------------------------------------------------- groups
 local Group = {}
