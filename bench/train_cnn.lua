@@ -3,7 +3,7 @@
 -- maxpool 2, linear 1568->10, Adam lr 1e-3, batch 64 (shuffled), one epoch.
 -- Prints JSON: seconds per epoch, samples/s, test accuracy, peak RSS.
 -- PyTorch 1.13 on the 2-core build machine: 11.5 s/epoch, 85.5%, 640 MB.
---   luajit bench/train_cnn.lua [epochs [seed]]
+--   luajit bench/train_cnn.lua [epochs [seed [det]]]   (det: ember.set_deterministic(true))
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -11,6 +11,8 @@ local nn = ember.nn
 
 local epochs = tonumber(arg and arg[1]) or 1
 local seed = tonumber(arg and arg[2]) or 0   -- initial weights and shuffling
+local det = arg and arg[3] == "det"
+ember.set_deterministic(det)
 ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 local model = nn.Sequential(
@@ -38,5 +40,6 @@ print(B.json({
   peak_rss_mb = B.peak_rss_mb(),
   seed = seed,
   threads = ember.get_num_threads(),
+  deterministic = det,
   openblas_core = B.blas_core(ember),
 }))

@@ -431,6 +431,13 @@ EMBER_API int ember_backward_step(ember_backward_run *run, ember_backward_req *r
 EMBER_API int ember_backward_step_until(ember_backward_run *run, ember_backward_req *req, double deadline);
 /* Seconds on a monotonic clock: what deadlines are measured on. */
 EMBER_API double ember_clock(void);
+
+/* Deterministic mode (off by default): every op's result is the same to the
+   bit for any ember_set_num_threads and from run to run. It costs speed in
+   matrix products and convolutions (docs/design.md has the figures); every
+   op of the CPU backend is covered, none has to refuse. */
+EMBER_API void ember_set_deterministic(int on);
+EMBER_API int ember_is_deterministic(void);
 /* Answers a NODE request with one gradient per input (NULL: none). */
 EMBER_API int ember_backward_supply(ember_backward_run *run, int n, ember_tensor *const *grads);
 /* Runs the built-in rule of the request's node on the given output grads

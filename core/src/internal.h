@@ -112,6 +112,9 @@ static inline char *ember__ptr(const ember_tensor *t)
     return (char *)t->storage->data + t->offset * ember_dtype_size(t->dtype);
 }
 
+/* ------------------------------------------------------------------ threads (deterministic.c) */
+void ember__set_blas_threads(int n);
+
 /* ------------------------------------------------------------------ allocator (alloc.c) */
 void *ember__alloc(size_t nbytes);        /* 64-byte aligned; NULL on failure */
 void ember__free(void *p, size_t nbytes);

@@ -137,6 +137,7 @@ void ember_set_num_threads(int n)
     if (n < 1) n = 1;
     if (n > n_workers + 1) n = n_workers + 1;
     n_threads = n;
+    ember__set_blas_threads(n);
 }
 
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx)

@@ -567,6 +567,9 @@ return function(ember)
   function ember.reset_peak_memory() C.ember_reset_peak() end
   function ember.empty_cache() C.ember_empty_cache() end
   function ember.set_num_threads(n) C.ember_set_num_threads(n) end
+  -- bit-identical results for any thread count (docs/design.md, "Determinism")
+  function ember.set_deterministic(on) C.ember_set_deterministic(on and 1 or 0) end
+  function ember.is_deterministic() return C.ember_is_deterministic() ~= 0 end
   function ember.get_num_threads() return C.ember_num_threads() end
   function ember.version() return ffi_string(C.ember_version()) end
   function ember.blas_info() return ffi_string(C.ember_blas_info()) end

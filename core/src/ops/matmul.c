@@ -62,7 +62,7 @@ static void ref_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
 }
 #endif
 
-static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
 {
 #ifdef EMBER_HAVE_BLAS
     if (dt == EMBER_FLOAT32)
@@ -79,6 +79,39 @@ static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const ma
     else
         ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, (double *)c, N);
 #endif
+}
+
+/* Deterministic mode: fixed blocks of DET_ROWS rows of the product, each a
+   single-threaded BLAS call, spread over ember's pool. A block's rows read the
+   same data in the same order whoever runs it. */
+#define DET_ROWS 64
+typedef struct {
+    int dt;
+    int64_t M, N, K;
+    const mat *a, *b;
+    char *c;
+} gemm_job;
+
+static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
+{
+    const gemm_job *j = vctx;
+    int es = ember_dtype_size(j->dt);
+    for (int64_t blk = lo; blk < hi; blk++) {
+        int64_t r0 = blk * DET_ROWS, rows = j->M - r0 < DET_ROWS ? j->M - r0 : DET_ROWS;
+        mat a = *j->a;   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
+        a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
+        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->c + r0 * j->N * es);
+    }
+}
+
+static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+{
+    if (!ember_is_deterministic() || M <= DET_ROWS) {
+        gemm_direct(dt, M, N, K, a, b, c);
+        return;
+    }
+    gemm_job j = {dt, M, N, K, a, b, c};
+    ember__parallel_for((M + DET_ROWS - 1) / DET_ROWS, 1, gemm_blocks, &j);
 }
 
 static void gemm_int(int dt, int64_t M, int64_t N, int64_t K, const ember_tensor *a, int64_t aoff,
