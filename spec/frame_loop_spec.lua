@@ -176,3 +176,77 @@ describe("budgeted backward", function()
     assert.is_true(run:step(math.huge))
   end)
 end)
+
+describe("the memory ceiling", function()
+  after_each(function() ember.set_memory_limit(nil) end)
+
+  it("refuses an allocation past it, naming the op, the bytes and the limit", function()
+    collectgarbage()
+    local base = ember.memory_stats().bytes_in_use
+    ember.set_memory_limit(base + 4e6 + 1000)
+    assert.are.equal(base + 4e6 + 1000, ember.memory_stats().limit)
+    local a = ember.ones({ 1000, 1000 })          -- 4 MB: fits
+    local ok, err = pcall(function() return a * 2 end)
+    assert.is_false(ok)
+    assert.matches("ember%.mul: out of memory: 4000000 bytes would pass the memory limit of " .. (base + 4e6 + 1000), err)
+    assert.matches("shape {1000,1000}", err)
+    ok, err = pcall(ember.zeros, { 2000, 2000 })
+    assert.is_false(ok)
+    assert.matches("ember%.full: out of memory: 16000000 bytes", err)
+    H.same(a:sum(), 1e6)                          -- a is whole and usable
+    a = nil   -- luacheck: ignore
+    collectgarbage()
+    local b = ember.ones({ 1000, 1000 })          -- dropping a made room at once
+    b:mul_(2)
+    H.same(b:sum(), 2e6)
+    ember.set_memory_limit(nil)
+    assert.is_nil(ember.memory_stats().limit)
+    local ok2, err2 = pcall(ember.set_memory_limit, -1)
+    assert.is_false(ok2)
+    assert.matches("set_memory_limit: expected a whole number of bytes >= 0", err2)
+  end)
+
+  it("leaves an in-place write and a backward that ran out untouched, and the manager usable", function()
+    collectgarbage()
+    local x = ember.ones({ 500, 500 })            -- 1 MB
+    local gm = GradManager():attach(x)
+    gm:record()
+    local y = x * 3
+    ember.set_memory_limit(ember.memory_stats().bytes_in_use + 1e5)
+    local ok, err = pcall(function() y:mul_(x) end)  -- needs a temporary under recording
+    assert.is_false(ok)
+    assert.matches("out of memory", err)
+    ember.set_memory_limit(nil)
+    H.same(y:narrow(1, 1, 1):narrow(2, 1, 3), { { 3, 3, 3 } })
+    assert.are.equal(0, y:version())
+    local loss = (y * y):sum()
+    ember.set_memory_limit(ember.memory_stats().bytes_in_use + 1e5)
+    ok, err = pcall(function() gm:backward(loss) end)
+    assert.is_false(ok)
+    assert.matches("out of memory", err)
+    assert.is_nil(x.grad)
+    ember.set_memory_limit(nil)
+    gm:record()
+    gm:backward(((x * 3) * (x * 3)):sum())
+    H.same(x.grad:narrow(1, 1, 1):narrow(2, 1, 2), { { 18, 18 } })
+  end)
+
+  it("fails and recovers 1,000 times without a leak", function()
+    collectgarbage()
+    local keep = ember.ones({ 256, 256 })
+    local _ = keep:narrow(1, 1, 8) * 3   -- the number 3 is cached as a tensor from now on
+    ember.set_memory_limit(ember.memory_stats().bytes_in_use + 300000)
+    collectgarbage()
+    local start = ember.memory_stats()
+    for i = 1, 1000 do
+      local ok = pcall(function() return keep:matmul(keep) * keep end)   -- the second temporary does not fit
+      assert.is_false(ok)
+      local small = keep:narrow(1, 1, 8) * 3                               -- a small one does
+      assert.are.equal(256 * 3, small:sum():item() / 8)
+    end
+    collectgarbage()
+    local stop = ember.memory_stats()
+    assert.are.equal(start.bytes_in_use, stop.bytes_in_use)
+    assert.are.equal(start.live_tensors, stop.live_tensors)
+  end)
+end)

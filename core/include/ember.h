@@ -169,8 +169,14 @@ typedef struct {
     int64_t bytes_in_use;    /* bytes of live storages */
     int64_t peak_bytes;      /* the most bytes_in_use ever reached (since reset) */
     int64_t bytes_cached;    /* freed blocks kept by the caching allocator */
+    int64_t limit;           /* ember_set_memory_limit's ceiling; 0: none */
 } ember_memory_stats_t;
 EMBER_API void ember_memory_stats(ember_memory_stats_t *out);
+/* A ceiling on bytes_in_use (0: none). A tensor whose storage would pass it is
+   not made: the op fails with EMBER_ERR_OOM, naming the op, the bytes asked
+   and the limit, and nothing is half-written. Scratch buffers kernels use
+   for the length of one call are not counted. */
+EMBER_API int ember_set_memory_limit(int64_t bytes);
 EMBER_API int64_t ember_bytes_in_use(void);          /* the hot subset, for GC pressure */
 EMBER_API void ember_reset_peak(void);
 EMBER_API void ember_empty_cache(void);

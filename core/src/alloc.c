@@ -17,7 +17,7 @@ typedef struct free_block { struct free_block *next; } free_block;
 
 static free_block *free_lists[MAX_CLASS + 1];
 static size_t bytes_cached;
-static int64_t live_tensors, bytes_in_use, peak_bytes;
+static int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
 
 #ifndef EMBER_NO_CACHE
 static int size_class(size_t n)
@@ -86,6 +86,23 @@ void ember_empty_cache(void)
     bytes_cached = 0;
 }
 
+int ember_set_memory_limit(int64_t bytes)
+{
+    if (bytes < 0)
+        return ember__fail(EMBER_ERR_ARG, "set_memory_limit: expected a number of bytes >= 0 (0: no limit), got %lld",
+                           (long long)bytes);
+    memory_limit = bytes;
+    return EMBER_OK;
+}
+
+int ember__reserve(size_t nbytes)
+{
+    if (memory_limit > 0 && (nbytes > (size_t)memory_limit || bytes_in_use > memory_limit - (int64_t)nbytes))
+        return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes would pass the memory limit of %lld bytes "
+                           "(%lld in use)", nbytes, (long long)memory_limit, (long long)bytes_in_use);
+    return EMBER_OK;
+}
+
 void ember__stats_tensor(int delta) { live_tensors += delta; }
 
 void ember__stats_bytes(int64_t delta)
@@ -101,6 +118,7 @@ void ember_memory_stats(ember_memory_stats_t *out)
     out->bytes_in_use = bytes_in_use;
     out->peak_bytes = peak_bytes;
     out->bytes_cached = (int64_t)bytes_cached;
+    out->limit = memory_limit;
 }
 
 void ember_reset_peak(void) { peak_bytes = bytes_in_use; }

@@ -119,6 +119,9 @@ void ember__set_blas_threads(int n);
 void *ember__alloc(size_t nbytes);        /* 64-byte aligned; NULL on failure */
 void ember__free(void *p, size_t nbytes);
 void ember__stats_tensor(int delta);
+/* Fails (EMBER_ERR_OOM, naming the bytes and the limit) when a storage of
+   nbytes would pass ember_set_memory_limit's ceiling. */
+int ember__reserve(size_t nbytes);
 void ember__stats_bytes(int64_t delta);
 
 /* ------------------------------------------------------------------ fast float math

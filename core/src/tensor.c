@@ -5,6 +5,7 @@
 #include "backend.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,12 @@ int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tens
     const ember_backend *be = NULL;
     if (device != EMBER_CPU) EMBER_TRY(ember__backend_get(device, &be));
     size_t nbytes = (size_t)n * (size_t)ember_dtype_size(dtype);
+    if (ember__reserve(nbytes) < 0) {
+        char buf[200], msg[300];
+        snprintf(msg, sizeof msg, "%s", ember_last_error());
+        return ember__fail(EMBER_ERR_OOM, "%s for a %s tensor of shape %s", msg, ember_dtype_name(dtype),
+                           ember__shape_str(buf, ndim, shape));
+    }
     ember_storage *s = storage_alloc();
     if (!s) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a storage");
     s->refcount = 1;
@@ -244,15 +251,17 @@ int ember__make_view(const ember_tensor *a, int ndim, const int64_t *shape, cons
 int ember_empty(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
 {
     if (!out) return ember__fail(EMBER_ERR_ARG, "empty: out is NULL");
-    return ember__new(ndim, shape, dtype, device, out);
+    int rc = ember__new(ndim, shape, dtype, device, out);
+    return rc == EMBER_ERR_OOM ? ember__fail_prefix(rc, "empty") : rc;
 }
 
 int ember_full(int ndim, const int64_t *shape, double value, int dtype, int device,
                ember_tensor **out)
 {
     if (!out) return ember__fail(EMBER_ERR_ARG, "full: out is NULL");
-    EMBER_TRY(ember__new(ndim, shape, dtype, device, out));
-    int rc = ember__fill_raw(*out, value);   /* a new tensor starts at version 0 */
+    int rc = ember__new(ndim, shape, dtype, device, out);
+    if (rc < 0) return rc == EMBER_ERR_OOM ? ember__fail_prefix(rc, "full") : rc;
+    rc = ember__fill_raw(*out, value);   /* a new tensor starts at version 0 */
     if (rc < 0) {
         ember_tensor_release(*out);
         *out = NULL;
@@ -276,7 +285,8 @@ int ember_from_data(const void *src, int src_dtype, int ndim, const int64_t *sha
     if (!ember__valid_dtype(src_dtype) || !ember__valid_dtype(dtype))
         return ember__fail(EMBER_ERR_DTYPE, "tensor: unknown dtype");
     ember_tensor *t = NULL;
-    EMBER_TRY(ember__new(ndim, shape, dtype, EMBER_CPU, &t));
+    int rc = ember__new(ndim, shape, dtype, EMBER_CPU, &t);
+    if (rc < 0) return rc == EMBER_ERR_OOM ? ember__fail_prefix(rc, "tensor") : rc;
     if (t->numel && !src) {
         ember_tensor_release(t);
         return ember__fail(EMBER_ERR_ARG, "tensor: source data is NULL");
@@ -286,7 +296,7 @@ int ember_from_data(const void *src, int src_dtype, int ndim, const int64_t *sha
         *out = t;
         return EMBER_OK;
     }
-    int rc = ember_to_device(t, device, out);
+    rc = ember_to_device(t, device, out);
     ember_tensor_release(t);
     return rc;
 }

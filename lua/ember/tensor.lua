@@ -28,9 +28,19 @@ return function(ember)
   local function fail(level)
     error("ember." .. ffi_string(C.ember_last_error()), level + 1)
   end
-  -- the only place a C status becomes a Lua error
+  -- the only place a C status becomes a Lua error. Out of memory under a
+  -- memory limit first releases the tensors the GC has collected, so the
+  -- caller's next attempt sees that memory.
+  local reclaim = function() end
   local function check(rc)
-    if rc < 0 then fail(3) end
+    if rc < 0 then
+      if rc == C.EMBER_ERR_OOM then
+        local msg = ffi_string(C.ember_last_error())
+        reclaim()
+        error("ember." .. msg, 3)
+      end
+      fail(3)
+    end
     return rc
   end
   ember._check = check
@@ -84,6 +94,16 @@ return function(ember)
     gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
   end
   ember._sweep = sweep
+  reclaim = function()
+    do
+      local s = ffi_new("ember_memory_stats_t")
+      C.ember_memory_stats(s)
+      if s.limit > 0 then
+        collectgarbage()
+        sweep()
+      end
+    end
+  end
 
   local function gc_pressure()
     if tonumber(C.ember_bytes_in_use()) > gc_limit then
@@ -205,6 +225,7 @@ return function(ember)
   end
 
   local function ptr(op, x, argn, level)
+    if limited then release_collected() end
     if type(x) == "number" then return scalar(x)._c end
     if type(x) == "table" then
       local c = rawget(x, "_c")
@@ -218,7 +239,16 @@ return function(ember)
   end
   ember._ptr = ptr
 
+  -- Under a memory limit, what the GC collected is released before an op
+  -- allocates, so memory freed by dropping references (and collectgarbage())
+  -- counts at once. One upvalue test per argument otherwise.
+  local limited = false
+  local function release_collected()
+    if cycle[1] == nil then sweep() end
+  end
+
   local function tensor_arg(op, x, argn, level)
+    if limited then release_collected() end
     if type(x) == "table" then
       local c = rawget(x, "_c")
       if c ~= nil then return c end
@@ -231,6 +261,7 @@ return function(ember)
   local shape_buf = ffi_new("int64_t[8]")
   -- A shape from a table {2, 3} or from numbers (2, 3); returns ndim, int64_t*.
   local function shape_arg(op, s, ...)
+    if limited then release_collected() end
     if type(s) == "number" then s = { s, ... } end
     if type(s) ~= "table" or is_tensor(s) then argerror(op, "expected a shape table, got " .. type(s), 3) end
     local n = #s
@@ -562,7 +593,17 @@ return function(ember)
     local s = ffi_new("ember_memory_stats_t")
     C.ember_memory_stats(s)
     return { live_tensors = tonumber(s.live_tensors), bytes_in_use = tonumber(s.bytes_in_use),
-      peak_bytes = tonumber(s.peak_bytes), bytes_cached = tonumber(s.bytes_cached) }
+      peak_bytes = tonumber(s.peak_bytes), bytes_cached = tonumber(s.bytes_cached),
+      limit = s.limit > 0 and tonumber(s.limit) or nil }
+  end
+  -- a ceiling on the bytes tensors hold (nil or 0: none); past it an op raises
+  -- naming itself, the bytes and the limit, and everything stays usable
+  function ember.set_memory_limit(bytes)
+    if bytes ~= nil and (type(bytes) ~= "number" or not (bytes >= 0) or bytes ~= floor(bytes) or bytes >= 2 ^ 63) then
+      argerror("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. tostring(bytes))
+    end
+    check(C.ember_set_memory_limit(bytes or 0))
+    limited = (bytes or 0) > 0
   end
   function ember.reset_peak_memory() C.ember_reset_peak() end
   function ember.empty_cache() C.ember_empty_cache() end

@@ -39,6 +39,7 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
             ember_tensor_release(out[k]);
             out[k] = NULL;
         }
+        if (rc == EMBER_ERR_OOM) ember__fail_prefix(rc, info->name);   /* name the op that ran out */
     }
     return rc;
 }
