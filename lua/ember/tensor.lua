@@ -611,6 +611,8 @@ return function(ember)
   -- bit-identical results for any thread count (docs/design.md, "Determinism")
   function ember.set_deterministic(on) C.ember_set_deterministic(on and 1 or 0) end
   function ember.is_deterministic() return C.ember_is_deterministic() ~= 0 end
+  -- seconds on a monotonic clock (what run:step budgets are measured on)
+  function ember.clock() return C.ember_clock() end
   function ember.get_num_threads() return C.ember_num_threads() end
   function ember.version() return ffi_string(C.ember_version()) end
   function ember.blas_info() return ffi_string(C.ember_blas_info()) end
