@@ -11,9 +11,23 @@
  *     exits or longjmps; an allocation failure is reported as EMBER_ERR_OOM.
  *   - Dimensions are 0-based (the Lua layer converts from its 1-based dims).
  *     Negative dims are NOT accepted here; callers normalise them.
- *   - The core is single-threaded from the caller's point of view: use a
- *     tensor from one thread at a time. Kernels split large work over an
- *     internal thread pool.
+ *   - Threads. Several host threads may call ember at the same time, each on
+ *     its own tensors, and each may own an ember_lua state. What is shared,
+ *     and safe to share: the allocator's counters (ember_memory_stats), the
+ *     memory limit, the random generator (threads draw disjoint blocks of
+ *     one Philox stream, so which thread draws first decides who gets which
+ *     numbers), the kernel thread pool (a second thread's op runs on its own
+ *     while the pool is busy), deterministic mode and the thread count.
+ *     What is per thread: ember_last_error(), grad mode, the recordings
+ *     (GradManager keys, nodes, hooks' interception, saved-tensor modes) and
+ *     the caches of freed blocks and tensor headers (ember_empty_cache
+ *     returns the calling thread's). What may NOT be shared without your own
+ *     lock: a tensor that one thread writes (in-place ops, fills, .grad)
+ *     while another reads it, and any tensor a recording of one thread
+ *     tracks, which another thread must not use as an op's input while that
+ *     recording is live. Reading the same untracked tensor from several
+ *     threads is fine. core/tests/test_threads.c runs 8 threads under
+ *     ThreadSanitizer.
  *
  * Everything between the ffi markers is plain C that the LuaJIT FFI parses:
  * the build copies that region into lua/ember/cdef.lua. No #define, #if or

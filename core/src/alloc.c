@@ -6,6 +6,7 @@
    every use after free. Also the counters behind ember_memory_stats(). */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,12 @@
 
 typedef struct free_block { struct free_block *next; } free_block;
 
-static free_block *free_lists[MAX_CLASS + 1];
-static size_t bytes_cached;
-static int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
+/* The cache of freed blocks is per thread (a block freed by another thread
+   than the one that allocated it joins the freeing thread's cache); the
+   counters are shared and atomic. */
+static _Thread_local free_block *free_lists[MAX_CLASS + 1];
+static _Thread_local size_t thread_cached;
+static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, bytes_cached, memory_limit;
 
 #ifndef EMBER_NO_CACHE
 static int size_class(size_t n)
@@ -42,7 +46,8 @@ void *ember__alloc(size_t nbytes)
         free_block *b = free_lists[c];
         if (b) {
             free_lists[c] = b->next;
-            bytes_cached -= (size_t)1 << c;
+            thread_cached -= (size_t)1 << c;
+            bytes_cached -= (int64_t)1 << c;
             return b;
         }
         return aligned_alloc(64, (size_t)1 << c);
@@ -60,11 +65,12 @@ void ember__free(void *p, size_t nbytes)
 #ifndef EMBER_NO_CACHE   /* sanitizer builds free every block, so ASan sees reuse */
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
         int c = size_class(nbytes);
-        if (bytes_cached + ((size_t)1 << c) <= CACHE_LIMIT) {
+        if (thread_cached + ((size_t)1 << c) <= CACHE_LIMIT) {
             free_block *b = p;
             b->next = free_lists[c];
             free_lists[c] = b;
-            bytes_cached += (size_t)1 << c;
+            thread_cached += (size_t)1 << c;
+            bytes_cached += (int64_t)1 << c;
             return;
         }
     }
@@ -83,7 +89,8 @@ void ember_empty_cache(void)
         }
         free_lists[c] = NULL;
     }
-    bytes_cached = 0;
+    bytes_cached -= (int64_t)thread_cached;
+    thread_cached = 0;
 }
 
 int ember_set_memory_limit(int64_t bytes)
@@ -107,8 +114,8 @@ void ember__stats_tensor(int delta) { live_tensors += delta; }
 
 void ember__stats_bytes(int64_t delta)
 {
-    bytes_in_use += delta;
-    if (bytes_in_use > peak_bytes) peak_bytes = bytes_in_use;
+    int64_t now = (bytes_in_use += delta), peak = peak_bytes;
+    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
 }
 
 void ember_memory_stats(ember_memory_stats_t *out)
@@ -117,7 +124,7 @@ void ember_memory_stats(ember_memory_stats_t *out)
     out->live_tensors = live_tensors;
     out->bytes_in_use = bytes_in_use;
     out->peak_bytes = peak_bytes;
-    out->bytes_cached = (int64_t)bytes_cached;
+    out->bytes_cached = bytes_cached;
     out->limit = memory_limit;
 }
 

@@ -22,13 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ember__ag_active;
-static int intercept_all;
-static int save_copies;
+/* Autograd state is per thread: each thread records, and runs backward on,
+   its own tensors (ember.h, "Threads"). */
+_Thread_local int ember__ag_active;
+static _Thread_local int intercept_all;
+static _Thread_local int save_copies;
 
-static int grad_enabled = 1;
-static int64_t stat_live_nodes, stat_saved, stat_hits, stat_misses;
-static uint64_t next_node_id = 1;
+static _Thread_local int grad_enabled = 1;
+static _Thread_local int64_t stat_live_nodes, stat_saved, stat_hits, stat_misses;
+static _Thread_local uint64_t next_node_id = 1;
 
 /* ------------------------------------------------------------------ keys */
 #define MAX_KEYS 1024
@@ -45,10 +47,10 @@ typedef struct ag_key {
     int64_t tape_len, tape_cap;
 } ag_key;
 
-static ag_key keys[MAX_KEYS];
-static uint64_t stamp_counter;
-static int n_recording;
-static int recording_keys[MAX_KEYS];   /* ids of the keys recording now, n_recording of them */
+static _Thread_local ag_key keys[MAX_KEYS];
+static _Thread_local uint64_t stamp_counter;
+static _Thread_local int n_recording;
+static _Thread_local int recording_keys[MAX_KEYS];   /* ids of the keys recording now, n_recording of them */
 
 static void set_recording(int key, int on)
 {
@@ -65,8 +67,8 @@ static void set_recording(int key, int on)
 
 /* the backward runs in progress, innermost last: they limit visibility */
 #define MAX_RUN_DEPTH 64
-static ag_key *run_stack[MAX_RUN_DEPTH];
-static int run_depth;
+static _Thread_local ag_key *run_stack[MAX_RUN_DEPTH];
+static _Thread_local int run_depth;
 
 static void update_active(void) { ember__ag_active = grad_enabled && n_recording > 0; }
 
@@ -166,8 +168,8 @@ static size_t node_size(int nin, int nout)
     return sizeof(ember_node) + (size_t)nin * (sizeof(ag_edge) + sizeof(ag_meta_io) + 1) +
            (size_t)nout * (sizeof(ag_meta_io) + sizeof(ember_tensor *)) + 16;
 }
-static void *node_pool;
-static int node_pool_size;
+static _Thread_local void *node_pool;
+static _Thread_local int node_pool_size;
 
 static ember_node *node_new(int op, int key, int nin, int nout)
 {
@@ -202,8 +204,8 @@ static ember_node *node_new(int op, int key, int nin, int nout)
 }
 
 /* freed ctx ids waiting for the caller to drop its state */
-static int *freed_ctx;
-static int n_freed_ctx, cap_freed_ctx;
+static _Thread_local int *freed_ctx;
+static _Thread_local int n_freed_ctx, cap_freed_ctx;
 
 /* A node an open run still has to execute pins the storage of what it saved:
    writes into it fail until the node has run (ember__check_writable). */
@@ -279,9 +281,9 @@ static void node_free(ember_node *n)
    a branch computed and dropped during the forward pass gives its memory back
    at once. Deaths cascade through an explicit stack (a dropped chain can be
    150,000 nodes deep), and wait while the node's key runs backward. */
-static ember_node **kill_stack;
-static int64_t n_kill, cap_kill;
-static int killing;
+static _Thread_local ember_node **kill_stack;
+static _Thread_local int64_t n_kill, cap_kill;
+static _Thread_local int killing;
 
 static void push_freed_ctx(int ctx_id);
 
@@ -359,8 +361,8 @@ struct ember_autograd_meta {
     ag_entry e[];
 };
 
-static void *meta_pool;
-static int meta_pool_size;
+static _Thread_local void *meta_pool;
+static _Thread_local int meta_pool_size;
 
 static bool entry_live(const ag_entry *e)
 {
@@ -575,9 +577,9 @@ uint32_t ember_key_generation(int key)
     return k && k->recording ? k->gen : 0;
 }
 
-static int journal_on;
-static ember_node **journal;
-static int n_journal, cap_journal;
+static _Thread_local int journal_on;
+static _Thread_local ember_node **journal;
+static _Thread_local int n_journal, cap_journal;
 
 void ember_set_node_journal(int on)
 {
@@ -647,8 +649,8 @@ typedef struct {
     unsigned save;
     int used;
 } cache_slot;
-static cache_slot bwd_cache[CACHE_SIZE];
-static int override_rule[EMBER_OP_COUNT];
+static _Thread_local cache_slot bwd_cache[CACHE_SIZE];
+static _Thread_local int override_rule[EMBER_OP_COUNT];
 
 static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_t *needs)
 {

@@ -6,7 +6,7 @@
 
 /* Nonzero while any recording is active and grad mode is on: the whole cost
    of autograd on an untracked op is this test plus a scan of the inputs' ag. */
-extern int ember__ag_active;
+extern _Thread_local int ember__ag_active;
 
 /* A tensor is being freed: drop its tracking entries. */
 void ember__ag_forget(ember_tensor *t);

@@ -5,12 +5,13 @@
 #include "backend.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const ember_backend *cuda_backend;
-static int cuda_tried;
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;   /* the backend loads once, whichever thread asks */
 static char cuda_error[512];
 
 const char *ember__device_name(char *buf, int device)
@@ -38,16 +39,18 @@ static const ember_core_services SERVICES = {
     EMBER_BACKEND_ABI, ember__fail, ember__new, ember_tensor_release, ember__broadcast_shape,
 };
 
-static void load_cuda(void)
+static void load_cuda_once(void);
+static void load_cuda(void) { pthread_once(&cuda_once, load_cuda_once); }
+
+static void load_cuda_once(void)
 {
-    cuda_tried = 1;
     char path[4096];
     const char *env = getenv("EMBER_CUDA_BACKEND");
     if (env && *env) {
         snprintf(path, sizeof path, "%s", env);
     } else {
         Dl_info info;
-        if (!dladdr((void *)load_cuda, &info) || !info.dli_fname) {
+        if (!dladdr((void *)load_cuda_once, &info) || !info.dli_fname) {
             snprintf(cuda_error, sizeof cuda_error, "cannot locate libember itself");
             return;
         }
@@ -83,7 +86,7 @@ int ember__backend_get(int device, const ember_backend **out)
     *out = NULL;
     if (device < EMBER_CUDA0 || device > 64)
         return ember__fail(EMBER_ERR_DEVICE, "unknown device %d", device);
-    if (!cuda_tried) load_cuda();
+    load_cuda();
     if (!cuda_backend)
         return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %s",
                            ember__device_name(dev, device), cuda_error);
@@ -102,12 +105,12 @@ const ember_backend *ember__backend(int device)
 
 int ember_cuda_device_count(void)
 {
-    if (!cuda_tried) load_cuda();
+    load_cuda();
     return cuda_backend ? cuda_backend->device_count : 0;
 }
 
 const char *ember_cuda_status(void)
 {
-    if (!cuda_tried) load_cuda();
+    load_cuda();
     return cuda_backend ? "available" : cuda_error;
 }

@@ -14,7 +14,7 @@ const char *ember_version(void) { return EMBER_VERSION; }
 const char *ember_blas_info(void)
 {
 #ifdef EMBER_HAVE_BLAS
-    static char buf[256];
+    static _Thread_local char buf[256];
     snprintf(buf, sizeof buf, "%s (core %s)", openblas_get_config(), openblas_get_corename());
     return buf;
 #else

@@ -36,6 +36,10 @@ typedef struct job {
     int active;   /* workers inside run_chunks */
 } job_t;
 static job_t *current;   /* guarded by mu */
+/* Host threads may make their first call at the same moment: one of them
+   starts the pool, the others wait for it. */
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int pool_ready;
 
 static void run_chunks(job_t *j)
 {
@@ -88,6 +92,7 @@ __attribute__((destructor)) static void stop_pool(void)
 static void forget_pool_in_child(void)
 {
     pthread_mutex_init(&mu, NULL);
+    pthread_mutex_init(&start_mu, NULL);
     pthread_cond_init(&wake, NULL);
     pthread_cond_init(&done_cv, NULL);
     current = NULL;
@@ -116,12 +121,20 @@ static void start_pool(int want)
     n_threads = n_workers + 1;
 }
 
-static void ensure_pool(void)
+static void start_default_pool(void)
 {
-    if (n_workers >= 0) return;
     const char *env = getenv("EMBER_NUM_THREADS");
     long want = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     start_pool(want > 0 ? (int)want : 1);
+}
+
+static void ensure_pool(void)
+{
+    if (atomic_load_explicit(&pool_ready, memory_order_acquire) && n_workers >= 0) return;
+    pthread_mutex_lock(&start_mu);
+    if (n_workers < 0) start_default_pool();
+    atomic_store_explicit(&pool_ready, 1, memory_order_release);
+    pthread_mutex_unlock(&start_mu);
 }
 
 int ember_num_threads(void)

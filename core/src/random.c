@@ -8,10 +8,12 @@
 #include "backend.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
-static uint64_t g_seed = 67280421310721ULL;
-static uint64_t g_offset;   /* next unused 128-bit block */
+/* One generator for the process: threads draw disjoint blocks of it. */
+static _Atomic uint64_t g_seed = 67280421310721ULL;
+static _Atomic uint64_t g_offset;   /* next unused 128-bit block */
 
 typedef struct { uint32_t v[4]; } philox4;
 
@@ -105,9 +107,11 @@ static int fill_random(ember_tensor *t, int dist, double a, double b)
     ember_tensor *buf = t;
     if (!t->is_contiguous || t->storage->device != EMBER_CPU)
         EMBER_TRY(ember__new(t->ndim, t->shape, t->dtype, EMBER_CPU, &buf));
-    draw_ctx c = {dist, t->dtype, g_seed, g_offset, a, b, ember__ptr(buf), ember_dtype_size(t->dtype)};
+    /* claim this draw's blocks at once, so concurrent draws never share one */
+    uint64_t blocks = dist == DIST_NORMAL ? (uint64_t)t->numel : (uint64_t)(t->numel + 1) / 2;
+    uint64_t first = atomic_fetch_add(&g_offset, blocks);
+    draw_ctx c = {dist, t->dtype, g_seed, first, a, b, ember__ptr(buf), ember_dtype_size(t->dtype)};
     ember__parallel_for(t->numel, 8192, draw_range, &c);
-    g_offset += dist == DIST_NORMAL ? (uint64_t)t->numel : (uint64_t)(t->numel + 1) / 2;
     int rc = EMBER_OK;
     if (buf != t) {
         rc = t->storage->device == EMBER_CPU ? ember__copy_kernel(t, buf)

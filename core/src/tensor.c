@@ -11,8 +11,8 @@
 
 /* Tensor headers are recycled through a free list: a loop of small ops should
    not call malloc for every result. */
-static ember_tensor *header_pool;
-static int header_pool_size;
+static _Thread_local ember_tensor *header_pool;   /* per thread: no locks on the hot path */
+static _Thread_local int header_pool_size;
 #define HEADER_POOL_MAX 4096
 
 int ember__tensor_alloc(ember_tensor **out)
@@ -48,8 +48,8 @@ static void header_free(ember_tensor *t)
 }
 
 /* Storage structs are recycled like tensor headers. */
-static ember_storage *storage_pool;
-static int storage_pool_size;
+static _Thread_local ember_storage *storage_pool;
+static _Thread_local int storage_pool_size;
 
 static ember_storage *storage_alloc(void)
 {
