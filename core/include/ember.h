@@ -182,7 +182,7 @@ typedef struct {
     int64_t live_tensors;
     int64_t bytes_in_use;    /* bytes of live storages */
     int64_t peak_bytes;      /* the most bytes_in_use ever reached (since reset) */
-    int64_t bytes_cached;    /* freed blocks kept by the caching allocator */
+    int64_t bytes_cached;    /* freed blocks kept by the calling thread's cache */
     int64_t limit;           /* ember_set_memory_limit's ceiling; 0: none */
 } ember_memory_stats_t;
 EMBER_API void ember_memory_stats(ember_memory_stats_t *out);

@@ -19,9 +19,20 @@ typedef struct free_block { struct free_block *next; } free_block;
 /* The cache of freed blocks is per thread (a block freed by another thread
    than the one that allocated it joins the freeing thread's cache); the
    counters are shared and atomic. */
-static _Thread_local free_block *free_lists[MAX_CLASS + 1];
-static _Thread_local size_t thread_cached;
-static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, bytes_cached, memory_limit;
+typedef struct thread_cache {
+    free_block *lists[MAX_CLASS + 1];
+    size_t bytes;
+} thread_cache;
+static EMBER_TLS thread_cache *tc;
+
+static thread_cache *cache(void)
+{
+    if (EMBER_LIKELY(tc != NULL)) return tc;
+    tc = calloc(1, sizeof *tc);
+    if (tc) ember__thread_uses_state();
+    return tc;
+}
+static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
 
 #ifndef EMBER_NO_CACHE
 static int size_class(size_t n)
@@ -43,11 +54,11 @@ void *ember__alloc(size_t nbytes)
 #else
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
         int c = size_class(nbytes);
-        free_block *b = free_lists[c];
+        thread_cache *k = cache();
+        free_block *b = k ? k->lists[c] : NULL;
         if (b) {
-            free_lists[c] = b->next;
-            thread_cached -= (size_t)1 << c;
-            bytes_cached -= (int64_t)1 << c;
+            k->lists[c] = b->next;
+            k->bytes -= (size_t)1 << c;
             return b;
         }
         return aligned_alloc(64, (size_t)1 << c);
@@ -65,12 +76,12 @@ void ember__free(void *p, size_t nbytes)
 #ifndef EMBER_NO_CACHE   /* sanitizer builds free every block, so ASan sees reuse */
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
         int c = size_class(nbytes);
-        if (thread_cached + ((size_t)1 << c) <= CACHE_LIMIT) {
+        thread_cache *k = cache();
+        if (k && k->bytes + ((size_t)1 << c) <= CACHE_LIMIT) {
             free_block *b = p;
-            b->next = free_lists[c];
-            free_lists[c] = b;
-            thread_cached += (size_t)1 << c;
-            bytes_cached += (int64_t)1 << c;
+            b->next = k->lists[c];
+            k->lists[c] = b;
+            k->bytes += (size_t)1 << c;
             return;
         }
     }
@@ -80,17 +91,24 @@ void ember__free(void *p, size_t nbytes)
 
 void ember_empty_cache(void)
 {
+    if (!tc) return;
     for (int c = MIN_CLASS; c <= MAX_CLASS; c++) {
-        free_block *b = free_lists[c];
+        free_block *b = tc->lists[c];
         while (b) {
             free_block *next = b->next;
             free(b);
             b = next;
         }
-        free_lists[c] = NULL;
+        tc->lists[c] = NULL;
     }
-    bytes_cached -= (int64_t)thread_cached;
-    thread_cached = 0;
+    tc->bytes = 0;
+}
+
+void ember__free_thread_caches(void)
+{
+    ember_empty_cache();
+    free(tc);
+    tc = NULL;
 }
 
 int ember_set_memory_limit(int64_t bytes)
@@ -102,32 +120,64 @@ int ember_set_memory_limit(int64_t bytes)
     return EMBER_OK;
 }
 
+/* Each thread batches its changes to the shared counters (an atomic add costs
+   as much as a small op's allocation): tensor counts in steps of 64, bytes in
+   steps of 64 KiB. A thread's reads, and the limit check, flush its own batch
+   first, so one thread sees exact figures; another thread's unflushed batch
+   is at most 64 tensors and 64 KiB (and the peak may miss as much). */
+static EMBER_TLS int64_t pending_tensors, pending_bytes;
+#define PENDING_TENSORS 64
+#define PENDING_BYTES ((int64_t)64 << 10)
+
+void ember__flush_stats(void)
+{
+    if (pending_tensors) {
+        live_tensors += pending_tensors;
+        pending_tensors = 0;
+    }
+    if (pending_bytes) {
+        int64_t now = (bytes_in_use += pending_bytes), peak = peak_bytes;
+        pending_bytes = 0;
+        while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
+    }
+}
+
 int ember__reserve(size_t nbytes)
 {
+    ember__flush_stats();
     if (memory_limit > 0 && (nbytes > (size_t)memory_limit || bytes_in_use > memory_limit - (int64_t)nbytes))
         return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes would pass the memory limit of %lld bytes "
                            "(%lld in use)", nbytes, (long long)memory_limit, (long long)bytes_in_use);
     return EMBER_OK;
 }
 
-void ember__stats_tensor(int delta) { live_tensors += delta; }
+void ember__stats_tensor(int delta)
+{
+    pending_tensors += delta;
+    if (pending_tensors > PENDING_TENSORS || pending_tensors < -PENDING_TENSORS) ember__flush_stats();
+}
 
 void ember__stats_bytes(int64_t delta)
 {
-    int64_t now = (bytes_in_use += delta), peak = peak_bytes;
-    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
+    pending_bytes += delta;
+    if (pending_bytes > PENDING_BYTES || pending_bytes < -PENDING_BYTES) ember__flush_stats();
 }
 
 void ember_memory_stats(ember_memory_stats_t *out)
 {
     if (!out) return;
+    ember__flush_stats();
     out->live_tensors = live_tensors;
     out->bytes_in_use = bytes_in_use;
     out->peak_bytes = peak_bytes;
-    out->bytes_cached = bytes_cached;
+    out->bytes_cached = tc ? (int64_t)tc->bytes : 0;   /* the calling thread's cache */
     out->limit = memory_limit;
 }
 
-void ember_reset_peak(void) { peak_bytes = bytes_in_use; }
+void ember_reset_peak(void)
+{
+    ember__flush_stats();
+    peak_bytes = bytes_in_use;
+}
 
-int64_t ember_bytes_in_use(void) { return bytes_in_use; }
+int64_t ember_bytes_in_use(void) { return bytes_in_use + pending_bytes; }   /* as this thread sees it */

@@ -24,13 +24,13 @@
 
 /* Autograd state is per thread: each thread records, and runs backward on,
    its own tensors (ember.h, "Threads"). */
-_Thread_local int ember__ag_active;
-static _Thread_local int intercept_all;
-static _Thread_local int save_copies;
+EMBER_TLS int ember__ag_active;
+static EMBER_TLS int intercept_all;
+static EMBER_TLS int save_copies;
 
-static _Thread_local int grad_enabled = 1;
-static _Thread_local int64_t stat_live_nodes, stat_saved, stat_hits, stat_misses;
-static _Thread_local uint64_t next_node_id = 1;
+static EMBER_TLS int grad_enabled = 1;
+static EMBER_TLS int64_t stat_live_nodes, stat_saved, stat_hits, stat_misses;
+static EMBER_TLS uint64_t next_node_id = 1;
 
 /* ------------------------------------------------------------------ keys */
 #define MAX_KEYS 1024
@@ -47,10 +47,46 @@ typedef struct ag_key {
     int64_t tape_len, tape_cap;
 } ag_key;
 
-static _Thread_local ag_key keys[MAX_KEYS];
-static _Thread_local uint64_t stamp_counter;
-static _Thread_local int n_recording;
-static _Thread_local int recording_keys[MAX_KEYS];   /* ids of the keys recording now, n_recording of them */
+/* The backward-graph cache: what a node of this op must keep, by input dtypes,
+   devices and the requires-grad mask. */
+#define CACHE_SIZE 1024
+typedef struct {
+    uint64_t sig;
+    unsigned save;
+    int used;
+} cache_slot;
+
+#define MAX_RUN_DEPTH 64
+
+/* The larger per-thread state, on the heap behind one pointer (EMBER_TLS). */
+typedef struct ag_thread {
+    ag_key key_table[MAX_KEYS];
+    int recording[MAX_KEYS];          /* ids of the keys recording now, n_recording of them */
+    struct ag_key *runs[MAX_RUN_DEPTH];   /* backward runs in progress, innermost last */
+    cache_slot cache[CACHE_SIZE];
+    int overrides[EMBER_OP_COUNT];
+} ag_thread;
+
+static EMBER_TLS ag_thread *agt;
+static ag_thread ag_fallback;   /* used only if the calloc below fails (then shared, as before threads) */
+
+static ag_thread *ag_state(void)
+{
+    if (EMBER_LIKELY(agt != NULL)) return agt;
+    agt = calloc(1, sizeof *agt);
+    if (!agt) agt = &ag_fallback;
+    else ember__thread_uses_state();
+    return agt;
+}
+#define keys (ag_state()->key_table)
+#define recording_keys (ag_state()->recording)
+#define run_stack (ag_state()->runs)
+#define bwd_cache (ag_state()->cache)
+#define override_rule (ag_state()->overrides)
+
+
+static EMBER_TLS uint64_t stamp_counter;
+static EMBER_TLS int n_recording;
 
 static void set_recording(int key, int on)
 {
@@ -65,10 +101,8 @@ static void set_recording(int key, int on)
     }
 }
 
-/* the backward runs in progress, innermost last: they limit visibility */
-#define MAX_RUN_DEPTH 64
-static _Thread_local ag_key *run_stack[MAX_RUN_DEPTH];
-static _Thread_local int run_depth;
+/* the backward runs in progress (run_stack, innermost last) limit visibility */
+static EMBER_TLS int run_depth;
 
 static void update_active(void) { ember__ag_active = grad_enabled && n_recording > 0; }
 
@@ -168,8 +202,8 @@ static size_t node_size(int nin, int nout)
     return sizeof(ember_node) + (size_t)nin * (sizeof(ag_edge) + sizeof(ag_meta_io) + 1) +
            (size_t)nout * (sizeof(ag_meta_io) + sizeof(ember_tensor *)) + 16;
 }
-static _Thread_local void *node_pool;
-static _Thread_local int node_pool_size;
+static EMBER_TLS void *node_pool;
+static EMBER_TLS int node_pool_size;
 
 static ember_node *node_new(int op, int key, int nin, int nout)
 {
@@ -204,8 +238,8 @@ static ember_node *node_new(int op, int key, int nin, int nout)
 }
 
 /* freed ctx ids waiting for the caller to drop its state */
-static _Thread_local int *freed_ctx;
-static _Thread_local int n_freed_ctx, cap_freed_ctx;
+static EMBER_TLS int *freed_ctx;
+static EMBER_TLS int n_freed_ctx, cap_freed_ctx;
 
 /* A node an open run still has to execute pins the storage of what it saved:
    writes into it fail until the node has run (ember__check_writable). */
@@ -281,9 +315,9 @@ static void node_free(ember_node *n)
    a branch computed and dropped during the forward pass gives its memory back
    at once. Deaths cascade through an explicit stack (a dropped chain can be
    150,000 nodes deep), and wait while the node's key runs backward. */
-static _Thread_local ember_node **kill_stack;
-static _Thread_local int64_t n_kill, cap_kill;
-static _Thread_local int killing;
+static EMBER_TLS ember_node **kill_stack;
+static EMBER_TLS int64_t n_kill, cap_kill;
+static EMBER_TLS int killing;
 
 static void push_freed_ctx(int ctx_id);
 
@@ -361,8 +395,8 @@ struct ember_autograd_meta {
     ag_entry e[];
 };
 
-static _Thread_local void *meta_pool;
-static _Thread_local int meta_pool_size;
+static EMBER_TLS void *meta_pool;
+static EMBER_TLS int meta_pool_size;
 
 static bool entry_live(const ag_entry *e)
 {
@@ -577,9 +611,9 @@ uint32_t ember_key_generation(int key)
     return k && k->recording ? k->gen : 0;
 }
 
-static _Thread_local int journal_on;
-static _Thread_local ember_node **journal;
-static _Thread_local int n_journal, cap_journal;
+static EMBER_TLS int journal_on;
+static EMBER_TLS ember_node **journal;
+static EMBER_TLS int n_journal, cap_journal;
 
 void ember_set_node_journal(int on)
 {
@@ -641,16 +675,6 @@ static bool visible(const ag_key *k)
     return true;
 }
 
-/* The backward-graph cache: what a node of this op must keep, by input dtypes,
-   devices and the requires-grad mask. */
-#define CACHE_SIZE 1024
-typedef struct {
-    uint64_t sig;
-    unsigned save;
-    int used;
-} cache_slot;
-static _Thread_local cache_slot bwd_cache[CACHE_SIZE];
-static _Thread_local int override_rule[EMBER_OP_COUNT];
 
 static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_t *needs)
 {
@@ -1565,4 +1589,36 @@ void ember_autograd_stats(ember_autograd_stats_t *out)
     out->saved_tensors = stat_saved;
     out->bwd_cache_hits = stat_hits;
     out->bwd_cache_misses = stat_misses;
+}
+
+/* Thread exit (threads.c): the thread's recordings and pools go. */
+void ember__free_thread_autograd(void)
+{
+    if (agt && agt != &ag_fallback) {
+        for (int k = 1; k < MAX_KEYS; k++)
+            if (agt->key_table[k].in_use) free(agt->key_table[k].tape);   /* nodes of live recordings are dropped */
+        free(agt);
+    }
+    agt = NULL;
+    while (node_pool) {
+        void *next = *(void **)node_pool;
+        free(node_pool);
+        node_pool = next;
+    }
+    node_pool_size = 0;
+    while (meta_pool) {
+        void *next = *(void **)meta_pool;
+        free(meta_pool);
+        meta_pool = next;
+    }
+    meta_pool_size = 0;
+    free(freed_ctx);
+    free(kill_stack);
+    free(journal);
+    freed_ctx = NULL;
+    kill_stack = NULL;
+    journal = NULL;
+    n_freed_ctx = cap_freed_ctx = 0;
+    n_kill = cap_kill = 0;
+    n_journal = cap_journal = 0;
 }

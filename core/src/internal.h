@@ -11,6 +11,12 @@
 #include <stdint.h>
 
 #define EMBER_UNUSED(x) ((void)(x))
+/* Per-thread state on hot paths: the initial-exec model reads it with one
+   instruction instead of a __tls_get_addr call. It uses glibc's small static
+   TLS surplus (kept for dlopen'ed libraries), so only small scalars and
+   pointers are declared with it; larger per-thread state lives on the heap
+   behind one such pointer. */
+#define EMBER_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 #define EMBER_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EMBER_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -114,6 +120,13 @@ static inline char *ember__ptr(const ember_tensor *t)
 
 /* ------------------------------------------------------------------ threads (deterministic.c) */
 void ember__set_blas_threads(int n);
+/* The calling thread has per-thread state to free when it exits (caches,
+   pools, autograd): registers the exit hook once per thread (threads.c). */
+void ember__thread_uses_state(void);
+void ember__free_thread_caches(void);      /* alloc.c */
+void ember__flush_stats(void);             /* alloc.c: this thread's batched counters */
+void ember__free_thread_pools(void);       /* tensor.c */
+void ember__free_thread_autograd(void);    /* autograd.c */
 
 /* ------------------------------------------------------------------ allocator (alloc.c) */
 void *ember__alloc(size_t nbytes);        /* 64-byte aligned; NULL on failure */

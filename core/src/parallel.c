@@ -22,7 +22,7 @@ static int n_workers = -1;     /* -1: not started */
 static int n_threads = 1;      /* workers + the caller */
 static uint64_t generation;
 static int quitting;           /* set by stop_pool, under mu */
-static _Thread_local int in_parallel;
+static EMBER_TLS int in_parallel;
 
 /* One parallel_for call. It lives on the caller's stack; workers join it
    only while it is `current` (under mu), so a worker that wakes late never

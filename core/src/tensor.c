@@ -11,8 +11,9 @@
 
 /* Tensor headers are recycled through a free list: a loop of small ops should
    not call malloc for every result. */
-static _Thread_local ember_tensor *header_pool;   /* per thread: no locks on the hot path */
-static _Thread_local int header_pool_size;
+static EMBER_TLS ember_tensor *header_pool;   /* per thread: no locks on the hot path */
+static EMBER_TLS int header_pool_size;
+static EMBER_TLS int thread_registered;
 #define HEADER_POOL_MAX 4096
 
 int ember__tensor_alloc(ember_tensor **out)
@@ -25,6 +26,10 @@ int ember__tensor_alloc(ember_tensor **out)
     } else {
         t = malloc(sizeof *t);
         if (!t) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a tensor");
+        if (EMBER_UNLIKELY(!thread_registered)) {   /* this thread's pools are freed when it exits */
+            thread_registered = 1;
+            ember__thread_uses_state();
+        }
     }
     memset(t, 0, offsetof(ember_tensor, shape));
     t->refcount = 1;
@@ -47,9 +52,23 @@ static void header_free(ember_tensor *t)
     free(t);
 }
 
+static void free_storage_pool(void);
+
+void ember__free_thread_pools(void)
+{
+    while (header_pool) {
+        ember_tensor *next = *(ember_tensor **)header_pool;
+        free(header_pool);
+        header_pool = next;
+    }
+    header_pool_size = 0;
+    thread_registered = 0;
+    free_storage_pool();
+}
+
 /* Storage structs are recycled like tensor headers. */
-static _Thread_local ember_storage *storage_pool;
-static _Thread_local int storage_pool_size;
+static EMBER_TLS ember_storage *storage_pool;
+static EMBER_TLS int storage_pool_size;
 
 static ember_storage *storage_alloc(void)
 {
@@ -62,6 +81,16 @@ static ember_storage *storage_alloc(void)
     }
     memset(s, 0, sizeof *s);
     return s;
+}
+
+static void free_storage_pool(void)
+{
+    while (storage_pool) {
+        ember_storage *next = *(ember_storage **)storage_pool;
+        free(storage_pool);
+        storage_pool = next;
+    }
+    storage_pool_size = 0;
 }
 
 static void storage_free(ember_storage *s)
