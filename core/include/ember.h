@@ -10,7 +10,15 @@
  *     the op and the shapes, dtypes or values involved. Nothing here aborts,
  *     exits or longjmps; an allocation failure is reported as EMBER_ERR_OOM.
  *   - Dimensions are 0-based (the Lua layer converts from its 1-based dims).
- *     Negative dims are NOT accepted here; callers normalise them.
+ *     Negative dims are NOT accepted here; callers normalise them. Error
+ *     messages name dims and indices 1-based, as the Lua API takes them
+ *     ("narrow: start 5 ... for dim 2").
+ *   - Bad arguments are an error status, never a crash: NULL tensors and NULL
+ *     output pointers, shapes whose sizes multiply past 2^50 elements (a zero
+ *     size counting as one), ranges that overflow, and a tensor already
+ *     released (as long as its header was not reused for a new tensor;
+ *     releasing one twice is ignored). core/tests/test_bad_args.c makes 348
+ *     such calls. Passing a shape array shorter than ndim cannot be detected.
  *   - Threads. Several host threads may call ember at the same time, each on
  *     its own tensors, and each may own an ember_lua state. What is shared,
  *     and safe to share: the allocator's counters (ember_memory_stats), the

@@ -856,9 +856,10 @@ int ember__ag_record(int op, int nin, ember_tensor *const *in, const ember_attrs
 int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin, ember_tensor *const *in,
                         int nout, ember_tensor *const *out)
 {
-    if (!ember__ag_active) return EMBER_OK;
+    if (!name) return ember__fail(EMBER_ERR_ARG, "Function: the name is NULL");
     if (nin < 0 || nout < 1 || (nin && !in) || !out)
-        return ember__fail(EMBER_ERR_ARG, "Function: bad inputs or outputs");
+        return ember__fail(EMBER_ERR_ARG, "Function %s: bad inputs or outputs", name);
+    if (!ember__ag_active) return EMBER_OK;
     for (int i = 0; i < nin; i++)
         if (!in[i]) return ember__fail(EMBER_ERR_ARG, "Function %s: input %d is NULL", name, i + 1);
     for (int j = 0; j < nout; j++)
@@ -1305,7 +1306,10 @@ int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *
                          ember_backward_run **out)
 {
     char sy[200], sd[200];
+    if (!out) return ember__fail(EMBER_ERR_ARG, "GradManager.backward: the run pointer is NULL");
     *out = NULL;
+    if (n < 0 || (n > 0 && !ys))
+        return ember__fail(EMBER_ERR_ARG, "GradManager.backward: %d roots given%s", n, n > 0 ? " but the list is NULL" : "");
     ag_key *k = key_at(key);
     if (!k || !k->recording)
         return ember__fail(EMBER_ERR_STATE,

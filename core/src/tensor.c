@@ -21,7 +21,7 @@ int ember__tensor_alloc(ember_tensor **out)
     ember_tensor *t = NULL;
     if (header_pool) {
         t = header_pool;
-        header_pool = *(ember_tensor **)t;
+        header_pool = t->base;
         header_pool_size--;
     } else {
         t = malloc(sizeof *t);
@@ -38,12 +38,15 @@ int ember__tensor_alloc(ember_tensor **out)
     return EMBER_OK;
 }
 
+/* A pooled header keeps refcount 0 (the free list runs through `base`), so an
+   API call handed a released tensor that was not reused yet is refused. */
 static void header_free(ember_tensor *t)
 {
     ember__stats_tensor(-1);
+    t->refcount = 0;
 #ifndef EMBER_NO_CACHE
     if (header_pool_size < HEADER_POOL_MAX) {
-        *(ember_tensor **)t = header_pool;
+        t->base = header_pool;
         header_pool = t;
         header_pool_size++;
         return;
@@ -57,7 +60,7 @@ static void free_storage_pool(void);
 void ember__free_thread_pools(void)
 {
     while (header_pool) {
-        ember_tensor *next = *(ember_tensor **)header_pool;
+        ember_tensor *next = header_pool->base;
         free(header_pool);
         header_pool = next;
     }
@@ -121,13 +124,12 @@ static void storage_release(ember_storage *s)
 
 void ember_tensor_retain(ember_tensor *t)
 {
-    if (t) t->refcount++;
+    if (t && t->refcount > 0) t->refcount++;
 }
 
 void ember_tensor_release(ember_tensor *t)
 {
-    if (!t) return;
-    ember__assert(t->refcount > 0);
+    if (!t || t->refcount <= 0) return;   /* NULL, or released already (a pooled header) */
     if (--t->refcount > 0) return;
     if (t->ag) ember__ag_forget(t);
     storage_release(t->storage);
@@ -197,14 +199,19 @@ int ember__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *
         return ember__fail(EMBER_ERR_SHAPE, "%s: %d dims requested, at most %d are supported", op,
                            ndim, EMBER_MAX_DIMS);
     if (ndim > 0 && !shape) return ember__fail(EMBER_ERR_ARG, "%s: shape is NULL", op);
-    int64_t n = 1;
+    /* The sizes (a zero counted as one) must multiply to at most 2^50: that
+       bounds every stride and byte count below, and a zero-size tensor is
+       refused or made the same way whichever of its dims is zero. */
+    int64_t n = 1, span = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return ember__fail(EMBER_ERR_SHAPE, "%s: negative size in shape %s", op,
                                ember__shape_str(buf, ndim, shape));
-        if (shape[i] > 0 && n > ((int64_t)1 << 50) / shape[i])
-            return ember__fail(EMBER_ERR_OOM, "%s: shape %s is too large to allocate", op,
-                               ember__shape_str(buf, ndim, shape));
+        int64_t s = shape[i] > 0 ? shape[i] : 1;
+        if (span > ((int64_t)1 << 50) / s)
+            return ember__fail(EMBER_ERR_OOM, "%s: shape %s is too large: its sizes multiply past 2^50 elements",
+                               op, ember__shape_str(buf, ndim, shape));
+        span *= s;
         n *= shape[i];
     }
     if (numel) *numel = n;
@@ -300,6 +307,7 @@ int ember_full(int ndim, const int64_t *shape, double value, int dtype, int devi
 
 int ember_scalar(double value, int dtype, int wrapped, ember_tensor **out)
 {
+    if (!out) return ember__fail(EMBER_ERR_ARG, "scalar: out is NULL");
     EMBER_TRY(ember__new(0, NULL, dtype, EMBER_CPU, out));
     ember__store(ember__ptr(*out), dtype, value);
     (*out)->wrapped_number = wrapped != 0;

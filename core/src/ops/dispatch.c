@@ -16,10 +16,14 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
 {
     const ember__op_info *info = &ember__ops[op];
     int nout = info->nout;
+    if (!out) return ember__fail(EMBER_ERR_ARG, "%s: the output pointer is NULL", info->name);
     for (int k = 0; k < nout; k++) out[k] = NULL;
     if (nin > 0 && !in) return ember__fail(EMBER_ERR_ARG, "%s: inputs are NULL", info->name);
-    for (int i = 0; i < nin; i++)
+    for (int i = 0; i < nin; i++) {
         if (!in[i]) return ember__fail(EMBER_ERR_ARG, "%s: argument %d is NULL", info->name, i + 1);
+        if (in[i]->refcount <= 0)
+            return ember__fail(EMBER_ERR_ARG, "%s: argument %d is a tensor that was released", info->name, i + 1);
+    }
     int device = nin > 0 ? in[0]->storage->device : EMBER_CPU;
     if (op != EMBER_OP_TO_DEVICE) EMBER_TRY(ember__same_device(info->name, nin, in));
     int rc;
@@ -103,7 +107,9 @@ int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int
 {
     char buf[200];
     *mask = 0;
-    if (!dims || ndims == 0) {
+    if (ndims < 0 || (ndims > 0 && !dims))
+        return ember__fail(EMBER_ERR_ARG, "%s: %d dims given%s", op, ndims, ndims > 0 ? " but the list is NULL" : "");
+    if (ndims == 0) {
         *mask = (1u << t->ndim) - 1;
         return EMBER_OK;
     }

@@ -754,7 +754,8 @@ int ember_to_device(ember_tensor *a, int device, ember_tensor **out)
 
 int ember_contiguous(ember_tensor *a, ember_tensor **out)
 {
-    if (a && a->is_contiguous) {
+    if (!out) return ember__fail(EMBER_ERR_ARG, "contiguous: the output pointer is NULL");
+    if (a && a->refcount > 0 && a->is_contiguous) {
         ember_tensor_retain(a);
         *out = a;
         return EMBER_OK;
@@ -765,6 +766,7 @@ int ember_contiguous(ember_tensor *a, ember_tensor **out)
 int ember_detach(ember_tensor *a, ember_tensor **out)
 {
     if (!a || !out) return ember__fail(EMBER_ERR_ARG, "detach: NULL argument");
+    if (a->refcount <= 0) return ember__fail(EMBER_ERR_ARG, "detach: the tensor was released");
     return ember__make_view(a, a->ndim, a->shape, a->strides, a->offset, out);
 }
 

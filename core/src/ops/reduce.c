@@ -704,7 +704,7 @@ static int check_dim(const char *name, const ember_tensor *a, int dim, bool allo
     char sa[200];
     if (!a) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
     if ((allow_all && dim == -1) || (dim >= 0 && dim < a->ndim)) return EMBER_OK;
-    return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", name, dim, ember__tshape(sa, a));
+    return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", name, dim + 1, ember__tshape(sa, a));
 }
 
 static int minmax_api(int op, ember_tensor *a, int dim, int keepdim, ember_tensor **values, ember_tensor **indices)

@@ -259,7 +259,7 @@ static int read_indices(const char *op, ember_tensor *idx, int dim, int64_t size
             int64_t bad = p[i];
             ember_tensor_release(c);
             return ember__fail(EMBER_ERR_ARG, "%s: index %lld out of range for dim %d of size %lld", op,
-                               (long long)bad, dim, (long long)size);
+                               (long long)bad + 1, dim + 1, (long long)size);
         }
     }
     *out = c;
@@ -493,7 +493,7 @@ static int dim_ok(const char *op, const ember_tensor *a, int dim, int extra)
     char sa[200];
     if (!a) return ember__fail(EMBER_ERR_ARG, "%s: argument is NULL", op);
     if (dim < 0 || dim >= a->ndim + extra)
-        return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", op, dim, ember__tshape(sa, a));
+        return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", op, dim + 1, ember__tshape(sa, a));
     return EMBER_OK;
 }
 
@@ -587,9 +587,10 @@ int ember_unsqueeze(ember_tensor *a, int dim, ember_tensor **out)
 int ember_narrow(ember_tensor *a, int dim, int64_t start, int64_t length, ember_tensor **out)
 {
     EMBER_TRY(dim_ok("narrow", a, dim, 0));
-    if (start < 0 || length < 0 || start + length > a->shape[dim])
+    if (start < 0 || length < 0 || start > a->shape[dim] || length > a->shape[dim] - start)   /* no overflow */
         return ember__fail(EMBER_ERR_ARG, "narrow: start %lld and length %lld out of range for dim %d of size %lld",
-                           (long long)start, (long long)length, dim, (long long)a->shape[dim]);
+                           (long long)start + (start < INT64_MAX), (long long)length, dim + 1,
+                           (long long)a->shape[dim]);
     ember_attrs at = {{dim, start, length}, {0}};
     return ember__dispatch(EMBER_OP_NARROW, 1, &a, &at, out);
 }
@@ -599,7 +600,7 @@ int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out)
     EMBER_TRY(dim_ok("select", a, dim, 0));
     if (index < 0 || index >= a->shape[dim])
         return ember__fail(EMBER_ERR_ARG, "select: index %lld out of range for dim %d of size %lld",
-                           (long long)index, dim, (long long)a->shape[dim]);
+                           (long long)index + (index < INT64_MAX), dim + 1, (long long)a->shape[dim]);
     ember_attrs at = {{dim, index}, {0}};
     return ember__dispatch(EMBER_OP_SELECT, 1, &a, &at, out);
 }

@@ -1,0 +1,363 @@
+/* test_bad_args.c: every entry point of ember.h given each kind of bad
+   argument it can be given: NULL tensors, NULL output pointers, a released
+   tensor, shapes and sizes that overflow, out-of-range dims and indices.
+   Each call must return an error status (or, for the functions that cannot
+   fail, a neutral value) with a message, and never crash; the library stays
+   usable after all of them. Run by ctest, also under ASan + UBSan (where the
+   released-tensor calls are left out: there the header really is freed and
+   ASan would rightly report the use). */
+#include "ember.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures, calls;
+
+#define BAD(expr)                                                                              \
+    do {                                                                                       \
+        calls++;                                                                               \
+        ember_set_error("");                                                                   \
+        int rc_ = (expr);                                                                      \
+        if (rc_ >= 0 || ember_last_error()[0] == 0) {                                          \
+            fprintf(stderr, "%s:%d: %s returned %d (%s)\n", __FILE__, __LINE__, #expr, rc_,    \
+                    ember_last_error());                                                       \
+            failures++;                                                                        \
+        }                                                                                      \
+    } while (0)
+/* a call that cannot report a status: it must simply not crash */
+#define SAFE(expr)                                                                             \
+    do {                                                                                       \
+        calls++;                                                                               \
+        (void)(expr);                                                                          \
+    } while (0)
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond,        \
+                    ember_last_error());                                                       \
+            failures++;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+typedef int (*binary_fn)(ember_tensor *, ember_tensor *, ember_tensor **);
+typedef int (*unary_fn)(ember_tensor *, ember_tensor **);
+typedef int (*inplace_fn)(ember_tensor *, ember_tensor *);
+
+static void each_binary(binary_fn f, ember_tensor *a, ember_tensor *dead)
+{
+    ember_tensor *o = NULL;
+    BAD(f(a, a, NULL));
+    BAD(f(NULL, a, &o));
+    BAD(f(a, NULL, &o));
+    CHECK(o == NULL);
+#ifndef UNDER_ASAN
+    BAD(f(dead, a, &o));
+    BAD(f(a, dead, &o));
+#else
+    (void)dead;
+#endif
+}
+
+static void each_unary(unary_fn f, ember_tensor *a, ember_tensor *dead)
+{
+    ember_tensor *o = NULL;
+    BAD(f(a, NULL));
+    BAD(f(NULL, &o));
+    CHECK(o == NULL);
+#ifndef UNDER_ASAN
+    BAD(f(dead, &o));
+#else
+    (void)dead;
+#endif
+}
+
+int main(void)
+{
+    const int64_t s23[2] = {2, 3};
+    ember_tensor *a = NULL, *idx = NULL, *dead = NULL, *o = NULL, *o2 = NULL;
+    CHECK(ember_full(2, s23, 1.5, EMBER_FLOAT32, EMBER_CPU, &a) == EMBER_OK);
+    const int64_t s2[1] = {2};
+    CHECK(ember_full(1, s2, 0, EMBER_INT64, EMBER_CPU, &idx) == EMBER_OK);
+    CHECK(ember_full(2, s23, 2, EMBER_FLOAT32, EMBER_CPU, &dead) == EMBER_OK);
+    ember_tensor_release(dead);   /* from here on `dead` is a released tensor */
+
+    /* ---- creation: NULL outputs and shapes, bad dtypes, devices, sizes that overflow */
+    BAD(ember_empty(2, s23, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_empty(2, NULL, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_full(2, s23, 0, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_full(-1, s23, 0, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_full(9, s23, 0, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_full(2, s23, 0, 99, EMBER_CPU, &o));
+    BAD(ember_full(2, s23, 0, EMBER_FLOAT32, 999, &o));
+    const int64_t huge2[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    const int64_t zero_huge[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    const int64_t huge_zero[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 0};
+    const int64_t neg[2] = {2, -3};
+    BAD(ember_empty(2, huge2, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_empty(3, zero_huge, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_empty(3, huge_zero, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_empty(2, neg, EMBER_FLOAT32, EMBER_CPU, &o));
+    {   /* a zero-size tensor refused or made the same way whichever dim is zero */
+        const int64_t big_zero[2] = {(int64_t)1 << 52, 0}, zero_big[2] = {0, (int64_t)1 << 52};
+        ember_tensor *p = NULL, *q = NULL;
+        int r1 = ember_empty(2, big_zero, EMBER_FLOAT32, EMBER_CPU, &p);
+        int r2 = ember_empty(2, zero_big, EMBER_FLOAT32, EMBER_CPU, &q);
+        CHECK(r1 == r2);
+        ember_tensor_release(p);
+        ember_tensor_release(q);
+    }
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    BAD(ember_from_data(NULL, EMBER_FLOAT32, 2, s23, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_from_data(data, EMBER_FLOAT32, 2, s23, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_from_data(data, 77, 2, s23, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_from_blob(NULL, 2, s23, NULL, EMBER_FLOAT32, NULL, NULL, &o));
+    BAD(ember_from_blob(data, 2, s23, NULL, EMBER_FLOAT32, NULL, NULL, NULL));
+    BAD(ember_from_blob(data, 2, NULL, NULL, EMBER_FLOAT32, NULL, NULL, &o));
+    BAD(ember_scalar(1, EMBER_FLOAT32, 0, NULL));
+    BAD(ember_scalar(1, 42, 0, &o));
+    BAD(ember_arange(0, 10, 1, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_arange(0, 10, 0, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_linspace(0, 1, 5, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_linspace(0, 1, -5, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_eye(3, 3, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_eye(-3, 3, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_eye((int64_t)1 << 40, (int64_t)1 << 40, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_rand(2, s23, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_randn(2, NULL, EMBER_FLOAT32, EMBER_CPU, &o));
+    BAD(ember_randint(0, 10, 2, s23, EMBER_INT64, EMBER_CPU, NULL));
+    BAD(ember_randint(10, 0, 2, s23, EMBER_INT64, EMBER_CPU, &o));
+    BAD(ember_uniform_(NULL, 0, 1));
+    BAD(ember_normal_(NULL, 0, 1));
+    CHECK(o == NULL);
+
+    /* ---- reading */
+    double v;
+    BAD(ember_item(NULL, &v));
+    BAD(ember_item(a, NULL));
+    BAD(ember_copy_to_buffer(NULL, data, EMBER_FLOAT32));
+    BAD(ember_copy_to_buffer(a, NULL, EMBER_FLOAT32));
+    BAD(ember_copy_to_buffer(a, data, 55));
+    char buf[64];
+    SAFE(ember_format(NULL, buf, sizeof buf));
+    SAFE(ember_format(a, NULL, 0));
+    SAFE(ember_memory_stats(NULL));
+    BAD(ember_set_memory_limit(-5));
+    SAFE(ember_tensor_release(NULL));
+    SAFE(ember_tensor_retain(NULL));
+    SAFE(ember_tensor_ndim(NULL) + ember_tensor_numel(NULL) + ember_tensor_dtype(NULL) + ember_tensor_device(NULL));
+    SAFE(ember_tensor_data(NULL));
+    SAFE(ember_tensor_bump_version(NULL));
+    SAFE(ember_dtype_name(-7));
+    SAFE(ember_dtype_size(1000));
+    SAFE(ember_set_error(NULL));
+
+    /* ---- elementwise ops */
+    binary_fn binaries[] = {ember_add, ember_sub, ember_mul, ember_div, ember_pow, ember_maximum, ember_minimum,
+                            ember_eq, ember_ne, ember_lt, ember_le, ember_gt, ember_ge, ember_matmul,
+                            ember_linear, ember_relu_backward};
+    for (size_t i = 0; i < sizeof binaries / sizeof *binaries; i++) each_binary(binaries[i], a, dead);
+    unary_fn unaries[] = {ember_neg, ember_exp, ember_log, ember_sqrt, ember_rsqrt, ember_abs, ember_sign,
+                          ember_sin, ember_cos, ember_tanh, ember_sigmoid, ember_relu, ember_silu, ember_erf,
+                          ember_clone, ember_contiguous, ember_detach, ember_amax_all, ember_amin_all};
+    for (size_t i = 0; i < sizeof unaries / sizeof *unaries; i++) each_unary(unaries[i], a, dead);
+    BAD(ember_where(NULL, a, a, &o));
+    BAD(ember_where(a, a, a, NULL));
+    BAD(ember_gelu(NULL, 0, &o));
+    BAD(ember_gelu(a, 0, NULL));
+    BAD(ember_clamp(NULL, 1, 0, 1, 1, &o));
+    BAD(ember_clamp(a, 1, 0, 1, 1, NULL));
+    BAD(ember_to_dtype(a, EMBER_FLOAT64, NULL));
+    BAD(ember_to_dtype(NULL, EMBER_FLOAT64, &o));
+    BAD(ember_to_dtype(a, 123, &o));
+    BAD(ember_to_device(a, EMBER_CPU, NULL));
+    BAD(ember_to_device(a, 12345, &o));
+
+    /* ---- reductions */
+    int dims[2] = {0, 7};
+    BAD(ember_sum(NULL, 0, NULL, 0, &o));
+    BAD(ember_sum(a, 0, NULL, 0, NULL));
+    BAD(ember_sum(a, 2, dims, 0, &o));         /* dim 7 of a 2-d tensor */
+    BAD(ember_sum(a, 1, NULL, 0, &o));         /* a dim count with no dims */
+    BAD(ember_mean(a, -1, dims, 0, &o));
+    BAD(ember_var(NULL, 0, NULL, 0, 1, &o));
+    BAD(ember_var(a, 0, NULL, 0, 1, NULL));
+    BAD(ember_logsumexp(NULL, 0, 0, &o));
+    BAD(ember_logsumexp(a, 5, 0, &o));
+    BAD(ember_logsumexp(a, 0, 0, NULL));
+    BAD(ember_norm(NULL, 2, 0, NULL, 0, &o));
+    BAD(ember_norm(a, 2, 0, NULL, 0, NULL));
+    BAD(ember_max_dim(a, 0, 0, NULL, &o2));
+    BAD(ember_max_dim(a, 0, 0, &o, NULL));
+    BAD(ember_max_dim(NULL, 0, 0, &o, &o2));
+    BAD(ember_max_dim(a, 9, 0, &o, &o2));
+    BAD(ember_min_dim(a, -2, 0, &o, &o2));
+    BAD(ember_argmax(a, 0, 0, NULL));
+    BAD(ember_argmin(NULL, 0, 0, &o));
+    BAD(ember_softmax(a, 4, &o));
+    BAD(ember_softmax(a, 1, NULL));
+    BAD(ember_log_softmax(NULL, 1, &o));
+
+    /* ---- shapes, views, indexing */
+    int perm[2] = {1, 0}, badperm[2] = {0, 0};
+    BAD(ember_reshape(a, 2, s23, NULL));
+    BAD(ember_reshape(a, 2, NULL, &o));
+    BAD(ember_reshape(NULL, 2, s23, &o));
+    BAD(ember_reshape(a, 2, huge2, &o));
+    BAD(ember_view(a, 9, s23, &o));
+    BAD(ember_transpose(a, 0, 5, &o));
+    BAD(ember_transpose(a, 0, 1, NULL));
+    BAD(ember_permute(a, 2, NULL, &o));
+    BAD(ember_permute(a, 2, badperm, &o));
+    BAD(ember_permute(a, 2, perm, NULL));
+    BAD(ember_squeeze(NULL, -1, &o));
+    BAD(ember_unsqueeze(a, 5, &o));
+    BAD(ember_unsqueeze(a, 0, NULL));
+    BAD(ember_expand(a, 2, NULL, &o));
+    const int64_t s57[2] = {5, 7};
+    BAD(ember_expand(a, 2, s57, &o));          /* {2,3} cannot expand to {5,7} */
+    BAD(ember_narrow(a, 1, INT64_MAX, 2, &o));                 /* start + length overflows */
+    BAD(ember_narrow(a, 1, 1, INT64_MAX, &o));
+    BAD(ember_narrow(a, 1, -1, 2, &o));
+    BAD(ember_narrow(a, 1, 0, -1, &o));
+    BAD(ember_narrow(a, 3, 0, 1, &o));
+    BAD(ember_narrow(a, 1, 0, 1, NULL));
+    BAD(ember_select(a, 0, INT64_MAX, &o));
+    BAD(ember_select(a, 0, -1, &o));
+    BAD(ember_select(a, 0, 0, NULL));
+    BAD(ember_index_select(a, 0, NULL, &o));
+    BAD(ember_index_select(a, 0, idx, NULL));
+    BAD(ember_index_select(a, 0, a, &o));                      /* a float index */
+    BAD(ember_gather(a, 0, NULL, &o));
+    BAD(ember_gather(a, 0, idx, NULL));
+    BAD(ember_scatter_add(2, s23, 0, NULL, a, &o));
+    BAD(ember_scatter_add(2, NULL, 0, idx, a, &o));
+    BAD(ember_scatter_add(9, s23, 0, idx, a, &o));
+    BAD(ember_index_add(2, s23, 0, idx, NULL, &o));
+    BAD(ember_index_add(2, s23, 0, idx, a, NULL));
+    ember_tensor *list[2] = {a, NULL};
+    BAD(ember_cat(2, list, 0, &o));
+    BAD(ember_cat(0, list, 0, &o));
+    BAD(ember_cat(1, NULL, 0, &o));
+    BAD(ember_cat(1, list, 0, NULL));
+    BAD(ember_stack(2, list, 0, &o));
+    BAD(ember_stack(1, list, 9, &o));
+    BAD(ember_sum_to(a, 1, NULL, &o));
+    BAD(ember_sum_to(a, 2, s23, NULL));
+
+    /* ---- nn kernels */
+    const int64_t k2[2] = {2, 2}, one2[2] = {1, 1}, zero2[2] = {0, 0};
+    BAD(ember_conv2d(NULL, a, one2, zero2, one2, 1, &o));
+    BAD(ember_conv2d(a, a, one2, zero2, one2, 1, &o));         /* 2-d tensors */
+    BAD(ember_conv2d(a, a, NULL, zero2, one2, 1, &o));
+    BAD(ember_conv2d(a, a, one2, zero2, one2, 1, NULL));
+    BAD(ember_conv2d_backward_input(NULL, a, NULL, one2, zero2, one2, 1, &o));
+    BAD(ember_conv2d_backward_weight(a, NULL, NULL, one2, zero2, one2, 1, &o));
+    BAD(ember_max_pool2d(NULL, k2, k2, zero2, &o, &o2));
+    BAD(ember_max_pool2d(a, k2, k2, zero2, NULL, &o2));
+    BAD(ember_max_pool2d(a, NULL, k2, zero2, &o, &o2));
+    BAD(ember_max_pool2d_backward(NULL, idx, NULL, &o));
+    BAD(ember_max_pool2d_backward(a, idx, s23, NULL));
+    BAD(ember_avg_pool2d(NULL, k2, k2, zero2, &o));
+    BAD(ember_avg_pool2d(a, k2, k2, zero2, NULL));
+    BAD(ember_avg_pool2d_backward(NULL, NULL, k2, k2, zero2, &o));
+
+    /* ---- in place */
+    inplace_fn inplaces[] = {ember_add_, ember_sub_, ember_mul_, ember_div_, ember_pow_, ember_copy_};
+    for (size_t i = 0; i < sizeof inplaces / sizeof *inplaces; i++) {
+        BAD(inplaces[i](NULL, a));
+        BAD(inplaces[i](a, NULL));
+#ifndef UNDER_ASAN
+        BAD(inplaces[i](dead, a));
+#endif
+    }
+    BAD(ember_fill_(NULL, 1));
+    BAD(ember_unary_(NULL, "exp"));
+    BAD(ember_unary_(a, NULL));
+    BAD(ember_unary_(a, "nope"));
+    BAD(ember_clamp_(NULL, 1, 0, 0, 0));
+
+    /* ---- optimizer steps */
+    BAD(ember_sgd_step_(NULL, a, NULL, 0.1, 0, 0, 0, 0, 0, 1));
+    BAD(ember_sgd_step_(a, NULL, NULL, 0.1, 0, 0, 0, 0, 0, 1));
+    BAD(ember_adam_step_(a, a, NULL, a, NULL, 0.1, 0.9, 0.999, 1e-8, 0, 0, 0, 1));
+    BAD(ember_adam_step_(a, a, a, a, NULL, 0.1, 0.9, 0.999, 1e-8, 0, 0, 0, 0));
+
+    /* ---- autograd */
+    int key = 0;
+    BAD(ember_key_new(0, NULL));
+    BAD(ember_key_record(0));
+    BAD(ember_key_record(-3));
+    BAD(ember_key_record(1 << 30));
+    BAD(ember_key_track(1 << 30, a));
+    CHECK(ember_key_new(0, &key) == EMBER_OK);
+    BAD(ember_key_track(key, NULL));
+    BAD(ember_key_track(key, idx));   /* an integer tensor */
+    SAFE(ember_key_free(-1));
+    SAFE(ember_key_release(1 << 30));
+    SAFE(ember_key_set_group(-5, 2));
+    SAFE(ember_key_tracks(key, NULL));
+    SAFE(ember_is_tracked(NULL));
+    SAFE(ember_grad_fn(NULL, NULL));
+    SAFE(ember_grad_fn_key(key, NULL, NULL));
+    SAFE(ember_gradient_edge(NULL, NULL));
+    SAFE(ember_node_name(NULL));
+    SAFE(ember_node_id(NULL));
+    SAFE(ember_node_num_inputs(NULL) + ember_node_num_outputs(NULL) + ember_node_key(NULL));
+    SAFE(ember_node_next(NULL, 0, NULL));
+    SAFE(ember_node_needs_input_grad(NULL, 0));
+    SAFE(ember_node_input_shape(NULL, 0, NULL));
+    SAFE(ember_node_leaf(NULL));
+    SAFE(ember_node_saved_input(NULL, 0));
+    SAFE(ember_node_saved_output(NULL, 0));
+    SAFE(ember_node_lua_ctx(NULL));
+    SAFE(ember_node_set_intercept(NULL, 1));
+    BAD(ember_node_set_saved_input(NULL, 0, a));
+    BAD(ember_node_set_saved_output(NULL, 0, a));
+    SAFE(ember_drain_node_journal(NULL, 4));
+    SAFE(ember_drain_freed_ctx(NULL, 4));
+    BAD(ember_set_rule_override(NULL, 1));
+    BAD(ember_set_rule_override("not_an_op", 1));
+    CHECK(ember_key_record(key) == EMBER_OK);
+    CHECK(ember_key_track(key, a) == EMBER_OK);
+    BAD(ember_record_custom("f", 1, 1, 1, NULL, 1, &a));
+    BAD(ember_record_custom("f", 1, 1, 1, &a, 1, NULL));
+    BAD(ember_record_custom(NULL, 1, 1, 1, &a, 1, &a));
+    ember_backward_run *run = NULL;
+    ember_backward_req req;
+    BAD(ember_backward_begin(key, 1, &a, NULL, NULL));
+    BAD(ember_backward_begin(key, 1, NULL, NULL, &run));
+    BAD(ember_backward_begin(key, -1, &a, NULL, &run));
+    BAD(ember_backward_begin(1 << 30, 1, &a, NULL, &run));
+    BAD(ember_backward_step(NULL, &req));
+    BAD(ember_backward_step_until(NULL, &req, 0));
+    BAD(ember_backward_supply(NULL, 0, NULL));
+    BAD(ember_backward_builtin(NULL, 0, NULL));
+    BAD(ember_backward_builtin_grads(NULL, 0, NULL, NULL));
+    SAFE((ember_backward_end(NULL), 0));
+    CHECK(ember_backward_begin(key, 1, &a, NULL, &run) == EMBER_ERR_SHAPE);   /* a is not one element */
+    CHECK(run == NULL);
+    BAD(ember_backward_step(run, NULL));
+    ember_key_free(key);
+
+    /* ---- the library is still usable */
+    ember_tensor *b = NULL, *c = NULL;
+    CHECK(ember_full(2, s23, 2, EMBER_FLOAT32, EMBER_CPU, &b) == EMBER_OK);
+    CHECK(ember_add(a, b, &c) == EMBER_OK);
+    CHECK(ember_item(c, &v) == EMBER_ERR_SHAPE);
+    CHECK(((float *)ember_tensor_data(c))[5] == 3.5f);
+    ember_tensor_release(b);
+    ember_tensor_release(c);
+    ember_tensor_release(a);
+    ember_tensor_release(idx);
+    printf("test_bad_args: %d bad calls, %d without a clean error\n", calls, failures);
+    return failures != 0;
+}
