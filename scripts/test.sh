@@ -42,6 +42,9 @@ else
   failed=$((failed + 1))
 fi
 
+echo "== the file parsers under libFuzzer (scripts/fuzz.sh, 30 s each)"
+if scripts/fuzz.sh 30 2>&1 | tee "$log/fuzz.txt"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 echo "== Lua specs"
 EMBER_BUILD_DIR=build luajit /usr/bin/busted 2>&1 | tee "$log/lua.txt"; count "$log/lua.txt"
 

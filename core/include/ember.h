@@ -503,6 +503,22 @@ EMBER_API int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m
 /* Reads an IDX file (gzip'd or plain): big-endian magic 0 0 type ndim, the
    dims, then the data. uint8 stays uint8; int8 and int16 become int32. */
 EMBER_API int ember_load_idx(const char *path, ember_tensor **out);
+/* safetensors files (what ember.save writes from Lua): a list of named
+   tensors. ember_save writes them atomically (a temporary beside the file,
+   renamed over it; temporaries left by a writer that was killed are removed
+   first). ember_load reads every tensor to the CPU; the list owns them:
+   ember_named_tensor borrows one (retain it to keep it past ember_named_free).
+   Every length, offset and shape in a file is checked before it is used. */
+typedef struct ember_named_tensors ember_named_tensors;
+EMBER_API int ember_save(const char *path, int n, const char *const *names, ember_tensor *const *tensors);
+EMBER_API int ember_load(const char *path, ember_named_tensors **out);
+EMBER_API int ember_named_count(const ember_named_tensors *list);
+EMBER_API const char *ember_named_name(const ember_named_tensors *list, int i);
+EMBER_API ember_tensor *ember_named_tensor(const ember_named_tensors *list, int i);
+EMBER_API void ember_named_free(ember_named_tensors *list);
+/* Removes `<path>.tmp.<pid>.*` files whose writing process is gone; returns
+   how many (ember.save calls it too). */
+EMBER_API int ember_remove_stale_temps(const char *path);
 /* ffi:end */
 
 #ifdef __cplusplus

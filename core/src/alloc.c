@@ -136,7 +136,8 @@ void ember__flush_stats(void)
         pending_tensors = 0;
     }
     if (pending_bytes) {
-        int64_t now = (bytes_in_use += pending_bytes), peak = peak_bytes;
+        int64_t now = atomic_fetch_add(&bytes_in_use, pending_bytes) + pending_bytes;
+        int64_t peak = atomic_load(&peak_bytes);
         pending_bytes = 0;
         while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
     }

@@ -128,6 +128,10 @@ void ember__flush_stats(void);             /* alloc.c: this thread's batched cou
 void ember__free_thread_pools(void);       /* tensor.c */
 void ember__free_thread_autograd(void);    /* autograd.c */
 
+/* ------------------------------------------------------------------ files (io/) */
+/* Parses a whole safetensors file held in memory; `what` names it in errors. */
+int ember__safetensors_parse(const unsigned char *buf, size_t len, const char *what, ember_named_tensors **out);
+
 /* ------------------------------------------------------------------ allocator (alloc.c) */
 void *ember__alloc(size_t nbytes);        /* 64-byte aligned; NULL on failure */
 void ember__free(void *p, size_t nbytes);

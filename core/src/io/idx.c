@@ -5,7 +5,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
+
+/* deflate cannot expand data by more than this factor (RFC 1951's longest
+   match, 258 bytes, coded in about two bits) */
+#define MAX_DEFLATE_RATIO 1032
 
 static int read_exact(gzFile f, void *buf, size_t n, size_t *got)
 {
@@ -65,8 +70,25 @@ int ember_load_idx(const char *path, ember_tensor **out)
         rc = ember__fail(EMBER_ERR_IO, "load_idx: %s: absurd dims %s", path, ember__shape_str(sb, ndim, shape));
         goto done;
     }
-    EMBER_CHECK(ember__new(ndim, shape, dtype, EMBER_CPU, &t));
     size_t bytes = (size_t)n * (size_t)src_size;
+    {   /* the file must be able to hold the data before it is allocated */
+        struct stat st;
+        size_t header = 4 + 4 * (size_t)ndim;
+        if (stat(path, &st) == 0 && st.st_size >= 0) {
+            size_t size = (size_t)st.st_size;
+            size_t room = gzdirect(f) ? (size > header ? size - header : 0)
+                                      : (size > (SIZE_MAX / MAX_DEFLATE_RATIO) ? SIZE_MAX : size * MAX_DEFLATE_RATIO);
+            if (bytes > room) {
+                char sb[200];
+                rc = ember__fail(EMBER_ERR_IO,
+                                 "load_idx: %s: truncated: dims %s need %zu bytes of data, a %s file of %zu bytes "
+                                 "cannot hold them", path, ember__shape_str(sb, ndim, shape), bytes,
+                                 gzdirect(f) ? "plain" : "gzip'd", size);
+                goto done;
+            }
+        }
+    }
+    EMBER_CHECK(ember__new(ndim, shape, dtype, EMBER_CPU, &t));
     if (src_size == 1 && dtype == EMBER_UINT8) {
         if (read_exact(f, ember__ptr(t), bytes, &got) < 0) goto truncated;
     } else {

@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef EMBER_HAVE_BLAS

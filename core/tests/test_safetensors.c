@@ -1,0 +1,131 @@
+/* test_safetensors.c: ember_save / ember_load from C: a round trip of every
+   dtype, a zero-size tensor and a strided view; files damaged in each way a
+   reader must survive; the stale temporary a killed writer leaves. */
+#define _DEFAULT_SOURCE
+#include "ember.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond,        \
+                    ember_last_error());                                                       \
+            failures++;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+static void write_file(const char *path, const void *buf, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(buf, 1, n, f);
+    fclose(f);
+}
+
+static void damaged(const char *dir, const char *header, const char *data, size_t data_len, const char *want)
+{
+    char path[512], buf[4096];
+    size_t h = strlen(header);
+    for (int i = 0; i < 8; i++) buf[i] = (char)((uint64_t)h >> (8 * i));
+    memcpy(buf + 8, header, h);
+    memcpy(buf + 8 + h, data, data_len);
+    snprintf(path, sizeof path, "%s/damaged.safetensors", dir);
+    write_file(path, buf, 8 + h + data_len);
+    ember_named_tensors *l = (ember_named_tensors *)&l;
+    CHECK(ember_load(path, &l) == EMBER_ERR_IO);
+    CHECK(l == NULL);
+    if (!strstr(ember_last_error(), want)) {
+        fprintf(stderr, "damaged file %s: expected '%s' in '%s'\n", header, want, ember_last_error());
+        failures++;
+    }
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/ember_st_XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+
+    /* every dtype, a 0-d tensor, a zero-size tensor, a transposed view */
+    const int dts[8] = {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16, EMBER_INT32, EMBER_INT64,
+                        EMBER_UINT8, EMBER_BOOL};
+    const int64_t s23[2] = {2, 3}, s0[2] = {0, 4};
+    const double vals[6] = {1, 0, 3, 1, 5, 1};
+    ember_tensor *ts[11] = {0};
+    const char *names[11] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool", "scalar", "empty", "layer.0.weight_t"};
+    for (int i = 0; i < 8; i++) CHECK(ember_from_data(vals, EMBER_FLOAT64, 2, s23, dts[i], EMBER_CPU, &ts[i]) == EMBER_OK);
+    CHECK(ember_scalar(2.5, EMBER_FLOAT64, 0, &ts[8]) == EMBER_OK);
+    CHECK(ember_empty(2, s0, EMBER_FLOAT32, EMBER_CPU, &ts[9]) == EMBER_OK);
+    CHECK(ember_transpose(ts[0], 0, 1, &ts[10]) == EMBER_OK);
+    CHECK(ember_save(path, 11, names, ts) == EMBER_OK);
+
+    ember_named_tensors *l = NULL;
+    CHECK(ember_load(path, &l) == EMBER_OK);
+    CHECK(ember_named_count(l) == 11);
+    for (int i = 0; i < ember_named_count(l) && i < 11; i++) {
+        ember_tensor *t = ember_named_tensor(l, i);
+        CHECK(strcmp(ember_named_name(l, i), names[i]) == 0);
+        CHECK(ember_tensor_dtype(t) == ember_tensor_dtype(ts[i]));
+        CHECK(ember_tensor_ndim(t) == ember_tensor_ndim(ts[i]));
+        CHECK(ember_tensor_numel(t) == ember_tensor_numel(ts[i]));
+        int64_t n = ember_tensor_numel(t);
+        double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+        CHECK(ember_copy_to_buffer(t, a, EMBER_FLOAT64) == EMBER_OK);
+        CHECK(ember_copy_to_buffer(ts[i], b, EMBER_FLOAT64) == EMBER_OK);
+        CHECK(n == 0 || memcmp(a, b, (size_t)n * sizeof *a) == 0);
+        free(a);
+        free(b);
+    }
+    CHECK(ember_named_name(l, 11) == NULL && ember_named_tensor(l, -1) == NULL);
+    ember_named_free(l);
+
+    /* what a reader must refuse, each with its reason */
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", "1234", 4, "do not hold");
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", "12345678", 8, "do not hold");
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1125899906842624,16],\"data_offsets\":[0,8]}}", "12345678", 8, "too large");
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[99999999999999999999],\"data_offsets\":[0,8]}}", "12345678", 8, "overflows");
+    damaged(dir, "{\"a\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[0,4]}}", "1234", 4, "not one ember reads");
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            "1234", 4, "appears twice");
+    damaged(dir, "{\"a\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", "\x01\x07", 2, "neither 0 nor 1");
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]", "", 0, "bad header");
+    damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", "1234", 4, "after the closing brace");
+    {   /* a header length past the end of the file */
+        unsigned char buf[16] = {0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, '{', '}'};
+        write_file(path, buf, 10);
+        CHECK(ember_load(path, &l) == EMBER_ERR_IO && strstr(ember_last_error(), "does not fit"));
+    }
+    CHECK(ember_load("/nonexistent/x.safetensors", &l) == EMBER_ERR_IO);
+    CHECK(ember_save(path, 1, names, NULL) == EMBER_ERR_ARG);
+    const char *bad_name[1] = {"quote\"d"};
+    CHECK(ember_save(path, 1, bad_name, ts) == EMBER_ERR_ARG);
+
+    /* a writer killed mid-write leaves a temporary; the next save removes it */
+    char stale[600];
+    snprintf(stale, sizeof stale, "%s.tmp.%d.dead", path, 999999);   /* no such process */
+    write_file(stale, "partial", 7);
+    char live[600];
+    snprintf(live, sizeof live, "%s.tmp.%d.busy", path, (int)getpid());   /* a live writer's: kept */
+    write_file(live, "partial", 7);
+    CHECK(ember_save(path, 1, names, ts) == EMBER_OK);
+    CHECK(access(stale, F_OK) != 0);
+    CHECK(access(live, F_OK) == 0);
+    unlink(live);
+    CHECK(ember_load(path, &l) == EMBER_OK && ember_named_count(l) == 1);
+    ember_named_free(l);
+
+    for (int i = 0; i < 11; i++) ember_tensor_release(ts[i]);
+    unlink(path);
+    char dpath[600];
+    snprintf(dpath, sizeof dpath, "%s/damaged.safetensors", dir);
+    unlink(dpath);
+    rmdir(dir);
+    printf("test_safetensors: %s\n", failures ? "FAILED" : "ok");
+    return failures != 0;
+}

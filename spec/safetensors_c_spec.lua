@@ -1,0 +1,59 @@
+-- The C API's safetensors reader and writer (ember_load / ember_save) and
+-- the Lua ones (ember.load / ember.save) read each other's files.
+local H = require("helpers")
+local ember = H.ember
+local ffi = require("ffi")
+local C = ember._C
+
+local function tmpname() return os.tmpname() .. ".safetensors" end
+
+describe("safetensors between C and Lua", function()
+  it("C reads what ember.save wrote, every dtype", function()
+    local path = tmpname()
+    local sd = {
+      w = ember.tensor({ { 1.5, -2 }, { 3, 4.25 } }),
+      d = ember.tensor({ 1, 2, 3 }, { dtype = "float64" }),
+      i = ember.tensor({ 7, -8 }, { dtype = "int64" }),
+      b = ember.tensor({ true, false, true }),
+      u = ember.tensor({ 0, 255 }, { dtype = "uint8" }),
+    }
+    ember.save(path, sd)
+    local list = ffi.new("ember_named_tensors *[1]")
+    assert.are.equal(0, C.ember_load(path, list))
+    local got = {}
+    for k = 0, C.ember_named_count(list[0]) - 1 do
+      local name = ffi.string(C.ember_named_name(list[0], k))
+      got[name] = ember._wrap_borrowed(C.ember_named_tensor(list[0], k))
+    end
+    C.ember_named_free(list[0])
+    for name, t in pairs(sd) do
+      assert.is_not_nil(got[name], name)
+      assert.are.equal(t.dtype, got[name].dtype)
+      assert.are.same(t:tolist(), got[name]:tolist())
+    end
+    os.remove(path)
+  end)
+
+  it("ember.load reads what C's ember_save wrote", function()
+    local path = tmpname()
+    local a, b = ember.randn({ 3, 4 }), ember.arange(0, 6, 1, { dtype = "int32" }):reshape({ 2, 3 }):t()
+    local names = ffi.new("const char *[2]", { "layer.weight", "idx" })
+    local ts = ffi.new("ember_tensor *[2]", { a._c, b._c })
+    assert.are.equal(0, C.ember_save(path, 2, names, ts))
+    local sd = ember.load(path)
+    assert.are.same(a:tolist(), sd["layer.weight"]:tolist())
+    assert.are.same(b:tolist(), sd.idx:tolist())
+    os.remove(path)
+  end)
+
+  it("refuses a damaged file with the reason", function()
+    local path = tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write("\255\255\255\127\0\0\0\0{}")
+    f:close()
+    local list = ffi.new("ember_named_tensors *[1]")
+    assert.are.equal(C.EMBER_ERR_IO, C.ember_load(path, list))
+    assert.matches("does not fit a file of 10 bytes", ffi.string(C.ember_last_error()))
+    os.remove(path)
+  end)
+end)
