@@ -420,7 +420,7 @@ describe("activations, normalisation and embedding", function()
     ember.manual_seed(9)
     assert.is_true(gradcheck(function(t, ww, bb) return (F.layer_norm(t, { 2, 3 }, ww, bb) ^ 2 * t):sum() end,
       { randn({ 2, 2, 3 }), randn({ 2, 3 }), randn({ 2, 3 }) }))
-    assert.has_error(function() F.layer_norm(x, { 4 }) end, "layer_norm: input {2, 3} does not end with normalized_shape {4}")
+    assert.has_error(function() F.layer_norm(x, { 4 }) end, "ember.layer_norm: input {2, 3} does not end with normalized_shape {4}")
   end)
 
   it("batch_norm uses batch statistics in training and updates the running ones", function()
@@ -447,7 +447,7 @@ describe("activations, normalisation and embedding", function()
     H.same(F.embedding(idx, w), { { { 5, 6 }, { 1, 2 } }, { { 3, 4 }, { 3, 4 } } }, 0, { 2, 2, 2 })
     assert.is_true(gradcheck(function(ww) return (F.embedding(idx, ww) ^ 2):sum() end, { w }))
     assert.has_error(function() F.embedding(ember.tensor({ 1.5 }), w) end,
-      "embedding: indices must be int64 or int32, got float32")
+      "ember.embedding: indices must be int64 or int32, got float32")
   end)
 end)
 
@@ -491,9 +491,9 @@ describe("losses", function()
 
   it("names a label out of range", function()
     assert.has_error(function() F.cross_entropy(logits, ember.tensor({ 3, 0 }, { dtype = "int64" })) end,
-      "cross_entropy: label 0 is out of range 1..3 (labels are 1-based class indices)")
+      "ember.cross_entropy: label 0 is out of range 1..3 (labels are 1-based class indices)")
     assert.has_error(function() F.cross_entropy(logits, ember.tensor({ 4, 1 }, { dtype = "int64" })) end,
-      "cross_entropy: label 4 is out of range 1..3 (labels are 1-based class indices)")
+      "ember.cross_entropy: label 4 is out of range 1..3 (labels are 1-based class indices)")
     local ok, err = pcall(F.cross_entropy, logits, ember.tensor({ 1, 2, 3 }, { dtype = "int64" }))
     assert.truthy(err:find("{2, 3}", 1, true) and err:find("{3}", 1, true))
     ok, err = pcall(F.cross_entropy, logits, ember.tensor({ 1, 2 }))

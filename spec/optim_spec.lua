@@ -441,13 +441,13 @@ describe("ember.optim.clip_grad_norm", function()
   it("rejects bad arguments", function()
     local a = ember.tensor({ 0 })
     assert.has_error(function() optim.clip_grad_norm({ a }, -1) end,
-      "clip_grad_norm: max_norm must be a non-negative number, got -1")
+      "ember.optim.clip_grad_norm: max_norm must be a non-negative number, got -1")
     assert.has_error(function() optim.clip_grad_norm({ a }, 1, 0) end,
-      "clip_grad_norm: norm_type must be a positive number or math.huge, got 0")
+      "ember.optim.clip_grad_norm: norm_type must be a positive number or math.huge, got 0")
     assert.has_error(function() optim.clip_grad_norm({ 1 }, 1) end,
-      "clip_grad_norm: params[1] must be a tensor, got 1")
+      "ember.optim.clip_grad_norm: params[1] must be a tensor, got 1")
     assert.has_error(function() optim.clip_grad_norm("w", 1) end,
-      'clip_grad_norm: params must be a tensor or a list of tensors, got "w"')
+      'ember.optim.clip_grad_norm: params must be a tensor or a list of tensors, got "w"')
   end)
 
   it("clip_grad_value clamps in place", function()
@@ -462,7 +462,7 @@ end)
 describe("ember.optim.lr_scheduler", function()
   local function sgd(lr) return optim.SGD({ ember.zeros({ 1 }) }, { lr = lr }) end
 
-  it("StepLR: lr = base * gamma^floor(epoch/step_size)", function()
+  it("ember.optim.StepLR: lr = base * gamma^floor(epoch/step_size)", function()
     local opt = sgd(1)
     local s = optim.lr_scheduler.StepLR(opt, { step_size = 2, gamma = 0.5 })
     assert.are.same({ 1 }, s:get_last_lr())
@@ -484,7 +484,7 @@ describe("ember.optim.lr_scheduler", function()
     assert.is_true(math.abs(lrs[1] - 0.1) < 1e-15 and math.abs(lrs[2] - 0.05) < 1e-15)
   end)
 
-  it("CosineAnnealingLR: eta_min + (base - eta_min)(1 + cos(pi t/T_max))/2", function()
+  it("ember.optim.CosineAnnealingLR: eta_min + (base - eta_min)(1 + cos(pi t/T_max))/2", function()
     local opt = sgd(1)
     local s = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = 4, eta_min = 0.1 })
     -- t = 0..5: 1, 0.1 + 0.9*0.8535534, 0.55, 0.1 + 0.9*0.1464466, 0.1, back up
@@ -535,17 +535,17 @@ describe("ember.optim.lr_scheduler", function()
   it("rejects bad arguments", function()
     local opt = sgd(1)
     assert.has_error(function() optim.lr_scheduler.StepLR(opt, {}) end,
-      "StepLR: step_size must be a positive integer, got nil")
+      "ember.optim.StepLR: step_size must be a positive integer, got nil")
     assert.has_error(function() optim.lr_scheduler.StepLR(opt, { step_size = 0 }) end,
-      "StepLR: step_size must be a positive integer, got 0")
+      "ember.optim.StepLR: step_size must be a positive integer, got 0")
     assert.has_error(function() optim.lr_scheduler.StepLR(opt, { step_size = 1, gama = 1 }) end,
-      "StepLR: unknown option 'gama'")
+      "ember.optim.StepLR: unknown option 'gama'")
     assert.has_error(function() optim.lr_scheduler.StepLR({}, { step_size = 1 }) end,
-      "StepLR: expected an optimizer, got a table")
+      "ember.optim.StepLR: expected an optimizer, got a table")
     assert.has_error(function() optim.lr_scheduler.CosineAnnealingLR(opt, { eta_min = 0 }) end,
-      "CosineAnnealingLR: T_max must be a positive integer, got nil")
+      "ember.optim.CosineAnnealingLR: T_max must be a positive integer, got nil")
     assert.has_error(function() optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = 2, eta_min = "0" }) end,
-      'CosineAnnealingLR: eta_min must be a finite number, got "0"')
+      'ember.optim.CosineAnnealingLR: eta_min must be a finite number, got "0"')
   end)
 end)
 
@@ -591,7 +591,7 @@ describe("optimizer state_dict", function()
     assert.are.same({ 0.8, 0.99 }, o2.param_groups[1].betas)
   end)
 
-  it("AdamW: round trip", function()
+  it("ember.optim.AdamW: round trip", function()
     round_trip(optim.AdamW, { lr = 0.05, weight_decay = 0.2 })
   end)
 
@@ -622,19 +622,19 @@ describe("optimizer state_dict", function()
     local sd = o:state_dict()
     local one = optim.SGD({ ember.tensor({ 1, 2 }) }, { lr = 0.1 })
     assert.has_error(function() one:load_state_dict(sd) end,
-      "SGD: load_state_dict: parameter group 1 has 2 parameter(s) in the state and 1 in the optimizer")
+      "ember.optim.SGD: load_state_dict: parameter group 1 has 2 parameter(s) in the state and 1 in the optimizer")
     local swapped = optim.SGD({ ember.tensor({ 3 }), ember.tensor({ 1, 2 }) }, { lr = 0.1 })
     assert.has_error(function() swapped:load_state_dict(sd) end,
-      "SGD: load_state_dict: state[1].momentum_buffer has shape {2}, its parameter {1}")
+      "ember.optim.SGD: load_state_dict: state[1].momentum_buffer has shape {2}, its parameter {1}")
     assert.is_nil(next(swapped.state))   -- nothing changed
     local two = optim.SGD({ { params = { ember.tensor({ 1, 2 }) } }, { params = { ember.tensor({ 3 }) } } })
     assert.has_error(function() two:load_state_dict(sd) end,
-      "SGD: load_state_dict: the state has 1 parameter group(s), the optimizer has 2")
+      "ember.optim.SGD: load_state_dict: the state has 1 parameter group(s), the optimizer has 2")
     local adam = optim.Adam({ ember.tensor({ 1, 2 }), ember.tensor({ 3 }) })
     assert.has_error(function() adam:load_state_dict(sd) end,
-      "Adam: unknown option 'dampening' in param_groups[1] of the loaded state")
+      "ember.optim.Adam: unknown option 'dampening' in param_groups[1] of the loaded state")
     assert.has_error(function() one:load_state_dict(42) end,
-      "SGD: load_state_dict: expected a table with state and param_groups, got 42")
+      "ember.optim.SGD: load_state_dict: expected a table with state and param_groups, got 42")
   end)
 end)
 
@@ -642,41 +642,41 @@ end)
 describe("optimizer argument errors", function()
   local w = ember.tensor({ 1 })
   local cases = {
-    { function() optim.SGD(5) end, "SGD: params must be a list of tensors or of parameter groups, got 5" },
-    { function() optim.SGD("w") end, 'SGD: params must be a list of tensors or of parameter groups, got "w"' },
-    { function() optim.SGD({ 1, 2 }) end, "SGD: params[1] must be a tensor, got 1" },
-    { function() optim.SGD({ w, "x" }) end, 'SGD: params[2] must be a tensor, got "x"' },
-    { function() optim.SGD({}) end, "SGD: got an empty parameter list" },
-    { function() optim.SGD({ w, w }) end, "SGD: params[2] appears more than once in the optimizer" },
+    { function() optim.SGD(5) end, "ember.optim.SGD: params must be a list of tensors or of parameter groups, got 5" },
+    { function() optim.SGD("w") end, 'ember.optim.SGD: params must be a list of tensors or of parameter groups, got "w"' },
+    { function() optim.SGD({ 1, 2 }) end, "ember.optim.SGD: params[1] must be a tensor, got 1" },
+    { function() optim.SGD({ w, "x" }) end, 'ember.optim.SGD: params[2] must be a tensor, got "x"' },
+    { function() optim.SGD({}) end, "ember.optim.SGD: got an empty parameter list" },
+    { function() optim.SGD({ w, w }) end, "ember.optim.SGD: params[2] appears more than once in the optimizer" },
     { function() optim.SGD({ ember.tensor({ 1 }, { dtype = "int64" }) }) end,
-      "SGD: params[1] is a int64 tensor; only floating point tensors can be optimized" },
-    { function() optim.SGD({ w }, { lr = -1 }) end, "SGD: lr must be a non-negative number, got -1" },
-    { function() optim.SGD({ w }, { lr = "0.1" }) end, 'SGD: lr must be a non-negative number, got "0.1"' },
-    { function() optim.SGD({ w }, { lr = 0 / 0 }) end, "SGD: lr must be a non-negative number, got nan" },
-    { function() optim.SGD({ w }, { lrr = 0.1 }) end, "SGD: unknown option 'lrr'" },
-    { function() optim.SGD({ w }, 0.1) end, "SGD: options must be a table, got 0.1" },
+      "ember.optim.SGD: params[1] is a int64 tensor; only floating point tensors can be optimized" },
+    { function() optim.SGD({ w }, { lr = -1 }) end, "ember.optim.SGD: lr must be a non-negative number, got -1" },
+    { function() optim.SGD({ w }, { lr = "0.1" }) end, 'ember.optim.SGD: lr must be a non-negative number, got "0.1"' },
+    { function() optim.SGD({ w }, { lr = 0 / 0 }) end, "ember.optim.SGD: lr must be a non-negative number, got nan" },
+    { function() optim.SGD({ w }, { lrr = 0.1 }) end, "ember.optim.SGD: unknown option 'lrr'" },
+    { function() optim.SGD({ w }, 0.1) end, "ember.optim.SGD: options must be a table, got 0.1" },
     { function() optim.SGD({ w }, { momentum = -0.5 }) end,
-      "SGD: momentum must be a non-negative number, got -0.5" },
-    { function() optim.SGD({ w }, { nesterov = 1 }) end, "SGD: nesterov must be a boolean, got 1" },
+      "ember.optim.SGD: momentum must be a non-negative number, got -0.5" },
+    { function() optim.SGD({ w }, { nesterov = 1 }) end, "ember.optim.SGD: nesterov must be a boolean, got 1" },
     { function() optim.SGD({ w }, { nesterov = true }) end,
-      "SGD: nesterov momentum requires a momentum > 0 and zero dampening" },
+      "ember.optim.SGD: nesterov momentum requires a momentum > 0 and zero dampening" },
     { function() optim.SGD({ w }, { nesterov = true, momentum = 0.9, dampening = 0.1 }) end,
-      "SGD: nesterov momentum requires a momentum > 0 and zero dampening" },
+      "ember.optim.SGD: nesterov momentum requires a momentum > 0 and zero dampening" },
     { function() optim.SGD({ { params = { w } }, { params = { ember.tensor({ 2 }) }, lr = -2 } }) end,
-      "SGD: lr must be a non-negative number, got -2 in parameter group 2" },
+      "ember.optim.SGD: lr must be a non-negative number, got -2 in parameter group 2" },
     { function() optim.SGD({ { params = { w, 3 } } }) end,
-      "SGD: param_groups[1].params[2] must be a tensor, got 3" },
+      "ember.optim.SGD: param_groups[1].params[2] must be a tensor, got 3" },
     { function() optim.Adam({ w }, { betas = { 0.9 } }) end,
-      "Adam: betas must be a list of two numbers in [0, 1), got a table" },
+      "ember.optim.Adam: betas must be a list of two numbers in [0, 1), got a table" },
     { function() optim.Adam({ w }, { betas = { 0.9, 1 } }) end,
-      "Adam: betas must be a list of two numbers in [0, 1) (betas[2] is 1), got a table" },
-    { function() optim.Adam({ w }, { eps = -1e-8 }) end, "Adam: eps must be a non-negative number, got -1e-08" },
-    { function() optim.Adam({ w }, { amsgrad = "yes" }) end, 'Adam: amsgrad must be a boolean, got "yes"' },
-    { function() optim.Adam({ w }, { momentum = 0.9 }) end, "Adam: unknown option 'momentum'" },
+      "ember.optim.Adam: betas must be a list of two numbers in [0, 1) (betas[2] is 1), got a table" },
+    { function() optim.Adam({ w }, { eps = -1e-8 }) end, "ember.optim.Adam: eps must be a non-negative number, got -1e-08" },
+    { function() optim.Adam({ w }, { amsgrad = "yes" }) end, 'ember.optim.Adam: amsgrad must be a boolean, got "yes"' },
+    { function() optim.Adam({ w }, { momentum = 0.9 }) end, "ember.optim.Adam: unknown option 'momentum'" },
     { function() optim.AdamW({ w }, { weight_decay = -0.01 }) end,
-      "AdamW: weight_decay must be a non-negative number, got -0.01" },
-    { function() optim.AdamW(nil) end, "AdamW: params must be a list of tensors or of parameter groups, got nil" },
-    { function() optim.SGD({ w }):step(5) end, "SGD: step: closure must be a function, got 5" },
+      "ember.optim.AdamW: weight_decay must be a non-negative number, got -0.01" },
+    { function() optim.AdamW(nil) end, "ember.optim.AdamW: params must be a list of tensors or of parameter groups, got nil" },
+    { function() optim.SGD({ w }):step(5) end, "ember.optim.SGD: step: closure must be a function, got 5" },
   }
   for i, case in ipairs(cases) do
     it(("%d: %s"):format(i, case[2]), function()

@@ -85,7 +85,8 @@ int ember__backend_get(int device, const ember_backend **out)
     char dev[32];
     *out = NULL;
     if (device < EMBER_CUDA0 || device > 64)
-        return ember__fail(EMBER_ERR_DEVICE, "unknown device %d", device);
+        return ember__fail(EMBER_ERR_DEVICE, "device cuda:%lld does not exist (devices cuda:0 to cuda:63)",
+                           (long long)device - 1);
     load_cuda();
     if (!cuda_backend)
         return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %s",

@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const DTYPE_NAMES[EMBER_DTYPE_COUNT] = {
@@ -161,6 +162,10 @@ static int64_t to_i64(double v)
     return (int64_t)v;
 }
 
+/* docs/dtypes.md: a float becomes an integer by truncation toward zero,
+   saturating at the dtype's bounds; NaN becomes 0. */
+static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 void ember__store(void *p, int dtype, double v)
 {
     switch (dtype) {
@@ -168,9 +173,9 @@ void ember__store(void *p, int dtype, double v)
     case EMBER_FLOAT64: *(double *)p = v; break;
     case EMBER_FLOAT16: *(uint16_t *)p = ember__float_to_half((float)v); break;
     case EMBER_BFLOAT16: *(uint16_t *)p = ember__float_to_bf16((float)v); break;
-    case EMBER_INT32: *(int32_t *)p = (int32_t)to_i64(v); break;
+    case EMBER_INT32: *(int32_t *)p = (int32_t)clamp_i64(to_i64(v), INT32_MIN, INT32_MAX); break;
     case EMBER_INT64: *(int64_t *)p = to_i64(v); break;
-    case EMBER_UINT8: *(uint8_t *)p = (uint8_t)to_i64(v); break;
+    case EMBER_UINT8: *(uint8_t *)p = (uint8_t)clamp_i64(to_i64(v), 0, 255); break;
     default: *(uint8_t *)p = v != 0; break;
     }
 }
@@ -238,4 +243,20 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
     }
     for (int64_t i = 0; i < n; i++)
         ember__store(d + i * dstride * ds, ddt, ember__load(s + i * sstride * ss, sdt));
+}
+
+int ember__check_value(const char *op, double v, int dtype)
+{
+    if (!ember__is_int(dtype) || dtype == EMBER_BOOL) return EMBER_OK;
+    double lo = dtype == EMBER_UINT8 ? 0 : dtype == EMBER_INT32 ? (double)INT32_MIN : -9.2233720368547758e18;
+    double hi = dtype == EMBER_UINT8 ? 255 : dtype == EMBER_INT32 ? (double)INT32_MAX : 9.2233720368547758e18;
+    if (!(v >= lo && (dtype == EMBER_INT64 ? v < hi : v <= hi)))
+    {
+        char num[64];
+        if (v != v) snprintf(num, sizeof num, "nan");
+        else snprintf(num, sizeof num, "%.17g", v);
+        return ember__fail(EMBER_ERR_ARG, "%s: value %s cannot be converted to %s without overflow", op, num,
+                           ember_dtype_name(dtype));
+    }
+    return EMBER_OK;
 }

@@ -233,6 +233,9 @@ uint16_t ember__float_to_bf16(float f);
 /* Reads element i of a typed buffer as double; writes a double. */
 double ember__load(const void *p, int dtype);
 void ember__store(void *p, int dtype, double v);
+/* Fails, naming op, the value and the dtype, when an integer dtype cannot
+   hold v (NaN, infinite or out of range), as PyTorch's fill and full do. */
+int ember__check_value(const char *op, double v, int dtype);
 /* Converts n elements between dtypes, strided in elements. */
 void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sdt,
                     int64_t sstride, int64_t n);

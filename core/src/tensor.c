@@ -295,6 +295,8 @@ int ember_full(int ndim, const int64_t *shape, double value, int dtype, int devi
                ember_tensor **out)
 {
     if (!out) return ember__fail(EMBER_ERR_ARG, "full: out is NULL");
+    *out = NULL;
+    if (ember__valid_dtype(dtype)) EMBER_TRY(ember__check_value("full", value, dtype));
     int rc = ember__new(ndim, shape, dtype, device, out);
     if (rc < 0) return rc == EMBER_ERR_OOM ? ember__fail_prefix(rc, "full") : rc;
     rc = ember__fill_raw(*out, value);   /* a new tensor starts at version 0 */

@@ -267,7 +267,7 @@ return function(ember)
       fail("DataLoader", "options must be a table, got " .. type(opts), 2)
     end
     local bs = opts.batch_size or 1
-    if type(bs) ~= "number" or bs ~= floor(bs) or bs < 1 then
+    if type(bs) ~= "number" or bs ~= floor(bs) or bs < 1 or bs > 2 ^ 53 then
       fail("DataLoader", "batch_size must be a positive integer, got " .. tostring(bs), 2)
     end
     local x, y, n

@@ -452,6 +452,7 @@ return function(ember)
           ember.is_tensor(tbl) and "a tensor" or type(tbl))
       end
       local header_json, entries = build_header(tbl, metadata)
+      C.ember_remove_stale_temps(path)   -- what a writer killed mid-save left beside the file
       fd, tmp = open_temp(path)
       write_all(fd, header_json, entries)
       if C.ember_io_fsync(fd) ~= 0 then raise("fsync failed: %s", errstr()) end

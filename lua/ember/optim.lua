@@ -15,7 +15,7 @@ local optim = {}
 
 ---------------------------------------------------------------- checks
 -- errors start with the name of what failed ("SGD: lr must be ..."), no position
-local function fail(name, fmt, ...) error(name .. ": " .. fmt:format(...), 0) end
+local function fail(name, fmt, ...) error("ember.optim." .. name .. ": " .. fmt:format(...), 0) end
 
 local function show(v)
   if type(v) == "number" then return tostring(v) end

@@ -493,8 +493,14 @@ return function(ember)
       end
       local dt = dtype_id(name, opts and opts.dtype)
       local dev = device_id(name, opts and opts.device)
+      local span, sizes = 1, {}
+      for i = 0, nd - 1 do sizes[i + 1] = tonumber(s[i]) end
       for i = 0, nd - 1 do
-        if s[i] < 0 then argerror(name, "negative size in shape", 2) end
+        if s[i] < 0 then argerror(name, "negative size in shape {" .. table.concat(sizes, ", ") .. "}", 2) end
+        span = span * math.max(tonumber(s[i]), 1)
+      end
+      if span > 2 ^ 50 then
+        argerror(name, "shape {" .. table.concat(sizes, ", ") .. "} is too large: its sizes multiply past 2^50 elements", 2)
       end
       return fn(nd, s, dt, dev)
     end
@@ -573,7 +579,9 @@ return function(ember)
 
   function ember.randint(low, high, shape, opts)
     if type(high) == "table" then low, high, shape, opts = 0, low, high, shape end
-    if not is_int(low) or not is_int(high) then argerror("randint", "expected integer bounds") end
+    if not is_int(low) or not is_int(high) or math.abs(low) >= 2 ^ 63 or math.abs(high) >= 2 ^ 63 then
+      argerror("randint", ("expected finite integer bounds, got low=%s high=%s"):format(tostring(low), tostring(high)))
+    end
     local nd, s = shape_arg("randint", shape)
     local dt = opts and opts.dtype and dtype_id("randint", opts.dtype) or I64
     check(C.ember_randint(low, high, nd, s, dt, device_id("randint", opts and opts.device), out1))
@@ -671,7 +679,12 @@ return function(ember)
   Tensor.__unm = ember.neg
 
   function Tensor.gelu(a, opts)
-    local approx = type(opts) == "table" and opts.approximate == "tanh"
+    if opts ~= nil and type(opts) ~= "table" then argerror("gelu", "options must be a table, got " .. type(opts)) end
+    local mode = opts and opts.approximate
+    if mode ~= nil and mode ~= "none" and mode ~= "tanh" then
+      argerror("gelu", "approximate must be \"none\" or \"tanh\", got " .. tostring(mode))
+    end
+    local approx = mode == "tanh"
     check(C.ember_gelu(tensor_arg("gelu", a, 1, 2), approx and 1 or 0, out1))
     return wrap(out1[0])
   end

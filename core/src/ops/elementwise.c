@@ -8,6 +8,7 @@
 #include "../backend.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ binary kernels */
@@ -247,6 +248,30 @@ static int binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
     return is_cmp(op) ? EMBER_BOOL : rt;
 }
 
+/* PyTorch's rule: an integer to a negative integer power is an error (its
+   value is a fraction an integer cannot hold). */
+static int no_negative_exponent(const ember_tensor *e)
+{
+    ember_iter it;
+    ember_tensor *ts[1] = {(ember_tensor *)e};
+    if (e->dtype == EMBER_UINT8 || e->dtype == EMBER_BOOL) return EMBER_OK;
+    ember__iter_init(&it, 1, ts);
+    int64_t idx[EMBER_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < e->numel; k++) {
+        const char *p = it.ptr[0];
+        for (int d = 0; d < it.ndim; d++) p += idx[d] * it.strides[0][d];
+        double v = ember__load(p, e->dtype);
+        if (v < 0)
+            return ember__fail(EMBER_ERR_ARG, "pow: integers to negative integer powers are not allowed "
+                               "(exponent %lld, dtype %s)", (long long)v, ember_dtype_name(e->dtype));
+        for (int d = it.ndim - 1; d >= 0; d--) {
+            if (++idx[d] < it.shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return EMBER_OK;
+}
+
 int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -259,6 +284,7 @@ int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     int odt = binary_types(op, a, b, &ct);
     EMBER_CHECK(ember__as_dtype(a, ct, &ca));
     EMBER_CHECK(ember__as_dtype(b, ct, &cb));
+    if (op == EMBER_OP_POW && ember__is_int(ct)) EMBER_CHECK(no_negative_exponent(cb));
     EMBER_CHECK(ember__new(nd, shape, odt, EMBER_CPU, out));
     if (!run_binary_small(op, ct, *out, ca, cb)) run_binary(op, ct, *out, ca, cb);
 done:
@@ -813,13 +839,15 @@ int ember__check_writable(const char *name, const ember_tensor *t)
 static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
 {
     const char *name = ember__ops[op].name;
-    char sa[200], sb[200];
+    char sa[200], sb[200], iname[32];
+    snprintf(iname, sizeof iname, "%s_", name);
     if (!a || !b) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
+    if (a->refcount <= 0 || b->refcount <= 0) return ember__fail(EMBER_ERR_ARG, "%s_: a tensor that was released", name);
     ember_tensor *in[2] = {a, b};
-    EMBER_TRY(ember__same_device(name, 2, in));
+    EMBER_TRY(ember__same_device(iname, 2, in));
     int nd, ct;
     int64_t shape[EMBER_MAX_DIMS];
-    EMBER_TRY(ember__broadcast_shape(name, 2, in, &nd, shape));
+    EMBER_TRY(ember__broadcast_shape(iname, 2, in, &nd, shape));
     if (nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape) != 0)
         return ember__fail(EMBER_ERR_SHAPE, "%s_: shape %s cannot be broadcast to the shape %s of self",
                            name, ember__tshape(sb, b), ember__tshape(sa, a));
@@ -838,6 +866,13 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
     }
     ember_tensor *cb;
     EMBER_TRY(ember__as_dtype(b, ct, &cb));
+    if (op == EMBER_OP_POW && ember__is_int(ct)) {
+        int rc = no_negative_exponent(cb);
+        if (rc < 0) {
+            ember_tensor_release(cb);
+            return rc;
+        }
+    }
     run_binary(op, ct, a, a, cb);
     ember_tensor_release(cb);
     a->storage->version++;
@@ -951,6 +986,7 @@ int ember_fill_(ember_tensor *a, double value)
 {
     if (!a) return ember__fail(EMBER_ERR_ARG, "fill_: argument is NULL");
     EMBER_TRY(ember__check_writable("fill", a));
+    EMBER_TRY(ember__check_value("fill_", value, a->dtype));
     int rec = ember__ag_write_recorded("fill", a, NULL);
     EMBER_TRY(rec);
     if (rec) {

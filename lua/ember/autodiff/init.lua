@@ -28,6 +28,9 @@ end
 function ember.is_grad_enabled() return C.ember_is_grad_enabled() ~= 0 end
 
 local function with_grad_mode(on, fn, ...)
+  if type(fn) ~= "function" then
+    error(("ember.%s: expected a function, got %s"):format(on == 0 and "no_grad" or "enable_grad", type(fn)), 3)
+  end
   local prev = C.ember_is_grad_enabled()
   C.ember_set_grad_enabled(on)
   local res = pack(pcall(fn, ...))
@@ -451,6 +454,8 @@ function GradManager:register_after_backward_callback(fn)
 end
 
 function GradManager:scope(fn, ...)
+  if getmetatable(self) ~= GradManager then error("ember.GradManager.scope: call it as gm:scope(fn)", 2) end
+  if type(fn) ~= "function" then error("ember.GradManager.scope: expected a function, got " .. type(fn), 2) end
   self:record()
   local res = pack(pcall(fn, ...))
   self:release()
@@ -674,6 +679,11 @@ Group.__index = Group
 local next_group = 0
 function autodiff.group(gms)
   if type(gms) ~= "table" or #gms == 0 then error("ember.autodiff.group: expected a list of GradManagers", 2) end
+  for i, gm in ipairs(gms) do
+    if getmetatable(gm) ~= GradManager then
+      error(("ember.autodiff.group: entry %d is not a GradManager (got %s)"):format(i, type(gm)), 2)
+    end
+  end
   next_group = next_group + 1
   for _, gm in ipairs(gms) do C.ember_key_set_group(gm._key, next_group) end
   return setmetatable({ members = gms, id = next_group }, Group)
@@ -687,6 +697,7 @@ function Group:release()
   return self
 end
 function Group:scope(fn, ...)
+  if type(fn) ~= "function" then error("ember.autodiff.group.scope: expected a function, got " .. type(fn), 2) end
   self:record()
   local res = pack(pcall(fn, ...))
   self:release()

@@ -13,7 +13,14 @@ local C = ember._C
 local F = {}
 
 local function fail(op, fmt, ...)
-  error(("%s: " .. fmt):format(op, ...), 3)
+  error(("ember.%s: " .. fmt):format(op, ...), 3)
+end
+
+local function same_shape_of(a, b)
+  local x, y = a:shape(), b:shape()
+  if #x ~= #y then return false end
+  for i = 1, #x do if x[i] ~= y[i] then return false end end
+  return true
 end
 
 local function shape_str(t)
@@ -144,7 +151,7 @@ function F.dropout(x, p, training)
   if type(p) == "table" then p, training = p.p, p.training end
   if type(training) == "table" then training = training.training end
   p = p == nil and 0.5 or p
-  if type(p) ~= "number" or p < 0 or p > 1 then fail("dropout", "p must be in [0, 1], got %s", tostring(p)) end
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then fail("dropout", "p must be in [0, 1], got %s", tostring(p)) end
   need_tensor("dropout", "input", x)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
@@ -237,6 +244,13 @@ function F.embedding(idx, weight)
   end
   local s = idx:shape()
   local flat = idx:reshape(-1)
+  if flat:numel() > 0 then   -- the message names embedding and the index, as the user wrote it
+    local lo, hi = flat:min():item(), flat:max():item()
+    if lo < 1 or hi > weight:size(1) then
+      fail("embedding", "index %d out of range 1..%d of a weight of shape %s", lo < 1 and lo or hi, weight:size(1),
+        shape_str(weight))
+    end
+  end
   local rows = weight:index_select(1, flat)
   s[#s + 1] = weight:size(2)
   return rows:view(s)
@@ -347,6 +361,9 @@ function F.mse_loss(a, b, opts)
   need_tensor("mse_loss", "input", a)
   need_tensor("mse_loss", "target", b)
   local o = opts_of("mse_loss", opts, { reduction = true })
+  if not same_shape_of(a, b) then
+    fail("mse_loss", "input of shape %s and target of shape %s differ", shape_str(a), shape_str(b))
+  end
   local d = a - b
   return reduce("mse_loss", d * d, o.reduction)
 end

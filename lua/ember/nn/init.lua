@@ -97,13 +97,13 @@ end
 function Module:init() end
 
 function Module:forward()
-  error(self.__name .. ": forward is not defined", 2)
+  error("ember.nn." .. self.__name .. ": forward is not defined", 2)
 end
 
 function Module:register_buffer(name, t)
   local f = fields(self)
   if t ~= nil and not is_tensor(t) then
-    error(("%s: register_buffer('%s') needs a tensor, got %s"):format(self.__name, name, type(t)), 2)
+    error(("ember.nn.%s: register_buffer('%s') needs a tensor, got %s"):format(self.__name, name, type(t)), 2)
   end
   if not f.kind[name] then f.order[#f.order + 1] = name end
   f.kind[name], f.values[name] = "buffer", t
@@ -211,7 +211,7 @@ end
 -- every check passes.
 function Module:load_state_dict(sd, strict)
   if type(sd) ~= "table" then
-    error(("%s: load_state_dict expects a table of tensors, got %s"):format(self.__name, type(sd)), 2)
+    error(("ember.nn.%s: load_state_dict expects a table of tensors, got %s"):format(self.__name, type(sd)), 2)
   end
   if strict == nil then strict = true end
   local mine = {}
@@ -244,7 +244,7 @@ function Module:load_state_dict(sd, strict)
     problems[#problems + 1] = "unexpected keys: " .. table.concat(unexpected, ", ")
   end
   if #problems > 0 then
-    error(("%s: load_state_dict failed: %s"):format(self.__name, table.concat(problems, "; ")), 2)
+    error(("ember.nn.%s: load_state_dict failed: %s"):format(self.__name, table.concat(problems, "; ")), 2)
   end
   ember.no_grad(function()
     for k, t in pairs(mine) do
@@ -292,7 +292,7 @@ Module.__instance_mt = { __class = Module, __module = true, __index = instance_i
 ---------------------------------------------------------------- helpers for layers
 local function check_int(layer, name, v, min)
   if type(v) ~= "number" or v ~= math.floor(v) or v < (min or 1) then
-    error(("%s: %s must be an integer >= %d, got %s"):format(layer, name, min or 1, tostring(v)), 4)
+    error(("ember.nn.%s: %s must be an integer >= %d, got %s"):format(layer, name, min or 1, tostring(v)), 4)
   end
   return v
 end
@@ -300,10 +300,10 @@ end
 local function check_opts(layer, o, allowed)
   if o == nil then return {} end
   if type(o) ~= "table" or is_tensor(o) then
-    error(("%s: options must be a table, got %s"):format(layer, type(o)), 4)
+    error(("ember.nn.%s: options must be a table, got %s"):format(layer, type(o)), 4)
   end
   for k in pairs(o) do
-    if not allowed[k] then error(("%s: unknown option '%s'"):format(layer, tostring(k)), 4) end
+    if not allowed[k] then error(("ember.nn.%s: unknown option '%s'"):format(layer, tostring(k)), 4) end
   end
   return o
 end
@@ -314,9 +314,9 @@ local function uniform(shape, bound, dtype)
 end
 
 local function need_input(layer, x, ok, expected)
-  if not is_tensor(x) then error(("%s: input must be a tensor, got %s"):format(layer, type(x)), 3) end
+  if not is_tensor(x) then error(("ember.nn.%s: input must be a tensor, got %s"):format(layer, type(x)), 3) end
   if not ok(x) then
-    error(("%s: input of shape %s does not fit: expected %s"):format(layer, shape_str(x), expected), 4)
+    error(("ember.nn.%s: input of shape %s does not fit: expected %s"):format(layer, shape_str(x), expected), 4)
   end
 end
 
@@ -362,7 +362,7 @@ function Conv2d:init(cin, cout, kernel, opts, padding)
   check_int("Conv2d", "out_channels", cout)
   check_int("Conv2d", "groups", groups)
   if cin % groups ~= 0 or cout % groups ~= 0 then
-    error(("Conv2d: groups = %d must divide in_channels = %d and out_channels = %d"):format(groups, cin, cout), 3)
+    error(("ember.nn.Conv2d: groups = %d must divide in_channels = %d and out_channels = %d"):format(groups, cin, cout), 3)
   end
   local k = pair_of(kernel)
   check_int("Conv2d", "kernel_size", k[1])
@@ -393,6 +393,10 @@ local function pool_class(name, fn)
   function P:init(kernel, opts, padding)
     if type(opts) == "number" then opts = { stride = opts, padding = padding } end
     opts = check_opts(name, opts, { stride = true, padding = true })
+    for what, v in pairs({ kernel_size = kernel, stride = opts.stride or kernel }) do
+      local vals = type(v) == "table" and v or { v }
+      for _, k in ipairs(vals) do check_int(name, what, k, 1) end
+    end
     self.kernel_size, self.stride, self.padding = kernel, opts.stride or kernel, opts.padding or 0
   end
   function P:forward(x)
@@ -454,7 +458,7 @@ nn.LayerNorm = LayerNorm
 function LayerNorm:init(shape, opts)
   opts = check_opts("LayerNorm", opts, { eps = true, elementwise_affine = true, dtype = true })
   if type(shape) == "number" then shape = { shape } end
-  if type(shape) ~= "table" then error("LayerNorm: normalized_shape must be a number or a list", 3) end
+  if type(shape) ~= "table" then error("ember.nn.LayerNorm: normalized_shape must be a number or a list", 3) end
   self.normalized_shape, self.eps = shape, opts.eps or 1e-5
   if opts.elementwise_affine ~= false then
     self.weight = ember.ones(shape, { dtype = opts.dtype or "float32" })
@@ -471,7 +475,7 @@ nn.Dropout = Dropout
 function Dropout:init(p)
   p = p == nil and 0.5 or p
   if type(p) ~= "number" or p < 0 or p > 1 then
-    error(("Dropout: p must be in [0, 1], got %s"):format(tostring(p)), 3)
+    error(("ember.nn.Dropout: p must be in [0, 1], got %s"):format(tostring(p)), 3)
   end
   self.p = p
 end
@@ -491,7 +495,7 @@ function Embedding:forward(idx)
   if is_tensor(idx) and (idx.dtype == "int64" or idx.dtype == "int32") and idx:numel() > 0 then
     local lo, hi = idx:min():item(), idx:max():item()
     if lo < 1 or hi > self.num_embeddings then
-      error(("Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings), 2)
+      error(("ember.nn.Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings), 2)
     end
   end
   return F.embedding(idx, self.weight)
@@ -502,7 +506,7 @@ local function activation(name, fn)
   local A = Module:extend(name)
   function A:init(opts) self.opts = opts end
   function A:forward(x)
-    if not is_tensor(x) then error(("%s: input must be a tensor, got %s"):format(name, type(x)), 2) end
+    if not is_tensor(x) then error(("ember.nn.%s: input must be a tensor, got %s"):format(name, type(x)), 2) end
     return fn(x, self.opts)
   end
   return A
@@ -521,7 +525,7 @@ nn.Flatten = Flatten
 -- nn.Flatten(start = 2, end = -1): keeps the batch dim
 function Flatten:init(s, e) self.start_dim, self.end_dim = s or 2, e or -1 end
 function Flatten:forward(x)
-  if not is_tensor(x) then error("Flatten: input must be a tensor, got " .. type(x), 2) end
+  if not is_tensor(x) then error("ember.nn.Flatten: input must be a tensor, got " .. type(x), 2) end
   return x:flatten(self.start_dim, self.end_dim)
 end
 
@@ -533,7 +537,7 @@ function Sequential:init(...)
   for i = 1, n do
     local m = select(i, ...)
     if not (type(m) == "table" and getmetatable(m) and getmetatable(m).__module) then
-      error(("Sequential: argument %d is not a module (got %s)"):format(i, type(m)), 3)
+      error(("ember.nn.Sequential: argument %d is not a module (got %s)"):format(i, type(m)), 3)
     end
     self[tostring(i)] = m
   end
@@ -584,7 +588,7 @@ function MHA:init(embed_dim, num_heads, opts)
   check_int("MultiheadAttention", "embed_dim", embed_dim)
   check_int("MultiheadAttention", "num_heads", num_heads)
   if embed_dim % num_heads ~= 0 then
-    error(("MultiheadAttention: embed_dim %d must be divisible by num_heads %d"):format(embed_dim, num_heads), 3)
+    error(("ember.nn.MultiheadAttention: embed_dim %d must be divisible by num_heads %d"):format(embed_dim, num_heads), 3)
   end
   self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim / num_heads
   self.dropout, self.batch_first = opts.dropout or 0, opts.batch_first or false
