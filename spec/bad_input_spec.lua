@@ -123,6 +123,11 @@ describe("bad input from Lua", function()
     bad(function() return a23:flatten(3) end, "flatten")
     bad(function() return ember.where(ember.ones({ 5 }):gt(0), a23, a23) end, "where", "{5}")
     bad(function() return a23:matmul(a23) end, "matmul", "{2,3}")
+    bad(function() return a23:masked_fill(a23, 0) end, "masked_fill", "float32")
+    bad(function() return a23:clone():masked_fill_(a23:gt(0), {}) end, "masked_fill_", "table")
+    bad(function() return a23:clone():index_add_(1, ember.tensor({ 3 }, { dtype = "int64" }), ember.ones({ 1, 3 })) end,
+      "index_add", "index 3")
+    bad(function() return a23:clone():index_add_(3, i64, a23) end, "index_add_", "dim")
     bad(function() return ember.ones({ 3 }):matmul(ember.ones({ 4 })) end, "matmul", "{3}", "{4}")
   end)
 

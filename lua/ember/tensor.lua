@@ -208,6 +208,17 @@ return function(ember)
   local function device_name(id) return id == 0 and "cpu" or ("cuda:" .. (id - 1)) end
   ember._device_id, ember._device_name = device_id, device_name
 
+  -- A temporary made only to pass its pointer to C (an uncached scalar, an
+  -- index shifted to 0-based) stays referenced here until 16 more have been
+  -- made: a sweep while the call's other arguments are converted must not
+  -- release it.
+  local keep, keep_i = {}, 0
+  local function keep_alive(t)
+    keep_i = keep_i % 16 + 1
+    keep[keep_i] = t
+    return t
+  end
+
   local scalar_cache, scalar_cache_n = {}, 0
   -- A Lua number as a "wrapped number" 0-d tensor (lowest promotion priority):
   -- int64 when integral, float64 otherwise, as Python scalars in PyTorch.
@@ -220,6 +231,8 @@ return function(ember)
     if scalar_cache_n < 512 then
       scalar_cache[v] = t
       scalar_cache_n = scalar_cache_n + 1
+    else
+      keep_alive(t)
     end
     return t
   end
@@ -233,7 +246,7 @@ return function(ember)
       if getmetatable(x) == Tensor then argerror(op, "tensor argument " .. argn .. " was freed", level + 1) end
     elseif type(x) == "boolean" then
       check(C.ember_scalar(x and 1 or 0, BOOL, 1, out1))
-      return wrap(out1[0])._c
+      return keep_alive(wrap(out1[0]))._c
     end
     argerror(op, "expected a tensor or a number as argument " .. argn .. ", got " .. type(x), level + 1)
   end
@@ -1001,7 +1014,7 @@ return function(ember)
     if dt ~= I64 and dt ~= I32 then
       argerror(op, "index tensor must be int64 or int32, got " .. DTYPES[dt + 1], 3)
     end
-    return (idx - 1)._c
+    return keep_alive(idx - 1)._c
   end
   ember._index_arg = index_arg
   function Tensor.index_select(a, d, idx)
@@ -1010,6 +1023,44 @@ return function(ember)
     check(C.ember_index_select(c, d0, index_arg("index_select", idx), out1))
     return wrap(out1[0])
   end
+  -- a with src's slices added at the (1-based) indices idx along dim d:
+  -- a[..., idx[i], ...] += src[..., i, ...] (PyTorch's index_add)
+  local index_shape = ffi_new("int64_t[8]")
+  local function index_added(op, a, d, idx, src)
+    local c = tensor_arg(op, a, 1, 3)
+    local nd = C.ember_tensor_ndim(c)
+    local d0 = dim0(op, d, nd)
+    local s = C.ember_tensor_shape(c)
+    for i = 0, nd - 1 do index_shape[i] = s[i] end
+    local sc = tensor_arg(op, src, 4, 3)
+    check(C.ember_index_add(nd, index_shape, d0, index_arg(op, idx), sc, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.index_add(a, d, idx, src) return a + index_added("index_add", a, d, idx, src) end
+  function Tensor.index_add_(a, d, idx, src) return a:add_(index_added("index_add_", a, d, idx, src)) end
+  ember.index_add = Tensor.index_add
+
+  -- value where the bool mask (broadcast to a) is true, a elsewhere; a's dtype
+  local function mask_arg(op, a, mask, v)
+    tensor_arg(op, a, 1, 3)
+    if not is_tensor(mask) or mask.dtype ~= "bool" then
+      argerror(op, "mask must be a bool tensor, got " .. (is_tensor(mask) and mask.dtype or type(mask)), 3)
+    end
+    if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
+      argerror(op, "value must be a number or a one-element tensor, got " .. type(v), 3)
+    end
+  end
+  function Tensor.masked_fill(a, mask, v)
+    mask_arg("masked_fill", a, mask, v)
+    local r = ember.where(mask, v, a)
+    return r.dtype == a.dtype and r or r:to(a.dtype)
+  end
+  function Tensor.masked_fill_(a, mask, v)
+    mask_arg("masked_fill_", a, mask, v)
+    return a:copy_(ember.where(mask, v, a))
+  end
+  ember.masked_fill = Tensor.masked_fill
+
   function Tensor.gather(a, d, idx)
     local c = tensor_arg("gather", a, 1, 2)
     local d0 = dim0("gather", d, C.ember_tensor_ndim(c))
