@@ -565,29 +565,31 @@ end
 
 -- Checks y and dy and starts a run of this manager's backward (what backward
 -- and backward_steps share); errors are raised at the user's call.
+-- (a closure made in start would keep LuaJIT from compiling every backward)
+local function bad_call(what, msg) error("ember.GradManager." .. what .. ": " .. msg, 4) end
+
 local function start(self, what, y, dy)
   not_running(self, what, 4)
-  local function bad(msg) error("ember.GradManager." .. what .. ": " .. msg, 4) end
   local ys = as_list(y)
-  if ys == nil or #ys == 0 then bad("expected a tensor or a list of tensors as y") end
+  if ys == nil or #ys == 0 then bad_call(what, "expected a tensor or a list of tensors as y") end
   local dys = dy == nil and {} or as_list(dy)
-  if dys == nil then bad("dy must be a tensor, a list or nil") end
+  if dys == nil then bad_call(what, "dy must be a tensor, a list or nil") end
   if dy ~= nil and table.maxn(dys) ~= #ys then
-    bad(("%d dy for %d y; give one dy per y (or none)"):format(table.maxn(dys), #ys))
+    bad_call(what, ("%d dy for %d y; give one dy per y (or none)"):format(table.maxn(dys), #ys))
   end
-  if #ys > 64 then bad(("at most 64 y, got %d"):format(#ys)) end
-  if C.ember_key_is_recording(self._key) == 0 then bad("no computation history (did you call gm:record()?)") end
+  if #ys > 64 then bad_call(what, ("at most 64 y, got %d"):format(#ys)) end
+  if C.ember_key_is_recording(self._key) == 0 then bad_call(what, "no computation history (did you call gm:record()?)") end
   for i, yi in ipairs(ys) do
-    if not is_tensor(yi) then bad("y " .. i .. " is not a tensor") end
+    if not is_tensor(yi) then bad_call(what, "y " .. i .. " is not a tensor") end
     local d = dys[i]
     if d == nil then
       if yi:numel() ~= 1 then
-        bad("dy can be omitted only for scalar outputs, got y of shape " .. shape_str(yi:shape()))
+        bad_call(what, "dy can be omitted only for scalar outputs, got y of shape " .. shape_str(yi:shape()))
       end
     elseif not is_tensor(d) then
-      bad("dy " .. i .. " is not a tensor")
+      bad_call(what, "dy " .. i .. " is not a tensor")
     elseif not same_shape(d, yi:shape()) then
-      bad("dy of shape " .. shape_str(d:shape()) .. " does not match y of shape " .. shape_str(yi:shape()))
+      bad_call(what, "dy of shape " .. shape_str(d:shape()) .. " does not match y of shape " .. shape_str(yi:shape()))
     end
     ys_buf[i - 1] = yi._c
     dys_buf[i - 1] = d and d._c or nil
