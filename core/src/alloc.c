@@ -25,6 +25,7 @@ typedef struct thread_cache {
 } thread_cache;
 static EMBER_TLS thread_cache *tc;
 
+#ifndef EMBER_NO_CACHE   /* sanitizer builds keep no cache */
 static thread_cache *cache(void)
 {
     if (EMBER_LIKELY(tc != NULL)) return tc;
@@ -32,6 +33,7 @@ static thread_cache *cache(void)
     if (tc) ember__thread_uses_state();
     return tc;
 }
+#endif
 static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
 
 #ifndef EMBER_NO_CACHE
