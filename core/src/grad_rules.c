@@ -206,432 +206,692 @@ static ember_tensor *reshape_to_in(arena *s, ember_tensor *t, const ember_node *
 #define IN(i) ember__node_saved_in(n, i)
 #define OUT(k) ember__node_saved_out(n, k)
 
+/* Everything a rule reads: the node, its output gradients, where input
+   gradients go, the arena, and the node's attrs and first input's shape. */
+typedef struct {
+    const ember_node *n;
+    ember_tensor **gi;
+    arena *s;
+    const ember_attrs *at;
+    ember_tensor *g;   /* the gradient of output 1 */
+    int64_t in[EMBER_MAX_DIMS];   /* input 1's shape */
+    int nd;
+    int op;
+} rule_ctx;
+
+/* One function per rule (grad_<op>); RULES maps each op to its rule. */
+#define RULE(name) static void grad_##name(rule_ctx *r)
+#define RULE_LOCALS                                                                        \
+    const ember_node *n = r->n;                                                            \
+    ember_tensor **gi = r->gi;                                                             \
+    arena *s = r->s;                                                                       \
+    const ember_attrs *at = r->at;                                                         \
+    ember_tensor *g = r->g;                                                                \
+    const int64_t *in = r->in;                                                             \
+    int nd = r->nd, op = r->op;                                                            \
+    (void)n, (void)gi, (void)s, (void)at, (void)g, (void)in, (void)nd, (void)op
+
+RULE(add)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], g);
+    give(s, &gi[1], g);
+}
+
+RULE(sub)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], g);
+    if (NEED(1)) give(s, &gi[1], t_neg(s, g));
+}
+
+RULE(mul)
+{
+    RULE_LOCALS;
+    if (NEED(0)) give(s, &gi[0], t_mul(s, g, IN(1)));
+    if (NEED(1)) give(s, &gi[1], t_mul(s, g, IN(0)));
+}
+
+/* d(a/b) = g/b, -g*a/b^2 */
+RULE(div)
+{
+    RULE_LOCALS;
+    ember_tensor *q = t_div(s, g, IN(1));
+    if (NEED(0)) give(s, &gi[0], q);
+    if (NEED(1)) give(s, &gi[1], t_neg(s, t_div(s, t_mul(s, q, IN(0)), IN(1))));
+}
+
+/* d(a^b) = g*b*a^(b-1), g*a^b*log(a) (0 where a == 0 and b >= 0) */
+RULE(pow)
+{
+    RULE_LOCALS;
+    ember_tensor *a = IN(0), *b = IN(1);
+    if (NEED(0)) give(s, &gi[0], t_mul(s, g, t_mul(s, b, t_pow(s, a, t_sub(s, b, num(s, 1))))));
+    if (NEED(1)) {
+        ember_tensor *v = t_mul(s, g, t_mul(s, OUT(0), t_log(s, a)));
+        ember_tensor *zero_base = t_mul(s, as(s, t_eq(s, a, num(s, 0)), g), as(s, t_ge(s, b, num(s, 0)), g));
+        give(s, &gi[1], where3(s, t_gt(s, zero_base, num(s, 0)), num(s, 0), v));
+    }
+}
+
+/* ties split the gradient evenly, as PyTorch does */
+RULE(maximum)
+{
+    RULE_LOCALS;
+    ember_tensor *a = IN(0), *b = IN(1);
+    ember_tensor *win = op == EMBER_OP_MAXIMUM ? t_gt(s, a, b) : t_lt(s, a, b);
+    ember_tensor *w = t_add(s, as(s, win, g), t_mul(s, as(s, t_eq(s, a, b), g), num(s, 0.5)));
+    if (NEED(0)) give(s, &gi[0], t_mul(s, g, w));
+    if (NEED(1)) give(s, &gi[1], t_mul(s, g, t_sub(s, num(s, 1), w)));
+}
+
+RULE(where)
+{
+    RULE_LOCALS;
+    ember_tensor *z = num(s, 0);
+    if (NEED(1)) give(s, &gi[1], where3(s, IN(0), g, z));
+    if (NEED(2)) give(s, &gi[2], where3(s, IN(0), z, g));
+}
+
+RULE(neg)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_neg(s, g));
+}
+
+RULE(exp)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, OUT(0)));
+}
+
+RULE(log)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_div(s, g, IN(0)));
+}
+
+RULE(sqrt)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_div(s, g, t_mul(s, OUT(0), num(s, 2))));
+}
+
+/* d a^-1/2 = -1/2 a^-3/2 = -1/2 y^3 */
+RULE(rsqrt)
+{
+    RULE_LOCALS;
+    ember_tensor *y = OUT(0);
+    give(s, &gi[0], t_mul(s, g, t_mul(s, t_mul(s, y, t_mul(s, y, y)), num(s, -0.5))));
+}
+
+RULE(abs)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_sign(s, IN(0))));
+}
+
+RULE(sign)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, num(s, 0)));
+}
+
+RULE(sin)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_cos(s, IN(0))));
+}
+
+RULE(cos)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_neg(s, t_mul(s, g, t_sin(s, IN(0)))));
+}
+
+/* 1 - y^2 */
+RULE(tanh)
+{
+    RULE_LOCALS;
+    ember_tensor *y = OUT(0);
+    give(s, &gi[0], t_mul(s, g, t_sub(s, num(s, 1), t_mul(s, y, y))));
+}
+
+/* y (1 - y) */
+RULE(sigmoid)
+{
+    RULE_LOCALS;
+    ember_tensor *y = OUT(0);
+    give(s, &gi[0], t_mul(s, g, t_mul(s, y, t_sub(s, num(s, 1), y))));
+}
+
+/* a select, not g * mask: 0 where the input was cut even if g is NaN (as PyTorch), in one pass */
+RULE(relu)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], relu_bwd(s, g, OUT(0)));
+}
+
+/* linear in g; piecewise constant in y, so y gets no gradient */
+RULE(relu_backward)
+{
+    RULE_LOCALS;
+    if (NEED(0)) give(s, &gi[0], relu_bwd(s, g, IN(1)));
+}
+
+RULE(gelu)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *d;
+    if (at->i[0]) {   /* tanh form: k = sqrt(2/pi), c = 0.044715 */
+        const double k = 0.79788456080286535588, c = 0.044715;
+        ember_tensor *x2 = t_mul(s, x, x);
+        ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
+        ember_tensor *dt = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)),
+                               t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2))));
+        d = t_add(s, t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t)), t_mul(s, t_mul(s, num(s, 0.5), x), dt));
+    } else {          /* Phi(x) + x phi(x) */
+        ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, 0.70710678118654752440)))));
+        ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
+        d = t_add(s, cdf, t_mul(s, x, pdf));
+    }
+    give(s, &gi[0], t_mul(s, g, d));
+}
+
+/* s (1 + x (1 - s)) */
+RULE(silu)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *sg = t_sigmoid(s, x);
+    give(s, &gi[0], t_mul(s, g, t_mul(s, sg, t_add(s, num(s, 1), t_mul(s, x, t_sub(s, num(s, 1), sg))))));
+}
+
+/* 2/sqrt(pi) exp(-x^2) */
+RULE(erf)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0);
+    give(s, &gi[0], t_mul(s, g, t_mul(s, num(s, 1.12837916709551257390), t_exp(s, t_neg(s, t_mul(s, x, x))))));
+}
+
+/* passes where lo <= x <= hi */
+RULE(clamp)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *m = g;
+    if (at->i[0]) m = t_mul(s, m, as(s, t_ge(s, x, num(s, at->f[0])), g));
+    if (at->i[1]) m = t_mul(s, m, as(s, t_le(s, x, num(s, at->f[1])), g));
+    give(s, &gi[0], m);
+}
+
+RULE(to_dtype)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], g);
+}
+
+RULE(to_device)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    give(s, &gi[0], keep(s, ember_to_device(g, ember__node_in_device(n, 0), &o), &o));
+}
+
+RULE(sum)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], expand_back(s, g, nd, in, (unsigned)at->i[1]));
+}
+
+RULE(mean)
+{
+    RULE_LOCALS;
+    unsigned m = (unsigned)at->i[1];
+    give(s, &gi[0], t_div(s, expand_back(s, g, nd, in, m), num(s, count_of(nd, in, m))));
+}
+
+/* 2 (x - mean) / (N - unbiased) */
+RULE(var)
+{
+    RULE_LOCALS;
+    unsigned m = (unsigned)at->i[1];
+    int dims[EMBER_MAX_DIMS], k = mask_list(m, nd, dims);
+    ember_tensor *x = IN(0), *mean = NULL;
+    if (OK(s)) keep(s, ember_mean(x, k, dims, 1, &mean), &mean);
+    double denom = count_of(nd, in, m) - (at->i[2] ? 1 : 0);
+    ember_tensor *d = t_mul(s, t_sub(s, x, mean), num(s, 2.0 / denom));
+    give(s, &gi[0], t_mul(s, expand_back(s, g, nd, in, m), d));
+}
+
+/* g exp(x - y) */
+RULE(logsumexp)
+{
+    RULE_LOCALS;
+    unsigned m = (unsigned)at->i[1];
+    ember_tensor *y = expand_back(s, OUT(0), nd, in, m);
+    give(s, &gi[0], t_mul(s, expand_back(s, g, nd, in, m), t_exp(s, t_sub(s, IN(0), y))));
+}
+
+RULE(norm)
+{
+    RULE_LOCALS;
+    unsigned m = (unsigned)at->i[1];
+    double p = at->f[0];
+    ember_tensor *x = IN(0), *y = expand_back(s, OUT(0), nd, in, m), *ge_ = expand_back(s, g, nd, in, m);
+    ember_tensor *d;
+    if (isinf(p)) {   /* the max |x| entries share the gradient */
+        ember_tensor *hit = as(s, t_eq(s, t_abs(s, x), y), x);
+        int dims[EMBER_MAX_DIMS], k = mask_list(m, nd, dims);
+        ember_tensor *cnt = expand_back(s, sum_dims(s, hit, k, dims, 1), nd, in, m);
+        d = t_div(s, t_mul(s, t_sign(s, x), hit), cnt);
+    } else if (p == 2) {   /* x / y, 0 where y == 0 */
+        d = where3(s, t_eq(s, y, num(s, 0)), num(s, 0), t_div(s, x, y));
+    } else if (p == 1) {
+        d = t_sign(s, x);
+    } else {   /* sign(x) |x|^(p-1) / y^(p-1) */
+        d = t_div(s, t_mul(s, t_sign(s, x), t_pow(s, t_abs(s, x), num(s, p - 1))), t_pow(s, y, num(s, p - 1)));
+        d = where3(s, t_eq(s, y, num(s, 0)), num(s, 0), d);
+    }
+    give(s, &gi[0], t_mul(s, ge_, d));
+}
+
+/* ties share the gradient evenly */
+RULE(amax_all)
+{
+    RULE_LOCALS;
+    ember_tensor *hit = as(s, t_eq(s, IN(0), OUT(0)), IN(0));
+    ember_tensor *cnt = sum_dims(s, hit, 0, NULL, 0);
+    give(s, &gi[0], t_mul(s, hit, t_div(s, g, cnt)));
+}
+
+/* the values' gradient goes to the chosen indices */
+RULE(max_dim)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0];
+    ember_tensor *idx = OUT(1), *gv = g;
+    if (!at->i[1]) {
+        ember_tensor *o = NULL, *o2 = NULL;
+        if (OK(s)) idx = keep(s, ember_unsqueeze(idx, dim, &o), &o);
+        if (OK(s)) gv = keep(s, ember_unsqueeze(g, dim, &o2), &o2);
+    }
+    ember_tensor *o = NULL;
+    if (OK(s) && idx && gv) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, dim, idx, gv, &o), &o));
+}
+
+/* y (g - sum(g y)) */
+RULE(softmax)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0];
+    ember_tensor *y = OUT(0);
+    give(s, &gi[0], t_mul(s, y, t_sub(s, g, sum_dims(s, t_mul(s, g, y), 1, &dim, 1))));
+}
+
+/* g - exp(y) sum(g) */
+RULE(log_softmax)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0];
+    give(s, &gi[0], t_sub(s, g, t_mul(s, t_exp(s, OUT(0)), sum_dims(s, g, 1, &dim, 1))));
+}
+
+RULE(sum_to)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], expand(s, g, nd, in));
+}
+
+/* the engine sums g back to the input's shape */
+RULE(expand)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], g);
+}
+
+/* y = x w^T: gx = g w, gw = g^T x over all leading dims */
+RULE(linear)
+{
+    RULE_LOCALS;
+    ember_tensor *w = IN(1);
+    int64_t ws[EMBER_MAX_DIMS];
+    ember__node_in_shape(n, 1, ws);
+    if (NEED(0)) give(s, &gi[0], t_matmul(s, g, w));
+    if (NEED(1)) {
+        int64_t g2s[2] = {-1, ws[0]}, x2s[2] = {-1, ws[1]};
+        ember_tensor *g2 = reshape(s, g, 2, g2s), *x2 = reshape(s, IN(0), 2, x2s);
+        give(s, &gi[1], t_matmul(s, transpose_last(s, g2), x2));
+    }
+}
+
+RULE(matmul)
+{
+    RULE_LOCALS;
+    /* promote 1-D operands to matrices, then ga = g b^T, gb = a^T g */
+    ember_tensor *a = IN(0), *b = IN(1);
+    int64_t bs[EMBER_MAX_DIMS], gs[EMBER_MAX_DIMS];
+    int nb = ember__node_in_shape(n, 1, bs);
+    int ng = ember_tensor_ndim(g);
+    memcpy(gs, ember_tensor_shape(g), (size_t)ng * sizeof *gs);
+    ember_tensor *g2 = g;
+    if (nd == 1 && nb == 1) {   /* dot */
+        if (NEED(0)) give(s, &gi[0], t_mul(s, g, b));
+        if (NEED(1)) give(s, &gi[1], t_mul(s, g, a));
+        return;
+    }
+    if (nd == 1) {   /* g lacks the row dim */
+        int64_t t[EMBER_MAX_DIMS];
+        memcpy(t, gs, (size_t)ng * sizeof *t);
+        t[ng] = t[ng - 1];
+        t[ng - 1] = 1;
+        g2 = reshape(s, g2, ng + 1, t);
+        ng++;
+        memcpy(gs, t, (size_t)ng * sizeof *gs);
+    }
+    if (nb == 1) {   /* g lacks the column dim */
+        gs[ng] = 1;
+        g2 = reshape(s, g2, ng + 1, gs);
+        ng++;
+    }
+    if (NEED(0)) {
+        ember_tensor *b2 = b;
+        if (nb == 1) {
+            int64_t t[2] = {1, bs[0]};
+            b2 = reshape(s, b, 2, t);   /* b^T as a row */
+            give(s, &gi[0], reshape_to_in(s, t_matmul(s, g2, b2), n, 0));
+        } else {
+            give(s, &gi[0], reshape_to_in(s, t_matmul(s, g2, transpose_last(s, b2)), n, 0));
+        }
+    }
+    if (NEED(1)) {
+        ember_tensor *a2 = a;
+        if (nd == 1) {
+            int64_t t[2] = {in[0], 1};
+            a2 = reshape(s, a, 2, t);   /* a^T as a column */
+            give(s, &gi[1], reshape_to_in(s, t_matmul(s, a2, g2), n, 1));
+        } else {
+            give(s, &gi[1], reshape_to_in(s, t_matmul(s, transpose_last(s, a2), g2), n, 1));
+        }
+    }
+}
+
+RULE(reshape)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], reshape(s, g, nd, in));
+}
+
+RULE(transpose)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], keep(s, ember_transpose(g, (int)at->i[0], (int)at->i[1], &o), &o));
+}
+
+RULE(permute)
+{
+    RULE_LOCALS;
+    int pn = (int)at->i[0], inv[EMBER_MAX_DIMS];
+    for (int d = 0; d < pn; d++) inv[at->i[1 + d]] = d;
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], keep(s, ember_permute(g, pn, inv, &o), &o));
+}
+
+/* pad with zeros: cat(zeros, g, zeros) along dim */
+RULE(narrow)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0];
+    int64_t start = at->i[1], len = op == EMBER_OP_NARROW ? at->i[2] : 1;
+    ember_tensor *gg = g;
+    if (op == EMBER_OP_SELECT) {
+        ember_tensor *o = NULL;
+        if (OK(s)) gg = keep(s, ember_unsqueeze(g, dim, &o), &o);
+    }
+    ember_tensor *parts[3];
+    int np = 0;
+    int64_t shp[EMBER_MAX_DIMS];
+    memcpy(shp, in, sizeof shp);
+    int dt = ember_tensor_dtype(g);
+    if (start > 0) {
+        shp[dim] = start;
+        parts[np++] = zeros(s, nd, shp, dt);
+    }
+    parts[np++] = gg;
+    if (start + len < in[dim]) {
+        shp[dim] = in[dim] - start - len;
+        parts[np++] = zeros(s, nd, shp, dt);
+    }
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
+}
+
+/* the region of zeros shaped like the input */
+RULE(as_strided)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *z = zeros(s, nd, in, ember_tensor_dtype(g));
+    if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, g, at, &o), &o));
+}
+
+/* the region goes to the source, the rest to the input */
+RULE(as_strided_scatter)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (NEED(0) && OK(s)) {
+        int64_t rs[EMBER_MAX_DIMS];
+        int rnd = ember__node_in_shape(n, 1, rs);
+        ember_tensor *z = zeros(s, rnd, rs, ember_tensor_dtype(g));
+        if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(g, z, at, &o), &o));
+    }
+    if (NEED(1) && OK(s)) give(s, &gi[1], keep(s, ember__as_strided(g, at, &o), &o));
+}
+
+RULE(index_select)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], keep(s, ember_index_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
+}
+
+RULE(gather)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
+}
+
+RULE(scatter_add)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_gather(g, (int)at->i[0], IN(0), &o), &o));
+}
+
+RULE(index_add)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select(g, (int)at->i[0], IN(0), &o), &o));
+}
+
+/* slices of g, one per input */
+RULE(cat)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0], nin = ember__node_num_inputs(n);
+    int64_t off = 0;
+    for (int i = 0; i < nin && OK(s); i++) {
+        int64_t shp[EMBER_MAX_DIMS];
+        ember__node_in_shape(n, i, shp);
+        int64_t len = op == EMBER_OP_CAT ? shp[dim] : 1;
+        if (NEED(i)) {
+            ember_tensor *o = NULL;
+            if (op == EMBER_OP_CAT) give(s, &gi[i], keep(s, ember_narrow(g, dim, off, len, &o), &o));
+            else give(s, &gi[i], keep(s, ember_select(g, dim, off, &o), &o));
+        }
+        off += len;
+    }
+}
+
+/* both adjoints are ops of their own (im2col + GEMM kernels) */
+RULE(conv2d)
+{
+    RULE_LOCALS;
+    const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
+    int64_t ws[EMBER_MAX_DIMS];
+    ember__node_in_shape(n, 1, ws);
+    ember_tensor *o = NULL, *o2 = NULL;
+    if (OK(s) && NEED(0))
+        give(s, &gi[0], keep(s, ember_conv2d_backward_input(g, IN(1), in, st, pd, dl, at->i[6], &o), &o));
+    if (OK(s) && NEED(1))
+        give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), g, ws, st, pd, dl, at->i[6], &o2), &o2));
+}
+
+/* the adjoints are bilinear in their two inputs, so their own gradients are
+   convolutions again: <G, bi(g, w)> = <conv2d(G, w), g> = <bw(G, g), w> and
+   <G, bw(x, g)> = <bi(g, G), x> = <conv2d(x, G), g> */
+/* (g, w) -> gx */
+RULE(conv2d_backward_input)
+{
+    RULE_LOCALS;
+    const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
+    int64_t ws[EMBER_MAX_DIMS];
+    ember__node_in_shape(n, 1, ws);
+    ember_tensor *o = NULL, *o2 = NULL;
+    if (OK(s) && NEED(0)) give(s, &gi[0], keep(s, ember_conv2d(g, IN(1), st, pd, dl, at->i[6], &o), &o));
+    if (OK(s) && NEED(1))
+        give(s, &gi[1], keep(s, ember_conv2d_backward_weight(g, IN(0), ws, st, pd, dl, at->i[6], &o2), &o2));
+}
+
+/* (x, g) -> gw */
+RULE(conv2d_backward_weight)
+{
+    RULE_LOCALS;
+    const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
+    ember_tensor *o = NULL, *o2 = NULL;
+    if (OK(s) && NEED(0))
+        give(s, &gi[0], keep(s, ember_conv2d_backward_input(IN(1), g, in, st, pd, dl, at->i[6], &o), &o));
+    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_conv2d(IN(0), g, st, pd, dl, at->i[6], &o2), &o2));
+}
+
+RULE(max_pool2d)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], keep(s, ember_max_pool2d_backward(g, OUT(1), in, &o), &o));
+}
+
+/* linear in g: read the pooled positions back */
+RULE(max_pool2d_backward)
+{
+    RULE_LOCALS;
+    if (!NEED(0)) return;
+    int64_t xs[EMBER_MAX_DIMS], ps[EMBER_MAX_DIMS];
+    ember__node_out_shape(n, 0, xs);            /* (N, C, H, W) */
+    int np = ember__node_in_shape(n, 1, ps);    /* (N, C, H', W') */
+    int64_t fx[3] = {xs[0], xs[1], xs[2] * xs[3]}, fp[3] = {ps[0], ps[1], ps[2] * ps[3]};
+    ember_tensor *o = NULL, *v = NULL;
+    ember_tensor *gf = reshape(s, g, 3, fx), *idx = reshape(s, IN(1), 3, fp);
+    if (OK(s) && gf && idx) v = keep(s, ember_gather(gf, 2, idx, &o), &o);
+    give(s, &gi[0], reshape(s, v, np, ps));
+}
+
+RULE(avg_pool2d)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s))
+        give(s, &gi[0], keep(s, ember_avg_pool2d_backward(g, in, &at->i[0], &at->i[2], &at->i[4], &o), &o));
+}
+
+/* avg_pool2d is its own adjoint's adjoint */
+RULE(avg_pool2d_backward)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL;
+    if (OK(s)) give(s, &gi[0], keep(s, ember_avg_pool2d(g, &at->i[0], &at->i[2], &at->i[4], &o), &o));
+}
+
+/* The rule of each op (NULL: not differentiable). */
+static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {
+    [EMBER_OP_ADD] = grad_add,
+    [EMBER_OP_SUB] = grad_sub,
+    [EMBER_OP_MUL] = grad_mul,
+    [EMBER_OP_DIV] = grad_div,
+    [EMBER_OP_POW] = grad_pow,
+    [EMBER_OP_MAXIMUM] = grad_maximum,
+    [EMBER_OP_MINIMUM] = grad_maximum,
+    [EMBER_OP_WHERE] = grad_where,
+    [EMBER_OP_NEG] = grad_neg,
+    [EMBER_OP_EXP] = grad_exp,
+    [EMBER_OP_LOG] = grad_log,
+    [EMBER_OP_SQRT] = grad_sqrt,
+    [EMBER_OP_RSQRT] = grad_rsqrt,
+    [EMBER_OP_ABS] = grad_abs,
+    [EMBER_OP_SIGN] = grad_sign,
+    [EMBER_OP_SIN] = grad_sin,
+    [EMBER_OP_COS] = grad_cos,
+    [EMBER_OP_TANH] = grad_tanh,
+    [EMBER_OP_SIGMOID] = grad_sigmoid,
+    [EMBER_OP_RELU] = grad_relu,
+    [EMBER_OP_RELU_BACKWARD] = grad_relu_backward,
+    [EMBER_OP_GELU] = grad_gelu,
+    [EMBER_OP_SILU] = grad_silu,
+    [EMBER_OP_ERF] = grad_erf,
+    [EMBER_OP_CLAMP] = grad_clamp,
+    [EMBER_OP_TO_DTYPE] = grad_to_dtype,
+    [EMBER_OP_CLONE] = grad_to_dtype,
+    [EMBER_OP_TO_DEVICE] = grad_to_device,
+    [EMBER_OP_SUM] = grad_sum,
+    [EMBER_OP_MEAN] = grad_mean,
+    [EMBER_OP_VAR] = grad_var,
+    [EMBER_OP_LOGSUMEXP] = grad_logsumexp,
+    [EMBER_OP_NORM] = grad_norm,
+    [EMBER_OP_AMAX_ALL] = grad_amax_all,
+    [EMBER_OP_AMIN_ALL] = grad_amax_all,
+    [EMBER_OP_MAX_DIM] = grad_max_dim,
+    [EMBER_OP_MIN_DIM] = grad_max_dim,
+    [EMBER_OP_SOFTMAX] = grad_softmax,
+    [EMBER_OP_LOG_SOFTMAX] = grad_log_softmax,
+    [EMBER_OP_SUM_TO] = grad_sum_to,
+    [EMBER_OP_EXPAND] = grad_expand,
+    [EMBER_OP_LINEAR] = grad_linear,
+    [EMBER_OP_MATMUL] = grad_matmul,
+    [EMBER_OP_RESHAPE] = grad_reshape,
+    [EMBER_OP_VIEW] = grad_reshape,
+    [EMBER_OP_SQUEEZE] = grad_reshape,
+    [EMBER_OP_UNSQUEEZE] = grad_reshape,
+    [EMBER_OP_TRANSPOSE] = grad_transpose,
+    [EMBER_OP_PERMUTE] = grad_permute,
+    [EMBER_OP_NARROW] = grad_narrow,
+    [EMBER_OP_SELECT] = grad_narrow,
+    [EMBER_OP_AS_STRIDED] = grad_as_strided,
+    [EMBER_OP_AS_STRIDED_SCATTER] = grad_as_strided_scatter,
+    [EMBER_OP_INDEX_SELECT] = grad_index_select,
+    [EMBER_OP_GATHER] = grad_gather,
+    [EMBER_OP_SCATTER_ADD] = grad_scatter_add,
+    [EMBER_OP_INDEX_ADD] = grad_index_add,
+    [EMBER_OP_CAT] = grad_cat,
+    [EMBER_OP_STACK] = grad_cat,
+    [EMBER_OP_CONV2D] = grad_conv2d,
+    [EMBER_OP_CONV2D_BACKWARD_INPUT] = grad_conv2d_backward_input,
+    [EMBER_OP_CONV2D_BACKWARD_WEIGHT] = grad_conv2d_backward_weight,
+    [EMBER_OP_MAX_POOL2D] = grad_max_pool2d,
+    [EMBER_OP_MAX_POOL2D_BACKWARD] = grad_max_pool2d_backward,
+    [EMBER_OP_AVG_POOL2D] = grad_avg_pool2d,
+    [EMBER_OP_AVG_POOL2D_BACKWARD] = grad_avg_pool2d_backward,
+};
+
 static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi, arena *s)
 {
-    const ember_attrs *at = ember__node_attrs(n);
-    ember_tensor *g = go[0];
-    int64_t in[EMBER_MAX_DIMS];
-    int nd = ember__node_in_shape(n, 0, in);
     int op = ember__node_op(n);
-    switch (op) {
-    case EMBER_OP_ADD:
-        give(s, &gi[0], g);
-        give(s, &gi[1], g);
-        break;
-    case EMBER_OP_SUB:
-        give(s, &gi[0], g);
-        if (NEED(1)) give(s, &gi[1], t_neg(s, g));
-        break;
-    case EMBER_OP_MUL:
-        if (NEED(0)) give(s, &gi[0], t_mul(s, g, IN(1)));
-        if (NEED(1)) give(s, &gi[1], t_mul(s, g, IN(0)));
-        break;
-    case EMBER_OP_DIV: {   /* d(a/b) = g/b, -g*a/b^2 */
-        ember_tensor *q = t_div(s, g, IN(1));
-        if (NEED(0)) give(s, &gi[0], q);
-        if (NEED(1)) give(s, &gi[1], t_neg(s, t_div(s, t_mul(s, q, IN(0)), IN(1))));
-        break;
-    }
-    case EMBER_OP_POW: {   /* d(a^b) = g*b*a^(b-1), g*a^b*log(a) (0 where a == 0 and b >= 0) */
-        ember_tensor *a = IN(0), *b = IN(1);
-        if (NEED(0)) give(s, &gi[0], t_mul(s, g, t_mul(s, b, t_pow(s, a, t_sub(s, b, num(s, 1))))));
-        if (NEED(1)) {
-            ember_tensor *v = t_mul(s, g, t_mul(s, OUT(0), t_log(s, a)));
-            ember_tensor *zero_base = t_mul(s, as(s, t_eq(s, a, num(s, 0)), g), as(s, t_ge(s, b, num(s, 0)), g));
-            give(s, &gi[1], where3(s, t_gt(s, zero_base, num(s, 0)), num(s, 0), v));
-        }
-        break;
-    }
-    case EMBER_OP_MAXIMUM:
-    case EMBER_OP_MINIMUM: {   /* ties split the gradient evenly, as PyTorch does */
-        ember_tensor *a = IN(0), *b = IN(1);
-        ember_tensor *win = op == EMBER_OP_MAXIMUM ? t_gt(s, a, b) : t_lt(s, a, b);
-        ember_tensor *w = t_add(s, as(s, win, g), t_mul(s, as(s, t_eq(s, a, b), g), num(s, 0.5)));
-        if (NEED(0)) give(s, &gi[0], t_mul(s, g, w));
-        if (NEED(1)) give(s, &gi[1], t_mul(s, g, t_sub(s, num(s, 1), w)));
-        break;
-    }
-    case EMBER_OP_WHERE: {
-        ember_tensor *z = num(s, 0);
-        if (NEED(1)) give(s, &gi[1], where3(s, IN(0), g, z));
-        if (NEED(2)) give(s, &gi[2], where3(s, IN(0), z, g));
-        break;
-    }
-    case EMBER_OP_NEG: give(s, &gi[0], t_neg(s, g)); break;
-    case EMBER_OP_EXP: give(s, &gi[0], t_mul(s, g, OUT(0))); break;
-    case EMBER_OP_LOG: give(s, &gi[0], t_div(s, g, IN(0))); break;
-    case EMBER_OP_SQRT: give(s, &gi[0], t_div(s, g, t_mul(s, OUT(0), num(s, 2)))); break;
-    case EMBER_OP_RSQRT: {   /* d a^-1/2 = -1/2 a^-3/2 = -1/2 y^3 */
-        ember_tensor *y = OUT(0);
-        give(s, &gi[0], t_mul(s, g, t_mul(s, t_mul(s, y, t_mul(s, y, y)), num(s, -0.5))));
-        break;
-    }
-    case EMBER_OP_ABS: give(s, &gi[0], t_mul(s, g, t_sign(s, IN(0)))); break;
-    case EMBER_OP_SIGN: give(s, &gi[0], t_mul(s, g, num(s, 0))); break;
-    case EMBER_OP_SIN: give(s, &gi[0], t_mul(s, g, t_cos(s, IN(0)))); break;
-    case EMBER_OP_COS: give(s, &gi[0], t_neg(s, t_mul(s, g, t_sin(s, IN(0))))); break;
-    case EMBER_OP_TANH: {   /* 1 - y^2 */
-        ember_tensor *y = OUT(0);
-        give(s, &gi[0], t_mul(s, g, t_sub(s, num(s, 1), t_mul(s, y, y))));
-        break;
-    }
-    case EMBER_OP_SIGMOID: {   /* y (1 - y) */
-        ember_tensor *y = OUT(0);
-        give(s, &gi[0], t_mul(s, g, t_mul(s, y, t_sub(s, num(s, 1), y))));
-        break;
-    }
-    /* a select, not g * mask: 0 where the input was cut even if g is NaN (as PyTorch), in one pass */
-    case EMBER_OP_RELU: give(s, &gi[0], relu_bwd(s, g, OUT(0))); break;
-    case EMBER_OP_RELU_BACKWARD:   /* linear in g; piecewise constant in y, so y gets no gradient */
-        if (NEED(0)) give(s, &gi[0], relu_bwd(s, g, IN(1)));
-        break;
-    case EMBER_OP_GELU: {
-        ember_tensor *x = IN(0), *d;
-        if (at->i[0]) {   /* tanh form: k = sqrt(2/pi), c = 0.044715 */
-            const double k = 0.79788456080286535588, c = 0.044715;
-            ember_tensor *x2 = t_mul(s, x, x);
-            ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
-            ember_tensor *dt = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)),
-                                   t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2))));
-            d = t_add(s, t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t)), t_mul(s, t_mul(s, num(s, 0.5), x), dt));
-        } else {          /* Phi(x) + x phi(x) */
-            ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, 0.70710678118654752440)))));
-            ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
-            d = t_add(s, cdf, t_mul(s, x, pdf));
-        }
-        give(s, &gi[0], t_mul(s, g, d));
-        break;
-    }
-    case EMBER_OP_SILU: {   /* s (1 + x (1 - s)) */
-        ember_tensor *x = IN(0), *sg = t_sigmoid(s, x);
-        give(s, &gi[0], t_mul(s, g, t_mul(s, sg, t_add(s, num(s, 1), t_mul(s, x, t_sub(s, num(s, 1), sg))))));
-        break;
-    }
-    case EMBER_OP_ERF: {   /* 2/sqrt(pi) exp(-x^2) */
-        ember_tensor *x = IN(0);
-        give(s, &gi[0], t_mul(s, g, t_mul(s, num(s, 1.12837916709551257390), t_exp(s, t_neg(s, t_mul(s, x, x))))));
-        break;
-    }
-    case EMBER_OP_CLAMP: {   /* passes where lo <= x <= hi */
-        ember_tensor *x = IN(0), *m = g;
-        if (at->i[0]) m = t_mul(s, m, as(s, t_ge(s, x, num(s, at->f[0])), g));
-        if (at->i[1]) m = t_mul(s, m, as(s, t_le(s, x, num(s, at->f[1])), g));
-        give(s, &gi[0], m);
-        break;
-    }
-    case EMBER_OP_TO_DTYPE:
-    case EMBER_OP_CLONE:
-        give(s, &gi[0], g);
-        break;
-    case EMBER_OP_TO_DEVICE: {
-        ember_tensor *o = NULL;
-        give(s, &gi[0], keep(s, ember_to_device(g, ember__node_in_device(n, 0), &o), &o));
-        break;
-    }
-    case EMBER_OP_SUM:
-        give(s, &gi[0], expand_back(s, g, nd, in, (unsigned)at->i[1]));
-        break;
-    case EMBER_OP_MEAN: {
-        unsigned m = (unsigned)at->i[1];
-        give(s, &gi[0], t_div(s, expand_back(s, g, nd, in, m), num(s, count_of(nd, in, m))));
-        break;
-    }
-    case EMBER_OP_VAR: {   /* 2 (x - mean) / (N - unbiased) */
-        unsigned m = (unsigned)at->i[1];
-        int dims[EMBER_MAX_DIMS], k = mask_list(m, nd, dims);
-        ember_tensor *x = IN(0), *mean = NULL;
-        if (OK(s)) keep(s, ember_mean(x, k, dims, 1, &mean), &mean);
-        double denom = count_of(nd, in, m) - (at->i[2] ? 1 : 0);
-        ember_tensor *d = t_mul(s, t_sub(s, x, mean), num(s, 2.0 / denom));
-        give(s, &gi[0], t_mul(s, expand_back(s, g, nd, in, m), d));
-        break;
-    }
-    case EMBER_OP_LOGSUMEXP: {   /* g exp(x - y) */
-        unsigned m = (unsigned)at->i[1];
-        ember_tensor *y = expand_back(s, OUT(0), nd, in, m);
-        give(s, &gi[0], t_mul(s, expand_back(s, g, nd, in, m), t_exp(s, t_sub(s, IN(0), y))));
-        break;
-    }
-    case EMBER_OP_NORM: {
-        unsigned m = (unsigned)at->i[1];
-        double p = at->f[0];
-        ember_tensor *x = IN(0), *y = expand_back(s, OUT(0), nd, in, m), *ge_ = expand_back(s, g, nd, in, m);
-        ember_tensor *d;
-        if (isinf(p)) {   /* the max |x| entries share the gradient */
-            ember_tensor *hit = as(s, t_eq(s, t_abs(s, x), y), x);
-            int dims[EMBER_MAX_DIMS], k = mask_list(m, nd, dims);
-            ember_tensor *cnt = expand_back(s, sum_dims(s, hit, k, dims, 1), nd, in, m);
-            d = t_div(s, t_mul(s, t_sign(s, x), hit), cnt);
-        } else if (p == 2) {   /* x / y, 0 where y == 0 */
-            d = where3(s, t_eq(s, y, num(s, 0)), num(s, 0), t_div(s, x, y));
-        } else if (p == 1) {
-            d = t_sign(s, x);
-        } else {   /* sign(x) |x|^(p-1) / y^(p-1) */
-            d = t_div(s, t_mul(s, t_sign(s, x), t_pow(s, t_abs(s, x), num(s, p - 1))), t_pow(s, y, num(s, p - 1)));
-            d = where3(s, t_eq(s, y, num(s, 0)), num(s, 0), d);
-        }
-        give(s, &gi[0], t_mul(s, ge_, d));
-        break;
-    }
-    case EMBER_OP_AMAX_ALL:
-    case EMBER_OP_AMIN_ALL: {   /* ties share the gradient evenly */
-        ember_tensor *hit = as(s, t_eq(s, IN(0), OUT(0)), IN(0));
-        ember_tensor *cnt = sum_dims(s, hit, 0, NULL, 0);
-        give(s, &gi[0], t_mul(s, hit, t_div(s, g, cnt)));
-        break;
-    }
-    case EMBER_OP_MAX_DIM:
-    case EMBER_OP_MIN_DIM: {   /* the values' gradient goes to the chosen indices */
-        int dim = (int)at->i[0];
-        ember_tensor *idx = OUT(1), *gv = g;
-        if (!at->i[1]) {
-            ember_tensor *o = NULL, *o2 = NULL;
-            if (OK(s)) idx = keep(s, ember_unsqueeze(idx, dim, &o), &o);
-            if (OK(s)) gv = keep(s, ember_unsqueeze(g, dim, &o2), &o2);
-        }
-        ember_tensor *o = NULL;
-        if (OK(s) && idx && gv) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, dim, idx, gv, &o), &o));
-        break;
-    }
-    case EMBER_OP_SOFTMAX: {   /* y (g - sum(g y)) */
-        int dim = (int)at->i[0];
-        ember_tensor *y = OUT(0);
-        give(s, &gi[0], t_mul(s, y, t_sub(s, g, sum_dims(s, t_mul(s, g, y), 1, &dim, 1))));
-        break;
-    }
-    case EMBER_OP_LOG_SOFTMAX: {   /* g - exp(y) sum(g) */
-        int dim = (int)at->i[0];
-        give(s, &gi[0], t_sub(s, g, t_mul(s, t_exp(s, OUT(0)), sum_dims(s, g, 1, &dim, 1))));
-        break;
-    }
-    case EMBER_OP_SUM_TO:
-        give(s, &gi[0], expand(s, g, nd, in));
-        break;
-    case EMBER_OP_EXPAND:   /* the engine sums g back to the input's shape */
-        give(s, &gi[0], g);
-        break;
-    case EMBER_OP_LINEAR: {   /* y = x w^T: gx = g w, gw = g^T x over all leading dims */
-        ember_tensor *w = IN(1);
-        int64_t ws[EMBER_MAX_DIMS];
-        ember__node_in_shape(n, 1, ws);
-        if (NEED(0)) give(s, &gi[0], t_matmul(s, g, w));
-        if (NEED(1)) {
-            int64_t g2s[2] = {-1, ws[0]}, x2s[2] = {-1, ws[1]};
-            ember_tensor *g2 = reshape(s, g, 2, g2s), *x2 = reshape(s, IN(0), 2, x2s);
-            give(s, &gi[1], t_matmul(s, transpose_last(s, g2), x2));
-        }
-        break;
-    }
-    case EMBER_OP_MATMUL: {
-        /* promote 1-D operands to matrices, then ga = g b^T, gb = a^T g */
-        ember_tensor *a = IN(0), *b = IN(1);
-        int64_t bs[EMBER_MAX_DIMS], gs[EMBER_MAX_DIMS];
-        int nb = ember__node_in_shape(n, 1, bs);
-        int ng = ember_tensor_ndim(g);
-        memcpy(gs, ember_tensor_shape(g), (size_t)ng * sizeof *gs);
-        ember_tensor *g2 = g;
-        if (nd == 1 && nb == 1) {   /* dot */
-            if (NEED(0)) give(s, &gi[0], t_mul(s, g, b));
-            if (NEED(1)) give(s, &gi[1], t_mul(s, g, a));
-            break;
-        }
-        if (nd == 1) {   /* g lacks the row dim */
-            int64_t t[EMBER_MAX_DIMS];
-            memcpy(t, gs, (size_t)ng * sizeof *t);
-            t[ng] = t[ng - 1];
-            t[ng - 1] = 1;
-            g2 = reshape(s, g2, ng + 1, t);
-            ng++;
-            memcpy(gs, t, (size_t)ng * sizeof *gs);
-        }
-        if (nb == 1) {   /* g lacks the column dim */
-            gs[ng] = 1;
-            g2 = reshape(s, g2, ng + 1, gs);
-            ng++;
-        }
-        if (NEED(0)) {
-            ember_tensor *b2 = b;
-            if (nb == 1) {
-                int64_t t[2] = {1, bs[0]};
-                b2 = reshape(s, b, 2, t);   /* b^T as a row */
-                give(s, &gi[0], reshape_to_in(s, t_matmul(s, g2, b2), n, 0));
-            } else {
-                give(s, &gi[0], reshape_to_in(s, t_matmul(s, g2, transpose_last(s, b2)), n, 0));
-            }
-        }
-        if (NEED(1)) {
-            ember_tensor *a2 = a;
-            if (nd == 1) {
-                int64_t t[2] = {in[0], 1};
-                a2 = reshape(s, a, 2, t);   /* a^T as a column */
-                give(s, &gi[1], reshape_to_in(s, t_matmul(s, a2, g2), n, 1));
-            } else {
-                give(s, &gi[1], reshape_to_in(s, t_matmul(s, transpose_last(s, a2), g2), n, 1));
-            }
-        }
-        break;
-    }
-    case EMBER_OP_RESHAPE:
-    case EMBER_OP_VIEW:
-    case EMBER_OP_SQUEEZE:
-    case EMBER_OP_UNSQUEEZE:
-        give(s, &gi[0], reshape(s, g, nd, in));
-        break;
-    case EMBER_OP_TRANSPOSE: {
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], keep(s, ember_transpose(g, (int)at->i[0], (int)at->i[1], &o), &o));
-        break;
-    }
-    case EMBER_OP_PERMUTE: {
-        int pn = (int)at->i[0], inv[EMBER_MAX_DIMS];
-        for (int d = 0; d < pn; d++) inv[at->i[1 + d]] = d;
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], keep(s, ember_permute(g, pn, inv, &o), &o));
-        break;
-    }
-    case EMBER_OP_NARROW:
-    case EMBER_OP_SELECT: {   /* pad with zeros: cat(zeros, g, zeros) along dim */
-        int dim = (int)at->i[0];
-        int64_t start = at->i[1], len = op == EMBER_OP_NARROW ? at->i[2] : 1;
-        ember_tensor *gg = g;
-        if (op == EMBER_OP_SELECT) {
-            ember_tensor *o = NULL;
-            if (OK(s)) gg = keep(s, ember_unsqueeze(g, dim, &o), &o);
-        }
-        ember_tensor *parts[3];
-        int np = 0;
-        int64_t shp[EMBER_MAX_DIMS];
-        memcpy(shp, in, sizeof shp);
-        int dt = ember_tensor_dtype(g);
-        if (start > 0) {
-            shp[dim] = start;
-            parts[np++] = zeros(s, nd, shp, dt);
-        }
-        parts[np++] = gg;
-        if (start + len < in[dim]) {
-            shp[dim] = in[dim] - start - len;
-            parts[np++] = zeros(s, nd, shp, dt);
-        }
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
-        break;
-    }
-    case EMBER_OP_AS_STRIDED: {   /* the region of zeros shaped like the input */
-        ember_tensor *o = NULL, *z = zeros(s, nd, in, ember_tensor_dtype(g));
-        if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, g, at, &o), &o));
-        break;
-    }
-    case EMBER_OP_AS_STRIDED_SCATTER: {   /* the region goes to the source, the rest to the input */
-        ember_tensor *o = NULL;
-        if (NEED(0) && OK(s)) {
-            int64_t rs[EMBER_MAX_DIMS];
-            int rnd = ember__node_in_shape(n, 1, rs);
-            ember_tensor *z = zeros(s, rnd, rs, ember_tensor_dtype(g));
-            if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(g, z, at, &o), &o));
-        }
-        if (NEED(1) && OK(s)) give(s, &gi[1], keep(s, ember__as_strided(g, at, &o), &o));
-        break;
-    }
-    case EMBER_OP_INDEX_SELECT: {
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], keep(s, ember_index_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
-        break;
-    }
-    case EMBER_OP_GATHER: {
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
-        break;
-    }
-    case EMBER_OP_SCATTER_ADD: {
-        ember_tensor *o = NULL;
-        if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_gather(g, (int)at->i[0], IN(0), &o), &o));
-        break;
-    }
-    case EMBER_OP_INDEX_ADD: {
-        ember_tensor *o = NULL;
-        if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select(g, (int)at->i[0], IN(0), &o), &o));
-        break;
-    }
-    case EMBER_OP_CAT:
-    case EMBER_OP_STACK: {   /* slices of g, one per input */
-        int dim = (int)at->i[0], nin = ember__node_num_inputs(n);
-        int64_t off = 0;
-        for (int i = 0; i < nin && OK(s); i++) {
-            int64_t shp[EMBER_MAX_DIMS];
-            ember__node_in_shape(n, i, shp);
-            int64_t len = op == EMBER_OP_CAT ? shp[dim] : 1;
-            if (NEED(i)) {
-                ember_tensor *o = NULL;
-                if (op == EMBER_OP_CAT) give(s, &gi[i], keep(s, ember_narrow(g, dim, off, len, &o), &o));
-                else give(s, &gi[i], keep(s, ember_select(g, dim, off, &o), &o));
-            }
-            off += len;
-        }
-        break;
-    }
-    case EMBER_OP_CONV2D: {   /* both adjoints are ops of their own (im2col + GEMM kernels) */
-        const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
-        int64_t ws[EMBER_MAX_DIMS];
-        ember__node_in_shape(n, 1, ws);
-        ember_tensor *o = NULL, *o2 = NULL;
-        if (OK(s) && NEED(0))
-            give(s, &gi[0], keep(s, ember_conv2d_backward_input(g, IN(1), in, st, pd, dl, at->i[6], &o), &o));
-        if (OK(s) && NEED(1))
-            give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), g, ws, st, pd, dl, at->i[6], &o2), &o2));
-        break;
-    }
-    /* the adjoints are bilinear in their two inputs, so their own gradients are
-       convolutions again: <G, bi(g, w)> = <conv2d(G, w), g> = <bw(G, g), w> and
-       <G, bw(x, g)> = <bi(g, G), x> = <conv2d(x, G), g> */
-    case EMBER_OP_CONV2D_BACKWARD_INPUT: {   /* (g, w) -> gx */
-        const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
-        int64_t ws[EMBER_MAX_DIMS];
-        ember__node_in_shape(n, 1, ws);
-        ember_tensor *o = NULL, *o2 = NULL;
-        if (OK(s) && NEED(0)) give(s, &gi[0], keep(s, ember_conv2d(g, IN(1), st, pd, dl, at->i[6], &o), &o));
-        if (OK(s) && NEED(1))
-            give(s, &gi[1], keep(s, ember_conv2d_backward_weight(g, IN(0), ws, st, pd, dl, at->i[6], &o2), &o2));
-        break;
-    }
-    case EMBER_OP_CONV2D_BACKWARD_WEIGHT: {   /* (x, g) -> gw */
-        const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
-        ember_tensor *o = NULL, *o2 = NULL;
-        if (OK(s) && NEED(0))
-            give(s, &gi[0], keep(s, ember_conv2d_backward_input(IN(1), g, in, st, pd, dl, at->i[6], &o), &o));
-        if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_conv2d(IN(0), g, st, pd, dl, at->i[6], &o2), &o2));
-        break;
-    }
-    case EMBER_OP_MAX_POOL2D: {
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], keep(s, ember_max_pool2d_backward(g, OUT(1), in, &o), &o));
-        break;
-    }
-    case EMBER_OP_MAX_POOL2D_BACKWARD: {   /* linear in g: read the pooled positions back */
-        if (!NEED(0)) break;
-        int64_t xs[EMBER_MAX_DIMS], ps[EMBER_MAX_DIMS];
-        ember__node_out_shape(n, 0, xs);            /* (N, C, H, W) */
-        int np = ember__node_in_shape(n, 1, ps);    /* (N, C, H', W') */
-        int64_t fx[3] = {xs[0], xs[1], xs[2] * xs[3]}, fp[3] = {ps[0], ps[1], ps[2] * ps[3]};
-        ember_tensor *o = NULL, *v = NULL;
-        ember_tensor *gf = reshape(s, g, 3, fx), *idx = reshape(s, IN(1), 3, fp);
-        if (OK(s) && gf && idx) v = keep(s, ember_gather(gf, 2, idx, &o), &o);
-        give(s, &gi[0], reshape(s, v, np, ps));
-        break;
-    }
-    case EMBER_OP_AVG_POOL2D: {
-        ember_tensor *o = NULL;
-        if (OK(s))
-            give(s, &gi[0], keep(s, ember_avg_pool2d_backward(g, in, &at->i[0], &at->i[2], &at->i[4], &o), &o));
-        break;
-    }
-    case EMBER_OP_AVG_POOL2D_BACKWARD: {   /* avg_pool2d is its own adjoint's adjoint */
-        ember_tensor *o = NULL;
-        if (OK(s)) give(s, &gi[0], keep(s, ember_avg_pool2d(g, &at->i[0], &at->i[2], &at->i[4], &o), &o));
-        break;
-    }
-    default:
-        return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember__ops[op].name);
-    }
+    if (op < 0 || op >= EMBER_OP_COUNT || !RULES[op])
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", op >= 0 ? ember__ops[op].name : "?");
+    rule_ctx r = {n, gi, s, ember__node_attrs(n), go[0], {0}, 0, op};
+    r.nd = ember__node_in_shape(n, 0, r.in);
+    RULES[op](&r);
     return s->rc;
 }
 
