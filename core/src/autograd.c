@@ -17,6 +17,7 @@
    gradient is complete, are handed to the caller as requests of a pull loop. */
 #include "autograd.h"
 #include "grad_rules.h"
+#include "node.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -137,55 +138,6 @@ int ember_key_new(int group, int *key)
 }
 
 /* ------------------------------------------------------------------ nodes */
-/* AccumulateGrad nodes end the graph at an attached tensor; a RETAIN node
-   stands between an attached intermediate and its producer: it hands the
-   tensor's gradient to the caller and passes it on unchanged. */
-enum { NODE_ACCUMULATE = -1, NODE_CUSTOM = -2, NODE_RETAIN = -3 };
-
-typedef struct ag_edge {
-    ember_node *node;
-    int output_nr;
-} ag_edge;
-
-typedef struct ag_meta_io {   /* what backward needs to know of an input or output */
-    int8_t ndim, dtype;
-    int device;
-    int64_t shape[EMBER_MAX_DIMS];
-} ag_meta_io;
-
-#define MAX_SAVED_IN 3
-#define MAX_SAVED_OUT 2
-
-struct ember_node {
-    int op;                  /* EMBER_OP_*, NODE_ACCUMULATE or NODE_CUSTOM */
-    int key;
-    int nin, nout;
-    int rule_id;             /* > 0: a Lua rule */
-    int ctx_id;
-    int intercept;           /* hooks: ask the caller even for a built-in rule */
-    int needed;              /* backward: on a path from a root to an attached tensor */
-    int reached;
-    int pending;             /* AccumulateGrad: producers still to run */
-    int done;
-    int copied;              /* saved copies (allow_mutation_on_saved_tensors) */
-    int dead;                /* nothing refers to it any more: its saved tensors are gone */
-    int pinned;              /* an open backward run still needs what it saved */
-    int64_t refs;            /* live tracking entries and edges of other nodes that point here */
-    uint64_t id;
-    const char *custom_name;
-    ember_attrs attrs;
-    ag_edge *next;           /* [nin] */
-    uint8_t *needs;          /* [nin] */
-    ag_meta_io *in_meta;     /* [nin] */
-    ag_meta_io *out_meta;    /* [nout] */
-    ember_tensor **grads;    /* [nout] accumulated output grads */
-    ember_tensor *sv_in[MAX_SAVED_IN];
-    int64_t sv_in_version[MAX_SAVED_IN];
-    ember_tensor *sv_out[MAX_SAVED_OUT];
-    int64_t sv_out_version[MAX_SAVED_OUT];
-    ember_tensor *leaf;      /* AccumulateGrad: the attached tensor (weak) */
-};
-
 static void meta_of(ag_meta_io *m, const ember_tensor *t)
 {
     m->ndim = t->ndim;
@@ -1079,26 +1031,6 @@ void ember_node_set_intercept(ember_node *n, int on)
 {
     if (n) n->intercept = on != 0;
 }
-
-/* accessors for grad_rules.c */
-const ember_attrs *ember__node_attrs(const ember_node *n) { return &n->attrs; }
-int ember__node_op(const ember_node *n) { return n->op; }
-int ember__node_needs(const ember_node *n, int i) { return n->needs[i]; }
-int ember__node_in_shape(const ember_node *n, int i, int64_t *shape)
-{
-    memcpy(shape, n->in_meta[i].shape, sizeof n->in_meta[i].shape);
-    return n->in_meta[i].ndim;
-}
-int ember__node_in_dtype(const ember_node *n, int i) { return n->in_meta[i].dtype; }
-int ember__node_in_device(const ember_node *n, int i) { return n->in_meta[i].device; }
-int ember__node_num_inputs(const ember_node *n) { return n->nin; }
-int ember__node_out_shape(const ember_node *n, int k, int64_t *shape)
-{
-    memcpy(shape, n->out_meta[k].shape, sizeof n->out_meta[k].shape);
-    return n->out_meta[k].ndim;
-}
-ember_tensor *ember__node_saved_in(const ember_node *n, int i) { return n->sv_in[i]; }
-ember_tensor *ember__node_saved_out(const ember_node *n, int k) { return n->sv_out[k]; }
 
 /* ------------------------------------------------------------------ backward */
 struct ember_backward_run {

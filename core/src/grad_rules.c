@@ -8,6 +8,7 @@
    Each rule is a few lines over a small arena `S` that owns the temporaries:
    every helper returns NULL once an op has failed, and S.rc keeps the status. */
 #include "grad_rules.h"
+#include "node.h"
 
 #include <math.h>
 #include <string.h>
