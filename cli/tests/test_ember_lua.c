@@ -9,23 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
+#include "../../core/tests/check.h"
 #define HAS(E, text) CHECK(strstr(ember_lua_error(E), (text)) != NULL)
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 static int released;
 static void on_release(void *ctx, void *data)

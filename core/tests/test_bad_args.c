@@ -6,13 +6,13 @@
    usable after all of them. Run by ctest, also under ASan + UBSan (where the
    released-tensor calls are left out: there the header really is freed and
    ASan would rightly report the use). */
-#include "ember.h"
+#include "check.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-static int failures, calls;
+static int calls;
 
 #define BAD(expr)                                                                              \
     do {                                                                                       \
@@ -31,22 +31,7 @@ static int failures, calls;
         calls++;                                                                               \
         (void)(expr);                                                                          \
     } while (0)
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond,        \
-                    ember_last_error());                                                       \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 typedef int (*binary_fn)(ember_tensor *, ember_tensor *, ember_tensor **);
 typedef int (*unary_fn)(ember_tensor *, ember_tensor **);

@@ -1,21 +1,12 @@
 /* test_core.c: the tensor core and the autograd engine through the C API
    alone (no Lua): creation, refcounts, views and versions, broadcasting,
    promotion, errors, and a forward + backward driven by the pull loop. */
-#include "ember.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond,   \
-                    ember_last_error());                                                   \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
 
 static ember_tensor *vec(const float *v, int64_t n)
 {
@@ -110,23 +101,46 @@ static void test_inplace_and_versions(void)
 
 /* y = sum(x * w + x) through the C API; dy/dw = x, dy/dx = w + 1 */
 
+/* y = sum(x * w + x) recorded on a new key, x = {1, 3, 5}, w = {2, 4, 6}:
+   dy/dw = x, dy/dx = w + 1 */
+typedef struct {
+    ember_tensor *x, *w, *xw, *s, *y;
+    int key;
+} small_graph;
+
+static void build_graph(small_graph *g)
+{
+    const float xv[3] = {1, 3, 5}, wv[3] = {2, 4, 6};
+    memset(g, 0, sizeof *g);
+    g->x = vec(xv, 3);
+    g->w = vec(wv, 3);
+    CHECK(ember_key_new(0, &g->key) == EMBER_OK);
+    CHECK(ember_key_record(g->key) == EMBER_OK);
+    CHECK(ember_key_record(g->key) == EMBER_ERR_STATE);
+    CHECK(ember_key_track(g->key, g->x) == EMBER_OK);
+    CHECK(ember_key_track(g->key, g->w) == EMBER_OK);
+    CHECK(ember_mul(g->x, g->w, &g->xw) == EMBER_OK);
+    CHECK(ember_add(g->xw, g->x, &g->s) == EMBER_OK);
+    CHECK(ember_sum(g->s, 0, NULL, 0, &g->y) == EMBER_OK);
+}
+
+static void free_graph(small_graph *g)
+{
+    ember_key_free(g->key);
+    ember_tensor *all[5] = {g->x, g->w, g->xw, g->s, g->y};
+    for (int i = 0; i < 5; i++) ember_tensor_release(all[i]);
+}
+
 /* The same graph with a deadline already passed: one node per call, writes
    into what the open run needs refused, the same gradients at the end. */
 static void test_budgeted_backward(void)
 {
-    const float xv[3] = {1, 3, 5}, wv[3] = {2, 4, 6};
-    ember_tensor *x = vec(xv, 3), *w = vec(wv, 3), *xw = NULL, *s = NULL, *y = NULL;
-    int key = 0;
-    CHECK(ember_key_new(0, &key) == EMBER_OK);
-    CHECK(ember_key_record(key) == EMBER_OK);
-    CHECK(ember_key_track(key, x) == EMBER_OK);
-    CHECK(ember_key_track(key, w) == EMBER_OK);
-    CHECK(ember_mul(x, w, &xw) == EMBER_OK);
-    CHECK(ember_add(xw, x, &s) == EMBER_OK);
-    CHECK(ember_sum(s, 0, NULL, 0, &y) == EMBER_OK);
+    small_graph G;
+    build_graph(&G);
+    ember_tensor *x = G.x, *w = G.w, *y = G.y;
     ember_backward_run *run = NULL;
     ember_backward_req req;
-    CHECK(ember_backward_begin(key, 1, &y, NULL, &run) == EMBER_OK);
+    CHECK(ember_backward_begin(G.key, 1, &y, NULL, &run) == EMBER_OK);
     CHECK(ember_mul_(w, w) == EMBER_ERR_STATE);   /* MulBackward still needs w */
     CHECK(strstr(ember_last_error(), "needed by a backward run") != NULL);
     int got = 0, pauses = 0;
@@ -149,27 +163,15 @@ static void test_budgeted_backward(void)
     CHECK(pauses >= 2);   /* sum, add and mul ran one a call */
     ember_backward_end(run);
     CHECK(ember_mul_(w, w) == EMBER_OK);   /* the run is over */
-    ember_key_free(key);
-    ember_tensor_release(xw);
-    ember_tensor_release(s);
-    ember_tensor_release(y);
-    ember_tensor_release(x);
-    ember_tensor_release(w);
+    free_graph(&G);
 }
 
 static void test_backward(void)
 {
-    const float xv[3] = {1, 3, 5}, wv[3] = {2, 4, 6};
-    ember_tensor *x = vec(xv, 3), *w = vec(wv, 3), *xw = NULL, *s = NULL, *y = NULL;
-    int key = 0;
-    CHECK(ember_key_new(0, &key) == EMBER_OK);
-    CHECK(ember_key_record(key) == EMBER_OK);
-    CHECK(ember_key_record(key) == EMBER_ERR_STATE);
-    CHECK(ember_key_track(key, x) == EMBER_OK);
-    CHECK(ember_key_track(key, w) == EMBER_OK);
-    CHECK(ember_mul(x, w, &xw) == EMBER_OK);
-    CHECK(ember_add(xw, x, &s) == EMBER_OK);
-    CHECK(ember_sum(s, 0, NULL, 0, &y) == EMBER_OK);
+    small_graph G;
+    build_graph(&G);
+    ember_tensor *x = G.x, *w = G.w, *y = G.y;
+    int key = G.key;
     CHECK(ember_grad_fn(y, NULL) != NULL);
     CHECK(strcmp(ember_node_name(ember_grad_fn(y, NULL)), "SumBackward") == 0);
 
@@ -198,12 +200,7 @@ static void test_backward(void)
     ember_autograd_stats_t st;
     ember_autograd_stats(&st);
     CHECK(st.live_nodes == 0 && st.saved_tensors == 0);
-    ember_key_free(key);
-    ember_tensor_release(xw);
-    ember_tensor_release(s);
-    ember_tensor_release(y);
-    ember_tensor_release(x);
-    ember_tensor_release(w);
+    free_graph(&G);
 }
 
 int main(void)

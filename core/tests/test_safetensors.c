@@ -2,22 +2,13 @@
    dtype, a zero-size tensor and a strided view; files damaged in each way a
    reader must survive; the stale temporary a killed writer leaves. */
 #define _DEFAULT_SOURCE
-#include "ember.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond,        \
-                    ember_last_error());                                                       \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 static void write_file(const char *path, const void *buf, size_t n)
 {

@@ -178,35 +178,47 @@ return function(ember, autodiff)
   -- product of its Hessian with v, as v^T H and H v. Both are one
   -- double backward (grad of <grad f, v>); they agree for every twice
   -- continuously differentiable f, whose Hessian is symmetric.
+  -- <gs, vs>, summed over the list
+  local function dot(gs, vs)
+    local d
+    for i = 1, #gs do
+      local term = (gs[i] * vs[i]):sum()
+      d = d and d + term or term
+    end
+    return d
+  end
+  -- body(inner, outer) with `outer` (attached to outer_on) recording before
+  -- `inner` (attached to xs), so outer differentiates inner's backward
+  local function nested(outer_on, xs, body)
+    with_clean_grads(xs, function()
+      local outer = GradManager():attach(outer_on)
+      local inner = GradManager():attach(xs)
+      outer:record()
+      local ok, err = pcall(function()
+        inner:record()
+        body(inner, outer)
+      end)
+      inner:release()
+      outer:release()
+      if not ok then error(err, 0) end
+    end)
+  end
+
   local function hessian_vector(name, f, inputs, v)
     if type(f) ~= "function" then error(("ember.autodiff.%s: expected a function"):format(name), 3) end
     local xs, single = as_inputs(name, inputs)
     local vs = as_vectors(name, v, xs, "v")
     local y, prods
-    with_clean_grads(xs, function()
-      local outer = GradManager():attach(xs)
-      local inner = GradManager():attach(xs)
-      outer:record()
-      local ok, err = pcall(function()
-        inner:record()
-        y = f(unpack(xs))
-        if not is_tensor(y) or y:numel() ~= 1 then
-          error(("ember.autodiff.%s: f must return a one-element tensor"):format(name), 0)
-        end
-        inner:backward(y)
-        local gs = grads_of(xs)
-        for _, x in ipairs(xs) do x.grad = nil end
-        local dot = nil
-        for i = 1, #xs do
-          local term = (gs[i] * vs[i]):sum()
-          dot = dot and dot + term or term
-        end
-        outer:backward(dot)
-        prods = grads_of(xs)
-      end)
-      inner:release()
-      outer:release()
-      if not ok then error(err, 0) end
+    nested(xs, xs, function(inner, outer)
+      y = f(unpack(xs))
+      if not is_tensor(y) or y:numel() ~= 1 then
+        error(("ember.autodiff.%s: f must return a one-element tensor"):format(name), 0)
+      end
+      inner:backward(y)
+      local gs = grads_of(xs)
+      for _, x in ipairs(xs) do x.grad = nil end
+      outer:backward(dot(gs, vs))
+      prods = grads_of(xs)
     end)
     return y:detach(), single and prods[1] or prods
   end
@@ -217,7 +229,7 @@ return function(ember, autodiff)
   -- "double vjp" trick): u -> J^T u is linear, and its vjp with v is J v.
   function autodiff.jvp(f, inputs, v)
     if type(f) ~= "function" then error("ember.autodiff.jvp: expected a function", 2) end
-    local xs, single = as_inputs("jvp", inputs)
+    local xs = as_inputs("jvp", inputs)
     local vs = as_vectors("jvp", v, xs, "v")
     local probe = pack(ember.no_grad(f, unpack(xs)))
     local us = {}
@@ -226,29 +238,12 @@ return function(ember, autodiff)
       us[k] = ember.zeros_like(probe[k])
     end
     local outs, results
-    with_clean_grads(xs, function()
-      local outer = GradManager():attach(us)
-      local inner = GradManager():attach(xs)
-      outer:record()
-      local ok, err = pcall(function()
-        inner:record()
-        outs = pack(f(unpack(xs)))
-        local ys = {}
-        for k = 1, outs.n do ys[k] = outs[k] end
-        inner:backward(ys, us)
-        local gs = grads_of(xs)
-        local dot = nil
-        for i = 1, #xs do
-          local term = (gs[i] * vs[i]):sum()
-          dot = dot and dot + term or term
-        end
-        outer:backward(dot)
-        results = {}
-        for k, u in ipairs(us) do results[k] = rawget(u, "_grad") or ember.zeros_like(u) end
-      end)
-      inner:release()
-      outer:release()
-      if not ok then error(err, 0) end
+    nested(us, xs, function(inner, outer)
+      outs = pack(f(unpack(xs)))
+      inner:backward({ unpack(outs, 1, outs.n) }, us)
+      outer:backward(dot(grads_of(xs), vs))
+      results = {}
+      for k, u in ipairs(us) do results[k] = rawget(u, "_grad") or ember.zeros_like(u) end
     end)
     local values = {}
     for k = 1, outs.n do values[k] = outs[k]:detach() end
