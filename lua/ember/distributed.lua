@@ -420,9 +420,10 @@ int edist_imeta_max(int64_t *buf, int n, int *handle);
   function AR:flush(ok)
     if not (state.mpi and state.size > 1) then return end
     if ok == false then
-      -- a failed backward: what is in flight stays in flight (the rank
-      -- cannot take part in the next backward consistently any more)
-      self.open, self.open_order, self.queue = {}, {}, {}
+      -- a failed backward: the buckets are dropped; this callback refuses
+      -- further backwards, since the ranks are no longer in step
+      self:_drain()
+      self.open, self.open_order = {}, {}
       self.broken = true
       return
     end
@@ -430,25 +431,50 @@ int edist_imeta_max(int64_t *buf, int n, int *handle);
       fail("make_allreduce_cb", "an earlier backward failed part-way; the ranks are no longer in step", 2)
     end
     local t0 = now()
-    for _, b in ipairs(self.open_order) do self:_close(b) end
-    self.open, self.open_order = {}, {}
-    self:_close({ items = false })   -- end of backward marker
-    for _, b in ipairs(self.queue) do
-      if b.state == "header" then
-        if lib.edist_wait(b.hid, "make_allreduce_cb") < 0 then self.broken = true; lib_fail(2) end
-        local ok2, err = pcall(self._launch_data, self, b)
-        if not ok2 then self.queue = {}; error(err, 0) end
-      end
-      if b.state == "data" then
-        if lib.edist_wait(b.did, "make_allreduce_cb") < 0 then self.broken = true; lib_fail(2) end
-        self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
-        self:_finish(b)
-      end
+    local ok2, err = pcall(self._flush, self)
+    if not ok2 then
+      self:_drain()
+      self.broken = true
+      error(err, 0)
     end
     self.queue = {}
     self.seq = 0
     self.stats.backwards = self.stats.backwards + 1
     self.stats.flush_wait_s = self.stats.flush_wait_s + (now() - t0)
+  end
+
+  -- After an error: give what is still in flight up to a second to complete
+  -- (it does when every rank launched the same number of requests), so the
+  -- process can still finalise MPI cleanly at exit; what does not complete
+  -- makes the exit abort the job.
+  function AR:_drain()
+    local t0 = now()
+    for _, b in ipairs(self.queue) do
+      for _, id in ipairs({ b.state == "header" and b.hid or nil, b.state == "data" and b.did or nil }) do
+        repeat
+          if lib.edist_test(id, dbuf) < 0 then break end
+        until dbuf[0] ~= 0 or now() - t0 > 1
+      end
+    end
+    self.queue = {}
+    self.open, self.open_order = {}, {}
+  end
+
+  function AR:_flush()
+    for _, b in ipairs(self.open_order) do self:_close(b) end
+    self.open, self.open_order = {}, {}
+    self:_close({ items = false })   -- end of backward marker
+    for _, b in ipairs(self.queue) do
+      if b.state == "header" then
+        if lib.edist_wait(b.hid, "make_allreduce_cb") < 0 then lib_fail(2) end
+        self:_launch_data(b)
+      end
+      if b.state == "data" then
+        if lib.edist_wait(b.did, "make_allreduce_cb") < 0 then lib_fail(2) end
+        self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
+        self:_finish(b)
+      end
+    end
   end
 
   -- GradManager:attach calls this once per manager: the flush point.
