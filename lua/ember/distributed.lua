@@ -262,6 +262,9 @@ int edist_imeta_max(int64_t *buf, int n, int *handle);
   end)
   if not ok_time then now = clock end
 
+  -- seconds on a monotonic clock (for timing steps and epochs)
+  M.wtime = now
+
   local AR = {}
   AR.__index = AR
 
