@@ -178,8 +178,9 @@ if allreduce then
   local st = allreduce.stats
   local steps = math.max(st.backwards, 1)
   print(("all-reduce: %d steps, %.1f buckets and %.0f KB a step; a bucket's all-reduce took %.3f ms from launch "
-    .. "to completion, the flush at the end of backward %.3f ms a step"):format(st.backwards, st.buckets / steps,
-    st.bytes / steps / 1024, 1e3 * st.comm_s / math.max(st.buckets, 1), 1e3 * st.flush_wait_s / steps))
+    .. "to completion, the flush at the end of backward %.3f ms a step; %.0f KB a step completed while backward "
+    .. "went on"):format(st.backwards, st.buckets / steps, st.bytes / steps / 1024,
+    1e3 * st.comm_s / math.max(st.buckets, 1), 1e3 * st.flush_wait_s / steps, st.hidden_bytes / steps / 1024))
 end
 if rank ~= 0 then return end
 acc = acc or evaluate()

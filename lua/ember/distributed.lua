@@ -291,7 +291,8 @@ int edist_imeta_max(int64_t *buf, int n, int *handle);
     need_init()
     local self = setmetatable({ op = op, cap = mb * 2 ^ 20, open = {}, open_order = {}, queue = {},
       seq = 0, managers = setmetatable({}, { __mode = "k" }),
-      stats = { backwards = 0, buckets = 0, bytes = 0, flush_wait_s = 0, comm_s = 0 } }, AR)
+      stats = { backwards = 0, buckets = 0, bytes = 0, flush_wait_s = 0, comm_s = 0,
+        hidden_buckets = 0, hidden_bytes = 0 } }, AR)
     return self
   end
 
@@ -413,6 +414,9 @@ int edist_imeta_max(int64_t *buf, int n, int *handle);
         if dbuf[0] ~= 0 then
           self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
           self:_finish(b)
+          -- done while backward went on: wholly hidden
+          self.stats.hidden_buckets = self.stats.hidden_buckets + 1
+          self.stats.hidden_bytes = self.stats.hidden_bytes + b.numel * (b.dtype == "float64" and 8 or 4)
         end
       end
     end
