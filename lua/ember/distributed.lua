@@ -10,6 +10,10 @@ return function(ember)
   local M = {}
   local floor, max = math.floor, math.max
 
+  -- declared once per Lua state (the FFI outlives a re-required package)
+  local reg = debug.getregistry()
+  if not reg.ember_distributed_cdef then
+  reg.ember_distributed_cdef = true
   ffi.cdef [[
 enum { EDIST_SUM = 0, EDIST_MAX = 1, EDIST_MIN = 2 };
 int edist_init(void);
@@ -26,7 +30,10 @@ int edist_test(int handle, int *done);
 int edist_wait(int handle, const char *opname);
 int edist_pending(void);
 int edist_imeta_max(int64_t *buf, int n, int *handle);
+typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
 ]]
+  pcall(ffi.cdef, "int clock_gettime(int, edist_timespec *);")
+  end
 
   local lib, lib_path, lib_err
   local state = { init = false, rank = 0, size = 1, local_rank = 0, mpi = false }
@@ -254,13 +261,12 @@ int edist_imeta_max(int64_t *buf, int n, int *handle);
 
   ---------------------------------------------------------------- bucketed all-reduce for GradManager
   local DT_CODE = { float32 = 0, float64 = 1 }
-  local clock = os.clock
-  local ok_time, now = pcall(function()
-    ffi.cdef("typedef struct { long tv_sec; long tv_nsec; } edist_timespec; int clock_gettime(int, edist_timespec *);")
-    local ts = ffi.new("edist_timespec")
-    return function() ffi.C.clock_gettime(1, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
-  end)
-  if not ok_time then now = clock end
+  local ts = ffi.new("edist_timespec")
+  local CLOCK_MONOTONIC = 1
+  local function now()
+    ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+  end
 
   -- seconds on a monotonic clock (for timing steps and epochs)
   M.wtime = now
