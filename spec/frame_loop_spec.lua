@@ -250,3 +250,25 @@ describe("the memory ceiling", function()
     assert.are.equal(start.live_tensors, stop.live_tensors)
   end)
 end)
+
+describe("budgeted backward and the flush point", function()
+  it("runs before-backward-returns hooks once at completion, with false when cancelled", function()
+    local w = ember.tensor({ 1, 2 })
+    local gm = GradManager():attach(w)
+    local seen = {}
+    gm:register_before_backward_returns(function(ok)
+      seen[#seen + 1] = { ok, w.grad == nil }   -- before .grad is written
+    end)
+    gm:record()
+    local run = gm:backward_steps((w * w):sum())
+    while not run:step(0) do end
+    assert.are.same({ { true, true } }, seen)
+    H.same(w.grad, { 2, 4 })
+    w.grad = nil
+    gm:record()
+    run = gm:backward_steps((w * 3):sum())
+    run:cancel()
+    assert.are.same({ { true, true }, { false, true } }, seen)
+    assert.is_nil(w.grad)
+  end)
+end)

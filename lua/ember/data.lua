@@ -190,8 +190,21 @@ return function(ember)
   local DataLoader = { __name = "DataLoader" }
   M.DataLoader_class = DataLoader
 
+  -- distributed loaders: global batch g covers world * batch_size positions of
+  -- the epoch's order; rank r takes the r-th of `world` near-equal parts. A
+  -- last global batch with fewer positions than ranks joins the one before,
+  -- so every rank has the same number of batches and none is empty.
+  local function dist_batches(n, bs, W, drop_last)
+    local gb = W * bs
+    local nb = drop_last and floor(n / gb) or math.ceil(n / gb)
+    local last_end = drop_last and nb * gb or n
+    if not drop_last and nb > 1 and n - (nb - 1) * gb < W then nb = nb - 1 end
+    return nb, last_end
+  end
+
   function DataLoader.size(self)
     local n, bs = self.n, self.batch_size
+    if self.world then return (dist_batches(n, bs, self.world, self.drop_last)) end
     if self.drop_last then return floor(n / bs) end
     return math.ceil(n / bs)
   end
@@ -224,10 +237,23 @@ return function(ember)
     local x, y = self.x, self.y
     if perm and x and x.device ~= "cpu" then perm = perm:to(x.device) end
     local b = 0
+    local W, R, last_end
+    if self.world then
+      W, R = self.world, self.rank
+      nb, last_end = dist_batches(n, bs, W, self.drop_last)
+    end
     return function()
       if b >= nb then return nil end
       local start = b * bs + 1
       local len = math.min(bs, n - start + 1)
+      if W then   -- this rank's part of global batch b
+        local gs = b * W * bs + 1
+        local ge = b == nb - 1 and last_end or gs + W * bs - 1
+        local m = ge - gs + 1
+        local base, extra = floor(m / W), m % W
+        start = gs + R * base + math.min(R, extra)
+        len = base + (R < extra and 1 or 0)
+      end
       b = b + 1
       if x then
         if perm then
@@ -256,7 +282,8 @@ return function(ember)
     return self
   end
 
-  -- ember.data.DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false, seed = ?})
+  -- ember.data.DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false, seed = ?,
+  --                            distributed = false})
   -- ds: a TensorDataset (batches cut from ds.x / ds.y), or any object with
   -- `#ds` or ds:size() and ds:get(i) (samples stacked). Without a seed, a
   -- shuffling loader draws one from ember's generator (so ember.manual_seed
@@ -288,9 +315,25 @@ return function(ember)
     if seed == nil and opts.shuffle then
       seed = ember.randint(0, 2 ^ 31, { 1 }):item()
     end
+    local rank, world
+    if opts.distributed then
+      -- ember.distributed: every rank shuffles alike (rank 0's seed) and
+      -- takes a disjoint part of every batch
+      local dist = ember.distributed
+      dist.init()
+      rank, world = dist.rank(), dist.world_size()
+      if opts.shuffle and world > 1 then
+        local t = ember.tensor({ seed }, { dtype = "int64" })
+        dist.broadcast(t, 0)
+        seed = t:item()
+      end
+      if n < world then
+        fail("DataLoader", ("distributed over %d ranks needs at least %d samples, got %d"):format(world, world, n), 2)
+      end
+    end
     return object(DataLoader, { dataset = ds, x = x, y = y, n = n, batch_size = bs,
       shuffle = opts.shuffle and true or false, drop_last = opts.drop_last and true or false,
-      seed = seed or 0, epoch = opts.epoch or 0 })
+      seed = seed or 0, epoch = opts.epoch or 0, rank = rank, world = world })
   end
 
   package.loaded["ember.data"] = M

@@ -340,6 +340,7 @@ function GradManager.new()
     _attached = setmetatable({}, { __mode = "k" }),
     _seq = 0,
     _after = {},
+    _flush = {},
   }, GradManager)
   -- frees the C key when the manager is collected (a finaliser, not an FFI callback)
   self._keyref = ffi.gc(ffi_new("int[1]", key), function(p) C.ember_key_free(p[0]) end)
@@ -362,16 +363,25 @@ local function not_running(self, what, level)
   end
 end
 
+-- a callback is a function or a callable object (a table whose metatable has
+-- __call); an object with an on_attach method is told of every manager it is
+-- attached to (ember.distributed's bucketed all-reduce registers its flush)
+local function callable(cb)
+  if type(cb) == "function" then return true end
+  local mt = type(cb) == "table" and getmetatable(cb)
+  return mt and type(mt.__call) == "function" or false
+end
+
 function GradManager:attach(tensors, callbacks)
   not_running(self, "attach")
   local list = as_list(tensors)
   if list == nil then error("ember.GradManager.attach: expected a tensor or a list of tensors, got " .. type(tensors), 2) end
   local cbs = {}
-  if type(callbacks) == "function" then
+  if callable(callbacks) then
     cbs = { callbacks }
   elseif type(callbacks) == "table" then
     for i, cb in ipairs(callbacks) do
-      if type(cb) ~= "function" then error("ember.GradManager.attach: callback " .. i .. " is not a function", 2) end
+      if not callable(cb) then error("ember.GradManager.attach: callback " .. i .. " is not a function", 2) end
       cbs[i] = cb
     end
   elseif callbacks ~= nil then
@@ -393,6 +403,11 @@ function GradManager:attach(tensors, callbacks)
     end
     for _, cb in ipairs(cbs) do rec.callbacks[#rec.callbacks + 1] = cb end
     self._order = nil
+  end
+  for _, cb in ipairs(cbs) do
+    if type(cb) == "table" and type(cb.on_attach) == "function" then cb:on_attach(self) end
+  end
+  for _, t in ipairs(list) do
     if C.ember_key_is_recording(self._key) ~= 0 then
       if C.ember_key_track(self._key, t._c) < 0 then fail(2) end
     end
@@ -444,6 +459,16 @@ function GradManager:release()
   not_running(self, "release")
   C.ember_key_release(self._key)
   drain_ctx()
+  return self
+end
+
+-- fn(ok) runs when the backward sweep is over, before .grad is written and
+-- before backward returns (ok = false when the sweep failed; its errors are
+-- then swallowed): the flush point of callbacks that defer work, such as
+-- ember.distributed's bucketed all-reduce. See docs/autodiff.md.
+function GradManager:register_before_backward_returns(fn)
+  if type(fn) ~= "function" then error("ember.GradManager.register_before_backward_returns: expected a function", 2) end
+  self._flush[#self._flush + 1] = fn
   return self
 end
 
@@ -616,9 +641,11 @@ local function finish(st, ok, err, level)
   local G = autodiff._graph
   if G then G.backward_end(ok) end
   if not ok then
+    for _, fn in ipairs(self._flush) do pcall(fn, false) end
     if err == nil then return end   -- cancelled
     error(err, level + 1)
   end
+  for _, fn in ipairs(self._flush) do fn(true) end
   local pending = st.pending
   for i = 1, #pending, 3 do accumulate(pending[i], pending[i + 1], st.dys, pending[i + 2]) end
   local post = autodiff._post_hooks
