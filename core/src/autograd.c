@@ -774,7 +774,8 @@ static int record(int op, int rule_id, int ctx_id, const char *name, int nin,
         if (!visible(k)) continue;
         EMBER_TRY(record_on(k, key, op, rule_id, ctx_id, name, nin, in, at, nout, out));
     }
-    if (next_node_id == mark || save_copies) return EMBER_OK;
+    if (next_node_id == mark || save_copies || (op >= 0 && !(ember__ops[op].save & (SAVE_OUT0 | SAVE_OUT1))))
+        return EMBER_OK;   /* no node made, or none keeps an output */
     /* A kept output is an alias (to_save_output); it carries the output's
        history in the keys that started earlier, which differentiate this
        node's backward (higher order). Later keys never do, and leaving them
