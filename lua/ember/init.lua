@@ -88,6 +88,7 @@ ember._ffi = ffi
 -- submodules may require("ember") while the package is being assembled
 package.loaded.ember = ember
 require("ember.tensor")(ember)
+require("ember.indexing")(ember)
 for _, name in ipairs({ "autodiff", "nn", "optim", "data", "io", "cuda", "distributed" }) do
   local ok, mod = pcall(require, "ember." .. name)
   if ok then

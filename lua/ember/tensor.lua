@@ -345,6 +345,7 @@ return function(ember)
     if m ~= nil then return m end
     local f = index_fields[k]
     if f then return f(t) end
+    if type(k) ~= "string" then return ember._index_read(t, k) end   -- brackets (indexing.lua)
     return nil
   end
   local function same_dims(a, b)
@@ -369,6 +370,8 @@ return function(ember)
         end
       end
       rawset(t, "_grad", v)
+    elseif type(k) ~= "string" then
+      ember._index_write(t, k, v)   -- x[...] = v (indexing.lua)
     else
       rawset(t, k, v)
     end
