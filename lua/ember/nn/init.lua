@@ -648,4 +648,6 @@ function nn.causal_mask(L)
   return ember.arange(L):view(1, L):gt(ember.arange(L):view(L, 1))
 end
 
+require("ember.nn.loss").register(nn)   -- nn.MSELoss, nn.CrossEntropyLoss, ...
+
 return nn
