@@ -649,5 +649,6 @@ function nn.causal_mask(L)
 end
 
 require("ember.nn.loss").register(nn)   -- nn.MSELoss, nn.CrossEntropyLoss, ...
+nn.init = require("ember.nn.initializers")
 
 return nn

@@ -14,6 +14,7 @@ local F = L.functional
 local is_tensor = ember.is_tensor
 
 -- raises at the first frame outside ember's Lua files: the user's call
+-- (nn.init raises through it too)
 local EMBER_DIR = debug.getinfo(1, "S").source:match("^(.*/)nn/[^/]*$")
 local function fail(op, fmt, ...)
   local level = 2
@@ -24,6 +25,8 @@ local function fail(op, fmt, ...)
   end
   error(op .. ": " .. fmt:format(...), level)
 end
+
+L.fail = fail
 
 local function shape_str(t)
   return "{" .. table.concat(t:shape(), ", ") .. "}"
