@@ -458,8 +458,9 @@ describe("ember.load on hostile files", function()
   end)
 end)
 
-describe("ember.io.json", function()
-  local json = ember.io.json
+describe("ember.json (also ember.io.json)", function()
+  local json = require("ember.json")
+  it("is the codec ember.io uses", function() assert.are.equal(json, ember.io.json) end)
   it("decodes the JSON types", function()
     local v = json.decode(' {"a": [1, -2.5e2, true, false, null, "x\\n\\u0041"], "b": {}} ')
     assert.are.equal(getmetatable(v), json.OBJECT)
