@@ -1,7 +1,9 @@
 -- ember.save / ember.load: tensors in the safetensors format, written
 -- atomically and read defensively; the header's JSON goes through ember.json.
--- Not a general archive format: values are flat name -> tensor tables,
--- metadata is string -> string.
+-- Flat name -> tensor tables are written as they are; a nested table of
+-- tensors, numbers, strings and booleans (a whole training checkpoint) keeps
+-- its tensors as ordinary entries and its structure in the metadata, so any
+-- safetensors reader still gets the tensors.
 --
 -- File layout (little-endian): u64 N | N bytes of JSON header, padded with
 -- spaces to a multiple of 8 | the raw tensor bytes, tiled in header order.
@@ -32,7 +34,7 @@ local SEEK_END = 2
 local MAX_HEADER = 100 * 1000 * 1000
 local MAX_INT = 2 ^ 53
 
-local byte, char, format = string.byte, string.char, string.format
+local byte, char, find, format = string.byte, string.char, string.find, string.format
 local concat, sort = table.concat, table.sort
 local floor = math.floor
 local OBJECT, ARRAY = json.OBJECT, json.ARRAY
@@ -120,9 +122,173 @@ return function(ember)
     end
   end
 
+  ---------------------------------------------------------------- nested tables
+  -- A table that is not flat name -> tensor is saved as its tensors, each an
+  -- ordinary entry named by its dotted path ("optim.state.1.exp_avg"), and its
+  -- structure as JSON in the metadata entry TREE_KEY, where each value is
+  --   true | false | "text" | 12.5        a finite number, exact to the bit
+  --   {"number": "nan" | "inf" | "-inf"}
+  --   {"tensor": "<entry name>"}
+  --   {"table": [[key, value], ...]}      keys strings or numbers, numbers first
+  -- A tensor object met twice is written once: both places name its entry.
+  local TREE_KEY = "ember.tree"
+  local MAX_NESTING = 20   -- tables in tables: 3 JSON levels each, under json's 64
+  local NONFINITE = { nan = 0 / 0, inf = math.huge, ["-inf"] = -math.huge }
+
+  local function is_flat(tbl)
+    for k, v in pairs(tbl) do
+      if type(k) ~= "string" or not ember.is_tensor(v) then return false end
+    end
+    return true
+  end
+
+  local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+
+  -- a Lua-like path for messages: optim.state[1].exp_avg, model["1.weight"]
+  local function child_path(path, k)
+    if type(k) == "number" then return format("%s[%s]", path, json.encode(k)) end
+    if find(k, "^[%a_][%w_]*$") then return path == "" and k or path .. "." .. k end
+    return format("%s[%s]", path, encode_string(k))
+  end
+  local function where(path) return path == "" and "the top level" or path end
+
+  local function key_before(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta == "number" end
+    return a < b
+  end
+
+  -- The JSON of tbl's structure; fills tensors (entry name -> tensor).
+  local function encode_tree(tbl, tensors)
+    local name_of, path_of, open = {}, {}, {}
+
+    local function tensor_ref(t, name, path)
+      if tensor_ptr(t) == nil then raise("the tensor at %s was freed", path) end
+      if not name_of[t] then
+        if name == "__metadata__" then raise("'__metadata__' is reserved and cannot name a tensor") end
+        if path_of[name] then
+          raise("the tensors at %s and %s would both be named '%s'", path_of[name], path, name)
+        end
+        name_of[t], path_of[name], tensors[name] = name, path, t
+      end
+      return '{"tensor":' .. encode_string(name_of[t]) .. "}"
+    end
+
+    local function sorted_keys(t, path)
+      local keys = {}
+      for k in pairs(t) do
+        if type(k) == "string" then
+          if not valid_utf8(k) then raise("the table at %s has a key that is not valid UTF-8", where(path)) end
+        elseif type(k) ~= "number" or not finite(k) then
+          raise("the table at %s has the key %s (keys must be strings or finite numbers)", where(path),
+            tostring(k))
+        end
+        keys[#keys + 1] = k
+      end
+      sort(keys, key_before)
+      return keys
+    end
+
+    local function value(v, name, path, depth)
+      local tv = type(v)
+      if tv == "boolean" then return tostring(v) end
+      if tv == "number" then
+        if finite(v) then return json.encode(v) end
+        return format('{"number":"%s"}', v ~= v and "nan" or v > 0 and "inf" or "-inf")
+      end
+      if tv == "string" then
+        if not valid_utf8(v) then raise("the string at %s is not valid UTF-8", path) end
+        return encode_string(v)
+      end
+      if ember.is_tensor(v) then return tensor_ref(v, name, path) end
+      if tv ~= "table" then
+        raise("the value at %s is a %s (a checkpoint holds tensors, numbers, strings, booleans "
+          .. "and tables of them)", path, tv)
+      end
+      if open[v] then raise("the table at %s contains itself", path) end
+      if depth > MAX_NESTING then raise("tables nested more than %d deep at %s", MAX_NESTING, path) end
+      open[v] = true
+      local parts = {}
+      for i, k in ipairs(sorted_keys(v, path)) do
+        local key = type(k) == "number" and json.encode(k) or encode_string(k)
+        local part = type(k) == "number" and key or k
+        parts[i] = format("[%s,%s]", key,
+          value(v[k], name and name .. "." .. part or part, child_path(path, k), depth + 1))
+      end
+      open[v] = nil
+      return '{"table":[' .. concat(parts, ",") .. "]}"
+    end
+
+    return value(tbl, nil, "", 1)
+  end
+
+  -- The nested table that the TREE_KEY text describes, over the file's tensors
+  -- (entry name -> tensor), each of which it must place.
+  local function decode_tree(text, tensors)
+    local ok, tree = pcall(json.decode, text)
+    if not ok then raise("%s: %s", TREE_KEY, tree) end
+    local used = {}
+    local function bad(path, what, ...) raise("%s: %s at %s", TREE_KEY, format(what, ...), where(path)) end
+
+    local function value(node, path)
+      if type(node) ~= "table" then return node end   -- a boolean, string or number
+      if getmetatable(node) ~= OBJECT then bad(path, "an array or null where a value belongs") end
+      local tag, arg = next(node)
+      if tag == nil or next(node, tag) ~= nil then bad(path, "an object that is not {tag: value}") end
+      if tag == "number" then return NONFINITE[arg] or bad(path, "the number %s", tostring(arg)) end
+      if tag == "tensor" then
+        if tensors[arg] == nil then bad(path, "the tensor '%s', which the file does not hold", tostring(arg)) end
+        used[arg] = true
+        return tensors[arg]
+      end
+      if tag ~= "table" or getmetatable(arg) ~= ARRAY then bad(path, "an unknown value {%q: ...}", tag) end
+      local t = {}
+      for _, pair in ipairs(arg) do
+        local k = getmetatable(pair) == ARRAY and #pair == 2 and pair[1]
+        if type(k) ~= "string" and type(k) ~= "number" then bad(path, "an entry that is not [key, value]") end
+        if t[k] ~= nil then bad(path, "the key %s twice", json.encode(k)) end
+        t[k] = value(pair[2], child_path(path, k))
+      end
+      return t
+    end
+
+    local root = value(tree, "")
+    if type(root) ~= "table" or ember.is_tensor(root) then raise("%s: the top level is not a table", TREE_KEY) end
+    for name in pairs(tensors) do
+      if not used[name] then raise("%s does not place the tensor '%s'", TREE_KEY, name) end
+    end
+    return root
+  end
+
+  -- The user's metadata as string -> string, with the structure of a nested table
+  -- (when there is one) under TREE_KEY.
+  local function encode_metadata(metadata, tree)
+    local md = setmetatable({}, OBJECT)
+    if metadata ~= nil and type(metadata) ~= "table" then
+      raise("metadata must be a table, got %s", type(metadata))
+    end
+    for k, v in pairs(metadata or {}) do
+      if type(k) ~= "string" then raise("metadata keys must be strings, got a %s key", type(k)) end
+      if not valid_utf8(k) then raise("metadata key %q is not valid UTF-8", k) end
+      if k == TREE_KEY then raise("metadata key '%s' is reserved for the structure of nested tables", k) end
+      local tv = type(v)
+      if tv == "number" then
+        v = (v == floor(v) and math.abs(v) < MAX_INT) and format("%.0f", v) or format("%.17g", v)
+      elseif tv == "boolean" then
+        v = tostring(v)
+      elseif tv ~= "string" then
+        raise("metadata value of '%s' must be a string, got %s", k, tv)
+      end
+      if not valid_utf8(v) then raise("metadata value of '%s' is not valid UTF-8", k) end
+      md[k] = v
+    end
+    md[TREE_KEY] = tree
+    return md
+  end
+
   -- The header's JSON text and the list of entries, in file order:
   -- {"__metadata__":{...},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},...}
-  local function build_header(tbl, metadata)
+  local function build_header(tbl, metadata, tree)
     local names = {}
     for k, v in pairs(tbl) do
       if type(k) ~= "string" then raise("keys must be strings, got a %s key", type(k)) end
@@ -136,24 +302,8 @@ return function(ember)
     end
     sort(names)
     local parts, entries = {}, {}
-    if metadata ~= nil then
-      if type(metadata) ~= "table" then raise("metadata must be a table, got %s", type(metadata)) end
-      local md = setmetatable({}, OBJECT)
-      for k, v in pairs(metadata) do
-        if type(k) ~= "string" then raise("metadata keys must be strings, got a %s key", type(k)) end
-        if not valid_utf8(k) then raise("metadata key %q is not valid UTF-8", k) end
-        local tv = type(v)
-        if tv == "number" then
-          v = (v == floor(v) and math.abs(v) < MAX_INT) and format("%.0f", v) or format("%.17g", v)
-        elseif tv == "boolean" then
-          v = tostring(v)
-        elseif tv ~= "string" then
-          raise("metadata value of '%s' must be a string, got %s", k, tv)
-        end
-        if not valid_utf8(v) then raise("metadata value of '%s' is not valid UTF-8", k) end
-        md[k] = v
-      end
-      parts[1] = '"__metadata__":' .. json.encode(md)
+    if metadata ~= nil or tree then
+      parts[1] = '"__metadata__":' .. json.encode(encode_metadata(metadata, tree))
     end
     local offset = 0
     for _, name in ipairs(names) do
@@ -190,9 +340,10 @@ return function(ember)
     end
   end
 
-  -- ember.save(path, {name = tensor, ...}, metadata?): keys sorted in the
-  -- header; the file is written next to `path`, fsync'ed and renamed over it,
-  -- so a failure at any point leaves the old file as it was.
+  -- ember.save(path, tbl, metadata?): tbl is flat name -> tensor (written as it
+  -- is) or nested (see TREE_KEY). Keys sorted in the header; the file is written
+  -- next to `path`, fsync'ed and renamed over it, so a failure at any point
+  -- leaves the old file as it was.
   function M.save(path, tbl, metadata)
     if type(path) ~= "string" or path == "" then
       error("ember.save: expected a file path, got " .. type(path), 2)
@@ -203,10 +354,14 @@ return function(ember)
     local fd, tmp
     local ok, err = pcall(function()
       if type(tbl) ~= "table" or ember.is_tensor(tbl) then
-        raise("expected a table of name -> tensor, got %s",
-          ember.is_tensor(tbl) and "a tensor" or type(tbl))
+        raise("expected a table, got %s", ember.is_tensor(tbl) and "a tensor" or type(tbl))
       end
-      local header_json, entries = build_header(tbl, metadata)
+      local tensors, tree = tbl, nil
+      if not is_flat(tbl) then
+        tensors = {}
+        tree = encode_tree(tbl, tensors)
+      end
+      local header_json, entries = build_header(tensors, metadata, tree)
       C.ember_remove_stale_temps(path)   -- what a writer killed mid-save left beside the file
       fd, tmp = open_temp(path)
       write_all(fd, header_json, entries)
@@ -370,7 +525,8 @@ return function(ember)
     return unpack(res, 2, 3)
   end
 
-  -- ember.load(path, {device = ...}?) -> {name = tensor}, metadata
+  -- ember.load(path, {device = ...}?) -> {name = tensor} (or the nested table
+  -- that was saved), metadata
   function M.load(path, opts)
     local device = type(opts) == "table" and opts.device or nil
     return with_file("load", path, function(fd)
@@ -389,7 +545,10 @@ return function(ember)
         if device and device ~= "cpu" then t = t:to(device) end
         result[en.name] = t
       end
-      return result, metadata
+      local tree = metadata[TREE_KEY]
+      if tree == nil then return result, metadata end
+      metadata[TREE_KEY] = nil
+      return decode_tree(tree, result), metadata
     end)
   end
 
