@@ -142,3 +142,64 @@ describe("a whole checkpoint", function()
     end
   end
 end)
+
+describe("PyTorch's key names (torch_names)", function()
+  local fixture = "spec/fixtures/torch_sequential.safetensors"
+  local torch = dofile("spec/fixtures/torch_state_torch.lua")
+
+  -- the model spec/fixtures/gen_torch_state.py exports, built in ember
+  local function make()
+    return nn.Sequential(nn.Conv2d(2, 3, 3, { padding = 1 }), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(),
+      nn.Linear(3 * 4 * 4, 5), nn.ReLU(), nn.Linear(5, 2))
+  end
+
+  it("loads a state_dict PyTorch exported by name and gives PyTorch's outputs", function()
+    local model = make()
+    local sd, meta = ember.load(fixture)
+    assert.are.same({ format = "pt" }, meta)
+    model:load_state_dict(sd, { torch_names = true })
+    model:eval()
+    H.same(model(ember.tensor(torch.x)), torch.y, 1e-5)
+    assert.are.equal(torch.num_batches_tracked, model:get(2).num_batches_tracked:item())
+  end)
+
+  it("writes PyTorch's names, dtypes and shapes: the same header as PyTorch's file", function()
+    local sd = make():state_dict({ torch_names = true })
+    assert.are.same(torch.keys, H.sorted_keys(sd))
+    for k, t in pairs(sd) do assert.are.same(torch.shapes[k], t:shape()) end
+    local path = tmpfile()
+    ember.save(path, sd, { format = "pt" })
+    local mine, theirs = ember.io.header(path), ember.io.header(fixture)
+    os.remove(path)
+    assert.are.same(theirs, mine)
+  end)
+
+  it("numbers the children of nested Sequential and ModuleList from 0, nothing else", function()
+    local Net = nn.Module:extend("TorchNamesNet")
+    function Net:init()
+      self.body = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)))
+      self.heads = nn.ModuleList({ nn.Linear(3, 1), nn.Linear(3, 2) })
+    end
+    local net = Net()
+    assert.are.same({ "body.0.bias", "body.0.weight", "body.2.0.bias", "body.2.0.weight", "body.2.1.bias",
+      "body.2.1.num_batches_tracked", "body.2.1.running_mean", "body.2.1.running_var", "body.2.1.weight",
+      "heads.0.bias", "heads.0.weight", "heads.1.bias", "heads.1.weight" },
+      H.sorted_keys(net:state_dict({ torch_names = true })))
+    local other = Net()
+    other:load_state_dict(net:state_dict({ torch_names = true }), { torch_names = true, strict = true })
+    assert.are.same(plain(net:state_dict()), plain(other:state_dict()))
+  end)
+
+  it("says when keys look like PyTorch's, and names bad options", function()
+    local model = make()
+    local sd = ember.load(fixture)
+    assert.error_matches(function() model:load_state_dict(sd) end,
+      "(PyTorch's names, children numbered from 0? pass {torch_names = true})", 1, true)
+    assert.error_matches(function() model:state_dict({ torch = true }) end,
+      "ember.nn.Sequential: state_dict: unknown option 'torch'", 1, true)
+    assert.error_matches(function() model:state_dict(true) end,
+      "ember.nn.Sequential: state_dict: options must be a table, got boolean", 1, true)
+    assert.error_matches(function() model:load_state_dict(sd, { torch_names = true, strict = true, x = 1 }) end,
+      "ember.nn.Sequential: load_state_dict: unknown option 'x'", 1, true)
+  end)
+end)
