@@ -117,54 +117,45 @@ function json.decode(s)
   end
 
   local parse_value
-  local function parse_array()
+  -- [item, ...] or {item, ...}: read_item(t) reads one element into t
+  local function parse_container(mt, close, read_item)
     depth = depth + 1
     if depth > MAX_DEPTH then fail("nesting deeper than " .. MAX_DEPTH) end
-    local t, n = setmetatable({}, ARRAY), 0
+    local t = setmetatable({}, mt)
     pos = pos + 1
     skip_ws()
-    if byte(s, pos) == 93 then pos = pos + 1; depth = depth - 1; return t end
-    while true do
-      n = n + 1
-      t[n] = parse_value()
-      skip_ws()
-      local c = byte(s, pos)
-      if c == 93 then pos = pos + 1; depth = depth - 1; return t end
-      if c ~= 44 then fail("expected ',' or ']'") end
-      pos = pos + 1
-      skip_ws()
+    if byte(s, pos) ~= close then
+      while true do
+        read_item(t)
+        skip_ws()
+        local c = byte(s, pos)
+        if c == close then break end
+        if c ~= 44 then fail(format("expected ',' or '%s'", char(close))) end
+        pos = pos + 1
+        skip_ws()
+      end
     end
+    pos = pos + 1
+    depth = depth - 1
+    return t
   end
-  local function parse_object()
-    depth = depth + 1
-    if depth > MAX_DEPTH then fail("nesting deeper than " .. MAX_DEPTH) end
-    local t = setmetatable({}, OBJECT)
+  local function array_item(t) t[#t + 1] = parse_value() end
+  local function object_item(t)
+    if byte(s, pos) ~= 34 then fail("expected a string key") end
+    local kpos = pos
+    local k = parse_string()
+    if rawget(t, k) ~= nil then fail(format("duplicate key %q", k), kpos) end
+    skip_ws()
+    if byte(s, pos) ~= 58 then fail("expected ':'") end
     pos = pos + 1
     skip_ws()
-    if byte(s, pos) == 125 then pos = pos + 1; depth = depth - 1; return t end
-    while true do
-      if byte(s, pos) ~= 34 then fail("expected a string key") end
-      local kpos = pos
-      local k = parse_string()
-      if rawget(t, k) ~= nil then fail(format("duplicate key %q", k), kpos) end
-      skip_ws()
-      if byte(s, pos) ~= 58 then fail("expected ':'") end
-      pos = pos + 1
-      skip_ws()
-      rawset(t, k, parse_value())
-      skip_ws()
-      local c = byte(s, pos)
-      if c == 125 then pos = pos + 1; depth = depth - 1; return t end
-      if c ~= 44 then fail("expected ',' or '}'") end
-      pos = pos + 1
-      skip_ws()
-    end
+    rawset(t, k, parse_value())
   end
 
   function parse_value()
     local c = byte(s, pos)
-    if c == 123 then return parse_object()
-    elseif c == 91 then return parse_array()
+    if c == 123 then return parse_container(OBJECT, 125, object_item)
+    elseif c == 91 then return parse_container(ARRAY, 93, array_item)
     elseif c == 34 then return parse_string()
     elseif c == 45 or (c and c >= 48 and c <= 57) then return parse_number()
     elseif c == 116 and sub(s, pos, pos + 3) == "true" then pos = pos + 4; return true
