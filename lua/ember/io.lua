@@ -178,7 +178,9 @@ return function(ember)
       local keys = {}
       for k in pairs(t) do
         if type(k) == "string" then
-          if not valid_utf8(k) then raise("the table at %s has a key that is not valid UTF-8", where(path)) end
+          if not valid_utf8(k) then
+            raise("the table at %s has a key that is not valid UTF-8", where(path))
+          end
         elseif type(k) ~= "number" or not finite(k) then
           raise("the table at %s has the key %s (keys must be strings or finite numbers)", where(path),
             tostring(k))
@@ -228,7 +230,9 @@ return function(ember)
     local ok, tree = pcall(json.decode, text)
     if not ok then raise("%s: %s", TREE_KEY, tree) end
     local used = {}
-    local function bad(path, what, ...) raise("%s: %s at %s", TREE_KEY, format(what, ...), where(path)) end
+    local function bad(path, what, ...)
+      raise("%s: %s at %s", TREE_KEY, format(what, ...), where(path))
+    end
 
     local function value(node, path)
       if type(node) ~= "table" then return node end   -- a boolean, string or number
@@ -237,15 +241,21 @@ return function(ember)
       if tag == nil or next(node, tag) ~= nil then bad(path, "an object that is not {tag: value}") end
       if tag == "number" then return NONFINITE[arg] or bad(path, "the number %s", tostring(arg)) end
       if tag == "tensor" then
-        if tensors[arg] == nil then bad(path, "the tensor '%s', which the file does not hold", tostring(arg)) end
+        if tensors[arg] == nil then
+          bad(path, "the tensor '%s', which the file does not hold", tostring(arg))
+        end
         used[arg] = true
         return tensors[arg]
       end
-      if tag ~= "table" or getmetatable(arg) ~= ARRAY then bad(path, "an unknown value {%q: ...}", tag) end
+      if tag ~= "table" or getmetatable(arg) ~= ARRAY then
+        bad(path, "an unknown value {%q: ...}", tag)
+      end
       local t = {}
       for _, pair in ipairs(arg) do
         local k = getmetatable(pair) == ARRAY and #pair == 2 and pair[1]
-        if type(k) ~= "string" and type(k) ~= "number" then bad(path, "an entry that is not [key, value]") end
+        if type(k) ~= "string" and type(k) ~= "number" then
+          bad(path, "an entry that is not [key, value]")
+        end
         if t[k] ~= nil then bad(path, "the key %s twice", json.encode(k)) end
         t[k] = value(pair[2], child_path(path, k))
       end
@@ -253,7 +263,9 @@ return function(ember)
     end
 
     local root = value(tree, "")
-    if type(root) ~= "table" or ember.is_tensor(root) then raise("%s: the top level is not a table", TREE_KEY) end
+    if type(root) ~= "table" or ember.is_tensor(root) then
+      raise("%s: the top level is not a table", TREE_KEY)
+    end
     for name in pairs(tensors) do
       if not used[name] then raise("%s does not place the tensor '%s'", TREE_KEY, name) end
     end
@@ -270,7 +282,9 @@ return function(ember)
     for k, v in pairs(metadata or {}) do
       if type(k) ~= "string" then raise("metadata keys must be strings, got a %s key", type(k)) end
       if not valid_utf8(k) then raise("metadata key %q is not valid UTF-8", k) end
-      if k == TREE_KEY then raise("metadata key '%s' is reserved for the structure of nested tables", k) end
+      if k == TREE_KEY then
+        raise("metadata key '%s' is reserved for the structure of nested tables", k)
+      end
       local tv = type(v)
       if tv == "number" then
         v = (v == floor(v) and math.abs(v) < MAX_INT) and format("%.0f", v) or format("%.17g", v)

@@ -242,7 +242,9 @@ end
 local function naming_hint(self, unexpected)
   local theirs = own_state(self, "load_state_dict", { torch_names = true })
   for _, k in ipairs(unexpected) do
-    if theirs[k] then return " (PyTorch's names, children numbered from 0? pass {torch_names = true})" end
+    if theirs[k] then
+      return " (PyTorch's names, children numbered from 0? pass {torch_names = true})"
+    end
   end
   return ""
 end
