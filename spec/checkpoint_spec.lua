@@ -67,11 +67,30 @@ local OPTIMIZERS = {
   { "SGD", { lr = 0.05, momentum = 0.5, dampening = 0.1, maximize = false } },
   { "Adam", { lr = 1e-2, betas = { 0.8, 0.99 }, amsgrad = true } },
   { "AdamW", { lr = 1e-2, weight_decay = 0.1 } },
+  { "SGD", { lr = 0.1, momentum = 0.9 }, first_group_lr = 0.02 },   -- two parameter groups
 }
 local SCHEDULERS = {
   { "StepLR", { step_size = 2, gamma = 0.5 } },
   { "CosineAnnealingLR", { T_max = 7, eta_min = 1e-4 } },
 }
+
+-- {lr=0.1, betas={0.8,0.99}} for a test's name
+local function show_options(opts)
+  local parts = {}
+  for _, k in ipairs(H.sorted_keys(opts)) do
+    local v = opts[k]
+    parts[#parts + 1] = k .. "=" .. (type(v) == "table" and "{" .. table.concat(v, ",") .. "}" or tostring(v))
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+-- o = {class name, options, first_group_lr = lr of a group of the first layer's parameters}
+local function make_optimizer(o, model)
+  local params = model:parameters()
+  if not o.first_group_lr then return optim[o[1]](params, o[2]) end
+  return optim[o[1]]({ { params = { params[1], params[2] }, lr = o.first_group_lr },
+    { params = { unpack(params, 3) } } }, o[2])
+end
 
 -- steps of training on batches drawn from ember's generator; the losses
 local function train(model, opt, sched, steps)
@@ -102,11 +121,12 @@ describe("a whole checkpoint", function()
 
   for _, o in ipairs(OPTIMIZERS) do
     for _, s in ipairs(SCHEDULERS) do
-      local what = ("%s %s with %s"):format(o[1], ember.io.json.encode(o[2]), s[1])
+      local what = ("%s %s%s with %s"):format(o[1], show_options(o[2]),
+        o.first_group_lr and " in two groups" or "", s[1])
 
       it("goes through ember.save / ember.load unchanged (" .. what .. ")", function()
         local model = make_model(1)
-        local opt = optim[o[1]](model:parameters(), o[2])
+        local opt = make_optimizer(o, model)
         local sched = optim.lr_scheduler[s[1]](opt, s[2])
         train(model, opt, sched, 3)
         local ckpt = checkpoint(model, opt, sched, 3)
@@ -116,14 +136,14 @@ describe("a whole checkpoint", function()
 
       it("resumes bit for bit in a fresh model, optimizer and scheduler (" .. what .. ")", function()
         local model = make_model(1)
-        local opt = optim[o[1]](model:parameters(), o[2])
+        local opt = make_optimizer(o, model)
         local sched = optim.lr_scheduler[s[1]](opt, s[2])
         train(model, opt, sched, 4)
         ember.save(path, checkpoint(model, opt, sched, 4))
         local losses = train(model, opt, sched, 5)
 
         local model2 = make_model(2)   -- other initial weights, other generator state
-        local opt2 = optim[o[1]](model2:parameters(), o[2])
+        local opt2 = make_optimizer(o, model2)
         local sched2 = optim.lr_scheduler[s[1]](opt2, s[2])
         local ckpt = ember.load(path)
         model2:load_state_dict(ckpt.model)
@@ -137,7 +157,7 @@ describe("a whole checkpoint", function()
         assert.are.same(plain(model:state_dict()), plain(model2:state_dict()))
         assert.are.same(plain(opt:state_dict()), plain(opt2:state_dict()))
         assert.are.same(sched:state_dict(), sched2:state_dict())
-        assert.are.same(opt.param_groups[1].lr, opt2.param_groups[1].lr)
+        for gi, g in ipairs(opt.param_groups) do assert.are.equal(g.lr, opt2.param_groups[gi].lr) end
       end)
     end
   end
