@@ -8,9 +8,10 @@
 -- and accuracy curves written as an SVG plot.
 --
 -- Run:  luajit examples/fashion_mnist_mlp.lua [--epochs 10] [--out DIR] [--resume] [--stop N]
--- The checkpoint holds the model and the optimizer's momentum, so a run
--- stopped after epoch N (--stop N) and resumed (--resume) ends where an
--- uninterrupted run ends.
+-- The checkpoint is one nested table (docs/io_data.md): the model, the
+-- optimizer's momentum, the schedule, the epoch, the curves so far and the
+-- random generator, so a run stopped after epoch N (--stop N) and resumed
+-- (--resume) ends where an uninterrupted run ends.
 -- Data parallel (docs/distributed.md):
 --   mpirun -np 2 build/cli/ember examples/fashion_mnist_mlp.lua --distributed
 -- (as root in a container add --oversubscribe --allow-run-as-root). Each rank
@@ -81,46 +82,15 @@ else
   gm:attach(params)
 end
 
--- A checkpoint is one flat name -> tensor table: the model's state under
--- "model.", the optimizer's per-parameter state under "optim.<i>.".
-local function checkpoint_tensors()
-  local out = {}
-  for k, v in pairs(model:state_dict()) do out["model." .. k] = v end
-  for i, st in pairs(opt:state_dict().state) do
-    for k, v in pairs(st) do
-      if ember.is_tensor(v) then out[("optim.%d.%s"):format(i, k)] = v end
-    end
-  end
-  return out
-end
-
-local function restore(tensors)
-  local model_sd, state = {}, {}
-  for k, v in pairs(tensors) do
-    local mk = k:match("^model%.(.+)$")
-    local i, sk = k:match("^optim%.(%d+)%.(.+)$")
-    if mk then model_sd[mk] = v
-    elseif i then
-      i = tonumber(i)
-      state[i] = state[i] or {}
-      state[i][sk] = v
-    end
-  end
-  model:load_state_dict(model_sd)
-  local sd = opt:state_dict()
-  sd.state = state
-  opt:load_state_dict(sd)
-end
-
 local start_epoch, history = 1, { loss = {}, accuracy = {} }
 if opts.resume and io.open(ckpt, "rb") then
-  local tensors, meta = ember.load(ckpt)
-  restore(tensors)
-  start_epoch = tonumber(meta.epoch) + 1
-  for _ = 1, start_epoch - 1 do sched:step() end
-  for v in (meta.loss or ""):gmatch("[^,]+") do history.loss[#history.loss + 1] = tonumber(v) end
-  for v in (meta.accuracy or ""):gmatch("[^,]+") do history.accuracy[#history.accuracy + 1] = tonumber(v) end
-  print(("resumed from %s after epoch %d"):format(ckpt, start_epoch - 1))
+  local c = ember.load(ckpt)
+  model:load_state_dict(c.model)
+  opt:load_state_dict(c.optim)
+  sched:load_state_dict(c.sched)
+  ember.set_rng_state(c.rng)
+  start_epoch, history = c.epoch + 1, c.history
+  print(("resumed from %s after epoch %d"):format(ckpt, c.epoch))
 end
 
 local function evaluate()
@@ -167,11 +137,8 @@ for epoch = start_epoch, math.min(opts.epochs, opts.stop) do
   history.accuracy[#history.accuracy + 1] = acc
   print(("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1f s cpu, %.2f s wall)"):format(epoch, total / n,
     100 * acc, os.clock() - t0, dist.wtime() - w0))
-  ember.save(ckpt, checkpoint_tensors(), {
-    epoch = tostring(epoch),
-    loss = table.concat(history.loss, ","),
-    accuracy = table.concat(history.accuracy, ","),
-  })
+  ember.save(ckpt, { model = model:state_dict(), optim = opt:state_dict(), sched = sched:state_dict(),
+    epoch = epoch, history = history, rng = ember.get_rng_state() })
   ::continue::
 end
 if allreduce then

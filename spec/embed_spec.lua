@@ -1,6 +1,7 @@
--- Embedding (examples/embed/, cli/include/ember_lua.h): the two example
+-- Embedding (examples/embed/, cli/include/ember_lua.h): the example
 -- hosts, the C test of the embedding API, and hosts given bad input (a
--- missing or failing Lua file, a second copy of libember). Runs the programs
+-- missing or failing Lua file, a second copy of libember, a checkpoint that
+-- lacks a layer). Runs the programs
 -- built under build/ (or $EMBER_BUILD_DIR).
 local U = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".")
   .. "/../cli/tests/spec_util.lua")
@@ -93,5 +94,44 @@ describe("the embedding API from C", function()
     local r = U.run({ bin })
     assert.are.equal(0, r.rc, r.out .. r.err)
     assert.matches("all checks passed", r.out, 1, true)
+  end)
+end)
+
+describe("a C host running weights Lua trained and saved", function()
+  local bin, missing = U.built("examples/embed/load_weights")
+  local cmd, missing_cmd = U.built("cli/ember")
+  if not (bin and cmd) then
+    pending(missing or missing_cmd)
+    return
+  end
+  local dir
+  before_each(function() dir = U.tmpdir() end)
+  after_each(function() U.rm_rf(dir) end)
+
+  it("loads the nested checkpoint through ember_load and gets Lua's outputs to the bit", function()
+    local path = dir .. "/weights.safetensors"
+    local r = U.run({ cmd, U.root .. "/examples/embed/save_weights.lua", path })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    r = U.run({ bin, path })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    assert.are.equal(5, select(2, r.out:gsub("%(Lua", "")))
+    assert.matches("OK\n$", r.out)
+  end)
+
+  it("names a missing layer, a missing file and a damaged one", function()
+    local ember = require("ember")
+    local path = dir .. "/partial.safetensors"
+    ember.save(path, { model = { ["1.weight"] = ember.ones({ 16, 1 }) }, probe = { x = ember.ones({ 1, 1 }) } })
+    local r = U.run({ bin, path })
+    assert.are.equal(1, r.rc)
+    assert.matches("the checkpoint has no tensor 'probe.y'", r.err, 1, true)
+    assert.matches("the checkpoint has no tensor 'model.3.bias'", r.err, 1, true)
+    r = U.run({ bin, dir .. "/none.safetensors" })
+    assert.are.equal(1, r.rc)
+    assert.matches("cannot open", r.err, 1, true)
+    U.write(path, "not a checkpoint")
+    r = U.run({ bin, path })
+    assert.are.equal(1, r.rc)
+    assert.matches("load_weights: load: .*partial.safetensors", r.err)
   end)
 end)

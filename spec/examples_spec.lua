@@ -38,6 +38,13 @@ describe("examples", function()
     local first = run("examples/fashion_mnist_mlp.lua --epochs 2 --stop 1 --out " .. dir .. "/b")
     local rest = run("examples/fashion_mnist_mlp.lua --epochs 2 --resume --out " .. dir .. "/b")
     local svg = io.open(dir .. "/b/curves.svg")
+    local function bytes(path)
+      local f = io.open(path, "rb")
+      local s = f and f:read("*a")
+      if f then f:close() end
+      return s
+    end
+    local ckpt_whole, ckpt_resumed = bytes(dir .. "/a/checkpoint.safetensors"), bytes(dir .. "/b/checkpoint.safetensors")
     os.execute("rm -rf '" .. dir .. "'")
     for _, out in ipairs({ whole, first, rest }) do assert.truthy(out:find("exit=0", 1, true), out) end
     assert.truthy(rest:find("resumed from .- after epoch 1"), rest)
@@ -45,6 +52,9 @@ describe("examples", function()
     assert.are.equal(2, #w, whole)
     assert.are.same({ w[1] }, a)
     assert.are.same({ w[2] }, b)
+    -- the last checkpoints (weights, momentum, schedule, curves, generator) are the same bytes
+    assert.truthy(ckpt_whole, "no checkpoint")
+    assert.is_true(ckpt_whole == ckpt_resumed, "the resumed run's checkpoint differs from the whole run's")
     local acc = tonumber(w[2]:match("test accuracy ([%d%.]+)%%"))
     assert.is_true(acc > 83, whole)   -- 86.1% here; PyTorch's recipe gives about the same
     assert.truthy(svg, "no curves.svg")

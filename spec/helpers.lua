@@ -14,6 +14,14 @@ local function flatten(x, out)
 end
 H.flatten = flatten
 
+-- the keys of a table, sorted
+function H.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
 -- assert that tensor t has the given shape and values (nested table or number)
 function H.same(t, expected, tol, shape)
   tol = tol or 1e-5

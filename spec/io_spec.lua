@@ -206,6 +206,147 @@ describe("ember.save metadata", function()
   end)
 end)
 
+describe("ember.save / ember.load of nested tables", function()
+  local dir, path
+  before_each(function()
+    dir = tmpdir()
+    path = dir .. "/ckpt.safetensors"
+  end)
+  after_each(function() rmdir(dir) end)
+
+  local function bits(x) return string.format("%a", x) end   -- hex float: tells -0 from 0
+
+  it("gives back the same structure: numbers to the bit, strings, booleans, keys of both kinds", function()
+    local numbers = { 3, -7, 2 ^ 31, 2 ^ 40 + 1, -(2 ^ 53), 2 ^ 53 + 2, 2 ^ 63, 0.1, -1 / 3, 1e-310,
+      1.7976931348623157e308, -0.0, 1 / 0, -1 / 0 }
+    local tbl = {
+      numbers = numbers,
+      nan = 0 / 0,
+      text = 'tab\t"quote" é \240\159\152\128 \\ end\n',
+      flags = { yes = true, no = false },
+      empty = {},
+      mixed = { [1] = "int one", ["1"] = "string one", [2.5] = "half", [-3] = "neg" },
+      deep = { a = { b = { c = { d = "e" } } } },
+    }
+    ember.save(path, tbl)
+    local got, md = ember.load(path)
+    assert.are.same({}, md)
+    assert.are.equal(#numbers, #got.numbers)
+    for i, v in ipairs(numbers) do assert.are.equal(bits(v), bits(got.numbers[i])) end
+    assert.is_true(got.nan ~= got.nan)
+    got.numbers, got.nan, tbl.numbers, tbl.nan = nil, nil, nil, nil
+    assert.are.same(tbl, got)
+  end)
+
+  it("writes the tensors as ordinary entries under dotted names (safetensors_c_spec: C reads them)", function()
+    local w = ember.tensor({ { 1, 2 }, { 3, 4 } })
+    local m = ember.tensor({ 5, 6 }, { dtype = "float64" })
+    ember.save(path, { model = { ["1.weight"] = w }, optim = { state = { [1] = { momentum_buffer = m } } },
+      epoch = 2 })
+    local header, md = ember.io.header(path)
+    assert.are.same({ "model.1.weight", "optim.state.1.momentum_buffer" }, H.sorted_keys(header))
+    assert.are.equal('{"table":[["epoch",2],["model",{"table":[["1.weight",{"tensor":"model.1.weight"}]]}],'
+      .. '["optim",{"table":[["state",{"table":[[1,{"table":[["momentum_buffer",'
+      .. '{"tensor":"optim.state.1.momentum_buffer"}]]}]]}]]}]]}', md["ember.tree"])
+  end)
+
+  it("keeps the caller's metadata beside the structure", function()
+    ember.save(path, { w = ember.ones({ 2 }), step = 10 }, { note = "run 4", lr = 0.5 })
+    local got, md = ember.load(path)
+    assert.are.same({ note = "run 4", lr = "0.5" }, md)
+    assert.are.equal(10, got.step)
+    H.same(got.w, { 1, 1 }, 0)
+    assert.error_matches(function() ember.save(path, { w = ember.ones({ 2 }) }, { ["ember.tree"] = "x" }) end,
+      "metadata key 'ember.tree' is reserved", 1, true)
+  end)
+
+  it("writes a tensor met twice once, and gives back one tensor at both places", function()
+    local w = ember.randn({ 3, 2 })
+    ember.save(path, { encoder = { weight = w }, decoder = { weight = w }, n = 1 })
+    local header = ember.io.header(path)
+    assert.are.same({ "decoder.weight" }, H.sorted_keys(header))
+    local got = ember.load(path)
+    assert.is_true(rawequal(got.encoder.weight, got.decoder.weight))
+    H.same(got.encoder.weight, w:tolist(), 0)
+  end)
+
+  it("writes views and tensors sharing storage as separate values", function()
+    local base = ember.arange(0, 6):reshape({ 2, 3 })
+    local col = base:narrow(2, 2, 1)
+    ember.save(path, { base = base, col = col, t = base:t(), k = 1 })
+    local got = ember.load(path)
+    H.same(got.col, { { 1 }, { 4 } }, 0)
+    H.same(got.t, { { 0, 3 }, { 1, 4 }, { 2, 5 } }, 0)
+    got.base:fill_(-1)
+    H.same(got.col, { { 1 }, { 4 } }, 0)   -- independent after loading
+  end)
+
+  it("accepts 20 levels of tables, and says so past that", function()
+    local root = {}
+    local t = root
+    for _ = 2, 20 do t.next = {}; t = t.next end
+    t.w = ember.ones({ 1 })
+    ember.save(path, root)
+    local got = ember.load(path)
+    for _ = 2, 20 do got = got.next end
+    H.same(got.w, { 1 }, 0)
+    t.next = { x = 1 }
+    assert.error_matches(function() ember.save(path, root) end, "tables nested more than 20 deep at next.next", 1, true)
+  end)
+
+  it("names what it cannot write and leaves the old file as it was", function()
+    ember.save(path, { ok = 1 })
+    local old = read_bytes(path)
+    local cyclic = { a = {} }
+    cyclic.a.up = cyclic
+    local freed = ember.ones({ 2 })
+    freed:free()
+    local cases = {
+      { { a = { f = print } }, "the value at a.f is a function (a checkpoint holds tensors, numbers, strings, "
+        .. "booleans and tables of them)" },
+      { cyclic, "the table at a.up contains itself" },
+      { { a = { [1 / 0] = 1 } }, "the table at a has the key inf (keys must be strings or finite numbers)" },
+      { { a = { [{}] = 1 } }, "the table at a has the key table" },
+      { { s = { "ok", "\255" } }, "the string at s[2] is not valid UTF-8" },
+      { { a = { ["\255"] = 1 } }, "the table at a has a key that is not valid UTF-8" },
+      { { a = { ["b.c"] = ember.ones({ 1 }), b = { c = ember.ones({ 1 }) } } },
+        "the tensors at a.b.c and a[\"b.c\"] would both be named 'a.b.c'" },
+      { { m = { ["1.w"] = freed } }, "the tensor at m[\"1.w\"] was freed" },
+      { { __metadata__ = ember.ones({ 1 }), n = 1 }, "'__metadata__' is reserved" },
+    }
+    for _, c in ipairs(cases) do
+      assert.error_matches(function() ember.save(path, c[1]) end, "ember.save: " .. path .. ": " .. c[2], 1, true)
+    end
+    assert.are.equal(old, read_bytes(path))
+  end)
+
+  it("refuses a structure that does not match the file's tensors", function()
+    local entry = '"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}'
+    local function file(tree)
+      local md = ember.io.json.encode({ ["ember.tree"] = tree })
+      write_bytes(path, st_bytes('{"__metadata__":' .. md .. "," .. entry .. "}", F32_1))
+      return function() return ember.load(path) end
+    end
+    local w = '["w",{"tensor":"w"}]'
+    local cases = {
+      { '{"table":[' .. w .. ',["v",{"tensor":"v"}]]}', "the tensor 'v', which the file does not hold at v" },
+      { '{"table":[]}', "ember.tree does not place the tensor 'w'" },
+      { '{"table":[' .. w .. ',["x",{"number":"big"}]]}', "the number big at x" },
+      { '{"table":[' .. w .. ',["x",{"blob":1}]]}', 'an unknown value {"blob": ...} at x' },
+      { '{"table":[' .. w .. ',["x",{"tensor":"w","extra":1}]]}', "an object that is not {tag: value} at x" },
+      { '{"table":[' .. w .. ',["x",[1]]]}', "an array or null where a value belongs at x" },
+      { '{"table":[' .. w .. ',[true,1]]}', "an entry that is not [key, value] at the top level" },
+      { '{"table":[' .. w .. ',["x",1],["x",2]]}', 'the key "x" twice at the top level' },
+      { '{"tensor":"w"}', "ember.tree: the top level is not a table" },
+      { '{"table":[' .. w .. ',]}', "ember.tree: invalid JSON" },
+    }
+    for _, c in ipairs(cases) do
+      assert.error_matches(file(c[1]), "ember.load: " .. path .. ": ", 1, true)
+      assert.error_matches(file(c[1]), c[2], 1, true)
+    end
+  end)
+end)
+
 describe("ember.save atomicity", function()
   local dir, path, old
   before_each(function()
@@ -224,9 +365,9 @@ describe("ember.save atomicity", function()
     assert.are.same({ "model.safetensors" }, listdir(dir))   -- no temp file left
   end
 
-  it("keeps the old file when the table holds a non-tensor", function()
-    assert.error_matches(function() ember.save(path, { w = ember.ones({ 3 }), bad = 5 }) end,
-      "ember.save: " .. path .. ": value of 'bad' is not a tensor (got number)", 1, true)
+  it("keeps the old file when the table holds a value it cannot write", function()
+    assert.error_matches(function() ember.save(path, { w = ember.ones({ 3 }), bad = print }) end,
+      "ember.save: " .. path .. ": the value at bad is a function", 1, true)
     intact()
   end)
 
@@ -272,9 +413,9 @@ describe("ember.save atomicity", function()
   it("rejects bad arguments with clear errors", function()
     assert.error_matches(function() ember.save(nil, {}) end, "ember.save: expected a file path", 1, true)
     assert.error_matches(function() ember.save(path, ember.ones({ 2 })) end,
-      "expected a table of name -> tensor, got a tensor", 1, true)
-    assert.error_matches(function() ember.save(path, { ember.ones({ 2 }) }) end,
-      "keys must be strings, got a number key", 1, true)
+      "expected a table, got a tensor", 1, true)
+    assert.error_matches(function() ember.save(path, { [true] = ember.ones({ 2 }) }) end,
+      "the table at the top level has the key true (keys must be strings or finite numbers)", 1, true)
     assert.error_matches(function() ember.save(path, { ["a\255"] = ember.ones({ 2 }) }) end,
       "is not valid UTF-8", 1, true)
     assert.error_matches(function() ember.save(path, {}, { k = "\237\160\128" }) end,
@@ -458,8 +599,9 @@ describe("ember.load on hostile files", function()
   end)
 end)
 
-describe("ember.io.json", function()
-  local json = ember.io.json
+describe("ember.json (also ember.io.json)", function()
+  local json = require("ember.json")
+  it("is the codec ember.io uses", function() assert.are.equal(json, ember.io.json) end)
   it("decodes the JSON types", function()
     local v = json.decode(' {"a": [1, -2.5e2, true, false, null, "x\\n\\u0041"], "b": {}} ')
     assert.are.equal(getmetatable(v), json.OBJECT)

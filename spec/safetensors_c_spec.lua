@@ -7,6 +7,19 @@ local C = ember._C
 
 local function tmpname() return os.tmpname() .. ".safetensors" end
 
+-- name -> tensor, as C's ember_load reads the file
+local function c_load(path)
+  local list = ffi.new("ember_named_tensors *[1]")
+  assert.are.equal(0, C.ember_load(path, list), ffi.string(C.ember_last_error()))
+  local got = {}
+  for k = 0, C.ember_named_count(list[0]) - 1 do
+    local name = ffi.string(C.ember_named_name(list[0], k))
+    got[name] = ember._wrap_borrowed(C.ember_named_tensor(list[0], k))
+  end
+  C.ember_named_free(list[0])
+  return got
+end
+
 describe("safetensors between C and Lua", function()
   it("C reads what ember.save wrote, every dtype", function()
     local path = tmpname()
@@ -18,19 +31,27 @@ describe("safetensors between C and Lua", function()
       u = ember.tensor({ 0, 255 }, { dtype = "uint8" }),
     }
     ember.save(path, sd)
-    local list = ffi.new("ember_named_tensors *[1]")
-    assert.are.equal(0, C.ember_load(path, list))
-    local got = {}
-    for k = 0, C.ember_named_count(list[0]) - 1 do
-      local name = ffi.string(C.ember_named_name(list[0], k))
-      got[name] = ember._wrap_borrowed(C.ember_named_tensor(list[0], k))
-    end
-    C.ember_named_free(list[0])
+    local got = c_load(path)
     for name, t in pairs(sd) do
       assert.is_not_nil(got[name], name)
       assert.are.equal(t.dtype, got[name].dtype)
       assert.are.same(t:tolist(), got[name]:tolist())
     end
+    os.remove(path)
+  end)
+
+  it("C reads the tensors of a nested checkpoint under their dotted names (long metadata)", function()
+    local path = tmpname()
+    local w, m = ember.tensor({ { 1, 2 }, { 3, 4 } }), ember.tensor({ 5, 6 }, { dtype = "float64" })
+    local notes = {}
+    for i = 1, 300 do notes[i] = ("line %d\n"):format(i) end   -- a structure of several kB, with escapes
+    ember.save(path, { model = { ["1.weight"] = w }, optim = { state = { [1] = { momentum_buffer = m } } },
+      notes = notes }, { comment = "two\nlines" })
+    local got = c_load(path)
+    assert.are.same({ "model.1.weight", "optim.state.1.momentum_buffer" }, H.sorted_keys(got))
+    assert.are.same(w:tolist(), got["model.1.weight"]:tolist())
+    assert.are.equal("float64", got["optim.state.1.momentum_buffer"].dtype)
+    assert.are.same(m:tolist(), got["optim.state.1.momentum_buffer"]:tolist())
     os.remove(path)
   end)
 

@@ -18,15 +18,24 @@ static void write_file(const char *path, const void *buf, size_t n)
     fclose(f);
 }
 
-static void damaged(const char *dir, const char *header, const char *data, size_t data_len, const char *want)
+/* a safetensors file made of this header (unpadded) and these data bytes */
+static void write_st(const char *path, const char *header, const char *data, size_t data_len)
 {
-    char path[512], buf[4096];
     size_t h = strlen(header);
+    char *buf = malloc(8 + h + data_len);
+    if (!buf) return;
     for (int i = 0; i < 8; i++) buf[i] = (char)((uint64_t)h >> (8 * i));
     memcpy(buf + 8, header, h);
     memcpy(buf + 8 + h, data, data_len);
-    snprintf(path, sizeof path, "%s/damaged.safetensors", dir);
     write_file(path, buf, 8 + h + data_len);
+    free(buf);
+}
+
+static void damaged(const char *dir, const char *header, const char *data, size_t data_len, const char *want)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/damaged.safetensors", dir);
+    write_st(path, header, data, data_len);
     ember_named_tensors *l = (ember_named_tensors *)&l;
     CHECK(ember_load(path, &l) == EMBER_ERR_IO);
     CHECK(l == NULL);
@@ -86,11 +95,28 @@ int main(void)
             "1234", 4, "appears twice");
     damaged(dir, "{\"a\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", "\x01\x07", 2, "neither 0 nor 1");
     damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]", "", 0, "bad header");
+    damaged(dir, "{\"__metadata__\":{\"k\":\"\\x\"}}", "", 0, "unsupported escape \\x");
+    damaged(dir, "{\"__metadata__\":{\"k\":\"\\u12\"}}", "", 0, "bad \\u escape");
     damaged(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", "1234", 4, "after the closing brace");
     {   /* a header length past the end of the file */
         unsigned char buf[16] = {0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, '{', '}'};
         write_file(path, buf, 10);
         CHECK(ember_load(path, &l) == EMBER_ERR_IO && strstr(ember_last_error(), "does not fit"));
+    }
+    {   /* metadata strings of any length, with any JSON escape (ember.save's nested structure) */
+        const char *head = "{\"__metadata__\":{\"note\":\"a\\nb\\t\\u00e9\\\"\\\\\\/\\b\\f\\r\",\"long\":\"";
+        const char *tail = "\"},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+        size_t n = 100000;
+        char *header = malloc(strlen(head) + n + strlen(tail) + 1);
+        strcpy(header, head);
+        memset(header + strlen(head), 'x', n);
+        strcpy(header + strlen(head) + n, tail);
+        write_st(path, header, "\0\0\x80\x3f", 4);
+        free(header);
+        CHECK(ember_load(path, &l) == EMBER_OK && ember_named_count(l) == 1);
+        double v = 0;
+        CHECK(ember_item(ember_named_tensor(l, 0), &v) == EMBER_OK && v == 1.0);
+        ember_named_free(l);
     }
     CHECK(ember_load("/nonexistent/x.safetensors", &l) == EMBER_ERR_IO);
     CHECK(ember_save(path, 1, names, NULL) == EMBER_ERR_ARG);

@@ -1,12 +1,15 @@
 -- ember.save / ember.load: tensors in the safetensors format, written
--- atomically and read defensively. A small strict JSON codec lives here too
--- (the header is the only JSON the package needs). Not a general archive
--- format: values are flat name -> tensor tables, metadata is string -> string.
+-- atomically and read defensively; the header's JSON goes through ember.json.
+-- Flat name -> tensor tables are written as they are; a nested table of
+-- tensors, numbers, strings and booleans (a whole training checkpoint) keeps
+-- its tensors as ordinary entries and its structure in the metadata, so any
+-- safetensors reader still gets the tensors.
 --
 -- File layout (little-endian): u64 N | N bytes of JSON header, padded with
 -- spaces to a multiple of 8 | the raw tensor bytes, tiled in header order.
 local ffi = require("ffi")
 local bit = require("bit")
+local json = require("ember.json")
 
 -- libc through renamed symbols, so the declarations never clash with another
 -- module's (a function may be declared any number of times; pcall all the same).
@@ -31,257 +34,11 @@ local SEEK_END = 2
 local MAX_HEADER = 100 * 1000 * 1000
 local MAX_INT = 2 ^ 53
 
-local byte, char, sub, find, format = string.byte, string.char, string.sub, string.find,
-  string.format
+local byte, char, find, format = string.byte, string.char, string.find, string.format
 local concat, sort = table.concat, table.sort
 local floor = math.floor
-
----------------------------------------------------------------- JSON
--- Strict RFC 8259: no comments, no trailing commas, no NaN, no leading zeros,
--- no control characters in strings, no lone surrogates, no duplicate keys.
--- Objects decode to tables with the OBJECT metatable, arrays to lists with
--- ARRAY (so {} and [] stay apart), null to json.null.
-local json = {}
-local OBJECT = { __name = "json object" }
-local ARRAY = { __name = "json array" }
-json.null = setmetatable({}, { __tostring = function() return "null" end })
-json.OBJECT, json.ARRAY = OBJECT, ARRAY
-local MAX_DEPTH = 64
-
-local ESCAPES = { [34] = '"', [92] = "\\", [47] = "/", [98] = "\b", [102] = "\f", [110] = "\n",
-  [114] = "\r", [116] = "\t" }
-
-local function utf8_char(cp)
-  if cp < 0x80 then return char(cp) end
-  if cp < 0x800 then return char(0xC0 + floor(cp / 64), 0x80 + cp % 64) end
-  if cp < 0x10000 then
-    return char(0xE0 + floor(cp / 4096), 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
-  end
-  return char(0xF0 + floor(cp / 262144), 0x80 + floor(cp / 4096) % 64,
-    0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
-end
-
--- Raises a string "invalid JSON: <what> at byte <k>" (level 0: no position prefix).
-function json.decode(s)
-  if type(s) ~= "string" then error("invalid JSON: expected a string, got " .. type(s), 0) end
-  local pos, len, depth = 1, #s, 0
-
-  local function fail(what, at)
-    error(format("invalid JSON: %s at byte %d", what, at or pos), 0)
-  end
-  local function skip_ws()
-    pos = find(s, "[^ \t\r\n]", pos) or len + 1
-  end
-
-  local function parse_string()
-    local i = pos + 1   -- s[pos] is the opening quote
-    local parts, np = {}, 0
-    while true do
-      local j = find(s, '["\\%z\1-\31]', i)
-      if not j then fail("unterminated string", pos) end
-      if j > i then np = np + 1; parts[np] = sub(s, i, j - 1) end
-      local c = byte(s, j)
-      if c == 34 then
-        pos = j + 1
-        return concat(parts)
-      elseif c == 92 then
-        local e = byte(s, j + 1)
-        if e == 117 then   -- \uXXXX
-          local hex = sub(s, j + 2, j + 5)
-          if not find(hex, "^%x%x%x%x$") then fail("bad \\u escape", j) end
-          local cp = tonumber(hex, 16)
-          i = j + 6
-          if cp >= 0xD800 and cp <= 0xDBFF then
-            local lo = sub(s, i, i + 1) == "\\u" and sub(s, i + 2, i + 5)
-            local lcp = lo and find(lo, "^%x%x%x%x$") and tonumber(lo, 16)
-            if not lcp or lcp < 0xDC00 or lcp > 0xDFFF then fail("lone surrogate", j) end
-            cp = 0x10000 + (cp - 0xD800) * 1024 + (lcp - 0xDC00)
-            i = i + 6
-          elseif cp >= 0xDC00 and cp <= 0xDFFF then
-            fail("lone surrogate", j)
-          end
-          np = np + 1; parts[np] = utf8_char(cp)
-        else
-          local r = e and ESCAPES[e]
-          if not r then fail("bad escape", j) end
-          np = np + 1; parts[np] = r
-          i = j + 2
-        end
-      else
-        fail("control character in string", j)
-      end
-    end
-  end
-
-  local function parse_number()
-    local start = pos
-    local i = pos
-    if byte(s, i) == 45 then i = i + 1 end   -- -
-    local c = byte(s, i)
-    if c == 48 then   -- 0: no leading zeros
-      i = i + 1
-    elseif c and c >= 49 and c <= 57 then
-      local _, e = find(s, "^%d+", i)
-      i = e + 1
-    else
-      fail("bad number", start)
-    end
-    if byte(s, i) == 46 then   -- .
-      local _, e = find(s, "^%d+", i + 1)
-      if not e then fail("bad number", start) end
-      i = e + 1
-    end
-    c = byte(s, i)
-    if c == 101 or c == 69 then   -- e E
-      i = i + 1
-      c = byte(s, i)
-      if c == 43 or c == 45 then i = i + 1 end
-      local _, e = find(s, "^%d+", i)
-      if not e then fail("bad number", start) end
-      i = e + 1
-    end
-    pos = i
-    local v = tonumber(sub(s, start, i - 1))
-    if not v or v ~= v or v == math.huge or v == -math.huge then fail("number out of range", start) end
-    return v
-  end
-
-  local parse_value
-  local function parse_array()
-    depth = depth + 1
-    if depth > MAX_DEPTH then fail("nesting deeper than " .. MAX_DEPTH) end
-    local t, n = setmetatable({}, ARRAY), 0
-    pos = pos + 1
-    skip_ws()
-    if byte(s, pos) == 93 then pos = pos + 1; depth = depth - 1; return t end
-    while true do
-      n = n + 1
-      t[n] = parse_value()
-      skip_ws()
-      local c = byte(s, pos)
-      if c == 93 then pos = pos + 1; depth = depth - 1; return t end
-      if c ~= 44 then fail("expected ',' or ']'") end
-      pos = pos + 1
-      skip_ws()
-    end
-  end
-  local function parse_object()
-    depth = depth + 1
-    if depth > MAX_DEPTH then fail("nesting deeper than " .. MAX_DEPTH) end
-    local t = setmetatable({}, OBJECT)
-    pos = pos + 1
-    skip_ws()
-    if byte(s, pos) == 125 then pos = pos + 1; depth = depth - 1; return t end
-    while true do
-      if byte(s, pos) ~= 34 then fail("expected a string key") end
-      local kpos = pos
-      local k = parse_string()
-      if rawget(t, k) ~= nil then fail(format("duplicate key %q", k), kpos) end
-      skip_ws()
-      if byte(s, pos) ~= 58 then fail("expected ':'") end
-      pos = pos + 1
-      skip_ws()
-      rawset(t, k, parse_value())
-      skip_ws()
-      local c = byte(s, pos)
-      if c == 125 then pos = pos + 1; depth = depth - 1; return t end
-      if c ~= 44 then fail("expected ',' or '}'") end
-      pos = pos + 1
-      skip_ws()
-    end
-  end
-
-  function parse_value()
-    local c = byte(s, pos)
-    if c == 123 then return parse_object()
-    elseif c == 91 then return parse_array()
-    elseif c == 34 then return parse_string()
-    elseif c == 45 or (c and c >= 48 and c <= 57) then return parse_number()
-    elseif c == 116 and sub(s, pos, pos + 3) == "true" then pos = pos + 4; return true
-    elseif c == 102 and sub(s, pos, pos + 4) == "false" then pos = pos + 5; return false
-    elseif c == 110 and sub(s, pos, pos + 3) == "null" then pos = pos + 4; return json.null
-    elseif c == nil then fail("unexpected end")
-    end
-    fail("unexpected character " .. format("%q", char(c)))
-  end
-
-  skip_ws()
-  local v = parse_value()
-  skip_ws()
-  if pos <= len then fail("trailing characters") end
-  return v
-end
-
--- Whether s is valid UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF):
--- a safetensors header must be, or other readers refuse the file.
-local function valid_utf8(s)
-  if not find(s, "[\128-\255]") then return true end
-  local i, n = 1, #s
-  while i <= n do
-    local c = byte(s, i)
-    local need, lo, hi = 0, 0x80, 0xBF
-    if c < 0x80 then need = 0
-    elseif c >= 0xC2 and c <= 0xDF then need = 1
-    elseif c >= 0xE0 and c <= 0xEF then
-      need = 2
-      if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
-    elseif c >= 0xF0 and c <= 0xF4 then
-      need = 3
-      if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
-    else
-      return false
-    end
-    for k = 1, need do
-      local cc = byte(s, i + k)
-      if not cc or cc < (k == 1 and lo or 0x80) or cc > (k == 1 and hi or 0xBF) then return false end
-    end
-    i = i + need + 1
-  end
-  return true
-end
-json.valid_utf8 = valid_utf8
-
-local function encode_string(s)
-  return '"' .. s:gsub('[%z\1-\31"\\]', function(c)
-    local b = byte(c)
-    if b == 34 then return '\\"' elseif b == 92 then return "\\\\"
-    elseif b == 10 then return "\\n" elseif b == 9 then return "\\t" elseif b == 13 then return "\\r"
-    end
-    return format("\\u%04x", b)
-  end) .. '"'
-end
-json.encode_string = encode_string
-
--- Compact encoding. Tables with the ARRAY metatable, or a [1], are arrays; the
--- rest are objects, written with their keys sorted (deterministic output).
-function json.encode(v, depth)
-  depth = depth or 0
-  if depth > MAX_DEPTH then error("json.encode: nesting deeper than " .. MAX_DEPTH, 0) end
-  local tv = type(v)
-  if v == json.null or v == nil then return "null"
-  elseif tv == "boolean" then return v and "true" or "false"
-  elseif tv == "string" then return encode_string(v)
-  elseif tv == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then error("json.encode: cannot encode " .. v, 0) end
-    if v == floor(v) and v >= -MAX_INT and v <= MAX_INT then return format("%.0f", v) end
-    return format("%.17g", v)
-  elseif tv == "table" then
-    local parts, mt = {}, getmetatable(v)
-    if mt == ARRAY or (mt ~= OBJECT and v[1] ~= nil) then
-      for i = 1, #v do parts[i] = json.encode(v[i], depth + 1) end
-      return "[" .. concat(parts, ",") .. "]"
-    end
-    local keys = {}
-    for k in pairs(v) do
-      if type(k) ~= "string" then error("json.encode: object keys must be strings", 0) end
-      keys[#keys + 1] = k
-    end
-    sort(keys)
-    for i, k in ipairs(keys) do parts[i] = encode_string(k) .. ":" .. json.encode(v[k], depth + 1) end
-    return "{" .. concat(parts, ",") .. "}"
-  end
-  error("json.encode: cannot encode a " .. tv, 0)
-end
+local OBJECT, ARRAY = json.OBJECT, json.ARRAY
+local valid_utf8, encode_string = json.valid_utf8, json.encode_string
 
 ---------------------------------------------------------------- the module
 return function(ember)
@@ -365,9 +122,187 @@ return function(ember)
     end
   end
 
+  ---------------------------------------------------------------- nested tables
+  -- A table that is not flat name -> tensor is saved as its tensors, each an
+  -- ordinary entry named by its dotted path ("optim.state.1.exp_avg"), and its
+  -- structure as JSON in the metadata entry TREE_KEY, where each value is
+  --   true | false | "text" | 12.5        a finite number, exact to the bit
+  --   {"number": "nan" | "inf" | "-inf"}
+  --   {"tensor": "<entry name>"}
+  --   {"table": [[key, value], ...]}      keys strings or numbers, numbers first
+  -- A tensor object met twice is written once: both places name its entry.
+  local TREE_KEY = "ember.tree"
+  local MAX_NESTING = 20   -- tables in tables: 3 JSON levels each, under json's 64
+  local NONFINITE = { nan = 0 / 0, inf = math.huge, ["-inf"] = -math.huge }
+
+  local function is_flat(tbl)
+    for k, v in pairs(tbl) do
+      if type(k) ~= "string" or not ember.is_tensor(v) then return false end
+    end
+    return true
+  end
+
+  local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+
+  -- a Lua-like path for messages: optim.state[1].exp_avg, model["1.weight"]
+  local function child_path(path, k)
+    if type(k) == "number" then return format("%s[%s]", path, json.encode(k)) end
+    if find(k, "^[%a_][%w_]*$") then return path == "" and k or path .. "." .. k end
+    return format("%s[%s]", path, encode_string(k))
+  end
+  local function where(path) return path == "" and "the top level" or path end
+
+  local function key_before(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta == "number" end
+    return a < b
+  end
+
+  -- The JSON of tbl's structure; fills tensors (entry name -> tensor).
+  local function encode_tree(tbl, tensors)
+    local name_of, path_of, open = {}, {}, {}
+
+    local function tensor_ref(t, name, path)
+      if tensor_ptr(t) == nil then raise("the tensor at %s was freed", path) end
+      if not name_of[t] then
+        if name == "__metadata__" then raise("'__metadata__' is reserved and cannot name a tensor") end
+        if path_of[name] then
+          raise("the tensors at %s and %s would both be named '%s'", path_of[name], path, name)
+        end
+        name_of[t], path_of[name], tensors[name] = name, path, t
+      end
+      return '{"tensor":' .. encode_string(name_of[t]) .. "}"
+    end
+
+    local function sorted_keys(t, path)
+      local keys = {}
+      for k in pairs(t) do
+        if type(k) == "string" then
+          if not valid_utf8(k) then
+            raise("the table at %s has a key that is not valid UTF-8", where(path))
+          end
+        elseif type(k) ~= "number" or not finite(k) then
+          raise("the table at %s has the key %s (keys must be strings or finite numbers)", where(path),
+            tostring(k))
+        end
+        keys[#keys + 1] = k
+      end
+      sort(keys, key_before)
+      return keys
+    end
+
+    local function value(v, name, path, depth)
+      local tv = type(v)
+      if tv == "boolean" then return tostring(v) end
+      if tv == "number" then
+        if finite(v) then return json.encode(v) end
+        return format('{"number":"%s"}', v ~= v and "nan" or v > 0 and "inf" or "-inf")
+      end
+      if tv == "string" then
+        if not valid_utf8(v) then raise("the string at %s is not valid UTF-8", path) end
+        return encode_string(v)
+      end
+      if ember.is_tensor(v) then return tensor_ref(v, name, path) end
+      if tv ~= "table" then
+        raise("the value at %s is a %s (a checkpoint holds tensors, numbers, strings, booleans "
+          .. "and tables of them)", path, tv)
+      end
+      if open[v] then raise("the table at %s contains itself", path) end
+      if depth > MAX_NESTING then raise("tables nested more than %d deep at %s", MAX_NESTING, path) end
+      open[v] = true
+      local parts = {}
+      for i, k in ipairs(sorted_keys(v, path)) do
+        local key = type(k) == "number" and json.encode(k) or encode_string(k)
+        local part = type(k) == "number" and key or k
+        parts[i] = format("[%s,%s]", key,
+          value(v[k], name and name .. "." .. part or part, child_path(path, k), depth + 1))
+      end
+      open[v] = nil
+      return '{"table":[' .. concat(parts, ",") .. "]}"
+    end
+
+    return value(tbl, nil, "", 1)
+  end
+
+  -- The nested table that the TREE_KEY text describes, over the file's tensors
+  -- (entry name -> tensor), each of which it must place.
+  local function decode_tree(text, tensors)
+    local ok, tree = pcall(json.decode, text)
+    if not ok then raise("%s: %s", TREE_KEY, tree) end
+    local used = {}
+    local function bad(path, what, ...)
+      raise("%s: %s at %s", TREE_KEY, format(what, ...), where(path))
+    end
+
+    local function value(node, path)
+      if type(node) ~= "table" then return node end   -- a boolean, string or number
+      if getmetatable(node) ~= OBJECT then bad(path, "an array or null where a value belongs") end
+      local tag, arg = next(node)
+      if tag == nil or next(node, tag) ~= nil then bad(path, "an object that is not {tag: value}") end
+      if tag == "number" then return NONFINITE[arg] or bad(path, "the number %s", tostring(arg)) end
+      if tag == "tensor" then
+        if tensors[arg] == nil then
+          bad(path, "the tensor '%s', which the file does not hold", tostring(arg))
+        end
+        used[arg] = true
+        return tensors[arg]
+      end
+      if tag ~= "table" or getmetatable(arg) ~= ARRAY then
+        bad(path, "an unknown value {%q: ...}", tag)
+      end
+      local t = {}
+      for _, pair in ipairs(arg) do
+        local k = getmetatable(pair) == ARRAY and #pair == 2 and pair[1]
+        if type(k) ~= "string" and type(k) ~= "number" then
+          bad(path, "an entry that is not [key, value]")
+        end
+        if t[k] ~= nil then bad(path, "the key %s twice", json.encode(k)) end
+        t[k] = value(pair[2], child_path(path, k))
+      end
+      return t
+    end
+
+    local root = value(tree, "")
+    if type(root) ~= "table" or ember.is_tensor(root) then
+      raise("%s: the top level is not a table", TREE_KEY)
+    end
+    for name in pairs(tensors) do
+      if not used[name] then raise("%s does not place the tensor '%s'", TREE_KEY, name) end
+    end
+    return root
+  end
+
+  -- The user's metadata as string -> string, with the structure of a nested table
+  -- (when there is one) under TREE_KEY.
+  local function encode_metadata(metadata, tree)
+    local md = setmetatable({}, OBJECT)
+    if metadata ~= nil and type(metadata) ~= "table" then
+      raise("metadata must be a table, got %s", type(metadata))
+    end
+    for k, v in pairs(metadata or {}) do
+      if type(k) ~= "string" then raise("metadata keys must be strings, got a %s key", type(k)) end
+      if not valid_utf8(k) then raise("metadata key %q is not valid UTF-8", k) end
+      if k == TREE_KEY then
+        raise("metadata key '%s' is reserved for the structure of nested tables", k)
+      end
+      local tv = type(v)
+      if tv == "number" then
+        v = (v == floor(v) and math.abs(v) < MAX_INT) and format("%.0f", v) or format("%.17g", v)
+      elseif tv == "boolean" then
+        v = tostring(v)
+      elseif tv ~= "string" then
+        raise("metadata value of '%s' must be a string, got %s", k, tv)
+      end
+      if not valid_utf8(v) then raise("metadata value of '%s' is not valid UTF-8", k) end
+      md[k] = v
+    end
+    md[TREE_KEY] = tree
+    return md
+  end
+
   -- The header's JSON text and the list of entries, in file order:
   -- {"__metadata__":{...},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},...}
-  local function build_header(tbl, metadata)
+  local function build_header(tbl, metadata, tree)
     local names = {}
     for k, v in pairs(tbl) do
       if type(k) ~= "string" then raise("keys must be strings, got a %s key", type(k)) end
@@ -381,24 +316,8 @@ return function(ember)
     end
     sort(names)
     local parts, entries = {}, {}
-    if metadata ~= nil then
-      if type(metadata) ~= "table" then raise("metadata must be a table, got %s", type(metadata)) end
-      local md = setmetatable({}, OBJECT)
-      for k, v in pairs(metadata) do
-        if type(k) ~= "string" then raise("metadata keys must be strings, got a %s key", type(k)) end
-        if not valid_utf8(k) then raise("metadata key %q is not valid UTF-8", k) end
-        local tv = type(v)
-        if tv == "number" then
-          v = (v == floor(v) and math.abs(v) < MAX_INT) and format("%.0f", v) or format("%.17g", v)
-        elseif tv == "boolean" then
-          v = tostring(v)
-        elseif tv ~= "string" then
-          raise("metadata value of '%s' must be a string, got %s", k, tv)
-        end
-        if not valid_utf8(v) then raise("metadata value of '%s' is not valid UTF-8", k) end
-        md[k] = v
-      end
-      parts[1] = '"__metadata__":' .. json.encode(md)
+    if metadata ~= nil or tree then
+      parts[1] = '"__metadata__":' .. json.encode(encode_metadata(metadata, tree))
     end
     local offset = 0
     for _, name in ipairs(names) do
@@ -435,9 +354,10 @@ return function(ember)
     end
   end
 
-  -- ember.save(path, {name = tensor, ...}, metadata?): keys sorted in the
-  -- header; the file is written next to `path`, fsync'ed and renamed over it,
-  -- so a failure at any point leaves the old file as it was.
+  -- ember.save(path, tbl, metadata?): tbl is flat name -> tensor (written as it
+  -- is) or nested (see TREE_KEY). Keys sorted in the header; the file is written
+  -- next to `path`, fsync'ed and renamed over it, so a failure at any point
+  -- leaves the old file as it was.
   function M.save(path, tbl, metadata)
     if type(path) ~= "string" or path == "" then
       error("ember.save: expected a file path, got " .. type(path), 2)
@@ -448,10 +368,14 @@ return function(ember)
     local fd, tmp
     local ok, err = pcall(function()
       if type(tbl) ~= "table" or ember.is_tensor(tbl) then
-        raise("expected a table of name -> tensor, got %s",
-          ember.is_tensor(tbl) and "a tensor" or type(tbl))
+        raise("expected a table, got %s", ember.is_tensor(tbl) and "a tensor" or type(tbl))
       end
-      local header_json, entries = build_header(tbl, metadata)
+      local tensors, tree = tbl, nil
+      if not is_flat(tbl) then
+        tensors = {}
+        tree = encode_tree(tbl, tensors)
+      end
+      local header_json, entries = build_header(tensors, metadata, tree)
       C.ember_remove_stale_temps(path)   -- what a writer killed mid-save left beside the file
       fd, tmp = open_temp(path)
       write_all(fd, header_json, entries)
@@ -615,7 +539,8 @@ return function(ember)
     return unpack(res, 2, 3)
   end
 
-  -- ember.load(path, {device = ...}?) -> {name = tensor}, metadata
+  -- ember.load(path, {device = ...}?) -> {name = tensor} (or the nested table
+  -- that was saved), metadata
   function M.load(path, opts)
     local device = type(opts) == "table" and opts.device or nil
     return with_file("load", path, function(fd)
@@ -634,7 +559,10 @@ return function(ember)
         if device and device ~= "cpu" then t = t:to(device) end
         result[en.name] = t
       end
-      return result, metadata
+      local tree = metadata[TREE_KEY]
+      if tree == nil then return result, metadata end
+      metadata[TREE_KEY] = nil
+      return decode_tree(tree, result), metadata
     end)
   end
 

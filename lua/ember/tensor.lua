@@ -610,6 +610,25 @@ return function(ember)
   end
   function ember.initial_seed() return tonumber(C.ember_initial_seed()) end
 
+  -- The generator is a seed and a counter, and the core does not expose the
+  -- counter. So get_rng_state moves the generator to a seed drawn from it and
+  -- returns that seed: set_rng_state(get_rng_state()) changes nothing, and a
+  -- run restored from a saved state draws what the saving run drew after
+  -- saving. Calling it does change later draws (as one more draw would).
+  function ember.get_rng_state()
+    local seed = ember.randint(0, 2 ^ 53, {}):item()
+    C.ember_manual_seed(seed)
+    return { seed = seed }
+  end
+  function ember.set_rng_state(state)
+    local seed = type(state) == "table" and state.seed
+    if not is_int(seed) or seed < 0 or seed >= 2 ^ 53 then
+      argerror("set_rng_state", ("expected what get_rng_state returned ({seed = n}), got %s")
+        :format(type(state) == "table" and "seed = " .. tostring(seed) or type(state)))
+    end
+    C.ember_manual_seed(seed)
+  end
+
   -- Both stats first release what the GC collected since the last sweep, so a
   -- tensor counts as freed right after collectgarbage().
   function ember.memory_stats()

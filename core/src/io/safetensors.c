@@ -8,6 +8,7 @@
    file beside the target, renamed over it. */
 #include "../internal.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -93,15 +94,35 @@ static int read_uint(cursor *c, uint64_t *v)
     return EMBER_OK;
 }
 
+/* Skips a JSON string of any length (metadata values hold free text and
+   ember.save's nested structure), checking its escapes as RFC 8259 does. */
+static int skip_string(cursor *c)
+{
+    EMBER_TRY(expect(c, '"'));
+    while (c->p < c->end && *c->p != '"') {
+        unsigned char ch = (unsigned char)*c->p++;
+        if (ch < 0x20) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: control character in a string", c->what);
+        if (ch != '\\' || c->p >= c->end) continue;
+        ch = (unsigned char)*c->p++;
+        if (ch == 'u') {
+            for (int i = 0; i < 4; i++, c->p++)
+                if (c->p >= c->end || !isxdigit((unsigned char)*c->p))
+                    return ember__fail(EMBER_ERR_IO, "load: %s: bad header: bad \\u escape in a string", c->what);
+        } else if (ch == 0 || !strchr("\"\\/bfnrt", ch)) {
+            return ember__fail(EMBER_ERR_IO, "load: %s: bad header: unsupported escape \\%c in a string", c->what, ch);
+        }
+    }
+    return expect(c, '"');
+}
+
 /* skips any JSON value (for __metadata__), nesting at most 64 deep */
 static int skip_value(cursor *c, int depth)
 {
-    char tmp[4096];
     if (depth > 64) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: nested too deeply", c->what);
     skip_ws(c);
     if (c->p >= c->end) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: truncated", c->what);
     char ch = *c->p;
-    if (ch == '"') return read_string(c, tmp, sizeof tmp);
+    if (ch == '"') return skip_string(c);
     if (ch == '{' || ch == '[') {
         char close = ch == '{' ? '}' : ']';
         c->p++;
@@ -112,7 +133,7 @@ static int skip_value(cursor *c, int depth)
         }
         for (;;) {
             if (ch == '{') {
-                EMBER_TRY(read_string(c, tmp, sizeof tmp));
+                EMBER_TRY(skip_string(c));
                 EMBER_TRY(expect(c, ':'));
             }
             EMBER_TRY(skip_value(c, depth + 1));

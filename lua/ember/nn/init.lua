@@ -197,26 +197,69 @@ function Module:zero_grad()
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
+-- PyTorch numbers the children of Sequential and ModuleList from 0, ember
+-- from 1: a state_dict key in PyTorch's naming ("1.fc.weight" -> "0.fc.weight")
+local function torch_key(self, key)
+  local m, parts = self, {}
+  for part in key:gmatch("[^.]+") do
+    local f = m and fields(m)
+    local child = f and f.kind[part] == "module" and f.values[part] or nil
+    if child and m._numbered_children then part = tostring(tonumber(part) - 1) end
+    parts[#parts + 1] = part
+    m = child
+  end
+  return table.concat(parts, ".")
+end
+
+-- key -> tensor for every parameter and buffer, keys in ember's naming or
+-- (opts.torch_names) PyTorch's
+local function own_state(self, fn, opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error(("ember.nn.%s: %s: options must be a table, got %s"):format(self.__name, fn, type(opts)), 3)
+  end
+  for k in pairs(opts or {}) do
+    if k ~= "torch_names" and not (k == "strict" and fn == "load_state_dict") then
+      error(("ember.nn.%s: %s: unknown option '%s'"):format(self.__name, fn, tostring(k)), 3)
+    end
+  end
+  local torch, out = opts and opts.torch_names, {}
+  for _, kind in ipairs({ "param", "buffer" }) do
+    for _, e in ipairs(named(self, kind)) do out[torch and torch_key(self, e[1]) or e[1]] = e[2] end
+  end
+  return out
+end
+
 -- name -> tensor for every parameter and buffer; the tensors share storage
--- with the module's (detached), so save them or clone them
-function Module:state_dict()
+-- with the module's (detached), so save them or clone them.
+-- opts: {torch_names = true} numbers Sequential's children from 0, as PyTorch does.
+function Module:state_dict(opts)
   local sd = {}
-  for _, e in ipairs(self:named_parameters()) do sd[e[1]] = e[2]:detach() end
-  for _, e in ipairs(self:named_buffers()) do sd[e[1]] = e[2]:detach() end
+  for k, t in pairs(own_state(self, "state_dict", opts)) do sd[k] = t:detach() end
   return sd
+end
+
+-- guidance when unexpected keys are this module's own in PyTorch's naming
+local function naming_hint(self, unexpected)
+  local theirs = own_state(self, "load_state_dict", { torch_names = true })
+  for _, k in ipairs(unexpected) do
+    if theirs[k] then
+      return " (PyTorch's names, children numbered from 0? pass {torch_names = true})"
+    end
+  end
+  return ""
 end
 
 -- Copies the values of sd into the module's tensors. strict (the default)
 -- requires the same keys; shapes must always match. Nothing is copied unless
--- every check passes.
+-- every check passes. The second argument is strict, or {strict =, torch_names =}.
 function Module:load_state_dict(sd, strict)
   if type(sd) ~= "table" then
     error(("ember.nn.%s: load_state_dict expects a table of tensors, got %s"):format(self.__name, type(sd)), 2)
   end
+  local opts = type(strict) == "table" and strict or nil
+  if opts then strict = opts.strict end
   if strict == nil then strict = true end
-  local mine = {}
-  for _, e in ipairs(self:named_parameters()) do mine[e[1]] = e[2] end
-  for _, e in ipairs(self:named_buffers()) do mine[e[1]] = e[2] end
+  local mine = own_state(self, "load_state_dict", opts)
   local missing, unexpected, bad = {}, {}, {}
   for k, t in pairs(mine) do
     local v = sd[k]
@@ -242,6 +285,7 @@ function Module:load_state_dict(sd, strict)
   if strict and #missing > 0 then problems[#problems + 1] = "missing keys: " .. table.concat(missing, ", ") end
   if strict and #unexpected > 0 then
     problems[#problems + 1] = "unexpected keys: " .. table.concat(unexpected, ", ")
+      .. (opts and opts.torch_names and "" or naming_hint(self, unexpected))
   end
   if #problems > 0 then
     error(("ember.nn.%s: load_state_dict failed: %s"):format(self.__name, table.concat(problems, "; ")), 2)
@@ -531,6 +575,7 @@ end
 
 local Sequential = Module:extend("Sequential")
 nn.Sequential = Sequential
+Sequential._numbered_children = true   -- 1-based; PyTorch's are 0-based (state_dict's torch_names)
 -- children are named "1", "2", ... (state_dict keys "1.weight", ...)
 function Sequential:init(...)
   local n = select("#", ...)
@@ -557,6 +602,7 @@ end
 
 local ModuleList = Module:extend("ModuleList")
 nn.ModuleList = ModuleList
+ModuleList._numbered_children = true
 function ModuleList:init(list)
   self.n = 0
   for _, m in ipairs(list or {}) do self:append(m) end
