@@ -240,7 +240,8 @@ local function lbfgs_step(self, closure)
     if group.line_search_fn == "strong_wolfe" then
       local x = {}
       for i, p in ipairs(params) do x[i] = p:clone() end
-      loss, flat_grad, t, ls_evals = strong_wolfe(obj, x, t, d, loss, flat_grad, gtd, tolerance_change)
+      loss, flat_grad, t, ls_evals =
+        strong_wolfe(obj, x, t, d, loss, flat_grad, gtd, tolerance_change)
       add_step(params, t, d)
       opt_cond = abs_max(flat_grad) <= tolerance_grad
     else
@@ -339,15 +340,18 @@ return function(optim, I)
 
   function LBFGS:state_dict()
     local sd = optim.Optimizer.state_dict(self)
-    local st = self.state[self.param_groups[1].params[1]]
+    local p1 = self.param_groups[1].params[1]
+    local st = self.state[p1]
     sd.state = {}
-    if st then sd.state[1] = ember.no_grad(clone_state, st, self.param_groups[1].params[1].dtype) end
+    if st then sd.state[1] = ember.no_grad(clone_state, st, p1.dtype) end
     return sd
   end
 
   -- the reason st cannot be LBFGS's state for n parameters' worth of values, or nil
   local function bad_state(st, n)
-    if type(st) ~= "table" or ember.is_tensor(st) then return "state[1] must be a table, got " .. show(st) end
+    if type(st) ~= "table" or ember.is_tensor(st) then
+      return "state[1] must be a table, got " .. show(st)
+    end
     for _, k in ipairs(NUMBERS) do
       if st[k] ~= nil and not I.finite(st[k]) then
         return ("state[1].%s must be a finite number, got %s"):format(k, show(st[k]))
@@ -380,16 +384,23 @@ return function(optim, I)
       end
     end
     for i = 1, len or 0 do
-      if not I.finite(st.ro[i]) then return ("state[1].ro[%d] must be a finite number"):format(i) end
+      if not I.finite(st.ro[i]) then
+        return ("state[1].ro[%d] must be a finite number"):format(i)
+      end
     end
   end
 
   function LBFGS:load_state_dict(sd)
-    if type(sd) ~= "table" or ember.is_tensor(sd) then return optim.Optimizer.load_state_dict(self, sd) end
+    if type(sd) ~= "table" or ember.is_tensor(sd) then
+      return optim.Optimizer.load_state_dict(self, sd)   -- raises its error for sd
+    end
     local state = sd.state
     if type(state) == "table" and not ember.is_tensor(state) then
       for k in pairs(state) do
-        if k ~= 1 then fail("LBFGS", "load_state_dict: the state has an entry %s; LBFGS keeps only state[1]", show(k)) end
+        if k ~= 1 then
+          fail("LBFGS", "load_state_dict: the state has an entry %s; LBFGS keeps only state[1]",
+            show(k))
+        end
       end
       if state[1] ~= nil then
         local msg = bad_state(state[1], numel(self.param_groups[1].params))

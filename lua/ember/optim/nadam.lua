@@ -9,7 +9,8 @@ local common = require("ember.optim.common")
 
 return function(optim, I)
   local function init(p)
-    return { step = 0, mu_product = 1, exp_avg = ember.zeros_like(p), exp_avg_sq = ember.zeros_like(p) }
+    return { step = 0, mu_product = 1, exp_avg = ember.zeros_like(p),
+      exp_avg_sq = ember.zeros_like(p) }
   end
 
   local function update(group, p, g, st)

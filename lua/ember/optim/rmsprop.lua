@@ -1,6 +1,7 @@
 -- ember.optim.RMSprop: PyTorch 1.13's single-tensor update as in-place tensor ops.
 --   g = -g (maximize); g = g + wd*p
---   v = alpha*v + (1-alpha)*g^2;  centered: a = alpha*a + (1-alpha)*g, avg = sqrt(v - a^2), else sqrt(v)
+--   v = alpha*v + (1-alpha)*g^2
+--   avg = sqrt(v), or centered: a = alpha*a + (1-alpha)*g, avg = sqrt(v - a^2)
 --   momentum > 0: b = momentum*b + g/(avg + eps), p = p - lr*b;  else p = p - lr*g/(avg + eps)
 local ember = require("ember")
 local common = require("ember.optim.common")

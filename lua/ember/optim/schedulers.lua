@@ -106,7 +106,8 @@ return function(optim, I)
     for i, e in ipairs(ends) do
       if step <= e or i == #ends then
         local phase = phases[i]
-        return ANNEAL[self.anneal_strategy](values[phase[1]], values[phase[2]], (step - start) / (e - start))
+        local pct = (step - start) / (e - start)
+        return ANNEAL[self.anneal_strategy](values[phase[1]], values[phase[2]], pct)
       end
       start = e
     end
@@ -210,7 +211,8 @@ return function(optim, I)
   }, function(cls, opt, opts)
     local self = setmetatable({ optimizer = opt }, cls)
     I.scheduler_options(self, opt, opts, {})
-    self.min_lrs = copy_value(per_group("ReduceLROnPlateau", "min_lr", self.min_lr, #opt.param_groups))
+    local n = #opt.param_groups
+    self.min_lrs = copy_value(per_group("ReduceLROnPlateau", "min_lr", self.min_lr, n))
     self.min_lr = nil
     self.best = self.mode == "min" and math.huge or -math.huge
     self.num_bad_epochs, self.cooldown_counter, self.last_epoch = 0, 0, 0
@@ -276,7 +278,8 @@ return function(optim, I)
     I.check_loaded_options(self, s)
     local msg = s.min_lrs ~= nil and min_lr_check(s.min_lrs)
     if msg then fail(name, "load_state_dict: min_lrs %s, got %s", msg, show(s.min_lrs)) end
-    local min_lrs = per_group(name, "min_lrs", s.min_lrs or self.min_lrs, #self.optimizer.param_groups)
+    local n = #self.optimizer.param_groups
+    local min_lrs = per_group(name, "min_lrs", s.min_lrs or self.min_lrs, n)
     for _, spec in ipairs(self._spec) do
       if s[spec[1]] ~= nil then self[spec[1]] = s[spec[1]] end
     end
@@ -316,13 +319,15 @@ return function(optim, I)
           fail(name, "schedulers[%d] belongs to another optimizer", i)
         end
       end
-      if type(milestones) ~= "table" or ember.is_tensor(milestones) or #milestones ~= #schedulers - 1 then
+      local n = #schedulers - 1
+      if type(milestones) ~= "table" or ember.is_tensor(milestones) or #milestones ~= n then
         fail(name, "milestones must list %d epoch(s), one fewer than the schedulers, got %s",
-          #schedulers - 1, show(milestones))
+          n, show(milestones))
       end
       for i, m in ipairs(milestones) do
         if I.positive_int(m) or (i > 1 and m <= milestones[i - 1]) then
-          fail(name, "milestones must be increasing positive integers (milestones[%d] is %s)", i, show(m))
+          fail(name, "milestones must be increasing positive integers (milestones[%d] is %s)", i,
+            show(m))
         end
       end
       for gi, g in ipairs(opt.param_groups) do
