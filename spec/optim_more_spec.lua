@@ -495,9 +495,19 @@ describe("errors of the new optimizers and schedulers", function()
     { function()
       local o = optim.LBFGS({ w })
       local sd = o:state_dict()
-      sd.state[1] = { func_evals = 1, n_iter = 1, d = ember.zeros({ 3 }) }
+      sd.state[1] = { func_evals = 1, n_iter = 0, d = ember.zeros({ 3 }) }
       o:load_state_dict(sd)
     end, "ember.optim.LBFGS: load_state_dict: state[1].d must be a tensor of shape {1} (all the parameters' elements), got shape {3}" },
+    { function()
+      local o = optim.LBFGS({ w })
+      o:load_state_dict({ param_groups = o:state_dict().param_groups, state = { { n_iter = 2 } } })
+    end, "ember.optim.LBFGS: load_state_dict: state[1].func_evals must be a non-negative integer, got nil" },
+    { function()
+      local o = optim.LBFGS({ w })
+      local sd = o:state_dict()
+      sd.state[1] = { func_evals = 3, n_iter = 2, d = ember.zeros({ 1 }), t = 1 }
+      o:load_state_dict(sd)
+    end, "ember.optim.LBFGS: load_state_dict: state[1] has n_iter = 2 but no H_diag" },
     { function() sched.LinearLR(sgd(), { start_factor = 1.5 }) end,
       "ember.optim.LinearLR: start_factor must be a number in [0, 1], got 1.5" },
     { function() sched.LinearLR(sgd(), { total_iters = 0 }) end,

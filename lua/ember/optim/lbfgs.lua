@@ -352,9 +352,22 @@ return function(optim, I)
     if type(st) ~= "table" or ember.is_tensor(st) then
       return "state[1] must be a table, got " .. show(st)
     end
+    for _, k in ipairs({ "func_evals", "n_iter" }) do
+      local v = st[k]
+      if not (I.finite(v) and v >= 0 and v == floor(v)) then
+        return ("state[1].%s must be a non-negative integer, got %s"):format(k, show(st[k]))
+      end
+    end
     for _, k in ipairs(NUMBERS) do
       if st[k] ~= nil and not I.finite(st[k]) then
         return ("state[1].%s must be a finite number, got %s"):format(k, show(st[k]))
+      end
+    end
+    if st.n_iter > 0 then   -- the first iteration set every field
+      for _, k in ipairs({ "d", "t", "H_diag", "prev_flat_grad", "prev_loss", "ro" }) do
+        if st[k] == nil then
+          return ("state[1] has n_iter = %d but no %s"):format(st.n_iter, k)
+        end
       end
     end
     local function vector(v, what)
