@@ -171,7 +171,11 @@ describe("identity and lifetime", function()
       local _ = ember.zeros({ 2 ^ 18 })   -- 1 MB each
       peak = math.max(peak, ember.memory_stats().bytes_in_use - base)
     end
-    assert.is_true(peak < 48 * 2 ^ 20, ("%.0f MB of garbage piled up"):format(peak / 2 ^ 20))
+    -- the budget is 24 MB or twice the Lua heap (which grows over a whole suite run,
+    -- compiled traces included); garbage may reach one budget past the limit
+    local budget = math.max(24 * 2 ^ 20, collectgarbage("count") * 2048)
+    assert.is_true(peak < budget + 24 * 2 ^ 20, ("%.0f MB of garbage piled up (budget %.0f MB)"):format(
+      peak / 2 ^ 20, budget / 2 ^ 20))
   end)
 
   it("shares versions between views", function()

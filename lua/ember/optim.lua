@@ -1,9 +1,10 @@
--- ember.optim: first-order optimizers (SGD, Adam, AdamW) with PyTorch's update
--- rules, parameter groups and state_dict layout; gradient clipping; the StepLR
--- and CosineAnnealingLR schedulers. Updates are in-place tensor ops run under
+-- ember.optim: the Optimizer and LRScheduler machinery (PyTorch's update
+-- rules, parameter groups and state_dict layout), SGD, Adam and AdamW with
+-- their fused kernels, gradient clipping, StepLR and CosineAnnealingLR. The
+-- other optimizers and schedulers live in lua/ember/optim/ and plug in through
+-- the `internal` table at the end. Updates are in-place tensor ops run under
 -- no_grad, so they are never recorded and the parameters keep their identity.
--- Not here: foreach/fused multi-tensor kernels, sparse gradients, closures
--- that re-evaluate the loss more than once (LBFGS).
+-- Not here: foreach/fused multi-tensor kernels, sparse gradients.
 local ember = require("ember")
 
 local is_tensor = ember.is_tensor
@@ -574,36 +575,49 @@ local Scheduler = {}
 Scheduler.__index = Scheduler
 lr_scheduler.LRScheduler = Scheduler
 
-local function sched_class(name, spec, lr_at)
+-- Checks the optimizer and the options against the class's spec and stores
+-- them in self (a spec entry is { option, default, check }); opts may also
+-- hold the keys in `known`. Returns opts (a table).
+local function scheduler_options(self, opt, opts, known)
+  local name = self._name
+  if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
+    fail(name, "expected an optimizer, got %s", show(opt))
+  end
+  if opts == nil then opts = {} end
+  if type(opts) ~= "table" or is_tensor(opts) then
+    fail(name, "options must be a table, got %s", show(opts))
+  end
+  local options = {}
+  for _, s in ipairs(self._spec) do
+    options[s[1]] = true
+    local v = opts[s[1]]
+    if v == nil then v = s[2] end
+    local msg = s[3](v)
+    if msg then fail(name, "%s %s, got %s", s[1], msg, show(v)) end
+    self[s[1]] = v
+  end
+  for _, k in ipairs(sorted_keys(opts)) do
+    if not (known[k] or options[k]) then fail(name, "unknown option '%s'", tostring(k)) end
+  end
+  return opts
+end
+
+-- lr_at(self, base_lr, epoch, group_index) -> lr; setup(self, opt, last_epoch),
+-- when given, runs after the option checks and before base_lrs are taken from
+-- the groups' initial_lr
+local function sched_class(name, spec, lr_at, setup)
   local cls = { _name = name, _spec = spec, _lr_at = lr_at }
   cls.__index = cls
   return setmetatable(cls, {
     __index = Scheduler,
     __call = function(c, opt, opts)
-      if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
-        fail(name, "expected an optimizer, got %s", show(opt))
-      end
-      if opts == nil then opts = {} end
-      if type(opts) ~= "table" or is_tensor(opts) then
-        fail(name, "options must be a table, got %s", show(opts))
-      end
       local self = setmetatable({ optimizer = opt }, c)
-      local known = { last_epoch = true }
-      for _, s in ipairs(spec) do
-        known[s[1]] = true
-        local v = opts[s[1]]
-        if v == nil then v = s[2] end
-        local msg = s[3](v)
-        if msg then fail(name, "%s %s, got %s", s[1], msg, show(v)) end
-        self[s[1]] = v
-      end
-      for _, k in ipairs(sorted_keys(opts)) do
-        if not known[k] then fail(name, "unknown option '%s'", tostring(k)) end
-      end
+      opts = scheduler_options(self, opt, opts, { last_epoch = true })
       local last_epoch = opts.last_epoch == nil and -1 or opts.last_epoch
       if type(last_epoch) ~= "number" or last_epoch < -1 or last_epoch ~= floor(last_epoch) then
         fail(name, "last_epoch must be an integer >= -1, got %s", show(last_epoch))
       end
+      if setup then setup(self, opt, last_epoch) end
       self.base_lrs = {}
       for gi, g in ipairs(opt.param_groups) do
         if last_epoch == -1 then
@@ -633,7 +647,7 @@ function Scheduler:step(epoch)
   end
   local lrs = {}
   for gi, g in ipairs(self.optimizer.param_groups) do
-    local lr = self:_lr_at(self.base_lrs[gi] or g.lr, self.last_epoch)
+    local lr = self:_lr_at(self.base_lrs[gi] or g.lr, self.last_epoch, gi)
     g.lr = lr
     lrs[gi] = lr
   end
@@ -654,6 +668,17 @@ function Scheduler:state_dict()
   return s
 end
 
+-- checks the options a scheduler's saved state holds
+local function check_loaded_options(self, s)
+  for _, spec in ipairs(self._spec) do
+    local v = s[spec[1]]
+    if v ~= nil then
+      local msg = spec[3](v)
+      if msg then fail(self._name, "load_state_dict: %s %s, got %s", spec[1], msg, show(v)) end
+    end
+  end
+end
+
 -- restores the counter and options; the optimizer's lrs come from its own state_dict
 function Scheduler:load_state_dict(s)
   local name = self._name
@@ -667,13 +692,7 @@ function Scheduler:load_state_dict(s)
     fail(name, "load_state_dict: base_lrs must list one lr for each of the %d parameter group(s)",
       #self.optimizer.param_groups)
   end
-  for _, spec in ipairs(self._spec) do
-    local v = s[spec[1]]
-    if v ~= nil then
-      local msg = spec[3](v)
-      if msg then fail(name, "load_state_dict: %s %s, got %s", spec[1], msg, show(v)) end
-    end
-  end
+  check_loaded_options(self, s)
   for _, spec in ipairs(self._spec) do
     if s[spec[1]] ~= nil then self[spec[1]] = s[spec[1]] end
   end
@@ -701,5 +720,18 @@ lr_scheduler.CosineAnnealingLR = sched_class("CosineAnnealingLR", {
 }, function(self, base, epoch)
   return self.eta_min + (base - self.eta_min) * (1 + cos(pi * epoch / self.T_max)) / 2
 end)
+
+---------------------------------------------------------------- the other optimizers and schedulers
+-- each file returns function(optim, internal) that adds its classes to optim
+local internal = {
+  fail = fail, show = show, finite = finite, nonneg = nonneg, number = number, boolean = boolean,
+  betas = betas, positive_int = positive_int, sorted_keys = sorted_keys, copy_value = copy_value,
+  same_shape = same_shape, shape_str = shape_str, class = class, sched_class = sched_class,
+  Scheduler = Scheduler, scheduler_options = scheduler_options,
+  check_loaded_options = check_loaded_options,
+}
+for _, file in ipairs({ "rmsprop", "adagrad", "adamax", "nadam", "lbfgs", "schedulers" }) do
+  require("ember.optim." .. file)(optim, internal)
+end
 
 return optim
