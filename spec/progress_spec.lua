@@ -2,6 +2,8 @@
 -- ember.plot.svg (a well-formed SVG with a line per series).
 local H = require("helpers")
 local ember = H.ember
+local U = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".")
+  .. "/../cli/tests/spec_util.lua")
 
 -- a file-like sink and a clock the spec moves by hand
 local function sink()
@@ -91,6 +93,68 @@ describe("ember.progress", function()
     local l = lines(text)
     assert.are.equal(4, #l)
     assert.is_truthy(l[4]:find("^p: 100%% 4/4 %[.*it/s, loss=4%]$"), l[4])
+  end)
+
+  it("cuts a long line to the given width, and drops status fields to keep a bar", function()
+    local out, clk = sink(), fake_clock()
+    local bar = ember.progress(10, { desc = "a long description", file = out, tty = true,
+      clock = clk.fn, columns = 30 })
+    bar:update(10)
+    bar:close()
+    local last = out:text():match("\r([^\r]*)\n$")
+    assert.are.equal("a long description: 100%|####", last)
+    out = sink()
+    bar = ember.progress(10, { desc = "é", file = out, tty = true, clock = clk.fn, columns = 38 })
+    bar:close()
+    last = out:text():match("\r([^\r]*)\n$")
+    assert.are.equal("é:   0%|             | 0/10 [00:00<?]", last)   -- 37 cells, 38 bytes; no rate
+  end)
+
+  -- The bar under a real terminal: `script` (util-linux) gives the program a
+  -- pty, `stty cols` sets its width; the terminal turns \n into \r\n.
+  describe("on a pseudo-terminal", function()
+    if not U.have_script() then
+      pending("util-linux `script` is not installed: no pseudo-terminal test")
+      return
+    end
+    local dir
+    setup(function()
+      dir = U.tmpdir()
+      U.write(dir .. "/bar.lua", [[
+        package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+        local t = 0
+        local bar = require("ember.progress")(50, { desc = "epoch 1/10", interval = 0,
+          clock = function() return t end })
+        for i = 1, 50 do t = t + 0.01; bar:update(1, { loss = 1 / i }) end
+        bar:close()
+      ]])
+    end)
+    teardown(function() U.rm_rf(dir) end)
+
+    -- the redrawn lines a bar printed on a pty of `cols` columns
+    local function draw(cols, columns)
+      -- (COLUMNS is set after stty: bash would reset an exported one to the size)
+      local r = U.run({ "script", "-qec", "stty cols " .. cols .. " rows 24 && exec env "
+        .. (columns and "COLUMNS=" .. columns or "-u COLUMNS") .. " luajit " .. U.quote(dir .. "/bar.lua"),
+        "/dev/null" }, { cwd = U.root })
+      assert.are.equal(0, r.rc, r.out .. r.err)
+      local drawn = {}
+      for l in r.out:gmatch("[^\r\n]+") do drawn[#drawn + 1] = l end
+      return drawn, r.out
+    end
+
+    for _, case in ipairs({ { 60 }, { 120 }, { 60, "100" } }) do
+      local cols, columns = case[1], case[2]
+      local width = tonumber(columns) or cols
+      it(("fills %d columns less one on a %d-column terminal%s"):format(width, cols,
+        columns and " with COLUMNS=" .. columns or ""), function()
+        local drawn, raw = draw(cols, columns)
+        assert.are.equal(52, #drawn, raw)   -- the start, 50 updates, close
+        for _, l in ipairs(drawn) do assert.are.equal(width - 1, #l, l) end
+        assert.matches("^epoch 1/10: 100%%|#+| 50/50 %[.*loss=0.02%] *$", drawn[52])
+        assert.are.equal("\r\n", raw:sub(-2))
+      end)
+    end
   end)
 
   it("formats durations", function()
