@@ -9,7 +9,9 @@
 -- zlib1g-dev libedit-dev). LuaRocks moves the Lua modules to its share/lua/5.1,
 -- libember and libember_lua to lib/lua/5.1 and the `ember` command to bin;
 -- ember/config.lua, the command and libember_lua find each other relative to
--- those places.
+-- those places. EMBER_LUAROCKS builds the libraries as single files (LuaRocks
+-- cannot move symlinks) and leaves out the pkg-config files (they would name
+-- the rock's own lib/, which LuaRocks empties): C hosts link a CMake install.
 rockspec_format = "3.0"
 package = "ember"
 version = "scm-1"
@@ -43,5 +45,6 @@ build = {
     CMAKE_INSTALL_BINDIR = "$(BINDIR)",
     EMBER_INSTALL_LUADIR = "$(LUADIR)",
     EMBER_CUDA = "OFF",
+    EMBER_LUAROCKS = "ON",
   },
 }

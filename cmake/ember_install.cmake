@@ -4,7 +4,8 @@
 # and the pkg-config files ember.pc and ember_lua.pc.
 # In: EMBER_LUADIR, EMBER_LIBDIR, EMBER_INCLUDEDIR (relative to the prefix, or
 # absolute), EMBER_LIBFILE (libember's SONAME file), EMBER_VERSION,
-# EMBER_SOURCE_DIR.
+# EMBER_SOURCE_DIR, EMBER_LUAROCKS (a rock: no pkg-config files, since LuaRocks
+# moves the libraries out of the libdir they would name).
 foreach(kind LUADIR LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${EMBER_${kind}}")
     set(${kind} "${EMBER_${kind}}")
@@ -47,7 +48,7 @@ foreach(kind LIBDIR INCLUDEDIR LUADIR)
 endforeach()
 set(written "${config}")
 foreach(pc "cmake/ember.pc.in" "cli/ember_lua.pc.in")
-  if(EXISTS "${EMBER_SOURCE_DIR}/${pc}")
+  if(NOT EMBER_LUAROCKS AND EXISTS "${EMBER_SOURCE_DIR}/${pc}")
     get_filename_component(name "${pc}" NAME_WE)
     set(out "$ENV{DESTDIR}${LIBDIR}/pkgconfig/${name}.pc")
     message(STATUS "Installing: ${out}")

@@ -115,7 +115,7 @@ end
 
 ---------------------------------------------------------------- training
 local bar = ember.progress(opts.steps, { desc = "training" })
-local curve, smooth = {}, nil
+local steps, curve, smooth = {}, {}, nil
 for step = 1, opts.steps do
   local x, y = batch(1, n_train)
   gm:record()
@@ -127,7 +127,7 @@ for step = 1, opts.steps do
   sched:step()
   local l = loss:item()
   smooth = smooth and 0.98 * smooth + 0.02 * l or l
-  if step % 10 == 0 then curve[#curve + 1] = smooth end
+  if step % 10 == 0 then steps[#steps + 1], curve[#curve + 1] = step, smooth end
   bar:update(1, { loss = ("%.3f"):format(smooth) })
 end
 bar:close()
@@ -166,5 +166,5 @@ end
 print("sample:\n" .. sample("And God said", 300, 0.8))
 
 ember.save(opts.out .. "/char_lm.safetensors", model:state_dict(), { vocab = table.concat(chars) })
-ember.plot.svg(opts.out .. "/loss.svg", { { name = "training loss (smoothed)", values = curve } },
-  { title = "char LM on the KJV", xlabel = "step / 10" })
+ember.plot.svg(opts.out .. "/loss.svg", { { name = "training loss (smoothed)", x = steps, values = curve } },
+  { title = "char LM on the KJV", xlabel = "step", ylabel = "loss (nats/char)" })

@@ -110,6 +110,6 @@ end
 acc = acc or evaluate()
 ember.plot.svg(opts.out .. "/curves.svg", {
   { name = "train loss", values = history.loss },
-  { name = "test accuracy", values = history.accuracy },
+  { name = "test accuracy", values = history.accuracy, axis = "right" },
 }, { title = "Fashion-MNIST CNN", xlabel = "epoch" })
 print(("test accuracy: %.2f%%"):format(100 * acc))

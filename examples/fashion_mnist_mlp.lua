@@ -154,7 +154,7 @@ acc = acc or evaluate()
 
 ember.plot.svg(opts.out .. "/curves.svg", {
   { name = "train loss", values = history.loss },
-  { name = "test accuracy", values = history.accuracy },
+  { name = "test accuracy", values = history.accuracy, axis = "right" },
 }, { title = "Fashion-MNIST MLP", xlabel = "epoch" })
 print(("test accuracy: %.2f%%"):format(100 * acc))
 print(("checkpoint: %s, curves: %s/curves.svg"):format(ckpt, opts.out))

@@ -1,15 +1,18 @@
 -- ember.progress(n, {desc = ...}): a progress bar for training loops. On a
 -- terminal it redraws one line in place (\r), at most every `interval`
--- seconds; elsewhere (a log file, a pipe) it prints a plain line at every
--- tenth of the way and when closed. Not a logger: it keeps no history.
+-- seconds, its bar filling what the terminal's width leaves; elsewhere (a log
+-- file, a pipe) it prints a plain line at every tenth of the way and when
+-- closed. Not a logger: it keeps no history.
 --
 --   local bar = ember.progress(#loader, { desc = "epoch 1" })
 --   for x, y in loader:iter() do ...; bar:update(1, { loss = loss:item() }) end
 --   bar:close()
 --
 -- Options: desc, file (default io.stdout; anything with :write and :flush),
--- tty (force terminal / plain mode; default isatty(1) for io.stdout),
--- width (bar cells, default 24), interval (tty redraw seconds, default 0.1),
+-- tty (force terminal / plain mode; default isatty of io.stdout's or
+-- io.stderr's fd), columns (the terminal's width; default $COLUMNS, else the
+-- fd's TIOCGWINSZ, else 80), width (bar cells, default what the line leaves
+-- of the width), interval (tty redraw seconds, default 0.1),
 -- lines (plain lines per run, default 10), log_interval (plain mode: a line
 -- at least this often, default 30 s), unit (default "it"), clock (a
 -- function returning seconds, for tests).
@@ -17,12 +20,15 @@ local ffi = require("ffi")
 
 pcall(ffi.cdef, [[
 typedef struct { long tv_sec; long tv_nsec; } ember_progress_timespec;
+typedef struct { unsigned short row, col, xpixel, ypixel; } ember_progress_winsize;
 int ember_progress_clock_gettime(int clk, ember_progress_timespec *ts) __asm__("clock_gettime");
 int ember_progress_isatty(int fd) __asm__("isatty");
+int ember_progress_ioctl(int fd, unsigned long request, ...) __asm__("ioctl");
 ]])
 
 local C = ffi.C
 local format, floor, concat = string.format, math.floor, table.concat
+local TIOCGWINSZ = ({ Linux = 0x5413, OSX = 0x40087468, BSD = 0x40087468 })[ffi.os]
 
 local P = {}
 local Bar = {}
@@ -37,6 +43,29 @@ function P.now()
 end
 
 function P.isatty(fd) return C.ember_progress_isatty(fd or 1) == 1 end
+
+local winsize = ffi.new("ember_progress_winsize")
+-- The width of the terminal on fd (or nil): $COLUMNS when it is a positive
+-- number (a user's override, as Python's shutil does), else the tty's size.
+function P.columns(fd)
+  local env = tonumber(os.getenv("COLUMNS"))
+  if env and env > 0 then return floor(env) end
+  if fd and TIOCGWINSZ and C.ember_progress_ioctl(fd, TIOCGWINSZ, winsize) == 0 and winsize.col > 0 then
+    return winsize.col
+  end
+end
+
+-- display cells of a UTF-8 string (one per code point), and its first n cells
+local function cells(s) return #s - select(2, s:gsub("[\128-\191]", "")) end
+local function first_cells(s, n)
+  local out, k = {}, 0
+  for ch in s:gmatch("[%z\1-\127\192-\255][\128-\191]*") do
+    if k == n then break end
+    k = k + 1
+    out[k] = ch
+  end
+  return concat(out)
+end
 
 -- "4:05", "1:02:03"
 function P.format_time(s)
@@ -77,11 +106,12 @@ function P.new(n, opts)
     error("ember.progress: total must be a non-negative number or nil, got " .. tostring(n), 2)
   end
   local file = opts.file or io.stdout
+  local fd = (file == io.stdout and 1) or (file == io.stderr and 2) or nil
   local tty = opts.tty
-  if tty == nil then tty = file == io.stdout and P.isatty(1) end
+  if tty == nil then tty = fd ~= nil and P.isatty(fd) end
   local self = setmetatable({
-    total = n, count = 0, desc = opts.desc, file = file, tty = tty and true or false,
-    width = opts.width or 24, interval = opts.interval or 0.1, lines = opts.lines or 10,
+    total = n, count = 0, desc = opts.desc, file = file, fd = fd, tty = tty and true or false,
+    columns = opts.columns, width = opts.width, interval = opts.interval or 0.1, lines = opts.lines or 10,
     unit = opts.unit or "it", clock = opts.clock or P.now, postfix = nil, closed = false,
     next_line = 1, last_draw = -math.huge, last_len = 0, log_interval = opts.log_interval or 30,
   }, Bar)
@@ -91,7 +121,26 @@ function P.new(n, opts)
   return self
 end
 
--- The status text: "desc: 45%|#########           | 450/1000 [00:03<00:04, 123.4 it/s, loss=0.12]"
+-- the cells a line may take on the terminal: its width less one
+function Bar:_room() return (self.columns or P.columns(self.fd) or 80) - 1 end
+
+local MIN_BAR = 6   -- cells; a terminal with less room for the bar drops status fields
+
+-- "450/1000 [00:03<00:04, 123.4 it/s, loss=0.12]": the non-empty fields given
+local function status(count, ...)
+  local fields = {}
+  for i = 1, select("#", ...) do
+    local f = select(i, ...)
+    if f ~= "" then fields[#fields + 1] = f end
+  end
+  return count .. " [" .. concat(fields, ", ") .. "]"
+end
+
+-- The status text: "desc: 45%|#########           | 450/1000 [00:03<00:04, 123.4 it/s, loss=0.12]".
+-- On a terminal the bar takes what the width leaves (`width` cells if given),
+-- dropping the rate, then the times, to keep at least MIN_BAR cells; the line
+-- is cut to the width less one column: a line that reaches the last column
+-- wraps on some terminals, and a wrapped line cannot be redrawn.
 function Bar:line()
   local elapsed = self.clock() - self.start
   local rate = elapsed > 0 and self.count / elapsed or nil
@@ -101,29 +150,36 @@ function Bar:line()
   else rate_s = format("%.2f s/%s", 1 / rate, self.unit) end
   local desc = self.desc and (self.desc .. ": ") or ""
   local pf = postfix_str(self.postfix)
-  pf = pf ~= "" and (", " .. pf) or ""
   local n = self.total
-  if n and n > 0 then
-    local frac = math.min(self.count / n, 1)
-    local eta = (rate and rate > 0) and (n - self.count) / rate or (self.count >= n and 0 or nil)
-    local bar = ""
-    if self.tty then
-      local full = floor(frac * self.width + 1e-9)
-      bar = "|" .. string.rep("#", full) .. string.rep(" ", self.width - full) .. "| "
-    end
-    return format("%s%3d%%%s%d/%d [%s<%s, %s%s]", desc, floor(frac * 100 + 1e-9),
-      self.tty and bar or " ", self.count, n, P.format_time(elapsed),
-      eta and P.format_time(eta) or "?", rate_s, pf)
+  if not (n and n > 0) then
+    local line = desc .. status(format("%d", self.count), P.format_time(elapsed), rate_s, pf)
+    return self.tty and first_cells(line, self:_room()) or line
   end
-  return format("%s%d [%s, %s%s]", desc, self.count, P.format_time(elapsed), rate_s, pf)
+  local frac = math.min(self.count / n, 1)
+  local eta = (rate and rate > 0) and (n - self.count) / rate or (self.count >= n and 0 or nil)
+  local left = format("%s%3d%%", desc, floor(frac * 100 + 1e-9))
+  local count = format("%d/%d", self.count, n)
+  local times = P.format_time(elapsed) .. "<" .. (eta and P.format_time(eta) or "?")
+  if not self.tty then return left .. " " .. status(count, times, rate_s, pf) end
+  local room = self:_room()
+  local right, width
+  for _, r in ipairs({ status(count, times, rate_s, pf), status(count, times, pf),
+    status(count, pf ~= "" and pf or times) }) do
+    right, width = r, self.width or room - cells(left) - cells(r) - 3
+    if self.width or width >= MIN_BAR then break end
+  end
+  width = self.width or math.max(width, MIN_BAR)
+  local full = floor(frac * width + 1e-9)
+  return first_cells(left .. "|" .. ("#"):rep(full) .. (" "):rep(width - full) .. "| " .. right, room)
 end
 
 function Bar:_draw()
   local s = self:line()
-  local pad = self.last_len > #s and string.rep(" ", self.last_len - #s) or ""
+  local len = cells(s)
+  local pad = string.rep(" ", math.min(self.last_len, self:_room()) - len)
   self.file:write("\r", s, pad)
   if self.file.flush then self.file:flush() end
-  self.last_len = #s
+  self.last_len = len
   self.last_draw = self.clock()
 end
 
