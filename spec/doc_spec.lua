@@ -12,8 +12,9 @@ describe("the API reference", function()
     local lines = {}
     for i, name in ipairs(missing) do lines[i] = ("  %-40s -> %s"):format(name, doc.where(name)) end
     assert(#missing == 0, ("%d public name(s) have no documentation. Add an entry for each to the "
-      .. "file shown (a line `### \\`name(args)\\`` and a sentence or two; the format is at the top of "
-      .. "lua/ember/doc/init.lua), then run `luajit scripts/api_doc.lua` to rewrite docs/api.md:\n%s")
+      .. "file shown, or to a section that fits it better (a heading \"### `name(args)`\" and a "
+      .. "sentence or two; the format is at the top of lua/ember/doc/init.lua), then run "
+      .. "`luajit scripts/api_doc.lua` to rewrite docs/api.md:\n%s")
       :format(#missing, table.concat(lines, "\n")))
   end)
 
@@ -67,6 +68,10 @@ describe("ember.help", function()
     assert.are.equal("ember.optim.SGD(params, opts?)", first_line(doc.text(ember.optim.SGD)))
     assert.matches("^ember.Tensor: tensors", doc.text(ember.ones({ 2 })))
     assert.matches("^ember.nn.Linear%(", doc.text(ember.nn.Linear(2, 3)))   -- an instance: its class
+    local opt = ember.optim.Adam({ ember.ones({ 2 }) })
+    assert.matches("^ember.optim.Adam%(", doc.text(opt))
+    assert.matches("^ember.autodiff.GradManager: recording", doc.text(ember.autodiff.GradManager()))
+    assert.are.equal("ember.autodiff.FALLBACK", first_line(doc.text(ember.autodiff.FALLBACK)))
     local nn_text = doc.text(ember.nn)
     assert.matches("^ember.nn: layers", nn_text)
     assert.matches("ember.nn.Conv2d", nn_text, 1, true)

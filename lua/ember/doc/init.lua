@@ -203,18 +203,36 @@ function M.find(name)
   if only and next(hits, only) == nil then return only end
 end
 
--- the entry documenting a value: by identity among the public names, else
--- a tensor's or a module's class
-function M.find_value(v)
-  local ember = ember_pkg()
-  if type(v) == "table" and ember.is_tensor(v) then return M.docs().by_name["ember.Tensor"] end
-  local by_name = M.docs().by_name
+-- the public name of each function and table, and of each class's method
+-- table (what its instances have as metatable)
+local function names_by_value(ember)
+  local names = {}
   for _, p in ipairs(M.public(ember)) do
-    if rawequal(p[2], v) and by_name[p[1]] then return by_name[p[1]] end
+    local kind = type(p[2])
+    if (kind == "function" or kind == "table") and names[p[2]] == nil then names[p[2]] = p[1] end
   end
+  for _, c in ipairs(M.CLASSES) do
+    local mt = getmetatable(M.resolve(ember, c[2]))
+    local methods_table = type(mt) == "table" and rawget(mt, "__index")
+    if type(methods_table) == "table" then names[methods_table] = names[methods_table] or c[2] end
+  end
+  return names
+end
+
+-- the entry documenting a value: its own, else its class's (an instance's
+-- metatable, or the __class a module's metatable names, a few levels up)
+function M.find_value(v)
+  local ember, by_name = ember_pkg(), M.docs().by_name
+  if ember.is_tensor(v) then return by_name["ember.Tensor"] end
   if rawequal(v, ember) then return by_name.ember end
-  local mt = getmetatable(v)
-  if type(mt) == "table" and rawget(mt, "__class") then return M.find_value(rawget(mt, "__class")) end
+  local names = names_by_value(ember)
+  for _ = 1, 4 do
+    local doc = names[v] and by_name[names[v]]
+    if doc then return doc end
+    local mt = getmetatable(v)
+    if type(mt) ~= "table" then return nil end
+    v = rawget(mt, "__class") or mt
+  end
 end
 
 local function indent(lines)

@@ -75,6 +75,10 @@ unary `-` work elementwise with broadcasting, numbers on either side;
 `x[i]` selects along dim 1, `x[{i, j}]` with every dim given is a Lua number,
 `x[{{}, {2, 4}}]` a range view, `x[mask]` and `x[idx]` gather, and
 assignment writes in place (docs/indexing.md). `#t` is the size of dim 1.
+`tostring(t)` lays the numbers out as PyTorch does (one format for all,
+rows wrapped at 80 columns, more than 1000 elements summarised with the first
+and last 3 of each dim) and ends with the dtype and shape:
+`tensor([[1., 2.], [3., 4.]], dtype=float32, shape={2,2})`, a row per line.
 Math on tensors is listed in the `ops` section; every op there is also a
 method.
 
