@@ -147,6 +147,15 @@ describe("misspelt names", function()
     assert.is_nil(ember.nn[1])
   end)
 
+  it("come after an __index the table already has", function()
+    local suggest = require("ember.suggest")
+    local t = setmetatable({ known = 1 }, { __index = function(_, k) if k == "lazy" then return 2 end end })
+    suggest.guard(t, "ember.lazy_module")
+    assert.are.equal(2, t.lazy)
+    assert.matches("ember.lazy_module: no field 'knwon' (did you mean known?)", err(function() return t.knwon end),
+      1, true)
+  end)
+
   it("suggest by prefix and by edit distance", function()
     local suggest = require("ember.suggest")
     assert.are.equal(1, suggest.distance("Linaer", "Linear"))    -- a swap

@@ -66,22 +66,28 @@ function M.closest(name, candidates)
   return found
 end
 
--- ", did you mean a, b or c?" (or "" when nothing is close)
+-- " (did you mean a, b or c?)", or "" for no names
 function M.phrase(names)
-  if #names == 0 then return "" end
-  local last = table.remove(names)
-  local list = #names > 0 and table.concat(names, ", ") .. " or " .. last or last
+  local n = #names
+  if n == 0 then return "" end
+  local list = n == 1 and names[1] or table.concat(names, ", ", 1, n - 1) .. " or " .. names[n]
   return " (did you mean " .. list .. "?)"
 end
 
 -- Gives table t (reached as `path`) an __index that raises for a missing
--- public name. `elsewhere` (optional) lists other tables, by path, where the
--- name may live instead: `ember.Linear` points to ember.nn.Linear.
+-- public name, after any __index it already had. `elsewhere` (optional)
+-- lists other tables, by path, where the name may live instead:
+-- `ember.Linear` points to ember.nn.Linear.
 function M.guard(t, path, elsewhere)
   local optional = M.OPTIONAL[path] or {}
   local mt = getmetatable(t) or {}
-  assert(mt.__index == nil, "ember.suggest: " .. path .. " already has an __index")
-  mt.__index = function(_, key)
+  local prev = mt.__index
+  mt.__index = function(tbl, key)
+    if prev ~= nil then
+      local v
+      if type(prev) == "function" then v = prev(tbl, key) else v = prev[key] end
+      if v ~= nil then return v end
+    end
     if type(key) ~= "string" or key:sub(1, 1) == "_" or optional[key] then return nil end
     local hint = M.closest(key, M.public_names(t))
     if #hint == 0 then
