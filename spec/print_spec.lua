@@ -61,7 +61,8 @@ describe("tostring(t)", function()
   it("puts dtype and shape after the numbers, on a new line when the last one is full", function()
     assert.are.equal("tensor([1., 2.], dtype=float32, shape={2})", tostring(ember.tensor({ 1, 2 })))
     local s = tostring(ember.arange(14, { dtype = "float32" }) + 10)
-    assert.are.equal("tensor([10., 11., 12., 13., 14., 15., 16., 17., 18., 19., 20., 21., 22., 23.],\n"
+    assert.are.equal("tensor([10., 11., 12., 13., 14., 15., 16., 17., 18., 19., 20., 21., 22., "
+      .. "23.],\n"
       .. "       dtype=float32, shape={14})", s)
     s = tostring(ember.arange(12, { dtype = "float32" }) + 10)
     assert.are.equal("tensor([10., 11., 12., 13., 14., 15., 16., 17., 18., 19., 20., 21.],\n"

@@ -94,8 +94,8 @@ end
 
 -- public names before private ones ('_'), then by type and value
 local function key_order(a, b)
-  local pa, pb = type(a) == "string" and a:sub(1, 1) == "_", type(b) == "string" and b:sub(1, 1) == "_"
-  if pa ~= pb then return pb end
+  local function private(k) return type(k) == "string" and k:sub(1, 1) == "_" end
+  if private(a) ~= private(b) then return private(b) end
   local ta, tb = type(a), type(b)
   if ta ~= tb then return ta < tb end
   if ta == "number" or ta == "string" then return a < b end

@@ -20,8 +20,20 @@ also the int64 flat positions of the maxima (`h * W + w`, 0-based).
 ### `ember.nn.functional.avg_pool2d(x, kernel, opts?)`
 Average pooling (padding counts as zeros).
 
-### `ember.nn.functional.relu(x)`, `ember.nn.functional.gelu(x, opts?)`, `ember.nn.functional.tanh(x)`, `ember.nn.functional.sigmoid(x)`, `ember.nn.functional.silu(x)`
-The activations, as the tensor methods of the same name.
+### `ember.nn.functional.relu(x)`
+`max(x, 0)`, as `x:relu()`.
+
+### `ember.nn.functional.gelu(x, opts?)`
+`x * Phi(x)`, or the tanh approximation with `{approximate = "tanh"}`.
+
+### `ember.nn.functional.tanh(x)`
+`tanh(x)`, as `x:tanh()`.
+
+### `ember.nn.functional.sigmoid(x)`
+`1 / (1 + e^-x)`, as `x:sigmoid()`.
+
+### `ember.nn.functional.silu(x)`
+`x * sigmoid(x)`, as `x:silu()`.
 
 ### `ember.nn.functional.softmax(x, dim?)`, `ember.nn.functional.log_softmax(x, dim?)`
 As the tensor methods.

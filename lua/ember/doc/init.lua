@@ -36,8 +36,8 @@ M.CLASSES = {
 }
 
 -- short forms people type at the prompt
-local ALIASES = { ["F."] = "ember.nn.functional.", ["nn."] = "ember.nn.", ["optim."] = "ember.optim.",
-  ["t:"] = "Tensor:", ["x:"] = "Tensor:", ["gm:"] = "GradManager:" }
+local ALIASES = { ["F."] = "ember.nn.functional.", ["nn."] = "ember.nn.",
+  ["optim."] = "ember.optim.", ["t:"] = "Tensor:", ["x:"] = "Tensor:", ["gm:"] = "GradManager:" }
 
 ---------------------------------------------------------------- parsing
 local function trim_blank(lines)
@@ -50,7 +50,9 @@ end
 local function parse()
   local texts, sections, by_name = {}, {}, {}
   local function register(name, doc)
-    if by_name[name] and by_name[name] ~= doc then error("ember.doc: " .. name .. " is documented twice", 0) end
+    if by_name[name] and by_name[name] ~= doc then
+      error("ember.doc: " .. name .. " is documented twice", 0)
+    end
     by_name[name] = doc
   end
   for _, file in ipairs(M.SECTIONS) do
@@ -149,7 +151,9 @@ function M.public(ember)
     local class = M.resolve(ember, c[2])
     if type(class) == "table" then
       local m = methods(class)
-      for _, k in ipairs(suggest.public_names(m)) do list[#list + 1] = { c[1] .. ":" .. k, m[k] } end
+      for _, k in ipairs(suggest.public_names(m)) do
+        list[#list + 1] = { c[1] .. ":" .. k, m[k] }
+      end
     end
   end
   return list
@@ -168,17 +172,18 @@ end
 -- enclosing section (the class's, for a method), as a path from the root
 function M.where(name)
   local by_name = M.docs().by_name
+  local function file(sec) return "lua/ember/doc/" .. sec.file .. ".lua" end
   local class, method = name:match("^([%w_]+):([%w_]+)$")
   for _, c in ipairs(M.CLASSES) do
-    if c[1] == class and by_name[c[2]] then return "lua/ember/doc/" .. by_name[c[2]].file .. ".lua" end
+    if c[1] == class and by_name[c[2]] then return file(by_name[c[2]]) end
   end
   local owner = method and "ember" or name
   repeat
     owner = owner:match("^(.*)%.[^.]*$") or "ember"
     local sec = by_name[owner]
-    if sec and sec.entries then return "lua/ember/doc/" .. sec.file .. ".lua" end
+    if sec and sec.entries then return file(sec) end
   until owner == "ember"
-  return "lua/ember/doc/tensor.lua"
+  return file(by_name.ember)
 end
 
 ---------------------------------------------------------------- help
@@ -286,7 +291,9 @@ The sections (help("ember.nn") lists a section's names):
 function M.text(x)
   if x == nil then
     local lines = {}
-    for _, sec in ipairs(M.docs().sections) do lines[#lines + 1] = "  " .. sec.title:gsub("`", "") end
+    for _, sec in ipairs(M.docs().sections) do
+      lines[#lines + 1] = "  " .. sec.title:gsub("`", "")
+    end
     return OVERVIEW .. table.concat(lines, "\n")
   end
   local doc = type(x) == "string" and M.find(x) or M.find_value(x)

@@ -35,8 +35,11 @@ by `1/(1-p)`; the identity in `eval()`.
 ### `ember.nn.Embedding(num_embeddings, embedding_dim, opts?)`
 A lookup table: int64 1-based indices to rows of `weight` (from N(0, 1)).
 
-### `ember.nn.ReLU()`, `ember.nn.GELU(opts?)`, `ember.nn.Tanh()`, `ember.nn.Sigmoid()`, `ember.nn.SiLU()`
-The activation as a module (`GELU({approximate = "tanh"})`).
+### `ember.nn.ReLU()`, `ember.nn.Tanh()`, `ember.nn.Sigmoid()`, `ember.nn.SiLU()`
+The activation as a module.
+
+### `ember.nn.GELU(opts?)`
+GELU as a module (`GELU({approximate = "tanh"})` for the tanh form).
 
 ### `ember.nn.Softmax(dim?)`, `ember.nn.LogSoftmax(dim?)`
 `softmax` or `log_softmax` along `dim` (default the last).

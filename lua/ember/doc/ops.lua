@@ -32,45 +32,63 @@ In-place `a = a + b` (and so on); `b` broadcasts to `a`'s shape.
 ### `Tensor:eq(b)`, `ember.eq(a, b)`, `Tensor:ne(b)`, `ember.ne(a, b)`
 Elementwise `==` and `~=` as a bool tensor.
 
-### `Tensor:lt(b)`, `ember.lt(a, b)`, `Tensor:le(b)`, `ember.le(a, b)`, `Tensor:gt(b)`, `ember.gt(a, b)`, `Tensor:ge(b)`, `ember.ge(a, b)`
-Elementwise `<`, `<=`, `>`, `>=` as a bool tensor.
+### `Tensor:lt(b)`, `ember.lt(a, b)`
+Elementwise `a < b` as a bool tensor.
 
-### `Tensor:neg()`, `ember.neg(t)`
-`-t` elementwise.
+### `Tensor:le(b)`, `ember.le(a, b)`
+Elementwise `a <= b` as a bool tensor.
 
-### `Tensor:exp()`, `ember.exp(t)`
-`e^t` elementwise.
+### `Tensor:gt(b)`, `ember.gt(a, b)`
+Elementwise `a > b` as a bool tensor.
 
-### `Tensor:log()`, `ember.log(t)`
-Natural logarithm elementwise.
+### `Tensor:ge(b)`, `ember.ge(a, b)`
+Elementwise `a >= b` as a bool tensor.
 
-### `Tensor:sqrt()`, `ember.sqrt(t)`, `Tensor:rsqrt()`, `ember.rsqrt(t)`
-`sqrt(t)` and `1 / sqrt(t)` elementwise.
+### `Tensor:neg()`, `ember.neg(t)`, `Tensor:neg_()`
+`-t`, elementwise; `neg_` in place.
 
-### `Tensor:abs()`, `ember.abs(t)`, `Tensor:sign()`, `ember.sign(t)`
-`|t|`, and -1, 0 or 1 by the sign of each element.
+### `Tensor:exp()`, `ember.exp(t)`, `Tensor:exp_()`
+`e^t`, elementwise; `exp_` in place.
 
-### `Tensor:sin()`, `ember.sin(t)`, `Tensor:cos()`, `ember.cos(t)`
-Sine and cosine elementwise (radians).
+### `Tensor:log()`, `ember.log(t)`, `Tensor:log_()`
+The natural logarithm, elementwise; `log_` in place.
 
-### `Tensor:tanh()`, `ember.tanh(t)`, `Tensor:sigmoid()`, `ember.sigmoid(t)`
-`tanh(t)` and `1 / (1 + e^-t)` elementwise.
+### `Tensor:sqrt()`, `ember.sqrt(t)`, `Tensor:sqrt_()`
+`sqrt(t)`, elementwise; `sqrt_` in place.
 
-### `Tensor:erf()`, `ember.erf(t)`
-The error function elementwise.
+### `Tensor:rsqrt()`, `ember.rsqrt(t)`, `Tensor:rsqrt_()`
+`1 / sqrt(t)`, elementwise; `rsqrt_` in place.
 
-### `Tensor:relu()`, `ember.relu(t)`
-`max(t, 0)` elementwise.
+### `Tensor:abs()`, `ember.abs(t)`, `Tensor:abs_()`
+`|t|`, elementwise; `abs_` in place.
 
-### `Tensor:silu()`, `ember.silu(t)`
-`t * sigmoid(t)` elementwise.
+### `Tensor:sign()`, `ember.sign(t)`, `Tensor:sign_()`
+-1, 0 or 1 by the sign, elementwise; `sign_` in place.
+
+### `Tensor:sin()`, `ember.sin(t)`, `Tensor:sin_()`
+The sine (radians), elementwise; `sin_` in place.
+
+### `Tensor:cos()`, `ember.cos(t)`, `Tensor:cos_()`
+The cosine (radians), elementwise; `cos_` in place.
+
+### `Tensor:tanh()`, `ember.tanh(t)`, `Tensor:tanh_()`
+`tanh(t)`, elementwise; `tanh_` in place.
+
+### `Tensor:sigmoid()`, `ember.sigmoid(t)`, `Tensor:sigmoid_()`
+`1 / (1 + e^-t)`, elementwise; `sigmoid_` in place.
+
+### `Tensor:erf()`, `ember.erf(t)`, `Tensor:erf_()`
+The error function, elementwise; `erf_` in place.
+
+### `Tensor:relu()`, `ember.relu(t)`, `Tensor:relu_()`
+`max(t, 0)`, elementwise; `relu_` in place.
+
+### `Tensor:silu()`, `ember.silu(t)`, `Tensor:silu_()`
+`t * sigmoid(t)`, elementwise; `silu_` in place.
 
 ### `Tensor:gelu(opts?)`, `ember.gelu(t, opts?)`
 `t * Phi(t)` (the exact erf form), or the tanh approximation with
 `{approximate = "tanh"}`.
-
-### `Tensor:neg_()`, `Tensor:exp_()`, `Tensor:log_()`, `Tensor:sqrt_()`, `Tensor:rsqrt_()`, `Tensor:abs_()`, `Tensor:sign_()`, `Tensor:sin_()`, `Tensor:cos_()`, `Tensor:tanh_()`, `Tensor:sigmoid_()`, `Tensor:relu_()`, `Tensor:silu_()`, `Tensor:erf_()`
-In-place forms of the unary ops above.
 
 ### `Tensor:clamp(min?, max?)`, `ember.clamp(t, min?, max?)`
 Elements limited to `[min, max]` (either bound nil for none; numbers or
@@ -120,13 +138,19 @@ over `dim`.
 ### `Tensor:logsumexp(dim, keepdim?)`, `ember.logsumexp(t, dim, keepdim?)`
 `log(sum(exp(t), dim))`, computed stably.
 
-### `Tensor:max(dim?, keepdim?)`, `ember.max(t, dim?, keepdim?)`, `Tensor:min(dim?, keepdim?)`, `ember.min(t, dim?, keepdim?)`
-With no dim, the largest (smallest) element as a 0-d tensor; with `dim`,
-two tensors: the values and their int64 1-based indices.
+### `Tensor:max(dim?, keepdim?)`, `ember.max(t, dim?, keepdim?)`
+With no dim, the largest element as a 0-d tensor; with `dim`, two tensors:
+the largest values along it and their int64 1-based indices.
 
-### `Tensor:argmax(dim?, keepdim?)`, `ember.argmax(t, dim?, keepdim?)`, `Tensor:argmin(dim?, keepdim?)`, `ember.argmin(t, dim?, keepdim?)`
-int64 1-based index of the largest (smallest) element, over the flattened
-tensor or along `dim`.
+### `Tensor:min(dim?, keepdim?)`, `ember.min(t, dim?, keepdim?)`
+As `max`, for the smallest.
+
+### `Tensor:argmax(dim?, keepdim?)`, `ember.argmax(t, dim?, keepdim?)`
+The int64 1-based index of the largest element, over the flattened tensor
+or along `dim`.
+
+### `Tensor:argmin(dim?, keepdim?)`, `ember.argmin(t, dim?, keepdim?)`
+As `argmax`, for the smallest.
 
 ### `Tensor:softmax(dim?)`, `ember.softmax(t, dim?)`
 `exp(t) / sum(exp(t), dim)` along `dim` (default the last).
@@ -183,9 +207,12 @@ The view at index `i` of dim `d`, that dim removed (`x[i]` is `x:select(1, i)`).
 The entries of dim `d` at the 1-based indices in the int64/int32 tensor
 `idx` (a copy).
 
-### `Tensor:index_add(d, idx, src)`, `ember.index_add(t, d, idx, src)`, `Tensor:index_add_(d, idx, src)`
+### `Tensor:index_add(d, idx, src)`, `ember.index_add(t, d, idx, src)`
 `t` with the slices of `src` added at the 1-based positions `idx` of dim
-`d` (repeated indices accumulate); `_` in place.
+`d` (repeated indices accumulate).
+
+### `Tensor:index_add_(d, idx, src)`
+`index_add` in place.
 
 ### `Tensor:gather(d, idx)`, `ember.gather(t, d, idx)`
 `out[i][j] = t[idx[i][j]][j]` for `d = 1` (and so on): the entries along

@@ -18,12 +18,15 @@ amsgrad = false, maximize = false}`.
 ### `ember.optim.AdamW(params, opts?)`
 Adam with decoupled weight decay (`weight_decay = 1e-2`).
 
-### `ember.optim.clip_grad_norm(params, max_norm, norm_type?)`, `ember.optim.clip_grad_norm_(params, max_norm, norm_type?)`
+### `ember.optim.clip_grad_norm(params, max_norm, norm_type?)`
 Scales every `.grad` in place so that their joint `norm_type`-norm (2) is at
 most `max_norm`; returns the norm before clipping as a number.
 
-### `ember.optim.clip_grad_value(params, clip_value)`, `ember.optim.clip_grad_value_(params, clip_value)`
+### `ember.optim.clip_grad_value(params, clip_value)`
 Clamps every `.grad` in place to `[-clip_value, clip_value]`.
+
+### `ember.optim.clip_grad_norm_(...)`, `ember.optim.clip_grad_value_(...)`
+The same functions under PyTorch's names.
 
 ## `ember.optim.Optimizer`: what every optimizer does
 

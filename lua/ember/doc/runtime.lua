@@ -1,4 +1,5 @@
--- API reference: memory, threads, determinism, devices, help (see lua/ember/doc/init.lua for the format)
+-- API reference: memory, threads, determinism, devices, help
+-- (see lua/ember/doc/init.lua for the format)
 return [==[
 ## `runtime`: memory, threads, determinism, versions
 

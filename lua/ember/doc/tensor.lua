@@ -128,9 +128,11 @@ A converted copy: `t:to("float64")`, `t:to("cuda")`, `t:to({dtype =, device =})`
 or `t:to(other)` (other's dtype and device). Returns `t` itself when nothing
 changes.
 
-### `Tensor:float()`, `Tensor:double()`, `Tensor:half()`, `Tensor:long()`, `Tensor:int()`, `Tensor:bool()`
-Shorthands for `t:to("float32")`, `"float64"`, `"float16"`, `"int64"`,
-`"int32"` and `"bool"`.
+### `Tensor:float()`, `Tensor:double()`, `Tensor:half()`
+Shorthands for `t:to("float32")`, `t:to("float64")` and `t:to("float16")`.
+
+### `Tensor:long()`, `Tensor:int()`, `Tensor:bool()`
+Shorthands for `t:to("int64")`, `t:to("int32")` and `t:to("bool")`.
 
 ### `Tensor:cpu()`, `Tensor:cuda(k?)`
 The tensor on the CPU, or on CUDA device `k` (raises when no CUDA backend).
