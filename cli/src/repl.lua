@@ -49,8 +49,11 @@ function R.compile(src)
   local err
   if f then
     -- the same expressions as arguments: `return error("x")` would be a tail
-    -- call, which loses the line the error names
-    f = loadstring("return (function(...) return ... end)(" .. src .. "\n)", "=stdin") or f
+    -- call, which loses the line the error names. The ')' goes on a line of
+    -- its own only after a comment: there, errors in the last expression
+    -- would name that line.
+    local close = src:find("--", 1, true) and "\n)" or ")"
+    f = loadstring("return (function(...) return ... end)(" .. src .. close, "=stdin") or f
   else
     f, err = loadstring(src, "=stdin")
   end
