@@ -86,6 +86,8 @@ describe("ember.help", function()
     assert.are.equal("Tensor:sum(dim?, keepdim?)", first_line(doc.text("t:sum")))
     assert.are.equal("GradManager:backward(y, dy?)", first_line(doc.text("gm:backward")))
     assert.matches("(docs/api.md, ember.nn: layers)", doc.text("nn.Linear"), 1, true)
+    assert.matches("^ember.nn.functional: layers as functions", doc.text("F"))
+    assert.matches("^ember.optim: optimizers", doc.text("optim"))
   end)
 
   it("prints the signature and the text of the entry", function()

@@ -35,9 +35,11 @@ M.CLASSES = {
   { "Bar", "ember.progress.Bar" },
 }
 
--- short forms people type at the prompt
+-- short forms people type at the prompt: prefixes, and whole names
 local ALIASES = { ["F."] = "ember.nn.functional.", ["nn."] = "ember.nn.",
   ["optim."] = "ember.optim.", ["t:"] = "Tensor:", ["x:"] = "Tensor:", ["gm:"] = "GradManager:" }
+local SHORT_NAMES = { F = "ember.nn.functional", Tensor = "ember.Tensor",
+  GradManager = "ember.autodiff.GradManager" }
 
 ---------------------------------------------------------------- parsing
 local function trim_blank(lines)
@@ -193,6 +195,7 @@ local function ember_pkg() return package.loaded.ember end
 -- or the only name ending in ".name"/":name"
 function M.find(name)
   local by_name = M.docs().by_name
+  name = SHORT_NAMES[name] or name
   if by_name[name] then return by_name[name] end
   for short, long in pairs(ALIASES) do
     if name:sub(1, #short) == short and by_name[long .. name:sub(#short + 1)] then
