@@ -166,6 +166,14 @@ describe("the ember command", function()
       assert.matches("stack traceback:", r.err, 1, true)
     end)
 
+    it("names line 1 for an error in a one-line expression; a comment after one still works", function()
+      local r = U.run({ ember_bin }, { stdin = "ember.nn.Linaer\n1 + 1 -- two\nember.zeross -- z\n" })
+      assert.are.equal(0, r.rc, r.err)
+      assert.are.equal("2\n", r.out)
+      assert.matches("stdin:1: ember.nn: no field 'Linaer' (did you mean Linear?)", r.err, 1, true)
+      assert.matches("ember: no field 'zeross' (did you mean zeros?)", r.err, 1, true)
+    end)
+
     it("opens after a script with -i", function()
       local path = script("pre.lua", "answer = 42")
       local r = U.run({ ember_bin, "-i", path }, { stdin = "answer + 1\n" })
@@ -180,12 +188,22 @@ describe("the ember command", function()
       return
     end
 
+    -- runs fn(s, expect) against the REPL on a pseudo-terminal with a HOME of
+    -- its own; returns the exit status and what the history file holds
+    local function session(fn)
+      local home = U.tmpdir()
+      local s = U.pty({ ember_bin }, { HOME = home })
+      local ok, err = pcall(fn, s, function(text, timeout) assert(s:expect(text, timeout)) end)
+      local rc = s:close()
+      local history = U.read(home .. "/.ember_history") or ""
+      U.rm_rf(home)
+      assert(ok, err)
+      return rc, history
+    end
+
     it("edits lines, prints values, survives errors and Ctrl-C, completes names, exits on Ctrl-D",
       function()
-        local home = U.tmpdir()
-        local s = U.pty({ ember_bin }, { HOME = home })
-        local function expect(text, timeout) assert(s:expect(text, timeout)) end
-        local ok, err = pcall(function()
+        local rc, history = session(function(s, expect)
           expect("Ctrl-D exits")
           expect("> ")
 
@@ -223,12 +241,44 @@ describe("the ember command", function()
 
           s:send("\004")                 -- Ctrl-D ends the session
         end)
-        local rc = s:close()
-        local history = U.read(home .. "/.ember_history") or ""
-        U.rm_rf(home)
-        assert(ok, err)
         assert.are.equal(0, rc)
         assert.matches("cube(3)", history, 1, true)
+      end)
+
+    it("documents names with ?name and help(x), prints `= expr` as luajit, suggests misspelt names",
+      function()
+        local rc = session(function(s, expect)
+          expect("Ctrl-D exits")
+          s:send("?ember.nn.Linear\r")
+          expect("ember.nn.Linear(in_features, out_features, opts?)")
+          expect("(docs/api.md, ember.nn: layers)")
+
+          s:send("help(ember.optim.SGD)\r")
+          expect("ember.optim.SGD(params, opts?)")
+          expect("nesterov = false")
+
+          s:send("x = ember.ones({2})\r")
+          s:send("?x.sum\r")             -- the value an expression gives
+          expect("Tensor:sum(dim?, keepdim?)")
+
+          s:send("= 1 + 1, 'two', nil\r")
+          expect("\n2\ttwo\tnil")
+          s:send("= ember.nn.functional\r")   -- a table prints as its address
+          expect("table: 0x")
+
+          s:send("ember.nn.Linaer(2, 3)\r")
+          expect("ember.nn: no field 'Linaer' (did you mean Linear?)")
+          s:send("F = ember.nn.functional\r")
+          s:send("F.cross_entropyy\r")
+          expect("ember.nn.functional: no field 'cross_entropyy' (did you mean cross_entropy?)")
+          s:send("?ember.optim.Adma\r")
+          expect("no entry for 'ember.optim.Adma' (did you mean ember.optim.Adam?)")
+
+          s:send("ember\r")                -- public names first
+          expect("{Tensor = {...}, abs = ")
+          s:send("\004")
+        end)
+        assert.are.equal(0, rc)
       end)
   end)
 end)

@@ -1,7 +1,7 @@
 -- repl.lua: the Lua half of the ember REPL (cli/src/repl.c), compiled into the
--- ember command: compiling a line (as an expression first), telling an
--- incomplete chunk from a wrong one, printing values, and tab completion.
--- Line editing, history and signals are C's.
+-- ember command: compiling a line (as an expression first; `= expr` and
+-- `?name` as below), telling an incomplete chunk from a wrong one, printing
+-- values, help, and tab completion. Line editing, history and signals are C's.
 local R = {}
 
 local type, tostring, pairs, pcall, select = type, tostring, pairs, pcall, select
@@ -13,13 +13,47 @@ local concat, sort, format = table.concat, table.sort, string.format
 -- complete the chunk (the parser stopped at the end: "... near '<eof>'").
 -- Code typed at the prompt runs in the interpreter (jit.off), so that Ctrl-C
 -- can stop a loop written here; compiled traces never check for it.
+local function at_end(msg) return msg:sub(-7) == "'<eof>'" end
+
+-- `?name`: the documentation of a public name, or of the value an
+-- expression gives (`?x.sum`, `?model`)
+local function help_line(expr)
+  local doc = require("ember.doc")
+  local entry = expr ~= "" and doc.find(expr)
+  if not entry and expr ~= "" then
+    local f = loadstring("return " .. expr, "=stdin")
+    local ok, v = false, nil
+    if f then ok, v = pcall(f) end
+    if ok and v ~= nil then entry = doc.find_value(v) end
+  end
+  io.write(entry and doc.show(entry) or doc.text(expr ~= "" and expr or nil), "\n")
+end
+
+-- `= expr`: the values printed by print, tab-separated, as plain LuaJIT's
+-- prompt prints them (tables as their addresses, nothing for no values)
+local function plain(src)
+  local f, err = loadstring("return " .. src, "=stdin")
+  if not f then return nil, err, at_end(err) end
+  if jit then jit.off(f, true) end
+  local function show(...)
+    if select("#", ...) > 0 then print(...) end
+  end
+  return function() return show(f()) end
+end
+
 function R.compile(src)
+  local doc_expr = src:match("^%s*%?%s*(.-)%s*$")
+  if doc_expr then return function() help_line(doc_expr) end end
+  if src:sub(1, 1) == "=" then return plain(src:sub(2)) end
   local f, err_expr = loadstring("return " .. src, "=stdin")
   local err
   if f then
     -- the same expressions as arguments: `return error("x")` would be a tail
-    -- call, which loses the line the error names
-    f = loadstring("return (function(...) return ... end)(" .. src .. "\n)", "=stdin") or f
+    -- call, which loses the line the error names. The ')' goes on a line of
+    -- its own only after a comment: there, errors in the last expression
+    -- would name that line.
+    local close = src:find("--", 1, true) and "\n)" or ")"
+    f = loadstring("return (function(...) return ... end)(" .. src .. close, "=stdin") or f
   else
     f, err = loadstring(src, "=stdin")
   end
@@ -27,7 +61,6 @@ function R.compile(src)
     if jit then jit.off(f, true) end
     return f
   end
-  local function at_end(msg) return msg:sub(-7) == "'<eof>'" end
   return nil, err, at_end(err) or at_end(err_expr)
 end
 
@@ -62,7 +95,10 @@ local function short(v)
   return safe_tostring(v)
 end
 
+-- public names before private ones ('_'), then by type and value
 local function key_order(a, b)
+  local function private(k) return type(k) == "string" and k:sub(1, 1) == "_" end
+  if private(a) ~= private(b) then return private(b) end
   local ta, tb = type(a), type(b)
   if ta ~= tb then return ta < tb end
   if ta == "number" or ta == "string" then return a < b end
@@ -166,5 +202,8 @@ function R.complete(text)
   sort(list)
   return list
 end
+
+-- `help(x)` at the prompt, unless the user has a global of that name
+if rawget(_G, "help") == nil and package.loaded.ember then _G.help = package.loaded.ember.help end
 
 return R

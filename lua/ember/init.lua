@@ -98,5 +98,7 @@ for _, name in ipairs({ "autodiff", "nn", "optim", "data", "io", "cuda", "distri
     error(mod, 0)
   end
 end
+ember.help = require("ember.doc").help
+require("ember.suggest").apply(ember)   -- from here on a misspelt ember.xxx raises
 
 return ember

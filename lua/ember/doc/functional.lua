@@ -1,0 +1,74 @@
+-- API reference: ember.nn.functional (see lua/ember/doc/init.lua for the format)
+return [==[
+## `ember.nn.functional`: layers as functions
+
+`local F = ember.nn.functional`. Stateless forms of the layers, with
+PyTorch's signatures; options come in a last table. Losses reduce by mean
+(`{reduction = "sum"}` or `"none"`).
+
+### `ember.nn.functional.linear(x, w, b?)`
+`x w^T + b`, `w` of shape `{out, in}`.
+
+### `ember.nn.functional.conv2d(x, w, b?, opts?)`
+2-D convolution of `(N, C, H, W)` with `w` `{out, C/groups, kh, kw}`;
+`opts = {stride = 1, padding = 0, dilation = 1, groups = 1}`.
+
+### `ember.nn.functional.max_pool2d(x, kernel, opts?, return_indices?)`
+Max pooling; `opts = {stride = kernel, padding = 0}`. With `return_indices`
+also the int64 flat positions of the maxima (`h * W + w`, 0-based).
+
+### `ember.nn.functional.avg_pool2d(x, kernel, opts?)`
+Average pooling (padding counts as zeros).
+
+### `ember.nn.functional.relu(x)`
+`max(x, 0)`, as `x:relu()`.
+
+### `ember.nn.functional.gelu(x, opts?)`
+`x * Phi(x)`, or the tanh approximation with `{approximate = "tanh"}`.
+
+### `ember.nn.functional.tanh(x)`
+`tanh(x)`, as `x:tanh()`.
+
+### `ember.nn.functional.sigmoid(x)`
+`1 / (1 + e^-x)`, as `x:sigmoid()`.
+
+### `ember.nn.functional.silu(x)`
+`x * sigmoid(x)`, as `x:silu()`.
+
+### `ember.nn.functional.softmax(x, dim?)`, `ember.nn.functional.log_softmax(x, dim?)`
+As the tensor methods.
+
+### `ember.nn.functional.dropout(x, p?, training?)`
+Zeroes elements with probability `p` (0.5) and scales the rest by
+`1/(1-p)`; returns `x` when `training` is false.
+
+### `ember.nn.functional.layer_norm(x, normalized_shape, w?, b?, opts?)`
+Normalises over the last dims; `opts = {eps = 1e-5}`.
+
+### `ember.nn.functional.batch_norm(x, running_mean, running_var, w?, b?, opts?)`
+Batch normalisation; `opts = {training = false, momentum = 0.1, eps = 1e-5}`
+(in training the running statistics are updated in place).
+
+### `ember.nn.functional.embedding(idx, weight)`
+The rows of `weight` at the 1-based int64/int32 indices `idx`.
+
+### `ember.nn.functional.cross_entropy(logits, labels, opts?)`
+Softmax cross-entropy of logits `(N, C)` (or `(N, C, ...)`, `(C)`) and
+int64 1-based class labels; `opts = {reduction, weight, ignore_index,
+label_smoothing}`.
+
+### `ember.nn.functional.nll_loss(logp, labels, opts?)`
+Negative log-likelihood of log-probabilities, with `cross_entropy`'s
+options.
+
+### `ember.nn.functional.mse_loss(a, b, opts?)`, `ember.nn.functional.l1_loss(a, b, opts?)`
+Mean squared error and mean absolute error.
+
+### `ember.nn.functional.binary_cross_entropy_with_logits(x, y, opts?)`
+`-(y log sigmoid(x) + (1-y) log(1 - sigmoid(x)))`, computed stably.
+
+### `ember.nn.functional.scaled_dot_product_attention(q, k, v, opts?)`
+`softmax(q k^T * scale + mask) v` over `(..., L, d)` inputs;
+`opts = {attn_mask, is_causal, scale = 1/sqrt(d)}` (a bool mask is true
+where attention is not allowed).
+]==]

@@ -1,0 +1,54 @@
+-- API reference: memory, threads, determinism, devices, help
+-- (see lua/ember/doc/init.lua for the format)
+return [==[
+## `runtime`: memory, threads, determinism, versions
+
+### `ember.memory_stats()`
+`{live_tensors, bytes_in_use, peak_bytes, limit}` of the tensor allocator
+(`limit` nil when none is set).
+
+### `ember.reset_peak_memory()`
+Starts `peak_bytes` again from the bytes in use.
+
+### `ember.set_memory_limit(bytes)`
+Past `bytes` in use an allocation raises, naming the op, the bytes and the
+limit; `nil` removes the limit.
+
+### `ember.empty_cache()`
+Returns the allocator's cached blocks to the system.
+
+### `ember.set_num_threads(n)`, `ember.get_num_threads()`
+The threads of ember's kernels (and of OpenBLAS).
+
+### `ember.set_deterministic(on)`, `ember.is_deterministic()`
+With `true`, every op gives the same bits for any thread count and run.
+
+### `ember.clock()`
+Seconds from a monotonic clock, as a number.
+
+### `ember.version()`
+ember's version string (`"0.1.0"`).
+
+### `ember.blas_info()`
+The BLAS in use and its configuration (OpenBLAS's core and threads).
+
+### `ember.help(x?)`
+Prints the documentation of `x`: a public function, module, class or tensor
+(`help(ember.nn.Linear)`), or a name (`help("F.linear")`); with no argument,
+the list of sections. At the `ember` prompt `help` is a global and
+`?name` is short for it.
+
+## `ember.cuda`: the CUDA backend
+
+ember loads `libember_cuda.so` beside `libember` at run time when it is
+there; the CUDA backend that fills it is not written yet.
+
+### `ember.cuda.is_available()`
+True when a CUDA backend and at least one device are present.
+
+### `ember.cuda.device_count()`
+The number of CUDA devices (0 without a backend).
+
+### `ember.cuda.status()`
+Why CUDA is or is not available, in words.
+]==]

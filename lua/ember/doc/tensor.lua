@@ -1,0 +1,163 @@
+-- API reference: the package table and tensors (see lua/ember/doc/init.lua for the format)
+return [==[
+## `ember`: the package
+
+`local ember = require("ember")` (preloaded as the global `ember` in the
+`ember` command). Besides the functions below it holds the modules
+`ember.nn`, `ember.optim`, `ember.autodiff`, `ember.data`, `ember.io`,
+`ember.distributed`, `ember.cuda`, `ember.plot` and `ember.progress`. Reading
+a name it does not have raises an error with the closest names
+(`ember: no field 'zeross' (did you mean zeros?)`); `ember.cuda` and
+`ember.distributed` may be probed (`if ember.distributed then`), private
+names (`_C`) read as nil.
+
+### `ember.tensor(data, opts?)`
+A tensor from a number (0-d), a nested table of numbers or booleans, or a
+tensor (copied). `opts = {dtype =, device =}`; the dtype defaults to float32,
+bool for booleans.
+
+### `ember.zeros(shape, opts?)`, `ember.ones(shape, opts?)`, `ember.empty(shape, opts?)`
+A tensor of zeros or ones of the given shape (a list such as `{2, 3}`);
+`empty` leaves its memory uninitialised. `opts = {dtype =, device =}`.
+
+### `ember.full(shape, value, opts?)`
+A tensor filled with `value` (a number, or a boolean for a bool tensor).
+
+### `ember.zeros_like(t, opts?)`, `ember.ones_like(t, opts?)`, `ember.empty_like(t, opts?)`
+A new tensor of `t`'s shape, dtype and device (overridable in `opts`).
+
+### `ember.full_like(t, value, opts?)`
+A tensor of `t`'s shape, dtype and device filled with `value`.
+
+### `ember.rand_like(t, opts?)`, `ember.randn_like(t, opts?)`
+Uniform [0, 1) or standard normal samples of `t`'s shape, dtype and device.
+
+### `ember.arange(n)`, `ember.arange(a, b, step?, opts?)`
+`0, 1, ..., n-1`, or `a, a+step, ...` stopping before `b`. int64 when every
+bound is an integer, else the default float dtype.
+
+### `ember.linspace(a, b, steps, opts?)`
+`steps` evenly spaced values from `a` to `b` inclusive.
+
+### `ember.eye(n, m?, opts?)`
+The `n` x `m` identity matrix (`m` defaults to `n`).
+
+### `ember.rand(shape, opts?)`, `ember.randn(shape, opts?)`
+Samples from U[0, 1) or N(0, 1) drawn from ember's Philox generator.
+
+### `ember.randint(low, high, shape, opts?)`
+Integers uniformly from `low` to `high - 1` (int64 unless `opts.dtype`);
+`randint(high, shape)` starts at 0.
+
+### `ember.manual_seed(seed)`
+Seeds the generator: the same seed gives the same numbers on every run and
+platform, whatever the thread count.
+
+### `ember.initial_seed()`
+The seed last given to `manual_seed` (or the default one).
+
+### `ember.is_tensor(x)`
+True when `x` is an ember tensor.
+
+### `ember.cat(list, dim?)`
+Concatenates a list of tensors along `dim` (default 1); shapes must agree
+elsewhere.
+
+### `ember.stack(list, dim?)`
+Stacks tensors of one shape along a new dim `dim` (default 1).
+
+## `ember.Tensor`: tensors
+
+A tensor is a typed, strided view of memory with a shape. Dims and indices
+are 1-based; negative dims count from the end. Operators `+ - * / ^` and
+unary `-` work elementwise with broadcasting, numbers on either side;
+`a == b` compares identity (elementwise: `a:eq(b)`). Brackets follow Torch7:
+`x[i]` selects along dim 1, `x[{i, j}]` with every dim given is a Lua number,
+`x[{{}, {2, 4}}]` a range view, `x[mask]` and `x[idx]` gather, and
+assignment writes in place (docs/indexing.md). `#t` is the size of dim 1.
+`tostring(t)` lays the numbers out as PyTorch does (one format for all,
+rows wrapped at 80 columns, more than 1000 elements summarised with the first
+and last 3 of each dim) and ends with the dtype and shape:
+`tensor([[1., 2.], [3., 4.]], dtype=float32, shape={2,2})`, a row per line.
+Math on tensors is listed in the `ops` section; every op there is also a
+method.
+
+### `Tensor.dtype`, `Tensor.device`
+The dtype and device as strings: `"float32"`, `"float64"`, `"float16"`,
+`"bfloat16"`, `"int32"`, `"int64"`, `"uint8"`, `"bool"`; `"cpu"`, `"cuda:0"`.
+
+### `Tensor.grad`
+The gradient GradManager accumulated (a tensor of the same shape, or nil);
+assignable, nil clears it.
+
+### `Tensor:shape()`
+The shape as a Lua list (`{2, 3}`; `{}` for a 0-d tensor).
+
+### `Tensor:size(d?)`
+The size of dim `d`, or the shape when `d` is nil.
+
+### `Tensor:dim()`
+The number of dims.
+
+### `Tensor:numel()`
+The number of elements.
+
+### `Tensor:stride()`
+The strides, in elements, as a Lua list.
+
+### `Tensor:item()`
+The value of a one-element tensor as a Lua number (a boolean for bool).
+
+### `Tensor:tolist()`
+The elements as nested Lua tables (a number for a 0-d tensor).
+
+### `Tensor:is_contiguous()`
+True when the elements are laid out in row-major order without gaps.
+
+### `Tensor:contiguous()`, `ember.contiguous(t)`
+The tensor itself when contiguous, else a contiguous copy.
+
+### `Tensor:clone()`, `ember.clone(t)`
+A copy with its own memory (recorded: gradients flow through it).
+
+### `Tensor:detach()`, `ember.detach(t)`
+A view of the same memory with no autograd history.
+
+### `Tensor:to(dtype_or_device, ...)`
+A converted copy: `t:to("float64")`, `t:to("cuda")`, `t:to({dtype =, device =})`
+or `t:to(other)` (other's dtype and device). Returns `t` itself when nothing
+changes.
+
+### `Tensor:float()`, `Tensor:double()`, `Tensor:half()`
+Shorthands for `t:to("float32")`, `t:to("float64")` and `t:to("float16")`.
+
+### `Tensor:long()`, `Tensor:int()`, `Tensor:bool()`
+Shorthands for `t:to("int64")`, `t:to("int32")` and `t:to("bool")`.
+
+### `Tensor:cpu()`, `Tensor:cuda(k?)`
+The tensor on the CPU, or on CUDA device `k` (raises when no CUDA backend).
+
+### `Tensor:type()`
+The dtype string (as `t.dtype`).
+
+### `Tensor:version()`
+The version counter of the tensor's storage, bumped by every in-place write.
+
+### `Tensor:data_ptr()`
+The address of the first element as an FFI pointer (`void *`).
+
+### `Tensor:free()`
+Releases the tensor's memory now instead of at garbage collection; using the
+tensor afterwards raises. Calling it twice is harmless.
+
+### `Tensor:grad_fn()`
+The autograd node that produced this tensor in an active recording, or nil
+(docs: `ember.autodiff.graph`).
+
+### `Tensor:register_hook(fn)`
+`fn(grad)` runs when the tensor's gradient is computed and may return a
+replacement. Returns a handle with `:remove()`.
+
+### `Tensor:register_post_accumulate_grad_hook(fn)`
+`fn(t)` runs after `t.grad` has been updated by backward. Returns a handle.
+]==]
