@@ -4,7 +4,8 @@ return [==[
 
 `local F = ember.nn.functional`. Stateless forms of the layers, with
 PyTorch's signatures; options come in a last table. Losses reduce by mean
-(`{reduction = "sum"}` or `"none"`).
+(`{reduction = "sum"}` or `"none"`); the pointwise ones take an input and a
+target of one shape (PyTorch would broadcast them).
 
 ### `ember.nn.functional.linear(x, w, b?)`
 `x w^T + b`, `w` of shape `{out, in}`.
@@ -64,8 +65,33 @@ options.
 ### `ember.nn.functional.mse_loss(a, b, opts?)`, `ember.nn.functional.l1_loss(a, b, opts?)`
 Mean squared error and mean absolute error.
 
+### `ember.nn.functional.smooth_l1_loss(input, target, opts?)`
+`0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta`, `d = input -
+target`; `opts = {reduction = "mean", beta = 1}` (`beta >= 0`; 0 gives
+`l1_loss`).
+
+### `ember.nn.functional.huber_loss(input, target, opts?)`
+`0.5 d^2` where `|d| <= delta`, else `delta (|d| - 0.5 delta)`:
+`smooth_l1_loss` with `beta = delta`, times `delta`;
+`opts = {reduction = "mean", delta = 1}` (`delta > 0`).
+
+### `ember.nn.functional.binary_cross_entropy(input, target, opts?)`
+`-(y log p + (1-y) log(1-p))` of probabilities `p = input` in [0, 1]
+(another value raises), each log floored at -100 as in PyTorch, so a
+saturated 0 or 1 gives a finite gradient; `opts = {weight, reduction =
+"mean"}`, `weight` broadcast to the input.
+
 ### `ember.nn.functional.binary_cross_entropy_with_logits(x, y, opts?)`
-`-(y log sigmoid(x) + (1-y) log(1 - sigmoid(x)))`, computed stably.
+`-(y log sigmoid(x) + (1-y) log(1 - sigmoid(x)))`, computed stably;
+`opts = {weight, pos_weight, reduction = "mean"}`, `pos_weight` scaling the
+positive term (broadcast along the last dim).
+
+### `ember.nn.functional.kl_div(input, target, opts?)`
+`target * (log target - input)` pointwise: `input` holds log-probabilities,
+`target` probabilities (log-probabilities with `log_target = true`); a
+target of 0 adds 0. `opts = {reduction = "mean", log_target = false}`;
+`reduction = "batchmean"` divides the sum by the size of dim 1 (the KL
+divergence), `"mean"` by the number of elements, as in PyTorch.
 
 ### `ember.nn.functional.scaled_dot_product_attention(q, k, v, opts?)`
 `softmax(q k^T * scale + mask) v` over `(..., L, d)` inputs;

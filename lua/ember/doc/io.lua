@@ -71,8 +71,8 @@ The default series colours.
 ### `ember.progress.new(total, opts?)`
 A bar: `bar:update(k, {loss = ...})`, `bar:set_postfix(t)`,
 `bar:set_description(s)`, `bar:close()`. Redrawn in place on a terminal,
-plain lines otherwise; `opts = {desc, file, tty, width, interval, lines,
-log_interval, unit, clock}`.
+plain lines otherwise; `opts = {desc, file, tty, columns, width, interval,
+lines, log_interval, unit, clock}`.
 
 ### `ember.progress.Bar`
 The class of bars (`ember.progress.new` makes them).
@@ -92,6 +92,11 @@ Prints the final state and ends the line.
 
 ### `ember.progress.format_time(seconds)`
 `"04:05"` or `"1:02:03"`.
+
+### `ember.progress.columns(fd?)`
+The terminal's width: `$COLUMNS` when it is a positive number (a user's
+override, as Python's shutil), else the width of the terminal on file
+descriptor `fd`, else nil. A bar takes `opts.columns`, else this, else 80.
 
 ### `ember.progress.isatty(fd?)`
 True when file descriptor `fd` (1) is a terminal.

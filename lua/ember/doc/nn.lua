@@ -68,6 +68,29 @@ false}`; parameters named as PyTorch's.
 The `{L, L}` bool mask that is true above the diagonal (positions that may
 not be attended to).
 
+### `ember.nn.MSELoss(opts?)`, `ember.nn.L1Loss(opts?)`
+`criterion(input, target)` is `F.mse_loss` or `F.l1_loss`;
+`opts = {reduction = "mean"}`. Losses as modules keep their options as
+fields (checked again at each call), PyTorch 1.13's names and defaults.
+
+### `ember.nn.SmoothL1Loss(opts?)`, `ember.nn.HuberLoss(opts?)`
+`F.smooth_l1_loss` (`opts = {reduction = "mean", beta = 1}`) or
+`F.huber_loss` (`opts = {reduction = "mean", delta = 1}`) as a module.
+
+### `ember.nn.BCELoss(opts?)`, `ember.nn.BCEWithLogitsLoss(opts?)`
+`F.binary_cross_entropy` (`opts = {weight, reduction = "mean"}`) or
+`F.binary_cross_entropy_with_logits` (also `pos_weight`) as a module;
+`weight` and `pos_weight` are buffers (in `state_dict`, converted by `:to()`,
+never parameters).
+
+### `ember.nn.KLDivLoss(opts?)`
+`F.kl_div` as a module; `opts = {reduction = "mean", log_target = false}`.
+
+### `ember.nn.NLLLoss(opts?)`, `ember.nn.CrossEntropyLoss(opts?)`
+`F.nll_loss` (`opts = {weight, ignore_index = -100, reduction = "mean"}`) or
+`F.cross_entropy` (also `label_smoothing = 0`) as a module: labels are
+1-based; `weight`, one per class, is a buffer.
+
 ## `ember.nn.Module`: the base of every layer
 
 ```lua
@@ -130,4 +153,48 @@ module.
 
 ### `Module:extra_repr()`
 The text inside the parentheses when the module prints (`Linear(3, 2)`).
+
+## `ember.nn.init`: initialisers
+
+PyTorch 1.13's initialisers, gains and fan modes. Each fills a floating
+point tensor in place from the seeded generator (`ember.manual_seed`),
+outside any recording, and returns it. The arguments after the tensor come
+positionally in PyTorch's order or as one table with PyTorch's names:
+`init.kaiming_normal_(w, {mode = "fan_out", nonlinearity = "relu"})`.
+Details: docs/nn.md.
+
+### `ember.nn.init.uniform_(t, a?, b?)`
+Fills `t` from U(a, b), `a = 0`, `b = 1` (`a <= b`).
+
+### `ember.nn.init.normal_(t, mean?, std?)`
+Fills `t` from N(mean, std^2), `mean = 0`, `std = 1` (`std >= 0`).
+
+### `ember.nn.init.constant_(t, val)`, `ember.nn.init.zeros_(t)`, `ember.nn.init.ones_(t)`
+Fills `t` with `val`, 0 or 1.
+
+### `ember.nn.init.xavier_uniform_(t, gain?)`, `ember.nn.init.xavier_normal_(t, gain?)`
+U(-b, b) with `b = gain * sqrt(6 / (fan_in + fan_out))`, or N(0, std^2)
+with `std = gain * sqrt(2 / (fan_in + fan_out))`; `gain = 1`.
+
+### `ember.nn.init.kaiming_uniform_(t, a?, mode?, nonlinearity?)`, `ember.nn.init.kaiming_normal_(t, a?, mode?, nonlinearity?)`
+U(-sqrt(3) std, sqrt(3) std) or N(0, std^2) with
+`std = calculate_gain(nonlinearity, a) / sqrt(fan)`; `a = 0`,
+`mode = "fan_in"` (or `"fan_out"`), `nonlinearity = "leaky_relu"`. A tensor
+with no elements is returned as it is.
+
+### `ember.nn.init.orthogonal_(t, gain?)`
+`t` seen as `(size(1), numel / size(1))` gets orthonormal rows (or columns,
+when taller than wide) times `gain` (1): the Q of the QR factorisation of
+N(0, 1) draws with R's diagonal positive, as PyTorch. 2 or more dims.
+
+### `ember.nn.init.calculate_gain(nonlinearity, param?)`
+The recommended gain: 1 for `"linear"`, the `"conv*"` names and
+`"sigmoid"`, 5/3 for `"tanh"`, sqrt(2) for `"relu"`, 3/4 for `"selu"`,
+`sqrt(2 / (1 + slope^2))` for `"leaky_relu"` (slope `param`, 0.01).
+
+### `ember.nn.init.calculate_fan_in_and_fan_out(t)`
+Two numbers, `fan_in, fan_out = size(2) * r, size(1) * r`, `r` the product
+of the dims after the second (`{out, in}` for Linear, `{out, in / groups, kh,
+kw}` for Conv2d); 2 or more dims. PyTorch's private
+`_calculate_fan_in_and_fan_out`.
 ]==]

@@ -2,8 +2,8 @@
 return [==[
 ## `ember.optim`: optimizers
 
-PyTorch's update rules, in place under `no_grad`, fused into one C pass for
-contiguous float32/float64 parameters. `params` is a list of tensors
+PyTorch 1.13's update rules, in place under `no_grad` (SGD, Adam and AdamW
+fused into one C pass for contiguous float32/float64 parameters). `params` is a list of tensors
 (`model:parameters()`), one tensor, or a list of groups
 `{ {params = {...}, lr = ...}, ... }`. Details and formulas: docs/optim.md.
 
@@ -17,6 +17,31 @@ amsgrad = false, maximize = false}`.
 
 ### `ember.optim.AdamW(params, opts?)`
 Adam with decoupled weight decay (`weight_decay = 1e-2`).
+
+### `ember.optim.RMSprop(params, opts?)`
+`opts = {lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum =
+0, centered = false, maximize = false}`.
+
+### `ember.optim.Adagrad(params, opts?)`
+`opts = {lr = 1e-2, lr_decay = 0, weight_decay = 0,
+initial_accumulator_value = 0, eps = 1e-10, maximize = false}`.
+
+### `ember.optim.Adamax(params, opts?)`
+Adam with the infinity norm; `opts = {lr = 2e-3, betas = {0.9, 0.999}, eps =
+1e-8, weight_decay = 0, maximize = false}`.
+
+### `ember.optim.NAdam(params, opts?)`
+Adam with Nesterov momentum; `opts = {lr = 2e-3, betas = {0.9, 0.999}, eps =
+1e-8, weight_decay = 0, momentum_decay = 4e-3}` (no `maximize`, as in 1.13).
+The momentum product is PyTorch 2.0's (1.13 counts `mu_t` twice).
+
+### `ember.optim.LBFGS(params, opts?)`
+PyTorch's L-BFGS, step for step, over all the parameters as one vector (one
+parameter group); `opts = {lr = 1, max_iter = 20, max_eval = floor(max_iter *
+5 / 4), tolerance_grad = 1e-7, tolerance_change = 1e-9, history_size = 100,
+line_search_fn = nil}` (or `"strong_wolfe"`). `opt:step(closure)` needs the
+closure, which zeroes the gradients, fills every `.grad` and returns the
+loss; it returns the first evaluation's loss.
 
 ### `ember.optim.clip_grad_norm(params, max_norm, norm_type?)`
 Scales every `.grad` in place so that their joint `norm_type`-norm (2) is at
@@ -59,6 +84,33 @@ Call `sched:step()` after `opt:step()`, once per epoch (or iteration).
 
 ### `ember.optim.lr_scheduler.CosineAnnealingLR(opt, {T_max, eta_min = 0, last_epoch = -1})`
 `lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2`.
+
+### `ember.optim.lr_scheduler.LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5, last_epoch = -1})`
+`lr = base_lr * (start_factor + (end_factor - start_factor) * min(epoch,
+total_iters) / total_iters)`; both factors in [0, 1].
+
+### `ember.optim.lr_scheduler.OneCycleLR(opt, {max_lr, total_steps, epochs, steps_per_epoch, pct_start = 0.3, anneal_strategy = "cos", cycle_momentum = true, base_momentum = 0.85, max_momentum = 0.95, div_factor = 25, final_div_factor = 1e4, three_phase = false, last_epoch = -1})`
+Smith's 1cycle, stepped per batch: sets `initial_lr = max_lr / div_factor`,
+rises to `max_lr` by step `pct_start * total_steps - 1`, then anneals
+(`"cos"` or `"linear"`) to `initial_lr / final_div_factor` at `total_steps -
+1` (`total_steps` defaults to `epochs * steps_per_epoch`); `three_phase`
+comes back to `initial_lr` first. With `cycle_momentum` the `momentum` (or
+`betas[1]`) moves the other way between `max_momentum` and `base_momentum`.
+`max_lr` and the momenta may be lists, one per group; a step past
+`total_steps` raises and changes nothing.
+
+### `ember.optim.lr_scheduler.SequentialLR(opt, schedulers, milestones)`
+`schedulers[1]` (each made on `opt`) sets the lrs until epoch
+`milestones[1]`, where `schedulers[2]` starts at its own epoch 0, and so on;
+`#milestones == #schedulers - 1`, increasing. As in PyTorch it resets every
+lr to `initial_lr` and undoes the first step the others took; no `last_epoch`.
+
+### `ember.optim.lr_scheduler.ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10, threshold = 1e-4, threshold_mode = "rel", cooldown = 0, min_lr = 0, eps = 1e-8})`
+`sched:step(metric)` (a number or a one-element tensor; no epoch argument):
+after more than `patience` epochs in a row that do not beat the best metric
+by `threshold` (`"rel"` or `"abs"`), each group's `lr = max(lr * factor,
+min_lr)` (kept when that lowers it by at most `eps`), then `cooldown` epochs
+uncounted. It scales the current lr; `min_lr` may be a list, one per group.
 
 ### `ember.optim.lr_scheduler.LRScheduler`
 The base class of the schedulers (methods below).

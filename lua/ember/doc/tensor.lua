@@ -56,6 +56,18 @@ platform, whatever the thread count.
 ### `ember.initial_seed()`
 The seed last given to `manual_seed` (or the default one).
 
+### `ember.get_rng_state()`
+The generator's state for a checkpoint, `{seed = n}`. The core does not
+expose Philox's counter, so this reseeds the generator with a seed drawn
+from it (below 2^53) and returns that seed: later draws differ from a run
+that does not call it (as after one more draw), and `initial_seed()` returns
+the new seed. Not PyTorch's byte tensor.
+
+### `ember.set_rng_state(state)`
+Restores what `get_rng_state` returned (`manual_seed(state.seed)`), so a
+resumed run draws what the saving run drew after saving; anything else
+raises.
+
 ### `ember.is_tensor(x)`
 True when `x` is an ember tensor.
 
