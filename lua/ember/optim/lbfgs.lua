@@ -33,8 +33,10 @@ end
 -- a step t along d from x that satisfies the strong Wolfe conditions
 -- (c1 = 1e-4, c2 = 0.9, at most 25 evaluations of obj(x, t, d) -> f, g):
 -- bracketing, then zooming by cubic interpolation. Returns f, g, t, evals.
-local function strong_wolfe(obj, x, t, d, f, g, gtd, tolerance_change)
-  local c1, c2, max_ls = 1e-4, 0.9, 25
+-- Its tolerance on the bracket is PyTorch's fixed 1e-9, not the optimizer's
+-- tolerance_change (torch.optim.LBFGS does not pass that on either).
+local function strong_wolfe(obj, x, t, d, f, g, gtd)
+  local c1, c2, max_ls, tolerance_change = 1e-4, 0.9, 25, 1e-9
   local d_norm = abs_max(d)
   local f_new, g_new = obj(x, t, d)
   local evals = 1
@@ -241,7 +243,7 @@ local function lbfgs_step(self, closure)
       local x = {}
       for i, p in ipairs(params) do x[i] = p:clone() end
       loss, flat_grad, t, ls_evals =
-        strong_wolfe(obj, x, t, d, loss, flat_grad, gtd, tolerance_change)
+        strong_wolfe(obj, x, t, d, loss, flat_grad, gtd)
       add_step(params, t, d)
       opt_cond = abs_max(flat_grad) <= tolerance_grad
     else
