@@ -52,7 +52,7 @@ function A.positive(v) if type(v) ~= "number" or not (v > 0) then return "a posi
 
 function A.optional_tensor(v) if v ~= nil and not is_tensor(v) then return "a tensor" end end
 
-function A.dtype(v) if v ~= "float32" and v ~= "float64" then return "'float32' or 'float64'" end end
+A.dtype = L.one_of("float32", "float64", "float16", "bfloat16")
 
 -- the options every module with parameters takes besides its layer's
 A.DTYPE = { "dtype", "float32", A.dtype }
