@@ -26,14 +26,22 @@ local function check(rc)
   if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
 end
 local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
+-- the C tensor of argument n of the call op ("ember.nn.functional.conv1d")
+local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
 
 -- x and w of nd dims, w's first dim a multiple of groups, x's channels what
--- w takes and b nil or one per output channel; returns the output channels
+-- w takes, b nil or one per output channel, one dtype for all; returns the
+-- output channels
 local function check_layout(op, x, w, b, nd, groups, transposed)
   A.need_tensor(op, "input", x)
   A.need_tensor(op, "weight", w)
+  if b ~= nil then A.need_tensor(op, "bias", b) end
   if x:dim() ~= nd or w:dim() ~= nd then
     fail(op, "input %s and weight %s must both be %d-D", shape_str(x), shape_str(w), nd)
+  end
+  if x.dtype ~= w.dtype or (b and b.dtype ~= x.dtype) then
+    fail(op, "input, weight and bias must share a dtype, got %s, %s and %s", x.dtype, w.dtype,
+      b and b.dtype or "none")
   end
   if w:size(1) % groups ~= 0 then
     fail(op, "groups = %d must divide the weight's first dim, weight %s", groups, shape_str(w))
@@ -41,12 +49,11 @@ local function check_layout(op, x, w, b, nd, groups, transposed)
   local cin = transposed and w:size(1) or w:size(2) * groups
   local cout = transposed and w:size(2) * groups or w:size(1)
   if x:size(2) ~= cin then
-    fail(op, "input %s has %d channels but weight %s with groups = %d takes %d", shape_str(x), x:size(2),
-      shape_str(w), groups, cin)
+    fail(op, "input %s has %d channels but weight %s with groups = %d takes %d", shape_str(x),
+      x:size(2), shape_str(w), groups, cin)
   end
-  if b ~= nil then
-    A.need_tensor(op, "bias", b)
-    if b:dim() ~= 1 or b:size(1) ~= cout then fail(op, "bias must have shape {%d}, got %s", cout, shape_str(b)) end
+  if b and (b:dim() ~= 1 or b:size(1) ~= cout) then
+    fail(op, "bias must have shape {%d}, got %s", cout, shape_str(b))
   end
   return cout
 end
@@ -69,18 +76,18 @@ local function functional(name, spec, fn)
 end
 
 ---------------------------------------------------------------- conv1d
-local CONV1D = { { "stride", 1, A.ints(1, 1) }, { "padding", 0, A.ints(1, 0) }, { "dilation", 1, A.ints(1, 1) },
-  { "groups", 1, A.int(1) } }
+local CONV1D = { { "stride", 1, A.ints(1, 1) }, { "padding", 0, A.ints(1, 0) },
+  { "dilation", 1, A.ints(1, 1) }, { "groups", 1, A.int(1) } }
 
 local function conv1d(op, x, w, b, o)
   check_layout(op, x, w, b, 3, o.groups)
   local s, p, d = spread(o.stride, 1)[1], spread(o.padding, 1)[1], spread(o.dilation, 1)[1]
   local span = d * (w:size(3) - 1) + 1
   if x:size(3) + 2 * p < span then
-    fail(op, "input %s padded by %d is shorter than the kernel's span %d (weight %s, dilation %d)", shape_str(x), p,
-      span, shape_str(w), d)
+    fail(op, "input %s padded by %d is shorter than the kernel's span %d (weight %s, dilation %d)",
+      shape_str(x), p, span, shape_str(w), d)
   end
-  check(C.ember_conv2d(ember._ptr(op, x:unsqueeze(3), 1, 2), ember._ptr(op, w:unsqueeze(3), 2, 2),
+  check(C.ember_conv2d(ptr(op, x:unsqueeze(3), 1), ptr(op, w:unsqueeze(3), 2),
     int64s({ 1, s }), int64s({ 0, p }), int64s({ 1, d }), o.groups, out1))
   return add_bias(ember._wrap(out1[0]):squeeze(3), b)
 end
@@ -89,7 +96,8 @@ functional("conv1d", CONV1D, conv1d)
 
 ---------------------------------------------------------------- conv_transpose2d
 local CONVT2D = { { "stride", 1, A.ints(2, 1) }, { "padding", 0, A.ints(2, 0) },
-  { "output_padding", 0, A.ints(2, 0) }, { "groups", 1, A.int(1) }, { "dilation", 1, A.ints(2, 1) } }
+  { "output_padding", 0, A.ints(2, 0) }, { "groups", 1, A.int(1) },
+  { "dilation", 1, A.ints(2, 1) } }
 
 -- The output is the input gradient of conv2d(y, w) for the y of size
 -- (in - 1) s - 2p + d (k - 1) + output_padding + 1 along each spatial dim.
@@ -97,22 +105,23 @@ local CONVT2D = { { "stride", 1, A.ints(2, 1) }, { "padding", 0, A.ints(2, 0) },
 -- gets that many zero rows (columns) at its end: they add nothing.
 local function conv_transpose2d(op, x, w, b, o)
   local cout = check_layout(op, x, w, b, 4, o.groups, true)
-  local s, p, d, op_ = spread(o.stride, 2), spread(o.padding, 2), spread(o.dilation, 2), spread(o.output_padding, 2)
+  local s, p, d = spread(o.stride, 2), spread(o.padding, 2), spread(o.dilation, 2)
+  local op_ = spread(o.output_padding, 2)
   local shape, extra = { x:size(1), cout }, {}
   for i = 1, 2 do
     if op_[i] >= s[i] and op_[i] >= d[i] then
-      fail(op, "output_padding {%d, %d} must be smaller than either stride {%d, %d} or dilation {%d, %d}", op_[1],
-        op_[2], s[1], s[2], d[1], d[2])
+      fail(op, "output_padding {%d, %d} must be smaller than either stride {%d, %d} or dilation "
+        .. "{%d, %d}", op_[1], op_[2], s[1], s[2], d[1], d[2])
     end
     shape[i + 2] = (x:size(i + 2) - 1) * s[i] - 2 * p[i] + d[i] * (w:size(i + 2) - 1) + op_[i] + 1
     extra[i] = math.floor(op_[i] / s[i])
   end
   if shape[3] < 1 or shape[4] < 1 then
-    fail(op, "input %s and weight %s with padding {%d, %d} give an empty output {%d, %d}", shape_str(x),
-      shape_str(w), p[1], p[2], shape[3], shape[4])
+    fail(op, "input %s and weight %s with padding {%d, %d} give an empty output {%d, %d}",
+      shape_str(x), shape_str(w), p[1], p[2], shape[3], shape[4])
   end
   if extra[1] + extra[2] > 0 then x = pad(x, { 0, extra[2], 0, extra[1] }) end
-  check(C.ember_conv2d_backward_input(ember._ptr(op, x, 1, 2), ember._ptr(op, w, 2, 2), int64s(shape),
+  check(C.ember_conv2d_backward_input(ptr(op, x, 1), ptr(op, w, 2), int64s(shape),
     int64s(s), int64s(p), int64s(d), o.groups, out1))
   return add_bias(ember._wrap(out1[0]), b)
 end
@@ -131,8 +140,8 @@ local function output_padding_for(op, x, size, m)
     local want = size[#size - 2 + i]
     local least = (x:size(i + 2) - 1) * s[i] - 2 * p[i] + d[i] * (m.kernel_size[i] - 1) + 1
     if type(want) ~= "number" or want < least or want >= least + s[i] then
-      fail(op, "output_size {%s} is not reachable from input %s: dim %d must be in %d..%d", table.concat(size, ", "),
-        shape_str(x), i, least, least + s[i] - 1)
+      fail(op, "output_size {%s} is not reachable from input %s: dim %d must be in %d..%d",
+        table.concat(size, ", "), shape_str(x), i, least, least + s[i] - 1)
     end
     result[i] = want - least
   end
@@ -157,7 +166,8 @@ local function conv_class(nn, name, spec, fn, kernel_dims, transposed)
       fail(op, "kernel_size must be %s, got %s", A.ints(kernel_dims, 1)(kernel), tostring(kernel))
     end
     if cin % o.groups ~= 0 or cout % o.groups ~= 0 then
-      fail(op, "groups = %d must divide in_channels = %d and out_channels = %d", o.groups, cin, cout)
+      fail(op, "groups = %d must divide in_channels = %d and out_channels = %d", o.groups, cin,
+        cout)
     end
     self.in_channels, self.out_channels, self.kernel_size = cin, cout, spread(kernel, kernel_dims)
     for _, s in ipairs(spec) do self[s[1]] = o[s[1]] end

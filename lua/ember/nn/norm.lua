@@ -35,7 +35,9 @@ end
 local function need_channels(op, what, t, Cn)
   if t == nil then return end
   A.need_tensor(op, what, t)
-  if t:dim() ~= 1 or t:size(1) ~= Cn then fail(op, "%s must have shape {%d}, got %s", what, Cn, shape_str(t)) end
+  if t:dim() ~= 1 or t:size(1) ~= Cn then
+    fail(op, "%s must have shape {%d}, got %s", what, Cn, shape_str(t))
+  end
 end
 
 -- y * weight + bias, one of each per channel
@@ -62,8 +64,8 @@ local function group_norm(op, x, G, w, b, o)
   A.need_tensor(op, "input", x)
   if x:dim() < 2 then fail(op, "input must be (N, C, ...), got %s", shape_str(x)) end
   if A.int(1)(G) or x:size(2) % G ~= 0 then
-    fail(op, "num_groups = %s must be an integer >= 1 dividing the %d channels of input %s", tostring(G), x:size(2),
-      shape_str(x))
+    fail(op, "num_groups = %s must be an integer >= 1 dividing the %d channels of input %s",
+      tostring(G), x:size(2), shape_str(x))
   end
   local y = normalize(x:reshape({ x:size(1), G, -1 }), { 3 }, o.eps)
   return affine(op, y:reshape(x:shape()), w, b)
@@ -85,18 +87,26 @@ local INSTANCE_NORM = { { "use_input_stats", true, A.boolean },
 -- unbiased, as PyTorch's batch_norm over the (1, N C, ...) view updates them.
 local function instance_norm(op, x, rm, rv, w, b, o)
   A.need_tensor(op, "input", x)
-  if x:dim() < 3 then fail(op, "input must be (N, C, ...) with a spatial dim, got %s", shape_str(x)) end
+  if x:dim() < 3 then
+    fail(op, "input must be (N, C, ...) with a spatial dim, got %s", shape_str(x))
+  end
   local Cn = x:size(2)
   need_channels(op, "running_mean", rm, Cn)
   need_channels(op, "running_var", rv, Cn)
-  if (rm == nil) ~= (rv == nil) then fail(op, "give both running_mean and running_var, or neither") end
+  if (rm == nil) ~= (rv == nil) then
+    fail(op, "give both running_mean and running_var, or neither")
+  end
   local shape = channel_shape(x)
   if not o.use_input_stats then
-    if rm == nil then fail(op, "running_mean and running_var are needed when use_input_stats is false") end
+    if rm == nil then
+      fail(op, "running_mean and running_var are needed when use_input_stats is false")
+    end
     return affine(op, (x - rm:view(shape)) * (rv:view(shape) + o.eps):rsqrt(), w, b)
   end
   local count = x:numel() / (x:size(1) * Cn)
-  if count <= 1 then fail(op, "expected more than 1 spatial element per plane, got input %s", shape_str(x)) end
+  if count <= 1 then
+    fail(op, "expected more than 1 spatial element per plane, got input %s", shape_str(x))
+  end
   local dims = {}
   for d = 3, x:dim() do dims[#dims + 1] = d end
   local y, mean, var = normalize(x, dims, o.eps)
@@ -138,7 +148,8 @@ local function group_norm_class(nn)
     if num_channels % num_groups ~= 0 then
       fail(op, "num_groups = %d must divide num_channels = %d", num_groups, num_channels)
     end
-    self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, o.eps, o.affine
+    self.num_groups, self.num_channels = num_groups, num_channels
+    self.eps, self.affine = o.eps, o.affine
     if o.affine then channel_params(self, num_channels, o.dtype) end
   end
   function G:forward(x)
@@ -148,7 +159,9 @@ local function group_norm_class(nn)
     end
     return group_norm(op, x, self.num_groups, self.weight, self.bias, { eps = self.eps })
   end
-  function G:extra_repr() return ("%d, %d, eps=%g"):format(self.num_groups, self.num_channels, self.eps) end
+  function G:extra_repr()
+    return ("%d, %d, eps=%g"):format(self.num_groups, self.num_channels, self.eps)
+  end
   nn.GroupNorm = G
 end
 
@@ -176,21 +189,22 @@ local function instance_norm_class(nn, name, spatial)
     A.need_tensor(op, "input", x)
     local unbatched = x:dim() == spatial + 1
     if x:dim() ~= spatial + 2 and not unbatched then
-      fail(op, "input %s does not fit: expected a %d-D (N, C, ...) or %d-D (C, ...) input", shape_str(x),
-        spatial + 2, spatial + 1)
+      fail(op, "input %s does not fit: expected a %d-D (N, C, ...) or %d-D (C, ...) input",
+        shape_str(x), spatial + 2, spatial + 1)
     end
     if unbatched then x = x:unsqueeze(1) end
     -- PyTorch only warns about other channel counts when nothing is kept per channel
     if (self.affine or self.track_running_stats) and x:size(2) ~= self.num_features then
       fail(op, "input %s has %d channels, expected %d", shape_str(x), x:size(2), self.num_features)
     end
-    local y = instance_norm(op, x, self.running_mean, self.running_var, self.weight, self.bias,
-      { use_input_stats = self.training or not self.track_running_stats, momentum = self.momentum, eps = self.eps })
+    local o = { use_input_stats = self.training or not self.track_running_stats,
+      momentum = self.momentum, eps = self.eps }
+    local y = instance_norm(op, x, self.running_mean, self.running_var, self.weight, self.bias, o)
     return unbatched and y:squeeze(1) or y
   end
   function I:extra_repr()
-    return ("%d, eps=%g, momentum=%g, affine=%s, track_running_stats=%s"):format(self.num_features, self.eps,
-      self.momentum, tostring(self.affine), tostring(self.track_running_stats))
+    return ("%d, eps=%g, momentum=%g, affine=%s, track_running_stats=%s"):format(self.num_features,
+      self.eps, self.momentum, tostring(self.affine), tostring(self.track_running_stats))
   end
   nn[name] = I
 end

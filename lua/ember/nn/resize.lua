@@ -54,7 +54,8 @@ local function pad_constant(op, x, pads, value)
   each_pair(x, pads, function(d, lo, hi)
     shape[d] = shape[d] + lo + hi
     if shape[d] < 0 then
-      fail(op, "padding {%d, %d} of dim %d of input %s leaves a negative size", lo, hi, d, shape_str(x))
+      fail(op, "padding {%d, %d} of dim %d of input %s leaves a negative size", lo, hi, d,
+        shape_str(x))
     end
     local first = math.min(1 + math.max(-lo, 0), src:size(d) + 1)
     src = src:narrow(d, first, math.max(src:size(d) - math.max(-hi, 0) - first + 1, 0))
@@ -71,14 +72,14 @@ end
 local function pad_indexed(op, x, pads, mode)
   local k = #pads / 2
   if k > 3 or (x:dim() ~= k + 1 and x:dim() ~= k + 2) then
-    fail(op, "mode '%s' pads the last 1, 2 or 3 dims of a (N, C, ...) or (C, ...) input, got %d pads for input %s",
-      mode, #pads, shape_str(x))
+    fail(op, "mode '%s' pads the last 1, 2 or 3 dims of a (N, C, ...) or (C, ...) input, got %d "
+      .. "pads for input %s", mode, #pads, shape_str(x))
   end
   each_pair(x, pads, function(d, lo, hi)
     local n = x:size(d)
     if n == 0 or lo > MOST[mode](n) or hi > MOST[mode](n) or n + lo + hi < 1 then
-      fail(op, "padding {%d, %d} does not fit dim %d of input %s in mode '%s' (at most %s each)", lo, hi, d,
-        shape_str(x), mode, tostring(MOST[mode](n)))
+      fail(op, "padding {%d, %d} does not fit dim %d of input %s in mode '%s' (at most %s each)",
+        lo, hi, d, shape_str(x), mode, tostring(MOST[mode](n)))
     end
     local idx = {}
     for j = 1, n + lo + hi do idx[j] = SOURCE[mode](j - lo, n) end
@@ -93,13 +94,17 @@ function F.pad(x, pads, mode, value)
   local o = A.options(op, type(mode) == "table" and mode or { mode = mode, value = value }, PAD)
   A.need_tensor(op, "input", x)
   local ok = type(pads) == "table" and #pads > 0 and #pads % 2 == 0 and #pads / 2 <= x:dim()
-  for i = 1, ok and #pads or 0 do ok = ok and type(pads[i]) == "number" and pads[i] == math.floor(pads[i]) end
+  for i = 1, ok and #pads or 0 do
+    ok = ok and type(pads[i]) == "number" and pads[i] == math.floor(pads[i])
+  end
   if not ok then
-    fail(op, "pad must be an even list of at most 2 x %d integers (before and after each dim, last dim first) "
-      .. "for input %s", x:dim(), shape_str(x))
+    fail(op, "pad must be an even list of at most 2 x %d integers (before and after each dim, "
+      .. "last dim first) for input %s", x:dim(), shape_str(x))
   end
   if o.mode == "constant" then return pad_constant(op, x, pads, o.value or 0) end
-  if o.value ~= nil and o.value ~= 0 then fail(op, "mode '%s' takes no value, got %g", o.mode, o.value) end
+  if o.value ~= nil and o.value ~= 0 then
+    fail(op, "mode '%s' takes no value, got %g", o.mode, o.value)
+  end
   return pad_indexed(op, x, pads, o.mode)
 end
 
@@ -139,24 +144,26 @@ local function linear(x, d, n, out, scale, align_corners)
   local shape = { out }
   for _ = d + 1, x:dim() do shape[#shape + 1] = 1 end
   local function weights(w) return ember.tensor(w, { dtype = x.dtype }):view(shape) end
-  return x:index_select(d, positions(i0)) * weights(w0) + x:index_select(d, positions(i1)) * weights(w1)
+  return x:index_select(d, positions(i0)) * weights(w0)
+    + x:index_select(d, positions(i1)) * weights(w1)
 end
 
 local function optional(check) return function(v) if v ~= nil then return check(v) end end end
-local function sizes(v)
-  if A.int(1)(v) == nil then return nil end
-  if type(v) ~= "table" or #v < 1 or #v > 3 then return "an integer >= 1 or a list of them" end
-  for _, s in ipairs(v) do if A.int(1)(s) then return "an integer >= 1 or a list of them" end end
+-- an option check: what check accepts, or a list of 1 to 3 of them
+local function one_or_list(check, want)
+  return function(v)
+    if check(v) == nil then return nil end
+    if type(v) ~= "table" or #v < 1 or #v > 3 then return want end
+    for _, s in ipairs(v) do if check(s) then return want end end
+  end
 end
-local function factors(v)
-  if A.positive(v) == nil then return nil end
-  if type(v) ~= "table" or #v < 1 or #v > 3 then return "a positive number or a list of them" end
-  for _, s in ipairs(v) do if A.positive(s) then return "a positive number or a list of them" end end
-end
+local sizes = one_or_list(A.int(1), "an integer >= 1 or a list of them")
+local factors = one_or_list(A.positive, "a positive number or a list of them")
 
 local INTERPOLATE = { { "size", nil, optional(sizes) }, { "scale_factor", nil, optional(factors) },
   { "mode", "nearest", A.one_of("nearest", "linear", "bilinear", "trilinear") },
-  { "align_corners", nil, optional(A.boolean) }, { "recompute_scale_factor", nil, optional(A.boolean) } }
+  { "align_corners", nil, optional(A.boolean) },
+  { "recompute_scale_factor", nil, optional(A.boolean) } }
 local SPATIAL_DIMS = { linear = 1, bilinear = 2, trilinear = 3 }
 
 local function interpolate(op, x, o)
@@ -164,18 +171,26 @@ local function interpolate(op, x, o)
   local k = x:dim() - 2
   local want = SPATIAL_DIMS[o.mode]
   if k < 1 or k > 3 or (want and k ~= want) then
-    fail(op, "mode '%s' takes a %s-D input (N, C, ...), got %s", o.mode, want and want + 2 or "3-D, 4-D or 5", shape_str(x))
+    fail(op, "mode '%s' takes a %s-D input (N, C, ...), got %s", o.mode,
+      want and want + 2 or "3-D, 4-D or 5", shape_str(x))
   end
-  if (o.size == nil) == (o.scale_factor == nil) then fail(op, "give either size or scale_factor, not both or neither") end
+  if (o.size == nil) == (o.scale_factor == nil) then
+    fail(op, "give either size or scale_factor, not both or neither")
+  end
   if o.align_corners ~= nil and not want then
-    fail(op, "align_corners only applies to the modes 'linear', 'bilinear' and 'trilinear', not '%s'", o.mode)
+    fail(op, "align_corners only applies to the modes 'linear', 'bilinear' and 'trilinear', "
+      .. "not '%s'", o.mode)
   end
-  if o.recompute_scale_factor and o.size then fail(op, "recompute_scale_factor does not apply to an explicit size") end
-  if want and not x.dtype:find("float") then fail(op, "mode '%s' needs a floating point input, got %s", o.mode, x.dtype) end
+  if o.recompute_scale_factor and o.size then
+    fail(op, "recompute_scale_factor does not apply to an explicit size")
+  end
+  if want and not x.dtype:find("float") then
+    fail(op, "mode '%s' needs a floating point input, got %s", o.mode, x.dtype)
+  end
   local size, factor = spread(o.size, k), spread(o.scale_factor, k)
   if #(size or factor) ~= k then
-    fail(op, "%s has %d entries but input %s has %d spatial dims", size and "size" or "scale_factor", #(size or factor),
-      shape_str(x), k)
+    fail(op, "%s has %d entries but input %s has %d spatial dims",
+      size and "size" or "scale_factor", #(size or factor), shape_str(x), k)
   end
   for i = 1, k do
     local d, n = i + 2, x:size(i + 2)
@@ -184,9 +199,15 @@ local function interpolate(op, x, o)
       out = math.floor(n * factor[i])
       if not o.recompute_scale_factor then scale = 1 / factor[i] end
     end
-    if out < 1 or n < 1 then fail(op, "input %s gives an empty output along dim %d", shape_str(x), d) end
+    if out < 1 or n < 1 then
+      fail(op, "input %s gives an empty output along dim %d", shape_str(x), d)
+    end
     if out ~= n then
-      if want then x = linear(x, d, n, out, scale, o.align_corners) else x = nearest(x, d, n, out, scale) end
+      if want then
+        x = linear(x, d, n, out, scale, o.align_corners)
+      else
+        x = nearest(x, d, n, out, scale)
+      end
     end
   end
   return x
@@ -216,8 +237,8 @@ local function output_pair(op, output_size)
   local ok = type(size) == "table" and not ember.is_tensor(size)
   for i = 1, 2 do ok = ok and (size[i] == nil or A.int(1)(size[i]) == nil) end
   if not ok then
-    fail(op, "output_size must be an integer >= 1 or an {h, w} pair of them (nil keeps a size), got %s",
-      tostring(output_size))
+    fail(op, "output_size must be an integer >= 1 or an {h, w} pair of them (nil keeps a size), "
+      .. "got %s", tostring(output_size))
   end
   return size
 end
@@ -225,12 +246,14 @@ end
 local function adaptive_avg_pool2d(op, x, output_size)
   local size = output_pair(op, output_size)
   A.need_tensor(op, "input", x)
-  if (x:dim() ~= 3 and x:dim() ~= 4) or x:size(-1) < 1 or x:size(-2) < 1 or not x.dtype:find("float") then
-    fail(op, "input must be a floating point (N, C, H, W) or (C, H, W) with H, W >= 1, got %s %s", x.dtype,
-      shape_str(x))
+  local nd = x:dim()
+  if (nd ~= 3 and nd ~= 4) or x:size(-1) < 1 or x:size(-2) < 1 or not x.dtype:find("float") then
+    fail(op, "input must be a floating point (N, C, H, W) or (C, H, W) with H, W >= 1, got %s %s",
+      x.dtype, shape_str(x))
   end
   local H, W = x:size(-2), x:size(-1)
-  return pool_matrix(H, size[1] or H, x.dtype):matmul(x):matmul(pool_matrix(W, size[2] or W, x.dtype):t())
+  local rows, cols = pool_matrix(H, size[1] or H, x.dtype), pool_matrix(W, size[2] or W, x.dtype)
+  return rows:matmul(x):matmul(cols:t())
 end
 
 function F.adaptive_avg_pool2d(x, output_size)
@@ -239,7 +262,8 @@ end
 
 ---------------------------------------------------------------- modules
 function M.register(nn)
-  -- nn.Upsample({size =, scale_factor =, mode = "nearest", align_corners =}): F.interpolate's options, as fields
+  -- nn.Upsample({size =, scale_factor =, mode = "nearest", align_corners =}): F.interpolate's
+  -- options, kept as fields
   local Upsample = nn.Module:extend("Upsample")
   function Upsample:init(opts)
     local o = A.options("ember.nn.Upsample", opts, INTERPOLATE)
@@ -252,7 +276,8 @@ function M.register(nn)
   end
   function Upsample:extra_repr()
     local what = self.size and "size=" or "scale_factor="
-    return what .. table.concat(spread(self.size or self.scale_factor, 1), ", ") .. ", mode=" .. self.mode
+    local values = table.concat(spread(self.size or self.scale_factor, 1), ", ")
+    return what .. values .. ", mode=" .. self.mode
   end
   nn.Upsample = Upsample
 
@@ -261,7 +286,9 @@ function M.register(nn)
     output_pair("ember.nn.AdaptiveAvgPool2d", output_size)
     self.output_size = output_size
   end
-  function Pool:forward(x) return adaptive_avg_pool2d("ember.nn.AdaptiveAvgPool2d", x, self.output_size) end
+  function Pool:forward(x)
+    return adaptive_avg_pool2d("ember.nn.AdaptiveAvgPool2d", x, self.output_size)
+  end
   function Pool:extra_repr()
     local size = spread(self.output_size, 2)
     return ("output_size={%s, %s}"):format(tostring(size[1]), tostring(size[2]))
