@@ -115,15 +115,14 @@ local function f32(v)
   return fbuf[0]
 end
 
--- PyTorch's nearest source index: floor(j * scale) in single precision
--- (scale = in / out, or 1 / scale_factor when that was given), j >> 1 when
--- the size doubles
+-- PyTorch's nearest source index: floorf(j * scale), scale = in / out or
+-- 1 / scale_factor when that was given, the product in the input's precision
+-- (float for all but float64) and rounded to float by floorf
 local function nearest(x, d, n, out, scale)
-  local s = f32(scale or n / out)
+  local s = scale or n / out
+  if x.dtype ~= "float64" then s = f32(s) end
   local idx = {}
-  for j = 0, out - 1 do
-    idx[j + 1] = 1 + (out == 2 * n and math.floor(j / 2) or math.min(math.floor(f32(j * s)), n - 1))
-  end
+  for j = 0, out - 1 do idx[j + 1] = 1 + math.min(math.floor(f32(j * s)), n - 1) end
   return x:index_select(d, positions(idx))
 end
 
@@ -202,7 +201,8 @@ local function interpolate(op, x, o)
     if out < 1 or n < 1 then
       fail(op, "input %s gives an empty output along dim %d", shape_str(x), d)
     end
-    if out ~= n then
+    -- an unchanged size is the identity, except for nearest at a scale factor
+    if out ~= n or (scale and not want) then
       if want then
         x = linear(x, d, n, out, scale, o.align_corners)
       else
