@@ -272,6 +272,8 @@ describe("bad input", function()
     raises(function() F.pad(ember.randn({ 1, 2, 3 }), { 3, 0 }, "reflect") end,
       "ember.nn.functional.pad: padding {3, 0} does not fit dim 3 of input {1, 2, 3}",
       "in mode 'reflect' (at most 2 each)")
+    raises(function() F.pad(ember.randn({ 1, 2, 3, 4 }), { 1, 1, 3, 3 }, "reflect") end,
+      "padding {3, 3} does not fit dim 3 of input {1, 2, 3, 4}")
     raises(function() F.pad(x4, { 1, 1 }, "wrap") end,
       "mode must be one of 'constant', 'reflect', 'replicate', 'circular', got 'wrap'")
     raises(function() F.pad(x4, { 1, 1 }, "reflect", 2) end, "mode 'reflect' takes no value, got 2")

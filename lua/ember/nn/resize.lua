@@ -68,7 +68,7 @@ local function pad_constant(op, x, pads, value)
   return out
 end
 
--- one gather of source positions for each padded dim
+-- one gather of source positions for each padded dim, once every pair fits
 local function pad_indexed(op, x, pads, mode)
   local k = #pads / 2
   if k > 3 or (x:dim() ~= k + 1 and x:dim() ~= k + 2) then
@@ -81,6 +81,9 @@ local function pad_indexed(op, x, pads, mode)
       fail(op, "padding {%d, %d} does not fit dim %d of input %s in mode '%s' (at most %s each)",
         lo, hi, d, shape_str(x), mode, tostring(MOST[mode](n)))
     end
+  end)
+  each_pair(x, pads, function(d, lo, hi)
+    local n = x:size(d)
     local idx = {}
     for j = 1, n + lo + hi do idx[j] = SOURCE[mode](j - lo, n) end
     x = x:index_select(d, positions(idx))
