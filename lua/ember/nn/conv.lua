@@ -156,11 +156,15 @@ local function conv_class(nn, name, spec, fn, kernel_dims, transposed)
   local init = require("ember.nn.initializers")
 
   -- weight from kaiming_uniform_(a = sqrt(5)), bias from U(-1/sqrt(fan_in),
-  -- 1/sqrt(fan_in)), fan_in from the weight's second dim as in PyTorch
-  function K:init(cin, cout, kernel, opts)
+  -- 1/sqrt(fan_in)), fan_in from the weight's second dim as in PyTorch;
+  -- stride and padding may come positionally, as for Conv2d
+  function K:init(cin, cout, kernel, opts, padding)
+    if type(opts) == "number" then opts = { stride = opts, padding = padding } end
     local o = A.options(op, opts, module_spec)
-    for what, v in pairs({ in_channels = cin, out_channels = cout }) do
-      if A.int(1)(v) then fail(op, "%s must be an integer >= 1, got %s", what, tostring(v)) end
+    for _, arg in ipairs({ { "in_channels", cin }, { "out_channels", cout } }) do
+      if A.int(1)(arg[2]) then
+        fail(op, "%s must be an integer >= 1, got %s", arg[1], tostring(arg[2]))
+      end
     end
     if A.ints(kernel_dims, 1)(kernel) then
       fail(op, "kernel_size must be %s, got %s", A.ints(kernel_dims, 1)(kernel), tostring(kernel))
