@@ -49,6 +49,15 @@ function H.same(t, expected, tol, shape)
   return true
 end
 
+-- assert that f raises an error whose message contains each of the strings
+function H.raises(f, ...)
+  local ok, err = pcall(f)
+  assert(not ok, "expected an error")
+  for _, want in ipairs({ ... }) do
+    assert(tostring(err):find(want, 1, true), ("%q does not mention %q"):format(tostring(err), want))
+  end
+end
+
 function H.shape_is(t, shape)
   local s = t:shape()
   if #s ~= #shape then return false end

@@ -241,8 +241,10 @@ function F.embedding(idx, weight)
   return rows:view(s)
 end
 
----------------------------------------------------------------- losses (ember.nn.loss)
-for name, f in pairs(require("ember.nn.loss").functional) do F[name] = f end
+---------------------------------------------------------------- the other files' functions
+for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do
+  for name, f in pairs(require("ember.nn." .. file).functional) do F[name] = f end
+end
 
 ---------------------------------------------------------------- attention
 -- q (..., Lq, d), k (..., Lk, d), v (..., Lk, dv). mask: bool (true = masked out,

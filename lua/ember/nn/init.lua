@@ -694,7 +694,9 @@ function nn.causal_mask(L)
   return ember.arange(L):view(1, L):gt(ember.arange(L):view(L, 1))
 end
 
-require("ember.nn.loss").register(nn)   -- nn.MSELoss, nn.CrossEntropyLoss, ...
+for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do   -- nn.MSELoss, nn.Conv1d, ...
+  require("ember.nn." .. file).register(nn)
+end
 nn.init = require("ember.nn.initializers")
 
 return nn

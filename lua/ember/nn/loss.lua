@@ -76,6 +76,17 @@ local function boolean(v) if type(v) ~= "boolean" then return "a boolean" end en
 local REDUCTION = { "reduction", "mean", one_of("mean", "sum", "none") }
 local WEIGHT = { "weight", nil, optional_tensor }
 
+-- v as an error message shows it: 'text', {1, 2}, 0.5
+local function value_str(v)
+  if type(v) == "string" then return "'" .. v .. "'" end
+  if type(v) == "table" and not is_tensor(v) then
+    local items = {}
+    for i = 1, #v do items[i] = value_str(v[i]) end
+    return "{" .. table.concat(items, ", ") .. "}"
+  end
+  return tostring(v)
+end
+
 -- the options table o checked against spec, with defaults filled in
 local function options(op, o, spec)
   if o ~= nil and (type(o) ~= "table" or is_tensor(o)) then
@@ -94,12 +105,14 @@ local function options(op, o, spec)
     if v == nil then v = default end
     local want = check(v)
     if want then
-      fail(op, "%s must be %s, got %s", name, want, type(v) == "string" and "'" .. v .. "'" or tostring(v))
+      fail(op, "%s must be %s, got %s", name, want, value_str(v))
     end
     out[name] = v
   end
   return out
 end
+-- the layers of conv.lua, norm.lua and resize.lua check theirs with these
+L.options, L.one_of = options, one_of
 
 local function reduce(loss, reduction)
   if reduction == "mean" then return loss:mean() end
