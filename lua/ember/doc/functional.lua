@@ -14,12 +14,41 @@ target of one shape (PyTorch would broadcast them).
 2-D convolution of `(N, C, H, W)` with `w` `{out, C/groups, kh, kw}`;
 `opts = {stride = 1, padding = 0, dilation = 1, groups = 1}`.
 
+### `ember.nn.functional.conv1d(x, w, b?, opts?)`
+1-D convolution of `(N, C, L)` with `w` `{out, C/groups, k}`; `opts` as
+conv2d's (each a number or `{n}`). No unbatched `(C, L)` input.
+
+### `ember.nn.functional.conv_transpose2d(x, w, b?, opts?)`
+Transposed 2-D convolution of `(N, C, H, W)` with `w` `{C, out/groups, kh,
+kw}`; `opts = {stride = 1, padding = 0, output_padding = 0, groups = 1,
+dilation = 1}`. Output size `(in - 1) stride - 2 padding + dilation (k - 1)
++ output_padding + 1`; `output_padding` must be below the stride or the
+dilation.
+
 ### `ember.nn.functional.max_pool2d(x, kernel, opts?, return_indices?)`
 Max pooling; `opts = {stride = kernel, padding = 0}`. With `return_indices`
 also the int64 flat positions of the maxima (`h * W + w`, 0-based).
 
 ### `ember.nn.functional.avg_pool2d(x, kernel, opts?)`
 Average pooling (padding counts as zeros).
+
+### `ember.nn.functional.adaptive_avg_pool2d(x, output_size)`
+Average pooling of `(N, C, H, W)` or `(C, H, W)` to `output_size`, a number
+or `{h, w}` (`nil` keeps a size); bin `i` of `h` covers rows `floor(i H / h)`
+to `ceil((i + 1) H / h) - 1`, as in PyTorch.
+
+### `ember.nn.functional.pad(x, pads, mode?, value?)`
+Pads with `pads = {left, right, top, bottom, ...}` (pairs from the last dim
+backwards); `mode` `"constant"` (fills `value`, 0; negative pads crop),
+`"reflect"`, `"replicate"` or `"circular"` (all the spatial dims, 1 to 3,
+of `(N, C, ...)` or `(C, ...)`). Also `F.pad(x, pads, {mode =, value =})`.
+
+### `ember.nn.functional.interpolate(x, opts)`
+Resizes the spatial dims of `(N, C, ...)`: `opts = {size | scale_factor,
+mode = "nearest", align_corners = false, recompute_scale_factor}`, `mode`
+`"nearest"` (1 to 3 spatial dims), `"linear"`, `"bilinear"` or
+`"trilinear"`; PyTorch 1.13's source indices (docs/nn.md). No `"bicubic"`,
+`"area"` or `"nearest-exact"`.
 
 ### `ember.nn.functional.relu(x)`
 `max(x, 0)`, as `x:relu()`.
@@ -45,6 +74,18 @@ Zeroes elements with probability `p` (0.5) and scales the rest by
 
 ### `ember.nn.functional.layer_norm(x, normalized_shape, w?, b?, opts?)`
 Normalises over the last dims; `opts = {eps = 1e-5}`.
+
+### `ember.nn.functional.group_norm(x, num_groups, w?, b?, opts?)`
+Normalises `(N, C, ...)` over each group of `C/num_groups` channels (mean
+and biased variance), then scales by `w` and shifts by `b` (`{C}` each);
+`opts = {eps = 1e-5}`.
+
+### `ember.nn.functional.instance_norm(x, running_mean?, running_var?, w?, b?, opts?)`
+Normalises each `(n, c)` plane of `(N, C, ...)` over its spatial dims;
+`opts = {use_input_stats = true, momentum = 0.1, eps = 1e-5}`. Given
+running statistics, they move by `momentum` towards the batch mean of the
+per-plane mean and unbiased variance, or normalise when `use_input_stats` is
+false.
 
 ### `ember.nn.functional.batch_norm(x, running_mean, running_var, w?, b?, opts?)`
 Batch normalisation; `opts = {training = false, momentum = 0.1, eps = 1e-5}`

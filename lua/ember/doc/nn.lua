@@ -15,9 +15,28 @@ U(-1/sqrt(in), 1/sqrt(in)); `{bias = false}` leaves the bias out.
 2-D convolution of `(N, C, H, W)` input; `kernel` a number or `{kh, kw}`;
 `opts = {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true}`.
 
+### `ember.nn.Conv1d(in_channels, out_channels, kernel, opts?)`
+1-D convolution of `(N, C, L)` input (conv2d over a height of 1); `weight`
+`{out, in/groups, k}`; `opts` as Conv2d's, each spatial option a number or
+`{n}`. Stride and padding may also come positionally.
+
+### `ember.nn.ConvTranspose2d(in_channels, out_channels, kernel, opts?)`
+Transposed 2-D convolution (conv2d's input gradient); `weight` `{in,
+out/groups, kh, kw}`; `opts = {stride = 1, padding = 0, output_padding = 0,
+groups = 1, dilation = 1, bias = true}`. `m(x, output_size)` picks the
+`output_padding` that gives `output_size` (`{H, W}` or `{N, C, H, W}`).
+
 ### `ember.nn.MaxPool2d(kernel, opts?)`, `ember.nn.AvgPool2d(kernel, opts?)`
 Max or average pooling over `(N, C, H, W)`; `opts = {stride = kernel,
 padding = 0}` (average pooling counts padding as zeros).
+
+### `ember.nn.AdaptiveAvgPool2d(output_size)`
+Average pooling of `(N, C, H, W)` or `(C, H, W)` to `output_size`, a number
+or `{h, w}` (`nil` keeps that dim's size: `{nil, 7}`), with PyTorch's bins.
+
+### `ember.nn.Upsample(opts)`
+`F.interpolate` as a module: `opts = {size, scale_factor, mode = "nearest",
+align_corners, recompute_scale_factor}`, kept as fields.
 
 ### `ember.nn.BatchNorm1d(num_features, opts?)`, `ember.nn.BatchNorm2d(num_features, opts?)`
 Batch normalisation over `(N, C)`/`(N, C, L)` or `(N, C, H, W)` with running
@@ -27,6 +46,19 @@ track_running_stats = true}`.
 ### `ember.nn.LayerNorm(normalized_shape, opts?)`
 Normalises over the last dims `normalized_shape`; `opts = {eps = 1e-5,
 elementwise_affine = true}`.
+
+### `ember.nn.GroupNorm(num_groups, num_channels, opts?)`
+Normalises each of `num_groups` channel groups of `(N, C, ...)` input by its
+own mean and biased variance; `opts = {eps = 1e-5, affine = true}`
+(`weight` 1, `bias` 0, one per channel).
+
+### `ember.nn.InstanceNorm1d(num_features, opts?)`, `ember.nn.InstanceNorm2d(num_features, opts?)`, `ember.nn.InstanceNorm3d(num_features, opts?)`
+Normalises each `(n, c)` plane of `(N, C, L)`, `(N, C, H, W)` or `(N, C, D,
+H, W)` input (or unbatched `(C, ...)`) over its spatial dims; `opts = {eps =
+1e-5, momentum = 0.1, affine = false, track_running_stats = false}`. With
+`track_running_stats`, `eval()` uses the running statistics
+(`num_batches_tracked` stays 0, as in PyTorch); with neither option any
+channel count is taken (PyTorch warns).
 
 ### `ember.nn.Dropout(p?)`
 Zeroes elements with probability `p` (0.5) in training and scales the rest
