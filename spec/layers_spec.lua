@@ -250,6 +250,19 @@ describe("bad input", function()
     raises(function() F.conv1d(x3, ember.randn({ 6, 4, 3 }, F64)) end,
       "ember.nn.functional.conv1d: input, weight and bias must share a dtype",
       "got float32, float64 and none")
+    local I64 = { dtype = "int64" }
+    raises(function() F.conv1d(ember.zeros({ 1, 1, 4 }, I64), ember.zeros({ 1, 1, 2 }, I64)) end,
+      "ember.nn.functional.conv1d: input and weight must be floating point, got int64 {1, 1, 4}")
+    raises(function()
+      F.conv_transpose2d(ember.zeros({ 1, 1, 4, 4 }, I64), ember.zeros({ 1, 1, 2, 2 }, I64))
+    end,
+      "ember.nn.functional.conv_transpose2d: input and weight must be floating point")
+    raises(function() nn.ConvTranspose2d(1, 1, 3, 2)(ember.zeros({ 1, 1, 4, 4 }), { 9, true }) end,
+      "ember.nn.ConvTranspose2d: output_size {9, true} is not reachable from input {1, 1, 4, 4}")
+    raises(function() F.adaptive_avg_pool2d(x4, { 3, 2, 9 }) end,
+      "ember.nn.functional.adaptive_avg_pool2d: output_size must be an integer >= 1 or an {h, w}",
+      "got {3, 2, 9}")
+    raises(function() nn.AdaptiveAvgPool2d({ 2, 2, 2 }) end, "ember.nn.AdaptiveAvgPool2d: output_size")
     raises(function() F.conv_transpose2d(x4, w, { stride = 2, output_padding = 2 }) end,
       "ember.nn.functional.conv_transpose2d: output_padding {2, 2} must be smaller than either "
       .. "stride {2, 2} or dilation {1, 1}")

@@ -6,7 +6,7 @@
 local ember = require("ember")
 local L = require("ember.nn.loss")
 
-local A = { fail = L.fail, options = L.options, one_of = L.one_of }
+local A = { fail = L.fail, options = L.options, one_of = L.one_of, value_str = L.value_str }
 local is_tensor = ember.is_tensor
 
 function A.shape_str(t) return "{" .. table.concat(t:shape(), ", ") .. "}" end

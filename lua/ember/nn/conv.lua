@@ -43,6 +43,9 @@ local function check_layout(op, x, w, b, nd, groups, transposed)
     fail(op, "input, weight and bias must share a dtype, got %s, %s and %s", x.dtype, w.dtype,
       b and b.dtype or "none")
   end
+  if not x.dtype:find("float") then
+    fail(op, "input and weight must be floating point, got %s %s", x.dtype, shape_str(x))
+  end
   if w:size(1) % groups ~= 0 then
     fail(op, "groups = %d must divide the weight's first dim, weight %s", groups, shape_str(w))
   end
@@ -140,8 +143,8 @@ local function output_padding_for(op, x, size, m)
     local want = size[#size - 2 + i]
     local least = (x:size(i + 2) - 1) * s[i] - 2 * p[i] + d[i] * (m.kernel_size[i] - 1) + 1
     if type(want) ~= "number" or want < least or want >= least + s[i] then
-      fail(op, "output_size {%s} is not reachable from input %s: dim %d must be in %d..%d",
-        table.concat(size, ", "), shape_str(x), i, least, least + s[i] - 1)
+      fail(op, "output_size %s is not reachable from input %s: dim %d must be in %d..%d",
+        A.value_str(size), shape_str(x), i, least, least + s[i] - 1)
     end
     result[i] = want - least
   end

@@ -112,7 +112,7 @@ local function options(op, o, spec)
   return out
 end
 -- the layers of conv.lua, norm.lua and resize.lua check theirs with these
-L.options, L.one_of = options, one_of
+L.options, L.one_of, L.value_str = options, one_of, value_str
 
 local function reduce(loss, reduction)
   if reduction == "mean" then return loss:mean() end

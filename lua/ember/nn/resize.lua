@@ -237,11 +237,11 @@ end
 -- output_size: a number, or {h, w} where nil keeps the input's size
 local function output_pair(op, output_size)
   local size = spread(output_size, 2)
-  local ok = type(size) == "table" and not ember.is_tensor(size)
+  local ok = type(size) == "table" and not ember.is_tensor(size) and table.maxn(size) <= 2
   for i = 1, 2 do ok = ok and (size[i] == nil or A.int(1)(size[i]) == nil) end
   if not ok then
     fail(op, "output_size must be an integer >= 1 or an {h, w} pair of them (nil keeps a size), "
-      .. "got %s", tostring(output_size))
+      .. "got %s", A.value_str(output_size))
   end
   return size
 end
