@@ -51,8 +51,8 @@ describe("bad input from Lua", function()
   end)
 
   it("unary ops: freed tensors, wrong argument types", function()
-    for _, op in ipairs({ "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid",
-      "relu", "silu", "erf" }) do
+    for _, op in ipairs({ "neg", "exp", "log", "log1p", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh",
+      "sigmoid", "relu", "silu", "erf" }) do
       local t = ember.ones({ 2 })
       t:free()
       bad(function() return ember[op](t) end, op, "freed")

@@ -444,6 +444,22 @@ describe("elementwise unary ops", function()
     H.same(ember.tensor({ 1 }):gelu({ approximate = "tanh" }), { 0.8411919906082768 })
   end)
 
+  it("log1p: exact near 0 where log(1 + x) is not, in both float dtypes, strided, in place", function()
+    local v = { -0.5, 0, 1e-10, 3 }
+    -- log1p(1e-10) = 1e-10 - 1e-20 / 2 + ... by its series
+    local want = { math.log(0.5), 0, 1e-10 - 0.5e-20, math.log(4) }
+    H.same(ember.tensor(v, { dtype = "float64" }):log1p(), want, 1e-16)
+    local f = ember.tensor(v):log1p():tolist()
+    for k = 1, 4 do assert.is_true(math.abs(f[k] - want[k]) <= 1e-7 * math.abs(want[k])) end
+    assert.are.equal(0, (ember.tensor({ 1e-10 }) + 1):log():item())   -- what log1p avoids
+    local m = ember.tensor({ { 0, 1 }, { 2, 3 } }, { dtype = "float64" }):t()
+    H.same(ember.log1p(m), { { 0, math.log(3) }, { math.log(2), math.log(4) } }, 1e-15)
+    assert.are.equal("float32", ember.tensor({ 1, 2 }, { dtype = "int64" }):log1p().dtype)
+    local w = ember.tensor({ 0, 1 }, { dtype = "float64" })
+    assert.is_true(rawequal(w, w:log1p_()))
+    H.same(w, { 0, math.log(2) }, 1e-16)
+  end)
+
   it("promote integers to float where the result is not integral", function()
     local i = ember.tensor({ 1, 4 }, { dtype = "int64" })
     assert.are.equal("float32", i:sqrt().dtype)

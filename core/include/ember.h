@@ -230,6 +230,7 @@ EMBER_API int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, 
 EMBER_API int ember_neg(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_exp(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_log(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_log1p(ember_tensor *a, ember_tensor **out);   /* log(1 + a), exact near 0 */
 EMBER_API int ember_sqrt(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_rsqrt(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_abs(ember_tensor *a, ember_tensor **out);

@@ -642,7 +642,7 @@ static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_
     }
     stat_misses++;
     unsigned m = override_rule[op] > 0 ? (SAVE_IN0 | SAVE_IN1 | SAVE_IN2 | SAVE_OUT0 | SAVE_OUT1)
-                                       : ember__grad_save_mask(op, needs);
+                                       : ember__op_save(op, needs);
     s->sig = sig;
     s->save = m;
     s->used = 1;
@@ -774,7 +774,7 @@ static int record(int op, int rule_id, int ctx_id, const char *name, int nin,
         if (!visible(k)) continue;
         EMBER_TRY(record_on(k, key, op, rule_id, ctx_id, name, nin, in, at, nout, out));
     }
-    if (next_node_id == mark || save_copies || (op >= 0 && !(ember__ops[op].save & (SAVE_OUT0 | SAVE_OUT1))))
+    if (next_node_id == mark || save_copies || (op >= 0 && !ember__op_may_save_output(op)))
         return EMBER_OK;   /* no node made, or none keeps an output */
     /* A kept output is an alias (to_save_output); it carries the output's
        history in the keys that started earlier, which differentiate this

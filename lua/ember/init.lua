@@ -28,13 +28,14 @@ local function candidates()
   return list
 end
 
-local function load_cdef()
-  local ok, cdef = pcall(require, "ember.cdef")
+-- ember/cdef.lua and ember/optable.lua are written by the build
+local function generated(name)
+  local ok, mod = pcall(require, "ember." .. name)
   if not ok then
-    error("ember: lua/ember/cdef.lua is missing; build the project first "
+    error("ember: lua/ember/" .. name .. ".lua is missing; build the project first "
       .. "(cmake -S . -B build && cmake --build build)", 0)
   end
-  ffi.cdef(cdef)
+  return mod
 end
 
 local function load_library()
@@ -78,7 +79,8 @@ local function choose_openblas_core()
   ember._openblas_coretype = core
 end
 
-load_cdef()
+ffi.cdef(generated("cdef"))
+generated("optable")
 choose_openblas_core()
 local C, libpath = load_library()
 ember._C = C

@@ -651,47 +651,44 @@ return function(ember)
   end
   local genv = { C = C, ptr = ptr, out1 = out1, wrap = wrap, check = check, tensor_arg = tensor_arg }
 
-  local BINARY = { "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge" }
-  for _, op in ipairs(BINARY) do
-    local f = gen(([[
-      local C, ptr, out1, wrap, check = C, ptr, out1, wrap, check
-      return function(a, b)
-        local rc = C.ember_OP(ptr("OP", a, 1, 2), ptr("OP", b, 2, 2), out1)
-        if rc < 0 then check(rc) end
-        return wrap(out1[0])
-      end]]):gsub("OP", op), genv)
-    Tensor[op], ember[op] = f, f
-    local fi = gen(([[
-      local C, ptr, tensor_arg, check = C, ptr, tensor_arg, check
-      return function(a, b)
-        local rc = C.ember_OP_(tensor_arg("OP_", a, 1, 2), ptr("OP_", b, 2, 2))
-        if rc < 0 then check(rc) end
+  -- BINARY and UNARY lines of ops.def, written to ember/optable.lua at build time
+  for _, op in ipairs(require("ember.optable")) do
+    if op.lua == "binary" then
+      local f = gen(([[
+        local C, ptr, out1, wrap, check = C, ptr, out1, wrap, check
+        return function(a, b)
+          local rc = C.ember_OP(ptr("OP", a, 1, 2), ptr("OP", b, 2, 2), out1)
+          if rc < 0 then check(rc) end
+          return wrap(out1[0])
+        end]]):gsub("OP", op.name), genv)
+      Tensor[op.name], ember[op.name] = f, f
+      if op.inplace then
+        Tensor[op.name .. "_"] = gen(([[
+          local C, ptr, tensor_arg, check = C, ptr, tensor_arg, check
+          return function(a, b)
+            local rc = C.ember_OP_(tensor_arg("OP_", a, 1, 2), ptr("OP_", b, 2, 2))
+            if rc < 0 then check(rc) end
+            return a
+          end]]):gsub("OP", op.name), genv)
+      end
+    elseif op.lua == "unary" then
+      local f = gen(([[
+        local C, tensor_arg, out1, wrap, check = C, tensor_arg, out1, wrap, check
+        return function(a)
+          local rc = C.ember_OP(tensor_arg("OP", a, 1, 2), out1)
+          if rc < 0 then check(rc) end
+          return wrap(out1[0])
+        end]]):gsub("OP", op.name), genv)
+      Tensor[op.name], ember[op.name] = f, f
+      local name, iname = op.name, op.name .. "_"
+      Tensor[iname] = function(a)
+        check(C.ember_unary_(tensor_arg(iname, a, 1, 2), name))
         return a
-      end]]):gsub("OP", op), genv)
-    if op == "add" or op == "sub" or op == "mul" or op == "div" or op == "pow" then
-      Tensor[op .. "_"] = fi
+      end
     end
   end
   Tensor.__add, Tensor.__sub, Tensor.__mul, Tensor.__div, Tensor.__pow =
     ember.add, ember.sub, ember.mul, ember.div, ember.pow
-
-  local UNARY = { "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh",
-    "sigmoid", "relu", "silu", "erf" }
-  for _, op in ipairs(UNARY) do
-    local f = gen(([[
-      local C, tensor_arg, out1, wrap, check = C, tensor_arg, out1, wrap, check
-      return function(a)
-        local rc = C.ember_OP(tensor_arg("OP", a, 1, 2), out1)
-        if rc < 0 then check(rc) end
-        return wrap(out1[0])
-      end]]):gsub("OP", op), genv)
-    Tensor[op], ember[op] = f, f
-    Tensor[op .. "_"] = function(a)
-      check(C.ember_unary_(tensor_arg(op .. "_", a, 1, 2), op))
-      return a
-    end
-  end
   Tensor.__unm = ember.neg
 
   function Tensor.gelu(a, opts)

@@ -160,16 +160,17 @@ static double binary_double(int op, double x, double y)
     }
 }
 
-static bool is_cmp(int op) { return op >= EMBER_OP_EQ && op <= EMBER_OP_GE; }
+static bool is_cmp(int op) { return ember__ops[op].flags & OPF_BOOL_OUT; }
 
 static void binary_generic(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const gen_ctx *c = vctx;
-    int odt = is_cmp(c->op) ? EMBER_BOOL : c->dtype;
+    bool cmp = is_cmp(c->op);
+    int odt = cmp ? EMBER_BOOL : c->dtype;
     for (int64_t i = 0; i < n; i++) {
         double x = ember__load(p[1] + i * s[1], c->dtype), y = ember__load(p[2] + i * s[2], c->dtype);
         double v = binary_double(c->op, x, y);
-        if (c->dtype == EMBER_BOOL && !is_cmp(c->op)) v = v != 0;   /* bool arithmetic is logical */
+        if (c->dtype == EMBER_BOOL && !cmp) v = v != 0;   /* bool arithmetic is logical */
         ember__store(p[0] + i * s[0], odt, v);
     }
 }
@@ -445,34 +446,10 @@ static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
         }                                                                                  \
     }
 
-UN_LOOP(neg_f32, float, -x)
-UN_LOOP(exp_f32, float, ember__expf(x))
-UN_LOOP(log_f32, float, logf(x))
-UN_LOOP(sqrt_f32, float, sqrtf(x))
-UN_LOOP(rsqrt_f32, float, 1.0f / sqrtf(x))
-UN_LOOP(abs_f32, float, fabsf(x))
-UN_LOOP(sign_f32, float, (float)((x > 0) - (x < 0)))
-UN_LOOP(sin_f32, float, sinf(x))
-UN_LOOP(cos_f32, float, cosf(x))
-UN_LOOP(tanh_f32, float, ember__tanhf(x))
-UN_LOOP(sigmoid_f32, float, sigmoidf_(x))
-UN_LOOP(relu_f32, float, x > 0 ? x : 0.0f)
-UN_LOOP(silu_f32, float, x * sigmoidf_(x))
-UN_LOOP(erf_f32, float, ember__erff(x))
-UN_LOOP(neg_f64, double, -x)
-UN_LOOP(exp_f64, double, exp(x))
-UN_LOOP(log_f64, double, log(x))
-UN_LOOP(sqrt_f64, double, sqrt(x))
-UN_LOOP(rsqrt_f64, double, 1.0 / sqrt(x))
-UN_LOOP(abs_f64, double, fabs(x))
-UN_LOOP(sign_f64, double, (double)((x > 0) - (x < 0)))
-UN_LOOP(sin_f64, double, sin(x))
-UN_LOOP(cos_f64, double, cos(x))
-UN_LOOP(tanh_f64, double, tanh(x))
-UN_LOOP(sigmoid_f64, double, sigmoid_(x))
-UN_LOOP(relu_f64, double, x > 0 ? x : 0.0)
-UN_LOOP(silu_f64, double, x * sigmoid_(x))
-UN_LOOP(erf_f64, double, erf(x))
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, grad, flags, save, F32, F64) UN_LOOP(n##_f32, float, F32) UN_LOOP(n##_f64, double, F64)
+#include "ops.def"
 UN_LOOP(neg_i32, int32_t, (int32_t)(0u - (uint32_t)x))
 UN_LOOP(neg_i64, int64_t, (int64_t)(0u - (uint64_t)x))
 UN_LOOP(abs_i32, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
@@ -489,23 +466,14 @@ typedef struct {
     double lo, hi;
 } un_ctx;
 
+/* the generic path: every dtype but float32 and float64, computed in double */
 static double unary_double(const un_ctx *c, double x)
 {
     switch (c->op) {
-    case EMBER_OP_NEG: return -x;
-    case EMBER_OP_EXP: return exp(x);
-    case EMBER_OP_LOG: return log(x);
-    case EMBER_OP_SQRT: return sqrt(x);
-    case EMBER_OP_RSQRT: return 1.0 / sqrt(x);
-    case EMBER_OP_ABS: return fabs(x);
-    case EMBER_OP_SIGN: return (x > 0) - (x < 0);
-    case EMBER_OP_SIN: return sin(x);
-    case EMBER_OP_COS: return cos(x);
-    case EMBER_OP_TANH: return tanh(x);
-    case EMBER_OP_SIGMOID: return sigmoid_(x);
-    case EMBER_OP_RELU: return x > 0 ? x : 0;
-    case EMBER_OP_SILU: return x * sigmoid_(x);
-    case EMBER_OP_ERF: return erf(x);
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return (F64);
+#include "ops.def"
     case EMBER_OP_GELU:
         if (c->approx) return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
         return 0.5 * x * (1 + erf(x * SQRT_HALF));
@@ -579,15 +547,17 @@ static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
 CLAMP_LOOP(clamp_f32, float)
 CLAMP_LOOP(clamp_f64, double)
 
-#define U(OPN, op) case EMBER_OP_##OPN: return dt == EMBER_FLOAT32 ? op##_f32 : op##_f64;
 static ember__loop_fn unary_kernel(int op, int dt)
 {
     if (dt == EMBER_FLOAT32 && op == EMBER_OP_GELU) return gelu_f32;
     if (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) {
+        bool f = dt == EMBER_FLOAT32;
         switch (op) {
-            U(NEG, neg) U(EXP, exp) U(LOG, log) U(SQRT, sqrt) U(RSQRT, rsqrt) U(ABS, abs)
-            U(SIGN, sign) U(SIN, sin) U(COS, cos) U(TANH, tanh) U(SIGMOID, sigmoid)
-            U(RELU, relu) U(SILU, silu) U(ERF, erf) U(CLAMP, clamp)
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, ...) case EMBER_OP_##E: return f ? n##_f32 : n##_f64;
+#include "ops.def"
+        case EMBER_OP_CLAMP: return f ? clamp_f32 : clamp_f64;
         default: return NULL;
         }
     }
@@ -604,17 +574,10 @@ static ember__loop_fn unary_kernel(int op, int dt)
     return NULL;
 }
 
-/* ops that keep integer dtypes; the others compute in float */
-static bool keeps_int(int op)
-{
-    return op == EMBER_OP_NEG || op == EMBER_OP_ABS || op == EMBER_OP_SIGN || op == EMBER_OP_RELU ||
-           op == EMBER_OP_CLAMP;
-}
-
 int ember__unary_dtype(int op, int dt)
 {
     if (ember__is_float(dt)) return dt;
-    if (keeps_int(op)) return dt == EMBER_BOOL && op != EMBER_OP_CLAMP ? EMBER_INT64 : dt;
+    if (ember__ops[op].flags & OPF_KEEPS_INT) return dt == EMBER_BOOL && op != EMBER_OP_CLAMP ? EMBER_INT64 : dt;
     return EMBER_FLOAT32;
 }
 
@@ -635,7 +598,6 @@ static void run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tens
     ember__iter_run(&it, fn ? fn : unary_generic, &c);
 }
 
-/* gelu: i[0] = tanh approximation. clamp: i[0] has_lo, i[1] has_hi, f[0] lo, f[1] hi. */
 int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -701,25 +663,19 @@ done:
 }
 
 /* ------------------------------------------------------------------ public entry points */
-#define BINARY_API(name, OPN)                                                              \
-    int ember_##name(ember_tensor *a, ember_tensor *b, ember_tensor **out)                  \
+#define OP(...)
+#define BINARY(E, n, ...)                                                                  \
+    int ember_##n(ember_tensor *a, ember_tensor *b, ember_tensor **out)                     \
     {                                                                                      \
         ember_tensor *in[2] = {a, b};                                                      \
-        return ember__dispatch(EMBER_OP_##OPN, 2, in, NULL, out);                          \
+        return ember__dispatch(EMBER_OP_##E, 2, in, NULL, out);                            \
     }
-BINARY_API(add, ADD)
-BINARY_API(sub, SUB)
-BINARY_API(mul, MUL)
-BINARY_API(div, DIV)
-BINARY_API(pow, POW)
-BINARY_API(maximum, MAXIMUM)
-BINARY_API(minimum, MINIMUM)
-BINARY_API(eq, EQ)
-BINARY_API(ne, NE)
-BINARY_API(lt, LT)
-BINARY_API(le, LE)
-BINARY_API(gt, GT)
-BINARY_API(ge, GE)
+#define UNARY(E, n, ...)                                                                   \
+    int ember_##n(ember_tensor *a, ember_tensor **out)                                     \
+    {                                                                                      \
+        return ember__dispatch(EMBER_OP_##E, 1, &a, NULL, out);                            \
+    }
+#include "ops.def"
 
 int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, ember_tensor **out)
 {
@@ -733,26 +689,10 @@ int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor **out)
     return ember__dispatch(EMBER_OP_RELU_BACKWARD, 2, in, NULL, out);
 }
 
-#define UNARY_API(name, OPN)                                                               \
-    int ember_##name(ember_tensor *a, ember_tensor **out)                                  \
-    {                                                                                      \
-        return ember__dispatch(EMBER_OP_##OPN, 1, &a, NULL, out);                          \
-    }
-UNARY_API(neg, NEG)
-UNARY_API(exp, EXP)
-UNARY_API(log, LOG)
-UNARY_API(sqrt, SQRT)
-UNARY_API(rsqrt, RSQRT)
-UNARY_API(abs, ABS)
-UNARY_API(sign, SIGN)
-UNARY_API(sin, SIN)
-UNARY_API(cos, COS)
-UNARY_API(tanh, TANH)
-UNARY_API(sigmoid, SIGMOID)
-UNARY_API(relu, RELU)
-UNARY_API(silu, SILU)
-UNARY_API(erf, ERF)
-UNARY_API(clone, CLONE)
+int ember_clone(ember_tensor *a, ember_tensor **out)
+{
+    return ember__dispatch(EMBER_OP_CLONE, 1, &a, NULL, out);
+}
 
 int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out)
 {
@@ -910,10 +850,9 @@ static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
 int ember_unary_(ember_tensor *a, const char *op)
 {
     if (!op) return ember__fail(EMBER_ERR_ARG, "unary_: op name is NULL");
-    for (int k = EMBER_OP_NEG; k <= EMBER_OP_ERF; k++) {
-        if (k == EMBER_OP_GELU) continue;
-        if (strcmp(ember__ops[k].name, op) == 0) return unary_inplace(k, a, NULL);
-    }
+    for (int k = 0; k < EMBER_OP_COUNT; k++)
+        if (ember__ops[k].nin == 1 && (ember__ops[k].flags & OPF_INPLACE) && strcmp(ember__ops[k].name, op) == 0)
+            return unary_inplace(k, a, NULL);
     return ember__fail(EMBER_ERR_ARG, "unary_: unknown in-place op '%s'", op);
 }
 
