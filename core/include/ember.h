@@ -407,7 +407,6 @@ EMBER_API ember_tensor *ember_node_leaf(const ember_node *n);
 /* Saved input i / output k of a node whose rule kept it (borrowed; NULL otherwise). */
 EMBER_API ember_tensor *ember_node_saved_input(const ember_node *n, int i);
 EMBER_API ember_tensor *ember_node_saved_output(const ember_node *n, int k);
-EMBER_API int ember_node_lua_ctx(const ember_node *n);
 /* Marks a node so backward stops at it and asks the caller (hooks). */
 EMBER_API void ember_node_set_intercept(ember_node *n, int on);
 /* Every node stops and asks the caller (debug logging, anomaly detection). */

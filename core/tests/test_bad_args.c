@@ -303,7 +303,6 @@ int main(void)
     SAFE(ember_node_leaf(NULL));
     SAFE(ember_node_saved_input(NULL, 0));
     SAFE(ember_node_saved_output(NULL, 0));
-    SAFE(ember_node_lua_ctx(NULL));
     SAFE(ember_node_set_intercept(NULL, 1));
     BAD(ember_node_set_saved_input(NULL, 0, a));
     BAD(ember_node_set_saved_output(NULL, 0, a));

@@ -207,3 +207,21 @@ int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out)
     ember_attrs at = {{dtype}, {0}};
     return ember__run_nograd(EMBER_OP_TO_DTYPE, 1, &t, &at, out);
 }
+
+int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out)
+{
+    if (t->dtype == dtype && t->is_contiguous) {
+        ember_tensor_retain(t);
+        *out = t;
+        return EMBER_OK;
+    }
+    ember_tensor *c = NULL;
+    EMBER_TRY(ember__new(t->ndim, t->shape, dtype, EMBER_CPU, &c));
+    int rc = ember__copy_kernel(c, t);
+    if (rc < 0) {
+        ember_tensor_release(c);
+        return rc;
+    }
+    *out = c;
+    return EMBER_OK;
+}

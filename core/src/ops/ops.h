@@ -120,6 +120,9 @@ void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
 int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src);
 /* Input `t` converted to dtype (a new reference; t itself when it already has it). */
 int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out);
+/* A contiguous CPU copy of t in dtype, made inside a forward (not an op of its
+   own): a new reference, t itself when it already is one. */
+int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);
