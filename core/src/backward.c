@@ -221,7 +221,7 @@ int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *
         if (!dys || !dys[i]) {
             if (ys[i]->numel != 1)
                 return ember__fail(EMBER_ERR_SHAPE,
-                                   "GradManager.backward: grad can be implicitly created only for scalar "
+                                   "GradManager.backward: dy can be omitted only for scalar "
                                    "outputs, got y of shape %s", ember__tshape(sy, ys[i]));
         } else if (!same_shape(ys[i]->ndim, ys[i]->shape, dys[i])) {
             return ember__fail(EMBER_ERR_SHAPE,

@@ -208,7 +208,7 @@ int main(void)
     BAD(ember_unsqueeze(a, 0, NULL));
     BAD(ember_expand(a, 2, NULL, &o));
     const int64_t s57[2] = {5, 7};
-    BAD(ember_expand(a, 2, s57, &o));          /* {2,3} cannot expand to {5,7} */
+    BAD(ember_expand(a, 2, s57, &o));          /* {2, 3} cannot expand to {5, 7} */
     BAD(ember_narrow(a, 1, INT64_MAX, 2, &o));                 /* start + length overflows */
     BAD(ember_narrow(a, 1, 1, INT64_MAX, &o));
     BAD(ember_narrow(a, 1, -1, 2, &o));

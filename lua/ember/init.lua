@@ -76,7 +76,6 @@ local function choose_openblas_core()
   if not core then return end
   pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
   pcall(function() ffi.C.setenv("OPENBLAS_CORETYPE", core, 0) end)
-  ember._openblas_coretype = core
 end
 
 ffi.cdef(generated("cdef"))
@@ -85,7 +84,6 @@ choose_openblas_core()
 local C, libpath = load_library()
 ember._C = C
 ember._libpath = libpath
-ember._ffi = ffi
 
 -- submodules may require("ember") while the package is being assembled
 package.loaded.ember = ember

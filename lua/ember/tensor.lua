@@ -24,31 +24,8 @@ return function(ember)
   local F32, F64, I32, I64, BOOL = 0, 1, 4, 5, 7
   ember._DTYPES, ember._DTYPE_ID = DTYPES, DTYPE_ID
 
-  ---------------------------------------------------------------- errors
-  local function fail(level)
-    error("ember." .. ffi_string(C.ember_last_error()), level + 1)
-  end
-  -- the only place a C status becomes a Lua error. Out of memory under a
-  -- memory limit first releases the tensors the GC has collected, so the
-  -- caller's next attempt sees that memory.
-  local reclaim = function() end
-  local function check(rc)
-    if rc < 0 then
-      if rc == C.EMBER_ERR_OOM then
-        local msg = ffi_string(C.ember_last_error())
-        reclaim()
-        error("ember." .. msg, 3)
-      end
-      fail(3)
-    end
-    return rc
-  end
-  ember._check = check
-  local function argerror(op, msg, level)
-    level = level or 2
-    error("ember." .. op .. ": " .. msg, level == 0 and 0 or level + 1)
-  end
-  ember._argerror = argerror
+  local errors = require("ember.errors")
+  local check, fail = errors.check, errors.fail
 
   ---------------------------------------------------------------- identity and lifetime
   -- Each wrapper owns one C reference, kept in a numbered slot: handles[slot]
@@ -94,16 +71,16 @@ return function(ember)
     gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
   end
   ember._sweep = sweep
-  reclaim = function()
-    do
-      local s = ffi_new("ember_memory_stats_t")
-      C.ember_memory_stats(s)
-      if s.limit > 0 then
-        collectgarbage()
-        sweep()
-      end
+  -- out of memory under a memory limit: release what the GC collected first,
+  -- so the caller's next attempt sees that memory
+  errors.set_oom_handler(function()
+    local s = ffi_new("ember_memory_stats_t")
+    C.ember_memory_stats(s)
+    if s.limit > 0 then
+      collectgarbage()
+      sweep()
     end
-  end
+  end)
 
   local function gc_pressure()
     if tonumber(C.ember_bytes_in_use()) > gc_limit then
@@ -111,7 +88,6 @@ return function(ember)
       sweep()
     end
   end
-  ember._gc_pressure = gc_pressure
 
   -- Takes ownership of one reference to p and returns the unique wrapper.
   local function wrap(p)
@@ -190,23 +166,21 @@ return function(ember)
   end
 
   ---------------------------------------------------------------- conversions of arguments
-  local function dtype_id(op, name, level)
+  local function dtype_id(op, name)
     if name == nil then return F32 end
     local id = DTYPE_ID[DTYPE_ALIASES[name] or name]
-    if not id then argerror(op, "unknown dtype '" .. tostring(name) .. "'", (level or 2) + 1) end
+    if not id then fail(op, "unknown dtype '" .. tostring(name) .. "'") end
     return id
   end
-  ember._dtype_id = dtype_id
 
-  local function device_id(op, dev, level)
+  local function device_id(op, dev)
     if dev == nil or dev == "cpu" then return 0 end
     if dev == "cuda" then return 1 end
     local k = type(dev) == "string" and dev:match("^cuda:(%d+)$")
     if k then return tonumber(k) + 1 end
-    argerror(op, "unknown device '" .. tostring(dev) .. "'", (level or 2) + 1)
+    fail(op, "unknown device '" .. tostring(dev) .. "'")
   end
   local function device_name(id) return id == 0 and "cpu" or ("cuda:" .. (id - 1)) end
-  ember._device_id, ember._device_name = device_id, device_name
 
   -- A temporary made only to pass its pointer to C (an uncached scalar, an
   -- index shifted to 0-based) stays referenced here until 16 more have been
@@ -237,21 +211,6 @@ return function(ember)
     return t
   end
 
-  local function ptr(op, x, argn, level)
-    if limited then release_collected() end
-    if type(x) == "number" then return scalar(x)._c end
-    if type(x) == "table" then
-      local c = rawget(x, "_c")
-      if c ~= nil then return c end
-      if getmetatable(x) == Tensor then argerror(op, "tensor argument " .. argn .. " was freed", level + 1) end
-    elseif type(x) == "boolean" then
-      check(C.ember_scalar(x and 1 or 0, BOOL, 1, out1))
-      return keep_alive(wrap(out1[0]))._c
-    end
-    argerror(op, "expected a tensor or a number as argument " .. argn .. ", got " .. type(x), level + 1)
-  end
-  ember._ptr = ptr
-
   -- Under a memory limit, what the GC collected is released before an op
   -- allocates, so memory freed by dropping references (and collectgarbage())
   -- counts at once. One upvalue test per argument otherwise.
@@ -260,14 +219,29 @@ return function(ember)
     if cycle[1] == nil then sweep() end
   end
 
-  local function tensor_arg(op, x, argn, level)
+  local function ptr(op, x, argn)
+    if limited then release_collected() end
+    if type(x) == "number" then return scalar(x)._c end
+    if type(x) == "table" then
+      local c = rawget(x, "_c")
+      if c ~= nil then return c end
+      if getmetatable(x) == Tensor then fail(op, "tensor argument " .. argn .. " was freed") end
+    elseif type(x) == "boolean" then
+      check(C.ember_scalar(x and 1 or 0, BOOL, 1, out1))
+      return keep_alive(wrap(out1[0]))._c
+    end
+    errors.argument(op, argn, "a tensor or a number", x)
+  end
+  ember._ptr = ptr
+
+  local function tensor_arg(op, x, argn)
     if limited then release_collected() end
     if type(x) == "table" then
       local c = rawget(x, "_c")
       if c ~= nil then return c end
-      if getmetatable(x) == Tensor then argerror(op, "tensor argument " .. argn .. " was freed", level + 1) end
+      if getmetatable(x) == Tensor then fail(op, "tensor argument " .. argn .. " was freed") end
     end
-    argerror(op, "expected a tensor as argument " .. argn .. ", got " .. type(x), level + 1)
+    errors.argument(op, argn, "a tensor", x)
   end
   ember._tensor_arg = tensor_arg
 
@@ -276,41 +250,39 @@ return function(ember)
   local function shape_arg(op, s, ...)
     if limited then release_collected() end
     if type(s) == "number" then s = { s, ... } end
-    if type(s) ~= "table" or is_tensor(s) then argerror(op, "expected a shape table, got " .. type(s), 3) end
+    if type(s) ~= "table" or is_tensor(s) then fail(op, "expected a shape table, got " .. type(s)) end
     local n = #s
-    if n > 8 then argerror(op, "at most 8 dims are supported, got " .. n, 3) end
+    if n > 8 then fail(op, "at most 8 dims are supported, got " .. n) end
     for i = 1, n do
       local v = s[i]
       if type(v) ~= "number" or v ~= floor(v) or v < -1 or v > 2 ^ 53 then
-        argerror(op, "bad size " .. tostring(v) .. " at position " .. i .. " of the shape", 3)
+        fail(op, "bad size " .. tostring(v) .. " at position " .. i .. " of the shape")
       end
       shape_buf[i - 1] = v
     end
     return n, shape_buf
   end
-  ember._shape_arg = shape_arg
 
   -- 1-based (or negative) dim -> 0-based; `extra` allows ndim + 1 (unsqueeze)
   local function dim0(op, d, ndim, extra)
     local n = ndim + (extra or 0)
-    if type(d) ~= "number" or d ~= floor(d) then argerror(op, "dim must be an integer, got " .. tostring(d), 3) end
+    if type(d) ~= "number" or d ~= floor(d) then fail(op, "dim must be an integer, got " .. tostring(d)) end
     local r = d < 0 and d + n or d - 1
     if r < 0 or r >= n or d == 0 then
-      argerror(op, "dim " .. d .. " out of range for a tensor of " .. ndim .. " dims", 3)
+      fail(op, "dim " .. d .. " out of range for a tensor of " .. ndim .. " dims")
     end
     return r
   end
-  ember._dim0 = dim0
 
   local function opts_of(t)
     if type(t) == "table" and not is_tensor(t) and (t.dtype or t.device) then return t end
   end
 
   ---------------------------------------------------------------- accessors
-  function Tensor.dim(t) return C.ember_tensor_ndim(tensor_arg("dim", t, 1, 2)) end
-  function Tensor.numel(t) return tonumber(C.ember_tensor_numel(tensor_arg("numel", t, 1, 2))) end
+  function Tensor.dim(t) return C.ember_tensor_ndim(tensor_arg("dim", t, 1)) end
+  function Tensor.numel(t) return tonumber(C.ember_tensor_numel(tensor_arg("numel", t, 1))) end
   function Tensor.shape(t)
-    local c = tensor_arg("shape", t, 1, 2)
+    local c = tensor_arg("shape", t, 1)
     local n, s = C.ember_tensor_ndim(c), C.ember_tensor_shape(c)
     local r = {}
     for i = 1, n do r[i] = tonumber(s[i - 1]) end
@@ -318,24 +290,24 @@ return function(ember)
   end
   function Tensor.size(t, d)
     if d == nil then return t:shape() end
-    local c = tensor_arg("size", t, 1, 2)
+    local c = tensor_arg("size", t, 1)
     local n = C.ember_tensor_ndim(c)
     return tonumber(C.ember_tensor_shape(c)[dim0("size", d, n)])
   end
   function Tensor.stride(t)
-    local c = tensor_arg("stride", t, 1, 2)
+    local c = tensor_arg("stride", t, 1)
     local n, s = C.ember_tensor_ndim(c), C.ember_tensor_strides(c)
     local r = {}
     for i = 1, n do r[i] = tonumber(s[i - 1]) end
     return r
   end
-  function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(tensor_arg("is_contiguous", t, 1, 2)) ~= 0 end
-  function Tensor.version(t) return tonumber(C.ember_tensor_version(tensor_arg("version", t, 1, 2))) end
-  function Tensor.data_ptr(t) return C.ember_tensor_data(tensor_arg("data_ptr", t, 1, 2)) end
+  function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(tensor_arg("is_contiguous", t, 1)) ~= 0 end
+  function Tensor.version(t) return tonumber(C.ember_tensor_version(tensor_arg("version", t, 1))) end
+  function Tensor.data_ptr(t) return C.ember_tensor_data(tensor_arg("data_ptr", t, 1)) end
 
   local index_fields = {
-    dtype = function(t) return DTYPES[C.ember_tensor_dtype(tensor_arg("dtype", t, 1, 3)) + 1] end,
-    device = function(t) return device_name(C.ember_tensor_device(tensor_arg("device", t, 1, 3))) end,
+    dtype = function(t) return DTYPES[C.ember_tensor_dtype(tensor_arg("dtype", t, 1)) + 1] end,
+    device = function(t) return device_name(C.ember_tensor_device(tensor_arg("device", t, 1))) end,
   }
   -- t.grad lives in the raw field _grad, so that every assignment passes
   -- through __newindex and is checked against the tensor
@@ -360,13 +332,13 @@ return function(ember)
       if v ~= nil then
         local c, g = rawget(t, "_c"), is_tensor(v) and rawget(v, "_c")
         if not g then
-          error(("ember.grad: .grad of a tensor of shape {%s} must be a tensor or nil, got %s")
-            :format(table.concat(t:shape(), ","), type(v)), 2)
+          errors.raise(("ember.grad: .grad of a tensor of shape {%s} must be a tensor or nil, got %s")
+            :format(table.concat(t:shape(), ","), type(v)))
         end
         if c ~= nil and (not same_dims(c, g) or C.ember_tensor_dtype(c) ~= C.ember_tensor_dtype(g)
             or C.ember_tensor_device(c) ~= C.ember_tensor_device(g)) then
-          error(("ember.grad: a gradient of shape {%s} (%s, %s) cannot be the .grad of a tensor of shape {%s} (%s, %s)")
-            :format(table.concat(v:shape(), ","), v.dtype, v.device, table.concat(t:shape(), ","), t.dtype, t.device), 2)
+          errors.raise(("ember.grad: a gradient of shape {%s} (%s, %s) cannot be the .grad of a tensor of shape {%s} (%s, %s)")
+            :format(table.concat(v:shape(), ","), v.dtype, v.device, table.concat(t:shape(), ","), t.dtype, t.device))
         end
       end
       rawset(t, "_grad", v)
@@ -376,7 +348,6 @@ return function(ember)
       rawset(t, k, v)
     end
   end
-  ember._index_fields = index_fields
 
   local fmt_buf, fmt_cap = nil, 0
   function Tensor.__tostring(t)
@@ -393,14 +364,14 @@ return function(ember)
 
   local item_buf = ffi_new("double[1]")
   function Tensor.item(t)
-    check(C.ember_item(tensor_arg("item", t, 1, 2), item_buf))
+    check(C.ember_item(tensor_arg("item", t, 1), item_buf))
     local v = item_buf[0]
     if C.ember_tensor_dtype(t._c) == BOOL then return v ~= 0 end
     return v
   end
 
   function Tensor.tolist(t)
-    local c = tensor_arg("tolist", t, 1, 2)
+    local c = tensor_arg("tolist", t, 1)
     local n = tonumber(C.ember_tensor_numel(c))
     local buf = ffi_new("double[?]", math.max(n, 1))
     check(C.ember_copy_to_buffer(c, buf, F64))
@@ -439,15 +410,15 @@ return function(ember)
         if shape[d] == nil then
           shape[d] = len
         elseif shape[d] ~= len then
-          argerror(op, "ragged nested table: expected " .. shape[d] .. " entries at depth " .. d
-            .. ", got " .. len, 0)
+          fail(op, "ragged nested table: expected " .. shape[d] .. " entries at depth " .. d
+            .. ", got " .. len)
         end
-        if d > 8 then argerror(op, "at most 8 dims are supported", 0) end
+        if d > 8 then fail(op, "at most 8 dims are supported") end
         for i = 1, len do walk(x[i], d + 1) end
-        if len == 0 and shape[d + 1] ~= nil then argerror(op, "ragged nested table", 0) end
+        if len == 0 and shape[d + 1] ~= nil then fail(op, "ragged nested table") end
       else
         if shape[d] ~= nil then
-          argerror(op, "ragged nested table: expected a table at depth " .. d .. ", got " .. type(x), 0)
+          fail(op, "ragged nested table: expected a table at depth " .. d .. ", got " .. type(x))
         end
         local v = x
         if type(x) == "boolean" then
@@ -457,12 +428,12 @@ return function(ember)
           v = x:item()
           if type(v) == "boolean" then n_bool = n_bool + 1; v = v and 1 or 0 end
         elseif type(x) ~= "number" then
-          argerror(op, "expected numbers or booleans, got " .. type(x), 0)
+          fail(op, "expected numbers or booleans, got " .. type(x))
         end
         flat[#flat + 1] = v
         -- depth where the scalars live is fixed: mark it so deeper tables are ragged
         shape.leaf = shape.leaf or d
-        if shape.leaf ~= d then argerror(op, "ragged nested table", 0) end
+        if shape.leaf ~= d then fail(op, "ragged nested table") end
       end
     end
     walk(data, 1)
@@ -473,8 +444,7 @@ return function(ember)
 
   function ember.tensor(data, opts)
     if is_tensor(data) then return data:clone() end
-    local ok, dims, flat, all_bool = pcall(infer, data, "tensor")
-    if not ok then error(dims, 2) end
+    local dims, flat, all_bool = infer(data, "tensor")
     local dt = opts and opts.dtype and dtype_id("tensor", opts.dtype) or (all_bool and BOOL or F32)
     local dev = device_id("tensor", opts and opts.device)
     local n = #flat
@@ -499,7 +469,7 @@ return function(ember)
       local opts, n = split_opts(...)
       local first = ...
       local nd, s
-      if n == 0 then argerror(name, "expected a shape", 2) end
+      if n == 0 then fail(name, "expected a shape") end
       if type(first) == "table" then
         nd, s = shape_arg(name, first)
       else
@@ -512,11 +482,11 @@ return function(ember)
       local span, sizes = 1, {}
       for i = 0, nd - 1 do sizes[i + 1] = tonumber(s[i]) end
       for i = 0, nd - 1 do
-        if s[i] < 0 then argerror(name, "negative size in shape {" .. table.concat(sizes, ", ") .. "}", 2) end
+        if s[i] < 0 then fail(name, "negative size in shape {" .. table.concat(sizes, ", ") .. "}") end
         span = span * math.max(tonumber(s[i]), 1)
       end
       if span > 2 ^ 50 then
-        argerror(name, "shape {" .. table.concat(sizes, ", ") .. "} is too large: its sizes multiply past 2^50 elements", 2)
+        fail(name, "shape {" .. table.concat(sizes, ", ") .. "} is too large: its sizes multiply past 2^50 elements")
       end
       return fn(nd, s, dt, dev)
     end
@@ -530,7 +500,7 @@ return function(ember)
   function ember.full(shape, value, opts)
     local nd, s = shape_arg("full", shape)
     if type(value) ~= "number" and type(value) ~= "boolean" then
-      argerror("full", "expected a number fill value, got " .. type(value))
+      fail("full", "expected a number fill value, got " .. type(value))
     end
     local dt = dtype_id("full", opts and opts.dtype)
     if type(value) == "boolean" then
@@ -543,7 +513,7 @@ return function(ember)
 
   local function like(name, v)
     return function(t, opts)
-      local c = tensor_arg(name, t, 1, 2)
+      local c = tensor_arg(name, t, 1)
       local dt = opts and opts.dtype and dtype_id(name, opts.dtype) or C.ember_tensor_dtype(c)
       local dev = opts and opts.device and device_id(name, opts.device) or C.ember_tensor_device(c)
       check(C.ember_full(C.ember_tensor_ndim(c), C.ember_tensor_shape(c), v, dt, dev, out1))
@@ -568,7 +538,7 @@ return function(ember)
     local start, stop, step = a, b, c or 1
     if stop == nil then start, stop = 0, a end
     for _, v in ipairs({ start, stop, step }) do
-      if type(v) ~= "number" then argerror("arange", "expected numbers, got " .. type(v)) end
+      if type(v) ~= "number" then fail("arange", "expected numbers, got " .. type(v)) end
     end
     local dt = opts and opts.dtype and dtype_id("arange", opts.dtype)
       or ((is_int(start) and is_int(stop) and is_int(step)) and I64 or F32)
@@ -578,7 +548,7 @@ return function(ember)
 
   function ember.linspace(a, b, steps, opts)
     if type(a) ~= "number" or type(b) ~= "number" or not is_int(steps) then
-      argerror("linspace", "expected (start, end, steps)")
+      fail("linspace", "expected (start, end, steps)")
     end
     check(C.ember_linspace(a, b, steps, dtype_id("linspace", opts and opts.dtype),
       device_id("linspace", opts and opts.device), out1))
@@ -587,7 +557,7 @@ return function(ember)
 
   function ember.eye(n, m, opts)
     if type(m) == "table" then opts, m = m, nil end
-    if not is_int(n) or (m ~= nil and not is_int(m)) then argerror("eye", "expected integer sizes") end
+    if not is_int(n) or (m ~= nil and not is_int(m)) then fail("eye", "expected integer sizes") end
     check(C.ember_eye(n, m or n, dtype_id("eye", opts and opts.dtype),
       device_id("eye", opts and opts.device), out1))
     return wrap(out1[0])
@@ -596,7 +566,7 @@ return function(ember)
   function ember.randint(low, high, shape, opts)
     if type(high) == "table" then low, high, shape, opts = 0, low, high, shape end
     if not is_int(low) or not is_int(high) or math.abs(low) >= 2 ^ 63 or math.abs(high) >= 2 ^ 63 then
-      argerror("randint", ("expected finite integer bounds, got low=%s high=%s"):format(tostring(low), tostring(high)))
+      fail("randint", ("expected finite integer bounds, got low=%s high=%s"):format(tostring(low), tostring(high)))
     end
     local nd, s = shape_arg("randint", shape)
     local dt = opts and opts.dtype and dtype_id("randint", opts.dtype) or I64
@@ -605,7 +575,7 @@ return function(ember)
   end
 
   function ember.manual_seed(seed)
-    if not is_int(seed) or seed < 0 then argerror("manual_seed", "expected a non-negative integer seed") end
+    if not is_int(seed) or seed < 0 then fail("manual_seed", "expected a non-negative integer seed") end
     C.ember_manual_seed(seed)
   end
   function ember.initial_seed() return tonumber(C.ember_initial_seed()) end
@@ -624,7 +594,7 @@ return function(ember)
   -- naming itself, the bytes and the limit, and everything stays usable
   function ember.set_memory_limit(bytes)
     if bytes ~= nil and (type(bytes) ~= "number" or not (bytes >= 0) or bytes ~= floor(bytes) or bytes >= 2 ^ 63) then
-      argerror("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. tostring(bytes))
+      fail("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. tostring(bytes))
     end
     check(C.ember_set_memory_limit(bytes or 0))
     limited = (bytes or 0) > 0
@@ -657,7 +627,7 @@ return function(ember)
       local f = gen(([[
         local C, ptr, out1, wrap, check = C, ptr, out1, wrap, check
         return function(a, b)
-          local rc = C.ember_OP(ptr("OP", a, 1, 2), ptr("OP", b, 2, 2), out1)
+          local rc = C.ember_OP(ptr("OP", a, 1), ptr("OP", b, 2), out1)
           if rc < 0 then check(rc) end
           return wrap(out1[0])
         end]]):gsub("OP", op.name), genv)
@@ -666,7 +636,7 @@ return function(ember)
         Tensor[op.name .. "_"] = gen(([[
           local C, ptr, tensor_arg, check = C, ptr, tensor_arg, check
           return function(a, b)
-            local rc = C.ember_OP_(tensor_arg("OP_", a, 1, 2), ptr("OP_", b, 2, 2))
+            local rc = C.ember_OP_(tensor_arg("OP_", a, 1), ptr("OP_", b, 2))
             if rc < 0 then check(rc) end
             return a
           end]]):gsub("OP", op.name), genv)
@@ -675,14 +645,14 @@ return function(ember)
       local f = gen(([[
         local C, tensor_arg, out1, wrap, check = C, tensor_arg, out1, wrap, check
         return function(a)
-          local rc = C.ember_OP(tensor_arg("OP", a, 1, 2), out1)
+          local rc = C.ember_OP(tensor_arg("OP", a, 1), out1)
           if rc < 0 then check(rc) end
           return wrap(out1[0])
         end]]):gsub("OP", op.name), genv)
       Tensor[op.name], ember[op.name] = f, f
       local name, iname = op.name, op.name .. "_"
       Tensor[iname] = function(a)
-        check(C.ember_unary_(tensor_arg(iname, a, 1, 2), name))
+        check(C.ember_unary_(tensor_arg(iname, a, 1), name))
         return a
       end
     end
@@ -692,13 +662,13 @@ return function(ember)
   Tensor.__unm = ember.neg
 
   function Tensor.gelu(a, opts)
-    if opts ~= nil and type(opts) ~= "table" then argerror("gelu", "options must be a table, got " .. type(opts)) end
+    if opts ~= nil and type(opts) ~= "table" then fail("gelu", "options must be a table, got " .. type(opts)) end
     local mode = opts and opts.approximate
     if mode ~= nil and mode ~= "none" and mode ~= "tanh" then
-      argerror("gelu", "approximate must be \"none\" or \"tanh\", got " .. tostring(mode))
+      fail("gelu", "approximate must be \"none\" or \"tanh\", got " .. tostring(mode))
     end
     local approx = mode == "tanh"
-    check(C.ember_gelu(tensor_arg("gelu", a, 1, 2), approx and 1 or 0, out1))
+    check(C.ember_gelu(tensor_arg("gelu", a, 1), approx and 1 or 0, out1))
     return wrap(out1[0])
   end
   ember.gelu = Tensor.gelu
@@ -710,7 +680,7 @@ return function(ember)
       if hi ~= nil then r = ember.minimum(r, hi) end
       return r == a and a:clone() or r
     end
-    check(C.ember_clamp(tensor_arg("clamp", a, 1, 2), lo ~= nil and 1 or 0, lo or 0,
+    check(C.ember_clamp(tensor_arg("clamp", a, 1), lo ~= nil and 1 or 0, lo or 0,
       hi ~= nil and 1 or 0, hi or 0, out1))
     return wrap(out1[0])
   end
@@ -722,34 +692,34 @@ return function(ember)
       local old = C.ember_is_grad_enabled() ~= 0 and a:clone() or a
       return a:copy_(old:clamp(lo, hi))
     end
-    check(C.ember_clamp_(tensor_arg("clamp_", a, 1, 2), lo ~= nil and 1 or 0, lo or 0,
+    check(C.ember_clamp_(tensor_arg("clamp_", a, 1), lo ~= nil and 1 or 0, lo or 0,
       hi ~= nil and 1 or 0, hi or 0))
     return a
   end
 
   function ember.where(cond, a, b)
-    check(C.ember_where(ptr("where", cond, 1, 2), ptr("where", a, 2, 2), ptr("where", b, 3, 2), out1))
+    check(C.ember_where(ptr("where", cond, 1), ptr("where", a, 2), ptr("where", b, 3), out1))
     return wrap(out1[0])
   end
   function Tensor.where(a, cond, b) return ember.where(cond, a, b) end
 
   function Tensor.fill_(a, v)
     if type(v) == "boolean" then v = v and 1 or 0 end
-    if type(v) ~= "number" then argerror("fill_", "expected a number, got " .. type(v)) end
-    check(C.ember_fill_(tensor_arg("fill_", a, 1, 2), v))
+    if type(v) ~= "number" then fail("fill_", "expected a number, got " .. type(v)) end
+    check(C.ember_fill_(tensor_arg("fill_", a, 1), v))
     return a
   end
   function Tensor.zero_(a) return a:fill_(0) end
   function Tensor.copy_(a, src)
-    check(C.ember_copy_(tensor_arg("copy_", a, 1, 2), ptr("copy_", src, 2, 2)))
+    check(C.ember_copy_(tensor_arg("copy_", a, 1), ptr("copy_", src, 2)))
     return a
   end
   function Tensor.uniform_(a, lo, hi)
-    check(C.ember_uniform_(tensor_arg("uniform_", a, 1, 2), lo or 0, hi or 1))
+    check(C.ember_uniform_(tensor_arg("uniform_", a, 1), lo or 0, hi or 1))
     return a
   end
   function Tensor.normal_(a, mean, std)
-    check(C.ember_normal_(tensor_arg("normal_", a, 1, 2), mean or 0, std or 1))
+    check(C.ember_normal_(tensor_arg("normal_", a, 1), mean or 0, std or 1))
     return a
   end
 
@@ -758,25 +728,25 @@ return function(ember)
 
   ---------------------------------------------------------------- conversions
   function Tensor.clone(a)
-    check(C.ember_clone(tensor_arg("clone", a, 1, 2), out1))
+    check(C.ember_clone(tensor_arg("clone", a, 1), out1))
     return wrap(out1[0])
   end
   function Tensor.contiguous(a)
-    check(C.ember_contiguous(tensor_arg("contiguous", a, 1, 2), out1))
+    check(C.ember_contiguous(tensor_arg("contiguous", a, 1), out1))
     return wrap(out1[0])
   end
   function Tensor.detach(a)
-    check(C.ember_detach(tensor_arg("detach", a, 1, 2), out1))
+    check(C.ember_detach(tensor_arg("detach", a, 1), out1))
     return wrap(out1[0])
   end
   ember.clone, ember.contiguous, ember.detach = Tensor.clone, Tensor.contiguous, Tensor.detach
 
   -- t:to("float64"), t:to("cuda"), t:to({dtype =, device =}), t:to(other_tensor)
   function Tensor.to(a, x, y)
-    local c = tensor_arg("to", a, 1, 2)
+    local c = tensor_arg("to", a, 1)
     local dt, dev
     if is_tensor(x) then
-      local xc = tensor_arg("to", x, 2, 2)
+      local xc = tensor_arg("to", x, 2)
       dt, dev = C.ember_tensor_dtype(xc), C.ember_tensor_device(xc)
     elseif type(x) == "table" then
       dt = x.dtype and dtype_id("to", x.dtype)
@@ -820,32 +790,32 @@ return function(ember)
       dims_buf[0] = dim0(op, dim, nd)
       return 1, dims_buf
     end
-    if type(dim) ~= "table" then argerror(op, "dim must be a number or a list, got " .. type(dim), 3) end
+    if type(dim) ~= "table" then fail(op, "dim must be a number or a list, got " .. type(dim)) end
     for i = 1, #dim do dims_buf[i - 1] = dim0(op, dim[i], nd) end
     return #dim, dims_buf
   end
 
   function Tensor.sum(a, dim, keepdim)
-    local c = tensor_arg("sum", a, 1, 2)
+    local c = tensor_arg("sum", a, 1)
     local n, d = dims_arg("sum", c, dim)
     check(C.ember_sum(c, n, d, keepdim and 1 or 0, out1))
     return wrap(out1[0])
   end
   function Tensor.mean(a, dim, keepdim)
-    local c = tensor_arg("mean", a, 1, 2)
+    local c = tensor_arg("mean", a, 1)
     local n, d = dims_arg("mean", c, dim)
     check(C.ember_mean(c, n, d, keepdim and 1 or 0, out1))
     return wrap(out1[0])
   end
   function Tensor.var(a, dim, keepdim, unbiased)
-    local c = tensor_arg("var", a, 1, 2)
+    local c = tensor_arg("var", a, 1)
     local n, d = dims_arg("var", c, dim)
     check(C.ember_var(c, n, d, keepdim and 1 or 0, unbiased == false and 0 or 1, out1))
     return wrap(out1[0])
   end
   function Tensor.std(a, dim, keepdim, unbiased) return a:var(dim, keepdim, unbiased):sqrt() end
   function Tensor.norm(a, p, dim, keepdim)
-    local c = tensor_arg("norm", a, 1, 2)
+    local c = tensor_arg("norm", a, 1)
     if p == "fro" or p == nil then p = 2 end
     if p == "inf" then p = huge end
     local n, d = dims_arg("norm", c, dim)
@@ -853,14 +823,14 @@ return function(ember)
     return wrap(out1[0])
   end
   function Tensor.logsumexp(a, dim, keepdim)
-    local c = tensor_arg("logsumexp", a, 1, 2)
-    if dim == nil then argerror("logsumexp", "dim is required") end
+    local c = tensor_arg("logsumexp", a, 1)
+    if dim == nil then fail("logsumexp", "dim is required") end
     check(C.ember_logsumexp(c, dim0("logsumexp", dim, C.ember_tensor_ndim(c)), keepdim and 1 or 0, out1))
     return wrap(out1[0])
   end
   local function minmax(op, all_name, dim_name)
     return function(a, dim, keepdim)
-      local c = tensor_arg(op, a, 1, 2)
+      local c = tensor_arg(op, a, 1)
       if dim == nil then
         check(C[all_name](c, out1))
         return wrap(out1[0])
@@ -874,7 +844,7 @@ return function(ember)
   Tensor.min = minmax("min", "ember_amin_all", "ember_min_dim")
   local function argm(op, fname)
     return function(a, dim, keepdim)
-      local c = tensor_arg(op, a, 1, 2)
+      local c = tensor_arg(op, a, 1)
       local d = dim == nil and -1 or dim0(op, dim, C.ember_tensor_ndim(c))
       check(C[fname](c, d, keepdim and 1 or 0, out1))
       return wrap(out1[0]) + 1
@@ -882,12 +852,12 @@ return function(ember)
   end
   Tensor.argmax, Tensor.argmin = argm("argmax", "ember_argmax"), argm("argmin", "ember_argmin")
   function Tensor.softmax(a, dim)
-    local c = tensor_arg("softmax", a, 1, 2)
+    local c = tensor_arg("softmax", a, 1)
     check(C.ember_softmax(c, dim0("softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
     return wrap(out1[0])
   end
   function Tensor.log_softmax(a, dim)
-    local c = tensor_arg("log_softmax", a, 1, 2)
+    local c = tensor_arg("log_softmax", a, 1)
     check(C.ember_log_softmax(c, dim0("log_softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
     return wrap(out1[0])
   end
@@ -897,20 +867,20 @@ return function(ember)
   end
   function Tensor.sum_to(a, shape)
     local nd, s = shape_arg("sum_to", shape)
-    check(C.ember_sum_to(tensor_arg("sum_to", a, 1, 2), nd, s, out1))
+    check(C.ember_sum_to(tensor_arg("sum_to", a, 1), nd, s, out1))
     return wrap(out1[0])
   end
 
   ---------------------------------------------------------------- linear algebra
   function Tensor.matmul(a, b)
-    check(C.ember_matmul(tensor_arg("matmul", a, 1, 2), tensor_arg("matmul", b, 2, 2), out1))
+    check(C.ember_matmul(tensor_arg("matmul", a, 1), tensor_arg("matmul", b, 2), out1))
     return wrap(out1[0])
   end
   ember.matmul = Tensor.matmul
   function Tensor.t(a)
-    local c = tensor_arg("t", a, 1, 2)
+    local c = tensor_arg("t", a, 1)
     local nd = C.ember_tensor_ndim(c)
-    if nd > 2 then argerror("t", "expects a tensor with <= 2 dims, got " .. nd) end
+    if nd > 2 then fail("t", "expects a tensor with <= 2 dims, got " .. nd) end
     if nd < 2 then return a:view(a:shape()) end
     check(C.ember_transpose(c, 0, 1, out1))
     return wrap(out1[0])
@@ -919,49 +889,49 @@ return function(ember)
   ---------------------------------------------------------------- shape
   function Tensor.reshape(a, ...)
     local nd, s = shape_arg("reshape", ...)
-    check(C.ember_reshape(tensor_arg("reshape", a, 1, 2), nd, s, out1))
+    check(C.ember_reshape(tensor_arg("reshape", a, 1), nd, s, out1))
     return wrap(out1[0])
   end
   function Tensor.view(a, ...)
     local nd, s = shape_arg("view", ...)
-    check(C.ember_view(tensor_arg("view", a, 1, 2), nd, s, out1))
+    check(C.ember_view(tensor_arg("view", a, 1), nd, s, out1))
     return wrap(out1[0])
   end
   function Tensor.view_as(a, b) return a:view(b:shape()) end
   function Tensor.reshape_as(a, b) return a:reshape(b:shape()) end
   function Tensor.expand(a, ...)
     local nd, s = shape_arg("expand", ...)
-    check(C.ember_expand(tensor_arg("expand", a, 1, 2), nd, s, out1))
+    check(C.ember_expand(tensor_arg("expand", a, 1), nd, s, out1))
     return wrap(out1[0])
   end
   function Tensor.expand_as(a, b) return a:expand(b:shape()) end
   function Tensor.transpose(a, d1, d2)
-    local c = tensor_arg("transpose", a, 1, 2)
+    local c = tensor_arg("transpose", a, 1)
     local nd = C.ember_tensor_ndim(c)
     check(C.ember_transpose(c, dim0("transpose", d1, nd), dim0("transpose", d2, nd), out1))
     return wrap(out1[0])
   end
   local perm_buf = ffi_new("int[8]")
   function Tensor.permute(a, dims, ...)
-    local c = tensor_arg("permute", a, 1, 2)
+    local c = tensor_arg("permute", a, 1)
     if type(dims) == "number" then dims = { dims, ... } end
-    if type(dims) ~= "table" then argerror("permute", "expected a list of dims") end
+    if type(dims) ~= "table" then fail("permute", "expected a list of dims") end
     local nd = C.ember_tensor_ndim(c)
     if #dims ~= nd then
-      argerror("permute", "expected " .. nd .. " dims for a tensor of " .. nd .. " dims, got " .. #dims)
+      fail("permute", "expected " .. nd .. " dims for a tensor of " .. nd .. " dims, got " .. #dims)
     end
     for i = 1, nd do perm_buf[i - 1] = dim0("permute", dims[i], nd) end
     check(C.ember_permute(c, nd, perm_buf, out1))
     return wrap(out1[0])
   end
   function Tensor.squeeze(a, d)
-    local c = tensor_arg("squeeze", a, 1, 2)
+    local c = tensor_arg("squeeze", a, 1)
     local dd = d == nil and -1 or dim0("squeeze", d, C.ember_tensor_ndim(c))
     check(C.ember_squeeze(c, dd, out1))
     return wrap(out1[0])
   end
   function Tensor.unsqueeze(a, d)
-    local c = tensor_arg("unsqueeze", a, 1, 2)
+    local c = tensor_arg("unsqueeze", a, 1)
     check(C.ember_unsqueeze(c, dim0("unsqueeze", d, C.ember_tensor_ndim(c), 1), out1))
     return wrap(out1[0])
   end
@@ -971,7 +941,7 @@ return function(ember)
     if nd == 0 then return a:reshape({ 1 }) end
     local s0 = dim0("flatten", s or 1, nd)
     local e0 = dim0("flatten", e or -1, nd)
-    if s0 > e0 then argerror("flatten", "start dim " .. tostring(s) .. " comes after end dim " .. tostring(e)) end
+    if s0 > e0 then fail("flatten", "start dim " .. tostring(s) .. " comes after end dim " .. tostring(e)) end
     local new, prod = {}, 1
     for i = 1, s0 do new[#new + 1] = shape[i] end
     for i = s0 + 1, e0 + 1 do prod = prod * shape[i] end
@@ -980,28 +950,28 @@ return function(ember)
     return a:reshape(new)
   end
   function Tensor.narrow(a, d, start, len)
-    local c = tensor_arg("narrow", a, 1, 2)
+    local c = tensor_arg("narrow", a, 1)
     local nd = C.ember_tensor_ndim(c)
     local d0 = dim0("narrow", d, nd)
     local size = tonumber(C.ember_tensor_shape(c)[d0])
-    if not is_int(start) or not is_int(len) then argerror("narrow", "start and length must be integers") end
+    if not is_int(start) or not is_int(len) then fail("narrow", "start and length must be integers") end
     local s0 = start < 0 and start + size or start - 1
     if start == 0 or s0 < 0 or len < 0 or s0 + len > size then
-      argerror("narrow", ("start %s and length %s out of range for dim %d of size %d")
+      fail("narrow", ("start %s and length %s out of range for dim %d of size %d")
         :format(tostring(start), tostring(len), d, size))
     end
     check(C.ember_narrow(c, d0, s0, len, out1))
     return wrap(out1[0])
   end
   function Tensor.select(a, d, i)
-    local c = tensor_arg("select", a, 1, 2)
+    local c = tensor_arg("select", a, 1)
     local nd = C.ember_tensor_ndim(c)
     local d0 = dim0("select", d, nd)
     local size = tonumber(C.ember_tensor_shape(c)[d0])
-    if not is_int(i) then argerror("select", "index must be an integer") end
+    if not is_int(i) then fail("select", "index must be an integer") end
     local i0 = i < 0 and i + size or i - 1
     if i == 0 or i0 < 0 or i0 >= size then
-      argerror("select", ("index %s out of range for dim %d of size %d"):format(tostring(i), d, size))
+      fail("select", ("index %s out of range for dim %d of size %d"):format(tostring(i), d, size))
     end
     check(C.ember_select(c, d0, i0, out1))
     return wrap(out1[0])
@@ -1009,16 +979,15 @@ return function(ember)
 
   -- index tensors are 1-based int64/int32 in Lua and 0-based in C
   local function index_arg(op, idx)
-    if not is_tensor(idx) then argerror(op, "expected an index tensor, got " .. type(idx), 3) end
-    local dt = C.ember_tensor_dtype(tensor_arg(op, idx, 2, 3))
+    if not is_tensor(idx) then fail(op, "expected an index tensor, got " .. type(idx)) end
+    local dt = C.ember_tensor_dtype(tensor_arg(op, idx, 2))
     if dt ~= I64 and dt ~= I32 then
-      argerror(op, "index tensor must be int64 or int32, got " .. DTYPES[dt + 1], 3)
+      fail(op, "index tensor must be int64 or int32, got " .. DTYPES[dt + 1])
     end
     return keep_alive(idx - 1)._c
   end
-  ember._index_arg = index_arg
   function Tensor.index_select(a, d, idx)
-    local c = tensor_arg("index_select", a, 1, 2)
+    local c = tensor_arg("index_select", a, 1)
     local d0 = dim0("index_select", d, C.ember_tensor_ndim(c))
     check(C.ember_index_select(c, d0, index_arg("index_select", idx), out1))
     return wrap(out1[0])
@@ -1027,12 +996,12 @@ return function(ember)
   -- a[..., idx[i], ...] += src[..., i, ...] (PyTorch's index_add)
   local index_shape = ffi_new("int64_t[8]")
   local function index_added(op, a, d, idx, src)
-    local c = tensor_arg(op, a, 1, 3)
+    local c = tensor_arg(op, a, 1)
     local nd = C.ember_tensor_ndim(c)
     local d0 = dim0(op, d, nd)
     local s = C.ember_tensor_shape(c)
     for i = 0, nd - 1 do index_shape[i] = s[i] end
-    local sc = tensor_arg(op, src, 4, 3)
+    local sc = tensor_arg(op, src, 4)
     check(C.ember_index_add(nd, index_shape, d0, index_arg(op, idx), sc, out1))
     return wrap(out1[0])
   end
@@ -1042,12 +1011,12 @@ return function(ember)
 
   -- value where the bool mask (broadcast to a) is true, a elsewhere; a's dtype
   local function mask_arg(op, a, mask, v)
-    tensor_arg(op, a, 1, 3)
+    tensor_arg(op, a, 1)
     if not is_tensor(mask) or mask.dtype ~= "bool" then
-      argerror(op, "mask must be a bool tensor, got " .. (is_tensor(mask) and mask.dtype or type(mask)), 3)
+      fail(op, "mask must be a bool tensor, got " .. (is_tensor(mask) and mask.dtype or type(mask)))
     end
     if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
-      argerror(op, "value must be a number or a one-element tensor, got " .. type(v), 3)
+      fail(op, "value must be a number or a one-element tensor, got " .. type(v))
     end
   end
   function Tensor.masked_fill(a, mask, v)
@@ -1062,7 +1031,7 @@ return function(ember)
   ember.masked_fill = Tensor.masked_fill
 
   function Tensor.gather(a, d, idx)
-    local c = tensor_arg("gather", a, 1, 2)
+    local c = tensor_arg("gather", a, 1)
     local d0 = dim0("gather", d, C.ember_tensor_ndim(c))
     check(C.ember_gather(c, d0, index_arg("gather", idx), out1))
     return wrap(out1[0])
@@ -1071,11 +1040,11 @@ return function(ember)
   local list_buf = ffi_new("ember_tensor *[256]")
   local function list_op(op, fname, extra)
     return function(list, d)
-      if type(list) ~= "table" or is_tensor(list) then argerror(op, "expected a list of tensors") end
+      if type(list) ~= "table" or is_tensor(list) then fail(op, "expected a list of tensors") end
       local n = #list
-      if n == 0 then argerror(op, "expected a non-empty list of tensors") end
+      if n == 0 then fail(op, "expected a non-empty list of tensors") end
       local buf = n <= 256 and list_buf or ffi_new("ember_tensor *[?]", n)
-      for i = 1, n do buf[i - 1] = tensor_arg(op, list[i], i, 2) end
+      for i = 1, n do buf[i - 1] = tensor_arg(op, list[i], i) end
       local nd = C.ember_tensor_ndim(buf[0]) + extra
       check(C[fname](n, buf, dim0(op, d or 1, nd), out1))
       return wrap(out1[0])

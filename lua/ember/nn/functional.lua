@@ -12,9 +12,8 @@ local ffi = require("ffi")
 local C = ember._C
 local F = {}
 
-local function fail(op, fmt, ...)
-  error(("ember.%s: " .. fmt):format(op, ...), 3)
-end
+local errors = require("ember.errors")
+local function fail(op, fmt, ...) errors.fail(op, fmt:format(...)) end
 
 local function same_shape_of(a, b)
   local x, y = a:shape(), b:shape()
@@ -23,9 +22,7 @@ local function same_shape_of(a, b)
   return true
 end
 
-local function shape_str(t)
-  return "{" .. table.concat(t:shape(), ", ") .. "}"
-end
+local shape_str = errors.shape
 
 local function is_tensor(x) return ember.is_tensor(x) end
 
@@ -59,9 +56,7 @@ local function pair(op, name, v, default)
   return p
 end
 
-local function check(rc)
-  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
-end
+local check = errors.check
 
 local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
