@@ -87,7 +87,9 @@ ember._libpath = libpath
 
 -- submodules may require("ember") while the package is being assembled
 package.loaded.ember = ember
-require("ember.tensor")(ember)
+local core = require("ember.tensor")(ember)
+require("ember.factories")(ember, core)
+require("ember.ops")(ember, core)
 require("ember.indexing")(ember)
 for _, name in ipairs({ "autodiff", "nn", "optim", "data", "io", "cuda", "distributed" }) do
   local ok, mod = pcall(require, "ember." .. name)
