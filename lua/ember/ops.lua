@@ -389,12 +389,17 @@ return function(ember, H)
     end
     return keep_alive(idx - 1)._c
   end
-  function Tensor.index_select(a, d, idx)
-    local c = tensor_arg("index_select", a, 1)
-    local d0 = dim0("index_select", d, C.ember_tensor_ndim(c))
-    check(C.ember_index_select(c, d0, index_arg("index_select", idx), out1))
-    return wrap(out1[0])
+  -- t:index_select(d, idx) and t:gather(d, idx): (a, dim, 1-based index) -> C
+  local function by_index(op, fname)
+    return function(a, d, idx)
+      local c = tensor_arg(op, a, 1)
+      local d0 = dim0(op, d, C.ember_tensor_ndim(c))
+      check(C[fname](c, d0, index_arg(op, idx), out1))
+      return wrap(out1[0])
+    end
   end
+  Tensor.index_select = by_index("index_select", "ember_index_select")
+  Tensor.gather = by_index("gather", "ember_gather")
   -- a with src's slices added at the (1-based) indices idx along dim d:
   -- a[..., idx[i], ...] += src[..., i, ...] (PyTorch's index_add)
   local index_shape = ffi_new("int64_t[8]")
@@ -432,13 +437,6 @@ return function(ember, H)
     return a:copy_(ember.where(mask, v, a))
   end
   ember.masked_fill = Tensor.masked_fill
-
-  function Tensor.gather(a, d, idx)
-    local c = tensor_arg("gather", a, 1)
-    local d0 = dim0("gather", d, C.ember_tensor_ndim(c))
-    check(C.ember_gather(c, d0, index_arg("gather", idx), out1))
-    return wrap(out1[0])
-  end
 
   local list_buf = ffi_new("ember_tensor *[256]")
   local function list_op(op, fname, extra)
