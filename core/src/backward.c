@@ -103,26 +103,21 @@ static int route(ember_backward_run *r, ember_node *n, int count, ember_tensor *
     return EMBER_OK;
 }
 
+/* A saved tensor written in place since the node saved it fails the node. */
+static int check_version(const ember_node *n, const ember_tensor *t, int64_t saved, const char *what, int k)
+{
+    if (!t || t->storage->version == saved) return EMBER_OK;
+    return ember__fail(EMBER_ERR_VERSION,
+                       "backward: one of the tensors needed by %s (%s %d) was modified in place: "
+                       "it is at version %lld, but backward needs version %lld",
+                       ember_node_name(n), what, k + 1, (long long)t->storage->version, (long long)saved);
+}
+
 static int check_versions(const ember_node *n)
 {
-    for (int i = 0; i < MAX_SAVED_IN; i++) {
-        const ember_tensor *t = n->sv_in[i];
-        if (t && t->storage->version != n->sv_in_version[i])
-            return ember__fail(EMBER_ERR_VERSION,
-                               "backward: one of the tensors needed by %s (input %d) was modified in place: "
-                               "it is at version %lld, but backward needs version %lld",
-                               ember_node_name(n), i + 1, (long long)t->storage->version,
-                               (long long)n->sv_in_version[i]);
-    }
-    for (int k = 0; k < MAX_SAVED_OUT; k++) {
-        const ember_tensor *t = n->sv_out[k];
-        if (t && t->storage->version != n->sv_out_version[k])
-            return ember__fail(EMBER_ERR_VERSION,
-                               "backward: one of the tensors needed by %s (output %d) was modified in place: "
-                               "it is at version %lld, but backward needs version %lld",
-                               ember_node_name(n), k + 1, (long long)t->storage->version,
-                               (long long)n->sv_out_version[k]);
-    }
+    for (int i = 0; i < MAX_SAVED_IN; i++) EMBER_TRY(check_version(n, n->sv_in[i], n->sv_in_version[i], "input", i));
+    for (int k = 0; k < MAX_SAVED_OUT; k++)
+        EMBER_TRY(check_version(n, n->sv_out[k], n->sv_out_version[k], "output", k));
     return EMBER_OK;
 }
 

@@ -58,16 +58,19 @@ return function(ember)
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
 
+  -- gives slot i's reference back to C and the slot to the free list
+  local function free_slot(i)
+    local p = ptrs[i]
+    handles[i], ptrs[i] = nil, nil
+    C.ember_tensor_set_lua_slot(p, 0)
+    release(p)
+    n_free = n_free + 1
+    free_slots[n_free] = i
+  end
+
   local function sweep()
     for i = 1, top do
-      local p = ptrs[i]
-      if p ~= nil and handles[i] == nil then
-        ptrs[i] = nil
-        C.ember_tensor_set_lua_slot(p, 0)
-        release(p)
-        n_free = n_free + 1
-        free_slots[n_free] = i
-      end
+      if ptrs[i] ~= nil and handles[i] == nil then free_slot(i) end
     end
     cycle[1] = {}
     gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
@@ -157,14 +160,7 @@ return function(ember)
     if c == nil then return end
     t._c = nil
     local slot = C.ember_tensor_lua_slot(c)
-    if slot ~= 0 and handles[slot] == t then
-      handles[slot] = nil
-      ptrs[slot] = nil
-      C.ember_tensor_set_lua_slot(c, 0)
-      release(c)
-      n_free = n_free + 1
-      free_slots[n_free] = slot
-    end
+    if slot ~= 0 and handles[slot] == t then free_slot(slot) end
   end
 
   ---------------------------------------------------------------- conversions of arguments

@@ -164,38 +164,29 @@ static inline void window_of(const pool_geom *p, int64_t oh, int64_t ow, int64_t
             for (int64_t k = 0; k < p->Ho * p->Wo; k++) gx[ix[k]] += g[k];                     \
         }                                                                                      \
     }                                                                                          \
-    static void avgpool_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                    \
+    /* average pooling, or with bwd its adjoint: each window's g spread over it */             \
+    static void avgpool_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1, bool bwd)          \
     {                                                                                          \
         const pool_geom *p = c->p;                                                             \
         const T inv = (T)1 / (T)(p->kh * p->kw);                                               \
+        const int64_t in = p->H * p->W, out = p->Ho * p->Wo;                                   \
         for (int64_t q = q0; q < q1; q++) {                                                    \
-            const T *x = (const T *)c->x + q * p->H * p->W;                                    \
-            T *y = (T *)c->y + q * p->Ho * p->Wo;                                              \
+            const T *src = (const T *)c->x + q * (bwd ? out : in);                             \
+            T *dst = (T *)c->y + q * (bwd ? in : out);                                         \
             for (int64_t oh = 0; oh < p->Ho; oh++)                                             \
                 for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
-                    int64_t h0, h1, w0, w1;                                                    \
+                    int64_t h0, h1, w0, w1, o = oh * p->Wo + ow;                               \
                     window_of(p, oh, ow, &h0, &h1, &w0, &w1);                                  \
-                    T s = 0;                                                                   \
+                    if (bwd) {                                                                 \
+                        T v = src[o] * inv;                                                    \
+                        for (int64_t h = h0; h < h1; h++)                                      \
+                            for (int64_t w = w0; w < w1; w++) dst[h * p->W + w] += v;          \
+                        continue;                                                              \
+                    }                                                                          \
+                    T sum = 0;                                                                 \
                     for (int64_t h = h0; h < h1; h++)                                          \
-                        for (int64_t w = w0; w < w1; w++) s += x[h * p->W + w];                \
-                    y[oh * p->Wo + ow] = s * inv;                                              \
-                }                                                                              \
-        }                                                                                      \
-    }                                                                                          \
-    static void avgpool_bwd_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                \
-    {                                                                                          \
-        const pool_geom *p = c->p;                                                             \
-        const T inv = (T)1 / (T)(p->kh * p->kw);                                               \
-        for (int64_t q = q0; q < q1; q++) {                                                    \
-            const T *g = (const T *)c->x + q * p->Ho * p->Wo;                                  \
-            T *gx = (T *)c->y + q * p->H * p->W;                                               \
-            for (int64_t oh = 0; oh < p->Ho; oh++)                                             \
-                for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
-                    int64_t h0, h1, w0, w1;                                                    \
-                    window_of(p, oh, ow, &h0, &h1, &w0, &w1);                                  \
-                    T v = g[oh * p->Wo + ow] * inv;                                            \
-                    for (int64_t h = h0; h < h1; h++)                                          \
-                        for (int64_t w = w0; w < w1; w++) gx[h * p->W + w] += v;               \
+                        for (int64_t w = w0; w < w1; w++) sum += src[h * p->W + w];            \
+                    dst[o] = sum * inv;                                                        \
                 }                                                                              \
         }                                                                                      \
     }
@@ -242,8 +233,11 @@ static void pool_range(void *ctx, int64_t q0, int64_t q1)
         else maxpool_f64(&t->c, q0, q1);
         break;
     case POOL_MAX_BWD: f ? maxpool_bwd_f32(&t->c, q0, q1) : maxpool_bwd_f64(&t->c, q0, q1); break;
-    case POOL_AVG: f ? avgpool_f32(&t->c, q0, q1) : avgpool_f64(&t->c, q0, q1); break;
-    default: f ? avgpool_bwd_f32(&t->c, q0, q1) : avgpool_bwd_f64(&t->c, q0, q1); break;
+    default: {
+        bool bwd = t->kind == POOL_AVG_BWD;
+        f ? avgpool_f32(&t->c, q0, q1, bwd) : avgpool_f64(&t->c, q0, q1, bwd);
+        break;
+    }
     }
 }
 
@@ -253,15 +247,21 @@ static void pool_launch(pool_task *t)
     ember__parallel_for(p->N * p->C, ember__nn_rows_grain(p->H * p->W), pool_range, t);
 }
 
+/* shared by the two pooling forwards: checks x and sweeps the window over it */
+static int pool_fwd_geom(const char *name, const ember_tensor *x, const ember_attrs *at, pool_geom *p)
+{
+    EMBER_TRY(ember__nn_need_4d(name, "input", x));
+    EMBER_TRY(ember__nn_need_float(name, "input", x));
+    return pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], p);
+}
+
 int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
     const char *name = ember__ops[op].name;
     ember_tensor *x = in[0];
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_float(name, "input", x));
     pool_geom p;
-    EMBER_TRY(pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], &p));
+    EMBER_TRY(pool_fwd_geom(name, x, at, &p));
     int dt = x->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     int64_t ys[4] = {p.N, p.C, p.Ho, p.Wo};
     ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
@@ -483,14 +483,10 @@ done:
 int fwd_avg_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
-    const char *name = ember__ops[op].name;
-    ember_tensor *x = in[0];
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_float(name, "input", x));
     pool_geom p;
-    EMBER_TRY(pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], &p));
+    EMBER_TRY(pool_fwd_geom(ember__ops[op].name, in[0], at, &p));
     int64_t ys[4] = {p.N, p.C, p.Ho, p.Wo};
-    return avg_pool_run(&p, POOL_AVG, x, ys, out);
+    return avg_pool_run(&p, POOL_AVG, in[0], ys, out);
 }
 
 int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)

@@ -5,6 +5,24 @@ return function(ember, autodiff)
   local is_tensor = ember.is_tensor
   local function pack(...) return { n = select("#", ...), ... } end
 
+  -- Runs body(gm) with a manager attached to xs and returns their gradients
+  -- (zeros where none came), leaving each x.grad as it was; body's error is
+  -- raised after that.
+  local function grads_of(xs, body)
+    local saved = {}
+    for i, x in ipairs(xs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
+    local gm = GradManager():attach(xs)
+    local ok, err = pcall(body, gm)
+    gm:release()
+    local grads = {}
+    for i, x in ipairs(xs) do
+      grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
+      x.grad = saved[i]
+    end
+    if not ok then error(err, 0) end
+    return grads
+  end
+
   -- grad(f) returns a function computing df/dx for a scalar f (first argument
   -- by default, or the arguments listed in argnums). Composable: the inner
   -- backward runs inside the outer recording, so grad(grad(f)) differentiates
@@ -21,10 +39,7 @@ return function(ember, autodiff)
         if not is_tensor(x) then errors.raise("ember.autodiff.grad: argument " .. k .. " is not a tensor") end
         xs[i] = x
       end
-      local saved = {}
-      for i, x in ipairs(xs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
-      local gm = GradManager():attach(xs)
-      local ok, err = pcall(function()
+      local grads = grads_of(xs, function(gm)
         gm:record()
         local y = f(unpack(args, 1, args.n))
         if not is_tensor(y) or y:numel() ~= 1 then
@@ -32,13 +47,6 @@ return function(ember, autodiff)
         end
         gm:backward(y)
       end)
-      gm:release()
-      local grads = {}
-      for i, x in ipairs(xs) do
-        grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
-        x.grad = saved[i]
-      end
-      if not ok then error(err, 0) end
       return unpack(grads, 1, #xs)
     end
   end
@@ -47,24 +55,14 @@ return function(ember, autodiff)
   -- products with dy (a tensor or a list, one per output).
   function autodiff.vjp(f, inputs, dy)
     if is_tensor(inputs) then inputs = { inputs } end
-    local saved = {}
-    for i, x in ipairs(inputs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
-    local gm = GradManager():attach(inputs)
     local outs
-    local ok, err = pcall(function()
+    local grads = grads_of(inputs, function(gm)
       gm:record()
       outs = pack(f(unpack(inputs)))
       local ys = {}
       for k = 1, outs.n do if is_tensor(outs[k]) then ys[#ys + 1] = outs[k] end end
       gm:backward(ys, dy)
     end)
-    gm:release()
-    local grads = {}
-    for i, x in ipairs(inputs) do
-      grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
-      x.grad = saved[i]
-    end
-    if not ok then error(err, 0) end
     return outs.n == 1 and outs[1] or { unpack(outs, 1, outs.n) }, grads
   end
 

@@ -116,40 +116,36 @@ return function(ember, autodiff)
     st.metadata = st.metadata or {}
     return st.metadata
   end
-  function Node:register_hook(fn)
-    local p = live(self, "register_hook")
+  -- a hook in the node's list `field`; the node then stops backward to run it
+  local function node_hook(self, method, field, kind, fn)
+    local p = live(self, method)
     local st = node_state(p, true)
-    st.hooks = st.hooks or {}
+    st[field] = st[field] or {}
     C.ember_node_set_intercept(p, 1)
-    return add_hook(st.hooks, fn, "node hook")
+    return add_hook(st[field], fn, kind)
   end
-  function Node:register_prehook(fn)
-    local p = live(self, "register_prehook")
-    local st = node_state(p, true)
-    st.prehooks = st.prehooks or {}
-    C.ember_node_set_intercept(p, 1)
-    return add_hook(st.prehooks, fn, "node prehook")
-  end
+  function Node:register_hook(fn) return node_hook(self, "register_hook", "hooks", "node hook", fn) end
+  function Node:register_prehook(fn) return node_hook(self, "register_prehook", "prehooks", "node prehook", fn) end
 
   function Tensor.grad_fn(t)
-    return node_object(C.ember_grad_fn(ember._tensor_arg("grad_fn", t, 1, 2), nil))
+    return node_object(C.ember_grad_fn(ember._tensor_arg("grad_fn", t, 1), nil))
   end
 
   function graph.get_gradient_edge(t)
     local nr = ffi_new("int[1]")
-    local p = C.ember_gradient_edge(ember._tensor_arg("get_gradient_edge", t, 1, 2), nr)
+    local p = C.ember_gradient_edge(ember._tensor_arg("get_gradient_edge", t, 1), nr)
     if p == nil then errors.raise("ember.autodiff.graph.get_gradient_edge: the tensor is not tracked by any recording") end
     return { node = node_object(p), output_nr = nr[0] + 1 }
   end
 
   function graph.increment_version(t)
-    C.ember_tensor_bump_version(ember._tensor_arg("increment_version", t, 1, 2))
+    C.ember_tensor_bump_version(ember._tensor_arg("increment_version", t, 1))
     return t
   end
 
   ---------------------------------------------------------------- tensor hooks
   function Tensor.register_hook(t, fn)
-    local c = ember._tensor_arg("register_hook", t, 1, 2)
+    local c = ember._tensor_arg("register_hook", t, 1)
     local nr = ffi_new("int[1]")
     local p = C.ember_grad_fn(c, nr)
     if p ~= nil then   -- non-leaf: the hook sees the gradient of this output of its grad_fn
@@ -166,7 +162,7 @@ return function(ember, autodiff)
   end
 
   function Tensor.register_post_accumulate_grad_hook(t, fn)
-    ember._tensor_arg("register_post_accumulate_grad_hook", t, 1, 2)
+    ember._tensor_arg("register_post_accumulate_grad_hook", t, 1)
     local list = autodiff._post_hooks[t]
     if list == nil then list = {}; autodiff._post_hooks[t] = list end
     return add_hook(list, fn, "post-accumulate hook")

@@ -123,15 +123,19 @@ local function normalise_grads(name, node, nin, ...)
   return check_grads(name, node, nin, { ... }, n)
 end
 
-local grad_buf_cap = 16
-local grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
+-- tensor pointer buffers that grow to the largest count asked for
+local function pointer_buffer()
+  local cap, buf = 16, ffi_new("ember_tensor *[16]")
+  return function(n)
+    if n > cap then cap, buf = n, ffi_new("ember_tensor *[?]", n) end
+    return buf
+  end
+end
+local grad_buffer, gin_buffer = pointer_buffer(), pointer_buffer()
 
 local function supply(run, node, list, n)
   local nin = C.ember_node_num_inputs(node)
-  if nin > grad_buf_cap then
-    grad_buf_cap = nin
-    grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
-  end
+  local grad_buf = grad_buffer(nin)
   for i = 1, nin do
     local g = i <= n and list[i] or nil
     grad_buf[i - 1] = g ~= nil and g._c or nil
@@ -146,20 +150,10 @@ local function node_needs(node)
   return needs
 end
 
-local gin_cap = 16
-local gin_buf = ffi_new("ember_tensor *[?]", gin_cap)
-
 -- The built-in rule's input grads for the waiting node, as wrapped tensors.
 local function builtin_grads(run, node, grads, nout)
   local nin = C.ember_node_num_inputs(node)
-  if nin > gin_cap then
-    gin_cap = nin
-    gin_buf = ffi_new("ember_tensor *[?]", gin_cap)
-  end
-  if nout > grad_buf_cap then
-    grad_buf_cap = nout
-    grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
-  end
+  local gin_buf, grad_buf = gin_buffer(nin), grad_buffer(nout)
   for k = 1, nout do grad_buf[k - 1] = grads[k] and grads[k]._c or nil end
   check(C.ember_backward_builtin_grads(run, nout, grad_buf, gin_buf))
   local list = {}
@@ -241,9 +235,7 @@ function autodiff.Function(a, b)
   return self
 end
 
-local io_buf_cap = 16
-local in_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
-local out_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
+local in_buffer, out_buffer = pointer_buffer(), pointer_buffer()
 
 local Ctx = {}
 Ctx.__index = Ctx
@@ -262,7 +254,7 @@ function Function.__call(self, ...)
   end
   local ctx = setmetatable({ needs_input_grad = {} }, Ctx)
   for i, x in ipairs(inputs) do
-    ctx.needs_input_grad[i] = C.ember_is_tracked(tensor_arg(self.name, x, i, 2)) ~= 0
+    ctx.needs_input_grad[i] = C.ember_is_tracked(tensor_arg(self.name, x, i)) ~= 0
   end
   local res
   if self.closure_fn then
@@ -289,11 +281,7 @@ function Function.__call(self, ...)
   end
   if C.ember_is_grad_enabled() ~= 0 and #outputs > 0 then
     local nin, nout = #inputs, #outputs
-    if math.max(nin, nout) > io_buf_cap then
-      io_buf_cap = math.max(nin, nout)
-      in_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
-      out_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
-    end
+    local in_buf, out_buf = in_buffer(nin), out_buffer(nout)
     for i = 1, nin do in_buf[i - 1] = inputs[i]._c end
     for k = 1, nout do out_buf[k - 1] = outputs[k]._c end
     next_ctx = next_ctx + 1
@@ -476,14 +464,20 @@ function GradManager:register_after_backward_callback(fn)
   return self
 end
 
+-- fn(...) between m:record() and m:release() (a manager or a group); its
+-- error is raised after the release
+local function recorded(m, fn, ...)
+  m:record()
+  local res = pack(pcall(fn, ...))
+  m:release()
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+
 function GradManager:scope(fn, ...)
   if getmetatable(self) ~= GradManager then errors.raise("ember.GradManager.scope: call it as gm:scope(fn)") end
   if type(fn) ~= "function" then errors.raise("ember.GradManager.scope: expected a function, got " .. type(fn)) end
-  self:record()
-  local res = pack(pcall(fn, ...))
-  self:release()
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2, res.n)
+  return recorded(self, fn, ...)
 end
 
 local req = ffi_new("ember_backward_req")
@@ -720,11 +714,7 @@ function Group:release()
 end
 function Group:scope(fn, ...)
   if type(fn) ~= "function" then errors.raise("ember.autodiff.group.scope: expected a function, got " .. type(fn)) end
-  self:record()
-  local res = pack(pcall(fn, ...))
-  self:release()
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2, res.n)
+  return recorded(self, fn, ...)
 end
 
 ---------------------------------------------------------------- stats
