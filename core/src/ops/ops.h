@@ -91,6 +91,17 @@ int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember
 int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out);
 int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out);
 
+/* ------------------------------------------------------------------ elementwise.c
+   what its in-place forms (inplace.c) share with it */
+/* The dtype a binary op computes in (*compute), and the dtype of its result. */
+int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute);
+/* Fails for a negative exponent of an integer pow, as PyTorch does. */
+int ember__no_negative_exponent(const ember_tensor *e);
+/* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype dt. */
+void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
+/* Runs a unary op's kernel from a into o (same shape). */
+void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
