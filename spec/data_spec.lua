@@ -104,7 +104,7 @@ describe("ember.data.mnist_idx", function()
       "ember.data.mnist_idx: 3 images in " .. dir .. "/img but 2 labels in " .. dir .. "/lbl2", 1, true)
     write_idx(dir .. "/lbl22", { 3, 1 }, { 1, 2, 3 })
     assert.error_matches(function() ember.data.mnist_idx(dir .. "/img", dir .. "/lbl22") end,
-      "expected labels of 1 dim {N}, got {3,1}", 1, true)
+      "expected labels of 1 dim {N}, got {3, 1}", 1, true)
     write_idx(dir .. "/img1", { 4 }, { 1, 2, 3, 4 })
     assert.error_matches(function() ember.data.mnist_idx(dir .. "/img1", dir .. "/lbl") end,
       "expected images of 3 dims {N,H,W}, got {4}", 1, true)
@@ -145,7 +145,7 @@ describe("ember.data.fashion_mnist", function()
   end)
 
   local test_it = have and it or pending
-  test_it("test split: {10000,1,28,28} in [0,1], labels 1..10 starting 10,3,2,2,7", function()
+  test_it("test split: {10000, 1, 28, 28} in [0,1], labels 1..10 starting 10,3,2,2,7", function()
     local ds = ember.data.fashion_mnist("test")
     assert.are.equal(10000, #ds)
     assert.are.same({ 10000, 1, 28, 28 }, ds.x:shape())
@@ -164,7 +164,7 @@ describe("ember.data.fashion_mnist", function()
     assert.are.same({ 128 }, y:shape())
   end)
 
-  test_it("train split: {60000,1,28,28}, labels 1..10, one float copy at most while loading", function()
+  test_it("train split: {60000, 1, 28, 28}, labels 1..10, one float copy at most while loading", function()
     collectgarbage(); ember._sweep()
     local before = ember.memory_stats().bytes_in_use
     ember.reset_peak_memory()
@@ -222,7 +222,7 @@ describe("ember.data.TensorDataset and DataLoader", function()
     assert.is_truthy(tostring(ds):find("TensorDataset(5", 1, true))
     assert.error_matches(function() ds:get(6) end, "index 6 out of range for a data set of 5 samples", 1, true)
     assert.error_matches(function() ember.data.TensorDataset(ember.ones({ 3, 2 }), ember.ones({ 4 })) end,
-      "x {3,2} and y {4} hold different numbers of samples", 1, true)
+      "x {3, 2} and y {4} hold different numbers of samples", 1, true)
     assert.error_matches(function() ember.data.TensorDataset({}) end, "expected a tensor x", 1, true)
   end)
 

@@ -166,7 +166,7 @@ describe("F.conv2d", function()
     local x, w = randn({ 1, 2, 7, 6 }), randn({ 3, 2, 3, 2 })
     local y = F.conv2d(x, w, nil, { stride = { 2, 1 }, padding = { 1, 0 }, dilation = { 1, 2 } })
     assert.are.same({ 1, 3, 4, 4 }, y:shape())
-    -- (oh, ow) = (2, 3): rows 2*1-1+{0,1,2} = 1..3 (0-based), cols 2 + {0, 2}
+    -- (oh, ow) = (2, 3): rows 2*1-1+{0, 1, 2} = 1..3 (0-based), cols 2 + {0, 2}
     local X, Wt, s = x:tolist(), w:tolist(), 0
     for c = 1, 2 do for i = 1, 3 do for j = 1, 2 do
       s = s + X[1][c][1 + i][3 + (j - 1) * 2] * Wt[2][c][i][j]

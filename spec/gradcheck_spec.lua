@@ -19,6 +19,8 @@ local cases = {
     function() return { randn({ 4 }), randn({ 4 }) } end },
   { "where", function(a, b) return ember.where(a:gt(0), a, b):sum() end, function() return { randn({ 5 }), randn({ 5 }) } end },
   { "neg/exp/log", function(a) return (-(a:exp()) + a:log()):sum() end, function() return { pos({ 3 }) } end },
+  { "log1p (non-contiguous)", function(a) return (a:log1p() * a):sum() end,
+    function() return { nc(pos({ 3, 2 }) - 0.5) } end },
   { "sqrt/rsqrt", function(a) return (a:sqrt() + a:rsqrt()):sum() end, function() return { pos({ 3 }) } end },
   { "abs/sin/cos", function(a) return (a:abs() + a:sin() * a:cos()):sum() end, function() return { randn({ 4 }) + 0.1 } end },
   { "tanh/sigmoid", function(a) return (a:tanh() * a:sigmoid()):sum() end, function() return { randn({ 4 }) } end },

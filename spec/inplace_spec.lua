@@ -98,7 +98,7 @@ describe("in-place ops, views and overwrites under recording (against PyTorch)",
       function() e:clamp_(0, 0.5) end, function() e:uniform_() end, function() e:zero_() end }) do
       local ok, err = pcall(f)
       assert.is_false(ok)
-      assert.matches("more than one element of the written%-to tensor %(shape {2,4}, strides {0,1}%)", err)
+      assert.matches("more than one element of the written%-to tensor %(shape {2, 4}, strides {0, 1}%)", err)
     end
     H.same(base, { 1, 1, 1, 1 })
     assert.are.equal(0, base:version())

@@ -73,9 +73,9 @@ describe("tostring(t)", function()
 
   it("prints non-contiguous views and empty tensors", function()
     local m = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = "int64" })
-    assert.are.equal("tensor([[1, 4],\n        [2, 5],\n        [3, 6]], dtype=int64, shape={3,2})",
+    assert.are.equal("tensor([[1, 4],\n        [2, 5],\n        [3, 6]], dtype=int64, shape={3, 2})",
       tostring(m:t()))
-    assert.are.equal("tensor([], dtype=float32, shape={0,3})", tostring(ember.zeros({ 0, 3 })))
+    assert.are.equal("tensor([], dtype=float32, shape={0, 3})", tostring(ember.zeros({ 0, 3 })))
   end)
 
   it("prints int64 values beyond 2^53 exactly", function()

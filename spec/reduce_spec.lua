@@ -112,7 +112,7 @@ describe("reductions", function()
   end)
 
   it("give the same results on non-contiguous inputs", function()
-    local t = a:t()   -- {3,2}
+    local t = a:t()   -- {3, 2}
     H.same(t:sum(1), { 6, 15 })
     H.same(t:sum(2), { 5, 7, 9 })
     H.same(t:softmax(1):sum(1), { 1, 1 })
@@ -128,7 +128,7 @@ describe("reductions", function()
     assert.has_error(function() a:softmax(5) end, "ember.softmax: dim 5 out of range for a tensor of 2 dims")
     local ok, err = pcall(function() return ember.zeros({ 0, 3 }):max(1) end)
     assert.is_false(ok)
-    assert.truthy(err:find("{0,3}", 1, true))
+    assert.truthy(err:find("{0, 3}", 1, true))
     assert.has_error(function() a:sum_to({ 4 }) end)
   end)
 
@@ -147,7 +147,7 @@ describe("matmul", function()
     H.same(m:matmul(v), { 3, 7 }, 0, { 2 })
     H.same(v:matmul(m), { 4, 6 }, 0, { 2 })
     H.same(v:matmul(v), 2, 0, {})
-    local b = ember.stack({ m, m * 2 })   -- {2,2,2}
+    local b = ember.stack({ m, m * 2 })   -- {2, 2, 2}
     H.same(b:matmul(m), { { { 7, 10 }, { 15, 22 } }, { { 14, 20 }, { 30, 44 } } })
     H.same(m:matmul(b), { { { 7, 10 }, { 15, 22 } }, { { 14, 20 }, { 30, 44 } } })
     H.same(m:t():matmul(m), { { 10, 14 }, { 14, 20 } })          -- a transposed operand
@@ -159,6 +159,6 @@ describe("matmul", function()
 
   it("names both shapes when they do not fit", function()
     assert.has_error(function() ember.ones({ 2, 3 }):matmul(ember.ones({ 4, 5 })) end,
-      "ember.matmul: shapes {2,3} and {4,5} cannot be multiplied (3 != 4)")
+      "ember.matmul: shapes {2, 3} and {4, 5} cannot be multiplied (3 != 4)")
   end)
 end)

@@ -115,7 +115,7 @@ end)
 describe("printing", function()
   it("shows values, dtype and shape", function()
     local s = tostring(ember.tensor({ { 1, 2 }, { 3, 4 } }))
-    assert.are.equal("tensor([[1., 2.],\n        [3., 4.]], dtype=float32, shape={2,2})", s)
+    assert.are.equal("tensor([[1., 2.],\n        [3., 4.]], dtype=float32, shape={2, 2})", s)
     assert.are.equal("tensor([1, 2], dtype=int64, shape={2})", tostring(ember.tensor({ 1, 2 }, { dtype = "int64" })))
     assert.are.equal("tensor([0.5000, 1.2500], dtype=float32, shape={2})", tostring(ember.tensor({ 0.5, 1.25 })))
     assert.are.equal("tensor(true, dtype=bool, shape={})", tostring(ember.tensor(true)))
@@ -286,7 +286,7 @@ describe("elementwise binary ops", function()
     H.same(ember.tensor({ -3, 4 }, { dtype = "int64" }) ^ 2, { 9, 16 }, 0)
   end)
 
-  it("broadcast {2,3} with {3} and {2,1}", function()
+  it("broadcast {2, 3} with {3} and {2, 1}", function()
     H.same(a + r, { { 11, 22, 33 }, { 14, 25, 36 } })
     H.same(a * ember.tensor({ { 1 }, { 10 } }), { { 1, 2, 3 }, { 40, 50, 60 } })
     H.same(ember.tensor({ { 1 }, { 2 } }) + ember.tensor({ 10, 20 }), { { 11, 21 }, { 12, 22 } })
@@ -296,7 +296,7 @@ describe("elementwise binary ops", function()
     local at = H.noncontig(a)
     H.same(at + r, { { 11, 22, 33 }, { 14, 25, 36 } })
     H.same(at * at, { { 1, 4, 9 }, { 16, 25, 36 } })
-    local col = a:t()   -- {3,2} view
+    local col = a:t()   -- {3, 2} view
     H.same(col - 1, { { 0, 3 }, { 1, 4 }, { 2, 5 } })
   end)
 
@@ -339,7 +339,7 @@ describe("elementwise binary ops", function()
 
   it("name both shapes when they cannot be broadcast", function()
     assert.has_error(function() return ember.randn({ 2, 3 }) * ember.randn({ 4 }) end,
-      "ember.mul: shapes {2,3} and {4} cannot be broadcast")
+      "ember.mul: shapes {2, 3} and {4} cannot be broadcast")
     assert.has_error(function() return ember.add(a, "x") end,
       "ember.add: expected a tensor or a number as argument 2, got string")
     assert.has_error(function() return ember.add(nil, a) end)
@@ -355,7 +355,7 @@ describe("elementwise binary ops", function()
     assert.has_error(function() i:add_(0.5) end,
       "ember.add_: result type float32 can't be cast to the dtype int64 of self")
     assert.has_error(function() x:add_(ember.ones({ 2, 3 })) end,
-      "ember.add_: shape {2,3} cannot be broadcast to the shape {3} of self")
+      "ember.add_: shape {2, 3} cannot be broadcast to the shape {3} of self")
   end)
 
   it("support where with numbers on either side", function()
@@ -446,6 +446,22 @@ describe("elementwise unary ops", function()
     -- gelu exact (erf form) and tanh form at 1: 0.841344746, 0.841191990
     H.same(ember.tensor({ 1 }):gelu(), { 0.8413447460685429 })
     H.same(ember.tensor({ 1 }):gelu({ approximate = "tanh" }), { 0.8411919906082768 })
+  end)
+
+  it("log1p: exact near 0 where log(1 + x) is not, in both float dtypes, strided, in place", function()
+    local v = { -0.5, 0, 1e-10, 3 }
+    -- log1p(1e-10) = 1e-10 - 1e-20 / 2 + ... by its series
+    local want = { math.log(0.5), 0, 1e-10 - 0.5e-20, math.log(4) }
+    H.same(ember.tensor(v, { dtype = "float64" }):log1p(), want, 1e-16)
+    local f = ember.tensor(v):log1p():tolist()
+    for k = 1, 4 do assert.is_true(math.abs(f[k] - want[k]) <= 1e-7 * math.abs(want[k])) end
+    assert.are.equal(0, (ember.tensor({ 1e-10 }) + 1):log():item())   -- what log1p avoids
+    local m = ember.tensor({ { 0, 1 }, { 2, 3 } }, { dtype = "float64" }):t()
+    H.same(ember.log1p(m), { { 0, math.log(3) }, { math.log(2), math.log(4) } }, 1e-15)
+    assert.are.equal("float32", ember.tensor({ 1, 2 }, { dtype = "int64" }):log1p().dtype)
+    local w = ember.tensor({ 0, 1 }, { dtype = "float64" })
+    assert.is_true(rawequal(w, w:log1p_()))
+    H.same(w, { 0, math.log(2) }, 1e-16)
   end)
 
   it("promote integers to float where the result is not integral", function()

@@ -230,6 +230,7 @@ EMBER_API int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, 
 EMBER_API int ember_neg(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_exp(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_log(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_log1p(ember_tensor *a, ember_tensor **out);   /* log(1 + a), exact near 0 */
 EMBER_API int ember_sqrt(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_rsqrt(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_abs(ember_tensor *a, ember_tensor **out);
@@ -406,7 +407,6 @@ EMBER_API ember_tensor *ember_node_leaf(const ember_node *n);
 /* Saved input i / output k of a node whose rule kept it (borrowed; NULL otherwise). */
 EMBER_API ember_tensor *ember_node_saved_input(const ember_node *n, int i);
 EMBER_API ember_tensor *ember_node_saved_output(const ember_node *n, int k);
-EMBER_API int ember_node_lua_ctx(const ember_node *n);
 /* Marks a node so backward stops at it and asks the caller (hooks). */
 EMBER_API void ember_node_set_intercept(ember_node *n, int on);
 /* Every node stops and asks the caller (debug logging, anomaly detection). */

@@ -7,7 +7,7 @@
      own pool runs in parallel: the same blocks, so the same bits, for any
      number of threads.
    - conv2d: a weight gradient is summed over per-task partial sums, one task
-     per thread; under the flag the number of tasks is fixed (nn.c). */
+     per thread; under the flag the number of tasks is fixed (conv.c). */
 #include "internal.h"
 
 #ifdef EMBER_HAVE_BLAS

@@ -39,7 +39,7 @@ const char *ember__shape_str(char *buf, int ndim, const int64_t *shape)
     char *p = buf;
     *p++ = '{';
     for (int i = 0; i < ndim; i++)
-        p += sprintf(p, i ? ",%lld" : "%lld", (long long)shape[i]);
+        p += sprintf(p, i ? ", %lld" : "%lld", (long long)shape[i]);
     *p++ = '}';
     *p = 0;
     return buf;

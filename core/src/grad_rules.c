@@ -173,25 +173,6 @@ static double count_of(int nd, const int64_t *in, unsigned mask)
     return c;
 }
 
-unsigned ember__grad_save_mask(int op, const uint8_t *needs)
-{
-    switch (op) {
-    case EMBER_OP_MUL:
-    case EMBER_OP_MATMUL:
-    case EMBER_OP_LINEAR:
-        /* d/da needs b and d/db needs a */
-        return (needs[0] ? SAVE_IN1 : 0) | (needs[1] ? SAVE_IN0 : 0);
-    case EMBER_OP_DIV:
-        return SAVE_IN1 | (needs[1] ? SAVE_IN0 : 0);
-    case EMBER_OP_POW:
-        return SAVE_IN0 | SAVE_IN1 | (needs[1] ? SAVE_OUT0 : 0);
-    case EMBER_OP_WHERE:
-        return SAVE_IN0;
-    default:
-        return ember__ops[op].save;
-    }
-}
-
 /* A matmul gradient for a 1-D operand comes out with a trailing size-1 dim. */
 static ember_tensor *reshape_to_in(arena *s, ember_tensor *t, const ember_node *n, int i)
 {
@@ -220,7 +201,7 @@ typedef struct {
     int op;
 } rule_ctx;
 
-/* One function per rule (grad_<op>); RULES maps each op to its rule. */
+/* One function per rule (grad_<op>); ops.def names each op's rule. */
 #define RULE(name) static void grad_##name(rule_ctx *r)
 #define RULE_LOCALS                                                                        \
     const ember_node *n = r->n;                                                            \
@@ -310,6 +291,13 @@ RULE(log)
 {
     RULE_LOCALS;
     give(s, &gi[0], t_div(s, g, IN(0)));
+}
+
+/* d log1p(x) = g / (1 + x) */
+RULE(log1p)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_div(s, g, t_add(s, IN(0), num(s, 1))));
 }
 
 RULE(sqrt)
@@ -815,74 +803,11 @@ RULE(avg_pool2d_backward)
     if (OK(s)) give(s, &gi[0], keep(s, ember_avg_pool2d(g, &at->i[0], &at->i[2], &at->i[4], &o), &o));
 }
 
-/* The rule of each op (NULL: not differentiable). */
+/* The rule of each op, from ops.def (NULL: not differentiable). */
+#define NO_GRAD NULL
 static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {
-    [EMBER_OP_ADD] = grad_add,
-    [EMBER_OP_SUB] = grad_sub,
-    [EMBER_OP_MUL] = grad_mul,
-    [EMBER_OP_DIV] = grad_div,
-    [EMBER_OP_POW] = grad_pow,
-    [EMBER_OP_MAXIMUM] = grad_maximum,
-    [EMBER_OP_MINIMUM] = grad_maximum,
-    [EMBER_OP_WHERE] = grad_where,
-    [EMBER_OP_NEG] = grad_neg,
-    [EMBER_OP_EXP] = grad_exp,
-    [EMBER_OP_LOG] = grad_log,
-    [EMBER_OP_SQRT] = grad_sqrt,
-    [EMBER_OP_RSQRT] = grad_rsqrt,
-    [EMBER_OP_ABS] = grad_abs,
-    [EMBER_OP_SIGN] = grad_sign,
-    [EMBER_OP_SIN] = grad_sin,
-    [EMBER_OP_COS] = grad_cos,
-    [EMBER_OP_TANH] = grad_tanh,
-    [EMBER_OP_SIGMOID] = grad_sigmoid,
-    [EMBER_OP_RELU] = grad_relu,
-    [EMBER_OP_RELU_BACKWARD] = grad_relu_backward,
-    [EMBER_OP_GELU] = grad_gelu,
-    [EMBER_OP_SILU] = grad_silu,
-    [EMBER_OP_ERF] = grad_erf,
-    [EMBER_OP_CLAMP] = grad_clamp,
-    [EMBER_OP_TO_DTYPE] = grad_to_dtype,
-    [EMBER_OP_CLONE] = grad_to_dtype,
-    [EMBER_OP_TO_DEVICE] = grad_to_device,
-    [EMBER_OP_SUM] = grad_sum,
-    [EMBER_OP_MEAN] = grad_mean,
-    [EMBER_OP_VAR] = grad_var,
-    [EMBER_OP_LOGSUMEXP] = grad_logsumexp,
-    [EMBER_OP_NORM] = grad_norm,
-    [EMBER_OP_AMAX_ALL] = grad_amax_all,
-    [EMBER_OP_AMIN_ALL] = grad_amax_all,
-    [EMBER_OP_MAX_DIM] = grad_max_dim,
-    [EMBER_OP_MIN_DIM] = grad_max_dim,
-    [EMBER_OP_SOFTMAX] = grad_softmax,
-    [EMBER_OP_LOG_SOFTMAX] = grad_log_softmax,
-    [EMBER_OP_SUM_TO] = grad_sum_to,
-    [EMBER_OP_EXPAND] = grad_expand,
-    [EMBER_OP_LINEAR] = grad_linear,
-    [EMBER_OP_MATMUL] = grad_matmul,
-    [EMBER_OP_RESHAPE] = grad_reshape,
-    [EMBER_OP_VIEW] = grad_reshape,
-    [EMBER_OP_SQUEEZE] = grad_reshape,
-    [EMBER_OP_UNSQUEEZE] = grad_reshape,
-    [EMBER_OP_TRANSPOSE] = grad_transpose,
-    [EMBER_OP_PERMUTE] = grad_permute,
-    [EMBER_OP_NARROW] = grad_narrow,
-    [EMBER_OP_SELECT] = grad_narrow,
-    [EMBER_OP_AS_STRIDED] = grad_as_strided,
-    [EMBER_OP_AS_STRIDED_SCATTER] = grad_as_strided_scatter,
-    [EMBER_OP_INDEX_SELECT] = grad_index_select,
-    [EMBER_OP_GATHER] = grad_gather,
-    [EMBER_OP_SCATTER_ADD] = grad_scatter_add,
-    [EMBER_OP_INDEX_ADD] = grad_index_add,
-    [EMBER_OP_CAT] = grad_cat,
-    [EMBER_OP_STACK] = grad_cat,
-    [EMBER_OP_CONV2D] = grad_conv2d,
-    [EMBER_OP_CONV2D_BACKWARD_INPUT] = grad_conv2d_backward_input,
-    [EMBER_OP_CONV2D_BACKWARD_WEIGHT] = grad_conv2d_backward_weight,
-    [EMBER_OP_MAX_POOL2D] = grad_max_pool2d,
-    [EMBER_OP_MAX_POOL2D_BACKWARD] = grad_max_pool2d_backward,
-    [EMBER_OP_AVG_POOL2D] = grad_avg_pool2d,
-    [EMBER_OP_AVG_POOL2D_BACKWARD] = grad_avg_pool2d_backward,
+#define OP(E, n, ni, no, fwd, grad, ...) [EMBER_OP_##E] = grad,
+#include "ops/ops.def"
 };
 
 static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi, arena *s)

@@ -1,7 +1,7 @@
-/* node.h: an autograd node as the engine (autograd.c) builds it and the
-   built-in rules (grad_rules.c) read it. Nodes are created, linked and freed
-   only by autograd.c; everyone else reads them through the inline helpers at
-   the end. */
+/* node.h: an autograd node as the engine builds it (autograd.c, node.c,
+   backward.c) and the built-in rules (grad_rules.c) read it. Nodes are
+   created, linked and freed only by the engine; everyone else reads them
+   through the inline helpers at the end. */
 #ifndef EMBER_NODE_H
 #define EMBER_NODE_H
 

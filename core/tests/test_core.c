@@ -25,7 +25,7 @@ static void test_creation(void)
     CHECK(ember_tensor_version(t) == 0);
     double v = 0;
     CHECK(ember_item(t, &v) == EMBER_ERR_SHAPE);
-    CHECK(strstr(ember_last_error(), "{2,3}") != NULL);
+    CHECK(strstr(ember_last_error(), "{2, 3}") != NULL);
     CHECK(((int64_t *)ember_tensor_data(t))[5] == 7);
     ember_tensor_retain(t);
     CHECK(ember_tensor_refcount(t) == 2);
@@ -58,7 +58,7 @@ static void test_broadcast_and_promotion(void)
     CHECK(ember_full(1, &s4, 1, EMBER_FLOAT32, EMBER_CPU, &four) == EMBER_OK);
     CHECK(ember_mul(a, four, &d) == EMBER_ERR_SHAPE);
     CHECK(d == NULL);
-    CHECK(strcmp(ember_last_error(), "mul: shapes {2,3} and {4} cannot be broadcast") == 0);
+    CHECK(strcmp(ember_last_error(), "mul: shapes {2, 3} and {4} cannot be broadcast") == 0);
     CHECK(ember_add(a, NULL, &d) == EMBER_ERR_ARG);
 
     /* int32 tensor + wrapped 1.5 -> float32; + wrapped 2 -> int32 */

@@ -4,6 +4,7 @@
 -- by the C core (ember_load_idx, gzip through zlib). Not a streaming loader:
 -- a data set lives in memory, and there are no worker threads.
 local ffi = require("ffi")
+local errors = require("ember.errors")
 local bit = require("bit")
 
 return function(ember)
@@ -16,7 +17,7 @@ return function(ember)
   if ember.progress == nil then ember.progress = require("ember.progress") end
   if ember.plot == nil then ember.plot = require("ember.plot") end
 
-  local function fail(op, msg, level) error("ember.data." .. op .. ": " .. msg, (level or 1) + 1) end
+  local function fail(op, msg) errors.fail("data." .. op, msg) end
 
   -- Objects that answer `#obj` under LuaJIT (whose tables ignore __len): a
   -- userdata proxy whose fields live in a plain table behind it.
@@ -32,7 +33,7 @@ return function(ember)
     return p
   end
 
-  local function shape_str(t) return "{" .. table.concat(t:shape(), ",") .. "}" end
+  local shape_str = errors.shape
 
   ---------------------------------------------------------------- TensorDataset
   local TensorDataset = { __name = "TensorDataset" }
@@ -46,7 +47,7 @@ return function(ember)
   -- the i-th sample (1-based): x[i] and y[i] as views (y[i] is 0-d for labels)
   function TensorDataset.get(self, i)
     if type(i) ~= "number" or i ~= floor(i) or i < 1 or i > self.n then
-      fail("get", ("index %s out of range for a data set of %d samples"):format(tostring(i), self.n), 2)
+      fail("get", ("index %s out of range for a data set of %d samples"):format(tostring(i), self.n))
     end
     if self.y then return self.x:select(1, i), self.y:select(1, i) end
     return self.x:select(1, i)
@@ -55,14 +56,14 @@ return function(ember)
   -- ember.data.TensorDataset(x, y?): samples along the first dim of both.
   function M.TensorDataset(x, y, op)
     op = op or "TensorDataset"
-    if not ember.is_tensor(x) then fail(op, "expected a tensor x, got " .. type(x), 2) end
-    if x:dim() == 0 then fail(op, "x must have at least one dim (the samples)", 2) end
+    if not ember.is_tensor(x) then fail(op, "expected a tensor x, got " .. type(x)) end
+    if x:dim() == 0 then fail(op, "x must have at least one dim (the samples)") end
     local n = x:size(1)
     if y ~= nil then
-      if not ember.is_tensor(y) then fail(op, "expected a tensor y, got " .. type(y), 2) end
+      if not ember.is_tensor(y) then fail(op, "expected a tensor y, got " .. type(y)) end
       if y:dim() == 0 or y:size(1) ~= n then
         fail(op, ("x %s and y %s hold different numbers of samples")
-          :format(shape_str(x), shape_str(y)), 2)
+          :format(shape_str(x), shape_str(y)))
       end
     end
     return object(TensorDataset, { x = x, y = y, n = n })
@@ -70,9 +71,9 @@ return function(ember)
 
   ---------------------------------------------------------------- IDX files
   local function load_idx(op, path)
-    if type(path) ~= "string" then fail(op, "expected a file path, got " .. type(path), 3) end
+    if type(path) ~= "string" then fail(op, "expected a file path, got " .. type(path)) end
     local rc = C.ember_load_idx(path, out1)
-    if rc < 0 then fail(op, ffi.string(C.ember_last_error()), 3) end
+    if rc < 0 then fail(op, ffi.string(C.ember_last_error())) end
     return ember._wrap(out1[0])
   end
 
@@ -86,7 +87,7 @@ return function(ember)
     if #s == 3 then
       x = x:reshape({ s[1], 1, s[2], s[3] })
     elseif #s ~= 4 then
-      fail(op, ("%s: expected images of 3 dims {N,H,W}, got %s"):format(images_path, shape_str(x)), 2)
+      fail(op, ("%s: expected images of 3 dims {N,H,W}, got %s"):format(images_path, shape_str(x)))
     end
     -- scaled in place: a second float copy of a whole data set would double the peak memory
     if x.dtype == "uint8" then x = x:to("float32"):div_(255) else x = x:to("float32") end
@@ -94,11 +95,11 @@ return function(ember)
     if labels_path ~= nil then
       y = load_idx(op, labels_path)
       if y:dim() ~= 1 then
-        fail(op, ("%s: expected labels of 1 dim {N}, got %s"):format(labels_path, shape_str(y)), 2)
+        fail(op, ("%s: expected labels of 1 dim {N}, got %s"):format(labels_path, shape_str(y)))
       end
       if y:size(1) ~= x:size(1) then
         fail(op, ("%d images in %s but %d labels in %s"):format(x:size(1), images_path, y:size(1),
-          labels_path), 2)
+          labels_path))
       end
       y = y:to("int64") + 1
     end
@@ -120,10 +121,10 @@ return function(ember)
     split = split or "train"
     local prefix = ({ train = "train", test = "t10k", t10k = "t10k" })[split]
     if not prefix then
-      fail("fashion_mnist", "split must be \"train\" or \"test\", got " .. tostring(split), 2)
+      fail("fashion_mnist", "split must be \"train\" or \"test\", got " .. tostring(split))
     end
     if dir ~= nil and type(dir) ~= "string" then
-      fail("fashion_mnist", "dir must be a string, got " .. type(dir), 2)
+      fail("fashion_mnist", "dir must be a string, got " .. type(dir))
     end
     local dirs = {}
     if dir then
@@ -150,7 +151,7 @@ return function(ember)
     if not images or not labels then
       fail("fashion_mnist", ("cannot find %s.gz in %s (install the data with "
         .. "`apt install dataset-fashion-mnist`, or point EMBER_DATA_DIR at a folder holding it)")
-        :format(images and lbl_name or img_name, table.concat(dirs, " or ")), 2)
+        :format(images and lbl_name or img_name, table.concat(dirs, " or ")))
     end
     return M.mnist_idx(images, labels, "fashion_mnist")
   end
@@ -182,7 +183,7 @@ return function(ember)
     end
     local shape = ffi.new("int64_t[1]", n)
     local I64 = ember._DTYPE_ID.int64
-    ember._check(C.ember_from_data(buf, I64, 1, shape, I64, 0, out1))
+    errors.check(C.ember_from_data(buf, I64, 1, shape, I64, 0, out1))
     return ember._wrap(out1[0])
   end
 
@@ -276,7 +277,7 @@ return function(ember)
   -- several loaders in step)
   function DataLoader.set_epoch(self, e)
     if type(e) ~= "number" or e ~= floor(e) or e < 0 then
-      fail("DataLoader.set_epoch", "expected a non-negative integer, got " .. tostring(e), 2)
+      fail("DataLoader.set_epoch", "expected a non-negative integer, got " .. tostring(e))
     end
     self.epoch = e
     return self
@@ -291,11 +292,11 @@ return function(ember)
   function M.DataLoader(ds, opts)
     opts = opts or {}
     if type(opts) ~= "table" then
-      fail("DataLoader", "options must be a table, got " .. type(opts), 2)
+      fail("DataLoader", "options must be a table, got " .. type(opts))
     end
     local bs = opts.batch_size or 1
     if type(bs) ~= "number" or bs ~= floor(bs) or bs < 1 or bs > 2 ^ 53 then
-      fail("DataLoader", "batch_size must be a positive integer, got " .. tostring(bs), 2)
+      fail("DataLoader", "batch_size must be a positive integer, got " .. tostring(bs))
     end
     local x, y, n
     local mt = type(ds) == "userdata" and getmetatable(ds)
@@ -303,14 +304,14 @@ return function(ember)
       x, y, n = ds.x, ds.y, ds.n
     elseif (type(ds) == "table" or type(ds) == "userdata") and ds.get then
       n = ds.size and ds:size() or #ds
-      if type(n) ~= "number" then fail("DataLoader", "cannot tell the size of the data set", 2) end
+      if type(n) ~= "number" then fail("DataLoader", "cannot tell the size of the data set") end
     else
       fail("DataLoader", "expected a data set (ember.data.TensorDataset, or an object with get(i) "
-        .. "and size()), got " .. type(ds), 2)
+        .. "and size()), got " .. type(ds))
     end
     local seed = opts.seed
     if seed ~= nil and (type(seed) ~= "number" or seed ~= floor(seed) or seed < 0) then
-      fail("DataLoader", "seed must be a non-negative integer, got " .. tostring(seed), 2)
+      fail("DataLoader", "seed must be a non-negative integer, got " .. tostring(seed))
     end
     if seed == nil and opts.shuffle then
       seed = ember.randint(0, 2 ^ 31, { 1 }):item()
@@ -328,7 +329,7 @@ return function(ember)
         seed = t:item()
       end
       if n < world then
-        fail("DataLoader", ("distributed over %d ranks needs at least %d samples, got %d"):format(world, world, n), 2)
+        fail("DataLoader", ("distributed over %d ranks needs at least %d samples, got %d"):format(world, world, n))
       end
     end
     return object(DataLoader, { dataset = ds, x = x, y = y, n = n, batch_size = bs,

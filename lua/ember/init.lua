@@ -28,13 +28,14 @@ local function candidates()
   return list
 end
 
-local function load_cdef()
-  local ok, cdef = pcall(require, "ember.cdef")
+-- ember/cdef.lua and ember/optable.lua are written by the build
+local function generated(name)
+  local ok, mod = pcall(require, "ember." .. name)
   if not ok then
-    error("ember: lua/ember/cdef.lua is missing; build the project first "
+    error("ember: lua/ember/" .. name .. ".lua is missing; build the project first "
       .. "(cmake -S . -B build && cmake --build build)", 0)
   end
-  ffi.cdef(cdef)
+  return mod
 end
 
 local function load_library()
@@ -75,19 +76,20 @@ local function choose_openblas_core()
   if not core then return end
   pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
   pcall(function() ffi.C.setenv("OPENBLAS_CORETYPE", core, 0) end)
-  ember._openblas_coretype = core
 end
 
-load_cdef()
+ffi.cdef(generated("cdef"))
+generated("optable")
 choose_openblas_core()
 local C, libpath = load_library()
 ember._C = C
 ember._libpath = libpath
-ember._ffi = ffi
 
 -- submodules may require("ember") while the package is being assembled
 package.loaded.ember = ember
-require("ember.tensor")(ember)
+local core = require("ember.tensor")(ember)
+require("ember.factories")(ember, core)
+require("ember.ops")(ember, core)
 require("ember.indexing")(ember)
 for _, name in ipairs({ "autodiff", "nn", "optim", "data", "io", "cuda", "distributed" }) do
   local ok, mod = pcall(require, "ember." .. name)

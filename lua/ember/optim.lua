@@ -15,8 +15,8 @@ local sqrt, cos, floor, pi, huge = math.sqrt, math.cos, math.floor, math.pi, mat
 local optim = {}
 
 ---------------------------------------------------------------- checks
--- errors start with the name of what failed ("SGD: lr must be ..."), no position
-local function fail(name, fmt, ...) error("ember.optim." .. name .. ": " .. fmt:format(...), 0) end
+local errors = require("ember.errors")
+local function fail(name, fmt, ...) errors.fail("optim." .. name, fmt:format(...)) end
 
 local function show(v)
   if type(v) == "number" then return tostring(v) end
@@ -238,7 +238,7 @@ local function same_shape(a, b)
   for i = 1, #a do if a[i] ~= b[i] then return false end end
   return true
 end
-local function shape_str(s) return "{" .. table.concat(s, ",") .. "}" end
+local shape_str = errors.shape
 
 -- Restores what state_dict returned, matching parameters by position. Every
 -- check runs before anything changes, so a bad state leaves the optimizer as it was.
@@ -358,7 +358,7 @@ local C = ember._C
 local ERR_UNSUPPORTED = -6
 local function fused(rc)
   if rc == 0 then return true end
-  if rc ~= ERR_UNSUPPORTED then ember._check(rc) end
+  if rc ~= ERR_UNSUPPORTED then errors.check(rc) end
   return false
 end
 

@@ -7,9 +7,8 @@
 #include <string.h>
 
 const ember__op_info ember__ops[EMBER_OP_COUNT] = {
-#define OP(E, n, ni, no, fwd, save) [EMBER_OP_##E] = {#n, ni, no, save, fwd},
+#define OP(E, n, ni, no, fwd, grad, flags, save) [EMBER_OP_##E] = {#n, ni, no, flags, save, fwd},
 #include "ops.def"
-#undef OP
 };
 
 static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)

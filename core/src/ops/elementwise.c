@@ -1,14 +1,12 @@
-/* elementwise.c: binary, unary, where, clamp, conversions and the in-place
-   forms, on the CPU. Typed loops for float32/float64/int32/int64/uint8 (with
-   fast paths for contiguous and scalar operands the compiler vectorises);
-   float16, bfloat16 and bool go through a generic loop that computes in double
-   and rounds once on store. */
+/* elementwise.c: binary, unary, where, clamp and conversions on the CPU (their
+   in-place forms: inplace.c). Typed loops for float32/float64/int32/int64/
+   uint8 (with fast paths for contiguous and scalar operands the compiler
+   vectorises); float16, bfloat16 and bool go through a generic loop that
+   computes in double and rounds once on store. */
 #include "ops.h"
-#include "../autograd.h"
 #include "../backend.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ binary kernels */
@@ -160,16 +158,17 @@ static double binary_double(int op, double x, double y)
     }
 }
 
-static bool is_cmp(int op) { return op >= EMBER_OP_EQ && op <= EMBER_OP_GE; }
+static bool is_cmp(int op) { return ember__ops[op].flags & OPF_BOOL_OUT; }
 
 static void binary_generic(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const gen_ctx *c = vctx;
-    int odt = is_cmp(c->op) ? EMBER_BOOL : c->dtype;
+    bool cmp = is_cmp(c->op);
+    int odt = cmp ? EMBER_BOOL : c->dtype;
     for (int64_t i = 0; i < n; i++) {
         double x = ember__load(p[1] + i * s[1], c->dtype), y = ember__load(p[2] + i * s[2], c->dtype);
         double v = binary_double(c->op, x, y);
-        if (c->dtype == EMBER_BOOL && !is_cmp(c->op)) v = v != 0;   /* bool arithmetic is logical */
+        if (c->dtype == EMBER_BOOL && !cmp) v = v != 0;   /* bool arithmetic is logical */
         ember__store(p[0] + i * s[0], odt, v);
     }
 }
@@ -210,7 +209,7 @@ static ember__loop_fn binary_kernel(int op, int dt, const ember_tensor *b)
 
 /* Runs a binary kernel into an output of the broadcast shape; `a` and `b`
    already have dtype dt. */
-static void run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
+void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
 {
     ember_iter it;
     ember_tensor *ts[3] = {o, a, b};
@@ -239,7 +238,7 @@ static bool run_binary_small(int op, int dt, ember_tensor *o, ember_tensor *a, e
 }
 
 /* The dtype a binary op computes in, and the dtype of its result. */
-static int binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
+int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
 {
     ember_tensor *ts[2] = {a, b};
     int rt = ember__result_type(2, ts);
@@ -250,7 +249,7 @@ static int binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
 
 /* PyTorch's rule: an integer to a negative integer power is an error (its
    value is a fraction an integer cannot hold). */
-static int no_negative_exponent(const ember_tensor *e)
+int ember__no_negative_exponent(const ember_tensor *e)
 {
     ember_iter it;
     ember_tensor *ts[1] = {(ember_tensor *)e};
@@ -281,12 +280,12 @@ int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     int nd, ct, rc;
     int64_t shape[EMBER_MAX_DIMS];
     EMBER_TRY(ember__broadcast_shape(name, 2, in, &nd, shape));
-    int odt = binary_types(op, a, b, &ct);
+    int odt = ember__binary_types(op, a, b, &ct);
     EMBER_CHECK(ember__as_dtype(a, ct, &ca));
     EMBER_CHECK(ember__as_dtype(b, ct, &cb));
-    if (op == EMBER_OP_POW && ember__is_int(ct)) EMBER_CHECK(no_negative_exponent(cb));
+    if (op == EMBER_OP_POW && ember__is_int(ct)) EMBER_CHECK(ember__no_negative_exponent(cb));
     EMBER_CHECK(ember__new(nd, shape, odt, EMBER_CPU, out));
-    if (!run_binary_small(op, ct, *out, ca, cb)) run_binary(op, ct, *out, ca, cb);
+    if (!run_binary_small(op, ct, *out, ca, cb)) ember__run_binary(op, ct, *out, ca, cb);
 done:
     ember_tensor_release(ca);
     ember_tensor_release(cb);
@@ -445,34 +444,10 @@ static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
         }                                                                                  \
     }
 
-UN_LOOP(neg_f32, float, -x)
-UN_LOOP(exp_f32, float, ember__expf(x))
-UN_LOOP(log_f32, float, logf(x))
-UN_LOOP(sqrt_f32, float, sqrtf(x))
-UN_LOOP(rsqrt_f32, float, 1.0f / sqrtf(x))
-UN_LOOP(abs_f32, float, fabsf(x))
-UN_LOOP(sign_f32, float, (float)((x > 0) - (x < 0)))
-UN_LOOP(sin_f32, float, sinf(x))
-UN_LOOP(cos_f32, float, cosf(x))
-UN_LOOP(tanh_f32, float, ember__tanhf(x))
-UN_LOOP(sigmoid_f32, float, sigmoidf_(x))
-UN_LOOP(relu_f32, float, x > 0 ? x : 0.0f)
-UN_LOOP(silu_f32, float, x * sigmoidf_(x))
-UN_LOOP(erf_f32, float, ember__erff(x))
-UN_LOOP(neg_f64, double, -x)
-UN_LOOP(exp_f64, double, exp(x))
-UN_LOOP(log_f64, double, log(x))
-UN_LOOP(sqrt_f64, double, sqrt(x))
-UN_LOOP(rsqrt_f64, double, 1.0 / sqrt(x))
-UN_LOOP(abs_f64, double, fabs(x))
-UN_LOOP(sign_f64, double, (double)((x > 0) - (x < 0)))
-UN_LOOP(sin_f64, double, sin(x))
-UN_LOOP(cos_f64, double, cos(x))
-UN_LOOP(tanh_f64, double, tanh(x))
-UN_LOOP(sigmoid_f64, double, sigmoid_(x))
-UN_LOOP(relu_f64, double, x > 0 ? x : 0.0)
-UN_LOOP(silu_f64, double, x * sigmoid_(x))
-UN_LOOP(erf_f64, double, erf(x))
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, grad, flags, save, F32, F64) UN_LOOP(n##_f32, float, F32) UN_LOOP(n##_f64, double, F64)
+#include "ops.def"
 UN_LOOP(neg_i32, int32_t, (int32_t)(0u - (uint32_t)x))
 UN_LOOP(neg_i64, int64_t, (int64_t)(0u - (uint64_t)x))
 UN_LOOP(abs_i32, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
@@ -489,23 +464,14 @@ typedef struct {
     double lo, hi;
 } un_ctx;
 
+/* the generic path: every dtype but float32 and float64, computed in double */
 static double unary_double(const un_ctx *c, double x)
 {
     switch (c->op) {
-    case EMBER_OP_NEG: return -x;
-    case EMBER_OP_EXP: return exp(x);
-    case EMBER_OP_LOG: return log(x);
-    case EMBER_OP_SQRT: return sqrt(x);
-    case EMBER_OP_RSQRT: return 1.0 / sqrt(x);
-    case EMBER_OP_ABS: return fabs(x);
-    case EMBER_OP_SIGN: return (x > 0) - (x < 0);
-    case EMBER_OP_SIN: return sin(x);
-    case EMBER_OP_COS: return cos(x);
-    case EMBER_OP_TANH: return tanh(x);
-    case EMBER_OP_SIGMOID: return sigmoid_(x);
-    case EMBER_OP_RELU: return x > 0 ? x : 0;
-    case EMBER_OP_SILU: return x * sigmoid_(x);
-    case EMBER_OP_ERF: return erf(x);
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return (F64);
+#include "ops.def"
     case EMBER_OP_GELU:
         if (c->approx) return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
         return 0.5 * x * (1 + erf(x * SQRT_HALF));
@@ -579,15 +545,17 @@ static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
 CLAMP_LOOP(clamp_f32, float)
 CLAMP_LOOP(clamp_f64, double)
 
-#define U(OPN, op) case EMBER_OP_##OPN: return dt == EMBER_FLOAT32 ? op##_f32 : op##_f64;
 static ember__loop_fn unary_kernel(int op, int dt)
 {
     if (dt == EMBER_FLOAT32 && op == EMBER_OP_GELU) return gelu_f32;
     if (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) {
+        bool f = dt == EMBER_FLOAT32;
         switch (op) {
-            U(NEG, neg) U(EXP, exp) U(LOG, log) U(SQRT, sqrt) U(RSQRT, rsqrt) U(ABS, abs)
-            U(SIGN, sign) U(SIN, sin) U(COS, cos) U(TANH, tanh) U(SIGMOID, sigmoid)
-            U(RELU, relu) U(SILU, silu) U(ERF, erf) U(CLAMP, clamp)
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, ...) case EMBER_OP_##E: return f ? n##_f32 : n##_f64;
+#include "ops.def"
+        case EMBER_OP_CLAMP: return f ? clamp_f32 : clamp_f64;
         default: return NULL;
         }
     }
@@ -604,21 +572,14 @@ static ember__loop_fn unary_kernel(int op, int dt)
     return NULL;
 }
 
-/* ops that keep integer dtypes; the others compute in float */
-static bool keeps_int(int op)
-{
-    return op == EMBER_OP_NEG || op == EMBER_OP_ABS || op == EMBER_OP_SIGN || op == EMBER_OP_RELU ||
-           op == EMBER_OP_CLAMP;
-}
-
 int ember__unary_dtype(int op, int dt)
 {
     if (ember__is_float(dt)) return dt;
-    if (keeps_int(op)) return dt == EMBER_BOOL && op != EMBER_OP_CLAMP ? EMBER_INT64 : dt;
+    if (ember__ops[op].flags & OPF_KEEPS_INT) return dt == EMBER_BOOL && op != EMBER_OP_CLAMP ? EMBER_INT64 : dt;
     return EMBER_FLOAT32;
 }
 
-static void run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
+void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
 {
     un_ctx c = {op, a->dtype, 0, 0, 0, 0, 0};
     if (op == EMBER_OP_GELU) c.approx = (int)at->i[0];
@@ -635,7 +596,6 @@ static void run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tens
     ember__iter_run(&it, fn ? fn : unary_generic, &c);
 }
 
-/* gelu: i[0] = tanh approximation. clamp: i[0] has_lo, i[1] has_hi, f[0] lo, f[1] hi. */
 int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -644,7 +604,7 @@ int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
     int dt = ember__unary_dtype(op, in[0]->dtype);
     EMBER_TRY(ember__as_dtype(in[0], dt, &a));
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
-    run_unary(op, at, *out, a);
+    ember__run_unary(op, at, *out, a);
 done:
     ember_tensor_release(a);
     return rc;
@@ -701,25 +661,19 @@ done:
 }
 
 /* ------------------------------------------------------------------ public entry points */
-#define BINARY_API(name, OPN)                                                              \
-    int ember_##name(ember_tensor *a, ember_tensor *b, ember_tensor **out)                  \
+#define OP(...)
+#define BINARY(E, n, ...)                                                                  \
+    int ember_##n(ember_tensor *a, ember_tensor *b, ember_tensor **out)                     \
     {                                                                                      \
         ember_tensor *in[2] = {a, b};                                                      \
-        return ember__dispatch(EMBER_OP_##OPN, 2, in, NULL, out);                          \
+        return ember__dispatch(EMBER_OP_##E, 2, in, NULL, out);                            \
     }
-BINARY_API(add, ADD)
-BINARY_API(sub, SUB)
-BINARY_API(mul, MUL)
-BINARY_API(div, DIV)
-BINARY_API(pow, POW)
-BINARY_API(maximum, MAXIMUM)
-BINARY_API(minimum, MINIMUM)
-BINARY_API(eq, EQ)
-BINARY_API(ne, NE)
-BINARY_API(lt, LT)
-BINARY_API(le, LE)
-BINARY_API(gt, GT)
-BINARY_API(ge, GE)
+#define UNARY(E, n, ...)                                                                   \
+    int ember_##n(ember_tensor *a, ember_tensor **out)                                     \
+    {                                                                                      \
+        return ember__dispatch(EMBER_OP_##E, 1, &a, NULL, out);                            \
+    }
+#include "ops.def"
 
 int ember_where(ember_tensor *cond, ember_tensor *a, ember_tensor *b, ember_tensor **out)
 {
@@ -733,26 +687,10 @@ int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor **out)
     return ember__dispatch(EMBER_OP_RELU_BACKWARD, 2, in, NULL, out);
 }
 
-#define UNARY_API(name, OPN)                                                               \
-    int ember_##name(ember_tensor *a, ember_tensor **out)                                  \
-    {                                                                                      \
-        return ember__dispatch(EMBER_OP_##OPN, 1, &a, NULL, out);                          \
-    }
-UNARY_API(neg, NEG)
-UNARY_API(exp, EXP)
-UNARY_API(log, LOG)
-UNARY_API(sqrt, SQRT)
-UNARY_API(rsqrt, RSQRT)
-UNARY_API(abs, ABS)
-UNARY_API(sign, SIGN)
-UNARY_API(sin, SIN)
-UNARY_API(cos, COS)
-UNARY_API(tanh, TANH)
-UNARY_API(sigmoid, SIGMOID)
-UNARY_API(relu, RELU)
-UNARY_API(silu, SILU)
-UNARY_API(erf, ERF)
-UNARY_API(clone, CLONE)
+int ember_clone(ember_tensor *a, ember_tensor **out)
+{
+    return ember__dispatch(EMBER_OP_CLONE, 1, &a, NULL, out);
+}
 
 int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out)
 {
@@ -794,209 +732,4 @@ int ember_detach(ember_tensor *a, ember_tensor **out)
     if (!a || !out) return ember__fail(EMBER_ERR_ARG, "detach: NULL argument");
     if (a->refcount <= 0) return ember__fail(EMBER_ERR_ARG, "detach: the tensor was released");
     return ember__make_view(a, a->ndim, a->shape, a->strides, a->offset, out);
-}
-
-/* ------------------------------------------------------------------ in place */
-static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 1 : 2; }
-
-/* The recorded form of an in-place op (see autograd.h): `r` is the value
-   computed out of place since `mark`; it is copied into a, whose history
-   moves to r's. */
-static int inplace_finish(ember_tensor *a, ember_tensor *r, uint64_t mark)
-{
-    ember_tensor *src = r, *tmp = NULL;
-    int rc = ember__ag_protect(a, mark);
-    if (rc == EMBER_OK && r->storage == a->storage) {   /* the value still reads a's memory */
-        rc = ember__run_nograd(EMBER_OP_CLONE, 1, &r, NULL, &tmp);
-        src = tmp;
-    }
-    if (rc == EMBER_OK) rc = ember__copy_kernel(a, src);
-    if (rc == EMBER_OK) {
-        a->storage->version++;
-        rc = ember__ag_commit(a, r);
-    }
-    ember_tensor_release(tmp);
-    ember_tensor_release(r);
-    return rc;
-}
-
-int ember__check_writable(const char *name, const ember_tensor *t)
-{
-    char sh[200], st[200];
-    if (t->storage->pins > 0)
-        return ember__fail(EMBER_ERR_STATE,
-                           "%s_: the tensor (shape %s) is needed by a backward run that has not finished "
-                           "(gm:backward_steps); finish or cancel the run first", name, ember__tshape(sh, t));
-    for (int d = 0; d < t->ndim; d++)
-        if (t->strides[d] == 0 && t->shape[d] > 1)
-            return ember__fail(EMBER_ERR_ARG,
-                               "%s_: more than one element of the written-to tensor (shape %s, strides %s) "
-                               "refers to a single memory location (an expand() view); clone() it first",
-                               name, ember__tshape(sh, t), ember__shape_str(st, t->ndim, t->strides));
-    return EMBER_OK;
-}
-
-static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
-{
-    const char *name = ember__ops[op].name;
-    char sa[200], sb[200], iname[32];
-    snprintf(iname, sizeof iname, "%s_", name);
-    if (!a || !b) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
-    if (a->refcount <= 0 || b->refcount <= 0) return ember__fail(EMBER_ERR_ARG, "%s_: a tensor that was released", name);
-    ember_tensor *in[2] = {a, b};
-    EMBER_TRY(ember__same_device(iname, 2, in));
-    int nd, ct;
-    int64_t shape[EMBER_MAX_DIMS];
-    EMBER_TRY(ember__broadcast_shape(iname, 2, in, &nd, shape));
-    if (nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape) != 0)
-        return ember__fail(EMBER_ERR_SHAPE, "%s_: shape %s cannot be broadcast to the shape %s of self",
-                           name, ember__tshape(sb, b), ember__tshape(sa, a));
-    int odt = binary_types(op, a, b, &ct);
-    if (category(odt) > category(a->dtype))
-        return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
-                           name, ember_dtype_name(odt), ember_dtype_name(a->dtype));
-    EMBER_TRY(ember__check_writable(name, a));
-    int rec = ember__ag_write_recorded(name, a, b);
-    EMBER_TRY(rec);
-    if (rec || a->storage->device != EMBER_CPU || ct != a->dtype) {
-        ember_tensor *r;
-        uint64_t mark = ember__ag_mark();
-        EMBER_TRY(ember__dispatch(op, 2, in, NULL, &r));
-        return inplace_finish(a, r, mark);
-    }
-    ember_tensor *cb;
-    EMBER_TRY(ember__as_dtype(b, ct, &cb));
-    if (op == EMBER_OP_POW && ember__is_int(ct)) {
-        int rc = no_negative_exponent(cb);
-        if (rc < 0) {
-            ember_tensor_release(cb);
-            return rc;
-        }
-    }
-    run_binary(op, ct, a, a, cb);
-    ember_tensor_release(cb);
-    a->storage->version++;
-    return EMBER_OK;
-}
-
-int ember_add_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_ADD, a, b); }
-int ember_sub_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_SUB, a, b); }
-int ember_mul_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_MUL, a, b); }
-int ember_div_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_DIV, a, b); }
-int ember_pow_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_POW, a, b); }
-
-static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
-{
-    const char *name = ember__ops[op].name;
-    if (!a) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
-    int dt = ember__unary_dtype(op, a->dtype);
-    if (dt != a->dtype)
-        return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
-                           name, ember_dtype_name(dt), ember_dtype_name(a->dtype));
-    EMBER_TRY(ember__check_writable(name, a));
-    int rec = ember__ag_write_recorded(name, a, NULL);
-    EMBER_TRY(rec);
-    if (rec || a->storage->device != EMBER_CPU) {
-        ember_tensor *r;
-        uint64_t mark = ember__ag_mark();
-        EMBER_TRY(ember__dispatch(op, 1, &a, at, &r));
-        return inplace_finish(a, r, mark);
-    }
-    run_unary(op, at, a, a);
-    a->storage->version++;
-    return EMBER_OK;
-}
-
-int ember_unary_(ember_tensor *a, const char *op)
-{
-    if (!op) return ember__fail(EMBER_ERR_ARG, "unary_: op name is NULL");
-    for (int k = EMBER_OP_NEG; k <= EMBER_OP_ERF; k++) {
-        if (k == EMBER_OP_GELU) continue;
-        if (strcmp(ember__ops[k].name, op) == 0) return unary_inplace(k, a, NULL);
-    }
-    return ember__fail(EMBER_ERR_ARG, "unary_: unknown in-place op '%s'", op);
-}
-
-int ember_clamp_(ember_tensor *a, int has_lo, double lo, int has_hi, double hi)
-{
-    ember_attrs at = {{has_lo != 0, has_hi != 0}, {lo, hi}};
-    return unary_inplace(EMBER_OP_CLAMP, a, &at);
-}
-
-int ember_copy_(ember_tensor *a, ember_tensor *src)
-{
-    char sa[200], sb[200];
-    if (!a || !src) return ember__fail(EMBER_ERR_ARG, "copy_: argument is NULL");
-    ember_tensor *in[2] = {a, src};
-    int nd;
-    int64_t shape[EMBER_MAX_DIMS];
-    EMBER_TRY(ember__broadcast_shape("copy_", 2, in, &nd, shape));
-    if (nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape) != 0)
-        return ember__fail(EMBER_ERR_SHAPE, "copy_: shape %s cannot be broadcast to the shape %s of self",
-                           ember__tshape(sb, src), ember__tshape(sa, a));
-    EMBER_TRY(ember__check_writable("copy", a));
-    int rec = ember__ag_write_recorded("copy", a, src);
-    EMBER_TRY(rec);
-    if (rec) {
-        /* the new value is src broadcast (and converted): record it as such */
-        ember_tensor *e = NULL, *r = NULL;
-        int rc;
-        uint64_t mark = ember__ag_mark();
-        EMBER_CHECK(ember_expand(src, a->ndim, a->shape, &e));
-        EMBER_CHECK(ember_to_dtype(e, a->dtype, &r));
-        rc = inplace_finish(a, r, mark);
-        r = NULL;
-    done:
-        ember_tensor_release(e);
-        ember_tensor_release(r);
-        return rc;
-    }
-    if (a->storage->device != EMBER_CPU || src->storage->device != EMBER_CPU) {
-        ember_tensor *moved;
-        EMBER_TRY(ember_to_device(src, a->storage->device, &moved));
-        int rc = a->storage->device == EMBER_CPU ? ember__copy_kernel(a, moved)
-                                                 : ember__backend(a->storage->device)->copy(a, moved);
-        ember_tensor_release(moved);
-        if (rc == EMBER_OK) a->storage->version++;
-        return rc;
-    }
-    if (ember_tensor_same_storage(a, src)) {   /* overlapping views: go through a copy */
-        ember_tensor *c;
-        EMBER_TRY(ember_clone(src, &c));
-        ember__copy_kernel(a, c);
-        ember_tensor_release(c);
-    } else {
-        ember__copy_kernel(a, src);
-    }
-    a->storage->version++;
-    return EMBER_OK;
-}
-
-int ember__fill_raw(ember_tensor *a, double value)
-{
-    if (a->storage->device != EMBER_CPU) return ember__backend(a->storage->device)->fill(a, value);
-    ember_tensor *s;
-    EMBER_TRY(ember_scalar(value, a->dtype, 0, &s));
-    ember__copy_kernel(a, s);
-    ember_tensor_release(s);
-    return EMBER_OK;
-}
-
-int ember_fill_(ember_tensor *a, double value)
-{
-    if (!a) return ember__fail(EMBER_ERR_ARG, "fill_: argument is NULL");
-    EMBER_TRY(ember__check_writable("fill", a));
-    EMBER_TRY(ember__check_value("fill_", value, a->dtype));
-    int rec = ember__ag_write_recorded("fill", a, NULL);
-    EMBER_TRY(rec);
-    if (rec) {
-        ember_tensor *s;
-        EMBER_TRY(ember_scalar(value, a->dtype, 0, &s));
-        int rc = ember_copy_(a, s);
-        ember_tensor_release(s);
-        return rc;
-    }
-    EMBER_TRY(ember__fill_raw(a, value));
-    a->storage->version++;
-    return EMBER_OK;
 }

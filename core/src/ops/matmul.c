@@ -134,6 +134,15 @@ static void gemm_int(int dt, int64_t M, int64_t N, int64_t K, const ember_tensor
         }
 }
 
+/* *t replaced by a contiguous copy of itself in dtype dt, also left in *copy */
+static int make_contiguous(ember_tensor **t, int dt, ember_tensor **copy)
+{
+    EMBER_TRY(ember__contiguous_as(*t, dt, copy));
+    ember_tensor_release(*t);
+    *t = *copy;
+    return EMBER_OK;
+}
+
 int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
@@ -236,22 +245,8 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
                                     cb->strides[cb->ndim - 1], &mb);
                 if (!ok_a || !ok_b) {
                     /* copy the whole operand once into contiguous memory, then go on from there */
-                    if (!ok_a && !contig_a) {
-                        rc = ember__new(ca->ndim, ca->shape, cdt, EMBER_CPU, &contig_a);
-                        if (rc == EMBER_OK) ember__copy_kernel(contig_a, ca);
-                        if (rc == EMBER_OK) {
-                            ember_tensor_release(ca);
-                            ca = contig_a;
-                        }
-                    }
-                    if (rc == EMBER_OK && !ok_b && !contig_b) {
-                        rc = ember__new(cb->ndim, cb->shape, cdt, EMBER_CPU, &contig_b);
-                        if (rc == EMBER_OK) ember__copy_kernel(contig_b, cb);
-                        if (rc == EMBER_OK) {
-                            ember_tensor_release(cb);
-                            cb = contig_b;
-                        }
-                    }
+                    if (!ok_a && !contig_a) rc = make_contiguous(&ca, cdt, &contig_a);
+                    if (rc == EMBER_OK && !ok_b && !contig_b) rc = make_contiguous(&cb, cdt, &contig_b);
                     if (rc != EMBER_OK) break;
                     bi--;   /* redo this batch with the contiguous operands */
                     continue;

@@ -7,12 +7,13 @@
 #include "../internal.h"
 
 enum ember_op {
-#define OP(E, n, ni, no, fwd, save) EMBER_OP_##E,
+#define OP(E, ...) EMBER_OP_##E,
 #include "ops.def"
-#undef OP
     EMBER_OP_COUNT
 };
 
+/* What backward keeps (ops.def's last column): the low byte always, the
+   second byte when input 0 needs a gradient, the third when input 1 does. */
 enum {
     SAVE_NONE = 0,
     SAVE_IN0 = 1 << 0,
@@ -20,6 +21,16 @@ enum {
     SAVE_IN2 = 1 << 2,
     SAVE_OUT0 = 1 << 4,
     SAVE_OUT1 = 1 << 5
+};
+#define IF_GRAD0(m) ((m) << 8)
+#define IF_GRAD1(m) ((m) << 16)
+
+/* ops.def's flags */
+enum {
+    OPF_INPLACE = 1 << 0,     /* has an in-place form <name>_ */
+    OPF_KEEPS_INT = 1 << 1,   /* unary: integer inputs keep their dtype */
+    OPF_BOOL_OUT = 1 << 2,    /* the result is bool */
+    OPF_LUA = 1 << 3          /* a generated Lua wrapper (BINARY and UNARY lines) */
 };
 
 /* Op attributes, stored by value in autograd nodes. The layout per op is
@@ -37,11 +48,25 @@ typedef struct ember__op_info {
     const char *name;
     int nin;      /* -1: a list */
     int nout;
-    unsigned save;
+    unsigned flags;
+    unsigned save;   /* SAVE_* with IF_GRAD0/IF_GRAD1 parts */
     ember__fwd_fn fwd;
 } ember__op_info;
 
 extern const ember__op_info ember__ops[EMBER_OP_COUNT];
+
+/* What a node of `op` keeps, given which of its inputs need a gradient. */
+static inline unsigned ember__op_save(int op, const uint8_t *needs)
+{
+    unsigned s = ember__ops[op].save;
+    return (s & 0xff) | (needs[0] ? (s >> 8) & 0xff : 0) | ((s >> 16) && needs[1] ? s >> 16 : 0);
+}
+/* Whether a node of `op` may keep one of its outputs. */
+static inline bool ember__op_may_save_output(int op)
+{
+    unsigned s = ember__ops[op].save;
+    return ((s | s >> 8 | s >> 16) & (SAVE_OUT0 | SAVE_OUT1)) != 0;
+}
 
 /* Runs op `op` on the inputs (checked for NULL and for one shared device),
    then records it for autograd when an input is tracked. out[] gets nout new
@@ -54,10 +79,9 @@ int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attr
                       ember_tensor **out);
 
 /* forwards, by family */
-#define OP(E, n, ni, no, fwd, save) \
+#define OP(E, n, ni, no, fwd, ...) \
     int fwd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 #include "ops.def"
-#undef OP
 
 /* ------------------------------------------------------------------ regions (shape.c)
    A view's geometry over its root's contiguous layout (attrs: i[0] ndim, i[1]
@@ -66,6 +90,17 @@ int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attr
 int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember_attrs *at);
 int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out);
 int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out);
+
+/* ------------------------------------------------------------------ elementwise.c
+   what its in-place forms (inplace.c) share with it */
+/* The dtype a binary op computes in (*compute), and the dtype of its result. */
+int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute);
+/* Fails for a negative exponent of an integer pow, as PyTorch does. */
+int ember__no_negative_exponent(const ember_tensor *e);
+/* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype dt. */
+void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
+/* Runs a unary op's kernel from a into o (same shape). */
+void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
 
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
@@ -96,6 +131,9 @@ void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
 int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src);
 /* Input `t` converted to dtype (a new reference; t itself when it already has it). */
 int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out);
+/* A contiguous CPU copy of t in dtype, made inside a forward (not an op of its
+   own): a new reference, t itself when it already is one. */
+int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);

@@ -14,9 +14,8 @@
    parameter whose gradient has gone to zero) is flushed to zero once it falls
    below the smallest normal number. Otherwise it lingers for ~150 steps in
    the subnormal range, where every multiply takes a microcode assist of ~100
-   cycles: on the MLP benchmark, 13,000 such values in one layer made the SGD
-   step 6x slower by the third epoch. What is dropped is below 1e-38, far
-   under the precision of any parameter it would be added to. */
+   cycles. What is dropped is below 1e-38, far under the precision of any
+   parameter it would be added to. */
 #include "ops.h"
 
 #include <float.h>

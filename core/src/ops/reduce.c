@@ -168,15 +168,8 @@ static int reduced_last(ember_tensor *a, unsigned mask, ember_tensor **out, int6
         }
     ember_tensor *v;
     EMBER_TRY(ember__make_view(a, a->ndim, shape, strides, a->offset, &v));
-    if (v->is_contiguous) {
-        *out = v;
-        return EMBER_OK;
-    }
-    ember_tensor *c;
-    int rc = ember__new(v->ndim, v->shape, v->dtype, EMBER_CPU, &c);
-    if (rc == EMBER_OK) ember__copy_kernel(c, v);
+    int rc = ember__contiguous_as(v, v->dtype, out);
     ember_tensor_release(v);
-    *out = rc == EMBER_OK ? c : NULL;
     return rc;
 }
 

@@ -8,17 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* a contiguous copy made inside a forward: not an op of its own */
-static int contiguous_nograd(ember_tensor *a, ember_tensor **out)
-{
-    if (a->is_contiguous) {
-        ember_tensor_retain(a);
-        *out = a;
-        return EMBER_OK;
-    }
-    EMBER_TRY(ember__new(a->ndim, a->shape, a->dtype, EMBER_CPU, out));
-    return ember__copy_kernel(*out, a);
-}
 
 /* A differentiable view of a: it holds a's root (see ember_tensor.base). */
 static int view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
@@ -103,7 +92,7 @@ int fwd_reshape(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
     int64_t strides[EMBER_MAX_DIMS];
     if (view_strides(a, nd, &at->i[1], strides)) return view_of(a, nd, &at->i[1], strides, a->offset, out);
     ember_tensor *c;
-    EMBER_TRY(contiguous_nograd(a, &c));
+    EMBER_TRY(ember__contiguous_as(a, a->dtype, &c));
     ember__contiguous_strides(nd, &at->i[1], strides);
     int rc = ember__make_view(c, nd, &at->i[1], strides, c->offset, out);
     ember_tensor_release(c);
@@ -251,8 +240,7 @@ static int read_indices(const char *op, ember_tensor *idx, int dim, int64_t size
 {
     EMBER_TRY(check_index(op, idx));
     ember_tensor *c;
-    EMBER_TRY(ember__new(idx->ndim, idx->shape, EMBER_INT64, EMBER_CPU, &c));
-    ember__copy_kernel(c, idx);
+    EMBER_TRY(ember__contiguous_as(idx, EMBER_INT64, &c));
     const int64_t *p = (const int64_t *)ember__ptr(c);
     for (int64_t i = 0; i < c->numel; i++) {
         if (p[i] < 0 || p[i] >= size) {
@@ -372,7 +360,7 @@ static int scatter_impl(const char *op, bool gather_like, int nd, const int64_t 
         return ember__fail(EMBER_ERR_SHAPE, "%s: index of shape %s does not match the source %s", op,
                            ember__tshape(sb, idx), ember__tshape(sa, src));
     EMBER_TRY(read_indices(op, idx, dim, shape[dim], &ix));
-    EMBER_CHECK(contiguous_nograd(src, &s));
+    EMBER_CHECK(ember__contiguous_as(src, src->dtype, &s));
     EMBER_CHECK(ember_full(nd, shape, 0, src->dtype, EMBER_CPU, out));
     {
         const int64_t *p = (const int64_t *)ember__ptr(ix);
@@ -642,7 +630,7 @@ int fwd_as_strided(int op, int nin, ember_tensor *const *in, const ember_attrs *
     ember_tensor *x = in[0], *c;
     if (x->is_contiguous)   /* a view of the input itself */
         return view_of(x, (int)at->i[0], &at->i[2], &at->i[2 + EMBER_MAX_DIMS], x->offset + at->i[1], out);
-    EMBER_TRY(contiguous_nograd(x, &c));
+    EMBER_TRY(ember__contiguous_as(x, x->dtype, &c));
     int rc = region_of(c, at, out);
     ember_tensor_release(c);
     return rc;

@@ -1,15 +1,34 @@
 -- Functional forms built on GradManager: grad, vjp and checkpoint.
+local errors = require("ember.errors")
 return function(ember, autodiff)
   local GradManager = autodiff.GradManager
   local is_tensor = ember.is_tensor
   local function pack(...) return { n = select("#", ...), ... } end
+
+  -- Runs body(gm) with a manager attached to xs and returns their gradients
+  -- (zeros where none came), leaving each x.grad as it was; body's error is
+  -- raised after that.
+  local function grads_of(xs, body)
+    local saved = {}
+    for i, x in ipairs(xs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
+    local gm = GradManager():attach(xs)
+    local ok, err = pcall(body, gm)
+    gm:release()
+    local grads = {}
+    for i, x in ipairs(xs) do
+      grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
+      x.grad = saved[i]
+    end
+    if not ok then error(err, 0) end
+    return grads
+  end
 
   -- grad(f) returns a function computing df/dx for a scalar f (first argument
   -- by default, or the arguments listed in argnums). Composable: the inner
   -- backward runs inside the outer recording, so grad(grad(f)) differentiates
   -- again (nested managers).
   function autodiff.grad(f, argnums)
-    if type(f) ~= "function" then error("ember.autodiff.grad: expected a function", 2) end
+    if type(f) ~= "function" then errors.raise("ember.autodiff.grad: expected a function") end
     return function(...)
       local args = pack(...)
       local which = argnums or { 1 }
@@ -17,27 +36,17 @@ return function(ember, autodiff)
       local xs = {}
       for i, k in ipairs(which) do
         local x = args[k]
-        if not is_tensor(x) then error("ember.autodiff.grad: argument " .. k .. " is not a tensor", 2) end
+        if not is_tensor(x) then errors.raise("ember.autodiff.grad: argument " .. k .. " is not a tensor") end
         xs[i] = x
       end
-      local saved = {}
-      for i, x in ipairs(xs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
-      local gm = GradManager():attach(xs)
-      local ok, err = pcall(function()
+      local grads = grads_of(xs, function(gm)
         gm:record()
         local y = f(unpack(args, 1, args.n))
         if not is_tensor(y) or y:numel() ~= 1 then
-          error("ember.autodiff.grad: f must return a one-element tensor", 0)
+          errors.raise("ember.autodiff.grad: f must return a one-element tensor")
         end
         gm:backward(y)
       end)
-      gm:release()
-      local grads = {}
-      for i, x in ipairs(xs) do
-        grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
-        x.grad = saved[i]
-      end
-      if not ok then error(err, 2) end
       return unpack(grads, 1, #xs)
     end
   end
@@ -46,24 +55,14 @@ return function(ember, autodiff)
   -- products with dy (a tensor or a list, one per output).
   function autodiff.vjp(f, inputs, dy)
     if is_tensor(inputs) then inputs = { inputs } end
-    local saved = {}
-    for i, x in ipairs(inputs) do saved[i] = rawget(x, "_grad"); x.grad = nil end
-    local gm = GradManager():attach(inputs)
     local outs
-    local ok, err = pcall(function()
+    local grads = grads_of(inputs, function(gm)
       gm:record()
       outs = pack(f(unpack(inputs)))
       local ys = {}
       for k = 1, outs.n do if is_tensor(outs[k]) then ys[#ys + 1] = outs[k] end end
       gm:backward(ys, dy)
     end)
-    gm:release()
-    local grads = {}
-    for i, x in ipairs(inputs) do
-      grads[i] = rawget(x, "_grad") or ember.zeros_like(x)
-      x.grad = saved[i]
-    end
-    if not ok then error(err, 2) end
     return outs.n == 1 and outs[1] or { unpack(outs, 1, outs.n) }, grads
   end
 
@@ -75,12 +74,12 @@ return function(ember, autodiff)
     local single = is_tensor(inputs)
     local list = single and { inputs } or inputs
     if type(list) ~= "table" or #list == 0 then
-      error(("ember.autodiff.%s: inputs must be a tensor or a list of tensors"):format(name), 3)
+      errors.raise(("ember.autodiff.%s: inputs must be a tensor or a list of tensors"):format(name))
     end
     for i, x in ipairs(list) do
-      if not is_tensor(x) then error(("ember.autodiff.%s: input %d is not a tensor"):format(name, i), 3) end
+      if not is_tensor(x) then errors.raise(("ember.autodiff.%s: input %d is not a tensor"):format(name, i)) end
       if x.dtype ~= "float32" and x.dtype ~= "float64" then
-        error(("ember.autodiff.%s: input %d is %s; only float32 and float64 can be differentiated"):format(name, i, x.dtype), 3)
+        errors.raise(("ember.autodiff.%s: input %d is %s; only float32 and float64 can be differentiated"):format(name, i, x.dtype))
       end
     end
     return list, single
@@ -88,13 +87,13 @@ return function(ember, autodiff)
   local function as_vectors(name, v, inputs, what)
     local list = is_tensor(v) and { v } or v
     if type(list) ~= "table" or #list ~= #inputs then
-      error(("ember.autodiff.%s: %s must be a tensor or a list of %d tensors"):format(name, what, #inputs), 3)
+      errors.raise(("ember.autodiff.%s: %s must be a tensor or a list of %d tensors"):format(name, what, #inputs))
     end
     for i, t in ipairs(list) do
       local want, got = inputs[i]:shape(), is_tensor(t) and t:shape() or nil
       if not got or table.concat(want, ",") ~= table.concat(got, ",") then
-        error(("ember.autodiff.%s: %s %d must have the shape {%s} of input %d"):format(name, what, i,
-          table.concat(want, ", "), i), 3)
+        errors.raise(("ember.autodiff.%s: %s %d must have the shape {%s} of input %d"):format(name, what, i,
+          table.concat(want, ", "), i))
       end
     end
     return list
@@ -119,12 +118,12 @@ return function(ember, autodiff)
   -- J[i][j] for output i and input j. Row by row: one forward and one backward
   -- of f per output element. Differentiable again by an outer manager.
   function autodiff.jacobian(f, inputs)
-    if type(f) ~= "function" then error("ember.autodiff.jacobian: expected a function", 2) end
+    if type(f) ~= "function" then errors.raise("ember.autodiff.jacobian: expected a function") end
     local xs, single_in = as_inputs("jacobian", inputs)
     local probe = pack(ember.no_grad(f, unpack(xs)))
     local outs = {}
     for k = 1, probe.n do
-      if not is_tensor(probe[k]) then error(("ember.autodiff.jacobian: output %d is not a tensor"):format(k), 2) end
+      if not is_tensor(probe[k]) then errors.raise(("ember.autodiff.jacobian: output %d is not a tensor"):format(k)) end
       outs[k] = probe[k]
     end
     local single_out = probe.n == 1
@@ -165,7 +164,7 @@ return function(ember, autodiff)
 
   -- hessian(f, inputs): the Jacobian of the gradient of a scalar f
   function autodiff.hessian(f, inputs)
-    if type(f) ~= "function" then error("ember.autodiff.hessian: expected a function", 2) end
+    if type(f) ~= "function" then errors.raise("ember.autodiff.hessian: expected a function") end
     local xs, single = as_inputs("hessian", inputs)
     local argnums = {}
     for i = 1, #xs do argnums[i] = i end
@@ -205,14 +204,14 @@ return function(ember, autodiff)
   end
 
   local function hessian_vector(name, f, inputs, v)
-    if type(f) ~= "function" then error(("ember.autodiff.%s: expected a function"):format(name), 3) end
+    if type(f) ~= "function" then errors.raise(("ember.autodiff.%s: expected a function"):format(name)) end
     local xs, single = as_inputs(name, inputs)
     local vs = as_vectors(name, v, xs, "v")
     local y, prods
     nested(xs, xs, function(inner, outer)
       y = f(unpack(xs))
       if not is_tensor(y) or y:numel() ~= 1 then
-        error(("ember.autodiff.%s: f must return a one-element tensor"):format(name), 0)
+        errors.raise(("ember.autodiff.%s: f must return a one-element tensor"):format(name))
       end
       inner:backward(y)
       local gs = grads_of(xs)
@@ -228,13 +227,13 @@ return function(ember, autodiff)
   -- jvp(f, inputs, v): f(inputs) and J v, by two reverse passes (the
   -- "double vjp" trick): u -> J^T u is linear, and its vjp with v is J v.
   function autodiff.jvp(f, inputs, v)
-    if type(f) ~= "function" then error("ember.autodiff.jvp: expected a function", 2) end
+    if type(f) ~= "function" then errors.raise("ember.autodiff.jvp: expected a function") end
     local xs = as_inputs("jvp", inputs)
     local vs = as_vectors("jvp", v, xs, "v")
     local probe = pack(ember.no_grad(f, unpack(xs)))
     local us = {}
     for k = 1, probe.n do
-      if not is_tensor(probe[k]) then error(("ember.autodiff.jvp: output %d is not a tensor"):format(k), 2) end
+      if not is_tensor(probe[k]) then errors.raise(("ember.autodiff.jvp: output %d is not a tensor"):format(k)) end
       us[k] = ember.zeros_like(probe[k])
     end
     local outs, results
@@ -255,7 +254,7 @@ return function(ember, autodiff)
   -- the vector-Jacobian products of f with fixed random cotangents: finite
   -- differences against second derivatives (float64 inputs, as gradcheck).
   function autodiff.gradgradcheck(f, inputs, opts)
-    if type(f) ~= "function" then error("ember.autodiff.gradgradcheck: expected a function", 2) end
+    if type(f) ~= "function" then errors.raise("ember.autodiff.gradgradcheck: expected a function") end
     local xs = as_inputs("gradgradcheck", inputs)
     local probe = pack(ember.no_grad(f, unpack(xs)))
     local dys = {}
@@ -276,7 +275,7 @@ return function(ember, autodiff)
   -- runs it again with recording on and differentiates that.
   local Checkpoint = {}
   function autodiff.checkpoint(fn, ...)
-    if type(fn) ~= "function" then error("ember.autodiff.checkpoint: expected a function", 2) end
+    if type(fn) ~= "function" then errors.raise("ember.autodiff.checkpoint: expected a function") end
     local args = pack(...)
     local F = autodiff.Function("checkpoint", function(...)
       local outs = pack(fn(...))

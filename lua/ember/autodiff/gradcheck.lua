@@ -1,6 +1,7 @@
 -- ember.autodiff.gradcheck: compares the Jacobian computed by backward with
 -- central finite differences, in float64, entry by entry.
 local ffi = require("ffi")
+local errors = require("ember.errors")
 
 return function(ember, autodiff)
   local C = ember._C
@@ -41,7 +42,7 @@ return function(ember, autodiff)
           io.stderr:write(("ember.autodiff.gradcheck: warning: input %d is %s, not a double precision "
             .. "tensor; the check may fail for rounding alone\n"):format(i, x.dtype))
         end
-        if x.device ~= "cpu" then error("ember.autodiff.gradcheck: inputs must be on the cpu", 2) end
+        if x.device ~= "cpu" then errors.raise("ember.autodiff.gradcheck: inputs must be on the cpu") end
         diff[#diff + 1] = i
       end
     end
@@ -80,7 +81,7 @@ return function(ember, autodiff)
     for _, i in ipairs(diff) do
       local x = inputs[i]
       local work = x
-      if x.dtype ~= "float64" then error("ember.autodiff.gradcheck: needs float64 inputs to perturb", 2) end
+      if x.dtype ~= "float64" then errors.raise("ember.autodiff.gradcheck: needs float64 inputs to perturb") end
       local ptrs = element_ptrs(work)
       for e, p in ipairs(ptrs) do
         local orig = p[0]
@@ -99,7 +100,7 @@ return function(ember, autodiff)
             if math.abs(num - ana) > atol + rtol * math.abs(num) then
               local msg = ("ember.autodiff.gradcheck: Jacobian mismatch for output %d with respect to input %d "
                 .. "at entry (%d, %d): numerical %.10g, analytical %.10g"):format(o, i, k, e, num, ana)
-              if raise then error(msg, 2) end
+              if raise then errors.raise(msg) end
               return false, msg
             end
           end

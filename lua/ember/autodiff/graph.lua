@@ -8,6 +8,7 @@
 -- accumulation into .grad, then post-accumulate hooks. For a non-leaf t, its
 -- tensor hooks run on the gradient of t before the prehooks of t's grad_fn.
 local ffi = require("ffi")
+local errors = require("ember.errors")
 
 return function(ember, autodiff)
   local C = ember._C
@@ -19,7 +20,6 @@ return function(ember, autodiff)
   local G = {}   -- engine-facing functions, installed as autodiff._graph
   autodiff._graph = G
 
-  local function fail(level) error("ember." .. ffi_string(C.ember_last_error()), level + 1) end
   local function pack(...) return { n = select("#", ...), ... } end
 
   ---------------------------------------------------------------- handles
@@ -35,7 +35,7 @@ return function(ember, autodiff)
     end
   end
   local function add_hook(list, fn, what)
-    if type(fn) ~= "function" then error("ember.autodiff: " .. what .. " must be a function", 3) end
+    if type(fn) ~= "function" then errors.raise("ember.autodiff: " .. what .. " must be a function") end
     local entry = { fn = fn }
     list[#list + 1] = entry
     return setmetatable({ _list = list, _entry = entry }, Handle)
@@ -86,7 +86,7 @@ return function(ember, autodiff)
 
   local function live(n, what)
     if C.ember_key_generation(n._key) ~= n._gen or n._gen == 0 then
-      error("ember.autodiff.Node." .. what .. ": the node's graph was released", 3)
+      errors.raise("ember.autodiff.Node." .. what .. ": the node's graph was released")
     end
     return n._p
   end
@@ -116,40 +116,36 @@ return function(ember, autodiff)
     st.metadata = st.metadata or {}
     return st.metadata
   end
-  function Node:register_hook(fn)
-    local p = live(self, "register_hook")
+  -- a hook in the node's list `field`; the node then stops backward to run it
+  local function node_hook(self, method, field, kind, fn)
+    local p = live(self, method)
     local st = node_state(p, true)
-    st.hooks = st.hooks or {}
+    st[field] = st[field] or {}
     C.ember_node_set_intercept(p, 1)
-    return add_hook(st.hooks, fn, "node hook")
+    return add_hook(st[field], fn, kind)
   end
-  function Node:register_prehook(fn)
-    local p = live(self, "register_prehook")
-    local st = node_state(p, true)
-    st.prehooks = st.prehooks or {}
-    C.ember_node_set_intercept(p, 1)
-    return add_hook(st.prehooks, fn, "node prehook")
-  end
+  function Node:register_hook(fn) return node_hook(self, "register_hook", "hooks", "node hook", fn) end
+  function Node:register_prehook(fn) return node_hook(self, "register_prehook", "prehooks", "node prehook", fn) end
 
   function Tensor.grad_fn(t)
-    return node_object(C.ember_grad_fn(ember._tensor_arg("grad_fn", t, 1, 2), nil))
+    return node_object(C.ember_grad_fn(ember._tensor_arg("grad_fn", t, 1), nil))
   end
 
   function graph.get_gradient_edge(t)
     local nr = ffi_new("int[1]")
-    local p = C.ember_gradient_edge(ember._tensor_arg("get_gradient_edge", t, 1, 2), nr)
-    if p == nil then error("ember.autodiff.graph.get_gradient_edge: the tensor is not tracked by any recording", 2) end
+    local p = C.ember_gradient_edge(ember._tensor_arg("get_gradient_edge", t, 1), nr)
+    if p == nil then errors.raise("ember.autodiff.graph.get_gradient_edge: the tensor is not tracked by any recording") end
     return { node = node_object(p), output_nr = nr[0] + 1 }
   end
 
   function graph.increment_version(t)
-    C.ember_tensor_bump_version(ember._tensor_arg("increment_version", t, 1, 2))
+    C.ember_tensor_bump_version(ember._tensor_arg("increment_version", t, 1))
     return t
   end
 
   ---------------------------------------------------------------- tensor hooks
   function Tensor.register_hook(t, fn)
-    local c = ember._tensor_arg("register_hook", t, 1, 2)
+    local c = ember._tensor_arg("register_hook", t, 1)
     local nr = ffi_new("int[1]")
     local p = C.ember_grad_fn(c, nr)
     if p ~= nil then   -- non-leaf: the hook sees the gradient of this output of its grad_fn
@@ -166,7 +162,7 @@ return function(ember, autodiff)
   end
 
   function Tensor.register_post_accumulate_grad_hook(t, fn)
-    ember._tensor_arg("register_post_accumulate_grad_hook", t, 1, 2)
+    ember._tensor_arg("register_post_accumulate_grad_hook", t, 1)
     local list = autodiff._post_hooks[t]
     if list == nil then list = {}; autodiff._post_hooks[t] = list end
     return add_hook(list, fn, "post-accumulate hook")
@@ -236,12 +232,12 @@ return function(ember, autodiff)
           local v0 = t:version()
           local packed = ember.no_grad(hooks.pack, t)
           if t:version() ~= v0 then
-            error("ember.autodiff.graph.saved_tensors_hooks: the pack hook modified its argument in place ("
-              .. name .. ")", 0)
+            errors.raise("ember.autodiff.graph.saved_tensors_hooks: the pack hook modified its argument in place ("
+              .. name .. ")")
           end
           st.packed[#st.packed + 1] = { kind = kind, index = i, value = packed, unpack = hooks.unpack,
             setter = setter }
-          if setter(p, i, nil) < 0 then fail(1) end
+          errors.check(setter(p, i, nil))
         end
       end
     end
@@ -259,8 +255,8 @@ return function(ember, autodiff)
           local name = ffi_string(C.ember_node_name(p))
           if anomaly > 0 then node_state(p, true).location = caller_location() end
           if #disabled > 0 then
-            error("ember.autodiff.graph.disable_saved_tensors_hooks: " .. disabled[#disabled]
-              .. " (while recording " .. name .. ")", 0)
+            errors.raise("ember.autodiff.graph.disable_saved_tensors_hooks: " .. disabled[#disabled]
+              .. " (while recording " .. name .. ")")
           end
           if #packing > 0 then pack_saved(p, name) end
         end
@@ -294,9 +290,9 @@ return function(ember, autodiff)
 
   function graph.saved_tensors_hooks(pack_fn, unpack_fn, fn, ...)
     if type(pack_fn) ~= "function" or type(unpack_fn) ~= "function" or type(fn) ~= "function" then
-      error("ember.autodiff.graph.saved_tensors_hooks: expected (pack, unpack, fn)", 2)
+      errors.raise("ember.autodiff.graph.saved_tensors_hooks: expected (pack, unpack, fn)")
     end
-    if #disabled > 0 then error("ember.autodiff.graph.saved_tensors_hooks: " .. disabled[#disabled], 2) end
+    if #disabled > 0 then errors.raise("ember.autodiff.graph.saved_tensors_hooks: " .. disabled[#disabled]) end
     return with(packing, { pack = pack_fn, unpack = unpack_fn }, fn, ...)
   end
 
@@ -316,9 +312,9 @@ return function(ember, autodiff)
 
   function graph.disable_saved_tensors_hooks(message, fn, ...)
     if type(message) ~= "string" or type(fn) ~= "function" then
-      error("ember.autodiff.graph.disable_saved_tensors_hooks: expected (message, fn)", 2)
+      errors.raise("ember.autodiff.graph.disable_saved_tensors_hooks: expected (message, fn)")
     end
-    if #packing > 0 then error("ember.autodiff.graph.disable_saved_tensors_hooks: " .. message, 2) end
+    if #packing > 0 then errors.raise("ember.autodiff.graph.disable_saved_tensors_hooks: " .. message) end
     disabled[#disabled + 1] = message
     local res = pack(pcall(fn, ...))
     table.remove(disabled)
@@ -328,7 +324,7 @@ return function(ember, autodiff)
 
   function graph.allow_mutation_on_saved_tensors(fn, ...)
     if C.ember_get_save_copies() ~= 0 then
-      error("ember.autodiff.graph.allow_mutation_on_saved_tensors: cannot be nested", 2)
+      errors.raise("ember.autodiff.graph.allow_mutation_on_saved_tensors: cannot be nested")
     end
     C.ember_set_save_copies(1)
     local res = pack(pcall(fn, ...))
@@ -355,12 +351,12 @@ return function(ember, autodiff)
 
   function graph.register_multi_grad_hook(tensors, fn, opts)
     if type(tensors) ~= "table" or #tensors == 0 then
-      error("ember.autodiff.graph.register_multi_grad_hook: expected a list of tensors", 2)
+      errors.raise("ember.autodiff.graph.register_multi_grad_hook: expected a list of tensors")
     end
-    if type(fn) ~= "function" then error("ember.autodiff.graph.register_multi_grad_hook: fn must be a function", 2) end
+    if type(fn) ~= "function" then errors.raise("ember.autodiff.graph.register_multi_grad_hook: fn must be a function") end
     local mode = opts and opts.mode or "all"
     if mode ~= "all" and mode ~= "any" then
-      error("ember.autodiff.graph.register_multi_grad_hook: mode must be \"all\" or \"any\", got " .. tostring(mode), 2)
+      errors.raise("ember.autodiff.graph.register_multi_grad_hook: mode must be \"all\" or \"any\", got " .. tostring(mode))
     end
     local m = { fn = fn, mode = mode, n = #tensors, grads = {}, serial = -1, fired = false }
     local handles = {}
@@ -418,7 +414,7 @@ return function(ember, autodiff)
   end
 
   local function hook_error(what, name, detail)
-    error(("ember.autodiff: %s of %s %s"):format(what, name, detail), 0)
+    errors.raise(("ember.autodiff: %s of %s %s"):format(what, name, detail))
   end
 
   local function check_hook_grads(what, name, old, new, n)
@@ -432,9 +428,9 @@ return function(ember, autodiff)
       end
       if g ~= nil and old[k] ~= nil then
         local a, b = g:shape(), old[k]:shape()
-        if table.concat(a, ",") ~= table.concat(b, ",") then
-          hook_error(what, name, ("returned a gradient of shape {%s} where {%s} was expected")
-            :format(table.concat(a, ","), table.concat(b, ",")))
+        if errors.shape(a) ~= errors.shape(b) then
+          hook_error(what, name, ("returned a gradient of shape %s where %s was expected")
+            :format(errors.shape(a), errors.shape(b)))
         end
       end
     end
@@ -449,7 +445,7 @@ return function(ember, autodiff)
         for _, e in ipairs(st.packed) do
           local t = e.unpack(e.value)
           if not is_tensor(t) then hook_error("the unpack hook", name, "must return a tensor, got " .. type(t)) end
-          if e.setter(p, e.index, t._c) < 0 then fail(1) end
+          errors.check(e.setter(p, e.index, t._c))
         end
         st.packed = nil
       end
@@ -502,8 +498,8 @@ return function(ember, autodiff)
         local bad = nonfinite(list[i])
         if bad then
           local loc = st and st.location or "?"
-          error(("ember.autodiff.detect_anomaly: %s returned %s values in its gradient for input %d; "
-            .. "the forward op was called at %s"):format(name, bad, i, loc), 0)
+          errors.raise(("ember.autodiff.detect_anomaly: %s returned %s values in its gradient for input %d; "
+            .. "the forward op was called at %s"):format(name, bad, i, loc))
         end
       end
     end

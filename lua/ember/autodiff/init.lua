@@ -7,7 +7,8 @@ local ffi = require("ffi")
 local ember = require("ember")
 
 local C = ember._C
-local wrap, wrap_borrowed, check = ember._wrap, ember._wrap_borrowed, ember._check
+local errors = require("ember.errors")
+local wrap, wrap_borrowed, check = ember._wrap, ember._wrap_borrowed, errors.check
 local is_tensor, tensor_arg = ember.is_tensor, ember._tensor_arg
 local ffi_new, ffi_cast, ffi_string = ffi.new, ffi.cast, ffi.string
 local type, select, error, pcall, setmetatable, rawequal = type, select, error, pcall,
@@ -19,17 +20,15 @@ local NEED_LUA, DONE = C.EMBER_NEED_LUA, C.EMBER_DONE
 local REQ_LEAF = C.EMBER_REQ_LEAF
 autodiff.FALLBACK = setmetatable({}, { __tostring = function() return "ember.autodiff.FALLBACK" end })
 
--- level 0: no position (engine errors are re-raised at the user's call)
-local function fail(level)
-  error("ember." .. ffi_string(C.ember_last_error()), level == 0 and 0 or level + 1)
-end
+-- raises the core's last error (at the user's line)
+local function fail() errors.raise("ember." .. ffi_string(C.ember_last_error())) end
 
 ---------------------------------------------------------------- grad mode
 function ember.is_grad_enabled() return C.ember_is_grad_enabled() ~= 0 end
 
 local function with_grad_mode(on, fn, ...)
   if type(fn) ~= "function" then
-    error(("ember.%s: expected a function, got %s"):format(on == 0 and "no_grad" or "enable_grad", type(fn)), 3)
+    errors.raise(("ember.%s: expected a function, got %s"):format(on == 0 and "no_grad" or "enable_grad", type(fn)))
   end
   local prev = C.ember_is_grad_enabled()
   C.ember_set_grad_enabled(on)
@@ -72,7 +71,7 @@ local function node_input_shape(node, i)
   for d = 1, nd do s[d] = tonumber(shape_buf[d - 1]) end
   return s
 end
-local function shape_str(s) return "{" .. table.concat(s, ",") .. "}" end
+local shape_str = errors.shape
 
 local function same_shape(t, s)
   local ts = t:shape()
@@ -87,8 +86,8 @@ end
 -- inputs, as Lua counts them (`return g, nil` is two); a bare tensor answers
 -- only a one-input function.
 local function wrong_count(name, n, nin, how)
-  error(("ember.autodiff: %s returned the wrong number of grads: %d%s for %d input%s")
-    :format(name, n, how, nin, nin == 1 and "" or "s"), 0)
+  errors.raise(("ember.autodiff: %s returned the wrong number of grads: %d%s for %d input%s")
+    :format(name, n, how, nin, nin == 1 and "" or "s"))
 end
 
 local function check_grads(name, node, nin, list, n)
@@ -96,15 +95,15 @@ local function check_grads(name, node, nin, list, n)
     local g = list[i]
     if g ~= nil then
       if type(g) == "number" then
-        error(("ember.autodiff: %s returned a non-tensor gradient (number) for input %d"):format(name, i), 0)
+        errors.raise(("ember.autodiff: %s returned a non-tensor gradient (number) for input %d"):format(name, i))
       elseif not is_tensor(g) then
-        error(("ember.autodiff: %s returned a non-tensor gradient (%s) for input %d"):format(name, type(g), i), 0)
+        errors.raise(("ember.autodiff: %s returned a non-tensor gradient (%s) for input %d"):format(name, type(g), i))
       end
       if C.ember_node_needs_input_grad(node, i - 1) ~= 0 then
         local want = node_input_shape(node, i - 1)
         if not same_shape(g, want) then
-          error(("ember.autodiff: %s returned a gradient of shape %s for input %d of shape %s")
-            :format(name, shape_str(g:shape()), i, shape_str(want)), 0)
+          errors.raise(("ember.autodiff: %s returned a gradient of shape %s for input %d of shape %s")
+            :format(name, shape_str(g:shape()), i, shape_str(want)))
         end
       end
     end
@@ -124,20 +123,24 @@ local function normalise_grads(name, node, nin, ...)
   return check_grads(name, node, nin, { ... }, n)
 end
 
-local grad_buf_cap = 16
-local grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
+-- tensor pointer buffers that grow to the largest count asked for
+local function pointer_buffer()
+  local cap, buf = 16, ffi_new("ember_tensor *[16]")
+  return function(n)
+    if n > cap then cap, buf = n, ffi_new("ember_tensor *[?]", n) end
+    return buf
+  end
+end
+local grad_buffer, gin_buffer = pointer_buffer(), pointer_buffer()
 
 local function supply(run, node, list, n)
   local nin = C.ember_node_num_inputs(node)
-  if nin > grad_buf_cap then
-    grad_buf_cap = nin
-    grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
-  end
+  local grad_buf = grad_buffer(nin)
   for i = 1, nin do
     local g = i <= n and list[i] or nil
     grad_buf[i - 1] = g ~= nil and g._c or nil
   end
-  if C.ember_backward_supply(run, nin, grad_buf) < 0 then fail(0) end
+  check(C.ember_backward_supply(run, nin, grad_buf))
 end
 
 local function node_needs(node)
@@ -147,22 +150,12 @@ local function node_needs(node)
   return needs
 end
 
-local gin_cap = 16
-local gin_buf = ffi_new("ember_tensor *[?]", gin_cap)
-
 -- The built-in rule's input grads for the waiting node, as wrapped tensors.
 local function builtin_grads(run, node, grads, nout)
   local nin = C.ember_node_num_inputs(node)
-  if nin > gin_cap then
-    gin_cap = nin
-    gin_buf = ffi_new("ember_tensor *[?]", gin_cap)
-  end
-  if nout > grad_buf_cap then
-    grad_buf_cap = nout
-    grad_buf = ffi_new("ember_tensor *[?]", grad_buf_cap)
-  end
+  local gin_buf, grad_buf = gin_buffer(nin), grad_buffer(nout)
   for k = 1, nout do grad_buf[k - 1] = grads[k] and grads[k]._c or nil end
-  if C.ember_backward_builtin_grads(run, nout, grad_buf, gin_buf) < 0 then fail(0) end
+  check(C.ember_backward_builtin_grads(run, nout, grad_buf, gin_buf))
   local list = {}
   for i = 1, nin do list[i] = wrap(gin_buf[i - 1]) end
   return list, nin
@@ -198,7 +191,7 @@ local function run_node(run, req)
   else
     local ctx = ctx_store[req.ctx_id]
     if ctx == nil or ctx.backward == nil then
-      error(("ember.autodiff: no grad rule for %s (a Function without backward)"):format(spec.name), 0)
+      errors.raise(("ember.autodiff: no grad rule for %s (a Function without backward)"):format(spec.name))
     end
     ctx.needs_input_grad = node_needs(node)
     local label = ("%s (Function '%s')"):format(name, spec.name)
@@ -208,7 +201,7 @@ local function run_node(run, req)
       list, n = normalise_grads(label, node, nin, ctx.backward(ctx, unpack(grads, 1, nout)))
     end
     if rawequal(list[1], autodiff.FALLBACK) then
-      error(("ember.autodiff: no grad rule for %s"):format(spec.name), 0)
+      errors.raise(("ember.autodiff: no grad rule for %s"):format(spec.name))
     end
   end
   if G then
@@ -230,10 +223,10 @@ function autodiff.Function(a, b)
     self.name = a.name or "function"
     self.forward = a.forward
     self.backward = a.backward
-    if type(self.forward) ~= "function" then error("ember.autodiff.Function: forward must be a function", 2) end
+    if type(self.forward) ~= "function" then errors.raise("ember.autodiff.Function: forward must be a function") end
   else
     if type(a) ~= "string" or type(b) ~= "function" then
-      error("ember.autodiff.Function: expected (name, fn) or {name =, forward =, backward =}", 2)
+      errors.raise("ember.autodiff.Function: expected (name, fn) or {name =, forward =, backward =}")
     end
     self.name = a
     self.closure_fn = b
@@ -242,9 +235,7 @@ function autodiff.Function(a, b)
   return self
 end
 
-local io_buf_cap = 16
-local in_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
-local out_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
+local in_buffer, out_buffer = pointer_buffer(), pointer_buffer()
 
 local Ctx = {}
 Ctx.__index = Ctx
@@ -263,7 +254,7 @@ function Function.__call(self, ...)
   end
   local ctx = setmetatable({ needs_input_grad = {} }, Ctx)
   for i, x in ipairs(inputs) do
-    ctx.needs_input_grad[i] = C.ember_is_tracked(tensor_arg(self.name, x, i, 2)) ~= 0
+    ctx.needs_input_grad[i] = C.ember_is_tracked(tensor_arg(self.name, x, i)) ~= 0
   end
   local res
   if self.closure_fn then
@@ -290,18 +281,14 @@ function Function.__call(self, ...)
   end
   if C.ember_is_grad_enabled() ~= 0 and #outputs > 0 then
     local nin, nout = #inputs, #outputs
-    if math.max(nin, nout) > io_buf_cap then
-      io_buf_cap = math.max(nin, nout)
-      in_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
-      out_buf = ffi_new("ember_tensor *[?]", io_buf_cap)
-    end
+    local in_buf, out_buf = in_buffer(nin), out_buffer(nout)
     for i = 1, nin do in_buf[i - 1] = inputs[i]._c end
     for k = 1, nout do out_buf[k - 1] = outputs[k]._c end
     next_ctx = next_ctx + 1
     ctx_store[next_ctx] = ctx
     if C.ember_record_custom(self.name, self.rule_id, next_ctx, nin, in_buf, nout, out_buf) < 0 then
       ctx_store[next_ctx] = nil
-      fail(2)
+      fail()
     end
   end
   return unpack(res, 1, res.n)
@@ -311,13 +298,13 @@ autodiff.Function_mt = Function
 -- Replaces the rule of a built-in op; nil restores it.
 local overrides = {}
 function autodiff.register_grad_rule(op, fn)
-  if type(op) ~= "string" then error("ember.autodiff.register_grad_rule: op name must be a string", 2) end
+  if type(op) ~= "string" then errors.raise("ember.autodiff.register_grad_rule: op name must be a string") end
   if fn ~= nil and type(fn) ~= "function" then
-    error("ember.autodiff.register_grad_rule: rule must be a function or nil", 2)
+    errors.raise("ember.autodiff.register_grad_rule: rule must be a function or nil")
   end
   local id = 0
   if fn then id = new_rule({ name = op, kind = "override", fn = fn }) end
-  if C.ember_set_rule_override(op, id) < 0 then fail(2) end
+  check(C.ember_set_rule_override(op, id))
   if overrides[op] then rules[overrides[op]] = nil end
   overrides[op] = fn and id or nil
 end
@@ -332,7 +319,7 @@ autodiff.GradManager = setmetatable({}, {
 
 local live_key = ffi_new("int[1]")
 function GradManager.new()
-  if C.ember_key_new(0, live_key) < 0 then fail(2) end
+  check(C.ember_key_new(0, live_key))
   local key = live_key[0]
   local self = setmetatable({
     _key = key,
@@ -355,11 +342,10 @@ end
 
 -- What must not happen to a manager while its backward runs (from a
 -- callback, a hook or a rule): an error, and the manager stays usable.
-local function not_running(self, what, level)
+local function not_running(self, what)
   if self._running then
-    error(("ember.GradManager.%s: not allowed while this manager's backward is running "
-      .. "(from a callback, a hook or a grad rule, or a backward_steps run not yet finished)"):format(what),
-      level or 3)
+    errors.raise(("ember.GradManager.%s: not allowed while this manager's backward is running "
+      .. "(from a callback, a hook or a grad rule, or a backward_steps run not yet finished)"):format(what))
   end
 end
 
@@ -375,23 +361,23 @@ end
 function GradManager:attach(tensors, callbacks)
   not_running(self, "attach")
   local list = as_list(tensors)
-  if list == nil then error("ember.GradManager.attach: expected a tensor or a list of tensors, got " .. type(tensors), 2) end
+  if list == nil then errors.raise("ember.GradManager.attach: expected a tensor or a list of tensors, got " .. type(tensors)) end
   local cbs = {}
   if callable(callbacks) then
     cbs = { callbacks }
   elseif type(callbacks) == "table" then
     for i, cb in ipairs(callbacks) do
-      if not callable(cb) then error("ember.GradManager.attach: callback " .. i .. " is not a function", 2) end
+      if not callable(cb) then errors.raise("ember.GradManager.attach: callback " .. i .. " is not a function") end
       cbs[i] = cb
     end
   elseif callbacks ~= nil then
-    error("ember.GradManager.attach: callbacks must be a function or a list of functions", 2)
+    errors.raise("ember.GradManager.attach: callbacks must be a function or a list of functions")
   end
   for i, t in ipairs(list) do
-    if not is_tensor(t) then error("ember.GradManager.attach: entry " .. i .. " is not a tensor", 2) end
+    if not is_tensor(t) then errors.raise("ember.GradManager.attach: entry " .. i .. " is not a tensor") end
     local dt = t.dtype
     if not (dt == "float32" or dt == "float64" or dt == "float16" or dt == "bfloat16") then
-      error("ember.GradManager.attach: only floating point tensors can be attached, got " .. dt, 2)
+      errors.raise("ember.GradManager.attach: only floating point tensors can be attached, got " .. dt)
     end
   end
   for _, t in ipairs(list) do
@@ -409,7 +395,7 @@ function GradManager:attach(tensors, callbacks)
   end
   for _, t in ipairs(list) do
     if C.ember_key_is_recording(self._key) ~= 0 then
-      if C.ember_key_track(self._key, t._c) < 0 then fail(2) end
+      check(C.ember_key_track(self._key, t._c))
     end
   end
   return self
@@ -443,13 +429,13 @@ function GradManager:is_recording() return C.ember_key_is_recording(self._key) ~
 
 function GradManager:record()
   not_running(self, "record")
-  if C.ember_key_record(self._key) < 0 then fail(2) end
+  check(C.ember_key_record(self._key))
   local order = attach_order(self)
   for i = 1, order.n do
     local t = order[i]
     if t ~= nil and C.ember_key_track(self._key, t._c) < 0 then
       C.ember_key_release(self._key)
-      fail(2)
+      fail()
     end
   end
   return self
@@ -467,25 +453,31 @@ end
 -- then swallowed): the flush point of callbacks that defer work, such as
 -- ember.distributed's bucketed all-reduce. See docs/autodiff.md.
 function GradManager:register_before_backward_returns(fn)
-  if type(fn) ~= "function" then error("ember.GradManager.register_before_backward_returns: expected a function", 2) end
+  if type(fn) ~= "function" then errors.raise("ember.GradManager.register_before_backward_returns: expected a function") end
   self._flush[#self._flush + 1] = fn
   return self
 end
 
 function GradManager:register_after_backward_callback(fn)
-  if type(fn) ~= "function" then error("ember.GradManager.register_after_backward_callback: expected a function", 2) end
+  if type(fn) ~= "function" then errors.raise("ember.GradManager.register_after_backward_callback: expected a function") end
   self._after[#self._after + 1] = fn
   return self
 end
 
-function GradManager:scope(fn, ...)
-  if getmetatable(self) ~= GradManager then error("ember.GradManager.scope: call it as gm:scope(fn)", 2) end
-  if type(fn) ~= "function" then error("ember.GradManager.scope: expected a function, got " .. type(fn), 2) end
-  self:record()
+-- fn(...) between m:record() and m:release() (a manager or a group); its
+-- error is raised after the release
+local function recorded(m, fn, ...)
+  m:record()
   local res = pack(pcall(fn, ...))
-  self:release()
+  m:release()
   if not res[1] then error(res[2], 0) end
   return unpack(res, 2, res.n)
+end
+
+function GradManager:scope(fn, ...)
+  if getmetatable(self) ~= GradManager then errors.raise("ember.GradManager.scope: call it as gm:scope(fn)") end
+  if type(fn) ~= "function" then errors.raise("ember.GradManager.scope: expected a function, got " .. type(fn)) end
+  return recorded(self, fn, ...)
 end
 
 local req = ffi_new("ember_backward_req")
@@ -506,10 +498,10 @@ end
 -- assignment to .grad) must fit its tensor.
 local function describe(t) return shape_str(t:shape()) .. " " .. t.dtype .. " on " .. t.device end
 local function check_user_grad(t, g, who)
-  if not is_tensor(g) then error(("ember.%s returned a non-tensor (%s) for a tensor of shape %s")
-    :format(who, type(g), shape_str(t:shape())), 0) end
+  if not is_tensor(g) then errors.raise(("ember.%s returned a non-tensor (%s) for a tensor of shape %s")
+    :format(who, type(g), shape_str(t:shape()))) end
   if not same_shape(g, t:shape()) or g.dtype ~= t.dtype or g.device ~= t.device then
-    error(("ember.%s returned a gradient %s for a tensor %s"):format(who, describe(g), describe(t)), 0)
+    errors.raise(("ember.%s returned a gradient %s for a tensor %s"):format(who, describe(g), describe(t)))
   end
   return g
 end
@@ -562,7 +554,7 @@ local function drive(self, run, pending, deadline)
     else rc = C.ember_backward_step(run, req) end
     if rc == DONE then return true end
     if rc == PAUSED then return false end
-    if rc < 0 then fail(0) end
+    check(rc)
     if req.kind == REQ_LEAF then
       run_leaf(self, req, pending)
     else
@@ -591,10 +583,10 @@ end
 -- Checks y and dy and starts a run of this manager's backward (what backward
 -- and backward_steps share); errors are raised at the user's call.
 -- (a closure made in start would keep LuaJIT from compiling every backward)
-local function bad_call(what, msg) error("ember.GradManager." .. what .. ": " .. msg, 4) end
+local function bad_call(what, msg) errors.raise("ember.GradManager." .. what .. ": " .. msg) end
 
 local function start(self, what, y, dy)
-  not_running(self, what, 4)
+  not_running(self, what)
   local ys = as_list(y)
   if ys == nil or #ys == 0 then bad_call(what, "expected a tensor or a list of tensors as y") end
   local dys = dy == nil and {} or as_list(dy)
@@ -603,26 +595,21 @@ local function start(self, what, y, dy)
     bad_call(what, ("%d dy for %d y; give one dy per y (or none)"):format(table.maxn(dys), #ys))
   end
   if #ys > 64 then bad_call(what, ("at most 64 y, got %d"):format(#ys)) end
-  if C.ember_key_is_recording(self._key) == 0 then bad_call(what, "no computation history (did you call gm:record()?)") end
+  -- the C core checks what y and dy hold (record()ed, scalar y, dy's shape)
   for i, yi in ipairs(ys) do
     if not is_tensor(yi) then bad_call(what, "y " .. i .. " is not a tensor") end
     local d = dys[i]
-    if d == nil then
-      if yi:numel() ~= 1 then
-        bad_call(what, "dy can be omitted only for scalar outputs, got y of shape " .. shape_str(yi:shape()))
-      end
-    elseif not is_tensor(d) then
-      bad_call(what, "dy " .. i .. " is not a tensor")
-    elseif not same_shape(d, yi:shape()) then
-      bad_call(what, "dy of shape " .. shape_str(d:shape()) .. " does not match y of shape " .. shape_str(yi:shape()))
-    end
+    if d ~= nil and not is_tensor(d) then bad_call(what, "dy " .. i .. " is not a tensor") end
     ys_buf[i - 1] = yi._c
     dys_buf[i - 1] = d and d._c or nil
   end
-  if C.ember_backward_begin(self._key, #ys, ys_buf, dys_buf, run_out) < 0 then
-    local msg = ffi_string(C.ember_last_error())
-    if run_out[0] ~= nil then C.ember_backward_end(run_out[0]) else self:release() end
-    error("ember." .. msg, 4)
+  local rc = C.ember_backward_begin(self._key, #ys, ys_buf, dys_buf, run_out)
+  if rc < 0 then
+    local msg = ffi_string(C.ember_last_error()):gsub("^GradManager%.backward:", "GradManager." .. what .. ":")
+    -- a bad dy leaves the recording for a second try; any other failure ends it
+    if run_out[0] ~= nil then C.ember_backward_end(run_out[0])
+    elseif rc ~= C.EMBER_ERR_SHAPE then self:release() end
+    errors.raise("ember." .. msg)
   end
   local G = autodiff._graph
   if G then G.backward_begin() end
@@ -632,7 +619,7 @@ end
 
 -- Ends a run: on success the .grad updates, post-accumulate hooks and
 -- after-backward callbacks; on failure (or cancel) every .grad as it was.
-local function finish(st, ok, err, level)
+local function finish(st, ok, err)
   local self = st.gm
   st.closed = true
   self._running = false
@@ -643,7 +630,7 @@ local function finish(st, ok, err, level)
   if not ok then
     for _, fn in ipairs(self._flush) do pcall(fn, false) end
     if err == nil then return end   -- cancelled
-    error(err, level + 1)
+    error(err, 0)   -- raised at the user's line already (ember.errors)
   end
   for _, fn in ipairs(self._flush) do fn(true) end
   local pending = st.pending
@@ -659,7 +646,7 @@ end
 function GradManager:backward(y, dy)
   local st = start(self, "backward", y, dy)
   local ok, err = pcall(drive, self, st.run, st.pending, nil)
-  finish(st, ok, err, 2)
+  finish(st, ok, err)
   return self
 end
 
@@ -674,30 +661,30 @@ function GradManager:backward_steps(y, dy)
   local st = setmetatable(start(self, "backward_steps", y, dy), Run)
   -- a run the host forgets is cancelled when it is collected
   local guard = newproxy(true)
-  getmetatable(guard).__gc = function() if not st.closed then finish(st, false, nil, 1) end end
+  getmetatable(guard).__gc = function() if not st.closed then finish(st, false, nil) end end
   st._guard = guard
   return st
 end
 
 function Run:step(seconds)
-  if getmetatable(self) ~= Run then error("ember.BackwardRun.step: call it as run:step(seconds)", 2) end
-  if self.closed then error("ember.BackwardRun.step: the run has ended (completed, failed or cancelled)", 2) end
+  if getmetatable(self) ~= Run then errors.raise("ember.BackwardRun.step: call it as run:step(seconds)") end
+  if self.closed then errors.raise("ember.BackwardRun.step: the run has ended (completed, failed or cancelled)") end
   if type(seconds) ~= "number" or not (seconds >= 0) then
-    error("ember.BackwardRun.step: expected a budget in seconds >= 0, got " .. tostring(seconds), 2)
+    errors.raise("ember.BackwardRun.step: expected a budget in seconds >= 0, got " .. tostring(seconds))
   end
   local deadline = seconds < math.huge and C.ember_clock() + seconds or nil
   local ok, done = pcall(drive, self.gm, self.run, self.pending, deadline)
-  if not ok then finish(self, false, done, 2) end
+  if not ok then finish(self, false, done) end
   if done then
-    finish(self, true, nil, 2)
+    finish(self, true, nil)
     return true
   end
   return false
 end
 
 function Run:cancel()
-  if getmetatable(self) ~= Run then error("ember.BackwardRun.cancel: call it as run:cancel()", 2) end
-  if not self.closed then finish(self, false, nil, 2) end
+  if getmetatable(self) ~= Run then errors.raise("ember.BackwardRun.cancel: call it as run:cancel()") end
+  if not self.closed then finish(self, false, nil) end
 end
 
 function Run:is_done() return self.closed == true end
@@ -707,10 +694,10 @@ local Group = {}
 Group.__index = Group
 local next_group = 0
 function autodiff.group(gms)
-  if type(gms) ~= "table" or #gms == 0 then error("ember.autodiff.group: expected a list of GradManagers", 2) end
+  if type(gms) ~= "table" or #gms == 0 then errors.raise("ember.autodiff.group: expected a list of GradManagers") end
   for i, gm in ipairs(gms) do
     if getmetatable(gm) ~= GradManager then
-      error(("ember.autodiff.group: entry %d is not a GradManager (got %s)"):format(i, type(gm)), 2)
+      errors.raise(("ember.autodiff.group: entry %d is not a GradManager (got %s)"):format(i, type(gm)))
     end
   end
   next_group = next_group + 1
@@ -726,12 +713,8 @@ function Group:release()
   return self
 end
 function Group:scope(fn, ...)
-  if type(fn) ~= "function" then error("ember.autodiff.group.scope: expected a function, got " .. type(fn), 2) end
-  self:record()
-  local res = pack(pcall(fn, ...))
-  self:release()
-  if not res[1] then error(res[2], 0) end
-  return unpack(res, 2, res.n)
+  if type(fn) ~= "function" then errors.raise("ember.autodiff.group.scope: expected a function, got " .. type(fn)) end
+  return recorded(self, fn, ...)
 end
 
 ---------------------------------------------------------------- stats

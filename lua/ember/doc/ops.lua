@@ -53,6 +53,10 @@ Elementwise `a >= b` as a bool tensor.
 ### `Tensor:log()`, `ember.log(t)`, `Tensor:log_()`
 The natural logarithm, elementwise; `log_` in place.
 
+### `Tensor:log1p()`, `ember.log1p(t)`, `Tensor:log1p_()`
+`log(1 + t)`, elementwise, exact for small `t` where `log(1 + t)` would round
+`1 + t` first; `log1p_` in place.
+
 ### `Tensor:sqrt()`, `ember.sqrt(t)`, `Tensor:sqrt_()`
 `sqrt(t)`, elementwise; `sqrt_` in place.
 

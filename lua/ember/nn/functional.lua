@@ -12,13 +12,10 @@ local ffi = require("ffi")
 local C = ember._C
 local F = {}
 
-local function fail(op, fmt, ...)
-  error(("ember.%s: " .. fmt):format(op, ...), 3)
-end
+local errors = require("ember.errors")
+local function fail(op, fmt, ...) errors.fail(op, fmt:format(...)) end
 
-local function shape_str(t)
-  return "{" .. table.concat(t:shape(), ", ") .. "}"
-end
+local shape_str = errors.shape
 
 local function is_tensor(x) return ember.is_tensor(x) end
 
@@ -52,9 +49,7 @@ local function pair(op, name, v, default)
   return p
 end
 
-local function check(rc)
-  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
-end
+local check = errors.check
 
 local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
@@ -68,7 +63,7 @@ function F.linear(x, w, b)
   if #xs == 0 or xs[#xs] ~= w:size(2) then
     fail("linear", "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
   end
-  check(C.ember_linear(ember._ptr("linear", x, 1, 2), ember._ptr("linear", w, 2, 2), out1))
+  check(C.ember_linear(ember._ptr("linear", x, 1), ember._ptr("linear", w, 2), out1))
   local y = ember._wrap(out1[0])
   if b ~= nil then
     need_tensor("linear", "bias", b)
@@ -85,7 +80,7 @@ function F.conv2d(x, w, b, opts)
   opts = opts_of("conv2d", opts, CONV_OPTS)
   local groups = opts.groups or 1
   if type(groups) ~= "number" then fail("conv2d", "groups must be a number, got %s", type(groups)) end
-  check(C.ember_conv2d(ember._ptr("conv2d", x, 1, 2), ember._ptr("conv2d", w, 2, 2),
+  check(C.ember_conv2d(ember._ptr("conv2d", x, 1), ember._ptr("conv2d", w, 2),
     pair("conv2d", "stride", opts.stride, 1), pair("conv2d", "padding", opts.padding, 0),
     pair("conv2d", "dilation", opts.dilation, 1), groups, out1))
   local y = ember._wrap(out1[0])
@@ -110,7 +105,7 @@ end
 -- returns the pooled values and, when asked for, the int64 flat positions of the maxima
 function F.max_pool2d(x, kernel, opts, return_indices)
   local k, s, p = pool_args("max_pool2d", x, kernel, opts)
-  check(C.ember_max_pool2d(ember._ptr("max_pool2d", x, 1, 2), k, s, p, out2, out2 + 1))
+  check(C.ember_max_pool2d(ember._ptr("max_pool2d", x, 1), k, s, p, out2, out2 + 1))
   local y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
   if return_indices then return y, idx end
   return y
@@ -118,7 +113,7 @@ end
 
 function F.avg_pool2d(x, kernel, opts)
   local k, s, p = pool_args("avg_pool2d", x, kernel, opts)
-  check(C.ember_avg_pool2d(ember._ptr("avg_pool2d", x, 1, 2), k, s, p, out1))
+  check(C.ember_avg_pool2d(ember._ptr("avg_pool2d", x, 1), k, s, p, out1))
   return ember._wrap(out1[0])
 end
 

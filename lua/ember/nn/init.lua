@@ -13,13 +13,11 @@
 local ember = require("ember")
 local F = require("ember.nn.functional")
 
+local errors = require("ember.errors")
+
 local nn = { functional = F }
 local is_tensor = ember.is_tensor
-
-local function shape_str(s)
-  if is_tensor(s) then s = s:shape() end
-  return "{" .. table.concat(s, ", ") .. "}"
-end
+local shape_str = errors.shape
 
 ---------------------------------------------------------------- Module
 local Module = {}
@@ -97,13 +95,13 @@ end
 function Module:init() end
 
 function Module:forward()
-  error("ember.nn." .. self.__name .. ": forward is not defined", 2)
+  errors.raise("ember.nn." .. self.__name .. ": forward is not defined")
 end
 
 function Module:register_buffer(name, t)
   local f = fields(self)
   if t ~= nil and not is_tensor(t) then
-    error(("ember.nn.%s: register_buffer('%s') needs a tensor, got %s"):format(self.__name, name, type(t)), 2)
+    errors.raise(("ember.nn.%s: register_buffer('%s') needs a tensor, got %s"):format(self.__name, name, type(t)))
   end
   if not f.kind[name] then f.order[#f.order + 1] = name end
   f.kind[name], f.values[name] = "buffer", t
@@ -254,7 +252,7 @@ end
 -- every check passes. The second argument is strict, or {strict =, torch_names =}.
 function Module:load_state_dict(sd, strict)
   if type(sd) ~= "table" then
-    error(("ember.nn.%s: load_state_dict expects a table of tensors, got %s"):format(self.__name, type(sd)), 2)
+    errors.raise(("ember.nn.%s: load_state_dict expects a table of tensors, got %s"):format(self.__name, type(sd)))
   end
   local opts = type(strict) == "table" and strict or nil
   if opts then strict = opts.strict end
@@ -288,7 +286,7 @@ function Module:load_state_dict(sd, strict)
       .. (opts and opts.torch_names and "" or naming_hint(self, unexpected))
   end
   if #problems > 0 then
-    error(("ember.nn.%s: load_state_dict failed: %s"):format(self.__name, table.concat(problems, "; ")), 2)
+    errors.raise(("ember.nn.%s: load_state_dict failed: %s"):format(self.__name, table.concat(problems, "; ")))
   end
   ember.no_grad(function()
     for k, t in pairs(mine) do
@@ -336,7 +334,7 @@ Module.__instance_mt = { __class = Module, __module = true, __index = instance_i
 ---------------------------------------------------------------- helpers for layers
 local function check_int(layer, name, v, min)
   if type(v) ~= "number" or v ~= math.floor(v) or v < (min or 1) then
-    error(("ember.nn.%s: %s must be an integer >= %d, got %s"):format(layer, name, min or 1, tostring(v)), 4)
+    errors.raise(("ember.nn.%s: %s must be an integer >= %d, got %s"):format(layer, name, min or 1, tostring(v)))
   end
   return v
 end
@@ -344,10 +342,10 @@ end
 local function check_opts(layer, o, allowed)
   if o == nil then return {} end
   if type(o) ~= "table" or is_tensor(o) then
-    error(("ember.nn.%s: options must be a table, got %s"):format(layer, type(o)), 4)
+    errors.raise(("ember.nn.%s: options must be a table, got %s"):format(layer, type(o)))
   end
   for k in pairs(o) do
-    if not allowed[k] then error(("ember.nn.%s: unknown option '%s'"):format(layer, tostring(k)), 4) end
+    if not allowed[k] then errors.raise(("ember.nn.%s: unknown option '%s'"):format(layer, tostring(k))) end
   end
   return o
 end
@@ -358,9 +356,9 @@ local function uniform(shape, bound, dtype)
 end
 
 local function need_input(layer, x, ok, expected)
-  if not is_tensor(x) then error(("ember.nn.%s: input must be a tensor, got %s"):format(layer, type(x)), 3) end
+  if not is_tensor(x) then errors.raise(("ember.nn.%s: input must be a tensor, got %s"):format(layer, type(x))) end
   if not ok(x) then
-    error(("ember.nn.%s: input of shape %s does not fit: expected %s"):format(layer, shape_str(x), expected), 4)
+    errors.raise(("ember.nn.%s: input of shape %s does not fit: expected %s"):format(layer, shape_str(x), expected))
   end
 end
 
@@ -406,7 +404,7 @@ function Conv2d:init(cin, cout, kernel, opts, padding)
   check_int("Conv2d", "out_channels", cout)
   check_int("Conv2d", "groups", groups)
   if cin % groups ~= 0 or cout % groups ~= 0 then
-    error(("ember.nn.Conv2d: groups = %d must divide in_channels = %d and out_channels = %d"):format(groups, cin, cout), 3)
+    errors.raise(("ember.nn.Conv2d: groups = %d must divide in_channels = %d and out_channels = %d"):format(groups, cin, cout))
   end
   local k = pair_of(kernel)
   check_int("Conv2d", "kernel_size", k[1])
@@ -502,7 +500,7 @@ nn.LayerNorm = LayerNorm
 function LayerNorm:init(shape, opts)
   opts = check_opts("LayerNorm", opts, { eps = true, elementwise_affine = true, dtype = true })
   if type(shape) == "number" then shape = { shape } end
-  if type(shape) ~= "table" then error("ember.nn.LayerNorm: normalized_shape must be a number or a list", 3) end
+  if type(shape) ~= "table" then errors.raise("ember.nn.LayerNorm: normalized_shape must be a number or a list") end
   self.normalized_shape, self.eps = shape, opts.eps or 1e-5
   if opts.elementwise_affine ~= false then
     self.weight = ember.ones(shape, { dtype = opts.dtype or "float32" })
@@ -519,7 +517,7 @@ nn.Dropout = Dropout
 function Dropout:init(p)
   p = p == nil and 0.5 or p
   if type(p) ~= "number" or p < 0 or p > 1 then
-    error(("ember.nn.Dropout: p must be in [0, 1], got %s"):format(tostring(p)), 3)
+    errors.raise(("ember.nn.Dropout: p must be in [0, 1], got %s"):format(tostring(p)))
   end
   self.p = p
 end
@@ -539,7 +537,7 @@ function Embedding:forward(idx)
   if is_tensor(idx) and (idx.dtype == "int64" or idx.dtype == "int32") and idx:numel() > 0 then
     local lo, hi = idx:min():item(), idx:max():item()
     if lo < 1 or hi > self.num_embeddings then
-      error(("ember.nn.Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings), 2)
+      errors.raise(("ember.nn.Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings))
     end
   end
   return F.embedding(idx, self.weight)
@@ -550,7 +548,7 @@ local function activation(name, fn)
   local A = Module:extend(name)
   function A:init(opts) self.opts = opts end
   function A:forward(x)
-    if not is_tensor(x) then error(("ember.nn.%s: input must be a tensor, got %s"):format(name, type(x)), 2) end
+    if not is_tensor(x) then errors.raise(("ember.nn.%s: input must be a tensor, got %s"):format(name, type(x))) end
     return fn(x, self.opts)
   end
   return A
@@ -569,7 +567,7 @@ nn.Flatten = Flatten
 -- nn.Flatten(start = 2, end = -1): keeps the batch dim
 function Flatten:init(s, e) self.start_dim, self.end_dim = s or 2, e or -1 end
 function Flatten:forward(x)
-  if not is_tensor(x) then error("ember.nn.Flatten: input must be a tensor, got " .. type(x), 2) end
+  if not is_tensor(x) then errors.raise("ember.nn.Flatten: input must be a tensor, got " .. type(x)) end
   return x:flatten(self.start_dim, self.end_dim)
 end
 
@@ -582,7 +580,7 @@ function Sequential:init(...)
   for i = 1, n do
     local m = select(i, ...)
     if not (type(m) == "table" and getmetatable(m) and getmetatable(m).__module) then
-      error(("ember.nn.Sequential: argument %d is not a module (got %s)"):format(i, type(m)), 3)
+      errors.raise(("ember.nn.Sequential: argument %d is not a module (got %s)"):format(i, type(m)))
     end
     self[tostring(i)] = m
   end
@@ -634,7 +632,7 @@ function MHA:init(embed_dim, num_heads, opts)
   check_int("MultiheadAttention", "embed_dim", embed_dim)
   check_int("MultiheadAttention", "num_heads", num_heads)
   if embed_dim % num_heads ~= 0 then
-    error(("ember.nn.MultiheadAttention: embed_dim %d must be divisible by num_heads %d"):format(embed_dim, num_heads), 3)
+    errors.raise(("ember.nn.MultiheadAttention: embed_dim %d must be divisible by num_heads %d"):format(embed_dim, num_heads))
   end
   self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim / num_heads
   self.dropout, self.batch_first = opts.dropout or 0, opts.batch_first or false

@@ -13,18 +13,10 @@ local L = { functional = {} }
 local F = L.functional
 local is_tensor = ember.is_tensor
 
--- raises at the first frame outside ember's Lua files: the user's call
--- (nn.init raises through it too)
-local EMBER_DIR = debug.getinfo(1, "S").source:match("^(.*/)nn/[^/]*$")
-local function fail(op, fmt, ...)
-  local level = 2
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not (info and EMBER_DIR and info.source:sub(1, #EMBER_DIR) == EMBER_DIR) then break end
-    level = level + 1
-  end
-  error(op .. ": " .. fmt:format(...), level)
-end
+-- "<op>: <message>" raised at the user's line (ember.errors finds it; nn.init
+-- and the layers raise through this too)
+local errors = require("ember.errors")
+local function fail(op, fmt, ...) errors.raise(op .. ": " .. fmt:format(...)) end
 
 L.fail = fail
 

@@ -1,0 +1,42 @@
+/* nn.h: what the neural-network kernels (conv.c, pool.c) share: argument
+   checks, window geometry, the attrs of their public entry points, and the
+   dtype rule: float32 and float64 compute natively; float16 and bfloat16
+   compute in float32 and round once at the end; integer inputs are an error.
+   N batch, C channels, H x W spatial. */
+#ifndef EMBER_NN_H
+#define EMBER_NN_H
+
+#include "ops.h"
+
+/* The dtype kernels compute in: float32 for the half types. */
+static inline int nn_compute_dtype(int dt) { return dt == EMBER_FLOAT64 ? EMBER_FLOAT64 : EMBER_FLOAT32; }
+
+/* output extent of a window sweep, or a negative number when the window does not fit */
+static inline int64_t nn_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil)
+{
+    int64_t span = dil * (k - 1) + 1;
+    if (in + 2 * pad < span) return -1;
+    return (in + 2 * pad - span) / stride + 1;
+}
+
+/* Converts a float32/float64 result into the caller's dtype (steals res). */
+int ember__nn_finish(ember_tensor *res, int dt, ember_tensor **out);
+int ember__nn_need_float(const char *op, const char *what, const ember_tensor *t);
+int ember__nn_need_4d(const char *op, const char *what, const ember_tensor *t);
+/* grain in rows so a task moves at least ~32K elements */
+int64_t ember__nn_rows_grain(int64_t row_elems);
+
+/* attrs: i[0..1], i[2..3] and i[4..5] from three pairs (c may be NULL) */
+void ember__nn_set_pairs(ember_attrs *at, const int64_t *a, const int64_t *b, const int64_t *c);
+/* attrs i[7] ndim and i[8..11]: the shape a backward op produces */
+int ember__nn_set_shape(ember_attrs *at, const char *op, const int64_t *shape);
+int ember__nn_attr_shape(const char *op, const ember_attrs *at, int64_t *shape);
+
+#define NEED_ARGS(op, ...)                                                                     \
+    do {                                                                                       \
+        const void *args_[] = {__VA_ARGS__};                                                   \
+        for (size_t k_ = 0; k_ < sizeof args_ / sizeof args_[0]; k_++)                         \
+            if (!args_[k_]) return ember__fail(EMBER_ERR_ARG, "%s: an argument is NULL", op);  \
+    } while (0)
+
+#endif
