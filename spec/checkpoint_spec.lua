@@ -47,10 +47,23 @@ describe("ember.get_rng_state / set_rng_state", function()
     for i = 1, #a do assert.are.equal(bits(a[i]), bits(b[i])) end
   end)
 
+  it("draws nothing: a run that reads the state draws what a run that does not draws", function()
+    ember.manual_seed(11)
+    ember.rand({ 5 })
+    local plain_draw = bits(ember.randn({ 6 }))
+    ember.manual_seed(11)
+    ember.rand({ 5 })
+    local s = ember.get_rng_state()
+    assert.are.same({ seed = 11, offset = s.offset }, s)
+    assert.is_true(s.offset > 0)
+    assert.are.equal(plain_draw, bits(ember.randn({ 6 })))
+  end)
+
   it("names bad states", function()
-    for _, bad in ipairs({ 5, {}, { seed = -1 }, { seed = 1.5 }, { seed = 2 ^ 53 } }) do
+    for _, bad in ipairs({ 5, {}, { seed = 1 }, { seed = -1, offset = 0 }, { seed = 1.5, offset = 0 },
+                           { seed = 2 ^ 64, offset = 0 }, { seed = 1, offset = -2 } }) do
       assert.error_matches(function() ember.set_rng_state(bad) end,
-        "ember.set_rng_state: expected what get_rng_state returned ({seed = n})", 1, true)
+        "ember.set_rng_state: expected what get_rng_state returned ({seed = n, offset = m})", 1, true)
     end
   end)
 end)

@@ -168,6 +168,10 @@ EMBER_API int ember_eye(int64_t n, int64_t m, int dtype, int device, ember_tenso
    every run, thread count and platform. */
 EMBER_API void ember_manual_seed(uint64_t seed);
 EMBER_API uint64_t ember_initial_seed(void);
+/* The whole generator state: the seed and the next unused counter block.
+   Setting a state got earlier makes the draws after it repeat exactly. */
+EMBER_API int ember_get_rng_state(uint64_t *seed, uint64_t *offset);
+EMBER_API void ember_set_rng_state(uint64_t seed, uint64_t offset);
 EMBER_API int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out);
 EMBER_API int ember_randn(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out);
 EMBER_API int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int dtype,

@@ -43,6 +43,21 @@ void ember_manual_seed(uint64_t seed)
 
 uint64_t ember_initial_seed(void) { return g_seed; }
 
+int ember_get_rng_state(uint64_t *seed, uint64_t *offset)
+{
+    if (!seed || !offset)
+        return ember__fail(EMBER_ERR_ARG, "get_rng_state: NULL %s", !seed ? "seed" : "offset");
+    *seed = g_seed;
+    *offset = g_offset;
+    return EMBER_OK;
+}
+
+void ember_set_rng_state(uint64_t seed, uint64_t offset)
+{
+    g_seed = seed;
+    g_offset = offset;
+}
+
 static inline double u24(uint32_t x) { return (x >> 8) * (1.0 / 16777216.0); }
 static inline double u53(uint32_t a, uint32_t b)
 {

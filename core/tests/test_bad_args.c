@@ -122,6 +122,9 @@ int main(void)
     BAD(ember_randint(10, 0, 2, s23, EMBER_INT64, EMBER_CPU, &o));
     BAD(ember_uniform_(NULL, 0, 1));
     BAD(ember_normal_(NULL, 0, 1));
+    uint64_t seed = 0, offset = 0;
+    BAD(ember_get_rng_state(NULL, &offset));
+    BAD(ember_get_rng_state(&seed, NULL));
     CHECK(o == NULL);
 
     /* ---- reading */

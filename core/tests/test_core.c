@@ -203,6 +203,29 @@ static void test_backward(void)
     free_graph(&G);
 }
 
+/* a state read with ember_get_rng_state and set again repeats the draws
+   made after it; reading it draws nothing */
+static void test_rng_state(void)
+{
+    const int64_t n[1] = {6};
+    ember_tensor *a = NULL, *b = NULL, *c = NULL;
+    uint64_t seed = 0, offset = 0, offset2 = 0;
+    ember_manual_seed(3);
+    CHECK(ember_rand(1, n, EMBER_FLOAT32, EMBER_CPU, &a) == EMBER_OK);
+    CHECK(ember_get_rng_state(&seed, &offset) == EMBER_OK);
+    CHECK(seed == 3 && offset > 0);
+    CHECK(ember_get_rng_state(&seed, &offset2) == EMBER_OK && offset2 == offset);
+    CHECK(ember_randn(1, n, EMBER_FLOAT32, EMBER_CPU, &b) == EMBER_OK);
+    ember_manual_seed(99);
+    ember_set_rng_state(seed, offset);
+    CHECK(ember_randn(1, n, EMBER_FLOAT32, EMBER_CPU, &c) == EMBER_OK);
+    CHECK(memcmp(ember_tensor_data(b), ember_tensor_data(c), 6 * sizeof(float)) == 0);
+    CHECK(memcmp(ember_tensor_data(a), ember_tensor_data(b), 6 * sizeof(float)) != 0);
+    ember_tensor_release(a);
+    ember_tensor_release(b);
+    ember_tensor_release(c);
+}
+
 int main(void)
 {
     test_creation();
@@ -210,6 +233,7 @@ int main(void)
     test_inplace_and_versions();
     test_backward();
     test_budgeted_backward();
+    test_rng_state();
     ember_memory_stats_t m;
     ember_memory_stats(&m);
     CHECK(m.live_tensors == 0);

@@ -190,22 +190,31 @@ return function(ember, H)
   end
   function ember.initial_seed() return tonumber(C.ember_initial_seed()) end
 
-  -- The generator is a seed and a counter, and the core does not expose the
-  -- counter. So get_rng_state moves the generator to a seed drawn from it and
-  -- returns that seed: set_rng_state(get_rng_state()) changes nothing, and a
-  -- run restored from a saved state draws what the saving run drew after
-  -- saving. Calling it does change later draws (as one more draw would).
-  function ember.get_rng_state()
-    local seed = ember.randint(0, 2 ^ 53, {}):item()
-    C.ember_manual_seed(seed)
-    return { seed = seed }
-  end
-  function ember.set_rng_state(state)
-    local seed = type(state) == "table" and state.seed
-    if not is_int(seed) or seed < 0 or seed >= 2 ^ 53 then
-      fail("set_rng_state", ("expected what get_rng_state returned ({seed = n}), got %s")
-        :format(type(state) == "table" and "seed = " .. tostring(seed) or type(state)))
+  -- The generator's whole state, the seed and the next unused counter block,
+  -- as Lua numbers: setting a state got earlier repeats the draws made after
+  -- it, and getting it draws nothing. A part past 2^53 that a Lua number
+  -- cannot hold exactly (only a seed set from C can be one) is refused.
+  local rng_state = ffi.new("uint64_t[2]")
+  local function exact(v, what)
+    local n = tonumber(v)
+    if ffi.cast("uint64_t", n) ~= v then
+      fail("get_rng_state", ("the generator's %s %s is past what a Lua number holds exactly")
+        :format(what, (tostring(v):gsub("ULL$", ""))))
     end
-    C.ember_manual_seed(seed)
+    return n
+  end
+  function ember.get_rng_state()
+    check(C.ember_get_rng_state(rng_state, rng_state + 1))
+    return { seed = exact(rng_state[0], "seed"), offset = exact(rng_state[1], "offset") }
+  end
+  local function uint64(v) return is_int(v) and v >= 0 and v < 2 ^ 64 end
+  function ember.set_rng_state(state)
+    local seed, offset = type(state) == "table" and state.seed, type(state) == "table" and state.offset
+    if not (uint64(seed) and uint64(offset)) then
+      fail("set_rng_state", ("expected what get_rng_state returned ({seed = n, offset = m}), got %s")
+        :format(type(state) ~= "table" and type(state)
+          or ("seed = %s, offset = %s"):format(tostring(seed), tostring(offset))))
+    end
+    C.ember_set_rng_state(seed, offset)
   end
 end

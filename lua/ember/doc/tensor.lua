@@ -57,16 +57,13 @@ platform, whatever the thread count.
 The seed last given to `manual_seed` (or the default one).
 
 ### `ember.get_rng_state()`
-The generator's state for a checkpoint, `{seed = n}`. The core does not
-expose Philox's counter, so this reseeds the generator with a seed drawn
-from it (below 2^53) and returns that seed: later draws differ from a run
-that does not call it (as after one more draw), and `initial_seed()` returns
-the new seed. Not PyTorch's byte tensor.
+The generator's whole state for a checkpoint, `{seed = n, offset = m}`: the
+Philox seed and the next unused counter block. Reading it draws nothing. Not
+PyTorch's byte tensor.
 
 ### `ember.set_rng_state(state)`
-Restores what `get_rng_state` returned (`manual_seed(state.seed)`), so a
-resumed run draws what the saving run drew after saving; anything else
-raises.
+Restores what `get_rng_state` returned, so the draws after it repeat the
+draws made after the state was read; anything else raises.
 
 ### `ember.is_tensor(x)`
 True when `x` is an ember tensor.
