@@ -74,6 +74,25 @@ describe("ember.errors", function()
     assert.are.equal(0, errors.check(0))
   end)
 
+  it("points io, plot, progress, distributed and layer errors at the user's line", function()
+    local cases = {
+      { function() local r = ember.save(7, {}); return r end, "ember.save: expected a file path" },
+      { function() local r = ember.load("/nonexistent/x.safetensors"); return r end, "ember.load: " },
+      { function() local r = ember.plot.svg({}); return r end, "ember.plot.svg: " },
+      { function() local r = ember.progress.new("x"); return r end, "ember.progress" },
+      { function() local r = ember.distributed.all_reduce("x"); return r end,
+        "ember.distributed.all_reduce: expected a tensor" },
+      { function() local r = F.conv1d(ember.ones({ 1, 1, 4 }), ember.ones({ 1, 2, 3 })); return r end,
+        "ember.nn.functional.conv1d: " },
+      { function() local r = nn.init.xavier_uniform_(ember.ones({ 3 })); return r end, "ember.nn.init" },
+    }
+    for _, c in ipairs(cases) do
+      local err, line = raised(c[1])
+      assert.truthy(line, err)
+      assert.truthy(err:find(c[2], 1, true), err)
+    end
+  end)
+
   it("leaves everything usable after an error", function()
     local a = ember.ones({ 2, 3 })
     raised(function() return a + ember.ones({ 4 }) end)

@@ -71,8 +71,9 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     return nil
   end
 
-  local function fail(op, msg, level) error("ember.distributed." .. op .. ": " .. msg, (level or 1) + 1) end
-  local function lib_fail(level) error("ember." .. ffi.string(lib.edist_last_error()), (level or 1) + 1) end
+  local errors = require("ember.errors")
+  local function fail(op, msg) errors.fail("distributed." .. op, msg) end
+  local function lib_fail() errors.raise("ember." .. ffi.string(lib.edist_last_error())) end
 
   -- Whether MPI (libember_dist) is there to be used.
   function M.is_available()
@@ -86,9 +87,9 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     if n ~= nil then
       if not load_lib() then
         fail("init", "started by an MPI launcher but libember_dist cannot be loaded: " .. tostring(lib_err)
-          .. " (install libopenmpi-dev, e.g. scripts/setup.sh, and rebuild)", 2)
+          .. " (install libopenmpi-dev, e.g. scripts/setup.sh, and rebuild)")
       end
-      if lib.edist_init() < 0 then lib_fail(2) end
+      if lib.edist_init() < 0 then lib_fail() end
       state.mpi = true
       state.rank, state.size, state.local_rank = lib.edist_rank(), lib.edist_size(), lib.edist_local_rank()
     end
@@ -103,7 +104,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function M.backend() need_init(); return state.mpi and "mpi" or "local" end
   function M.barrier()
     need_init()
-    if state.mpi and lib.edist_barrier() < 0 then lib_fail(2) end
+    if state.mpi and lib.edist_barrier() < 0 then lib_fail() end
   end
 
   ---------------------------------------------------------------- tensors
@@ -111,22 +112,22 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   local CARRIED = { float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true, bool = true }
 
   local function check_tensor(op, t, reduce)
-    if not ember.is_tensor(t) then fail(op, "expected a tensor, got " .. type(t), 3) end
+    if not ember.is_tensor(t) then fail(op, "expected a tensor, got " .. type(t)) end
     if t.device ~= "cpu" then
-      fail(op, "tensors on " .. t.device .. " need the NCCL backend, which this build does not have", 3)
+      fail(op, "tensors on " .. t.device .. " need the NCCL backend, which this build does not have")
     end
     local dt = t.dtype
     if not CARRIED[dt] then
-      fail(op, "MPI cannot " .. (reduce and "reduce " or "carry ") .. dt .. " tensors; convert with :float() first", 3)
+      fail(op, "MPI cannot " .. (reduce and "reduce " or "carry ") .. dt .. " tensors; convert with :float() first")
     end
     if reduce then
       if OPS[reduce] == nil then
-        fail(op, "unknown op '" .. tostring(reduce) .. "' (sum, mean, max or min)", 3)
+        fail(op, "unknown op '" .. tostring(reduce) .. "' (sum, mean, max or min)")
       end
       if reduce == "mean" and not (dt == "float32" or dt == "float64") then
-        fail(op, "mean needs a float32 or float64 tensor, got " .. dt, 3)
+        fail(op, "mean needs a float32 or float64 tensor, got " .. dt)
       end
-      if reduce == "sum" and dt == "bool" then fail(op, "cannot sum bool tensors (max or min work)", 3) end
+      if reduce == "sum" and dt == "bool" then fail(op, "cannot sum bool tensors (max or min work)") end
     end
   end
 
@@ -146,7 +147,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
       if self.id and lib.edist_wait(self.id, self.op) < 0 then
         inflight[self.id] = nil
         self.done = true
-        lib_fail(2)
+        lib_fail()
       end
       finish(self)
     end
@@ -154,7 +155,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   end
   function Handle:is_completed()
     if self.done then return true end
-    if lib.edist_test(self.id, dbuf) < 0 then lib_fail(2) end
+    if lib.edist_test(self.id, dbuf) < 0 then lib_fail() end
     if dbuf[0] ~= 0 then finish(self) end
     return self.done
   end
@@ -164,7 +165,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   local function launch(op, result, fn, post)
     local h = setmetatable({ op = op, result = result, post = post }, Handle)
     if state.mpi and state.size > 1 then
-      if fn(hbuf) < 0 then lib_fail(3) end
+      if fn(hbuf) < 0 then lib_fail() end
       h.id = hbuf[0]
       inflight[h.id] = h
     else
@@ -199,7 +200,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     root = root or 0
     check_tensor("broadcast", t)
     if type(root) ~= "number" or root ~= floor(root) or root < 0 or root >= state.size then
-      fail("broadcast", "root " .. tostring(root) .. " is not a rank of a world of " .. state.size, 2)
+      fail("broadcast", "root " .. tostring(root) .. " is not a rank of a world of " .. state.size)
     end
     local work = t:is_contiguous() and t or t:contiguous()
     local h = launch("broadcast", t, function(hb)
@@ -248,11 +249,11 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     elseif type(m) == "table" then
       list = m
     else
-      fail("broadcast_parameters", "expected a module, a tensor or a list of tensors, got " .. type(m), 2)
+      fail("broadcast_parameters", "expected a module, a tensor or a list of tensors, got " .. type(m))
     end
     local hs = {}
     for i, t in ipairs(list) do
-      if not ember.is_tensor(t) then fail("broadcast_parameters", "entry " .. i .. " is not a tensor", 2) end
+      if not ember.is_tensor(t) then fail("broadcast_parameters", "entry " .. i .. " is not a tensor") end
       hs[i] = M.broadcast(t, root, { async = true })
     end
     for _, h in ipairs(hs) do h:wait() end
@@ -286,13 +287,13 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function M.make_allreduce_cb(op, opts)
     op = op or "mean"
     if op ~= "sum" and op ~= "mean" then
-      fail("make_allreduce_cb", "op must be 'sum' or 'mean', got " .. tostring(op), 2)
+      fail("make_allreduce_cb", "op must be 'sum' or 'mean', got " .. tostring(op))
     end
     opts = opts or {}
-    if type(opts) ~= "table" then fail("make_allreduce_cb", "options must be a table", 2) end
+    if type(opts) ~= "table" then fail("make_allreduce_cb", "options must be a table") end
     local mb = opts.bucket_mb or 25
     if type(mb) ~= "number" or not (mb > 0) then
-      fail("make_allreduce_cb", "bucket_mb must be a positive number, got " .. tostring(mb), 2)
+      fail("make_allreduce_cb", "bucket_mb must be a positive number, got " .. tostring(mb))
     end
     need_init()
     local self = setmetatable({ op = op, cap = mb * 2 ^ 20, open = {}, open_order = {}, queue = {},
@@ -305,9 +306,9 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function AR.__call(self, t, g)
     local dt = g.dtype
     if DT_CODE[dt] == nil then
-      fail("make_allreduce_cb", "cannot all-reduce a " .. dt .. " gradient (float32 and float64 only)", 2)
+      fail("make_allreduce_cb", "cannot all-reduce a " .. dt .. " gradient (float32 and float64 only)")
     end
-    if g.device ~= "cpu" then fail("make_allreduce_cb", "gradients on " .. g.device .. " need NCCL, which this build does not have", 2) end
+    if g.device ~= "cpu" then fail("make_allreduce_cb", "gradients on " .. g.device .. " need NCCL, which this build does not have") end
     local out = ember.empty(g:shape(), { dtype = dt })
     out:copy_(g)
     if not (state.mpi and state.size > 1) then
@@ -342,7 +343,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     local h = { self.seq, b.dtype and DT_CODE[b.dtype] or -1, b.numel or 0, b.items and #b.items or 0 }
     b.h = h
     for i = 1, HN do b.header[i - 1] = h[i]; b.header[HN + i - 1] = -h[i] end
-    if lib.edist_imeta_max(b.header, 2 * HN, hbuf) < 0 then lib_fail(3) end
+    if lib.edist_imeta_max(b.header, 2 * HN, hbuf) < 0 then lib_fail() end
     b.hid = hbuf[0]
     b.state = "header"
     self.queue[#self.queue + 1] = b
@@ -383,7 +384,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
       end
     end
     b.flat = flat
-    if lib.edist_iallreduce(flat:data_ptr(), b.numel, DT_CODE[b.dtype], 0, hbuf) < 0 then lib_fail(3) end
+    if lib.edist_iallreduce(flat:data_ptr(), b.numel, DT_CODE[b.dtype], 0, hbuf) < 0 then lib_fail() end
     b.did = hbuf[0]
     b.t0 = now()
     b.state = "data"
@@ -411,12 +412,12 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function AR:_progress()
     for _, b in ipairs(self.queue) do
       if b.state == "header" then   -- data goes out in bucket order: stop at the first
-        if lib.edist_test(b.hid, dbuf) < 0 then lib_fail(3) end
+        if lib.edist_test(b.hid, dbuf) < 0 then lib_fail() end
         if dbuf[0] == 0 then break end
         self:_launch_data(b)
       end
       if b.state == "data" then
-        if lib.edist_test(b.did, dbuf) < 0 then lib_fail(3) end
+        if lib.edist_test(b.did, dbuf) < 0 then lib_fail() end
         if dbuf[0] ~= 0 then
           self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
           self:_finish(b)
@@ -441,7 +442,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
       return
     end
     if self.broken then
-      fail("make_allreduce_cb", "an earlier backward failed part-way; the ranks are no longer in step", 2)
+      fail("make_allreduce_cb", "an earlier backward failed part-way; the ranks are no longer in step")
     end
     local t0 = now()
     local ok2, err = pcall(self._flush, self)
@@ -479,11 +480,11 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     self:_close({ items = false })   -- end of backward marker
     for _, b in ipairs(self.queue) do
       if b.state == "header" then
-        if lib.edist_wait(b.hid, "make_allreduce_cb") < 0 then lib_fail(2) end
+        if lib.edist_wait(b.hid, "make_allreduce_cb") < 0 then lib_fail() end
         self:_launch_data(b)
       end
       if b.state == "data" then
-        if lib.edist_wait(b.did, "make_allreduce_cb") < 0 then lib_fail(2) end
+        if lib.edist_wait(b.did, "make_allreduce_cb") < 0 then lib_fail() end
         self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
         self:_finish(b)
       end

@@ -38,6 +38,7 @@ local byte, char, find, format = string.byte, string.char, string.find, string.f
 local concat, sort = table.concat, table.sort
 local floor = math.floor
 local OBJECT, ARRAY = json.OBJECT, json.ARRAY
+local errors = require("ember.errors")
 local valid_utf8, encode_string = json.valid_utf8, json.encode_string
 
 ---------------------------------------------------------------- the module
@@ -360,10 +361,10 @@ return function(ember)
   -- leaves the old file as it was.
   function M.save(path, tbl, metadata)
     if type(path) ~= "string" or path == "" then
-      error("ember.save: expected a file path, got " .. type(path), 2)
+      errors.fail("save", "expected a file path, got " .. type(path))
     end
     if not ffi.abi("le") then
-      error("ember.save: " .. path .. ": big-endian hosts are not supported", 2)
+      errors.fail("save", path .. ": big-endian hosts are not supported")
     end
     local fd, tmp
     local ok, err = pcall(function()
@@ -393,7 +394,7 @@ return function(ember)
       err = tostring(err)
       local prefix = "ember.save: " .. path .. ": "
       if err:sub(1, #prefix) ~= prefix then err = prefix .. err end
-      error(err, 2)
+      errors.raise(err)
     end
     return path
   end
@@ -521,20 +522,20 @@ return function(ember)
 
   local function with_file(op, path, fn)
     if type(path) ~= "string" or path == "" then
-      error("ember." .. op .. ": expected a file path, got " .. type(path), 3)
+      errors.fail(op, "expected a file path, got " .. type(path))
     end
     if not ffi.abi("le") then
-      error("ember." .. op .. ": " .. path .. ": big-endian hosts are not supported", 3)
+      errors.fail(op, path .. ": big-endian hosts are not supported")
     end
     local fd = C.ember_io_open(path, bit.bor(O_RDONLY, O_CLOEXEC), 0)
-    if fd < 0 then error(format("ember.%s: %s: cannot open: %s", op, path, errstr()), 3) end
+    if fd < 0 then errors.fail(op, format("%s: cannot open: %s", path, errstr())) end
     local res = { pcall(fn, fd) }
     C.ember_io_close(fd)
     if not res[1] then
       local err = tostring(res[2])
       local prefix = "ember." .. op .. ": " .. path .. ": "
       if err:sub(1, #prefix) ~= prefix then err = prefix .. err end
-      error(err, 3)
+      errors.raise(err)
     end
     return unpack(res, 2, 3)
   end

@@ -35,20 +35,21 @@ local function finite(v)
   return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge
 end
 
-local function fail(msg, level) error("ember.plot.svg: " .. msg, (level or 1) + 1) end
+local errors = require("ember.errors")
+local function fail(msg) errors.fail("plot.svg", msg) end
 
 local function as_list(v, what)
   if type(v) == "table" and getmetatable(v) and v.tolist and v.dim then   -- a tensor
-    if v:dim() ~= 1 then fail(what .. " must be 1-D, got " .. v:dim() .. " dims", 4) end
+    if v:dim() ~= 1 then fail(what .. " must be 1-D, got " .. v:dim() .. " dims") end
     return v:tolist()
   end
-  if type(v) ~= "table" then fail(what .. " must be a list of numbers, got " .. type(v), 4) end
+  if type(v) ~= "table" then fail(what .. " must be a list of numbers, got " .. type(v)) end
   return v
 end
 
 -- normalises the accepted forms into a list of {name, x, y}
 local function normalise(series, opts)
-  if type(series) ~= "table" then fail("series must be a table, got " .. type(series), 3) end
+  if type(series) ~= "table" then fail("series must be a table, got " .. type(series)) end
   local list = {}
   if type(series[1]) == "number" or (getmetatable(series) and series.tolist) then
     list[1] = { name = opts.name or "series", y = as_list(series, "series"), axis = "left" }
@@ -61,7 +62,7 @@ local function normalise(series, opts)
   else
     local names = {}
     for k in pairs(series) do
-      if type(k) ~= "string" then fail("series names must be strings, got " .. type(k), 3) end
+      if type(k) ~= "string" then fail("series names must be strings, got " .. type(k)) end
       names[#names + 1] = k
     end
     table.sort(names)
@@ -69,17 +70,17 @@ local function normalise(series, opts)
       list[i] = { name = k, y = as_list(series[k], "series '" .. k .. "'"), axis = "left" }
     end
   end
-  if #list == 0 then fail("no series to plot", 3) end
+  if #list == 0 then fail("no series to plot") end
   for _, s in ipairs(list) do
     if s.axis ~= "left" and s.axis ~= "right" then
-      fail(("series '%s': axis must be \"left\" or \"right\", got %s"):format(s.name, tostring(s.axis)), 3)
+      fail(("series '%s': axis must be \"left\" or \"right\", got %s"):format(s.name, tostring(s.axis)))
     end
     if s.x and #s.x ~= #s.y then
-      fail(("series '%s' has %d x values and %d y values"):format(s.name, #s.x, #s.y), 3)
+      fail(("series '%s' has %d x values and %d y values"):format(s.name, #s.x, #s.y))
     end
     for i = 1, #s.y do
       if type(s.y[i]) ~= "number" then
-        fail(("series '%s': value %d is a %s, not a number"):format(s.name, i, type(s.y[i])), 3)
+        fail(("series '%s': value %d is a %s, not a number"):format(s.name, i, type(s.y[i])))
       end
     end
   end
@@ -139,11 +140,11 @@ local function make_axis(lo, hi, a)
     if a[k] ~= nil then
       local c = coord(a[k], a.log)
       if not c then fail(("%s%s must be a %snumber, got %s"):format(a.name, k, a.log and "positive " or "",
-        tostring(a[k])), 4) end
+        tostring(a[k]))) end
       if k == "min" then lo = c else hi = c end
     end
   end
-  if hi < lo then fail(("%smin %s is above %smax %s"):format(a.name, a.min, a.name, a.max), 4) end
+  if hi < lo then fail(("%smin %s is above %smax %s"):format(a.name, a.min, a.name, a.max)) end
   if hi == lo then
     local d = (a.integer or lo == 0) and 1 or abs(lo) * 0.1
     lo, hi = lo - d, hi + d
@@ -405,7 +406,7 @@ end
 function P.svg(path, series, opts)
   opts = opts or {}
   if path ~= nil and type(path) ~= "string" then
-    fail("path must be a string or nil, got " .. type(path), 2)
+    fail("path must be a string or nil, got " .. type(path))
   end
   local list = normalise(series, opts)
   to_coords(list, opts)
@@ -433,10 +434,10 @@ function P.svg(path, series, opts)
 
   if path then
     local f, err = io.open(path, "w")
-    if not f then fail(path .. ": cannot open: " .. tostring(err), 2) end
+    if not f then fail(path .. ": cannot open: " .. tostring(err)) end
     local ok, werr = f:write(text)
     f:close()
-    if not ok then fail(path .. ": write failed: " .. tostring(werr), 2) end
+    if not ok then fail(path .. ": write failed: " .. tostring(werr)) end
   end
   return text
 end

@@ -103,7 +103,7 @@ function P.new(n, opts)
   if type(n) == "table" and opts == nil then n, opts = n.total, n end
   opts = opts or {}
   if n ~= nil and (type(n) ~= "number" or n < 0) then
-    error("ember.progress: total must be a non-negative number or nil, got " .. tostring(n), 2)
+    require("ember.errors").fail("progress", "total must be a non-negative number or nil, got " .. tostring(n))
   end
   local file = opts.file or io.stdout
   local fd = (file == io.stdout and 1) or (file == io.stderr and 2) or nil
