@@ -12,6 +12,24 @@ local function live_nodes()
 end
 
 describe("GradManager", function()
+  it("makes thousands of short-lived managers (dropped ones give their keys back), "
+    .. "and names the limit when 1023 are alive at once", function()
+    local x = ember.tensor({ 1, 2 }, { dtype = "float64" })
+    for _ = 1, 2500 do
+      local gm = GradManager():attach(x)
+      gm:record()
+      gm:backward((x * x):sum())
+    end
+    assert.are.same({ 5000, 10000 }, x.grad:tolist())
+    local keep = {}
+    local ok, err = pcall(function() for i = 1, 1100 do keep[i] = GradManager() end end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("too many live managers (1023)", 1, true), err)
+    keep = nil
+    collectgarbage()
+    assert.is_table(GradManager())
+  end)
+
   it("computes MegEngine's example: y = x.w + b", function()
     local x = ember.tensor({ { 1, 3, 5 } })
     local w = ember.tensor({ { 2 }, { 4 }, { 6 } })

@@ -319,7 +319,13 @@ autodiff.GradManager = setmetatable({}, {
 
 local live_key = ffi_new("int[1]")
 function GradManager.new()
-  check(C.ember_key_new(0, live_key))
+  if C.ember_key_new(0, live_key) < 0 then
+    -- every key is taken: managers dropped but not yet collected still hold
+    -- theirs (a key goes back in its finaliser), so collect and try again
+    collectgarbage("collect")
+    collectgarbage("collect")
+    check(C.ember_key_new(0, live_key))
+  end
   local key = live_key[0]
   local self = setmetatable({
     _key = key,
