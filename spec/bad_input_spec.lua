@@ -128,6 +128,10 @@ describe("bad input from Lua", function()
     bad(function() return a23:clone():index_add_(1, ember.tensor({ 3 }, { dtype = "int64" }), ember.ones({ 1, 3 })) end,
       "index_add", "index 3")
     bad(function() return a23:clone():index_add_(3, i64, a23) end, "index_add_", "dim")
+    -- a source wider than the result used to be added past the result's end
+    bad(function() return a23:index_add(1, ember.tensor({ 1 }, { dtype = "int64" }), ember.ones({ 1, 50 })) end,
+      "index_add", "source {1, 50}", "shape {2, 3}")
+    bad(function() return a23:clone():index_add_(2, i64, ember.ones({ 3, 2 })) end, "index_add", "source {3, 2}")
     bad(function() return ember.ones({ 3 }):matmul(ember.ones({ 4 })) end, "matmul", "{3}", "{4}")
   end)
 

@@ -231,6 +231,25 @@ int main(void)
     BAD(ember_scatter_add(9, s23, 0, idx, a, &o));
     BAD(ember_index_add(2, s23, 0, idx, NULL, &o));
     BAD(ember_index_add(2, s23, 0, idx, a, NULL));
+    {   /* sources that do not fit the result: added past its end before */
+        const int64_t s1x50[2] = {1, 50}, s50[1] = {50};
+        ember_tensor *wide = NULL, *idx1 = NULL, *widx = NULL;
+        CHECK(ember_full(2, s1x50, 1, EMBER_FLOAT32, EMBER_CPU, &wide) == EMBER_OK);
+        CHECK(ember_full(1, s50 + 0, 0, EMBER_INT64, EMBER_CPU, &idx1) == EMBER_OK);
+        CHECK(ember_full(2, s1x50, 0, EMBER_INT64, EMBER_CPU, &widx) == EMBER_OK);
+        ember_tensor *one = NULL;
+        CHECK(ember_narrow(idx1, 0, 0, 1, &one) == EMBER_OK);
+        BAD(ember_index_add(2, s23, 0, one, wide, &o));
+        CHECK(strstr(ember_last_error(), "do not fit") != NULL);
+        BAD(ember_scatter_add(2, s23, 0, widx, wide, &o));
+        CHECK(strstr(ember_last_error(), "do not fit") != NULL);
+        BAD(ember_scatter_add(2, s23, 0, idx1, wide, &o));
+        CHECK(strstr(ember_last_error(), "do not fit") != NULL);
+        ember_tensor_release(wide);
+        ember_tensor_release(idx1);
+        ember_tensor_release(widx);
+        ember_tensor_release(one);
+    }
     ember_tensor *list[2] = {a, NULL};
     BAD(ember_cat(2, list, 0, &o));
     BAD(ember_cat(0, list, 0, &o));

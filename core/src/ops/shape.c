@@ -678,6 +678,26 @@ int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_at
     return ember__dispatch(EMBER_OP_AS_STRIDED_SCATTER, 2, in, geometry, out);
 }
 
+/* What scatter_impl walks must lie inside the result: index_add's source
+   matches the result's shape except along dim (its index is 1-D, one entry
+   per source row); scatter_add's index has the source's shape, which fits in
+   the result except along dim. */
+static int scatter_fits(const char *name, bool gather_like, const int64_t *shape, int dim,
+                        const ember_tensor *idx, const ember_tensor *src)
+{
+    char sr[200], ss[200], si[200];
+    int nd = src->ndim;
+    bool ok = gather_like ? idx->ndim == nd : idx->ndim == 1 && idx->numel == src->shape[dim];
+    for (int d = 0; ok && d < nd; d++) {
+        if (gather_like && idx->shape[d] != src->shape[d]) ok = false;
+        if (d != dim && (gather_like ? src->shape[d] > shape[d] : src->shape[d] != shape[d])) ok = false;
+    }
+    if (ok) return EMBER_OK;
+    ember__shape_str(sr, nd, shape);
+    return ember__fail(EMBER_ERR_SHAPE, "%s: index %s and source %s do not fit a result of shape %s along dim %d",
+                       name, ember__tshape(si, idx), ember__tshape(ss, src), sr, dim + 1);
+}
+
 static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
                        ember_tensor **out)
 {
@@ -687,6 +707,7 @@ static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_te
     if (ndim != src->ndim || dim < 0 || dim >= ndim)
         return ember__fail(EMBER_ERR_ARG, "%s: dim %d or %d dims do not fit the source", name, dim, ndim);
     EMBER_TRY(check_index(name, idx));
+    EMBER_TRY(scatter_fits(name, op == EMBER_OP_SCATTER_ADD, shape, dim, idx, src));
     ember_tensor *in[2] = {idx, src};
     ember_attrs at = {{dim, ndim}, {0}};
     for (int d = 0; d < ndim; d++) at.i[2 + d] = shape[d];
