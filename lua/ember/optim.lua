@@ -143,15 +143,21 @@ function Optimizer:add_param_group(group)
   return self
 end
 
+-- an options argument: nil is {}, anything but a plain table an error
+local function options_table(name, opts)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" or is_tensor(opts) then
+    fail(name, "options must be a table, got %s", show(opts))
+  end
+  return opts
+end
+
 local function new_optimizer(cls, params, opts)
   local name = cls._name
   if type(params) ~= "table" then
     fail(name, "params must be a list of tensors or of parameter groups, got %s", show(params))
   end
-  if opts == nil then opts = {} end
-  if type(opts) ~= "table" or is_tensor(opts) then
-    fail(name, "options must be a table, got %s", show(opts))
-  end
+  opts = options_table(name, opts)
   local defaults = {}
   for _, spec in ipairs(cls._spec) do defaults[spec[1]] = copy_value(spec[2]) end
   for _, k in ipairs(sorted_keys(opts)) do
@@ -583,10 +589,7 @@ local function scheduler_options(self, opt, opts, known)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
     fail(name, "expected an optimizer, got %s", show(opt))
   end
-  if opts == nil then opts = {} end
-  if type(opts) ~= "table" or is_tensor(opts) then
-    fail(name, "options must be a table, got %s", show(opts))
-  end
+  opts = options_table(name, opts)
   local options = {}
   for _, s in ipairs(self._spec) do
     options[s[1]] = true

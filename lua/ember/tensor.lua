@@ -279,26 +279,22 @@ return function(ember)
   ---------------------------------------------------------------- accessors
   function Tensor.dim(t) return C.ember_tensor_ndim(tensor_arg("dim", t, 1)) end
   function Tensor.numel(t) return tonumber(C.ember_tensor_numel(tensor_arg("numel", t, 1))) end
-  function Tensor.shape(t)
-    local c = tensor_arg("shape", t, 1)
-    local n, s = C.ember_tensor_ndim(c), C.ember_tensor_shape(c)
+  -- a tensor's shape or strides as a Lua list
+  local function dims_of(op, t, read)
+    local c = tensor_arg(op, t, 1)
+    local n, s = C.ember_tensor_ndim(c), read(c)
     local r = {}
     for i = 1, n do r[i] = tonumber(s[i - 1]) end
     return r
   end
+  function Tensor.shape(t) return dims_of("shape", t, C.ember_tensor_shape) end
   function Tensor.size(t, d)
     if d == nil then return t:shape() end
     local c = tensor_arg("size", t, 1)
     local n = C.ember_tensor_ndim(c)
     return tonumber(C.ember_tensor_shape(c)[dim0("size", d, n)])
   end
-  function Tensor.stride(t)
-    local c = tensor_arg("stride", t, 1)
-    local n, s = C.ember_tensor_ndim(c), C.ember_tensor_strides(c)
-    local r = {}
-    for i = 1, n do r[i] = tonumber(s[i - 1]) end
-    return r
-  end
+  function Tensor.stride(t) return dims_of("stride", t, C.ember_tensor_strides) end
   function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(tensor_arg("is_contiguous", t, 1)) ~= 0 end
   function Tensor.version(t) return tonumber(C.ember_tensor_version(tensor_arg("version", t, 1))) end
   function Tensor.data_ptr(t) return C.ember_tensor_data(tensor_arg("data_ptr", t, 1)) end
