@@ -424,10 +424,13 @@ EMBER_API int ember_get_save_copies(void);
    Functions. rule_id > 0 names the caller's rule; 0 restores the built-in. */
 EMBER_API int ember_set_rule_override(const char *op, int rule_id);
 /* Records a custom op on every visible key that tracks one of the inputs.
-   ctx_id identifies the caller's saved state; the node's rule is rule_id. */
+   ctx_id identifies the caller's saved state; the node's rule is rule_id.
+   Returns the number of nodes made (one per such key, all holding ctx_id),
+   or a status < 0. */
 EMBER_API int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin,
                                   ember_tensor *const *in, int nout, ember_tensor *const *out);
-/* ctx ids whose nodes were all freed since the last call (up to cap). */
+/* ctx ids of nodes freed since the last call (up to cap): an id comes back
+   once for each node ember_record_custom made with it. */
 EMBER_API int ember_drain_freed_ctx(int *ids, int cap);
 
 /* Backward is a pull loop: begin, then step until EMBER_DONE; a step that

@@ -558,7 +558,9 @@ int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin, embe
         if (!in[i]) return ember__fail(EMBER_ERR_ARG, "Function %s: input %d is NULL", name, i + 1);
     for (int j = 0; j < nout; j++)
         if (!out[j]) return ember__fail(EMBER_ERR_ARG, "Function %s: output %d is NULL", name, j + 1);
-    return record(NODE_CUSTOM, rule_id, ctx_id, name, nin, in, NULL, nout, out);
+    uint64_t mark = ember__ag_next_node_id;
+    EMBER_TRY(record(NODE_CUSTOM, rule_id, ctx_id, name, nin, in, NULL, nout, out));
+    return (int)(ember__ag_next_node_id - mark);   /* one node per key, each holding ctx_id */
 }
 
 /* ------------------------------------------------------------------ in-place writes */
