@@ -338,6 +338,17 @@ EMBER_API int ember_avg_pool2d_backward(ember_tensor *g, const int64_t *x_shape,
                                         const int64_t *stride, const int64_t *padding,
                                         ember_tensor **out);
 
+/* recurrent cells (nn.LSTM, nn.GRU), one step for a batch of N with hidden size H:
+   gi and gh are the gate pre-activations from the input and from the hidden
+   state (x W_ih^T + b_ih and h W_hh^T + b_hh), one dtype, float32 or float64.
+   lstm_cell: gi, gh (N, 4H) in PyTorch's gate order i, f, g, o, c (N, H) ->
+   h = o tanh(c'), c' = f c + i g. gru_cell: gi, gh (N, 3H), order r, z, n, h (N, H)
+   -> h' = (1 - z) n + z h with n = tanh(gi_n + r gh_n). Fail with EMBER_ERR_SHAPE
+   or EMBER_ERR_DTYPE. */
+EMBER_API int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_tensor **h_out,
+                              ember_tensor **c_out);
+EMBER_API int ember_gru_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *h, ember_tensor **out);
+
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */
 EMBER_API int ember_add_(ember_tensor *a, ember_tensor *b);

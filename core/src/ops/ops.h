@@ -6,6 +6,8 @@
 
 #include "../internal.h"
 
+#include <math.h>
+
 enum ember_op {
 #define OP(E, ...) EMBER_OP_##E,
 #include "ops.def"
@@ -126,5 +128,9 @@ int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);
+
+/* the logistic function for kernels (sigmoid, silu, the recurrent cells) */
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
+static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 #endif /* EMBER_OPS_H */

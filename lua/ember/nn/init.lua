@@ -648,4 +648,7 @@ function nn.causal_mask(L)
   return ember.arange(L):view(1, L):gt(ember.arange(L):view(L, 1))
 end
 
+-- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above
+require("ember.nn.rnn")(nn, { check_int = check_int, check_opts = check_opts, uniform = uniform, need_input = need_input })
+
 return nn
