@@ -139,13 +139,28 @@ return function(nn, h)
     return t
   end
 
-  local function mode_of(layer, kind, nonlinearity)
-    if kind ~= "RNN" then return kind end
-    nonlinearity = nonlinearity or "tanh"
-    if nonlinearity ~= "tanh" and nonlinearity ~= "relu" then
-      error(("ember.nn.%s: nonlinearity must be 'tanh' or 'relu', got '%s'"):format(layer, tostring(nonlinearity)), 4)
+  -- hx as given (the LSTM's a table {h, c}) -> the initial h and c, zeros where not given
+  local function initial_states(layer, mode, hx, shape, w, hname, cname)
+    if mode ~= "LSTM" then return state(layer, hname, hx, shape, w) end
+    if hx ~= nil and (type(hx) ~= "table" or ember.is_tensor(hx)) then
+      fail(layer, "hx must be a table {%s, %s}, got %s", hname, cname, ember.is_tensor(hx) and "a tensor" or type(hx))
     end
-    return "RNN_" .. nonlinearity:upper()
+    return state(layer, hname, hx and hx[1], shape, w), state(layer, cname, hx and hx[2], shape, w)
+  end
+
+  -- what layers and cells share: mode ("RNN_TANH", "RNN_RELU", "LSTM",
+  -- "GRU"), sizes and bias, from the constructor's arguments
+  local function init_common(self, layer, kind, opts, input_size, hidden_size)
+    local nl = opts.nonlinearity
+    if kind ~= "RNN" and nl ~= nil then error(("ember.nn.%s: unknown option 'nonlinearity'"):format(layer), 4) end
+    nl = nl or "tanh"
+    if nl ~= "tanh" and nl ~= "relu" then
+      error(("ember.nn.%s: nonlinearity must be 'tanh' or 'relu', got '%s'"):format(layer, tostring(nl)), 4)
+    end
+    self.mode = kind == "RNN" and "RNN_" .. nl:upper() or kind
+    self.input_size = h.check_int(layer, "input_size", input_size, 0)
+    self.hidden_size = h.check_int(layer, "hidden_size", hidden_size, 1)
+    self.bias = opts.bias ~= false
   end
 
   ---------------------------------------------------------------- the layers
@@ -166,18 +181,13 @@ return function(nn, h)
       if type(opts) == "number" then opts, rest = rest or {}, opts end
       opts = h.check_opts(kind, opts, LAYER_OPTS)
       if rest then opts.num_layers = opts.num_layers or rest end
-      if kind ~= "RNN" and opts.nonlinearity ~= nil then
-        error(("ember.nn.%s: unknown option 'nonlinearity'"):format(kind), 3)
-      end
-      self.mode = mode_of(kind, kind, opts.nonlinearity)
-      self.input_size = h.check_int(kind, "input_size", input_size, 0)
-      self.hidden_size = h.check_int(kind, "hidden_size", hidden_size, 1)
+      init_common(self, kind, kind, opts, input_size, hidden_size)
       self.num_layers = h.check_int(kind, "num_layers", opts.num_layers or 1, 1)
       local p = opts.dropout or 0
       if type(p) ~= "number" or not (p >= 0 and p <= 1) then
         error(("ember.nn.%s: dropout must be in [0, 1], got %s"):format(kind, tostring(p)), 3)
       end
-      self.dropout, self.bias = p, opts.bias ~= false
+      self.dropout = p
       self.batch_first, self.bidirectional = opts.batch_first == true, opts.bidirectional == true
       local D, H = self.bidirectional and 2 or 1, hidden_size
       self._names = {}
@@ -201,15 +211,7 @@ return function(nn, h)
       if unbatched then x = x:unsqueeze(2) elseif self.batch_first then x = x:transpose(1, 2) end
       if x:size(1) == 0 then fail(kind, "input %s has no time steps", shape_str(input)) end
       local shape = unbatched and { L * D, H } or { L * D, x:size(2), H }
-      local h0, c0 = hx, nil
-      if self.mode == "LSTM" then
-        if hx ~= nil and (type(hx) ~= "table" or ember.is_tensor(hx)) then
-          fail(kind, "hx must be a table {h_0, c_0}, got %s", ember.is_tensor(hx) and "a tensor" or type(hx))
-        end
-        h0, c0 = hx and hx[1], hx and hx[2]
-        c0 = state(kind, "c_0", c0, shape, w)
-      end
-      h0 = state(kind, "h_0", h0, shape, w)
+      local h0, c0 = initial_states(kind, self.mode, hx, shape, w, "h_0", "c_0")
       if unbatched then h0, c0 = h0:unsqueeze(2), c0 and c0:unsqueeze(2) end
       local hn, cn = {}, {}
       for l = 1, L do
@@ -260,13 +262,7 @@ return function(nn, h)
     function R:init(input_size, hidden_size, opts)
       if type(opts) == "boolean" then opts = { bias = opts } end
       opts = h.check_opts(name, opts, CELL_OPTS)
-      if kind ~= "RNN" and opts.nonlinearity ~= nil then
-        error(("ember.nn.%s: unknown option 'nonlinearity'"):format(name), 3)
-      end
-      self.mode = mode_of(name, kind, opts.nonlinearity)
-      self.input_size = h.check_int(name, "input_size", input_size, 0)
-      self.hidden_size = h.check_int(name, "hidden_size", hidden_size, 1)
-      self.bias = opts.bias ~= false
+      init_common(self, name, kind, opts, input_size, hidden_size)
       self._names = add_params(self, GATES[self.mode], input_size, hidden_size, self.bias, opts.dtype, "")
     end
 
@@ -279,15 +275,7 @@ return function(nn, h)
       local unbatched = input:dim() == 1
       local x = unbatched and input:unsqueeze(1) or input
       local shape = unbatched and { H } or { x:size(1), H }
-      local h0, c0 = hx, nil
-      if self.mode == "LSTM" then
-        if hx ~= nil and (type(hx) ~= "table" or ember.is_tensor(hx)) then
-          fail(name, "hx must be a table {h, c}, got %s", ember.is_tensor(hx) and "a tensor" or type(hx))
-        end
-        h0, c0 = hx and hx[1], hx and hx[2]
-        c0 = state(name, "c", c0, shape, p.w_ih)
-      end
-      h0 = state(name, "h", h0, shape, p.w_ih)
+      local h0, c0 = initial_states(name, self.mode, hx, shape, p.w_ih, "h", "c")
       if unbatched then h0, c0 = h0:unsqueeze(1), c0 and c0:unsqueeze(1) end
       local hy, cy = step(self.mode, input_gates(self.mode, x, p), h0, c0, p)
       if unbatched then hy, cy = hy:squeeze(1), cy and cy:squeeze(1) end
