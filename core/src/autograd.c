@@ -369,6 +369,18 @@ static bool visible(const ag_key *k)
 }
 
 
+bool ember__ag_would_record(int n, ember_tensor *const *ts)
+{
+    if (!ember__ag_active) return false;
+    for (int i = 0; i < n_recording; i++) {
+        int key = recording_keys[i];
+        if (!visible(&keys[key])) continue;
+        for (int j = 0; j < n; j++)
+            if (ts[j] && ember__ag_involved(ts[j]) && ember__ag_find_entry(ts[j], key)) return true;
+    }
+    return false;
+}
+
 static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_t *needs)
 {
     uint64_t sig = (uint64_t)op * 0x9E3779B97F4A7C15ULL;

@@ -8,6 +8,7 @@
    Each rule is a few lines over a small arena `S` that owns the temporaries:
    every helper returns NULL once an op has failed, and S.rc keeps the status. */
 #include "grad_rules.h"
+#include "autograd.h"
 #include "node.h"
 
 #include <math.h>
@@ -727,7 +728,8 @@ RULE(index_add)
     if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select(g, (int)at->i[0], IN(0), &o), &o));
 }
 
-/* slices of g, one per input */
+/* slices of g, one per input, handed straight to the engine: a list may be
+   longer than the arena */
 RULE(cat)
 {
     RULE_LOCALS;
@@ -737,11 +739,8 @@ RULE(cat)
         int64_t shp[EMBER_MAX_DIMS];
         ember__node_in_shape(n, i, shp);
         int64_t len = op == EMBER_OP_CAT ? shp[dim] : 1;
-        if (NEED(i)) {
-            ember_tensor *o = NULL;
-            if (op == EMBER_OP_CAT) give(s, &gi[i], keep(s, ember_narrow(g, dim, off, len, &o), &o));
-            else give(s, &gi[i], keep(s, ember_select(g, dim, off, &o), &o));
-        }
+        if (NEED(i))
+            s->rc = op == EMBER_OP_CAT ? ember_narrow(g, dim, off, len, &gi[i]) : ember_select(g, dim, off, &gi[i]);
         off += len;
     }
 }
@@ -829,10 +828,24 @@ RULE(avg_pool2d_backward)
    sigmoid) of its four blocks, c' = f c + i u and h = o tanh(c'). Given gh' and
    gc' for h and c': dc = gc' + gh' o (1 - tanh^2 c'); da = (dc u i (1 - i),
    dc c f (1 - f), dc i (1 - u^2), gh' tanh(c') o (1 - o)) for both gi and gh;
-   dc_prev = dc f. */
+   dc_prev = dc f. When no recording would see these ops (a first-order
+   backward) one kernel computes them in a pass; else they are public ops, so
+   an outer manager differentiates them. */
 RULE(lstm_cell)
 {
     RULE_LOCALS;
+    ember_tensor *kept[6] = {r->go[0], r->go[1], IN(0), IN(1), IN(2), OUT(1)};
+    if (!have(s, kept[2], kept[3]) || !have(s, kept[4], kept[5])) return;
+    if (!ember__ag_would_record(6, kept)) {   /* one pass; nothing differentiates it */
+        ember_tensor *da = NULL, *dc = NULL;
+        s->rc = ember__lstm_cell_backward(kept, &da, &dc);
+        if (NEED(0)) give(s, &gi[0], da);
+        if (NEED(1)) give(s, &gi[1], da);
+        if (NEED(2)) give(s, &gi[2], dc);
+        ember_tensor_release(da);
+        ember_tensor_release(dc);
+        return;
+    }
     int64_t H = in[1] / 4;
     ember_tensor *a = t_add(s, IN(0), IN(1)), *sg = t_sigmoid(s, a), *one = num(s, 1);
     ember_tensor *i = slice(s, sg, 1, 0, H), *f = slice(s, sg, 1, H, H), *o = slice(s, sg, 1, 3 * H, H);

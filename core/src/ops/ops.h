@@ -93,6 +93,13 @@ int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember
 int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out);
 int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out);
 
+/* ------------------------------------------------------------------ recurrent cells (rnn.c)
+   lstm_cell's backward as one kernel, not an op: in = (g_h, g_c, gi, gh, c,
+   c'), the gradients of h and c' and what the node keeps; *da (N, 4H) is the
+   gradient of gi and of gh, *dc (N, H) that of c. For grad_lstm_cell when no
+   recording would see its ops, so they need not be differentiable. */
+int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **da, ember_tensor **dc);
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);

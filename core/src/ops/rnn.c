@@ -10,55 +10,72 @@
 
 #include <math.h>
 
-typedef struct {
-    const char *gi, *gh, *state;   /* (N, k H), (N, k H), (N, H) */
-    char *out0, *out1;             /* (N, H) each; out1 only for the LSTM */
-    int64_t H;
-} cell_job;
+/* One row of a cell: gi, gh (k H), state (H) -> out0 (H) and, for the LSTM,
+   out1 (H). The outputs are fresh tensors that overlap no input (hence
+   ivdep), so the loop over H vectorises in float32 (float64 calls libm). */
+typedef void (*row_fn)(const void *gi, const void *gh, const void *state, void *out0, void *out1, int64_t H);
 
 /* c' = f c + i g, h = o tanh(c'), (i, f, g, o) = (sigmoid, sigmoid, tanh,
    sigmoid) of gi + gh */
-#define LSTM_ROWS(NAME, T, SIG, TANH)                                                      \
-    static void NAME(void *ctx, int64_t begin, int64_t end)                                \
+#define LSTM_ROW(NAME, T, SIG, TANH)                                                       \
+    static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
+                     void *out1, int64_t H)                                                \
     {                                                                                      \
-        const cell_job *j = ctx;                                                           \
-        int64_t H = j->H;                                                                  \
-        for (int64_t n = begin; n < end; n++) {                                            \
-            const T *a = (const T *)j->gi + n * 4 * H, *b = (const T *)j->gh + n * 4 * H;  \
-            const T *c = (const T *)j->state + n * H;                                      \
-            T *h = (T *)j->out0 + n * H, *cn = (T *)j->out1 + n * H;                       \
-            for (int64_t k = 0; k < H; k++) {                                              \
-                T i = SIG(a[k] + b[k]), f = SIG(a[H + k] + b[H + k]);                      \
-                T g = TANH(a[2 * H + k] + b[2 * H + k]), o = SIG(a[3 * H + k] + b[3 * H + k]); \
-                T cy = f * c[k] + i * g;                                                   \
-                cn[k] = cy;                                                                \
-                h[k] = o * TANH(cy);                                                       \
-            }                                                                              \
+        const T *a = gi, *b = gh, *c = state;                                              \
+        T *h = out0, *cn = out1;                                                           \
+        const T *ai = a, *af = a + H, *ag = a + 2 * H, *ao = a + 3 * H;                    \
+        const T *bi = b, *bf = b + H, *bg = b + 2 * H, *bo = b + 3 * H;                    \
+        _Pragma("GCC ivdep")                                                               \
+        for (int64_t k = 0; k < H; k++) {                                                  \
+            T i = SIG(ai[k] + bi[k]), f = SIG(af[k] + bf[k]);                              \
+            T g = TANH(ag[k] + bg[k]), o = SIG(ao[k] + bo[k]);                             \
+            T cy = f * c[k] + i * g;                                                       \
+            cn[k] = cy;                                                                    \
+            h[k] = o * TANH(cy);                                                           \
         }                                                                                  \
     }
-LSTM_ROWS(lstm_rows_f32, float, sigmoidf_, ember__tanhf)
-LSTM_ROWS(lstm_rows_f64, double, sigmoid_, tanh)
+LSTM_ROW(lstm_row_f32, float, sigmoidf_, ember__tanhf)
+LSTM_ROW(lstm_row_f64, double, sigmoid_, tanh)
 
 /* h' = (1 - z) n + z h, (r, z) = sigmoid(gi + gh), n = tanh(gi_n + r gh_n):
    r scales gh_n with its bias, as in PyTorch */
-#define GRU_ROWS(NAME, T, SIG, TANH)                                                       \
-    static void NAME(void *ctx, int64_t begin, int64_t end)                                \
+#define GRU_ROW(NAME, T, SIG, TANH)                                                        \
+    static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
+                     void *out1, int64_t H)                                                \
     {                                                                                      \
-        const cell_job *j = ctx;                                                           \
-        int64_t H = j->H;                                                                  \
-        for (int64_t n = begin; n < end; n++) {                                            \
-            const T *a = (const T *)j->gi + n * 3 * H, *b = (const T *)j->gh + n * 3 * H;  \
-            const T *hp = (const T *)j->state + n * H;                                     \
-            T *h = (T *)j->out0 + n * H;                                                   \
-            for (int64_t k = 0; k < H; k++) {                                              \
-                T r = SIG(a[k] + b[k]), z = SIG(a[H + k] + b[H + k]);                      \
-                T nv = TANH(a[2 * H + k] + r * b[2 * H + k]);                              \
-                h[k] = nv + z * (hp[k] - nv);                                              \
-            }                                                                              \
+        EMBER_UNUSED(out1);                                                                \
+        const T *a = gi, *b = gh, *hp = state;                                             \
+        T *h = out0;                                                                       \
+        const T *ar = a, *az = a + H, *an = a + 2 * H, *br = b, *bz = b + H, *bn = b + 2 * H; \
+        _Pragma("GCC ivdep")                                                               \
+        for (int64_t k = 0; k < H; k++) {                                                  \
+            T r = SIG(ar[k] + br[k]), z = SIG(az[k] + bz[k]);                              \
+            T nv = TANH(an[k] + r * bn[k]);                                                \
+            h[k] = nv + z * (hp[k] - nv);                                                  \
         }                                                                                  \
     }
-GRU_ROWS(gru_rows_f32, float, sigmoidf_, ember__tanhf)
-GRU_ROWS(gru_rows_f64, double, sigmoid_, tanh)
+GRU_ROW(gru_row_f32, float, sigmoidf_, ember__tanhf)
+GRU_ROW(gru_row_f64, double, sigmoid_, tanh)
+
+/* Gate elements per task: each costs several exp, so a batch of 64 rows of a
+   256-unit LSTM (65536 gates) is already worth both cores. */
+#define CELL_GRAIN 8192
+
+typedef struct {
+    row_fn row;
+    const char *gi, *gh, *state;   /* (N, k H), (N, k H), (N, H) */
+    char *out0, *out1;             /* (N, H) each; out1 only for the LSTM */
+    int64_t k, H, esize;
+} cell_job;
+
+static void run_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const cell_job *j = ctx;
+    int64_t gate = j->k * j->H * j->esize, one = j->H * j->esize;
+    for (int64_t n = begin; n < end; n++)
+        j->row(j->gi + n * gate, j->gh + n * gate, j->state + n * one, j->out0 + n * one,
+               j->out1 ? j->out1 + n * one : NULL, j->H);
+}
 
 /* Checks (gi, gh, state) of a cell with `k` gates: gi and gh (N, k H), state
    (N, H), one dtype, float32 or float64. */
@@ -80,10 +97,10 @@ static int check_cell(const char *op, int k, ember_tensor *const *in, int64_t *H
     return EMBER_OK;
 }
 
-/* Runs rows(job) over the N rows, on the pool when large, with contiguous
-   copies of strided operands; out[0..nout) are new (N, H) tensors. */
-static int run_cell(const char *op, int k, ember_tensor *const *in, int nout, ember__range_fn rows32,
-                    ember__range_fn rows64, ember_tensor **out)
+/* Runs a cell with k gates over the N rows, on the pool when large, with
+   contiguous copies of strided operands; out[0..nout) are new (N, H) tensors. */
+static int run_cell(const char *op, int k, ember_tensor *const *in, int nout, row_fn row32, row_fn row64,
+                    ember_tensor **out)
 {
     int64_t H;
     EMBER_TRY(check_cell(op, k, in, &H));
@@ -91,12 +108,82 @@ static int run_cell(const char *op, int k, ember_tensor *const *in, int nout, em
     ember_tensor *c[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++) EMBER_CHECK(ember__contiguous_as(in[i], dt, &c[i]));
     for (int o = 0; o < nout; o++) EMBER_CHECK(ember__new(2, in[2]->shape, dt, EMBER_CPU, &out[o]));
-    cell_job job = {ember__ptr(c[0]), ember__ptr(c[1]), ember__ptr(c[2]), ember__ptr(out[0]),
-                    nout > 1 ? ember__ptr(out[1]) : NULL, H};
-    int64_t grain = EMBER_PARALLEL_GRAIN / (k * H + 1) + 1;
-    ember__parallel_for(in[2]->shape[0], grain, dt == EMBER_FLOAT32 ? rows32 : rows64, &job);
+    cell_job job = {dt == EMBER_FLOAT32 ? row32 : row64, ember__ptr(c[0]), ember__ptr(c[1]), ember__ptr(c[2]),
+                    ember__ptr(out[0]), nout > 1 ? ember__ptr(out[1]) : NULL, k, H, ember_dtype_size(dt)};
+    ember__parallel_for(in[2]->shape[0], CELL_GRAIN / (k * H + 1) + 1, run_rows, &job);
 done:
     for (int i = 0; i < 3; i++) ember_tensor_release(c[i]);
+    return rc;
+}
+
+/* lstm_cell's backward in one pass over a row: from the gradients of h and c'
+   (gh_out, gc_out) and what the node keeps (gi, gh, c, c'), the gates'
+   gradient da (4H, for gi and gh alike) and c's, dc; the formulas are those
+   of grad_lstm_cell */
+#define LSTM_BACK_ROW(NAME, T, SIG, TANH)                                                  \
+    static void NAME(const T *gh_out, const T *gc_out, const T *a, const T *b, const T *c,  \
+                     const T *cy, T *da, T *dc, int64_t H)                                 \
+    {                                                                                      \
+        _Pragma("GCC ivdep")                                                               \
+        for (int64_t k = 0; k < H; k++) {                                                  \
+            T i = SIG(a[k] + b[k]), f = SIG(a[H + k] + b[H + k]);                          \
+            T g = TANH(a[2 * H + k] + b[2 * H + k]), o = SIG(a[3 * H + k] + b[3 * H + k]); \
+            T tc = TANH(cy[k]);                                                            \
+            T d = gc_out[k] + gh_out[k] * o * (1 - tc * tc);                               \
+            da[k] = d * g * i * (1 - i);                                                   \
+            da[H + k] = d * c[k] * f * (1 - f);                                            \
+            da[2 * H + k] = d * i * (1 - g * g);                                           \
+            da[3 * H + k] = gh_out[k] * tc * o * (1 - o);                                  \
+            dc[k] = d * f;                                                                 \
+        }                                                                                  \
+    }
+LSTM_BACK_ROW(lstm_back_row_f32, float, sigmoidf_, ember__tanhf)
+LSTM_BACK_ROW(lstm_back_row_f64, double, sigmoid_, tanh)
+
+typedef struct {
+    const char *p[6];   /* gh_out, gc_out (N, H), gi, gh (N, 4H), c, c' (N, H) */
+    char *da, *dc;      /* (N, 4H), (N, H) */
+    int64_t H, esize;
+    int dt;
+} lstm_back_job;
+
+static void lstm_back_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const lstm_back_job *j = ctx;
+    int64_t one = j->H * j->esize, four = 4 * one;
+    for (int64_t n = begin; n < end; n++) {
+        const char *r[6];
+        for (int i = 0; i < 6; i++) r[i] = j->p[i] + n * (i == 2 || i == 3 ? four : one);
+        if (j->dt == EMBER_FLOAT32)
+            lstm_back_row_f32((const float *)r[0], (const float *)r[1], (const float *)r[2], (const float *)r[3],
+                              (const float *)r[4], (const float *)r[5], (float *)(j->da + n * four),
+                              (float *)(j->dc + n * one), j->H);
+        else
+            lstm_back_row_f64((const double *)r[0], (const double *)r[1], (const double *)r[2], (const double *)r[3],
+                              (const double *)r[4], (const double *)r[5], (double *)(j->da + n * four),
+                              (double *)(j->dc + n * one), j->H);
+    }
+}
+
+int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **da, ember_tensor **dc)
+{
+    int dt = in[2]->dtype, rc = EMBER_OK;
+    int64_t N = in[4]->shape[0], H = in[4]->shape[1], four[2] = {N, 4 * H};
+    ember_tensor *c[6] = {NULL};
+    *da = *dc = NULL;
+    for (int i = 0; i < 6; i++) EMBER_CHECK(ember__contiguous_as(in[i], dt, &c[i]));
+    EMBER_CHECK(ember__new(2, four, dt, EMBER_CPU, da));
+    EMBER_CHECK(ember__new(2, in[4]->shape, dt, EMBER_CPU, dc));
+    lstm_back_job job = {{0}, ember__ptr(*da), ember__ptr(*dc), H, ember_dtype_size(dt), dt};
+    for (int i = 0; i < 6; i++) job.p[i] = ember__ptr(c[i]);
+    ember__parallel_for(N, CELL_GRAIN / (4 * H + 1) + 1, lstm_back_rows, &job);
+done:
+    for (int i = 0; i < 6; i++) ember_tensor_release(c[i]);
+    if (rc < 0) {
+        ember_tensor_release(*da);
+        ember_tensor_release(*dc);
+        *da = *dc = NULL;
+    }
     return rc;
 }
 
@@ -105,7 +192,7 @@ int fwd_lstm_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    return run_cell("lstm_cell", 4, in, 2, lstm_rows_f32, lstm_rows_f64, out);
+    return run_cell("lstm_cell", 4, in, 2, lstm_row_f32, lstm_row_f64, out);
 }
 
 int fwd_gru_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -113,7 +200,7 @@ int fwd_gru_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    return run_cell("gru_cell", 3, in, 1, gru_rows_f32, gru_rows_f64, out);
+    return run_cell("gru_cell", 3, in, 1, gru_row_f32, gru_row_f64, out);
 }
 
 int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_tensor **h_out,
