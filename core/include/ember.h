@@ -371,6 +371,9 @@ typedef struct ember_node ember_node;   /* a grad function; owned by its key's t
 
 EMBER_API void ember_set_grad_enabled(int enabled);
 EMBER_API int ember_is_grad_enabled(void);
+/* How many keys record on this thread now (0 while grad mode is off): with
+   one, nothing will record the backward of what is recorded now. */
+EMBER_API int ember_num_recording(void);
 /* A new key in `group` (0: a group of its own). */
 EMBER_API int ember_key_new(int group, int *key);
 EMBER_API void ember_key_free(int key);

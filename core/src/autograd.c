@@ -65,6 +65,8 @@ void ember_set_grad_enabled(int enabled)
 
 int ember_is_grad_enabled(void) { return grad_enabled; }
 
+int ember_num_recording(void) { return ember__ag_active ? n_recording : 0; }
+
 int ember_key_new(int group, int *key)
 {
     if (!key) return ember__fail(EMBER_ERR_ARG, "key_new: key is NULL");

@@ -23,25 +23,49 @@ end
 
 local function shape_str(t) return "{" .. table.concat(t:shape(), ", ") .. "}" end
 
--- x (T, ...) -> its T slices (views). One node for the whole sequence, whose
--- backward stacks the slices' gradients once: a select per step would pad
--- each step's gradient to the whole sequence.
-local unbind = autodiff.Function{ name = "unbind",
-  forward = function(ctx, x)
-    ctx.slice_shape, ctx.dtype = x[1]:shape(), x.dtype
-    local parts = {}
-    for t = 1, x:size(1) do parts[t] = x:select(1, t) end
-    return unpack(parts)
+-- x (T, ...) -> its T slices (views)
+local function slices(ctx, x)
+  ctx.slice_shape, ctx.dtype = x[1]:shape(), x.dtype
+  local parts = {}
+  for t = 1, x:size(1) do parts[t] = x:select(1, t) end
+  return unpack(parts)
+end
+
+-- the slices' gradients (zeros where none came), stacked
+local function stacked(ctx, ...)
+  local g, zero = { ... }, nil
+  for t = 1, select("#", ...) do
+    if g[t] == nil then
+      zero = zero or ember.zeros(ctx.slice_shape, { dtype = ctx.dtype })
+      g[t] = zero
+    end
+  end
+  return ember.stack(g, 1)
+end
+
+-- unbind(x): one node for the whole sequence, whose backward stacks the
+-- slices' gradients once (a select per step would pad each step's gradient
+-- to the whole sequence)
+local unbind = autodiff.Function{ name = "unbind", forward = slices, backward = stacked }
+
+-- unbind_recurrent(xg, w_hh, hs) slices the input's gates xg (T, N, G H) as
+-- unbind does, while the steps multiply by a detached w_hh and put in hs[t]
+-- the h that step t multiplied. As the gates' gradient at step t is also
+-- that of h W_hh^T, w_hh's gradient is then one GEMM, sum_t dgates_t^T hs[t],
+-- instead of T thin ones and T - 1 accumulations.
+local unbind_recurrent = autodiff.Function{ name = "unbind_recurrent",
+  forward = function(ctx, xg, _, hs)
+    ctx.hs = hs
+    return slices(ctx, xg)
   end,
   backward = function(ctx, ...)
-    local g, zero = { ... }, nil
-    for t = 1, select("#", ...) do
-      if g[t] == nil then
-        zero = zero or ember.zeros(ctx.slice_shape, { dtype = ctx.dtype })
-        g[t] = zero
-      end
+    local dxg = stacked(ctx, ...)
+    local dw
+    if ctx.needs_input_grad[2] then
+      local hs = ember.stack(ctx.hs, 1)
+      dw = dxg:reshape(-1, dxg:size(3)):t():matmul(hs:reshape(-1, hs:size(3)))
     end
-    return ember.stack(g, 1)
+    return dxg, dw
   end }
 
 return function(nn, h)
@@ -82,12 +106,24 @@ return function(nn, h)
     return (xg + hg):relu()
   end
 
-  -- one layer in one direction over x (T, N, I): outputs (T, N, H), last h, last c
+  -- one layer in one direction over x (T, N, I): outputs (T, N, H), last h,
+  -- last c. When a single recording sees the forward, nothing differentiates
+  -- its backward, and w_hh's gradient comes from unbind_recurrent (not for
+  -- the GRU, whose r scales h W_hh^T: its gates' gradients differ).
   local function sweep(mode, x, hx, c, p, reverse)
-    local xs = { unbind(input_gates(mode, x, p)) }
+    local xg, hs = input_gates(mode, x, p), nil
+    local xs
+    if mode ~= "GRU" and C.ember_num_recording() == 1 then
+      hs = {}
+      xs = { unbind_recurrent(xg, p.w_hh, hs) }
+      p = { w_hh = p.w_hh:detach() }
+    else
+      xs = { unbind(xg) }
+    end
     local T, outs = #xs, {}
     for s = 1, T do
       local t = reverse and T + 1 - s or s
+      if hs then hs[t] = hx end
       hx, c = step(mode, xs[t], hx, c, p)
       outs[t] = hx
     end
