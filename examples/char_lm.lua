@@ -11,7 +11,7 @@
 --   luajit examples/char_lm.lua [--steps 1500] [--out DIR]
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
-local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+local nn, F = ember.nn, ember.nn.functional
 
 local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, dim = 96, heads = 4, layers = 2,
   lr = 3e-3, out = "runs/char_lm", seed = 0 }, arg)
@@ -19,7 +19,7 @@ os.execute("mkdir -p '" .. opts.out .. "'")
 
 ---------------------------------------------------------------- the text
 local kjv = require("kjv").load(ember, "char_lm")
-local V, H1, data, n_train = kjv.V, kjv.H1, kjv.data, kjv.n_train
+local V, H1 = kjv.V, kjv.H1
 
 ---------------------------------------------------------------- the model
 local Block = nn.Module:extend("Block")
@@ -60,42 +60,17 @@ local params = model:parameters()
 local nparams = 0
 for _, p in ipairs(params) do nparams = nparams + p:numel() end
 print(("model: %d layers, width %d, %d heads, %d parameters"):format(opts.layers, opts.dim, opts.heads, nparams))
-local opt = optim.AdamW(params, { lr = opts.lr, weight_decay = 0.01 })
-local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = opts.steps, eta_min = opts.lr / 10 })
-local gm = ember.autodiff.GradManager():attach(params)
-
 local T, B = opts.context, opts.batch
-local function batch(lo, hi) return kjv.batch(lo, hi, B, T) end
 
 local function loss_of(x, y)
   return F.cross_entropy(model(x):reshape(-1, V), y:reshape(-1))
 end
 
 ---------------------------------------------------------------- training
-local bar = ember.progress(opts.steps, { desc = "training" })
-local curve, smooth = {}, nil
-for step = 1, opts.steps do
-  local x, y = batch(1, n_train)
-  gm:record()
-  local loss = loss_of(x, y)
-  gm:backward(loss)
-  optim.clip_grad_norm(params, 1.0)
-  opt:step()
-  opt:zero_grad()
-  sched:step()
-  local l = loss:item()
-  smooth = smooth and 0.98 * smooth + 0.02 * l or l
-  if step % 10 == 0 then curve[#curve + 1] = smooth end
-  bar:update(1, { loss = ("%.3f"):format(smooth) })
-end
-bar:close()
+local curve = kjv.train(params, opts, loss_of)
 
 model:eval()
-local val = ember.no_grad(function()
-  local s = 0
-  for _ = 1, 10 do s = s + loss_of(batch(n_train + 1, data:numel())):item() end
-  return s / 10
-end)
+local val = kjv.validate(loss_of, B, T)
 print(("validation loss %.3f nats/char (unigram entropy %.3f): %s"):format(val, H1,
   val < H1 - 0.5 and "well below" or "not yet below"))
 

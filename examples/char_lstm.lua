@@ -7,12 +7,12 @@
 -- fused cell op behind it, AdamW with clipping and a cosine schedule, and
 -- sampling that carries the LSTM's state {h, c} from character to character
 -- instead of re-reading a window. Validation loss 1.48 nats/char after the
--- default 1500 steps, in about 4 minutes on the 2-core machine of 2026-11-23
--- while busy (char_lm.lua: 1.43 in 3.2 minutes, in the same conditions).
+-- default 1500 steps, in 3-4 minutes on the 2-core machine of 2026-11-23
+-- while busy (char_lm.lua: 1.43 in 3.2 minutes, run right after).
 --   luajit examples/char_lstm.lua [--steps 1500] [--out DIR]
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
-local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+local nn, F = ember.nn, ember.nn.functional
 
 local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, embed = 64, hidden = 256,
   layers = 1, lr = 3e-3, out = "runs/char_lstm", seed = 0, sample = 300 }, arg)
@@ -43,41 +43,17 @@ local nparams = 0
 for _, p in ipairs(params) do nparams = nparams + p:numel() end
 print(("model: LSTM of %d layer(s), hidden %d, embedding %d, %d parameters"):format(opts.layers, opts.hidden,
   opts.embed, nparams))
-local opt = optim.AdamW(params, { lr = opts.lr, weight_decay = 0.01 })
-local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = opts.steps, eta_min = opts.lr / 10 })
-local gm = ember.autodiff.GradManager():attach(params)
-
 local T, B = opts.context, opts.batch
 local function loss_of(x, y)
   return F.cross_entropy(model(x):reshape(-1, V), y:reshape(-1))
 end
 
 ---------------------------------------------------------------- training
-local bar = ember.progress(opts.steps, { desc = "training" })
-local curve, smooth = {}, nil
-for step = 1, opts.steps do
-  local x, y = kjv.batch(1, kjv.n_train, B, T)
-  gm:record()
-  local loss = loss_of(x, y)
-  gm:backward(loss)
-  optim.clip_grad_norm(params, 1.0)
-  opt:step()
-  opt:zero_grad()
-  sched:step()
-  local l = loss:item()
-  smooth = smooth and 0.98 * smooth + 0.02 * l or l
-  if step % 10 == 0 then curve[#curve + 1] = smooth end
-  bar:update(1, { loss = ("%.3f"):format(smooth) })
-end
-bar:close()
+local curve = kjv.train(params, opts, loss_of)
 local train_s = ember.distributed.wtime() - t_start
 
 model:eval()
-local val = ember.no_grad(function()
-  local s = 0
-  for _ = 1, 10 do s = s + loss_of(kjv.batch(kjv.n_train + 1, kjv.data:numel(), B, T)):item() end
-  return s / 10
-end)
+local val = kjv.validate(loss_of, B, T)
 print(("validation loss %.3f nats/char (unigram entropy %.3f) after %d steps, %.1f s of training"):format(val, H1,
   opts.steps, train_s))
 

@@ -61,6 +61,44 @@ function M.load(ember, who)
     return win:narrow(2, 1, T), win:narrow(2, 2, T)
   end
 
+  -- Trains params for opts.steps steps of batches (opts.batch, opts.context)
+  -- from the training part: AdamW (opts.lr, weight decay 0.01), gradient
+  -- norms clipped at 1, a cosine schedule down to lr / 10. loss_of(x, y) is
+  -- the model's loss. Returns the smoothed training loss every 10 steps.
+  function kjv.train(params, opts, loss_of)
+    local optim = ember.optim
+    local opt = optim.AdamW(params, { lr = opts.lr, weight_decay = 0.01 })
+    local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = opts.steps, eta_min = opts.lr / 10 })
+    local gm = ember.autodiff.GradManager():attach(params)
+    local bar = ember.progress(opts.steps, { desc = "training" })
+    local curve, smooth = {}, nil
+    for step = 1, opts.steps do
+      local x, y = kjv.batch(1, kjv.n_train, opts.batch, opts.context)
+      gm:record()
+      local loss = loss_of(x, y)
+      gm:backward(loss)
+      optim.clip_grad_norm(params, 1.0)
+      opt:step()
+      opt:zero_grad()
+      sched:step()
+      local l = loss:item()
+      smooth = smooth and 0.98 * smooth + 0.02 * l or l
+      if step % 10 == 0 then curve[#curve + 1] = smooth end
+      bar:update(1, { loss = ("%.3f"):format(smooth) })
+    end
+    bar:close()
+    return curve
+  end
+
+  -- the mean loss over 10 batches from the validation part
+  function kjv.validate(loss_of, B, T)
+    return ember.no_grad(function()
+      local s = 0
+      for _ = 1, 10 do s = s + loss_of(kjv.batch(kjv.n_train + 1, data:numel(), B, T)):item() end
+      return s / 10
+    end)
+  end
+
   -- the text of a list of ids
   function kjv.decode(list)
     local s = {}
