@@ -202,15 +202,18 @@ describe("the fused cell ops", function()
 
   it("give the same first-order gradient from the one-pass kernel and, under an outer manager, from public ops", function()
     ember.manual_seed(8)
-    local gi, gh, c = randn({ 3, 8 }), randn({ 3, 8 }), randn({ 3, 2 })
-    local function f(a, b, s) local h, cy = F.lstm_cell(a, b, s) return (h * h):sum() + (cy * h):sum() end
-    local plain = { ember.autodiff.grad(f, { 1, 2, 3 })(gi, gh, c) }
-    local outer = GradManager():attach({ gi })
-    outer:record()
-    local nested = { ember.autodiff.grad(f, { 1, 2, 3 })(gi, gh, c) }
-    assert.is_not_nil(nested[1]:grad_fn())   -- recorded: the public-op form ran
-    outer:release()
-    for k = 1, 3 do H.same(nested[k], plain[k]:tolist(), 1e-14) end
+    local function lstm(a, b, s) local h, cy = F.lstm_cell(a, b, s) return (h * h):sum() + (cy * h):sum() end
+    local function gru(a, b, s) local h = F.gru_cell(a, b, s) return (h * h * s):sum() end
+    for _, case in ipairs({ { lstm, 8 }, { gru, 6 } }) do
+      local f, inputs = case[1], { randn({ 3, case[2] }), randn({ 3, case[2] }), randn({ 3, 2 }) }
+      local plain = { ember.autodiff.grad(f, { 1, 2, 3 })(unpack(inputs)) }
+      local outer = GradManager():attach({ inputs[1] })
+      outer:record()
+      local nested = { ember.autodiff.grad(f, { 1, 2, 3 })(unpack(inputs)) }
+      assert.is_not_nil(nested[1]:grad_fn())   -- recorded: the public-op form ran
+      outer:release()
+      for k = 1, 3 do H.same(nested[k], plain[k]:tolist(), 1e-14) end
+    end
   end)
 
   it("take strided float32 operands", function()

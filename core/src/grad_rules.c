@@ -824,6 +824,16 @@ RULE(avg_pool2d_backward)
     if (OK(s)) give(s, &gi[0], keep(s, ember_avg_pool2d(g, &at->i[0], &at->i[2], &at->i[4], &o), &o));
 }
 
+/* A one-pass kernel's results: take[i] becomes input i's gradient where it
+   needs one; then the kernel's nd references in made are released. */
+static void hand_over(arena *s, ember_tensor **gi, int nin, const ember_node *n, ember_tensor *const *take, int nd,
+                      ember_tensor *const *made)
+{
+    for (int i = 0; i < nin && OK(s); i++)
+        if (NEED(i)) give(s, &gi[i], take[i]);
+    for (int k = 0; k < nd; k++) ember_tensor_release(made[k]);
+}
+
 /* lstm_cell: with a = gi + gh and (i, f, u, o) = (sigmoid, sigmoid, tanh,
    sigmoid) of its four blocks, c' = f c + i u and h = o tanh(c'). Given gh' and
    gc' for h and c': dc = gc' + gh' o (1 - tanh^2 c'); da = (dc u i (1 - i),
@@ -837,13 +847,10 @@ RULE(lstm_cell)
     ember_tensor *kept[6] = {r->go[0], r->go[1], IN(0), IN(1), IN(2), OUT(1)};
     if (!have(s, kept[2], kept[3]) || !have(s, kept[4], kept[5])) return;
     if (!ember__ag_would_record(6, kept)) {   /* one pass; nothing differentiates it */
-        ember_tensor *da = NULL, *dc = NULL;
-        s->rc = ember__lstm_cell_backward(kept, &da, &dc);
-        if (NEED(0)) give(s, &gi[0], da);
-        if (NEED(1)) give(s, &gi[1], da);
-        if (NEED(2)) give(s, &gi[2], dc);
-        ember_tensor_release(da);
-        ember_tensor_release(dc);
+        ember_tensor *d[2];
+        s->rc = ember__lstm_cell_backward(kept, d);
+        ember_tensor *take[3] = {d[0], d[0], d[1]};
+        hand_over(s, gi, 3, n, take, 2, d);
         return;
     }
     int64_t H = in[1] / 4;
@@ -865,10 +872,19 @@ RULE(lstm_cell)
 /* gru_cell: (r, z) = sigmoid of the first two blocks of gi + gh, n =
    tanh(gi_n + r gh_n), h' = (1 - z) n + z h. Given g: dn = g (1 - z) (1 - n^2),
    dz = g (h - n) z (1 - z), dr = dn gh_n r (1 - r); gi gets (dr, dz, dn), gh
-   (dr, dz, dn r), h g z. */
+   (dr, dz, dn r), h g z. One kernel pass when no recording would see the
+   ops, as for lstm_cell. */
 RULE(gru_cell)
 {
     RULE_LOCALS;
+    ember_tensor *kept[4] = {g, IN(0), IN(1), IN(2)};
+    if (!have(s, kept[1], kept[2]) || !have(s, kept[3], kept[3])) return;
+    if (!ember__ag_would_record(4, kept)) {   /* one pass; nothing differentiates it */
+        ember_tensor *d[3];
+        s->rc = ember__gru_cell_backward(kept, d);
+        hand_over(s, gi, 3, n, d, 3, d);
+        return;
+    }
     int64_t H = in[1] / 3;
     ember_tensor *xi = IN(0), *xh = IN(1), *hp = IN(2), *one = num(s, 1);
     ember_tensor *rz = t_sigmoid(s, slice(s, t_add(s, xi, xh), 1, 0, 2 * H));

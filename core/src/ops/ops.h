@@ -94,11 +94,14 @@ int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor
 int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out);
 
 /* ------------------------------------------------------------------ recurrent cells (rnn.c)
-   lstm_cell's backward as one kernel, not an op: in = (g_h, g_c, gi, gh, c,
-   c'), the gradients of h and c' and what the node keeps; *da (N, 4H) is the
-   gradient of gi and of gh, *dc (N, H) that of c. For grad_lstm_cell when no
-   recording would see its ops, so they need not be differentiable. */
-int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **da, ember_tensor **dc);
+   The cells' first-order backward as kernels, not ops, for their rules when
+   no recording would see the rules' ops (so they need not be
+   differentiable). lstm: in = (g_h, g_c, gi, gh, c, c'), the gradients of h
+   and c' and what the node keeps -> out = (da (N, 4H), the gradient of gi and
+   of gh; dc (N, H)). gru: in = (g, gi, gh, h) -> out = (dgi, dgh (N, 3H),
+   dh (N, H)). */
+int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **out);
+int ember__gru_cell_backward(ember_tensor *const *in, ember_tensor **out);
 
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,

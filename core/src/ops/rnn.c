@@ -116,14 +116,19 @@ done:
     return rc;
 }
 
-/* lstm_cell's backward in one pass over a row: from the gradients of h and c'
-   (gh_out, gc_out) and what the node keeps (gi, gh, c, c'), the gates'
-   gradient da (4H, for gi and gh alike) and c's, dc; the formulas are those
-   of grad_lstm_cell */
+/* The cells' first-order backward in one pass over a row, for
+   grad_rules.c: from the output gradients and what the node keeps, the
+   inputs' gradients, by the formulas of grad_lstm_cell and grad_gru_cell.
+   in[] and out[] are rows of the widths the table below gives, in units of H. */
+typedef void (*back_row_fn)(const void *const *in, void *const *out, int64_t H);
+
+/* in: gh_out, gc_out, gi, gh, c, c'; out: da (for gi and gh alike), dc */
 #define LSTM_BACK_ROW(NAME, T, SIG, TANH)                                                  \
-    static void NAME(const T *gh_out, const T *gc_out, const T *a, const T *b, const T *c,  \
-                     const T *cy, T *da, T *dc, int64_t H)                                 \
+    static void NAME(const void *const *in, void *const *out, int64_t H)                   \
     {                                                                                      \
+        const T *gh_out = in[0], *gc_out = in[1], *a = in[2], *b = in[3], *c = in[4];      \
+        const T *cy = in[5];                                                               \
+        T *da = out[0], *dc = out[1];                                                      \
         _Pragma("GCC ivdep")                                                               \
         for (int64_t k = 0; k < H; k++) {                                                  \
             T i = SIG(a[k] + b[k]), f = SIG(a[H + k] + b[H + k]);                          \
@@ -140,51 +145,91 @@ done:
 LSTM_BACK_ROW(lstm_back_row_f32, float, sigmoidf_, ember__tanhf)
 LSTM_BACK_ROW(lstm_back_row_f64, double, sigmoid_, tanh)
 
-typedef struct {
-    const char *p[6];   /* gh_out, gc_out (N, H), gi, gh (N, 4H), c, c' (N, H) */
-    char *da, *dc;      /* (N, 4H), (N, H) */
-    int64_t H, esize;
-    int dt;
-} lstm_back_job;
+/* in: g, gi, gh, h; out: dgi, dgh, dh */
+#define GRU_BACK_ROW(NAME, T, SIG, TANH)                                                   \
+    static void NAME(const void *const *in, void *const *out, int64_t H)                   \
+    {                                                                                      \
+        const T *g = in[0], *a = in[1], *b = in[2], *hp = in[3];                           \
+        T *da = out[0], *db = out[1], *dh = out[2];                                        \
+        _Pragma("GCC ivdep")                                                               \
+        for (int64_t k = 0; k < H; k++) {                                                  \
+            T r = SIG(a[k] + b[k]), z = SIG(a[H + k] + b[H + k]);                          \
+            T nv = TANH(a[2 * H + k] + r * b[2 * H + k]);                                  \
+            T dn = g[k] * (1 - z) * (1 - nv * nv);                                         \
+            T dz = g[k] * (hp[k] - nv) * z * (1 - z);                                      \
+            T dr = dn * b[2 * H + k] * r * (1 - r);                                        \
+            da[k] = db[k] = dr;                                                            \
+            da[H + k] = db[H + k] = dz;                                                    \
+            da[2 * H + k] = dn;                                                            \
+            db[2 * H + k] = dn * r;                                                        \
+            dh[k] = g[k] * z;                                                              \
+        }                                                                                  \
+    }
+GRU_BACK_ROW(gru_back_row_f32, float, sigmoidf_, ember__tanhf)
+GRU_BACK_ROW(gru_back_row_f64, double, sigmoid_, tanh)
 
-static void lstm_back_rows(void *ctx, int64_t begin, int64_t end)
+typedef struct {
+    back_row_fn row;
+    int nin, nout;
+    const int *in_width, *out_width;   /* in units of H */
+    const char *in[6];
+    char *out[3];
+    int64_t H, esize;
+} back_job;
+
+static void back_rows(void *ctx, int64_t begin, int64_t end)
 {
-    const lstm_back_job *j = ctx;
-    int64_t one = j->H * j->esize, four = 4 * one;
+    const back_job *j = ctx;
+    int64_t row = j->H * j->esize;
     for (int64_t n = begin; n < end; n++) {
-        const char *r[6];
-        for (int i = 0; i < 6; i++) r[i] = j->p[i] + n * (i == 2 || i == 3 ? four : one);
-        if (j->dt == EMBER_FLOAT32)
-            lstm_back_row_f32((const float *)r[0], (const float *)r[1], (const float *)r[2], (const float *)r[3],
-                              (const float *)r[4], (const float *)r[5], (float *)(j->da + n * four),
-                              (float *)(j->dc + n * one), j->H);
-        else
-            lstm_back_row_f64((const double *)r[0], (const double *)r[1], (const double *)r[2], (const double *)r[3],
-                              (const double *)r[4], (const double *)r[5], (double *)(j->da + n * four),
-                              (double *)(j->dc + n * one), j->H);
+        const void *in[6];
+        void *out[3];
+        for (int i = 0; i < j->nin; i++) in[i] = j->in[i] + n * j->in_width[i] * row;
+        for (int o = 0; o < j->nout; o++) out[o] = j->out[o] + n * j->out_width[o] * row;
+        j->row(in, out, j->H);
     }
 }
 
-int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **da, ember_tensor **dc)
+/* Runs a backward row function over the N rows of in[] (contiguous copies
+   where strided, in the dtype of in[dt_from]); out[] are new (N, width H). */
+static int run_back(int nin, ember_tensor *const *in, const int *in_width, int nout, const int *out_width,
+                    int dt_from, back_row_fn row32, back_row_fn row64, ember_tensor **out)
 {
-    int dt = in[2]->dtype, rc = EMBER_OK;
-    int64_t N = in[4]->shape[0], H = in[4]->shape[1], four[2] = {N, 4 * H};
+    int dt = in[dt_from]->dtype, rc = EMBER_OK;
+    int64_t N = in[dt_from]->shape[0], H = in[dt_from]->shape[1] / in_width[dt_from];
     ember_tensor *c[6] = {NULL};
-    *da = *dc = NULL;
-    for (int i = 0; i < 6; i++) EMBER_CHECK(ember__contiguous_as(in[i], dt, &c[i]));
-    EMBER_CHECK(ember__new(2, four, dt, EMBER_CPU, da));
-    EMBER_CHECK(ember__new(2, in[4]->shape, dt, EMBER_CPU, dc));
-    lstm_back_job job = {{0}, ember__ptr(*da), ember__ptr(*dc), H, ember_dtype_size(dt), dt};
-    for (int i = 0; i < 6; i++) job.p[i] = ember__ptr(c[i]);
-    ember__parallel_for(N, CELL_GRAIN / (4 * H + 1) + 1, lstm_back_rows, &job);
+    back_job job = {dt == EMBER_FLOAT32 ? row32 : row64, nin, nout, in_width, out_width, {NULL}, {NULL}, H,
+                    ember_dtype_size(dt)};
+    for (int o = 0; o < nout; o++) out[o] = NULL;
+    for (int i = 0; i < nin; i++) {
+        EMBER_CHECK(ember__contiguous_as(in[i], dt, &c[i]));
+        job.in[i] = ember__ptr(c[i]);
+    }
+    for (int o = 0; o < nout; o++) {
+        int64_t shape[2] = {N, out_width[o] * H};
+        EMBER_CHECK(ember__new(2, shape, dt, EMBER_CPU, &out[o]));
+        job.out[o] = ember__ptr(out[o]);
+    }
+    ember__parallel_for(N, CELL_GRAIN / (in_width[dt_from] * H + 1) + 1, back_rows, &job);
 done:
-    for (int i = 0; i < 6; i++) ember_tensor_release(c[i]);
-    if (rc < 0) {
-        ember_tensor_release(*da);
-        ember_tensor_release(*dc);
-        *da = *dc = NULL;
+    for (int i = 0; i < nin; i++) ember_tensor_release(c[i]);
+    for (int o = 0; rc < 0 && o < nout; o++) {
+        ember_tensor_release(out[o]);
+        out[o] = NULL;
     }
     return rc;
+}
+
+int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **out)
+{
+    static const int in_width[6] = {1, 1, 4, 4, 1, 1}, out_width[2] = {4, 1};
+    return run_back(6, in, in_width, 2, out_width, 2, lstm_back_row_f32, lstm_back_row_f64, out);
+}
+
+int ember__gru_cell_backward(ember_tensor *const *in, ember_tensor **out)
+{
+    static const int in_width[4] = {1, 3, 3, 1}, out_width[3] = {3, 3, 1};
+    return run_back(4, in, in_width, 3, out_width, 1, gru_back_row_f32, gru_back_row_f64, out);
 }
 
 int fwd_lstm_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
