@@ -499,3 +499,18 @@ describe("custom gradient rules", function()
     H.same(x.grad, { 2 })
   end)
 end)
+
+describe("custom Functions under nested managers", function()
+  it("keep their backward until the last key's node is gone (grad of grad through a Function)", function()
+    -- both managers record the Function; the inner backward ends its node, the outer still runs its own
+    local Twice = ember.autodiff.Function{ name = "twice",
+      forward = function(ctx, x) return x * 2 end,
+      backward = function(ctx, g) return g * 2 end }
+    local x = ember.tensor({ 3 }, { dtype = "float64" })
+    local gm = GradManager():attach({ x })
+    gm:record()
+    local g = ember.autodiff.grad(function(u) return Twice(u):pow(3):sum() end)(x)   -- 24 x^2
+    gm:backward(g:sum())
+    H.same(x.grad, { 48 * 3 }, 1e-12)
+  end)
+end)

@@ -1,6 +1,7 @@
 -- The quick examples run end to end and print what they promise; the MLP
--- training example runs two epochs, whole and stopped-and-resumed. (The CNN
--- and the character LM take minutes: they are run by hand, see README.md.)
+-- training example runs two epochs, whole and stopped-and-resumed; the
+-- character LSTM runs 40 steps of a small model. (The CNN and the character
+-- models' default runs take minutes: they are run by hand, see README.md.)
 local function run(script)
   local p = assert(io.popen("luajit " .. script .. " 2>&1; echo \"exit=$?\""))
   local out = p:read("*a")
@@ -59,5 +60,25 @@ describe("examples", function()
     assert.is_true(acc > 83, whole)   -- 86.1% here; PyTorch's recipe gives about the same
     assert.truthy(svg, "no curves.svg")
     svg:close()
+  end)
+
+  it("char_lstm.lua trains a small LSTM briefly, samples with its carried state and saves PyTorch's names", function()
+    local which = io.popen("command -v bible")
+    local found = which:read("*a") ~= ""
+    which:close()
+    if not found then pending("bible-kjv is not installed") return end
+    local ember = require("ember")
+    local dir = os.tmpname()
+    os.remove(dir)
+    local out = run("examples/char_lstm.lua --steps 40 --batch 8 --context 32 --hidden 64 --embed 16 --sample 40 --out "
+      .. dir)
+    local sd = ember.load(dir .. "/char_lstm.safetensors")
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.truthy(out:find("exit=0", 1, true), out)
+    local val, h1 = out:match("validation loss ([%d%.]+) nats/char %(unigram entropy ([%d%.]+)%) after 40 steps")
+    assert.is_true(tonumber(val) < math.log(80) and tonumber(h1) > 2.5, out)   -- below a uniform guess
+    assert.truthy(out:find("sample:\nAnd God said" .. ("."):rep(40)), out)
+    assert.are.same({ 256, 16 }, sd["lstm.weight_ih_l0"]:shape())
+    assert.are.same({ 256, 64 }, sd["lstm.weight_hh_l0"]:shape())
   end)
 end)

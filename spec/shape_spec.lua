@@ -96,4 +96,17 @@ describe("indexing", function()
     assert.truthy(err:find("{1, 2}", 1, true) and err:find("{1, 3}", 1, true))
     assert.has_error(function() ember.cat({}) end, "ember.cat: expected a non-empty list of tensors")
   end)
+
+  it("differentiate lists longer than a rule's arena (300 tensors)", function()
+    local xs = {}
+    for i = 1, 300 do xs[i] = ember.tensor({ i }, { dtype = "float64" }) end
+    for _, op in ipairs({ "stack", "cat" }) do
+      local gm = ember.autodiff.GradManager():attach(xs)
+      gm:record()
+      gm:backward((ember[op](xs) ^ 2):sum())
+      H.same(xs[300].grad, { 600 })
+      H.same(xs[7].grad, { 14 })
+      for i = 1, 300 do xs[i].grad = nil end
+    end
+  end)
 end)

@@ -342,6 +342,17 @@ EMBER_API int ember_avg_pool2d_backward(ember_tensor *g, const int64_t *x_shape,
                                         const int64_t *stride, const int64_t *padding,
                                         ember_tensor **out);
 
+/* recurrent cells (nn.LSTM, nn.GRU), one step for a batch of N with hidden size H:
+   gi and gh are the gate pre-activations from the input and from the hidden
+   state (x W_ih^T + b_ih and h W_hh^T + b_hh), one dtype, float32 or float64.
+   lstm_cell: gi, gh (N, 4H) in PyTorch's gate order i, f, g, o, c (N, H) ->
+   h = o tanh(c'), c' = f c + i g. gru_cell: gi, gh (N, 3H), order r, z, n, h (N, H)
+   -> h' = (1 - z) n + z h with n = tanh(gi_n + r gh_n). Fail with EMBER_ERR_SHAPE
+   or EMBER_ERR_DTYPE. */
+EMBER_API int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_tensor **h_out,
+                              ember_tensor **c_out);
+EMBER_API int ember_gru_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *h, ember_tensor **out);
+
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */
 EMBER_API int ember_add_(ember_tensor *a, ember_tensor *b);
@@ -364,6 +375,9 @@ typedef struct ember_node ember_node;   /* a grad function; owned by its key's t
 
 EMBER_API void ember_set_grad_enabled(int enabled);
 EMBER_API int ember_is_grad_enabled(void);
+/* How many keys record on this thread now (0 while grad mode is off): with
+   one, nothing will record the backward of what is recorded now. */
+EMBER_API int ember_num_recording(void);
 /* A new key in `group` (0: a group of its own). */
 EMBER_API int ember_key_new(int group, int *key);
 EMBER_API void ember_key_free(int key);
@@ -428,10 +442,13 @@ EMBER_API int ember_get_save_copies(void);
    Functions. rule_id > 0 names the caller's rule; 0 restores the built-in. */
 EMBER_API int ember_set_rule_override(const char *op, int rule_id);
 /* Records a custom op on every visible key that tracks one of the inputs.
-   ctx_id identifies the caller's saved state; the node's rule is rule_id. */
+   ctx_id identifies the caller's saved state; the node's rule is rule_id.
+   Returns the number of nodes made (one per such key, all holding ctx_id),
+   or a status < 0. */
 EMBER_API int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin,
                                   ember_tensor *const *in, int nout, ember_tensor *const *out);
-/* ctx ids whose nodes were all freed since the last call (up to cap). */
+/* ctx ids of nodes freed since the last call (up to cap): an id comes back
+   once for each node ember_record_custom made with it. */
 EMBER_API int ember_drain_freed_ctx(int *ids, int cap);
 
 /* Backward is a pull loop: begin, then step until EMBER_DONE; a step that

@@ -65,6 +65,8 @@ void ember_set_grad_enabled(int enabled)
 
 int ember_is_grad_enabled(void) { return grad_enabled; }
 
+int ember_num_recording(void) { return ember__ag_active ? n_recording : 0; }
+
 int ember_key_new(int group, int *key)
 {
     if (!key) return ember__fail(EMBER_ERR_ARG, "key_new: key is NULL");
@@ -369,6 +371,18 @@ static bool visible(const ag_key *k)
 }
 
 
+bool ember__ag_would_record(int n, ember_tensor *const *ts)
+{
+    if (!ember__ag_active) return false;
+    for (int i = 0; i < n_recording; i++) {
+        int key = recording_keys[i];
+        if (!visible(&keys[key])) continue;
+        for (int j = 0; j < n; j++)
+            if (ts[j] && ember__ag_involved(ts[j]) && ember__ag_find_entry(ts[j], key)) return true;
+    }
+    return false;
+}
+
 static unsigned save_mask(int op, int nin, ember_tensor *const *in, const uint8_t *needs)
 {
     uint64_t sig = (uint64_t)op * 0x9E3779B97F4A7C15ULL;
@@ -558,7 +572,9 @@ int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin, embe
         if (!in[i]) return ember__fail(EMBER_ERR_ARG, "Function %s: input %d is NULL", name, i + 1);
     for (int j = 0; j < nout; j++)
         if (!out[j]) return ember__fail(EMBER_ERR_ARG, "Function %s: output %d is NULL", name, j + 1);
-    return record(NODE_CUSTOM, rule_id, ctx_id, name, nin, in, NULL, nout, out);
+    uint64_t mark = ember__ag_next_node_id;
+    EMBER_TRY(record(NODE_CUSTOM, rule_id, ctx_id, name, nin, in, NULL, nout, out));
+    return (int)(ember__ag_next_node_id - mark);   /* one node per key, each holding ctx_id */
 }
 
 /* ------------------------------------------------------------------ in-place writes */

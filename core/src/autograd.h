@@ -8,6 +8,10 @@
    of autograd on an untracked op is this test plus a scan of the inputs' ag. */
 extern _Thread_local int ember__ag_active;
 
+/* Whether an op reading these tensors now would be recorded: some key that
+   tracks one of them records and may see the op (an outer manager
+   differentiating a backward, say). NULLs are skipped. */
+bool ember__ag_would_record(int n, ember_tensor *const *ts);
 /* A tensor is being freed: drop its tracking entries. */
 void ember__ag_forget(ember_tensor *t);
 /* Records op on every active key that tracks an input and may see it. */

@@ -8,6 +8,7 @@
    Each rule is a few lines over a small arena `S` that owns the temporaries:
    every helper returns NULL once an op has failed, and S.rc keeps the status. */
 #include "grad_rules.h"
+#include "autograd.h"
 #include "node.h"
 
 #include <math.h>
@@ -134,6 +135,28 @@ static ember_tensor *transpose_last(arena *s, ember_tensor *a)
     return keep(s, ember_transpose(a, nd - 2, nd - 1, &o), &o);
 }
 
+static ember_tensor *slice(arena *s, ember_tensor *a, int dim, int64_t start, int64_t len)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_narrow(a, dim, start, len, &o), &o);
+}
+
+static ember_tensor *cat_of(arena *s, int k, ember_tensor *const *parts, int dim)
+{
+    ember_tensor *o = NULL;
+    for (int i = 0; i < k; i++)
+        if (!parts[i]) return NULL;
+    if (!OK(s)) return NULL;
+    return keep(s, ember_cat(k, parts, dim, &o), &o);
+}
+
+/* sigmoid's slope from its output: y (1 - y) */
+static ember_tensor *sigmoid_slope(arena *s, ember_tensor *y)
+{
+    return t_mul(s, y, t_sub(s, num(s, 1), y));
+}
+
 /* hands a temporary to the engine (one more reference) */
 static void give(arena *s, ember_tensor **slot, ember_tensor *t)
 {
@@ -196,6 +219,7 @@ typedef struct {
     arena *s;
     const ember_attrs *at;
     ember_tensor *g;   /* the gradient of output 1 */
+    ember_tensor *const *go;   /* every output's gradient (zeros where none came) */
     int64_t in[EMBER_MAX_DIMS];   /* input 1's shape */
     int nd;
     int op;
@@ -350,8 +374,7 @@ RULE(tanh)
 RULE(sigmoid)
 {
     RULE_LOCALS;
-    ember_tensor *y = OUT(0);
-    give(s, &gi[0], t_mul(s, g, t_mul(s, y, t_sub(s, num(s, 1), y))));
+    give(s, &gi[0], t_mul(s, g, sigmoid_slope(s, OUT(0))));
 }
 
 /* a select, not g * mask: 0 where the input was cut even if g is NaN (as PyTorch), in one pass */
@@ -705,7 +728,8 @@ RULE(index_add)
     if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select(g, (int)at->i[0], IN(0), &o), &o));
 }
 
-/* slices of g, one per input */
+/* slices of g, one per input, handed straight to the engine: a list may be
+   longer than the arena */
 RULE(cat)
 {
     RULE_LOCALS;
@@ -715,11 +739,8 @@ RULE(cat)
         int64_t shp[EMBER_MAX_DIMS];
         ember__node_in_shape(n, i, shp);
         int64_t len = op == EMBER_OP_CAT ? shp[dim] : 1;
-        if (NEED(i)) {
-            ember_tensor *o = NULL;
-            if (op == EMBER_OP_CAT) give(s, &gi[i], keep(s, ember_narrow(g, dim, off, len, &o), &o));
-            else give(s, &gi[i], keep(s, ember_select(g, dim, off, &o), &o));
-        }
+        if (NEED(i))
+            s->rc = op == EMBER_OP_CAT ? ember_narrow(g, dim, off, len, &gi[i]) : ember_select(g, dim, off, &gi[i]);
         off += len;
     }
 }
@@ -803,6 +824,86 @@ RULE(avg_pool2d_backward)
     if (OK(s)) give(s, &gi[0], keep(s, ember_avg_pool2d(g, &at->i[0], &at->i[2], &at->i[4], &o), &o));
 }
 
+/* A one-pass kernel's results: take[i] becomes input i's gradient where it
+   needs one; then the kernel's nd references in made are released. */
+static void hand_over(arena *s, ember_tensor **gi, int nin, const ember_node *n, ember_tensor *const *take, int nd,
+                      ember_tensor *const *made)
+{
+    for (int i = 0; i < nin && OK(s); i++)
+        if (NEED(i)) give(s, &gi[i], take[i]);
+    for (int k = 0; k < nd; k++) ember_tensor_release(made[k]);
+}
+
+/* lstm_cell: with a = gi + gh and (i, f, u, o) = (sigmoid, sigmoid, tanh,
+   sigmoid) of its four blocks, c' = f c + i u and h = o tanh(c'). Given gh' and
+   gc' for h and c': dc = gc' + gh' o (1 - tanh^2 c'); da = (dc u i (1 - i),
+   dc c f (1 - f), dc i (1 - u^2), gh' tanh(c') o (1 - o)) for both gi and gh;
+   dc_prev = dc f. When no recording would see these ops (a first-order
+   backward) one kernel computes them in a pass; else they are public ops, so
+   an outer manager differentiates them. */
+RULE(lstm_cell)
+{
+    RULE_LOCALS;
+    ember_tensor *kept[6] = {r->go[0], r->go[1], IN(0), IN(1), IN(2), OUT(1)};
+    if (!have(s, kept[2], kept[3]) || !have(s, kept[4], kept[5])) return;
+    if (!ember__ag_would_record(6, kept)) {   /* one pass; nothing differentiates it */
+        ember_tensor *d[2];
+        s->rc = ember__lstm_cell_backward(kept, d);
+        ember_tensor *take[3] = {d[0], d[0], d[1]};
+        hand_over(s, gi, 3, n, take, 2, d);
+        return;
+    }
+    int64_t H = in[1] / 4;
+    ember_tensor *a = t_add(s, IN(0), IN(1)), *sg = t_sigmoid(s, a), *one = num(s, 1);
+    ember_tensor *i = slice(s, sg, 1, 0, H), *f = slice(s, sg, 1, H, H), *o = slice(s, sg, 1, 3 * H, H);
+    ember_tensor *u = t_tanh(s, slice(s, a, 1, 2 * H, H)), *tc = t_tanh(s, OUT(1));
+    ember_tensor *gh = r->go[0];
+    ember_tensor *dc = t_add(s, r->go[1], t_mul(s, t_mul(s, gh, o), t_sub(s, one, t_mul(s, tc, tc))));
+    ember_tensor *parts[4] = {t_mul(s, t_mul(s, dc, u), sigmoid_slope(s, i)),
+                              t_mul(s, t_mul(s, dc, IN(2)), sigmoid_slope(s, f)),
+                              t_mul(s, t_mul(s, dc, i), t_sub(s, one, t_mul(s, u, u))),
+                              t_mul(s, t_mul(s, gh, tc), sigmoid_slope(s, o))};
+    ember_tensor *da = NEED(0) || NEED(1) ? cat_of(s, 4, parts, 1) : NULL;
+    if (NEED(0)) give(s, &gi[0], da);
+    if (NEED(1)) give(s, &gi[1], da);
+    if (NEED(2)) give(s, &gi[2], t_mul(s, dc, f));
+}
+
+/* gru_cell: (r, z) = sigmoid of the first two blocks of gi + gh, n =
+   tanh(gi_n + r gh_n), h' = (1 - z) n + z h. Given g: dn = g (1 - z) (1 - n^2),
+   dz = g (h - n) z (1 - z), dr = dn gh_n r (1 - r); gi gets (dr, dz, dn), gh
+   (dr, dz, dn r), h g z. One kernel pass when no recording would see the
+   ops, as for lstm_cell. */
+RULE(gru_cell)
+{
+    RULE_LOCALS;
+    ember_tensor *kept[4] = {g, IN(0), IN(1), IN(2)};
+    if (!have(s, kept[1], kept[2]) || !have(s, kept[3], kept[3])) return;
+    if (!ember__ag_would_record(4, kept)) {   /* one pass; nothing differentiates it */
+        ember_tensor *d[3];
+        s->rc = ember__gru_cell_backward(kept, d);
+        hand_over(s, gi, 3, n, d, 3, d);
+        return;
+    }
+    int64_t H = in[1] / 3;
+    ember_tensor *xi = IN(0), *xh = IN(1), *hp = IN(2), *one = num(s, 1);
+    ember_tensor *rz = t_sigmoid(s, slice(s, t_add(s, xi, xh), 1, 0, 2 * H));
+    ember_tensor *rg = slice(s, rz, 1, 0, H), *z = slice(s, rz, 1, H, H), *hn = slice(s, xh, 1, 2 * H, H);
+    ember_tensor *nv = t_tanh(s, t_add(s, slice(s, xi, 1, 2 * H, H), t_mul(s, rg, hn)));
+    ember_tensor *dn = t_mul(s, t_mul(s, g, t_sub(s, one, z)), t_sub(s, one, t_mul(s, nv, nv)));
+    ember_tensor *dz = t_mul(s, t_mul(s, g, t_sub(s, hp, nv)), sigmoid_slope(s, z));
+    ember_tensor *dr = t_mul(s, t_mul(s, dn, hn), sigmoid_slope(s, rg));
+    if (NEED(0)) {
+        ember_tensor *parts[3] = {dr, dz, dn};
+        give(s, &gi[0], cat_of(s, 3, parts, 1));
+    }
+    if (NEED(1)) {
+        ember_tensor *parts[3] = {dr, dz, t_mul(s, dn, rg)};
+        give(s, &gi[1], cat_of(s, 3, parts, 1));
+    }
+    if (NEED(2)) give(s, &gi[2], t_mul(s, g, z));
+}
+
 /* The rule of each op, from ops.def (NULL: not differentiable). */
 #define NO_GRAD NULL
 static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {
@@ -815,7 +916,7 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
     int op = ember__node_op(n);
     if (op < 0 || op >= EMBER_OP_COUNT || !RULES[op])
         return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", op >= 0 ? ember__ops[op].name : "?");
-    rule_ctx r = {n, gi, s, ember__node_attrs(n), go[0], {0}, 0, op};
+    rule_ctx r = {n, gi, s, ember__node_attrs(n), go[0], go, {0}, 0, op};
     r.nd = ember__node_in_shape(n, 0, r.in);
     RULES[op](&r);
     return s->rc;

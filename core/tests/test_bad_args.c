@@ -277,6 +277,13 @@ int main(void)
     BAD(ember_avg_pool2d(a, k2, k2, zero2, NULL));
     BAD(ember_avg_pool2d_backward(NULL, NULL, k2, k2, zero2, &o));
 
+    /* ---- recurrent cells */
+    BAD(ember_lstm_cell(NULL, a, a, &o, &o2));
+    BAD(ember_lstm_cell(a, a, a, &o, &o2));   /* gates of 3 do not make 4 gates of a state of 3 */
+    BAD(ember_lstm_cell(a, a, a, NULL, &o2));
+    BAD(ember_gru_cell(a, idx, a, &o));
+    BAD(ember_gru_cell(a, a, a, NULL));
+
     /* ---- in place */
     inplace_fn inplaces[] = {ember_add_, ember_sub_, ember_mul_, ember_div_, ember_pow_, ember_copy_};
     for (size_t i = 0; i < sizeof inplaces / sizeof *inplaces; i++) {

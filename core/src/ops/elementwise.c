@@ -419,8 +419,6 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 }
 
 /* ------------------------------------------------------------------ unary kernels */
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
-static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 #define SQRT_HALF 0.70710678118654752440
 #define SQRT_2_OVER_PI 0.79788456080286535588
 

@@ -6,6 +6,8 @@
 
 #include "../internal.h"
 
+#include <math.h>
+
 enum ember_op {
 #define OP(E, ...) EMBER_OP_##E,
 #include "ops.def"
@@ -102,6 +104,16 @@ void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_t
 /* Runs a unary op's kernel from a into o (same shape). */
 void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
 
+/* ------------------------------------------------------------------ recurrent cells (rnn.c)
+   The cells' first-order backward as kernels, not ops, for their rules when
+   no recording would see the rules' ops (so they need not be
+   differentiable). lstm: in = (g_h, g_c, gi, gh, c, c'), the gradients of h
+   and c' and what the node keeps -> out = (da (N, 4H), the gradient of gi and
+   of gh; dc (N, H)). gru: in = (g, gi, gh, h) -> out = (dgi, dgh (N, 3H),
+   dh (N, H)). */
+int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **out);
+int ember__gru_cell_backward(ember_tensor *const *in, ember_tensor **out);
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
@@ -137,5 +149,9 @@ int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);
+
+/* the logistic function for kernels (sigmoid, silu, the recurrent cells) */
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
+static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 #endif /* EMBER_OPS_H */

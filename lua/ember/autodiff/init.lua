@@ -45,14 +45,19 @@ autodiff.no_grad = ember.no_grad
 ---------------------------------------------------------------- the rule registry (Lua side)
 -- rules[id] = { name =, fn = function(ctx, grads) -> grads, kind = "function" | "override" }
 local rules, next_rule = {}, 0
--- ctx_store[id] = the state a recorded custom op keeps for its backward
-local ctx_store, next_ctx = {}, 0
+-- ctx_store[id] = the state a recorded custom op keeps for its backward,
+-- ctx_nodes[id] = how many nodes (one per recording key) still hold it
+local ctx_store, ctx_nodes, next_ctx = {}, {}, 0
 local drain_buf = ffi_new("int[256]")
 
 local function drain_ctx()
   while true do
     local n = C.ember_drain_freed_ctx(drain_buf, 256)
-    for i = 0, n - 1 do ctx_store[drain_buf[i]] = nil end
+    for i = 0, n - 1 do
+      local id = drain_buf[i]
+      local left = (ctx_nodes[id] or 1) - 1
+      if left > 0 then ctx_nodes[id] = left else ctx_store[id], ctx_nodes[id] = nil, nil end
+    end
     if n < 256 then return end
   end
 end
@@ -286,10 +291,12 @@ function Function.__call(self, ...)
     for k = 1, nout do out_buf[k - 1] = outputs[k]._c end
     next_ctx = next_ctx + 1
     ctx_store[next_ctx] = ctx
-    if C.ember_record_custom(self.name, self.rule_id, next_ctx, nin, in_buf, nout, out_buf) < 0 then
+    local made = C.ember_record_custom(self.name, self.rule_id, next_ctx, nin, in_buf, nout, out_buf)
+    if made < 0 then
       ctx_store[next_ctx] = nil
       fail()
     end
+    if made == 0 then ctx_store[next_ctx] = nil else ctx_nodes[next_ctx] = made end
   end
   return unpack(res, 1, res.n)
 end

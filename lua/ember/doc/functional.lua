@@ -134,6 +134,16 @@ target of 0 adds 0. `opts = {reduction = "mean", log_target = false}`;
 `reduction = "batchmean"` divides the sum by the size of dim 1 (the KL
 divergence), `"mean"` by the number of elements, as in PyTorch.
 
+### `ember.nn.functional.lstm_cell(gi, gh, c)`
+The LSTM cell's fused op: from the input's and the state's gate products
+`gi`, `gh` `(N, 4 H)` (order i, f, g, o, biases included) and the cell state
+`c` `(N, H)`, returns `h', c'`; differentiable to any order.
+
+### `ember.nn.functional.gru_cell(gi, gh, h)`
+The GRU cell's fused op: from `gi`, `gh` `(N, 3 H)` (order r, z, n) and the
+state `h` `(N, H)`, returns `h'`, with `n = tanh(gi_n + r * gh_n)` as in
+PyTorch.
+
 ### `ember.nn.functional.scaled_dot_product_attention(q, k, v, opts?)`
 `softmax(q k^T * scale + mask) v` over `(..., L, d)` inputs;
 `opts = {attn_mask, is_causal, scale = 1/sqrt(d)}` (a bool mask is true

@@ -96,6 +96,21 @@ key_padding_mask, need_weights = true})` returns the output and the
 head-averaged weights. `opts = {bias = true, dropout = 0, batch_first =
 false}`; parameters named as PyTorch's.
 
+### `ember.nn.RNN(input_size, hidden_size, opts?)`, `ember.nn.LSTM(input_size, hidden_size, opts?)`, `ember.nn.GRU(input_size, hidden_size, opts?)`
+Recurrent layers as PyTorch's: `opts = {num_layers = 1, bias = true,
+batch_first = false, dropout = 0, bidirectional = false}` (RNN also
+`nonlinearity = "tanh" | "relu"`; `num_layers` may come third). `m(input,
+hx?)` returns `out, h_n` (LSTM: `out, {h_n, c_n}` from `hx = {h_0, c_0}`);
+input `(L, N, H_in)`, `(N, L, H_in)` with `batch_first`, or unbatched.
+Parameters `weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`
+(`_reverse` for the backward direction), gates i, f, g, o (LSTM) and r, z,
+n (GRU). Each step is one GEMM and one fused cell op.
+
+### `ember.nn.RNNCell(input_size, hidden_size, opts?)`, `ember.nn.LSTMCell(input_size, hidden_size, opts?)`, `ember.nn.GRUCell(input_size, hidden_size, opts?)`
+One step: `m(x, h?)` returns `h'` (LSTMCell: `m(x, {h, c}?)` returns `h',
+c'`); `opts = {bias = true}` (RNNCell also `nonlinearity`). Parameters
+`weight_ih`, `weight_hh`, `bias_ih`, `bias_hh`.
+
 ### `ember.nn.causal_mask(L)`
 The `{L, L}` bool mask that is true above the diagonal (positions that may
 not be attended to).
