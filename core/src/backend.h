@@ -15,9 +15,17 @@ typedef struct ember_core_services {
     void (*release)(ember_tensor *t);
     int (*broadcast_shape)(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
+    int (*dtype_size)(int dtype);
+    const char *(*dtype_name)(int dtype);
+    int (*result_type)(int n, ember_tensor *const *ts);   /* PyTorch's promotion */
+    int (*unary_dtype)(int op, int dt);                   /* what a unary op computes in */
+    /* ops.def's op names in enum order: a backend built from another ops.def
+       refuses to load rather than run the wrong kernel for an op */
+    int op_count;
+    const char *const *op_names;
 } ember_core_services;
 
-#define EMBER_BACKEND_ABI 1
+#define EMBER_BACKEND_ABI 2
 
 typedef struct ember_backend {
     const char *name;            /* "cuda" */

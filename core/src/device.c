@@ -35,8 +35,15 @@ int ember__same_device(const char *op, int n, ember_tensor *const *ts)
     return EMBER_OK;
 }
 
+static const char *const OP_NAMES[EMBER_OP_COUNT] = {
+#define OP(E, n, ...) #n,
+#include "ops/ops.def"
+};
+
 static const ember_core_services SERVICES = {
-    EMBER_BACKEND_ABI, ember__fail, ember__new, ember_tensor_release, ember__broadcast_shape,
+    EMBER_BACKEND_ABI,  ember__fail,        ember__new,     ember_tensor_release, ember__broadcast_shape,
+    ember_dtype_size,   ember_dtype_name,   ember__result_type, ember__unary_dtype, EMBER_OP_COUNT,
+    OP_NAMES,
 };
 
 static void load_cuda_once(void);

@@ -1,0 +1,193 @@
+/* elementwise.h: the arithmetic of the elementwise and comparison kernels.
+   The unary functions come from ops.def's UNARY lines, the expressions the
+   CPU kernels are made of; here ember__expf, ember__tanhf and ember__erff are
+   the math library's (CUDA's on the device, libm's on the host), so float32
+   results agree with the CPU's polynomial forms within a few ulp
+   (cuda/tests/test_kernel_math.cpp states the bounds). float16 and bfloat16
+   compute in float32, float64 in double, integers in int64_t. */
+#ifndef EMBER_CUDA_ELEMENTWISE_H
+#define EMBER_CUDA_ELEMENTWISE_H
+
+#include <math.h>
+
+#include "dtype.h"
+#include "iter.h"
+#include "op_ids.h"
+
+namespace ember_cuda {
+
+EMBER_HD float ember__expf(float x) { return expf(x); }
+EMBER_HD float ember__tanhf(float x) { return tanhf(x); }
+EMBER_HD float ember__erff(float x) { return erff(x); }
+EMBER_HD float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+EMBER_HD double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* Whether op is one of ops.def's UNARY lines (the ops these kernels run). */
+EMBER_HD bool is_unary(int op)
+{
+    switch (op) {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, ...) case OP_##E:
+#include "ops/ops.def"
+        return true;
+    default: return false;
+    }
+}
+
+EMBER_HD float unary(int op, float x)
+{
+    switch (op) {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, grad, flags, save, F32, F64) case OP_##E: return F32;
+#include "ops/ops.def"
+    default: return x;
+    }
+}
+
+EMBER_HD double unary(int op, double x)
+{
+    switch (op) {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, grad, flags, save, F32, F64) case OP_##E: return F64;
+#include "ops/ops.def"
+    default: return x;
+    }
+}
+
+/* the integer forms of the OPF_KEEPS_INT ops, wrapping as the CPU's do */
+EMBER_HD int64_t unary(int op, int64_t x)
+{
+    switch (op) {
+    case OP_NEG: return (int64_t)(0u - (uint64_t)x);
+    case OP_ABS: return x < 0 ? (int64_t)(0u - (uint64_t)x) : x;
+    case OP_SIGN: return (x > 0) - (x < 0);
+    case OP_RELU: return x > 0 ? x : 0;
+    default: return x;
+    }
+}
+
+/* x to an integer power y >= 0 (fwd_binary refuses negative ones), wrapping */
+EMBER_HD int64_t ipow(int64_t x, int64_t y)
+{
+    uint64_t r = 1, b = (uint64_t)x;
+    while (y > 0) {
+        if (y & 1) r *= b;
+        b *= b;
+        y >>= 1;
+    }
+    return (int64_t)r;
+}
+
+EMBER_HD float power(float x, float y) { return y == 2.0f ? x * x : powf(x, y); }
+EMBER_HD double power(double x, double y) { return y == 2.0 ? x * x : pow(x, y); }
+EMBER_HD int64_t power(int64_t x, int64_t y) { return ipow(x, y); }
+
+/* maximum and minimum propagate NaN from either side */
+template <class T> EMBER_HD bool is_nan(T x) { return x != x; }
+
+template <class T> EMBER_HD T binary(int op, T x, T y)
+{
+    switch (op) {
+    case OP_ADD: return x + y;
+    case OP_SUB: return x - y;
+    case OP_MUL: return x * y;
+    case OP_DIV: return x / y;   /* float types only: integer division is true division */
+    case OP_POW: return power(x, y);
+    case OP_MAXIMUM: return (is_nan(x) || x > y) ? x : y;
+    default: return (is_nan(x) || x < y) ? x : y;   /* MINIMUM */
+    }
+}
+
+/* integer add, sub and mul wrap instead of overflowing */
+template <> EMBER_HD int64_t binary<int64_t>(int op, int64_t x, int64_t y)
+{
+    uint64_t a = (uint64_t)x, b = (uint64_t)y;
+    switch (op) {
+    case OP_ADD: return (int64_t)(a + b);
+    case OP_SUB: return (int64_t)(a - b);
+    case OP_MUL: return (int64_t)(a * b);
+    case OP_POW: return ipow(x, y);
+    case OP_MAXIMUM: return x > y ? x : y;
+    default: return x < y ? x : y;   /* MINIMUM (DIV never computes in integers) */
+    }
+}
+
+EMBER_HD bool is_comparison(int op) { return op >= OP_EQ && op <= OP_GE; }
+
+template <class T> EMBER_HD bool compare(int op, T x, T y)
+{
+    switch (op) {
+    case OP_EQ: return x == y;
+    case OP_NE: return x != y;
+    case OP_LT: return x < y;
+    case OP_LE: return x <= y;
+    case OP_GT: return x > y;
+    default: return x >= y;   /* GE */
+    }
+}
+
+/* The compute types the CPU kernels use. Unary: int32 and int64 in their own
+   width (as int64), the other integer dtypes through double (uint8 saturates,
+   as ember__store does). Binary: integers and bool in int64, wrapping to the
+   output's width as the CPU's integer kernels do. */
+inline bool is_float_dtype(int dt)
+{
+    return dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64 || dt == EMBER_FLOAT16 || dt == EMBER_BFLOAT16;
+}
+
+inline ecu_compute float_compute(int dt) { return dt == EMBER_FLOAT64 ? ECU_DOUBLE : ECU_FLOAT; }
+
+inline ecu_compute unary_compute(int dt)
+{
+    if (is_float_dtype(dt)) return float_compute(dt);
+    return dt == EMBER_INT32 || dt == EMBER_INT64 ? ECU_INT64 : ECU_DOUBLE;
+}
+
+inline ecu_compute binary_compute(int dt) { return is_float_dtype(dt) ? float_compute(dt) : ECU_INT64; }
+
+/* Element `i` of an elementwise op over `it` (operand 0 the output), computed
+   in T: the body of the device kernels and of the host check. */
+template <class T, class Index>
+EMBER_HD void unary_at(const ecu_iter &it, int op, Index i)
+{
+    Index off[2];
+    iter_offsets(it, i, off);
+    T x = load<T>(it.data[1] + off[1], it.dtype[1]);
+    store<T>(it.data[0] + off[0], it.dtype[0], unary(op, x));
+}
+
+template <class T, class Index>
+EMBER_HD void binary_at(const ecu_iter &it, int op, Index i)
+{
+    Index off[3];
+    iter_offsets(it, i, off);
+    T x = load<T>(it.data[1] + off[1], it.dtype[1]), y = load<T>(it.data[2] + off[2], it.dtype[2]);
+    char *o = it.data[0] + off[0];
+    if (is_comparison(op)) *(uint8_t *)o = compare(op, x, y);
+    else store<T>(o, it.dtype[0], binary(op, x, y));
+}
+
+/* a conversion (copy, to(dtype)): ember__store's rules */
+template <class Index>
+EMBER_HD void convert_at(const ecu_iter &it, Index i)
+{
+    Index off[2];
+    iter_offsets(it, i, off);
+    ember__store(it.data[0] + off[0], it.dtype[0], ember__load(it.data[1] + off[1], it.dtype[1]));
+}
+
+/* a fill: the value stored with ember__store's rules */
+template <class Index>
+EMBER_HD void fill_at(const ecu_iter &it, double value, Index i)
+{
+    Index off[1];
+    iter_offsets(it, i, off);
+    ember__store(it.data[0] + off[0], it.dtype[0], value);
+}
+
+}   // namespace ember_cuda
+
+#endif

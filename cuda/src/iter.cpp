@@ -1,0 +1,59 @@
+/* iter.cpp: the host half of the device iterator (kernels/iter.h): operands
+   aligned to the output's shape from the right, broadcast dims given stride
+   0, size-1 dims dropped and neighbouring dims merged where every operand
+   steps through them as one, so a contiguous op is a single flat dim. */
+#include "cuda_backend.h"
+
+#include <stdlib.h>
+
+static void merge_dims(ecu_iter *it)
+{
+    int nd = 0;
+    for (int d = 0; d < it->ndim; d++) {
+        if (it->shape[d] == 1) continue;
+        bool merge = nd > 0;
+        for (int k = 0; k < it->noperands && merge; k++)
+            merge = it->strides[k][nd - 1] == it->shape[d] * it->strides[k][d];
+        if (merge) {
+            it->shape[nd - 1] *= it->shape[d];
+            for (int k = 0; k < it->noperands; k++) it->strides[k][nd - 1] = it->strides[k][d];
+            continue;
+        }
+        it->shape[nd] = it->shape[d];
+        for (int k = 0; k < it->noperands; k++) it->strides[k][nd] = it->strides[k][d];
+        nd++;
+    }
+    it->ndim = nd;
+}
+
+/* whether every byte offset (and the linear index) fits in int32 */
+static bool fits_32_bits(const ecu_iter *it)
+{
+    if (it->numel > INT32_MAX) return false;
+    for (int k = 0; k < it->noperands; k++) {
+        int64_t span = 0;
+        for (int d = 0; d < it->ndim; d++) span += (it->shape[d] - 1) * llabs(it->strides[k][d]);
+        if (span > INT32_MAX) return false;
+    }
+    return true;
+}
+
+void ecu_iter_init(ecu_iter *it, int n, ember_tensor *const *ts)
+{
+    const ember_tensor *o = ts[0];
+    *it = ecu_iter{};
+    it->ndim = o->ndim;
+    it->noperands = n;
+    it->numel = o->numel;
+    for (int d = 0; d < o->ndim; d++) it->shape[d] = o->shape[d];
+    for (int k = 0; k < n; k++) {
+        const ember_tensor *t = ts[k];
+        int64_t esize = ecu_core->dtype_size(t->dtype), lead = o->ndim - t->ndim;
+        for (int d = 0; d < t->ndim; d++)
+            it->strides[k][lead + d] = t->shape[d] == 1 ? 0 : t->strides[d] * esize;
+        it->dtype[k] = t->dtype;
+        it->data[k] = (char *)t->storage->data + t->offset * esize;
+    }
+    merge_dims(it);
+    it->index32 = fits_32_bits(it);
+}

@@ -1,0 +1,358 @@
+/* test_kernel_math.cpp: the arithmetic of the CUDA kernels, compiled for the
+   host from the same headers (cuda/kernels/) and checked against libember's
+   CPU results, so it is tested on machines without a GPU. Checked: the
+   dtype conversions bit for bit (every float16 and bfloat16, a million float
+   bit patterns, saturating integer stores); each unary op in float32 within
+   its stated ulp of the CPU and in float64 bit for bit; every binary and
+   comparison op over every dtype through the iterator (iter.cpp's
+   description of broadcast and transposed operands) against the CPU's
+   result; the Philox draws bit for bit against ember_rand/ember_randn; the
+   allocator's size classes. What it cannot check is CUDA's own math library
+   (expf, tanhf, ... on the device), whose error bounds NVIDIA documents. */
+#include "ember.h"
+#include "kernels/elementwise.h"
+#include "kernels/random.h"
+#include "src/cuda_backend.h"
+#include "src/size_class.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <vector>
+
+using namespace ember_cuda;
+
+static int checks, failures;
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        checks++;                                                                 \
+        if (!(cond)) {                                                            \
+            if (failures++ < 60) {                                                \
+                fprintf(stderr, "line %d: %s: ", __LINE__, #cond);                \
+                fprintf(stderr, __VA_ARGS__);                                     \
+                fprintf(stderr, "\n");                                            \
+            }                                                                     \
+        }                                                                         \
+    } while (0)
+
+#define OK(call)                                                                  \
+    do {                                                                          \
+        if ((call) != EMBER_OK) {                                                 \
+            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, ember_last_error()); \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
+
+/* iter.cpp reads element sizes through the core's services */
+static int no_fail(int status, const char *, ...) { return status; }
+static const ember_core_services SERVICES = {EMBER_BACKEND_ABI, no_fail, NULL, NULL, NULL, ember_dtype_size,
+                                             ember_dtype_name, NULL, NULL, 0, NULL};
+const ember_core_services *ecu_core = &SERVICES;
+
+static ember_tensor *from(const void *data, int dtype, int64_t n)
+{
+    ember_tensor *t;
+    OK(ember_from_data(data, dtype, 1, &n, dtype, EMBER_CPU, &t));
+    return t;
+}
+
+static ember_tensor *converted(ember_tensor *t, int dtype)
+{
+    ember_tensor *r;
+    OK(ember_to_dtype(t, dtype, &r));
+    return r;
+}
+
+/* ------------------------------------------------------------------ dtypes */
+static void check_half_and_bf16(void)
+{
+    std::vector<uint16_t> all(65536);
+    for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+    for (int dt : {EMBER_FLOAT16, EMBER_BFLOAT16}) {
+        ember_tensor *h = from(all.data(), dt, 65536), *f = converted(h, EMBER_FLOAT32);
+        const float *cpu = (const float *)ember_tensor_data(f);
+        for (int i = 0; i < 65536; i++) {
+            float v = dt == EMBER_FLOAT16 ? ember__half_to_float((uint16_t)i) : ember__bf16_to_float((uint16_t)i);
+            bool both_nan = v != v && cpu[i] != cpu[i];   /* the CPU's path through double quiets NaNs */
+            CHECK(both_nan || float_bits(v) == float_bits(cpu[i]), "%s bits %04x: %08x, cpu %08x", ember_dtype_name(dt), i,
+                  float_bits(v), float_bits(cpu[i]));
+        }
+        ember_tensor_release(h);
+        ember_tensor_release(f);
+    }
+    /* float32 to float16/bfloat16: random bit patterns and the rounding edges */
+    std::vector<float> fs;
+    uint64_t s = 88172645463325252ull;
+    for (int i = 0; i < 1000000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        fs.push_back(bits_float((uint32_t)s));
+    }
+    for (float v : {0.0f, -0.0f, 65504.0f, 65520.0f, 65519.99f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f,
+                    INFINITY, -INFINITY, NAN, 1.00048828125f, 1.00146484375f})
+        fs.push_back(v);
+    ember_tensor *f = from(fs.data(), EMBER_FLOAT32, (int64_t)fs.size());
+    for (int dt : {EMBER_FLOAT16, EMBER_BFLOAT16}) {
+        ember_tensor *h = converted(f, dt);
+        const uint16_t *cpu = (const uint16_t *)ember_tensor_data(h);
+        for (size_t i = 0; i < fs.size(); i++) {
+            uint16_t v = dt == EMBER_FLOAT16 ? ember__float_to_half(fs[i]) : ember__float_to_bf16(fs[i]);
+            CHECK(v == cpu[i], "%s of %08x: %04x, cpu %04x", ember_dtype_name(dt), float_bits(fs[i]), v, cpu[i]);
+        }
+        ember_tensor_release(h);
+    }
+    ember_tensor_release(f);
+}
+
+static void check_integer_stores(void)
+{
+    const double vs[] = {0, -0.0, 2.5, -2.5, 255.9, 256, -1, 300, 2147483647.5, 2147483648.0, -2147483649.0,
+                         1e19, -1e19, 9.2233720368547758e18, INFINITY, -INFINITY, NAN, 1e-300};
+    const int n = sizeof vs / sizeof *vs;
+    ember_tensor *d = from(vs, EMBER_FLOAT64, n);
+    for (int dt : {EMBER_INT32, EMBER_INT64, EMBER_UINT8, EMBER_BOOL, EMBER_FLOAT32, EMBER_FLOAT16}) {
+        ember_tensor *c = converted(d, dt);
+        const char *cpu = (const char *)ember_tensor_data(c);
+        int size = ember_dtype_size(dt);
+        for (int i = 0; i < n; i++) {
+            char mine[8] = {0};
+            ember__store(mine, dt, vs[i]);
+            CHECK(memcmp(mine, cpu + i * size, (size_t)size) == 0, "%g to %s", vs[i], ember_dtype_name(dt));
+        }
+        ember_tensor_release(c);
+    }
+    ember_tensor_release(d);
+}
+
+/* ------------------------------------------------------------------ unary */
+/* the distance of two floats in units in the last place; below FLT_MIN the
+   CPU's polynomial exp flushes to 0, so results both under it are equal */
+static int64_t ulps(float a, float b)
+{
+    if (a != a || b != b) return (a != a) == (b != b) ? 0 : INT32_MAX;
+    if (a == b || (fabsf(a) < FLT_MIN && fabsf(b) < FLT_MIN)) return 0;
+    int32_t ia = (int32_t)float_bits(a), ib = (int32_t)float_bits(b);
+    if (ia < 0) ia = INT32_MIN - ia;
+    if (ib < 0) ib = INT32_MIN - ib;
+    return llabs((int64_t)ia - ib);
+}
+
+typedef int (*unary_fn)(ember_tensor *, ember_tensor **);
+
+struct unary_case {
+    int op;
+    const char *name;
+    unary_fn cpu;
+};
+
+static const unary_case UNARY_CASES[] = {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, n, ...) {EMBER_OP_##E, #n, ember_##n},
+#include "ops/ops.def"
+};
+
+/* float32 ulps between the kernels (libm's expf, tanhf and erff here) and
+   the CPU, whose exp, tanh and erf are branch-free polynomials
+   (core/src/internal.h): as measured over unary_inputs(); 0 where both call
+   the same libm function or do exact arithmetic */
+static int float32_bound(int op)
+{
+    switch (op) {
+    case EMBER_OP_EXP: case EMBER_OP_SIGMOID: case EMBER_OP_SILU: return 6;
+    case EMBER_OP_TANH: case EMBER_OP_ERF: return 2;
+    default: return 0;
+    }
+}
+
+static std::vector<double> unary_inputs(void)
+{
+    std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, 1e-8, -1e-8, 88.0, -88.0, 100.0, -100.0, INFINITY,
+                              -INFINITY, NAN, 0.625, -0.625, 4.0, -4.0, 3.9999, 1e30, -1e30};
+    for (int i = -20000; i <= 20000; i++) xs.push_back(i * 0.0013);
+    for (int i = 0; i < 200; i++) xs.push_back(ldexp(1.37, i - 100));
+    return xs;
+}
+
+/* every value of the host kernel body against the CPU op, for one dtype */
+static void unary_one(const unary_case &c, const std::vector<double> &xs, int dt)
+{
+    ember_tensor *d = from(xs.data(), EMBER_FLOAT64, (int64_t)xs.size()), *x = converted(d, dt), *cpu, *mine;
+    OK(c.cpu(x, &cpu));
+    OK(ember_empty(1, ember_tensor_shape(cpu), ember_tensor_dtype(cpu), EMBER_CPU, &mine));
+    ember_tensor *ts[2] = {mine, x};
+    ecu_iter it;
+    ecu_iter_init(&it, 2, ts);
+    ecu_compute ct = unary_compute(ember_tensor_dtype(cpu));
+    for (int64_t i = 0; i < it.numel; i++) {
+        if (ct == ECU_FLOAT) unary_at<float>(it, c.op, i);
+        else if (ct == ECU_DOUBLE) unary_at<double>(it, c.op, i);
+        else unary_at<int64_t>(it, c.op, i);
+    }
+    ember_tensor *a = converted(cpu, EMBER_FLOAT64), *b = converted(mine, EMBER_FLOAT64);
+    const double *pa = (const double *)ember_tensor_data(a), *pb = (const double *)ember_tensor_data(b);
+    bool f32 = ember_tensor_dtype(cpu) == EMBER_FLOAT32;   /* also integer inputs of float ops */
+    int64_t bound = f32 ? float32_bound(c.op) : 0;
+    for (size_t i = 0; i < xs.size(); i++) {
+        bool same = (pa[i] != pa[i] && pb[i] != pb[i]) || memcmp(&pa[i], &pb[i], 8) == 0;
+        if (f32) same = ulps((float)pa[i], (float)pb[i]) <= bound;
+        CHECK(same, "%s %s(%.17g): cpu %.9g, kernel %.9g", ember_dtype_name(dt), c.name, xs[i], pa[i], pb[i]);
+    }
+    for (ember_tensor *t : {d, x, cpu, mine, a, b}) ember_tensor_release(t);
+}
+
+static void check_unary(void)
+{
+    std::vector<double> xs = unary_inputs(), ints;
+    for (int i = -300; i <= 300; i++) ints.push_back(i);
+    for (double v : {2147483647.0, -2147483648.0}) ints.push_back(v);
+    for (const unary_case &c : UNARY_CASES) {
+        CHECK(is_unary(c.op), "%s is not a UNARY line", c.name);
+        unary_one(c, xs, EMBER_FLOAT32);
+        unary_one(c, xs, EMBER_FLOAT64);
+        for (int dt : {EMBER_INT32, EMBER_INT64, EMBER_UINT8, EMBER_BOOL}) unary_one(c, ints, dt);
+    }
+}
+
+/* ------------------------------------------------------------------ binary */
+typedef int (*binary_fn)(ember_tensor *, ember_tensor *, ember_tensor **);
+
+struct binary_case {
+    int op;
+    const char *name;
+    binary_fn cpu;
+};
+
+static const binary_case BINARY_CASES[] = {
+#define OP(...)
+#define UNARY(...)
+#define BINARY(E, n, ...) {EMBER_OP_##E, #n, ember_##n},
+#include "ops/ops.def"
+};
+
+/* a {4, 3, 5} operand as the transpose of a {5, 3, 4} one, and a {3, 1}
+   operand broadcast against it: strides of every kind */
+static void binary_one(const binary_case &c, int dt)
+{
+    std::vector<double> va(60), vb(3);
+    for (int i = 0; i < 60; i++) va[i] = (i * 37 % 23) * 0.5 - 5.0;
+    for (int i = 0; i < 3; i++) vb[i] = i + (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64 ? 0.25 : 0.0);
+    if (c.op == EMBER_OP_POW && !is_float_dtype(dt)) return;   /* refused on the device */
+    int64_t sa[3] = {5, 3, 4}, sb[2] = {3, 1};
+    ember_tensor *a0, *b, *a, *cpu, *mine;
+    OK(ember_from_data(va.data(), EMBER_FLOAT64, 3, sa, dt, EMBER_CPU, &a0));
+    OK(ember_from_data(vb.data(), EMBER_FLOAT64, 2, sb, dt, EMBER_CPU, &b));
+    OK(ember_transpose(a0, 0, 2, &a));
+    OK(c.cpu(a, b, &cpu));
+    OK(ember_empty(3, ember_tensor_shape(cpu), ember_tensor_dtype(cpu), EMBER_CPU, &mine));
+    ember_tensor *ts[3] = {mine, a, b};
+    ecu_iter it;
+    ecu_iter_init(&it, 3, ts);
+    int ct = c.op == EMBER_OP_DIV && !is_float_dtype(dt) ? EMBER_FLOAT32 : dt;
+    for (int64_t i = 0; i < it.numel; i++) {
+        switch (binary_compute(ct)) {
+        case ECU_FLOAT: binary_at<float>(it, c.op, (int32_t)i); break;
+        case ECU_DOUBLE: binary_at<double>(it, c.op, (int32_t)i); break;
+        default: binary_at<int64_t>(it, c.op, (int32_t)i); break;
+        }
+    }
+    size_t nbytes = (size_t)(60 * ember_dtype_size(ember_tensor_dtype(cpu)));
+    CHECK(it.index32 && memcmp(ember_tensor_data(cpu), ember_tensor_data(mine), nbytes) == 0,
+          "%s over %s differs from the CPU", c.name, ember_dtype_name(dt));
+    for (ember_tensor *t : {a0, b, a, cpu, mine}) ember_tensor_release(t);
+}
+
+static void check_binary(void)
+{
+    for (const binary_case &c : BINARY_CASES)
+        for (int dt = 0; dt < EMBER_DTYPE_COUNT; dt++) binary_one(c, dt);
+}
+
+/* ------------------------------------------------------------------ iterator */
+static void check_iterator_merges(void)
+{
+    int64_t shape[3] = {2, 3, 4}, one = 1;
+    ember_tensor *x, *y, *s;
+    OK(ember_empty(3, shape, EMBER_FLOAT32, EMBER_CPU, &x));
+    OK(ember_empty(3, shape, EMBER_FLOAT64, EMBER_CPU, &y));
+    OK(ember_empty(1, &one, EMBER_FLOAT32, EMBER_CPU, &s));
+    ember_tensor *ts[3] = {x, y, s};
+    ecu_iter it;
+    ecu_iter_init(&it, 3, ts);
+    CHECK(it.ndim == 1 && it.shape[0] == 24 && it.strides[0][0] == 4 && it.strides[1][0] == 8 &&
+              it.strides[2][0] == 0, "contiguous operands and a scalar are one flat dim (ndim %d)", it.ndim);
+    for (ember_tensor *t : {x, y, s}) ember_tensor_release(t);
+}
+
+/* ------------------------------------------------------------------ random */
+static void check_philox(void)
+{
+    int64_t n = 1001;
+    for (int dt : {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16}) {
+        for (int normal = 0; normal < 2; normal++) {
+            ember_manual_seed(1234);
+            ember_tensor *first, *t, *cpu, *mine;
+            OK(ember_rand(1, &n, dt, EMBER_CPU, &first));   /* the draw under test starts past block 0 */
+            OK((normal ? ember_randn : ember_rand)(1, &n, dt, EMBER_CPU, &t));
+            OK(ember_empty(1, &n, dt, EMBER_CPU, &mine));
+            uint64_t start = (uint64_t)(n + 1) / 2;
+            char *p = (char *)ember_tensor_data(mine);
+            for (int64_t i = 0; i < n; i++) {
+                double v = normal ? draw_normal(1234, start, i, 0.0, 1.0) : draw_uniform(1234, start, i, dt, 0.0, 1.0);
+                ember__store(p + i * ember_dtype_size(dt), dt, v);
+            }
+            cpu = t;
+            CHECK(memcmp(ember_tensor_data(cpu), p, (size_t)(n * ember_dtype_size(dt))) == 0,
+                  "%s %s draws differ from ember_%s", ember_dtype_name(dt), normal ? "normal" : "uniform",
+                  normal ? "randn" : "rand");
+            for (ember_tensor *r : {first, t, mine}) ember_tensor_release(r);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ allocator */
+static void check_size_classes(void)
+{
+    int last = 0;
+    for (size_t n = 0; n < (1u << 22); n += n < 4096 ? 1 : 97) {
+        int c = ecu_size_class(n);
+        size_t b = ecu_class_bytes(c);
+        CHECK(c >= last && c < ECU_NCLASSES, "class of %zu", n);
+        CHECK(b >= n && (n <= ECU_MIN_CLASS_BYTES || b * 4 <= n * 5), "%zu bytes in a class of %zu", n, b);
+        CHECK(c == 0 || ecu_class_bytes(c - 1) < n, "%zu fits a smaller class", n);
+        last = c;
+    }
+    CHECK(ecu_size_class((size_t)1 << 62) < ECU_NCLASSES, "the largest class");
+}
+
+int main(void)
+{
+    check_half_and_bf16();
+    check_integer_stores();
+    check_unary();
+    check_binary();
+    check_iterator_merges();
+    check_philox();
+    check_size_classes();
+    if (failures) {
+        fprintf(stderr, "test_kernel_math: %d of %d checks failed\n", failures, checks);
+        return 1;
+    }
+    printf("test_kernel_math: %d checks ok\n", checks);
+    return 0;
+}

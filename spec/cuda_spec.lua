@@ -1,0 +1,63 @@
+-- The CUDA backend's load path (cuda/, core/src/device.c): t:cuda() names why
+-- it cannot run (no backend library, no CUDA driver, no device) and leaves
+-- the tensor usable; ember.cuda reports the same. On a machine with a GPU the
+-- same cases check that a tensor goes to the device and back unchanged. The
+-- backend loads once per process, so the cases that need another backend
+-- path run in a child luajit.
+local U = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".")
+  .. "/../cli/tests/spec_util.lua")
+local ember = require("ember")
+local cuda = require("ember.cuda")
+
+local backend_built = U.exists(U.build_dir() .. "/libember_cuda.so")
+
+-- runs `code` in a child luajit with ember from this tree and the given env
+local function child(code, env)
+  env = env or {}
+  env.EMBER_LIB = U.build_dir() .. "/libember.so"
+  local prelude = "package.path = " .. string.format("%q", U.root .. "/lua/?.lua;" .. U.root .. "/lua/?/init.lua;")
+    .. " .. package.path; local ember = require('ember'); "
+  return U.run({ "luajit", "-e", prelude .. code }, { env = env })
+end
+
+describe("ember.cuda", function()
+  it("says whether CUDA can be used, and why not", function()
+    local status = cuda.status()
+    if cuda.is_available() then
+      assert.are.equal("available", status)
+      assert.is_true(cuda.device_count() > 0)
+    elseif backend_built then
+      assert.is_truthy(status:find("^no CUDA driver") or status:find("^no CUDA device"), status)
+      assert.are.equal(0, cuda.device_count())
+    else
+      assert.matches("the CUDA backend could not be loaded", status, 1, true)
+    end
+  end)
+
+  it("t:cuda() fails naming the device and the reason, and the tensor stays usable", function()
+    local x = ember.tensor({ 1, 2, 3 })
+    if cuda.is_available() then
+      assert.are.same({ 1, 2, 3 }, x:cuda():cpu():totable())
+      return
+    end
+    local ok, err = pcall(function() return x:cuda() end)
+    assert.is_false(ok)
+    assert.matches("cuda:0 is not available: " .. cuda.status(), err, 1, true)
+    assert.are.equal(6, x:sum():item())
+  end)
+
+  it("names a backend library that cannot be opened", function()
+    local r = child("print(select(2, pcall(function() return ember.ones({ 2 }):cuda() end)))",
+      { EMBER_CUDA_BACKEND = "/nonexistent/libember_cuda.so" })
+    assert.are.equal(0, r.rc, r.err)
+    assert.matches("cuda:0 is not available: the CUDA backend could not be loaded "
+      .. "(/nonexistent/libember_cuda.so: cannot open shared object file", r.out, 1, true)
+  end)
+
+  it("refuses a library that is not a CUDA backend", function()
+    local r = child("print(require('ember.cuda').status())",
+      { EMBER_CUDA_BACKEND = U.build_dir() .. "/libember_benchref.so" })
+    assert.are.equal(0, r.rc, r.err)
+    assert.matches("libember_benchref.so has no ember_cuda_backend_init", r.out, 1, true)
+  end)
+end)
