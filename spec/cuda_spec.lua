@@ -37,7 +37,7 @@ describe("ember.cuda", function()
   it("t:cuda() fails naming the device and the reason, and the tensor stays usable", function()
     local x = ember.tensor({ 1, 2, 3 })
     if cuda.is_available() then
-      assert.are.same({ 1, 2, 3 }, x:cuda():cpu():totable())
+      assert.are.same({ 1, 2, 3 }, x:cuda():cpu():tolist())
       return
     end
     local ok, err = pcall(function() return x:cuda() end)
