@@ -46,6 +46,15 @@ describe("ember.cuda", function()
     assert.are.equal(6, x:sum():item())
   end)
 
+  it("memory_stats, empty_cache and synchronize name the reason when CUDA cannot be used", function()
+    if cuda.is_available() then return end
+    for _, f in ipairs({ "memory_stats", "empty_cache", "synchronize" }) do
+      local ok, err = pcall(cuda[f])
+      assert.is_false(ok)
+      assert.matches("ember.cuda." .. f .. ": device cuda:0 is not available: " .. cuda.status(), err, 1, true)
+    end
+  end)
+
   it("names a backend library that cannot be opened", function()
     local r = child("print(select(2, pcall(function() return ember.ones({ 2 }):cuda() end)))",
       { EMBER_CUDA_BACKEND = "/nonexistent/libember_cuda.so" })
@@ -59,5 +68,31 @@ describe("ember.cuda", function()
       { EMBER_CUDA_BACKEND = U.build_dir() .. "/libember_benchref.so" })
     assert.are.equal(0, r.rc, r.err)
     assert.matches("libember_benchref.so has no ember_cuda_backend_init", r.out, 1, true)
+  end)
+end)
+
+describe("the CUDA caching allocator", function()
+  if not cuda.is_available() then
+    pending("needs a CUDA device [" .. cuda.status() .. "]")
+    return
+  end
+
+  it("hands a freed block to the next request of its size class, without cudaMalloc", function()
+    cuda.synchronize()
+    collectgarbage()
+    local x = ember.zeros({ 1000 }, { device = "cuda" })   -- 4000 bytes: the 4096-byte class
+    local before = cuda.memory_stats()
+    x:free()
+    local after_free = cuda.memory_stats()
+    assert.are.equal(before.bytes_in_use - 4096, after_free.bytes_in_use)
+    assert.are.equal(before.bytes_cached + 4096, after_free.bytes_cached)
+    local y = ember.ones({ 1010 }, { device = "cuda" })   -- 4040 bytes: the same class
+    local again = cuda.memory_stats()
+    assert.are.equal(before.device_allocs, again.device_allocs)
+    assert.are.equal(after_free.cache_hits + 1, again.cache_hits)
+    assert.are.equal(1010, y:cpu():sum():item())
+    y:free()
+    cuda.empty_cache()
+    assert.are.equal(0, cuda.memory_stats().bytes_cached)
   end)
 end)

@@ -37,6 +37,9 @@ typedef struct ember_backend {
     int (*read_scalar)(const ember_tensor *t, double *out);
     int (*fill)(ember_tensor *t, double value);
     int (*copy)(ember_tensor *dst, const ember_tensor *src);   /* same shape, may convert */
+    int (*synchronize)(void);
+    int (*memory_stats)(ember_cuda_memory_stats_t *out);
+    int (*empty_cache)(void);
     ember__fwd_fn fwd[EMBER_OP_COUNT];
 } ember_backend;
 

@@ -122,3 +122,32 @@ const char *ember_cuda_status(void)
     load_cuda();
     return cuda_backend ? "available" : cuda_error;
 }
+
+/* the loaded CUDA backend, or a failure naming op and why there is none */
+static int cuda_for(const char *op, const ember_backend **be)
+{
+    int rc = ember__backend_get(EMBER_CUDA0, be);
+    return rc < 0 ? ember__fail_prefix(rc, op) : rc;
+}
+
+int ember_cuda_memory_stats(ember_cuda_memory_stats_t *out)
+{
+    const ember_backend *be;
+    if (!out) return ember__fail(EMBER_ERR_ARG, "cuda.memory_stats: the output pointer is NULL");
+    EMBER_TRY(cuda_for("cuda.memory_stats", &be));
+    return be->memory_stats(out);
+}
+
+int ember_cuda_empty_cache(void)
+{
+    const ember_backend *be;
+    EMBER_TRY(cuda_for("cuda.empty_cache", &be));
+    return be->empty_cache();
+}
+
+int ember_cuda_synchronize(void)
+{
+    const ember_backend *be;
+    EMBER_TRY(cuda_for("cuda.synchronize", &be));
+    return be->synchronize();
+}

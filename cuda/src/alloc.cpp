@@ -22,7 +22,7 @@ typedef struct {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static free_list lists[ECU_NCLASSES];
-static ecu_memory_stats stats;
+static ember_cuda_memory_stats_t stats;
 
 static bool push(free_list *l, void *p)
 {
@@ -96,11 +96,12 @@ void ecu_free(void *p, size_t nbytes)
     pthread_mutex_unlock(&lock);
 }
 
-void ecu_memory_stats_get(ecu_memory_stats *out)
+int ecu_memory_stats(ember_cuda_memory_stats_t *out)
 {
     pthread_mutex_lock(&lock);
     *out = stats;
     pthread_mutex_unlock(&lock);
+    return EMBER_OK;
 }
 
 int ecu_empty_cache(void)

@@ -74,6 +74,9 @@ static ember_backend make_table(int ndevices)
     be.read_scalar = ecu_read_scalar;
     be.fill = ecu_fill;
     be.copy = ecu_copy;
+    be.synchronize = ecu_synchronize;
+    be.memory_stats = ecu_memory_stats;
+    be.empty_cache = ecu_empty_cache;
 #define OP(...)
 #define BINARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;
 #define UNARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_unary;

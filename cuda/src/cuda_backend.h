@@ -21,18 +21,15 @@ int ecu_check(cudaError_t err, const char *what);
 /* ------------------------------------------------------------------ memory (alloc.cpp) */
 void *ecu_alloc(size_t nbytes);          /* NULL when the device is out of memory */
 void ecu_free(void *p, size_t nbytes);   /* nbytes as allocated */
-typedef struct ecu_memory_stats {
-    int64_t bytes_in_use, peak_bytes, bytes_cached;   /* in size-class bytes */
-    int64_t device_allocs, cache_hits;                /* cudaMalloc calls; requests served from the cache */
-} ecu_memory_stats;
-void ecu_memory_stats_get(ecu_memory_stats *out);
-int ecu_empty_cache(void);                            /* returns the cached blocks to CUDA */
+int ecu_memory_stats(ember_cuda_memory_stats_t *out);   /* bytes counted in whole size classes */
+int ecu_empty_cache(void);                               /* returns the cached blocks to CUDA */
 
 /* ------------------------------------------------------------------ copies (memory.cpp) */
 int ecu_memcpy(void *dst, const void *src, size_t nbytes, int kind);
 int ecu_read_scalar(const ember_tensor *t, double *out);
 int ecu_fill(ember_tensor *t, double value);
 int ecu_copy(ember_tensor *dst, const ember_tensor *src);
+int ecu_synchronize(void);
 
 /* ------------------------------------------------------------------ the iterator (iter.cpp)
    Describes n operands (output first, the others broadcast to its shape). */

@@ -1,5 +1,6 @@
 /* memory.cpp: the backend's memory slots: copies between host and device,
-   reading one element, fill, and the strided converting copy. */
+   reading one element, fill, the strided converting copy, and waiting for
+   the device. */
 #include "cuda_backend.h"
 #include "kernels/dtype.h"
 
@@ -11,6 +12,8 @@ int ecu_memcpy(void *dst, const void *src, size_t nbytes, int kind)
                                        "to(cuda): device to device copy"};
     return ecu_check(cudaMemcpy(dst, src, nbytes, KINDS[kind]), WHAT[kind]);
 }
+
+int ecu_synchronize(void) { return ecu_check(cudaDeviceSynchronize(), "cuda.synchronize"); }
 
 int ecu_read_scalar(const ember_tensor *t, double *out)
 {
