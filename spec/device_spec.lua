@@ -136,6 +136,24 @@ describe("on " .. device .. ": elementwise ops", function()
     end
   end
 
+  case("in-place forms write into the device tensor, and copy_ fills one from the host", function()
+    for _, dt in ipairs({ "float32", "float64", "int64" }) do
+      local a, b = operands(dt)
+      local da = a:contiguous():to(device)
+      da:add_(b:to(device))
+      local want = a:contiguous()
+      want:add_(b)
+      agrees(da, want)
+      if FLOATS[dt] then
+        da:exp_()
+        want:exp_()
+        agrees(da, want)
+      end
+      da:copy_(a)
+      agrees(da, a:contiguous())
+    end
+  end)
+
   case("pow of integers is refused by name on cuda", function()
     if device ~= "cuda" then return end
     local a = operands("int32")

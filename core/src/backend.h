@@ -48,5 +48,9 @@ typedef struct ember_backend {
 int ember__backend_get(int device, const ember_backend **out);
 /* The backend of a device some tensor already lives on. */
 const ember_backend *ember__backend(int device);
+/* Copies src into dst (one shape; src may broadcast) with dtype conversion,
+   by the kernels of dst's device; src is on that device too, or for a device
+   dst a contiguous host tensor. */
+int ember__copy_into(ember_tensor *dst, const ember_tensor *src);
 
 #endif

@@ -111,6 +111,12 @@ const ember_backend *ember__backend(int device)
     return cuda_backend;
 }
 
+int ember__copy_into(ember_tensor *dst, const ember_tensor *src)
+{
+    if (dst->storage->device == EMBER_CPU) return ember__copy_kernel(dst, src);
+    return ember__backend(dst->storage->device)->copy(dst, src);
+}
+
 int ember_cuda_device_count(void)
 {
     load_cuda();

@@ -89,8 +89,7 @@ static int fill_random(ember_tensor *t, int dist, double a, double b)
     ember__parallel_for(t->numel, 8192, draw_range, &c);
     int rc = EMBER_OK;
     if (buf != t) {
-        rc = t->storage->device == EMBER_CPU ? ember__copy_kernel(t, buf)
-                                             : ember__backend(t->storage->device)->copy(t, buf);
+        rc = ember__copy_into(t, buf);
         ember_tensor_release(buf);
     }
     return rc;
