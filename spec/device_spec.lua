@@ -34,12 +34,12 @@ local function case(name, fn)
   end
 end
 
--- the device result, back on the CPU, against the CPU's
-local function agrees(got, want)
+-- the device result, back on the CPU, against the CPU's (tol: TOL's entry by default)
+local function agrees(got, want, tol)
   assert.are.equal(device, got.device)
   assert.are.equal(want.dtype, got.dtype)
   assert.are.same(want:shape(), got:shape())
-  local tol = TOL[want.dtype]
+  tol = tol or TOL[want.dtype]
   local g, w = got:cpu():double():tolist(), want:double():tolist()
   local function walk(a, b, where)
     if type(b) == "table" then
@@ -168,5 +168,60 @@ describe("on " .. device .. ": elementwise ops", function()
     if ok then return end   -- implemented on this device
     assert.matches("gelu is not implemented for " .. device, err, 1, true)
     agrees(x:exp(), operands("float32"):exp())
+  end)
+end)
+
+-- sums of K products in another order: float32 and the half types round
+-- each partial sum, so the bound grows with K |a| |b| (K = 7 here)
+local MATMUL_TOL = {
+  float32 = { rtol = 1e-5, atol = 1e-5 }, float64 = { rtol = 1e-12, atol = 1e-12 },
+  float16 = { rtol = 2e-3, atol = 2e-3 }, bfloat16 = { rtol = 1.6e-2, atol = 1.6e-2 },
+}
+
+describe("on " .. device .. ": matmul", function()
+  local function mat(shape, dtype, seed)
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    local flat = {}
+    for i = 1, n do flat[i] = ((i * 7 + seed * 13) % 17) * 0.25 - 2 end
+    return ember.tensor(flat, { dtype = dtype }):reshape(shape)
+  end
+  local SHAPES = {
+    { "matrix x matrix", { 5, 7 }, { 7, 4 } },
+    { "vector . vector", { 7 }, { 7 } },
+    { "matrix x vector", { 5, 7 }, { 7 } },
+    { "vector x matrix", { 7 }, { 7, 4 } },
+    { "batched, broadcast batch dims", { 2, 1, 5, 7 }, { 3, 7, 4 } },
+  }
+  for dt in pairs(MATMUL_TOL) do
+    for _, s in ipairs(SHAPES) do
+      case(s[1] .. " in " .. dt, function()
+        local a, b = mat(s[2], dt, 1), mat(s[3], dt, 2)
+        agrees(a:to(device):matmul(b:to(device)), a:matmul(b), MATMUL_TOL[dt])
+      end)
+    end
+    case("transposed and strided operands in " .. dt, function()
+      local a = mat({ 7, 5 }, dt, 3):transpose(1, 2)            -- read transposed
+      local b = mat({ 7, 9 }, dt, 4):narrow(2, 2, 4)            -- a row stride of 9
+      local c = mat({ 4, 3, 7 }, dt, 5):permute({ 2, 3, 1 })    -- no unit stride: copied first
+      agrees(a:to(device):matmul(b:to(device)), a:matmul(b), MATMUL_TOL[dt])
+      agrees(c:to(device):transpose(2, 3):matmul(b:to(device)), c:transpose(2, 3):matmul(b), MATMUL_TOL[dt])
+    end)
+  end
+
+  case("an empty inner dim gives zeros, shapes that do not fit name both", function()
+    local a, b = ember.zeros({ 3, 0 }):to(device), ember.zeros({ 0, 2 }):to(device)
+    agrees(a:matmul(b), ember.zeros({ 3, 2 }))
+    local ok, err = pcall(function() return mat({ 2, 3 }, "float32", 1):to(device):matmul(mat({ 4, 2 }, "float32", 1):to(device)) end)
+    assert.is_false(ok)
+    assert.matches("matmul: shapes {2,3} and {4,2} cannot be multiplied (3 != 4)", err, 1, true)
+  end)
+
+  case("integer matmul is refused by name on cuda", function()
+    if device ~= "cuda" then return end
+    local a = mat({ 2, 3 }, "int64", 1):to(device)
+    local ok, err = pcall(function() return a:matmul(a:t()) end)
+    assert.is_false(ok)
+    assert.matches("matmul: int64 operands are not supported on cuda yet", err, 1, true)
   end)
 end)

@@ -19,6 +19,7 @@ typedef struct ember_core_services {
     const char *(*dtype_name)(int dtype);
     int (*result_type)(int n, ember_tensor *const *ts);   /* PyTorch's promotion */
     int (*unary_dtype)(int op, int dt);                   /* what a unary op computes in */
+    int (*matmul_plan)(ember_tensor *const *in, ember__matmul_plan *p);   /* matmul's shapes */
     /* ops.def's op names in enum order: a backend built from another ops.def
        refuses to load rather than run the wrong kernel for an op */
     int op_count;

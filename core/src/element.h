@@ -50,9 +50,9 @@ EMBER_HD uint16_t ember__float_to_half(float f)
         if (exp < -10) return (uint16_t)sign;
         man |= 0x800000;
         uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1))) half++;
-        return (uint16_t)(sign | half);
+        uint32_t sub = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (sub & 1))) sub++;
+        return (uint16_t)(sign | sub);
     }
     uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
     if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;   /* may carry into exp: correct */

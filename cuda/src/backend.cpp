@@ -83,6 +83,7 @@ static ember_backend make_table(int ndevices)
 #include "ops/ops.def"
     be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_CLONE] = ecu_fwd_to_dtype;
+    be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
     return be;
 }
 

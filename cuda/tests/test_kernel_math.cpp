@@ -13,6 +13,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/random.h"
 #include "src/cuda_backend.h"
+#include "src/gemm_layout.h"
 #include "src/size_class.h"
 
 #include <float.h>
@@ -60,9 +61,14 @@ static float bits_float(uint32_t u)
     } while (0)
 
 /* iter.cpp reads element sizes through the core's services */
-static int no_fail(int status, const char *, ...) { return status; }
-static const ember_core_services SERVICES = {EMBER_BACKEND_ABI, no_fail, NULL, NULL, NULL, ember_dtype_size,
-                                             ember_dtype_name, NULL, NULL, 0, NULL};
+static ember_core_services services(void)
+{
+    ember_core_services s = {};
+    s.abi_version = EMBER_BACKEND_ABI;
+    s.dtype_size = ember_dtype_size;
+    return s;
+}
+static const ember_core_services SERVICES = services();
 const ember_core_services *ecu_core = &SERVICES;
 
 static ember_tensor *from(const void *data, int dtype, int64_t n)
@@ -325,6 +331,48 @@ static void check_philox(void)
     }
 }
 
+/* ------------------------------------------------------------------ cuBLAS layouts
+   cublasGemmEx's definition, column-major: C (m x n, ldc) = op(A) op(B),
+   op(X)[i][j] = X[j + i ld] when transposed, X[i + j ld] when not. */
+static double cm_at(const double *x, const ecu_gemm_operand &o, int64_t i, int64_t j)
+{
+    return o.transpose ? x[o.offset + j + i * o.ld] : x[o.offset + i + j * o.ld];
+}
+
+/* matmul.cpp's call, C^T (N x M) = B^T A^T, evaluated on the host for a
+   transposed, a strided and a contiguous operand, against ember_matmul */
+static void check_gemm_layouts(void)
+{
+    const int64_t M = 5, K = 3, N = 4;
+    int64_t sa[2] = {K, M}, sb[2] = {K, 2 * N};
+    std::vector<double> va(15), vb(24);
+    for (int i = 0; i < 15; i++) va[i] = i * 0.5 - 3;
+    for (int i = 0; i < 24; i++) vb[i] = (i % 7) - 2.5;
+    ember_tensor *a0, *b0, *a, *b, *cpu;
+    OK(ember_from_data(va.data(), EMBER_FLOAT64, 2, sa, EMBER_FLOAT64, EMBER_CPU, &a0));
+    OK(ember_from_data(vb.data(), EMBER_FLOAT64, 2, sb, EMBER_FLOAT64, EMBER_CPU, &b0));
+    OK(ember_transpose(a0, 0, 1, &a));                 /* (M, K), strides (1, M): read transposed */
+    OK(ember_narrow(b0, 1, 1, N, &b));                 /* (K, N), strides (2N, 1), offset 1 */
+    OK(ember_matmul(a, b, &cpu));
+    ecu_gemm_operand la = {}, lb = {};
+    const int64_t *st_a = ember_tensor_strides(a), *st_b = ember_tensor_strides(b);
+    CHECK(ecu_gemm_layout(ember_tensor_offset(a), M, K, st_a[0], st_a[1], &la), "a layout for the transposed a");
+    CHECK(ecu_gemm_layout(ember_tensor_offset(b), K, N, st_b[0], st_b[1], &lb), "a layout for the narrowed b");
+    CHECK(la.transpose && !lb.transpose, "a is read transposed, b as stored");
+    const double *pa = va.data(), *pb = vb.data(), *want = (const double *)ember_tensor_data(cpu);
+    for (int64_t i = 0; i < N; i++)        /* C^T[i][j] = sum_k op(B^T)[i][k] op(A^T)[k][j] */
+        for (int64_t j = 0; j < M; j++) {
+            double c = 0;
+            for (int64_t k = 0; k < K; k++) c += cm_at(pb, lb, i, k) * cm_at(pa, la, k, j);
+            CHECK(c == want[j * N + i], "C[%lld][%lld] %g, cpu %g", (long long)j, (long long)i, c, want[j * N + i]);
+        }
+    ecu_gemm_operand o = {};
+    CHECK(!ecu_gemm_layout(0, 3, 4, 8, 2, &o), "no unit stride: copied first");
+    CHECK(ecu_gemm_layout(0, 1, 4, 0, 1, &o) && !o.transpose && o.ld == 4, "a row vector");
+    CHECK(ecu_gemm_layout(0, 4, 1, 1, 0, &o) && o.ld >= 1, "a column vector");
+    for (ember_tensor *t : {a0, b0, a, b, cpu}) ember_tensor_release(t);
+}
+
 /* ------------------------------------------------------------------ allocator */
 static void check_size_classes(void)
 {
@@ -348,6 +396,7 @@ int main(void)
     check_binary();
     check_iterator_merges();
     check_philox();
+    check_gemm_layouts();
     check_size_classes();
     if (failures) {
         fprintf(stderr, "test_kernel_math: %d of %d checks failed\n", failures, checks);

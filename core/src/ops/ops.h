@@ -91,6 +91,47 @@ int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember
 int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out);
 int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out);
 
+/* ------------------------------------------------------------------ matmul (matmul.c)
+   matmul's operands as batches of matrices, for every device: 1-D operands
+   made 2-D views (a row vector in front, a column vector behind), the shapes
+   checked, the batch dims broadcast. */
+typedef struct ember__matmul_plan {
+    ember_tensor *a, *b;   /* (..., M, K) and (..., K, N) views of the inputs: new references */
+    int64_t M, N, K;
+    int nbatch;            /* the broadcast batch dims */
+    int64_t bshape[EMBER_MAX_DIMS];
+    int ond;               /* the result's shape: batch dims, then M and N unless from a 1-D operand */
+    int64_t oshape[EMBER_MAX_DIMS];
+    int dtype;             /* the result's dtype */
+} ember__matmul_plan;
+/* Fails (holding nothing) on shapes that cannot be multiplied. */
+int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p);
+void ember__matmul_plan_release(ember__matmul_plan *p);
+
+/* The element offsets of the matrices of batch index idx in a and b, two
+   operands of a plan (or copies of them of the same shapes). */
+static inline void ember__matmul_offsets(int nbatch, const int64_t *idx, const ember_tensor *a,
+                                         const ember_tensor *b, int64_t *aoff, int64_t *boff)
+{
+    int na = a->ndim - 2, nb = b->ndim - 2;
+    *aoff = a->offset;
+    *boff = b->offset;
+    for (int d = 0; d < nbatch; d++) {
+        int da = d - (nbatch - na), db = d - (nbatch - nb);
+        if (da >= 0 && a->shape[da] != 1) *aoff += idx[d] * a->strides[da];
+        if (db >= 0 && b->shape[db] != 1) *boff += idx[d] * b->strides[db];
+    }
+}
+
+/* Advances idx, a row-major index over shape (n dims), by one. */
+static inline void ember__index_next(int n, const int64_t *shape, int64_t *idx)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+    }
+}
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
