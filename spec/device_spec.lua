@@ -225,3 +225,34 @@ describe("on " .. device .. ": matmul", function()
     assert.matches("matmul: int64 operands are not supported on cuda yet", err, 1, true)
   end)
 end)
+
+describe("on " .. device .. ": reductions", function()
+  -- sums in another order: float32 sums accumulate in double on the device
+  local SUM_TOL = { float32 = { rtol = 1e-6, atol = 1e-6 }, float64 = { rtol = 1e-14, atol = 1e-14 } }
+  for _, dt in ipairs(DTYPES) do
+    case("sum, mean, max and min over " .. dt .. ", all dims, one and two, keepdim or not", function()
+      local a = operands(dt)
+      local d = a:to(device)
+      for _, dims in ipairs({ {}, { 2 }, { 1, 3 } }) do
+        for _, keepdim in ipairs({ false, true }) do
+          agrees(d:sum(dims, keepdim), a:sum(dims, keepdim), SUM_TOL[dt])
+          agrees(d:mean(dims, keepdim), a:mean(dims, keepdim), SUM_TOL[dt] or SUM_TOL.float32)
+        end
+      end
+      agrees(d:max(), a:max())
+      agrees(d:min(), a:min())
+    end)
+  end
+
+  case("max and min propagate NaN, and the empty cases match the CPU", function()
+    local x = ember.tensor({ 1, 0 / 0, 3 })
+    agrees(x:to(device):max(), x:max())
+    agrees(x:to(device):min(), x:min())
+    local e = ember.zeros({ 0, 3 })
+    agrees(e:to(device):sum(), e:sum())
+    agrees(e:to(device):mean({ 1 }), e:mean({ 1 }))
+    local ok, err = pcall(function() return e:to(device):max() end)
+    assert.is_false(ok)
+    assert.matches("max: cannot reduce an empty tensor of shape {0,3}", err, 1, true)
+  end)
+end)

@@ -20,6 +20,7 @@ typedef struct ember_core_services {
     int (*result_type)(int n, ember_tensor *const *ts);   /* PyTorch's promotion */
     int (*unary_dtype)(int op, int dt);                   /* what a unary op computes in */
     int (*matmul_plan)(ember_tensor *const *in, ember__matmul_plan *p);   /* matmul's shapes */
+    int (*reduce_plan)(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
     /* ops.def's op names in enum order: a backend built from another ops.def
        refuses to load rather than run the wrong kernel for an op */
     int op_count;

@@ -6,6 +6,7 @@
    the op fail with "<op> is not implemented for cuda". */
 #include "cuda_backend.h"
 
+#include <initializer_list>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +85,7 @@ static ember_backend make_table(int ndevices)
     be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_CLONE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
+    for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL}) be.fwd[op] = ecu_fwd_reduce;
     return be;
 }
 

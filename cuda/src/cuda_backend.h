@@ -34,6 +34,9 @@ int ecu_synchronize(void);
 /* ------------------------------------------------------------------ the iterator (iter.cpp)
    Describes n operands (output first, the others broadcast to its shape). */
 void ecu_iter_init(ecu_iter *it, int n, ember_tensor *const *ts);
+/* Merges what dims it can and picks the index width, for a description
+   filled by hand (ecu_iter_init calls it). */
+void ecu_iter_finish(ecu_iter *it);
 
 /* ------------------------------------------------------------------ kernels (elementwise.cu)
    compute: an ecu_compute. Each returns the launch's cudaError_t. */
@@ -42,6 +45,7 @@ cudaError_t ecu_launch_unary(const ecu_iter *it, int op, int compute);
 cudaError_t ecu_launch_binary(const ecu_iter *it, int op, int compute);
 cudaError_t ecu_launch_convert(const ecu_iter *it);
 cudaError_t ecu_launch_fill(const ecu_iter *it, double value);
+cudaError_t ecu_launch_reduce(const struct ecu_reduce *r, int op, int compute);   /* reduce.cu */
 }
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
@@ -49,5 +53,8 @@ int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *a
 int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* matmul.cpp */
+int ecu_fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* reduce.cpp */
+/* the reduction of a (a plan's mask) into o, described for the kernels */
+void ecu_reduce_init(struct ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o);
 
 #endif

@@ -12,6 +12,7 @@
 #include "ember.h"
 #include "kernels/elementwise.h"
 #include "kernels/random.h"
+#include "kernels/reduce.h"
 #include "src/cuda_backend.h"
 #include "src/gemm_layout.h"
 #include "src/size_class.h"
@@ -331,6 +332,63 @@ static void check_philox(void)
     }
 }
 
+/* ------------------------------------------------------------------ reductions
+   Each result of the kernel body, its slice combined in order, against the
+   CPU's sum, mean, max and min of a transposed {4, 3, 5} tensor (one NaN in
+   the float case) over all dims, one dim and two, with and without keepdim. */
+static void reduce_one(int op, int dt, int ndims, const int *dims, int keepdim)
+{
+    std::vector<double> v(60);
+    for (int i = 0; i < 60; i++) v[i] = ((i * 29) % 31) * 0.75 - 9;
+    if (is_float_dtype(dt) && (op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL)) v[17] = NAN;
+    if (dt == EMBER_UINT8 || dt == EMBER_BOOL) for (double &x : v) x = fabs(x);
+    int64_t shape[3] = {5, 3, 4};
+    ember_tensor *a0, *a, *cpu, *mine;
+    OK(ember_from_data(v.data(), EMBER_FLOAT64, 3, shape, dt, EMBER_CPU, &a0));
+    OK(ember_transpose(a0, 0, 2, &a));
+    unsigned mask = 0;
+    for (int k = 0; k < ndims; k++) mask |= 1u << dims[k];
+    if (ndims == 0) mask = 7;
+    switch (op) {
+    case EMBER_OP_SUM: OK(ember_sum(a, ndims, dims, keepdim, &cpu)); break;
+    case EMBER_OP_MEAN: OK(ember_mean(a, ndims, dims, keepdim, &cpu)); break;
+    case EMBER_OP_AMAX_ALL: OK(ember_amax_all(a, &cpu)); break;
+    default: OK(ember_amin_all(a, &cpu)); break;
+    }
+    int odt = ember_tensor_dtype(cpu);
+    OK(ember_empty(ember_tensor_ndim(cpu), ember_tensor_shape(cpu), odt, EMBER_CPU, &mine));
+    ecu_reduce r;
+    ecu_reduce_init(&r, a, mask, mine);
+    for (int64_t o = 0; o < r.outer.numel; o++) {
+        if (reduce_compute(op, dt) == ECU_INT64) reduce_store(r, op, o, reduce_slice<int64_t>(r, op, o, (int64_t)0, (int64_t)1));
+        else reduce_store(r, op, o, reduce_slice<double>(r, op, o, (int64_t)0, (int64_t)1));
+    }
+    ember_tensor *c = converted(cpu, EMBER_FLOAT64), *m = converted(mine, EMBER_FLOAT64);
+    const double *pc = (const double *)ember_tensor_data(c), *pm = (const double *)ember_tensor_data(m);
+    double rtol = odt == EMBER_FLOAT32 ? 1e-6 : odt == EMBER_FLOAT64 ? 1e-15 : is_float_dtype(odt) ? 1e-2 : 0;
+    for (int64_t i = 0; i < ember_tensor_numel(cpu); i++)
+        CHECK((pc[i] != pc[i] && pm[i] != pm[i]) || fabs(pc[i] - pm[i]) <= rtol * fabs(pc[i]),
+              "%s over %s (mask %u, keepdim %d) [%lld]: cpu %.17g, kernel %.17g", ember_dtype_name(odt),
+              ember_dtype_name(dt), mask, keepdim, (long long)i, pc[i], pm[i]);
+    for (ember_tensor *t : {a0, a, cpu, mine, c, m}) ember_tensor_release(t);
+}
+
+static void check_reductions(void)
+{
+    const int one[1] = {1}, two[2] = {0, 2};
+    for (int dt = 0; dt < EMBER_DTYPE_COUNT; dt++) {
+        for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN}) {
+            for (int keepdim = 0; keepdim < 2; keepdim++) {
+                reduce_one(op, dt, 0, NULL, keepdim);
+                reduce_one(op, dt, 1, one, keepdim);
+                reduce_one(op, dt, 2, two, keepdim);
+            }
+        }
+        reduce_one(EMBER_OP_AMAX_ALL, dt, 0, NULL, 0);
+        reduce_one(EMBER_OP_AMIN_ALL, dt, 0, NULL, 0);
+    }
+}
+
 /* ------------------------------------------------------------------ cuBLAS layouts
    cublasGemmEx's definition, column-major: C (m x n, ldc) = op(A) op(B),
    op(X)[i][j] = X[j + i ld] when transposed, X[i + j ld] when not. */
@@ -397,6 +455,7 @@ int main(void)
     check_iterator_merges();
     check_philox();
     check_gemm_layouts();
+    check_reductions();
     check_size_classes();
     if (failures) {
         fprintf(stderr, "test_kernel_math: %d of %d checks failed\n", failures, checks);

@@ -132,6 +132,22 @@ static inline void ember__index_next(int n, const int64_t *shape, int64_t *idx)
     }
 }
 
+/* ------------------------------------------------------------------ reductions (reduce.c)
+   What SUM, MEAN, VAR, NORM, LOGSUMEXP, AMAX_ALL and AMIN_ALL produce from
+   their input and attrs, for every device. */
+typedef struct ember__reduce_plan {
+    unsigned mask;          /* the reduced dims */
+    int keepdim, unbiased;  /* unbiased: VAR's */
+    double p;               /* NORM's order */
+    int ndim;               /* the result's shape and dtype */
+    int64_t shape[EMBER_MAX_DIMS];
+    int dtype;
+    int64_t len;            /* elements reduced into each result */
+    double empty;           /* each result when len is 0 */
+} ember__reduce_plan;
+/* Fails on a max or min of an empty tensor. */
+int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
