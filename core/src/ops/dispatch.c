@@ -26,7 +26,7 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     int device = nin > 0 ? in[0]->storage->device : EMBER_CPU;
     if (op != EMBER_OP_TO_DEVICE) EMBER_TRY(ember__same_device(info->name, nin, in));
     int rc;
-    if (device == EMBER_CPU || op == EMBER_OP_TO_DEVICE) {
+    if (device == EMBER_CPU || (info->flags & OPF_ANY_DEVICE)) {
         rc = info->fwd(op, nin, in, at, out);
     } else {
         const ember_backend *be = ember__backend(device);

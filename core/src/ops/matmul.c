@@ -293,9 +293,12 @@ int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out)
 }
 
 /* LINEAR: x (..., in) and w (out, in) -> x w^T (..., out), through matmul on a
-   transposed view of w (BLAS reads it as a transposed operand, no copy). */
+   transposed view of w (BLAS reads it as a transposed operand, no copy), on
+   whichever device x and w are. */
 int fwd_linear(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
     char sx[200], sw[200];
     ember_tensor *x = in[0], *w = in[1];
     if (w->ndim != 2 || x->ndim == 0 || x->shape[x->ndim - 1] != w->shape[1])
@@ -305,7 +308,7 @@ int fwd_linear(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     ember_tensor *wt = NULL;
     EMBER_TRY(ember__make_view(w, 2, shape, strides, w->offset, &wt));
     ember_tensor *mm[2] = {x, wt};
-    int rc = fwd_matmul(op, nin, mm, at, out);
+    int rc = ember__run_nograd(EMBER_OP_MATMUL, 2, mm, at, out);   /* on x's device */
     ember_tensor_release(wt);
     return rc;
 }

@@ -30,7 +30,8 @@ enum {
     OPF_INPLACE = 1 << 0,     /* has an in-place form <name>_ */
     OPF_KEEPS_INT = 1 << 1,   /* unary: integer inputs keep their dtype */
     OPF_BOOL_OUT = 1 << 2,    /* the result is bool */
-    OPF_LUA = 1 << 3          /* a generated Lua wrapper (BINARY and UNARY lines) */
+    OPF_LUA = 1 << 3,         /* a generated Lua wrapper (BINARY and UNARY lines) */
+    OPF_ANY_DEVICE = 1 << 4   /* the forward only makes views or runs other ops: any device runs it */
 };
 
 /* Op attributes, stored by value in autograd nodes. The layout per op is
@@ -177,8 +178,8 @@ void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
 int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src);
 /* Input `t` converted to dtype (a new reference; t itself when it already has it). */
 int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out);
-/* A contiguous CPU copy of t in dtype, made inside a forward (not an op of its
-   own): a new reference, t itself when it already is one. */
+/* A contiguous copy of t in dtype on t's device, made inside a forward (not
+   an op of its own): a new reference, t itself when it already is one. */
 int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
