@@ -3,6 +3,7 @@
 -- the same inputs within one tolerance per dtype. Where the device cannot be
 -- used (no GPU, no driver, no backend library) each case is reported pending,
 -- with the reason, never passed. What runs on cuda: docs/cuda.md.
+local ffi = require("ffi")
 local ember = require("ember")
 local optable = require("ember.optable")
 
@@ -152,6 +153,30 @@ describe("on " .. device .. ": elementwise ops", function()
       da:copy_(a)
       agrees(da, a:contiguous())
     end
+  end)
+
+  -- relu's adjoint has no Lua method of its own: its C entry point
+  local function relu_backward(g, y)
+    local out = ffi.new("ember_tensor *[1]")
+    if ember._C.ember_relu_backward(g._c, y._c, out) < 0 then error(ffi.string(ember._C.ember_last_error())) end
+    return ember._wrap(out[0])
+  end
+
+  for _, dt in ipairs(DTYPES) do
+    case("relu_backward and where over " .. dt, function()
+      local a, b = operands(dt)
+      local y = a - 1
+      agrees(relu_backward(a:to(device), y:to(device)), relu_backward(a, y))
+      local cond = a:gt(0)
+      agrees(ember.where(cond:to(device), a:to(device), b:to(device)), ember.where(cond, a, b))
+      agrees(ember.where(a:to(device), b:to(device), a:to(device)), ember.where(a, b, a))   -- any dtype as cond
+    end)
+  end
+
+  case("sum_to sums broadcast dims on the device", function()
+    local a = operands("float64")
+    agrees(a:to(device):sum_to({ 3, 1 }), a:sum_to({ 3, 1 }))
+    agrees(a:to(device):sum_to({ 5 }), a:sum_to({ 5 }))
   end)
 
   case("pow of integers is refused by name on cuda", function()

@@ -97,7 +97,8 @@ template <class T> EMBER_HD T binary(int op, T x, T y)
     case OP_DIV: return x / y;   /* float types only: integer division is true division */
     case OP_POW: return power(x, y);
     case OP_MAXIMUM: return (is_nan(x) || x > y) ? x : y;
-    default: return (is_nan(x) || x < y) ? x : y;   /* MINIMUM */
+    case OP_RELU_BACKWARD: return y > 0 ? x : (T)0;   /* x the gradient, y relu's output */
+    default: return (is_nan(x) || x < y) ? x : y;     /* MINIMUM */
     }
 }
 
@@ -111,6 +112,7 @@ template <> EMBER_HD int64_t binary<int64_t>(int op, int64_t x, int64_t y)
     case OP_MUL: return (int64_t)(a * b);
     case OP_POW: return ipow(x, y);
     case OP_MAXIMUM: return x > y ? x : y;
+    case OP_RELU_BACKWARD: return y > 0 ? x : 0;
     default: return x < y ? x : y;   /* MINIMUM (DIV never computes in integers) */
     }
 }
@@ -177,6 +179,27 @@ EMBER_HD void convert_at(const ecu_iter &it, Index i)
     Index off[2];
     iter_offsets(it, i, off);
     ember__store(it.data[0] + off[0], it.dtype[0], ember__load(it.data[1] + off[1], it.dtype[1]));
+}
+
+/* where(cond, a, b) into an output of a's and b's common dtype: a value
+   already of that dtype is copied as it is, any other converted as
+   ember__convert does; cond is true where it is not 0 (NaN included) */
+EMBER_HD int dtype_bytes(int dt)
+{
+    return dt == EMBER_FLOAT64 || dt == EMBER_INT64 ? 8 : dt == EMBER_FLOAT32 || dt == EMBER_INT32 ? 4
+           : dt == EMBER_UINT8 || dt == EMBER_BOOL ? 1 : 2;
+}
+
+template <class Index>
+EMBER_HD void where_at(const ecu_iter &it, Index i)
+{
+    Index off[4];
+    iter_offsets(it, i, off);
+    int k = ember__load(it.data[1] + off[1], it.dtype[1]) != 0 ? 2 : 3;
+    const char *src = it.data[k] + off[k];
+    char *dst = it.data[0] + off[0];
+    if (it.dtype[k] == it.dtype[0]) memcpy(dst, src, (size_t)dtype_bytes(it.dtype[0]));
+    else ember__store(dst, it.dtype[0], ember__load(src, it.dtype[k]));
 }
 
 /* a fill: the value stored with ember__store's rules */

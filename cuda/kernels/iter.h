@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-enum { ECU_MAX_DIMS = 8, ECU_MAX_OPERANDS = 3 };
+enum { ECU_MAX_DIMS = 8, ECU_MAX_OPERANDS = 4 };
 
 /* the type an elementwise kernel computes in */
 enum ecu_compute { ECU_FLOAT, ECU_DOUBLE, ECU_INT64 };

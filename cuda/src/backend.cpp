@@ -84,6 +84,8 @@ static ember_backend make_table(int ndevices)
 #include "ops/ops.def"
     be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_CLONE] = ecu_fwd_to_dtype;
+    be.fwd[EMBER_OP_RELU_BACKWARD] = ecu_fwd_binary;
+    be.fwd[EMBER_OP_WHERE] = ecu_fwd_where;
     be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
     for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL}) be.fwd[op] = ecu_fwd_reduce;
     return be;

@@ -45,12 +45,14 @@ cudaError_t ecu_launch_unary(const ecu_iter *it, int op, int compute);
 cudaError_t ecu_launch_binary(const ecu_iter *it, int op, int compute);
 cudaError_t ecu_launch_convert(const ecu_iter *it);
 cudaError_t ecu_launch_fill(const ecu_iter *it, double value);
+cudaError_t ecu_launch_where(const ecu_iter *it);
 cudaError_t ecu_launch_reduce(const struct ecu_reduce *r, int op, int compute);   /* reduce.cu */
 }
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
 int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* matmul.cpp */
 int ecu_fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* reduce.cpp */

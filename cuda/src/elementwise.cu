@@ -35,6 +35,11 @@ template <class Index> __global__ void cuda_convert(ecu_iter it)
     GRID_STRIDE(i, it.numel) convert_at(it, (Index)i);
 }
 
+template <class Index> __global__ void cuda_where(ecu_iter it)
+{
+    GRID_STRIDE(i, it.numel) where_at(it, (Index)i);
+}
+
 template <class Index> __global__ void cuda_fill(ecu_iter it, double value)
 {
     GRID_STRIDE(i, it.numel) fill_at(it, value, (Index)i);
@@ -87,6 +92,13 @@ extern "C" cudaError_t ecu_launch_convert(const ecu_iter *it)
 {
     return by_index_width(it, [&](auto index) {
         cuda_convert<decltype(index)><<<grid_for(it->numel), THREADS>>>(*it);
+    });
+}
+
+extern "C" cudaError_t ecu_launch_where(const ecu_iter *it)
+{
+    return by_index_width(it, [&](auto index) {
+        cuda_where<decltype(index)><<<grid_for(it->numel), THREADS>>>(*it);
     });
 }
 

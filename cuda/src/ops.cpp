@@ -1,4 +1,5 @@
-/* ops.cpp: the forwards of the ops that run on the device: each checks its
+/* ops.cpp: the forwards of the elementwise ops on the device (BINARY and
+   UNARY lines, relu_backward, where, to(dtype), clone): each checks its
    operands and picks dtypes as the CPU forward does (core/src/ops/elementwise.c),
    makes the output and launches one kernel over the iterator. */
 #include "cuda_backend.h"
@@ -40,6 +41,21 @@ int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *
     ecu_iter it;
     ecu_iter_init(&it, 3, ts);
     return launched(ecu_launch_binary(&it, op, ember_cuda::binary_compute(ct)), op);
+}
+
+/* where(cond, a, b): a and b promoted to one dtype, cond any dtype */
+int ecu_fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    int nd;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ecu_core->broadcast_shape("where", 3, in, &nd, shape));
+    EMBER_TRY(ecu_core->new_tensor(nd, shape, ecu_core->result_type(2, in + 1), in[0]->storage->device, out));
+    ember_tensor *ts[4] = {*out, in[0], in[1], in[2]};
+    ecu_iter it;
+    ecu_iter_init(&it, 4, ts);
+    return launched(ecu_launch_where(&it), op);
 }
 
 /* to(dtype) and clone: i[0] = dtype (clone: the input's) */

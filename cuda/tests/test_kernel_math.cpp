@@ -4,9 +4,9 @@
    dtype conversions bit for bit (every float16 and bfloat16, a million float
    bit patterns, saturating integer stores); each unary op in float32 within
    its stated ulp of the CPU and in float64 bit for bit; every binary and
-   comparison op over every dtype through the iterator (iter.cpp's
-   description of broadcast and transposed operands) against the CPU's
-   result; the Philox draws bit for bit against ember_rand/ember_randn; the
+   comparison op and relu_backward over every dtype through the iterator
+   (iter.cpp's description of broadcast and transposed operands) against the
+   CPU's result; where, converting and copying; the Philox draws bit for bit against ember_rand/ember_randn; the
    allocator's size classes. What it cannot check is CUDA's own math library
    (expf, tanhf, ... on the device), whose error bounds NVIDIA documents. */
 #include "ember.h"
@@ -250,6 +250,7 @@ static const binary_case BINARY_CASES[] = {
 #define UNARY(...)
 #define BINARY(E, n, ...) {EMBER_OP_##E, #n, ember_##n},
 #include "ops/ops.def"
+    {EMBER_OP_RELU_BACKWARD, "relu_backward", ember_relu_backward},
 };
 
 /* a {4, 3, 5} operand as the transpose of a {5, 3, 4} one, and a {3, 1}
@@ -288,6 +289,40 @@ static void check_binary(void)
 {
     for (const binary_case &c : BINARY_CASES)
         for (int dt = 0; dt < EMBER_DTYPE_COUNT; dt++) binary_one(c, dt);
+}
+
+/* where over a float32 condition with a NaN (true) and zeros, an int32 and
+   a float64 operand (the result float64) and same-dtype int64 operands
+   beyond 2^53 (copied, not converted) */
+static void check_where(void)
+{
+    const float cond[6] = {1, 0, NAN, -0.0f, 2, 0};
+    const int32_t a32[3] = {7, -8, 9};
+    const double b64[2] = {0.5, -1.5};
+    const int64_t big[2] = {(1ll << 53) + 1, -((1ll << 60) + 3)};
+    int64_t s6 = 6, s1 = 1, s3[2] = {1, 3}, s2[2] = {2, 1}, s23[2] = {2, 3};
+    ember_tensor *c0, *c, *a, *b, *ia, *ib, *cpu, *mine;
+    OK(ember_from_data(cond, EMBER_FLOAT32, 1, &s6, EMBER_FLOAT32, EMBER_CPU, &c0));
+    OK(ember_view(c0, 2, s23, &c));
+    OK(ember_from_data(a32, EMBER_INT32, 2, s3, EMBER_INT32, EMBER_CPU, &a));
+    OK(ember_from_data(b64, EMBER_FLOAT64, 2, s2, EMBER_FLOAT64, EMBER_CPU, &b));
+    OK(ember_from_data(big, EMBER_INT64, 2, s2, EMBER_INT64, EMBER_CPU, &ia));
+    OK(ember_from_data(big + 1, EMBER_INT64, 1, &s1, EMBER_INT64, EMBER_CPU, &ib));
+    ember_tensor *pairs[2][2] = {{a, b}, {ia, ib}};
+    for (auto &p : pairs) {
+        OK(ember_where(c, p[0], p[1], &cpu));
+        OK(ember_empty(2, ember_tensor_shape(cpu), ember_tensor_dtype(cpu), EMBER_CPU, &mine));
+        ember_tensor *ts[4] = {mine, c, p[0], p[1]};
+        ecu_iter it;
+        ecu_iter_init(&it, 4, ts);
+        for (int64_t i = 0; i < it.numel; i++) where_at(it, i);
+        CHECK(memcmp(ember_tensor_data(cpu), ember_tensor_data(mine),
+                     (size_t)(6 * ember_dtype_size(ember_tensor_dtype(cpu)))) == 0,
+              "where into %s differs from the CPU", ember_dtype_name(ember_tensor_dtype(cpu)));
+        ember_tensor_release(cpu);
+        ember_tensor_release(mine);
+    }
+    for (ember_tensor *t : {c0, c, a, b, ia, ib}) ember_tensor_release(t);
 }
 
 /* ------------------------------------------------------------------ iterator */
@@ -452,6 +487,7 @@ int main(void)
     check_integer_stores();
     check_unary();
     check_binary();
+    check_where();
     check_iterator_merges();
     check_philox();
     check_gemm_layouts();

@@ -632,7 +632,7 @@ int fwd_sum_to(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         }
     }
     ember_attrs keep = {{1, mask}, {0}};   /* keepdim, the dims */
-    EMBER_TRY(fwd_reduce(EMBER_OP_SUM, 1, &a, &keep, out));
+    EMBER_TRY(ember__run_nograd(EMBER_OP_SUM, 1, &a, &keep, out));   /* on a's device */
     /* the keepdim result holds the target's elements in order: reshape the header */
     ember_tensor *o = *out;
     o->ndim = (int8_t)nd;
