@@ -38,6 +38,9 @@ describe("ember.cuda", function()
     local x = ember.tensor({ 1, 2, 3 })
     if cuda.is_available() then
       assert.are.same({ 1, 2, 3 }, x:cuda():cpu():tolist())
+      local ok, err = pcall(function() return x:to("cuda:1") end)   -- cuda:0 only, for now
+      assert.is_false(ok)
+      assert.matches("device cuda:1 is not available: the CUDA backend drives 1 device(s)", err, 1, true)
       return
     end
     local ok, err = pcall(function() return x:cuda() end)

@@ -99,7 +99,7 @@ int ember__backend_get(int device, const ember_backend **out)
         return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %s",
                            ember__device_name(dev, device), cuda_error);
     if (device - 1 >= cuda_backend->device_count)
-        return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %d CUDA device(s) found",
+        return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: the CUDA backend drives %d device(s)",
                            ember__device_name(dev, device), cuda_backend->device_count);
     *out = cuda_backend;
     return EMBER_OK;

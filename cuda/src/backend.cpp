@@ -105,6 +105,8 @@ ember_cuda_backend_init(const ember_core_services *core, char *err, size_t errle
     int n = count_devices(err, errlen);
     if (n == 0) return NULL;
     ecu_core = core;
-    table = make_table(n);
+    /* cuda:0 only: the seam's memory slots carry no device yet, and kernels
+       run on CUDA's current device */
+    table = make_table(n > 0 ? 1 : 0);
     return &table;
 }
