@@ -1,5 +1,5 @@
 /* iter.h: the strided, broadcasting iterator of the device kernels. The host
-   side (cuda/src/iter.c, C) describes up to ITER_OPERANDS operands of one
+   side (cuda/src/iter.cpp) describes up to ECU_MAX_OPERANDS operands of one
    broadcast shape, output first: a stride of 0 on a broadcast dim, dims merged
    where the memory allows it, so contiguous operands are one flat dim. A
    kernel maps a linear index to each operand's element offset; when every
@@ -8,6 +8,8 @@
 #define EMBER_CUDA_ITER_H
 
 #include <stdint.h>
+
+#include "hd.h"
 
 enum { ECU_MAX_DIMS = 8, ECU_MAX_OPERANDS = 4 };
 
@@ -23,9 +25,6 @@ typedef struct ecu_iter {
     int64_t strides[ECU_MAX_OPERANDS][ECU_MAX_DIMS];   /* bytes; [operand][dim], innermost last */
     char *data[ECU_MAX_OPERANDS];                      /* each operand's first element */
 } ecu_iter;
-
-#ifdef __cplusplus
-#include "hd.h"
 
 namespace ember_cuda {
 
@@ -44,6 +43,5 @@ EMBER_HD void iter_offsets(const ecu_iter &it, Index linear, Index (&off)[N])
 }
 
 }   // namespace ember_cuda
-#endif
 
 #endif

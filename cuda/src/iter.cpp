@@ -9,6 +9,8 @@
 #include <initializer_list>
 #include <stdlib.h>
 
+static_assert((int)ECU_MAX_DIMS == (int)EMBER_MAX_DIMS, "the iterator holds every dim a tensor can have");
+
 static void merge_dims(ecu_iter *it)
 {
     int nd = 0;
