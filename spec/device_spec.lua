@@ -305,10 +305,52 @@ describe("on " .. device .. ": views, reshape and linear", function()
     agrees(r, a:reshape({ 6, 10 }))
   end)
 
+  case("cat and stack copy into one device tensor, converting dtypes", function()
+    local a, b = operands("float32")
+    local c = operands("int64")
+    agrees(ember.cat({ a:to(device), c:to(device) }, 1), ember.cat({ a, c }, 1))
+    agrees(ember.stack({ b:to(device), b:to(device) * 2 }, 2), ember.stack({ b, b * 2 }, 2))
+  end)
+
   case("linear runs its matmul on the device", function()
     local x = operands("float64"):reshape({ 12, 5 })
     local w = ember.tensor({ { 1, 2, 3, 4, 5 }, { -1, 0.5, 0, 2, 1 } }, { dtype = "float64" })
     agrees(ember.nn.functional.linear(x:to(device), w:to(device)), ember.nn.functional.linear(x, w),
       MATMUL_TOL.float64)
+  end)
+end)
+
+describe("on " .. device .. ": numbers and gradients", function()
+  case("Lua numbers take part in device ops and promote as numbers do", function()
+    for _, dt in ipairs({ "float32", "float64", "int32", "int64" }) do
+      local a = operands(dt)
+      local d = a:to(device)
+      agrees(d + 1, a + 1)
+      agrees(d * 2.5, a * 2.5)   -- integers become float32, not float64
+      agrees(d:gt(0.5), a:gt(0.5))
+      if FLOATS[dt] then agrees(d:pow(2), a:pow(2)) end
+    end
+  end)
+
+  case("a recorded MLP step gives the CPU's gradients on the device", function()
+    local GradManager = ember.autodiff.GradManager
+    local function grads(dev)
+      ember.manual_seed(3)
+      local x = ember.randn({ 8, 5 }, { dtype = "float64" }):to(dev)
+      local w = ember.randn({ 5, 4 }, { dtype = "float64" }):to(dev)
+      local b = ember.randn({ 4 }, { dtype = "float64" }):to(dev)
+      local v = ember.randn({ 6, 5 }, { dtype = "float64" }):to(dev)
+      local gm = GradManager():attach({ w, b, v })
+      gm:record()
+      local h = (x:matmul(w) + b):relu()
+      local loss = (h * 0.5):sum() + v:narrow(1, 2, 3):mean() * 3
+      gm:backward(loss)
+      return w.grad, b.grad, v.grad
+    end
+    local gw, gb, gv = grads(device)
+    local cw, cb, cv = grads("cpu")
+    agrees(gw, cw, MATMUL_TOL.float64)
+    agrees(gb, cb, MATMUL_TOL.float64)
+    agrees(gv, cv)
   end)
 end)

@@ -31,7 +31,7 @@ enum {
     OPF_KEEPS_INT = 1 << 1,   /* unary: integer inputs keep their dtype */
     OPF_BOOL_OUT = 1 << 2,    /* the result is bool */
     OPF_LUA = 1 << 3,         /* a generated Lua wrapper (BINARY and UNARY lines) */
-    OPF_ANY_DEVICE = 1 << 4   /* the forward only makes views or runs other ops: any device runs it */
+    OPF_ANY_DEVICE = 1 << 4   /* the forward makes views, runs other ops or copies: any device runs it */
 };
 
 /* Op attributes, stored by value in autograd nodes. The layout per op is
