@@ -353,4 +353,27 @@ describe("on " .. device .. ": numbers and gradients", function()
     agrees(gb, cb, MATMUL_TOL.float64)
     agrees(gv, cv)
   end)
+
+  case("SGD and Adam steps update device parameters as the CPU's fused steps do", function()
+    local GradManager = ember.autodiff.GradManager
+    local function train(dev, make_opt)
+      ember.manual_seed(5)
+      local w = ember.randn({ 5, 4 }, { dtype = "float64" }):to(dev)
+      local x = ember.randn({ 8, 5 }, { dtype = "float64" }):to(dev)
+      local opt = make_opt({ w })
+      for _ = 1, 3 do
+        local gm = GradManager():attach({ w })
+        gm:record()
+        gm:backward((x:matmul(w) - 1):relu():sum())
+        opt:step()
+      end
+      return w
+    end
+    local makers = {
+      function(ps) return ember.optim.SGD(ps, { lr = 0.1, momentum = 0.9, weight_decay = 0.01, nesterov = true }) end,
+      function(ps) return ember.optim.Adam(ps, { lr = 0.01, weight_decay = 0.01 }) end,
+      function(ps) return ember.optim.AdamW(ps, { lr = 0.01, amsgrad = true }) end,
+    }
+    for _, make in ipairs(makers) do agrees(train(device, make), train("cpu", make), MATMUL_TOL.float64) end
+  end)
 end)

@@ -23,12 +23,15 @@ const char *ember__device_name(char *buf, int device)
 
 int ember__same_device(const char *op, int n, ember_tensor *const *ts)
 {
-    for (int i = 1; i < n; i++) {
-        if (ts[i]->storage->device != ts[0]->storage->device) {
+    const ember_tensor *first = NULL;
+    for (int i = 0; i < n; i++) {
+        if (ember__host_number(ts[i])) continue;
+        if (!first) first = ts[i];
+        if (ts[i]->storage->device != first->storage->device) {
             char a[32], b[32];
             return ember__fail(EMBER_ERR_DEVICE,
                                "%s: expected all tensors on one device, got %s and %s", op,
-                               ember__device_name(a, ts[0]->storage->device),
+                               ember__device_name(a, first->storage->device),
                                ember__device_name(b, ts[i]->storage->device));
         }
     }

@@ -239,6 +239,13 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
 
 /* ------------------------------------------------------------------ devices (device.c) */
 const char *ember__device_name(char *buf, int device);   /* "cpu", "cuda:0" */
+/* A wrapped number (a Lua or C number made a 0-d tensor) still on the host:
+   it goes with tensors of any device (the dispatch copies it to theirs). */
+static inline bool ember__host_number(const ember_tensor *t)
+{
+    return t->wrapped_number && t->storage->device == EMBER_CPU;
+}
+/* Fails naming op unless the tensors other than host numbers share a device. */
 int ember__same_device(const char *op, int n, ember_tensor *const *ts);
 
 /* ------------------------------------------------------------------ thread pool (parallel.c) */

@@ -25,14 +25,12 @@ static int forward(int op, int device, int nin, ember_tensor *const *in, const e
     return be->fwd[op](op, nin, in, at, out);
 }
 
-static bool host_number(const ember_tensor *t) { return t->wrapped_number && t->storage->device == EMBER_CPU; }
-
 /* The device an op runs on: its first input's that is not a wrapped number
    (a Lua or C number made a 0-d CPU tensor), else its first input's. */
 static int op_device(int nin, ember_tensor *const *in)
 {
     for (int i = 0; i < nin; i++)
-        if (!host_number(in[i])) return in[i]->storage->device;
+        if (!ember__host_number(in[i])) return in[i]->storage->device;
     return nin > 0 ? in[0]->storage->device : EMBER_CPU;
 }
 
@@ -56,7 +54,7 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         ember_attrs to = {{device}, {0}};
         for (int i = 0; i < nin && rc == EMBER_OK; i++) {
             use[i] = in[i];
-            if (host_number(in[i])) rc = run(EMBER_OP_TO_DEVICE, 1, &in[i], &to, &moved[i]);
+            if (ember__host_number(in[i])) rc = run(EMBER_OP_TO_DEVICE, 1, &in[i], &to, &moved[i]);
             if (moved[i]) {
                 moved[i]->wrapped_number = 1;   /* it still promotes as a number does */
                 use[i] = moved[i];
