@@ -23,18 +23,18 @@ namespace ember_cuda {
 template <class Acc> EMBER_HD Acc reduce_identity(int op);
 template <> EMBER_HD double reduce_identity<double>(int op)
 {
-    return op == OP_AMAX_ALL ? -INFINITY : op == OP_AMIN_ALL ? INFINITY : 0.0;
+    return op == EMBER_OP_AMAX_ALL ? -INFINITY : op == EMBER_OP_AMIN_ALL ? INFINITY : 0.0;
 }
 template <> EMBER_HD int64_t reduce_identity<int64_t>(int op)
 {
-    return op == OP_AMAX_ALL ? INT64_MIN : op == OP_AMIN_ALL ? INT64_MAX : 0;
+    return op == EMBER_OP_AMAX_ALL ? INT64_MIN : op == EMBER_OP_AMIN_ALL ? INT64_MAX : 0;
 }
 
 template <class Acc> EMBER_HD Acc reduce_combine(int op, Acc a, Acc b)
 {
     switch (op) {
-    case OP_AMAX_ALL: return (is_nan(a) || a > b) ? a : b;
-    case OP_AMIN_ALL: return (is_nan(a) || a < b) ? a : b;
+    case EMBER_OP_AMAX_ALL: return (is_nan(a) || a > b) ? a : b;
+    case EMBER_OP_AMIN_ALL: return (is_nan(a) || a < b) ? a : b;
     default: return a + b;   /* SUM, MEAN */
     }
 }
@@ -61,7 +61,7 @@ EMBER_HD void reduce_store(const ecu_reduce &r, int op, Index o, Acc acc)
 {
     Index base[1];
     iter_offsets(r.outer, o, base);
-    if (op == OP_MEAN) acc = acc / (Acc)r.len;
+    if (op == EMBER_OP_MEAN) acc = acc / (Acc)r.len;
     store<Acc>(r.outer.data[0] + base[0], r.outer.dtype[0], acc);
 }
 
@@ -69,7 +69,7 @@ EMBER_HD void reduce_store(const ecu_reduce &r, int op, Index o, Acc acc)
    (exact), everything else in double */
 inline ecu_compute reduce_compute(int op, int dt)
 {
-    return is_float_dtype(dt) || op == OP_MEAN ? ECU_DOUBLE : ECU_INT64;
+    return is_float_dtype(dt) || op == EMBER_OP_MEAN ? ECU_DOUBLE : ECU_INT64;
 }
 
 }   // namespace ember_cuda

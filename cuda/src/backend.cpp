@@ -5,6 +5,7 @@
    devices, and hands back the table of what runs on them. A NULL slot makes
    the op fail with "<op> is not implemented for cuda". */
 #include "cuda_backend.h"
+#include "kernels/elementwise.h"
 
 #include <initializer_list>
 #include <stdarg.h>
@@ -79,7 +80,8 @@ static ember_backend make_table(int ndevices)
     be.memory_stats = ecu_memory_stats;
     be.empty_cache = ecu_empty_cache;
 #define OP(...)
-#define BINARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;
+#define BINARY(E, ...) \
+    if (ember_cuda::has_binary(EMBER_OP_##E)) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;
 #define UNARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_unary;
 #include "ops/ops.def"
     be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
