@@ -104,11 +104,10 @@ ember_cuda_backend_init(const ember_core_services *core, char *err, size_t errle
         return NULL;
     }
     if (!same_ops(core, err, errlen)) return NULL;
-    int n = count_devices(err, errlen);
-    if (n == 0) return NULL;
+    if (count_devices(err, errlen) == 0) return NULL;
     ecu_core = core;
     /* cuda:0 only: the seam's memory slots carry no device yet, and kernels
        run on CUDA's current device */
-    table = make_table(n > 0 ? 1 : 0);
+    table = make_table(1);
     return &table;
 }

@@ -31,10 +31,11 @@ static void merge_dims(ecu_iter *it)
     it->ndim = nd;
 }
 
-/* whether every byte offset (and the linear index) fits in int32 */
+/* whether every byte offset and the linear index fit in int32, the index
+   with room for a loop's stride past the end */
 static bool fits_32_bits(const ecu_iter *it)
 {
-    if (it->numel > INT32_MAX) return false;
+    if (it->numel > INT32_MAX - (1 << 24)) return false;
     for (int k = 0; k < it->noperands; k++) {
         int64_t span = 0;
         for (int d = 0; d < it->ndim; d++) span += (it->shape[d] - 1) * llabs(it->strides[k][d]);

@@ -68,11 +68,13 @@ static int as_dtype(ember_tensor **t, int dt)
     return EMBER_OK;
 }
 
-/* the layout of batch matrix `off` of t (rows x cols), or a contiguous copy of t first */
+/* the layout of batch matrix `off` of t (rows x cols), or a contiguous copy of t first
+   (copied set) */
 static int layout(ember_tensor **t, int64_t off, int64_t rows, int64_t cols, ecu_gemm_operand *o, bool *copied)
 {
     const ember_tensor *x = *t;
-    if (ecu_gemm_layout(off, rows, cols, x->strides[x->ndim - 2], x->strides[x->ndim - 1], o)) return EMBER_OK;
+    if (ecu_gemm_layout(off, rows, cols, x->strides[x->ndim - 2], x->strides[x->ndim - 1], o) && o->ld <= INT32_MAX)
+        return EMBER_OK;   /* cuBLAS takes an int ld */
     EMBER_TRY(make_contiguous(t));
     *copied = true;
     return EMBER_OK;
