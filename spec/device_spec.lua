@@ -269,6 +269,18 @@ describe("on " .. device .. ": reductions", function()
     end)
   end
 
+  for _, dt in ipairs({ "float32", "float64", "float16", "bfloat16", "int64" }) do
+    case("softmax and log_softmax over " .. dt .. " along every dim", function()
+      local a = operands(dt)
+      local d = a:to(device)
+      for dim = 1, 3 do
+        agrees(d:softmax(dim), a:softmax(dim))
+        -- x - max - log(sum) cancels near 0: float32 also needs an absolute bound
+        agrees(d:log_softmax(dim), a:log_softmax(dim), (dt == "float32" or dt == "int64") and { rtol = 2e-6, atol = 2e-6 } or nil)
+      end
+    end)
+  end
+
   case("max and min propagate NaN, and the empty cases match the CPU", function()
     local x = ember.tensor({ 1, 0 / 0, 3 })
     agrees(x:to(device):max(), x:max())

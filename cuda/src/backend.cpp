@@ -90,6 +90,7 @@ static ember_backend make_table(int ndevices)
     be.fwd[EMBER_OP_WHERE] = ecu_fwd_where;
     be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
     for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL}) be.fwd[op] = ecu_fwd_reduce;
+    be.fwd[EMBER_OP_SOFTMAX] = be.fwd[EMBER_OP_LOG_SOFTMAX] = ecu_fwd_softmax;
     return be;
 }
 

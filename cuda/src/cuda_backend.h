@@ -47,6 +47,7 @@ cudaError_t ecu_launch_convert(const ecu_iter *it);
 cudaError_t ecu_launch_fill(const ecu_iter *it, double value);
 cudaError_t ecu_launch_where(const ecu_iter *it);
 cudaError_t ecu_launch_reduce(const struct ecu_reduce *r, int op, int compute);   /* reduce.cu */
+cudaError_t ecu_launch_softmax(const struct ecu_reduce *r, int op);
 }
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
@@ -56,7 +57,10 @@ int ecu_fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *a
 int ecu_fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* matmul.cpp */
 int ecu_fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* reduce.cpp */
-/* the reduction of a (a plan's mask) into o, described for the kernels */
-void ecu_reduce_init(struct ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o);
+int ecu_fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+/* The slices of a along the dims in mask, described for the kernels: reduced
+   into a contiguous o, or (rowwise) each written to the same place in o, a
+   tensor of a's shape. */
+void ecu_reduce_init(struct ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o, bool rowwise);
 
 #endif

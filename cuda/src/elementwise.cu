@@ -1,21 +1,11 @@
 /* elementwise.cu: the elementwise kernels: one grid-stride kernel per compute
    type and index width, whose body is kernels/elementwise.h's (the op is a
    uniform switch inside it, so every op shares a handful of kernels). */
-#include "cuda_backend.h"
-#include "kernels/elementwise.h"
+#include "launch.h"
 
 using namespace ember_cuda;
 
 namespace {
-
-constexpr int THREADS = 256;
-constexpr int64_t MAX_BLOCKS = 65536;   /* beyond this the grid strides */
-
-dim3 grid_for(int64_t n)
-{
-    int64_t blocks = (n + THREADS - 1) / THREADS;
-    return dim3((unsigned)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS));
-}
 
 #define GRID_STRIDE(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
@@ -45,25 +35,16 @@ template <class Index> __global__ void cuda_fill(ecu_iter it, double value)
     GRID_STRIDE(i, it.numel) fill_at(it, value, (Index)i);
 }
 
-/* launches kernel<Index> with 32-bit offsets when they fit */
-template <class Launch> cudaError_t by_index_width(const ecu_iter *it, Launch launch)
-{
-    if (it->numel == 0) return cudaSuccess;
-    if (it->index32) launch(int32_t());
-    else launch(int64_t());
-    return cudaGetLastError();
-}
-
 template <class T> cudaError_t unary_as(const ecu_iter *it, int op)
 {
-    return by_index_width(it, [&](auto index) {
+    return by_index_width(*it, it->numel, [&](auto index) {
         cuda_unary<T, decltype(index)><<<grid_for(it->numel), THREADS>>>(*it, op);
     });
 }
 
 template <class T> cudaError_t binary_as(const ecu_iter *it, int op)
 {
-    return by_index_width(it, [&](auto index) {
+    return by_index_width(*it, it->numel, [&](auto index) {
         cuda_binary<T, decltype(index)><<<grid_for(it->numel), THREADS>>>(*it, op);
     });
 }
@@ -90,21 +71,21 @@ extern "C" cudaError_t ecu_launch_binary(const ecu_iter *it, int op, int compute
 
 extern "C" cudaError_t ecu_launch_convert(const ecu_iter *it)
 {
-    return by_index_width(it, [&](auto index) {
+    return by_index_width(*it, it->numel, [&](auto index) {
         cuda_convert<decltype(index)><<<grid_for(it->numel), THREADS>>>(*it);
     });
 }
 
 extern "C" cudaError_t ecu_launch_where(const ecu_iter *it)
 {
-    return by_index_width(it, [&](auto index) {
+    return by_index_width(*it, it->numel, [&](auto index) {
         cuda_where<decltype(index)><<<grid_for(it->numel), THREADS>>>(*it);
     });
 }
 
 extern "C" cudaError_t ecu_launch_fill(const ecu_iter *it, double value)
 {
-    return by_index_width(it, [&](auto index) {
+    return by_index_width(*it, it->numel, [&](auto index) {
         cuda_fill<decltype(index)><<<grid_for(it->numel), THREADS>>>(*it, value);
     });
 }

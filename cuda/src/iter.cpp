@@ -1,12 +1,11 @@
 /* iter.cpp: the host half of the device iterator (kernels/iter.h): operands
    aligned to the output's shape from the right, broadcast dims given stride
    0, size-1 dims dropped and neighbouring dims merged where every operand
-   steps through them as one, so a contiguous op is a single flat dim; and a
-   reduction's pair of iterators (kernels/reduce.h). */
+   steps through them as one, so a contiguous op is a single flat dim; and the
+   pair of iterators of a reduction or a row-wise op (kernels/reduce.h). */
 #include "cuda_backend.h"
 #include "kernels/reduce.h"
 
-#include <initializer_list>
 #include <stdlib.h>
 
 static_assert((int)ECU_MAX_DIMS == (int)EMBER_MAX_DIMS, "the iterator holds every dim a tensor can have");
@@ -69,42 +68,34 @@ void ecu_iter_finish(ecu_iter *it)
     it->index32 = fits_32_bits(it);
 }
 
-void ecu_reduce_init(ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o)
+void ecu_reduce_init(ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o, bool rowwise)
 {
-    int64_t es = ecu_core->dtype_size(a->dtype), os = ecu_core->dtype_size(o->dtype), ostride = os;
+    int64_t es = ecu_core->dtype_size(a->dtype), os = ecu_core->dtype_size(o->dtype);
+    int64_t ostrides[EMBER_MAX_DIMS], step = os;   /* o's byte strides along a's dims */
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        bool reduced = (mask >> d) & 1;
+        ostrides[d] = rowwise ? o->strides[d] * os : reduced ? 0 : step;
+        if (!rowwise && !reduced) step *= a->shape[d];
+    }
     *r = ecu_reduce{};
     ecu_iter *outer = &r->outer, *inner = &r->inner;
     outer->noperands = 2;
-    inner->noperands = 1;
+    inner->noperands = rowwise ? 2 : 1;
     outer->numel = inner->numel = 1;
-    for (int d = a->ndim - 1; d >= 0; d--) {   /* innermost first: the output's strides build up */
+    for (int d = 0; d < a->ndim; d++) {
         bool reduced = (mask >> d) & 1;
         ecu_iter *it = reduced ? inner : outer;
         int k = it->ndim++;
         it->shape[k] = a->shape[d];
         it->numel *= a->shape[d];
         it->strides[reduced ? 0 : 1][k] = a->strides[d] * es;
-        if (!reduced) {
-            it->strides[0][k] = ostride;
-            ostride *= a->shape[d];
-        }
+        it->strides[reduced ? 1 : 0][k] = ostrides[d];
     }
-    for (ecu_iter *it : {outer, inner}) {   /* dims were filled innermost first */
-        for (int i = 0, j = it->ndim - 1; i < j; i++, j--) {
-            int64_t s = it->shape[i];
-            it->shape[i] = it->shape[j];
-            it->shape[j] = s;
-            for (int k = 0; k < it->noperands; k++) {
-                int64_t t = it->strides[k][i];
-                it->strides[k][i] = it->strides[k][j];
-                it->strides[k][j] = t;
-            }
-        }
-        ecu_iter_finish(it);
-    }
-    outer->data[0] = (char *)o->storage->data + o->offset * os;
+    ecu_iter_finish(outer);
+    ecu_iter_finish(inner);
+    outer->data[0] = inner->data[1] = (char *)o->storage->data + o->offset * os;
     outer->data[1] = inner->data[0] = (char *)a->storage->data + a->offset * es;
-    outer->dtype[0] = o->dtype;
+    outer->dtype[0] = inner->dtype[1] = o->dtype;
     outer->dtype[1] = inner->dtype[0] = a->dtype;
     r->len = inner->numel;
 }

@@ -394,7 +394,7 @@ static void reduce_one(int op, int dt, int ndims, const int *dims, int keepdim)
     int odt = ember_tensor_dtype(cpu);
     OK(ember_empty(ember_tensor_ndim(cpu), ember_tensor_shape(cpu), odt, EMBER_CPU, &mine));
     ecu_reduce r;
-    ecu_reduce_init(&r, a, mask, mine);
+    ecu_reduce_init(&r, a, mask, mine, false);
     for (int64_t o = 0; o < r.outer.numel; o++) {
         if (reduce_compute(op, dt) == ECU_INT64) reduce_store(r, op, o, reduce_slice<int64_t>(r, op, o, (int64_t)0, (int64_t)1));
         else reduce_store(r, op, o, reduce_slice<double>(r, op, o, (int64_t)0, (int64_t)1));
@@ -423,6 +423,47 @@ static void check_reductions(void)
         reduce_one(EMBER_OP_AMAX_ALL, dt, 0, NULL, 0);
         reduce_one(EMBER_OP_AMIN_ALL, dt, 0, NULL, 0);
     }
+}
+
+/* softmax and log_softmax of a transposed {4, 3, 5} tensor along each dim
+   (a row of -inf, a NaN and an integer input included), each row as the
+   kernel computes it, in order, against the CPU */
+static void softmax_one(int op, int dt, int dim)
+{
+    std::vector<double> v(60);
+    for (int i = 0; i < 60; i++) v[i] = ((i * 23) % 29) * 0.4 - 5;
+    if (is_float_dtype(dt)) {
+        v[0] = v[20] = v[40] = -INFINITY;   /* one dim-0 row of a[:, 0, 0] */
+        v[7] = NAN;
+    }
+    int64_t shape[3] = {5, 3, 4};
+    ember_tensor *a0, *a, *cpu, *mine;
+    OK(ember_from_data(v.data(), EMBER_FLOAT64, 3, shape, dt, EMBER_CPU, &a0));
+    OK(ember_transpose(a0, 0, 2, &a));
+    OK((op == EMBER_OP_SOFTMAX ? ember_softmax : ember_log_softmax)(a, dim, &cpu));
+    OK(ember_empty(3, ember_tensor_shape(cpu), ember_tensor_dtype(cpu), EMBER_CPU, &mine));
+    ecu_reduce r;
+    ecu_reduce_init(&r, a, 1u << dim, mine, true);
+    for (int64_t row = 0; row < r.outer.numel; row++) {
+        double m = softmax_max(reduce_slice<double>(r, EMBER_OP_AMAX_ALL, row, (int64_t)0, (int64_t)1));
+        softmax_write(r, op, row, (int64_t)0, (int64_t)1, m, softmax_sum(r, row, (int64_t)0, (int64_t)1, m));
+    }
+    ember_tensor *c = converted(cpu, EMBER_FLOAT64), *k = converted(mine, EMBER_FLOAT64);
+    const double *pc = (const double *)ember_tensor_data(c), *pk = (const double *)ember_tensor_data(k);
+    int odt = ember_tensor_dtype(cpu);
+    double tol = odt == EMBER_FLOAT32 ? 2e-6 : odt == EMBER_FLOAT64 ? 1e-14 : 1e-2;
+    for (int i = 0; i < 60; i++)
+        CHECK((pc[i] != pc[i] && pk[i] != pk[i]) || pc[i] == pk[i] || fabs(pc[i] - pk[i]) <= tol * (1 + fabs(pc[i])),
+              "%s over %s dim %d [%d]: cpu %.17g, kernel %.17g", op == EMBER_OP_SOFTMAX ? "softmax" : "log_softmax",
+              ember_dtype_name(dt), dim, i, pc[i], pk[i]);
+    for (ember_tensor *t : {a0, a, cpu, mine, c, k}) ember_tensor_release(t);
+}
+
+static void check_softmax(void)
+{
+    for (int op : {EMBER_OP_SOFTMAX, EMBER_OP_LOG_SOFTMAX})
+        for (int dt : {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16, EMBER_INT32})
+            for (int dim = 0; dim < 3; dim++) softmax_one(op, dt, dim);
 }
 
 /* ------------------------------------------------------------------ cuBLAS layouts
@@ -493,6 +534,7 @@ int main(void)
     check_philox();
     check_gemm_layouts();
     check_reductions();
+    check_softmax();
     check_size_classes();
     if (failures) {
         fprintf(stderr, "test_kernel_math: %d of %d checks failed\n", failures, checks);
