@@ -110,6 +110,20 @@ EMBER_API int ember_num_threads(void);
 /* CUDA devices usable through the run-time backend (0 without one), and why not. */
 EMBER_API int ember_cuda_device_count(void);
 EMBER_API const char *ember_cuda_status(void);
+/* The CUDA caching allocator's counters (docs/cuda.md): bytes in blocks
+   tensors hold and the most ever held, bytes in freed blocks kept for reuse,
+   cudaMalloc calls made, and requests served from the cache. */
+typedef struct {
+    int64_t bytes_in_use;
+    int64_t peak_bytes;
+    int64_t bytes_cached;
+    int64_t device_allocs;
+    int64_t cache_hits;
+} ember_cuda_memory_stats_t;
+/* Each fails with EMBER_ERR_DEVICE, saying why, when CUDA is not available. */
+EMBER_API int ember_cuda_memory_stats(ember_cuda_memory_stats_t *out);
+EMBER_API int ember_cuda_empty_cache(void);   /* gives the cached blocks back to CUDA */
+EMBER_API int ember_cuda_synchronize(void);   /* waits for all queued device work */
 EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
 
 /* ---------------------------------------------------------------- lifetime */

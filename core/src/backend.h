@@ -15,9 +15,19 @@ typedef struct ember_core_services {
     void (*release)(ember_tensor *t);
     int (*broadcast_shape)(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
+    int (*dtype_size)(int dtype);
+    const char *(*dtype_name)(int dtype);
+    int (*result_type)(int n, ember_tensor *const *ts);   /* PyTorch's promotion */
+    int (*unary_dtype)(int op, int dt);                   /* what a unary op computes in */
+    int (*matmul_plan)(ember_tensor *const *in, ember__matmul_plan *p);   /* matmul's shapes */
+    int (*reduce_plan)(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
+    /* ops.def's op names in enum order: a backend built from another ops.def
+       refuses to load rather than run the wrong kernel for an op */
+    int op_count;
+    const char *const *op_names;
 } ember_core_services;
 
-#define EMBER_BACKEND_ABI 1
+#define EMBER_BACKEND_ABI 2
 
 typedef struct ember_backend {
     const char *name;            /* "cuda" */
@@ -29,6 +39,9 @@ typedef struct ember_backend {
     int (*read_scalar)(const ember_tensor *t, double *out);
     int (*fill)(ember_tensor *t, double value);
     int (*copy)(ember_tensor *dst, const ember_tensor *src);   /* same shape, may convert */
+    int (*synchronize)(void);
+    int (*memory_stats)(ember_cuda_memory_stats_t *out);
+    int (*empty_cache)(void);
     ember__fwd_fn fwd[EMBER_OP_COUNT];
 } ember_backend;
 
@@ -37,5 +50,9 @@ typedef struct ember_backend {
 int ember__backend_get(int device, const ember_backend **out);
 /* The backend of a device some tensor already lives on. */
 const ember_backend *ember__backend(int device);
+/* Copies src into dst (one shape; src may broadcast) with dtype conversion,
+   by the kernels of dst's device; src is on that device too, or for a device
+   dst a contiguous host tensor. */
+int ember__copy_into(ember_tensor *dst, const ember_tensor *src);
 
 #endif

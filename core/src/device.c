@@ -23,20 +23,30 @@ const char *ember__device_name(char *buf, int device)
 
 int ember__same_device(const char *op, int n, ember_tensor *const *ts)
 {
-    for (int i = 1; i < n; i++) {
-        if (ts[i]->storage->device != ts[0]->storage->device) {
+    const ember_tensor *first = NULL;
+    for (int i = 0; i < n; i++) {
+        if (ember__host_number(ts[i])) continue;
+        if (!first) first = ts[i];
+        if (ts[i]->storage->device != first->storage->device) {
             char a[32], b[32];
             return ember__fail(EMBER_ERR_DEVICE,
                                "%s: expected all tensors on one device, got %s and %s", op,
-                               ember__device_name(a, ts[0]->storage->device),
+                               ember__device_name(a, first->storage->device),
                                ember__device_name(b, ts[i]->storage->device));
         }
     }
     return EMBER_OK;
 }
 
+static const char *const OP_NAMES[EMBER_OP_COUNT] = {
+#define OP(E, n, ...) #n,
+#include "ops/ops.def"
+};
+
 static const ember_core_services SERVICES = {
-    EMBER_BACKEND_ABI, ember__fail, ember__new, ember_tensor_release, ember__broadcast_shape,
+    EMBER_BACKEND_ABI,  ember__fail,        ember__new,     ember_tensor_release, ember__broadcast_shape,
+    ember_dtype_size,   ember_dtype_name,   ember__result_type, ember__unary_dtype, ember__matmul_plan_make,
+    ember__reduce_plan_make, EMBER_OP_COUNT, OP_NAMES,
 };
 
 static void load_cuda_once(void);
@@ -92,7 +102,7 @@ int ember__backend_get(int device, const ember_backend **out)
         return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %s",
                            ember__device_name(dev, device), cuda_error);
     if (device - 1 >= cuda_backend->device_count)
-        return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: %d CUDA device(s) found",
+        return ember__fail(EMBER_ERR_DEVICE, "device %s is not available: the CUDA backend drives %d device(s)",
                            ember__device_name(dev, device), cuda_backend->device_count);
     *out = cuda_backend;
     return EMBER_OK;
@@ -102,6 +112,12 @@ const ember_backend *ember__backend(int device)
 {
     EMBER_UNUSED(device);
     return cuda_backend;
+}
+
+int ember__copy_into(ember_tensor *dst, const ember_tensor *src)
+{
+    if (dst->storage->device == EMBER_CPU) return ember__copy_kernel(dst, src);
+    return ember__backend(dst->storage->device)->copy(dst, src);
 }
 
 int ember_cuda_device_count(void)
@@ -114,4 +130,33 @@ const char *ember_cuda_status(void)
 {
     load_cuda();
     return cuda_backend ? "available" : cuda_error;
+}
+
+/* the loaded CUDA backend, or a failure naming op and why there is none */
+static int cuda_for(const char *op, const ember_backend **be)
+{
+    int rc = ember__backend_get(EMBER_CUDA0, be);
+    return rc < 0 ? ember__fail_prefix(rc, op) : rc;
+}
+
+int ember_cuda_memory_stats(ember_cuda_memory_stats_t *out)
+{
+    const ember_backend *be;
+    if (!out) return ember__fail(EMBER_ERR_ARG, "cuda.memory_stats: the output pointer is NULL");
+    EMBER_TRY(cuda_for("cuda.memory_stats", &be));
+    return be->memory_stats(out);
+}
+
+int ember_cuda_empty_cache(void)
+{
+    const ember_backend *be;
+    EMBER_TRY(cuda_for("cuda.empty_cache", &be));
+    return be->empty_cache();
+}
+
+int ember_cuda_synchronize(void)
+{
+    const ember_backend *be;
+    EMBER_TRY(cuda_for("cuda.synchronize", &be));
+    return be->synchronize();
 }

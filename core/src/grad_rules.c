@@ -120,11 +120,12 @@ static ember_tensor *sum_dims(arena *s, ember_tensor *a, int nd, const int *dims
     return keep(s, ember_sum(a, nd, dims, keepdim, &o), &o);
 }
 
-static ember_tensor *zeros(arena *s, int nd, const int64_t *shape, int dtype)
+/* zeros of the given shape, in like's dtype and on its device */
+static ember_tensor *zeros(arena *s, int nd, const int64_t *shape, const ember_tensor *like)
 {
     ember_tensor *o = NULL;
     if (!OK(s)) return NULL;
-    return keep(s, ember_full(nd, shape, 0, dtype, EMBER_CPU, &o), &o);
+    return keep(s, ember_full(nd, shape, 0, ember_tensor_dtype(like), ember_tensor_device(like), &o), &o);
 }
 
 static ember_tensor *transpose_last(arena *s, ember_tensor *a)
@@ -664,15 +665,14 @@ RULE(narrow)
     int np = 0;
     int64_t shp[EMBER_MAX_DIMS];
     memcpy(shp, in, sizeof shp);
-    int dt = ember_tensor_dtype(g);
     if (start > 0) {
         shp[dim] = start;
-        parts[np++] = zeros(s, nd, shp, dt);
+        parts[np++] = zeros(s, nd, shp, g);
     }
     parts[np++] = gg;
     if (start + len < in[dim]) {
         shp[dim] = in[dim] - start - len;
-        parts[np++] = zeros(s, nd, shp, dt);
+        parts[np++] = zeros(s, nd, shp, g);
     }
     ember_tensor *o = NULL;
     if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
@@ -682,7 +682,7 @@ RULE(narrow)
 RULE(as_strided)
 {
     RULE_LOCALS;
-    ember_tensor *o = NULL, *z = zeros(s, nd, in, ember_tensor_dtype(g));
+    ember_tensor *o = NULL, *z = zeros(s, nd, in, g);
     if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, g, at, &o), &o));
 }
 
@@ -694,7 +694,7 @@ RULE(as_strided_scatter)
     if (NEED(0) && OK(s)) {
         int64_t rs[EMBER_MAX_DIMS];
         int rnd = ember__node_in_shape(n, 1, rs);
-        ember_tensor *z = zeros(s, rnd, rs, ember_tensor_dtype(g));
+        ember_tensor *z = zeros(s, rnd, rs, g);
         if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(g, z, at, &o), &o));
     }
     if (NEED(1) && OK(s)) give(s, &gi[1], keep(s, ember__as_strided(g, at, &o), &o));

@@ -226,13 +226,10 @@ bool ember__valid_dtype(int dt);
 /* PyTorch's result_type over n operands (dimensioned > 0-d > wrapped numbers). */
 int ember__result_type(int n, ember_tensor *const *ts);
 int ember__promote(int a, int b);
-float ember__half_to_float(uint16_t h);
-uint16_t ember__float_to_half(float f);
-float ember__bf16_to_float(uint16_t h);
-uint16_t ember__float_to_bf16(float f);
-/* Reads element i of a typed buffer as double; writes a double. */
-double ember__load(const void *p, int dtype);
-void ember__store(void *p, int dtype, double v);
+/* ember__half_to_float, ember__float_to_half, ember__bf16_to_float,
+   ember__float_to_bf16; ember__load reads an element as double, ember__store
+   writes one */
+#include "element.h"
 /* Fails, naming op, the value and the dtype, when an integer dtype cannot
    hold v (NaN, infinite or out of range), as PyTorch's fill and full do. */
 int ember__check_value(const char *op, double v, int dtype);
@@ -242,6 +239,13 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
 
 /* ------------------------------------------------------------------ devices (device.c) */
 const char *ember__device_name(char *buf, int device);   /* "cpu", "cuda:0" */
+/* A wrapped number (a Lua or C number made a 0-d tensor) still on the host:
+   it goes with tensors of any device (the dispatch copies it to theirs). */
+static inline bool ember__host_number(const ember_tensor *t)
+{
+    return t->wrapped_number && t->storage->device == EMBER_CPU;
+}
+/* Fails naming op unless the tensors other than host numbers share a device. */
 int ember__same_device(const char *op, int n, ember_tensor *const *ts);
 
 /* ------------------------------------------------------------------ thread pool (parallel.c) */

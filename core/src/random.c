@@ -6,6 +6,7 @@
 #include "ops/ops.h"
 #include "autograd.h"
 #include "backend.h"
+#include "philox.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -14,26 +15,6 @@
 /* One generator for the process: threads draw disjoint blocks of it. */
 static _Atomic uint64_t g_seed = 67280421310721ULL;
 static _Atomic uint64_t g_offset;   /* next unused 128-bit block */
-
-typedef struct { uint32_t v[4]; } philox4;
-
-static philox4 philox(uint64_t seed, uint64_t block)
-{
-    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    philox4 out = {{c0, c1, c2, c3}};
-    return out;
-}
 
 void ember_manual_seed(uint64_t seed)
 {
@@ -58,12 +39,6 @@ void ember_set_rng_state(uint64_t seed, uint64_t offset)
     g_offset = offset;
 }
 
-static inline double u24(uint32_t x) { return (x >> 8) * (1.0 / 16777216.0); }
-static inline double u53(uint32_t a, uint32_t b)
-{
-    return ((((uint64_t)a) << 21) ^ (b >> 11)) * (1.0 / 9007199254740992.0);
-}
-
 enum { DIST_UNIFORM, DIST_NORMAL, DIST_INT };
 
 typedef struct {
@@ -79,18 +54,18 @@ typedef struct {
 static double draw_one(const draw_ctx *c, int64_t i)
 {
     if (c->dist == DIST_NORMAL) {
-        philox4 r = philox(c->seed, c->offset + (uint64_t)i);
-        double u1 = u53(r.v[0], r.v[1]), u2 = u53(r.v[2], r.v[3]);
+        ember__philox4 r = ember__philox(c->seed, c->offset + (uint64_t)i);
+        double u1 = ember__u53(r.v[0], r.v[1]), u2 = ember__u53(r.v[2], r.v[3]);
         if (u1 < 1e-300) u1 = 1e-300;
         return c->a + c->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
     }
-    philox4 r = philox(c->seed, c->offset + (uint64_t)(i >> 1));
+    ember__philox4 r = ember__philox(c->seed, c->offset + (uint64_t)(i >> 1));
     uint32_t x = r.v[(i & 1) * 2], y = r.v[(i & 1) * 2 + 1];
     if (c->dist == DIST_INT) {
         uint64_t v = ((uint64_t)x << 32) | y;
         return c->a + (double)(v % (uint64_t)c->b);
     }
-    double u = c->dtype == EMBER_FLOAT64 ? u53(x, y) : u24(x);
+    double u = c->dtype == EMBER_FLOAT64 ? ember__u53(x, y) : ember__u24(x);
     return c->a + (c->b - c->a) * u;
 }
 
@@ -100,7 +75,7 @@ static void draw_range(void *vctx, int64_t b, int64_t e)
     for (int64_t i = b; i < e; i++) {
         char *p = c->data + i * c->esize;
         if (c->dist == DIST_INT && c->dtype == EMBER_INT64) {
-            philox4 r = philox(c->seed, c->offset + (uint64_t)(i >> 1));
+            ember__philox4 r = ember__philox(c->seed, c->offset + (uint64_t)(i >> 1));
             uint64_t v = ((uint64_t)r.v[(i & 1) * 2] << 32) | r.v[(i & 1) * 2 + 1];
             *(int64_t *)p = (int64_t)c->a + (int64_t)(v % (uint64_t)c->b);
             continue;
@@ -129,8 +104,7 @@ static int fill_random(ember_tensor *t, int dist, double a, double b)
     ember__parallel_for(t->numel, 8192, draw_range, &c);
     int rc = EMBER_OK;
     if (buf != t) {
-        rc = t->storage->device == EMBER_CPU ? ember__copy_kernel(t, buf)
-                                             : ember__backend(t->storage->device)->copy(t, buf);
+        rc = ember__copy_into(t, buf);
         ember_tensor_release(buf);
     }
     return rc;

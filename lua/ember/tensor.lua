@@ -396,7 +396,15 @@ return function(ember)
 
   -- Both stats first release what the GC collected since the last sweep, so a
   -- tensor counts as freed right after collectgarbage().
-  function ember.memory_stats()
+  -- device "cuda" (or "cuda:0"): the CUDA backend's caching allocator
+  function ember.memory_stats(device)
+    if device ~= nil and device ~= "cpu" then
+      if type(device) ~= "string" or not device:match("^cuda") then
+        fail("memory_stats", "expected nil, \"cpu\" or \"cuda\", got " .. tostring(device))
+      end
+      if cycle[1] == nil then sweep() end
+      return require("ember.cuda").memory_stats()
+    end
     if cycle[1] == nil then sweep() end
     local s = ffi_new("ember_memory_stats_t")
     C.ember_memory_stats(s)

@@ -11,6 +11,29 @@ const ember__op_info ember__ops[EMBER_OP_COUNT] = {
 #include "ops.def"
 };
 
+/* The forward of op on device: the core's, or the device backend's. */
+static int forward(int op, int device, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    const ember__op_info *info = &ember__ops[op];
+    if (device == EMBER_CPU || (info->flags & OPF_ANY_DEVICE)) return info->fwd(op, nin, in, at, out);
+    const ember_backend *be = ember__backend(device);
+    if (!be->fwd[op]) {
+        char dev[32];
+        return ember__fail(EMBER_ERR_DEVICE, "%s is not implemented for %s", info->name,
+                           ember__device_name(dev, device));
+    }
+    return be->fwd[op](op, nin, in, at, out);
+}
+
+/* The device an op runs on: its first input's that is not a wrapped number
+   (a Lua or C number made a 0-d CPU tensor), else its first input's. */
+static int op_device(int nin, ember_tensor *const *in)
+{
+    for (int i = 0; i < nin; i++)
+        if (!ember__host_number(in[i])) return in[i]->storage->device;
+    return nin > 0 ? in[0]->storage->device : EMBER_CPU;
+}
+
 static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     const ember__op_info *info = &ember__ops[op];
@@ -23,20 +46,25 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         if (in[i]->refcount <= 0)
             return ember__fail(EMBER_ERR_ARG, "%s: argument %d is a tensor that was released", info->name, i + 1);
     }
-    int device = nin > 0 ? in[0]->storage->device : EMBER_CPU;
-    if (op != EMBER_OP_TO_DEVICE) EMBER_TRY(ember__same_device(info->name, nin, in));
-    int rc;
-    if (device == EMBER_CPU || op == EMBER_OP_TO_DEVICE) {
-        rc = info->fwd(op, nin, in, at, out);
-    } else {
-        const ember_backend *be = ember__backend(device);
-        if (!be->fwd[op]) {
-            char dev[32];
-            return ember__fail(EMBER_ERR_DEVICE, "%s is not implemented for %s", info->name,
-                               ember__device_name(dev, device));
+    int device = op_device(nin, in), rc = EMBER_OK;
+    /* wrapped numbers go to the op's device, as PyTorch's CPU scalars do */
+    ember_tensor *moved[ITER_MAX] = {NULL}, *use[ITER_MAX];
+    bool moving = device != EMBER_CPU && op != EMBER_OP_TO_DEVICE && nin <= ITER_MAX;
+    if (moving) {
+        ember_attrs to = {{device}, {0}};
+        for (int i = 0; i < nin && rc == EMBER_OK; i++) {
+            use[i] = in[i];
+            if (ember__host_number(in[i])) rc = run(EMBER_OP_TO_DEVICE, 1, &in[i], &to, &moved[i]);
+            if (moved[i]) {
+                moved[i]->wrapped_number = 1;   /* it still promotes as a number does */
+                use[i] = moved[i];
+            }
         }
-        rc = be->fwd[op](op, nin, in, at, out);
+        in = use;
     }
+    if (rc == EMBER_OK && op != EMBER_OP_TO_DEVICE) rc = ember__same_device(info->name, nin, in);
+    if (rc == EMBER_OK) rc = forward(op, device, nin, in, at, out);
+    for (int i = 0; moving && i < nin; i++) ember_tensor_release(moved[i]);
     if (rc < 0) {
         for (int k = 0; k < nout; k++) {
             ember_tensor_release(out[k]);

@@ -22,7 +22,7 @@ static int inplace_finish(ember_tensor *a, ember_tensor *r, uint64_t mark)
         rc = ember__run_nograd(EMBER_OP_CLONE, 1, &r, NULL, &tmp);
         src = tmp;
     }
-    if (rc == EMBER_OK) rc = ember__copy_kernel(a, src);
+    if (rc == EMBER_OK) rc = ember__copy_into(a, src);
     if (rc == EMBER_OK) {
         a->storage->version++;
         rc = ember__ag_commit(a, r);
@@ -165,8 +165,7 @@ int ember_copy_(ember_tensor *a, ember_tensor *src)
     if (a->storage->device != EMBER_CPU || src->storage->device != EMBER_CPU) {
         ember_tensor *moved;
         EMBER_TRY(ember_to_device(src, a->storage->device, &moved));
-        int rc = a->storage->device == EMBER_CPU ? ember__copy_kernel(a, moved)
-                                                 : ember__backend(a->storage->device)->copy(a, moved);
+        int rc = ember__copy_into(a, moved);
         ember_tensor_release(moved);
         if (rc == EMBER_OK) a->storage->version++;
         return rc;

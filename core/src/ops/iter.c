@@ -1,6 +1,7 @@
 /* iter.c: the CPU elementwise iterator shared by every elementwise kernel, plus
    the strided copy with dtype conversion built on it. */
 #include "ops.h"
+#include "../backend.h"
 
 #include <string.h>
 
@@ -215,8 +216,8 @@ int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out)
         return EMBER_OK;
     }
     ember_tensor *c = NULL;
-    EMBER_TRY(ember__new(t->ndim, t->shape, dtype, EMBER_CPU, &c));
-    int rc = ember__copy_kernel(c, t);
+    EMBER_TRY(ember__new(t->ndim, t->shape, dtype, t->storage->device, &c));
+    int rc = ember__copy_into(c, t);
     if (rc < 0) {
         ember_tensor_release(c);
         return rc;

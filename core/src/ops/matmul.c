@@ -143,79 +143,95 @@ static int make_contiguous(ember_tensor **t, int dt, ember_tensor **copy)
     return EMBER_OK;
 }
 
-int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p)
 {
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    EMBER_UNUSED(at);
     char sa[200], sb[200];
     ember_tensor *A = in[0], *B = in[1];
+    memset(p, 0, sizeof *p);
     if (A->ndim == 0 || B->ndim == 0)
         return ember__fail(EMBER_ERR_SHAPE, "matmul: both arguments need at least 1 dim, got shapes %s and %s",
                            ember__tshape(sa, A), ember__tshape(sb, B));
-    int dt = ember__result_type(2, in);
-    int cdt = dt == EMBER_FLOAT16 || dt == EMBER_BFLOAT16 ? EMBER_FLOAT32 : dt;
-    ember_tensor *a = NULL, *b = NULL, *ca = NULL, *cb = NULL, *o = NULL;
+    p->dtype = ember__result_type(2, in);
     int rc = EMBER_OK;
     /* 1-D operands become matrices: a row vector in front, a column vector behind */
     int64_t s1[2], st1[2];
     if (A->ndim == 1) {
         s1[0] = 1; s1[1] = A->shape[0]; st1[0] = A->shape[0] * A->strides[0]; st1[1] = A->strides[0];
         if (st1[0] == 0) st1[0] = 1;
-        EMBER_CHECK(ember__make_view(A, 2, s1, st1, A->offset, &a));
+        EMBER_CHECK(ember__make_view(A, 2, s1, st1, A->offset, &p->a));
     } else {
         ember_tensor_retain(A);
-        a = A;
+        p->a = A;
     }
     if (B->ndim == 1) {
         s1[0] = B->shape[0]; s1[1] = 1; st1[0] = B->strides[0]; st1[1] = 1;
-        EMBER_CHECK(ember__make_view(B, 2, s1, st1, B->offset, &b));
+        EMBER_CHECK(ember__make_view(B, 2, s1, st1, B->offset, &p->b));
     } else {
         ember_tensor_retain(B);
-        b = B;
+        p->b = B;
     }
-    int64_t M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], K2 = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
-    if (K != K2) {
+    const ember_tensor *a = p->a, *b = p->b;
+    p->M = a->shape[a->ndim - 2];
+    p->K = a->shape[a->ndim - 1];
+    p->N = b->shape[b->ndim - 1];
+    int64_t K2 = b->shape[b->ndim - 2];
+    if (p->K != K2) {
         rc = ember__fail(EMBER_ERR_SHAPE, "matmul: shapes %s and %s cannot be multiplied (%lld != %lld)",
-                         ember__tshape(sa, A), ember__tshape(sb, B), (long long)K, (long long)K2);
+                         ember__tshape(sa, A), ember__tshape(sb, B), (long long)p->K, (long long)K2);
         goto done;
     }
     /* broadcast batch dims */
-    int na = a->ndim - 2, nb = b->ndim - 2, nbatch = na > nb ? na : nb;
-    int64_t bshape[EMBER_MAX_DIMS];
-    for (int d = 0; d < nbatch; d++) {
-        int da = d - (nbatch - na), db = d - (nbatch - nb);
+    int na = a->ndim - 2, nb = b->ndim - 2;
+    p->nbatch = na > nb ? na : nb;
+    for (int d = 0; d < p->nbatch; d++) {
+        int da = d - (p->nbatch - na), db = d - (p->nbatch - nb);
         int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
         if (x != y && x != 1 && y != 1) {
             rc = ember__fail(EMBER_ERR_SHAPE, "matmul: batch dims of shapes %s and %s cannot be broadcast",
                              ember__tshape(sa, A), ember__tshape(sb, B));
             goto done;
         }
-        bshape[d] = x > y ? x : y;
+        p->bshape[d] = x > y ? x : y;
     }
     /* result shape, with the added 1-D dims dropped */
-    int64_t oshape[EMBER_MAX_DIMS];
-    int ond = 0;
-    for (int d = 0; d < nbatch; d++) oshape[ond++] = bshape[d];
-    if (A->ndim > 1) oshape[ond++] = M;
-    if (B->ndim > 1) oshape[ond++] = N;
-    if (ond > EMBER_MAX_DIMS) {
-        rc = ember__fail(EMBER_ERR_SHAPE, "matmul: result has too many dims");
-        goto done;
-    }
-    EMBER_CHECK(ember__new(ond, oshape, dt, EMBER_CPU, &o));
+    for (int d = 0; d < p->nbatch; d++) p->oshape[p->ond++] = p->bshape[d];
+    if (A->ndim > 1) p->oshape[p->ond++] = p->M;
+    if (B->ndim > 1) p->oshape[p->ond++] = p->N;
+    if (p->ond > EMBER_MAX_DIMS) rc = ember__fail(EMBER_ERR_SHAPE, "matmul: result has too many dims");
+done:
+    if (rc < 0) ember__matmul_plan_release(p);
+    return rc;
+}
+
+void ember__matmul_plan_release(ember__matmul_plan *p)
+{
+    ember_tensor_release(p->a);
+    ember_tensor_release(p->b);
+    p->a = p->b = NULL;
+}
+
+int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    ember__matmul_plan p;
+    EMBER_TRY(ember__matmul_plan_make(in, &p));
+    int dt = p.dtype, cdt = dt == EMBER_FLOAT16 || dt == EMBER_BFLOAT16 ? EMBER_FLOAT32 : dt;
+    int64_t M = p.M, N = p.N, K = p.K;
+    ember_tensor *ca = NULL, *cb = NULL, *o = NULL;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(p.ond, p.oshape, dt, EMBER_CPU, &o));
     if (o->numel == 0) goto finish;
     if (K == 0) {
         ember__fill_raw(o, 0);
         goto finish;
     }
-    if (cdt != a->dtype) EMBER_CHECK(ember__as_dtype(a, cdt, &ca));
-    else { ember_tensor_retain(a); ca = a; }
-    if (cdt != b->dtype) EMBER_CHECK(ember__as_dtype(b, cdt, &cb));
-    else { ember_tensor_retain(b); cb = b; }
+    EMBER_CHECK(ember__as_dtype(p.a, cdt, &ca));
+    EMBER_CHECK(ember__as_dtype(p.b, cdt, &cb));
     {
         int64_t nbat = 1;
-        for (int d = 0; d < nbatch; d++) nbat *= bshape[d];
+        for (int d = 0; d < p.nbatch; d++) nbat *= p.bshape[d];
         int es = ember_dtype_size(cdt);
         char *obuf = ember__ptr(o);
         char *tmp = NULL;
@@ -230,12 +246,8 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         ember_tensor *contig_a = NULL, *contig_b = NULL;
         int64_t idx[EMBER_MAX_DIMS] = {0};
         for (int64_t bi = 0; bi < nbat && rc == EMBER_OK; bi++) {
-            int64_t aoff = ca->offset, boff = cb->offset;
-            for (int d = 0; d < nbatch; d++) {
-                int da = d - (nbatch - na), db = d - (nbatch - nb);
-                if (da >= 0 && ca->shape[da] != 1) aoff += idx[d] * ca->strides[da];
-                if (db >= 0 && cb->shape[db] != 1) boff += idx[d] * cb->strides[db];
-            }
+            int64_t aoff, boff;
+            ember__matmul_offsets(p.nbatch, idx, ca, cb, &aoff, &boff);
             char *c = obuf + bi * M * N * es;
             if (ember__is_float(cdt)) {
                 mat ma, mb;
@@ -255,10 +267,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
             } else {
                 gemm_int(cdt, M, N, K, ca, aoff, cb, boff, c);
             }
-            for (int d = nbatch - 1; d >= 0; d--) {
-                if (++idx[d] < bshape[d]) break;
-                idx[d] = 0;
-            }
+            ember__index_next(p.nbatch, p.bshape, idx);
         }
         if (tmp) {
             if (rc == EMBER_OK) ember__convert(ember__ptr(o), dt, 1, tmp, cdt, 1, o->numel);
@@ -270,8 +279,7 @@ finish:
     *out = o;
     o = NULL;
 done:
-    ember_tensor_release(a);
-    ember_tensor_release(b);
+    ember__matmul_plan_release(&p);
     ember_tensor_release(ca);
     ember_tensor_release(cb);
     ember_tensor_release(o);
@@ -285,9 +293,12 @@ int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out)
 }
 
 /* LINEAR: x (..., in) and w (out, in) -> x w^T (..., out), through matmul on a
-   transposed view of w (BLAS reads it as a transposed operand, no copy). */
+   transposed view of w (BLAS reads it as a transposed operand, no copy), on
+   whichever device x and w are. */
 int fwd_linear(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
     char sx[200], sw[200];
     ember_tensor *x = in[0], *w = in[1];
     if (w->ndim != 2 || x->ndim == 0 || x->shape[x->ndim - 1] != w->shape[1])
@@ -297,7 +308,7 @@ int fwd_linear(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     ember_tensor *wt = NULL;
     EMBER_TRY(ember__make_view(w, 2, shape, strides, w->offset, &wt));
     ember_tensor *mm[2] = {x, wt};
-    int rc = fwd_matmul(op, nin, mm, at, out);
+    int rc = ember__run_nograd(EMBER_OP_MATMUL, 2, mm, at, out);   /* on x's device */
     ember_tensor_release(wt);
     return rc;
 }

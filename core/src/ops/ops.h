@@ -32,7 +32,8 @@ enum {
     OPF_INPLACE = 1 << 0,     /* has an in-place form <name>_ */
     OPF_KEEPS_INT = 1 << 1,   /* unary: integer inputs keep their dtype */
     OPF_BOOL_OUT = 1 << 2,    /* the result is bool */
-    OPF_LUA = 1 << 3          /* a generated Lua wrapper (BINARY and UNARY lines) */
+    OPF_LUA = 1 << 3,         /* a generated Lua wrapper (BINARY and UNARY lines) */
+    OPF_ANY_DEVICE = 1 << 4   /* the forward makes views, runs other ops or copies: any device runs it */
 };
 
 /* Op attributes, stored by value in autograd nodes. The layout per op is
@@ -114,6 +115,63 @@ void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tens
 int ember__lstm_cell_backward(ember_tensor *const *in, ember_tensor **out);
 int ember__gru_cell_backward(ember_tensor *const *in, ember_tensor **out);
 
+/* ------------------------------------------------------------------ matmul (matmul.c)
+   matmul's operands as batches of matrices, for every device: 1-D operands
+   made 2-D views (a row vector in front, a column vector behind), the shapes
+   checked, the batch dims broadcast. */
+typedef struct ember__matmul_plan {
+    ember_tensor *a, *b;   /* (..., M, K) and (..., K, N) views of the inputs: new references */
+    int64_t M, N, K;
+    int nbatch;            /* the broadcast batch dims */
+    int64_t bshape[EMBER_MAX_DIMS];
+    int ond;               /* the result's shape: batch dims, then M and N unless from a 1-D operand */
+    int64_t oshape[EMBER_MAX_DIMS];
+    int dtype;             /* the result's dtype */
+} ember__matmul_plan;
+/* Fails (holding nothing) on shapes that cannot be multiplied. */
+int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p);
+void ember__matmul_plan_release(ember__matmul_plan *p);
+
+/* The element offsets of the matrices of batch index idx in a and b, two
+   operands of a plan (or copies of them of the same shapes). */
+static inline void ember__matmul_offsets(int nbatch, const int64_t *idx, const ember_tensor *a,
+                                         const ember_tensor *b, int64_t *aoff, int64_t *boff)
+{
+    int na = a->ndim - 2, nb = b->ndim - 2;
+    *aoff = a->offset;
+    *boff = b->offset;
+    for (int d = 0; d < nbatch; d++) {
+        int da = d - (nbatch - na), db = d - (nbatch - nb);
+        if (da >= 0 && a->shape[da] != 1) *aoff += idx[d] * a->strides[da];
+        if (db >= 0 && b->shape[db] != 1) *boff += idx[d] * b->strides[db];
+    }
+}
+
+/* Advances idx, a row-major index over shape (n dims), by one. */
+static inline void ember__index_next(int n, const int64_t *shape, int64_t *idx)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+    }
+}
+
+/* ------------------------------------------------------------------ reductions (reduce.c)
+   What SUM, MEAN, VAR, NORM, LOGSUMEXP, AMAX_ALL and AMIN_ALL produce from
+   their input and attrs, for every device. */
+typedef struct ember__reduce_plan {
+    unsigned mask;          /* the reduced dims */
+    int keepdim, unbiased;  /* unbiased: VAR's */
+    double p;               /* NORM's order */
+    int ndim;               /* the result's shape and dtype */
+    int64_t shape[EMBER_MAX_DIMS];
+    int dtype;
+    int64_t len;            /* elements reduced into each result */
+    double empty;           /* each result when len is 0 */
+} ember__reduce_plan;
+/* Fails on a max or min of an empty tensor. */
+int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
@@ -143,8 +201,8 @@ void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
 int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src);
 /* Input `t` converted to dtype (a new reference; t itself when it already has it). */
 int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out);
-/* A contiguous CPU copy of t in dtype, made inside a forward (not an op of its
-   own): a new reference, t itself when it already is one. */
+/* A contiguous copy of t in dtype on t's device, made inside a forward (not
+   an op of its own): a new reference, t itself when it already is one. */
 int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,

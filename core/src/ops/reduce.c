@@ -364,59 +364,59 @@ static bool around_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
 }
 
 /* Reduces `a` over `mask` into a new tensor of the kept (or keepdim) shape. */
-static int reduce_impl(int op, ember_tensor *a, unsigned mask, int keepdim, int unbiased, double p,
-                       ember_tensor **out)
+/* SUM, MEAN, VAR, NORM: i[0] keepdim, i[1] mask (VAR: i[2] unbiased; NORM: f[0] p).
+   LOGSUMEXP: i[0] keepdim, i[1] mask of one dim. AMAX_ALL, AMIN_ALL: none. */
+int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p)
 {
     char sa[200];
-    const char *name = ember__ops[op].name;
-    int64_t shape[EMBER_MAX_DIMS];
-    int nd = out_shape(a, mask, keepdim, shape);
-    int odt = reduce_dtype(op, a->dtype);
-    int64_t len = 1;
+    bool all = op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL;
+    p->mask = all ? (1u << a->ndim) - 1 : (unsigned)at->i[1];
+    p->keepdim = all ? 0 : (int)at->i[0];
+    p->unbiased = all ? 0 : (int)at->i[2];
+    p->p = all ? 0 : at->f[0];
+    p->ndim = out_shape(a, p->mask, p->keepdim, p->shape);
+    p->dtype = reduce_dtype(op, a->dtype);
+    p->len = 1;
     for (int d = 0; d < a->ndim; d++)
-        if ((mask >> d) & 1) len *= a->shape[d];
-    if (len == 0 && (op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL) && a->numel == 0)
+        if ((p->mask >> d) & 1) p->len *= a->shape[d];
+    /* sum of nothing is 0, mean of nothing nan, lse -inf */
+    p->empty = op == EMBER_OP_MEAN || op == EMBER_OP_VAR ? NAN : op == EMBER_OP_LOGSUMEXP ? -INFINITY : 0;
+    if (p->len == 0 && all && a->numel == 0)
         return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty tensor of shape %s",
                            op == EMBER_OP_AMAX_ALL ? "max" : "min", ember__tshape(sa, a));
-    EMBER_TRY(ember__new(nd, shape, odt, EMBER_CPU, out));
+    return EMBER_OK;
+}
+
+int fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    ember_tensor *a = in[0];
+    ember__reduce_plan p;
+    EMBER_TRY(ember__reduce_plan_make(op, a, at, &p));
+    EMBER_TRY(ember__new(p.ndim, p.shape, p.dtype, EMBER_CPU, out));
     ember_tensor *o = *out;
     if (o->numel == 0) return EMBER_OK;
-    if (len == 0) {   /* sum of nothing is 0, mean of nothing nan, lse -inf */
-        double v = op == EMBER_OP_MEAN || op == EMBER_OP_VAR ? NAN : op == EMBER_OP_LOGSUMEXP ? -INFINITY : 0;
-        return ember__fill_raw(o, v);
-    }
-    if (leading_sum(op, a, mask, o) || around_sum(op, a, mask, o)) return EMBER_OK;
+    if (p.len == 0) return ember__fill_raw(o, p.empty);
+    if (leading_sum(op, a, p.mask, o) || around_sum(op, a, p.mask, o)) return EMBER_OK;
     ember_tensor *r = NULL;
     int64_t rows, rlen;
-    int rc = reduced_last(a, mask, &r, &rows, &rlen);
+    int rc = reduced_last(a, p.mask, &r, &rows, &rlen);
     if (rc < 0) {
         ember_tensor_release(o);
         *out = NULL;
         return rc;
     }
-    row_ctx c = {op, r->dtype, odt, ember__ptr(r), ember__ptr(o), rlen, ember_dtype_size(r->dtype),
-                 ember_dtype_size(odt), unbiased, p};
+    row_ctx c = {op, r->dtype, p.dtype, ember__ptr(r), ember__ptr(o), rlen, ember_dtype_size(r->dtype),
+                 ember_dtype_size(p.dtype), p.unbiased, p.p};
     if (rows == 1) rc = reduce_one_row(&c);
     else ember__parallel_for(rows, rlen >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / rlen + 1,
                              rows_range, &c);
     ember_tensor_release(r);
-    EMBER_UNUSED(name);
     if (rc < 0) {
         ember_tensor_release(o);
         *out = NULL;
     }
     return rc;
-}
-
-/* SUM, MEAN, VAR, NORM: i[0] keepdim, i[1] mask (VAR: i[2] unbiased; NORM: f[0] p).
-   LOGSUMEXP: i[0] keepdim, i[1] mask of one dim. AMAX_ALL, AMIN_ALL: none. */
-int fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    ember_tensor *a = in[0];
-    if (op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL)
-        return reduce_impl(op, a, (1u << a->ndim) - 1, 0, 0, 0, out);
-    return reduce_impl(op, a, (unsigned)at->i[1], (int)at->i[0], (int)at->i[2], at->f[0], out);
 }
 
 /* ------------------------------------------------------------------ max/min along a dim */
@@ -631,7 +631,8 @@ int fwd_sum_to(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
             return EMBER_OK;
         }
     }
-    EMBER_TRY(reduce_impl(EMBER_OP_SUM, a, mask, 1, 0, 0, out));
+    ember_attrs keep = {{1, mask}, {0}};   /* keepdim, the dims */
+    EMBER_TRY(ember__run_nograd(EMBER_OP_SUM, 1, &a, &keep, out));   /* on a's device */
     /* the keepdim result holds the target's elements in order: reshape the header */
     ember_tensor *o = *out;
     o->ndim = (int8_t)nd;

@@ -4,6 +4,7 @@
    base (and so its version counter); indexing copies elements by size, so it
    works for every dtype. Index tensors here are 0-based int64 or int32. */
 #include "ops.h"
+#include "../backend.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -426,7 +427,7 @@ static int cat_impl(const char *op, int n, ember_tensor *const *ts, int dim, boo
         shape[dim] = 0;
         for (int i = 0; i < n; i++) shape[dim] += ts[i]->shape[dim];
     }
-    EMBER_TRY(ember__new(nd, shape, dt, EMBER_CPU, out));
+    EMBER_TRY(ember__new(nd, shape, dt, first->storage->device, out));
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
         int64_t len = stack ? 1 : ts[i]->shape[dim];
@@ -449,7 +450,7 @@ static int cat_impl(const char *op, int n, ember_tensor *const *ts, int dim, boo
             }
             rc = ember__make_view(ts[i], nd, ish, ist, ts[i]->offset, &srcv);
         }
-        if (rc == EMBER_OK) ember__copy_kernel(part, srcv);
+        if (rc == EMBER_OK) rc = ember__copy_into(part, srcv);
         if (stack && srcv != ts[i]) ember_tensor_release(srcv);
         ember_tensor_release(part);
         if (rc < 0) {
@@ -641,10 +642,10 @@ int fwd_as_strided_scatter(int op, int nin, ember_tensor *const *in, const ember
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     ember_tensor *x = in[0], *region = NULL;
-    EMBER_TRY(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, out));
-    int rc = ember__copy_kernel(*out, x);
+    EMBER_TRY(ember__new(x->ndim, x->shape, x->dtype, x->storage->device, out));
+    int rc = ember__copy_into(*out, x);
     if (rc == EMBER_OK) rc = region_of(*out, at, &region);
-    if (rc == EMBER_OK) rc = ember__copy_kernel(region, in[1]);
+    if (rc == EMBER_OK) rc = ember__copy_into(region, in[1]);
     ember_tensor_release(region);
     return rc;
 }

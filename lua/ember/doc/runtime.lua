@@ -3,9 +3,10 @@
 return [==[
 ## `runtime`: memory, threads, determinism, versions
 
-### `ember.memory_stats()`
-`{live_tensors, bytes_in_use, peak_bytes, limit}` of the tensor allocator
-(`limit` nil when none is set).
+### `ember.memory_stats(device?)`
+`{live_tensors, bytes_in_use, peak_bytes, bytes_cached, limit}` of the tensor
+allocator (`limit` nil when none is set); `ember.memory_stats("cuda")` gives
+the CUDA allocator's counters (`ember.cuda.memory_stats()`).
 
 ### `ember.reset_peak_memory()`
 Starts `peak_bytes` again from the bytes in use.
@@ -41,7 +42,8 @@ the list of sections. At the `ember` prompt `help` is a global and
 ## `ember.cuda`: the CUDA backend
 
 ember loads `libember_cuda.so` beside `libember` at run time when it is
-there; the CUDA backend that fills it is not written yet.
+there (built when CMake finds nvcc); `docs/cuda.md` lists what runs on the
+device so far. Tensors move with `t:cuda()` / `t:to("cuda")`.
 
 ### `ember.cuda.is_available()`
 True when a CUDA backend and at least one device are present.
@@ -51,4 +53,14 @@ The number of CUDA devices (0 without a backend).
 
 ### `ember.cuda.status()`
 Why CUDA is or is not available, in words.
+
+### `ember.cuda.memory_stats()`
+The CUDA caching allocator's counters: `{bytes_in_use, peak_bytes,
+bytes_cached, device_allocs, cache_hits}` (also `ember.memory_stats("cuda")`).
+
+### `ember.cuda.empty_cache()`
+Gives the allocator's cached device blocks back to CUDA.
+
+### `ember.cuda.synchronize()`
+Waits until every queued kernel and copy on the device has finished.
 ]==]

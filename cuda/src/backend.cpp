@@ -1,0 +1,114 @@
+/* backend.cpp: libember_cuda's entry point. The core dlopens this library and
+   calls ember_cuda_backend_init, which checks that both were built from one
+   ember (the ABI version, and ops.def's op names in order: a backend built
+   from another op table would run the wrong kernel for an op), finds the
+   devices, and hands back the table of what runs on them. A NULL slot makes
+   the op fail with "<op> is not implemented for cuda". */
+#include "cuda_backend.h"
+#include "kernels/elementwise.h"
+
+#include <initializer_list>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const ember_core_services *ecu_core;
+
+static const char *const OP_NAMES[EMBER_OP_COUNT] = {
+#define OP(E, n, ...) #n,
+#include "ops/ops.def"
+};
+
+int ecu_check(cudaError_t err, const char *what)
+{
+    if (err == cudaSuccess) return EMBER_OK;
+    cudaGetLastError();
+    return ecu_core->fail(err == cudaErrorMemoryAllocation ? EMBER_ERR_OOM : EMBER_ERR_DEVICE, "%s: %s (%s)",
+                          what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+static bool say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool say(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* the core's op table against the one this library was built from */
+static bool same_ops(const ember_core_services *core, char *err, size_t errlen)
+{
+    if (core->op_count != EMBER_OP_COUNT)
+        return say(err, errlen, "libember_cuda was built for %d ops, libember has %d: rebuild them together",
+                   EMBER_OP_COUNT, core->op_count);
+    for (int k = 0; k < EMBER_OP_COUNT; k++)
+        if (strcmp(core->op_names[k], OP_NAMES[k]) != 0)
+            return say(err, errlen, "libember_cuda was built for another op table (op %d is %s here, %s in libember): "
+                       "rebuild them together", k + 1, OP_NAMES[k], core->op_names[k]);
+    return true;
+}
+
+/* the number of devices, or (0) why there are none */
+static int count_devices(char *err, size_t errlen)
+{
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    if (rc == cudaSuccess && n > 0) return n;
+    const char *why = rc == cudaErrorInsufficientDriver ? "no CUDA driver (none is installed, or it is older than "
+                                                          "this CUDA 13 runtime)"
+                      : rc == cudaErrorNoDevice || rc == cudaSuccess ? "no CUDA device"
+                                                                     : "CUDA cannot start";
+    say(err, errlen, "%s; cudaGetDeviceCount: %s", why, rc == cudaSuccess ? "0 devices" : cudaGetErrorString(rc));
+    return 0;
+}
+
+static ember_backend make_table(int ndevices)
+{
+    ember_backend be = {};
+    be.name = "cuda";
+    be.device_count = ndevices;
+    be.alloc = ecu_alloc;
+    be.free = ecu_free;
+    be.memcpy = ecu_memcpy;
+    be.read_scalar = ecu_read_scalar;
+    be.fill = ecu_fill;
+    be.copy = ecu_copy;
+    be.synchronize = ecu_synchronize;
+    be.memory_stats = ecu_memory_stats;
+    be.empty_cache = ecu_empty_cache;
+#define OP(...)
+#define BINARY(E, ...) \
+    if (ember_cuda::has_binary(EMBER_OP_##E)) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;
+#define UNARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_unary;
+#include "ops/ops.def"
+    be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
+    be.fwd[EMBER_OP_CLONE] = ecu_fwd_to_dtype;
+    be.fwd[EMBER_OP_RELU_BACKWARD] = ecu_fwd_binary;
+    be.fwd[EMBER_OP_WHERE] = ecu_fwd_where;
+    be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
+    for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL}) be.fwd[op] = ecu_fwd_reduce;
+    be.fwd[EMBER_OP_SOFTMAX] = be.fwd[EMBER_OP_LOG_SOFTMAX] = ecu_fwd_softmax;
+    return be;
+}
+
+static ember_backend table;
+
+extern "C" __attribute__((visibility("default"))) const ember_backend *
+ember_cuda_backend_init(const ember_core_services *core, char *err, size_t errlen)
+{
+    if (core->abi_version != EMBER_BACKEND_ABI) {
+        say(err, errlen, "libember_cuda speaks backend ABI %d, libember %d: rebuild them together",
+            EMBER_BACKEND_ABI, core->abi_version);
+        return NULL;
+    }
+    if (!same_ops(core, err, errlen)) return NULL;
+    if (count_devices(err, errlen) == 0) return NULL;
+    ecu_core = core;
+    /* cuda:0 only: the seam's memory slots carry no device yet, and kernels
+       run on CUDA's current device */
+    table = make_table(1);
+    return &table;
+}

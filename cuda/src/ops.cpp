@@ -1,0 +1,71 @@
+/* ops.cpp: the forwards of the elementwise ops on the device (BINARY and
+   UNARY lines, relu_backward, where, to(dtype), clone): each checks its
+   operands and picks dtypes as the CPU forward does (core/src/ops/elementwise.c),
+   makes the output and launches one kernel over the iterator. */
+#include "cuda_backend.h"
+#include "kernels/elementwise.h"
+
+using ember_cuda::is_float_dtype;
+
+static int launched(cudaError_t err, int op) { return ecu_check(err, ecu_core->op_names[op]); }
+
+int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    const ember_tensor *a = in[0];
+    int dt = ecu_core->unary_dtype(op, a->dtype);
+    EMBER_TRY(ecu_core->new_tensor(a->ndim, a->shape, dt, a->storage->device, out));
+    ember_tensor *ts[2] = {*out, in[0]};
+    ecu_iter it;
+    ecu_iter_init(&it, 2, ts);
+    return launched(ecu_launch_unary(&it, op, ember_cuda::unary_compute(dt)), op);
+}
+
+int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    const char *name = ecu_core->op_names[op];
+    int nd;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ecu_core->broadcast_shape(name, 2, in, &nd, shape));
+    int ct = ecu_core->result_type(2, in);
+    if (op == EMBER_OP_DIV && !is_float_dtype(ct)) ct = EMBER_FLOAT32;   /* true division */
+    if (op == EMBER_OP_POW && !is_float_dtype(ct))
+        return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "pow: integer powers are not implemented for cuda yet "
+                              "(dtype %s; floating-point operands are)", ecu_core->dtype_name(ct));
+    int odt = ember_cuda::is_comparison(op) ? EMBER_BOOL : ct;
+    EMBER_TRY(ecu_core->new_tensor(nd, shape, odt, in[0]->storage->device, out));
+    ember_tensor *ts[3] = {*out, in[0], in[1]};
+    ecu_iter it;
+    ecu_iter_init(&it, 3, ts);
+    return launched(ecu_launch_binary(&it, op, ember_cuda::binary_compute(ct)), op);
+}
+
+/* where(cond, a, b): a and b promoted to one dtype, cond any dtype */
+int ecu_fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    int nd;
+    int64_t shape[EMBER_MAX_DIMS];
+    EMBER_TRY(ecu_core->broadcast_shape("where", 3, in, &nd, shape));
+    EMBER_TRY(ecu_core->new_tensor(nd, shape, ecu_core->result_type(2, in + 1), in[0]->storage->device, out));
+    ember_tensor *ts[4] = {*out, in[0], in[1], in[2]};
+    ecu_iter it;
+    ecu_iter_init(&it, 4, ts);
+    return launched(ecu_launch_where(&it), op);
+}
+
+/* to(dtype) and clone: i[0] = dtype (clone: the input's) */
+int ecu_fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const ember_tensor *a = in[0];
+    int dt = op == EMBER_OP_CLONE ? a->dtype : (int)at->i[0];
+    if (ecu_core->dtype_size(dt) == 0)
+        return ecu_core->fail(EMBER_ERR_DTYPE, "to: unknown dtype %d", dt);
+    EMBER_TRY(ecu_core->new_tensor(a->ndim, a->shape, dt, a->storage->device, out));
+    return ecu_copy(*out, a);
+}
