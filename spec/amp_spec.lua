@@ -296,3 +296,35 @@ describe("GradScaler", function()
     assert.are.equal(65536, s:get_scale())
   end)
 end)
+
+describe("the 16-bit floats under autocast's casts", function()
+  it("round float32 to nearest even, contiguous and strided, keeping inf and NaN", function()
+    local v = { 1, 1 + 2 ^ -8, 1 + 3 * 2 ^ -8, -2.5, 3.4028234663852886e38, math.huge, 65519, 65520,
+      2 ^ -25, 1.5 * 2 ^ -24 }
+    local bf = { 1, 1, 1 + 2 ^ -6, -2.5, math.huge, math.huge, 65536, 65536, 2 ^ -25, 1.5 * 2 ^ -24 }
+    local hf = { 1, 1 + 2 ^ -8, 1 + 3 * 2 ^ -8, -2.5, math.huge, math.huge, 65504, math.huge, 0, 2 ^ -23 }
+    local t = ember.tensor(v)
+    local strided = ember.stack({ t, t }, 2):select(2, 1)   -- stride 2
+    for _, x in ipairs({ t, strided }) do
+      assert.are.same(bf, x:to("bfloat16"):to("float32"):tolist())
+      assert.are.same(hf, x:to("float16"):to("float32"):tolist())
+      for _, dt in ipairs({ "bfloat16", "float16" }) do
+        local back = x:clone():fill_(0 / 0):to(dt):to("float32")
+        assert.are.equal(0, back:eq(back):sum():item())   -- NaN is not equal to itself
+      end
+    end
+  end)
+
+  it("add, multiply, divide and compare with the bits of the exact result rounded once", function()
+    ember.manual_seed(5)
+    for _, dt in ipairs({ "bfloat16", "float16" }) do
+      local a, b = ember.randn({ 300 }):to(dt), ember.randn({ 300 }):to(dt)
+      local a64, b64 = a:to("float64"), b:to("float64")
+      for _, op in ipairs({ "add", "sub", "mul" }) do   -- exact in float64, one rounding to dt
+        assert.are.same(a64[op](a64, b64):to("float32"):to(dt):tolist(), a[op](a, b):tolist(), op)
+      end
+      assert.are.same(a64:lt(b64):tolist(), a:lt(b):tolist())
+      assert.are.equal(dt, (a / b).dtype)
+    end
+  end)
+end)
