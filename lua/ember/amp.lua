@@ -19,7 +19,7 @@ local M = {}
 local LOWER = { bfloat16 = true, float16 = true }
 local EASED = { float32 = true, float16 = true, bfloat16 = true }   -- what autocast casts (not float64)
 
-local function is_tensor(x) return ember.is_tensor(x) end
+local is_tensor = ember.is_tensor
 
 local function cast(t, dt)
   if is_tensor(t) then
@@ -110,7 +110,7 @@ local function new_scaler(_, opts)
     if not OPTIONS[k] then fail("unknown option '%s'", tostring(k)) end
     if not OPTIONS[k](v) then fail("%s must be %s, got %s", k, RULE[k], tostring(v)) end
   end
-  local self = setmetatable({
+  return setmetatable({
     _scale = float32(opts.init_scale or 2 ^ 16),
     _growth_factor = opts.growth_factor or 2,
     _backoff_factor = opts.backoff_factor or 0.5,
@@ -119,7 +119,6 @@ local function new_scaler(_, opts)
     _enabled = opts.enabled ~= false,
     _per_optimizer = {},   -- optimizer -> {stage = "unscaled" | "stepped", found_inf = bool}
   }, GradScaler)
-  return self
 end
 setmetatable(GradScaler, { __call = new_scaler })
 
