@@ -138,6 +138,26 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
             ((double *)d)[i * dstride] = ((const float *)s)[i * sstride];
         return;
     }
+    /* the 16-bit floats and float32: autocast's casts, and the operands and
+       results of the kernels that compute the 16-bit floats in float32 */
+    if (sdt == EMBER_FLOAT32 && (ddt == EMBER_BFLOAT16 || ddt == EMBER_FLOAT16)) {
+        const float *f = (const float *)s;
+        uint16_t *h = (uint16_t *)d;
+        if (ddt == EMBER_BFLOAT16)
+            for (int64_t i = 0; i < n; i++) h[i * dstride] = ember__float_to_bf16(f[i * sstride]);
+        else
+            for (int64_t i = 0; i < n; i++) h[i * dstride] = ember__float_to_half(f[i * sstride]);
+        return;
+    }
+    if (ddt == EMBER_FLOAT32 && (sdt == EMBER_BFLOAT16 || sdt == EMBER_FLOAT16)) {
+        const uint16_t *h = (const uint16_t *)s;
+        float *f = (float *)d;
+        if (sdt == EMBER_BFLOAT16)
+            for (int64_t i = 0; i < n; i++) f[i * dstride] = ember__bf16_to_float(h[i * sstride]);
+        else
+            for (int64_t i = 0; i < n; i++) f[i * dstride] = ember__half_to_float(h[i * sstride]);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         ember__store(d + i * dstride * ds, ddt, ember__load(s + i * sstride * ss, sdt));
 }

@@ -91,7 +91,7 @@ local core = require("ember.tensor")(ember)
 require("ember.factories")(ember, core)
 require("ember.ops")(ember, core)
 require("ember.indexing")(ember)
-for _, name in ipairs({ "autodiff", "nn", "optim", "data", "io", "cuda", "distributed" }) do
+for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "data", "io", "cuda", "distributed" }) do
   local ok, mod = pcall(require, "ember." .. name)
   if ok then
     if type(mod) == "function" then mod = mod(ember) end

@@ -12,6 +12,7 @@ return function(ember, H)
   local out2, keep_alive, DTYPES, I32, I64 = H.out2, H.keep_alive, H.DTYPES, H.I32, H.I64
   local ffi_new = ffi.new
   local floor, huge = math.floor, math.huge
+  local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
   local function is_int(x) return type(x) == "number" and x == floor(x) end
 
   ---------------------------------------------------------------- elementwise ops
@@ -199,6 +200,7 @@ return function(ember, H)
   end
 
   function Tensor.sum(a, dim, keepdim)
+    if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("sum", a, 1)
     local n, d = dims_arg("sum", c, dim)
     check(C.ember_sum(c, n, d, keepdim and 1 or 0, out1))
@@ -218,6 +220,7 @@ return function(ember, H)
   end
   function Tensor.std(a, dim, keepdim, unbiased) return a:var(dim, keepdim, unbiased):sqrt() end
   function Tensor.norm(a, p, dim, keepdim)
+    if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("norm", a, 1)
     if p == "fro" or p == nil then p = 2 end
     if p == "inf" then p = huge end
@@ -226,6 +229,7 @@ return function(ember, H)
     return wrap(out1[0])
   end
   function Tensor.logsumexp(a, dim, keepdim)
+    if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("logsumexp", a, 1)
     if dim == nil then fail("logsumexp", "dim is required") end
     check(C.ember_logsumexp(c, dim0("logsumexp", dim, C.ember_tensor_ndim(c)), keepdim and 1 or 0, out1))
@@ -255,11 +259,13 @@ return function(ember, H)
   end
   Tensor.argmax, Tensor.argmin = argm("argmax", "ember_argmax"), argm("argmin", "ember_argmin")
   function Tensor.softmax(a, dim)
+    if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("softmax", a, 1)
     check(C.ember_softmax(c, dim0("softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
     return wrap(out1[0])
   end
   function Tensor.log_softmax(a, dim)
+    if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("log_softmax", a, 1)
     check(C.ember_log_softmax(c, dim0("log_softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
     return wrap(out1[0])
@@ -276,6 +282,7 @@ return function(ember, H)
 
   ---------------------------------------------------------------- linear algebra
   function Tensor.matmul(a, b)
+    if amp._dtype then a, b = amp._down(a, b) end
     check(C.ember_matmul(tensor_arg("matmul", a, 1), tensor_arg("matmul", b, 2), out1))
     return wrap(out1[0])
   end

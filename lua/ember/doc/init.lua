@@ -11,13 +11,13 @@ local suggest = require("ember.suggest")
 local M = {}
 
 -- the section files, in the order of docs/api.md
-M.SECTIONS = { "tensor", "ops", "autodiff", "graph", "nn", "functional", "optim", "data",
+M.SECTIONS = { "tensor", "ops", "autodiff", "amp", "graph", "nn", "functional", "optim", "data",
   "io", "distributed", "runtime" }
 
 -- Tables whose every public key is a public name, written "<path>.<key>"
 -- (plain tables of functions found in them, such as ember.io.json, too).
 M.TABLES = { "ember", "ember.nn", "ember.nn.functional", "ember.optim",
-  "ember.optim.lr_scheduler", "ember.autodiff", "ember.autodiff.graph", "ember.data", "ember.io",
+  "ember.optim.lr_scheduler", "ember.autodiff", "ember.amp", "ember.autodiff.graph", "ember.data", "ember.io",
   "ember.distributed", "ember.cuda", "ember.plot", "ember.progress" }
 
 -- Classes whose methods are public names, written "<Class>:<method>": the
@@ -28,6 +28,7 @@ M.CLASSES = {
   { "Optimizer", "ember.optim.Optimizer" },
   { "LRScheduler", "ember.optim.lr_scheduler.LRScheduler" },
   { "GradManager", "ember.autodiff.GradManager" },
+  { "GradScaler", "ember.amp.GradScaler" },
   { "BackwardRun", "ember.autodiff.BackwardRun" },
   { "Node", "ember.autodiff.graph.Node" },
   { "DataLoader", "ember.data.DataLoader_class" },

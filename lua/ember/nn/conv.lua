@@ -15,6 +15,7 @@ local ember = require("ember")
 local ffi = require("ffi")
 local A = require("ember.nn.args")
 local pad = require("ember.nn.resize").functional.pad
+local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
 local C = ember._C
 local fail, spread, shape_str = A.fail, A.spread, A.shape_str
@@ -74,6 +75,7 @@ local function functional(name, spec, fn)
   local op = "ember.nn.functional." .. name
   F[name] = function(x, w, b, opts)
     b, opts = A.bias_opts(b, opts)
+    if amp._dtype then x, w, b = amp._down(x, w, b) end
     return fn(op, x, w, b, A.options(op, opts, spec))
   end
 end

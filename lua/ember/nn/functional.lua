@@ -11,6 +11,7 @@ local ffi = require("ffi")
 
 local C = ember._C
 local F = {}
+local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
 local errors = require("ember.errors")
 local function fail(op, fmt, ...) errors.fail(op, fmt:format(...)) end
@@ -56,6 +57,7 @@ local out2 = ffi.new("ember_tensor*[2]")
 
 ---------------------------------------------------------------- linear and conv
 function F.linear(x, w, b)
+  if amp._dtype then x, w, b = amp._down(x, w, b) end
   need_tensor("linear", "input", x)
   need_tensor("linear", "weight", w)
   if w:dim() ~= 2 then fail("linear", "weight must be 2-D {out, in}, got %s", shape_str(w)) end
@@ -75,6 +77,7 @@ end
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
 function F.conv2d(x, w, b, opts)
   if is_tensor(b) == false and type(b) == "table" and opts == nil then b, opts = nil, b end
+  if amp._dtype then x, w, b = amp._down(x, w, b) end
   need_tensor("conv2d", "input", x)
   need_tensor("conv2d", "weight", w)
   opts = opts_of("conv2d", opts, CONV_OPTS)
@@ -142,6 +145,7 @@ end
 ---------------------------------------------------------------- normalisation
 local LN_OPTS = { eps = true }
 function F.layer_norm(x, normalized_shape, w, b, opts)
+  if amp._dtype then x, w, b = amp._up(x, w, b) end
   need_tensor("layer_norm", "input", x)
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
   if type(w) == "table" and not is_tensor(w) and b == nil and opts == nil then w, opts = nil, w end
@@ -171,6 +175,7 @@ local BN_OPTS = { training = true, momentum = true, eps = true }
 -- statistics are used and the running ones (when given) updated in place with
 -- the unbiased variance, as in PyTorch.
 function F.batch_norm(x, running_mean, running_var, w, b, opts)
+  if amp._dtype then x, w, b = amp._up(x, w, b) end
   need_tensor("batch_norm", "input", x)
   opts = opts_of("batch_norm", opts, BN_OPTS)
   local nd = x:dim()

@@ -12,6 +12,7 @@ local ember = require("ember")
 local L = { functional = {} }
 local F = L.functional
 local is_tensor = ember.is_tensor
+local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
 -- "<op>: <message>" raised at the user's line (ember.errors finds it; nn.init
 -- and the layers raise through this too)
@@ -117,7 +118,10 @@ local LOSSES = {}
 local function loss(fname, mname, spec, fn)
   LOSSES[#LOSSES + 1] = { fname, mname, spec, fn }
   local op = "ember.nn.functional." .. fname
-  F[fname] = function(input, target, opts) return fn(op, input, target, options(op, opts, spec)) end
+  F[fname] = function(input, target, opts)
+    if amp._dtype then input, target = amp._up(input, target) end
+    return fn(op, input, target, options(op, opts, spec))
+  end
 end
 
 ---------------------------------------------------------------- regression

@@ -11,6 +11,7 @@
 -- N batch, C channels; the spatial dims are those after C.
 local ember = require("ember")
 local A = require("ember.nn.args")
+local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
 local fail, shape_str = A.fail, A.shape_str
 local M = { functional = {} }
@@ -74,6 +75,7 @@ end
 function F.group_norm(x, num_groups, w, b, opts)
   local op = "ember.nn.functional.group_norm"
   w, b, opts = affine_args(w, b, opts)
+  if amp._dtype then x, w, b = amp._up(x, w, b) end
   return group_norm(op, x, num_groups, w, b, A.options(op, opts, GROUP_NORM))
 end
 
@@ -123,6 +125,7 @@ end
 function F.instance_norm(x, running_mean, running_var, w, b, opts)
   local op = "ember.nn.functional.instance_norm"
   w, b, opts = affine_args(w, b, opts)
+  if amp._dtype then x, w, b = amp._up(x, w, b) end
   return instance_norm(op, x, running_mean, running_var, w, b, A.options(op, opts, INSTANCE_NORM))
 end
 
