@@ -10,6 +10,12 @@ cd "$(dirname "$0")/.."
 secs=${1:-40}
 out=build-fuzz
 mkdir -p "$out/obj"
+# objects are reused across runs; a changed header makes them all stale
+headers=$(cat $(find core/src core/include -name '*.h' | sort) | md5sum | cut -d' ' -f1)
+if [ "$(cat "$out/headers.md5" 2>/dev/null)" != "$headers" ]; then
+  rm -f "$out"/obj/*.o
+  echo "$headers" > "$out/headers.md5"
+fi
 flags=(-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
        -D_POSIX_C_SOURCE=200809L -DEMBER_VERSION='"fuzz"' -DEMBER_NO_CACHE=1 -Icore/include -Icore/src)
 objs=()
