@@ -111,25 +111,24 @@ static void conv_destroy(dnnl_conv *c)
 }
 
 /* the (grouped) weight as ember keeps it: (O, C/G, kH, kW), or (G, O/G, C/G, kH, kW) */
-static dnnl_status_t weight_md(const conv_geom *g, dnnl_format_tag_t any, dnnl_memory_desc_t *md)
+static dnnl_status_t weight_md(const conv_geom *g, bool any, dnnl_memory_desc_t *md)
 {
     if (g->G == 1) {
         const dnnl_dims_t d = {g->O, g->Cg, g->kH, g->kW};
-        return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? any : dnnl_oihw);
+        return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_oihw);
     }
     const dnnl_dims_t d = {g->G, g->Og, g->Cg, g->kH, g->kW};
-    return dnnl_memory_desc_init_by_tag(md, 5, d, dnnl_f32, any ? any : dnnl_goihw);
+    return dnnl_memory_desc_init_by_tag(md, 5, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_goihw);
 }
 
-static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, dnnl_format_tag_t any,
-                            dnnl_memory_desc_t *md)
+static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, dnnl_memory_desc_t *md)
 {
     const dnnl_dims_t d = {n, c, h, w};
-    return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? any : dnnl_nchw);
+    return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_nchw);
 }
 
-/* x, w, y descriptors in one layout: ember's (any = 0) or oneDNN's choice (format_tag_any) */
-static dnnl_status_t geom_mds(const conv_geom *g, dnnl_format_tag_t any, dnnl_memory_desc_t *x,
+/* x, w, y descriptors in ember's layouts, or (any) in those oneDNN will choose */
+static dnnl_status_t geom_mds(const conv_geom *g, bool any, dnnl_memory_desc_t *x,
                               dnnl_memory_desc_t *w, dnnl_memory_desc_t *y)
 {
     dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any, x);
@@ -150,8 +149,8 @@ static dnnl_conv *conv_create(conv_kind kind, const conv_geom *g)
     dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
     if (!c) return NULL;
     dnnl_memory_desc_t ux, uw, uy, ax, aw, ay;
-    DNNL_TRY(geom_mds(g, 0, &ux, &uw, &uy));
-    DNNL_TRY(geom_mds(g, dnnl_format_tag_any, &ax, &aw, &ay));
+    DNNL_TRY(geom_mds(g, false, &ux, &uw, &uy));
+    DNNL_TRY(geom_mds(g, true, &ax, &aw, &ay));
     const dnnl_dims_t strides = {g->sh, g->sw}, dil = {g->dh - 1, g->dw - 1}, pad = {g->ph, g->pw};
     DNNL_TRY(dnnl_primitive_attr_create(&attr));
     DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
@@ -198,6 +197,7 @@ static dnnl_conv *conv_create(conv_kind kind, const conv_geom *g)
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (sp) c->scratch = *sp, c->scratch_bytes = dnnl_memory_desc_get_size(sp);
     DNNL_TRY(dnnl_primitive_create(&c->conv, pd));
+    dnnl_primitive_desc_destroy(fwd_pd);
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
     return c;
