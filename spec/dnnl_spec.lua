@@ -105,3 +105,32 @@ describe("oneDNN convolutions", function()
     assert(ok, r)
   end)
 end)
+
+describe("oneDNN after fork", function()
+  -- libgomp's workers do not survive fork; a child that ran oneDNN on them
+  -- would wait for them forever
+  it("runs a forked child's convolutions", function()
+    pcall(ffi.cdef, [[
+      int fork(void); int waitpid(int pid, int *status, int options); void _exit(int status);
+      int kill(int pid, int sig); int usleep(unsigned int usec);
+    ]])
+    local F = ember.nn.functional
+    local x, w = ember.randn({ 4, 16, 14, 14 }), ember.randn({ 32, 16, 5, 5 })
+    local want = F.conv2d(x, w, nil, { padding = 2 })
+    local pid = ffi.C.fork()
+    if pid == 0 then
+      local ok, same = pcall(function() return max_rel_diff(F.conv2d(x, w, nil, { padding = 2 }), want) < 1e-5 end)
+      ffi.C._exit(ok and same and 0 or 1)
+    end
+    assert(pid > 0, "fork failed")
+    local status, done = ffi.new("int[1]"), 0
+    for _ = 1, 200 do   -- 10 s at most
+      done = ffi.C.waitpid(pid, status, 1)   -- WNOHANG
+      if done ~= 0 then break end
+      ffi.C.usleep(50000)
+    end
+    if done == 0 then ffi.C.kill(pid, 9); ffi.C.waitpid(pid, status, 0) end
+    assert(done == pid, "the forked child did not finish its convolution in 10 s")
+    assert.are.equal(0, status[0])
+  end)
+end)

@@ -51,8 +51,16 @@ static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
 static char info[64];
 
+/* libgomp's thread pool does not survive fork: a child's first parallel
+   region with more than one thread waits forever for the parent's workers.
+   A forked child therefore runs oneDNN on one thread (as PyTorch does). */
+static volatile int forked_child;
+
+static void on_fork_child(void) { forked_child = 1; }
+
 static void make_engine(void)
 {
+    pthread_atfork(NULL, NULL, on_fork_child);
     const dnnl_version_t *v = dnnl_version();
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
     snprintf(info, sizeof info, "oneDNN %d.%d.%d (%s threads)%s", v->major, v->minor, v->patch,
@@ -315,7 +323,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
 {
     if (!dnnl_enabled || ember_is_deterministic() || ember_is_faster(kind, g) || !ember_dnnl_enabled())
         return false;
-    int nthr = ember_num_threads();
+    int nthr = forked_child ? 1 : ember_num_threads();
 #ifdef DNNL_OMP
     /* oneDNN runs on the caller's OpenMP team: as many threads as ember's */
     int omp_before = omp_get_max_threads();
