@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(cmake gcc make pkg-config luajit libluajit-5.1-dev libopenblas-dev lua-busted zlib1g-dev
-      libedit-dev luarocks dataset-fashion-mnist bible-kjv clang libclang-rt-14-dev openmpi-bin libopenmpi-dev)
+      libdnnl-dev libedit-dev luarocks dataset-fashion-mnist bible-kjv clang libclang-rt-14-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

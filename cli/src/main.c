@@ -32,30 +32,34 @@ static void usage(FILE *f)
             progname);
 }
 
-/* ------------------------------------------------------------------ OpenBLAS kernels */
+/* ------------------------------------------------------------------ OpenBLAS kernels, OpenMP threads */
 /* OpenBLAS 0.3.21 picks its kernels in a library constructor, before main,
    and on the generic "Intel Xeon Processor" model that virtual machines
    report it falls back to SSE3 (Prescott) kernels, a third of the speed.
-   The Lua package sets OPENBLAS_CORETYPE before it loads libember; this
-   command links libember, so when the user has not chosen it chooses from
-   the CPU's features and starts itself again. If exec fails it runs on with
-   OpenBLAS's own choice. */
-static void choose_openblas_core(char **argv)
+   libgomp (oneDNN's threads) reads its wait policy there too, and its
+   default spinning takes the cores ember's pool and OpenBLAS need
+   (docs/nn.md, "Kernels"). The Lua package sets OPENBLAS_CORETYPE and
+   OMP_WAIT_POLICY before it loads libember; this command links libember,
+   so when the user has chosen neither it chooses and starts itself again.
+   If exec fails it runs on with the libraries' own choices. */
+static void choose_library_env(char **argv)
 {
+    int changed = 0;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     const char *core = NULL;
-    if (getenv("OPENBLAS_CORETYPE")) return;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        core = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        core = "Haswell";
-    if (!core || setenv("OPENBLAS_CORETYPE", core, 0) != 0) return;
-    execv("/proc/self/exe", argv);
-#else
-    (void)argv;
+    if (!getenv("OPENBLAS_CORETYPE")) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+            core = "SkylakeX";
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            core = "Haswell";
+        if (core && setenv("OPENBLAS_CORETYPE", core, 0) == 0) changed = 1;
+    }
 #endif
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") && setenv("OMP_WAIT_POLICY", "passive", 0) == 0)
+        changed = 1;
+    if (changed) execv("/proc/self/exe", argv);
 }
 
 /* ------------------------------------------------------------------ Ctrl-C */
@@ -222,7 +226,7 @@ static void print_version(void)
 int main(int argc, char **argv)
 {
     int script = 0, want_repl = 0, want_version = 0, has_chunks = 0;
-    choose_openblas_core(argv);
+    choose_library_env(argv);
     /* first pass: check the options, find the script */
     int i;
     for (i = 1; i < argc; i++) {

@@ -125,6 +125,12 @@ EMBER_API int ember_cuda_memory_stats(ember_cuda_memory_stats_t *out);
 EMBER_API int ember_cuda_empty_cache(void);   /* gives the cached blocks back to CUDA */
 EMBER_API int ember_cuda_synchronize(void);   /* waits for all queued device work */
 EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
+/* oneDNN (when built with it) runs float32 convolutions; ember's own kernels
+   run them when it is off, absent or declines, and under deterministic mode.
+   ember_dnnl_enabled() is 1 when oneDNN is built in, works and is switched on. */
+EMBER_API const char *ember_dnnl_info(void);         /* "oneDNN 2.6.3 (...)" or "none (...)" */
+EMBER_API void ember_set_dnnl_enabled(int on);       /* on by default */
+EMBER_API int ember_dnnl_enabled(void);
 
 /* ---------------------------------------------------------------- lifetime */
 EMBER_API void ember_tensor_retain(ember_tensor *t);

@@ -1,6 +1,7 @@
 /* info.c: version strings. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #ifdef EMBER_HAVE_BLAS
@@ -11,12 +12,25 @@ extern char *openblas_get_corename(void);
 
 const char *ember_version(void) { return EMBER_VERSION; }
 
+#ifdef EMBER_HAVE_BLAS
+/* OpenBLAS's configuration and core do not change once it is loaded: the text
+   is written once, into a plain buffer. libember's thread-locals all live in
+   glibc's static TLS, which holds only a little more than they and libgomp
+   (oneDNN's OpenMP runtime) take: a thread-local buffer here would not fit. */
+static char blas_info[256];
+static pthread_once_t blas_info_once = PTHREAD_ONCE_INIT;
+
+static void write_blas_info(void)
+{
+    snprintf(blas_info, sizeof blas_info, "%s (core %s)", openblas_get_config(), openblas_get_corename());
+}
+#endif
+
 const char *ember_blas_info(void)
 {
 #ifdef EMBER_HAVE_BLAS
-    static _Thread_local char buf[256];
-    snprintf(buf, sizeof buf, "%s (core %s)", openblas_get_config(), openblas_get_corename());
-    return buf;
+    pthread_once(&blas_info_once, write_blas_info);
+    return blas_info;
 #else
     return "none (reference loops)";
 #endif

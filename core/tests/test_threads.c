@@ -1,7 +1,8 @@
 /* test_threads.c: several host threads use ember at once, each on its own
    tensors (ember.h, "Threads"): creation, elementwise ops and products,
-   reductions, random draws, in-place writes, views, and a recording with a
-   backward through the pull loop, checked against values computed here.
+   reductions, random draws, in-place writes, views, convolutions, and a
+   recording with a backward through the pull loop, checked against values
+   computed here.
    Built and run by ctest; scripts/test.sh also runs it under ThreadSanitizer.
 
      test_threads [threads] [iterations] */
@@ -90,6 +91,36 @@ static void one_backward(worker *w, float base)
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ember_tensor_release(all[i]);
 }
 
+/* conv2d of ones (1, 2, 6, 6) by ones (3, 2, 3, 3), padding 1, and its weight
+   gradient for a gradient of ones: the threads share oneDNN's primitives
+   (made by whichever thread comes first) and their cache. An output counts
+   the taps inside the input, 2 x 9 in the middle and 2 x 4 in a corner; a
+   weight element the positions its tap reads, 36 for the middle tap and 25
+   for a corner one. */
+static void one_conv(worker *w)
+{
+    const int64_t xs[4] = {1, 2, 6, 6}, ws[4] = {3, 2, 3, 3}, ys[4] = {1, 3, 6, 6};
+    const int64_t one[2] = {1, 1};
+    ember_tensor *x = NULL, *wt = NULL, *y = NULL, *gy = NULL, *gw = NULL;
+    CHECK(w, ember_full(4, xs, 1, EMBER_FLOAT32, EMBER_CPU, &x) == EMBER_OK);
+    CHECK(w, ember_full(4, ws, 1, EMBER_FLOAT32, EMBER_CPU, &wt) == EMBER_OK);
+    CHECK(w, ember_full(4, ys, 1, EMBER_FLOAT32, EMBER_CPU, &gy) == EMBER_OK);
+    if (ember_conv2d(x, wt, one, one, one, 1, &y) == EMBER_OK) {
+        const float *v = ember_tensor_data(y);
+        CHECK(w, v[0] == 8 && v[2 * 6 + 2] == 18 && v[36 + 7] == 18);
+    } else {
+        CHECK(w, 0);
+    }
+    if (ember_conv2d_backward_weight(x, gy, ws, one, one, one, 1, &gw) == EMBER_OK) {
+        const float *v = ember_tensor_data(gw);
+        CHECK(w, v[0] == 25 && v[4] == 36 && v[9 + 4] == 36);
+    } else {
+        CHECK(w, 0);
+    }
+    ember_tensor *all[] = {x, wt, y, gy, gw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) ember_tensor_release(all[i]);
+}
+
 static void *work(void *arg)
 {
     worker *w = arg;
@@ -115,6 +146,7 @@ static void *work(void *arg)
         ember_tensor *all[] = {a, b, c, d, m, r, v, s, mean};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) ember_tensor_release(all[i]);
         one_backward(w, (float)(w->id * 100 + it % 5));
+        one_conv(w);
     }
     return NULL;
 }

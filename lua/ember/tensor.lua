@@ -432,6 +432,10 @@ return function(ember)
   function ember.get_num_threads() return C.ember_num_threads() end
   function ember.version() return ffi_string(C.ember_version()) end
   function ember.blas_info() return ffi_string(C.ember_blas_info()) end
+  -- oneDNN for float32 convolutions, when built with it (docs/nn.md, "Kernels")
+  function ember.dnnl_info() return ffi_string(C.ember_dnnl_info()) end
+  function ember.set_dnnl_enabled(on) C.ember_set_dnnl_enabled(on and 1 or 0) end
+  function ember.dnnl_enabled() return C.ember_dnnl_enabled() ~= 0 end
 
   Tensor.__len = function(t) return t:dim() > 0 and t:size(1) or 0 end
   Tensor.__concat = function(a, b) return tostring(a) .. tostring(b) end

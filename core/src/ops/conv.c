@@ -8,7 +8,7 @@
    g cols^T summed over chunks. OpenBLAS threads the GEMMs itself; the
    unfolding runs on ember's pool, which sleeps while BLAS works.
    Dtypes: nn.h. */
-#include "nn.h"
+#include "conv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,15 +55,6 @@ static void gemm(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
 }
 
 /* ------------------------------------------------------------------ conv geometry */
-
-typedef struct {
-    int64_t N, C, H, W;       /* input */
-    int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
-    int64_t G;                /* groups */
-    int64_t sh, sw, ph, pw, dh, dw;
-    int64_t Ho, Wo;
-    int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
-} conv_geom;
 
 static int conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
                           const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g)
@@ -324,10 +315,7 @@ static bool is_pointwise(const conv_geom *g)
 
 /* ------------------------------------------------------------------ conv2d */
 
-typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
-
-/* One driver for the three products. a and b are the op's inputs:
-   FWD (x, w) -> y;  BWD_INPUT (gy, w) -> gx;  BWD_WEIGHT (x, gy) -> gw. */
+/* One driver for the three products (conv.h); a and b are the op's inputs. */
 /* The batch is split into one task per thread; each task unfolds its own
    chunks and calls a single-threaded GEMM on them, with OpenBLAS held at one
    thread meanwhile. On these thin products (a few dozen output channels)
@@ -515,6 +503,9 @@ static int conv_common(conv_kind kind, int op, ember_tensor *const *in, const em
     }
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
+    if (cdt == EMBER_FLOAT32 &&
+        ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb), (float *)ember__ptr(res)))
+        goto ok;
     EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
 ok:
     rc = ember__nn_finish(res, dt, out);

@@ -33,6 +33,16 @@ ember's version string (`"0.1.0"`).
 ### `ember.blas_info()`
 The BLAS in use and its configuration (OpenBLAS's core and threads).
 
+### `ember.dnnl_info()`
+The oneDNN ember is built with (`"oneDNN 2.6.3 (OpenMP threads)"`), or
+`"none (...)"`.
+
+### `ember.set_dnnl_enabled(on)`, `ember.dnnl_enabled()`
+float32 convolutions run through oneDNN when ember is built with it and
+this is on (the default); with `false`, and under deterministic mode, they
+run on ember's own kernels. `dnnl_enabled()` is true when oneDNN is built
+in, works and is on.
+
 ### `ember.help(x?)`
 Prints the documentation of `x`: a public function, module, class or tensor
 (`help(ember.nn.Linear)`), or a name (`help("F.linear")`); with no argument,

@@ -1,0 +1,29 @@
+/* conv.h: what conv.c (im2col + GEMM, the fallback and the oracle) and
+   conv_dnnl.c (oneDNN's primitives) share: a convolution's geometry and the
+   three products it takes part in. */
+#ifndef EMBER_CONV_H
+#define EMBER_CONV_H
+
+#include "nn.h"
+
+typedef struct {
+    int64_t N, C, H, W;       /* input */
+    int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
+    int64_t G;                /* groups */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t Ho, Wo;
+    int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
+} conv_geom;
+
+/* FWD (x, w) -> y;  BWD_INPUT (gy, w) -> gx;  BWD_WEIGHT (x, gy) -> gw */
+typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
+
+/* Runs one product through oneDNN on contiguous float32 operands a and b,
+   writing all of res (contiguous float32 of the product's shape). Returns
+   false, having written nothing that matters, when oneDNN is not built in,
+   is switched off (ember_set_dnnl_enabled), deterministic mode is on,
+   ember's kernels are faster at the shape, or oneDNN declines or fails: the
+   caller then runs ember's own kernels. */
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, float *res);
+
+#endif
