@@ -250,6 +250,28 @@ int main(void)
         ember_tensor_release(widx);
         ember_tensor_release(one);
     }
+    {   /* a (3, 1, 1) view with strides (1, 3, 3), contiguous by its sizes: matmul
+           took it for a layout BLAS cannot read, copied it (the same tensor back)
+           and tried again forever (found by spec/support/shape_fuzz.lua) */
+        const int64_t s113[3] = {1, 1, 3}, s12[2] = {1, 2};
+        ember_tensor *z = NULL, *zt = NULL, *w12 = NULL, *w21 = NULL, *y = NULL;
+        CHECK(ember_full(3, s113, 2, EMBER_FLOAT32, EMBER_CPU, &z) == EMBER_OK);
+        CHECK(ember_transpose(z, 0, 2, &zt) == EMBER_OK);
+        CHECK(ember_full(2, s12, 3, EMBER_FLOAT32, EMBER_CPU, &w12) == EMBER_OK);
+        CHECK(ember_matmul(zt, w12, &y) == EMBER_OK);
+        CHECK(y && ember_tensor_ndim(y) == 3 && ember_tensor_shape(y)[0] == 3 && ember_tensor_shape(y)[2] == 2);
+        CHECK(y && ((float *)ember_tensor_data(y))[5] == 6.0f);
+        ember_tensor_release(y);
+        y = NULL;
+        CHECK(ember_transpose(w12, 0, 1, &w21) == EMBER_OK);   /* linear's weight (out 2, in 1) */
+        CHECK(ember_linear(zt, w21, &y) == EMBER_OK);
+        CHECK(y && ((float *)ember_tensor_data(y))[0] == 6.0f);
+        ember_tensor_release(y);
+        ember_tensor_release(w21);
+        ember_tensor_release(w12);
+        ember_tensor_release(zt);
+        ember_tensor_release(z);
+    }
     ember_tensor *list[2] = {a, NULL};
     BAD(ember_cat(2, list, 0, &o));
     BAD(ember_cat(0, list, 0, &o));
