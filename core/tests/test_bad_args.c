@@ -298,6 +298,22 @@ int main(void)
     BAD(ember_avg_pool2d(NULL, k2, k2, zero2, &o));
     BAD(ember_avg_pool2d(a, k2, k2, zero2, NULL));
     BAD(ember_avg_pool2d_backward(NULL, NULL, k2, k2, zero2, &o));
+    {   /* an empty plane padded into windows: max_pool2d read the first element of a
+           window holding none, past the input's end (found by the shape fuzzer) */
+        const int64_t s1103[4] = {1, 1, 0, 3}, sg[4] = {1, 1, 1, 2};
+        ember_tensor *e = NULL, *g = NULL, *gi = NULL;
+        CHECK(ember_full(4, s1103, 0, EMBER_FLOAT32, EMBER_CPU, &e) == EMBER_OK);
+        BAD(ember_max_pool2d(e, k2, k2, one2, &o, &o2));
+        CHECK(strstr(ember_last_error(), "empty plane") != NULL);
+        BAD(ember_avg_pool2d(e, k2, k2, one2, &o));
+        CHECK(ember_full(4, sg, 0, EMBER_FLOAT32, EMBER_CPU, &g) == EMBER_OK);
+        CHECK(ember_full(4, sg, 0, EMBER_INT64, EMBER_CPU, &gi) == EMBER_OK);
+        BAD(ember_max_pool2d_backward(g, gi, s1103, &o));
+        BAD(ember_avg_pool2d_backward(g, s1103, k2, k2, one2, &o));
+        ember_tensor_release(gi);
+        ember_tensor_release(g);
+        ember_tensor_release(e);
+    }
 
     /* ---- in place */
     inplace_fn inplaces[] = {ember_add_, ember_sub_, ember_mul_, ember_div_, ember_pow_, ember_copy_};
