@@ -33,8 +33,9 @@ local FLOATS = { "float32", "float32", "float32", "float64", "float16" }
 
 local function rshape(maxrank, maxdim)
   local r = rand((maxrank or 4) + 1) - 1
+  if not maxrank and chance(0.03) then r = rand(3) + 4 end -- 5 to 7 dims, now and then
   local s = {}
-  for i = 1, r do s[i] = chance(0.06) and 0 or rand(maxdim or 4) end
+  for i = 1, r do s[i] = chance(0.08) and 0 or rand(chance(0.05) and 7 or (maxdim or 4)) end
   return s
 end
 
