@@ -173,6 +173,14 @@ describe("bad input from Lua", function()
     bad(function() return F.max_pool2d(a23, 2) end, "max_pool2d", "{2, 3}")
     bad(function() return F.max_pool2d(ember.ones({ 1, 1, 4, 4 }), 0) end, "max_pool2d")
     bad(function() return F.avg_pool2d(ember.ones({ 1, 1, 4, 4 }), 9) end, "avg_pool2d")
+    -- the empty dim is named 1-based (it said dim 1 for the second dim)
+    bad(function() return ember.ones({ 2, 0 }):max(2) end, "max", "empty dim 2", "{2, 0}")
+    bad(function() return ember.ones({ 0, 2 }):argmin(1) end, "argmin", "empty dim 1", "{0, 2}")
+    -- an empty plane padded into windows: max_pool2d read past the input's end
+    bad(function() return F.max_pool2d(ember.zeros({ 1, 1, 0, 3 }), 2, { padding = 1 }) end, "max_pool2d",
+      "{1, 1, 0, 3}", "empty plane")
+    bad(function() return F.avg_pool2d(ember.zeros({ 4, 4, 3, 0 }), 2, { padding = 1 }) end, "avg_pool2d",
+      "empty plane")
     bad(function() return F.dropout(a23, 0 / 0) end, "dropout", "nan")
     bad(function() return F.dropout(a23, 1.5) end, "dropout", "1.5")
     bad(function() return F.dropout(a23, -0.1) end, "dropout", "-0.1")

@@ -250,6 +250,28 @@ int main(void)
         ember_tensor_release(widx);
         ember_tensor_release(one);
     }
+    {   /* a (3, 1, 1) view with strides (1, 3, 3), contiguous by its sizes: matmul
+           took it for a layout BLAS cannot read, copied it (the same tensor back)
+           and tried again forever (found by spec/support/shape_fuzz.lua) */
+        const int64_t s113[3] = {1, 1, 3}, s12[2] = {1, 2};
+        ember_tensor *z = NULL, *zt = NULL, *w12 = NULL, *w21 = NULL, *y = NULL;
+        CHECK(ember_full(3, s113, 2, EMBER_FLOAT32, EMBER_CPU, &z) == EMBER_OK);
+        CHECK(ember_transpose(z, 0, 2, &zt) == EMBER_OK);
+        CHECK(ember_full(2, s12, 3, EMBER_FLOAT32, EMBER_CPU, &w12) == EMBER_OK);
+        CHECK(ember_matmul(zt, w12, &y) == EMBER_OK);
+        CHECK(y && ember_tensor_ndim(y) == 3 && ember_tensor_shape(y)[0] == 3 && ember_tensor_shape(y)[2] == 2);
+        CHECK(y && ((float *)ember_tensor_data(y))[5] == 6.0f);
+        ember_tensor_release(y);
+        y = NULL;
+        CHECK(ember_transpose(w12, 0, 1, &w21) == EMBER_OK);   /* linear's weight (out 2, in 1) */
+        CHECK(ember_linear(zt, w21, &y) == EMBER_OK);
+        CHECK(y && ((float *)ember_tensor_data(y))[0] == 6.0f);
+        ember_tensor_release(y);
+        ember_tensor_release(w21);
+        ember_tensor_release(w12);
+        ember_tensor_release(zt);
+        ember_tensor_release(z);
+    }
     ember_tensor *list[2] = {a, NULL};
     BAD(ember_cat(2, list, 0, &o));
     BAD(ember_cat(0, list, 0, &o));
@@ -276,6 +298,22 @@ int main(void)
     BAD(ember_avg_pool2d(NULL, k2, k2, zero2, &o));
     BAD(ember_avg_pool2d(a, k2, k2, zero2, NULL));
     BAD(ember_avg_pool2d_backward(NULL, NULL, k2, k2, zero2, &o));
+    {   /* an empty plane padded into windows: max_pool2d read the first element of a
+           window holding none, past the input's end (found by the shape fuzzer) */
+        const int64_t s1103[4] = {1, 1, 0, 3}, sg[4] = {1, 1, 1, 2};
+        ember_tensor *e = NULL, *g = NULL, *gi = NULL;
+        CHECK(ember_full(4, s1103, 0, EMBER_FLOAT32, EMBER_CPU, &e) == EMBER_OK);
+        BAD(ember_max_pool2d(e, k2, k2, one2, &o, &o2));
+        CHECK(strstr(ember_last_error(), "empty plane") != NULL);
+        BAD(ember_avg_pool2d(e, k2, k2, one2, &o));
+        CHECK(ember_full(4, sg, 0, EMBER_FLOAT32, EMBER_CPU, &g) == EMBER_OK);
+        CHECK(ember_full(4, sg, 0, EMBER_INT64, EMBER_CPU, &gi) == EMBER_OK);
+        BAD(ember_max_pool2d_backward(g, gi, s1103, &o));
+        BAD(ember_avg_pool2d_backward(g, s1103, k2, k2, one2, &o));
+        ember_tensor_release(gi);
+        ember_tensor_release(g);
+        ember_tensor_release(e);
+    }
 
     /* ---- recurrent cells */
     BAD(ember_lstm_cell(NULL, a, a, &o, &o2));

@@ -24,6 +24,10 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
                     mat *m)
 {
     m->p = base + off * es;
+    /* the stride of a dim of size 1 is never stepped: a (3, 1, 1) tensor
+       transposed from (1, 1, 3) has strides (1, 3, 3) and is contiguous */
+    if (cols == 1) cs = 1;
+    if (rows == 1) rs = cols > 1 ? cols : 1;
     if (cs == 1 && (rs >= (cols > 1 ? cols : 1) || rows == 1)) {
         m->trans = false;
         m->ld = rows == 1 ? (cols > 1 ? cols : 1) : rs;
@@ -257,6 +261,12 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
                                     cb->strides[cb->ndim - 1], &mb);
                 if (!ok_a || !ok_b) {
                     /* copy the whole operand once into contiguous memory, then go on from there */
+                    if ((!ok_a && contig_a) || (!ok_b && contig_b)) {   /* never loop on a copy */
+                        char sa[200], sb[200];
+                        rc = ember__fail(EMBER_ERR_UNSUPPORTED, "matmul: %s and %s have no BLAS layout",
+                                         ember__tshape(sa, in[0]), ember__tshape(sb, in[1]));
+                        break;
+                    }
                     if (!ok_a && !contig_a) rc = make_contiguous(&ca, cdt, &contig_a);
                     if (rc == EMBER_OK && !ok_b && !contig_b) rc = make_contiguous(&cb, cdt, &contig_b);
                     if (rc != EMBER_OK) break;

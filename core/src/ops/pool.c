@@ -39,6 +39,11 @@ static int pool_geom_init(const char *op, const int64_t *xs, const int64_t *k, c
     if (2 * pd[0] > k[0] || 2 * pd[1] > k[1])
         return ember__fail(EMBER_ERR_ARG, "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}",
                            op, (long long)pd[0], (long long)pd[1], (long long)k[0], (long long)k[1]);
+    /* padding gives an empty plane windows (Ho, Wo >= 1) that hold no element */
+    if (xs[2] < 1 || xs[3] < 1)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input {%lld, %lld, %lld, %lld} has an empty plane (H and W must be "
+                           "at least 1)", op, (long long)xs[0], (long long)xs[1], (long long)xs[2],
+                           (long long)xs[3]);
     p->N = xs[0], p->C = xs[1], p->H = xs[2], p->W = xs[3];
     p->kh = k[0], p->kw = k[1], p->sh = st[0], p->sw = st[1], p->ph = pd[0], p->pw = pd[1];
     p->Ho = nn_out_size(p->H, p->kh, p->sh, p->ph, 1);

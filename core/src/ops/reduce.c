@@ -450,8 +450,8 @@ static int arg_impl(const char *name, ember_tensor *a, int dim, int keepdim, int
     for (int d = 0; d < a->ndim; d++)
         if ((mask >> d) & 1) len *= a->shape[d];
     if (len == 0)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty dim %d of shape %s", name, dim,
-                           ember__tshape(sa, a));
+        return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty dim %d of shape %s", name, dim + 1,
+                           ember__tshape(sa, a));   /* 1-based, as every message names dims */
     int64_t shape[EMBER_MAX_DIMS];
     int nd = out_shape(a, mask, keepdim && dim >= 0, shape);
     ember_tensor *r = NULL;
