@@ -110,3 +110,40 @@ describe("indexing", function()
     end
   end)
 end)
+
+describe("index_add", function()
+  -- the sum a plain loop over the source gives: result[..., idx[k], ...] += src[..., k, ...]
+  local function by_hand(shape, dim, idx, src)
+    local out = ember.zeros(shape, { dtype = "float64" }):tolist()
+    local s = src:double():tolist()
+    local function walk(a, path, d)
+      if type(a) ~= "table" then
+        local t = out
+        for i = 1, #path - 1 do t = t[i == dim and idx[path[i]] or path[i]] end
+        local last = #path == dim and idx[path[#path]] or path[#path]
+        t[last] = t[last] + a
+        return
+      end
+      for i = 1, #a do path[d] = i; walk(a[i], path, d + 1) end
+      path[d] = nil
+    end
+    walk(s, {}, 1)
+    return out
+  end
+
+  it("adds rows with repeated indices along every dim, strided sources, float32 and float64", function()
+    local idx = { 3, 1, 3, 2 }
+    local it = ember.tensor(idx, { dtype = "int64" })
+    for _, dtype in ipairs({ "float64", "float32" }) do
+      for dim = 1, 3 do
+        local shape = { 3, 3, 3 }
+        local sshape = { 3, 3, 3 }
+        sshape[dim] = #idx
+        local src = ember.randn({ sshape[3], sshape[2], sshape[1] }, { dtype = dtype }):permute({ 3, 2, 1 })
+        assert.is_false(src:is_contiguous())
+        local got = ember.zeros(shape, { dtype = dtype }):index_add(dim, it, src)
+        H.same(got, by_hand(shape, dim, idx, src), dtype == "float64" and 1e-12 or 1e-5)
+      end
+    end
+  end)
+end)

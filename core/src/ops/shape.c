@@ -350,6 +350,31 @@ done:
     return rc;
 }
 
+/* index_add of a contiguous float source s into the contiguous result dst
+   (of the given shape): row k of s along dim adds into row p[k], a row being
+   the `inner` elements after dim. Each element of dst gets its terms in the
+   order of k, as the general loop adds them. */
+#define INDEX_ADD_ROWS(T)                                                           \
+    for (int64_t b = 0; b < outer; b++)                                             \
+        for (int64_t k = 0; k < n; k++) {                                           \
+            T *d = (T *)dst + (b * rows + p[k]) * inner;                            \
+            const T *x = (const T *)ember__ptr(s) + (b * n + k) * inner;            \
+            for (int64_t j = 0; j < inner; j++) d[j] += x[j];                       \
+        }
+static void index_add_rows(int dt, int nd, const int64_t *shape, int dim, const int64_t *p,
+                           const ember_tensor *s, char *dst)
+{
+    int64_t outer = 1, inner = 1, rows = shape[dim], n = s->shape[dim];
+    for (int d = 0; d < dim; d++) outer *= shape[d];
+    for (int d = dim + 1; d < nd; d++) inner *= shape[d];
+    if (dt == EMBER_FLOAT32) {
+        INDEX_ADD_ROWS(float)
+    } else {
+        INDEX_ADD_ROWS(double)
+    }
+}
+#undef INDEX_ADD_ROWS
+
 /* adds src into a zero tensor of the given shape at the indexed positions */
 static int scatter_impl(const char *op, bool gather_like, int nd, const int64_t *shape, int dim,
                         ember_tensor *idx, ember_tensor *src, ember_tensor **out)
@@ -369,6 +394,10 @@ static int scatter_impl(const char *op, bool gather_like, int nd, const int64_t 
         char *dst = ember__ptr(*out);
         const char *sp = ember__ptr(s);
         ember_tensor *o = *out;
+        if (!gather_like && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64)) {
+            index_add_rows(dt, nd, shape, dim, p, s, dst);
+            goto done;
+        }
         int64_t pos[EMBER_MAX_DIMS] = {0};
         for (int64_t i = 0; i < s->numel; i++) {
             int64_t keep = pos[dim];
