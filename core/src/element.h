@@ -15,6 +15,21 @@
 #define EMBER_HD static inline
 #endif
 
+/* a float from its IEEE bits and back (memcpy, not a pointer cast: no aliasing) */
+EMBER_HD float ember__float_of_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+EMBER_HD uint32_t ember__bits_of_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return x;
+}
+
 EMBER_HD float ember__half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
@@ -32,15 +47,12 @@ EMBER_HD float ember__half_to_float(uint16_t h)
     } else {
         bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return ember__float_of_bits(bits);
 }
 
 EMBER_HD uint16_t ember__float_to_half(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
+    uint32_t x = ember__bits_of_float(f);
     uint32_t sign = (x >> 16) & 0x8000;
     int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
     uint32_t man = x & 0x7fffff;
@@ -59,18 +71,11 @@ EMBER_HD uint16_t ember__float_to_half(float f)
     return (uint16_t)h;
 }
 
-EMBER_HD float ember__bf16_to_float(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+EMBER_HD float ember__bf16_to_float(uint16_t h) { return ember__float_of_bits((uint32_t)h << 16); }
 
 EMBER_HD uint16_t ember__float_to_bf16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
+    uint32_t x = ember__bits_of_float(f);
     if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);   /* quiet NaN */
     x += 0x7fff + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);

@@ -27,20 +27,6 @@ using namespace ember_cuda;
 
 static int checks, failures;
 
-static uint32_t float_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float bits_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 #define CHECK(cond, ...)                                                          \
     do {                                                                          \
         checks++;                                                                 \
@@ -97,8 +83,8 @@ static void check_half_and_bf16(void)
         for (int i = 0; i < 65536; i++) {
             float v = dt == EMBER_FLOAT16 ? ember__half_to_float((uint16_t)i) : ember__bf16_to_float((uint16_t)i);
             bool both_nan = v != v && cpu[i] != cpu[i];   /* the CPU's path through double quiets NaNs */
-            CHECK(both_nan || float_bits(v) == float_bits(cpu[i]), "%s bits %04x: %08x, cpu %08x", ember_dtype_name(dt), i,
-                  float_bits(v), float_bits(cpu[i]));
+            CHECK(both_nan || ember__bits_of_float(v) == ember__bits_of_float(cpu[i]), "%s bits %04x: %08x, cpu %08x",
+                  ember_dtype_name(dt), i, ember__bits_of_float(v), ember__bits_of_float(cpu[i]));
         }
         ember_tensor_release(h);
         ember_tensor_release(f);
@@ -108,7 +94,7 @@ static void check_half_and_bf16(void)
     uint64_t s = 88172645463325252ull;
     for (int i = 0; i < 1000000; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        fs.push_back(bits_float((uint32_t)s));
+        fs.push_back(ember__float_of_bits((uint32_t)s));
     }
     for (float v : {0.0f, -0.0f, 65504.0f, 65520.0f, 65519.99f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f,
                     INFINITY, -INFINITY, NAN, 1.00048828125f, 1.00146484375f})
@@ -119,7 +105,8 @@ static void check_half_and_bf16(void)
         const uint16_t *cpu = (const uint16_t *)ember_tensor_data(h);
         for (size_t i = 0; i < fs.size(); i++) {
             uint16_t v = dt == EMBER_FLOAT16 ? ember__float_to_half(fs[i]) : ember__float_to_bf16(fs[i]);
-            CHECK(v == cpu[i], "%s of %08x: %04x, cpu %04x", ember_dtype_name(dt), float_bits(fs[i]), v, cpu[i]);
+            CHECK(v == cpu[i], "%s of %08x: %04x, cpu %04x", ember_dtype_name(dt), ember__bits_of_float(fs[i]), v,
+                  cpu[i]);
         }
         ember_tensor_release(h);
     }
@@ -153,7 +140,7 @@ static int64_t ulps(float a, float b)
 {
     if (a != a || b != b) return (a != a) == (b != b) ? 0 : INT32_MAX;
     if (a == b || (fabsf(a) < FLT_MIN && fabsf(b) < FLT_MIN)) return 0;
-    int32_t ia = (int32_t)float_bits(a), ib = (int32_t)float_bits(b);
+    int32_t ia = (int32_t)ember__bits_of_float(a), ib = (int32_t)ember__bits_of_float(b);
     if (ia < 0) ia = INT32_MIN - ia;
     if (ib < 0) ib = INT32_MIN - ib;
     return llabs((int64_t)ia - ib);

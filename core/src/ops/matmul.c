@@ -42,28 +42,22 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
 }
 
 #ifndef EMBER_HAVE_BLAS
-static void ref_gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double *A, int64_t lda,
-                         const double *B, int64_t ldb, double *C, int64_t ldc)
-{
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t k = 0; k < K; k++)
-                s += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-            C[i * ldc + j] = s;
-        }
-}
-static void ref_gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                         const float *B, int64_t ldb, float *C, int64_t ldc)
-{
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t k = 0; k < K; k++)
-                s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-            C[i * ldc + j] = (float)s;
-        }
-}
+/* C = op(A) op(B), op a transpose when ta/tb, summed in double; T is float or double */
+#define REF_GEMM(SUFFIX, T)                                                                                     \
+    static void ref_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,  \
+                                  const T *B, int64_t ldb, T *C, int64_t ldc)                                  \
+    {                                                                                                          \
+        for (int64_t i = 0; i < M; i++)                                                                        \
+            for (int64_t j = 0; j < N; j++) {                                                                  \
+                double s = 0;                                                                                  \
+                for (int64_t k = 0; k < K; k++)                                                                \
+                    s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]); \
+                C[i * ldc + j] = (T)s;                                                                         \
+            }                                                                                                  \
+    }
+REF_GEMM(f64, double)
+REF_GEMM(f32, float)
+#undef REF_GEMM
 #endif
 
 static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
