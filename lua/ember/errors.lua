@@ -44,6 +44,15 @@ function errors.shape(s)
   return "{" .. table.concat(s, ", ") .. "}"
 end
 
+-- Whether two shapes (lists of sizes or tensors) are equal.
+function errors.same_shape(a, b)
+  if type(a) == "table" and type(a.shape) == "function" then a = a:shape() end
+  if type(b) == "table" and type(b.shape) == "function" then b = b:shape() end
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
 -- "expected <what> as argument <n>, got <type>", and for a method called
 -- with '.' the call that was meant: the user's frame called `name` as a
 -- field, `name` is a Tensor method, and the argument is missing.

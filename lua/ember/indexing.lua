@@ -64,10 +64,10 @@ return function(ember)
 
   -- the elements of t where the bool mask (t's shape) is true, as a 1-D gather
   local function masked_select(t, mask)
-    if table.concat(mask:shape(), ",") ~= table.concat(t:shape(), ",") then
+    if not errors.same_shape(mask, t) then
       fail(("mask of shape %s does not match a tensor of shape %s"):format(shape_str(mask), shape_str(t)))
     end
-    local m = mask:contiguous()
+    local m = (mask.device == "cpu" and mask or mask:to("cpu")):contiguous()   -- read on the host
     local n = m:numel()
     local p = ffi.cast("const uint8_t *", m:data_ptr())
     local rows = {}
@@ -76,7 +76,7 @@ return function(ember)
     end
     local flat = t:reshape({ n })
     if #rows == 0 then return flat:narrow(1, 1, 0) end
-    return flat:index_select(1, ember.tensor(rows, { dtype = "int64" }))
+    return flat:index_select(1, ember.tensor(rows, { dtype = "int64", device = t.device }))
   end
 
   local function index_tensor_kind(k)
@@ -127,7 +127,7 @@ return function(ember)
       if not (type(v) == "number" or (is_tensor(v) and v:numel() == 1)) then
         fail("x[mask] = v takes a number or a one-element tensor")
       end
-      if table.concat(k:shape(), ",") ~= table.concat(t:shape(), ",") then
+      if not errors.same_shape(k, t) then
         fail(("mask of shape %s does not match a tensor of shape %s"):format(shape_str(k), shape_str(t)))
       end
       t:masked_fill_(k, v)

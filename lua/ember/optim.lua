@@ -239,11 +239,7 @@ function Optimizer:state_dict()
   return { state = state, param_groups = groups }
 end
 
-local function same_shape(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do if a[i] ~= b[i] then return false end end
-  return true
-end
+local same_shape = errors.same_shape
 local shape_str = errors.shape
 
 -- Restores what state_dict returned, matching parameters by position. Every

@@ -78,12 +78,7 @@ local function node_input_shape(node, i)
 end
 local shape_str = errors.shape
 
-local function same_shape(t, s)
-  local ts = t:shape()
-  if #ts ~= #s then return false end
-  for i = 1, #s do if ts[i] ~= s[i] then return false end end
-  return true
-end
+local same_shape = errors.same_shape
 
 -- Checks what a Lua rule returned and turns it into one entry per input.
 -- MegEngine's contract (API.md): a single list may end early (Lua cannot hold

@@ -9,7 +9,7 @@ local L = require("ember.nn.loss")
 local A = { fail = L.fail, options = L.options, one_of = L.one_of, value_str = L.value_str }
 local is_tensor = ember.is_tensor
 
-function A.shape_str(t) return "{" .. table.concat(t:shape(), ", ") .. "}" end
+A.shape_str = require("ember.errors").shape
 
 function A.need_tensor(op, what, x)
   if not is_tensor(x) then A.fail(op, "%s must be a tensor, got %s", what, type(x)) end

@@ -17,7 +17,7 @@ local F64 = { dtype = "float64" }
 local raise = require("ember.nn.loss").fail   -- at the user's line
 local function fail(name, fmt, ...) raise("ember.nn.init." .. name, fmt, ...) end
 
-local function shape_str(t) return "{" .. table.concat(t:shape(), ", ") .. "}" end
+local shape_str = require("ember.errors").shape
 
 -- The floating point tensor t to fill, then the arguments after it by
 -- PyTorch's names: positional (in the order of names) or one table, with

@@ -21,16 +21,7 @@ local function fail(op, fmt, ...) errors.raise(op .. ": " .. fmt:format(...)) en
 
 L.fail = fail
 
-local function shape_str(t)
-  return "{" .. table.concat(t:shape(), ", ") .. "}"
-end
-
-local function same_shape(a, b)
-  local x, y = a:shape(), b:shape()
-  if #x ~= #y then return false end
-  for i = 1, #x do if x[i] ~= y[i] then return false end end
-  return true
-end
+local shape_str, same_shape = errors.shape, errors.same_shape
 
 local function need_tensor(op, what, x)
   if not is_tensor(x) then fail(op, "%s must be a tensor, got %s", what, type(x)) end

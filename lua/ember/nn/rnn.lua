@@ -21,7 +21,7 @@ local function check(rc)
   if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
 end
 
-local function shape_str(t) return "{" .. table.concat(t:shape(), ", ") .. "}" end
+local shape_str = require("ember.errors").shape
 
 -- x (T, ...) -> its T slices (views)
 local function slices(ctx, x)
