@@ -50,7 +50,7 @@ describe("ember.cuda", function()
   end)
 
   it("memory_stats, empty_cache and synchronize name the reason when CUDA cannot be used", function()
-    if cuda.is_available() then return end
+    if cuda.is_available() then pending("only without a usable CUDA device") end
     for _, f in ipairs({ "memory_stats", "empty_cache", "synchronize" }) do
       local ok, err = pcall(cuda[f])
       assert.is_false(ok)

@@ -180,7 +180,7 @@ describe("on " .. device .. ": elementwise ops", function()
   end)
 
   case("pow of integers is refused by name on cuda", function()
-    if device ~= "cuda" then return end
+    if device ~= "cuda" then pending("a cuda-only message; this run's device is " .. device) end
     local a = operands("int32")
     local ok, err = pcall(function() return a:to(device):pow(a:to(device)) end)
     assert.is_false(ok)
@@ -190,7 +190,7 @@ describe("on " .. device .. ": elementwise ops", function()
   case("an op without a device kernel says so, and the operands stay usable", function()
     local x = operands("float32"):to(device)
     local ok, err = pcall(function() return x:gelu() end)
-    if ok then return end   -- implemented on this device
+    if ok then pending("gelu now runs on " .. device .. ": pick an op that has no device kernel") end
     assert.matches("gelu is not implemented for " .. device, err, 1, true)
     agrees(x:exp(), operands("float32"):exp())
   end)
@@ -239,11 +239,11 @@ describe("on " .. device .. ": matmul", function()
     agrees(a:matmul(b), ember.zeros({ 3, 2 }))
     local ok, err = pcall(function() return mat({ 2, 3 }, "float32", 1):to(device):matmul(mat({ 4, 2 }, "float32", 1):to(device)) end)
     assert.is_false(ok)
-    assert.matches("matmul: shapes {2,3} and {4,2} cannot be multiplied (3 != 4)", err, 1, true)
+    assert.matches("matmul: shapes {2, 3} and {4, 2} cannot be multiplied (3 != 4)", err, 1, true)
   end)
 
   case("integer matmul is refused by name on cuda", function()
-    if device ~= "cuda" then return end
+    if device ~= "cuda" then pending("a cuda-only message; this run's device is " .. device) end
     local a = mat({ 2, 3 }, "int64", 1):to(device)
     local ok, err = pcall(function() return a:matmul(a:t()) end)
     assert.is_false(ok)
@@ -290,7 +290,7 @@ describe("on " .. device .. ": reductions", function()
     agrees(e:to(device):mean({ 1 }), e:mean({ 1 }))
     local ok, err = pcall(function() return e:to(device):max() end)
     assert.is_false(ok)
-    assert.matches("max: cannot reduce an empty tensor of shape {0,3}", err, 1, true)
+    assert.matches("max: cannot reduce an empty tensor of shape {0, 3}", err, 1, true)
   end)
 end)
 
