@@ -7,69 +7,9 @@ local ffi = require("ffi")
 local ember = require("ember")
 local optable = require("ember.optable")
 
-local device = os.getenv("EMBER_TEST_DEVICE") or "cuda"
-local unavailable
-if device ~= "cpu" then
-  local ok, err = pcall(function() return ember.zeros({ 1 }):to(device) end)
-  if not ok then unavailable = tostring(err):gsub("^.-ember%.device ", "") end
-end
-
--- |device - cpu| <= atol + rtol |cpu| per dtype: float32 allows the few ulp
--- between CUDA's math library and the CPU's polynomial exp/tanh/erf; float16
--- and bfloat16 compute in float32 on the device, in double on the CPU, so one
--- rounding of the result may differ; integers and bool are exact
-local TOL = {
-  float32 = { rtol = 2e-6, atol = 1e-30 }, float64 = { rtol = 1e-13, atol = 1e-300 },
-  float16 = { rtol = 1e-3, atol = 6e-8 }, bfloat16 = { rtol = 8e-3, atol = 1e-30 },
-  int32 = { rtol = 0, atol = 0 }, int64 = { rtol = 0, atol = 0 }, uint8 = { rtol = 0, atol = 0 },
-  bool = { rtol = 0, atol = 0 },
-}
-local DTYPES = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool" }
-local FLOATS = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
-
-local function case(name, fn)
-  if unavailable then
-    pending(name .. " [" .. unavailable .. "]")
-  else
-    it(name, fn)
-  end
-end
-
--- the device result, back on the CPU, against the CPU's (tol: TOL's entry by default)
-local function agrees(got, want, tol)
-  assert.are.equal(device, got.device)
-  assert.are.equal(want.dtype, got.dtype)
-  assert.are.same(want:shape(), got:shape())
-  tol = tol or TOL[want.dtype]
-  local g, w = got:cpu():double():tolist(), want:double():tolist()
-  local function walk(a, b, where)
-    if type(b) == "table" then
-      for i = 1, #b do walk(a[i], b[i], where .. "[" .. i .. "]") end
-      return
-    end
-    local same = (a ~= a and b ~= b) or a == b or math.abs(a - b) <= tol.atol + tol.rtol * math.abs(b)
-    assert(same, string.format("%s: %s got %.17g, cpu %.17g", want.dtype, where, a, b))
-  end
-  walk(g, w, "")
-end
-
--- a {4, 3, 5} operand (the transpose of a {5, 3, 4} one) and a {3, 1} one,
--- with values every dtype holds: broadcast, strided and contiguous at once
-local function operands(dtype)
-  local va, vb = {}, {}
-  for i = 1, 5 do
-    va[i] = {}
-    for j = 1, 3 do
-      va[i][j] = {}
-      for k = 1, 4 do va[i][j][k] = ((i * 37 + j * 11 + k * 7) % 23) * 0.5 - 5 end
-    end
-  end
-  for j = 1, 3 do vb[j] = { j + (FLOATS[dtype] and 0.25 or 0) } end
-  if dtype == "uint8" or dtype == "bool" then
-    for i = 1, 5 do for j = 1, 3 do for k = 1, 4 do va[i][j][k] = math.abs(va[i][j][k]) end end end
-  end
-  return ember.tensor(va, { dtype = dtype }):transpose(1, 3), ember.tensor(vb, { dtype = dtype })
-end
+local D = require("spec.support.device")
+local device, TOL, DTYPES, FLOATS = D.device, D.TOL, D.DTYPES, D.FLOATS
+local case, agrees, operands = D.case, D.agrees, D.operands
 
 describe("on " .. device .. ": moving tensors", function()
   for _, dt in ipairs(DTYPES) do
