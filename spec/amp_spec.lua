@@ -153,6 +153,122 @@ local function one_param(grad)
   return p, opt
 end
 
+describe("recurrent layers under autocast", function()
+  -- the gates' products run in bfloat16, the fused cells in float32 (they
+  -- take float32 or float64), so the layer's outputs and every gradient are
+  -- float32 and within bfloat16's rounding of the float32 run
+  for _, kind in ipairs({ "LSTM", "GRU" }) do
+    it("nn." .. kind .. " trains under bfloat16 autocast, close to float32", function()
+      ember.manual_seed(3)
+      local layer = ember.nn[kind](4, 5, { num_layers = 2 })
+      local x = ember.randn({ 6, 3, 4 })
+      local function run(dt)
+        local gm = GradManager():attach(layer:parameters())
+        gm:record()
+        local out = ember.autocast({ dtype = dt or "bfloat16", enabled = dt ~= nil }, function() return layer(x) end)
+        gm:backward((out:float() * out:float()):sum())
+        local grads = {}
+        for i, p in ipairs(layer:parameters()) do grads[i] = p.grad; p.grad = nil end
+        return out, grads
+      end
+      local want, wgrads = run(nil)
+      local got, grads = run("bfloat16")
+      assert.are.equal("float32", got.dtype)
+      H.same(got, want:tolist(), 0.03)
+      for i, g in ipairs(grads) do
+        assert.are.equal("float32", g.dtype)
+        local scale = wgrads[i]:abs():max():item()
+        H.same(g / scale, (wgrads[i] / scale):tolist(), 0.05)
+      end
+    end)
+  end
+end)
+
+describe("autocast's cast cache", function()
+  -- the distinct ToDtypeBackward nodes of y's graph whose input is w's AccumulateGrad
+  local function casts_of(y)
+    local seen, found, stack = {}, 0, { y:grad_fn() }
+    while #stack > 0 do
+      local n = table.remove(stack)
+      if not seen[n] then
+        seen[n] = true
+        local nexts = n:next_functions()
+        if n:name() == "ToDtypeBackward" and nexts[1].node and nexts[1].node:name() == "AccumulateGrad" then
+          found = found + 1
+        end
+        for _, e in ipairs(nexts) do if e.node then stack[#stack + 1] = e.node end end
+      end
+    end
+    return found
+  end
+  -- three steps of h = tanh(h w) under autocast, recorded; the loss and w's gradient
+  local function unrolled(w, opts)
+    local gm = GradManager():attach({ w })
+    gm:record()
+    local loss, casts = ember.autocast(opts, function()
+      local h = ember.full({ 2, 3 }, 0.5)
+      for _ = 1, 3 do h = h:matmul(w):tanh() end
+      local l = h:float():sum()
+      return l, casts_of(l)
+    end)
+    gm:backward(loss)
+    return loss:item(), w.grad, casts
+  end
+
+  -- with the cache, the three uses' gradients meet in the one bfloat16 cast
+  -- and sum there, as in PyTorch; without it, each is cast to float32 first:
+  -- the two agree within bfloat16's rounding
+  it("casts a parameter once per scope however many ops use it, with its gradient in tolerance", function()
+    local w = ember.tensor({ { 0.5, -0.25, 0.125 }, { 0.75, 0.5, -0.5 }, { -0.25, 1, 0.25 } })
+    local l1, g1, n1 = unrolled(w, "bfloat16")
+    w.grad = nil
+    local l0, g0, n0 = unrolled(w, { dtype = "bfloat16", cache_enabled = false })
+    assert.are.equal(1, n1)
+    assert.are.equal(3, n0)
+    assert.are.equal(l0, l1)
+    H.same(g1, g0:tolist(), 0.01)
+  end)
+
+  it("casts again in each new recording within one scope, and after an in-place write", function()
+    local w = ember.full({ 2, 2 }, 0.5)
+    local gm = GradManager():attach({ w })
+    ember.autocast("bfloat16", function()
+      for _ = 1, 2 do   -- each recording gets a cast it records, so w gets its gradient
+        gm:record()
+        gm:backward(ember.ones({ 1, 2 }):matmul(w):matmul(w):float():sum())
+        assert.are.same({ { 2, 2 }, { 2, 2 } }, w.grad:tolist())
+        w.grad = nil
+      end
+      gm:record()
+      local before = ember.ones({ 1, 2 }):matmul(w)
+      w:detach():mul_(2)   -- within the recording: only w's version tells the cast is stale
+      local after = ember.ones({ 1, 2 }):matmul(w)
+      gm:release()
+      assert.are.same({ { 1, 1 } }, before:float():tolist())
+      assert.are.same({ { 2, 2 } }, after:float():tolist())
+    end)
+  end)
+
+  it("is shared by nested scopes and emptied when the outermost scope returns", function()
+    local w = ember.full({ 2, 2 }, 0.5)
+    local gm = GradManager():attach({ w })
+    gm:record()
+    local function cast_node(y)   -- the cast of w feeding y = w16 @ w16 (or its matmul)
+      local n = y:grad_fn()
+      while n:name() ~= "ToDtypeBackward" do n = n:next_functions()[1].node end
+      return n
+    end
+    local a, b = ember.autocast("bfloat16", function()
+      local inner = ember.autocast("bfloat16", function() return w:matmul(w) end)
+      return inner, w:matmul(w)
+    end)
+    local c = ember.autocast("bfloat16", function() return w:matmul(w) end)
+    assert.is_true(rawequal(cast_node(a), cast_node(b)))
+    assert.is_false(rawequal(cast_node(a), cast_node(c)))
+    gm:release()
+  end)
+end)
+
 describe("GradScaler", function()
   it("follows PyTorch's update rule on a fixed sequence of found-inf flags", function()
     -- growth_interval 3: three clean steps in a row double the scale, an inf

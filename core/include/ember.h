@@ -398,6 +398,12 @@ EMBER_API int ember_is_grad_enabled(void);
 /* How many keys record on this thread now (0 while grad mode is off): with
    one, nothing will record the backward of what is recorded now. */
 EMBER_API int ember_num_recording(void);
+/* A number that changes whenever what a new op would record may change on
+   this thread: grad mode, a key starting or stopping to record or running
+   backward, a tensor attached while recording. A result made while it had
+   one value is recorded as a new one would be for as long as it keeps it
+   (autocast's cast cache relies on this). */
+EMBER_API uint64_t ember_autograd_serial(void);
 /* A new key in `group` (0: a group of its own). */
 EMBER_API int ember_key_new(int group, int *key);
 EMBER_API void ember_key_free(int key);

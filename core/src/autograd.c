@@ -55,7 +55,16 @@ static void set_recording(int key, int on)
     }
 }
 
-static void update_active(void) { ember__ag_active = grad_enabled && n_recording > 0; }
+static EMBER_TLS uint64_t ag_serial;
+
+void ember__ag_changed(void) { ag_serial++; }
+uint64_t ember_autograd_serial(void) { return ag_serial; }
+
+static void update_active(void)
+{
+    ember__ag_active = grad_enabled && n_recording > 0;
+    ember__ag_changed();
+}
 
 void ember_set_grad_enabled(int enabled)
 {
@@ -242,6 +251,7 @@ int ember_key_track(int key, ember_tensor *t)
                            "GradManager.attach: only floating point tensors can require gradients, got %s",
                            ember_dtype_name(t->dtype));
     if (!k->recording) return EMBER_OK;   /* tracked when record() starts */
+    ember__ag_changed();
     ag_entry *e = ember__ag_find_entry(t, key);
     if (e && e->node && (e->node->op == NODE_ACCUMULATE || e->node->op == NODE_RETAIN) && e->node->leaf == t)
         return EMBER_OK;

@@ -238,6 +238,7 @@ int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *
     r->k = k;
     r->pos = k->tape_len - 1;
     k->running = 1;
+    ember__ag_changed();
     k->bwd_stamp = ++ag_state()->stamp_counter;
     run_stack[ag_state()->run_depth++] = k;
     *out = r;
@@ -468,6 +469,7 @@ void ember_backward_end(ember_backward_run *r)
     if (!r) return;
     ag_key *k = r->k;
     k->running = 0;
+    ember__ag_changed();
     ag_thread *st = ag_state();
     for (int i = st->run_depth - 1; i >= 0; i--) {
         if (st->runs[i] == k) {

@@ -107,6 +107,7 @@ static inline void pool_free(void **pool, int *size)
 extern EMBER_TLS int ember__ag_intercept_all;   /* hooks: every node asks the caller */
 extern EMBER_TLS int ember__ag_save_copies;     /* nodes keep copies (allow_mutation_on_saved_tensors) */
 extern EMBER_TLS uint64_t ember__ag_next_node_id;
+void ember__ag_changed(void);   /* moves ember_autograd_serial on */
 
 /* autograd.c */
 ag_entry *ember__ag_find_entry(const ember_tensor *t, int key);

@@ -13,7 +13,8 @@ local ffi = require("ffi")
 local ember = require("ember")   -- loaded by the op bindings while the package is being assembled
 local errors = require("ember.errors")
 
--- M._dtype: the dtype name of the innermost enabled autocast scope, or nil
+-- M._dtype: the dtype name of the innermost enabled autocast scope, or nil;
+-- M._cache: whether that scope caches the casts of parameters
 local M = {}
 
 local LOWER = { bfloat16 = true, float16 = true }
@@ -21,10 +22,40 @@ local EASED = { float32 = true, float16 = true, bfloat16 = true }   -- what auto
 
 local is_tensor = ember.is_tensor
 
+-- The cast cache, PyTorch's: within the outermost autocast scope, a
+-- parameter (a leaf a recording tracks) is cast once per dtype however many
+-- ops use it (an RNN's weights, once per time step otherwise). An entry holds
+-- while the parameter keeps its version (no in-place write since) and
+-- autograd its serial (the same recordings, grad mode and backward state), so
+-- a reused cast is recorded exactly as a new one would be. Weak keys: a
+-- parameter that is collected takes its entries with it.
+local C = ember._C
+local cache = setmetatable({}, { __mode = "k" })
+
+local function cached_cast(t, dt)
+  local c = t._c
+  if C.ember_is_tracked(c) == 0 or C.ember_grad_fn(c, nil) ~= nil then return t:to(dt) end
+  local version, serial = tonumber(C.ember_tensor_version(c)), tonumber(C.ember_autograd_serial())
+  local e = cache[t]
+  if not e or e.version ~= version or e.serial ~= serial then
+    e = { version = version, serial = serial }
+    cache[t] = e
+  end
+  local r = e[dt]
+  if not r then
+    r = t:to(dt)
+    e[dt] = r
+  end
+  return r
+end
+
 local function cast(t, dt)
   if is_tensor(t) then
     local d = t.dtype
-    if d ~= dt and EASED[d] then return t:to(dt) end
+    if d ~= dt and EASED[d] then
+      if M._cache then return cached_cast(t, dt) end
+      return t:to(dt)
+    end
   end
   return t
 end
@@ -42,31 +73,39 @@ end
 
 ---------------------------------------------------------------- autocast
 -- dtype: "bfloat16", "float16", false (autocast off inside fn), or
--- {dtype =, enabled =}
-local function scope_dtype(mode)
-  local dt, enabled = mode, true
+-- {dtype =, enabled =, cache_enabled =}; gives the scope's dtype (nil: off)
+-- and whether it caches casts
+local function scope_of(mode)
+  local dt, enabled, cached = mode, true, true
   if type(mode) == "table" and not is_tensor(mode) then
-    dt, enabled = mode.dtype or "bfloat16", mode.enabled ~= false
+    dt, enabled, cached = mode.dtype or "bfloat16", mode.enabled ~= false, mode.cache_enabled ~= false
   elseif mode == false then
-    return nil
+    return nil, false
   end
   if not LOWER[dt] then
     errors.fail("autocast", ("dtype must be \"bfloat16\" or \"float16\", got %s"):format(
       type(dt) == "string" and ("\"" .. dt .. "\"") or tostring(dt)))
   end
-  return enabled and dt or nil
+  if not enabled then return nil, false end
+  return dt, cached
 end
 
 local pack = table.pack or function(...) return { n = select("#", ...), ... } end
 local unpack = table.unpack or unpack
+local depth = 0   -- enclosing autocast calls; the cast cache empties when the outermost returns
 
 function M.autocast(mode, fn, ...)
-  local dt = scope_dtype(mode)
+  local dt, cached = scope_of(mode)
   if type(fn) ~= "function" then errors.fail("autocast", "expected a function, got " .. type(fn)) end
-  local prev = M._dtype
-  M._dtype = dt
+  local prev, prev_cache = M._dtype, M._cache
+  M._dtype, M._cache = dt, cached
+  depth = depth + 1
   local res = pack(pcall(fn, ...))
-  M._dtype = prev
+  depth = depth - 1
+  M._dtype, M._cache = prev, prev_cache
+  if depth == 0 then
+    for t in pairs(cache) do cache[t] = nil end
+  end
   if not res[1] then error(res[2], 0) end
   return unpack(res, 2, res.n)
 end

@@ -21,12 +21,17 @@ Runs `fn(...)` with autocast to `dtype` (`"bfloat16"` or `"float16"`) and
 returns its results. Inside, matmul, linear, conv1d, conv2d and
 conv_transpose2d cast their float32 (and other 16-bit) tensor arguments to
 `dtype` and give `dtype`; softmax, log_softmax, sum, norm, logsumexp, the
-norm layers and the losses cast 16-bit arguments to float32 and give float32;
+norm layers, the losses and the fused LSTM/GRU cells cast 16-bit arguments
+to float32 and give float32;
 every other op runs in its inputs' dtype (binary ops promote). float64 is
 never cast. The casts are recorded, so float32 parameters get float32
 gradients. `dtype` may be `false` (autocast off inside `fn`, as
-`enabled=False`) or `{dtype =, enabled =}`; scopes nest and are left on an
-error.
+`enabled=False`) or `{dtype =, enabled =, cache_enabled =}`; scopes nest
+and are left on an error. As PyTorch's cast cache, a parameter that a
+recording tracks is cast once per dtype within the outermost scope however
+many ops use it (an RNN's weights, used at every step), recast after an
+in-place write or when recording state changes; `cache_enabled = false`
+casts at every use.
 
 ### `ember.is_autocast_enabled()`, `ember.amp.is_autocast_enabled()`
 True inside an enabled `autocast` scope.

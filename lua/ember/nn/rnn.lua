@@ -12,6 +12,7 @@
 local ember = require("ember")
 local ffi = require("ffi")
 local autodiff = require("ember.autodiff")
+local amp = require("ember.amp")   -- autocast: the cells run in float32, as the norms and losses do
 
 local C = ember._C
 local out1 = ffi.new("ember_tensor*[1]")
@@ -74,6 +75,7 @@ return function(nn, h)
   -- (gi, gh, c) -> h, c: gi, gh (N, 4H) the gates from the input and the
   -- hidden state, in the order i, f, g, o; c (N, H)
   function F.lstm_cell(gi, gh, c)
+    if amp._dtype then gi, gh, c = amp._up(gi, gh, c) end
     check(C.ember_lstm_cell(ember._ptr("lstm_cell", gi, 1, 2), ember._ptr("lstm_cell", gh, 2, 2),
       ember._ptr("lstm_cell", c, 3, 2), out2, out2 + 1))
     local hy = ember._wrap(out2[0])
@@ -82,6 +84,7 @@ return function(nn, h)
 
   -- (gi, gh, hx) -> h: gi, gh (N, 3H) in the order r, z, n (gh with b_hh: r scales it)
   function F.gru_cell(gi, gh, hx)
+    if amp._dtype then gi, gh, hx = amp._up(gi, gh, hx) end
     check(C.ember_gru_cell(ember._ptr("gru_cell", gi, 1, 2), ember._ptr("gru_cell", gh, 2, 2),
       ember._ptr("gru_cell", hx, 3, 2), out1))
     return ember._wrap(out1[0])
