@@ -69,6 +69,9 @@ describe("autocast's op lists", function()
       assert.are.equal("bfloat16", F.conv1d(ember.randn({ 2, 2, 7 }), ember.randn({ 3, 2, 3 })).dtype)
       assert.are.equal("bfloat16", F.conv_transpose2d(img, ember.randn({ 2, 3, 3, 3 })).dtype)
       assert.are.equal("bfloat16", ember.nn.Linear(6, 3)(x).dtype)
+      assert.are.equal("bfloat16", ember.nn.Conv2d(2, 3, 3)(img).dtype)
+      assert.are.equal("bfloat16", ember.nn.Conv1d(2, 3, 3)(ember.randn({ 2, 2, 7 })).dtype)
+      assert.are.equal("bfloat16", ember.nn.ConvTranspose2d(2, 3, 3)(img).dtype)
     end)
     ember.autocast("float16", function() assert.are.equal("float16", x:matmul(w:t()).dtype) end)
   end)
@@ -94,10 +97,21 @@ describe("autocast's op lists", function()
         instance_norm = function() return F.instance_norm(h:view(2, 2, 6)) end,
         mse_loss = function() return F.mse_loss(h, h * 2) end,
         cross_entropy = function() return F.cross_entropy(h, ember.tensor({ 1, 2, 3, 4 }, { dtype = "int64" })) end,
+        lstm_cell = function() return (F.lstm_cell(h:narrow(2, 1, 4), h:narrow(2, 3, 4), h:narrow(2, 1, 1))) end,
+        gru_cell = function() return F.gru_cell(h:narrow(2, 1, 3), h:narrow(2, 4, 3), h:narrow(2, 1, 1)) end,
       }) do
         assert.are.equal("float32", f().dtype, name)
       end
     end)
+  end)
+
+  it("keeps adaptive average pooling in its input's dtype, though it is built on matmul", function()
+    ember.autocast("bfloat16", function()
+      assert.are.equal("float32", F.adaptive_avg_pool2d(img, 2).dtype)
+      assert.are.equal("float32", ember.nn.AdaptiveAvgPool2d({ 3, 2 })(img).dtype)
+    end)
+    local want = F.adaptive_avg_pool2d(img, 2)
+    H.same(ember.autocast("bfloat16", function() return F.adaptive_avg_pool2d(img, 2) end), want:tolist(), 1e-6)
   end)
 
   it("leaves float64 and everything outside a scope as it was", function()

@@ -75,8 +75,16 @@ local function functional(name, spec, fn)
   local op = "ember.nn.functional." .. name
   F[name] = function(x, w, b, opts)
     b, opts = A.bias_opts(b, opts)
-    if amp._dtype then x, w, b = amp._down(x, w, b) end
     return fn(op, x, w, b, A.options(op, opts, spec))
+  end
+end
+
+-- fn on autocast's lower-precision list: the function and the module both
+-- reach it through this
+local function lowered(fn)
+  return function(op, x, w, b, o)
+    if amp._dtype then x, w, b = amp._down(x, w, b) end
+    return fn(op, x, w, b, o)
   end
 end
 
@@ -97,6 +105,7 @@ local function conv1d(op, x, w, b, o)
   return add_bias(ember._wrap(out1[0]):squeeze(3), b)
 end
 
+conv1d = lowered(conv1d)
 functional("conv1d", CONV1D, conv1d)
 
 ---------------------------------------------------------------- conv_transpose2d
@@ -131,6 +140,7 @@ local function conv_transpose2d(op, x, w, b, o)
   return add_bias(ember._wrap(out1[0]), b)
 end
 
+conv_transpose2d = lowered(conv_transpose2d)
 functional("conv_transpose2d", CONVT2D, conv_transpose2d)
 
 -- the output_padding that makes conv_transpose2d's output {H, W} (PyTorch's

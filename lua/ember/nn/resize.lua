@@ -12,6 +12,7 @@
 local ember = require("ember")
 local ffi = require("ffi")
 local A = require("ember.nn.args")
+local amp = require("ember.amp")
 
 local fail, spread, shape_str = A.fail, A.spread, A.shape_str
 local M = { functional = {} }
@@ -246,7 +247,9 @@ local function output_pair(op, output_size)
   return size
 end
 
+-- in x's dtype, as PyTorch's: its products are averages, not autocast's matmuls
 local function adaptive_avg_pool2d(op, x, output_size)
+  if amp._dtype then return ember.autocast(false, adaptive_avg_pool2d, op, x, output_size) end
   local size = output_pair(op, output_size)
   A.need_tensor(op, "input", x)
   local nd = x:dim()
