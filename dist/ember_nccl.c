@@ -3,7 +3,6 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "ember.h"
 #include "ember_nccl.h"
+#include "last_error.h"
 
 _Static_assert(ENCCL_ID_BYTES == NCCL_UNIQUE_ID_BYTES, "ncclUniqueId size");
 
@@ -27,22 +27,12 @@ static ncclComm_t g_comm;
 static int g_device = -1, g_broken, g_exit_registered;
 static slot *g_slots;
 static int g_nslots, g_pending;
-static char g_err[512];
-
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int nccl_fail(const char *op, ncclResult_t rc)
 {
     const char *detail = ncclGetLastError(g_comm);
-    return fail("distributed.%s: NCCL: %s%s%s%s", op, ncclGetErrorString(rc), detail && *detail ? " (" : "",
-                detail ? detail : "", detail && *detail ? ")" : "");
+    if (detail && *detail) return fail("distributed.%s: NCCL: %s (%s)", op, ncclGetErrorString(rc), detail);
+    return fail("distributed.%s: NCCL: %s", op, ncclGetErrorString(rc));
 }
 
 static int cuda_fail(const char *op, const char *call, cudaError_t rc)

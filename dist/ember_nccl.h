@@ -2,7 +2,7 @@
    collectives of CUDA tensors in ember.distributed. Lua reaches it through
    the FFI (lua/ember/distributed_nccl.lua); NCCL's and CUDA's types never
    cross this interface: the unique id is ENCCL_ID_BYTES bytes (made on rank 0
-   and broadcast by the caller, over MPI), dtypes are ember's dtype codes, ops
+   and handed to the other ranks by the caller, over MPI), dtypes are ember's dtype codes, ops
    are ENCCL_SUM.. below, and a launched collective is a small integer handle
    naming a CUDA event recorded after it. Every function returns 0 on success
    or -1 with a message in enccl_last_error(); none aborts the process.

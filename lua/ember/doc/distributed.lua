@@ -1,6 +1,6 @@
 -- API reference: ember.distributed (see lua/ember/doc/init.lua for the format)
 return [==[
-## `ember.distributed`: data parallel over MPI
+## `ember.distributed`: data parallel over MPI (CPU tensors) and NCCL (CUDA tensors)
 
 Run a script in several processes with `mpirun -np 2 ember train.lua`;
 ranks are 0-based. Without a launcher the world has one rank. Details:
@@ -11,6 +11,10 @@ Joins the job (may be called more than once); MPI is finalised at exit.
 
 ### `ember.distributed.is_available()`
 True when `libember_dist` (MPI) can be loaded.
+
+### `ember.distributed.is_nccl_available()`
+True when CUDA tensors can be reduced (`libember_nccl` loads and a CUDA
+device is there); otherwise false and why not.
 
 ### `ember.distributed.is_initialized()`
 True after `init()`.
