@@ -140,9 +140,11 @@ void enccl_abort(void)
     g_pending = 0;
 }
 
-/* The buffer must be memory of the communicator's device. */
-static int check_buffer(const char *op, const void *p)
+/* The buffer must be memory of the communicator's device (an empty one
+   carries nothing and is not looked at: its collective is not made). */
+static int check_buffer(const char *op, const void *p, int64_t count)
 {
+    if (count == 0) return 0;
     struct cudaPointerAttributes a;
     cudaError_t rc = cudaPointerGetAttributes(&a, p);
     if (rc != cudaSuccess) return cuda_fail(op, "cudaPointerGetAttributes", rc);
@@ -198,29 +200,33 @@ int enccl_all_reduce(void *buf, int64_t count, int dtype, int op, int *handle)
     ncclDataType_t dt = ncclFloat32;
     if (check_ready("all_reduce", count, dtype, &dt) < 0) return -1;
     if (op < ENCCL_SUM || op > ENCCL_AVG) return fail("distributed.all_reduce: unknown op code %d", op);
-    if (check_buffer("all_reduce", buf) < 0) return -1;
-    return queued("all_reduce", ncclAllReduce(buf, buf, (size_t)count, dt, OPS[op], g_comm, STREAM), handle);
+    if (check_buffer("all_reduce", buf, count) < 0) return -1;
+    return queued("all_reduce", count ? ncclAllReduce(buf, buf, (size_t)count, dt, OPS[op], g_comm, STREAM) : ncclSuccess,
+                  handle);
 }
 
 int enccl_broadcast(void *buf, int64_t count, int dtype, int root, int *handle)
 {
     ncclDataType_t dt = ncclFloat32;
     if (check_ready("broadcast", count, dtype, &dt) < 0) return -1;
-    if (check_buffer("broadcast", buf) < 0) return -1;
-    return queued("broadcast", ncclBroadcast(buf, buf, (size_t)count, dt, root, g_comm, STREAM), handle);
+    if (check_buffer("broadcast", buf, count) < 0) return -1;
+    return queued("broadcast", count ? ncclBroadcast(buf, buf, (size_t)count, dt, root, g_comm, STREAM) : ncclSuccess,
+                  handle);
 }
 
 int enccl_all_gather(const void *send, void *recv, int64_t count, int dtype, int *handle)
 {
     ncclDataType_t dt = ncclFloat32;
     if (check_ready("all_gather", count, dtype, &dt) < 0) return -1;
-    if (check_buffer("all_gather", send) < 0 || check_buffer("all_gather", recv) < 0) return -1;
-    return queued("all_gather", ncclAllGather(send, recv, (size_t)count, dt, g_comm, STREAM), handle);
+    if (check_buffer("all_gather", send, count) < 0 || check_buffer("all_gather", recv, count) < 0) return -1;
+    return queued("all_gather", count ? ncclAllGather(send, recv, (size_t)count, dt, g_comm, STREAM) : ncclSuccess,
+                  handle);
 }
 
 int enccl_test(int handle, int *done)
 {
     *done = 0;
+    if (g_broken) return fail("distributed.wait: the NCCL communicator was aborted after a failure; this collective did not complete");
     if (handle < 0 || handle >= g_nslots) return fail("distributed.wait: no request %d", handle);
     slot *s = &g_slots[handle];
     if (!s->busy) { *done = 1; return 0; }

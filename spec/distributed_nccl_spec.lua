@@ -93,6 +93,13 @@ describe("ember.distributed with NCCL: a world of one on the GPU", function()
     end
   end)
 
+  gpu_case("takes empty tensors (no collective is made for them)", function()
+    local e = ember.zeros({ 0, 3 }):cuda()
+    assert.equal(e, dist.all_reduce(e, "sum"))
+    assert.equal(e, dist.broadcast(e, 0))
+    assert.same({ 0, 3 }, dist.all_gather(e)[1]:shape())
+  end)
+
   gpu_case("reduces a strided view through a contiguous copy, in place", function()
     local base = ember.arange(12, { dtype = "float32" }):reshape({ 3, 4 }):cuda()
     local col = base:transpose(1, 2)
