@@ -1,7 +1,8 @@
--- ember.distributed: data parallelism over MPI (docs/distributed.md).
--- Collectives go through libember_dist (dist/), ember's own small C library
--- compiled against mpi.h, so MPI's handle types never reach Lua. Without an
--- MPI launcher in the environment the world has one rank and every
+-- ember.distributed: data parallelism over MPI, and over NCCL for CUDA
+-- tensors (distributed_nccl.lua; docs/distributed.md). CPU collectives go
+-- through libember_dist (dist/), ember's own small C library compiled
+-- against mpi.h, so MPI's handle types never reach Lua. Without an
+-- MPI launcher in the environment the world has one rank and every CPU
 -- collective is done locally (no MPI is needed then).
 local ffi = require("ffi")
 
@@ -107,7 +108,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   -- A transport carries one device's tensors: MPI those on the CPU, NCCL
   -- (distributed_nccl.lua, loaded on first use) those on a CUDA device. Each
   -- has all_reduce/broadcast/all_gather(..., handle_out) -> rc, test(id),
-  -- wait(id, op), raise() (the last error), active() (false: done locally)
+  -- wait(id, op), raise() (the last error), active() (false: done locally),
   -- mean_done (whether all_reduce "mean" already divides) and float_names
   -- (the float dtypes it carries, for messages).
   local OPS = { sum = 0, max = 1, min = 2, mean = 0 }   -- EDIST_SUM, _MAX, _MIN
