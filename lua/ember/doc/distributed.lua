@@ -29,8 +29,9 @@ This process's rank, the number of ranks, and the rank within its node.
 Waits until every rank has reached it.
 
 ### `ember.distributed.all_reduce(t, op?, opts?)`
-Reduces `t` over all ranks in place (`op` `"sum"` or `"mean"`) and returns
-it; `{async = true}` returns a handle with `:wait()` and `:is_completed()`.
+Reduces `t` over all ranks in place (`op` `"sum"`, `"mean"`, `"max"` or
+`"min"`) and returns it; `{async = true}` returns a handle with `:wait()` and
+`:is_completed()`. CPU tensors go over MPI, CUDA tensors over NCCL.
 
 ### `ember.distributed.broadcast(t, root?, opts?)`
 Copies rank `root`'s (0) `t` into every rank's `t` in place.
