@@ -3,7 +3,6 @@
 #include <mpi.h>
 #include <limits.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <time.h>
 
 #include "ember_dist.h"
+#include "last_error.h"
 #define EDIST_API
 #define EXIT_TAG 7771
 #define EXIT_GRACE_S 2.0   /* how long a wait goes on after a peer said it exited */
@@ -23,19 +23,9 @@ static MPI_Comm g_exit = MPI_COMM_NULL;    /* exit notices */
 static MPI_Request g_exit_req = MPI_REQUEST_NULL;
 static int g_exit_buf, g_exits_seen, g_first_exited = -1, g_broken;
 static double g_first_exit_time;
-static char g_err[512];
 
 static MPI_Request *g_reqs;
 static int g_nreqs, g_cap, g_pending;
-
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int mpi_fail(const char *op, int rc)
 {
@@ -242,6 +232,14 @@ EDIST_API int edist_test(int handle, int *done)
     return 0;
 }
 
+EDIST_API int edist_peer_exited(void)
+{
+    poll_exits();
+    if (g_first_exited < 0 || MPI_Wtime() - g_first_exit_time <= EXIT_GRACE_S) return -1;
+    g_broken = 1;
+    return g_first_exited;
+}
+
 EDIST_API int edist_wait(int handle, const char *opname)
 {
     const char *op = opname ? opname : "wait";
@@ -252,12 +250,9 @@ EDIST_API int edist_wait(int handle, const char *opname)
         int rc = MPI_Test(&g_reqs[handle], &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) { g_broken = 1; return mpi_fail(op, rc); }
         if (done) { g_reqs[handle] = MPI_REQUEST_NULL; g_pending--; return 0; }
-        poll_exits();
-        if (g_first_exited >= 0 && MPI_Wtime() - g_first_exit_time > EXIT_GRACE_S) {
-            g_broken = 1;
+        if (edist_peer_exited() >= 0)
             return fail("distributed.%s: rank %d exited while rank %d waited in %s (the ranks did not make the same collective calls, or rank %d failed)",
                         op, g_first_exited, g_rank, op, g_first_exited);
-        }
         if (spin > 1000) sched_yield();
     }
 }

@@ -29,4 +29,8 @@ int edist_test(int handle, int *done);
 int edist_wait(int handle, const char *opname);
 int edist_pending(void);
 int edist_imeta_max(int64_t *buf, int n, int *handle);
+/* The rank that exited while this one still waits (past a grace of 2 s), or
+   -1; after one has, this rank's exit aborts the job. the waits of NCCL
+   collectives (lua/ember/distributed_nccl.lua) ask this between polls. */
+int edist_peer_exited(void);
 /* ffi:end */

@@ -110,6 +110,14 @@ describe("ember.distributed on 2 ranks (mpirun)", function()
     local out = passes("mismatch")
     assert.truthy(out:find("attach different gradients", 1, true))
   end)
+  it("where no rank has a GPU, NCCL's start fails on every rank with the reason and MPI stays in step", function()
+    local ok, why = dist.is_nccl_available()
+    if ok or not why:find("^no CUDA device") then
+      pending("needs libember_nccl and no CUDA device: " .. (why or "NCCL is available"))
+      return
+    end
+    passes("nccl_start")
+  end)
   it("a rank raising an uncaught error ends the job non-zero within seconds", function()
     local rc, out, secs = launch("crash", 60)
     assert.truthy(rc ~= 0 and rc ~= 124, "exit status " .. tostring(rc) .. ":\n" .. out)

@@ -152,6 +152,9 @@ EMBER_API int ember_tensor_device(const ember_tensor *t);
 EMBER_API int ember_tensor_is_contiguous(const ember_tensor *t);
 /* Address of element 0 (storage data + offset). CPU tensors only; NULL otherwise. */
 EMBER_API void *ember_tensor_data(const ember_tensor *t);
+/* Address of element 0 in the memory of the tensor's device: a CUDA device
+   pointer for a cuda tensor (for libraries such as NCCL that take one). */
+EMBER_API void *ember_tensor_device_data(const ember_tensor *t);
 /* Whether two tensors share one storage (views of one base). */
 EMBER_API int ember_tensor_same_storage(const ember_tensor *a, const ember_tensor *b);
 /* The version counter of the tensor's storage; every in-place op bumps it. */

@@ -159,6 +159,7 @@ void *ember_tensor_data(const ember_tensor *t)
 {
     return t && t->storage->device == EMBER_CPU ? ember__ptr(t) : NULL;
 }
+void *ember_tensor_device_data(const ember_tensor *t) { return t ? ember__ptr(t) : NULL; }
 int ember_tensor_same_storage(const ember_tensor *a, const ember_tensor *b)
 {
     return a && b && a->storage == b->storage;

@@ -1,7 +1,8 @@
--- ember.distributed: data parallelism over MPI (docs/distributed.md).
--- Collectives go through libember_dist (dist/), ember's own small C library
--- compiled against mpi.h, so MPI's handle types never reach Lua. Without an
--- MPI launcher in the environment the world has one rank and every
+-- ember.distributed: data parallelism over MPI, and over NCCL for CUDA
+-- tensors (distributed_nccl.lua; docs/distributed.md). CPU collectives go
+-- through libember_dist (dist/), ember's own small C library compiled
+-- against mpi.h, so MPI's handle types never reach Lua. Without an
+-- MPI launcher in the environment the world has one rank and every CPU
 -- collective is done locally (no MPI is needed then).
 local ffi = require("ffi")
 
@@ -14,22 +15,8 @@ return function(ember)
   local reg = debug.getregistry()
   if not reg.ember_distributed_cdef then
   reg.ember_distributed_cdef = true
+  ffi.cdef(require("ember.dist_cdef"))   -- dist/ember_dist.h's, copied by the build
   ffi.cdef [[
-enum { EDIST_SUM = 0, EDIST_MAX = 1, EDIST_MIN = 2 };
-int edist_init(void);
-int edist_initialized(void);
-int edist_rank(void);
-int edist_size(void);
-int edist_local_rank(void);
-const char *edist_last_error(void);
-int edist_barrier(void);
-int edist_iallreduce(void *buf, int64_t count, int dtype, int op, int *handle);
-int edist_ibroadcast(void *buf, int64_t count, int dtype, int root, int *handle);
-int edist_iallgather(const void *send, void *recv, int64_t count, int dtype, int *handle);
-int edist_test(int handle, int *done);
-int edist_wait(int handle, const char *opname);
-int edist_pending(void);
-int edist_imeta_max(int64_t *buf, int n, int *handle);
 typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
 ]]
   pcall(ffi.cdef, "int clock_gettime(int, edist_timespec *);")
@@ -40,27 +27,37 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   local hbuf = ffi.new("int[1]")
   local dbuf = ffi.new("int[1]")
 
-  -- libember_dist: $EMBER_DIST_LIB, beside libember, or the linker's path.
-  local function load_lib()
-    if lib or lib_err then return lib end
+  -- One of dist/'s libraries: $<env>, beside libember, or the linker's
+  -- path; returns it and its path, or nil and why not (`missing` when it is
+  -- nowhere).
+  local function open_library(env, name, missing)
     local list, errs = {}, {}
-    local env = os.getenv("EMBER_DIST_LIB")
-    if env and env ~= "" then list[#list + 1] = env end
+    local set = os.getenv(env)
+    if set and set ~= "" then list[#list + 1] = set end
     local dir = (ember._libpath or ""):match("^(.*)/[^/]*$")
-    if dir then list[#list + 1] = dir .. "/libember_dist.so" end
-    list[#list + 1] = "ember_dist"
+    if dir then list[#list + 1] = dir .. "/lib" .. name .. ".so" end
+    list[#list + 1] = name
     for _, p in ipairs(list) do
-      local f = p == "ember_dist" or io.open(p, "rb")
+      local f = p == name or io.open(p, "rb")
       if f then
         if f ~= true then f:close() end
         -- global: Open MPI's components look up libmpi's symbols
         local ok, l = pcall(ffi.load, p, true)
-        if ok then lib, lib_path = l, p; return lib end
-        errs[#errs + 1] = tostring(l)
+        if ok then return l, p end
+        if p ~= name then errs[#errs + 1] = tostring(l) end   -- a file that is there but fails
       end
     end
-    lib_err = #errs > 0 and table.concat(errs, "; ") or "libember_dist.so not found (MPI was not found at build time)"
-    return nil
+    return nil, #errs > 0 and table.concat(errs, "; ") or missing
+  end
+
+  -- libember_dist (MPI)
+  local function load_lib()
+    if not (lib or lib_err) then
+      local l, info = open_library("EMBER_DIST_LIB", "ember_dist",
+        "libember_dist.so not found (MPI was not found at build time)")
+      if l then lib, lib_path = l, info else lib_err = info end
+    end
+    return lib
   end
 
   -- whether this process was started by an MPI launcher, and the world's size
@@ -108,30 +105,72 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   end
 
   ---------------------------------------------------------------- tensors
+  -- A transport carries one device's tensors: MPI those on the CPU, NCCL
+  -- (distributed_nccl.lua, loaded on first use) those on a CUDA device. Each
+  -- has all_reduce/broadcast/all_gather(..., handle_out) -> rc, test(id),
+  -- wait(id, op), raise() (the last error), active() (false: done locally),
+  -- mean_done (whether all_reduce "mean" already divides) and float_names
+  -- (the float dtypes it carries, for messages).
   local OPS = { sum = 0, max = 1, min = 2, mean = 0 }   -- EDIST_SUM, _MAX, _MIN
   local CARRIED = { float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true, bool = true }
+  local FLOATS = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+  local function dtype_code(t) return C.ember_tensor_dtype(t._c) end
 
+  local MPI = { float_names = "float32 or float64" }
+  function MPI.active() return state.mpi and state.size > 1 end
+  function MPI.raise() lib_fail() end
+  function MPI.all_reduce(work, op, hb)
+    return lib.edist_iallreduce(work:data_ptr(), work:numel(), dtype_code(work), OPS[op], hb)
+  end
+  function MPI.broadcast(work, root, hb)
+    return lib.edist_ibroadcast(work:data_ptr(), work:numel(), dtype_code(work), root, hb)
+  end
+  function MPI.all_gather(send, recv, hb)
+    return lib.edist_iallgather(send:data_ptr(), recv:data_ptr(), send:numel(), dtype_code(send), hb)
+  end
+  function MPI.test(id)
+    if lib.edist_test(id, dbuf) < 0 then lib_fail() end
+    return dbuf[0] ~= 0
+  end
+  function MPI.wait(id, op)
+    if lib.edist_wait(id, op) < 0 then lib_fail() end
+  end
+  function MPI.check(op, t, reduce)
+    if not CARRIED[t.dtype] then
+      fail(op, "MPI cannot " .. (reduce and "reduce " or "carry ") .. t.dtype .. " tensors; convert with :float() first")
+    end
+  end
+
+  local nccl
+  local function NCCL()
+    nccl = nccl or require("ember.distributed_nccl")(ember, { state = state, fail = fail,
+      open_library = open_library, mpi_lib = function() return lib end })
+    return nccl
+  end
+
+  -- NCCL's status: true, or false and why CUDA tensors cannot be reduced here
+  function M.is_nccl_available() return NCCL().status() end
+  M._nccl = NCCL
+
+  -- the transport of t after checking t, its dtype and the op
   local function check_tensor(op, t, reduce)
     if not ember.is_tensor(t) then fail(op, "expected a tensor, got " .. type(t)) end
-    if t.device ~= "cpu" then
-      fail(op, "tensors on " .. t.device .. " need the NCCL backend, which this build does not have")
-    end
+    local tr = t.device == "cpu" and MPI or NCCL()
+    tr.check(op, t, reduce)
     local dt = t.dtype
-    if not CARRIED[dt] then
-      fail(op, "MPI cannot " .. (reduce and "reduce " or "carry ") .. dt .. " tensors; convert with :float() first")
-    end
     if reduce then
       if OPS[reduce] == nil then
         fail(op, "unknown op '" .. tostring(reduce) .. "' (sum, mean, max or min)")
       end
-      if reduce == "mean" and not (dt == "float32" or dt == "float64") then
-        fail(op, "mean needs a float32 or float64 tensor, got " .. dt)
+      if reduce == "mean" and not FLOATS[dt] then
+        fail(op, "mean needs a " .. tr.float_names .. " tensor, got " .. dt)
       end
       if reduce == "sum" and dt == "bool" then fail(op, "cannot sum bool tensors (max or min work)") end
     end
+    return tr
   end
 
-  -- live requests: handle id -> handle object (keeps the buffers alive)
+  -- live requests: handle -> true (keeps the handle and its buffers alive)
   local inflight = {}
   local Handle = {}
   Handle.__index = Handle
@@ -139,35 +178,36 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   local function finish(h)
     if h.done then return end
     h.done = true
-    inflight[h.id or false] = nil
+    inflight[h] = nil
     if h.post then h.post() end
   end
   function Handle:wait()
     if not self.done then
-      if self.id and lib.edist_wait(self.id, self.op) < 0 then
-        inflight[self.id] = nil
-        self.done = true
-        lib_fail()
+      if self.id then
+        local ok, err = pcall(self.tr.wait, self.id, self.op)
+        if not ok then
+          inflight[self] = nil
+          self.done = true
+          error(err, 0)
+        end
       end
       finish(self)
     end
     return self.result
   end
   function Handle:is_completed()
-    if self.done then return true end
-    if lib.edist_test(self.id, dbuf) < 0 then lib_fail() end
-    if dbuf[0] ~= 0 then finish(self) end
+    if not self.done and self.tr.test(self.id) then finish(self) end
     return self.done
   end
 
-  local function dtype_code(t) return C.ember_tensor_dtype(t._c) end
-
-  local function launch(op, result, fn, post)
-    local h = setmetatable({ op = op, result = result, post = post }, Handle)
-    if state.mpi and state.size > 1 then
-      if fn(hbuf) < 0 then lib_fail() end
+  -- starts fn(handle_out) on tr, or when tr is not active (a world of one on
+  -- MPI) finishes at once
+  local function launch(op, tr, result, fn, post)
+    local h = setmetatable({ op = op, tr = tr, result = result, post = post }, Handle)
+    if tr.active() then
+      if fn(hbuf) < 0 then tr.raise() end
       h.id = hbuf[0]
-      inflight[h.id] = h
+      inflight[h] = true
     else
       finish(h)
     end
@@ -182,13 +222,11 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function M.all_reduce(t, op, opts)
     need_init()
     op = op or "sum"
-    check_tensor("all_reduce", t, op)
+    local tr = check_tensor("all_reduce", t, op)
     local work = t:is_contiguous() and t or t:contiguous()
     local W = state.size
-    local h = launch("all_reduce", t, function(hb)
-      return lib.edist_iallreduce(work:data_ptr(), work:numel(), dtype_code(work), OPS[op], hb)
-    end, function()
-      if op == "mean" and W > 1 then work:div_(W) end
+    local h = launch("all_reduce", tr, t, function(hb) return tr.all_reduce(work, op, hb) end, function()
+      if op == "mean" and W > 1 and not tr.mean_done then work:div_(W) end
       if work ~= t then t:copy_(work) end
     end)
     if async_of(opts) then return h end
@@ -198,14 +236,12 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function M.broadcast(t, root, opts)
     need_init()
     root = root or 0
-    check_tensor("broadcast", t)
+    local tr = check_tensor("broadcast", t)
     if type(root) ~= "number" or root ~= floor(root) or root < 0 or root >= state.size then
       fail("broadcast", "root " .. tostring(root) .. " is not a rank of a world of " .. state.size)
     end
     local work = t:is_contiguous() and t or t:contiguous()
-    local h = launch("broadcast", t, function(hb)
-      return lib.edist_ibroadcast(work:data_ptr(), work:numel(), dtype_code(work), root, hb)
-    end, function()
+    local h = launch("broadcast", tr, t, function(hb) return tr.broadcast(work, root, hb) end, function()
       if work ~= t then t:copy_(work) end
     end)
     if async_of(opts) then return h end
@@ -215,18 +251,16 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   -- all_gather(t) -> { t of rank 0, ..., t of rank world_size - 1 } (new tensors)
   function M.all_gather(t, opts)
     need_init()
-    check_tensor("all_gather", t)
+    local tr = check_tensor("all_gather", t)
     local W = state.size
     local send = t:contiguous()
     local shape = t:shape()
     local full = { W }
     for i = 1, #shape do full[i + 1] = shape[i] end
-    local recv = ember.empty(full, { dtype = t.dtype })
+    local recv = ember.empty(full, { dtype = t.dtype, device = t.device })
     local list = {}
-    local h = launch("all_gather", list, function(hb)
-      return lib.edist_iallgather(send:data_ptr(), recv:data_ptr(), send:numel(), dtype_code(send), hb)
-    end, function()
-      if W == 1 or not state.mpi then recv:select(1, 1):copy_(send) end
+    local h = launch("all_gather", tr, list, function(hb) return tr.all_gather(send, recv, hb) end, function()
+      if not tr.active() then recv:select(1, 1):copy_(send) end
       for r = 1, W do list[r] = recv:select(1, r) end
     end)
     h._keep = send
@@ -261,7 +295,8 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   end
 
   ---------------------------------------------------------------- bucketed all-reduce for GradManager
-  local DT_CODE = { float32 = 0, float64 = 1 }
+  -- the gradient dtypes each device's buckets take
+  local GRAD_DTYPES = { cpu = { float32 = true, float64 = true }, cuda = FLOATS }
   local ts = ffi.new("edist_timespec")
   local CLOCK_MONOTONIC = 1
   local function now()
@@ -276,7 +311,8 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   AR.__index = AR
 
   -- A GradManager callback: each gradient is copied into a fresh contiguous
-  -- tensor (which becomes .grad) and packed into the open bucket of its dtype;
+  -- tensor (which becomes .grad) and packed into the open bucket of its
+  -- device and dtype (CPU buckets go over MPI, CUDA buckets over NCCL);
   -- a bucket that reaches bucket_mb is closed and its all-reduce launched
   -- without blocking. Before a launch, the ranks compare what the bucket
   -- holds (index, dtype, element count, tensor count) on a communicator of
@@ -304,26 +340,35 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   end
 
   function AR.__call(self, t, g)
-    local dt = g.dtype
-    if DT_CODE[dt] == nil then
-      fail("make_allreduce_cb", "cannot all-reduce a " .. dt .. " gradient (float32 and float64 only)")
+    local dt, dev = g.dtype, g.device
+    local kind = dev == "cpu" and "cpu" or "cuda"
+    if not GRAD_DTYPES[kind][dt] then
+      fail("make_allreduce_cb", "cannot all-reduce a " .. dt .. " gradient on " .. dev .. " ("
+        .. (kind == "cpu" and MPI.float_names or NCCL().float_names) .. " only)")
     end
-    if g.device ~= "cpu" then fail("make_allreduce_cb", "gradients on " .. g.device .. " need NCCL, which this build does not have") end
-    local out = ember.empty(g:shape(), { dtype = dt })
+    local out = ember.empty(g:shape(), { dtype = dt, device = dev })
     out:copy_(g)
     if not (state.mpi and state.size > 1) then
       return out   -- a world of one: sum and mean are the gradient itself
     end
-    local b = self.open[dt]
+    local key = dev .. " " .. dt
+    local b = self.open[key]
     if b == nil then
-      b = { dtype = dt, items = {}, numel = 0 }
-      self.open[dt] = b
+      if kind == "cuda" then
+        NCCL().check("make_allreduce_cb", g)
+        -- made here, at the same point of backward on every rank (data
+        -- launches, in AR:_progress, come at different times on each)
+        NCCL().start("make_allreduce_cb")
+      end
+      b = { key = key, dtype = dt, device = dev, tr = kind == "cpu" and MPI or NCCL(), items = {}, numel = 0,
+        code = C.ember_tensor_device(g._c) * 8 + dtype_code(g), esize = C.ember_dtype_size(dtype_code(g)) }
+      self.open[key] = b
       self.open_order[#self.open_order + 1] = b
     end
     b.items[#b.items + 1] = out
     b.numel = b.numel + out:numel()
-    if b.numel * (dt == "float64" and 8 or 4) >= self.cap then
-      self.open[dt] = nil
+    if b.numel * b.esize >= self.cap then
+      self.open[key] = nil
       for i, x in ipairs(self.open_order) do
         if x == b then table.remove(self.open_order, i) break end
       end
@@ -333,14 +378,15 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     return out
   end
 
-  -- layout header: bucket index, dtype code (-1 at the end), elements, tensors;
+  -- layout header: bucket index, 8 * device + dtype code (-1 at the end),
+  -- elements, tensors;
   -- the max of (h, -h) over ranks equals (h, -h) only where all ranks agree
   local HN = 4
   function AR:_close(b)
     self.seq = self.seq + 1
     b.seq = self.seq
     b.header = ffi.new("int64_t[?]", 2 * HN)
-    local h = { self.seq, b.dtype and DT_CODE[b.dtype] or -1, b.numel or 0, b.items and #b.items or 0 }
+    local h = { self.seq, b.code or -1, b.numel or 0, b.items and #b.items or 0 }
     b.h = h
     for i = 1, HN do b.header[i - 1] = h[i]; b.header[HN + i - 1] = -h[i] end
     if lib.edist_imeta_max(b.header, 2 * HN, hbuf) < 0 then lib_fail() end
@@ -350,8 +396,10 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   end
 
   local function describe(vals)
-    local dt = vals[2] == 0 and "float32" or vals[2] == 1 and "float64" or "end of backward"
-    return ("%s bucket of %d elements in %d tensors"):format(dt, vals[3], vals[4])
+    if vals[2] < 0 then return "end of backward" end
+    local dev = floor(vals[2] / 8)
+    return ("%s%s bucket of %d elements in %d tensors"):format(ffi.string(C.ember_dtype_name(vals[2] % 8)),
+      dev > 0 and (" cuda:" .. dev - 1) or "", vals[3], vals[4])
   end
 
   function AR:_check_header(b)
@@ -375,7 +423,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
     if #b.items == 1 then
       flat = b.items[1]
     else
-      flat = ember.empty({ b.numel }, { dtype = b.dtype })
+      flat = ember.empty({ b.numel }, { dtype = b.dtype, device = b.device })
       local off = 1
       for _, x in ipairs(b.items) do
         local n = x:numel()
@@ -384,12 +432,12 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
       end
     end
     b.flat = flat
-    if lib.edist_iallreduce(flat:data_ptr(), b.numel, DT_CODE[b.dtype], 0, hbuf) < 0 then lib_fail() end
+    if b.tr.all_reduce(flat, "sum", hbuf) < 0 then b.tr.raise() end
     b.did = hbuf[0]
     b.t0 = now()
     b.state = "data"
     self.stats.buckets = self.stats.buckets + 1
-    self.stats.bytes = self.stats.bytes + b.numel * (b.dtype == "float64" and 8 or 4)
+    self.stats.bytes = self.stats.bytes + b.numel * b.esize
   end
 
   function AR:_finish(b)
@@ -412,18 +460,16 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function AR:_progress()
     for _, b in ipairs(self.queue) do
       if b.state == "header" then   -- data goes out in bucket order: stop at the first
-        if lib.edist_test(b.hid, dbuf) < 0 then lib_fail() end
-        if dbuf[0] == 0 then break end
+        if not MPI.test(b.hid) then break end
         self:_launch_data(b)
       end
       if b.state == "data" then
-        if lib.edist_test(b.did, dbuf) < 0 then lib_fail() end
-        if dbuf[0] ~= 0 then
+        if b.tr.test(b.did) then
           self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
           self:_finish(b)
           -- done while backward went on: wholly hidden
           self.stats.hidden_buckets = self.stats.hidden_buckets + 1
-          self.stats.hidden_bytes = self.stats.hidden_bytes + b.numel * (b.dtype == "float64" and 8 or 4)
+          self.stats.hidden_bytes = self.stats.hidden_bytes + b.numel * b.esize
         end
       end
     end
@@ -464,10 +510,11 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   function AR:_drain()
     local t0 = now()
     for _, b in ipairs(self.queue) do
-      for _, id in ipairs({ b.state == "header" and b.hid or nil, b.state == "data" and b.did or nil }) do
-        repeat
-          if lib.edist_test(id, dbuf) < 0 then break end
-        until dbuf[0] ~= 0 or now() - t0 > 1
+      local tr, id = MPI, b.state == "header" and b.hid or nil
+      if b.state == "data" then tr, id = b.tr, b.did end
+      while id and now() - t0 <= 1 do
+        local ok, done = pcall(tr.test, id)
+        if not ok or done then break end
       end
     end
     self.queue = {}
@@ -484,7 +531,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
         self:_launch_data(b)
       end
       if b.state == "data" then
-        if lib.edist_wait(b.did, "make_allreduce_cb") < 0 then lib_fail() end
+        b.tr.wait(b.did, "make_allreduce_cb")
         self.stats.comm_s = self.stats.comm_s + (now() - b.t0)
         self:_finish(b)
       end

@@ -241,6 +241,24 @@ function S.loader()
   end
 end
 
+-- NCCL's start where no rank has a GPU: every rank learns over MPI that
+-- NCCL cannot start and raises with its reason; MPI stays in step after it
+function S.nccl_start()
+  local T = dist._nccl()
+  local h = require("ffi").new("int[1]")
+  local ok, err = pcall(T.all_reduce, ember.zeros({ 2 }), "sum", h)
+  assert(not ok and err:find("ember.distributed.all_reduce: NCCL could not start: cudaGetDeviceCount: ", 1, true), err)
+  ok, err = pcall(T.broadcast, ember.zeros({ 2 }), 0, h)   -- said again, without a second exchange
+  assert(not ok and err:find("ember.distributed.broadcast: NCCL could not start: cudaGetDeviceCount: ", 1, true), err)
+  assert(dist.all_reduce(ember.tensor({ R + 1 }), "sum"):item() == 3)
+  local gm = ember.autodiff.GradManager()
+  local w = ember.tensor({ 1, 2 }, { dtype = "float64" }) * (R + 1)
+  gm:attach({ w }, dist.make_allreduce_cb("sum"))
+  gm:record()
+  gm:backward((w * w):sum())
+  assert(maxdiff(w.grad, ember.tensor({ 6, 12 })) == 0)
+end
+
 S[scenario]()
 io.stdout:write("PASS " .. scenario .. " rank " .. R .. "\n")
 io.stdout:flush()

@@ -1,6 +1,6 @@
 -- API reference: ember.distributed (see lua/ember/doc/init.lua for the format)
 return [==[
-## `ember.distributed`: data parallel over MPI
+## `ember.distributed`: data parallel over MPI (CPU tensors) and NCCL (CUDA tensors)
 
 Run a script in several processes with `mpirun -np 2 ember train.lua`;
 ranks are 0-based. Without a launcher the world has one rank. Details:
@@ -11,6 +11,10 @@ Joins the job (may be called more than once); MPI is finalised at exit.
 
 ### `ember.distributed.is_available()`
 True when `libember_dist` (MPI) can be loaded.
+
+### `ember.distributed.is_nccl_available()`
+True when CUDA tensors can be reduced (`libember_nccl` loads and a CUDA
+device is there); otherwise false and why not.
 
 ### `ember.distributed.is_initialized()`
 True after `init()`.
@@ -25,8 +29,9 @@ This process's rank, the number of ranks, and the rank within its node.
 Waits until every rank has reached it.
 
 ### `ember.distributed.all_reduce(t, op?, opts?)`
-Reduces `t` over all ranks in place (`op` `"sum"` or `"mean"`) and returns
-it; `{async = true}` returns a handle with `:wait()` and `:is_completed()`.
+Reduces `t` over all ranks in place (`op` `"sum"`, `"mean"`, `"max"` or
+`"min"`) and returns it; `{async = true}` returns a handle with `:wait()` and
+`:is_completed()`. CPU tensors go over MPI, CUDA tensors over NCCL.
 
 ### `ember.distributed.broadcast(t, root?, opts?)`
 Copies rank `root`'s (0) `t` into every rank's `t` in place.
