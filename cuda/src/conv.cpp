@@ -97,10 +97,16 @@ static int run_best(const char *op, const ecu_conv_desc &d, const conv_descripto
     int n = 0;
     EMBER_TRY(cudnn_check(get(perf, COUNT, &n), op, "cudnnGetConvolution*Algorithm_v7"));
     workspace ws;
-    int k = ecu_conv_pick(perf, n, d.math, [&ws](size_t bytes) { return ws.take(bytes); });
+    bool short_of_memory = false;
+    int k = ecu_conv_pick(perf, n, d.math, [&](size_t bytes) {
+        bool got = ws.take(bytes);
+        short_of_memory |= !got;
+        return got;
+    });
     if (k < 0)
-        return ecu_core->fail(EMBER_ERR_OOM, "%s: no cuDNN algorithm among %d fits the device's free memory "
-                              "for its workspace", op, n);
+        return ecu_core->fail(short_of_memory ? EMBER_ERR_OOM : EMBER_ERR_DEVICE,
+                              "%s: none of cuDNN's %d ranked algorithms runs %s", op, n,
+                              short_of_memory ? "with a workspace the device can give" : "under the allowed math");
     CUDNN_TRY(op, cudnnSetConvolutionMathType(s.conv, perf[k].mathType));
     return cudnn_check(run(perf[k].algo, ws.p, ws.bytes), op, "cudnnConvolution*");
 }

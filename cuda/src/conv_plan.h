@@ -72,10 +72,12 @@ inline bool ecu_conv_describe(const ember__conv_geom &g, int dt, bool allow_tf32
 }
 
 /* Whether a result of cuDNN's may run under the math the descriptor allows:
-   FMA math (float32 without TF32) takes no tensor-core algorithm. */
+   under FMA math (float32 without TF32) only an FMA algorithm, since the
+   result's math type is set on the descriptor to run it, and DEFAULT_MATH
+   would let cuDNN use TF32 again. */
 inline bool ecu_conv_math_ok(cudnnMathType_t allowed, cudnnMathType_t algo)
 {
-    return allowed != CUDNN_FMA_MATH || (algo != CUDNN_TENSOR_OP_MATH && algo != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+    return allowed != CUDNN_FMA_MATH || algo == CUDNN_FMA_MATH;
 }
 
 /* The first of cuDNN's n ranked results (cudnnGetConvolution*Algorithm_v7)

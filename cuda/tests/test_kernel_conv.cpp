@@ -233,12 +233,13 @@ static void check_conv_types(void)
 /* the first successful result under the allowed math whose workspace is given */
 static void check_conv_pick(void)
 {
-    cudnnConvolutionFwdAlgoPerf_t perf[4] = {};
-    const cudnnStatus_t status[4] = {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_SUCCESS,
-                                     CUDNN_STATUS_SUCCESS};
-    const cudnnMathType_t math[4] = {CUDNN_FMA_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH};
-    const size_t memory[4] = {0, 0, 1 << 30, 4096};
-    for (int k = 0; k < 4; k++) {
+    cudnnConvolutionFwdAlgoPerf_t perf[5] = {};
+    const cudnnStatus_t status[5] = {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_SUCCESS,
+                                     CUDNN_STATUS_SUCCESS, CUDNN_STATUS_SUCCESS};
+    const cudnnMathType_t math[5] = {CUDNN_FMA_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH,
+                                     CUDNN_FMA_MATH};
+    const size_t memory[5] = {0, 0, 0, 1 << 30, 4096};
+    for (int k = 0; k < 5; k++) {
         perf[k].algo = (cudnnConvolutionFwdAlgo_t)k;
         perf[k].status = status[k];
         perf[k].mathType = math[k];
@@ -251,14 +252,14 @@ static void check_conv_pick(void)
             return bytes <= limit;
         };
     };
-    CHECK(ecu_conv_pick(perf, 4, CUDNN_TENSOR_OP_MATH, upto(1 << 30)) == 1, "tensor-core math allowed: the first");
+    CHECK(ecu_conv_pick(perf, 5, CUDNN_TENSOR_OP_MATH, upto(1 << 30)) == 1, "tensor-core math allowed: the first");
     asked.clear();
-    CHECK(ecu_conv_pick(perf, 4, CUDNN_FMA_MATH, upto(1 << 30)) == 2, "FMA math: no tensor-core algorithm");
+    CHECK(ecu_conv_pick(perf, 5, CUDNN_FMA_MATH, upto(1 << 30)) == 3, "FMA math: neither tensor-core nor default math");
     CHECK(asked.size() == 1 && asked[0] == (size_t)1 << 30, "one workspace asked for");
     asked.clear();
-    CHECK(ecu_conv_pick(perf, 4, CUDNN_FMA_MATH, upto(1 << 20)) == 3, "a workspace that cannot be had is passed over");
+    CHECK(ecu_conv_pick(perf, 5, CUDNN_FMA_MATH, upto(1 << 20)) == 4, "a workspace that cannot be had is passed over");
     CHECK(asked.size() == 2, "two workspaces asked for");
-    CHECK(ecu_conv_pick(perf, 4, CUDNN_FMA_MATH, upto(100)) == -1, "none fits");
+    CHECK(ecu_conv_pick(perf, 5, CUDNN_FMA_MATH, upto(100)) == -1, "none fits");
     CHECK(ecu_conv_pick(perf, 0, CUDNN_FMA_MATH, upto(100)) == -1, "no results");
 }
 
