@@ -34,26 +34,38 @@ EMBER_HD pool_window window_of(const ember__pool_geom &p, int64_t oh, int64_t ow
    a NaN over any number */
 template <class T> EMBER_HD bool pool_gt(T x, T y) { return x > y || (x != x && y == y); }
 
+/* element e of planes of rows x cols: its plane, row and column */
+struct plane_pos {
+    int64_t plane, row, col;
+};
+
+EMBER_HD plane_pos position_of(int64_t e, int64_t rows, int64_t cols)
+{
+    return {e / (rows * cols), e / cols % rows, e % cols};
+}
+
+/* average pooling's scale 1 / (kh kw), rounded in the compute type as pool.c rounds it */
+template <class T> EMBER_HD T avg_scale(const ember__pool_geom &p) { return (T)1 / (T)(p.kh * p.kw); }
+
 /* max_pool2d's output o (flat over N, C, Ho, Wo): its value into y and the
    flat position h W + w of the maximum in its plane into idx */
 template <class T> EMBER_HD void max_pool_at(const pool_args &a, const char *x, char *y, int64_t *idx, int64_t o)
 {
     const ember__pool_geom &p = a.p;
-    const int es = a.es, dt = a.dt;
-    const int64_t ow = o % p.Wo, oh = o / p.Wo % p.Ho, plane = o / (p.Wo * p.Ho);
-    const char *xp = x + plane * p.H * p.W * es;
-    pool_window r = window_of(p, oh, ow);
+    const plane_pos at_o = position_of(o, p.Ho, p.Wo);
+    const char *xp = x + at_o.plane * p.H * p.W * a.es;
+    pool_window r = window_of(p, at_o.row, at_o.col);
     int64_t at = r.h0 * p.W + r.w0;
-    T best = load<T>(xp + at * es, dt);
+    T best = load<T>(xp + at * a.es, a.dt);
     for (int64_t h = r.h0; h < r.h1; h++)
         for (int64_t w = r.w0; w < r.w1; w++) {
-            T v = load<T>(xp + (h * p.W + w) * es, dt);
+            T v = load<T>(xp + (h * p.W + w) * a.es, a.dt);
             if (pool_gt(v, best)) {
                 best = v;
                 at = h * p.W + w;
             }
         }
-    store<T>(y + o * es, dt, best);
+    store<T>(y + o * a.es, a.dt, best);
     idx[o] = at;
 }
 
@@ -61,15 +73,13 @@ template <class T> EMBER_HD void max_pool_at(const pool_args &a, const char *x, 
 template <class T> EMBER_HD void avg_pool_at(const pool_args &a, const char *x, char *y, int64_t o)
 {
     const ember__pool_geom &p = a.p;
-    const int es = a.es, dt = a.dt;
-    const int64_t ow = o % p.Wo, oh = o / p.Wo % p.Ho, plane = o / (p.Wo * p.Ho);
-    const char *xp = x + plane * p.H * p.W * es;
-    const T inv = (T)1 / (T)(p.kh * p.kw);
-    pool_window r = window_of(p, oh, ow);
+    const plane_pos at_o = position_of(o, p.Ho, p.Wo);
+    const char *xp = x + at_o.plane * p.H * p.W * a.es;
+    pool_window r = window_of(p, at_o.row, at_o.col);
     T sum = 0;
     for (int64_t h = r.h0; h < r.h1; h++)
-        for (int64_t w = r.w0; w < r.w1; w++) sum += load<T>(xp + (h * p.W + w) * es, dt);
-    store<T>(y + o * es, dt, sum * inv);
+        for (int64_t w = r.w0; w < r.w1; w++) sum += load<T>(xp + (h * p.W + w) * a.es, a.dt);
+    store<T>(y + o * a.es, a.dt, sum * avg_scale<T>(p));
 }
 
 /* the outputs [lo, hi) along one dim whose windows (k wide, stride s, padding
@@ -88,17 +98,16 @@ EMBER_HD void covering(int64_t i, int64_t k, int64_t s, int64_t pd, int64_t n_ou
 template <class T> EMBER_HD void avg_pool_backward_at(const pool_args &a, const char *g, char *gx, int64_t i)
 {
     const ember__pool_geom &p = a.p;
-    const int es = a.es, dt = a.dt;
-    const int64_t w = i % p.W, h = i / p.W % p.H, plane = i / (p.W * p.H);
-    const char *gp = g + plane * p.Ho * p.Wo * es;
-    const T inv = (T)1 / (T)(p.kh * p.kw);
+    const plane_pos at_i = position_of(i, p.H, p.W);
+    const char *gp = g + at_i.plane * p.Ho * p.Wo * a.es;
+    const T scale = avg_scale<T>(p);
     int64_t oh0, oh1, ow0, ow1;
-    covering(h, p.kh, p.sh, p.ph, p.Ho, &oh0, &oh1);
-    covering(w, p.kw, p.sw, p.pw, p.Wo, &ow0, &ow1);
+    covering(at_i.row, p.kh, p.sh, p.ph, p.Ho, &oh0, &oh1);
+    covering(at_i.col, p.kw, p.sw, p.pw, p.Wo, &ow0, &ow1);
     T sum = 0;
     for (int64_t oh = oh0; oh < oh1; oh++)
-        for (int64_t ow = ow0; ow < ow1; ow++) sum += load<T>(gp + (oh * p.Wo + ow) * es, dt) * inv;
-    store<T>(gx + i * es, dt, sum);
+        for (int64_t ow = ow0; ow < ow1; ow++) sum += load<T>(gp + (oh * p.Wo + ow) * a.es, a.dt) * scale;
+    store<T>(gx + i * a.es, a.dt, sum);
 }
 
 /* max_pool2d_backward's output gradient k goes to input element *at (flat

@@ -88,27 +88,48 @@ static int describe(const char *op, const ecu_conv_desc &d, conv_descriptors *s)
     return EMBER_OK;
 }
 
-/* Ranks cuDNN's algorithms (get(perf, capacity, &n)), takes the first that
-   fits (conv_plan.h) and runs it (run(algo, workspace, bytes)). */
-template <class Perf, int COUNT, class Get, class Run>
-static int run_best(const char *op, const ecu_conv_desc &d, const conv_descriptors &s, Get get, Run run)
+/* what one call's algorithms run with */
+struct conv_call {
+    const char *op;
+    cudnnMathType_t math;           /* the math allowed */
+    cudnnConvolutionDescriptor_t conv;
+    const void *one, *zero;         /* alpha and beta, in the compute type */
+    void *res;
+};
+
+/* the most algorithms cuDNN ranks for one of the three products */
+constexpr int MAX_ALGOS = 8;
+static_assert(CUDNN_CONVOLUTION_FWD_ALGO_COUNT <= MAX_ALGOS && CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= MAX_ALGOS &&
+              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= MAX_ALGOS, "MAX_ALGOS");
+
+/* One of the three products, which cuDNN's calls share the shape of: rank
+   (handle, d1, d2, conv, d3, ...) ranks the algorithms, run (handle, alpha,
+   d1, p1, d2, p2, conv, algo, workspace, bytes, beta, d3, res) runs one.
+   Takes the first that fits (conv_plan.h) and runs it. */
+template <class D1, class D2, class D3, class Perf, class Algo>
+static int run_best(const conv_call &c,
+                    cudnnStatus_t (*rank)(cudnnHandle_t, D1, D2, cudnnConvolutionDescriptor_t, D3, int, int *, Perf *),
+                    cudnnStatus_t (*run)(cudnnHandle_t, const void *, D1, const void *, D2, const void *,
+                                         cudnnConvolutionDescriptor_t, Algo, void *, size_t, const void *, D3, void *),
+                    D1 d1, const void *p1, D2 d2, const void *p2, D3 d3)
 {
-    Perf perf[COUNT];
+    Perf perf[MAX_ALGOS];
     int n = 0;
-    EMBER_TRY(cudnn_check(get(perf, COUNT, &n), op, "cudnnGetConvolution*Algorithm_v7"));
+    EMBER_TRY(cudnn_check(rank(handle, d1, d2, c.conv, d3, MAX_ALGOS, &n, perf), c.op, "ranking the algorithms"));
     workspace ws;
     bool short_of_memory = false;
-    int k = ecu_conv_pick(perf, n, d.math, [&](size_t bytes) {
+    int k = ecu_conv_pick(perf, n, c.math, [&](size_t bytes) {
         bool got = ws.take(bytes);
         short_of_memory |= !got;
         return got;
     });
     if (k < 0)
         return ecu_core->fail(short_of_memory ? EMBER_ERR_OOM : EMBER_ERR_DEVICE,
-                              "%s: none of cuDNN's %d ranked algorithms runs %s", op, n,
+                              "%s: none of cuDNN's %d ranked algorithms runs %s", c.op, n,
                               short_of_memory ? "with a workspace the device can give" : "under the allowed math");
-    CUDNN_TRY(op, cudnnSetConvolutionMathType(s.conv, perf[k].mathType));
-    return cudnn_check(run(perf[k].algo, ws.p, ws.bytes), op, "cudnnConvolution*");
+    CUDNN_TRY(c.op, cudnnSetConvolutionMathType(c.conv, perf[k].mathType));
+    return cudnn_check(run(handle, c.one, d1, p1, d2, p2, c.conv, perf[k].algo, ws.p, ws.bytes, c.zero, d3, c.res),
+                       c.op, "running the algorithm");
 }
 
 /* res = the op over a and b, all contiguous (conv.h's roles: FWD (x, w) -> y,
@@ -121,37 +142,17 @@ static int convolve(int op, const ecu_conv_desc &d, const void *a, const void *b
     const double one64 = 1, zero64 = 0;
     const float one32 = 1, zero32 = 0;
     const bool f64 = d.data == CUDNN_DATA_DOUBLE;
-    const void *one = f64 ? (const void *)&one64 : &one32, *zero = f64 ? (const void *)&zero64 : &zero32;
+    const conv_call c = {name, d.math, s.conv, f64 ? (const void *)&one64 : &one32,
+                         f64 ? (const void *)&zero64 : &zero32, res};
     switch (op) {
     case EMBER_OP_CONV2D:
-        return run_best<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-            name, d, s,
-            [&](cudnnConvolutionFwdAlgoPerf_t *perf, int cap, int *n) {
-                return cudnnGetConvolutionForwardAlgorithm_v7(handle, s.x, s.w, s.conv, s.y, cap, n, perf);
-            },
-            [&](cudnnConvolutionFwdAlgo_t algo, void *ws, size_t bytes) {
-                return cudnnConvolutionForward(handle, one, s.x, a, s.w, b, s.conv, algo, ws, bytes, zero, s.y, res);
-            });
+        return run_best(c, cudnnGetConvolutionForwardAlgorithm_v7, cudnnConvolutionForward, s.x, a, s.w, b, s.y);
     case EMBER_OP_CONV2D_BACKWARD_INPUT:
-        return run_best<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-            name, d, s,
-            [&](cudnnConvolutionBwdDataAlgoPerf_t *perf, int cap, int *n) {
-                return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, s.w, s.y, s.conv, s.x, cap, n, perf);
-            },
-            [&](cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t bytes) {
-                return cudnnConvolutionBackwardData(handle, one, s.w, b, s.y, a, s.conv, algo, ws, bytes, zero, s.x,
-                                                    res);
-            });
+        return run_best(c, cudnnGetConvolutionBackwardDataAlgorithm_v7, cudnnConvolutionBackwardData, s.w, b, s.y, a,
+                        s.x);
     default:
-        return run_best<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-            name, d, s,
-            [&](cudnnConvolutionBwdFilterAlgoPerf_t *perf, int cap, int *n) {
-                return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, s.x, s.y, s.conv, s.w, cap, n, perf);
-            },
-            [&](cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t bytes) {
-                return cudnnConvolutionBackwardFilter(handle, one, s.x, a, s.y, b, s.conv, algo, ws, bytes, zero, s.w,
-                                                      res);
-            });
+        return run_best(c, cudnnGetConvolutionBackwardFilterAlgorithm_v7, cudnnConvolutionBackwardFilter, s.x, a, s.y,
+                        b, s.w);
     }
 }
 

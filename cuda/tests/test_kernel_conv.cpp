@@ -6,6 +6,7 @@
    give, the dtypes' cuDNN types and math (no TF32 unless allowed), cuDNN's
    int range, and the choice among ranked algorithms. What it cannot check is
    cuDNN itself, or launches, atomics and synchronisation. */
+#include "check.h"
 #include "ember.h"
 #include "kernels/pool.h"
 #include "ops/nn.h"
@@ -18,28 +19,6 @@
 #include <vector>
 
 using namespace ember_cuda;
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(cond)) {                                                            \
-            if (failures++ < 60) {                                                \
-                fprintf(stderr, "line %d: %s: ", __LINE__, #cond);                \
-                fprintf(stderr, __VA_ARGS__);                                     \
-                fprintf(stderr, "\n");                                            \
-            }                                                                     \
-        }                                                                         \
-    } while (0)
-
-#define OK(call)                                                                  \
-    do {                                                                          \
-        if ((call) != EMBER_OK) {                                                 \
-            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, ember_last_error()); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
 
 static const int FLOATS[] = {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16, EMBER_BFLOAT16};
 
