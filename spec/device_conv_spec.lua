@@ -53,15 +53,18 @@ end
 describe("on " .. device .. ": conv2d", function()
   local GEOMETRIES = {
     { x = { 2, 3, 9, 8 }, w = { 4, 3, 3, 3 }, opts = { padding = 1 } },
-    { x = { 2, 4, 10, 7 }, w = { 6, 2, 3, 2 }, opts = { stride = { 2, 1 }, padding = { 0, 1 }, dilation = { 1, 2 }, groups = 2 } },
+    { x = { 2, 4, 10, 7 }, w = { 6, 2, 3, 2 },
+      opts = { stride = { 2, 1 }, padding = { 0, 1 }, dilation = { 1, 2 }, groups = 2 } },
     { x = { 1, 6, 5, 5 }, w = { 6, 1, 3, 3 }, opts = { groups = 6, padding = 2, dilation = 2 } },
     { x = { 3, 5, 4, 6 }, w = { 2, 5, 1, 1 }, opts = {} },
   }
   for _, dt in ipairs(FLOAT_DTYPES) do
     case("forward, input and weight gradients and bias over " .. dt, function()
       for i, g in ipairs(GEOMETRIES) do
-        local inputs = { normal(i, g.x, dt), normal(10 + i, g.w, dt), normal(20 + i, { g.w[1] }, dt) }
-        agrees_with_grads(inputs, function(x, w, b) return F.conv2d(x, w, b, g.opts) end, CONV_TOL[dt])
+        local inputs = { normal(i, g.x, dt), normal(10 + i, g.w, dt),
+          normal(20 + i, { g.w[1] }, dt) }
+        agrees_with_grads(inputs, function(x, w, b) return F.conv2d(x, w, b, g.opts) end,
+          CONV_TOL[dt])
       end
     end)
   end
@@ -69,11 +72,13 @@ describe("on " .. device .. ": conv2d", function()
   case("a strided (transposed) input is read by value", function()
     local x, w = normal(1, { 2, 3, 8, 9 }, "float32"), normal(2, { 4, 3, 3, 3 }, "float32")
     local xt = x:transpose(3, 4)
-    agrees(F.conv2d(xt:to(device), w:to(device), { padding = 1 }), F.conv2d(xt, w, { padding = 1 }), CONV_TOL.float32)
+    agrees(F.conv2d(xt:to(device), w:to(device), { padding = 1 }), F.conv2d(xt, w, { padding = 1 }),
+      CONV_TOL.float32)
   end)
 
   case("conv1d and conv_transpose2d, built on conv2d's ops, with their gradients", function()
-    local x1, w1, b1 = normal(3, { 2, 4, 11 }, "float64"), normal(4, { 6, 2, 3 }, "float64"), normal(5, { 6 }, "float64")
+    local x1, w1 = normal(3, { 2, 4, 11 }, "float64"), normal(4, { 6, 2, 3 }, "float64")
+    local b1 = normal(5, { 6 }, "float64")
     agrees_with_grads({ x1, w1, b1 }, function(x, w, b)
       return F.conv1d(x, w, b, { stride = 2, padding = 1, groups = 2 })
     end, CONV_TOL.float64)
@@ -87,21 +92,24 @@ describe("on " .. device .. ": conv2d", function()
     local w = normal(8, { 4, 3, 3, 3 }, "float32"):to(device)
     local y = F.conv2d(ember.zeros({ 0, 3, 5, 5 }):to(device), w)
     assert.are.same({ 0, 4, 3, 3 }, y:shape())
-    local z = F.conv2d(ember.zeros({ 2, 0, 5, 5 }):to(device), ember.zeros({ 4, 0, 3, 3 }):to(device))
+    local z = F.conv2d(ember.zeros({ 2, 0, 5, 5 }):to(device),
+      ember.zeros({ 4, 0, 3, 3 }):to(device))
     agrees(z, ember.zeros({ 2, 4, 3, 3 }))
   end)
 
   case("bad operands fail as on the CPU, naming the op and the shapes", function()
     local x, w = ember.zeros({ 2, 3, 5, 5 }):to(device), ember.zeros({ 4, 2, 3, 3 }):to(device)
     assert.has_error(function() F.conv2d(x, w) end,
-      "ember.conv2d: input {2, 3, 5, 5} has 3 channels but weight {4, 2, 3, 3} with groups = 1 expects 2")
+      "ember.conv2d: input {2, 3, 5, 5} has 3 channels but weight {4, 2, 3, 3} "
+        .. "with groups = 1 expects 2")
   end)
 end)
 
 describe("on " .. device .. ": pooling", function()
   local WINDOWS = {
     { k = 2, opts = {} }, { k = 3, opts = { stride = 2, padding = 1 } },
-    { k = { 3, 2 }, opts = { stride = 1, padding = { 1, 0 } } }, { k = { 2, 3 }, opts = { stride = { 3, 1 }, padding = { 0, 1 } } },
+    { k = { 3, 2 }, opts = { stride = 1, padding = { 1, 0 } } },
+    { k = { 2, 3 }, opts = { stride = { 3, 1 }, padding = { 0, 1 } } },
   }
   -- small integers, so windows hold ties, and one NaN
   local function tied(dt)
@@ -138,20 +146,25 @@ describe("on " .. device .. ": pooling", function()
     local out = ffi.new("ember_tensor*[1]")
     local shape = ffi.new("int64_t[4]", { 1, 1, 3, 3 })
     assert.is_true(ember._C.ember_max_pool2d_backward(g._c, idx._c, shape, out) < 0)
-    assert.matches("max_pool2d_backward: index 9 is outside a 3 x 3 plane", ffi.string(ember._C.ember_last_error()),
-      1, true)
+    assert.matches("max_pool2d_backward: index 9 is outside a 3 x 3 plane",
+      ffi.string(ember._C.ember_last_error()), 1, true)
   end)
 end)
 
 describe("on " .. device .. ": batch norm", function()
-  local BN_TOL = { float32 = { rtol = 1e-5, atol = 1e-6 }, float64 = { rtol = 1e-12, atol = 1e-14 } }
+  local BN_TOL = { float32 = { rtol = 1e-5, atol = 1e-6 },
+    float64 = { rtol = 1e-12, atol = 1e-14 } }
 
   for _, dt in ipairs({ "float32", "float64" }) do
     case("training: output, running statistics and gradients over " .. dt, function()
       local function step(dev)
-        local rm, rv = ember.zeros({ 3 }, { dtype = dt }):to(dev), ember.ones({ 3 }, { dtype = dt }):to(dev)
-        local y, gs = forward_backward(dev, { normal(40, { 4, 3, 5, 2 }, dt), normal(41, { 3 }, dt), normal(42, { 3 }, dt) },
-          function(x, w, b) return F.batch_norm(x, rm, rv, w, b, { training = true, momentum = 0.2 }) end)
+        local rm = ember.zeros({ 3 }, { dtype = dt }):to(dev)
+        local rv = ember.ones({ 3 }, { dtype = dt }):to(dev)
+        local inputs = { normal(40, { 4, 3, 5, 2 }, dt), normal(41, { 3 }, dt),
+          normal(42, { 3 }, dt) }
+        local y, gs = forward_backward(dev, inputs, function(x, w, b)
+          return F.batch_norm(x, rm, rv, w, b, { training = true, momentum = 0.2 })
+        end)
         return y, gs, rm, rv
       end
       local y, gs, rm, rv = step(device)
@@ -165,10 +178,12 @@ describe("on " .. device .. ": batch norm", function()
 
   for _, dt in ipairs(FLOAT_DTYPES) do
     case("eval with running statistics over " .. dt, function()
-      local x, rm, rv = normal(43, { 2, 3, 4, 4 }, dt), normal(44, { 3 }, dt), normal(45, { 3 }, dt):abs() + 0.5
+      local x, rm = normal(43, { 2, 3, 4, 4 }, dt), normal(44, { 3 }, dt)
+      local rv = normal(45, { 3 }, dt):abs() + 0.5
       local w, b = normal(46, { 3 }, dt), normal(47, { 3 }, dt)
       local function run(dev)
-        return F.batch_norm(x:to(dev), rm:to(dev), rv:to(dev), w:to(dev), b:to(dev), { training = false })
+        return F.batch_norm(x:to(dev), rm:to(dev), rv:to(dev), w:to(dev), b:to(dev),
+          { training = false })
       end
       agrees(run(device), run("cpu"), CONV_TOL[dt])
     end)
@@ -218,6 +233,7 @@ describe("ember.cuda.allow_tf32", function()
     assert.is_true(ember.cuda.allow_tf32())
     assert.is_true(ember.cuda.allow_tf32(false))
     assert.is_false(ember.cuda.allow_tf32())
-    assert.has_error(function() ember.cuda.allow_tf32(1) end, "ember.cuda.allow_tf32: expected a boolean, got number")
+    assert.has_error(function() ember.cuda.allow_tf32(1) end,
+      "ember.cuda.allow_tf32: expected a boolean, got number")
   end)
 end)

@@ -92,6 +92,7 @@ static int describe(const char *op, const ecu_conv_desc &d, conv_descriptors *s)
 struct conv_call {
     const char *op;
     cudnnMathType_t math;           /* the math allowed */
+    bool deterministic;             /* only deterministic algorithms */
     cudnnConvolutionDescriptor_t conv;
     const void *one, *zero;         /* alpha and beta, in the compute type */
     void *res;
@@ -118,7 +119,7 @@ static int run_best(const conv_call &c,
     EMBER_TRY(cudnn_check(rank(handle, d1, d2, c.conv, d3, MAX_ALGOS, &n, perf), c.op, "ranking the algorithms"));
     workspace ws;
     bool short_of_memory = false;
-    int k = ecu_conv_pick(perf, n, c.math, [&](size_t bytes) {
+    int k = ecu_conv_pick(perf, n, c.math, c.deterministic, [&](size_t bytes) {
         bool got = ws.take(bytes);
         short_of_memory |= !got;
         return got;
@@ -126,7 +127,9 @@ static int run_best(const conv_call &c,
     if (k < 0)
         return ecu_core->fail(short_of_memory ? EMBER_ERR_OOM : EMBER_ERR_DEVICE,
                               "%s: none of cuDNN's %d ranked algorithms runs %s", c.op, n,
-                              short_of_memory ? "with a workspace the device can give" : "under the allowed math");
+                              short_of_memory ? "with a workspace the device can give"
+                              : c.deterministic ? "deterministically under the allowed math"
+                                                : "under the allowed math");
     CUDNN_TRY(c.op, cudnnSetConvolutionMathType(c.conv, perf[k].mathType));
     return cudnn_check(run(handle, c.one, d1, p1, d2, p2, c.conv, perf[k].algo, ws.p, ws.bytes, c.zero, d3, c.res),
                        c.op, "running the algorithm");
@@ -142,7 +145,7 @@ static int convolve(int op, const ecu_conv_desc &d, const void *a, const void *b
     const double one64 = 1, zero64 = 0;
     const float one32 = 1, zero32 = 0;
     const bool f64 = d.data == CUDNN_DATA_DOUBLE;
-    const conv_call c = {name, d.math, s.conv, f64 ? (const void *)&one64 : &one32,
+    const conv_call c = {name, d.math, ecu_core->deterministic() != 0, s.conv, f64 ? (const void *)&one64 : &one32,
                          f64 ? (const void *)&zero64 : &zero32, res};
     switch (op) {
     case EMBER_OP_CONV2D:

@@ -81,13 +81,15 @@ inline bool ecu_conv_math_ok(cudnnMathType_t allowed, cudnnMathType_t algo)
 }
 
 /* The first of cuDNN's n ranked results (cudnnGetConvolution*Algorithm_v7)
-   that succeeded, runs under the allowed math and whose workspace
-   take(bytes) gets (the caller allocates it there); -1 when none does. */
-template <class Perf, class Take> int ecu_conv_pick(const Perf *perf, int n, cudnnMathType_t allowed, Take take)
+   that succeeded, runs under the allowed math, is deterministic when that
+   is asked for (ember.set_deterministic), and whose workspace take(bytes)
+   gets (the caller allocates it there); -1 when none does. */
+template <class Perf, class Take>
+int ecu_conv_pick(const Perf *perf, int n, cudnnMathType_t allowed, bool deterministic, Take take)
 {
     for (int k = 0; k < n; k++)
         if (perf[k].status == CUDNN_STATUS_SUCCESS && ecu_conv_math_ok(allowed, perf[k].mathType) &&
-            take(perf[k].memory))
+            (!deterministic || perf[k].determinism == CUDNN_DETERMINISTIC) && take(perf[k].memory))
             return k;
     return -1;
 }

@@ -93,6 +93,7 @@ static void check_conv_pick(void)
         perf[k].status = status[k];
         perf[k].mathType = math[k];
         perf[k].memory = memory[k];
+        perf[k].determinism = k == 3 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
     }
     std::vector<size_t> asked;
     auto upto = [&asked](size_t limit) {
@@ -101,15 +102,19 @@ static void check_conv_pick(void)
             return bytes <= limit;
         };
     };
-    CHECK(ecu_conv_pick(perf, 5, CUDNN_TENSOR_OP_MATH, upto(1 << 30)) == 1, "tensor-core math allowed: the first");
+    const cudnnMathType_t FMA = CUDNN_FMA_MATH;
+    CHECK(ecu_conv_pick(perf, 5, CUDNN_TENSOR_OP_MATH, false, upto(1 << 30)) == 1, "tensor-core math allowed");
     asked.clear();
-    CHECK(ecu_conv_pick(perf, 5, CUDNN_FMA_MATH, upto(1 << 30)) == 3, "FMA math: neither tensor-core nor default math");
+    CHECK(ecu_conv_pick(perf, 5, FMA, false, upto(1 << 30)) == 3, "FMA math: neither tensor-core nor default math");
     CHECK(asked.size() == 1 && asked[0] == (size_t)1 << 30, "one workspace asked for");
     asked.clear();
-    CHECK(ecu_conv_pick(perf, 5, CUDNN_FMA_MATH, upto(1 << 20)) == 4, "a workspace that cannot be had is passed over");
+    CHECK(ecu_conv_pick(perf, 5, FMA, false, upto(1 << 20)) == 4, "a workspace that cannot be had is passed over");
     CHECK(asked.size() == 2, "two workspaces asked for");
-    CHECK(ecu_conv_pick(perf, 5, CUDNN_FMA_MATH, upto(100)) == -1, "none fits");
-    CHECK(ecu_conv_pick(perf, 0, CUDNN_FMA_MATH, upto(100)) == -1, "no results");
+    asked.clear();
+    CHECK(ecu_conv_pick(perf, 5, FMA, true, upto(1 << 30)) == 4, "deterministic: the nondeterministic one passed over");
+    CHECK(asked.size() == 1 && asked[0] == 4096, "only the deterministic one's workspace asked for");
+    CHECK(ecu_conv_pick(perf, 5, FMA, false, upto(100)) == -1, "none fits");
+    CHECK(ecu_conv_pick(perf, 0, FMA, false, upto(100)) == -1, "no results");
 }
 
 int main(void)
