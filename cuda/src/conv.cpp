@@ -24,7 +24,8 @@ static int cudnn_check(cudnnStatus_t st, const char *op, const char *call)
                           cudnnGetErrorString(st));
 }
 
-#define CUDNN_TRY(op, call) EMBER_TRY(cudnn_check(call, op, #call))
+/* fn(...), failing with the op, fn's name and cuDNN's message */
+#define CUDNN_TRY(op, fn, ...) EMBER_TRY(cudnn_check(fn(__VA_ARGS__), op, #fn))
 
 namespace {
 
@@ -73,18 +74,17 @@ struct workspace {
 
 static int describe(const char *op, const ecu_conv_desc &d, conv_descriptors *s)
 {
-    CUDNN_TRY(op, cudnnCreateTensorDescriptor(&s->x));
-    CUDNN_TRY(op, cudnnCreateTensorDescriptor(&s->y));
-    CUDNN_TRY(op, cudnnCreateFilterDescriptor(&s->w));
-    CUDNN_TRY(op, cudnnCreateConvolutionDescriptor(&s->conv));
-    CUDNN_TRY(op, cudnnSetTensor4dDescriptor(s->x, CUDNN_TENSOR_NCHW, d.data, d.x[0], d.x[1], d.x[2], d.x[3]));
-    CUDNN_TRY(op, cudnnSetTensor4dDescriptor(s->y, CUDNN_TENSOR_NCHW, d.data, d.y[0], d.y[1], d.y[2], d.y[3]));
-    CUDNN_TRY(op, cudnnSetFilter4dDescriptor(s->w, d.data, CUDNN_TENSOR_NCHW, d.w[0], d.w[1], d.w[2], d.w[3]));
-    CUDNN_TRY(op, cudnnSetConvolution2dDescriptor(s->conv, d.pad[0], d.pad[1], d.stride[0], d.stride[1],
-                                                  d.dilation[0], d.dilation[1], CUDNN_CROSS_CORRELATION,
-                                                  d.compute));
-    CUDNN_TRY(op, cudnnSetConvolutionGroupCount(s->conv, d.groups));
-    CUDNN_TRY(op, cudnnSetConvolutionMathType(s->conv, d.math));
+    CUDNN_TRY(op, cudnnCreateTensorDescriptor, &s->x);
+    CUDNN_TRY(op, cudnnCreateTensorDescriptor, &s->y);
+    CUDNN_TRY(op, cudnnCreateFilterDescriptor, &s->w);
+    CUDNN_TRY(op, cudnnCreateConvolutionDescriptor, &s->conv);
+    CUDNN_TRY(op, cudnnSetTensor4dDescriptor, s->x, CUDNN_TENSOR_NCHW, d.data, d.x[0], d.x[1], d.x[2], d.x[3]);
+    CUDNN_TRY(op, cudnnSetTensor4dDescriptor, s->y, CUDNN_TENSOR_NCHW, d.data, d.y[0], d.y[1], d.y[2], d.y[3]);
+    CUDNN_TRY(op, cudnnSetFilter4dDescriptor, s->w, d.data, CUDNN_TENSOR_NCHW, d.w[0], d.w[1], d.w[2], d.w[3]);
+    CUDNN_TRY(op, cudnnSetConvolution2dDescriptor, s->conv, d.pad[0], d.pad[1], d.stride[0], d.stride[1],
+              d.dilation[0], d.dilation[1], CUDNN_CROSS_CORRELATION, d.compute);
+    CUDNN_TRY(op, cudnnSetConvolutionGroupCount, s->conv, d.groups);
+    CUDNN_TRY(op, cudnnSetConvolutionMathType, s->conv, d.math);
     return EMBER_OK;
 }
 
@@ -130,7 +130,7 @@ static int run_best(const conv_call &c,
                               short_of_memory ? "with a workspace the device can give"
                               : c.deterministic ? "deterministically under the allowed math"
                                                 : "under the allowed math");
-    CUDNN_TRY(c.op, cudnnSetConvolutionMathType(c.conv, perf[k].mathType));
+    CUDNN_TRY(c.op, cudnnSetConvolutionMathType, c.conv, perf[k].mathType);
     return cudnn_check(run(handle, c.one, d1, p1, d2, p2, c.conv, perf[k].algo, ws.p, ws.bytes, c.zero, d3, c.res),
                        c.op, "running the algorithm");
 }
