@@ -500,8 +500,10 @@ int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at
     return EMBER_OK;
 }
 
-static int conv_common(int op, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+/* conv2d and its two adjoints: one driver for the three products (conv.h) */
+int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
+    EMBER_UNUSED(nin);
     const conv_kind kind = kind_of(op);
     ember_tensor *a = in[0], *b = in[1];
     conv_geom g;
@@ -530,24 +532,6 @@ done:
     ember_tensor_release(cb);
     ember_tensor_release(res);
     return rc;
-}
-
-int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    return conv_common(op, in, at, out);
-}
-
-int fwd_conv2d_backward_input(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    return conv_common(op, in, at, out);
-}
-
-int fwd_conv2d_backward_weight(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    return conv_common(op, in, at, out);
 }
 
 /* ------------------------------------------------------------------ public entry points */
