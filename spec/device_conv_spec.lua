@@ -152,8 +152,10 @@ describe("on " .. device .. ": pooling", function()
 end)
 
 describe("on " .. device .. ": batch norm", function()
-  local BN_TOL = { float32 = { rtol = 1e-5, atol = 1e-6 },
-    float64 = { rtol = 1e-12, atol = 1e-14 } }
+  -- the backward pass subtracts means of products (cancellation), so the
+  -- few ulp between the devices' reductions may grow there
+  local BN_TOL = { float32 = { rtol = 1e-4, atol = 1e-5 },
+    float64 = { rtol = 1e-10, atol = 1e-12 } }
 
   for _, dt in ipairs({ "float32", "float64" }) do
     case("training: output, running statistics and gradients over " .. dt, function()
