@@ -92,7 +92,7 @@ struct ecu_operand {
     ecu_owned copy;
     const char *data = nullptr;
 };
-int ecu_operand_init(ecu_operand *o, ember_tensor *t);
+int ecu_operand_init(ecu_operand *o, ember_tensor *t);   /* pool.cpp */
 
 namespace ember_cuda {
 struct pool_args;
