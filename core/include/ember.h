@@ -124,6 +124,11 @@ typedef struct {
 EMBER_API int ember_cuda_memory_stats(ember_cuda_memory_stats_t *out);
 EMBER_API int ember_cuda_empty_cache(void);   /* gives the cached blocks back to CUDA */
 EMBER_API int ember_cuda_synchronize(void);   /* waits for all queued device work */
+/* Whether float32 convolutions on CUDA may use TF32 tensor cores (faster,
+   10-bit mantissa products; off by default, so results agree with the CPU).
+   Sets it and returns the previous setting; works without CUDA. */
+EMBER_API int ember_cuda_set_allow_tf32(int allow);
+EMBER_API int ember_cuda_allow_tf32(void);
 EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
 /* oneDNN (when built with it) runs float32 convolutions; ember's own kernels
    run them when it is off, absent or declines, and under deterministic mode.

@@ -21,13 +21,18 @@ typedef struct ember_core_services {
     int (*unary_dtype)(int op, int dt);                   /* what a unary op computes in */
     int (*matmul_plan)(ember_tensor *const *in, ember__matmul_plan *p);   /* matmul's shapes */
     int (*reduce_plan)(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
+    /* conv2d's and pooling's geometry and result shape */
+    int (*conv_plan)(int op, ember_tensor *const *in, const ember_attrs *at, ember__conv_geom *g, int64_t *rshape);
+    int (*pool_plan)(int op, ember_tensor *const *in, const ember_attrs *at, ember__pool_geom *p, int64_t *rshape);
+    int (*allow_tf32)(void);      /* ember_cuda_allow_tf32 */
+    int (*deterministic)(void);   /* ember_is_deterministic */
     /* ops.def's op names in enum order: a backend built from another ops.def
        refuses to load rather than run the wrong kernel for an op */
     int op_count;
     const char *const *op_names;
 } ember_core_services;
 
-#define EMBER_BACKEND_ABI 2
+#define EMBER_BACKEND_ABI 3
 
 typedef struct ember_backend {
     const char *name;            /* "cuda" */

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 static const ember_backend *cuda_backend;
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;   /* the backend loads once, whichever thread asks */
 static char cuda_error[512];
+static atomic_int allow_tf32;   /* ember_cuda_set_allow_tf32 */
 
 const char *ember__device_name(char *buf, int device)
 {
@@ -46,7 +48,8 @@ static const char *const OP_NAMES[EMBER_OP_COUNT] = {
 static const ember_core_services SERVICES = {
     EMBER_BACKEND_ABI,  ember__fail,        ember__new,     ember_tensor_release, ember__broadcast_shape,
     ember_dtype_size,   ember_dtype_name,   ember__result_type, ember__unary_dtype, ember__matmul_plan_make,
-    ember__reduce_plan_make, EMBER_OP_COUNT, OP_NAMES,
+    ember__reduce_plan_make, ember__conv_plan_make, ember__pool_plan_make, ember_cuda_allow_tf32,
+    ember_is_deterministic, EMBER_OP_COUNT, OP_NAMES,
 };
 
 static void load_cuda_once(void);
@@ -160,3 +163,7 @@ int ember_cuda_synchronize(void)
     EMBER_TRY(cuda_for("cuda.synchronize", &be));
     return be->synchronize();
 }
+
+int ember_cuda_set_allow_tf32(int allow) { return atomic_exchange(&allow_tf32, allow != 0); }
+
+int ember_cuda_allow_tf32(void) { return atomic_load(&allow_tf32); }

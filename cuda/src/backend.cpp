@@ -91,6 +91,12 @@ static ember_backend make_table(int ndevices)
     be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
     for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL}) be.fwd[op] = ecu_fwd_reduce;
     be.fwd[EMBER_OP_SOFTMAX] = be.fwd[EMBER_OP_LOG_SOFTMAX] = ecu_fwd_softmax;
+    for (int op : {EMBER_OP_MAX_POOL2D, EMBER_OP_MAX_POOL2D_BACKWARD, EMBER_OP_AVG_POOL2D, EMBER_OP_AVG_POOL2D_BACKWARD})
+        be.fwd[op] = ecu_fwd_pool;
+#ifdef EMBER_HAVE_CUDNN
+    for (int op : {EMBER_OP_CONV2D, EMBER_OP_CONV2D_BACKWARD_INPUT, EMBER_OP_CONV2D_BACKWARD_WEIGHT})
+        be.fwd[op] = ecu_fwd_conv;
+#endif
     return be;
 }
 

@@ -63,4 +63,47 @@ int ecu_fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs 
    tensor of a's shape. */
 void ecu_reduce_init(struct ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o, bool rowwise);
 
+/* ------------------------------------------------------------------ conv2d (conv.cpp, cuDNN), pooling (pool.cpp) */
+int ecu_fwd_conv(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_pool(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+
+/* t's first element on the device */
+inline char *ecu_data(const ember_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * ecu_core->dtype_size(t->dtype);
+}
+
+/* a tensor reference released with its scope */
+struct ecu_owned {
+    ember_tensor *t = nullptr;
+    ecu_owned() = default;
+    ecu_owned(const ecu_owned &) = delete;
+    ecu_owned &operator=(const ecu_owned &) = delete;
+    ~ecu_owned()
+    {
+        if (t) ecu_core->release(t);
+    }
+};
+
+/* A tensor's elements in the contiguous row-major layout a kernel or a
+   library call reads: its own, or a contiguous copy (on the device) that
+   lives as long as the operand. */
+struct ecu_operand {
+    ecu_owned copy;
+    const char *data = nullptr;
+};
+int ecu_operand_init(ecu_operand *o, ember_tensor *t);   /* pool.cpp */
+
+namespace ember_cuda {
+struct pool_args;
+}
+extern "C" {
+/* op's kernel over the contiguous src into dst (max_pool2d: and the indices into idx) */
+cudaError_t ecu_launch_pool(int op, const ember_cuda::pool_args *a, const char *src, char *dst, int64_t *idx);
+/* max_pool2d_backward: g added at its indices into gx (float, or double for
+   float64), the smallest k with a bad index into *bad (left as is when none) */
+cudaError_t ecu_launch_max_pool_backward(const ember_cuda::pool_args *a, const char *g, const int64_t *idx, void *gx,
+                                         unsigned long long *bad);
+}
+
 #endif

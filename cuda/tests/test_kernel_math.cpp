@@ -9,6 +9,7 @@
    CPU's result; where, converting and copying; the Philox draws bit for bit against ember_rand/ember_randn; the
    allocator's size classes. What it cannot check is CUDA's own math library
    (expf, tanhf, ... on the device), whose error bounds NVIDIA documents. */
+#include "check.h"
 #include "ember.h"
 #include "kernels/elementwise.h"
 #include "kernels/random.h"
@@ -24,28 +25,6 @@
 #include <vector>
 
 using namespace ember_cuda;
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(cond)) {                                                            \
-            if (failures++ < 60) {                                                \
-                fprintf(stderr, "line %d: %s: ", __LINE__, #cond);                \
-                fprintf(stderr, __VA_ARGS__);                                     \
-                fprintf(stderr, "\n");                                            \
-            }                                                                     \
-        }                                                                         \
-    } while (0)
-
-#define OK(call)                                                                  \
-    do {                                                                          \
-        if ((call) != EMBER_OK) {                                                 \
-            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, ember_last_error()); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
 
 /* iter.cpp reads element sizes through the core's services */
 static ember_core_services services(void)

@@ -29,5 +29,14 @@ end
 function cuda.empty_cache() check(C.ember_cuda_empty_cache()) end
 -- waits until every queued kernel and copy has finished
 function cuda.synchronize() check(C.ember_cuda_synchronize()) end
+-- whether float32 convolutions may use TF32 tensor cores (off by default);
+-- with an argument sets it and returns the previous setting
+function cuda.allow_tf32(on)
+  if on == nil then return C.ember_cuda_allow_tf32() ~= 0 end
+  if type(on) ~= "boolean" then
+    errors.fail("cuda.allow_tf32", "expected a boolean, got " .. type(on))
+  end
+  return C.ember_cuda_set_allow_tf32(on and 1 or 0) ~= 0
+end
 
 return cuda

@@ -453,9 +453,15 @@ static void conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const i
     *dl = &at->i[4];
 }
 
-static int conv_common(conv_kind kind, int op, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+static conv_kind kind_of(int op)
+{
+    return op == EMBER_OP_CONV2D ? CONV_FWD : op == EMBER_OP_CONV2D_BACKWARD_INPUT ? CONV_BWD_INPUT : CONV_BWD_WEIGHT;
+}
+
+int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at, conv_geom *g, int64_t *rs)
 {
     const char *name = ember__ops[op].name;
+    const conv_kind kind = kind_of(op);
     const int64_t *st, *pd, *dl;
     conv_attrs_unpack(at, &st, &pd, &dl);
     ember_tensor *a = in[0], *b = in[1];
@@ -468,7 +474,7 @@ static int conv_common(conv_kind kind, int op, ember_tensor *const *in, const em
         return ember__fail(EMBER_ERR_DTYPE, "%s: operands must share a dtype, got %s %s and %s %s", name,
                            ember_dtype_name(a->dtype), ember__tshape(sa, a), ember_dtype_name(b->dtype),
                            ember__tshape(sb, b));
-    int64_t xs[4], ws[4], ys[4], rs[4];
+    int64_t xs[4], ws[4], ys[4];
     switch (kind) {
     case CONV_FWD:
         memcpy(xs, a->shape, sizeof xs);
@@ -483,15 +489,26 @@ static int conv_common(conv_kind kind, int op, ember_tensor *const *in, const em
         EMBER_TRY(ember__nn_attr_shape(name, at, ws));
         break;
     }
-    conv_geom g;
-    EMBER_TRY(conv_geom_init(name, xs, ws, st, pd, dl, at->i[6], &g));
-    ys[0] = g.N, ys[1] = g.O, ys[2] = g.Ho, ys[3] = g.Wo;
+    EMBER_TRY(conv_geom_init(name, xs, ws, st, pd, dl, at->i[6], g));
+    ys[0] = g->N, ys[1] = g->O, ys[2] = g->Ho, ys[3] = g->Wo;
     const int64_t *gys = kind == CONV_BWD_INPUT ? a->shape : kind == CONV_BWD_WEIGHT ? b->shape : NULL;
     if (gys && memcmp(gys, ys, sizeof ys) != 0)
         return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output has shape %s but the convolution gives "
                            "{%lld, %lld, %lld, %lld}", name, ember__tshape(sa, kind == CONV_BWD_INPUT ? a : b),
                            (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3]);
-    memcpy(rs, kind == CONV_FWD ? ys : kind == CONV_BWD_INPUT ? xs : ws, sizeof rs);
+    memcpy(rs, kind == CONV_FWD ? ys : kind == CONV_BWD_INPUT ? xs : ws, sizeof ys);
+    return EMBER_OK;
+}
+
+/* conv2d and its two adjoints: one driver for the three products (conv.h) */
+int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const conv_kind kind = kind_of(op);
+    ember_tensor *a = in[0], *b = in[1];
+    conv_geom g;
+    int64_t rs[4];
+    EMBER_TRY(ember__conv_plan_make(op, in, at, &g, rs));
     int dt = a->dtype, cdt = nn_compute_dtype(dt);
     ember_tensor *ca = NULL, *cb = NULL, *res = NULL;
     int rc = EMBER_OK;
@@ -515,24 +532,6 @@ done:
     ember_tensor_release(cb);
     ember_tensor_release(res);
     return rc;
-}
-
-int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    return conv_common(CONV_FWD, op, in, at, out);
-}
-
-int fwd_conv2d_backward_input(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    return conv_common(CONV_BWD_INPUT, op, in, at, out);
-}
-
-int fwd_conv2d_backward_weight(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    return conv_common(CONV_BWD_WEIGHT, op, in, at, out);
 }
 
 /* ------------------------------------------------------------------ public entry points */

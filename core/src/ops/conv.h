@@ -6,14 +6,7 @@
 
 #include "nn.h"
 
-typedef struct {
-    int64_t N, C, H, W;       /* input */
-    int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
-    int64_t G;                /* groups */
-    int64_t sh, sw, ph, pw, dh, dw;
-    int64_t Ho, Wo;
-    int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
-} conv_geom;
+typedef ember__conv_geom conv_geom;   /* ops.h */
 
 /* FWD (x, w) -> y;  BWD_INPUT (gy, w) -> gx;  BWD_WEIGHT (x, gy) -> gw */
 typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;

@@ -172,6 +172,31 @@ typedef struct ember__reduce_plan {
 /* Fails on a max or min of an empty tensor. */
 int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
 
+/* ------------------------------------------------------------------ conv2d and pooling (conv.c, pool.c)
+   The window geometry of a convolution or a pooling op, checked from its
+   inputs and attrs, for every device. N batch, C channels, H x W spatial. */
+typedef struct ember__conv_geom {
+    int64_t N, C, H, W;       /* input */
+    int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
+    int64_t G;                /* groups */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t Ho, Wo;
+    int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
+} ember__conv_geom;
+/* conv2d, conv2d_backward_input or conv2d_backward_weight: the geometry and
+   the shape of the op's result; fails as the op does on bad operands. */
+int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at, ember__conv_geom *g,
+                          int64_t *rshape);
+
+typedef struct ember__pool_geom {
+    int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo;
+} ember__pool_geom;
+/* max_pool2d, avg_pool2d or their backward ops: the geometry and the shape of
+   the (first) result. max_pool2d_backward's indices name input positions, so
+   its plan has no window (kh .. pw are 0). */
+int ember__pool_plan_make(int op, ember_tensor *const *in, const ember_attrs *at, ember__pool_geom *p,
+                          int64_t *rshape);
+
 /* ------------------------------------------------------------------ broadcasting */
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);

@@ -25,9 +25,7 @@ static inline __m128 sse_select(__m128 m, __m128 a, __m128 b) { return _mm_or_ps
 
 /* ------------------------------------------------------------------ pooling */
 
-typedef struct {
-    int64_t N, C, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo;
-} pool_geom;
+typedef ember__pool_geom pool_geom;   /* ops.h */
 
 static int pool_geom_init(const char *op, const int64_t *xs, const int64_t *k, const int64_t *st,
                           const int64_t *pd, pool_geom *p)
@@ -252,23 +250,14 @@ static void pool_launch(pool_task *t)
     ember__parallel_for(p->N * p->C, ember__nn_rows_grain(p->H * p->W), pool_range, t);
 }
 
-/* shared by the two pooling forwards: checks x and sweeps the window over it */
-static int pool_fwd_geom(const char *name, const ember_tensor *x, const ember_attrs *at, pool_geom *p)
-{
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_float(name, "input", x));
-    return pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], p);
-}
-
 int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
-    const char *name = ember__ops[op].name;
     ember_tensor *x = in[0];
     pool_geom p;
-    EMBER_TRY(pool_fwd_geom(name, x, at, &p));
+    int64_t ys[4];
+    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
     int dt = x->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
-    int64_t ys[4] = {p.N, p.C, p.Ho, p.Wo};
     ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
     EMBER_CHECK(ember__new(4, ys, cdt, EMBER_CPU, &y));
     EMBER_CHECK(ember__new(4, ys, EMBER_INT64, EMBER_CPU, &ix));
@@ -398,6 +387,14 @@ static int check_pool_indices(const char *name, const int64_t *ix, int64_t n, co
     return EMBER_OK;
 }
 
+/* shared by the two pooling forwards: checks x and sweeps the window over it */
+static int pool_fwd_geom(const char *name, const ember_tensor *x, const ember_attrs *at, pool_geom *p)
+{
+    EMBER_TRY(ember__nn_need_4d(name, "input", x));
+    EMBER_TRY(ember__nn_need_float(name, "input", x));
+    return pool_geom_init(name, x->shape, &at->i[0], &at->i[2], &at->i[4], p);
+}
+
 /* shared by the two pool adjoints: checks g against the pooled shape of x_shape */
 static int pool_bwd_geom(const char *name, ember_tensor *g, const ember_attrs *at, int64_t *xs, pool_geom *p)
 {
@@ -415,15 +412,14 @@ static int pool_bwd_geom(const char *name, ember_tensor *g, const ember_attrs *a
     return EMBER_OK;
 }
 
-int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+/* max_pool2d_backward: g and the indices against the input's shape; each
+   index names its input position, so no window geometry is needed */
+static int max_pool_bwd_geom(const char *name, ember_tensor *g, ember_tensor *idx, const ember_attrs *at,
+                             int64_t *xs, pool_geom *p)
 {
-    EMBER_UNUSED(nin);
-    const char *name = ember__ops[op].name;
-    ember_tensor *g = in[0], *idx = in[1];
     char s1[200], s2[200];
     EMBER_TRY(ember__nn_need_4d(name, "grad_output", g));
     EMBER_TRY(ember__nn_need_float(name, "grad_output", g));
-    int64_t xs[4];
     EMBER_TRY(ember__nn_attr_shape(name, at, xs));
     if (idx->dtype != EMBER_INT64 || idx->ndim != 4 || memcmp(idx->shape, g->shape, sizeof(int64_t) * 4) != 0)
         return ember__fail(EMBER_ERR_SHAPE, "%s: indices must be int64 of the grad_output's shape %s, got %s %s",
@@ -432,8 +428,31 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
         return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s and input {%lld, %lld, %lld, %lld} differ in N or C",
                            name, ember__tshape(s1, g), (long long)xs[0], (long long)xs[1], (long long)xs[2],
                            (long long)xs[3]);
-    /* each index names its input position: the window geometry is not needed */
-    pool_geom p = {.N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .Ho = g->shape[2], .Wo = g->shape[3]};
+    *p = (pool_geom){.N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .Ho = g->shape[2], .Wo = g->shape[3]};
+    return EMBER_OK;
+}
+
+int ember__pool_plan_make(int op, ember_tensor *const *in, const ember_attrs *at, pool_geom *p, int64_t *rs)
+{
+    const char *name = ember__ops[op].name;
+    switch (op) {
+    case EMBER_OP_MAX_POOL2D_BACKWARD: return max_pool_bwd_geom(name, in[0], in[1], at, rs, p);
+    case EMBER_OP_AVG_POOL2D_BACKWARD: return pool_bwd_geom(name, in[0], at, rs, p);
+    default:
+        EMBER_TRY(pool_fwd_geom(name, in[0], at, p));
+        rs[0] = p->N, rs[1] = p->C, rs[2] = p->Ho, rs[3] = p->Wo;
+        return EMBER_OK;
+    }
+}
+
+int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *g = in[0], *idx = in[1];
+    pool_geom p;
+    int64_t xs[4];
+    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, xs));
     int dt = g->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cg = NULL, *ci = NULL, *gx = NULL;
     EMBER_CHECK(ember__new(4, xs, cdt, EMBER_CPU, &gx));
@@ -489,17 +508,17 @@ int fwd_avg_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
 {
     EMBER_UNUSED(nin);
     pool_geom p;
-    EMBER_TRY(pool_fwd_geom(ember__ops[op].name, in[0], at, &p));
-    int64_t ys[4] = {p.N, p.C, p.Ho, p.Wo};
+    int64_t ys[4];
+    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
     return avg_pool_run(&p, POOL_AVG, in[0], ys, out);
 }
 
 int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
-    int64_t xs[4];
     pool_geom p;
-    EMBER_TRY(pool_bwd_geom(ember__ops[op].name, in[0], at, xs, &p));
+    int64_t xs[4];
+    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, xs));
     return avg_pool_run(&p, POOL_AVG_BWD, in[0], xs, out);
 }
 

@@ -73,4 +73,11 @@ Gives the allocator's cached device blocks back to CUDA.
 
 ### `ember.cuda.synchronize()`
 Waits until every queued kernel and copy on the device has finished.
+
+### `ember.cuda.allow_tf32(on?)`
+Whether float32 convolutions on the device may use TF32 tensor cores
+(products of 10-bit mantissas: faster on Ampere and newer, but results no
+longer agree with the CPU's within float32's tolerance). Off by default.
+`allow_tf32(true)` or `allow_tf32(false)` sets it and returns the previous
+setting; `allow_tf32()` returns it. It works without CUDA.
 ]==]
