@@ -25,9 +25,10 @@ typedef struct ember_core_services {
        refuses to load rather than run the wrong kernel for an op */
     int op_count;
     const char *const *op_names;
+    int (*deterministic)(void);   /* ember_set_deterministic's flag: ops that cannot honour it refuse */
 } ember_core_services;
 
-#define EMBER_BACKEND_ABI 2
+#define EMBER_BACKEND_ABI 3
 
 typedef struct ember_backend {
     const char *name;            /* "cuda" */

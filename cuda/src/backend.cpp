@@ -91,6 +91,10 @@ static ember_backend make_table(int ndevices)
     be.fwd[EMBER_OP_MATMUL] = ecu_fwd_matmul;
     for (int op : {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL}) be.fwd[op] = ecu_fwd_reduce;
     be.fwd[EMBER_OP_SOFTMAX] = be.fwd[EMBER_OP_LOG_SOFTMAX] = ecu_fwd_softmax;
+    for (int op : {EMBER_OP_VAR, EMBER_OP_LOGSUMEXP, EMBER_OP_NORM}) be.fwd[op] = ecu_fwd_reduce;
+    for (int op : {EMBER_OP_MAX_DIM, EMBER_OP_MIN_DIM, EMBER_OP_ARGMAX, EMBER_OP_ARGMIN}) be.fwd[op] = ecu_fwd_arg_reduce;
+    be.fwd[EMBER_OP_INDEX_SELECT] = be.fwd[EMBER_OP_GATHER] = ecu_fwd_gather;
+    be.fwd[EMBER_OP_SCATTER_ADD] = be.fwd[EMBER_OP_INDEX_ADD] = ecu_fwd_scatter_add;
     return be;
 }
 

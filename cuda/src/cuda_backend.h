@@ -48,6 +48,14 @@ cudaError_t ecu_launch_fill(const ecu_iter *it, double value);
 cudaError_t ecu_launch_where(const ecu_iter *it);
 cudaError_t ecu_launch_reduce(const struct ecu_reduce *r, int op, int compute);   /* reduce.cu */
 cudaError_t ecu_launch_softmax(const struct ecu_reduce *r, int op);
+/* reduce_dim.cu: var, logsumexp, norm; max/min along a dim (values: NULL for argmax, argmin) */
+cudaError_t ecu_launch_stat(const struct ecu_reduce *r, const struct ecu_stat *s);
+cudaError_t ecu_launch_arg_reduce(const struct ecu_reduce *r, int sign, int compute, char *values, int esize);
+/* index.cu */
+cudaError_t ecu_launch_gather(const struct ecu_index *x);
+cudaError_t ecu_launch_scatter_add(const struct ecu_index *x);
+/* *first becomes the least linear position of an index outside [0, size), if any is */
+cudaError_t ecu_launch_check_index(const ecu_iter *idx, int64_t size, unsigned long long *first);
 }
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
@@ -58,9 +66,18 @@ int ecu_fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs
 int ecu_fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* matmul.cpp */
 int ecu_fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* reduce.cpp */
 int ecu_fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* index.cpp */
+int ecu_fwd_scatter_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 /* The slices of a along the dims in mask, described for the kernels: reduced
    into a contiguous o, or (rowwise) each written to the same place in o, a
    tensor of a's shape. */
 void ecu_reduce_init(struct ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o, bool rowwise);
+/* The walk of an index op over `shape` (res's ndim): res and src step over
+   it, one of them indexed along dim by idx (res for the scatters, src for
+   index_select and gather); idx has the walk's shape (gather_like: gather,
+   scatter_add) or is 1-D or 0-d, stepping along dim only. */
+void ecu_index_init(struct ecu_index *x, const int64_t *shape, ember_tensor *res, ember_tensor *src,
+                    ember_tensor *idx, int dim, bool gather_like, bool scatter);
 
 #endif

@@ -7,17 +7,10 @@ using namespace ember_cuda;
 
 namespace {
 
-/* the block's THREADS values in part combined by op into part[0] (every thread returns it) */
+/* the block's THREADS values in part combined by op (every thread returns it) */
 template <class Acc> __device__ Acc block_combine(Acc *part, int op)
 {
-    __syncthreads();
-    for (int half = THREADS / 2; half > 0; half /= 2) {
-        if ((int)threadIdx.x < half) part[threadIdx.x] = reduce_combine(op, part[threadIdx.x], part[threadIdx.x + half]);
-        __syncthreads();
-    }
-    Acc v = part[0];
-    __syncthreads();
-    return v;
+    return block_fold(part, [op](Acc a, Acc b) { return reduce_combine(op, a, b); });
 }
 
 template <class Acc, class Index> __global__ void cuda_reduce(ecu_reduce r, int op)

@@ -16,6 +16,7 @@
 #include "src/cuda_backend.h"
 #include "src/gemm_layout.h"
 #include "src/size_class.h"
+#include "tests/kernel_test.h"
 
 #include <float.h>
 #include <math.h>
@@ -24,53 +25,6 @@
 #include <vector>
 
 using namespace ember_cuda;
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(cond)) {                                                            \
-            if (failures++ < 60) {                                                \
-                fprintf(stderr, "line %d: %s: ", __LINE__, #cond);                \
-                fprintf(stderr, __VA_ARGS__);                                     \
-                fprintf(stderr, "\n");                                            \
-            }                                                                     \
-        }                                                                         \
-    } while (0)
-
-#define OK(call)                                                                  \
-    do {                                                                          \
-        if ((call) != EMBER_OK) {                                                 \
-            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, ember_last_error()); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
-
-/* iter.cpp reads element sizes through the core's services */
-static ember_core_services services(void)
-{
-    ember_core_services s = {};
-    s.abi_version = EMBER_BACKEND_ABI;
-    s.dtype_size = ember_dtype_size;
-    return s;
-}
-static const ember_core_services SERVICES = services();
-const ember_core_services *ecu_core = &SERVICES;
-
-static ember_tensor *from(const void *data, int dtype, int64_t n)
-{
-    ember_tensor *t;
-    OK(ember_from_data(data, dtype, 1, &n, dtype, EMBER_CPU, &t));
-    return t;
-}
-
-static ember_tensor *converted(ember_tensor *t, int dtype)
-{
-    ember_tensor *r;
-    OK(ember_to_dtype(t, dtype, &r));
-    return r;
-}
 
 /* ------------------------------------------------------------------ dtypes */
 static void check_half_and_bf16(void)
@@ -523,10 +477,5 @@ int main(void)
     check_reductions();
     check_softmax();
     check_size_classes();
-    if (failures) {
-        fprintf(stderr, "test_kernel_math: %d of %d checks failed\n", failures, checks);
-        return 1;
-    }
-    printf("test_kernel_math: %d checks ok\n", checks);
-    return 0;
+    return report("test_kernel_math");
 }
