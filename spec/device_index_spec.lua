@@ -174,6 +174,24 @@ describe("on " .. device .. ": var, norm and logsumexp", function()
   end)
 end)
 
+describe("on " .. device .. ": gelu and clamp", function()
+  for _, dt in ipairs(DTYPES) do
+    case("gelu (both forms) and clamp of " .. dt, function()
+      local a = operands(dt)
+      local d = a:to(device)
+      -- float32 (and integers, which give float32): 1 + erf(x) cancels for
+      -- negative x, so the few ulps of 1 between the math libraries times |x|
+      local tol = (dt == "float32" or not FLOATS[dt]) and { rtol = 2e-6, atol = 1e-6 } or nil
+      agrees(d:gelu(), a:gelu(), tol)
+      agrees(d:gelu({ approximate = "tanh" }), a:gelu({ approximate = "tanh" }), tol)
+      agrees(d:clamp(-1.5, 2.25), a:clamp(-1.5, 2.25))
+      agrees(d:clamp(nil, 1), a:clamp(nil, 1))
+      agrees(d:clamp(0.5), a:clamp(0.5))
+      agrees(d:clamp(3, -1), a:clamp(3, -1))   -- lo > hi gives hi
+    end)
+  end
+end)
+
 describe("on " .. device .. ": gradients through indexing", function()
   case("gather's and max's gradients (scatter_add) and index_select's (index_add)", function()
     local GradManager = ember.autodiff.GradManager

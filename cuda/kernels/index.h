@@ -1,7 +1,7 @@
 /* index.h: the arithmetic of the index kernels: index_select and gather
    (a copy from the indexed row of the source), scatter_add and index_add (an
    add into the indexed row of the result), and the check of an index's
-   values. Each walks an iterator of three operands (ecu_index): the result,
+   values (or of an integer exponent's sign). Each walks an iterator of three operands (ecu_index): the result,
    the source and the index, laid over one shape so that the operand that is
    indexed has stride 0 along the indexed dim, and the index's value k adds
    k * step bytes to it. On the device the adds are atomic: each is exact,
@@ -102,13 +102,14 @@ template <class Index> EMBER_HD void scatter_add_at(const ecu_index &x, Index i)
 #endif
 }
 
-/* Whether element i of an index (a one-operand iterator) is outside [0, size) */
-template <class Index> EMBER_HD bool index_out_of_range(const ecu_iter &idx, Index i, int64_t size)
+/* Whether element i of an integer tensor (a one-operand iterator) is outside
+   [0, max]: an index (max = size - 1), an integer exponent (max = INT64_MAX) */
+template <class Index> EMBER_HD bool outside(const ecu_iter &t, Index i, int64_t max)
 {
     Index off[1];
-    iter_offsets(idx, i, off);
-    int64_t k = load<int64_t>(idx.data[0] + off[0], idx.dtype[0]);
-    return k < 0 || k >= size;
+    iter_offsets(t, i, off);
+    int64_t k = load<int64_t>(t.data[0] + off[0], t.dtype[0]);
+    return k < 0 || k > max;
 }
 
 }   // namespace ember_cuda

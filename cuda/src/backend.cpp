@@ -84,6 +84,7 @@ static ember_backend make_table(int ndevices)
     if (ember_cuda::has_binary(EMBER_OP_##E)) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;
 #define UNARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_unary;
 #include "ops/ops.def"
+    be.fwd[EMBER_OP_GELU] = be.fwd[EMBER_OP_CLAMP] = ecu_fwd_unary;
     be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_CLONE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_RELU_BACKWARD] = ecu_fwd_binary;

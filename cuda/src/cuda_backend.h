@@ -41,7 +41,7 @@ void ecu_iter_finish(ecu_iter *it);
 /* ------------------------------------------------------------------ kernels (elementwise.cu)
    compute: an ecu_compute. Each returns the launch's cudaError_t. */
 extern "C" {
-cudaError_t ecu_launch_unary(const ecu_iter *it, int op, int compute);
+cudaError_t ecu_launch_unary(const ecu_iter *it, int op, const struct ecu_unary_attrs *a, int compute);
 cudaError_t ecu_launch_binary(const ecu_iter *it, int op, int compute);
 cudaError_t ecu_launch_convert(const ecu_iter *it);
 cudaError_t ecu_launch_fill(const ecu_iter *it, double value);
@@ -54,8 +54,8 @@ cudaError_t ecu_launch_arg_reduce(const struct ecu_reduce *r, int sign, int comp
 /* index.cu */
 cudaError_t ecu_launch_gather(const struct ecu_index *x);
 cudaError_t ecu_launch_scatter_add(const struct ecu_index *x);
-/* *first becomes the least linear position of an index outside [0, size), if any is */
-cudaError_t ecu_launch_check_index(const ecu_iter *idx, int64_t size, unsigned long long *first);
+/* *first becomes the least linear position of an element outside [0, max], if any is */
+cudaError_t ecu_launch_find_outside(const ecu_iter *t, int64_t max, unsigned long long *first);
 }
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
@@ -69,6 +69,10 @@ int ecu_fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs 
 int ecu_fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* index.cpp */
 int ecu_fwd_scatter_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+/* The first element (in t's row-major order) of the integer tensor t outside
+   [0, max] on the device: *pos its position and *value its value, or *pos -1
+   when there is none. Synchronises; name: the op, for errors. */
+int ecu_find_outside(const char *name, ember_tensor *t, int64_t max, int64_t *pos, int64_t *value);
 /* The slices of a along the dims in mask, described for the kernels: reduced
    into a contiguous o, or (rowwise) each written to the same place in o, a
    tensor of a's shape. */

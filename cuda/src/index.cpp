@@ -12,35 +12,43 @@
 
 using ember_cuda::is_float_dtype;
 
-/* the index's element `pos` (in its row-major order), read back */
-static int read_index(const char *name, const ecu_iter &idx, int64_t pos, int64_t *out)
+/* element pos of t (a one-operand iterator), read back */
+static int read_element(const char *name, const ecu_iter &t, int64_t pos, int64_t *out)
 {
     int64_t off[1];
-    ember_cuda::iter_offsets(idx, pos, off);
+    ember_cuda::iter_offsets(t, pos, off);
     char buf[8];
-    size_t esize = (size_t)ecu_core->dtype_size(idx.dtype[0]);
-    EMBER_TRY(ecu_check(cudaMemcpy(buf, idx.data[0] + off[0], esize, cudaMemcpyDeviceToHost), name));
-    *out = ember_cuda::load<int64_t>(buf, idx.dtype[0]);
+    size_t esize = (size_t)ecu_core->dtype_size(t.dtype[0]);
+    EMBER_TRY(ecu_check(cudaMemcpy(buf, t.data[0] + off[0], esize, cudaMemcpyDeviceToHost), name));
+    *out = ember_cuda::load<int64_t>(buf, t.dtype[0]);
     return EMBER_OK;
+}
+
+int ecu_find_outside(const char *name, ember_tensor *t, int64_t max, int64_t *pos, int64_t *value)
+{
+    *pos = -1;
+    if (t->numel == 0) return EMBER_OK;
+    ecu_iter it;
+    ecu_iter_init(&it, 1, &t);
+    auto *first = (unsigned long long *)ecu_alloc(sizeof(unsigned long long));
+    if (!first) return ecu_core->fail(EMBER_ERR_OOM, "%s: out of device memory for a range check", name);
+    unsigned long long found = ~0ull;
+    int rc = ecu_check(cudaMemcpy(first, &found, sizeof found, cudaMemcpyHostToDevice), name);
+    if (rc == EMBER_OK) rc = ecu_check(ecu_launch_find_outside(&it, max, first), name);
+    if (rc == EMBER_OK) rc = ecu_check(cudaMemcpy(&found, first, sizeof found, cudaMemcpyDeviceToHost), name);
+    ecu_free(first, sizeof(unsigned long long));
+    if (rc != EMBER_OK || found == ~0ull) return rc;
+    *pos = (int64_t)found;
+    return read_element(name, it, *pos, value);
 }
 
 /* every value of idx in [0, size), or the CPU's error naming the first that is not */
 static int check_index(int op, ember_tensor *idx, int dim, int64_t size)
 {
     const char *name = ecu_core->op_names[op];
-    if (idx->numel == 0) return EMBER_OK;
-    ecu_iter it;
-    ecu_iter_init(&it, 1, &idx);
-    auto *first = (unsigned long long *)ecu_alloc(sizeof(unsigned long long));
-    if (!first) return ecu_core->fail(EMBER_ERR_OOM, "%s: out of device memory for the index check", name);
-    unsigned long long pos = ~0ull;
-    int rc = ecu_check(cudaMemcpy(first, &pos, sizeof pos, cudaMemcpyHostToDevice), name);
-    if (rc == EMBER_OK) rc = ecu_check(ecu_launch_check_index(&it, size, first), name);
-    if (rc == EMBER_OK) rc = ecu_check(cudaMemcpy(&pos, first, sizeof pos, cudaMemcpyDeviceToHost), name);
-    ecu_free(first, sizeof(unsigned long long));
-    if (rc != EMBER_OK || pos == ~0ull) return rc;
-    int64_t bad;
-    EMBER_TRY(read_index(name, it, (int64_t)pos, &bad));
+    int64_t pos, bad;
+    EMBER_TRY(ecu_find_outside(name, idx, size - 1, &pos, &bad));
+    if (pos < 0) return EMBER_OK;
     return ecu_core->fail(EMBER_ERR_ARG, "%s: index %lld out of range for dim %d of size %lld", name,
                           (long long)bad + 1, dim + 1, (long long)size);
 }

@@ -1,7 +1,7 @@
 /* index.cu: the index kernels (kernels/index.h): a thread per element of the
-   walk, the grid striding past its cap; and the index check, which leaves the
-   position of the first index out of range in *first (atomicMin), so the
-   host can name it as the CPU does. */
+   walk, the grid striding past its cap; and the range check of an index (or
+   an integer exponent), which leaves the position of the first element out
+   of range in *first (atomicMin), so the host can name it as the CPU does. */
 #include "kernels/index.h"
 #include "launch.h"
 
@@ -19,10 +19,10 @@ template <class Index> __global__ void cuda_scatter_add(ecu_index x)
     GRID_STRIDE(i, x.it.numel) scatter_add_at(x, (Index)i);
 }
 
-template <class Index> __global__ void cuda_check_index(ecu_iter idx, int64_t size, unsigned long long *first)
+template <class Index> __global__ void cuda_find_outside(ecu_iter t, int64_t max, unsigned long long *first)
 {
-    GRID_STRIDE(i, idx.numel)
-    if (index_out_of_range(idx, (Index)i, size)) atomicMin(first, (unsigned long long)i);
+    GRID_STRIDE(i, t.numel)
+    if (outside(t, (Index)i, max)) atomicMin(first, (unsigned long long)i);
 }
 
 }   // namespace
@@ -41,9 +41,9 @@ extern "C" cudaError_t ecu_launch_scatter_add(const ecu_index *x)
     });
 }
 
-extern "C" cudaError_t ecu_launch_check_index(const ecu_iter *idx, int64_t size, unsigned long long *first)
+extern "C" cudaError_t ecu_launch_find_outside(const ecu_iter *t, int64_t max, unsigned long long *first)
 {
-    return by_index_width(*idx, idx->numel, [&](auto index) {
-        cuda_check_index<decltype(index)><<<grid_for(idx->numel), THREADS>>>(*idx, size, first);
+    return by_index_width(*t, t->numel, [&](auto index) {
+        cuda_find_outside<decltype(index)><<<grid_for(t->numel), THREADS>>>(*t, max, first);
     });
 }
