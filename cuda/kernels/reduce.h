@@ -63,6 +63,29 @@ EMBER_HD Acc reduce_slice(const ecu_reduce &r, int op, Index o, Index begin, Ind
                       [&](Acc acc, const char *x, Index) { return reduce_combine(op, acc, load<Acc>(x, dt)); });
 }
 
+/* The two-pass form of a reduction with few results over long slices (a
+   full sum): each result's slice is split into chunks, one block each, so
+   the whole device works on it; chunk c's threads take elements
+   c * threads + t, stepping chunks * threads. A second kernel combines the
+   chunks' partial results. Each thread still takes at least 16 elements,
+   and about max_blocks blocks run in all. 1: one block per result. */
+inline int64_t reduce_chunks(int64_t results, int64_t len, int64_t threads)
+{
+    const int64_t per_thread = 16, max_blocks = 4096;
+    int64_t c = len / (threads * per_thread), cap = max_blocks / (results > 0 ? results : 1);
+    if (c > cap) c = cap;
+    return c < 2 ? 1 : c;
+}
+
+/* partials begin, begin + step, ... of result o's chunks, combined */
+template <class Acc>
+EMBER_HD Acc combine_partials(int op, const Acc *partial, int64_t o, int64_t chunks, int64_t begin, int64_t step)
+{
+    Acc acc = reduce_identity<Acc>(op);
+    for (int64_t c = begin; c < chunks; c += step) acc = reduce_combine(op, acc, partial[o * chunks + c]);
+    return acc;
+}
+
 /* Stores result o from its combined slice. */
 template <class Acc, class Index>
 EMBER_HD void reduce_store(const ecu_reduce &r, int op, Index o, Acc acc)

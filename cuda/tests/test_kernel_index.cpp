@@ -10,7 +10,8 @@
    argmax and argmin (ties, two NaNs), each slice split over three "threads"
    whose candidates are combined. Within rounding: var, logsumexp and norm
    (p = 1, 2, 3, 0.5, inf) over one, two and all dims, with a NaN and a row
-   of -inf. What it cannot check is the device's atomics and shared memory. */
+   of -inf; the two-pass sum, mean, max and min of few long slices (chunks of
+   256 threads, then their partials). What it cannot check is the device's atomics and shared memory. */
 #include "kernels/reduce_dim.h"
 #include "tests/kernel_test.h"
 
@@ -269,6 +270,61 @@ static void check_args(void)
             }
 }
 
+/* ------------------------------------------------------------------ two-pass reductions */
+/* sum, mean, max and min of few long slices as the two kernels compute them:
+   each chunk's 256 threads over their elements, then the chunks' partials */
+template <class Acc> static void two_pass(const ecu_reduce &r, int op, int64_t chunks)
+{
+    const int64_t threads = 256;
+    std::vector<Acc> partial((size_t)(r.outer.numel * chunks));
+    for (int64_t b = 0; b < r.outer.numel * chunks; b++) {
+        Acc v = reduce_identity<Acc>(op);
+        for (int64_t t = 0; t < threads; t++)
+            v = reduce_combine(op, v, reduce_slice<Acc>(r, op, b / chunks, (b % chunks) * threads + t, chunks * threads));
+        partial[(size_t)b] = v;
+    }
+    for (int64_t o = 0; o < r.outer.numel; o++) {
+        Acc v = reduce_identity<Acc>(op);
+        for (int64_t t = 0; t < threads; t++) v = reduce_combine(op, v, combine_partials(op, partial.data(), o, chunks, t, threads));
+        reduce_store(r, op, o, v);
+    }
+}
+
+static void check_two_pass(void)
+{
+    const int64_t n = 3 * 120000;
+    std::vector<double> v((size_t)n);
+    for (int64_t i = 0; i < n; i++) v[(size_t)i] = (double)((i * 7919) % 1013) * 0.125 - 60;
+    for (int dt : {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_INT64, EMBER_FLOAT16}) {
+        for (int all = 0; all < 2; all++) {
+            int64_t shape[2] = {3, n / 3};
+            ember_tensor *a, *cpu[4];
+            OK(ember_from_data(v.data(), EMBER_FLOAT64, 2, shape, dt, EMBER_CPU, &a));
+            const int last[1] = {1};
+            OK(ember_sum(a, all ? 0 : 1, last, 0, &cpu[0]));
+            OK(ember_mean(a, all ? 0 : 1, last, 0, &cpu[1]));
+            OK(ember_amax_all(a, &cpu[2]));
+            OK(ember_amin_all(a, &cpu[3]));
+            const int ops[4] = {EMBER_OP_SUM, EMBER_OP_MEAN, EMBER_OP_AMAX_ALL, EMBER_OP_AMIN_ALL};
+            for (int k = 0; k < 4; k++) {
+                int op = ops[k];
+                ember_tensor *mine = like(cpu[k], ember_tensor_dtype(cpu[k]));
+                ecu_reduce r;
+                ecu_reduce_init(&r, a, all || k >= 2 ? 3u : 2u, mine, false);
+                int64_t chunks = reduce_chunks(r.outer.numel, r.len, 256);
+                CHECK(chunks > 1, "%lld results of %lld take two passes", (long long)r.outer.numel, (long long)r.len);
+                if (reduce_compute(op, dt) == ECU_INT64) two_pass<int64_t>(r, op, chunks);
+                else two_pass<double>(r, op, chunks);
+                agree(cpu[k], mine, dt == EMBER_FLOAT32 || dt == EMBER_FLOAT16 ? 1e-6 : 1e-14, "two-pass reduction", dt, all ? -1 : 1);
+                ember_tensor_release(mine);
+            }
+            for (ember_tensor *t : {a, cpu[0], cpu[1], cpu[2], cpu[3]}) ember_tensor_release(t);
+        }
+    }
+    CHECK(reduce_chunks(5000, 1 << 20, 256) == 1, "many results keep a block each");
+    CHECK(reduce_chunks(1, 4096, 256) == 1, "a short slice keeps one block");
+}
+
 int main(void)
 {
     for (int dt = 0; dt < EMBER_DTYPE_COUNT; dt++)
@@ -280,5 +336,6 @@ int main(void)
     check_index_range();
     check_stats();
     check_args();
+    check_two_pass();
     return report("test_kernel_index");
 }
