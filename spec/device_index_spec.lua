@@ -191,6 +191,35 @@ describe("on " .. device .. ": reductions of few long slices (two passes)", func
   end
 end)
 
+describe("on " .. device .. ": recurrent cells", function()
+  for _, dt in ipairs({ "float32", "float64" }) do
+    case("lstm_cell and gru_cell of " .. dt .. ": states and gradients as on the CPU", function()
+      local F, GradManager = ember.nn.functional, ember.autodiff.GradManager
+      local function run(dev, gates)
+        ember.manual_seed(13)
+        local gi = ember.randn({ 3, gates * 5 }, { dtype = dt }):to(dev)
+        local gh = ember.randn({ gates * 5, 3 }, { dtype = dt }):to(dev):t()   -- strided on the device
+        local st = ember.randn({ 3, 5 }, { dtype = dt }):to(dev)
+        local gm = GradManager():attach({ gi, gh, st })
+        gm:record()
+        local h, c
+        if gates == 4 then h, c = F.lstm_cell(gi, gh, st) else h = F.gru_cell(gi, gh, st) end
+        local loss = (h * h):sum() + (c and (c * 0.5):sum() or 0)
+        gm:backward(loss)
+        return { h, c, gi.grad, gh.grad, st.grad }
+      end
+      -- float32: the CPU's tanh and exp are polynomials, the device's CUDA's
+      local tol = dt == "float32" and { rtol = 1e-5, atol = 1e-6 } or nil
+      for _, gates in ipairs({ 4, 3 }) do
+        local got, want = run(device, gates), run("cpu", gates)
+        for k = 1, 5 do
+          if want[k] then agrees(got[k], want[k], tol) end
+        end
+      end
+    end)
+  end
+end)
+
 describe("on " .. device .. ": gelu and clamp", function()
   for _, dt in ipairs(DTYPES) do
     case("gelu (both forms) and clamp of " .. dt, function()

@@ -96,6 +96,7 @@ static ember_backend make_table(int ndevices)
     for (int op : {EMBER_OP_MAX_DIM, EMBER_OP_MIN_DIM, EMBER_OP_ARGMAX, EMBER_OP_ARGMIN}) be.fwd[op] = ecu_fwd_arg_reduce;
     be.fwd[EMBER_OP_INDEX_SELECT] = be.fwd[EMBER_OP_GATHER] = ecu_fwd_gather;
     be.fwd[EMBER_OP_SCATTER_ADD] = be.fwd[EMBER_OP_INDEX_ADD] = ecu_fwd_scatter_add;
+    be.fwd[EMBER_OP_LSTM_CELL] = be.fwd[EMBER_OP_GRU_CELL] = ecu_fwd_cell;
     return be;
 }
 

@@ -51,6 +51,8 @@ cudaError_t ecu_launch_softmax(const struct ecu_reduce *r, int op);
 /* reduce_dim.cu: var, logsumexp, norm; max/min along a dim (values: NULL for argmax, argmin) */
 cudaError_t ecu_launch_stat(const struct ecu_reduce *r, const struct ecu_stat *s);
 cudaError_t ecu_launch_arg_reduce(const struct ecu_reduce *r, int sign, int compute, char *values, int esize);
+/* cells.cu: lstm_cell (lstm) or gru_cell, in float or (f64) double */
+cudaError_t ecu_launch_cell(const struct ecu_cell *c, bool lstm, bool f64);
 /* index.cu */
 cudaError_t ecu_launch_gather(const struct ecu_index *x);
 cudaError_t ecu_launch_scatter_add(const struct ecu_index *x);
@@ -69,6 +71,7 @@ int ecu_fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs 
 int ecu_fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* index.cpp */
 int ecu_fwd_scatter_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* cells.cpp */
 /* The first element (in t's row-major order) of the integer tensor t outside
    [0, max] on the device: *pos its position and *value its value, or *pos -1
    when there is none. Synchronises; name: the op, for errors. */

@@ -11,7 +11,9 @@
    whose candidates are combined. Within rounding: var, logsumexp and norm
    (p = 1, 2, 3, 0.5, inf) over one, two and all dims, with a NaN and a row
    of -inf; the two-pass sum, mean, max and min of few long slices (chunks of
-   256 threads, then their partials). What it cannot check is the device's atomics and shared memory. */
+   256 threads, then their partials); lstm_cell and gru_cell (float64 bit
+   for bit, float32 within the ulps of the CPU's polynomial tanh and exp). What it cannot check is the device's atomics and shared memory. */
+#include "kernels/cells.h"
 #include "kernels/reduce_dim.h"
 #include "tests/kernel_test.h"
 
@@ -325,6 +327,44 @@ static void check_two_pass(void)
     CHECK(reduce_chunks(1, 4096, 256) == 1, "a short slice keeps one block");
 }
 
+/* ------------------------------------------------------------------ recurrent cells */
+/* lstm_cell and gru_cell of N = 3 rows, H = 5 units against the CPU's:
+   float64 bit for bit (both call libm), float32 within the few ulps between
+   the CPU's polynomial tanh and exp and libm's */
+static void check_cells(void)
+{
+    const int64_t N = 3, H = 5;
+    for (int dt : {EMBER_FLOAT32, EMBER_FLOAT64}) {
+        for (int gates : {4, 3}) {
+            int64_t gs[2] = {N, gates * H}, hs[2] = {N, H};
+            std::vector<double> va((size_t)(N * gates * H)), vb(va.size()), vs((size_t)(N * H));
+            for (size_t i = 0; i < va.size(); i++) {
+                va[i] = sin(0.7 * (double)i) * 2.5;
+                vb[i] = cos(1.3 * (double)i) * 1.5;
+            }
+            for (size_t i = 0; i < vs.size(); i++) vs[i] = sin(2.1 * (double)i);
+            ember_tensor *gi, *gh, *st, *cpu[2] = {NULL, NULL}, *mine[2] = {NULL, NULL};
+            OK(ember_from_data(va.data(), EMBER_FLOAT64, 2, gs, dt, EMBER_CPU, &gi));
+            OK(ember_from_data(vb.data(), EMBER_FLOAT64, 2, gs, dt, EMBER_CPU, &gh));
+            OK(ember_from_data(vs.data(), EMBER_FLOAT64, 2, hs, dt, EMBER_CPU, &st));
+            if (gates == 4) OK(ember_lstm_cell(gi, gh, st, &cpu[0], &cpu[1]));
+            else OK(ember_gru_cell(gi, gh, st, &cpu[0]));
+            for (int o = 0; o < (gates == 4 ? 2 : 1); o++) mine[o] = like(cpu[o], dt);
+            ecu_cell c = {(const char *)ember_tensor_data(gi), (const char *)ember_tensor_data(gh),
+                          (const char *)ember_tensor_data(st), (char *)ember_tensor_data(mine[0]),
+                          mine[1] ? (char *)ember_tensor_data(mine[1]) : NULL, N * H, H};
+            for (int64_t j = 0; j < N * H; j++) {
+                if (gates == 4) dt == EMBER_FLOAT32 ? lstm_at<float>(c, j) : lstm_at<double>(c, j);
+                else dt == EMBER_FLOAT32 ? gru_at<float>(c, j) : gru_at<double>(c, j);
+            }
+            for (int o = 0; o < (gates == 4 ? 2 : 1); o++)
+                agree(cpu[o], mine[o], dt == EMBER_FLOAT32 ? 2e-6 : 0, gates == 4 ? "lstm_cell" : "gru_cell", dt, o);
+            for (ember_tensor *t : {gi, gh, st, cpu[0], cpu[1], mine[0], mine[1]})
+                if (t) ember_tensor_release(t);
+        }
+    }
+}
+
 int main(void)
 {
     for (int dt = 0; dt < EMBER_DTYPE_COUNT; dt++)
@@ -337,5 +377,6 @@ int main(void)
     check_stats();
     check_args();
     check_two_pass();
+    check_cells();
     return report("test_kernel_index");
 }
