@@ -82,6 +82,16 @@ describe("on " .. device .. ": index_select, gather and index_add", function()
     agrees(d[idx:to(device)], a[idx])
   end)
 
+  case("bracket writes through a mask and a range", function()
+    local a, d = operands("float32"):contiguous(), operands("float32"):to(device)
+    local mask = a:lt(0)
+    a[mask] = 7
+    d[mask:to(device)] = 7
+    a[{ {}, 2 }] = 0.5
+    d[{ {}, 2 }] = 0.5
+    agrees(d, a)
+  end)
+
   case("float index_add refuses under set_deterministic (its adds are atomic)", function()
     if device ~= "cuda" then pending("a cuda-only refusal; this run's device is " .. device) end
     local a = operands("float32"):to(device)

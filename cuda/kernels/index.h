@@ -57,7 +57,11 @@ EMBER_HD void add_element(char *d, int dt, const char *s)
     switch (dt) {
     case EMBER_FLOAT32: *(float *)d += *(const float *)s; break;
     case EMBER_FLOAT64: *(double *)d += *(const double *)s; break;
-    case EMBER_INT64: *(int64_t *)d = (int64_t)((uint64_t) * (int64_t *)d + (uint64_t) * (const int64_t *)s); break;
+    case EMBER_INT64: {
+        uint64_t sum = (uint64_t)*(const int64_t *)d + (uint64_t)*(const int64_t *)s;
+        *(int64_t *)d = (int64_t)sum;
+        break;
+    }
     default: ember__store(d, dt, ember__load(d, dt) + ember__load(s, dt)); break;
     }
 }
