@@ -32,8 +32,8 @@ int ecu_find_outside(const char *name, ember_tensor *t, int64_t max, int64_t *po
     ecu_iter_init(&it, 1, &t);
     auto *first = (unsigned long long *)ecu_alloc(sizeof(unsigned long long));
     if (!first) return ecu_core->fail(EMBER_ERR_OOM, "%s: out of device memory for a range check", name);
-    unsigned long long found = ~0ull;
-    int rc = ecu_check(cudaMemcpy(first, &found, sizeof found, cudaMemcpyHostToDevice), name);
+    unsigned long long found = ~0ull;   /* none: all bits set, as the memset leaves it */
+    int rc = ecu_check(cudaMemsetAsync(first, 0xff, sizeof found), name);
     if (rc == EMBER_OK) rc = ecu_check(ecu_launch_find_outside(&it, max, first), name);
     if (rc == EMBER_OK) rc = ecu_check(cudaMemcpy(&found, first, sizeof found, cudaMemcpyDeviceToHost), name);
     ecu_free(first, sizeof(unsigned long long));
