@@ -186,7 +186,7 @@ end)
 
 describe("on " .. device .. ": reductions of few long slices (two passes)", function()
   for _, dt in ipairs({ "float32", "float64", "int64", "float16" }) do
-    case("sum, mean, max and min of a million " .. dt .. " elements, and of 3 long rows", function()
+    case("sum, mean, max, min, var, norm and logsumexp of a million " .. dt .. " elements, and of 3 long rows", function()
       -- multiples of 1/4 in [-64, 64]: every partial sum is exact, in float32 too
       local q = ((ember.arange(1000000, { dtype = "float64" }) * 0.37):sin() * 256):to("int32")
       local a = (q:to("float64") * 0.25):to(dt)
@@ -195,8 +195,13 @@ describe("on " .. device .. ": reductions of few long slices (two passes)", func
       agrees(d:mean(), a:mean())
       agrees(d:max(), a:max())
       agrees(d:min(), a:min())
+      agrees(d:var(), a:var())
+      agrees(d:norm(), a:norm())
       local rows = a:narrow(1, 1, 999999):view({ 3, 333333 })
-      agrees(rows:to(device):sum(2), rows:sum(2))
+      local drows = rows:to(device)
+      agrees(drows:sum(2), rows:sum(2))
+      agrees(drows:norm("inf", 2), rows:norm("inf", 2))
+      agrees(drows:logsumexp(2), rows:logsumexp(2))
     end)
   end
 end)

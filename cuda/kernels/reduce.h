@@ -77,13 +77,19 @@ inline int64_t reduce_chunks(int64_t results, int64_t len, int64_t threads)
     return c < 2 ? 1 : c;
 }
 
-/* partials begin, begin + step, ... of result o's chunks, combined */
+/* acc = f(acc, partial) over partials begin, begin + step, ... of result o's chunks */
+template <class Acc, class F>
+EMBER_HD Acc fold_partials(const Acc *partial, int64_t o, int64_t chunks, int64_t begin, int64_t step, Acc acc, F f)
+{
+    for (int64_t c = begin; c < chunks; c += step) acc = f(acc, partial[o * chunks + c]);
+    return acc;
+}
+
 template <class Acc>
 EMBER_HD Acc combine_partials(int op, const Acc *partial, int64_t o, int64_t chunks, int64_t begin, int64_t step)
 {
-    Acc acc = reduce_identity<Acc>(op);
-    for (int64_t c = begin; c < chunks; c += step) acc = reduce_combine(op, acc, partial[o * chunks + c]);
-    return acc;
+    return fold_partials(partial, o, chunks, begin, step, reduce_identity<Acc>(op),
+                         [op](Acc a, Acc b) { return reduce_combine(op, a, b); });
 }
 
 /* Stores result o from its combined slice. */

@@ -71,6 +71,33 @@ EMBER_HD double stat_slice(const ecu_reduce &r, const ecu_stat &s, int pass, dou
     });
 }
 
+/* The two-pass form (reduce.h's reduce_chunks), per pass: chunk b % chunks
+   of result o = b / chunks through the pass, centred on the first pass's
+   result of o (first[o]), then each result's chunks combined. */
+template <class Index>
+EMBER_HD double stat_chunk(const ecu_reduce &r, const ecu_stat &s, int pass, const double *first, int64_t chunks,
+                           int64_t b, Index t, Index threads)
+{
+    Index o = (Index)(b / chunks);
+    double c = pass ? stat_center(s, first[o], r.len) : 0;
+    return stat_slice(r, s, pass, c, o, (Index)((b % chunks) * threads) + t, (Index)(chunks * threads));
+}
+
+EMBER_HD double stat_partials(const ecu_stat &s, int pass, const double *partial, int64_t o, int64_t chunks,
+                              int64_t begin, int64_t step)
+{
+    return fold_partials(partial, o, chunks, begin, step, stat_identity(s, pass),
+                         [&](double a, double b) { return stat_combine(s, pass, a, b); });
+}
+
+/* After a pass's results v: first[o] keeps the first pass's, the last stores the statistic */
+template <class Index>
+EMBER_HD void stat_pass_done(const ecu_reduce &r, const ecu_stat &s, int pass, double *first, Index o, double v)
+{
+    if (pass == 0) first[o] = v;
+    if (pass + 1 == stat_passes(s)) reduce_store(r, s.op, o, stat_finish(s, first[o], v, r.len));
+}
+
 /* a candidate of an arg reduction: a value and its position in the slice (-1: none yet) */
 template <class Acc> struct ecu_arg {
     Acc v;

@@ -10,8 +10,8 @@
    argmax and argmin (ties, two NaNs), each slice split over three "threads"
    whose candidates are combined. Within rounding: var, logsumexp and norm
    (p = 1, 2, 3, 0.5, inf) over one, two and all dims, with a NaN and a row
-   of -inf; the two-pass sum, mean, max and min of few long slices (chunks of
-   256 threads, then their partials); lstm_cell and gru_cell (float64 bit
+   of -inf; the two-pass sum, mean, max, min, var, norm and logsumexp of few
+   long slices (chunks of 256 threads, then their partials); lstm_cell and gru_cell (float64 bit
    for bit, float32 within the ulps of the CPU's polynomial tanh and exp). What it cannot check is the device's atomics and shared memory. */
 #include "kernels/cells.h"
 #include "kernels/reduce_dim.h"
@@ -292,6 +292,50 @@ template <class Acc> static void two_pass(const ecu_reduce &r, int op, int64_t c
     }
 }
 
+static void stat_two_pass(const ecu_reduce &r, const ecu_stat &s, int64_t chunks)
+{
+    const int64_t threads = 256, n = r.outer.numel;
+    std::vector<double> partial((size_t)(n * chunks)), first((size_t)n);
+    for (int pass = 0; pass < stat_passes(s); pass++) {
+        for (int64_t b = 0; b < n * chunks; b++) {
+            double v = stat_identity(s, pass);
+            for (int64_t t = 0; t < threads; t++)
+                v = stat_combine(s, pass, v, stat_chunk(r, s, pass, first.data(), chunks, b, t, threads));
+            partial[(size_t)b] = v;
+        }
+        for (int64_t o = 0; o < n; o++) {
+            double v = stat_identity(s, pass);
+            for (int64_t t = 0; t < threads; t++)
+                v = stat_combine(s, pass, v, stat_partials(s, pass, partial.data(), o, chunks, t, threads));
+            stat_pass_done(r, s, pass, first.data(), o, v);
+        }
+    }
+}
+
+/* var, norm and logsumexp of the same long slices, two-pass */
+static void check_stat_two_pass(ember_tensor *a, int dt, int all)
+{
+    const int last[1] = {1};
+    const ecu_stat stats[4] = {{EMBER_OP_VAR, 1, 0}, {EMBER_OP_NORM, 0, 2}, {EMBER_OP_NORM, 0, INFINITY},
+                               {EMBER_OP_LOGSUMEXP, 0, 0}};
+    for (const ecu_stat &s : stats) {
+        if (s.op == EMBER_OP_LOGSUMEXP && all) continue;   /* one dim only */
+        ember_tensor *cpu;
+        if (s.op == EMBER_OP_VAR) OK(ember_var(a, all ? 0 : 1, last, 0, 1, &cpu));
+        else if (s.op == EMBER_OP_NORM) OK(ember_norm(a, s.p, all ? 0 : 1, last, 0, &cpu));
+        else OK(ember_logsumexp(a, 1, 0, &cpu));
+        ember_tensor *mine = like(cpu, ember_tensor_dtype(cpu));
+        ecu_reduce r;
+        ecu_reduce_init(&r, a, all ? 3u : 2u, mine, false);
+        int64_t chunks = reduce_chunks(r.outer.numel, r.len, 256);
+        CHECK(chunks > 1, "two passes");
+        stat_two_pass(r, s, chunks);
+        int odt = ember_tensor_dtype(cpu);
+        agree(cpu, mine, odt == EMBER_FLOAT64 ? 1e-13 : 2e-6, "two-pass statistic", dt, all ? -1 : s.op);
+        for (ember_tensor *t : {cpu, mine}) ember_tensor_release(t);
+    }
+}
+
 static void check_two_pass(void)
 {
     const int64_t n = 3 * 120000;
@@ -320,6 +364,7 @@ static void check_two_pass(void)
                 agree(cpu[k], mine, dt == EMBER_FLOAT32 || dt == EMBER_FLOAT16 ? 1e-6 : 1e-14, "two-pass reduction", dt, all ? -1 : 1);
                 ember_tensor_release(mine);
             }
+            check_stat_two_pass(a, dt, all);
             for (ember_tensor *t : {a, cpu[0], cpu[1], cpu[2], cpu[3]}) ember_tensor_release(t);
         }
     }
