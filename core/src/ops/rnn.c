@@ -250,6 +250,7 @@ int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_t
 {
     if (!h_out || !c_out) return ember__fail(EMBER_ERR_ARG, "lstm_cell: an output pointer is NULL");
     ember_tensor *in[3] = {gi, gh, c}, *res[2] = {NULL, NULL};
+    *h_out = *c_out = NULL;
     if (gi && gh && c) EMBER_TRY(check_cell("lstm_cell", 4, in));
     int rc = ember__dispatch(EMBER_OP_LSTM_CELL, 3, in, NULL, res);
     *h_out = res[0];
@@ -260,6 +261,7 @@ int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_t
 int ember_gru_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *h, ember_tensor **out)
 {
     ember_tensor *in[3] = {gi, gh, h};
+    if (out) *out = NULL;
     if (gi && gh && h) EMBER_TRY(check_cell("gru_cell", 3, in));
     return ember__dispatch(EMBER_OP_GRU_CELL, 3, in, NULL, out);
 }
