@@ -25,7 +25,7 @@ typedef struct ember_core_services {
     int (*conv_plan)(int op, ember_tensor *const *in, const ember_attrs *at, ember__conv_geom *g, int64_t *rshape);
     int (*pool_plan)(int op, ember_tensor *const *in, const ember_attrs *at, ember__pool_geom *p, int64_t *rshape);
     int (*allow_tf32)(void);      /* ember_cuda_allow_tf32 */
-    int (*deterministic)(void);   /* ember_is_deterministic */
+    int (*deterministic)(void);   /* ember_set_deterministic's flag: ops that cannot honour it refuse */
     /* ops.def's op names in enum order: a backend built from another ops.def
        refuses to load rather than run the wrong kernel for an op */
     int op_count;

@@ -834,6 +834,10 @@ static void hand_over(arena *s, ember_tensor **gi, int nin, const ember_node *n,
     for (int k = 0; k < nd; k++) ember_tensor_release(made[k]);
 }
 
+/* The cells' one-pass backward kernels are the CPU's (rnn.c); on a device
+   the rules compose public ops, which run there. */
+static bool on_cpu(const ember_tensor *t) { return t && t->storage->device == EMBER_CPU; }
+
 /* lstm_cell: with a = gi + gh and (i, f, u, o) = (sigmoid, sigmoid, tanh,
    sigmoid) of its four blocks, c' = f c + i u and h = o tanh(c'). Given gh' and
    gc' for h and c': dc = gc' + gh' o (1 - tanh^2 c'); da = (dc u i (1 - i),
@@ -846,7 +850,7 @@ RULE(lstm_cell)
     RULE_LOCALS;
     ember_tensor *kept[6] = {r->go[0], r->go[1], IN(0), IN(1), IN(2), OUT(1)};
     if (!have(s, kept[2], kept[3]) || !have(s, kept[4], kept[5])) return;
-    if (!ember__ag_would_record(6, kept)) {   /* one pass; nothing differentiates it */
+    if (on_cpu(IN(0)) && !ember__ag_would_record(6, kept)) {   /* one pass; nothing differentiates it */
         ember_tensor *d[2];
         s->rc = ember__lstm_cell_backward(kept, d);
         ember_tensor *take[3] = {d[0], d[0], d[1]};
@@ -879,7 +883,7 @@ RULE(gru_cell)
     RULE_LOCALS;
     ember_tensor *kept[4] = {g, IN(0), IN(1), IN(2)};
     if (!have(s, kept[1], kept[2]) || !have(s, kept[3], kept[3])) return;
-    if (!ember__ag_would_record(4, kept)) {   /* one pass; nothing differentiates it */
+    if (on_cpu(IN(0)) && !ember__ag_would_record(4, kept)) {   /* one pass; nothing differentiates it */
         ember_tensor *d[3];
         s->rc = ember__gru_cell_backward(kept, d);
         hand_over(s, gi, 3, n, d, 3, d);

@@ -14,6 +14,13 @@
 #include "iter.h"
 #include "ops/ops.h"
 
+/* The attrs of the unary ops that have them: gelu's form (approx: tanh) and
+   clamp's bounds (core/src/ops/ops.def); zero for every other op. */
+typedef struct ecu_unary_attrs {
+    int32_t approx, has_lo, has_hi;
+    double lo, hi;
+} ecu_unary_attrs;
+
 namespace ember_cuda {
 
 EMBER_HD float ember__expf(float x) { return expf(x); }
@@ -42,6 +49,31 @@ EMBER_HD double unary(int op, double x)
 #include "ops/ops.def"
     default: return x;
     }
+}
+
+/* gelu as the CPU computes it: float32 in float over ember__tanhf/erff,
+   every other dtype in double */
+EMBER_HD float gelu(float x, bool tanh_form)
+{
+    const float k = 0.79788456080286535588f, r = 0.70710678118654752440f;   /* sqrt(2/pi), sqrt(1/2) */
+    return tanh_form ? 0.5f * x * (1.0f + ember__tanhf(k * (x + 0.044715f * x * x * x)))
+                     : 0.5f * x * (1.0f + ember__erff(x * r));
+}
+
+EMBER_HD double gelu(double x, bool tanh_form)
+{
+    const double k = 0.79788456080286535588, r = 0.70710678118654752440;
+    return tanh_form ? 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x))) : 0.5 * x * (1 + erf(x * r));
+}
+
+/* clamp in T (float for float32, double for every other dtype, as the CPU):
+   NaN stays NaN, and lo > hi gives hi */
+template <class T> EMBER_HD T clamp_to(T x, const ecu_unary_attrs &a)
+{
+    T lo = a.has_lo ? (T)a.lo : -(T)INFINITY, hi = a.has_hi ? (T)a.hi : (T)INFINITY;
+    T y = x < lo ? lo : x;
+    y = y > hi ? hi : y;
+    return x != x ? x : y;
 }
 
 /* the integer forms of the OPF_KEEPS_INT ops, wrapping as the CPU's do */
@@ -152,23 +184,36 @@ inline bool is_float_dtype(int dt)
 
 inline ecu_compute float_compute(int dt) { return dt == EMBER_FLOAT64 ? ECU_DOUBLE : ECU_FLOAT; }
 
-inline ecu_compute unary_compute(int dt)
+inline ecu_compute unary_compute(int op, int dt)
 {
+    if (op == EMBER_OP_CLAMP) return dt == EMBER_FLOAT32 ? ECU_FLOAT : ECU_DOUBLE;
     if (is_float_dtype(dt)) return float_compute(dt);
     return dt == EMBER_INT32 || dt == EMBER_INT64 ? ECU_INT64 : ECU_DOUBLE;
 }
+
+/* x through unary op, gelu and clamp with their attrs (in float or double:
+   unary_compute never gives them int64) */
+template <class T> EMBER_HD T unary_with(int op, const ecu_unary_attrs &a, T x)
+{
+    switch (op) {
+    case EMBER_OP_GELU: return gelu(x, a.approx != 0);
+    case EMBER_OP_CLAMP: return clamp_to(x, a);
+    default: return unary(op, x);
+    }
+}
+EMBER_HD int64_t unary_with(int op, const ecu_unary_attrs &, int64_t x) { return unary(op, x); }
 
 inline ecu_compute binary_compute(int dt) { return is_float_dtype(dt) ? float_compute(dt) : ECU_INT64; }
 
 /* Element `i` of an elementwise op over `it` (operand 0 the output), computed
    in T: the body of the device kernels and of the host check. */
 template <class T, class Index>
-EMBER_HD void unary_at(const ecu_iter &it, int op, Index i)
+EMBER_HD void unary_at(const ecu_iter &it, int op, const ecu_unary_attrs &a, Index i)
 {
     Index off[2];
     iter_offsets(it, i, off);
     T x = load<T>(it.data[1] + off[1], it.dtype[1]);
-    store<T>(it.data[0] + off[0], it.dtype[0], unary(op, x));
+    store<T>(it.data[0] + off[0], it.dtype[0], unary_with(op, a, x));
 }
 
 template <class T, class Index>

@@ -39,20 +39,57 @@ template <class Acc> EMBER_HD Acc reduce_combine(int op, Acc a, Acc b)
     }
 }
 
-/* Elements begin, begin + step, ... of result o's slice, combined. */
-template <class Acc, class Index>
-EMBER_HD Acc reduce_slice(const ecu_reduce &r, int op, Index o, Index begin, Index step)
+/* acc = f(acc, element, j) over elements j = begin, begin + step, ... of
+   result o's slice (the element's address; its dtype is r.inner.dtype[0]) */
+template <class Acc, class Index, class F>
+EMBER_HD Acc slice_fold(const ecu_reduce &r, Index o, Index begin, Index step, Acc acc, F f)
 {
     Index base[2], off[1];
     iter_offsets(r.outer, o, base);
     const char *in = r.outer.data[1] + base[1];
-    int dt = r.outer.dtype[1];
-    Acc acc = reduce_identity<Acc>(op);
     for (Index j = begin; j < (Index)r.len; j += step) {
         iter_offsets(r.inner, j, off);
-        acc = reduce_combine(op, acc, load<Acc>(in + off[0], dt));
+        acc = f(acc, in + off[0], j);
     }
     return acc;
+}
+
+/* Elements begin, begin + step, ... of result o's slice, combined. */
+template <class Acc, class Index>
+EMBER_HD Acc reduce_slice(const ecu_reduce &r, int op, Index o, Index begin, Index step)
+{
+    int dt = r.outer.dtype[1];
+    return slice_fold(r, o, begin, step, reduce_identity<Acc>(op),
+                      [&](Acc acc, const char *x, Index) { return reduce_combine(op, acc, load<Acc>(x, dt)); });
+}
+
+/* The two-pass form of a reduction with few results over long slices (a
+   full sum): each result's slice is split into chunks, one block each, so
+   the whole device works on it; chunk c's threads take elements
+   c * threads + t, stepping chunks * threads. A second kernel combines the
+   chunks' partial results. Each thread still takes at least 16 elements,
+   and about max_blocks blocks run in all. 1: one block per result. */
+inline int64_t reduce_chunks(int64_t results, int64_t len, int64_t threads)
+{
+    const int64_t per_thread = 16, max_blocks = 4096;
+    int64_t c = len / (threads * per_thread), cap = max_blocks / (results > 0 ? results : 1);
+    if (c > cap) c = cap;
+    return c < 2 ? 1 : c;
+}
+
+/* acc = f(acc, partial) over partials begin, begin + step, ... of result o's chunks */
+template <class Acc, class F>
+EMBER_HD Acc fold_partials(const Acc *partial, int64_t o, int64_t chunks, int64_t begin, int64_t step, Acc acc, F f)
+{
+    for (int64_t c = begin; c < chunks; c += step) acc = f(acc, partial[o * chunks + c]);
+    return acc;
+}
+
+template <class Acc>
+EMBER_HD Acc combine_partials(int op, const Acc *partial, int64_t o, int64_t chunks, int64_t begin, int64_t step)
+{
+    return fold_partials(partial, o, chunks, begin, step, reduce_identity<Acc>(op),
+                         [op](Acc a, Acc b) { return reduce_combine(op, a, b); });
 }
 
 /* Stores result o from its combined slice. */
@@ -74,17 +111,11 @@ EMBER_HD double softmax_max(double m) { return isinf(m) && m < 0 ? 0 : m; }
 template <class Index>
 EMBER_HD double softmax_sum(const ecu_reduce &r, Index row, Index begin, Index step, double m)
 {
-    Index base[2], off[1];
-    iter_offsets(r.outer, row, base);
-    const char *in = r.outer.data[1] + base[1];
     int dt = r.inner.dtype[0];
     bool f32 = r.inner.dtype[1] == EMBER_FLOAT32;
-    double s = 0;
-    for (Index j = begin; j < (Index)r.len; j += step) {
-        iter_offsets(r.inner, j, off);
-        s += f32 ? (double)ember__expf(load<float>(in + off[0], dt) - (float)m) : exp(load<double>(in + off[0], dt) - m);
-    }
-    return s;
+    return slice_fold(r, row, begin, step, 0.0, [&](double s, const char *x, Index) {
+        return s + (f32 ? (double)ember__expf(load<float>(x, dt) - (float)m) : exp(load<double>(x, dt) - m));
+    });
 }
 
 template <class Index>

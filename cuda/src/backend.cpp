@@ -84,6 +84,7 @@ static ember_backend make_table(int ndevices)
     if (ember_cuda::has_binary(EMBER_OP_##E)) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;
 #define UNARY(E, ...) be.fwd[EMBER_OP_##E] = ecu_fwd_unary;
 #include "ops/ops.def"
+    be.fwd[EMBER_OP_GELU] = be.fwd[EMBER_OP_CLAMP] = ecu_fwd_unary;
     be.fwd[EMBER_OP_TO_DTYPE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_CLONE] = ecu_fwd_to_dtype;
     be.fwd[EMBER_OP_RELU_BACKWARD] = ecu_fwd_binary;
@@ -97,6 +98,11 @@ static ember_backend make_table(int ndevices)
     for (int op : {EMBER_OP_CONV2D, EMBER_OP_CONV2D_BACKWARD_INPUT, EMBER_OP_CONV2D_BACKWARD_WEIGHT})
         be.fwd[op] = ecu_fwd_conv;
 #endif
+    for (int op : {EMBER_OP_VAR, EMBER_OP_LOGSUMEXP, EMBER_OP_NORM}) be.fwd[op] = ecu_fwd_reduce;
+    for (int op : {EMBER_OP_MAX_DIM, EMBER_OP_MIN_DIM, EMBER_OP_ARGMAX, EMBER_OP_ARGMIN}) be.fwd[op] = ecu_fwd_arg_reduce;
+    be.fwd[EMBER_OP_INDEX_SELECT] = be.fwd[EMBER_OP_GATHER] = ecu_fwd_gather;
+    be.fwd[EMBER_OP_SCATTER_ADD] = be.fwd[EMBER_OP_INDEX_ADD] = ecu_fwd_scatter_add;
+    be.fwd[EMBER_OP_LSTM_CELL] = be.fwd[EMBER_OP_GRU_CELL] = ecu_fwd_cell;
     return be;
 }
 

@@ -41,13 +41,23 @@ void ecu_iter_finish(ecu_iter *it);
 /* ------------------------------------------------------------------ kernels (elementwise.cu)
    compute: an ecu_compute. Each returns the launch's cudaError_t. */
 extern "C" {
-cudaError_t ecu_launch_unary(const ecu_iter *it, int op, int compute);
+cudaError_t ecu_launch_unary(const ecu_iter *it, int op, const struct ecu_unary_attrs *a, int compute);
 cudaError_t ecu_launch_binary(const ecu_iter *it, int op, int compute);
 cudaError_t ecu_launch_convert(const ecu_iter *it);
 cudaError_t ecu_launch_fill(const ecu_iter *it, double value);
 cudaError_t ecu_launch_where(const ecu_iter *it);
 cudaError_t ecu_launch_reduce(const struct ecu_reduce *r, int op, int compute);   /* reduce.cu */
 cudaError_t ecu_launch_softmax(const struct ecu_reduce *r, int op);
+/* reduce_dim.cu: var, logsumexp, norm; max/min along a dim (values: NULL for argmax, argmin) */
+cudaError_t ecu_launch_stat(const struct ecu_reduce *r, const struct ecu_stat *s);
+cudaError_t ecu_launch_arg_reduce(const struct ecu_reduce *r, int sign, int compute, char *values, int esize);
+/* cells.cu: lstm_cell (lstm) or gru_cell, in float or (f64) double */
+cudaError_t ecu_launch_cell(const struct ecu_cell *c, bool lstm, bool f64);
+/* index.cu */
+cudaError_t ecu_launch_gather(const struct ecu_index *x);
+cudaError_t ecu_launch_scatter_add(const struct ecu_index *x);
+/* *first becomes the least linear position of an element outside [0, max], if any is */
+cudaError_t ecu_launch_find_outside(const ecu_iter *t, int64_t max, unsigned long long *first);
 }
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
@@ -58,10 +68,24 @@ int ecu_fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs
 int ecu_fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* matmul.cpp */
 int ecu_fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* reduce.cpp */
 int ecu_fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* index.cpp */
+int ecu_fwd_scatter_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+int ecu_fwd_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);   /* cells.cpp */
+/* The first element (in t's row-major order) of the integer tensor t outside
+   [0, max] on the device: *pos its position and *value its value, or *pos -1
+   when there is none. Synchronises; name: the op, for errors. */
+int ecu_find_outside(const char *name, ember_tensor *t, int64_t max, int64_t *pos, int64_t *value);
 /* The slices of a along the dims in mask, described for the kernels: reduced
    into a contiguous o, or (rowwise) each written to the same place in o, a
    tensor of a's shape. */
 void ecu_reduce_init(struct ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_tensor *o, bool rowwise);
+/* The walk of an index op over `shape` (res's ndim): res and src step over
+   it, one of them indexed along dim by idx (res for the scatters, src for
+   index_select and gather); idx has the walk's shape (gather_like: gather,
+   scatter_add) or is 1-D or 0-d, stepping along dim only. */
+void ecu_index_init(struct ecu_index *x, const int64_t *shape, ember_tensor *res, ember_tensor *src,
+                    ember_tensor *idx, int dim, bool gather_like, bool scatter);
 
 /* ------------------------------------------------------------------ conv2d (conv.cpp, cuDNN), pooling (pool.cpp) */
 int ecu_fwd_conv(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);

@@ -7,12 +7,9 @@ using namespace ember_cuda;
 
 namespace {
 
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
-template <class T, class Index> __global__ void cuda_unary(ecu_iter it, int op)
+template <class T, class Index> __global__ void cuda_unary(ecu_iter it, int op, ecu_unary_attrs a)
 {
-    GRID_STRIDE(i, it.numel) unary_at<T>(it, op, (Index)i);
+    GRID_STRIDE(i, it.numel) unary_at<T>(it, op, a, (Index)i);
 }
 
 template <class T, class Index> __global__ void cuda_binary(ecu_iter it, int op)
@@ -35,10 +32,10 @@ template <class Index> __global__ void cuda_fill(ecu_iter it, double value)
     GRID_STRIDE(i, it.numel) fill_at(it, value, (Index)i);
 }
 
-template <class T> cudaError_t unary_as(const ecu_iter *it, int op)
+template <class T> cudaError_t unary_as(const ecu_iter *it, int op, const ecu_unary_attrs *a)
 {
     return by_index_width(*it, it->numel, [&](auto index) {
-        cuda_unary<T, decltype(index)><<<grid_for(it->numel), THREADS>>>(*it, op);
+        cuda_unary<T, decltype(index)><<<grid_for(it->numel), THREADS>>>(*it, op, *a);
     });
 }
 
@@ -51,12 +48,12 @@ template <class T> cudaError_t binary_as(const ecu_iter *it, int op)
 
 }   // namespace
 
-extern "C" cudaError_t ecu_launch_unary(const ecu_iter *it, int op, int compute)
+extern "C" cudaError_t ecu_launch_unary(const ecu_iter *it, int op, const ecu_unary_attrs *a, int compute)
 {
     switch (compute) {
-    case ECU_FLOAT: return unary_as<float>(it, op);
-    case ECU_DOUBLE: return unary_as<double>(it, op);
-    default: return unary_as<int64_t>(it, op);
+    case ECU_FLOAT: return unary_as<float>(it, op, a);
+    case ECU_DOUBLE: return unary_as<double>(it, op, a);
+    default: return unary_as<int64_t>(it, op, a);
     }
 }
 

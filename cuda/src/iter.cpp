@@ -2,8 +2,10 @@
    aligned to the output's shape from the right, broadcast dims given stride
    0, size-1 dims dropped and neighbouring dims merged where every operand
    steps through them as one, so a contiguous op is a single flat dim; and the
-   pair of iterators of a reduction or a row-wise op (kernels/reduce.h). */
+   pair of iterators of a reduction or a row-wise op (kernels/reduce.h), and
+   the walk of an index op (kernels/index.h). */
 #include "cuda_backend.h"
+#include "kernels/index.h"
 #include "kernels/reduce.h"
 
 #include <stdlib.h>
@@ -98,4 +100,37 @@ void ecu_reduce_init(ecu_reduce *r, const ember_tensor *a, unsigned mask, ember_
     outer->dtype[0] = inner->dtype[1] = o->dtype;
     outer->dtype[1] = inner->dtype[0] = a->dtype;
     r->len = inner->numel;
+}
+
+/* How an operand steps over the walk's dims: as its own strides, with 0
+   along the indexed dim (the operand the index picks rows of), or only along
+   it (a 1-D or 0-d index of index_select and index_add) */
+enum step_kind { ALL_DIMS, BUT_DIM, ONLY_DIM };
+
+static void put_operand(ecu_iter *it, int k, const ember_tensor *t, int dim, step_kind kind)
+{
+    int64_t es = ecu_core->dtype_size(t->dtype);
+    for (int d = 0; d < it->ndim; d++) {
+        int64_t s = kind == ONLY_DIM ? (d == dim && t->ndim ? t->strides[0] : 0) : t->strides[d];
+        it->strides[k][d] = kind == BUT_DIM && d == dim ? 0 : s * es;
+    }
+    it->dtype[k] = t->dtype;
+    it->data[k] = (char *)t->storage->data + t->offset * es;
+}
+
+void ecu_index_init(ecu_index *x, const int64_t *shape, ember_tensor *res, ember_tensor *src,
+                    ember_tensor *idx, int dim, bool gather_like, bool scatter)
+{
+    *x = ecu_index{};
+    ecu_iter *it = &x->it;
+    it->ndim = res->ndim;
+    it->noperands = 3;
+    it->numel = 1;
+    for (int d = 0; d < res->ndim; d++) it->numel *= it->shape[d] = shape[d];
+    put_operand(it, 0, res, dim, scatter ? BUT_DIM : ALL_DIMS);
+    put_operand(it, 1, src, dim, scatter ? ALL_DIMS : BUT_DIM);
+    put_operand(it, 2, idx, dim, gather_like ? ALL_DIMS : ONLY_DIM);
+    ecu_iter_finish(it);
+    x->esize = ecu_core->dtype_size(res->dtype);
+    x->step = (scatter ? res : src)->strides[dim] * x->esize;
 }

@@ -12,6 +12,10 @@ namespace ember_cuda {
 constexpr int THREADS = 256;
 constexpr int64_t MAX_BLOCKS = 65536;
 
+/* a grid-stride loop: i over [0, n), a thread per element of each pass */
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
 /* n blocks, or the cap */
 inline dim3 blocks(int64_t n) { return dim3((unsigned)(n < MAX_BLOCKS ? n : MAX_BLOCKS)); }
 /* a thread per element */
@@ -19,6 +23,20 @@ inline dim3 grid_for(int64_t n) { return blocks((n + THREADS - 1) / THREADS); }
 
 inline bool index32(const ecu_iter &it) { return it.index32; }
 inline bool index32(const ecu_reduce &r) { return r.outer.index32 && r.inner.index32; }
+
+/* The block's THREADS values in part (shared memory) combined by f, in a
+   tree: every thread returns the result, and part may be reused after. */
+template <class T, class F> __device__ T block_fold(T *part, F f)
+{
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        if ((int)threadIdx.x < half) part[threadIdx.x] = f(part[threadIdx.x], part[threadIdx.x + half]);
+        __syncthreads();
+    }
+    T v = part[0];
+    __syncthreads();
+    return v;
+}
 
 /* Calls launch with an int32_t or an int64_t (the index type) as the
    description d allows, unless there are no elements; the launch's error. */

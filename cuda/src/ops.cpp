@@ -1,7 +1,8 @@
 /* ops.cpp: the forwards of the elementwise ops on the device (BINARY and
-   UNARY lines, relu_backward, where, to(dtype), clone): each checks its
-   operands and picks dtypes as the CPU forward does (core/src/ops/elementwise.c),
-   makes the output and launches one kernel over the iterator. */
+   UNARY lines, gelu, clamp, relu_backward, where, to(dtype), clone): each
+   checks its operands and picks dtypes as the CPU forward does
+   (core/src/ops/elementwise.c), makes the output and launches one kernel
+   over the iterator. */
 #include "cuda_backend.h"
 #include "kernels/elementwise.h"
 
@@ -9,17 +10,31 @@ using ember_cuda::is_float_dtype;
 
 static int launched(cudaError_t err, int op) { return ecu_check(err, ecu_core->op_names[op]); }
 
+/* UNARY lines, GELU (i[0] tanh form) and CLAMP (i[0] has_lo, i[1] has_hi, f[0] lo, f[1] hi) */
 int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
-    EMBER_UNUSED(at);
     const ember_tensor *a = in[0];
     int dt = ecu_core->unary_dtype(op, a->dtype);
     EMBER_TRY(ecu_core->new_tensor(a->ndim, a->shape, dt, a->storage->device, out));
     ember_tensor *ts[2] = {*out, in[0]};
     ecu_iter it;
     ecu_iter_init(&it, 2, ts);
-    return launched(ecu_launch_unary(&it, op, ember_cuda::unary_compute(dt)), op);
+    ecu_unary_attrs ua = {};
+    if (op == EMBER_OP_GELU) ua.approx = (int32_t)at->i[0];
+    if (op == EMBER_OP_CLAMP) ua = {0, (int32_t)at->i[0], (int32_t)at->i[1], at->f[0], at->f[1]};
+    return launched(ecu_launch_unary(&it, op, &ua, ember_cuda::unary_compute(op, dt)), op);
+}
+
+/* PyTorch's rule, as the CPU's ember__no_negative_exponent: an integer to a
+   negative integer power is an error, naming the first such exponent */
+static int no_negative_exponent(ember_tensor *e, int ct)
+{
+    int64_t pos, v;
+    EMBER_TRY(ecu_find_outside("pow", e, INT64_MAX, &pos, &v));
+    if (pos < 0) return EMBER_OK;
+    return ecu_core->fail(EMBER_ERR_ARG, "pow: integers to negative integer powers are not allowed "
+                          "(exponent %lld, dtype %s)", (long long)v, ecu_core->dtype_name(ct));
 }
 
 int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -32,9 +47,7 @@ int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_TRY(ecu_core->broadcast_shape(name, 2, in, &nd, shape));
     int ct = ecu_core->result_type(2, in);
     if (op == EMBER_OP_DIV && !is_float_dtype(ct)) ct = EMBER_FLOAT32;   /* true division */
-    if (op == EMBER_OP_POW && !is_float_dtype(ct))
-        return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "pow: integer powers are not implemented for cuda yet "
-                              "(dtype %s; floating-point operands are)", ecu_core->dtype_name(ct));
+    if (op == EMBER_OP_POW && !is_float_dtype(ct)) EMBER_TRY(no_negative_exponent(in[1], ct));
     int odt = ember_cuda::is_comparison(op) ? EMBER_BOOL : ct;
     EMBER_TRY(ecu_core->new_tensor(nd, shape, odt, in[0]->storage->device, out));
     ember_tensor *ts[3] = {*out, in[0], in[1]};

@@ -157,8 +157,8 @@ static inline void ember__index_next(int n, const int64_t *shape, int64_t *idx)
 }
 
 /* ------------------------------------------------------------------ reductions (reduce.c)
-   What SUM, MEAN, VAR, NORM, LOGSUMEXP, AMAX_ALL and AMIN_ALL produce from
-   their input and attrs, for every device. */
+   What SUM, MEAN, VAR, NORM, LOGSUMEXP, AMAX_ALL, AMIN_ALL, MAX_DIM, MIN_DIM,
+   ARGMAX and ARGMIN produce from their input and attrs, for every device. */
 typedef struct ember__reduce_plan {
     unsigned mask;          /* the reduced dims */
     int keepdim, unbiased;  /* unbiased: VAR's */
@@ -169,7 +169,8 @@ typedef struct ember__reduce_plan {
     int64_t len;            /* elements reduced into each result */
     double empty;           /* each result when len is 0 */
 } ember__reduce_plan;
-/* Fails on a max or min of an empty tensor. */
+/* Fails on a max or min of an empty tensor, and (max_dim, min_dim, argmax,
+   argmin, whose plan gives the values' dtype) of an empty dim. */
 int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
 
 /* ------------------------------------------------------------------ conv2d and pooling (conv.c, pool.c)

@@ -363,12 +363,35 @@ static bool around_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
     return true;
 }
 
+/* MAX_DIM, MIN_DIM, ARGMAX, ARGMIN (i[0] dim, -1 for all; i[1] keepdim): the
+   result's shape (the values' dtype), failing on an empty dim */
+static int arg_plan(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p)
+{
+    char sa[200];
+    int dim = (int)at->i[0];
+    memset(p, 0, sizeof *p);
+    p->mask = dim < 0 ? (1u << a->ndim) - 1 : 1u << dim;
+    p->keepdim = at->i[1] && dim >= 0;
+    p->ndim = out_shape(a, p->mask, p->keepdim, p->shape);
+    p->dtype = a->dtype;
+    p->len = 1;
+    for (int d = 0; d < a->ndim; d++)
+        if ((p->mask >> d) & 1) p->len *= a->shape[d];
+    if (p->len == 0)   /* 1-based, as every message names dims */
+        return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty dim %d of shape %s", ember__ops[op].name,
+                           dim + 1, ember__tshape(sa, a));
+    return EMBER_OK;
+}
+
 /* Reduces `a` over `mask` into a new tensor of the kept (or keepdim) shape. */
 /* SUM, MEAN, VAR, NORM: i[0] keepdim, i[1] mask (VAR: i[2] unbiased; NORM: f[0] p).
-   LOGSUMEXP: i[0] keepdim, i[1] mask of one dim. AMAX_ALL, AMIN_ALL: none. */
+   LOGSUMEXP: i[0] keepdim, i[1] mask of one dim. AMAX_ALL, AMIN_ALL: none.
+   MAX_DIM, MIN_DIM, ARGMAX, ARGMIN: arg_plan's. */
 int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p)
 {
     char sa[200];
+    if (op == EMBER_OP_MAX_DIM || op == EMBER_OP_MIN_DIM || op == EMBER_OP_ARGMAX || op == EMBER_OP_ARGMIN)
+        return arg_plan(op, a, at, p);
     bool all = op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL;
     p->mask = all ? (1u << a->ndim) - 1 : (unsigned)at->i[1];
     p->keepdim = all ? 0 : (int)at->i[0];
@@ -441,25 +464,16 @@ static void arg_range(void *vctx, int64_t b, int64_t e)
     }
 }
 
-static int arg_impl(const char *name, ember_tensor *a, int dim, int keepdim, int sign, ember_tensor **vals,
-                    ember_tensor **idx)
+static int arg_impl(int op, ember_tensor *a, const ember_attrs *at, int sign, ember_tensor **vals, ember_tensor **idx)
 {
-    char sa[200];
-    unsigned mask = dim < 0 ? (1u << a->ndim) - 1 : 1u << dim;
-    int64_t len = 1;
-    for (int d = 0; d < a->ndim; d++)
-        if ((mask >> d) & 1) len *= a->shape[d];
-    if (len == 0)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: cannot reduce an empty dim %d of shape %s", name, dim + 1,
-                           ember__tshape(sa, a));   /* 1-based, as every message names dims */
-    int64_t shape[EMBER_MAX_DIMS];
-    int nd = out_shape(a, mask, keepdim && dim >= 0, shape);
+    ember__reduce_plan p;
+    EMBER_TRY(arg_plan(op, a, at, &p));
     ember_tensor *r = NULL;
     int64_t rows, rlen;
     int rc = EMBER_OK;
-    if (vals) EMBER_CHECK(ember__new(nd, shape, a->dtype, EMBER_CPU, vals));
-    EMBER_CHECK(ember__new(nd, shape, EMBER_INT64, EMBER_CPU, idx));
-    EMBER_CHECK(reduced_last(a, mask, &r, &rows, &rlen));
+    if (vals) EMBER_CHECK(ember__new(p.ndim, p.shape, a->dtype, EMBER_CPU, vals));
+    EMBER_CHECK(ember__new(p.ndim, p.shape, EMBER_INT64, EMBER_CPU, idx));
+    EMBER_CHECK(reduced_last(a, p.mask, &r, &rows, &rlen));
     arg_ctx c = {ember__ptr(r), vals ? ember__ptr(*vals) : NULL, (int64_t *)ember__ptr(*idx), rlen,
                  r->dtype, sign, vals != NULL};
     ember__parallel_for(rows, rlen >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / rlen + 1, arg_range, &c);
@@ -472,16 +486,14 @@ done:
 int fwd_minmax_dim(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
-    return arg_impl(op == EMBER_OP_MAX_DIM ? "max_dim" : "min_dim", in[0], (int)at->i[0], (int)at->i[1],
-                    op == EMBER_OP_MAX_DIM ? 1 : -1, &out[0], &out[1]);
+    return arg_impl(op, in[0], at, op == EMBER_OP_MAX_DIM ? 1 : -1, &out[0], &out[1]);
 }
 
 /* ARGMAX, ARGMIN: i[0] dim (-1: flattened), i[1] keepdim */
 int fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
-    return arg_impl(ember__ops[op].name, in[0], (int)at->i[0], (int)at->i[1], op == EMBER_OP_ARGMAX ? 1 : -1,
-                    NULL, out);
+    return arg_impl(op, in[0], at, op == EMBER_OP_ARGMAX ? 1 : -1, NULL, out);
 }
 
 /* ------------------------------------------------------------------ softmax */

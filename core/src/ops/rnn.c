@@ -78,8 +78,8 @@ static void run_rows(void *ctx, int64_t begin, int64_t end)
 }
 
 /* Checks (gi, gh, state) of a cell with `k` gates: gi and gh (N, k H), state
-   (N, H), one dtype, float32 or float64. */
-static int check_cell(const char *op, int k, ember_tensor *const *in, int64_t *H)
+   (N, H), one dtype, float32 or float64; before the dispatch, for every device. */
+static int check_cell(const char *op, int k, ember_tensor *const *in)
 {
     char a[160], b[160], c[160];
     const ember_tensor *gi = in[0], *gh = in[1], *st = in[2];
@@ -93,17 +93,14 @@ static int check_cell(const char *op, int k, ember_tensor *const *in, int64_t *H
         (gi->dtype != EMBER_FLOAT32 && gi->dtype != EMBER_FLOAT64))
         return ember__fail(EMBER_ERR_DTYPE, "%s: gates %s and %s and state %s must share one dtype, float32 or float64",
                            op, ember_dtype_name(gi->dtype), ember_dtype_name(gh->dtype), ember_dtype_name(st->dtype));
-    *H = st->shape[1];
     return EMBER_OK;
 }
 
 /* Runs a cell with k gates over the N rows, on the pool when large, with
    contiguous copies of strided operands; out[0..nout) are new (N, H) tensors. */
-static int run_cell(const char *op, int k, ember_tensor *const *in, int nout, row_fn row32, row_fn row64,
-                    ember_tensor **out)
+static int run_cell(int k, ember_tensor *const *in, int nout, row_fn row32, row_fn row64, ember_tensor **out)
 {
-    int64_t H;
-    EMBER_TRY(check_cell(op, k, in, &H));
+    int64_t H = in[2]->shape[1];
     int dt = in[0]->dtype, rc = EMBER_OK;
     ember_tensor *c[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++) EMBER_CHECK(ember__contiguous_as(in[i], dt, &c[i]));
@@ -237,7 +234,7 @@ int fwd_lstm_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    return run_cell("lstm_cell", 4, in, 2, lstm_row_f32, lstm_row_f64, out);
+    return run_cell(4, in, 2, lstm_row_f32, lstm_row_f64, out);
 }
 
 int fwd_gru_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -245,7 +242,7 @@ int fwd_gru_cell(int op, int nin, ember_tensor *const *in, const ember_attrs *at
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    return run_cell("gru_cell", 3, in, 1, gru_row_f32, gru_row_f64, out);
+    return run_cell(3, in, 1, gru_row_f32, gru_row_f64, out);
 }
 
 int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_tensor **h_out,
@@ -253,6 +250,8 @@ int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_t
 {
     if (!h_out || !c_out) return ember__fail(EMBER_ERR_ARG, "lstm_cell: an output pointer is NULL");
     ember_tensor *in[3] = {gi, gh, c}, *res[2] = {NULL, NULL};
+    *h_out = *c_out = NULL;
+    if (gi && gh && c) EMBER_TRY(check_cell("lstm_cell", 4, in));
     int rc = ember__dispatch(EMBER_OP_LSTM_CELL, 3, in, NULL, res);
     *h_out = res[0];
     *c_out = res[1];
@@ -262,5 +261,7 @@ int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *c, ember_t
 int ember_gru_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *h, ember_tensor **out)
 {
     ember_tensor *in[3] = {gi, gh, h};
+    if (out) *out = NULL;
+    if (gi && gh && h) EMBER_TRY(check_cell("gru_cell", 3, in));
     return ember__dispatch(EMBER_OP_GRU_CELL, 3, in, NULL, out);
 }

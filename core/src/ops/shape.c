@@ -271,16 +271,14 @@ static void next_index(int64_t *ix, const int64_t *shape, int nd)
     }
 }
 
-/* INDEX_SELECT: i[0] dim; inputs (a, idx 1-D) */
+/* INDEX_SELECT: i[0] dim; inputs (a, idx 1-D). The shapes are checked by
+   ember_index_select, for every device; the index values here. */
 int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
-    char sb[200];
     ember_tensor *a = in[0], *ix = NULL;
     int dim = (int)at->i[0], rc = EMBER_OK;
-    if (in[1]->ndim > 1)
-        return ember__fail(EMBER_ERR_SHAPE, "index_select: index must be 1-D, got shape %s", ember__tshape(sb, in[1]));
     EMBER_TRY(read_indices("index_select", in[1], dim, a->shape[dim], &ix));
     int64_t shape[EMBER_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
@@ -315,21 +313,14 @@ done:
     return rc;
 }
 
-/* GATHER: i[0] dim; inputs (a, idx of a's ndim): out[i][j] = a[i][idx[i][j]] along dim */
+/* GATHER: i[0] dim; inputs (a, idx of a's ndim): out[i][j] = a[i][idx[i][j]] along
+   dim (shapes checked by ember_gather) */
 int fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
-    char sa[200], sb[200];
     ember_tensor *a = in[0], *ix = NULL;
     int dim = (int)at->i[0], rc = EMBER_OK;
-    if (in[1]->ndim != a->ndim)
-        return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s must have the %d dims of the input %s",
-                           ember__tshape(sb, in[1]), a->ndim, ember__tshape(sa, a));
-    for (int d = 0; d < a->ndim; d++)
-        if (d != dim && in[1]->shape[d] > a->shape[d])
-            return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s does not fit the input %s",
-                               ember__tshape(sb, in[1]), ember__tshape(sa, a));
     EMBER_TRY(read_indices("gather", in[1], dim, a->shape[dim], &ix));
     EMBER_CHECK(ember__new(ix->ndim, ix->shape, a->dtype, EMBER_CPU, out));
     {
@@ -375,16 +366,13 @@ static void index_add_rows(int dt, int nd, const int64_t *shape, int dim, const 
 }
 #undef INDEX_ADD_ROWS
 
-/* adds src into a zero tensor of the given shape at the indexed positions */
+/* adds src into a zero tensor of the given shape at the indexed positions
+   (shapes checked by scatter_api) */
 static int scatter_impl(const char *op, bool gather_like, int nd, const int64_t *shape, int dim,
                         ember_tensor *idx, ember_tensor *src, ember_tensor **out)
 {
-    char sa[200], sb[200];
     ember_tensor *ix = NULL, *s = NULL;
     int rc = EMBER_OK;
-    if (gather_like ? idx->ndim != src->ndim : idx->ndim != 1 || idx->numel != src->shape[dim])
-        return ember__fail(EMBER_ERR_SHAPE, "%s: index of shape %s does not match the source %s", op,
-                           ember__tshape(sb, idx), ember__tshape(sa, src));
     EMBER_TRY(read_indices(op, idx, dim, shape[dim], &ix));
     EMBER_CHECK(ember__contiguous_as(src, src->dtype, &s));
     EMBER_CHECK(ember_full(nd, shape, 0, src->dtype, EMBER_CPU, out));
@@ -625,9 +613,12 @@ int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out)
 
 int ember_index_select(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
 {
+    char sb[200];
     EMBER_TRY(dim_ok("index_select", a, dim, 0));
     if (!idx) return ember__fail(EMBER_ERR_ARG, "index_select: index is NULL");
     EMBER_TRY(check_index("index_select", idx));
+    if (idx->ndim > 1)
+        return ember__fail(EMBER_ERR_SHAPE, "index_select: index must be 1-D, got shape %s", ember__tshape(sb, idx));
     ember_tensor *in[2] = {a, idx};
     ember_attrs at = {{dim}, {0}};
     return ember__dispatch(EMBER_OP_INDEX_SELECT, 2, in, &at, out);
@@ -638,6 +629,14 @@ int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out
     EMBER_TRY(dim_ok("gather", a, dim, 0));
     if (!idx) return ember__fail(EMBER_ERR_ARG, "gather: index is NULL");
     EMBER_TRY(check_index("gather", idx));
+    char sa[200], sb[200];
+    if (idx->ndim != a->ndim)
+        return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s must have the %d dims of the input %s",
+                           ember__tshape(sb, idx), a->ndim, ember__tshape(sa, a));
+    for (int d = 0; d < a->ndim; d++)
+        if (d != dim && idx->shape[d] > a->shape[d])
+            return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s does not fit the input %s",
+                               ember__tshape(sb, idx), ember__tshape(sa, a));
     ember_tensor *in[2] = {a, idx};
     ember_attrs at = {{dim}, {0}};
     return ember__dispatch(EMBER_OP_GATHER, 2, in, &at, out);
