@@ -27,7 +27,21 @@ typedef struct ember_core_services {
     const char *const *op_names;
 } ember_core_services;
 
-#define EMBER_BACKEND_ABI 2
+#define EMBER_BACKEND_ABI 3
+
+struct ember__draw;   /* philox.h */
+
+/* The scalars of a fused SGD step (ember_sgd_step_) and an Adam or AdamW step
+   (ember_adam_step_; bc1 = 1 - beta1^step, bc2_sqrt = sqrt(1 - beta2^step)). */
+typedef struct ember__sgd_args {
+    double lr, momentum, dampening, weight_decay;
+    int nesterov, maximize, first;
+} ember__sgd_args;
+
+typedef struct ember__adam_args {
+    double lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt;
+    int decoupled, maximize;
+} ember__adam_args;
 
 typedef struct ember_backend {
     const char *name;            /* "cuda" */
@@ -42,6 +56,13 @@ typedef struct ember_backend {
     int (*synchronize)(void);
     int (*memory_stats)(ember_cuda_memory_stats_t *out);
     int (*empty_cache)(void);
+    /* draws into a contiguous t (random.c's streams, one element at a time) */
+    int (*random)(ember_tensor *t, const struct ember__draw *d);
+    /* the fused optimizer steps over contiguous operands of one dtype, shape
+       and device, checked by the core (optim.c); buf and vmax may be NULL */
+    int (*sgd_step)(ember_tensor *p, const ember_tensor *g, ember_tensor *buf, const ember__sgd_args *a);
+    int (*adam_step)(ember_tensor *p, const ember_tensor *g, ember_tensor *m, ember_tensor *v,
+                     ember_tensor *vmax, const ember__adam_args *a);
     ember__fwd_fn fwd[EMBER_OP_COUNT];
 } ember_backend;
 

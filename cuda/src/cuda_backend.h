@@ -50,6 +50,13 @@ cudaError_t ecu_launch_reduce(const struct ecu_reduce *r, int op, int compute); 
 cudaError_t ecu_launch_softmax(const struct ecu_reduce *r, int op);
 }
 
+/* ------------------------------------------------------------------ random draws, optimizer steps
+   (random.cu, optim.cu): the backend's slots of the same names */
+int ecu_random(ember_tensor *t, const struct ember__draw *d);
+int ecu_sgd_step(ember_tensor *p, const ember_tensor *g, ember_tensor *buf, const ember__sgd_args *a);
+int ecu_adam_step(ember_tensor *p, const ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
+                  const ember__adam_args *a);
+
 /* ------------------------------------------------------------------ ops (ops.cpp) */
 int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);

@@ -7,9 +7,6 @@ using namespace ember_cuda;
 
 namespace {
 
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
 template <class T, class Index> __global__ void cuda_unary(ecu_iter it, int op)
 {
     GRID_STRIDE(i, it.numel) unary_at<T>(it, op, (Index)i);

@@ -12,6 +12,10 @@ namespace ember_cuda {
 constexpr int THREADS = 256;
 constexpr int64_t MAX_BLOCKS = 65536;
 
+/* i over [0, n) in a grid of any size (for a launch of grid_for(n) blocks) */
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
 /* n blocks, or the cap */
 inline dim3 blocks(int64_t n) { return dim3((unsigned)(n < MAX_BLOCKS ? n : MAX_BLOCKS)); }
 /* a thread per element */

@@ -32,8 +32,8 @@ int ecu_fill(ember_tensor *t, double value)
     return ecu_check(ecu_launch_fill(&it, value), "fill");
 }
 
-/* A host source (random draws made on the CPU) must be contiguous: it goes to
-   a device block first. */
+/* A host source (a CPU tensor copied into a device one) must be contiguous:
+   it goes to a device block first. */
 int ecu_copy(ember_tensor *dst, const ember_tensor *src)
 {
     ember_tensor *ts[2] = {dst, (ember_tensor *)src};

@@ -6,16 +6,16 @@
    its stated ulp of the CPU and in float64 bit for bit; every binary and
    comparison op and relu_backward over every dtype through the iterator
    (iter.cpp's description of broadcast and transposed operands) against the
-   CPU's result; where, converting and copying; the Philox draws bit for bit against ember_rand/ember_randn; the
-   allocator's size classes. What it cannot check is CUDA's own math library
+   CPU's result; where, converting and copying; the allocator's size
+   classes (the random draws and optimizer steps: test_kernel_runtime.cpp). What it cannot check is CUDA's own math library
    (expf, tanhf, ... on the device), whose error bounds NVIDIA documents. */
 #include "ember.h"
 #include "kernels/elementwise.h"
-#include "kernels/random.h"
 #include "kernels/reduce.h"
 #include "src/cuda_backend.h"
 #include "src/gemm_layout.h"
 #include "src/size_class.h"
+#include "check.h"
 
 #include <float.h>
 #include <math.h>
@@ -24,28 +24,6 @@
 #include <vector>
 
 using namespace ember_cuda;
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(cond)) {                                                            \
-            if (failures++ < 60) {                                                \
-                fprintf(stderr, "line %d: %s: ", __LINE__, #cond);                \
-                fprintf(stderr, __VA_ARGS__);                                     \
-                fprintf(stderr, "\n");                                            \
-            }                                                                     \
-        }                                                                         \
-    } while (0)
-
-#define OK(call)                                                                  \
-    do {                                                                          \
-        if ((call) != EMBER_OK) {                                                 \
-            fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, ember_last_error()); \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
 
 /* iter.cpp reads element sizes through the core's services */
 static ember_core_services services(void)
@@ -329,32 +307,6 @@ static void check_iterator_merges(void)
     for (ember_tensor *t : {x, y, s}) ember_tensor_release(t);
 }
 
-/* ------------------------------------------------------------------ random */
-static void check_philox(void)
-{
-    int64_t n = 1001;
-    for (int dt : {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16}) {
-        for (int normal = 0; normal < 2; normal++) {
-            ember_manual_seed(1234);
-            ember_tensor *first, *t, *cpu, *mine;
-            OK(ember_rand(1, &n, dt, EMBER_CPU, &first));   /* the draw under test starts past block 0 */
-            OK((normal ? ember_randn : ember_rand)(1, &n, dt, EMBER_CPU, &t));
-            OK(ember_empty(1, &n, dt, EMBER_CPU, &mine));
-            uint64_t start = (uint64_t)(n + 1) / 2;
-            char *p = (char *)ember_tensor_data(mine);
-            for (int64_t i = 0; i < n; i++) {
-                double v = normal ? draw_normal(1234, start, i, 0.0, 1.0) : draw_uniform(1234, start, i, dt, 0.0, 1.0);
-                ember__store(p + i * ember_dtype_size(dt), dt, v);
-            }
-            cpu = t;
-            CHECK(memcmp(ember_tensor_data(cpu), p, (size_t)(n * ember_dtype_size(dt))) == 0,
-                  "%s %s draws differ from ember_%s", ember_dtype_name(dt), normal ? "normal" : "uniform",
-                  normal ? "randn" : "rand");
-            for (ember_tensor *r : {first, t, mine}) ember_tensor_release(r);
-        }
-    }
-}
-
 /* ------------------------------------------------------------------ reductions
    Each result of the kernel body, its slice combined in order, against the
    CPU's sum, mean, max and min of a transposed {4, 3, 5} tensor (one NaN in
@@ -518,15 +470,9 @@ int main(void)
     check_binary();
     check_where();
     check_iterator_merges();
-    check_philox();
     check_gemm_layouts();
     check_reductions();
     check_softmax();
     check_size_classes();
-    if (failures) {
-        fprintf(stderr, "test_kernel_math: %d of %d checks failed\n", failures, checks);
-        return 1;
-    }
-    printf("test_kernel_math: %d checks ok\n", checks);
-    return 0;
+    return report("test_kernel_math");
 }
