@@ -1,6 +1,7 @@
 -- The device's runtime against the CPU: random draws and dropout masks from
--- one seed, the fused optimizer steps over 5 steps, checkpoints of device
--- tensors, and one training step of a small MLP. Runs on EMBER_TEST_DEVICE
+-- one seed, the fused optimizer steps over 5 steps, pinned memory and copies
+-- that do not wait, checkpoints of device tensors, and one training step of
+-- a small MLP. Runs on EMBER_TEST_DEVICE
 -- (default "cuda"; "cpu" checks the spec itself); without a usable device
 -- every case is pending with the reason. docs/cuda.md.
 local ember = require("ember")
@@ -123,6 +124,92 @@ describe("on " .. device .. ": fused optimizer steps", function()
       end
     end)
   end
+end)
+
+describe("on " .. device .. ": pinned memory and copies that do not wait", function()
+  local function cuda_only()
+    if device ~= "cuda" then pending("pinned memory comes from the CUDA backend; this run's device is " .. device) end
+    return device == "cuda"
+  end
+
+  case("pin_memory copies into pinned memory, and a non_blocking copy gives the same values", function()
+    if not cuda_only() then return end
+    local x = ember.randn({ 5, 7 }):t()
+    local p = x:pin_memory()
+    assert.is_true(p:is_pinned())
+    assert.is_false(x:is_pinned())
+    assert.are.same(x:tolist(), p:tolist())
+    assert.is_true(p:pin_memory():is_pinned())
+    local d = p:to(device, { non_blocking = true })
+    ember.cuda.synchronize()
+    agrees(d, x:contiguous(), EXACT)
+    agrees(p:to({ device = device, non_blocking = true, dtype = "float64" }), x:double(), EXACT)
+  end)
+
+  case("a pinned block freed while its copy is queued is not overwritten by its next owner", function()
+    if not cuda_only() then return end
+    local copies = {}
+    for i = 1, 40 do
+      local p = ember.full({ 256, 256 }, i):pin_memory()   -- one size class: freed blocks come back
+      copies[i] = p:to(device, { non_blocking = true })
+      p = nil
+      collectgarbage()
+    end
+    ember.cuda.synchronize()
+    for i = 1, 40 do
+      assert.are.equal(i, copies[i]:min():item())
+      assert.are.equal(i, copies[i]:max():item())
+    end
+  end)
+
+  case("DataLoader{pin_memory = true} hands out pinned batches", function()
+    if not cuda_only() then return end
+    local ds = ember.data.TensorDataset(ember.randn({ 10, 3 }), ember.arange(10))
+    local got = {}
+    for x, y in ember.data.DataLoader(ds, { batch_size = 4, shuffle = true, seed = 1, pin_memory = true }):iter() do
+      assert.is_true(x:is_pinned() and y:is_pinned())
+      got[#got + 1] = x:to(device, { non_blocking = true })
+    end
+    local i = 0
+    for x in ember.data.DataLoader(ds, { batch_size = 4, shuffle = true, seed = 1 }):iter() do
+      i = i + 1
+      agrees(got[i], x, EXACT)
+    end
+    assert.are.equal(3, i)
+  end)
+
+  case("save_on_cpu{pin_memory = true} gives the gradients saved on the device give", function()
+    if not cuda_only() then return end
+    local graph = ember.autodiff.graph
+    -- pin: nil saves on the device, true or false on the host
+    local function grad(pin)
+      ember.manual_seed(2)
+      local w = ember.randn({ 4, 6 }):to(device)
+      local gm = ember.autodiff.GradManager():attach({ w })
+      gm:record()
+      local function f() return ((w * w):exp() * w:sin()):sum() end
+      gm:backward(pin == nil and f() or graph.save_on_cpu({ pin_memory = pin }, f))
+      return w.grad
+    end
+    local want = grad(nil)
+    agrees(grad(true), want:cpu(), EXACT)
+    agrees(grad(false), want:cpu(), EXACT)
+  end)
+end)
+
+describe("pinned memory without CUDA", function()
+  it("pin_memory raises with the backend's reason; DataLoader{pin_memory = true} gives ordinary batches", function()
+    if ember.cuda.is_available() then pending("CUDA can be used here") return end
+    local x = ember.ones({ 2, 3 })
+    local ok, err = pcall(function() return x:pin_memory() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("ember.pin_memory: device cuda:0 is not available: " .. ember.cuda.status(), 1, true),
+      tostring(err))
+    assert.is_false(x:is_pinned())
+    local ds = ember.data.TensorDataset(ember.randn({ 5, 2 }))
+    for b in ember.data.DataLoader(ds, { batch_size = 2, pin_memory = true }):iter() do assert.is_false(b:is_pinned()) end
+    assert.are.equal(x, x:to("cpu", { non_blocking = true }))
+  end)
 end)
 
 describe("on " .. device .. ": checkpoints", function()

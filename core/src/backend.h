@@ -48,7 +48,8 @@ typedef struct ember_backend {
     int device_count;
     void *(*alloc)(size_t nbytes);
     void (*free)(void *p, size_t nbytes);
-    /* dst and src are contiguous buffers of nbytes; kind: 0 h2d, 1 d2h, 2 d2d */
+    /* dst and src are contiguous buffers of nbytes; kind: 0 h2d, 1 d2h, 2 d2d,
+       3 h2d from host_alloc's memory, queued without waiting */
     int (*memcpy)(void *dst, const void *src, size_t nbytes, int kind);
     int (*read_scalar)(const ember_tensor *t, double *out);
     int (*fill)(ember_tensor *t, double value);
@@ -56,6 +57,10 @@ typedef struct ember_backend {
     int (*synchronize)(void);
     int (*memory_stats)(ember_cuda_memory_stats_t *out);
     int (*empty_cache)(void);
+    /* pinned host memory (NULL when there is none); a freed block is not
+       reused before the copies queued from it have finished */
+    void *(*host_alloc)(size_t nbytes);
+    void (*host_free)(void *p);
     /* draws into a contiguous t (random.c's streams, one element at a time) */
     int (*random)(ember_tensor *t, const struct ember__draw *d);
     /* the fused optimizer steps over contiguous operands of one dtype, shape

@@ -23,6 +23,8 @@ void *ecu_alloc(size_t nbytes);          /* NULL when the device is out of memor
 void ecu_free(void *p, size_t nbytes);   /* nbytes as allocated */
 int ecu_memory_stats(ember_cuda_memory_stats_t *out);   /* bytes counted in whole size classes */
 int ecu_empty_cache(void);                               /* returns the cached blocks to CUDA */
+void *ecu_host_alloc(size_t nbytes);   /* pinned host memory (pinned.cpp); NULL when there is none */
+void ecu_host_free(void *p);           /* reused once the copies queued before this have finished */
 
 /* ------------------------------------------------------------------ copies (memory.cpp) */
 int ecu_memcpy(void *dst, const void *src, size_t nbytes, int kind);

@@ -4,13 +4,18 @@
 #include "cuda_backend.h"
 #include "kernels/dtype.h"
 
+/* kind 3 is queued on the legacy default stream, where every kernel runs,
+   so later work on the device sees the copy; the host does not wait */
 int ecu_memcpy(void *dst, const void *src, size_t nbytes, int kind)
 {
     static const cudaMemcpyKind KINDS[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
-                                           cudaMemcpyDeviceToDevice};
+                                           cudaMemcpyDeviceToDevice, cudaMemcpyHostToDevice};
     static const char *const WHAT[] = {"to(cuda): host to device copy", "to(cpu): device to host copy",
-                                       "to(cuda): device to device copy"};
-    return ecu_check(cudaMemcpy(dst, src, nbytes, KINDS[kind]), WHAT[kind]);
+                                       "to(cuda): device to device copy",
+                                       "to(cuda, {non_blocking = true}): host to device copy"};
+    cudaError_t rc = kind == 3 ? cudaMemcpyAsync(dst, src, nbytes, KINDS[kind], 0)
+                               : cudaMemcpy(dst, src, nbytes, KINDS[kind]);
+    return ecu_check(rc, WHAT[kind]);
 }
 
 int ecu_synchronize(void) { return ecu_check(cudaDeviceSynchronize(), "cuda.synchronize"); }
