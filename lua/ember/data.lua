@@ -299,11 +299,12 @@ return function(ember)
   end
 
   -- ember.data.DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false, seed = ?,
-  --                            distributed = false})
+  --                            distributed = false, pin_memory = false})
   -- ds: a TensorDataset (batches cut from ds.x / ds.y), or any object with
   -- `#ds` or ds:size() and ds:get(i) (samples stacked). Without a seed, a
   -- shuffling loader draws one from ember's generator (so ember.manual_seed
-  -- makes it reproducible).
+  -- makes it reproducible). pin_memory: CPU batches in pinned memory where
+  -- CUDA can be used (ordinary ones where it cannot, as PyTorch's loader).
   function M.DataLoader(ds, opts)
     opts = opts or {}
     if type(opts) ~= "table" then
