@@ -8,13 +8,14 @@
 -- the text (what a model without context can reach): the transformer goes
 -- well below it. About 2 minutes for the default 1500 steps on the 2-core
 -- machine of 2026-11-23 (3-4 minutes on an earlier, slower one).
---   luajit examples/char_lm.lua [--steps 1500] [--out DIR]
+--   luajit examples/char_lm.lua [--steps 1500] [--out DIR] [--device cuda]
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F = ember.nn, ember.nn.functional
 
 local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, dim = 96, heads = 4, layers = 2,
-  lr = 3e-3, out = "runs/char_lm", seed = 0 }, arg)
+  lr = 3e-3, out = "runs/char_lm", seed = 0, device = "cpu" }, arg)
+local device = require("device").check(ember, opts.device)
 os.execute("mkdir -p '" .. opts.out .. "'")
 
 ---------------------------------------------------------------- the text
@@ -48,21 +49,23 @@ function CharLM:init(vocab, d, heads, layers, context)
 end
 function CharLM:forward(idx)   -- (B, T) int64 -> (B, T, V) logits
   local T = idx:size(2)
-  local x = self.tok(idx) + self.pos(ember.arange(1, T + 1, { dtype = "int64" }))
-  local mask = nn.causal_mask(T)
+  local x = self.tok(idx) + self.pos(ember.arange(1, T + 1, { dtype = "int64", device = idx.device }))
+  local mask = nn.causal_mask(T):to(idx.device)
   for _, blk in self.blocks:iter() do x = blk(x, mask) end
   return self.head(self.ln(x))
 end
 
 ember.manual_seed(opts.seed)
 local model = CharLM(V, opts.dim, opts.heads, opts.layers, opts.context)
+model:to(device)
 local params = model:parameters()
 local nparams = 0
 for _, p in ipairs(params) do nparams = nparams + p:numel() end
 print(("model: %d layers, width %d, %d heads, %d parameters"):format(opts.layers, opts.dim, opts.heads, nparams))
 local T, B = opts.context, opts.batch
 
-local function loss_of(x, y)
+local function loss_of(x, y)   -- x, y: a batch of windows on the CPU
+  x, y = x:to(device), y:to(device)
   return F.cross_entropy(model(x):reshape(-1, V), y:reshape(-1))
 end
 
@@ -82,8 +85,8 @@ local function sample(prompt, n, temperature)
     for _ = 1, n do
       local ctx = {}
       for i = math.max(1, #out - T + 1), #out do ctx[#ctx + 1] = out[i] end
-      local logits = model(ember.tensor({ ctx }, { dtype = "int64" })):select(2, #ctx)
-      out[#out + 1] = kjv.draw((logits / temperature):softmax(2):view(V):tolist())
+      local logits = model(ember.tensor({ ctx }, { dtype = "int64" }):to(device)):select(2, #ctx)
+      out[#out + 1] = kjv.draw((logits / temperature):softmax(2):view(V):to("cpu"):tolist())
     end
   end)
   return kjv.decode(out)

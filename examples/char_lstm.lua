@@ -9,13 +9,14 @@
 -- instead of re-reading a window. Validation loss 1.48 nats/char after the
 -- default 1500 steps, in 3-4 minutes on the 2-core machine of 2026-11-23
 -- while busy (char_lm.lua: 1.43 in 3.2 minutes, run right after).
---   luajit examples/char_lstm.lua [--steps 1500] [--out DIR]
+--   luajit examples/char_lstm.lua [--steps 1500] [--out DIR] [--device cuda]
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F = ember.nn, ember.nn.functional
 
 local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, embed = 64, hidden = 256,
-  layers = 1, lr = 3e-3, out = "runs/char_lstm", seed = 0, sample = 300 }, arg)
+  layers = 1, lr = 3e-3, out = "runs/char_lstm", seed = 0, device = "cpu", sample = 300 }, arg)
+local device = require("device").check(ember, opts.device)
 os.execute("mkdir -p '" .. opts.out .. "'")
 
 local kjv = require("kjv").load(ember, "char_lstm")
@@ -38,13 +39,15 @@ end
 
 ember.manual_seed(opts.seed)
 local model = CharLSTM(V, opts.embed, opts.hidden, opts.layers)
+model:to(device)
 local params = model:parameters()
 local nparams = 0
 for _, p in ipairs(params) do nparams = nparams + p:numel() end
 print(("model: LSTM of %d layer(s), hidden %d, embedding %d, %d parameters"):format(opts.layers, opts.hidden,
   opts.embed, nparams))
 local T, B = opts.context, opts.batch
-local function loss_of(x, y)
+local function loss_of(x, y)   -- x, y: a batch of windows on the CPU
+  x, y = x:to(device), y:to(device)
   return F.cross_entropy(model(x):reshape(-1, V), y:reshape(-1))
 end
 
@@ -63,11 +66,11 @@ local function sample(prompt, n, temperature)
   local out = {}
   for c in prompt:gmatch(".") do out[#out + 1] = kjv.index[c] or kjv.index[" "] end
   ember.no_grad(function()
-    local logits, state = model(ember.tensor({ out }, { dtype = "int64" }))
+    local logits, state = model(ember.tensor({ out }, { dtype = "int64" }):to(device))
     for _ = 1, n do
       local last = logits:select(2, logits:size(2)):view(V)
-      out[#out + 1] = kjv.draw((last / temperature):softmax(1):tolist())
-      logits, state = model(ember.tensor({ { out[#out] } }, { dtype = "int64" }), state)
+      out[#out + 1] = kjv.draw((last / temperature):softmax(1):to("cpu"):tolist())
+      logits, state = model(ember.tensor({ { out[#out] } }, { dtype = "int64" }):to(device), state)
     end
   end)
   return kjv.decode(out)

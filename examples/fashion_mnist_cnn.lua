@@ -13,12 +13,13 @@
 -- one epoch 88.72% against float32's 88.54%, a step 1.19x float32's time.
 -- --limit N trains on the first N batches of each epoch only (0: all).
 --   luajit examples/fashion_mnist_cnn.lua [--epochs 4] [--out DIR] [--resume] [--autocast bf16] [--limit N]
-package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+--     [--device cuda]
+package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
 local opts = { epochs = 4, batch = 64, lr = 1e-3, out = "runs/fashion_mnist_cnn", seed = 0, autocast = "off",
-  limit = 0 }
+  limit = 0, device = "cpu" }
 do
   local i = 1
   while i <= #arg do
@@ -37,6 +38,7 @@ end
 local AUTOCAST = { off = false, bf16 = "bfloat16" }
 if AUTOCAST[opts.autocast] == nil then error("--autocast takes off or bf16, got " .. opts.autocast) end
 local autocast = AUTOCAST[opts.autocast]
+local device = require("device").check(ember, opts.device)
 os.execute("mkdir -p '" .. opts.out .. "'")
 local ckpt = opts.out .. "/checkpoint.safetensors"
 
@@ -61,6 +63,7 @@ end
 ember.manual_seed(opts.seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 local model = Net()
+model:to(device)
 local params = model:parameters()
 local opt = optim.Adam(params, { lr = opts.lr })
 local sched = optim.lr_scheduler.StepLR(opt, { step_size = 2, gamma = 0.3 })
@@ -68,7 +71,7 @@ local gm = ember.autodiff.GradManager():attach(params)
 
 local start, history = 1, { loss = {}, accuracy = {} }
 if opts.resume and io.open(ckpt, "rb") then
-  local sd, meta = ember.load(ckpt)
+  local sd, meta = ember.load(ckpt, { device = device })
   model:load_state_dict(sd)
   start = tonumber(meta.epoch) + 1
   for _ = 1, start - 1 do sched:step() end
@@ -82,8 +85,8 @@ local function evaluate()
   local correct = 0
   ember.no_grad(function()
     for x, y in ember.data.DataLoader(test, { batch_size = 500 }):iter() do
-      local _, pred = ember.autocast(autocast, function() return model(x) end):max(2)
-      correct = correct + pred:eq(y):sum():item()
+      local _, pred = ember.autocast(autocast, function() return model(x:to(device)) end):max(2)
+      correct = correct + pred:eq(y:to(device)):sum():item()
     end
   end)
   model:train()
@@ -97,6 +100,7 @@ for epoch = start, opts.epochs do
   local bar = ember.progress(opts.limit > 0 and math.min(opts.limit, #loader) or #loader, { desc = ("epoch %d/%d"):format(epoch, opts.epochs) })
   local total, n = 0, 0
   for x, y in loader:iter() do
+    x, y = x:to(device), y:to(device)
     gm:record()
     local loss = ember.autocast(autocast, function() return F.cross_entropy(model(x), y) end)
     gm:backward(loss)

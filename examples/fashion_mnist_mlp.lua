@@ -7,7 +7,7 @@
 -- saved and resumed with ember.save / ember.load (safetensors), and the loss
 -- and accuracy curves written as an SVG plot.
 --
--- Run:  luajit examples/fashion_mnist_mlp.lua [--epochs 10] [--out DIR] [--resume] [--stop N]
+-- Run:  luajit examples/fashion_mnist_mlp.lua [--epochs 10] [--out DIR] [--resume] [--stop N] [--device cuda]
 -- The checkpoint is one nested table (docs/io_data.md): the model, the
 -- optimizer's momentum, the schedule, the epoch, the curves so far and the
 -- random generator, so a run stopped after epoch N (--stop N) and resumed
@@ -22,12 +22,12 @@
 -- bucket cap (25).
 -- Takes about 6 s (10 epochs) on the 2-core machine of 2026-11-23, 10-20 s on
 -- an earlier, slower one; reaches about 88-89% test accuracy (88.7% there).
-package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
 local opts = { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9, out = "runs/fashion_mnist_mlp", seed = 0,
-  stop = math.huge, threads = 0, bucket_mb = 25 }
+  stop = math.huge, threads = 0, bucket_mb = 25, device = "cpu" }
 do
   local i = 1
   while i <= #arg do
@@ -46,6 +46,7 @@ do
   end
 end
 if opts.threads > 0 then ember.set_num_threads(opts.threads) end
+local device = require("device").check(ember, opts.device)
 local dist = ember.distributed
 local rank, world = 0, 1
 if opts.distributed then
@@ -67,6 +68,7 @@ local model = nn.Sequential(
   nn.Linear(784, 256), nn.ReLU(),
   nn.Linear(256, 128), nn.ReLU(),
   nn.Linear(128, 10))
+model:to(device)
 local params = model:parameters()
 local opt = optim.SGD(params, { lr = opts.lr, momentum = opts.momentum })
 local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = opts.epochs })
@@ -84,7 +86,7 @@ end
 
 local start_epoch, history = 1, { loss = {}, accuracy = {} }
 if opts.resume and io.open(ckpt, "rb") then
-  local c = ember.load(ckpt)
+  local c = ember.load(ckpt, { device = device })
   model:load_state_dict(c.model)
   opt:load_state_dict(c.optim)
   sched:load_state_dict(c.sched)
@@ -98,8 +100,8 @@ local function evaluate()
   local correct = 0
   ember.no_grad(function()
     for x, y in ember.data.DataLoader(test, { batch_size = 1000 }):iter() do
-      local _, pred = model(x):max(2)
-      correct = correct + pred:eq(y):sum():item()
+      local _, pred = model(x:to(device)):max(2)
+      correct = correct + pred:eq(y:to(device)):sum():item()
     end
   end)
   model:train()
@@ -115,6 +117,7 @@ for epoch = start_epoch, math.min(opts.epochs, opts.stop) do
   local bar = rank == 0 and ember.progress(#loader, { desc = ("epoch %d/%d"):format(epoch, opts.epochs) })
   local total, n = 0, 0
   for x, y in loader:iter() do
+    x, y = x:to(device), y:to(device)
     gm:record()
     local loss = F.cross_entropy(model(x), y)
     gm:backward(loss)

@@ -1,6 +1,7 @@
 -- The quick examples run end to end and print what they promise; the MLP
 -- training example runs two epochs, whole and stopped-and-resumed; the
--- character LSTM runs 40 steps of a small model. (The CNN and the character
+-- character LSTM runs 40 steps of a small model; each training example stops
+-- with the backend's reason when --device cuda cannot be used. (The CNN and the character
 -- models' default runs take minutes: they are run by hand, see README.md.)
 local function run(script)
   local p = assert(io.popen("luajit " .. script .. " 2>&1; echo \"exit=$?\""))
@@ -60,6 +61,22 @@ describe("examples", function()
     assert.is_true(acc > 83, whole)   -- 86.1% here; PyTorch's recipe gives about the same
     assert.truthy(svg, "no curves.svg")
     svg:close()
+  end)
+
+  it("each training example refuses --device cuda that cannot be used, with the backend's reason", function()
+    local ember = require("ember")
+    if pcall(function() return ember.zeros({ 1 }):to("cuda") end) then
+      pending("a CUDA device is usable here")
+      return
+    end
+    local _, why = pcall(function() return ember.zeros({ 1 }):to("cuda") end)
+    local reason = tostring(why):match("ember%.device (.*)$")
+    for _, script in ipairs({ "fashion_mnist_mlp", "fashion_mnist_cnn", "char_lm", "char_lstm" }) do
+      local out = run("examples/" .. script .. ".lua --device cuda")
+      assert.truthy(out:find("--device cuda cannot be used: ", 1, true), out)
+      assert.truthy(out:find(reason, 1, true), out)
+      assert.truthy(out:find("exit=2", 1, true), out)
+    end
   end)
 
   it("char_lstm.lua trains a small LSTM briefly, samples with its carried state and saves PyTorch's names", function()

@@ -284,6 +284,16 @@ EMBER_API int ember_clamp(ember_tensor *a, int has_lo, double lo, int has_hi, do
 EMBER_API int ember_to_dtype(ember_tensor *a, int dtype, ember_tensor **out);
 /* Moves to another device (a new tensor; a reference to a when already there). */
 EMBER_API int ember_to_device(ember_tensor *a, int device, ember_tensor **out);
+/* As ember_to_device, except that a copy from pinned host memory to a GPU is
+   queued without waiting for it: work queued on the device after it sees the
+   data; the host must not write the source until ember_cuda_synchronize().
+   Other copies wait, as ember_to_device's do. */
+EMBER_API int ember_to_device_async(ember_tensor *a, int device, ember_tensor **out);
+/* A contiguous copy of a CPU tensor in pinned (page-locked) host memory from
+   the CUDA backend (a itself, a new reference, when it is pinned already);
+   fails with the backend's reason without CUDA. Not recorded by autograd. */
+EMBER_API int ember_pin_memory(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_is_pinned(const ember_tensor *a);
 /* A contiguous copy. */
 EMBER_API int ember_clone(ember_tensor *a, ember_tensor **out);
 /* a itself (new reference) when contiguous, else a contiguous copy. */

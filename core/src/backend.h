@@ -34,12 +34,27 @@ typedef struct ember_core_services {
 
 #define EMBER_BACKEND_ABI 3
 
+struct ember__draw;   /* philox.h */
+
+/* The scalars of a fused SGD step (ember_sgd_step_) and an Adam or AdamW step
+   (ember_adam_step_; bc1 = 1 - beta1^step, bc2_sqrt = sqrt(1 - beta2^step)). */
+typedef struct ember__sgd_args {
+    double lr, momentum, dampening, weight_decay;
+    int nesterov, maximize, first;
+} ember__sgd_args;
+
+typedef struct ember__adam_args {
+    double lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt;
+    int decoupled, maximize;
+} ember__adam_args;
+
 typedef struct ember_backend {
     const char *name;            /* "cuda" */
     int device_count;
     void *(*alloc)(size_t nbytes);
     void (*free)(void *p, size_t nbytes);
-    /* dst and src are contiguous buffers of nbytes; kind: 0 h2d, 1 d2h, 2 d2d */
+    /* dst and src are contiguous buffers of nbytes; kind: 0 h2d, 1 d2h, 2 d2d,
+       3 h2d from host_alloc's memory, queued without waiting */
     int (*memcpy)(void *dst, const void *src, size_t nbytes, int kind);
     int (*read_scalar)(const ember_tensor *t, double *out);
     int (*fill)(ember_tensor *t, double value);
@@ -47,6 +62,17 @@ typedef struct ember_backend {
     int (*synchronize)(void);
     int (*memory_stats)(ember_cuda_memory_stats_t *out);
     int (*empty_cache)(void);
+    /* pinned host memory (NULL when there is none); a freed block is not
+       reused before the copies queued from it have finished */
+    void *(*host_alloc)(size_t nbytes);
+    void (*host_free)(void *p);
+    /* draws into a contiguous t (random.c's streams, one element at a time) */
+    int (*random)(ember_tensor *t, const struct ember__draw *d);
+    /* the fused optimizer steps over contiguous operands of one dtype, shape
+       and device, checked by the core (optim.c); buf and vmax may be NULL */
+    int (*sgd_step)(ember_tensor *p, const ember_tensor *g, ember_tensor *buf, const ember__sgd_args *a);
+    int (*adam_step)(ember_tensor *p, const ember_tensor *g, ember_tensor *m, ember_tensor *v,
+                     ember_tensor *vmax, const ember__adam_args *a);
     ember__fwd_fn fwd[EMBER_OP_COUNT];
 } ember_backend;
 

@@ -167,3 +167,50 @@ int ember_cuda_synchronize(void)
 int ember_cuda_set_allow_tf32(int allow) { return atomic_exchange(&allow_tf32, allow != 0); }
 
 int ember_cuda_allow_tf32(void) { return atomic_load(&allow_tf32); }
+
+/* ------------------------------------------------------------------ pinned host memory
+   A CPU tensor over a block the CUDA backend allocated page-locked, which it
+   takes back when the storage goes, so that copies from it to the device can
+   be queued without waiting (ember_to_device_async). */
+static void release_pinned(void *backend, void *data)
+{
+    ((const ember_backend *)backend)->host_free(data);
+}
+
+int ember_is_pinned(const ember_tensor *a)
+{
+    return a && a->storage->release == release_pinned;
+}
+
+int ember_pin_memory(ember_tensor *a, ember_tensor **out)
+{
+    if (!a || !out) return ember__fail(EMBER_ERR_ARG, "pin_memory: %s is NULL", !a ? "the tensor" : "out");
+    *out = NULL;
+    char name[32], shape[200];
+    if (a->storage->device != EMBER_CPU)
+        return ember__fail(EMBER_ERR_DEVICE, "pin_memory: expected a CPU tensor, got one on %s",
+                           ember__device_name(name, a->storage->device));
+    if (ember_is_pinned(a)) {
+        ember_tensor_retain(a);
+        *out = a;
+        return EMBER_OK;
+    }
+    const ember_backend *be;
+    EMBER_TRY(cuda_for("pin_memory", &be));
+    size_t nbytes = (size_t)a->numel * (size_t)ember_dtype_size(a->dtype);
+    void *p = be->host_alloc(nbytes ? nbytes : 1);
+    if (!p)
+        return ember__fail(EMBER_ERR_OOM, "pin_memory: no pinned host memory for %zu bytes (a %s tensor of shape %s)",
+                           nbytes, ember_dtype_name(a->dtype), ember__tshape(shape, a));
+    int rc = ember_from_blob(p, a->ndim, a->shape, NULL, a->dtype, release_pinned, (void *)be, out);
+    if (rc < 0) {
+        be->host_free(p);
+        return rc;
+    }
+    rc = ember__copy_into(*out, a);
+    if (rc < 0) {
+        ember_tensor_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}

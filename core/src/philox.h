@@ -2,11 +2,15 @@
    as 1, 2, 3", SC'11), block `block` of the stream of `seed`, and the
    uniforms made from its lanes: one definition for the CPU (random.c) and the
    CUDA kernels (cuda/kernels/random.h, which defines EMBER_HD as host and
-   device functions), so one seed gives one stream on either device. */
+   device functions), so one seed gives one stream on either device; and one
+   element of a draw, written once for both devices too. */
 #ifndef EMBER_PHILOX_H
 #define EMBER_PHILOX_H
 
+#include <math.h>
 #include <stdint.h>
+
+#include "element.h"
 
 #ifndef EMBER_HD
 #define EMBER_HD static inline
@@ -39,6 +43,60 @@ EMBER_HD double ember__u24(uint32_t x) { return (x >> 8) * (1.0 / 16777216.0); }
 EMBER_HD double ember__u53(uint32_t a, uint32_t b)
 {
     return ((((uint64_t)a) << 21) ^ (b >> 11)) * (1.0 / 9007199254740992.0);
+}
+
+/* A draw: its distribution and dtype, the stream (seed) and its first block
+   (offset); a, b: uniform low, high; normal mean, std; int low, range. */
+enum { EMBER__DRAW_UNIFORM, EMBER__DRAW_NORMAL, EMBER__DRAW_INT };
+
+typedef struct ember__draw {
+    int dist, dtype;
+    uint64_t seed, offset;
+    double a, b;
+} ember__draw;
+
+/* Uniform and int draws use 2 lanes of a block, normal 4 (two 53-bit
+   uniforms for Box-Muller), so element i reads block offset + i/2 or + i and
+   a draw of n elements uses this many blocks. */
+EMBER_HD uint64_t ember__draw_blocks(int dist, int64_t n)
+{
+    return dist == EMBER__DRAW_NORMAL ? (uint64_t)n : (uint64_t)(n + 1) / 2;
+}
+
+/* the 64 random bits of element i of a uniform or int draw */
+EMBER_HD uint64_t ember__draw_bits(const ember__draw *d, int64_t i)
+{
+    ember__philox4 r = ember__philox(d->seed, d->offset + (uint64_t)(i >> 1));
+    return ((uint64_t)r.v[(i & 1) * 2] << 32) | r.v[(i & 1) * 2 + 1];
+}
+
+/* Element i of the draw, stored at p in its dtype. A float32 uniform that
+   rounds up to high is moved just below it; int64 integers are exact. */
+EMBER_HD void ember__draw_store(const ember__draw *d, int64_t i, char *p)
+{
+    if (d->dist == EMBER__DRAW_NORMAL) {
+        ember__philox4 r = ember__philox(d->seed, d->offset + (uint64_t)i);
+        double u1 = ember__u53(r.v[0], r.v[1]), u2 = ember__u53(r.v[2], r.v[3]);
+        if (u1 < 1e-300) u1 = 1e-300;
+        ember__store(p, d->dtype, d->a + d->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        return;
+    }
+    uint64_t bits = ember__draw_bits(d, i);
+    if (d->dist == EMBER__DRAW_INT) {
+        uint64_t k = bits % (uint64_t)d->b;
+        if (d->dtype == EMBER_INT64) *(int64_t *)p = (int64_t)d->a + (int64_t)k;
+        else ember__store(p, d->dtype, d->a + (double)k);
+        return;
+    }
+    uint32_t x = (uint32_t)(bits >> 32), y = (uint32_t)bits;
+    double v = d->a + (d->b - d->a) * (d->dtype == EMBER_FLOAT64 ? ember__u53(x, y) : ember__u24(x));
+    if (d->dtype != EMBER_FLOAT32) {
+        ember__store(p, d->dtype, v);
+        return;
+    }
+    float f = (float)v;
+    if (f >= (float)d->b && d->b > d->a) f = nextafterf((float)d->b, -INFINITY);
+    *(float *)p = f;
 }
 
 #endif

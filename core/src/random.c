@@ -39,72 +39,47 @@ void ember_set_rng_state(uint64_t seed, uint64_t offset)
     g_offset = offset;
 }
 
-enum { DIST_UNIFORM, DIST_NORMAL, DIST_INT };
-
 typedef struct {
-    int dist, dtype;
-    uint64_t seed, offset;
-    double a, b;          /* uniform: low, high; normal: mean, std; int: low, range */
+    ember__draw d;
     char *data;
     int64_t esize;
 } draw_ctx;
 
-/* One value for element i. Uniform and int use 2 lanes, normal 4 (two 53-bit
-   uniforms for Box-Muller), so element i reads block offset + i/2 or + i. */
-static double draw_one(const draw_ctx *c, int64_t i)
-{
-    if (c->dist == DIST_NORMAL) {
-        ember__philox4 r = ember__philox(c->seed, c->offset + (uint64_t)i);
-        double u1 = ember__u53(r.v[0], r.v[1]), u2 = ember__u53(r.v[2], r.v[3]);
-        if (u1 < 1e-300) u1 = 1e-300;
-        return c->a + c->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-    }
-    ember__philox4 r = ember__philox(c->seed, c->offset + (uint64_t)(i >> 1));
-    uint32_t x = r.v[(i & 1) * 2], y = r.v[(i & 1) * 2 + 1];
-    if (c->dist == DIST_INT) {
-        uint64_t v = ((uint64_t)x << 32) | y;
-        return c->a + (double)(v % (uint64_t)c->b);
-    }
-    double u = c->dtype == EMBER_FLOAT64 ? ember__u53(x, y) : ember__u24(x);
-    return c->a + (c->b - c->a) * u;
-}
-
 static void draw_range(void *vctx, int64_t b, int64_t e)
 {
     const draw_ctx *c = vctx;
-    for (int64_t i = b; i < e; i++) {
-        char *p = c->data + i * c->esize;
-        if (c->dist == DIST_INT && c->dtype == EMBER_INT64) {
-            ember__philox4 r = ember__philox(c->seed, c->offset + (uint64_t)(i >> 1));
-            uint64_t v = ((uint64_t)r.v[(i & 1) * 2] << 32) | r.v[(i & 1) * 2 + 1];
-            *(int64_t *)p = (int64_t)c->a + (int64_t)(v % (uint64_t)c->b);
-            continue;
-        }
-        double v = draw_one(c, i);
-        if (c->dtype == EMBER_FLOAT32 && c->dist == DIST_UNIFORM) {
-            float f = (float)v;   /* rounding may reach high: keep [low, high) */
-            if (f >= (float)c->b && c->b > c->a) f = nextafterf((float)c->b, -INFINITY);
-            *(float *)p = f;
-        } else {
-            ember__store(p, c->dtype, v);
-        }
-    }
+    for (int64_t i = b; i < e; i++) ember__draw_store(&c->d, i, c->data + i * c->esize);
 }
 
-/* Fills t (any layout) with draws; goes through a contiguous buffer when needed. */
+/* Draws into a contiguous t, on its device. */
+static int draw_into(ember_tensor *t, const ember__draw *d)
+{
+    int device = t->storage->device;
+    if (device == EMBER_CPU) {
+        draw_ctx c = {*d, ember__ptr(t), ember_dtype_size(t->dtype)};
+        ember__parallel_for(t->numel, 8192, draw_range, &c);
+        return EMBER_OK;
+    }
+    const ember_backend *be = ember__backend(device);
+    char name[32];
+    if (!be->random)
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "random draws are not implemented for %s",
+                           ember__device_name(name, device));
+    return be->random(t, d);
+}
+
+/* Fills t (any layout, any device) with draws; goes through a contiguous
+   buffer on t's device when needed. */
 static int fill_random(ember_tensor *t, int dist, double a, double b)
 {
     ember_tensor *buf = t;
-    if (!t->is_contiguous || t->storage->device != EMBER_CPU)
-        EMBER_TRY(ember__new(t->ndim, t->shape, t->dtype, EMBER_CPU, &buf));
+    if (!t->is_contiguous) EMBER_TRY(ember__new(t->ndim, t->shape, t->dtype, t->storage->device, &buf));
     /* claim this draw's blocks at once, so concurrent draws never share one */
-    uint64_t blocks = dist == DIST_NORMAL ? (uint64_t)t->numel : (uint64_t)(t->numel + 1) / 2;
-    uint64_t first = atomic_fetch_add(&g_offset, blocks);
-    draw_ctx c = {dist, t->dtype, g_seed, first, a, b, ember__ptr(buf), ember_dtype_size(t->dtype)};
-    ember__parallel_for(t->numel, 8192, draw_range, &c);
-    int rc = EMBER_OK;
+    uint64_t first = atomic_fetch_add(&g_offset, ember__draw_blocks(dist, t->numel));
+    ember__draw d = {dist, t->dtype, g_seed, first, a, b};
+    int rc = draw_into(buf, &d);
     if (buf != t) {
-        rc = ember__copy_into(t, buf);
+        if (rc == EMBER_OK) rc = ember__copy_into(t, buf);
         ember_tensor_release(buf);
     }
     return rc;
@@ -135,13 +110,13 @@ static int finish(int rc, ember_tensor **out)
 int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
 {
     EMBER_TRY(make("rand", ndim, shape, dtype, device, true, out));
-    return finish(fill_random(*out, DIST_UNIFORM, 0, 1), out);
+    return finish(fill_random(*out, EMBER__DRAW_UNIFORM, 0, 1), out);
 }
 
 int ember_randn(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
 {
     EMBER_TRY(make("randn", ndim, shape, dtype, device, true, out));
-    return finish(fill_random(*out, DIST_NORMAL, 0, 1), out);
+    return finish(fill_random(*out, EMBER__DRAW_NORMAL, 0, 1), out);
 }
 
 int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int dtype, int device,
@@ -151,7 +126,7 @@ int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int
         return ember__fail(EMBER_ERR_ARG, "randint: expected low < high, got low=%lld high=%lld",
                            (long long)low, (long long)high);
     EMBER_TRY(make("randint", ndim, shape, dtype, device, false, out));
-    return finish(fill_random(*out, DIST_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)), out);
+    return finish(fill_random(*out, EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)), out);
 }
 
 /* A random fill in place: the old value and its history are gone. */
@@ -172,7 +147,7 @@ int ember_uniform_(ember_tensor *t, double low, double high)
         return ember__fail(EMBER_ERR_DTYPE, "uniform_: expected a floating point tensor, got %s",
                            ember_dtype_name(t->dtype));
     if (!(low <= high)) return ember__fail(EMBER_ERR_ARG, "uniform_: expected low <= high, got %g > %g", low, high);
-    return overwrite("uniform", t, DIST_UNIFORM, low, high);
+    return overwrite("uniform", t, EMBER__DRAW_UNIFORM, low, high);
 }
 
 int ember_normal_(ember_tensor *t, double mean, double std)
@@ -182,7 +157,7 @@ int ember_normal_(ember_tensor *t, double mean, double std)
         return ember__fail(EMBER_ERR_DTYPE, "normal_: expected a floating point tensor, got %s",
                            ember_dtype_name(t->dtype));
     if (!(std >= 0)) return ember__fail(EMBER_ERR_ARG, "normal_: expected std >= 0, got %g", std);
-    return overwrite("normal", t, DIST_NORMAL, mean, std);
+    return overwrite("normal", t, EMBER__DRAW_NORMAL, mean, std);
 }
 
 /* ------------------------------------------------------------------ ranges */

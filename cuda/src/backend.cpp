@@ -79,6 +79,11 @@ static ember_backend make_table(int ndevices)
     be.synchronize = ecu_synchronize;
     be.memory_stats = ecu_memory_stats;
     be.empty_cache = ecu_empty_cache;
+    be.host_alloc = ecu_host_alloc;
+    be.host_free = ecu_host_free;
+    be.random = ecu_random;
+    be.sgd_step = ecu_sgd_step;
+    be.adam_step = ecu_adam_step;
 #define OP(...)
 #define BINARY(E, ...) \
     if (ember_cuda::has_binary(EMBER_OP_##E)) be.fwd[EMBER_OP_##E] = ecu_fwd_binary;

@@ -23,6 +23,8 @@ void *ecu_alloc(size_t nbytes);          /* NULL when the device is out of memor
 void ecu_free(void *p, size_t nbytes);   /* nbytes as allocated */
 int ecu_memory_stats(ember_cuda_memory_stats_t *out);   /* bytes counted in whole size classes */
 int ecu_empty_cache(void);                               /* returns the cached blocks to CUDA */
+void *ecu_host_alloc(size_t nbytes);   /* pinned host memory (pinned.cpp); NULL when there is none */
+void ecu_host_free(void *p);           /* reused once the copies queued before this have finished */
 
 /* ------------------------------------------------------------------ copies (memory.cpp) */
 int ecu_memcpy(void *dst, const void *src, size_t nbytes, int kind);
@@ -59,6 +61,13 @@ cudaError_t ecu_launch_scatter_add(const struct ecu_index *x);
 /* *first becomes the least linear position of an element outside [0, max], if any is */
 cudaError_t ecu_launch_find_outside(const ecu_iter *t, int64_t max, unsigned long long *first);
 }
+
+/* ------------------------------------------------------------------ random draws, optimizer steps
+   (random.cu, optim.cu): the backend's slots of the same names */
+int ecu_random(ember_tensor *t, const struct ember__draw *d);
+int ecu_sgd_step(ember_tensor *p, const ember_tensor *g, ember_tensor *buf, const ember__sgd_args *a);
+int ecu_adam_step(ember_tensor *p, const ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
+                  const ember__adam_args *a);
 
 /* ------------------------------------------------------------------ ops (ops.cpp) */
 int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);

@@ -4,13 +4,18 @@
 #include "cuda_backend.h"
 #include "kernels/dtype.h"
 
+/* kind 3 is queued on the legacy default stream, where every kernel runs,
+   so later work on the device sees the copy; the host does not wait */
 int ecu_memcpy(void *dst, const void *src, size_t nbytes, int kind)
 {
     static const cudaMemcpyKind KINDS[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
-                                           cudaMemcpyDeviceToDevice};
+                                           cudaMemcpyDeviceToDevice, cudaMemcpyHostToDevice};
     static const char *const WHAT[] = {"to(cuda): host to device copy", "to(cpu): device to host copy",
-                                       "to(cuda): device to device copy"};
-    return ecu_check(cudaMemcpy(dst, src, nbytes, KINDS[kind]), WHAT[kind]);
+                                       "to(cuda): device to device copy",
+                                       "to(cuda, {non_blocking = true}): host to device copy"};
+    cudaError_t rc = kind == 3 ? cudaMemcpyAsync(dst, src, nbytes, KINDS[kind], 0)
+                               : cudaMemcpy(dst, src, nbytes, KINDS[kind]);
+    return ecu_check(rc, WHAT[kind]);
 }
 
 int ecu_synchronize(void) { return ecu_check(cudaDeviceSynchronize(), "cuda.synchronize"); }
@@ -32,8 +37,8 @@ int ecu_fill(ember_tensor *t, double value)
     return ecu_check(ecu_launch_fill(&it, value), "fill");
 }
 
-/* A host source (random draws made on the CPU) must be contiguous: it goes to
-   a device block first. */
+/* A host source (a CPU tensor copied into a device one) must be contiguous:
+   it goes to a device block first. */
 int ecu_copy(ember_tensor *dst, const ember_tensor *src)
 {
     ember_tensor *ts[2] = {dst, (ember_tensor *)src};

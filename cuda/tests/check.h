@@ -1,6 +1,6 @@
 /* check.h: what the host tests of the kernels share: CHECK counts a check
    and reports a failing one (the first 60) without stopping, OK stops the
-   test when a call into libember fails; operands for the nn kernels' tests. */
+   test when a call into libember fails; operands for the nn kernels' tests; report gives main's exit status. */
 #ifndef EMBER_CUDA_TESTS_CHECK_H
 #define EMBER_CUDA_TESTS_CHECK_H
 
@@ -55,6 +55,16 @@ static int checks, failures;
 [[maybe_unused]] static bool same_bytes(const ember_tensor *a, const void *b, size_t nbytes)
 {
     return memcmp(ember_tensor_data(a), b, nbytes) == 0;
+}
+
+[[maybe_unused]] static int report(const char *name)
+{
+    if (failures) {
+        fprintf(stderr, "%s: %d of %d checks failed\n", name, failures, checks);
+        return 1;
+    }
+    printf("%s: %d checks ok\n", name, checks);
+    return 0;
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* kernel_test.h: what the host tests of the kernels that run the backend's
    host code (iter.cpp) add to check.h: the core services that code reads
-   (element sizes), small tensor helpers and the report at the end of main. */
+   (element sizes) and small tensor helpers. */
 #ifndef EMBER_CUDA_KERNEL_TEST_H
 #define EMBER_CUDA_KERNEL_TEST_H
 
@@ -30,17 +30,6 @@ static inline ember_tensor *converted(ember_tensor *t, int dtype)
     ember_tensor *r;
     OK(ember_to_dtype(t, dtype, &r));
     return r;
-}
-
-/* the end of main: 0 when every check held */
-static inline int report(const char *name)
-{
-    if (failures) {
-        fprintf(stderr, "%s: %d of %d checks failed\n", name, failures, checks);
-        return 1;
-    }
-    printf("%s: %d checks ok\n", name, checks);
-    return 0;
 }
 
 #endif

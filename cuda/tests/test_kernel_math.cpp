@@ -7,13 +7,12 @@
    float64 bit for bit; every binary and
    comparison op and relu_backward over every dtype through the iterator
    (iter.cpp's description of broadcast and transposed operands) against the
-   CPU's result; where, converting and copying; the Philox draws bit for bit against ember_rand/ember_randn; the
-   allocator's size classes. What it cannot check is CUDA's own math library
+   CPU's result; where, converting and copying; the allocator's size
+   classes (the random draws and optimizer steps: test_kernel_runtime.cpp). What it cannot check is CUDA's own math library
    (expf, tanhf, ... on the device), whose error bounds NVIDIA documents. */
 #include "check.h"
 #include "ember.h"
 #include "kernels/elementwise.h"
-#include "kernels/random.h"
 #include "kernels/reduce.h"
 #include "src/cuda_backend.h"
 #include "src/gemm_layout.h"
@@ -306,32 +305,6 @@ static void check_iterator_merges(void)
     for (ember_tensor *t : {x, y, s}) ember_tensor_release(t);
 }
 
-/* ------------------------------------------------------------------ random */
-static void check_philox(void)
-{
-    int64_t n = 1001;
-    for (int dt : {EMBER_FLOAT32, EMBER_FLOAT64, EMBER_FLOAT16}) {
-        for (int normal = 0; normal < 2; normal++) {
-            ember_manual_seed(1234);
-            ember_tensor *first, *t, *cpu, *mine;
-            OK(ember_rand(1, &n, dt, EMBER_CPU, &first));   /* the draw under test starts past block 0 */
-            OK((normal ? ember_randn : ember_rand)(1, &n, dt, EMBER_CPU, &t));
-            OK(ember_empty(1, &n, dt, EMBER_CPU, &mine));
-            uint64_t start = (uint64_t)(n + 1) / 2;
-            char *p = (char *)ember_tensor_data(mine);
-            for (int64_t i = 0; i < n; i++) {
-                double v = normal ? draw_normal(1234, start, i, 0.0, 1.0) : draw_uniform(1234, start, i, dt, 0.0, 1.0);
-                ember__store(p + i * ember_dtype_size(dt), dt, v);
-            }
-            cpu = t;
-            CHECK(memcmp(ember_tensor_data(cpu), p, (size_t)(n * ember_dtype_size(dt))) == 0,
-                  "%s %s draws differ from ember_%s", ember_dtype_name(dt), normal ? "normal" : "uniform",
-                  normal ? "randn" : "rand");
-            for (ember_tensor *r : {first, t, mine}) ember_tensor_release(r);
-        }
-    }
-}
-
 /* ------------------------------------------------------------------ reductions
    Each result of the kernel body, its slice combined in order, against the
    CPU's sum, mean, max and min of a transposed {4, 3, 5} tensor (one NaN in
@@ -495,7 +468,6 @@ int main(void)
     check_binary();
     check_where();
     check_iterator_merges();
-    check_philox();
     check_gemm_layouts();
     check_reductions();
     check_softmax();

@@ -226,17 +226,32 @@ return function(ember)
     return ember.stack(xs, 1), ys[1] ~= nil and ember.stack(ys, 1) or nil
   end
 
+  -- a CPU batch in pinned memory (a device batch as it is)
+  local function pinned(t) return t.device == "cpu" and t:pin_memory() or t end
+  local batches
+
   -- loader:iter() -> an iterator of (x_batch, y_batch), one epoch per call.
   -- Each call with shuffle draws a new permutation (seed, epoch).
   function DataLoader.iter(self)
-    local ds, n, bs = self.dataset, self.n, self.batch_size
     local nb = self:size()
     local epoch = self.epoch
     self.epoch = epoch + 1
     local perm
-    if self.shuffle then perm = M.permutation(n, self.seed, epoch) end
+    if self.shuffle then perm = M.permutation(self.n, self.seed, epoch) end
     local x, y = self.x, self.y
     if perm and x and x.device ~= "cpu" then perm = perm:to(x.device) end
+    local next_batch = batches(self, x, y, perm, nb)
+    if not self.pin_memory then return next_batch end
+    return function()
+      local bx, by = next_batch()
+      if bx == nil then return nil end
+      return pinned(bx), by and pinned(by) or nil
+    end
+  end
+
+  -- the batches of one epoch, as iter() hands them out before pinning
+  function batches(self, x, y, perm, nb)
+    local ds, n, bs = self.dataset, self.n, self.batch_size
     local b = 0
     local W, R, last_end
     if self.world then
@@ -284,11 +299,12 @@ return function(ember)
   end
 
   -- ember.data.DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false, seed = ?,
-  --                            distributed = false})
+  --                            distributed = false, pin_memory = false})
   -- ds: a TensorDataset (batches cut from ds.x / ds.y), or any object with
   -- `#ds` or ds:size() and ds:get(i) (samples stacked). Without a seed, a
   -- shuffling loader draws one from ember's generator (so ember.manual_seed
-  -- makes it reproducible).
+  -- makes it reproducible). pin_memory: CPU batches in pinned memory where
+  -- CUDA can be used (ordinary ones where it cannot, as PyTorch's loader).
   function M.DataLoader(ds, opts)
     opts = opts or {}
     if type(opts) ~= "table" then
@@ -334,7 +350,8 @@ return function(ember)
     end
     return object(DataLoader, { dataset = ds, x = x, y = y, n = n, batch_size = bs,
       shuffle = opts.shuffle and true or false, drop_last = opts.drop_last and true or false,
-      seed = seed or 0, epoch = opts.epoch or 0, rank = rank, world = world })
+      seed = seed or 0, epoch = opts.epoch or 0, rank = rank, world = world,
+      pin_memory = opts.pin_memory and ember.cuda.is_available() or false })
   end
 
   package.loaded["ember.data"] = M

@@ -144,17 +144,25 @@ return function(ember, H)
     return wrap(out1[0])
   end
   ember.clone, ember.contiguous, ember.detach = Tensor.clone, Tensor.contiguous, Tensor.detach
+  function Tensor.pin_memory(a)
+    check(C.ember_pin_memory(tensor_arg("pin_memory", a, 1), out1))
+    return wrap(out1[0])
+  end
+  function Tensor.is_pinned(a) return C.ember_is_pinned(tensor_arg("is_pinned", a, 1)) ~= 0 end
 
-  -- t:to("float64"), t:to("cuda"), t:to({dtype =, device =}), t:to(other_tensor)
+  -- t:to("float64"), t:to("cuda"), t:to({dtype =, device =}), t:to(other_tensor);
+  -- t:to("cuda", {non_blocking = true}) or t:to({device =, non_blocking = true})
   function Tensor.to(a, x, y)
     local c = tensor_arg("to", a, 1)
-    local dt, dev
+    local dt, dev, non_blocking
+    if type(y) == "table" and not is_tensor(y) then y, non_blocking = nil, y.non_blocking end
     if is_tensor(x) then
       local xc = tensor_arg("to", x, 2)
       dt, dev = C.ember_tensor_dtype(xc), C.ember_tensor_device(xc)
     elseif type(x) == "table" then
       dt = x.dtype and dtype_id("to", x.dtype)
       dev = x.device and device_id("to", x.device)
+      non_blocking = x.non_blocking
     else
       for _, v in ipairs({ x, y }) do
         if v ~= nil then
@@ -165,7 +173,7 @@ return function(ember, H)
     end
     local r = a
     if dev and dev ~= C.ember_tensor_device(c) then
-      check(C.ember_to_device(c, dev, out1))
+      check((non_blocking and C.ember_to_device_async or C.ember_to_device)(c, dev, out1))
       r = wrap(out1[0])
     end
     if dt and dt ~= C.ember_tensor_dtype(r._c) then

@@ -646,7 +646,8 @@ int fwd_clone(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
     return fwd_to_dtype(op, nin, in, &a2, out);
 }
 
-/* i[0] = device */
+/* i[0] = device, i[1] = non_blocking: a copy from pinned host memory to a
+   device is queued without waiting */
 int fwd_to_device(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
@@ -663,7 +664,8 @@ int fwd_to_device(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     EMBER_TRY(ember_contiguous(a, &c));
     EMBER_CHECK(ember__new(a->ndim, a->shape, a->dtype, dst, out));
     size_t nbytes = (size_t)(a->numel * ember_dtype_size(a->dtype));
-    int kind = src == EMBER_CPU ? 0 : dst == EMBER_CPU ? 1 : 2;
+    bool queued = at->i[1] && c == a && ember_is_pinned(a);
+    int kind = src == EMBER_CPU ? (queued ? 3 : 0) : dst == EMBER_CPU ? 1 : 2;
     EMBER_CHECK(be->memcpy(ember__ptr(*out), ember__ptr(c), nbytes, kind));
 done:
     ember_tensor_release(c);
@@ -723,6 +725,12 @@ int ember_to_dtype(ember_tensor *a, int dtype, ember_tensor **out)
 int ember_to_device(ember_tensor *a, int device, ember_tensor **out)
 {
     ember_attrs at = {{device}, {0}};
+    return ember__dispatch(EMBER_OP_TO_DEVICE, 1, &a, &at, out);
+}
+
+int ember_to_device_async(ember_tensor *a, int device, ember_tensor **out)
+{
+    ember_attrs at = {{device, 1}, {0}};
     return ember__dispatch(EMBER_OP_TO_DEVICE, 1, &a, &at, out);
 }
 

@@ -6,9 +6,10 @@
 
    These are not recorded by autograd: an update is a write to a leaf. They
    bump the version of every tensor they write, so a recording that saved
-   one of them still detects the change. Operands they do not take (other
-   dtypes, devices or layouts) fail with EMBER_ERR_UNSUPPORTED, and callers
-   fall back to composed ops.
+   one of them still detects the change. Parameters on a device go to its
+   backend's kernels (cuda/kernels/optim.h, the same arithmetic). Operands
+   they do not take (other dtypes or layouts) fail with EMBER_ERR_UNSUPPORTED,
+   and callers fall back to composed ops.
 
    State that decays geometrically (a momentum buffer, Adam's moments, for a
    parameter whose gradient has gone to zero) is flushed to zero once it falls
@@ -17,6 +18,7 @@
    cycles. What is dropped is below 1e-38, far under the precision of any
    parameter it would be added to. */
 #include "ops.h"
+#include "../backend.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,7 +30,7 @@
 #define double_NORMAL_MIN DBL_MIN
 
 /* p, g and each state tensor: float32 or float64, one dtype, one shape,
-   contiguous, on the CPU, no two sharing storage. */
+   contiguous, on one device, no two sharing storage. */
 static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *others, const char *const *names,
                           int n)
 {
@@ -37,8 +39,7 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
     if (p->dtype != EMBER_FLOAT32 && p->dtype != EMBER_FLOAT64)
         return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take float32 or float64 parameters, got %s",
                            op, ember_dtype_name(p->dtype));
-    if (p->storage->device != EMBER_CPU || !p->is_contiguous)
-        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take contiguous CPU parameters", op);
+    if (!p->is_contiguous) return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take contiguous parameters", op);
     if (p->storage->pins > 0)
         return ember__fail(EMBER_ERR_STATE,
                            "%s: the parameter (shape %s) is needed by a backward run that has not finished "
@@ -46,9 +47,13 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
     for (int i = 0; i < n; i++) {
         ember_tensor *t = others[i];
         if (!t) return ember__fail(EMBER_ERR_ARG, "%s: %s is NULL", op, names[i]);
-        if (t->dtype != p->dtype || t->storage->device != EMBER_CPU || !t->is_contiguous)
-            return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: %s must be a contiguous CPU %s tensor like the parameter",
+        if (t->dtype != p->dtype || !t->is_contiguous)
+            return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: %s must be a contiguous %s tensor like the parameter",
                                op, names[i], ember_dtype_name(p->dtype));
+        if (t->storage->device != p->storage->device)
+            return ember__fail(EMBER_ERR_DEVICE, "%s: %s is on %s, the parameter on %s", op, names[i],
+                               ember__device_name(s1, t->storage->device),
+                               ember__device_name(s2, p->storage->device));
         if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0)
             return ember__fail(EMBER_ERR_SHAPE, "%s: %s has shape %s, the parameter %s", op, names[i],
                                ember__tshape(s1, t), ember__tshape(s2, p));
@@ -61,12 +66,20 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
     return EMBER_OK;
 }
 
+/* a device whose backend has no fused kernel: callers fall back to composed ops */
+static int no_kernel(const char *op, const ember_tensor *p)
+{
+    char name[32];
+    return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: no fused kernel for %s", op,
+                       ember__device_name(name, p->storage->device));
+}
+
 /* ------------------------------------------------------------------ SGD */
 typedef struct {
     char *p, *buf;
     const char *g;
-    double lr, mom, damp, wd;
-    int nesterov, maximize, first, f64;
+    ember__sgd_args a;
+    int f64;
 } sgd_ctx;
 
 /* d = g + wd p; b = d (first step) or mom b + (1 - damp) d;
@@ -76,16 +89,16 @@ typedef struct {
         T *restrict p = (T *)c->p + b;                                                         \
         T *restrict buf = c->buf ? (T *)c->buf + b : NULL;                                     \
         const T *restrict g = (const T *)c->g + b;                                             \
-        const T lr = (T)c->lr, mom = (T)c->mom, damp1 = (T)(1 - c->damp), wd = (T)c->wd;       \
-        const T sgn = c->maximize ? (T)-1 : (T)1;                                              \
+        const T lr = (T)c->a.lr, mom = (T)c->a.momentum, damp1 = (T)(1 - c->a.dampening);      \
+        const T wd = (T)c->a.weight_decay, sgn = c->a.maximize ? (T)-1 : (T)1;                 \
         const int64_t n = e - b;                                                               \
         if (!buf) {                                                                            \
             for (int64_t i = 0; i < n; i++) p[i] -= lr * (sgn * g[i] + wd * p[i]);             \
-        } else if (c->first) {                                                                 \
+        } else if (c->a.first) {                                                                 \
             for (int64_t i = 0; i < n; i++) {                                                  \
                 T d = sgn * g[i] + wd * p[i];                                                  \
                 buf[i] = d;                                                                    \
-                p[i] -= lr * (c->nesterov ? d + mom * d : d);                                  \
+                p[i] -= lr * (c->a.nesterov ? d + mom * d : d);                                  \
             }                                                                                  \
         } else {                                                                               \
             for (int64_t i = 0; i < n; i++) {                                                  \
@@ -93,7 +106,7 @@ typedef struct {
                 T v = mom * buf[i] + damp1 * d;                                                \
                 v = FLUSH(T, v);                                                               \
                 buf[i] = v;                                                                    \
-                p[i] -= lr * (c->nesterov ? d + mom * v : v);                                  \
+                p[i] -= lr * (c->a.nesterov ? d + mom * v : v);                                  \
             }                                                                                  \
         }                                                                                      \
     } while (0)
@@ -111,9 +124,14 @@ int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double 
     ember_tensor *others[2] = {g, buf};
     const char *names[2] = {"the gradient", "the momentum buffer"};
     EMBER_TRY(check_operands("sgd_step_", p, others, names, buf ? 2 : 1));
-    sgd_ctx c = {ember__ptr(p), buf ? ember__ptr(buf) : NULL, ember__ptr(g), lr, momentum, dampening,
-                 weight_decay, nesterov != 0, maximize != 0, first_step != 0, p->dtype == EMBER_FLOAT64};
-    ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, sgd_range, &c);
+    ember__sgd_args a = {lr, momentum, dampening, weight_decay, nesterov != 0, maximize != 0, first_step != 0};
+    if (p->storage->device != EMBER_CPU) {
+        const ember_backend *be = ember__backend(p->storage->device);
+        EMBER_TRY(be->sgd_step ? be->sgd_step(p, g, buf, &a) : no_kernel("sgd_step_", p));
+    } else {
+        sgd_ctx c = {ember__ptr(p), buf ? ember__ptr(buf) : NULL, ember__ptr(g), a, p->dtype == EMBER_FLOAT64};
+        ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, sgd_range, &c);
+    }
     p->storage->version++;
     if (buf) buf->storage->version++;
     return EMBER_OK;
@@ -123,8 +141,8 @@ int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double 
 typedef struct {
     char *p, *m, *v, *vmax;
     const char *g;
-    double lr, b1, b2, eps, wd, bc1, bc2_sqrt;
-    int decoupled, maximize, f64;
+    ember__adam_args a;
+    int f64;
 } adam_ctx;
 
 /* Adam: g += wd p. AdamW: p *= 1 - lr wd. Then m = b1 m + (1 - b1) g;
@@ -144,10 +162,11 @@ typedef struct {
         T *restrict p = (T *)c->p + b, *restrict m = (T *)c->m + b, *restrict v = (T *)c->v + b; \
         T *restrict vmax = c->vmax ? (T *)c->vmax + b : NULL;                                  \
         const T *restrict g = (const T *)c->g + b;                                             \
-        const T b1 = (T)c->b1, b2 = (T)c->b2, eps = (T)c->eps, wd = (T)c->wd;                  \
-        const T step = (T)(c->lr / c->bc1), inv_bc2 = (T)(1 / c->bc2_sqrt);                    \
-        const T decay = c->decoupled ? (T)(1 - c->lr * c->wd) : (T)1;                          \
-        const T l2 = c->decoupled ? (T)0 : wd, sgn = c->maximize ? (T)-1 : (T)1;               \
+        const ember__adam_args *a = &c->a;                                                     \
+        const T b1 = (T)a->beta1, b2 = (T)a->beta2, eps = (T)a->eps, wd = (T)a->weight_decay;  \
+        const T step = (T)(a->lr / a->bc1), inv_bc2 = (T)(1 / a->bc2_sqrt);                    \
+        const T decay = a->decoupled ? (T)(1 - a->lr * a->weight_decay) : (T)1;                \
+        const T l2 = a->decoupled ? (T)0 : wd, sgn = a->maximize ? (T)-1 : (T)1;               \
         const int64_t n = e - b;                                                               \
         /* two loops, so that the common one (no amsgrad) has no store under a condition     \
            and the compiler vectorises it */                                                 \
@@ -181,10 +200,16 @@ int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_te
     const char *names[4] = {"the gradient", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
     EMBER_TRY(check_operands("adam_step_", p, others, names, vmax ? 4 : 3));
     if (step < 1) return ember__fail(EMBER_ERR_ARG, "adam_step_: step must be >= 1, got %lld", (long long)step);
-    adam_ctx c = {ember__ptr(p), ember__ptr(m), ember__ptr(v), vmax ? ember__ptr(vmax) : NULL, ember__ptr(g),
-                  lr, beta1, beta2, eps, weight_decay, 1 - pow(beta1, (double)step),
-                  sqrt(1 - pow(beta2, (double)step)), decoupled != 0, maximize != 0, p->dtype == EMBER_FLOAT64};
-    ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, adam_range, &c);
+    ember__adam_args a = {lr, beta1, beta2, eps, weight_decay, 1 - pow(beta1, (double)step),
+                          sqrt(1 - pow(beta2, (double)step)), decoupled != 0, maximize != 0};
+    if (p->storage->device != EMBER_CPU) {
+        const ember_backend *be = ember__backend(p->storage->device);
+        EMBER_TRY(be->adam_step ? be->adam_step(p, g, m, v, vmax, &a) : no_kernel("adam_step_", p));
+    } else {
+        adam_ctx c = {ember__ptr(p), ember__ptr(m), ember__ptr(v), vmax ? ember__ptr(vmax) : NULL, ember__ptr(g),
+                      a, p->dtype == EMBER_FLOAT64};
+        ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, adam_range, &c);
+    }
     p->storage->version++;
     m->storage->version++;
     v->storage->version++;

@@ -301,11 +301,12 @@ return function(ember, autodiff)
     local pin = opts and opts.pin_memory
     local function pack_fn(t)
       if t.device == "cpu" then return t end       -- identity for CPU tensors
-      return { device = t.device, host = t:cpu(), pin = pin }
+      local host = t:cpu()
+      return { device = t.device, host = pin and host:pin_memory() or host, pin = pin }
     end
     local function unpack_fn(v)
       if is_tensor(v) then return v end
-      return v.host:to(v.device)
+      return v.host:to(v.device, { non_blocking = v.pin })
     end
     return graph.saved_tensors_hooks(pack_fn, unpack_fn, fn, ...)
   end

@@ -25,7 +25,10 @@ A data set over tensors whose first dim indexes samples: `#ds`, `ds:get(i)`,
 ### `ember.data.DataLoader(ds, opts?)`
 Batches of a data set: `for x, y in loader:iter() do ... end`;
 `opts = {batch_size = 1, shuffle = false, drop_last = false, seed,
-distributed = false}`; `#loader` is the number of batches.
+distributed = false, pin_memory = false}`; `#loader` is the number of
+batches. With `pin_memory`, CPU batches come in pinned memory (for
+`x:to("cuda", {non_blocking = true})`) where CUDA can be used, and as
+ordinary tensors where it cannot (as PyTorch's loader does).
 
 ### `ember.data.permutation(n, seed, epoch)`
 The 1-based int64 permutation of `1..n` a shuffling loader uses for that

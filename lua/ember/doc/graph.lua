@@ -19,7 +19,8 @@ backward and `unpack(x)` applied when backward needs it.
 
 ### `ember.autodiff.graph.save_on_cpu(opts?, fn, ...)`
 Runs `fn(...)` with saved tensors kept in host memory
-(`opts = {pin_memory = false}`).
+(`opts = {pin_memory = false}`; with `pin_memory`, in pinned memory, copied
+back to the device without waiting).
 
 ### `ember.autodiff.graph.disable_saved_tensors_hooks(message, fn, ...)`
 Runs `fn(...)`; registering saved-tensor hooks inside it raises `message`.

@@ -135,7 +135,17 @@ A view of the same memory with no autograd history.
 ### `Tensor:to(dtype_or_device, ...)`
 A converted copy: `t:to("float64")`, `t:to("cuda")`, `t:to({dtype =, device =})`
 or `t:to(other)` (other's dtype and device). Returns `t` itself when nothing
-changes.
+changes. `t:to("cuda", {non_blocking = true})` (or `non_blocking` in the
+table form) queues a copy from pinned memory to the GPU without waiting for
+it; later work on the GPU sees the data, and the host must not write `t`
+before `ember.cuda.synchronize()`. Other copies wait as without it.
+
+### `Tensor:pin_memory()`, `Tensor:is_pinned()`
+A contiguous copy of a CPU tensor in pinned (page-locked) host memory, from
+the CUDA backend (`t` itself when it is pinned already), so that its copies
+to the GPU can run asynchronously; raises with the backend's reason where
+CUDA cannot be used, as PyTorch does. Not recorded by autograd.
+`is_pinned()`: whether `t`'s memory is pinned.
 
 ### `Tensor:float()`, `Tensor:double()`, `Tensor:half()`
 Shorthands for `t:to("float32")`, `t:to("float64")` and `t:to("float16")`.
