@@ -125,12 +125,17 @@ EMBER_API int ember_cuda_memory_stats(ember_cuda_memory_stats_t *out);
 EMBER_API int ember_cuda_empty_cache(void);   /* gives the cached blocks back to CUDA */
 EMBER_API int ember_cuda_synchronize(void);   /* waits for all queued device work */
 EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
-/* oneDNN (when built with it) runs float32 convolutions; ember's own kernels
-   run them when it is off, absent or declines, and under deterministic mode.
-   ember_dnnl_enabled() is 1 when oneDNN is built in, works and is switched on. */
+/* oneDNN (when built with it) runs float32 convolutions, and the float32
+   matrix products of the shapes where it beats OpenBLAS; ember's own kernels
+   and OpenBLAS run them when it is off, absent or declines, and under
+   deterministic mode. ember_dnnl_enabled() is 1 when oneDNN is built in,
+   works and is switched on; ember_set_dnnl_matmul_enabled(0) keeps the
+   matrix products alone on OpenBLAS. */
 EMBER_API const char *ember_dnnl_info(void);         /* "oneDNN 2.6.3 (...)" or "none (...)" */
 EMBER_API void ember_set_dnnl_enabled(int on);       /* on by default */
 EMBER_API int ember_dnnl_enabled(void);
+EMBER_API void ember_set_dnnl_matmul_enabled(int on);   /* on by default */
+EMBER_API int ember_dnnl_matmul_enabled(void);          /* and ember_dnnl_enabled() */
 
 /* ---------------------------------------------------------------- lifetime */
 EMBER_API void ember_tensor_retain(ember_tensor *t);

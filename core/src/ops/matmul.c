@@ -42,14 +42,14 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
 }
 
 #ifndef EMBER_HAVE_BLAS
-/* C = op(A) op(B), op a transpose when ta/tb, summed in double; T is float or double */
+/* C = op(A) op(B) + beta C, op a transpose when ta/tb, summed in double; T is float or double */
 #define REF_GEMM(SUFFIX, T)                                                                                     \
     static void ref_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,  \
-                                  const T *B, int64_t ldb, T *C, int64_t ldc)                                  \
+                                  const T *B, int64_t ldb, T beta, T *C, int64_t ldc)                          \
     {                                                                                                          \
         for (int64_t i = 0; i < M; i++)                                                                        \
             for (int64_t j = 0; j < N; j++) {                                                                  \
-                double s = 0;                                                                                  \
+                double s = beta != 0 ? (double)beta * C[i * ldc + j] : 0;                                      \
                 for (int64_t k = 0; k < K; k++)                                                                \
                     s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]); \
                 C[i * ldc + j] = (T)s;                                                                         \
@@ -60,22 +60,29 @@ REF_GEMM(f32, float)
 #undef REF_GEMM
 #endif
 
-static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+/* C = op(A) op(B) + beta C, C contiguous (M, N) */
+static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
+    int64_t ldc = N > 0 ? N : 1;
+    if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
+                                                 (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
+        return;
 #ifdef EMBER_HAVE_BLAS
     if (dt == EMBER_FLOAT32)
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0f, (const float *)a->p, (int)a->ld, (const float *)b->p, (int)b->ld,
-                    0.0f, (float *)c, (int)(N > 0 ? N : 1));
+                    (float)beta, (float *)c, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
-                    0.0, (double *)c, (int)(N > 0 ? N : 1));
+                    beta, (double *)c, (int)ldc);
 #else
     if (dt == EMBER_FLOAT32)
-        ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld, (float *)c, N);
+        ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld,
+                     (float)beta, (float *)c, ldc);
     else
-        ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, (double *)c, N);
+        ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, beta,
+                     (double *)c, ldc);
 #endif
 }
 
@@ -87,6 +94,7 @@ typedef struct {
     int dt;
     int64_t M, N, K;
     const mat *a, *b;
+    double beta;
     char *c;
 } gemm_job;
 
@@ -98,17 +106,17 @@ static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
         int64_t r0 = blk * DET_ROWS, rows = j->M - r0 < DET_ROWS ? j->M - r0 : DET_ROWS;
         mat a = *j->a;   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
         a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
-        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->c + r0 * j->N * es);
+        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->beta, j->c + r0 * j->N * es);
     }
 }
 
-static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
     if (!ember_is_deterministic() || M <= DET_ROWS) {
-        gemm_direct(dt, M, N, K, a, b, c);
+        gemm_direct(dt, M, N, K, a, b, beta, c);
         return;
     }
-    gemm_job j = {dt, M, N, K, a, b, c};
+    gemm_job j = {dt, M, N, K, a, b, beta, c};
     ember__parallel_for((M + DET_ROWS - 1) / DET_ROWS, 1, gemm_blocks, &j);
 }
 
@@ -267,7 +275,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
                     bi--;   /* redo this batch with the contiguous operands */
                     continue;
                 }
-                gemm(cdt, M, N, K, &ma, &mb, c);
+                gemm(cdt, M, N, K, &ma, &mb, 0, c);
             } else {
                 gemm_int(cdt, M, N, K, ca, aoff, cb, boff, c);
             }
