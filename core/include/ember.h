@@ -316,6 +316,10 @@ EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 /* x (..., in) w^T for w (out, in): nn's linear layer without the bias */
 EMBER_API int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out);
+/* x w^T + b, and relu(x w^T + b), with b (out): the bias and the ReLU in the
+   product's output pass (float32 / float64 on the CPU) */
+EMBER_API int ember_linear_bias(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
 
 /* shape and views (views share storage with their base) */
 EMBER_API int ember_reshape(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);

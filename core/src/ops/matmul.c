@@ -330,3 +330,97 @@ int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out)
     ember_tensor *in[2] = {x, w};
     return ember__dispatch(EMBER_OP_LINEAR, 2, in, NULL, out);
 }
+
+/* LINEAR_BIAS and LINEAR_RELU through linear, add and relu: any device and
+   dtype, and the shape errors */
+static int linear_bias_composed(bool relu, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    ember_tensor *y = NULL, *z = NULL;
+    EMBER_TRY(ember__run_nograd(EMBER_OP_LINEAR, 2, in, at, &y));
+    ember_tensor *yb[2] = {y, in[2]};
+    int rc = ember__run_nograd(EMBER_OP_ADD, 2, yb, NULL, relu ? &z : out);
+    ember_tensor_release(y);
+    if (rc < 0 || !relu) return rc;
+    rc = ember__run_nograd(EMBER_OP_RELU, 1, &z, NULL, out);
+    ember_tensor_release(z);
+    return rc;
+}
+
+/* the fused path's operands: float32 or float64 alike on the CPU, w (out, in),
+   b (out) contiguous, x (..., in) with rows of in elements */
+static bool linear_fusable(ember_tensor *const *in)
+{
+    const ember_tensor *x = in[0], *w = in[1], *b = in[2];
+    int dt = x->dtype;
+    return x->storage->device == EMBER_CPU && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) && w->dtype == dt &&
+           b->dtype == dt && w->ndim == 2 && x->ndim >= 1 && x->shape[x->ndim - 1] == w->shape[1] &&
+           w->shape[1] > 0 && b->ndim == 1 && b->shape[0] == w->shape[0] && b->is_contiguous;
+}
+
+/* relu in place over n elements of c, as relu computes it (NaN to 0) */
+static void relu_inplace(int dt, char *c, int64_t n)
+{
+    if (dt == EMBER_FLOAT32) {
+        float *f = (float *)c;
+        for (int64_t i = 0; i < n; i++) f[i] = f[i] > 0 ? f[i] : 0.0f;
+    } else {
+        double *d = (double *)c;
+        for (int64_t i = 0; i < n; i++) d[i] = d[i] > 0 ? d[i] : 0.0;
+    }
+}
+
+/* LINEAR_BIAS / LINEAR_RELU: act(x w^T + b). On the CPU in float32 and float64
+   the bias is copied into each row of the result, the product added to it
+   (beta = 1) and the ReLU applied to the result while it is still in cache;
+   anything else goes through linear, add and relu. */
+int fwd_linear_bias(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    bool relu = op == EMBER_OP_LINEAR_RELU;
+    if (!linear_fusable(in)) return linear_bias_composed(relu, in, at, out);
+    ember_tensor *x = in[0], *w = in[1], *b = in[2], *xc = NULL, *o = NULL;
+    int dt = x->dtype, es = ember_dtype_size(dt);
+    int64_t K = w->shape[1], N = w->shape[0], M = x->numel / K;
+    int64_t shape[EMBER_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = N;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(x->ndim, shape, dt, EMBER_CPU, &o));
+    if (o->numel > 0) {
+        mat mx, mw;
+        if (!(x->ndim == 2 || x->is_contiguous) ||
+            !as_blas(x->storage->data, es, x->offset, M, K, x->ndim == 2 ? x->strides[0] : K,
+                     x->strides[x->ndim - 1], &mx)) {
+            EMBER_CHECK(ember__contiguous_as(x, dt, &xc));
+            as_blas(xc->storage->data, es, xc->offset, M, K, K, 1, &mx);
+        }
+        as_blas(w->storage->data, es, w->offset, K, N, w->strides[1], w->strides[0], &mw);   /* w^T */
+        char *c = ember__ptr(o);
+        const char *bias = ember__ptr(b);
+        for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
+        gemm(dt, M, N, K, &mx, &mw, 1, c);
+        if (relu) relu_inplace(dt, c, o->numel);
+    }
+    *out = o;
+    o = NULL;
+done:
+    ember_tensor_release(xc);
+    ember_tensor_release(o);
+    return rc;
+}
+
+static int linear_bias_op(int op, ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
+{
+    ember_tensor *in[3] = {x, w, b};
+    return ember__dispatch(op, 3, in, NULL, out);
+}
+
+int ember_linear_bias(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
+{
+    return linear_bias_op(EMBER_OP_LINEAR_BIAS, x, w, b, out);
+}
+
+int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
+{
+    return linear_bias_op(EMBER_OP_LINEAR_RELU, x, w, b, out);
+}

@@ -8,7 +8,16 @@ PyTorch's signatures; options come in a last table. Losses reduce by mean
 target of one shape (PyTorch would broadcast them).
 
 ### `ember.nn.functional.linear(x, w, b?)`
-`x w^T + b`, `w` of shape `{out, in}`.
+`x w^T + b`, `w` of shape `{out, in}`. With a bias it is one op: in
+float32 and float64 on the CPU the bias is copied into the result's rows
+and the product added to it, not added in a second pass.
+
+### `ember.nn.functional.linear_relu(x, w, b?)`
+`relu(x w^T + b)` as one op (PyTorch's `torch.nn.intrinsic.LinearReLU`):
+the bias and the ReLU ride the product's output pass, and backward reads
+the ReLU's mask from the output. Values and gradients are those of
+`F.linear(x, w, b):relu()`. `nn.Sequential` runs an `nn.Linear` with a bias
+followed by an `nn.ReLU` through it.
 
 ### `ember.nn.functional.conv2d(x, w, b?, opts?)`
 2-D convolution of `(N, C, H, W)` with `w` `{out, C/groups, kh, kw}`;

@@ -56,23 +56,31 @@ local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
 
 ---------------------------------------------------------------- linear and conv
-function F.linear(x, w, b)
+-- x w^T (+ b), then relu when `relu`: one op with the bias (and the ReLU)
+-- in the product's output pass
+local function linear(name, x, w, b, relu)
   if amp._dtype then x, w, b = amp._down(x, w, b) end
-  need_tensor("linear", "input", x)
-  need_tensor("linear", "weight", w)
-  if w:dim() ~= 2 then fail("linear", "weight must be 2-D {out, in}, got %s", shape_str(w)) end
+  need_tensor(name, "input", x)
+  need_tensor(name, "weight", w)
+  if w:dim() ~= 2 then fail(name, "weight must be 2-D {out, in}, got %s", shape_str(w)) end
   local xs = x:shape()
   if #xs == 0 or xs[#xs] ~= w:size(2) then
-    fail("linear", "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
+    fail(name, "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
   end
-  check(C.ember_linear(ember._ptr("linear", x, 1), ember._ptr("linear", w, 2), out1))
-  local y = ember._wrap(out1[0])
-  if b ~= nil then
-    need_tensor("linear", "bias", b)
-    y = y + b
+  local px, pw = ember._ptr(name, x, 1), ember._ptr(name, w, 2)
+  if b == nil then
+    check(C.ember_linear(px, pw, out1))
+    local y = ember._wrap(out1[0])
+    return relu and y:relu() or y
   end
-  return y
+  need_tensor(name, "bias", b)
+  local pb = ember._ptr(name, b, 3)
+  check((relu and C.ember_linear_relu or C.ember_linear_bias)(px, pw, pb, out1))
+  return ember._wrap(out1[0])
 end
+
+function F.linear(x, w, b) return linear("linear", x, w, b, false) end
+function F.linear_relu(x, w, b) return linear("linear_relu", x, w, b, true) end
 
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
 function F.conv2d(x, w, b, opts)
