@@ -152,6 +152,34 @@ describe("F.linear_relu and the fused bias", function()
     for k = 1, 3 do H.same(fused[k], composed[k]:tolist(), 1e-12) end
   end)
 
+  it("has an adjoint giving relu_backward and its column sums in one pass", function()
+    local ffi = require("ffi")
+    local C = ember._C
+    local out = ffi.new("ember_tensor *[2]")
+    local function adjoint(g, y)
+      if C.ember_relu_bias_backward(g._c, y._c, out, out + 1) ~= 0 then error(ffi.string(C.ember_last_error())) end
+      return ember._wrap(out[0]), ember._wrap(out[1])
+    end
+    -- by hand: y's sign picks g's entries (NaN where cut gives 0), then column sums
+    local g = ember.tensor({ { 1, 2, 0 / 0 }, { 4, 5, 6 } }, F64)
+    local y = ember.tensor({ { 1, 0, -1 }, { 2, 3, 0 / 0 } }, F64)
+    local gz, gb = adjoint(g, y)
+    H.same(gz, { { 1, 0, 0 }, { 4, 5, 0 } }, 0)
+    H.same(gb, { 5, 5, 0 }, 0, { 3 })
+    -- float32, batched; and transposed operands through relu_backward and sum_to
+    ember.manual_seed(16)
+    local g3, y3 = ember.randn({ 2, 5, 4 }), ember.randn({ 2, 5, 4 })
+    local z3, b3 = adjoint(g3, y3)
+    local want = (g3 * y3:gt(0):float())
+    H.same(z3, want:tolist(), 0)
+    H.same(b3, want:sum(1):sum(1):tolist(), 1e-5)
+    local gt, yt = randn({ 4, 3 }):t(), randn({ 4, 3 }):t()
+    local zt, bt = adjoint(gt, yt)
+    H.same(zt, (gt * yt:gt(0):double()):tolist(), 0)
+    H.same(bt, (gt * yt:gt(0):double()):sum(1):tolist(), 1e-12)
+    assert.has_error(function() adjoint(ember.zeros({ 2, 3 }), ember.zeros({ 3, 2 })) end)
+  end)
+
   it("runs a Linear and ReLU pair of nn.Sequential as one op, with the same values", function()
     ember.manual_seed(15)
     local seq = ember.nn.Sequential(ember.nn.Linear(3, 4, { dtype = "float64" }), ember.nn.ReLU(),

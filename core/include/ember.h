@@ -320,6 +320,9 @@ EMBER_API int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out)
    product's output pass (float32 / float64 on the CPU) */
 EMBER_API int ember_linear_bias(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
 EMBER_API int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
+/* linear_relu's adjoint from its output y: gz = g where y > 0, else 0 (as
+   ember_relu_backward), and gb = gz summed over all dims but the last */
+EMBER_API int ember_relu_bias_backward(ember_tensor *g, ember_tensor *y, ember_tensor **gz, ember_tensor **gb);
 
 /* shape and views (views share storage with their base) */
 EMBER_API int ember_reshape(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);

@@ -579,14 +579,31 @@ static void linear_grads(rule_ctx *r, ember_tensor *g)
 
 RULE(linear) { linear_grads(r, r->g); }
 
-/* y = act(x w^T + b): the linear rule on g through relu's adjoint; the engine
-   sums b's gradient over the leading dims */
+/* y = x w^T + b: the linear rule, and g for b (the engine sums it over the
+   leading dims); y = relu(x w^T + b): the same on relu's adjoint of g, whose
+   sums over the leading dims, b's gradient, come out of the same pass */
 RULE(linear_bias)
 {
     RULE_LOCALS;
-    ember_tensor *gz = op == EMBER_OP_LINEAR_RELU ? relu_bwd(s, g, OUT(0)) : g;
+    if (op == EMBER_OP_LINEAR_BIAS) {
+        linear_grads(r, g);
+        give(s, &gi[2], g);
+        return;
+    }
+    ember_tensor *gzb[2] = {NULL, NULL};
+    if (!have(s, g, OUT(0))) return;
+    int rc = ember_relu_bias_backward(g, OUT(0), &gzb[0], &gzb[1]);
+    ember_tensor *gz = keep(s, rc, &gzb[0]), *gb = rc < 0 ? NULL : keep(s, rc, &gzb[1]);
     linear_grads(r, gz);
-    give(s, &gi[2], gz);
+    give(s, &gi[2], gb);
+}
+
+/* linear in g, piecewise constant in y: both outputs' gradients back through
+   the mask, gb's broadcast over the rows */
+RULE(relu_bias_backward)
+{
+    RULE_LOCALS;
+    if (NEED(0)) give(s, &gi[0], relu_bwd(s, t_add(s, r->go[0], r->go[1]), IN(1)));
 }
 
 RULE(matmul)

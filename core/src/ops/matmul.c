@@ -409,6 +409,88 @@ done:
     return rc;
 }
 
+/* RELU_BIAS_BACKWARD through relu_backward and sum_to */
+static int relu_bias_backward_composed(ember_tensor *const *in, ember_tensor **out)
+{
+    const ember_tensor *g = in[0];
+    EMBER_TRY(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &out[0]));
+    ember_attrs at = {{g->ndim > 0, g->ndim > 0 ? g->shape[g->ndim - 1] : 0}, {0}};
+    int rc = ember__run_nograd(EMBER_OP_SUM_TO, 1, &out[0], &at, &out[1]);
+    if (rc < 0) {
+        ember_tensor_release(out[0]);
+        out[0] = NULL;
+    }
+    return rc;
+}
+
+/* gz = g where y > 0, else 0, over rows of n; gb[j] += gz[., j] */
+#define RELU_BIAS_ROWS(T)                                                                                       \
+    static void relu_bias_rows_##T(const T *g, const T *y, T *gz, double *gb, int64_t rows, int64_t n)         \
+    {                                                                                                          \
+        for (int64_t i = 0; i < rows; i++, g += n, y += n, gz += n)                                            \
+            for (int64_t j = 0; j < n; j++) {                                                                  \
+                T v = y[j] > 0 ? g[j] : (T)0;                                                                  \
+                gz[j] = v;                                                                                     \
+                gb[j] += v;                                                                                    \
+            }                                                                                                  \
+    }
+RELU_BIAS_ROWS(float)
+RELU_BIAS_ROWS(double)
+#undef RELU_BIAS_ROWS
+
+/* RELU_BIAS_BACKWARD: in one pass over contiguous float32 / float64 g and y
+   on the CPU, the bias gradient summed in double while the mask is applied;
+   anything else through relu_backward and sum_to */
+int fwd_relu_bias_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    ember_tensor *g = in[0], *y = in[1];
+    int dt = g->dtype;
+    if (g->storage->device != EMBER_CPU || (dt != EMBER_FLOAT32 && dt != EMBER_FLOAT64) || y->dtype != dt ||
+        g->ndim == 0 || g->numel == 0 || !g->is_contiguous || !y->is_contiguous || g->ndim != y->ndim ||
+        memcmp(g->shape, y->shape, (size_t)g->ndim * sizeof *g->shape) != 0)
+        return relu_bias_backward_composed(in, out);
+    int64_t n = g->shape[g->ndim - 1], rows = g->numel / n;
+    ember_tensor *gz = NULL, *gb = NULL;
+    double *acc = NULL;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(g->ndim, g->shape, dt, EMBER_CPU, &gz));
+    EMBER_CHECK(ember__new(1, &n, dt, EMBER_CPU, &gb));
+    acc = ember__alloc((size_t)n * sizeof *acc);
+    if (!acc) {
+        rc = ember__fail(EMBER_ERR_OOM, "relu_bias_backward: out of memory");
+        goto done;
+    }
+    memset(acc, 0, (size_t)n * sizeof *acc);
+    if (dt == EMBER_FLOAT32)
+        relu_bias_rows_float((const float *)ember__ptr(g), (const float *)ember__ptr(y), (float *)ember__ptr(gz), acc,
+                             rows, n);
+    else
+        relu_bias_rows_double((const double *)ember__ptr(g), (const double *)ember__ptr(y), (double *)ember__ptr(gz),
+                              acc, rows, n);
+    ember__convert(ember__ptr(gb), dt, 1, (const char *)acc, EMBER_FLOAT64, 1, n);
+    out[0] = gz;
+    out[1] = gb;
+    gz = gb = NULL;
+done:
+    ember__free(acc, (size_t)n * sizeof *acc);
+    ember_tensor_release(gz);
+    ember_tensor_release(gb);
+    return rc;
+}
+
+int ember_relu_bias_backward(ember_tensor *g, ember_tensor *y, ember_tensor **gz, ember_tensor **gb)
+{
+    if (!gz || !gb) return ember__fail(EMBER_ERR_ARG, "relu_bias_backward: NULL argument");
+    ember_tensor *in[2] = {g, y}, *out[2] = {NULL, NULL};
+    int rc = ember__dispatch(EMBER_OP_RELU_BIAS_BACKWARD, 2, in, NULL, out);
+    *gz = out[0];
+    *gb = out[1];
+    return rc;
+}
+
 static int linear_bias_op(int op, ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
 {
     ember_tensor *in[3] = {x, w, b};

@@ -15,7 +15,8 @@ and the product added to it, not added in a second pass.
 ### `ember.nn.functional.linear_relu(x, w, b?)`
 `relu(x w^T + b)` as one op (PyTorch's `torch.nn.intrinsic.LinearReLU`):
 the bias and the ReLU ride the product's output pass, and backward reads
-the ReLU's mask from the output. Values and gradients are those of
+the ReLU's mask from the output and sums the bias gradient in the pass that
+applies it (C `ember_relu_bias_backward`). Values and gradients are those of
 `F.linear(x, w, b):relu()`. `nn.Sequential` runs an `nn.Linear` with a bias
 followed by an `nn.ReLU` through it.
 
