@@ -316,9 +316,8 @@ EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 /* x (..., in) w^T for w (out, in): nn's linear layer without the bias */
 EMBER_API int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out);
-/* x w^T + b, and relu(x w^T + b), with b (out): the bias and the ReLU in the
-   product's output pass (float32 / float64 on the CPU) */
-EMBER_API int ember_linear_bias(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
+/* relu(x w^T + b) with b (out): the bias and the ReLU in the product's output
+   pass (float32 / float64 on the CPU) */
 EMBER_API int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
 /* linear_relu's adjoint from its output y: gz = g where y > 0, else 0 (as
    ember_relu_backward), and gb = gz summed over all dims but the last */

@@ -579,17 +579,11 @@ static void linear_grads(rule_ctx *r, ember_tensor *g)
 
 RULE(linear) { linear_grads(r, r->g); }
 
-/* y = x w^T + b: the linear rule, and g for b (the engine sums it over the
-   leading dims); y = relu(x w^T + b): the same on relu's adjoint of g, whose
-   sums over the leading dims, b's gradient, come out of the same pass */
-RULE(linear_bias)
+/* y = relu(x w^T + b): the linear rule on relu's adjoint of g, whose sums
+   over the leading dims, b's gradient, come out of the same pass */
+RULE(linear_relu)
 {
     RULE_LOCALS;
-    if (op == EMBER_OP_LINEAR_BIAS) {
-        linear_grads(r, g);
-        give(s, &gi[2], g);
-        return;
-    }
     ember_tensor *gzb[2] = {NULL, NULL};
     if (!have(s, g, OUT(0))) return;
     int rc = ember_relu_bias_backward(g, OUT(0), &gzb[0], &gzb[1]);

@@ -331,30 +331,31 @@ int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out)
     return ember__dispatch(EMBER_OP_LINEAR, 2, in, NULL, out);
 }
 
-/* LINEAR_BIAS and LINEAR_RELU through linear, add and relu: any device and
-   dtype, and the shape errors */
-static int linear_bias_composed(bool relu, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+/* LINEAR_RELU through linear, add and relu: any device and dtype, and the
+   shape errors */
+static int linear_relu_composed(ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     ember_tensor *y = NULL, *z = NULL;
     EMBER_TRY(ember__run_nograd(EMBER_OP_LINEAR, 2, in, at, &y));
     ember_tensor *yb[2] = {y, in[2]};
-    int rc = ember__run_nograd(EMBER_OP_ADD, 2, yb, NULL, relu ? &z : out);
+    int rc = ember__run_nograd(EMBER_OP_ADD, 2, yb, NULL, &z);
     ember_tensor_release(y);
-    if (rc < 0 || !relu) return rc;
+    if (rc < 0) return rc;
     rc = ember__run_nograd(EMBER_OP_RELU, 1, &z, NULL, out);
     ember_tensor_release(z);
     return rc;
 }
 
-/* the fused path's operands: float32 or float64 alike on the CPU, w (out, in),
-   b (out) contiguous, x (..., in) with rows of in elements */
+/* the fused path's operands: float32 or float64 alike on the CPU, b
+   contiguous, x (..., in) with rows of in elements (w (out, in) and b (out)
+   checked before) */
 static bool linear_fusable(ember_tensor *const *in)
 {
     const ember_tensor *x = in[0], *w = in[1], *b = in[2];
     int dt = x->dtype;
     return x->storage->device == EMBER_CPU && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) && w->dtype == dt &&
-           b->dtype == dt && w->ndim == 2 && x->ndim >= 1 && x->shape[x->ndim - 1] == w->shape[1] &&
-           w->shape[1] > 0 && b->ndim == 1 && b->shape[0] == w->shape[0] && b->is_contiguous;
+           b->dtype == dt && x->ndim >= 1 && x->shape[x->ndim - 1] == w->shape[1] && w->shape[1] > 0 &&
+           b->is_contiguous;
 }
 
 /* relu in place over n elements of c, as relu computes it (NaN to 0) */
@@ -369,16 +370,22 @@ static void relu_inplace(int dt, char *c, int64_t n)
     }
 }
 
-/* LINEAR_BIAS / LINEAR_RELU: act(x w^T + b). On the CPU in float32 and float64
-   the bias is copied into each row of the result, the product added to it
-   (beta = 1) and the ReLU applied to the result while it is still in cache;
-   anything else goes through linear, add and relu. */
-int fwd_linear_bias(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+/* LINEAR_RELU: relu(x w^T + b). On the CPU in float32 and float64 the bias
+   is copied into each row of the result, the product added to it (beta = 1)
+   and the ReLU applied to the result while it is still in cache; anything
+   else goes through linear, add and relu. */
+int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
+    EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
-    bool relu = op == EMBER_OP_LINEAR_RELU;
-    if (!linear_fusable(in)) return linear_bias_composed(relu, in, at, out);
-    ember_tensor *x = in[0], *w = in[1], *b = in[2], *xc = NULL, *o = NULL;
+    const ember_tensor *w = in[1], *b = in[2];
+    if (w->ndim != 2 || b->ndim != 1 || b->shape[0] != w->shape[0]) {
+        char sw[200], sb[200];
+        return ember__fail(EMBER_ERR_SHAPE, "linear_relu: weight %s and bias %s are not {out, in} and {out}",
+                           ember__tshape(sw, w), ember__tshape(sb, b));
+    }
+    if (!linear_fusable(in)) return linear_relu_composed(in, at, out);
+    ember_tensor *x = in[0], *xc = NULL, *o = NULL;
     int dt = x->dtype, es = ember_dtype_size(dt);
     int64_t K = w->shape[1], N = w->shape[0], M = x->numel / K;
     int64_t shape[EMBER_MAX_DIMS];
@@ -399,7 +406,7 @@ int fwd_linear_bias(int op, int nin, ember_tensor *const *in, const ember_attrs 
         const char *bias = ember__ptr(b);
         for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
         gemm(dt, M, N, K, &mx, &mw, 1, c);
-        if (relu) relu_inplace(dt, c, o->numel);
+        relu_inplace(dt, c, o->numel);
     }
     *out = o;
     o = NULL;
@@ -491,18 +498,8 @@ int ember_relu_bias_backward(ember_tensor *g, ember_tensor *y, ember_tensor **gz
     return rc;
 }
 
-static int linear_bias_op(int op, ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
-{
-    ember_tensor *in[3] = {x, w, b};
-    return ember__dispatch(op, 3, in, NULL, out);
-}
-
-int ember_linear_bias(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
-{
-    return linear_bias_op(EMBER_OP_LINEAR_BIAS, x, w, b, out);
-}
-
 int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
 {
-    return linear_bias_op(EMBER_OP_LINEAR_RELU, x, w, b, out);
+    ember_tensor *in[3] = {x, w, b};
+    return ember__dispatch(EMBER_OP_LINEAR_RELU, 3, in, NULL, out);
 }

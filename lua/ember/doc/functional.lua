@@ -8,13 +8,13 @@ PyTorch's signatures; options come in a last table. Losses reduce by mean
 target of one shape (PyTorch would broadcast them).
 
 ### `ember.nn.functional.linear(x, w, b?)`
-`x w^T + b`, `w` of shape `{out, in}`. With a bias it is one op: in
-float32 and float64 on the CPU the bias is copied into the result's rows
-and the product added to it, not added in a second pass.
+`x w^T + b`, `w` of shape `{out, in}`.
 
 ### `ember.nn.functional.linear_relu(x, w, b?)`
-`relu(x w^T + b)` as one op (PyTorch's `torch.nn.intrinsic.LinearReLU`):
-the bias and the ReLU ride the product's output pass, and backward reads
+`relu(x w^T + b)` as one op (PyTorch's `torch.nn.intrinsic.LinearReLU`)
+for a bias of shape `{out}`: in float32 and float64 on the CPU the bias is
+copied into the result's rows, the product added to it (beta = 1) and the
+ReLU applied to the rows just written, and backward reads
 the ReLU's mask from the output and sums the bias gradient in the pass that
 applies it (C `ember_relu_bias_backward`). Values and gradients are those of
 `F.linear(x, w, b):relu()`. `nn.Sequential` runs an `nn.Linear` with a bias

@@ -56,10 +56,7 @@ local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
 
 ---------------------------------------------------------------- linear and conv
--- x w^T (+ b), then relu when `relu`: one op with the bias (and the ReLU)
--- in the product's output pass
-local function linear(name, x, w, b, relu)
-  if amp._dtype then x, w, b = amp._down(x, w, b) end
+local function linear_args(name, x, w)
   need_tensor(name, "input", x)
   need_tensor(name, "weight", w)
   if w:dim() ~= 2 then fail(name, "weight must be 2-D {out, in}, got %s", shape_str(w)) end
@@ -67,20 +64,30 @@ local function linear(name, x, w, b, relu)
   if #xs == 0 or xs[#xs] ~= w:size(2) then
     fail(name, "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
   end
-  local px, pw = ember._ptr(name, x, 1), ember._ptr(name, w, 2)
-  if b == nil then
-    check(C.ember_linear(px, pw, out1))
-    local y = ember._wrap(out1[0])
-    return relu and y:relu() or y
-  end
-  need_tensor(name, "bias", b)
-  local pb = ember._ptr(name, b, 3)
-  check((relu and C.ember_linear_relu or C.ember_linear_bias)(px, pw, pb, out1))
-  return ember._wrap(out1[0])
 end
 
-function F.linear(x, w, b) return linear("linear", x, w, b, false) end
-function F.linear_relu(x, w, b) return linear("linear_relu", x, w, b, true) end
+function F.linear(x, w, b)
+  if amp._dtype then x, w, b = amp._down(x, w, b) end
+  linear_args("linear", x, w)
+  check(C.ember_linear(ember._ptr("linear", x, 1), ember._ptr("linear", w, 2), out1))
+  local y = ember._wrap(out1[0])
+  if b ~= nil then
+    need_tensor("linear", "bias", b)
+    y = y + b
+  end
+  return y
+end
+
+-- relu(x w^T + b) as one op: the bias and the ReLU in the product's output pass
+function F.linear_relu(x, w, b)
+  if b == nil or (is_tensor(b) and b:dim() ~= 1) then return F.linear(x, w, b):relu() end
+  if amp._dtype then x, w, b = amp._down(x, w, b) end
+  linear_args("linear_relu", x, w)
+  need_tensor("linear_relu", "bias", b)
+  check(C.ember_linear_relu(ember._ptr("linear_relu", x, 1), ember._ptr("linear_relu", w, 2),
+    ember._ptr("linear_relu", b, 3), out1))
+  return ember._wrap(out1[0])
+end
 
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
 function F.conv2d(x, w, b, opts)
