@@ -3,7 +3,9 @@
 -- batch 128 (shuffled), 3 epochs. Prints JSON: seconds per epoch (median of
 -- the 3), samples/s, test accuracy after epochs 1 and 3, peak RSS.
 -- PyTorch 1.13 on the 2-core build machine: 0.55 s/epoch, 86.2%, 488 MB.
---   luajit bench/train_mlp.lua [epochs [seed [det]]]   (det: ember.set_deterministic(true))
+--   luajit bench/train_mlp.lua [epochs [seed [flags...]]]
+-- flags: det (ember.set_deterministic(true)), blas (every matrix product on
+-- OpenBLAS: ember.set_dnnl_matmul_enabled(false))
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -11,8 +13,11 @@ local nn = ember.nn
 
 local epochs = tonumber(arg and arg[1]) or 3
 local seed = tonumber(arg and arg[2]) or 0   -- initial weights and shuffling
-local det = arg and arg[3] == "det"
+local flags = {}
+for i = 3, arg and #arg or 0 do flags[arg[i]] = true end
+local det = flags.det == true
 ember.set_deterministic(det)
+ember.set_dnnl_matmul_enabled(not flags.blas)
 ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
@@ -42,4 +47,5 @@ print(B.json({
   threads = ember.get_num_threads(),
   deterministic = det,
   openblas_core = B.blas_core(ember),
+  dnnl_matmul = ember.dnnl_matmul_enabled(),
 }))

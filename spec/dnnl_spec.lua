@@ -26,14 +26,7 @@ local function products(c, dtype)
   return { y, gx, gw }
 end
 
-local function with_dnnl(on, f)
-  local before = ember.dnnl_enabled()
-  ember.set_dnnl_enabled(on)
-  local ok, r = pcall(f)
-  ember.set_dnnl_enabled(before)
-  if not ok then error(r, 0) end
-  return r
-end
+local function with_dnnl(on, f) return H.with_switch(ember.set_dnnl_enabled, ember.dnnl_enabled, on, f) end
 
 -- the three products of one geometry, through oneDNN (on) or ember's kernels
 local function run(on, c, dtype)
@@ -110,27 +103,11 @@ describe("oneDNN after fork", function()
   -- libgomp's workers do not survive fork; a child that ran oneDNN on them
   -- would wait for them forever
   it("runs a forked child's convolutions", function()
-    pcall(ffi.cdef, [[
-      int fork(void); int waitpid(int pid, int *status, int options); void _exit(int status);
-      int kill(int pid, int sig); int usleep(unsigned int usec);
-    ]])
     local F = ember.nn.functional
     local x, w = ember.randn({ 4, 16, 14, 14 }), ember.randn({ 32, 16, 5, 5 })
     local want = F.conv2d(x, w, nil, { padding = 2 })
-    local pid = ffi.C.fork()
-    if pid == 0 then
-      local ok, same = pcall(function() return max_rel_diff(F.conv2d(x, w, nil, { padding = 2 }), want) < 1e-5 end)
-      ffi.C._exit(ok and same and 0 or 1)
-    end
-    assert(pid > 0, "fork failed")
-    local status, done = ffi.new("int[1]"), 0
-    for _ = 1, 200 do   -- 10 s at most
-      done = ffi.C.waitpid(pid, status, 1)   -- WNOHANG
-      if done ~= 0 then break end
-      ffi.C.usleep(50000)
-    end
-    if done == 0 then ffi.C.kill(pid, 9); ffi.C.waitpid(pid, status, 0) end
-    assert(done == pid, "the forked child did not finish its convolution in 10 s")
-    assert.are.equal(0, status[0])
+    H.in_forked_child("its convolution", function()
+      return max_rel_diff(F.conv2d(x, w, nil, { padding = 2 }), want) < 1e-5
+    end, 10)
   end)
 end)

@@ -89,6 +89,112 @@ describe("F.linear", function()
   end)
 end)
 
+describe("F.linear_relu", function()
+  local w = ember.tensor({ { 1, 2 }, { 3, -4 }, { -5, 6 } }, F64)   -- (out 3, in 2)
+  local b = ember.tensor({ 1, -20, 0.5 }, F64)
+
+  it("computes relu(x W^T + b) by hand, in one op on the CPU and through the composed ops elsewhere", function()
+    -- x W^T = {1, 3, -5}, {4, -8, 12} and {3, -1, 1}
+    local x = ember.tensor({ { 1, 0 }, { 0, 2 }, { 1, 1 } }, F64)
+    H.same(F.linear_relu(x, w, b), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
+    H.same(F.linear(x, w, b), { { 2, -17, -4.5 }, { 5, -28, 12.5 }, { 4, -21, 1.5 } }, 0)
+    -- float32; batched and transposed inputs; a 1-D input; a transposed weight
+    H.same(F.linear_relu(x:float(), w:float(), b:float()), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
+    H.same(F.linear_relu(x:view(3, 1, 2), w, b), { { { 2, 0, 0 } }, { { 5, 0, 12.5 } }, { { 4, 0, 1.5 } } }, 0)
+    H.same(F.linear_relu(x:t():contiguous():t(), w:t():contiguous():t(), b), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
+    H.same(F.linear_relu(ember.tensor({ 0, 2 }, F64), w, b), { 5, 0, 12.5 }, 0, { 3 })
+    -- mixed dtypes, a broadcast bias and none go through linear, add and relu
+    H.same(F.linear_relu(x:float(), w, b), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
+    H.same(F.linear_relu(x, w, b:view(1, 3)), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
+    H.same(F.linear_relu(x, w), { { 1, 3, 0 }, { 4, 0, 12 }, { 3, 0, 1 } }, 0)
+    local ok, err = pcall(F.linear_relu, x, w, ember.zeros({ 4 }, F64))
+    assert.is_false(ok)
+    assert.truthy(err:find("{3, 2}", 1, true) and err:find("{4}", 1, true), err)
+    -- relu's NaN is 0, as in relu itself
+    H.same(F.linear_relu(ember.tensor({ { 0 / 0, 0 } }, F64), ember.tensor({ { 1, 0 } }, F64), ember.zeros({ 1 }, F64)),
+      ember.tensor({ { 0 / 0 } }, F64):relu():tolist(), 0)
+  end)
+
+  it("agrees with linear, add and relu at the MLP's shapes in float32", function()
+    ember.manual_seed(4)
+    local x, w1, b1 = ember.randn({ 128, 784 }), ember.randn({ 256, 784 }), ember.randn({ 256 })
+    local want = (x:matmul(w1:t()) + b1):relu()
+    local d = (F.linear_relu(x, w1, b1) - want):abs():max():item()
+    assert(d < 1e-3, "max difference " .. d)
+  end)
+
+  it("passes gradcheck, to second order, in all three inputs", function()
+    ember.manual_seed(13)
+    local function op(fn) return function(a, ww, bb) return (fn(a, ww, bb) ^ 2):sum() end end
+    local x, ww, bb = randn({ 2, 3, 2 }), randn({ 4, 2 }), randn({ 4 })
+    -- away from relu's kink, where finite differences would straddle it
+    assert(F.linear(x, ww, bb):abs():min():item() > 1e-3)
+    assert.is_true(gradcheck(op(F.linear_relu), { x, ww, bb }))
+    local grad = ember.autodiff.grad
+    assert.is_true(gradcheck(function(a, ww, bb) return ember.enable_grad(function()
+      local ga, gw, gb = grad(function(u, v, c) return (F.linear_relu(u, v, c) ^ 3):sum() end, { 1, 2, 3 })(a, ww, bb)
+      return (ga * ga):sum() + (gw * gw):sum() + (gb * gb):sum()
+    end) end, { randn({ 3, 2 }), randn({ 2, 2 }), ember.tensor({ 3, 3 }, F64) }))
+  end)
+
+  it("gives the gradients linear, add and relu give", function()
+    ember.manual_seed(14)
+    local x, ww, bb = randn({ 5, 3 }), randn({ 4, 3 }), randn({ 4 })
+    local gy = randn({ 5, 4 })
+    local function grads(fn)
+      local a, v, c = x:clone(), ww:clone(), bb:clone()
+      local gm = ember.autodiff.GradManager():attach({ a, v, c })
+      gm:record()
+      gm:backward((fn(a, v, c) * gy):sum())
+      return { a.grad, v.grad, c.grad }
+    end
+    local fused = grads(F.linear_relu)
+    local composed = grads(function(a, v, c) return (a:matmul(v:t()) + c):relu() end)
+    for k = 1, 3 do H.same(fused[k], composed[k]:tolist(), 1e-12) end
+  end)
+
+  it("has an adjoint giving relu_backward and its column sums in one pass", function()
+    local ffi = require("ffi")
+    local C = ember._C
+    local out = ffi.new("ember_tensor *[2]")
+    local function adjoint(g, y)
+      if C.ember_relu_bias_backward(g._c, y._c, out, out + 1) ~= 0 then error(ffi.string(C.ember_last_error())) end
+      return ember._wrap(out[0]), ember._wrap(out[1])
+    end
+    -- by hand: y's sign picks g's entries (NaN where cut gives 0), then column sums
+    local g = ember.tensor({ { 1, 2, 0 / 0 }, { 4, 5, 6 } }, F64)
+    local y = ember.tensor({ { 1, 0, -1 }, { 2, 3, 0 / 0 } }, F64)
+    local gz, gb = adjoint(g, y)
+    H.same(gz, { { 1, 0, 0 }, { 4, 5, 0 } }, 0)
+    H.same(gb, { 5, 5, 0 }, 0, { 3 })
+    -- float32, batched; and transposed operands through relu_backward and sum_to
+    ember.manual_seed(16)
+    local g3, y3 = ember.randn({ 2, 5, 4 }), ember.randn({ 2, 5, 4 })
+    local z3, b3 = adjoint(g3, y3)
+    local want = (g3 * y3:gt(0):float())
+    H.same(z3, want:tolist(), 0)
+    H.same(b3, want:sum(1):sum(1):tolist(), 1e-5)
+    local gt, yt = randn({ 4, 3 }):t(), randn({ 4, 3 }):t()
+    local zt, bt = adjoint(gt, yt)
+    H.same(zt, (gt * yt:gt(0):double()):tolist(), 0)
+    H.same(bt, (gt * yt:gt(0):double()):sum(1):tolist(), 1e-12)
+    assert.has_error(function() adjoint(ember.zeros({ 2, 3 }), ember.zeros({ 3, 2 })) end)
+  end)
+
+  it("runs a Linear and ReLU pair of nn.Sequential as one op, with the same values", function()
+    ember.manual_seed(15)
+    local seq = ember.nn.Sequential(ember.nn.Linear(3, 4, { dtype = "float64" }), ember.nn.ReLU(),
+      ember.nn.Linear(4, 2, { dtype = "float64" }))
+    local l1, l2 = seq:get(1), seq:get(3)
+    local x = randn({ 6, 3 })
+    local want = F.linear(F.linear(x, l1.weight, l1.bias):relu(), l2.weight, l2.bias)
+    H.same(seq(x), want:tolist(), 1e-12)
+    local ok, err = pcall(seq, randn({ 6, 5 }))
+    assert.is_false(ok)
+    assert.truthy(err:find("ember.nn.Linear", 1, true), err)
+  end)
+end)
+
 describe("F.conv2d", function()
   it("computes a 2x2 box sum by hand", function()
     local x = ember.arange(16, F64):view(1, 1, 4, 4)

@@ -80,4 +80,41 @@ function H.noncontig(t)
   return tt
 end
 
+-- fn()'s result with a switch of ember's set to `on` (set(on), get() -> bool),
+-- then set back whatever happened
+function H.with_switch(set, get, on, fn)
+  local before = get()
+  set(on)
+  local ok, r = pcall(fn)
+  set(before)
+  if not ok then error(r, 0) end
+  return r
+end
+
+-- Runs fn() in a forked child and asserts that it returned true within
+-- `seconds` (a child stuck on the parent's libgomp workers is killed). `what`
+-- names the work in the failure message.
+function H.in_forked_child(what, fn, seconds)
+  local ffi = require("ffi")
+  pcall(ffi.cdef, [[
+    int fork(void); int waitpid(int pid, int *status, int options); void _exit(int status);
+    int kill(int pid, int sig); int usleep(unsigned int usec);
+  ]])
+  local pid = ffi.C.fork()
+  if pid == 0 then
+    local ok, good = pcall(fn)
+    ffi.C._exit(ok and good and 0 or 1)
+  end
+  assert(pid > 0, "fork failed")
+  local status, done = ffi.new("int[1]"), 0
+  for _ = 1, seconds * 20 do
+    done = ffi.C.waitpid(pid, status, 1)   -- WNOHANG
+    if done ~= 0 then break end
+    ffi.C.usleep(50000)
+  end
+  if done == 0 then ffi.C.kill(pid, 9); ffi.C.waitpid(pid, status, 0) end
+  assert(done == pid, ("the forked child did not finish %s in %d s"):format(what, seconds))
+  assert(status[0] == 0, ("the forked child's %s failed (wait status %d)"):format(what, status[0]))
+end
+
 return H

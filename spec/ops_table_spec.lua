@@ -13,7 +13,7 @@ describe("the op table", function()
       max_dim = ":max%(%d", min_dim = ":min%(%d", sum_to = "sum_to", scatter_add = "gather",
       index_add = "index_select", conv2d_backward_input = "conv2d", conv2d_backward_weight = "conv2d",
       max_pool2d_backward = "max_pool2d", avg_pool2d_backward = "avg_pool2d", clone = ":clone%(",
-      relu_backward = "ember_relu_backward%(",
+      relu_backward = "ember_relu_backward%(", relu_bias_backward = "ember_relu_bias_backward%(",
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow" }
     local missing = {}

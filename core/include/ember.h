@@ -130,12 +130,17 @@ EMBER_API int ember_cuda_synchronize(void);   /* waits for all queued device wor
 EMBER_API int ember_cuda_set_allow_tf32(int allow);
 EMBER_API int ember_cuda_allow_tf32(void);
 EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
-/* oneDNN (when built with it) runs float32 convolutions; ember's own kernels
-   run them when it is off, absent or declines, and under deterministic mode.
-   ember_dnnl_enabled() is 1 when oneDNN is built in, works and is switched on. */
+/* oneDNN (when built with it) runs float32 convolutions, and the float32
+   matrix products of the shapes where it beats OpenBLAS; ember's own kernels
+   and OpenBLAS run them when it is off, absent or declines, and under
+   deterministic mode. ember_dnnl_enabled() is 1 when oneDNN is built in,
+   works and is switched on; ember_set_dnnl_matmul_enabled(0) keeps the
+   matrix products alone on OpenBLAS. */
 EMBER_API const char *ember_dnnl_info(void);         /* "oneDNN 2.6.3 (...)" or "none (...)" */
 EMBER_API void ember_set_dnnl_enabled(int on);       /* on by default */
 EMBER_API int ember_dnnl_enabled(void);
+EMBER_API void ember_set_dnnl_matmul_enabled(int on);   /* on by default */
+EMBER_API int ember_dnnl_matmul_enabled(void);          /* and ember_dnnl_enabled() */
 
 /* ---------------------------------------------------------------- lifetime */
 EMBER_API void ember_tensor_retain(ember_tensor *t);
@@ -329,6 +334,12 @@ EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 /* x (..., in) w^T for w (out, in): nn's linear layer without the bias */
 EMBER_API int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out);
+/* relu(x w^T + b) with b (out): the bias and the ReLU in the product's output
+   pass (float32 / float64 on the CPU) */
+EMBER_API int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out);
+/* linear_relu's adjoint from its output y: gz = g where y > 0, else 0 (as
+   ember_relu_backward), and gb = gz summed over all dims but the last */
+EMBER_API int ember_relu_bias_backward(ember_tensor *g, ember_tensor *y, ember_tensor **gz, ember_tensor **gb);
 
 /* shape and views (views share storage with their base) */
 EMBER_API int ember_reshape(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);

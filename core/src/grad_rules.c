@@ -562,19 +562,42 @@ RULE(expand)
     give(s, &gi[0], g);
 }
 
-/* y = x w^T: gx = g w, gw = g^T x over all leading dims */
-RULE(linear)
+/* y = x w^T with output gradient g: gx = g w, gw = g^T x over all leading dims */
+static void linear_grads(rule_ctx *r, ember_tensor *g)
 {
-    RULE_LOCALS;
-    ember_tensor *w = IN(1);
+    const ember_node *n = r->n;
+    arena *s = r->s;
     int64_t ws[EMBER_MAX_DIMS];
     ember__node_in_shape(n, 1, ws);
-    if (NEED(0)) give(s, &gi[0], t_matmul(s, g, w));
+    if (NEED(0)) give(s, &r->gi[0], t_matmul(s, g, IN(1)));
     if (NEED(1)) {
         int64_t g2s[2] = {-1, ws[0]}, x2s[2] = {-1, ws[1]};
         ember_tensor *g2 = reshape(s, g, 2, g2s), *x2 = reshape(s, IN(0), 2, x2s);
-        give(s, &gi[1], t_matmul(s, transpose_last(s, g2), x2));
+        give(s, &r->gi[1], t_matmul(s, transpose_last(s, g2), x2));
     }
+}
+
+RULE(linear) { linear_grads(r, r->g); }
+
+/* y = relu(x w^T + b): the linear rule on relu's adjoint of g, whose sums
+   over the leading dims, b's gradient, come out of the same pass */
+RULE(linear_relu)
+{
+    RULE_LOCALS;
+    ember_tensor *gzb[2] = {NULL, NULL};
+    if (!have(s, g, OUT(0))) return;
+    int rc = ember_relu_bias_backward(g, OUT(0), &gzb[0], &gzb[1]);
+    ember_tensor *gz = keep(s, rc, &gzb[0]), *gb = rc < 0 ? NULL : keep(s, rc, &gzb[1]);
+    linear_grads(r, gz);
+    give(s, &gi[2], gb);
+}
+
+/* linear in g, piecewise constant in y: both outputs' gradients back through
+   the mask, gb's broadcast over the rows */
+RULE(relu_bias_backward)
+{
+    RULE_LOCALS;
+    if (NEED(0)) give(s, &gi[0], relu_bwd(s, t_add(s, r->go[0], r->go[1]), IN(1)));
 }
 
 RULE(matmul)

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef EMBER_HAVE_BLAS
 #include <cblas.h>
@@ -34,4 +35,14 @@ const char *ember_blas_info(void)
 #else
     return "none (reference loops)";
 #endif
+}
+
+/* OpenBLAS's core runs AVX-512 kernels (matmul_dnnl.c's choice depends on it) */
+bool ember__blas_avx512(void)
+{
+    static const char *const cores[] = {"(core SkylakeX)", "(core Cooperlake)", "(core SapphireRapids)"};
+    const char *info = ember_blas_info();
+    for (size_t i = 0; i < sizeof cores / sizeof *cores; i++)
+        if (strstr(info, cores[i])) return true;
+    return false;
 }

@@ -57,6 +57,9 @@ int ember__fail_prefix(int status, const char *op);
 const char *ember__shape_str(char *buf, int ndim, const int64_t *shape);
 const char *ember__tshape(char *buf, const ember_tensor *t);
 
+/* ------------------------------------------------------------------ libraries (info.c) */
+bool ember__blas_avx512(void);   /* OpenBLAS's core runs AVX-512 kernels */
+
 /* ------------------------------------------------------------------ storage, tensors */
 typedef struct ember_storage {
     int refcount;

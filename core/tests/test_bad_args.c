@@ -158,6 +158,11 @@ int main(void)
                           ember_erf, ember_clone, ember_contiguous, ember_detach, ember_amax_all, ember_amin_all};
     for (size_t i = 0; i < sizeof unaries / sizeof *unaries; i++) each_unary(unaries[i], a, dead);
     BAD(ember_where(NULL, a, a, &o));
+    BAD(ember_linear_relu(a, NULL, a, &o));
+    BAD(ember_linear_relu(a, a, NULL, &o));
+    BAD(ember_linear_relu(a, a, a, NULL));
+    BAD(ember_relu_bias_backward(NULL, a, &o, &o));
+    BAD(ember_relu_bias_backward(a, a, &o, NULL));
     BAD(ember_where(a, a, a, NULL));
     BAD(ember_gelu(NULL, 0, &o));
     BAD(ember_gelu(a, 0, NULL));

@@ -436,6 +436,9 @@ return function(ember)
   function ember.dnnl_info() return ffi_string(C.ember_dnnl_info()) end
   function ember.set_dnnl_enabled(on) C.ember_set_dnnl_enabled(on and 1 or 0) end
   function ember.dnnl_enabled() return C.ember_dnnl_enabled() ~= 0 end
+  -- and for the float32 matrix products where it beats OpenBLAS (docs/nn.md, "Matrix products")
+  function ember.set_dnnl_matmul_enabled(on) C.ember_set_dnnl_matmul_enabled(on and 1 or 0) end
+  function ember.dnnl_matmul_enabled() return C.ember_dnnl_matmul_enabled() ~= 0 end
 
   Tensor.__len = function(t) return t:dim() > 0 and t:size(1) or 0 end
   Tensor.__concat = function(a, b) return tostring(a) .. tostring(b) end

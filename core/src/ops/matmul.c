@@ -42,14 +42,14 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
 }
 
 #ifndef EMBER_HAVE_BLAS
-/* C = op(A) op(B), op a transpose when ta/tb, summed in double; T is float or double */
+/* C = op(A) op(B) + beta C, op a transpose when ta/tb, summed in double; T is float or double */
 #define REF_GEMM(SUFFIX, T)                                                                                     \
     static void ref_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,  \
-                                  const T *B, int64_t ldb, T *C, int64_t ldc)                                  \
+                                  const T *B, int64_t ldb, T beta, T *C, int64_t ldc)                          \
     {                                                                                                          \
         for (int64_t i = 0; i < M; i++)                                                                        \
             for (int64_t j = 0; j < N; j++) {                                                                  \
-                double s = 0;                                                                                  \
+                double s = beta != 0 ? (double)beta * C[i * ldc + j] : 0;                                      \
                 for (int64_t k = 0; k < K; k++)                                                                \
                     s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]); \
                 C[i * ldc + j] = (T)s;                                                                         \
@@ -60,22 +60,29 @@ REF_GEMM(f32, float)
 #undef REF_GEMM
 #endif
 
-static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+/* C = op(A) op(B) + beta C, C contiguous (M, N) */
+static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
+    int64_t ldc = N > 0 ? N : 1;
+    if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
+                                                 (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
+        return;
 #ifdef EMBER_HAVE_BLAS
     if (dt == EMBER_FLOAT32)
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0f, (const float *)a->p, (int)a->ld, (const float *)b->p, (int)b->ld,
-                    0.0f, (float *)c, (int)(N > 0 ? N : 1));
+                    (float)beta, (float *)c, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
-                    0.0, (double *)c, (int)(N > 0 ? N : 1));
+                    beta, (double *)c, (int)ldc);
 #else
     if (dt == EMBER_FLOAT32)
-        ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld, (float *)c, N);
+        ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld,
+                     (float)beta, (float *)c, ldc);
     else
-        ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, (double *)c, N);
+        ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, beta,
+                     (double *)c, ldc);
 #endif
 }
 
@@ -87,6 +94,7 @@ typedef struct {
     int dt;
     int64_t M, N, K;
     const mat *a, *b;
+    double beta;
     char *c;
 } gemm_job;
 
@@ -98,17 +106,17 @@ static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
         int64_t r0 = blk * DET_ROWS, rows = j->M - r0 < DET_ROWS ? j->M - r0 : DET_ROWS;
         mat a = *j->a;   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
         a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
-        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->c + r0 * j->N * es);
+        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->beta, j->c + r0 * j->N * es);
     }
 }
 
-static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *c)
+static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
     if (!ember_is_deterministic() || M <= DET_ROWS) {
-        gemm_direct(dt, M, N, K, a, b, c);
+        gemm_direct(dt, M, N, K, a, b, beta, c);
         return;
     }
-    gemm_job j = {dt, M, N, K, a, b, c};
+    gemm_job j = {dt, M, N, K, a, b, beta, c};
     ember__parallel_for((M + DET_ROWS - 1) / DET_ROWS, 1, gemm_blocks, &j);
 }
 
@@ -267,7 +275,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
                     bi--;   /* redo this batch with the contiguous operands */
                     continue;
                 }
-                gemm(cdt, M, N, K, &ma, &mb, c);
+                gemm(cdt, M, N, K, &ma, &mb, 0, c);
             } else {
                 gemm_int(cdt, M, N, K, ca, aoff, cb, boff, c);
             }
@@ -321,4 +329,181 @@ int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out)
 {
     ember_tensor *in[2] = {x, w};
     return ember__dispatch(EMBER_OP_LINEAR, 2, in, NULL, out);
+}
+
+/* LINEAR_RELU through linear, add and relu: any device and dtype, and the
+   shape errors */
+static int linear_relu_composed(ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    ember_tensor *y = NULL, *z = NULL;
+    EMBER_TRY(ember__run_nograd(EMBER_OP_LINEAR, 2, in, at, &y));
+    ember_tensor *yb[2] = {y, in[2]};
+    int rc = ember__run_nograd(EMBER_OP_ADD, 2, yb, NULL, &z);
+    ember_tensor_release(y);
+    if (rc < 0) return rc;
+    rc = ember__run_nograd(EMBER_OP_RELU, 1, &z, NULL, out);
+    ember_tensor_release(z);
+    return rc;
+}
+
+/* the fused path's operands: float32 or float64 alike on the CPU, b
+   contiguous, x (..., in) with rows of in elements (w (out, in) and b (out)
+   checked before) */
+static bool linear_fusable(ember_tensor *const *in)
+{
+    const ember_tensor *x = in[0], *w = in[1], *b = in[2];
+    int dt = x->dtype;
+    return x->storage->device == EMBER_CPU && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) && w->dtype == dt &&
+           b->dtype == dt && x->ndim >= 1 && x->shape[x->ndim - 1] == w->shape[1] && w->shape[1] > 0 &&
+           b->is_contiguous;
+}
+
+/* relu in place over n elements of c, as relu computes it (NaN to 0) */
+static void relu_inplace(int dt, char *c, int64_t n)
+{
+    if (dt == EMBER_FLOAT32) {
+        float *f = (float *)c;
+        for (int64_t i = 0; i < n; i++) f[i] = f[i] > 0 ? f[i] : 0.0f;
+    } else {
+        double *d = (double *)c;
+        for (int64_t i = 0; i < n; i++) d[i] = d[i] > 0 ? d[i] : 0.0;
+    }
+}
+
+/* LINEAR_RELU: relu(x w^T + b). On the CPU in float32 and float64 the bias
+   is copied into each row of the result, the product added to it (beta = 1)
+   and the ReLU applied to the result while it is still in cache; anything
+   else goes through linear, add and relu. */
+int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    const ember_tensor *w = in[1], *b = in[2];
+    if (w->ndim != 2 || b->ndim != 1 || b->shape[0] != w->shape[0]) {
+        char sw[200], sb[200];
+        return ember__fail(EMBER_ERR_SHAPE, "linear_relu: weight %s and bias %s are not {out, in} and {out}",
+                           ember__tshape(sw, w), ember__tshape(sb, b));
+    }
+    if (!linear_fusable(in)) return linear_relu_composed(in, at, out);
+    ember_tensor *x = in[0], *xc = NULL, *o = NULL;
+    int dt = x->dtype, es = ember_dtype_size(dt);
+    int64_t K = w->shape[1], N = w->shape[0], M = x->numel / K;
+    int64_t shape[EMBER_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = N;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(x->ndim, shape, dt, EMBER_CPU, &o));
+    if (o->numel > 0) {
+        mat mx, mw;
+        if (!(x->ndim == 2 || x->is_contiguous) ||
+            !as_blas(x->storage->data, es, x->offset, M, K, x->ndim == 2 ? x->strides[0] : K,
+                     x->strides[x->ndim - 1], &mx)) {
+            EMBER_CHECK(ember__contiguous_as(x, dt, &xc));
+            as_blas(xc->storage->data, es, xc->offset, M, K, K, 1, &mx);
+        }
+        as_blas(w->storage->data, es, w->offset, K, N, w->strides[1], w->strides[0], &mw);   /* w^T */
+        char *c = ember__ptr(o);
+        const char *bias = ember__ptr(b);
+        for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
+        gemm(dt, M, N, K, &mx, &mw, 1, c);
+        relu_inplace(dt, c, o->numel);
+    }
+    *out = o;
+    o = NULL;
+done:
+    ember_tensor_release(xc);
+    ember_tensor_release(o);
+    return rc;
+}
+
+/* RELU_BIAS_BACKWARD through relu_backward and sum_to */
+static int relu_bias_backward_composed(ember_tensor *const *in, ember_tensor **out)
+{
+    const ember_tensor *g = in[0];
+    EMBER_TRY(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &out[0]));
+    ember_attrs at = {{g->ndim > 0, g->ndim > 0 ? g->shape[g->ndim - 1] : 0}, {0}};
+    int rc = ember__run_nograd(EMBER_OP_SUM_TO, 1, &out[0], &at, &out[1]);
+    if (rc < 0) {
+        ember_tensor_release(out[0]);
+        out[0] = NULL;
+    }
+    return rc;
+}
+
+/* gz = g where y > 0, else 0, over rows of n; gb[j] += gz[., j]. Both loads
+   are unconditional, so the select compiles to a blend and the loop to
+   vector code: a branch per element mispredicts on half of them. */
+#define RELU_BIAS_ROWS(T)                                                                                       \
+    static void relu_bias_rows_##T(const T *restrict g, const T *restrict y, T *restrict gz, double *restrict gb, \
+                                   int64_t rows, int64_t n)                                                    \
+    {                                                                                                          \
+        for (int64_t i = 0; i < rows; i++, g += n, y += n, gz += n)                                            \
+            for (int64_t j = 0; j < n; j++) {                                                                  \
+                T gv = g[j], yv = y[j];                                                                        \
+                T v = yv > 0 ? gv : (T)0;                                                                      \
+                gz[j] = v;                                                                                     \
+                gb[j] += v;                                                                                    \
+            }                                                                                                  \
+    }
+RELU_BIAS_ROWS(float)
+RELU_BIAS_ROWS(double)
+#undef RELU_BIAS_ROWS
+
+/* RELU_BIAS_BACKWARD: in one pass over contiguous float32 / float64 g and y
+   on the CPU, the bias gradient summed in double while the mask is applied;
+   anything else through relu_backward and sum_to */
+int fwd_relu_bias_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    EMBER_UNUSED(at);
+    ember_tensor *g = in[0], *y = in[1];
+    int dt = g->dtype;
+    if (g->storage->device != EMBER_CPU || (dt != EMBER_FLOAT32 && dt != EMBER_FLOAT64) || y->dtype != dt ||
+        g->ndim == 0 || g->numel == 0 || !g->is_contiguous || !y->is_contiguous || g->ndim != y->ndim ||
+        memcmp(g->shape, y->shape, (size_t)g->ndim * sizeof *g->shape) != 0)
+        return relu_bias_backward_composed(in, out);
+    int64_t n = g->shape[g->ndim - 1], rows = g->numel / n;
+    ember_tensor *gz = NULL, *gb = NULL;
+    double *acc = NULL;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(g->ndim, g->shape, dt, EMBER_CPU, &gz));
+    EMBER_CHECK(ember__new(1, &n, dt, EMBER_CPU, &gb));
+    acc = ember__alloc((size_t)n * sizeof *acc);
+    if (!acc) {
+        rc = ember__fail(EMBER_ERR_OOM, "relu_bias_backward: out of memory");
+        goto done;
+    }
+    memset(acc, 0, (size_t)n * sizeof *acc);
+    if (dt == EMBER_FLOAT32)
+        relu_bias_rows_float((const float *)ember__ptr(g), (const float *)ember__ptr(y), (float *)ember__ptr(gz), acc,
+                             rows, n);
+    else
+        relu_bias_rows_double((const double *)ember__ptr(g), (const double *)ember__ptr(y), (double *)ember__ptr(gz),
+                              acc, rows, n);
+    ember__convert(ember__ptr(gb), dt, 1, (const char *)acc, EMBER_FLOAT64, 1, n);
+    out[0] = gz;
+    out[1] = gb;
+    gz = gb = NULL;
+done:
+    ember__free(acc, (size_t)n * sizeof *acc);
+    ember_tensor_release(gz);
+    ember_tensor_release(gb);
+    return rc;
+}
+
+int ember_relu_bias_backward(ember_tensor *g, ember_tensor *y, ember_tensor **gz, ember_tensor **gb)
+{
+    if (!gz || !gb) return ember__fail(EMBER_ERR_ARG, "relu_bias_backward: NULL argument");
+    ember_tensor *in[2] = {g, y}, *out[2] = {NULL, NULL};
+    int rc = ember__dispatch(EMBER_OP_RELU_BIAS_BACKWARD, 2, in, NULL, out);
+    *gz = out[0];
+    *gb = out[1];
+    return rc;
+}
+
+int ember_linear_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
+{
+    ember_tensor *in[3] = {x, w, b};
+    return ember__dispatch(EMBER_OP_LINEAR_RELU, 3, in, NULL, out);
 }

@@ -132,6 +132,12 @@ typedef struct ember__matmul_plan {
 int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p);
 void ember__matmul_plan_release(ember__matmul_plan *p);
 
+/* C = op(A) op(B) + beta C in float32 through oneDNN (row-major, op a
+   transpose where ta / tb), when it is built in, switched on and faster than
+   OpenBLAS at the shape (matmul_dnnl.c); false, with C untouched, otherwise. */
+bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 /* The element offsets of the matrices of batch index idx in a and b, two
    operands of a plan (or copies of them of the same shapes). */
 static inline void ember__matmul_offsets(int nbatch, const int64_t *idx, const ember_tensor *a,

@@ -10,6 +10,16 @@ target of one shape (PyTorch would broadcast them).
 ### `ember.nn.functional.linear(x, w, b?)`
 `x w^T + b`, `w` of shape `{out, in}`.
 
+### `ember.nn.functional.linear_relu(x, w, b?)`
+`relu(x w^T + b)` as one op (PyTorch's `torch.nn.intrinsic.LinearReLU`)
+for a bias of shape `{out}`: in float32 and float64 on the CPU the bias is
+copied into the result's rows, the product added to it (beta = 1) and the
+ReLU applied to the rows just written, and backward reads
+the ReLU's mask from the output and sums the bias gradient in the pass that
+applies it (C `ember_relu_bias_backward`). Values and gradients are those of
+`F.linear(x, w, b):relu()`. `nn.Sequential` runs an `nn.Linear` with a bias
+followed by an `nn.ReLU` through it.
+
 ### `ember.nn.functional.conv2d(x, w, b?, opts?)`
 2-D convolution of `(N, C, H, W)` with `w` `{out, C/groups, kh, kw}`;
 `opts = {stride = 1, padding = 0, dilation = 1, groups = 1}`.

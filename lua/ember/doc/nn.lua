@@ -84,7 +84,9 @@ Flattens dims `start_dim` (2) to `end_dim` (-1).
 
 ### `ember.nn.Sequential(...)`
 Runs its modules in order; children are named `"1"`, `"2"`, ...;
-`seq:add(m)`, `seq:get(i)`, `#seq`.
+`seq:add(m)`, `seq:get(i)`, `#seq`. An `nn.Linear` with a bias followed
+by an `nn.ReLU` (neither of them given a `forward` of its own) runs as one
+`F.linear_relu`, with the same values and gradients.
 
 ### `ember.nn.ModuleList(list?)`
 A list of modules registered as children; `:append(m)`, `:get(i)`,

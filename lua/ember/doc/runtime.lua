@@ -41,7 +41,14 @@ The oneDNN ember is built with (`"oneDNN 2.6.3 (OpenMP threads)"`), or
 float32 convolutions run through oneDNN when ember is built with it and
 this is on (the default); with `false`, and under deterministic mode, they
 run on ember's own kernels. `dnnl_enabled()` is true when oneDNN is built
-in, works and is on.
+in, works and is on. It also switches oneDNN's float32 matrix products off.
+
+### `ember.set_dnnl_matmul_enabled(on)`, `ember.dnnl_matmul_enabled()`
+float32 matrix products (`matmul`, `linear`, their gradients) run through
+oneDNN's sgemm at the shapes where it beats OpenBLAS (docs/nn.md, "Matrix
+products"), when oneDNN is on and this is on (the default); with `false`
+they all run on OpenBLAS. Under deterministic mode they always do.
+`dnnl_matmul_enabled()` is true when both switches are on and oneDNN works.
 
 ### `ember.help(x?)`
 Prints the documentation of `x`: a public function, module, class or tensor

@@ -56,15 +56,19 @@ local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
 
 ---------------------------------------------------------------- linear and conv
-function F.linear(x, w, b)
-  if amp._dtype then x, w, b = amp._down(x, w, b) end
-  need_tensor("linear", "input", x)
-  need_tensor("linear", "weight", w)
-  if w:dim() ~= 2 then fail("linear", "weight must be 2-D {out, in}, got %s", shape_str(w)) end
+local function linear_args(name, x, w)
+  need_tensor(name, "input", x)
+  need_tensor(name, "weight", w)
+  if w:dim() ~= 2 then fail(name, "weight must be 2-D {out, in}, got %s", shape_str(w)) end
   local xs = x:shape()
   if #xs == 0 or xs[#xs] ~= w:size(2) then
-    fail("linear", "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
+    fail(name, "input %s does not fit weight %s (expected last dim %d)", shape_str(x), shape_str(w), w:size(2))
   end
+end
+
+function F.linear(x, w, b)
+  if amp._dtype then x, w, b = amp._down(x, w, b) end
+  linear_args("linear", x, w)
   check(C.ember_linear(ember._ptr("linear", x, 1), ember._ptr("linear", w, 2), out1))
   local y = ember._wrap(out1[0])
   if b ~= nil then
@@ -72,6 +76,17 @@ function F.linear(x, w, b)
     y = y + b
   end
   return y
+end
+
+-- relu(x w^T + b) as one op: the bias and the ReLU in the product's output pass
+function F.linear_relu(x, w, b)
+  if b == nil or (is_tensor(b) and b:dim() ~= 1) then return F.linear(x, w, b):relu() end
+  if amp._dtype then x, w, b = amp._down(x, w, b) end
+  linear_args("linear_relu", x, w)
+  need_tensor("linear_relu", "bias", b)
+  check(C.ember_linear_relu(ember._ptr("linear_relu", x, 1), ember._ptr("linear_relu", w, 2),
+    ember._ptr("linear_relu", b, 3), out1))
+  return ember._wrap(out1[0])
 end
 
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }

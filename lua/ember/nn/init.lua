@@ -376,10 +376,13 @@ function Linear:init(nin, nout, opts)
   self.weight = uniform({ nout, nin }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ nout }, bound, opts.dtype) end
 end
-function Linear:forward(x)
-  local n = self.in_features
+local function linear_input(m, x)
+  local n = m.in_features
   need_input("Linear", x, function(t) return t:dim() >= 1 and t:size(-1) == n end,
     ("last dim %d, as in {N, %d}"):format(n, n))
+end
+function Linear:forward(x)
+  linear_input(self, x)
   return F.linear(x, self.weight, self.bias)
 end
 function Linear:extra_repr()
@@ -593,8 +596,24 @@ function Sequential:add(m)
 end
 function Sequential:get(i) return self[tostring(i)] end
 function Sequential:__len() return self.n end
+-- a Linear layer with a bias followed by a ReLU runs as one F.linear_relu
+local function linear_then_relu(m, r)
+  return getmetatable(m).__class == Linear and rawget(m, "forward") == nil and m.bias ~= nil and r ~= nil
+    and getmetatable(r).__class == nn.ReLU and rawget(r, "forward") == nil
+end
 function Sequential:forward(x)
-  for i = 1, self.n do x = self[tostring(i)](x) end
+  local i = 1
+  while i <= self.n do
+    local m, r = self[tostring(i)], self[tostring(i + 1)]
+    if linear_then_relu(m, r) then
+      linear_input(m, x)
+      x = F.linear_relu(x, m.weight, m.bias)
+      i = i + 2
+    else
+      x = m(x)
+      i = i + 1
+    end
+  end
   return x
 end
 
