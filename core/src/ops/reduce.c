@@ -21,29 +21,50 @@
 #define BLOCK 16384
 
 /* ------------------------------------------------------------------ row kernels */
-static double sum_f32(const float *x, int64_t n)
+/* Partial sums kept side by side: one 512-bit vector of float32 (of double
+   for F64_LANES), two AVX2 and four SSE2 ones, so each width vectorises the
+   loops below and all add in the order the source gives (docs/dtypes.md). */
+#define F32_LANES 16
+#define F64_LANES 8
+
+/* acc[0] + ... + acc[n - 1] as a fixed tree of pairs; n a power of two */
+EMBER_INLINE double fold_f64(double *acc, int n)
 {
-    /* 8 independent accumulators per block, blocks combined in double */
+    for (int w = n / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+EMBER_INLINE float fold_f32(float *acc, int n)
+{
+    for (int w = n / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+EMBER_SIMD static double sum_f32(const float *x, int64_t n)
+{
+    /* F32_LANES independent sums per block, blocks combined in double */
     double total = 0;
     for (int64_t b = 0; b < n; b += BLOCK) {
         int64_t e = b + BLOCK < n ? b + BLOCK : n, i = b;
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (; i + 8 <= e; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        float acc[F32_LANES] = {0};
+        for (; i + F32_LANES <= e; i += F32_LANES)
+            for (int k = 0; k < F32_LANES; k++) acc[k] += x[i + k];
+        float s = fold_f32(acc, F32_LANES);
         for (; i < e; i++) s += x[i];
         total += s;
     }
     return total;
 }
 
-static double sum_f64(const double *x, int64_t n)
+EMBER_SIMD static double sum_f64(const double *x, int64_t n)
 {
-    double acc[4] = {0, 0, 0, 0};
+    double acc[F64_LANES] = {0};
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++) acc[k] += x[i + k];
-    double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (; i + F64_LANES <= n; i += F64_LANES)
+        for (int k = 0; k < F64_LANES; k++) acc[k] += x[i + k];
+    double s = fold_f64(acc, F64_LANES);
     for (; i < n; i++) s += x[i];
     return s;
 }
@@ -492,16 +513,16 @@ typedef struct {
     int dt, log;
 } sm_ctx;
 
-/* The largest of n > 0 floats, NaN if any is NaN: eight running maxima, so the
-   compares do not wait on each other and the compiler can use vector ones. */
-static float row_max_f32(const float *x, int64_t n)
+/* The largest of n > 0 floats, NaN if any is NaN: F32_LANES running maxima,
+   so the compares do not wait on each other and vectorise. */
+EMBER_INLINE float row_max_f32(const float *x, int64_t n)
 {
-    float mx[8];
+    float mx[F32_LANES];
     int nan = 0;
-    for (int k = 0; k < 8; k++) mx[k] = -INFINITY;
+    for (int k = 0; k < F32_LANES; k++) mx[k] = -INFINITY;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
+    for (; i + F32_LANES <= n; i += F32_LANES)
+        for (int k = 0; k < F32_LANES; k++) {
             float v = x[i + k];
             nan |= v != v;
             mx[k] = v > mx[k] ? v : mx[k];
@@ -511,22 +532,22 @@ static float row_max_f32(const float *x, int64_t n)
         mx[0] = x[i] > mx[0] ? x[i] : mx[0];
     }
     float m = mx[0];
-    for (int k = 1; k < 8; k++) m = mx[k] > m ? mx[k] : m;
+    for (int k = 1; k < F32_LANES; k++) m = mx[k] > m ? mx[k] : m;
     return nan ? NAN : m;
 }
 
-/* The sum of n floats in double, over four running sums. */
-static double row_sum_f32(const float *x, int64_t n)
+/* The sum of n floats in double, over F64_LANES running sums. */
+EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
 {
-    double acc[4] = {0, 0, 0, 0};
+    double acc[F64_LANES] = {0};
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++) acc[k] += x[i + k];
+    for (; i + F64_LANES <= n; i += F64_LANES)
+        for (int k = 0; k < F64_LANES; k++) acc[k] += x[i + k];
     for (; i < n; i++) acc[0] += x[i];
-    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    return fold_f64(acc, F64_LANES);
 }
 
-static void sm_range(void *vctx, int64_t b, int64_t e)
+EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
 {
     const sm_ctx *c = vctx;
     int es = ember_dtype_size(c->dt);
