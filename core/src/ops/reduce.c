@@ -97,6 +97,39 @@ static int64_t row_isum(const char *p, int dt, int64_t n)
     return (int64_t)s;
 }
 
+/* A float32 as an unsigned key in the floats' order (-0 below +0): the bits
+   with the sign flipped for positive floats, all flipped for negative ones.
+   An unsigned max, unlike a float one that must mind NaN and -0, vectorises
+   at every width and gives the same result in any order. */
+EMBER_INLINE uint32_t order_key(float f)
+{
+    uint32_t b = ember__bits_of_float(f);
+    return b ^ ((0u - (b >> 31)) | 0x80000000u);
+}
+
+EMBER_INLINE float from_order_key(uint32_t k)
+{
+    return ember__float_of_bits(k & 0x80000000u ? k ^ 0x80000000u : ~k);
+}
+
+/* The largest of sign x[i] over n > 0 floats (sign 1 for the maximum, -1
+   for the minimum as -max(-x), negation being exact), NaN if any is NaN;
+   +0 where the largest are -0 and +0. */
+EMBER_INLINE float row_max_f32(const float *x, int64_t n, float sign)
+{
+    uint32_t best = 0;
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = sign * x[i];
+        uint32_t k = order_key(v);
+        nan |= v != v;
+        best = k > best ? k : best;
+    }
+    return nan ? NAN : from_order_key(best);
+}
+
+EMBER_SIMD static float max_f32(const float *x, int64_t n, float sign) { return row_max_f32(x, n, sign); }
+
 /* max (sign = 1) or min (sign = -1): a NaN wins; *idx gets the first position */
 static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *idx)
 {
@@ -118,6 +151,13 @@ static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *i
     }
     if (idx) *idx = bi;
     return best;
+}
+
+/* row_extreme's value alone: float32 rows through the vectorised max_f32 */
+static double extreme(const char *p, int dt, int64_t n, int sign)
+{
+    if (dt == EMBER_FLOAT32) return sign * (double)max_f32((const float *)p, n, (float)sign);
+    return row_extreme(p, dt, n, sign, NULL);
 }
 
 static double row_var(const char *p, int dt, int64_t n, int unbiased)
@@ -229,8 +269,8 @@ static double row_value(const row_ctx *c, const char *row)
     case EMBER_OP_VAR: return row_var(row, c->dt, c->len, c->unbiased);
     case EMBER_OP_LOGSUMEXP: return row_logsumexp(row, c->dt, c->len);
     case EMBER_OP_NORM: return row_norm(row, c->dt, c->len, c->p);
-    case EMBER_OP_AMAX_ALL: return row_extreme(row, c->dt, c->len, 1, NULL);
-    default: return row_extreme(row, c->dt, c->len, -1, NULL);
+    case EMBER_OP_AMAX_ALL: return extreme(row, c->dt, c->len, 1);
+    default: return extreme(row, c->dt, c->len, -1);
     }
 }
 
@@ -265,8 +305,8 @@ static void blocks_range(void *vctx, int64_t b, int64_t e)
             else bc->part[k] = row_sum(p, c->dt, n);
             break;
         case EMBER_OP_MEAN: bc->part[k] = row_sum(p, c->dt, n); break;
-        case EMBER_OP_AMAX_ALL: bc->part[k] = row_extreme(p, c->dt, n, 1, NULL); break;
-        default: bc->part[k] = row_extreme(p, c->dt, n, -1, NULL); break;
+        case EMBER_OP_AMAX_ALL: bc->part[k] = extreme(p, c->dt, n, 1); break;
+        default: bc->part[k] = extreme(p, c->dt, n, -1); break;
         }
     }
 }
@@ -513,29 +553,6 @@ typedef struct {
     int dt, log;
 } sm_ctx;
 
-/* The largest of n > 0 floats, NaN if any is NaN: F32_LANES running maxima,
-   so the compares do not wait on each other and vectorise. */
-EMBER_INLINE float row_max_f32(const float *x, int64_t n)
-{
-    float mx[F32_LANES];
-    int nan = 0;
-    for (int k = 0; k < F32_LANES; k++) mx[k] = -INFINITY;
-    int64_t i = 0;
-    for (; i + F32_LANES <= n; i += F32_LANES)
-        for (int k = 0; k < F32_LANES; k++) {
-            float v = x[i + k];
-            nan |= v != v;
-            mx[k] = v > mx[k] ? v : mx[k];
-        }
-    for (; i < n; i++) {
-        nan |= x[i] != x[i];
-        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
-    }
-    float m = mx[0];
-    for (int k = 1; k < F32_LANES; k++) m = mx[k] > m ? mx[k] : m;
-    return nan ? NAN : m;
-}
-
 /* The sum of n floats in double, over F64_LANES running sums. */
 EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
 {
@@ -557,7 +574,7 @@ EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
         if (c->dt == EMBER_FLOAT32) {   /* loops without a serial dependence, so they vectorise */
             const float *xf = (const float *)x;
             float *yf = (float *)y;
-            float mf = row_max_f32(xf, c->len);
+            float mf = row_max_f32(xf, c->len, 1.0f);
             if (isinf(mf) && mf < 0) mf = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
             for (int64_t i = 0; i < c->len; i++) yf[i] = ember__expf(xf[i] - mf);
             double sum = row_sum_f32(yf, c->len);

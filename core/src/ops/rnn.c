@@ -102,7 +102,7 @@ static int check_cell(const char *op, int k, ember_tensor *const *in, int64_t *H
 static int run_cell(const char *op, int k, ember_tensor *const *in, int nout, row_fn row32, row_fn row64,
                     ember_tensor **out)
 {
-    int64_t H;
+    int64_t H = 0;   /* set by check_cell; GCC at -O1/-O2 cannot see it */
     EMBER_TRY(check_cell(op, k, in, &H));
     int dt = in[0]->dtype, rc = EMBER_OK;
     ember_tensor *c[3] = {NULL, NULL, NULL};
