@@ -154,11 +154,13 @@ void ember__stats_bytes(int64_t delta);
    when it is always_inline, and a call per element would keep the loop from
    vectorising. With -ffp-contract=off no copy fuses a multiply and an add,
    so every width rounds each operation alike and gives the same bits (see
-   docs/dtypes.md). EMBER_SIMD is empty where target_clones is unavailable,
-   and under EMBER_NATIVE, whose -march=native already fixes the width. */
+   docs/dtypes.md). EMBER_SIMD is empty where target_clones is unavailable
+   (compilers other than GCC, C libraries other than glibc, whose ifuncs pick
+   the copy), and under EMBER_NATIVE, whose -march=native already fixes the
+   width. */
 #define EMBER_INLINE static inline __attribute__((always_inline))
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(EMBER_NATIVE_BUILD) && \
-    defined(__linux__)
+    defined(__GLIBC__)
 #define EMBER_SIMD __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define EMBER_SIMD
