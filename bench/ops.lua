@@ -42,6 +42,19 @@ t, tc, r = B.time_pair(function(n) for _ = 1, n do local _ = a:sum() end end,
   function(n) for _ = 1, n do ref.ref_sum_f32(fa, N) end end, 200, 7)
 out.sum1m_us, out.sum1m_c_us, out.sum1m_vs_c = t * 1e6, tc * 1e6, r
 
+-- 1M-element float32 kernels with no C counterpart here: the fast exp, tanh
+-- and erf (and what uses them) and the reductions, in microseconds
+local unary = { "exp", "tanh", "sigmoid", "erf", "gelu", "silu", "relu", "sqrt" }
+for _, op in ipairs(unary) do
+  out[op .. "1m_us"] = B.time(function(n) for _ = 1, n do local _ = a[op](a) end end, 100, 7) * 1e6
+end
+out.mul1m_us = B.time(function(n) for _ = 1, n do local _ = a * b end end, 100, 7) * 1e6
+out.max1m_us = B.time(function(n) for _ = 1, n do local _ = a:max() end end, 100, 7) * 1e6
+local rows = a:reshape(1000, 1000)
+out.softmax1m_us = B.time(function(n) for _ = 1, n do local _ = rows:softmax(2) end end, 100, 7) * 1e6
+out.log_softmax1m_us = B.time(function(n) for _ = 1, n do local _ = rows:log_softmax(2) end end, 100, 7) * 1e6
+out.sum_rows1m_us = B.time(function(n) for _ = 1, n do local _ = rows:sum(2) end end, 100, 7) * 1e6
+
 -- 1024 x 1024 float32 matmul
 local M = 1024
 local x, y = ember.rand({ M, M }), ember.rand({ M, M })

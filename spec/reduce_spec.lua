@@ -50,6 +50,24 @@ describe("reductions", function()
     assert.is_true(n:max():item() ~= n:max():item())   -- NaN propagates
   end)
 
+  it("float32 max and min of whole tensors: signs, infinities, NaN, -0 against +0", function()
+    -- 100003 elements: several blocks and a ragged tail; values by hand
+    local x = ember.arange(0, 100003):mul(0.5):sub(25000)   -- -25000 .. 25001
+    assert.are.equal(25001, x:max():item())
+    assert.are.equal(-25000, x:min():item())
+    assert.are.equal(-0.5, ember.tensor({ -3, -0.5, -7 }):max():item())
+    assert.are.equal(-7, ember.tensor({ -3, -0.5, -7 }):min():item())
+    assert.are.equal(math.huge, ember.tensor({ 1, math.huge, -math.huge }):max():item())
+    assert.are.equal(-math.huge, ember.tensor({ 1, math.huge, -math.huge }):min():item())
+    local z = ember.tensor({ -0.0, 0.0, -0.0 })
+    assert.are.equal(math.huge, 1 / z:max():item())    -- +0 above -0
+    assert.are.equal(-math.huge, 1 / z:min():item())
+    local y = ember.full({ 50000 }, 2)
+    y[40001] = 0 / 0
+    assert.is_true(y:max():item() ~= y:max():item())
+    assert.is_true(y:min():item() ~= y:min():item())
+  end)
+
   it("logsumexp, softmax and log_softmax are stable", function()
     local x = ember.tensor({ { 1, 2, 3 }, { 1000, 1000, 1000 } }, { dtype = "float64" })
     local l = math.log(math.exp(1) + math.exp(2) + math.exp(3))

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define EMBER_UNUSED(x) ((void)(x))
 /* Per-thread state on hot paths: the initial-exec model reads it with one
@@ -144,31 +145,62 @@ void ember__stats_tensor(int delta);
 int ember__reserve(size_t nbytes);
 void ember__stats_bytes(int64_t delta);
 
+/* ------------------------------------------------------------------ vector width
+   EMBER_SIMD before a hot kernel builds it three times, for baseline x86-64
+   (SSE2), x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512, 512-bit vectors:
+   CMakeLists.txt sets -mprefer-vector-width=512), and the loader picks the
+   widest the CPU has (GCC's target_clones, an ifunc resolved once). These
+   levels are picked by the CPU's features; a clone for "arch=haswell" would
+   be picked only on that CPU model.
+   The helpers such a kernel calls per element are EMBER_INLINE: GCC inlines
+   a function compiled for the default target into a copy for another only
+   when it is always_inline, and a call per element would keep the loop from
+   vectorising. With -ffp-contract=off no copy fuses a multiply and an add,
+   so every width rounds each operation alike and gives the same bits (see
+   docs/dtypes.md). EMBER_SIMD is empty where target_clones is unavailable
+   (compilers other than GCC, C libraries other than glibc, whose ifuncs pick
+   the copy), and under EMBER_NATIVE, whose -march=native already fixes the
+   width. */
+#define EMBER_INLINE static inline __attribute__((always_inline))
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(EMBER_NATIVE_BUILD) && \
+    defined(__GLIBC__)
+#define EMBER_SIMD __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define EMBER_SIMD
+#endif
+
 /* ------------------------------------------------------------------ fast float math
-   exp for float32 kernels (exp, sigmoid, silu, softmax): Cephes' range
-   reduction and degree-5 polynomial, written without calls or branches so
-   the compiler vectorises the loops around it. Relative error below 4e-7 (3
-   ulp); results that would fall below FLT_MIN (inputs under -87.34) are 0,
-   so the scale 2^n is always a normal float built from its exponent field;
-   inf above 88.72; NaN stays NaN, and is kept out of the float-to-int
+   exp for float32 kernels (exp, sigmoid, silu, softmax): Cephes' expf
+   (x = n ln2 + r with n the nearest integer, |r| <= ln2 / 2, and a degree-5
+   polynomial for exp(r)), written without calls or branches so the compiler
+   vectorises the loops around it at every width. Within 1 ulp of libm's exp
+   in double (core/tests/test_fast_math.c, docs/dtypes.md);
+   results that would fall below FLT_MIN (inputs under -87.34) are 0, so the
+   scale 2^n is always a normal float built from its exponent field; inf
+   above 88.72; NaN stays NaN, and is kept out of the float-to-int
    conversion, so no step is undefined. */
-static inline float ember__expf(float x)
+EMBER_INLINE float ember__expf(float x)
 {
     const float hi = 88.7228391f, lo = -87.3365479f;   /* ln(FLT_MIN) */
     float c = x > hi ? hi : x;
     c = c < lo ? lo : c;
     c = x != x ? 0.0f : c;
-    float fx = c * 1.44269504088896341f;
-    float fl = (float)(int32_t)fx;
-    fl -= fl > fx ? 1.0f : 0.0f;   /* floor, in [-126, 128] */
-    float r = c - fl * 0.693359375f + fl * 2.12194440e-4f;
+    /* n, in [-126, 128]: rounded to nearest by adding and taking away
+       1.5 2^23 ((float)(int32_t), with SSE4.1 a round instruction, would
+       leave a branch that keeps the AVX2 and AVX-512 copies from vectorising) */
+    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = c - n * 0.693359375f + n * 2.12194440e-4f;
     float z = r * r;
     float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
                1.6666665459e-1f) * r + 5.0000001201e-1f;
     y = y * z + r + 1.0f;
-    union { int32_t i; float f; } p;
-    p.i = ((int32_t)fl + 127) << 23;   /* 128 gives inf, as exp does there */
-    float v = y * p.f;
+    /* y 2^n, as 2 y 2^127 for n = 128, 2^n built from its exponent field
+       (memcpy, not a union or a pointer cast: it vectorises at every width) */
+    float e = n > 127.0f ? 127.0f : n;
+    uint32_t bits = (uint32_t)((int32_t)e + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    float v = y * (n - e + 1.0f) * scale;
     v = x < lo ? 0.0f : v;
     v = x > hi ? __builtin_inff() : v;
     return x != x ? x : v;
@@ -176,9 +208,9 @@ static inline float ember__expf(float x)
 
 /* tanh for float32 kernels, Cephes' tanhf written without branches: an odd
    polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above, the sign put
-   back. Relative error below 3e-7 (2-3 ulp; libm's tanhf is slower by 7x and
-   not vectorised); +-1 beyond |x| = 44, NaN stays NaN. */
-static inline float ember__tanhf(float x)
+   back. Within 1.3 ulp (relative error below 1.4e-7; libm's tanhf is
+   slower by 7x and not vectorised); +-1 beyond |x| = 44, NaN stays NaN. */
+EMBER_INLINE float ember__tanhf(float x)
 {
     float ax = x < 0 ? -x : x;
     float e = ember__expf(2.0f * ax);
@@ -195,9 +227,9 @@ static inline float ember__tanhf(float x)
    vectorises: x P(x^2) below |x| = 1, and 1 - exp(-x^2) R(1/|x|) up to 4
    (1 beyond), with the sign put back. P (degree 6) and R (degree 7) are
    least-squares fits to erf(x)/x and erfc(x) exp(x^2) in relative error.
-   Relative error below 2e-7 (libm's erff is within 1 ulp but runs one element
-   at a time, calling expf); NaN stays NaN. */
-static inline float ember__erff(float x)
+   Within 2.6 ulp, relative error below 1.8e-7 (libm's erff is within 1 ulp
+   but runs one element at a time, calling expf); NaN stays NaN. */
+EMBER_INLINE float ember__erff(float x)
 {
     float z = x * x;
     float small = x * ((((((7.898066372680201e-05f * z - 8.024311698459768e-04f) * z + 5.19004882084656e-03f) * z -

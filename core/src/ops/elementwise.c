@@ -26,7 +26,7 @@ static inline int64_t ipow(int64_t x, int64_t y)
 /* EXPR reads x and y of type T. The three branches give the vectoriser
    unit-stride loops for the common layouts. */
 #define BIN_LOOP(NAME, T, EXPR)                                                            \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
@@ -62,7 +62,7 @@ static inline int64_t ipow(int64_t x, int64_t y)
     }
 
 #define CMP_LOOP(NAME, T, EXPR)                                                            \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
@@ -341,7 +341,7 @@ typedef struct {
         }                                                                                  \
     } while (0);
 
-static void where_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
+EMBER_SIMD static void where_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const where_ctx *c = vctx;
     int es = ember_dtype_size(c->dt);
@@ -435,7 +435,7 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 #define SQRT_2_OVER_PI 0.79788456080286535588
 
 #define UN_LOOP(NAME, T, EXPR)                                                             \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
@@ -501,14 +501,14 @@ static void unary_generic(char **p, const int64_t *s, int64_t n, const void *vct
         ember__store(p[0] + i * s[0], c->dtype, unary_double(c, ember__load(p[1] + i * s[1], c->dtype)));
 }
 
-static inline float gelu_tanh_f32(float x)
+EMBER_INLINE float gelu_tanh_f32(float x)
 {
     return 0.5f * x * (1.0f + ember__tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
 }
 
-static inline float gelu_erf_f32(float x) { return 0.5f * x * (1.0f + ember__erff(x * (float)SQRT_HALF)); }
+EMBER_INLINE float gelu_erf_f32(float x) { return 0.5f * x * (1.0f + ember__erff(x * (float)SQRT_HALF)); }
 
-static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
+EMBER_SIMD static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const un_ctx *c = vctx;
     if (s[0] == 4 && s[1] == 4) {   /* one loop per form, so each vectorises */
@@ -531,7 +531,7 @@ static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
    exact ones do (no value of the dtype lies between a bound and its rounding),
    NaN stays NaN, and lo > hi gives hi, as the generic path and PyTorch */
 #define CLAMP_LOOP(NAME, T)                                                                \
-    static void NAME(char **p, const int64_t *s, int64_t n, const void *vctx)              \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *vctx)              \
     {                                                                                      \
         const un_ctx *c = vctx;                                                            \
         const T lo = c->has_lo ? (T)c->lo : -(T)INFINITY, hi = c->has_hi ? (T)c->hi : (T)INFINITY; \

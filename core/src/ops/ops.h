@@ -241,7 +241,7 @@ int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int
                      unsigned *mask);
 
 /* the logistic function for kernels (sigmoid, silu, the recurrent cells) */
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
-static inline double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
+EMBER_INLINE float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
+EMBER_INLINE double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 #endif /* EMBER_OPS_H */

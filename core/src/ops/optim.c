@@ -111,7 +111,7 @@ typedef struct {
         }                                                                                      \
     } while (0)
 
-static void sgd_range(void *vctx, int64_t b, int64_t e)
+EMBER_SIMD static void sgd_range(void *vctx, int64_t b, int64_t e)
 {
     const sgd_ctx *c = vctx;
     if (c->f64) SGD_BODY(double);
@@ -185,7 +185,7 @@ typedef struct {
         }                                                                                      \
     } while (0)
 
-static void adam_range(void *vctx, int64_t b, int64_t e)
+EMBER_SIMD static void adam_range(void *vctx, int64_t b, int64_t e)
 {
     const adam_ctx *c = vctx;
     if (c->f64) ADAM_BODY(double, sqrt);

@@ -21,29 +21,50 @@
 #define BLOCK 16384
 
 /* ------------------------------------------------------------------ row kernels */
-static double sum_f32(const float *x, int64_t n)
+/* Partial sums kept side by side: one 512-bit vector of float32 (of double
+   for F64_LANES), two AVX2 and four SSE2 ones, so each width vectorises the
+   loops below and all add in the order the source gives (docs/dtypes.md). */
+#define F32_LANES 16
+#define F64_LANES 8
+
+/* acc[0] + ... + acc[n - 1] as a fixed tree of pairs; n a power of two */
+EMBER_INLINE double fold_f64(double *acc, int n)
 {
-    /* 8 independent accumulators per block, blocks combined in double */
+    for (int w = n / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+EMBER_INLINE float fold_f32(float *acc, int n)
+{
+    for (int w = n / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+EMBER_SIMD static double sum_f32(const float *x, int64_t n)
+{
+    /* F32_LANES independent sums per block, blocks combined in double */
     double total = 0;
     for (int64_t b = 0; b < n; b += BLOCK) {
         int64_t e = b + BLOCK < n ? b + BLOCK : n, i = b;
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (; i + 8 <= e; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        float acc[F32_LANES] = {0};
+        for (; i + F32_LANES <= e; i += F32_LANES)
+            for (int k = 0; k < F32_LANES; k++) acc[k] += x[i + k];
+        float s = fold_f32(acc, F32_LANES);
         for (; i < e; i++) s += x[i];
         total += s;
     }
     return total;
 }
 
-static double sum_f64(const double *x, int64_t n)
+EMBER_SIMD static double sum_f64(const double *x, int64_t n)
 {
-    double acc[4] = {0, 0, 0, 0};
+    double acc[F64_LANES] = {0};
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++) acc[k] += x[i + k];
-    double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (; i + F64_LANES <= n; i += F64_LANES)
+        for (int k = 0; k < F64_LANES; k++) acc[k] += x[i + k];
+    double s = fold_f64(acc, F64_LANES);
     for (; i < n; i++) s += x[i];
     return s;
 }
@@ -76,6 +97,39 @@ static int64_t row_isum(const char *p, int dt, int64_t n)
     return (int64_t)s;
 }
 
+/* A float32 as an unsigned key in the floats' order (-0 below +0): the bits
+   with the sign flipped for positive floats, all flipped for negative ones.
+   An unsigned max, unlike a float one that must mind NaN and -0, vectorises
+   at every width and gives the same result in any order. */
+EMBER_INLINE uint32_t order_key(float f)
+{
+    uint32_t b = ember__bits_of_float(f);
+    return b ^ ((0u - (b >> 31)) | 0x80000000u);
+}
+
+EMBER_INLINE float from_order_key(uint32_t k)
+{
+    return ember__float_of_bits(k & 0x80000000u ? k ^ 0x80000000u : ~k);
+}
+
+/* The largest of sign x[i] over n > 0 floats (sign 1 for the maximum, -1
+   for the minimum as -max(-x), negation being exact), NaN if any is NaN;
+   +0 where the largest are -0 and +0. */
+EMBER_INLINE float row_max_f32(const float *x, int64_t n, float sign)
+{
+    uint32_t best = 0;
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = sign * x[i];
+        uint32_t k = order_key(v);
+        nan |= v != v;
+        best = k > best ? k : best;
+    }
+    return nan ? NAN : from_order_key(best);
+}
+
+EMBER_SIMD static float max_f32(const float *x, int64_t n, float sign) { return row_max_f32(x, n, sign); }
+
 /* max (sign = 1) or min (sign = -1): a NaN wins; *idx gets the first position */
 static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *idx)
 {
@@ -97,6 +151,13 @@ static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *i
     }
     if (idx) *idx = bi;
     return best;
+}
+
+/* row_extreme's value alone: float32 rows through the vectorised max_f32 */
+static double extreme(const char *p, int dt, int64_t n, int sign)
+{
+    if (dt == EMBER_FLOAT32) return sign * (double)max_f32((const float *)p, n, (float)sign);
+    return row_extreme(p, dt, n, sign, NULL);
 }
 
 static double row_var(const char *p, int dt, int64_t n, int unbiased)
@@ -208,8 +269,8 @@ static double row_value(const row_ctx *c, const char *row)
     case EMBER_OP_VAR: return row_var(row, c->dt, c->len, c->unbiased);
     case EMBER_OP_LOGSUMEXP: return row_logsumexp(row, c->dt, c->len);
     case EMBER_OP_NORM: return row_norm(row, c->dt, c->len, c->p);
-    case EMBER_OP_AMAX_ALL: return row_extreme(row, c->dt, c->len, 1, NULL);
-    default: return row_extreme(row, c->dt, c->len, -1, NULL);
+    case EMBER_OP_AMAX_ALL: return extreme(row, c->dt, c->len, 1);
+    default: return extreme(row, c->dt, c->len, -1);
     }
 }
 
@@ -244,8 +305,8 @@ static void blocks_range(void *vctx, int64_t b, int64_t e)
             else bc->part[k] = row_sum(p, c->dt, n);
             break;
         case EMBER_OP_MEAN: bc->part[k] = row_sum(p, c->dt, n); break;
-        case EMBER_OP_AMAX_ALL: bc->part[k] = row_extreme(p, c->dt, n, 1, NULL); break;
-        default: bc->part[k] = row_extreme(p, c->dt, n, -1, NULL); break;
+        case EMBER_OP_AMAX_ALL: bc->part[k] = extreme(p, c->dt, n, 1); break;
+        default: bc->part[k] = extreme(p, c->dt, n, -1); break;
         }
     }
 }
@@ -504,41 +565,18 @@ typedef struct {
     int dt, log;
 } sm_ctx;
 
-/* The largest of n > 0 floats, NaN if any is NaN: eight running maxima, so the
-   compares do not wait on each other and the compiler can use vector ones. */
-static float row_max_f32(const float *x, int64_t n)
+/* The sum of n floats in double, over F64_LANES running sums. */
+EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
 {
-    float mx[8];
-    int nan = 0;
-    for (int k = 0; k < 8; k++) mx[k] = -INFINITY;
+    double acc[F64_LANES] = {0};
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            float v = x[i + k];
-            nan |= v != v;
-            mx[k] = v > mx[k] ? v : mx[k];
-        }
-    for (; i < n; i++) {
-        nan |= x[i] != x[i];
-        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
-    }
-    float m = mx[0];
-    for (int k = 1; k < 8; k++) m = mx[k] > m ? mx[k] : m;
-    return nan ? NAN : m;
-}
-
-/* The sum of n floats in double, over four running sums. */
-static double row_sum_f32(const float *x, int64_t n)
-{
-    double acc[4] = {0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++) acc[k] += x[i + k];
+    for (; i + F64_LANES <= n; i += F64_LANES)
+        for (int k = 0; k < F64_LANES; k++) acc[k] += x[i + k];
     for (; i < n; i++) acc[0] += x[i];
-    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    return fold_f64(acc, F64_LANES);
 }
 
-static void sm_range(void *vctx, int64_t b, int64_t e)
+EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
 {
     const sm_ctx *c = vctx;
     int es = ember_dtype_size(c->dt);
@@ -548,7 +586,7 @@ static void sm_range(void *vctx, int64_t b, int64_t e)
         if (c->dt == EMBER_FLOAT32) {   /* loops without a serial dependence, so they vectorise */
             const float *xf = (const float *)x;
             float *yf = (float *)y;
-            float mf = row_max_f32(xf, c->len);
+            float mf = row_max_f32(xf, c->len, 1.0f);
             if (isinf(mf) && mf < 0) mf = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
             for (int64_t i = 0; i < c->len; i++) yf[i] = ember__expf(xf[i] - mf);
             double sum = row_sum_f32(yf, c->len);

@@ -18,7 +18,7 @@ typedef void (*row_fn)(const void *gi, const void *gh, const void *state, void *
 /* c' = f c + i g, h = o tanh(c'), (i, f, g, o) = (sigmoid, sigmoid, tanh,
    sigmoid) of gi + gh */
 #define LSTM_ROW(NAME, T, SIG, TANH)                                                       \
-    static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
+    EMBER_SIMD static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
                      void *out1, int64_t H)                                                \
     {                                                                                      \
         const T *a = gi, *b = gh, *c = state;                                              \
@@ -40,7 +40,7 @@ LSTM_ROW(lstm_row_f64, double, sigmoid_, tanh)
 /* h' = (1 - z) n + z h, (r, z) = sigmoid(gi + gh), n = tanh(gi_n + r gh_n):
    r scales gh_n with its bias, as in PyTorch */
 #define GRU_ROW(NAME, T, SIG, TANH)                                                        \
-    static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
+    EMBER_SIMD static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
                      void *out1, int64_t H)                                                \
     {                                                                                      \
         EMBER_UNUSED(out1);                                                                \
@@ -121,7 +121,7 @@ typedef void (*back_row_fn)(const void *const *in, void *const *out, int64_t H);
 
 /* in: gh_out, gc_out, gi, gh, c, c'; out: da (for gi and gh alike), dc */
 #define LSTM_BACK_ROW(NAME, T, SIG, TANH)                                                  \
-    static void NAME(const void *const *in, void *const *out, int64_t H)                   \
+    EMBER_SIMD static void NAME(const void *const *in, void *const *out, int64_t H)                   \
     {                                                                                      \
         const T *gh_out = in[0], *gc_out = in[1], *a = in[2], *b = in[3], *c = in[4];      \
         const T *cy = in[5];                                                               \
@@ -144,7 +144,7 @@ LSTM_BACK_ROW(lstm_back_row_f64, double, sigmoid_, tanh)
 
 /* in: g, gi, gh, h; out: dgi, dgh, dh */
 #define GRU_BACK_ROW(NAME, T, SIG, TANH)                                                   \
-    static void NAME(const void *const *in, void *const *out, int64_t H)                   \
+    EMBER_SIMD static void NAME(const void *const *in, void *const *out, int64_t H)                   \
     {                                                                                      \
         const T *g = in[0], *a = in[1], *b = in[2], *hp = in[3];                           \
         T *da = out[0], *db = out[1], *dh = out[2];                                        \
