@@ -15,9 +15,11 @@ local det = arg and arg[3] == "det"
 ember.set_deterministic(det)
 ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
+-- each convolution with its bias and ReLU is one op (nn.Conv2d's activation
+-- option, PyTorch's ConvReLU2d)
 local model = nn.Sequential(
-  nn.Conv2d(1, 16, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
-  nn.Conv2d(16, 32, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
+  nn.Conv2d(1, 16, 5, { padding = 2, activation = "relu" }), nn.MaxPool2d(2),
+  nn.Conv2d(16, 32, 5, { padding = 2, activation = "relu" }), nn.MaxPool2d(2),
   nn.Flatten(), nn.Linear(1568, 10))
 local params = model:parameters()
 local opt = ember.optim.Adam(params, { lr = 1e-3 })

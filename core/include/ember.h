@@ -341,6 +341,11 @@ EMBER_API int ember_sum_to(ember_tensor *a, int ndim, const int64_t *shape, embe
 EMBER_API int ember_conv2d(ember_tensor *x, ember_tensor *w, const int64_t *stride,
                            const int64_t *padding, const int64_t *dilation, int64_t groups,
                            ember_tensor **out);
+/* relu(conv2d(x, w) + b), b of shape (O): conv2d, its bias and a ReLU in one op
+   (and one pass over the output where oneDNN runs it) */
+EMBER_API int ember_conv2d_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                ember_tensor **out);
 /* The adjoints of conv2d: the gradient for x of shape x_shape given g and w,
    and the gradient for w of shape w_shape given x and g. */
 EMBER_API int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape,
