@@ -3,15 +3,15 @@
 -- batch 128 (shuffled), 3 epochs. Prints JSON: seconds per epoch (median of
 -- the 3), samples/s, test accuracy after epochs 1 and 3, peak RSS.
 -- PyTorch 1.13 on the 2-core build machine: 0.55 s/epoch, 86.2%, 488 MB.
---   luajit bench/train_mlp.lua [epochs [seed [det]]]   (det: ember.set_deterministic(true))
+--   luajit bench/train_mlp.lua [epochs [seed [det] [profile]]]
+--   (det: ember.set_deterministic(true); profile: where the time goes, B.run_epochs)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local nn = ember.nn
 
-local epochs = tonumber(arg and arg[1]) or 3
-local seed = tonumber(arg and arg[2]) or 0   -- initial weights and shuffling
-local det = arg and arg[3] == "det"
+local o = B.train_args(arg or {}, 3)
+local epochs, seed, det = o.epochs, o.seed, o.det or false   -- seed: initial weights and shuffling
 ember.set_deterministic(det)
 ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
@@ -22,13 +22,10 @@ local opt = ember.optim.SGD(params, { lr = 0.1, momentum = 0.9 })
 local gm = ember.autodiff.GradManager():attach(params)
 local loader = ember.data.DataLoader(train, { batch_size = 128, shuffle = true, seed = seed })
 
-local times, acc = {}, {}
-for e = 1, epochs do
-  local t0 = B.now()
+local acc = {}
+local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
   B.train_epoch(ember, model, loader, gm, opt)
-  times[e] = B.now() - t0
-  acc[e] = B.accuracy(ember, model, test, 1000)
-end
+end, function(e) acc[e] = B.accuracy(ember, model, test, 1000) end)
 local med = B.median(times)
 print(B.json({
   bench = "train_mlp",
@@ -42,4 +39,4 @@ print(B.json({
   threads = ember.get_num_threads(),
   deterministic = det,
   openblas_core = B.blas_core(ember),
-}))
+}, breakdown))

@@ -132,6 +132,15 @@ EMBER_API const char *ember_dnnl_info(void);         /* "oneDNN 2.6.3 (...)" or 
 EMBER_API void ember_set_dnnl_enabled(int on);       /* on by default */
 EMBER_API int ember_dnnl_enabled(void);
 
+/* The op profiler (off by default): while on, each op's time (its forward,
+   backward's ops included; for a GPU tensor the launch) is added to the
+   op's account, less that of the ops it runs inside. ember_profile_read
+   copies the first n accounts (seconds and calls, either may be NULL), in
+   ops.def's order, and returns the number of ops. */
+EMBER_API void ember_profile_enable(int on);
+EMBER_API void ember_profile_reset(void);
+EMBER_API int ember_profile_read(int n, double *seconds, int64_t *calls);
+
 /* ---------------------------------------------------------------- lifetime */
 EMBER_API void ember_tensor_retain(ember_tensor *t);
 EMBER_API void ember_tensor_release(ember_tensor *t);   /* NULL is a no-op */
