@@ -8,7 +8,6 @@ local B = require("common")
 local ember = require("ember")
 local ffi = require("ffi")
 local C = ember._C
-local F = ember.nn.functional
 
 local reps = tonumber(arg and arg[1]) or 20
 ember.manual_seed(0)
@@ -30,7 +29,9 @@ local g2 = ember.randn({ N, 32, 14, 14 })
 local g1 = ember.randn({ N, 16, 28, 28 })
 local one, pad2, k2 = i64(1, 1), i64(2, 2), i64(2, 2)
 
-local function conv_fwd(x, w) check(C.ember_conv2d(x._c, w._c, one, pad2, one, 1, out1)); return take(out1) end
+local b1, b2 = ember.randn({ 16 }), ember.randn({ 32 })
+-- each convolution with its bias and ReLU, as nn.Conv2d{activation = "relu"} runs it
+local function conv_relu(x, w, b) check(C.ember_conv2d_relu(x._c, w._c, b._c, one, pad2, one, 1, out1)); return take(out1) end
 local function conv_bi(g, w, xs)
   check(C.ember_conv2d_backward_input(g._c, w._c, i64x4(xs), one, pad2, one, 1, out1)); return take(out1)
 end
@@ -48,13 +49,15 @@ local function relu_bw(g, y) check(C.ember_relu_backward(g._c, y._c, out1)); ret
 local flop1 = 2 * N * 16 * 28 * 28 * 25
 local flop2 = 2 * N * 32 * 14 * 14 * 400
 local cases = {
-  { "conv1_forward", function() conv_fwd(x1, w1) end, flop1 },
+  { "conv1_relu_forward", function() conv_relu(x1, w1, b1) end, flop1 },
   { "conv1_backward_weight", function() conv_bw(x1, g1, { 16, 1, 5, 5 }) end, flop1 },
-  { "conv2_forward", function() conv_fwd(x2, w2) end, flop2 },
+  { "conv2_relu_forward", function() conv_relu(x2, w2, b2) end, flop2 },
   { "conv2_backward_input", function() conv_bi(g2, w2, { N, 16, 14, 14 }) end, flop2 },
   { "conv2_backward_weight", function() conv_bw(x2, g2, { 32, 16, 5, 5 }) end, flop2 },
-  { "relu1_forward", function() F.relu(a1) end },
   { "relu1_backward", function() relu_bw(g1, a1) end },
+  { "relu2_backward", function() relu_bw(g2, a2) end },
+  { "bias1_backward", function() g1:sum({ 1, 3, 4 }) end },
+  { "bias2_backward", function() g2:sum({ 1, 3, 4 }) end },
   { "maxpool1_forward", function() pool(a1) end },
   { "maxpool1_backward", function() pool_bw(p1v, p1i, { N, 16, 28, 28 }) end },
   { "maxpool2_forward", function() pool(a2) end },

@@ -63,15 +63,51 @@ function M.blas_core(ember)
   return ember.blas_info():match("%(core ([^)]+)%)") or ember.blas_info()
 end
 
--- the training benchmarks' shared parts: one epoch, and test accuracy
+-- the training benchmarks' command line: epochs and seed (positional), then
+-- the flags "det" (ember.set_deterministic(true)) and "profile" (the epochs
+-- run under ember.profile, and the JSON says where their time went)
+function M.train_args(args, default_epochs)
+  local o = { epochs = tonumber(args[1]) or default_epochs, seed = tonumber(args[2]) or 0 }
+  for i = 3, #args do o[args[i]] = true end
+  return o
+end
+
+-- the training benchmarks' shared parts: one epoch (the batches' making and
+-- the optimizer's step as sections of a profile), and test accuracy
 function M.train_epoch(ember, model, loader, gm, opt)
-  local F = ember.nn.functional
-  for x, y in loader:iter() do
+  local F, section = ember.nn.functional, ember.profile_section
+  local function step() opt:step(); opt:zero_grad() end
+  local batches = loader:iter()
+  while true do
+    local x, y = section("data", batches)
+    if x == nil then break end
     gm:record()
     gm:backward(F.cross_entropy(model(x), y))
-    opt:step()
-    opt:zero_grad()
+    section("optimizer", step)
   end
+end
+
+-- Runs epoch(e), then after(e) if given (untimed: a test), for e =
+-- 1..epochs, under ember.profile when profile is set; returns each epoch's
+-- seconds and, profiled, the JSON fields time_*_s: seconds per epoch in
+-- GEMMs, convolutions, pooling, the other ops (elementwise), the optimizer,
+-- the data and the rest (Lua, autograd)
+function M.run_epochs(ember, epochs, profile, epoch, after)
+  local times = {}
+  local function all()
+    for e = 1, epochs do
+      local t0 = M.now()
+      epoch(e)
+      times[e] = M.now() - t0
+      if after then ember.profile_section("after", after, e) end
+    end
+  end
+  if not profile then all(); return times, {} end
+  local r = ember.profile(all)
+  local fields = {}
+  for _, k in ipairs({ "gemm", "conv", "pool", "elementwise", "other" }) do fields["time_" .. k .. "_s"] = r[k] / epochs end
+  for _, k in ipairs({ "optimizer", "data" }) do fields["time_" .. k .. "_s"] = (r.sections[k] or 0) / epochs end
+  return times, fields
 end
 
 function M.accuracy(ember, model, test, batch_size)
@@ -85,7 +121,11 @@ function M.accuracy(ember, model, test, batch_size)
   return correct / #test
 end
 
-function M.json(tbl)
+-- the JSON text of tbl and then of each extra table's fields
+function M.json(tbl, ...)
+  for _, extra in ipairs({ ... }) do
+    for k, v in pairs(extra) do tbl[k] = v end
+  end
   local keys = {}
   for k in pairs(tbl) do keys[#keys + 1] = k end
   table.sort(keys)

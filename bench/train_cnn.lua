@@ -3,33 +3,32 @@
 -- maxpool 2, linear 1568->10, Adam lr 1e-3, batch 64 (shuffled), one epoch.
 -- Prints JSON: seconds per epoch, samples/s, test accuracy, peak RSS.
 -- PyTorch 1.13 on the 2-core build machine: 11.5 s/epoch, 85.5%, 640 MB.
---   luajit bench/train_cnn.lua [epochs [seed [det]]]   (det: ember.set_deterministic(true))
+--   luajit bench/train_cnn.lua [epochs [seed [det] [profile]]]
+--   (det: ember.set_deterministic(true); profile: where the time goes, B.run_epochs)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local nn = ember.nn
 
-local epochs = tonumber(arg and arg[1]) or 1
-local seed = tonumber(arg and arg[2]) or 0   -- initial weights and shuffling
-local det = arg and arg[3] == "det"
+local o = B.train_args(arg or {}, 1)
+local epochs, seed, det = o.epochs, o.seed, o.det or false   -- seed: initial weights and shuffling
 ember.set_deterministic(det)
 ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
+-- each convolution with its bias and ReLU is one op (nn.Conv2d's activation
+-- option, PyTorch's ConvReLU2d)
 local model = nn.Sequential(
-  nn.Conv2d(1, 16, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
-  nn.Conv2d(16, 32, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
+  nn.Conv2d(1, 16, 5, { padding = 2, activation = "relu" }), nn.MaxPool2d(2),
+  nn.Conv2d(16, 32, 5, { padding = 2, activation = "relu" }), nn.MaxPool2d(2),
   nn.Flatten(), nn.Linear(1568, 10))
 local params = model:parameters()
 local opt = ember.optim.Adam(params, { lr = 1e-3 })
 local gm = ember.autodiff.GradManager():attach(params)
 local loader = ember.data.DataLoader(train, { batch_size = 64, shuffle = true, seed = seed })
 
-local times = {}
-for e = 1, epochs do
-  local t0 = B.now()
+local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
   B.train_epoch(ember, model, loader, gm, opt)
-  times[e] = B.now() - t0
-end
+end)
 local med = B.median(times)
 print(B.json({
   bench = "train_cnn",
@@ -42,4 +41,4 @@ print(B.json({
   threads = ember.get_num_threads(),
   deterministic = det,
   openblas_core = B.blas_core(ember),
-}))
+}, breakdown))

@@ -5,19 +5,17 @@
 -- PyTorch 1.13 on the 2-core build machine: 0.55 s/epoch, 86.2%, 488 MB.
 --   luajit bench/train_mlp.lua [epochs [seed [flags...]]]
 -- flags: det (ember.set_deterministic(true)), blas (every matrix product on
--- OpenBLAS: ember.set_dnnl_matmul_enabled(false))
+-- OpenBLAS: ember.set_dnnl_matmul_enabled(false)), profile (where the time
+-- goes, B.run_epochs)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local nn = ember.nn
 
-local epochs = tonumber(arg and arg[1]) or 3
-local seed = tonumber(arg and arg[2]) or 0   -- initial weights and shuffling
-local flags = {}
-for i = 3, arg and #arg or 0 do flags[arg[i]] = true end
-local det = flags.det == true
+local o = B.train_args(arg or {}, 3)
+local epochs, seed, det = o.epochs, o.seed, o.det or false   -- seed: initial weights and shuffling
 ember.set_deterministic(det)
-ember.set_dnnl_matmul_enabled(not flags.blas)
+ember.set_dnnl_matmul_enabled(not o.blas)
 ember.manual_seed(seed)
 local train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
@@ -27,13 +25,10 @@ local opt = ember.optim.SGD(params, { lr = 0.1, momentum = 0.9 })
 local gm = ember.autodiff.GradManager():attach(params)
 local loader = ember.data.DataLoader(train, { batch_size = 128, shuffle = true, seed = seed })
 
-local times, acc = {}, {}
-for e = 1, epochs do
-  local t0 = B.now()
+local acc = {}
+local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
   B.train_epoch(ember, model, loader, gm, opt)
-  times[e] = B.now() - t0
-  acc[e] = B.accuracy(ember, model, test, 1000)
-end
+end, function(e) acc[e] = B.accuracy(ember, model, test, 1000) end)
 local med = B.median(times)
 print(B.json({
   bench = "train_mlp",
@@ -48,4 +43,4 @@ print(B.json({
   deterministic = det,
   openblas_core = B.blas_core(ember),
   dnnl_matmul = ember.dnnl_matmul_enabled(),
-}))
+}, breakdown))

@@ -69,6 +69,13 @@ describe("on " .. device .. ": conv2d", function()
     end)
   end
 
+  case("conv2d_relu (conv2d, bias and ReLU as one op) and its gradients", function()
+    for i, g in ipairs(GEOMETRIES) do
+      local inputs = { normal(i, g.x, "float32"), normal(10 + i, g.w, "float32"), normal(20 + i, { g.w[1] }, "float32") }
+      agrees_with_grads(inputs, function(x, w, b) return F.conv2d_relu(x, w, b, g.opts) end, CONV_TOL.float32)
+    end
+  end)
+
   case("a strided (transposed) input is read by value", function()
     local x, w = normal(1, { 2, 3, 8, 9 }, "float32"), normal(2, { 4, 3, 3, 3 }, "float32")
     local xt = x:transpose(3, 4)

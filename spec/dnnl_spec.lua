@@ -111,3 +111,100 @@ describe("oneDNN after fork", function()
     end, 10)
   end)
 end)
+
+-- relu(conv2d(x, w) + b) as one op (F.conv2d_relu, nn.Conv2d{activation =
+-- "relu"}) against the three ops it replaces, run on ember's kernels
+describe("conv2d with its bias and ReLU fused", function()
+  local F, graph = ember.nn.functional, ember.autodiff.graph
+
+  -- y and the gradients of x, w and b under a random dy, for one geometry
+  local function vjp(f, c, dtype)
+    local xs, g = { c[1], c[2], c[3], c[4] }, c[11]
+    ember.manual_seed(5)
+    local o = { dtype = dtype }
+    local x, w, b = ember.randn(xs, o), ember.randn({ c[5], c[2] / g, c[6], c[7] }, o), ember.randn({ c[5] }, o)
+    local opts = { stride = c[8], padding = c[9], dilation = c[10], groups = g }
+    local y = F.conv2d(x, w, b, opts)
+    local dy = ember.randn(y:shape(), o)
+    local out, grads = ember.autodiff.vjp(function(x_, w_, b_) return f(x_, w_, b_, opts) end, { x, w, b }, dy)
+    return { out, grads[1], grads[2], grads[3] }
+  end
+  local function fused(x, w, b, opts) return F.conv2d_relu(x, w, b, opts) end
+  local function unfused(x, w, b, opts) return F.conv2d(x, w, b, opts):relu() end
+
+  local function assert_close(got, want, tol, what)
+    for k = 1, 4 do
+      assert.are.same(want[k]:shape(), got[k]:shape())
+      local d = max_rel_diff(got[k], want[k])
+      assert(d <= tol, ("%s, %s: relative difference %g"):format(what, ({ "y", "gx", "gw", "gb" })[k], d))
+    end
+  end
+
+  it("match conv2d + bias + relu in the output and all three gradients", function()
+    for i, c in ipairs(geometries) do
+      local want = with_dnnl(false, function() return vjp(unfused, c, "float32") end)
+      assert_close(with_dnnl(true, function() return vjp(fused, c, "float32") end), want, 1e-5,
+        ("geometry %d through oneDNN"):format(i))
+      assert_close(with_dnnl(false, function() return vjp(fused, c, "float32") end), want, 1e-6,
+        ("geometry %d on ember's kernels"):format(i))
+      local want64 = vjp(unfused, c, "float64")
+      assert_close(vjp(fused, c, "float64"), want64, 0, ("geometry %d in float64"):format(i))
+    end
+  end)
+
+  it("pass gradcheck and gradgradcheck", function()
+    local f64 = { dtype = "float64" }
+    ember.manual_seed(6)
+    local x, w, b = ember.randn({ 2, 2, 5, 5 }, f64), ember.randn({ 4, 1, 3, 3 }, f64), ember.randn({ 4 }, f64)
+    local function f(x_, w_, b_) return F.conv2d_relu(x_, w_, b_, { padding = 1, stride = { 2, 1 }, groups = 2 }) end
+    assert.is_true(ember.autodiff.gradcheck(function(...) return f(...):sum() end, { x, w, b }))
+    assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+  end)
+
+  it("keep its output for backward: an in-place change raises the version error", function()
+    local x, w, b = ember.randn({ 1, 2, 6, 6 }), ember.randn({ 3, 2, 3, 3 }), ember.randn({ 3 })
+    local gm = ember.autodiff.GradManager():attach({ w, b })
+    gm:record()
+    local y = F.conv2d_relu(x, w, b, { padding = 1 })
+    local loss = y:sum()
+    y:mul_(2)
+    local ok, err = pcall(gm.backward, gm, loss)
+    assert.is_false(ok)
+    assert.truthy(err:find("version"))
+    assert.truthy(err:find("Conv2dRelu"))
+  end)
+
+  it("gives its saved tensors to saved-tensor hooks", function()
+    local x, w, b = ember.randn({ 2, 2, 6, 6 }), ember.randn({ 3, 2, 3, 3 }), ember.randn({ 3 })
+    local function loss(x_, w_, b_) return F.conv2d_relu(x_, w_, b_, { padding = 1 }):sum() end
+    local packed = 0
+    local _, want = ember.autodiff.vjp(loss, { x, w, b })
+    local _, got = graph.saved_tensors_hooks(function(t) packed = packed + 1; return t:clone() end,
+      function(t) return t end, function() return ember.autodiff.vjp(loss, { x, w, b }) end)
+    assert.are.equal(3, packed)   -- x, w and the output
+    for k = 1, 3 do assert.are.equal(0, (got[k] - want[k]):abs():max():item()) end
+  end)
+
+  it("is nn.Conv2d's activation = \"relu\", which falls back to conv2d + relu without a bias", function()
+    ember.manual_seed(7)
+    local m = ember.nn.Conv2d(2, 3, 3, { padding = 1, activation = "relu" })
+    local x = ember.randn({ 2, 2, 5, 5 })
+    local want = F.conv2d(x, m.weight, m.bias, { padding = 1 }):relu()
+    assert(max_rel_diff(m(x), want) < 1e-6)
+    assert.matches("activation=relu", tostring(m))
+    local nb = ember.nn.Conv2d(2, 3, 3, { bias = false, activation = "relu" })
+    assert.are.equal(0, (nb(x) - F.conv2d(x, nb.weight):relu()):abs():max():item())
+    assert.has_error(function() ember.nn.Conv2d(2, 3, 3, { activation = "tanh" }) end,
+      'ember.nn.Conv2d: activation must be nil or "relu", got tanh')
+  end)
+
+  it("names itself in its errors", function()
+    local x, w = ember.randn({ 1, 2, 5, 5 }), ember.randn({ 3, 2, 3, 3 })
+    local ok, err = pcall(F.conv2d_relu, x, w, ember.randn({ 4 }))
+    assert.is_false(ok)
+    assert.matches("conv2d_relu: bias must have shape {3}, got {4}", err, 1, true)
+    ok, err = pcall(F.conv2d_relu, x, w, ember.randn({ 3 }, { dtype = "float64" }))
+    assert.is_false(ok)
+    assert.matches("conv2d_relu: bias must share the input's dtype", err, 1, true)
+  end)
+end)

@@ -208,6 +208,14 @@ describe("F.conv2d", function()
     H.same(F.conv2d(x, w, { stride = 2 }), { { { { 10, 18 }, { 42, 50 } } } }, 0)
   end)
 
+  it("with its bias and ReLU fused (conv2d_relu), by hand", function()
+    local x = ember.arange(16, F64):view(1, 1, 4, 4)
+    local w = ember.tensor({ { { { 1, -1 }, { 1, -1 } } }, { { { -1, -1 }, { 1, 1 } } } }, F64)
+    -- conv2d gives -2 everywhere in channel 1 and 8 in channel 2; the biases 3 and -9
+    H.same(F.conv2d_relu(x, w, ember.tensor({ 3, -9 }, F64), { stride = 2 }),
+      { { { { 1, 1 }, { 1, 1 } }, { { 0, 0 }, { 0, 0 } } } }, 0)
+  end)
+
   for _, o in ipairs({
     {}, { stride = 2 }, { padding = 2 }, { dilation = 2 }, { groups = 2 },
     { stride = { 2, 1 }, padding = { 1, 0 }, dilation = { 1, 2 } }, { groups = 4, padding = 1 },

@@ -142,6 +142,15 @@ EMBER_API int ember_dnnl_enabled(void);
 EMBER_API void ember_set_dnnl_matmul_enabled(int on);   /* on by default */
 EMBER_API int ember_dnnl_matmul_enabled(void);          /* and ember_dnnl_enabled() */
 
+/* The op profiler (off by default): while on, each op's time (its forward,
+   backward's ops included; for a GPU tensor the launch) is added to the
+   op's account, less that of the ops it runs inside. ember_profile_read
+   copies the first n accounts (seconds and calls, either may be NULL), in
+   ops.def's order, and returns the number of ops. */
+EMBER_API void ember_profile_enable(int on);
+EMBER_API void ember_profile_reset(void);
+EMBER_API int ember_profile_read(int n, double *seconds, int64_t *calls);
+
 /* ---------------------------------------------------------------- lifetime */
 EMBER_API void ember_tensor_retain(ember_tensor *t);
 EMBER_API void ember_tensor_release(ember_tensor *t);   /* NULL is a no-op */
@@ -370,6 +379,11 @@ EMBER_API int ember_sum_to(ember_tensor *a, int ndim, const int64_t *shape, embe
 EMBER_API int ember_conv2d(ember_tensor *x, ember_tensor *w, const int64_t *stride,
                            const int64_t *padding, const int64_t *dilation, int64_t groups,
                            ember_tensor **out);
+/* relu(conv2d(x, w) + b), b of shape (O): conv2d, its bias and a ReLU in one op
+   (and one pass over the output where oneDNN runs it) */
+EMBER_API int ember_conv2d_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                ember_tensor **out);
 /* The adjoints of conv2d: the gradient for x of shape x_shape given g and w,
    and the gradient for w of shape w_shape given x and g. */
 EMBER_API int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape,

@@ -768,18 +768,32 @@ RULE(cat)
     }
 }
 
-/* both adjoints are ops of their own (im2col + GEMM kernels) */
-RULE(conv2d)
+/* x's and w's gradients from gy, the gradient of conv2d(x, w): both adjoints
+   are ops of their own */
+static void conv2d_adjoints(rule_ctx *r, ember_tensor *gy)
 {
     RULE_LOCALS;
     const int64_t *st = &at->i[0], *pd = &at->i[2], *dl = &at->i[4];
     int64_t ws[EMBER_MAX_DIMS];
     ember__node_in_shape(n, 1, ws);
     ember_tensor *o = NULL, *o2 = NULL;
-    if (OK(s) && NEED(0))
-        give(s, &gi[0], keep(s, ember_conv2d_backward_input(g, IN(1), in, st, pd, dl, at->i[6], &o), &o));
+    if (!have(s, gy, gy)) return;
+    if (NEED(0)) give(s, &gi[0], keep(s, ember_conv2d_backward_input(gy, IN(1), in, st, pd, dl, at->i[6], &o), &o));
     if (OK(s) && NEED(1))
-        give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), g, ws, st, pd, dl, at->i[6], &o2), &o2));
+        give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), gy, ws, st, pd, dl, at->i[6], &o2), &o2));
+}
+
+RULE(conv2d) { conv2d_adjoints(r, r->g); }
+
+/* y = relu(conv2d(x, w) + b): gy is relu's adjoint of g (from y), b's
+   gradient gy summed over all but the channels */
+RULE(conv2d_relu)
+{
+    RULE_LOCALS;
+    static const int not_channels[3] = {0, 2, 3};
+    ember_tensor *gy = relu_bwd(s, g, OUT(0));
+    conv2d_adjoints(r, gy);
+    if (NEED(2)) give(s, &gi[2], sum_dims(s, gy, 3, not_channels, 0));
 }
 
 /* the adjoints are bilinear in their two inputs, so their own gradients are

@@ -293,6 +293,21 @@ int main(void)
     BAD(ember_conv2d(a, a, one2, zero2, one2, 1, &o));         /* 2-d tensors */
     BAD(ember_conv2d(a, a, NULL, zero2, one2, 1, &o));
     BAD(ember_conv2d(a, a, one2, zero2, one2, 1, NULL));
+    BAD(ember_conv2d_relu(a, a, NULL, one2, zero2, one2, 1, &o));
+    BAD(ember_conv2d_relu(a, a, a, one2, zero2, one2, 1, &o));   /* 2-d tensors */
+    BAD(ember_conv2d_relu(a, a, a, one2, zero2, one2, 1, NULL));
+    {   /* a bias of the wrong length, of another dtype */
+        const int64_t s4[4] = {1, 2, 3, 3}, s1[1] = {1};   /* one output channel: a bias of 2 is wrong */
+        ember_tensor *x4 = NULL, *b2 = NULL, *b64 = NULL;
+        CHECK(ember_full(4, s4, 1, EMBER_FLOAT32, EMBER_CPU, &x4) == EMBER_OK);
+        CHECK(ember_full(1, s2, 1, EMBER_FLOAT32, EMBER_CPU, &b2) == EMBER_OK);
+        CHECK(ember_full(1, s1, 1, EMBER_FLOAT64, EMBER_CPU, &b64) == EMBER_OK);
+        BAD(ember_conv2d_relu(x4, x4, b2, one2, zero2, one2, 1, &o));
+        BAD(ember_conv2d_relu(x4, x4, b64, one2, zero2, one2, 1, &o));
+        ember_tensor_release(x4);
+        ember_tensor_release(b2);
+        ember_tensor_release(b64);
+    }
     BAD(ember_conv2d_backward_input(NULL, a, NULL, one2, zero2, one2, 1, &o));
     BAD(ember_conv2d_backward_weight(a, NULL, NULL, one2, zero2, one2, 1, &o));
     BAD(ember_max_pool2d(NULL, k2, k2, zero2, &o, &o2));

@@ -104,6 +104,7 @@ local core = require("ember.tensor")(ember)
 require("ember.factories")(ember, core)
 require("ember.ops")(ember, core)
 require("ember.indexing")(ember)
+require("ember.profile")(ember)
 for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "data", "io", "cuda", "distributed" }) do
   local ok, mod = pcall(require, "ember." .. name)
   if ok then

@@ -453,9 +453,44 @@ static void conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const i
     *dl = &at->i[4];
 }
 
+/* conv2d_relu's bias: one per output channel, in the operands' dtype */
+static int bias_check(const char *name, const ember_tensor *b, const ember_tensor *x, int64_t O)
+{
+    char sb[200], sx[200];
+    if (b->ndim != 1 || b->shape[0] != O)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: bias must have shape {%lld}, got %s", name, (long long)O,
+                           ember__tshape(sb, b));
+    if (b->dtype != x->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "%s: bias must share the input's dtype, got %s %s and %s %s", name,
+                           ember_dtype_name(b->dtype), ember__tshape(sb, b), ember_dtype_name(x->dtype),
+                           ember__tshape(sx, x));
+    return EMBER_OK;
+}
+
+/* res = max(res + bias, 0), bias one per channel of res (N, O, H', W') */
+#define BIAS_RELU(T)                                                                           \
+    static void bias_relu_##T(T *res, const T *bias, int64_t planes, int64_t O, int64_t HW)    \
+    {                                                                                          \
+        for (int64_t p = 0; p < planes; p++) {                                                 \
+            T *r = res + p * HW, v = bias[p % O];                                              \
+            for (int64_t i = 0; i < HW; i++) r[i] = r[i] + v > 0 ? r[i] + v : 0;               \
+        }                                                                                      \
+    }
+BIAS_RELU(float)
+BIAS_RELU(double)
+
+static void bias_relu(ember_tensor *res, const ember_tensor *bias, const conv_geom *g)
+{
+    if (res->dtype == EMBER_FLOAT32)
+        bias_relu_float((float *)ember__ptr(res), (const float *)ember__ptr(bias), g->N * g->O, g->O, g->Ho * g->Wo);
+    else
+        bias_relu_double((double *)ember__ptr(res), (const double *)ember__ptr(bias), g->N * g->O, g->O, g->Ho * g->Wo);
+}
+
 static conv_kind kind_of(int op)
 {
-    return op == EMBER_OP_CONV2D ? CONV_FWD : op == EMBER_OP_CONV2D_BACKWARD_INPUT ? CONV_BWD_INPUT : CONV_BWD_WEIGHT;
+    return op == EMBER_OP_CONV2D || op == EMBER_OP_CONV2D_RELU ? CONV_FWD
+           : op == EMBER_OP_CONV2D_BACKWARD_INPUT ? CONV_BWD_INPUT : CONV_BWD_WEIGHT;
 }
 
 int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at, conv_geom *g, int64_t *rs)
@@ -500,7 +535,27 @@ int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at
     return EMBER_OK;
 }
 
-/* conv2d and its two adjoints: one driver for the three products (conv.h) */
+/* conv2d_relu off the CPU: conv2d, the bias added as a {1, O, 1, 1} view, relu */
+static int conv2d_relu_composed(ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    ember_tensor *y = NULL, *bv = NULL, *z = NULL;
+    ember_attrs va = {{4, 1, in[2]->shape[0], 1, 1}, {0}};
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D, 2, in, at, &y));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_VIEW, 1, &in[2], &va, &bv));
+    ember_tensor *yb[2] = {y, bv};
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_ADD, 2, yb, NULL, &z));
+    rc = ember__run_nograd(EMBER_OP_RELU, 1, &z, NULL, out);
+done:
+    ember_tensor_release(y);
+    ember_tensor_release(bv);
+    ember_tensor_release(z);
+    return rc;
+}
+
+/* conv2d, conv2d_relu and conv2d's two adjoints: one driver for the three
+   products (conv.h); conv2d_relu adds its bias and cuts at zero in the
+   product's output pass (a oneDNN post-op, or one pass after ember's kernels) */
 int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -509,60 +564,77 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     conv_geom g;
     int64_t rs[4];
     EMBER_TRY(ember__conv_plan_make(op, in, at, &g, rs));
+    const bool fused = op == EMBER_OP_CONV2D_RELU;
+    if (fused) {
+        EMBER_TRY(bias_check(ember__ops[op].name, in[2], a, g.O));
+        if (a->storage->device != EMBER_CPU) return conv2d_relu_composed(in, at, out);
+    }
     int dt = a->dtype, cdt = nn_compute_dtype(dt);
-    ember_tensor *ca = NULL, *cb = NULL, *res = NULL;
+    ember_tensor *ca = NULL, *cb = NULL, *cbias = NULL, *res = NULL;
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(4, rs, cdt, EMBER_CPU, &res));
     if (res->numel == 0) goto ok;
+    if (fused) EMBER_CHECK(ember__contiguous_as(in[2], cdt, &cbias));
     if (g.N == 0 || g.K == 0 || g.Og == 0) {   /* an empty sum */
         ember__fill_raw(res, 0);
-        goto ok;
+        goto epilogue;
     }
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    if (cdt == EMBER_FLOAT32 &&
-        ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb), (float *)ember__ptr(res)))
+    if (cdt == EMBER_FLOAT32 && ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+                                                 cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
         goto ok;
     EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
+epilogue:
+    if (cbias) bias_relu(res, cbias, &g);
 ok:
     rc = ember__nn_finish(res, dt, out);
     res = NULL;
 done:
     ember_tensor_release(ca);
     ember_tensor_release(cb);
+    ember_tensor_release(cbias);
     ember_tensor_release(res);
     return rc;
 }
 
 /* ------------------------------------------------------------------ public entry points */
-/* attrs from stride, padding, dilation, groups and, for an adjoint, the shape it produces */
-static int conv_dispatch(int op, ember_tensor *a, ember_tensor *b, const int64_t *shape, const int64_t *stride,
-                         const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
+/* attrs from stride, padding, dilation, groups and, for an adjoint, the shape
+   it produces; c is conv2d_relu's bias (NULL for the others) */
+static int conv_dispatch(int op, ember_tensor *a, ember_tensor *b, ember_tensor *c, const int64_t *shape,
+                         const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                         ember_tensor **out)
 {
     const char *name = ember__ops[op].name;
     NEED_ARGS(name, out, stride, padding, dilation);
     ember_attrs at;
     ember__nn_set_pairs(&at, stride, padding, dilation);
     at.i[6] = groups;
-    if (op != EMBER_OP_CONV2D) EMBER_TRY(ember__nn_set_shape(&at, name, shape));
-    ember_tensor *in[2] = {a, b};
-    return ember__dispatch(op, 2, in, &at, out);
+    if (op != EMBER_OP_CONV2D && op != EMBER_OP_CONV2D_RELU) EMBER_TRY(ember__nn_set_shape(&at, name, shape));
+    ember_tensor *in[3] = {a, b, c};
+    return ember__dispatch(op, op == EMBER_OP_CONV2D_RELU ? 3 : 2, in, &at, out);
 }
 
 int ember_conv2d(ember_tensor *x, ember_tensor *w, const int64_t *stride, const int64_t *padding,
                  const int64_t *dilation, int64_t groups, ember_tensor **out)
 {
-    return conv_dispatch(EMBER_OP_CONV2D, x, w, NULL, stride, padding, dilation, groups, out);
+    return conv_dispatch(EMBER_OP_CONV2D, x, w, NULL, NULL, stride, padding, dilation, groups, out);
+}
+
+int ember_conv2d_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, const int64_t *stride,
+                      const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
+{
+    return conv_dispatch(EMBER_OP_CONV2D_RELU, x, w, b, NULL, stride, padding, dilation, groups, out);
 }
 
 int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape, const int64_t *stride,
                                 const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
 {
-    return conv_dispatch(EMBER_OP_CONV2D_BACKWARD_INPUT, g, w, x_shape, stride, padding, dilation, groups, out);
+    return conv_dispatch(EMBER_OP_CONV2D_BACKWARD_INPUT, g, w, NULL, x_shape, stride, padding, dilation, groups, out);
 }
 
 int ember_conv2d_backward_weight(ember_tensor *x, ember_tensor *g, const int64_t *w_shape, const int64_t *stride,
                                  const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
 {
-    return conv_dispatch(EMBER_OP_CONV2D_BACKWARD_WEIGHT, x, g, w_shape, stride, padding, dilation, groups, out);
+    return conv_dispatch(EMBER_OP_CONV2D_BACKWARD_WEIGHT, x, g, NULL, w_shape, stride, padding, dilation, groups, out);
 }

@@ -12,11 +12,14 @@ typedef ember__conv_geom conv_geom;   /* ops.h */
 typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
 
 /* Runs one product through oneDNN on contiguous float32 operands a and b,
-   writing all of res (contiguous float32 of the product's shape). Returns
+   writing all of res (contiguous float32 of the product's shape); with a
+   bias (FWD only, one per output channel) res is relu(a * b + bias), the
+   bias and the ReLU applied by the convolution as it writes. Returns
    false, having written nothing that matters, when oneDNN is not built in,
    is switched off (ember_set_dnnl_enabled), deterministic mode is on,
    ember's kernels are faster at the shape, or oneDNN declines or fails: the
    caller then runs ember's own kernels. */
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, float *res);
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
+                      float *res);
 
 #endif

@@ -38,9 +38,10 @@ void ember_set_dnnl_enabled(int on) { dnnl_enabled = on != 0; }
 int ember_dnnl_enabled(void) { return 0; }
 const char *ember_dnnl_info(void) { return "none (not built with oneDNN)"; }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, float *res)
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
+                      float *res)
 {
-    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(res);
+    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(bias), EMBER_UNUSED(res);
     return false;
 }
 
@@ -89,11 +90,13 @@ const char *ember_dnnl_info(void)
 /* ------------------------------------------------------------------ primitives, by geometry */
 
 enum { ARG_A, ARG_B, ARG_RES, NARGS };
-enum { KEY_LEN = 16, MAX_CACHED = 256 };
+enum { KEY_LEN = 17, MAX_CACHED = 256 };
 
 typedef struct {
     int64_t key[KEY_LEN];
     dnnl_primitive_t conv;
+    bool fused;                   /* a forward with a bias and a ReLU post-op */
+    dnnl_memory_desc_t bias;
     /* ember's layout and the primitive's for a, b and res; a reorder between
        them where they differ (into the primitive for a and b, out of it for res) */
     dnnl_memory_desc_t user[NARGS], inner[NARGS];
@@ -103,9 +106,9 @@ typedef struct {
     size_t scratch_bytes;
 } dnnl_conv;
 
-static void conv_key(conv_kind kind, const conv_geom *g, int nthr, int64_t *key)
+static void conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key)
 {
-    const int64_t k[KEY_LEN] = {kind, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
+    const int64_t k[KEY_LEN] = {kind, fused, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
                                 g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
     memcpy(key, k, sizeof k);
 }
@@ -150,7 +153,19 @@ static dnnl_status_t geom_mds(const conv_geom *g, bool any, dnnl_memory_desc_t *
         if ((call) != dnnl_success) goto fail;                                                 \
     } while (0)
 
-static dnnl_conv *conv_create(conv_kind kind, const conv_geom *g)
+/* the attr of a fused forward: ReLU applied to the biased sum as it is written */
+static dnnl_status_t relu_post_op(dnnl_primitive_attr_t attr)
+{
+    dnnl_post_ops_t po;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    if (s != dnnl_success) return s;
+    s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    return s;
+}
+
+static dnnl_conv *conv_create(conv_kind kind, bool fused, const conv_geom *g)
 {
     dnnl_conv *c = calloc(1, sizeof *c);
     dnnl_primitive_attr_t attr = NULL;
@@ -160,12 +175,16 @@ static dnnl_conv *conv_create(conv_kind kind, const conv_geom *g)
     DNNL_TRY(geom_mds(g, false, &ux, &uw, &uy));
     DNNL_TRY(geom_mds(g, true, &ax, &aw, &ay));
     const dnnl_dims_t strides = {g->sh, g->sw}, dil = {g->dh - 1, g->dw - 1}, pad = {g->ph, g->pw};
+    const dnnl_dims_t bias_dims = {g->O};
+    c->fused = fused;
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&c->bias, 1, bias_dims, dnnl_f32, dnnl_a));
     DNNL_TRY(dnnl_primitive_attr_create(&attr));
     DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    if (fused) DNNL_TRY(relu_post_op(attr));
     /* the forward primitive, which is also the backward ones' hint */
     dnnl_convolution_desc_t fd, bd;
     DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw,
-                                                        NULL, &ay, strides, dil, pad, pad));
+                                                        fused ? &c->bias : NULL, &ay, strides, dil, pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&fwd_pd, &fd, attr, engine, NULL));
     dnnl_query_t q[NARGS];
     switch (kind) {
@@ -232,14 +251,14 @@ static dnnl_conv *cache_find(const int64_t *key)
 
 /* the primitive for the key (conv NULL where oneDNN declined the geometry:
    it is not asked again), and whether the caller must destroy it */
-static dnnl_conv *conv_get(conv_kind kind, const conv_geom *g, const int64_t *key, bool *owned)
+static dnnl_conv *conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned)
 {
     pthread_mutex_lock(&cache_mu);
     dnnl_conv *c = cache_find(key);
     pthread_mutex_unlock(&cache_mu);
     *owned = false;
     if (c) return c;
-    dnnl_conv *made = conv_create(kind, g);
+    dnnl_conv *made = conv_create(kind, fused, g);
     if (!made && !(made = calloc(1, sizeof *made))) return NULL;
     memcpy(made->key, key, sizeof made->key);
     pthread_mutex_lock(&cache_mu);
@@ -263,10 +282,10 @@ static int args_of(conv_kind kind, int i)
     return arg[kind][i];
 }
 
-static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user)
+static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, const float *bias)
 {
     dnnl_stream_t stream = NULL;
-    dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL;
+    dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL, bmem = NULL;
     void *ibuf[NARGS] = {0}, *sbuf = NULL;
     bool ok = false;
     DNNL_TRY(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
@@ -281,9 +300,13 @@ static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user)
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, umem[i]}, {DNNL_ARG_TO, imem[i]}};
             DNNL_TRY(dnnl_primitive_execute(c->reorder[i], stream, 2, ra));
         }
-    dnnl_exec_arg_t ca[NARGS + 1];
+    dnnl_exec_arg_t ca[NARGS + 2];
     int nca = 0;
     for (int i = 0; i < NARGS; i++) ca[nca++] = (dnnl_exec_arg_t){args_of(kind, i), imem[i] ? imem[i] : umem[i]};
+    if (c->fused) {
+        DNNL_TRY(dnnl_memory_create(&bmem, &c->bias, engine, (void *)bias));
+        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
+    }
     if (c->scratch_bytes) {
         if (!(sbuf = ember__alloc(c->scratch_bytes))) goto fail;
         DNNL_TRY(dnnl_memory_create(&smem, &c->scratch, engine, sbuf));
@@ -303,6 +326,7 @@ fail:
         if (ibuf[i]) ember__free(ibuf[i], c->inner_bytes[i]);
     }
     dnnl_memory_destroy(smem);
+    dnnl_memory_destroy(bmem);
     if (sbuf) ember__free(sbuf, c->scratch_bytes);
     dnnl_stream_destroy(stream);
     return ok;
@@ -319,7 +343,8 @@ static bool ember_is_faster(conv_kind kind, const conv_geom *g)
     return kind == CONV_BWD_WEIGHT && g->C == 1;
 }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, float *res)
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
+                      float *res)
 {
     if (!dnnl_enabled || ember_is_deterministic() || ember_is_faster(kind, g) || !ember_dnnl_enabled())
         return false;
@@ -330,12 +355,12 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
     omp_set_num_threads(nthr);
 #endif
     int64_t key[KEY_LEN];
-    conv_key(kind, g, nthr, key);
+    conv_key(kind, bias != NULL, g, nthr, key);
     bool owned, ok = false;
-    dnnl_conv *c = conv_get(kind, g, key, &owned);
+    dnnl_conv *c = conv_get(kind, bias != NULL, g, key, &owned);
     if (c && c->conv) {
         void *user[NARGS] = {(void *)a, (void *)b, res};
-        ok = conv_execute(c, kind, user);
+        ok = conv_execute(c, kind, user, bias);
     }
     if (owned) conv_destroy(c);
 #ifdef DNNL_OMP

@@ -3,6 +3,7 @@
 #include "ops.h"
 #include "../autograd.h"
 #include "../backend.h"
+#include "../profile.h"
 
 #include <string.h>
 
@@ -23,6 +24,16 @@ static int forward(int op, int device, int nin, ember_tensor *const *in, const e
                            ember__device_name(dev, device));
     }
     return be->fwd[op](op, nin, in, at, out);
+}
+
+/* forward, its time added to op's account (the op profiler is on) */
+static int profiled_forward(int op, int device, int nin, ember_tensor *const *in, const ember_attrs *at,
+                            ember_tensor **out)
+{
+    ember__profile_mark m = ember__profile_enter();
+    int rc = forward(op, device, nin, in, at, out);
+    ember__profile_leave(op, m);
+    return rc;
 }
 
 /* The device an op runs on: its first input's that is not a wrapped number
@@ -63,7 +74,8 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         in = use;
     }
     if (rc == EMBER_OK && op != EMBER_OP_TO_DEVICE) rc = ember__same_device(info->name, nin, in);
-    if (rc == EMBER_OK) rc = forward(op, device, nin, in, at, out);
+    if (rc == EMBER_OK)
+        rc = ember__profiling ? profiled_forward(op, device, nin, in, at, out) : forward(op, device, nin, in, at, out);
     for (int i = 0; moving && i < nin; i++) ember_tensor_release(moved[i]);
     if (rc < 0) {
         for (int k = 0; k < nout; k++) {

@@ -24,6 +24,14 @@ followed by an `nn.ReLU` through it.
 2-D convolution of `(N, C, H, W)` with `w` `{out, C/groups, kh, kw}`;
 `opts = {stride = 1, padding = 0, dilation = 1, groups = 1}`.
 
+### `ember.nn.functional.conv2d_relu(x, w, b?, opts?)`
+`relu(conv2d(x, w, b, opts))` as one op where it can be: with a bias, on the
+CPU, the convolution adds the bias and applies the ReLU as it writes its
+output (a oneDNN convolution with a ReLU post-op for float32, one pass after
+ember's kernels otherwise), and backward keeps the output instead of the
+convolution's and the sum's. Without a bias, or on a GPU, it is conv2d then
+relu.
+
 ### `ember.nn.functional.conv1d(x, w, b?, opts?)`
 1-D convolution of `(N, C, L)` with `w` `{out, C/groups, k}`; `opts` as
 conv2d's (each a number or `{n}`). No unbatched `(C, L)` input.

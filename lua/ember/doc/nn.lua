@@ -13,7 +13,10 @@ U(-1/sqrt(in), 1/sqrt(in)); `{bias = false}` leaves the bias out.
 
 ### `ember.nn.Conv2d(in_channels, out_channels, kernel, opts?)`
 2-D convolution of `(N, C, H, W)` input; `kernel` a number or `{kh, kw}`;
-`opts = {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true}`.
+`opts = {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
+activation = nil}`. `activation = "relu"` makes it PyTorch's `ConvReLU2d`:
+the forward is `F.conv2d_relu`, one op for the convolution, its bias and the
+ReLU.
 
 ### `ember.nn.Conv1d(in_channels, out_channels, kernel, opts?)`
 1-D convolution of `(N, C, L)` input (conv2d over a height of 1); `weight`

@@ -50,6 +50,25 @@ products"), when oneDNN is on and this is on (the default); with `false`
 they all run on OpenBLAS. Under deterministic mode they always do.
 `dnnl_matmul_enabled()` is true when both switches are on and oneDNN works.
 
+### `ember.profile(fn, ...)`
+Runs `fn(...)` with the op profiler on and returns a report, then `fn`'s
+results. Every op `fn` runs (backward's included) is timed, without the ops
+it runs inside; `report.ops[name]` is `{seconds =, calls =}` for each op that
+ran, `report.gemm` (matmul, linear), `report.conv` (conv2d, conv2d_relu and
+the adjoints), `report.pool` (the poolings and their adjoints) and
+`report.elementwise` (every other op: elementwise, reductions, copies,
+indexing) their sums in seconds, `report.sections[name]` the seconds of
+each `profile_section`, `report.seconds` the wall time and `report.other`
+what is left (Lua, autograd's bookkeeping, factories). A GPU op counts its
+launch, not its run. Off, the profiler costs each op one test. Profiles do
+not nest; an error in `fn` ends the profile and is raised again.
+
+### `ember.profile_section(name, fn, ...)`
+Runs `fn(...)` and returns its results; inside `ember.profile` its wall
+time is added to `report.sections[name]` and its ops are not counted apart
+(a data loader's batch, an optimizer step). A section inside another counts
+in both.
+
 ### `ember.help(x?)`
 Prints the documentation of `x`: a public function, module, class or tensor
 (`help(ember.nn.Linear)`), or a name (`help("F.linear")`); with no argument,

@@ -90,26 +90,48 @@ function F.linear_relu(x, w, b)
 end
 
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
-function F.conv2d(x, w, b, opts)
+-- conv2d's arguments checked (op names the caller): x, w and b (after
+-- autocast), then the C call's stride, padding, dilation and groups
+local function conv_args(op, x, w, b, opts)
   if is_tensor(b) == false and type(b) == "table" and opts == nil then b, opts = nil, b end
   if amp._dtype then x, w, b = amp._down(x, w, b) end
-  need_tensor("conv2d", "input", x)
-  need_tensor("conv2d", "weight", w)
-  opts = opts_of("conv2d", opts, CONV_OPTS)
+  need_tensor(op, "input", x)
+  need_tensor(op, "weight", w)
+  opts = opts_of(op, opts, CONV_OPTS)
   local groups = opts.groups or 1
-  if type(groups) ~= "number" then fail("conv2d", "groups must be a number, got %s", type(groups)) end
-  check(C.ember_conv2d(ember._ptr("conv2d", x, 1), ember._ptr("conv2d", w, 2),
-    pair("conv2d", "stride", opts.stride, 1), pair("conv2d", "padding", opts.padding, 0),
-    pair("conv2d", "dilation", opts.dilation, 1), groups, out1))
-  local y = ember._wrap(out1[0])
+  if type(groups) ~= "number" then fail(op, "groups must be a number, got %s", type(groups)) end
   if b ~= nil then
-    need_tensor("conv2d", "bias", b)
+    need_tensor(op, "bias", b)
     if b:dim() ~= 1 or b:size(1) ~= w:size(1) then
-      fail("conv2d", "bias must have shape {%d}, got %s", w:size(1), shape_str(b))
+      fail(op, "bias must have shape {%d}, got %s", w:size(1), shape_str(b))
     end
-    y = y + b:view(1, -1, 1, 1)
   end
+  return x, w, b, pair(op, "stride", opts.stride, 1), pair(op, "padding", opts.padding, 0),
+    pair(op, "dilation", opts.dilation, 1), groups
+end
+
+-- conv2d(x, w) + b, without the bias when b is nil
+local function conv2d_plus(op, x, w, b, stride, padding, dilation, groups)
+  check(C.ember_conv2d(ember._ptr(op, x, 1), ember._ptr(op, w, 2), stride, padding, dilation, groups, out1))
+  local y = ember._wrap(out1[0])
+  if b ~= nil then y = y + b:view(1, -1, 1, 1) end
   return y
+end
+
+function F.conv2d(x, w, b, opts)
+  return conv2d_plus("conv2d", conv_args("conv2d", x, w, b, opts))
+end
+
+-- relu(conv2d(x, w, b, opts)); with a bias, on the CPU, one op: the
+-- convolution adds the bias and applies the ReLU as it writes its output
+function F.conv2d_relu(x, w, b, opts)
+  local op = "conv2d_relu"
+  local stride, padding, dilation, groups
+  x, w, b, stride, padding, dilation, groups = conv_args(op, x, w, b, opts)
+  if b == nil then return conv2d_plus(op, x, w, b, stride, padding, dilation, groups):relu() end
+  check(C.ember_conv2d_relu(ember._ptr(op, x, 1), ember._ptr(op, w, 2), ember._ptr(op, b, 3), stride, padding,
+    dilation, groups, out1))
+  return ember._wrap(out1[0])
 end
 
 local POOL_OPTS = { stride = true, padding = true }

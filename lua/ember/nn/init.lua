@@ -394,15 +394,21 @@ local function pair_of(v) if type(v) == "table" then return v end return { v, v 
 
 local Conv2d = Module:extend("Conv2d")
 nn.Conv2d = Conv2d
--- nn.Conv2d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true})
--- (stride and padding may also come positionally, as in PyTorch)
+-- nn.Conv2d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
+--                             activation = nil | "relu"})
+-- (stride and padding may also come positionally, as in PyTorch); activation
+-- "relu" makes the layer PyTorch's ConvReLU2d, F.conv2d_relu's one fused op
 function Conv2d:init(cin, cout, kernel, opts, padding)
   if type(opts) == "number" or (type(opts) == "table" and #opts == 2) then
     opts = { stride = opts, padding = padding }
   end
   opts = check_opts("Conv2d", opts, { stride = true, padding = true, dilation = true, groups = true,
-    bias = true, dtype = true })
+    bias = true, dtype = true, activation = true })
   local groups = opts.groups or 1
+  if opts.activation ~= nil and opts.activation ~= "relu" then
+    errors.raise(("ember.nn.Conv2d: activation must be nil or \"relu\", got %s"):format(tostring(opts.activation)))
+  end
+  self.activation = opts.activation
   check_int("Conv2d", "in_channels", cin)
   check_int("Conv2d", "out_channels", cout)
   check_int("Conv2d", "groups", groups)
@@ -424,12 +430,14 @@ function Conv2d:forward(x)
   local c = self.in_channels
   need_input("Conv2d", x, function(t) return t:dim() == 4 and t:size(2) == c end,
     ("{N, %d, H, W}"):format(c))
-  return F.conv2d(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
+  local conv = self.activation == "relu" and F.conv2d_relu or F.conv2d
+  return conv(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
     dilation = self.dilation, groups = self.groups })
 end
 function Conv2d:extra_repr()
-  return ("%d, %d, kernel_size={%d, %d}, stride=%s, padding=%s"):format(self.in_channels, self.out_channels,
-    self.kernel_size[1], self.kernel_size[2], tostring(self.stride), tostring(self.padding))
+  return ("%d, %d, kernel_size={%d, %d}, stride=%s, padding=%s%s"):format(self.in_channels, self.out_channels,
+    self.kernel_size[1], self.kernel_size[2], tostring(self.stride), tostring(self.padding),
+    self.activation and (", activation=" .. self.activation) or "")
 end
 
 local function pool_class(name, fn)
