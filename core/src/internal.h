@@ -159,11 +159,12 @@ void ember__stats_bytes(int64_t delta);
    so every width rounds each operation alike and gives the same bits (see
    docs/dtypes.md). EMBER_SIMD is empty where target_clones is unavailable
    (compilers other than GCC, C libraries other than glibc, whose ifuncs pick
-   the copy), and under EMBER_NATIVE, whose -march=native already fixes the
-   width. */
+   the copy), under EMBER_NATIVE, whose -march=native already fixes the
+   width, and in the ThreadSanitizer build (EMBER_ONE_WIDTH), where an
+   instrumented ifunc resolver runs before the sanitizer's runtime. */
 #define EMBER_INLINE static inline __attribute__((always_inline))
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(EMBER_NATIVE_BUILD) && \
-    defined(__GLIBC__)
+    !defined(EMBER_ONE_WIDTH) && defined(__GLIBC__)
 #define EMBER_SIMD __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define EMBER_SIMD
