@@ -55,6 +55,8 @@ cudaError_t ecu_launch_stat(const struct ecu_reduce *r, const struct ecu_stat *s
 cudaError_t ecu_launch_arg_reduce(const struct ecu_reduce *r, int sign, int compute, char *values, int esize);
 /* cells.cu: lstm_cell (lstm) or gru_cell, in float or (f64) double */
 cudaError_t ecu_launch_cell(const struct ecu_cell *c, bool lstm, bool f64);
+/* matmul_int.cu: one batch matrix of an integer product */
+cudaError_t ecu_launch_int_gemm(const struct ecu_int_gemm *g);
 /* index.cu */
 cudaError_t ecu_launch_gather(const struct ecu_index *x);
 cudaError_t ecu_launch_scatter_add(const struct ecu_index *x);

@@ -4,12 +4,14 @@
    gemm_layout.h. float32 computes in float32 (CUBLAS_COMPUTE_32F: no TF32,
    so results agree with the CPU's sgemm), float64 in double; float16 and
    bfloat16 are read and written in their own dtype and accumulate in
-   float32, as the CPU computes them. Integer matmul is not on the device yet. */
+   float32, as the CPU computes them. Integer products (cuBLAS has no
+   wrapping int64 one) run matmul_int.cu's kernel on the strided operands. */
 #include <cublas_v2.h>
 #include <pthread.h>
 
 #include "cuda_backend.h"
 #include "gemm_layout.h"
+#include "kernels/matmul_int.h"
 
 static cublasHandle_t handle;
 static cublasStatus_t handle_status;
@@ -113,6 +115,25 @@ static int run_batches(const ember__matmul_plan *p, ember_tensor **a, ember_tens
     return EMBER_OK;
 }
 
+/* an integer product, one launch per batch matrix, on the operands as they are strided */
+static int run_int_batches(const ember__matmul_plan *p, const ember_tensor *a, const ember_tensor *b, ember_tensor *o)
+{
+    int es = ecu_core->dtype_size(p->dtype);
+    int64_t nbat = 1, idx[EMBER_MAX_DIMS] = {0};
+    for (int d = 0; d < p->nbatch; d++) nbat *= p->bshape[d];
+    for (int64_t bi = 0; bi < nbat; bi++) {
+        int64_t aoff, boff;
+        ember__matmul_offsets(p->nbatch, idx, a, b, &aoff, &boff);
+        ecu_int_gemm g = {(const char *)a->storage->data + aoff * es, (const char *)b->storage->data + boff * es,
+                          (char *)o->storage->data + (o->offset + bi * p->M * p->N) * es, p->M, p->N, p->K,
+                          a->strides[a->ndim - 2], a->strides[a->ndim - 1], b->strides[b->ndim - 2],
+                          b->strides[b->ndim - 1], p->dtype, es};
+        EMBER_TRY(ecu_check(ecu_launch_int_gemm(&g), "matmul"));
+        ember__index_next(p->nbatch, p->bshape, idx);
+    }
+    return EMBER_OK;
+}
+
 /* cuBLAS takes int dims and leading dims */
 static bool fits_int(const ember__matmul_plan *p)
 {
@@ -130,9 +151,15 @@ int ecu_fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_TRY(ecu_core->matmul_plan(in, &p));
     int rc = EMBER_OK;
     if (!types_of(p.dtype, &g)) {
-        rc = ecu_core->fail(EMBER_ERR_UNSUPPORTED, "matmul: %s operands are not supported on cuda yet "
-                            "(floating-point ones are)", ecu_core->dtype_name(p.dtype));
-    } else if (!fits_int(&p)) {
+        rc = ecu_core->new_tensor(p.ond, p.oshape, p.dtype, in[0]->storage->device, out);
+        if (rc == EMBER_OK && (*out)->numel > 0 && (rc = as_dtype(&p.a, p.dtype)) == EMBER_OK &&
+            (rc = as_dtype(&p.b, p.dtype)) == EMBER_OK)
+            rc = run_int_batches(&p, p.a, p.b, *out);
+        ecu_core->release(p.a);
+        ecu_core->release(p.b);
+        return rc;
+    }
+    if (!fits_int(&p)) {
         rc = ecu_core->fail(EMBER_ERR_SHAPE, "matmul: dims M %lld, N %lld, K %lld pass cuBLAS's int range",
                             (long long)p.M, (long long)p.N, (long long)p.K);
     }

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "ember.h"
 #include "kernels/elementwise.h"
+#include "kernels/matmul_int.h"
 #include "kernels/reduce.h"
 #include "src/cuda_backend.h"
 #include "src/gemm_layout.h"
@@ -460,6 +461,36 @@ static void check_size_classes(void)
     CHECK(ecu_size_class((size_t)1 << 62) < ECU_NCLASSES, "the largest class");
 }
 
+/* matmul_int.cu's element over a transposed and a narrowed operand, every
+   integer dtype and bool, values whose products wrap int64, bit for bit
+   against ember_matmul */
+static void check_int_gemm(void)
+{
+    const int64_t M = 3, K = 4, N = 5;
+    int64_t sa[2] = {K, M}, sb[2] = {K, N + 2};
+    std::vector<double> va(12), vb(28);
+    for (int i = 0; i < 12; i++) va[i] = (i * 37 % 11) - 5 + (i == 7 ? 3e9 : 0);
+    for (int i = 0; i < 28; i++) vb[i] = (i * 13 % 9) - 4 + (i == 9 ? 4e9 : 0);
+    for (int dt : {EMBER_INT64, EMBER_INT32, EMBER_UINT8, EMBER_BOOL}) {
+        ember_tensor *a0, *b0, *a, *b, *cpu;
+        OK(ember_from_data(va.data(), EMBER_FLOAT64, 2, sa, dt, EMBER_CPU, &a0));
+        OK(ember_from_data(vb.data(), EMBER_FLOAT64, 2, sb, dt, EMBER_CPU, &b0));
+        OK(ember_transpose(a0, 0, 1, &a));   /* (M, K), strides (1, M) */
+        OK(ember_narrow(b0, 1, 2, N, &b));   /* (K, N), strides (N + 2, 1), offset 2 */
+        OK(ember_matmul(a, b, &cpu));
+        int es = ember_dtype_size(dt);
+        std::vector<char> got((size_t)(M * N * es));
+        const int64_t *st_a = ember_tensor_strides(a), *st_b = ember_tensor_strides(b);
+        ecu_int_gemm g = {(const char *)ember_tensor_data(a0) + ember_tensor_offset(a) * es,
+                          (const char *)ember_tensor_data(b0) + ember_tensor_offset(b) * es, got.data(), M, N, K,
+                          st_a[0], st_a[1], st_b[0], st_b[1], dt, es};
+        for (int64_t e = 0; e < M * N; e++) int_gemm_at(g, e);
+        CHECK(memcmp(got.data(), ember_tensor_data(cpu), got.size()) == 0, "an integer product in %s",
+              ember_dtype_name(dt));
+        for (ember_tensor *t : {a0, b0, a, b, cpu}) ember_tensor_release(t);
+    }
+}
+
 int main(void)
 {
     check_half_and_bf16();
@@ -469,6 +500,7 @@ int main(void)
     check_where();
     check_iterator_merges();
     check_gemm_layouts();
+    check_int_gemm();
     check_reductions();
     check_softmax();
     check_size_classes();
