@@ -6,7 +6,6 @@
 #include "../autograd.h"
 #include "../backend.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 1 : 2; }
@@ -48,11 +47,17 @@ int ember__check_writable(const char *name, const ember_tensor *t)
     return EMBER_OK;
 }
 
+/* "add_", "sub_", ...: the names the in-place forms report, made by the
+   compiler rather than formatted on every call */
+static const char *const INPLACE_NAMES[EMBER_OP_COUNT] = {
+#define OP(E, n, ...) #n "_",
+#include "ops.def"
+};
+
 static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
 {
-    const char *name = ember__ops[op].name;
-    char sa[200], sb[200], iname[32];
-    snprintf(iname, sizeof iname, "%s_", name);
+    const char *name = ember__ops[op].name, *iname = INPLACE_NAMES[op];
+    char sa[200], sb[200];
     if (!a || !b) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
     if (a->refcount <= 0 || b->refcount <= 0) return ember__fail(EMBER_ERR_ARG, "%s_: a tensor that was released", name);
     ember_tensor *in[2] = {a, b};
