@@ -103,6 +103,12 @@ describe("F.linear_relu", function()
     H.same(F.linear_relu(x:view(3, 1, 2), w, b), { { { 2, 0, 0 } }, { { 5, 0, 12.5 } }, { { 4, 0, 1.5 } } }, 0)
     H.same(F.linear_relu(x:t():contiguous():t(), w:t():contiguous():t(), b), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
     H.same(F.linear_relu(ember.tensor({ 0, 2 }, F64), w, b), { 5, 0, 12.5 }, 0, { 3 })
+    -- a weight with no unit stride (every other element of a wider one; an
+    -- expanded one): copied for the product, which read past it before
+    local wide = ember.zeros({ 3, 2, 2 }, F64)
+    wide:select(3, 1):copy_(w)
+    H.same(F.linear_relu(x, wide:select(3, 1), b), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
+    H.same(F.linear_relu(x, ember.tensor({ { 1, -1 } }, F64):expand(3, 2), b), { { 2, 0, 1.5 }, { 0, 0, 0 }, { 1, 0, 0.5 } }, 0)
     -- mixed dtypes, a broadcast bias and none go through linear, add and relu
     H.same(F.linear_relu(x:float(), w, b), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)
     H.same(F.linear_relu(x, w, b:view(1, 3)), { { 2, 0, 0 }, { 5, 0, 12.5 }, { 4, 0, 1.5 } }, 0)

@@ -308,6 +308,27 @@ int main(void)
         ember_tensor_release(b2);
         ember_tensor_release(b64);
     }
+    {   /* attributes and shapes so large the geometry's sums and products would
+           overflow int64 (the shape fuzzer passed a 4-value shape from a shorter
+           array: a size of 4.6e18 reached the channel check) */
+        const int64_t s4[4] = {1, 2, 3, 3}, w4[4] = {1, 2, 2, 2}, big2[2] = {(int64_t)1 << 40, 1};
+        const int64_t huge_ws[4] = {1, (int64_t)1 << 62, 2, 2};
+        ember_tensor *x4 = NULL, *w = NULL, *gy = NULL;
+        CHECK(ember_full(4, s4, 1, EMBER_FLOAT32, EMBER_CPU, &x4) == EMBER_OK);
+        CHECK(ember_full(4, w4, 1, EMBER_FLOAT32, EMBER_CPU, &w) == EMBER_OK);
+        CHECK(ember_full(4, w4, 1, EMBER_FLOAT32, EMBER_CPU, &gy) == EMBER_OK);
+        BAD(ember_conv2d(x4, w, big2, zero2, one2, 1, &o));
+        CHECK(strstr(ember_last_error(), "below 2^31") != NULL);
+        BAD(ember_conv2d(x4, w, one2, big2, one2, 1, &o));
+        BAD(ember_conv2d(x4, w, one2, zero2, big2, 1, &o));
+        BAD(ember_conv2d(x4, w, one2, zero2, one2, (int64_t)1 << 40, &o));
+        BAD(ember_conv2d_backward_weight(x4, gy, huge_ws, one2, zero2, one2, 1, &o));
+        BAD(ember_max_pool2d(x4, big2, one2, zero2, &o, &o2));
+        BAD(ember_avg_pool2d(x4, one2, big2, zero2, &o));
+        ember_tensor_release(x4);
+        ember_tensor_release(w);
+        ember_tensor_release(gy);
+    }
     BAD(ember_conv2d_backward_input(NULL, a, NULL, one2, zero2, one2, 1, &o));
     BAD(ember_conv2d_backward_weight(a, NULL, NULL, one2, zero2, one2, 1, &o));
     BAD(ember_max_pool2d(NULL, k2, k2, zero2, &o, &o2));

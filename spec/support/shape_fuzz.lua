@@ -281,6 +281,20 @@ family("matmul", function()
     c_check(C.ember_linear(a._c, b._c, out1))
     return
   end
+  if chance(0.15) then   -- the fused linear + bias + ReLU and its adjoint
+    local w = rtensor({ rand(4), chance(0.8) and a:size(-1) or rand(4) }, dt)
+    local bias = rtensor(chance(0.8) and { w:size(1) } or rshape(2, 4), chance(0.9) and dt or pick(DTYPES))
+    if chance(0.5) then return F.linear_relu(a, w, bias) end
+    if chance(0.5) then
+      c_check(C.ember_linear_relu(a._c, w._c, bias._c, out1))
+      c_out()
+      return
+    end
+    local y = rtensor(chance(0.7) and a:shape() or near_shape(a:shape()), chance(0.9) and dt or pick(DTYPES))
+    c_check(C.ember_relu_bias_backward(a._c, y._c, out2, out2 + 1))
+    ember._wrap(out2[0]); ember._wrap(out2[1])
+    return
+  end
   return ember.matmul(a, b)
 end)
 
@@ -496,8 +510,14 @@ family("conv", function()
   local opts = { stride = chance(0.8) and rand(2) or { rand(3) - 1, rand(2) },
     padding = chance(0.8) and rand(2) - 1 or { rand(3) - 2, rand(2) },
     dilation = chance(0.8) and 1 or rand(3) - 1, groups = g }
-  local k = rand(8)
-  if k <= 2 then
+  local k = rand(9)
+  if k == 9 then   -- conv2d with its bias and ReLU as one op
+    local bias = rtensor(chance(0.85) and { o } or rshape(2, 5), chance(0.9) and dt or pick(DTYPES))
+    if chance(0.5) then return F.conv2d_relu(x, wt, bias, opts) end
+    c_check(C.ember_conv2d_relu(x._c, wt._c, bias._c, i64({ rand(3) - 1, rand(2) }),
+      i64({ rand(3) - 2, rand(2) - 1 }), i64({ rand(3) - 1, 1 }), rand(4) - 1, out1))
+    c_out()
+  elseif k <= 2 then
     local y = F.conv2d(x, wt, chance(0.3) and rtensor({ o }, dt) or nil, opts)
     return function()
       if y:dim() ~= 4 or y:size(1) ~= xs[1] or y:size(2) ~= ws[1] then

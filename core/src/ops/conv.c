@@ -70,6 +70,13 @@ static int conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
                            "{%lld, %lld} non-negative",
                            op, (long long)st[0], (long long)st[1], (long long)dl[0], (long long)dl[1],
                            (long long)pd[0], (long long)pd[1]);
+    if (!nn_attrs_in_range(2, st) || !nn_attrs_in_range(2, pd) || !nn_attrs_in_range(2, dl) ||
+        !nn_attrs_in_range(1, &groups) || !nn_attrs_in_range(2, ws + 2))
+        return ember__fail(EMBER_ERR_ARG,
+                           "%s: stride {%lld, %lld}, padding {%lld, %lld}, dilation {%lld, %lld}, groups %lld and the "
+                           "kernel of weight %s must be below 2^31",
+                           op, (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1],
+                           (long long)dl[0], (long long)dl[1], (long long)groups, sw);
     if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
         return ember__fail(EMBER_ERR_ARG, "%s: groups = %lld must divide the input channels %lld and the output "
                            "channels %lld (input %s, weight %s)", op, (long long)groups, (long long)xs[1],
@@ -90,6 +97,11 @@ static int conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
                            "kernel of weight %s", op, sx, (long long)g->ph, (long long)g->pw, sw);
     g->Cg = g->C / groups, g->Og = g->O / groups;
     g->K = g->Cg * g->kH * g->kW;
+    int64_t plane, cols;   /* im2col's column count per sample, K H' W', must be a size */
+    if (__builtin_mul_overflow(g->Ho, g->Wo, &plane) || __builtin_mul_overflow(g->K, plane, &cols) ||
+        cols > ((int64_t)1 << 50))
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input %s and weight %s give %lld x %lld outputs per channel, "
+                           "too many to convolve", op, sx, sw, (long long)g->Ho, (long long)g->Wo);
     return EMBER_OK;
 }
 

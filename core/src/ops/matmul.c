@@ -385,7 +385,7 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
                            ember__tshape(sw, w), ember__tshape(sb, b));
     }
     if (!linear_fusable(in)) return linear_relu_composed(in, at, out);
-    ember_tensor *x = in[0], *xc = NULL, *o = NULL;
+    ember_tensor *x = in[0], *xc = NULL, *wc = NULL, *o = NULL;
     int dt = x->dtype, es = ember_dtype_size(dt);
     int64_t K = w->shape[1], N = w->shape[0], M = x->numel / K;
     int64_t shape[EMBER_MAX_DIMS];
@@ -401,7 +401,10 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
             EMBER_CHECK(ember__contiguous_as(x, dt, &xc));
             as_blas(xc->storage->data, es, xc->offset, M, K, K, 1, &mx);
         }
-        as_blas(w->storage->data, es, w->offset, K, N, w->strides[1], w->strides[0], &mw);   /* w^T */
+        if (!as_blas(w->storage->data, es, w->offset, K, N, w->strides[1], w->strides[0], &mw)) {   /* w^T */
+            EMBER_CHECK(ember__contiguous_as(in[1], dt, &wc));   /* neither dim of w has unit stride */
+            as_blas(wc->storage->data, es, wc->offset, K, N, 1, K, &mw);
+        }
         char *c = ember__ptr(o);
         const char *bias = ember__ptr(b);
         for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
@@ -412,6 +415,7 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
     o = NULL;
 done:
     ember_tensor_release(xc);
+    ember_tensor_release(wc);
     ember_tensor_release(o);
     return rc;
 }

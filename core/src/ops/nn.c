@@ -57,5 +57,5 @@ int ember__nn_attr_shape(const char *op, const ember_attrs *at, int64_t *shape)
         shape[d] = at->i[8 + d];
         if (shape[d] < 0) return ember__fail(EMBER_ERR_SHAPE, "%s: negative size in the result shape", op);
     }
-    return EMBER_OK;
+    return ember__check_shape(op, 4, shape, NULL);
 }

@@ -12,6 +12,17 @@
 static inline int nn_compute_dtype(int dt) { return dt == EMBER_FLOAT64 ? EMBER_FLOAT64 : EMBER_FLOAT32; }
 
 /* output extent of a window sweep, or a negative number when the window does not fit */
+/* Strides, paddings, dilations, kernel sizes and groups must be below 2^31
+   (cuDNN's int): with sizes bounded by ember__check_shape (2^50) that keeps
+   every sum and product of the geometry below in int64. True when the n
+   values of v are. */
+static inline bool nn_attrs_in_range(int n, const int64_t *v)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] > INT32_MAX) return false;
+    return true;
+}
+
 static inline int64_t nn_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil)
 {
     int64_t span = dil * (k - 1) + 1;

@@ -34,6 +34,10 @@ static int pool_geom_init(const char *op, const int64_t *xs, const int64_t *k, c
         return ember__fail(EMBER_ERR_ARG, "%s: kernel {%lld, %lld} and stride {%lld, %lld} must be positive and "
                            "padding {%lld, %lld} non-negative", op, (long long)k[0], (long long)k[1],
                            (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1]);
+    if (!nn_attrs_in_range(2, k) || !nn_attrs_in_range(2, st) || !nn_attrs_in_range(2, pd))
+        return ember__fail(EMBER_ERR_ARG, "%s: kernel {%lld, %lld}, stride {%lld, %lld} and padding {%lld, %lld} "
+                           "must be below 2^31", op, (long long)k[0], (long long)k[1], (long long)st[0],
+                           (long long)st[1], (long long)pd[0], (long long)pd[1]);
     if (2 * pd[0] > k[0] || 2 * pd[1] > k[1])
         return ember__fail(EMBER_ERR_ARG, "%s: padding {%lld, %lld} must be at most half the kernel {%lld, %lld}",
                            op, (long long)pd[0], (long long)pd[1], (long long)k[0], (long long)k[1]);
