@@ -20,13 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnnl_inc.h"
 #ifdef EMBER_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_version.h>
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-#include <omp.h>
-#define DNNL_OMP 1
-#endif
 #endif
 
 static int dnnl_enabled = 1;

@@ -16,14 +16,10 @@
      more 0.35-1.06; fewer than 16 output rows (the 10-class layer's weight
      gradient) 2.9-4.5, 32^3 1.6, squares of 512 1.3-1.5: OpenBLAS keeps
      those, and every product whose three sizes reach 512. */
+#include "dnnl_inc.h"
 #include "ops.h"
 
 #ifdef EMBER_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-#include <omp.h>
-#define DNNL_OMP 1
-#endif
 #include <pthread.h>
 #endif
 
