@@ -11,7 +11,7 @@
 --   luajit examples/char_lm.lua [--steps 1500] [--out DIR] [--device cuda]
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
 
 local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, dim = 96, heads = 4, layers = 2,
   lr = 3e-3, out = "runs/char_lm", seed = 0, device = "cpu" }, arg)
@@ -59,15 +59,9 @@ ember.manual_seed(opts.seed)
 local model = CharLM(V, opts.dim, opts.heads, opts.layers, opts.context)
 model:to(device)
 local params = model:parameters()
-local nparams = 0
-for _, p in ipairs(params) do nparams = nparams + p:numel() end
-print(("model: %d layers, width %d, %d heads, %d parameters"):format(opts.layers, opts.dim, opts.heads, nparams))
+kjv.describe(params, ("%d layers, width %d, %d heads"):format(opts.layers, opts.dim, opts.heads))
 local T, B = opts.context, opts.batch
-
-local function loss_of(x, y)   -- x, y: a batch of windows on the CPU
-  x, y = x:to(device), y:to(device)
-  return F.cross_entropy(model(x):reshape(-1, V), y:reshape(-1))
-end
+local loss_of = kjv.loss_of(model, device)
 
 ---------------------------------------------------------------- training
 local steps, curve = kjv.train(params, opts, loss_of)

@@ -12,7 +12,7 @@
 --   luajit examples/char_lstm.lua [--steps 1500] [--out DIR] [--device cuda]
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
 
 local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, embed = 64, hidden = 256,
   layers = 1, lr = 3e-3, out = "runs/char_lstm", seed = 0, device = "cpu", sample = 300 }, arg)
@@ -41,15 +41,9 @@ ember.manual_seed(opts.seed)
 local model = CharLSTM(V, opts.embed, opts.hidden, opts.layers)
 model:to(device)
 local params = model:parameters()
-local nparams = 0
-for _, p in ipairs(params) do nparams = nparams + p:numel() end
-print(("model: LSTM of %d layer(s), hidden %d, embedding %d, %d parameters"):format(opts.layers, opts.hidden,
-  opts.embed, nparams))
+kjv.describe(params, ("LSTM of %d layer(s), hidden %d, embedding %d"):format(opts.layers, opts.hidden, opts.embed))
 local T, B = opts.context, opts.batch
-local function loss_of(x, y)   -- x, y: a batch of windows on the CPU
-  x, y = x:to(device), y:to(device)
-  return F.cross_entropy(model(x):reshape(-1, V), y:reshape(-1))
-end
+local loss_of = kjv.loss_of(model, device)
 
 ---------------------------------------------------------------- training
 local steps, curve = kjv.train(params, opts, loss_of)

@@ -266,18 +266,17 @@ return function(ember, H)
     end
   end
   Tensor.argmax, Tensor.argmin = argm("argmax", "ember_argmax"), argm("argmin", "ember_argmin")
-  function Tensor.softmax(a, dim)
-    if amp._dtype then a = amp._up(a) end
-    local c = tensor_arg("softmax", a, 1)
-    check(C.ember_softmax(c, dim0("softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
-    return wrap(out1[0])
+  -- softmax and log_softmax along dim (default the last), in float32 under autocast
+  local function softmax_like(op)
+    local fn = C["ember_" .. op]
+    return function(a, dim)
+      if amp._dtype then a = amp._up(a) end
+      local c = tensor_arg(op, a, 1)
+      check(fn(c, dim0(op, dim or -1, C.ember_tensor_ndim(c)), out1))
+      return wrap(out1[0])
+    end
   end
-  function Tensor.log_softmax(a, dim)
-    if amp._dtype then a = amp._up(a) end
-    local c = tensor_arg("log_softmax", a, 1)
-    check(C.ember_log_softmax(c, dim0("log_softmax", dim or -1, C.ember_tensor_ndim(c)), out1))
-    return wrap(out1[0])
-  end
+  Tensor.softmax, Tensor.log_softmax = softmax_like("softmax"), softmax_like("log_softmax")
   for _, op in ipairs({ "sum", "mean", "var", "std", "norm", "logsumexp", "max", "min", "argmax",
     "argmin", "softmax", "log_softmax" }) do
     ember[op] = Tensor[op]
@@ -305,23 +304,18 @@ return function(ember, H)
   end
 
   ---------------------------------------------------------------- shape
-  function Tensor.reshape(a, ...)
-    local nd, s = shape_arg("reshape", ...)
-    check(C.ember_reshape(tensor_arg("reshape", a, 1), nd, s, out1))
-    return wrap(out1[0])
+  -- reshape, view and expand: a(...) to the shape given as sizes or a list
+  local function to_shape(op)
+    local fn = C["ember_" .. op]
+    return function(a, ...)
+      local nd, s = shape_arg(op, ...)
+      check(fn(tensor_arg(op, a, 1), nd, s, out1))
+      return wrap(out1[0])
+    end
   end
-  function Tensor.view(a, ...)
-    local nd, s = shape_arg("view", ...)
-    check(C.ember_view(tensor_arg("view", a, 1), nd, s, out1))
-    return wrap(out1[0])
-  end
+  Tensor.reshape, Tensor.view, Tensor.expand = to_shape("reshape"), to_shape("view"), to_shape("expand")
   function Tensor.view_as(a, b) return a:view(b:shape()) end
   function Tensor.reshape_as(a, b) return a:reshape(b:shape()) end
-  function Tensor.expand(a, ...)
-    local nd, s = shape_arg("expand", ...)
-    check(C.ember_expand(tensor_arg("expand", a, 1), nd, s, out1))
-    return wrap(out1[0])
-  end
   function Tensor.expand_as(a, b) return a:expand(b:shape()) end
   function Tensor.transpose(a, d1, d2)
     local c = tensor_arg("transpose", a, 1)
