@@ -36,10 +36,10 @@ static void usage(FILE *f)
 /* OpenBLAS 0.3.21 picks its kernels in a library constructor, before main,
    and on the generic "Intel Xeon Processor" model that virtual machines
    report it falls back to SSE3 (Prescott) kernels, a third of the speed.
-   libgomp (oneDNN's threads) reads its wait policy there too, and its
-   default spinning takes the cores ember's pool and OpenBLAS need
-   (docs/nn.md, "Kernels"). The Lua package sets OPENBLAS_CORETYPE and
-   OMP_WAIT_POLICY before it loads libember; this command links libember,
+   libgomp (the team oneDNN and ember's kernels run on) reads its spin count
+   there too; the Lua package bounds it with GOMP_SPINCOUNT as below
+   (docs/nn.md, "Threads"). The Lua package sets OPENBLAS_CORETYPE and
+   GOMP_SPINCOUNT before it loads libember; this command links libember,
    so when the user has chosen neither it chooses and starts itself again.
    If exec fails it runs on with the libraries' own choices. */
 static void choose_library_env(char **argv)
@@ -57,7 +57,7 @@ static void choose_library_env(char **argv)
         if (core && setenv("OPENBLAS_CORETYPE", core, 0) == 0) changed = 1;
     }
 #endif
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") && setenv("OMP_WAIT_POLICY", "passive", 0) == 0)
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") && setenv("GOMP_SPINCOUNT", "30000", 0) == 0)
         changed = 1;
     if (changed) execv("/proc/self/exe", argv);
 }

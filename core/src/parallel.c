@@ -1,25 +1,39 @@
-/* parallel.c: a small thread pool for kernels on large tensors. Workers sleep
-   on a condition variable between jobs (no spinning, so they do not fight
-   OpenBLAS's own pool); the calling thread takes chunks too. Work is split into
-   contiguous ranges, so results never depend on the number of threads.
-   EMBER_NUM_THREADS sets the size (default: the number of online CPUs).
-   Workers are joined when libember is unloaded or the process exits, so no
-   thread is left running code that has been unmapped; a forked child starts
-   a pool of its own when it first needs one. */
+/* parallel.c: the thread pool for kernels on large tensors. The calling
+   thread takes chunks too, and work is split into contiguous ranges, so
+   results never depend on the number of threads. EMBER_NUM_THREADS sets the
+   size (default: the number of online CPUs).
+
+   Where libember runs oneDNN on OpenMP (EMBER_OMP_POOL), the pool is
+   libgomp's team: ember's kernels and oneDNN's products and convolutions
+   then share one set of workers, which stay awake for a short spin after a
+   job (lua/ember/init.lua bounds it with GOMP_SPINCOUNT), so the next op of a
+   step finds them running. Two pools of sleeping workers cost a wake-up per
+   op instead, and on a VM a wake-up is an interrupt between CPUs: 60-70 us,
+   more than a 128x256x128 product takes (docs/nn.md, "Threads").
+
+   Otherwise, and in a forked child (libgomp's team does not survive fork),
+   the pool is ember's own: workers sleep on a condition variable between
+   jobs. They are joined when libember is unloaded or the process exits, so
+   no thread is left running code that has been unmapped; a forked child
+   starts a pool of its own when it first needs one. */
 #include "internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
+#ifdef EMBER_OMP_POOL
+#include <omp.h>
+#endif
 
 #define MAX_THREADS 64
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, done_cv = PTHREAD_COND_INITIALIZER;
 static pthread_t workers[MAX_THREADS];
-static int n_workers = -1;     /* -1: not started */
-static int n_threads = 1;      /* workers + the caller */
+static int n_workers = -1;     /* ember's own workers; -1: not started */
+static int max_threads = 1;    /* the pool's size: workers (its own or the team's) + the caller */
+static int n_threads = 1;      /* how many of them take jobs (ember_set_num_threads) */
 static uint64_t generation;
 static int quitting;           /* set by stop_pool, under mu */
 static EMBER_TLS int in_parallel;
@@ -88,9 +102,20 @@ __attribute__((destructor)) static void stop_pool(void)
     quitting = 0;
 }
 
+/* The OpenMP team serves jobs unless this process is a forked child of one
+   that may have started it (and never in builds without OpenMP). */
+static int forked_child;
+#ifdef EMBER_OMP_POOL
+static atomic_flag omp_busy = ATOMIC_FLAG_INIT;   /* a host thread's job holds the team */
+static bool omp_pool(void) { return !forked_child; }
+#else
+static bool omp_pool(void) { return false; }
+#endif
+
 /* A child of fork has only the thread that forked: forget the parent's pool. */
 static void forget_pool_in_child(void)
 {
+    forked_child = 1;
     pthread_mutex_init(&mu, NULL);
     pthread_mutex_init(&start_mu, NULL);
     pthread_cond_init(&wake, NULL);
@@ -111,6 +136,10 @@ static void start_pool(int want)
         atfork_done = 1;
     }
     n_workers = 0;
+    if (omp_pool()) {   /* libgomp starts its team's threads on the first job */
+        max_threads = n_threads = want;
+        return;
+    }
     for (int i = 0; i < want - 1; i++) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -118,7 +147,7 @@ static void start_pool(int want)
         if (pthread_create(&workers[n_workers], &attr, worker_main, NULL) == 0) n_workers++;
         pthread_attr_destroy(&attr);
     }
-    n_threads = n_workers + 1;
+    max_threads = n_threads = n_workers + 1;
 }
 
 static void start_default_pool(void)
@@ -148,7 +177,7 @@ void ember_set_num_threads(int n)
 {
     ensure_pool();
     if (n < 1) n = 1;
-    if (n > n_workers + 1) n = n_workers + 1;
+    if (n > max_threads) n = max_threads;
     n_threads = n;
     ember__set_blas_threads(n);
 }
@@ -168,6 +197,23 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     int64_t chunk = (n + (int64_t)use * 4 - 1) / ((int64_t)use * 4);
     if (chunk < grain) chunk = grain;
     job_t j = {fn, ctx, n, chunk, 0, use - 1, 0};
+#ifdef EMBER_OMP_POOL
+    if (omp_pool()) {
+        if (atomic_flag_test_and_set(&omp_busy)) {   /* another host thread's job holds the team */
+            fn(ctx, 0, n);
+            return;
+        }
+#pragma omp parallel num_threads(use)
+        {
+            int outer = in_parallel;
+            in_parallel = 1;
+            run_chunks(&j);
+            in_parallel = outer;
+        }
+        atomic_flag_clear(&omp_busy);
+        return;
+    }
+#endif
     pthread_mutex_lock(&mu);
     if (current) {   /* another thread's job holds the pool: run this one inline */
         pthread_mutex_unlock(&mu);

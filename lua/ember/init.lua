@@ -78,22 +78,23 @@ local function choose_openblas_core()
   pcall(function() ffi.C.setenv("OPENBLAS_CORETYPE", core, 0) end)
 end
 
--- oneDNN runs on libgomp's threads, which spin for a while after each
--- parallel region by default; beside ember's pool and OpenBLAS's threads
--- that spinning takes the cores they need (a 16x1x5x5 reorder took 4-12 ms
--- instead of 0.02-0.4 on the loaded 2-core machine). libgomp reads its
--- policy when it is loaded, with libember: unless the user has chosen one,
--- its threads sleep as soon as their work ends.
-local function prefer_passive_openmp()
+-- oneDNN and ember's own kernels run on libgomp's team (core/src/parallel.c).
+-- Its workers sleep between jobs under OMP_WAIT_POLICY=passive, and waking
+-- one costs 60-70 us on a VM, more than a 128x256x128 product takes; by
+-- default they spin for 300000 rounds (some 4 ms of a core) after each
+-- job. libgomp reads the setting when it is loaded, with libember: unless the
+-- user has chosen one, the team spins 30000 rounds (about 0.6 ms), enough
+-- for the next op of a training step to find it awake (docs/nn.md, "Threads").
+local function bound_openmp_spin()
   if os.getenv("OMP_WAIT_POLICY") or os.getenv("GOMP_SPINCOUNT") then return end
   pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
-  pcall(function() ffi.C.setenv("OMP_WAIT_POLICY", "passive", 0) end)
+  pcall(function() ffi.C.setenv("GOMP_SPINCOUNT", "30000", 0) end)
 end
 
 ffi.cdef(generated("cdef"))
 generated("optable")
 choose_openblas_core()
-prefer_passive_openmp()
+bound_openmp_spin()
 local C, libpath = load_library()
 ember._C = C
 ember._libpath = libpath

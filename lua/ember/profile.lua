@@ -9,7 +9,7 @@ local errors = require("ember.errors")
 -- the ops of each category; every other op (elementwise, reductions,
 -- copies, indexing, normalisation) counts as "elementwise"
 local CATEGORY = {
-  matmul = "gemm", linear = "gemm",
+  matmul = "gemm", linear = "gemm", linear_relu = "gemm",
   conv2d = "conv", conv2d_relu = "conv", conv2d_backward_input = "conv", conv2d_backward_weight = "conv",
   max_pool2d = "pool", max_pool2d_backward = "pool", avg_pool2d = "pool", avg_pool2d_backward = "pool",
 }

@@ -60,6 +60,14 @@ REF_GEMM(f32, float)
 #undef REF_GEMM
 #endif
 
+/* Products below this many multiply-adds run on one OpenBLAS thread (OpenBLAS
+   itself threads from 2^18). Such a product takes 5-20 us on one core; handing
+   half of it to OpenBLAS's worker costs that worker's wake-up, and afterwards
+   the worker spins for about 0.1 s (OpenBLAS's thread timeout) beside the
+   OpenMP team that runs oneDNN and ember's kernels. The CNN recipe's
+   10-class weight gradient (10 x 1568 x 64) is one. */
+#define BLAS_ONE_THREAD_MNK ((int64_t)1 << 22)
+
 /* C = op(A) op(B) + beta C, C contiguous (M, N) */
 static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
@@ -68,6 +76,9 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
                                                  (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;
 #ifdef EMBER_HAVE_BLAS
+    int blas_threads = 1;
+    bool one_thread = M * N * K < BLAS_ONE_THREAD_MNK && (blas_threads = openblas_get_num_threads()) > 1;
+    if (one_thread) openblas_set_num_threads(1);
     if (dt == EMBER_FLOAT32)
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0f, (const float *)a->p, (int)a->ld, (const float *)b->p, (int)b->ld,
@@ -76,6 +87,7 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
         cblas_dgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
                     beta, (double *)c, (int)ldc);
+    if (one_thread) openblas_set_num_threads(blas_threads);
 #else
     if (dt == EMBER_FLOAT32)
         ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld,
