@@ -2,8 +2,12 @@
 
 The same recipes as issue 5, on Debian's python3-torch, so that ember and
 PyTorch are measured on one machine with one BLAS core type:
-    /usr/bin/python3 bench/torch_ref.py mlp|cnn [epochs [seed]]
-Prints one JSON line with the keys of the ember benchmarks. The data is read
+    /usr/bin/python3 bench/torch_ref.py mlp|cnn [epochs [seed [channels_last]]]
+Prints one JSON line with the keys of the ember benchmarks. channels_last
+runs the CNN's model and batches in torch.channels_last (NHWC), which its
+oneDNN convolutions take without reordering: PyTorch's fastest form of the
+recipe here (with OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1; the MLP is
+fastest with OMP_WAIT_POLICY=passive and OpenBLAS's own 2 threads). The data is read
 from the Debian package dataset-fashion-mnist (no torchvision needed).
 """
 import gzip, json, os, resource, sys, time
@@ -44,6 +48,7 @@ def main():
     which = sys.argv[1]
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else (3 if which == "mlp" else 1)
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    channels_last = len(sys.argv) > 4 and sys.argv[4] == "channels_last"
     torch.manual_seed(seed)
     xtr, ytr = load("train")
     xte, yte = load("test")
@@ -56,6 +61,8 @@ def main():
         model = nn.Sequential(nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Conv2d(16, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(1568, 10))
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         batch = 64
     times, acc = [], []
@@ -64,7 +71,10 @@ def main():
         perm = torch.randperm(len(xtr))
         for i in range(0, len(xtr), batch):
             j = perm[i:i + batch]
-            loss = F.cross_entropy(model(xtr[j]), ytr[j])
+            x = xtr[j]
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            loss = F.cross_entropy(model(x), ytr[j])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -76,6 +86,7 @@ def main():
         "samples_per_s": len(xtr) / med, "test_accuracy_epoch1": acc[0], "test_accuracy_last": acc[-1],
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "seed": seed, "threads": torch.get_num_threads(), "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto"),
+        "channels_last": channels_last,
     }))
 
 

@@ -328,21 +328,10 @@ fail:
     return ok;
 }
 
-/* Where ember's kernels are faster, measured at the CNN recipe's shapes
-   (batch 64, 28x28, 5x5 kernels, 16 outputs, 2 threads, alternating in one
-   process): the weight gradient of a convolution of one input channel, the
-   first layer on grey images, takes oneDNN 9.6 ms against ember's 4.8 (with
-   plain layouts too, 2.8 against 1.7); with 3 input channels oneDNN is ahead
-   (10.4 against 13.9 ms), with 8 more so (0.60x). */
-static bool ember_is_faster(conv_kind kind, const conv_geom *g)
-{
-    return kind == CONV_BWD_WEIGHT && g->C == 1;
-}
-
 bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
                       float *res)
 {
-    if (!dnnl_enabled || ember_is_deterministic() || ember_is_faster(kind, g) || !ember_dnnl_enabled())
+    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled())
         return false;
     int nthr = forked_child ? 1 : ember_num_threads();
 #ifdef DNNL_OMP
