@@ -416,6 +416,16 @@ EMBER_API int ember_lstm_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *
                               ember_tensor **c_out);
 EMBER_API int ember_gru_cell(ember_tensor *gi, ember_tensor *gh, ember_tensor *h, ember_tensor **out);
 
+/* batch normalisation in training (nn.BatchNorm*d, F.batch_norm): x (N, C, ...),
+   w and b (C) -> y = (x - mean) / sqrt(var + eps) w + b and stats (2, C): the
+   mean and the biased variance over every dim but 1. The adjoint takes the
+   gradient of y, x, w and those stats -> gx and gwb (2, C): w's gradient and
+   b's (the adjoint records no node of its own: it is not differentiable). */
+EMBER_API int ember_batch_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, ember_tensor **y,
+                               ember_tensor **stats);
+EMBER_API int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                        double eps, ember_tensor **gx, ember_tensor **gwb);
+
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */
 EMBER_API int ember_add_(ember_tensor *a, ember_tensor *b);

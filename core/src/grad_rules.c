@@ -945,6 +945,51 @@ RULE(gru_cell)
     if (NEED(2)) give(s, &gi[2], t_mul(s, g, z));
 }
 
+/* true when t is known to hold only zeros: a missing output gradient, which
+   the engine fills with zeros (only CPU tensors are looked at) */
+static bool all_zero(const ember_tensor *t)
+{
+    if (!t || ember_tensor_device(t) != EMBER_CPU || !ember_tensor_is_contiguous(t)) return false;
+    int64_t n = ember_tensor_numel(t);
+    const char *p = ember_tensor_data(t);
+    size_t es = (size_t)ember_dtype_size(ember_tensor_dtype(t));
+    for (size_t i = 0; i < (size_t)n * es; i++)
+        if (p[i]) return false;
+    return true;
+}
+
+/* y = (x - mean) invstd w + b with stats = (mean, var) an output too. Where
+   no recording sees this backward and stats got no gradient, the fused
+   adjoint batch_norm_backward; else its formulas as recorded ops, plus what
+   the stats' gradient adds: gmean / M + gvar 2 (x - mean) / M. */
+RULE(batch_norm)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *w = IN(1), *st = OUT(1), *gst = r->go[1];
+    if (!have(s, x, w) || !have(s, st, g)) return;
+    double eps = at->f[0];
+    ember_tensor *gx = NULL, *gwb = NULL;
+    ember_tensor *seen[5] = {g, x, w, st, gst};
+    bool stats_quiet = all_zero(gst);
+    int rc = !ember__ag_would_record(5, seen) && stats_quiet
+                 ? ember_batch_norm_backward(g, x, w, st, eps, &gx, &gwb)
+                 : ember__batch_norm_backward_composed(g, x, w, st, eps, &gx, &gwb);
+    ember_tensor *dx = keep(s, rc, &gx), *dwb = rc < 0 ? NULL : keep(s, rc, &gwb);
+    if (!OK(s)) return;
+    int64_t cs[EMBER_MAX_DIMS], C = in[1];
+    for (int d = 0; d < nd; d++) cs[d] = d == 1 ? C : 1;
+    if (NEED(0) && !stats_quiet) {
+        double M = (double)ember_tensor_numel(x) / (double)C;
+        ember_tensor *gmean = reshape(s, slice(s, gst, 0, 0, 1), nd, cs), *gvar = reshape(s, slice(s, gst, 0, 1, 1), nd, cs);
+        ember_tensor *mean = reshape(s, slice(s, st, 0, 0, 1), nd, cs);
+        ember_tensor *extra = t_add(s, gmean, t_mul(s, t_mul(s, gvar, num(s, 2)), t_sub(s, x, mean)));
+        dx = t_add(s, dx, t_mul(s, extra, num(s, 1 / M)));
+    }
+    if (NEED(0)) give(s, &gi[0], dx);
+    if (NEED(1)) give(s, &gi[1], reshape(s, slice(s, dwb, 0, 0, 1), 1, &C));
+    if (NEED(2)) give(s, &gi[2], reshape(s, slice(s, dwb, 0, 1, 1), 1, &C));
+}
+
 /* The rule of each op, from ops.def (NULL: not differentiable). */
 #define NO_GRAD NULL
 static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 static int calls;
@@ -362,6 +363,34 @@ int main(void)
     BAD(ember_lstm_cell(a, a, a, NULL, &o2));
     BAD(ember_gru_cell(a, idx, a, &o));
     BAD(ember_gru_cell(a, a, a, NULL));
+
+    /* ---- batch normalisation: a is (2, 3), so w and b must be (3) */
+    {
+        const int64_t s3[1] = {3};
+        ember_tensor *w3 = NULL, *st = NULL, *y = NULL;
+        CHECK(ember_full(1, s3, 1, EMBER_FLOAT32, EMBER_CPU, &w3) == EMBER_OK);
+        BAD(ember_batch_norm(NULL, w3, w3, 1e-5, &o, &o2));
+#ifndef UNDER_ASAN   /* a released tensor is freed memory there */
+        BAD(ember_batch_norm(a, dead, w3, 1e-5, &o, &o2));
+        BAD(ember_batch_norm_backward(a, a, w3, dead, 1e-5, &o, &o2));
+#endif
+        BAD(ember_batch_norm(a, w3, w3, 1e-5, NULL, &o2));
+        BAD(ember_batch_norm(a, w3, w3, 1e-5, &o, NULL));
+        BAD(ember_batch_norm(a, a, w3, 1e-5, &o, &o2));       /* weight (2, 3) */
+        BAD(ember_batch_norm(a, w3, idx, 1e-5, &o, &o2));     /* bias (2), int64 */
+        BAD(ember_batch_norm(idx, w3, w3, 1e-5, &o, &o2));    /* 1-D input */
+        BAD(ember_batch_norm(a, w3, w3, -1, &o, &o2));
+        BAD(ember_batch_norm(a, w3, w3, NAN, &o, &o2));
+        CHECK(ember_batch_norm(a, w3, w3, 1e-5, &y, &st) == EMBER_OK);
+        BAD(ember_batch_norm_backward(NULL, a, w3, st, 1e-5, &o, &o2));
+        BAD(ember_batch_norm_backward(a, a, w3, st, 1e-5, NULL, &o2));
+        BAD(ember_batch_norm_backward(w3, a, w3, st, 1e-5, &o, &o2));   /* gradient (3) for input (2, 3) */
+        BAD(ember_batch_norm_backward(a, a, w3, w3, 1e-5, &o, &o2));    /* stats (3) */
+        BAD(ember_batch_norm_backward(a, a, w3, st, -2, &o, &o2));
+        ember_tensor_release(w3);
+        ember_tensor_release(st);
+        ember_tensor_release(y);
+    }
 
     /* ---- in place */
     inplace_fn inplaces[] = {ember_add_, ember_sub_, ember_mul_, ember_div_, ember_pow_, ember_copy_};

@@ -633,7 +633,23 @@ family("norms", function()
     local cc = chance(0.85) and c or rand(4)
     local rm, rv = rtensor({ cc }, "float32"):clone(), rtensor({ cc }, "float32"):abs():clone()
     local w = chance(0.5) and rtensor({ chance(0.9) and cc or rand(4) }, "float32") or nil
-    return F.batch_norm(x, chance(0.7) and rm or nil, chance(0.7) and rv or nil, w, nil,
+    if chance(0.3) then   -- the op and its adjoint from C, with shapes and dtypes gone wrong
+      local dt = chance(0.8) and x.dtype or pick(DTYPES)
+      local wc = rtensor(chance(0.85) and { cc } or rshape(2, 4), dt)
+      local bc = rtensor(chance(0.85) and { cc } or rshape(2, 4), chance(0.9) and dt or pick(DTYPES))
+      local eps = chance(0.9) and 1e-5 or pick({ 0, -1, 0 / 0, 1e300 })
+      if chance(0.5) then
+        c_check(C.ember_batch_norm(x._c, wc._c, bc._c, eps, out2, out2 + 1))
+        ember._wrap(out2[0]); ember._wrap(out2[1])
+        return
+      end
+      local g = rtensor(chance(0.8) and x:shape() or near_shape(x:shape()), chance(0.9) and x.dtype or pick(DTYPES))
+      local st = rtensor(chance(0.8) and { 2, cc } or rshape(2, 4), chance(0.9) and x.dtype or pick(DTYPES))
+      c_check(C.ember_batch_norm_backward(g._c, x._c, wc._c, st._c, eps, out2, out2 + 1))
+      ember._wrap(out2[0]); ember._wrap(out2[1])
+      return
+    end
+    return F.batch_norm(x, chance(0.7) and rm or nil, chance(0.7) and rv or nil, w, chance(0.3) and w or nil,
       { training = chance(0.5) })
   else
     local g = pick({ 1, 2, 3, 4 })

@@ -205,6 +205,14 @@ int ember__pool_plan_make(int op, ember_tensor *const *in, const ember_attrs *at
                           int64_t *rshape);
 
 /* ------------------------------------------------------------------ broadcasting */
+/* batch_norm's and its adjoint's formulas as ember's public ops (ops/norm.c),
+   recorded where a recording sees them: the forwards' fallback (with grad
+   off) and batch_norm's rule where a higher-order recording is on */
+int ember__batch_norm_composed(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, ember_tensor **y,
+                               ember_tensor **stats);
+int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                        double eps, ember_tensor **gx, ember_tensor **gwb);
+
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);
 

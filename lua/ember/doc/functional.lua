@@ -107,7 +107,10 @@ false.
 
 ### `ember.nn.functional.batch_norm(x, running_mean, running_var, w?, b?, opts?)`
 Batch normalisation; `opts = {training = false, momentum = 0.1, eps = 1e-5}`
-(in training the running statistics are updated in place).
+(in training the running statistics are updated in place). Training runs
+the op `batch_norm` (C `ember_batch_norm`, which also returns the batch's
+mean and biased variance as a (2, C) tensor; docs/nn.md, "Batch
+normalisation").
 
 ### `ember.nn.functional.embedding(idx, weight)`
 The rows of `weight` at the 1-based int64/int32 indices `idx`.

@@ -220,35 +220,33 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
   local Cn = x:size(2)
   local shape = { 1, Cn }
   for _ = 3, nd do shape[#shape + 1] = 1 end
-  local dims = { 1 }
-  for d = 3, nd do dims[#dims + 1] = d end
   local eps, training = opts.eps or 1e-5, opts.training
   if training == nil then training = running_mean == nil end
-  local mean, var
   if training then
     local count = x:numel() / Cn
     if count <= 1 then
       fail("batch_norm", "expected more than 1 value per channel when training, got input %s", shape_str(x))
     end
-    mean = x:mean(dims, true)
-    local xc = x - mean
-    var = (xc * xc):mean(dims, true)
+    -- one op, batch_norm (C ember_batch_norm): y and stats = (mean, biased var)
+    if w == nil then w = ember.ones({ Cn }, { dtype = x.dtype, device = x.device }) end
+    if b == nil then b = ember.zeros({ Cn }, { dtype = x.dtype, device = x.device }) end
+    check(C.ember_batch_norm(ember._ptr("batch_norm", x, 1), ember._ptr("batch_norm", w, 4),
+      ember._ptr("batch_norm", b, 5), eps, out2, out2 + 1))
+    local y, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
     if running_mean ~= nil then
       local m = opts.momentum or 0.1
       ember.no_grad(function()
-        running_mean:mul_(1 - m):add_(mean:detach():view(Cn):to(running_mean.dtype) * m)
-        running_var:mul_(1 - m):add_(var:detach():view(Cn):to(running_var.dtype) * (m * count / (count - 1)))
+        stats = stats:detach()
+        running_mean:mul_(1 - m):add_(stats[1]:to(running_mean.dtype) * m)
+        running_var:mul_(1 - m):add_(stats[2]:to(running_var.dtype) * (m * count / (count - 1)))
       end)
     end
-    local y = xc * (var + eps):rsqrt()
-    if w ~= nil then y = y * w:view(shape) end
-    if b ~= nil then y = y + b:view(shape) end
     return y
   end
   if running_mean == nil or running_var == nil then
     fail("batch_norm", "running_mean and running_var are needed outside training")
   end
-  mean, var = running_mean:view(shape), running_var:view(shape)
+  local mean, var = running_mean:view(shape), running_var:view(shape)
   local y = (x - mean) * (var + eps):rsqrt()
   if w ~= nil then y = y * w:view(shape) end
   if b ~= nil then y = y + b:view(shape) end

@@ -1,0 +1,511 @@
+/* norm.c: batch normalisation in training, as two ops.
+
+   batch_norm(x, w, b) -> (y, stats): x is (N, C, ...), w and b (C). The
+   statistics are over every dim but the channel dim 1: stats is (2, C), the
+   mean in row 0 and the biased variance in row 1, and
+   y = (x - mean) / sqrt(var + eps) * w + b, eps the attr f[0].
+   batch_norm_backward(g, x, w, stats) -> (gx, gwb): with xhat the
+   normalised x, M the values per channel and invstd = 1 / sqrt(var + eps),
+   gwb is (2, C): sum(g xhat) (w's gradient) in row 0, sum(g) (b's) in row 1,
+   and gx = w invstd (g - sum(g) / M - xhat sum(g xhat) / M).
+
+   On the CPU, for float32 / float64 operands of one dtype (strided ones
+   copied first), each is two passes per channel over x (and g): the sums,
+   then the values, the channels spread over the pool. The sums run in double on 16 lanes added
+   in a fixed order, so the vector width the CPU picks changes no bit.
+   Anything else (other devices and dtypes, mixed dtypes) runs the same
+   formulas as recorded ops would, without recording: bn_composed and
+   bn_backward_composed, which grad_rules.c's rule also runs where a
+   recording sees the backward (higher-order gradients). */
+#include "ops.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ checks */
+/* x (N, C, ...) with values per channel, w (and b, where given) (C) */
+static int bn_check(const char *op, const ember_tensor *x, const ember_tensor *w, const ember_tensor *b)
+{
+    char sx[200], sw[200], sb[200];
+    if (x->ndim < 2)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input must have at least 2 dims (N, C, ...), got %s", op,
+                           ember__tshape(sx, x));
+    int64_t C = x->shape[1];
+    if (w->ndim != 1 || w->shape[0] != C || (b && (b->ndim != 1 || b->shape[0] != C)))
+        return ember__fail(EMBER_ERR_SHAPE, "%s: weight %s%s%s must be {%lld} for input %s", op, ember__tshape(sw, w),
+                           b ? " and bias " : "", b ? ember__tshape(sb, b) : "", (long long)C, ember__tshape(sx, x));
+    if (!ember__is_float(x->dtype) || !ember__is_float(w->dtype) || (b && !ember__is_float(b->dtype)))
+        return ember__fail(EMBER_ERR_DTYPE, "%s: expected floating tensors, got input %s, weight %s%s%s", op,
+                           ember_dtype_name(x->dtype), ember_dtype_name(w->dtype), b ? " and bias " : "",
+                           b ? ember_dtype_name(b->dtype) : "");
+    if (x->numel == 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: input %s has no values per channel", op, ember__tshape(sx, x));
+    return EMBER_OK;
+}
+
+/* the CPU kernels' operands: on the CPU, one float dtype (strided ones are
+   copied first: one pass, where the composed ops would take ten) */
+static bool bn_fast(ember_tensor *const *ts, int n)
+{
+    int dt = ts[0]->dtype;
+    if (dt != EMBER_FLOAT32 && dt != EMBER_FLOAT64) return false;
+    for (int i = 0; i < n; i++)
+        if (ts[i]->storage->device != EMBER_CPU || ts[i]->dtype != dt) return false;
+    return true;
+}
+
+/* contiguous copies of the operands that are not (the others retained) */
+static int bn_contiguous(ember_tensor *const *in, int n, ember_tensor **c)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = ember__contiguous_as(in[i], in[i]->dtype, &c[i]);
+        if (rc < 0) {
+            for (int k = 0; k < i; k++) ember_tensor_release(c[k]);
+            return rc;
+        }
+    }
+    return EMBER_OK;
+}
+
+static void bn_release(ember_tensor **c, int n)
+{
+    for (int i = 0; i < n; i++) ember_tensor_release(c[i]);
+}
+
+/* ------------------------------------------------------------------ CPU kernels */
+#define LANES 16
+
+/* The per-channel work of one op: x (and g) as N blocks of S values per
+   channel, C channels apart. */
+typedef struct {
+    int dt;
+    int64_t N, C, S;
+    const char *x, *g, *w, *b;
+    char *y;           /* y or gx */
+    char *stats;       /* batch_norm: the (2, C) it writes; backward: the one it reads */
+    char *gwb;         /* backward: (2, C) */
+    double eps;
+    double *ws;        /* the column kernels' 3 C S doubles */
+} bn_job;
+
+/* sum of a block into 16 lanes, and sum of (x - m)^2 or of g (x - m) */
+#define BN_SUMS(T)                                                                                     \
+    EMBER_INLINE void lanes_sum_##T(const T *restrict p, int64_t n, double *restrict acc)                \
+    {                                                                                                  \
+        int64_t i = 0;                                                                                 \
+        for (; i + LANES <= n; i += LANES)                                                             \
+            for (int l = 0; l < LANES; l++) acc[l] += (double)p[i + l];                                \
+        for (; i < n; i++) acc[i % LANES] += (double)p[i];                                             \
+    }                                                                                                  \
+    EMBER_INLINE void lanes_dev2_##T(const T *restrict p, int64_t n, double m, double *restrict acc)     \
+    {                                                                                                  \
+        int64_t i = 0;                                                                                 \
+        for (; i + LANES <= n; i += LANES)                                                             \
+            for (int l = 0; l < LANES; l++) {                                                          \
+                double d = (double)p[i + l] - m;                                                       \
+                acc[l] += d * d;                                                                       \
+            }                                                                                          \
+        for (; i < n; i++) {                                                                           \
+            double d = (double)p[i] - m;                                                               \
+            acc[i % LANES] += d * d;                                                                   \
+        }                                                                                              \
+    }                                                                                                  \
+    EMBER_INLINE void lanes_gdev_##T(const T *restrict g, const T *restrict p, int64_t n, double m,      \
+                                     double *restrict sg, double *restrict sgx)                          \
+    {                                                                                                  \
+        int64_t i = 0;                                                                                 \
+        for (; i + LANES <= n; i += LANES)                                                             \
+            for (int l = 0; l < LANES; l++) {                                                          \
+                double gv = (double)g[i + l];                                                          \
+                sg[l] += gv;                                                                           \
+                sgx[l] += gv * ((double)p[i + l] - m);                                                 \
+            }                                                                                          \
+        for (; i < n; i++) {                                                                           \
+            double gv = (double)g[i];                                                                  \
+            sg[i % LANES] += gv;                                                                       \
+            sgx[i % LANES] += gv * ((double)p[i] - m);                                                 \
+        }                                                                                              \
+    }
+BN_SUMS(float)
+BN_SUMS(double)
+#undef BN_SUMS
+
+static double lanes_total(const double *acc)
+{
+    double s = 0;
+    for (int l = 0; l < LANES; l++) s += acc[l];
+    return s;
+}
+
+/* y = x scale + shift per channel, stats from two passes */
+#define BN_FWD(T)                                                                                          \
+    EMBER_SIMD static void bn_fwd_##T(void *vctx, int64_t c0, int64_t c1)                                  \
+    {                                                                                                      \
+        const bn_job *j = vctx;                                                                            \
+        const T *x = (const T *)j->x, *w = (const T *)j->w, *b = (const T *)j->b;                          \
+        T *y = (T *)j->y, *st = (T *)j->stats;                                                             \
+        double M = (double)(j->N * j->S);                                                                  \
+        for (int64_t c = c0; c < c1; c++) {                                                                \
+            double acc[LANES] = {0};                                                                       \
+            for (int64_t n = 0; n < j->N; n++) lanes_sum_##T(x + (n * j->C + c) * j->S, j->S, acc);        \
+            double mean = lanes_total(acc) / M;                                                            \
+            memset(acc, 0, sizeof acc);                                                                    \
+            for (int64_t n = 0; n < j->N; n++) lanes_dev2_##T(x + (n * j->C + c) * j->S, j->S, mean, acc); \
+            double var = lanes_total(acc) / M;                                                             \
+            double scale = (double)w[c] / sqrt(var + j->eps);                                              \
+            T sc = (T)scale, sh = (T)((double)b[c] - mean * scale);                                        \
+            for (int64_t n = 0; n < j->N; n++) {                                                           \
+                const T *xp = x + (n * j->C + c) * j->S;                                                   \
+                T *yp = y + (n * j->C + c) * j->S;                                                         \
+                for (int64_t i = 0; i < j->S; i++) yp[i] = xp[i] * sc + sh;                                \
+            }                                                                                              \
+            st[c] = (T)mean;                                                                               \
+            st[j->C + c] = (T)var;                                                                         \
+        }                                                                                                  \
+    }
+BN_FWD(float)
+BN_FWD(double)
+#undef BN_FWD
+
+/* gx = g a + x k + k0 per channel, from sum(g) and sum(g (x - mean)) */
+#define BN_BWD(T)                                                                                           \
+    EMBER_SIMD static void bn_bwd_##T(void *vctx, int64_t c0, int64_t c1)                                   \
+    {                                                                                                       \
+        const bn_job *j = vctx;                                                                             \
+        const T *x = (const T *)j->x, *g = (const T *)j->g, *w = (const T *)j->w, *st = (const T *)j->stats; \
+        T *gx = (T *)j->y, *gwb = (T *)j->gwb;                                                              \
+        double M = (double)(j->N * j->S);                                                                   \
+        for (int64_t c = c0; c < c1; c++) {                                                                 \
+            double mean = (double)st[c], invstd = 1.0 / sqrt((double)st[j->C + c] + j->eps);                \
+            double sg[LANES] = {0}, sgx[LANES] = {0};                                                       \
+            for (int64_t n = 0; n < j->N; n++) {                                                            \
+                int64_t o = (n * j->C + c) * j->S;                                                          \
+                lanes_gdev_##T(g + o, x + o, j->S, mean, sg, sgx);                                          \
+            }                                                                                               \
+            double sum_g = lanes_total(sg), sum_gx = lanes_total(sgx) * invstd; /* sum(g xhat) */           \
+            double a = (double)w[c] * invstd, k = -a * invstd * sum_gx / M;                                 \
+            T ta = (T)a, tk = (T)k, tk0 = (T)(-a * sum_g / M - k * mean);                                   \
+            for (int64_t n = 0; n < j->N; n++) {                                                            \
+                int64_t o = (n * j->C + c) * j->S;                                                          \
+                for (int64_t i = 0; i < j->S; i++) gx[o + i] = g[o + i] * ta + x[o + i] * tk + tk0;         \
+            }                                                                                               \
+            gwb[c] = (T)sum_gx;                                                                             \
+            gwb[j->C + c] = (T)sum_g;                                                                       \
+        }                                                                                                   \
+    }
+BN_BWD(float)
+BN_BWD(double)
+#undef BN_BWD
+
+/* channels per chunk: about 64K values of x each */
+static int64_t channel_grain(int64_t per_channel)
+{
+    int64_t grain = 65536 / (per_channel > 0 ? per_channel : 1);
+    return grain > 0 ? grain : 1;
+}
+
+/* Few values per channel in each sample (S below COLUMN_S: BatchNorm1d's
+   (N, C), short sequences): a channel's values are too scattered for the
+   loops above, so these go through x a row of C S values at a time, with a
+   double per column (ws), the rows added in order, and then each channel's
+   S columns in order. Values are computed as the kernels above compute them. */
+#define COLUMN_S 32
+
+#define BN_FWD_COLUMNS(T)                                                                                  EMBER_SIMD static void bn_fwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                             {                                                                                                          const bn_job *j = vctx;                                                                                const T *x = (const T *)j->x, *w = (const T *)j->w, *b = (const T *)j->b;                              T *y = (T *)j->y, *st = (T *)j->stats;                                                                 int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                             double *a = j->ws, *m = j->ws + CS, M = (double)(j->N * S);                                            for (int64_t k = k0; k < k1; k++) a[k] = 0;                                                            for (int64_t n = 0; n < j->N; n++)                                                                         for (int64_t k = k0; k < k1; k++) a[k] += (double)x[n * CS + k];                                   for (int64_t c = c0; c < c1; c++) {                                                                        double sum = 0;                                                                                        for (int64_t i = 0; i < S; i++) sum += a[c * S + i], a[c * S + i] = 0;                                  for (int64_t i = 0; i < S; i++) m[c * S + i] = sum / M;                                            }                                                                                                      for (int64_t n = 0; n < j->N; n++)                                                                         for (int64_t k = k0; k < k1; k++) {                                                                        double d = (double)x[n * CS + k] - m[k];                                                               a[k] += d * d;                                                                                     }                                                                                                  for (int64_t c = c0; c < c1; c++) {                                                                        double sum = 0, mean = m[c * S];                                                                       for (int64_t i = 0; i < S; i++) sum += a[c * S + i];                                                   double var = sum / M, scale = (double)w[c] / sqrt(var + j->eps);                                       for (int64_t i = 0; i < S; i++) a[c * S + i] = scale, m[c * S + i] = (double)b[c] - mean * scale;             st[c] = (T)mean;                                                                                       st[j->C + c] = (T)var;                                                                             }                                                                                                      for (int64_t n = 0; n < j->N; n++)                                                                         for (int64_t k = k0; k < k1; k++) y[n * CS + k] = x[n * CS + k] * (T)a[k] + (T)m[k];           }
+BN_FWD_COLUMNS(float)
+BN_FWD_COLUMNS(double)
+#undef BN_FWD_COLUMNS
+
+#define BN_BWD_COLUMNS(T)                                                                                       EMBER_SIMD static void bn_bwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                                  {                                                                                                               const bn_job *j = vctx;                                                                                     const T *x = (const T *)j->x, *g = (const T *)j->g, *w = (const T *)j->w, *st = (const T *)j->stats;         T *gx = (T *)j->y, *gwb = (T *)j->gwb;                                                                      int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                                  double *sg = j->ws, *sgx = j->ws + CS, *m = j->ws + 2 * CS, M = (double)(j->N * S);                         for (int64_t k = k0; k < k1; k++) sg[k] = sgx[k] = 0, m[k] = (double)st[k / S];                             for (int64_t n = 0; n < j->N; n++)                                                                              for (int64_t k = k0; k < k1; k++) {                                                                             double gv = (double)g[n * CS + k];                                                                          sg[k] += gv;                                                                                                sgx[k] += gv * ((double)x[n * CS + k] - m[k]);                                                          }                                                                                                       for (int64_t c = c0; c < c1; c++) {                                                                             double mean = (double)st[c], invstd = 1.0 / sqrt((double)st[j->C + c] + j->eps);                            double sum_g = 0, sum_gx = 0;                                                                               for (int64_t i = 0; i < S; i++) sum_g += sg[c * S + i], sum_gx += sgx[c * S + i];                           sum_gx *= invstd;                                                                                           double a = (double)w[c] * invstd, kx = -a * invstd * sum_gx / M;                                            for (int64_t i = 0; i < S; i++)                                                                                 sg[c * S + i] = a, sgx[c * S + i] = kx, m[c * S + i] = -a * sum_g / M - kx * mean;                      gwb[c] = (T)sum_gx;                                                                                         gwb[j->C + c] = (T)sum_g;                                                                               }                                                                                                           for (int64_t n = 0; n < j->N; n++)                                                                              for (int64_t k = k0; k < k1; k++)                                                                               gx[n * CS + k] = g[n * CS + k] * (T)sg[k] + x[n * CS + k] * (T)sgx[k] + (T)m[k];               }
+BN_BWD_COLUMNS(float)
+BN_BWD_COLUMNS(double)
+#undef BN_BWD_COLUMNS
+
+/* the kernel for the job's shape and dtype, and its workspace */
+static ember__range_fn bn_kernel(bn_job *j, bool backward)
+{
+    bool f32 = j->dt == EMBER_FLOAT32;
+    if (j->S >= COLUMN_S) return backward ? (f32 ? bn_bwd_float : bn_bwd_double) : (f32 ? bn_fwd_float : bn_fwd_double);
+    return backward ? (f32 ? bn_bwd_cols_float : bn_bwd_cols_double) : (f32 ? bn_fwd_cols_float : bn_fwd_cols_double);
+}
+
+static size_t ws_bytes(const bn_job *j) { return j->S >= COLUMN_S ? 0 : (size_t)(3 * j->C * j->S) * sizeof(double); }
+
+static int bn_run(const char *op, bn_job *j, bool backward)
+{
+    size_t bytes = ws_bytes(j);
+    if (bytes && !(j->ws = ember__alloc(bytes))) return ember__fail(EMBER_ERR_OOM, "%s: out of memory", op);
+    ember__parallel_for(j->C, channel_grain(j->N * j->S), bn_kernel(j, backward), j);
+    ember__free(j->ws, bytes);
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ composed (no recording) */
+/* ember's ops in a chain, each result owned by the chain; the first failure
+   stops it and its status is kept */
+typedef struct {
+    ember_tensor *t[32];
+    int n, rc;
+} chain;
+
+static ember_tensor *link(chain *ch, int rc, ember_tensor *t)
+{
+    if (rc < 0) {
+        ch->rc = rc;
+        return NULL;
+    }
+    if (ch->n == (int)(sizeof ch->t / sizeof ch->t[0])) {
+        ember_tensor_release(t);
+        ch->rc = ember__fail(EMBER_ERR_STATE, "batch_norm: too many temporaries");
+        return NULL;
+    }
+    return ch->t[ch->n++] = t;
+}
+
+static void chain_end(chain *ch)
+{
+    for (int i = 0; i < ch->n; i++) ember_tensor_release(ch->t[i]);
+}
+
+#define CH_BIN(name)                                                                 \
+    static ember_tensor *ch_##name(chain *ch, ember_tensor *a, ember_tensor *b)          \
+    {                                                                                \
+        ember_tensor *o = NULL;                                                      \
+        if (ch->rc < 0 || !a || !b) return NULL;                                     \
+        int rc = ember_##name(a, b, &o);                                             \
+        return link(ch, rc, o);                                                      \
+    }
+CH_BIN(add) CH_BIN(sub) CH_BIN(mul)
+#undef CH_BIN
+
+/* the sum or mean over every dim but 1, kept as (1, C, 1, ...) */
+static ember_tensor *ch_reduce(chain *ch, ember_tensor *a, bool mean)
+{
+    ember_tensor *o = NULL;
+    if (ch->rc < 0 || !a) return NULL;
+    int nd = ember_tensor_ndim(a), dims[EMBER_MAX_DIMS], k = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != 1) dims[k++] = d;
+    int rc = mean ? ember_mean(a, k, dims, 1, &o) : ember_sum(a, k, dims, 1, &o);
+    return link(ch, rc, o);
+}
+
+static ember_tensor *ch_view(chain *ch, ember_tensor *a, int nd, const int64_t *shape)
+{
+    ember_tensor *o = NULL;
+    if (ch->rc < 0 || !a) return NULL;
+    int rc = ember_reshape(a, nd, shape, &o);
+    return link(ch, rc, o);
+}
+
+/* a number, which promotes as Lua's numbers do (it keeps the other operand's dtype) */
+static ember_tensor *ch_num(chain *ch, double v)
+{
+    ember_tensor *o = NULL;
+    if (ch->rc < 0) return NULL;
+    int rc = ember_scalar(v, EMBER_FLOAT64, 1, &o);
+    return link(ch, rc, o);
+}
+
+static ember_tensor *ch_rsqrt(chain *ch, ember_tensor *a)
+{
+    ember_tensor *o = NULL;
+    if (ch->rc < 0 || !a) return NULL;
+    int rc = ember_rsqrt(a, &o);
+    return link(ch, rc, o);
+}
+
+/* (1, C, 1, ...) for x's ndim: how a per-channel vector broadcasts */
+static int channel_shape(const ember_tensor *x, int64_t *shape)
+{
+    int nd = ember_tensor_ndim(x);
+    for (int d = 0; d < nd; d++) shape[d] = 1;
+    shape[1] = ember_tensor_shape(x)[1];
+    return nd;
+}
+
+/* rows r of a (2, C) tensor as (1, C, 1, ...) */
+static ember_tensor *ch_row(chain *ch, ember_tensor *t2, int r, const ember_tensor *x)
+{
+    ember_tensor *o = NULL;
+    if (ch->rc < 0 || !t2) return NULL;
+    int rc = ember_narrow(t2, 0, r, 1, &o);
+    ember_tensor *row = link(ch, rc, o);
+    int64_t shape[EMBER_MAX_DIMS];
+    return ch_view(ch, row, channel_shape(x, shape), shape);
+}
+
+/* (2, C) from two (1, C, 1, ...) */
+static ember_tensor *ch_rows(chain *ch, ember_tensor *a, ember_tensor *b)
+{
+    if (ch->rc < 0 || !a || !b) return NULL;
+    int64_t row[2] = {1, ember_tensor_shape(a)[1]};
+    ember_tensor *parts[2] = {ch_view(ch, a, 2, row), ch_view(ch, b, 2, row)}, *o = NULL;
+    if (ch->rc < 0) return NULL;
+    int rc = ember_cat(2, parts, 0, &o);
+    return link(ch, rc, o);
+}
+
+static int chain_result(chain *ch, ember_tensor *t, ember_tensor **out)
+{
+    if (ch->rc >= 0 && t) {
+        ember_tensor_retain(t);
+        *out = t;
+    }
+    return ch->rc;
+}
+
+/* batch_norm's formulas as ops, recorded where a recording sees them */
+int ember__batch_norm_composed(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, ember_tensor **y,
+                               ember_tensor **stats)
+{
+    chain ch = {{0}, 0, EMBER_OK};
+    int64_t cs[EMBER_MAX_DIMS];
+    int nd = channel_shape(x, cs);
+    ember_tensor *mean = ch_reduce(&ch, x, true), *xc = ch_sub(&ch, x, mean);
+    ember_tensor *var = ch_reduce(&ch, ch_mul(&ch, xc, xc), true);
+    ember_tensor *invstd = ch_rsqrt(&ch, ch_add(&ch, var, ch_num(&ch, eps)));
+    ember_tensor *out = ch_add(&ch, ch_mul(&ch, ch_mul(&ch, xc, invstd), ch_view(&ch, w, nd, cs)), ch_view(&ch, b, nd, cs));
+    int rc = chain_result(&ch, out, y);
+    if (rc >= 0) rc = chain_result(&ch, ch_rows(&ch, mean, var), stats);
+    if (rc < 0 && *y) {
+        ember_tensor_release(*y);
+        *y = NULL;
+    }
+    chain_end(&ch);
+    return rc;
+}
+
+int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                        double eps, ember_tensor **gx, ember_tensor **gwb)
+{
+    chain ch = {{0}, 0, EMBER_OK};
+    int64_t cs[EMBER_MAX_DIMS];
+    int nd = channel_shape(x, cs);
+    double M = (double)ember_tensor_numel(x) / (double)cs[1];
+    ember_tensor *mean = ch_row(&ch, stats, 0, x), *var = ch_row(&ch, stats, 1, x);
+    ember_tensor *invstd = ch_rsqrt(&ch, ch_add(&ch, var, ch_num(&ch, eps)));
+    ember_tensor *xhat = ch_mul(&ch, ch_sub(&ch, x, mean), invstd);
+    ember_tensor *sum_g = ch_reduce(&ch, g, false), *sum_gx = ch_reduce(&ch, ch_mul(&ch, g, xhat), false);
+    /* g - sum_g / M - xhat sum_gx / M */
+    ember_tensor *inner = ch_sub(&ch, ch_sub(&ch, g, ch_mul(&ch, sum_g, ch_num(&ch, 1 / M))),
+                                 ch_mul(&ch, xhat, ch_mul(&ch, sum_gx, ch_num(&ch, 1 / M))));
+    ember_tensor *out = ch_mul(&ch, inner, ch_mul(&ch, ch_view(&ch, w, nd, cs), invstd));
+    int rc = chain_result(&ch, out, gx);
+    if (rc >= 0) rc = chain_result(&ch, ch_rows(&ch, sum_gx, sum_g), gwb);
+    if (rc < 0 && *gx) {
+        ember_tensor_release(*gx);
+        *gx = NULL;
+    }
+    chain_end(&ch);
+    return rc;
+}
+
+/* the composed forms inside an op's forward, where nothing is recorded (the
+   op itself is, by dispatch) */
+static int no_recording(int (*fn)(ember_tensor *const *, double, ember_tensor **), ember_tensor *const *in,
+                        double eps, ember_tensor **out)
+{
+    int was = ember_is_grad_enabled();
+    ember_set_grad_enabled(0);
+    int rc = fn(in, eps, out);
+    ember_set_grad_enabled(was);
+    return rc;
+}
+
+static int composed_fwd(ember_tensor *const *in, double eps, ember_tensor **out)
+{
+    return ember__batch_norm_composed(in[0], in[1], in[2], eps, &out[0], &out[1]);
+}
+
+static int composed_bwd(ember_tensor *const *in, double eps, ember_tensor **out)
+{
+    return ember__batch_norm_backward_composed(in[0], in[1], in[2], in[3], eps, &out[0], &out[1]);
+}
+
+/* ------------------------------------------------------------------ the ops */
+int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *x = in[0], *w = in[1], *b = in[2];
+    double eps = at ? at->f[0] : 1e-5;
+    EMBER_TRY(bn_check("batch_norm", x, w, b));
+    if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "batch_norm: eps must be >= 0, got %g", eps);
+    if (!bn_fast(in, 3)) return no_recording(composed_fwd, in, eps, out);
+    int64_t C = x->shape[1], two_c[2] = {2, C};
+    ember_tensor *c[3], *y = NULL, *st = NULL;
+    EMBER_TRY(bn_contiguous(in, 3, c));
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
+    EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &st));
+    bn_job j = {x->dtype, x->shape[0], C, x->numel / (x->shape[0] * C), ember__ptr(c[0]), NULL, ember__ptr(c[1]),
+                ember__ptr(c[2]), ember__ptr(y), ember__ptr(st), NULL, eps, NULL};
+    EMBER_CHECK(bn_run("batch_norm", &j, false));
+    out[0] = y;
+    out[1] = st;
+    y = st = NULL;
+done:
+    bn_release(c, 3);
+    ember_tensor_release(y);
+    ember_tensor_release(st);
+    return rc;
+}
+
+int fwd_batch_norm_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
+    ember_tensor *g = in[0], *x = in[1], *w = in[2], *st = in[3];
+    double eps = at ? at->f[0] : 1e-5;
+    char sg[200], sx[200], ss[200];
+    EMBER_TRY(bn_check("batch_norm_backward", x, w, NULL));
+    int64_t C = x->shape[1];
+    if (g->ndim != x->ndim || memcmp(g->shape, x->shape, (size_t)x->ndim * sizeof *x->shape) != 0 || st->ndim != 2 ||
+        st->shape[0] != 2 || st->shape[1] != C)
+        return ember__fail(EMBER_ERR_SHAPE, "batch_norm_backward: gradient %s, input %s and stats %s do not match "
+                           "(the gradient as the input, stats {2, %lld})", ember__tshape(sg, g), ember__tshape(sx, x),
+                           ember__tshape(ss, st), (long long)C);
+    if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "batch_norm_backward: eps must be >= 0, got %g", eps);
+    if (!bn_fast(in, 4)) return no_recording(composed_bwd, in, eps, out);
+    int64_t two_c[2] = {2, C};
+    ember_tensor *c[4], *gx = NULL, *gwb = NULL;
+    EMBER_TRY(bn_contiguous(in, 4, c));
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &gx));
+    EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &gwb));
+    bn_job j = {x->dtype, x->shape[0], C, x->numel / (x->shape[0] * C), ember__ptr(c[1]), ember__ptr(c[0]),
+                ember__ptr(c[2]), NULL, ember__ptr(gx), ember__ptr(c[3]), ember__ptr(gwb), eps, NULL};
+    EMBER_CHECK(bn_run("batch_norm_backward", &j, true));
+    out[0] = gx;
+    out[1] = gwb;
+    gx = gwb = NULL;
+done:
+    bn_release(c, 4);
+    ember_tensor_release(gx);
+    ember_tensor_release(gwb);
+    return rc;
+}
+
+int ember_batch_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, ember_tensor **y,
+                     ember_tensor **stats)
+{
+    if (!y || !stats) return ember__fail(EMBER_ERR_ARG, "batch_norm: NULL argument");
+    ember_tensor *in[3] = {x, w, b}, *out[2] = {NULL, NULL};
+    ember_attrs at = {{0}, {eps, 0}};
+    int rc = ember__dispatch(EMBER_OP_BATCH_NORM, 3, in, &at, out);
+    *y = out[0];
+    *stats = out[1];
+    return rc;
+}
+
+int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats, double eps,
+                              ember_tensor **gx, ember_tensor **gwb)
+{
+    if (!gx || !gwb) return ember__fail(EMBER_ERR_ARG, "batch_norm_backward: NULL argument");
+    ember_tensor *in[4] = {g, x, w, stats}, *out[2] = {NULL, NULL};
+    ember_attrs at = {{0}, {eps, 0}};
+    int rc = ember__dispatch(EMBER_OP_BATCH_NORM_BACKWARD, 4, in, &at, out);
+    *gx = out[0];
+    *gwb = out[1];
+    return rc;
+}
