@@ -152,6 +152,30 @@ describe("conv2d with its bias and ReLU fused", function()
     end
   end)
 
+  -- backward runs as one op (conv2d_relu_backward): relu's mask applied as
+  -- the gradient is written in the layout oneDNN's two adjoints share; with
+  -- x needing no gradient (a network's first layer) it makes only w's and b's
+  it("give w's and b's gradients alone when x needs none", function()
+    for i, c in ipairs(geometries) do
+      local xs, g = { c[1], c[2], c[3], c[4] }, c[11]
+      ember.manual_seed(7)
+      local x, w, b = ember.randn(xs), ember.randn({ c[5], c[2] / g, c[6], c[7] }), ember.randn({ c[5] })
+      local opts = { stride = c[8], padding = c[9], dilation = c[10], groups = g }
+      local dy = ember.randn(F.conv2d(x, w, b, opts):shape())
+      local function grads(f, on)
+        return with_dnnl(on, function()
+          local _, gr = ember.autodiff.vjp(function(w_, b_) return f(x, w_, b_, opts) end, { w, b }, dy)
+          return gr
+        end)
+      end
+      local want, got = grads(unfused, false), grads(fused, true)
+      for k = 1, 2 do
+        local d = max_rel_diff(got[k], want[k])
+        assert(d <= 1e-5, ("geometry %d, %s: relative difference %g"):format(i, k == 1 and "gw" or "gb", d))
+      end
+    end
+  end)
+
   it("pass gradcheck and gradgradcheck", function()
     local f64 = { dtype = "float64" }
     ember.manual_seed(6)

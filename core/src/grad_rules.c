@@ -791,6 +791,23 @@ RULE(conv2d_relu)
 {
     RULE_LOCALS;
     static const int not_channels[3] = {0, 2, 3};
+    ember_tensor *seen[4] = {g, OUT(0), IN(0), IN(1)};
+    if (have(s, g, OUT(0)) && have(s, IN(0), IN(1)) && !ember__ag_would_record(4, seen)) {
+        /* nothing records this backward: the three gradients in one op */
+        ember_attrs a = *at;
+        ember_tensor *o[3] = {NULL, NULL, NULL};
+        a.i[12] = NEED(0);
+        int rc = ember__run_nograd(EMBER_OP_CONV2D_RELU_BACKWARD, 4, seen, &a, o);
+        if (rc < 0) {
+            s->rc = rc;
+            return;
+        }
+        for (int i = 0; i < 3; i++) {
+            ember_tensor *t = o[i] ? keep(s, rc, &o[i]) : NULL;
+            if (t && NEED(i)) give(s, &gi[i], t);
+        }
+        return;
+    }
     ember_tensor *gy = relu_bwd(s, g, OUT(0));
     conv2d_adjoints(r, gy);
     if (NEED(2)) give(s, &gi[2], sum_dims(s, gy, 3, not_channels, 0));

@@ -610,6 +610,82 @@ done:
     return rc;
 }
 
+/* CONV2D_RELU_BACKWARD (g, y, x, w) -> (gx, gw, gb): conv2d_relu's gradient
+   from g and its output y, with conv2d's attrs and i[12] whether gx is
+   wanted (else out[0] stays NULL). On the CPU in float32 through oneDNN,
+   relu's mask is applied as the gradient is written in the layout both
+   adjoints read (conv_dnnl.c); otherwise relu_backward, its sums per
+   channel and the two adjoint ops. Not differentiable: conv2d_relu's rule
+   runs it only where no recording sees the backward. */
+static int conv_relu_backward_composed(ember_tensor *const *in, const ember_attrs *at, bool want_gx,
+                                       ember_tensor **out)
+{
+    ember_tensor *gz = NULL, *gy_w[2];
+    ember_attrs aw = *at, ad = *at, sum = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__nn_set_shape(&aw, "conv2d_relu_backward", in[3]->shape));
+    EMBER_CHECK(ember__nn_set_shape(&ad, "conv2d_relu_backward", in[2]->shape));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gz));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_SUM, 1, &gz, &sum, &out[2]));
+    gy_w[0] = in[2], gy_w[1] = gz;
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, gy_w, &aw, &out[1]));
+    if (want_gx) {
+        gy_w[0] = gz, gy_w[1] = in[3];
+        EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, gy_w, &ad, &out[0]));
+    }
+done:
+    ember_tensor_release(gz);
+    return rc;
+}
+
+int fwd_conv2d_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *gy = in[0], *y = in[1], *x = in[2], *w = in[3];
+    const bool want_gx = at->i[12] != 0;
+    char sg[200], sy[200];
+    EMBER_TRY(ember__nn_need_4d(name, "grad_output", gy));
+    EMBER_TRY(ember__nn_need_4d(name, "output", y));
+    EMBER_TRY(ember__nn_need_4d(name, "input", x));
+    EMBER_TRY(ember__nn_need_4d(name, "weight", w));
+    conv_geom g;
+    const int64_t *st, *pd, *dl;
+    conv_attrs_unpack(at, &st, &pd, &dl);
+    EMBER_TRY(conv_geom_init(name, x->shape, w->shape, st, pd, dl, at->i[6], &g));
+    const int64_t ys[4] = {g.N, g.O, g.Ho, g.Wo};
+    if (memcmp(gy->shape, ys, sizeof ys) != 0 || memcmp(y->shape, ys, sizeof ys) != 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s and output %s must both be the convolution's "
+                           "{%lld, %lld, %lld, %lld}", name, ember__tshape(sg, gy), ember__tshape(sy, y),
+                           (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3]);
+    bool fast = true;
+    for (int i = 0; i < 4; i++)
+        fast = fast && in[i]->storage->device == EMBER_CPU && in[i]->dtype == EMBER_FLOAT32;
+    if (!fast || g.N == 0 || g.K == 0 || g.Og == 0 || g.Ho == 0 || g.Wo == 0)
+        return conv_relu_backward_composed(in, at, want_gx, out);
+    ember_tensor *c[4] = {NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
+    int rc = EMBER_OK;
+    for (int i = 0; i < 4; i++) EMBER_CHECK(ember__contiguous_as(in[i], EMBER_FLOAT32, &c[i]));
+    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
+    EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
+    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
+    if (!ember__dnnl_conv_relu_backward(&g, (const float *)ember__ptr(c[0]), (const float *)ember__ptr(c[1]),
+                                        (const float *)ember__ptr(c[2]), (const float *)ember__ptr(c[3]),
+                                        gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
+                                        (float *)ember__ptr(gb))) {
+        rc = conv_relu_backward_composed(in, at, want_gx, out);
+        goto done;
+    }
+    out[0] = gx, out[1] = gw, out[2] = gb;
+    gx = gw = gb = NULL;
+done:
+    for (int i = 0; i < 4; i++) ember_tensor_release(c[i]);
+    ember_tensor_release(gx);
+    ember_tensor_release(gw);
+    ember_tensor_release(gb);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ public entry points */
 /* attrs from stride, padding, dilation, groups and, for an adjoint, the shape
    it produces; c is conv2d_relu's bias (NULL for the others) */

@@ -22,4 +22,12 @@ typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
 bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
                       float *res);
 
+/* conv2d_relu's backward on contiguous float32 operands: from g and the
+   output y, gx (NULL: not wanted), gw and gb (O), with relu's mask applied
+   while the gradient is written in the layout the adjoints' primitives
+   read, which they then share. false as above, and where the two
+   primitives want that gradient in different layouts. */
+bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
+                                    const float *w, float *gx, float *gw, float *gb);
+
 #endif

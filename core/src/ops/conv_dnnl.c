@@ -41,6 +41,14 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
     return false;
 }
 
+bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
+                                    const float *w, float *gx, float *gw, float *gb)
+{
+    EMBER_UNUSED(g), EMBER_UNUSED(gy), EMBER_UNUSED(y), EMBER_UNUSED(x), EMBER_UNUSED(w), EMBER_UNUSED(gx);
+    EMBER_UNUSED(gw), EMBER_UNUSED(gb);
+    return false;
+}
+
 #else
 
 static dnnl_engine_t engine;
@@ -278,7 +286,10 @@ static int args_of(conv_kind kind, int i)
     return arg[kind][i];
 }
 
-static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, const float *bias)
+/* Runs the product on user[] (ember's layouts), reordering what the
+   primitive wants in another layout; an operand given in inner[] is in the
+   primitive's layout already and is read as it is. */
+static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner, const float *bias)
 {
     dnnl_stream_t stream = NULL;
     dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL, bmem = NULL;
@@ -286,13 +297,17 @@ static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, 
     bool ok = false;
     DNNL_TRY(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
     for (int i = 0; i < NARGS; i++) {
+        if (inner && inner[i]) {
+            DNNL_TRY(dnnl_memory_create(&imem[i], &c->inner[i], engine, inner[i]));
+            continue;
+        }
         DNNL_TRY(dnnl_memory_create(&umem[i], &c->user[i], engine, user[i]));
         if (!c->reorder[i]) continue;
         if (!(ibuf[i] = ember__alloc(c->inner_bytes[i]))) goto fail;
         DNNL_TRY(dnnl_memory_create(&imem[i], &c->inner[i], engine, ibuf[i]));
     }
     for (int i = 0; i < NARGS; i++)   /* the operands into the primitive's layouts */
-        if (c->reorder[i] && i != ARG_RES) {
+        if (c->reorder[i] && i != ARG_RES && !(inner && inner[i])) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, umem[i]}, {DNNL_ARG_TO, imem[i]}};
             DNNL_TRY(dnnl_primitive_execute(c->reorder[i], stream, 2, ra));
         }
@@ -345,9 +360,160 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
     dnnl_conv *c = conv_get(kind, bias != NULL, g, key, &owned);
     if (c && c->conv) {
         void *user[NARGS] = {(void *)a, (void *)b, res};
-        ok = conv_execute(c, kind, user, bias);
+        ok = conv_execute(c, kind, user, NULL, bias);
     }
     if (owned) conv_destroy(c);
+#ifdef DNNL_OMP
+    omp_set_num_threads(omp_before);
+#endif
+    return ok;
+}
+
+
+/* ------------------------------------------------------------------ conv2d_relu's backward */
+/* The gradient of relu(conv2d(x, w) + b) from g and the output y: gz = g
+   where y > 0, its sums per channel (b's gradient), and the two adjoints of
+   gz. Both adjoints read gz in the layout their primitives chose; where
+   that is the same for the two, plain NCHW or aBcd16b (16 channels to a
+   block, the count padded with zeros: what the AVX-512 kernels take), the
+   mask is applied while gz is written in it, so no separate ReLU pass, bias
+   sum or reorder of gz runs, and the adjoints share the one copy. */
+typedef struct {
+    const conv_geom *g;
+    const float *gy, *y;
+    float *gz;          /* in the primitives' layout */
+    double *sums;       /* (N, O): per sample, per channel */
+    bool blocked;
+} mask_job;
+
+/* one channel's plane, NCHW: z = g where y > 0, else 0, and the sum of
+   those values in 16 double lanes added in a fixed order afterwards (the
+   vector width changes no bit) */
+EMBER_INLINE double mask_plane(const float *restrict g, const float *restrict y, int64_t n, float *restrict z)
+{
+    double lanes[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            float gv = g[i + l], yv = y[i + l];   /* both loaded: the select is a blend */
+            float v = yv > 0 ? gv : 0.0f;
+            z[i + l] = v;
+            lanes[l] += (double)v;
+        }
+    for (; i < n; i++) {
+        float v = y[i] > 0 ? g[i] : 0.0f;
+        z[i] = v;
+        lanes[i % 16] += (double)v;
+    }
+    double sum = 0;
+    for (int l = 0; l < 16; l++) sum += lanes[l];
+    return sum;
+}
+
+/* a block of 16 channels' planes (live of them; the rest is padding) into
+   aBcd16b, 16 positions at a time: the masked values gathered in a 16 x 16
+   tile with each channel's row read contiguously, then written as 16
+   contiguous rows of 16 channels; the sums as in mask_plane */
+EMBER_INLINE void mask_block(const float *restrict g, const float *restrict y, int64_t HW, int live,
+                             float *restrict z, double *restrict sum)
+{
+    double lanes[16][16];
+    memset(lanes, 0, sizeof lanes);
+    float t[16][16];
+    memset(t, 0, sizeof t);
+    int64_t i = 0;
+    for (; i + 16 <= HW; i += 16) {
+        for (int c = 0; c < live; c++)
+            for (int l = 0; l < 16; l++) {
+                float gv = g[c * HW + i + l], yv = y[c * HW + i + l];
+                float v = yv > 0 ? gv : 0.0f;
+                t[c][l] = v;
+                lanes[c][l] += (double)v;
+            }
+        for (int l = 0; l < 16; l++)
+            for (int c = 0; c < 16; c++) z[(i + l) * 16 + c] = t[c][l];
+    }
+    for (; i < HW; i++)
+        for (int c = 0; c < 16; c++) {
+            float v = c < live && y[c * HW + i] > 0 ? g[c * HW + i] : 0.0f;
+            z[i * 16 + c] = v;
+            if (c < live) lanes[c][i % 16] += (double)v;
+        }
+    for (int c = 0; c < live; c++) {
+        double s = 0;
+        for (int l = 0; l < 16; l++) s += lanes[c][l];
+        sum[c] = s;
+    }
+}
+
+EMBER_SIMD static void mask_samples(void *vctx, int64_t n0, int64_t n1)
+{
+    const mask_job *j = vctx;
+    int64_t O = j->g->O, HW = j->g->Ho * j->g->Wo, OB = (O + 15) / 16;
+    for (int64_t n = n0; n < n1; n++) {
+        const float *gp = j->gy + n * O * HW, *yp = j->y + n * O * HW;
+        double *sum = j->sums + n * O;
+        if (!j->blocked) {
+            for (int64_t o = 0; o < O; o++) sum[o] = mask_plane(gp + o * HW, yp + o * HW, HW, j->gz + (n * O + o) * HW);
+            continue;
+        }
+        for (int64_t ob = 0; ob < OB; ob++) {
+            int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
+            mask_block(gp + ob * 16 * HW, yp + ob * 16 * HW, HW, live, j->gz + (n * OB + ob) * HW * 16, sum + ob * 16);
+        }
+    }
+}
+
+/* the layout both adjoints read gz in: 0 NCHW, 1 aBcd16b, -1 neither or not the same */
+static int shared_layout(const dnnl_conv *cw, const dnnl_conv *cd, const conv_geom *g)
+{
+    const dnnl_memory_desc_t *mw = &cw->inner[ARG_B];   /* bwd_weights' diff_dst */
+    if (cd && !dnnl_memory_desc_equal(mw, &cd->inner[ARG_A])) return -1;
+    if (dnnl_memory_desc_equal(mw, &cw->user[ARG_B])) return 0;
+    dnnl_memory_desc_t blk;
+    const dnnl_dims_t d = {g->N, g->O, g->Ho, g->Wo};
+    if (dnnl_memory_desc_init_by_tag(&blk, 4, d, dnnl_f32, dnnl_aBcd16b) != dnnl_success) return -1;
+    return dnnl_memory_desc_equal(mw, &blk) ? 1 : -1;
+}
+
+bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
+                                    const float *w, float *gx, float *gw, float *gb)
+{
+    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
+    int nthr = forked_child ? 1 : ember_num_threads();
+#ifdef DNNL_OMP
+    int omp_before = omp_get_max_threads();
+    omp_set_num_threads(nthr);
+#endif
+    int64_t kw[KEY_LEN], kd[KEY_LEN];
+    conv_key(CONV_BWD_WEIGHT, false, g, nthr, kw);
+    conv_key(CONV_BWD_INPUT, false, g, nthr, kd);
+    bool own_w = false, own_d = false, ok = false;
+    dnnl_conv *cw = conv_get(CONV_BWD_WEIGHT, false, g, kw, &own_w);
+    dnnl_conv *cd = gx ? conv_get(CONV_BWD_INPUT, false, g, kd, &own_d) : NULL;
+    int layout = cw && cw->conv && (!gx || (cd && cd->conv)) ? shared_layout(cw, cd, g) : -1;
+    size_t zbytes = layout >= 0 ? cw->inner_bytes[ARG_B] : 0, sbytes = (size_t)(g->N * g->O) * sizeof(double);
+    float *gz = layout >= 0 ? ember__alloc(zbytes) : NULL;
+    double *sums = gz ? ember__alloc(sbytes) : NULL;
+    if (sums) {
+        mask_job mj = {g, gy, y, gz, sums, layout == 1};
+        ember__parallel_for(g->N, 1, mask_samples, &mj);
+        for (int64_t o = 0; o < g->O; o++) {   /* b's gradient: the samples in order */
+            double acc = 0;
+            for (int64_t n = 0; n < g->N; n++) acc += sums[n * g->O + o];
+            gb[o] = (float)acc;
+        }
+        void *uw[NARGS] = {(void *)x, NULL, gw}, *iw[NARGS] = {NULL, gz, NULL};
+        ok = conv_execute(cw, CONV_BWD_WEIGHT, uw, iw, NULL);
+        if (ok && gx) {
+            void *ud[NARGS] = {NULL, (void *)w, gx}, *id[NARGS] = {gz, NULL, NULL};
+            ok = conv_execute(cd, CONV_BWD_INPUT, ud, id, NULL);
+        }
+    }
+    if (gz) ember__free(gz, zbytes);
+    if (sums) ember__free(sums, sbytes);
+    if (own_w) conv_destroy(cw);
+    if (own_d) conv_destroy(cd);
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
 #endif
