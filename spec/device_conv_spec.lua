@@ -76,6 +76,17 @@ describe("on " .. device .. ": conv2d", function()
     end
   end)
 
+  case("conv2d_relu_max_pool2d (conv2d, bias, ReLU and max pooling as one op) and its gradients", function()
+    for i, g in ipairs(GEOMETRIES) do
+      local inputs = { normal(i, g.x, "float32"), normal(10 + i, g.w, "float32"), normal(20 + i, { g.w[1] }, "float32") }
+      local y = F.conv2d(inputs[1], inputs[2], inputs[3], g.opts)
+      if y:size(3) >= 2 and y:size(4) >= 2 then
+        agrees_with_grads(inputs, function(x, w, b) return F.conv2d_relu_max_pool2d(x, w, b, g.opts, 2) end,
+          CONV_TOL.float32)
+      end
+    end
+  end)
+
   case("a strided (transposed) input is read by value", function()
     local x, w = normal(1, { 2, 3, 8, 9 }, "float32"), normal(2, { 4, 3, 3, 3 }, "float32")
     local xt = x:transpose(3, 4)

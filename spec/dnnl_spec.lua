@@ -232,3 +232,173 @@ describe("conv2d with its bias and ReLU fused", function()
     assert.matches("conv2d_relu: bias must share the input's dtype", err, 1, true)
   end)
 end)
+
+describe("conv2d, bias, ReLU and max pooling fused (conv2d_relu_max_pool2d)", function()
+  local F, graph = ember.nn.functional, ember.autodiff.graph
+
+  -- {N, C, H, W, O, k, stride, padding, dilation, groups, pool kernel, pool stride}
+  local cases = {
+    { 4, 1, 28, 28, 16, 5, 1, 2, 1, 1, 2, 2 },   -- the CNN recipe's layers
+    { 4, 16, 14, 14, 32, 5, 1, 2, 1, 1, 2, 2 },
+    { 3, 5, 9, 7, 20, 3, 1, 1, 1, 1, 2, 2 },     -- 20 channels: a block of 16 and one of 4; odd H and W leave a row and a column
+    { 2, 3, 10, 11, 7, 3, 1, 0, 1, 1, 3, 3 },    -- 3x3 windows
+    { 2, 4, 12, 9, { 6, 5 }, 3, { 2, 1 }, 1, 1, 1, { 2, 3 }, { 2, 3 } }, -- uneven windows
+    { 2, 4, 8, 8, 8, 3, 1, 1, 2, 2, 2, 2 },      -- dilation and groups
+    { 2, 3, 9, 9, 6, 3, 1, 1, 1, 1, 3, 2 },      -- overlapping windows (stride below the kernel)
+    { 2, 2, 4, 4, 3, 3, 1, 1, 1, 1, 4, 4 },      -- one window per plane
+  }
+  local function setup(c, dtype, seed)
+    ember.manual_seed(seed or 5)
+    local o = { dtype = dtype or "float32" }
+    local O = type(c[5]) == "table" and c[5][1] or c[5]
+    local x = ember.randn({ c[1], c[2], c[3], c[4] }, o)
+    local w = ember.randn({ O, c[2] / c[10], c[6], c[6] }, o)
+    local b = ember.randn({ O }, o)
+    return x, w, b, { stride = c[7], padding = c[8], dilation = c[9], groups = c[10] }, c[11], { stride = c[12] }
+  end
+  local function fused(x, w, b, opts, k, po) return F.conv2d_relu_max_pool2d(x, w, b, opts, k, po) end
+  local function unfused(x, w, b, opts, k, po) return F.max_pool2d(F.conv2d_relu(x, w, b, opts), k, po) end
+  -- the pooled values and the gradients of x, w and b under a random dp
+  local function run(f, c, dtype, wrt)
+    local x, w, b, opts, k, po = setup(c, dtype)
+    local dp = ember.randn(unfused(x, w, b, opts, k, po):shape(), { dtype = dtype or "float32" })
+    local function g(...)
+      local args = { x, w, b }
+      for i, a in ipairs({ ... }) do args[wrt and wrt[i] or i] = a end
+      return f(args[1], args[2], args[3], opts, k, po)
+    end
+    local inputs = {}
+    for i, j in ipairs(wrt or { 1, 2, 3 }) do inputs[i] = ({ x, w, b })[j] end
+    local out, grads = ember.autodiff.vjp(g, inputs, dp)
+    return out, grads
+  end
+  local function check(got, want, tol, what)
+    assert.are.same(want:shape(), got:shape())
+    local d = max_rel_diff(got, want)
+    assert(d <= tol, ("%s: relative difference %g"):format(what, d))
+  end
+
+  it("give max_pool2d(conv2d_relu(...))'s values, positions and gradients", function()
+    for i, c in ipairs(cases) do
+      for _, on in ipairs({ true, false }) do
+        with_dnnl(on, function()
+          local x, w, b, opts, k, po = setup(c)
+          local v, ix = F.max_pool2d(F.conv2d_relu(x, w, b, opts), k, po, true)
+          local p = fused(x, w, b, opts, k, po)
+          assert.are.equal(0, (p - v):abs():max():item(), ("case %d: values"):format(i))
+          local pf, gf = run(fused, c)
+          local pu, gu = run(unfused, c)
+          check(pf, pu, 0, ("case %d values"):format(i))
+          for j, name in ipairs({ "gx", "gw", "gb" }) do
+            check(gf[j], gu[j], 1e-5, ("case %d (oneDNN %s) %s"):format(i, tostring(on), name))
+          end
+          assert.are.equal("int64", ix.dtype)
+        end)
+      end
+      -- float64 goes the composed way: the same numbers (b's gradient summed over the pooled values)
+      local pf, gf = run(fused, c, "float64")
+      local pu, gu = run(unfused, c, "float64")
+      check(pf, pu, 0, ("case %d float64 values"):format(i))
+      for j = 1, 3 do check(gf[j], gu[j], 1e-12, ("case %d float64 gradient %d"):format(i, j)) end
+    end
+  end)
+
+  it("give w's and b's gradients alone when x needs none", function()
+    for i, c in ipairs(cases) do
+      local _, gf = run(fused, c, nil, { 2, 3 })
+      local gu = with_dnnl(false, function() return select(2, run(unfused, c, nil, { 2, 3 })) end)
+      check(gf[1], gu[1], 1e-5, ("case %d gw"):format(i))
+      check(gf[2], gu[2], 1e-5, ("case %d gb"):format(i))
+    end
+  end)
+
+  it("agree without ember's AVX-512 kernels (EMBER_NO_AVX512)", function()
+    ffi.cdef [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name); ]]
+    local want = {}
+    for i, c in ipairs(cases) do want[i] = { run(fused, c) } end
+    ffi.C.setenv("EMBER_NO_AVX512", "1", 1)
+    local ok, err = pcall(function()
+      for i, c in ipairs(cases) do
+        local p, g = run(fused, c)
+        check(p, want[i][1], 0, ("case %d values"):format(i))
+        for j = 1, 3 do check(g[j], want[i][2][j], 0, ("case %d gradient %d"):format(i, j)) end
+      end
+    end)
+    ffi.C.unsetenv("EMBER_NO_AVX512")
+    assert(ok, err)
+  end)
+
+  it("keep the first maximum of a window, as max_pool2d does", function()
+    -- a 1x1 convolution with weight 1 and bias 0 is relu(x) in each of 16
+    -- channels; ties (5 and 5; four zeros; 7s) and an infinity
+    local x = ember.tensor({ { { { 1, 5, 2, 2 }, { 5, 4, 2, 3 }, { -1, -2, 7, 7 }, { -3, -4, 7, 1 / 0 } } } })
+    local w, b = ember.ones({ 16, 1, 1, 1 }), ember.zeros({ 16 })
+    for _, on in ipairs({ true, false }) do
+      with_dnnl(on, function()
+        local p, ix = F.max_pool2d(F.conv2d_relu(x, w, b), 2, nil, true)
+        local got = fused(x, w, b, {}, 2)
+        assert.are.same({ { 5, 3 }, { 0, 1 / 0 } }, got[1][16]:tolist())
+        assert.are.same({ { 1, 7 }, { 8, 15 } }, ix[1][16]:tolist())
+        assert.are.same(p:tolist(), got:tolist())
+      end)
+    end
+  end)
+
+  it("pass gradcheck and gradgradcheck", function()
+    local f64 = { dtype = "float64" }
+    ember.manual_seed(6)
+    local x, w, b = ember.randn({ 2, 2, 6, 6 }, f64), ember.randn({ 4, 1, 3, 3 }, f64), ember.randn({ 4 }, f64)
+    local function f(x_, w_, b_) return fused(x_, w_, b_, { padding = 1, groups = 2 }, 2) end
+    assert.is_true(ember.autodiff.gradcheck(function(...) return f(...):sum() end, { x, w, b }))
+    assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+  end)
+
+  it("keeps x, w and its two results for backward, and sees an in-place change", function()
+    local x, w, b = ember.randn({ 2, 2, 6, 6 }), ember.randn({ 3, 2, 3, 3 }), ember.randn({ 3 })
+    local function loss(x_, w_, b_) return fused(x_, w_, b_, { padding = 1 }, 2):sum() end
+    local packed = 0
+    local _, want = ember.autodiff.vjp(loss, { x, w, b })
+    local _, got = graph.saved_tensors_hooks(function(t) packed = packed + 1; return t:clone() end,
+      function(t) return t end, function() return ember.autodiff.vjp(loss, { x, w, b }) end)
+    assert.are.equal(4, packed)   -- x, w, the pooled values and their positions
+    for k = 1, 3 do assert.are.equal(0, (got[k] - want[k]):abs():max():item()) end
+    local gm = ember.autodiff.GradManager():attach({ w, b })
+    gm:record()
+    local p = fused(x, w, b, { padding = 1 }, 2)
+    local l = p:sum()
+    p:mul_(2)
+    local ok, err = pcall(gm.backward, gm, l)
+    assert.is_false(ok)
+    assert.truthy(err:find("version"))
+    assert.truthy(err:find("Conv2dReluMaxPool2d"))
+  end)
+
+  it("is what nn.Sequential runs for a Conv2d with activation \"relu\" and a MaxPool2d", function()
+    ember.manual_seed(8)
+    local conv, pool = ember.nn.Conv2d(2, 3, 3, { padding = 1, activation = "relu" }), ember.nn.MaxPool2d(2)
+    local seq = ember.nn.Sequential(conv, pool)
+    local x = ember.randn({ 2, 2, 7, 7 })
+    local r = ember.profile(function() return seq(x) end)
+    assert.are.equal(1, r.ops.conv2d_relu_max_pool2d.calls)
+    assert.are.equal(0, (seq(x) - pool(conv(x))):abs():max():item())
+    -- padding, no bias or a plain ReLU module keep the layers apart
+    local padded = ember.nn.Sequential(conv, ember.nn.MaxPool2d(2, { padding = 1 }))
+    r = ember.profile(function() return padded(x) end)
+    assert.is_nil(r.ops.conv2d_relu_max_pool2d)
+    assert.are.equal(1, r.ops.max_pool2d.calls)
+  end)
+
+  it("names itself in its errors", function()
+    local x, w, b = ember.randn({ 1, 2, 5, 5 }), ember.randn({ 3, 2, 3, 3 }), ember.randn({ 3 })
+    local ok, err = pcall(fused, x, w, ember.randn({ 4 }), {}, 2)
+    assert.is_false(ok)
+    assert.matches("conv2d_relu_max_pool2d: bias must have shape {3}, got {4}", err, 1, true)
+    ok, err = pcall(fused, x, w, b, {}, 4)
+    assert.is_false(ok)
+    assert.matches("conv2d_relu_max_pool2d: the convolution's output {1, 3, 3, 3} is smaller than the pool kernel {4, 4}",
+      err, 1, true)
+    ok, err = pcall(fused, x, w, b, {}, 0)
+    assert.is_false(ok)
+    assert.matches("conv2d_relu_max_pool2d", err, 1, true)
+  end)
+end)

@@ -222,6 +222,30 @@ describe("F.conv2d", function()
       { { { { 1, 1 }, { 1, 1 } }, { { 0, 0 }, { 0, 0 } } } }, 0)
   end)
 
+  it("with its bias, ReLU and 2x2 max pooling fused (conv2d_relu_max_pool2d), by hand", function()
+    -- x = 0 .. 35 in a 6x6 plane; a 1x1 convolution makes relu(x - 10) and
+    -- relu(20 - x): each 2x2 window's maximum sits at its largest x in the
+    -- first channel and at its smallest in the second (or, all zero, at the
+    -- window's first position); the gradients of the sum go to those
+    -- positions where the maximum is positive
+    for _, dt in ipairs({ "float32", "float64" }) do
+      local o = { dtype = dt }
+      local x = ember.arange(36, o):view(1, 1, 6, 6)
+      local w, b = ember.tensor({ 1, -1 }, o):view(2, 1, 1, 1), ember.tensor({ -10, 20 }, o)
+      local want = { { { 0, 0, 1 }, { 9, 11, 13 }, { 21, 23, 25 } }, { { 20, 18, 16 }, { 8, 6, 4 }, { 0, 0, 0 } } }
+      H.same(F.conv2d_relu_max_pool2d(x, w, b, {}, 2), { want }, 0, { 1, 2, 3, 3 })
+      local _, g = ember.autodiff.vjp(function(x_, w_, b_) return F.conv2d_relu_max_pool2d(x_, w_, b_, {}, 2):sum() end,
+        { x, w, b })
+      local gx = {}
+      for i = 0, 35 do gx[i + 1] = 0 end
+      for _, k in ipairs({ 11, 19, 21, 23, 31, 33, 35 }) do gx[k + 1] = 1 end
+      for _, k in ipairs({ 0, 2, 4, 12, 14, 16 }) do gx[k + 1] = -1 end
+      H.same(g[1]:view(36), gx, 0)
+      H.same(g[2]:view(2), { 11 + 19 + 21 + 23 + 31 + 33 + 35, 0 + 2 + 4 + 12 + 14 + 16 }, 0)
+      H.same(g[3], { 7, 6 }, 0)
+    end
+  end)
+
   for _, o in ipairs({
     {}, { stride = 2 }, { padding = 2 }, { dilation = 2 }, { groups = 2 },
     { stride = { 2, 1 }, padding = { 1, 0 }, dilation = { 1, 2 } }, { groups = 4, padding = 1 },

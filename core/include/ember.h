@@ -384,6 +384,17 @@ EMBER_API int ember_conv2d(ember_tensor *x, ember_tensor *w, const int64_t *stri
 EMBER_API int ember_conv2d_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, const int64_t *stride,
                                 const int64_t *padding, const int64_t *dilation, int64_t groups,
                                 ember_tensor **out);
+/* max_pool2d(relu(conv2d(x, w) + b)) in one op, the pool's windows of
+   `kernel` at `pool_stride` with no padding: values and int64 indices as
+   ember_max_pool2d gives them over the convolution's output (indices may be
+   NULL). Backward keeps x, w and the pooled results, not the convolution's
+   output; on the CPU in float32 with pool_stride equal to kernel the output
+   is pooled in the layout oneDNN writes it in. */
+EMBER_API int ember_conv2d_relu_max_pool2d(ember_tensor *x, ember_tensor *w, ember_tensor *b,
+                                           const int64_t *stride, const int64_t *padding,
+                                           const int64_t *dilation, int64_t groups, const int64_t *kernel,
+                                           const int64_t *pool_stride, ember_tensor **values,
+                                           ember_tensor **indices);
 /* The adjoints of conv2d: the gradient for x of shape x_shape given g and w,
    and the gradient for w of shape w_shape given x and g. */
 EMBER_API int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape,

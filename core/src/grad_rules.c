@@ -10,6 +10,7 @@
 #include "grad_rules.h"
 #include "autograd.h"
 #include "node.h"
+#include "ops/nn.h"
 
 #include <math.h>
 #include <string.h>
@@ -811,6 +812,44 @@ RULE(conv2d_relu)
     ember_tensor *gy = relu_bwd(s, g, OUT(0));
     conv2d_adjoints(r, gy);
     if (NEED(2)) give(s, &gi[2], sum_dims(s, gy, 3, not_channels, 0));
+}
+
+/* (p, idx) = max_pool2d(relu(conv2d(x, w) + b)): relu's mask is p > 0 (a
+   pooled value is the convolution's output at its position), so the
+   convolution's gradient is max_pool2d's adjoint of g masked by p; b's is
+   the masked g summed over all but the channels */
+RULE(conv2d_relu_pool)
+{
+    RULE_LOCALS;
+    static const int not_channels[3] = {0, 2, 3};
+    ember_tensor *seen[5] = {g, OUT(0), OUT(1), IN(0), IN(1)};
+    if (!have(s, g, OUT(0)) || !have(s, OUT(1), IN(0)) || !have(s, IN(1), IN(1))) return;
+    if (!ember__ag_would_record(5, seen)) {
+        /* nothing records this backward: the three gradients in one op */
+        ember_attrs a = *at;
+        ember_tensor *o[3] = {NULL, NULL, NULL};
+        a.i[16] = NEED(0);
+        int rc = ember__run_nograd(EMBER_OP_CONV2D_RELU_POOL_BACKWARD, 5, seen, &a, o);
+        if (rc < 0) {
+            s->rc = rc;
+            return;
+        }
+        for (int i = 0; i < 3; i++) {
+            ember_tensor *t = o[i] ? keep(s, rc, &o[i]) : NULL;
+            if (t && NEED(i)) give(s, &gi[i], t);
+        }
+        return;
+    }
+    const int64_t *st = &at->i[0], *pd = &at->i[2];
+    int64_t ys[4] = {in[0], 0, 0, 0}, ws[EMBER_MAX_DIMS];
+    ember__node_in_shape(n, 1, ws);
+    ys[1] = ws[0];
+    ys[2] = nn_out_size(in[2], ws[2], st[0], pd[0], at->i[4]);
+    ys[3] = nn_out_size(in[3], ws[3], st[1], pd[1], at->i[5]);
+    ember_tensor *gq = relu_bwd(s, g, OUT(0)), *o = NULL;
+    ember_tensor *gy = OK(s) ? keep(s, ember_max_pool2d_backward(gq, OUT(1), ys, &o), &o) : NULL;
+    conv2d_adjoints(r, gy);
+    if (NEED(2)) give(s, &gi[2], sum_dims(s, gq, 3, not_channels, 0));
 }
 
 /* the adjoints are bilinear in their two inputs, so their own gradients are

@@ -305,6 +305,32 @@ int main(void)
         CHECK(ember_full(1, s1, 1, EMBER_FLOAT64, EMBER_CPU, &b64) == EMBER_OK);
         BAD(ember_conv2d_relu(x4, x4, b2, one2, zero2, one2, 1, &o));
         BAD(ember_conv2d_relu(x4, x4, b64, one2, zero2, one2, 1, &o));
+        /* the fused pooling: its bias, NULLs, a kernel beyond the
+           convolution's 2x2 output, non-positive and huge windows */
+        const int64_t k3[2] = {3, 3}, k0[2] = {0, 2}, kneg[2] = {2, -1}, khuge[2] = {(int64_t)1 << 40, 1};
+        ember_tensor *w4 = NULL, *b1 = NULL, *p = NULL;
+        CHECK(ember_full(4, (const int64_t[4]){1, 2, 2, 2}, 1, EMBER_FLOAT32, EMBER_CPU, &w4) == EMBER_OK);
+        CHECK(ember_full(1, s1, 1, EMBER_FLOAT32, EMBER_CPU, &b1) == EMBER_OK);
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b2, one2, zero2, one2, 1, k2, k2, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b64, one2, zero2, one2, 1, k2, k2, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, NULL, one2, zero2, one2, 1, k2, k2, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, NULL, k2, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, k2, NULL, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, k2, k2, NULL, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, k3, k3, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, k0, k2, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, k2, kneg, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, khuge, k2, &p, NULL));
+        BAD(ember_conv2d_relu_max_pool2d(a, a, b1, one2, zero2, one2, 1, k2, k2, &p, NULL));   /* 2-d */
+        {   /* and a good call: the one window's maximum */
+            ember_tensor *ix = NULL;
+            CHECK(ember_conv2d_relu_max_pool2d(x4, w4, b1, one2, zero2, one2, 1, k2, k2, &p, &ix) == EMBER_OK);
+            CHECK(ember_tensor_numel(p) == 1 && ember_tensor_numel(ix) == 1);
+            ember_tensor_release(p);
+            ember_tensor_release(ix);
+        }
+        ember_tensor_release(w4);
+        ember_tensor_release(b1);
         ember_tensor_release(x4);
         ember_tensor_release(b2);
         ember_tensor_release(b64);

@@ -11,7 +11,7 @@ local errors = require("ember.errors")
 local CATEGORY = {
   matmul = "gemm", linear = "gemm", linear_relu = "gemm",
   conv2d = "conv", conv2d_relu = "conv", conv2d_backward_input = "conv", conv2d_backward_weight = "conv",
-  conv2d_relu_backward = "conv",
+  conv2d_relu_backward = "conv", conv2d_relu_max_pool2d = "conv", conv2d_relu_max_pool2d_backward = "conv",
   max_pool2d = "pool", max_pool2d_backward = "pool", avg_pool2d = "pool", avg_pool2d_backward = "pool",
 }
 

@@ -510,8 +510,24 @@ family("conv", function()
   local opts = { stride = chance(0.8) and rand(2) or { rand(3) - 1, rand(2) },
     padding = chance(0.8) and rand(2) - 1 or { rand(3) - 2, rand(2) },
     dilation = chance(0.8) and 1 or rand(3) - 1, groups = g }
-  local k = rand(9)
-  if k == 9 then   -- conv2d with its bias and ReLU as one op
+  local k = rand(10)
+  if k == 10 then   -- conv2d, its bias, ReLU and max pooling as one op, and its backward
+    local bias = rtensor(chance(0.85) and { o } or rshape(2, 5), chance(0.9) and dt or pick(DTYPES))
+    local pk = chance(0.85) and { rand(3), rand(3) } or { rand(4) - 2, rand(3) - 1 }
+    local ps = chance(0.7) and pk or { rand(3) - 1, rand(2) }
+    if chance(0.6) then
+      local function f(x_, w_, b_) return F.conv2d_relu_max_pool2d(x_, w_, b_, opts, pk, { stride = ps }) end
+      if chance(0.5) then return f(x, wt, bias) end
+      ember.autodiff.vjp(function(...) return f(...):sum() end, { x, wt, bias })
+      return
+    end
+    local with_idx = chance(0.5)
+    c_check(C.ember_conv2d_relu_max_pool2d(x._c, wt._c, bias._c, i64({ rand(3) - 1, rand(2) }),
+      i64({ rand(3) - 2, rand(2) - 1 }), i64({ rand(3) - 1, 1 }), rand(4) - 1, i64(pk), i64(ps), out2,
+      with_idx and out2 + 1 or nil))
+    ember._wrap(out2[0])
+    if with_idx then ember._wrap(out2[1]) end
+  elseif k == 9 then   -- conv2d with its bias and ReLU as one op
     local bias = rtensor(chance(0.85) and { o } or rshape(2, 5), chance(0.9) and dt or pick(DTYPES))
     if chance(0.5) then return F.conv2d_relu(x, wt, bias, opts) end
     c_check(C.ember_conv2d_relu(x._c, wt._c, bias._c, i64({ rand(3) - 1, rand(2) }),

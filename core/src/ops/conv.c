@@ -501,7 +501,7 @@ static void bias_relu(ember_tensor *res, const ember_tensor *bias, const conv_ge
 
 static conv_kind kind_of(int op)
 {
-    return op == EMBER_OP_CONV2D || op == EMBER_OP_CONV2D_RELU ? CONV_FWD
+    return op == EMBER_OP_CONV2D || op == EMBER_OP_CONV2D_RELU || op == EMBER_OP_CONV2D_RELU_POOL ? CONV_FWD
            : op == EMBER_OP_CONV2D_BACKWARD_INPUT ? CONV_BWD_INPUT : CONV_BWD_WEIGHT;
 }
 
@@ -686,6 +686,163 @@ done:
     return rc;
 }
 
+/* ------------------------------------------------------------------ conv2d_relu_max_pool2d */
+/* the pool's window from attrs i[12..15] (kernel, stride), checked against
+   the convolution's output: max_pool2d's own checks, named for op */
+static int pool_window(const char *name, const ember_attrs *at, const conv_geom *g, int64_t *Hp, int64_t *Wp)
+{
+    const int64_t *k = &at->i[12], *st = &at->i[14];
+    if (k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1 || k[0] > INT32_MAX || k[1] > INT32_MAX ||
+        st[0] > INT32_MAX || st[1] > INT32_MAX)
+        return ember__fail(EMBER_ERR_ARG, "%s: pool kernel {%lld, %lld} and stride {%lld, %lld} must be positive "
+                           "and below 2^31", name, (long long)k[0], (long long)k[1], (long long)st[0],
+                           (long long)st[1]);
+    if (g->Ho < k[0] || g->Wo < k[1])
+        return ember__fail(EMBER_ERR_SHAPE, "%s: the convolution's output {%lld, %lld, %lld, %lld} is smaller than "
+                           "the pool kernel {%lld, %lld}", name, (long long)g->N, (long long)g->O, (long long)g->Ho,
+                           (long long)g->Wo, (long long)k[0], (long long)k[1]);
+    *Hp = (g->Ho - k[0]) / st[0] + 1;
+    *Wp = (g->Wo - k[1]) / st[1] + 1;
+    return EMBER_OK;
+}
+
+/* max_pool2d's attrs from the fused op's */
+static ember_attrs pool_attrs(const ember_attrs *at)
+{
+    ember_attrs pa;
+    memset(&pa, 0, sizeof pa);
+    pa.i[0] = at->i[12], pa.i[1] = at->i[13], pa.i[2] = at->i[14], pa.i[3] = at->i[15];
+    return pa;
+}
+
+/* the fused path's conditions: float32 on the CPU, windows that tile */
+static bool pool_fusable(int n, ember_tensor *const *t, const ember_attrs *at)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i]->storage->device != EMBER_CPU || t[i]->dtype != EMBER_FLOAT32) return false;
+    return at->i[12] == at->i[14] && at->i[13] == at->i[15];
+}
+
+int fwd_conv2d_relu_pool(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    conv_geom g;
+    int64_t rs[4], Hp, Wp;
+    EMBER_TRY(ember__conv_plan_make(op, in, at, &g, rs));
+    EMBER_TRY(bias_check(name, in[2], in[0], g.O));
+    EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
+    const ember_attrs pa = pool_attrs(at);
+    ember_tensor *c[3] = {NULL, NULL, NULL}, *p = NULL, *ix = NULL, *y = NULL;
+    int rc = EMBER_OK;
+    if (pool_fusable(3, in, at) && g.N > 0 && g.K > 0 && g.Og > 0) {
+        const int64_t ps[4] = {g.N, g.O, Hp, Wp};
+        for (int i = 0; i < 3; i++) EMBER_CHECK(ember__contiguous_as(in[i], EMBER_FLOAT32, &c[i]));
+        EMBER_CHECK(ember__new(4, ps, EMBER_FLOAT32, EMBER_CPU, &p));
+        EMBER_CHECK(ember__new(4, ps, EMBER_INT64, EMBER_CPU, &ix));
+        if (ember__dnnl_conv_relu_pool(&g, (const float *)ember__ptr(c[0]), (const float *)ember__ptr(c[1]),
+                                       (const float *)ember__ptr(c[2]), at->i[12], at->i[13],
+                                       (float *)ember__ptr(p), (int64_t *)ember__ptr(ix))) {
+            out[0] = p, out[1] = ix;
+            p = ix = NULL;
+            goto done;
+        }
+    }
+    /* conv2d_relu, then max_pool2d over its output */
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_RELU, 3, in, at, &y));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D, 1, &y, &pa, out));
+done:
+    for (int i = 0; i < 3; i++) ember_tensor_release(c[i]);
+    ember_tensor_release(p);
+    ember_tensor_release(ix);
+    ember_tensor_release(y);
+    return rc;
+}
+
+/* the backward as ops: gp masked by p > 0, put back at the positions, its
+   sums per channel, and the two adjoints */
+static int conv_relu_pool_backward_composed(ember_tensor *const *in, const ember_attrs *at, const conv_geom *g,
+                                            bool want_gx, ember_tensor **out)
+{
+    ember_tensor *gq = NULL, *gz = NULL, *two[2];
+    ember_attrs aw = *at, ad = *at, ap, sum = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};
+    const int64_t ys[4] = {g->N, g->O, g->Ho, g->Wo};
+    int rc = EMBER_OK;
+    memset(&ap, 0, sizeof ap);
+    EMBER_CHECK(ember__nn_set_shape(&aw, "conv2d_relu_max_pool2d_backward", in[4]->shape));
+    EMBER_CHECK(ember__nn_set_shape(&ad, "conv2d_relu_max_pool2d_backward", in[3]->shape));
+    EMBER_CHECK(ember__nn_set_shape(&ap, "conv2d_relu_max_pool2d_backward", ys));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gq));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_SUM, 1, &gq, &sum, &out[2]));
+    two[0] = gq, two[1] = in[2];
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D_BACKWARD, 2, two, &ap, &gz));
+    two[0] = in[3], two[1] = gz;
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, two, &aw, &out[1]));
+    if (want_gx) {
+        two[0] = gz, two[1] = in[4];
+        EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, two, &ad, &out[0]));
+    }
+done:
+    ember_tensor_release(gq);
+    ember_tensor_release(gz);
+    return rc;
+}
+
+/* CONV2D_RELU_POOL_BACKWARD (gp, p, idx, x, w) -> (gx, gw, gb) */
+int fwd_conv2d_relu_pool_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                                  ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    ember_tensor *gp = in[0], *p = in[1], *idx = in[2], *x = in[3], *w = in[4];
+    const bool want_gx = at->i[16] != 0;
+    char s1[200], s2[200], s3[200];
+    EMBER_TRY(ember__nn_need_4d(name, "grad_output", gp));
+    EMBER_TRY(ember__nn_need_4d(name, "output", p));
+    EMBER_TRY(ember__nn_need_4d(name, "indices", idx));
+    EMBER_TRY(ember__nn_need_4d(name, "input", x));
+    EMBER_TRY(ember__nn_need_4d(name, "weight", w));
+    conv_geom g;
+    const int64_t *st, *pd, *dl;
+    int64_t Hp, Wp;
+    conv_attrs_unpack(at, &st, &pd, &dl);
+    EMBER_TRY(conv_geom_init(name, x->shape, w->shape, st, pd, dl, at->i[6], &g));
+    EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
+    const int64_t ps[4] = {g.N, g.O, Hp, Wp};
+    if (memcmp(gp->shape, ps, sizeof ps) != 0 || memcmp(p->shape, ps, sizeof ps) != 0 ||
+        memcmp(idx->shape, ps, sizeof ps) != 0 || idx->dtype != EMBER_INT64)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s, output %s and int64 indices %s %s must all be the "
+                           "pooled {%lld, %lld, %lld, %lld}", name, ember__tshape(s1, gp), ember__tshape(s2, p),
+                           ember_dtype_name(idx->dtype), ember__tshape(s3, idx), (long long)ps[0],
+                           (long long)ps[1], (long long)ps[2], (long long)ps[3]);
+    ember_tensor *f[4] = {gp, p, x, w};
+    if (!pool_fusable(4, f, at) || idx->storage->device != EMBER_CPU || g.N == 0 || g.K == 0 || g.Og == 0)
+        return conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
+    ember_tensor *c[5] = {NULL, NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
+    int rc = EMBER_OK;
+    for (int i = 0; i < 5; i++)
+        EMBER_CHECK(ember__contiguous_as(in[i], i == 2 ? EMBER_INT64 : EMBER_FLOAT32, &c[i]));
+    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
+    EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
+    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
+    if (!ember__dnnl_conv_relu_pool_backward(&g, at->i[12], at->i[13], (const float *)ember__ptr(c[0]),
+                                             (const float *)ember__ptr(c[1]), (const int64_t *)ember__ptr(c[2]),
+                                             (const float *)ember__ptr(c[3]), (const float *)ember__ptr(c[4]),
+                                             gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
+                                             (float *)ember__ptr(gb))) {
+        rc = conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
+        goto done;
+    }
+    out[0] = gx, out[1] = gw, out[2] = gb;
+    gx = gw = gb = NULL;
+done:
+    for (int i = 0; i < 5; i++) ember_tensor_release(c[i]);
+    ember_tensor_release(gx);
+    ember_tensor_release(gw);
+    ember_tensor_release(gb);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ public entry points */
 /* attrs from stride, padding, dilation, groups and, for an adjoint, the shape
    it produces; c is conv2d_relu's bias (NULL for the others) */
@@ -713,6 +870,25 @@ int ember_conv2d_relu(ember_tensor *x, ember_tensor *w, ember_tensor *b, const i
                       const int64_t *padding, const int64_t *dilation, int64_t groups, ember_tensor **out)
 {
     return conv_dispatch(EMBER_OP_CONV2D_RELU, x, w, b, NULL, stride, padding, dilation, groups, out);
+}
+
+int ember_conv2d_relu_max_pool2d(ember_tensor *x, ember_tensor *w, ember_tensor *b, const int64_t *stride,
+                                 const int64_t *padding, const int64_t *dilation, int64_t groups,
+                                 const int64_t *kernel, const int64_t *pool_stride, ember_tensor **values,
+                                 ember_tensor **indices)
+{
+    const char *name = "conv2d_relu_max_pool2d";
+    NEED_ARGS(name, values, stride, padding, dilation, kernel, pool_stride);
+    ember_attrs at;
+    ember__nn_set_pairs(&at, stride, padding, dilation);
+    at.i[6] = groups;
+    at.i[12] = kernel[0], at.i[13] = kernel[1], at.i[14] = pool_stride[0], at.i[15] = pool_stride[1];
+    ember_tensor *in[3] = {x, w, b}, *res[2] = {NULL, NULL};
+    int rc = ember__dispatch(EMBER_OP_CONV2D_RELU_POOL, 3, in, &at, res);
+    *values = res[0];
+    if (indices) *indices = res[1];
+    else ember_tensor_release(res[1]);
+    return rc;
 }
 
 int ember_conv2d_backward_input(ember_tensor *g, ember_tensor *w, const int64_t *x_shape, const int64_t *stride,

@@ -16,6 +16,7 @@
 #include "conv.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,23 @@ bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const f
 {
     EMBER_UNUSED(g), EMBER_UNUSED(gy), EMBER_UNUSED(y), EMBER_UNUSED(x), EMBER_UNUSED(w), EMBER_UNUSED(gx);
     EMBER_UNUSED(gw), EMBER_UNUSED(gb);
+    return false;
+}
+
+bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
+                                int64_t kw, float *p, int64_t *idx)
+{
+    EMBER_UNUSED(g), EMBER_UNUSED(x), EMBER_UNUSED(w), EMBER_UNUSED(bias), EMBER_UNUSED(kh), EMBER_UNUSED(kw);
+    EMBER_UNUSED(p), EMBER_UNUSED(idx);
+    return false;
+}
+
+bool ember__dnnl_conv_relu_pool_backward(const conv_geom *g, int64_t kh, int64_t kw, const float *gp,
+                                         const float *p, const int64_t *idx, const float *x, const float *w,
+                                         float *gx, float *gw, float *gb)
+{
+    EMBER_UNUSED(g), EMBER_UNUSED(kh), EMBER_UNUSED(kw), EMBER_UNUSED(gp), EMBER_UNUSED(p), EMBER_UNUSED(idx);
+    EMBER_UNUSED(x), EMBER_UNUSED(w), EMBER_UNUSED(gx), EMBER_UNUSED(gw), EMBER_UNUSED(gb);
     return false;
 }
 
@@ -288,7 +306,8 @@ static int args_of(conv_kind kind, int i)
 
 /* Runs the product on user[] (ember's layouts), reordering what the
    primitive wants in another layout; an operand given in inner[] is in the
-   primitive's layout already and is read as it is. */
+   primitive's layout already and is read as it is (the result, written so
+   and left there). */
 static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner, const float *bias)
 {
     dnnl_stream_t stream = NULL;
@@ -324,7 +343,7 @@ static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, 
         ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
     }
     DNNL_TRY(dnnl_primitive_execute(c->conv, stream, nca, ca));
-    if (c->reorder[ARG_RES]) {
+    if (c->reorder[ARG_RES] && !(inner && inner[ARG_RES])) {
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, imem[ARG_RES]}, {DNNL_ARG_TO, umem[ARG_RES]}};
         DNNL_TRY(dnnl_primitive_execute(c->reorder[ARG_RES], stream, 2, ra));
     }
@@ -378,12 +397,18 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
    block, the count padded with zeros: what the AVX-512 kernels take), the
    mask is applied while gz is written in it, so no separate ReLU pass, bias
    sum or reorder of gz runs, and the adjoints share the one copy. */
+/* where a gradient writer puts gz: the primitives' layout, and gz's sums
+   per sample and channel (N, O), b's gradient before the samples are added */
+typedef struct {
+    float *gz;
+    double *sums;
+    bool blocked;   /* aBcd16b, else NCHW */
+} gz_target;
+
 typedef struct {
     const conv_geom *g;
     const float *gy, *y;
-    float *gz;          /* in the primitives' layout */
-    double *sums;       /* (N, O): per sample, per channel */
-    bool blocked;
+    gz_target t;
 } mask_job;
 
 /* one channel's plane, NCHW: z = g where y > 0, else 0, and the sum of
@@ -452,14 +477,14 @@ EMBER_SIMD static void mask_samples(void *vctx, int64_t n0, int64_t n1)
     int64_t O = j->g->O, HW = j->g->Ho * j->g->Wo, OB = (O + 15) / 16;
     for (int64_t n = n0; n < n1; n++) {
         const float *gp = j->gy + n * O * HW, *yp = j->y + n * O * HW;
-        double *sum = j->sums + n * O;
-        if (!j->blocked) {
-            for (int64_t o = 0; o < O; o++) sum[o] = mask_plane(gp + o * HW, yp + o * HW, HW, j->gz + (n * O + o) * HW);
+        double *sum = j->t.sums + n * O;
+        if (!j->t.blocked) {
+            for (int64_t o = 0; o < O; o++) sum[o] = mask_plane(gp + o * HW, yp + o * HW, HW, j->t.gz + (n * O + o) * HW);
             continue;
         }
         for (int64_t ob = 0; ob < OB; ob++) {
             int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
-            mask_block(gp + ob * 16 * HW, yp + ob * 16 * HW, HW, live, j->gz + (n * OB + ob) * HW * 16, sum + ob * 16);
+            mask_block(gp + ob * 16 * HW, yp + ob * 16 * HW, HW, live, j->t.gz + (n * OB + ob) * HW * 16, sum + ob * 16);
         }
     }
 }
@@ -476,8 +501,30 @@ static int shared_layout(const dnnl_conv *cw, const dnnl_conv *cd, const conv_ge
     return dnnl_memory_desc_equal(mw, &blk) ? 1 : -1;
 }
 
-bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
-                                    const float *w, float *gx, float *gw, float *gb)
+/* A writer of gz: fill(ctx, t, n0, n1) writes samples [n0, n1) of gz and
+   their sums into t, returning false (for any sample) on input it cannot
+   take; it may be run for a layout in `layouts` (bit 0 NCHW, bit 1
+   aBcd16b). */
+typedef bool (*gz_fill)(void *ctx, const gz_target *t, int64_t n0, int64_t n1);
+
+typedef struct {
+    gz_fill fill;
+    void *ctx;
+    gz_target t;
+    atomic_int failed;
+} fill_job;
+
+static void fill_samples(void *vctx, int64_t n0, int64_t n1)
+{
+    fill_job *j = vctx;
+    if (!j->fill(j->ctx, &j->t, n0, n1)) atomic_store_explicit(&j->failed, 1, memory_order_relaxed);
+}
+
+/* gw, gb and, given gx, gx from the gz a writer makes in the layout both
+   adjoints' primitives read, which they share; false where oneDNN is off
+   or declines, the layout is not one the writer takes, or the writer fails */
+static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx, const float *x, const float *w,
+                        float *gx, float *gw, float *gb)
 {
     if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
     int nthr = forked_child ? 1 : ember_num_threads();
@@ -492,12 +539,16 @@ bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const f
     dnnl_conv *cw = conv_get(CONV_BWD_WEIGHT, false, g, kw, &own_w);
     dnnl_conv *cd = gx ? conv_get(CONV_BWD_INPUT, false, g, kd, &own_d) : NULL;
     int layout = cw && cw->conv && (!gx || (cd && cd->conv)) ? shared_layout(cw, cd, g) : -1;
+    if (layout >= 0 && !(layouts & (1 << layout))) layout = -1;
     size_t zbytes = layout >= 0 ? cw->inner_bytes[ARG_B] : 0, sbytes = (size_t)(g->N * g->O) * sizeof(double);
     float *gz = layout >= 0 ? ember__alloc(zbytes) : NULL;
     double *sums = gz ? ember__alloc(sbytes) : NULL;
     if (sums) {
-        mask_job mj = {g, gy, y, gz, sums, layout == 1};
-        ember__parallel_for(g->N, 1, mask_samples, &mj);
+        fill_job fj = {fill, ctx, {gz, sums, layout == 1}, 0};
+        ember__parallel_for(g->N, 1, fill_samples, &fj);
+        ok = !atomic_load(&fj.failed);
+    }
+    if (ok) {
         for (int64_t o = 0; o < g->O; o++) {   /* b's gradient: the samples in order */
             double acc = 0;
             for (int64_t n = 0; n < g->N; n++) acc += sums[n * g->O + o];
@@ -518,6 +569,324 @@ bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const f
     omp_set_num_threads(omp_before);
 #endif
     return ok;
+}
+
+static bool fill_masked(void *ctx, const gz_target *t, int64_t n0, int64_t n1)
+{
+    mask_job j = *(const mask_job *)ctx;
+    j.t = *t;
+    mask_samples(&j, n0, n1);
+    return true;
+}
+
+bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
+                                    const float *w, float *gx, float *gw, float *gb)
+{
+    mask_job j = {g, gy, y, {NULL, NULL, false}};
+    return adjoints_of(g, 3, fill_masked, &j, x, w, gx, gw, gb);
+}
+
+/* ------------------------------------------------------------------ conv2d_relu_max_pool2d */
+/* The convolution's output y = relu(conv2d(x, w) + b) is written in
+   aBcd16b, where max pooling (windows of kernel kh x kw at the same stride,
+   no padding) reads 16 channels of a position as one vector, so y is never
+   reordered to NCHW nor read a second time as a plane; the backward writes
+   the gradient straight into aBcd16b from the pooled gradient, values and
+   positions: gp where the pooled value is positive, at its position, zero
+   elsewhere (what max_pool2d_backward and relu's mask give), each of y's
+   positions written once. */
+typedef struct {
+    const conv_geom *g;
+    int64_t kh, kw, Hp, Wp;
+    const float *y;        /* aBcd16b */
+    float *p;              /* (N, O, Hp, Wp) */
+    int64_t *idx;
+} pool_job;
+
+/* blocks q0 .. q1 of y, q = n * OB + ob, pooled 16 windows of a row at a
+   time: a window's positions compared 16 channels at once as pool.c
+   compares (a > b, or a is NaN and b is not: the first maximum in window
+   order kept, a NaN winning), written as !(a <= b) & (b == b) with no
+   branch, which GCC turns into vector compares and blends (its vector
+   extensions' compares, and a != a, stayed scalar in target_clones
+   copies); the results gather in a 16 x 16 tile written a channel's run
+   at a time */
+EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
+{
+    const pool_job *j = vctx;
+    const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;
+    const int64_t kh = j->kh, kw = j->kw;
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t n = q / OB, ob = q % OB;
+        const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
+        const float *yb = j->y + q * Ho * Wo * 16;
+        float *pb = j->p + (n * O + ob * 16) * HpWp;
+        int64_t *ib = j->idx + (n * O + ob * 16) * HpWp;
+        for (int64_t oh = 0; oh < j->Hp; oh++)
+            for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {
+                const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;
+                float tv[16][16];
+                int32_t ti[16][16];
+                for (int t = 0; t < m; t++) {
+                    const int64_t h0 = oh * kh, w0 = (ow0 + t) * kw;
+                    float *bv = tv[t];
+                    int32_t *bi = ti[t];
+                    const int32_t p0 = (int32_t)(h0 * Wo + w0);
+                    for (int c = 0; c < 16; c++) bv[c] = yb[(int64_t)p0 * 16 + c], bi[c] = p0;
+                    for (int64_t h = h0; h < h0 + kh; h++)
+                        for (int64_t w = w0; w < w0 + kw; w++) {
+                            const int32_t pos = (int32_t)(h * Wo + w);
+                            const float *v = yb + (int64_t)pos * 16;
+                            for (int c = 0; c < 16; c++) {
+                                const float a = v[c], b = bv[c];
+                                const int gt = !(a <= b) & (b == b);
+                                bv[c] = gt ? a : b;
+                                bi[c] = gt ? pos : bi[c];
+                            }
+                        }
+                }
+                for (int c = 0; c < live; c++) {
+                    float *pr = pb + c * HpWp + oh * j->Wp + ow0;
+                    int64_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
+                    for (int t = 0; t < m; t++) pr[t] = tv[t][c], ir[t] = ti[t][c];
+                }
+            }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_POOL512 1
+
+/* the same pooling with AVX-512 intrinsics: a window's 16 channels are one
+   register (GCC leaves the loop above scalar: it unrolls the 16 channels
+   and its straight-line vectoriser does not take the NaN-aware compare) */
+__attribute__((target("avx512f"))) static void pool_blocks_512(void *vctx, int64_t q0, int64_t q1)
+{
+    const pool_job *j = vctx;
+    const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;
+    const int64_t kh = j->kh, kw = j->kw;
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t n = q / OB, ob = q % OB;
+        const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
+        const float *yb = j->y + q * Ho * Wo * 16;
+        float *pb = j->p + (n * O + ob * 16) * HpWp;
+        int64_t *ib = j->idx + (n * O + ob * 16) * HpWp;
+        for (int64_t oh = 0; oh < j->Hp; oh++)
+            for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {
+                const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;
+                float tv[16][16];
+                int32_t ti[16][16];
+                for (int t = 0; t < m; t++) {
+                    const int64_t h0 = oh * kh, w0 = (ow0 + t) * kw;
+                    const int32_t p0 = (int32_t)(h0 * Wo + w0);
+                    __m512 bv = _mm512_loadu_ps(yb + (int64_t)p0 * 16);
+                    __m512i bi = _mm512_set1_epi32(p0);
+                    for (int64_t h = h0; h < h0 + kh; h++)
+                        for (int64_t w = w0; w < w0 + kw; w++) {
+                            const int32_t pos = (int32_t)(h * Wo + w);
+                            const __m512 a = _mm512_loadu_ps(yb + (int64_t)pos * 16);
+                            const __mmask16 gt = _mm512_cmp_ps_mask(a, bv, _CMP_NLE_UQ) &
+                                                 _mm512_cmp_ps_mask(bv, bv, _CMP_EQ_OQ);
+                            bv = _mm512_mask_mov_ps(bv, gt, a);
+                            bi = _mm512_mask_mov_epi32(bi, gt, _mm512_set1_epi32(pos));
+                        }
+                    _mm512_storeu_ps(tv[t], bv);
+                    _mm512_storeu_si512(ti[t], bi);
+                }
+                for (int c = 0; c < live; c++) {
+                    float *pr = pb + c * HpWp + oh * j->Wp + ow0;
+                    int64_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
+                    for (int t = 0; t < m; t++) pr[t] = tv[t][c], ir[t] = ti[t][c];
+                }
+            }
+    }
+}
+
+/* the CPU has AVX-512F, and EMBER_NO_AVX512 is not set (it keeps these
+   kernels off, so that the portable ones can be tested on such a CPU) */
+static bool have_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && !getenv("EMBER_NO_AVX512");
+}
+#else
+static bool have_avx512(void) { return false; }
+#endif
+
+/* the blocked layout of the convolution's output, or false */
+static bool dst_is_blocked16(const dnnl_conv *c, const conv_geom *g)
+{
+    dnnl_memory_desc_t blk;
+    const dnnl_dims_t d = {g->N, g->O, g->Ho, g->Wo};
+    return dnnl_memory_desc_init_by_tag(&blk, 4, d, dnnl_f32, dnnl_aBcd16b) == dnnl_success &&
+           dnnl_memory_desc_equal(&c->inner[ARG_RES], &blk);
+}
+
+bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
+                                int64_t kw, float *p, int64_t *idx)
+{
+    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
+    /* positions are int32 in the kernel */
+    if (g->Ho * g->Wo > INT32_MAX) return false;
+    int nthr = forked_child ? 1 : ember_num_threads();
+#ifdef DNNL_OMP
+    int omp_before = omp_get_max_threads();
+    omp_set_num_threads(nthr);
+#endif
+    int64_t key[KEY_LEN];
+    conv_key(CONV_FWD, true, g, nthr, key);
+    bool owned, ok = false;
+    dnnl_conv *c = conv_get(CONV_FWD, true, g, key, &owned);
+    size_t ybytes = c && c->conv && dst_is_blocked16(c, g) ? c->inner_bytes[ARG_RES] : 0;
+    float *y = ybytes ? ember__alloc(ybytes) : NULL;
+    if (y) {
+        void *user[NARGS] = {(void *)x, (void *)w, NULL}, *inner[NARGS] = {NULL, NULL, y};
+        ok = conv_execute(c, CONV_FWD, user, inner, bias);
+    }
+    if (ok) {
+        const int64_t Hp = (g->Ho - kh) / kh + 1, Wp = (g->Wo - kw) / kw + 1;
+        pool_job j = {g, kh, kw, Hp, Wp, y, p, idx};
+        void (*kernel)(void *, int64_t, int64_t) = pool_blocks;
+#ifdef HAVE_POOL512
+        if (have_avx512()) kernel = pool_blocks_512;
+#endif
+        ember__parallel_for(g->N * ((g->O + 15) / 16), 1, kernel, &j);
+    }
+    if (y) ember__free(y, ybytes);
+    if (owned) conv_destroy(c);
+#ifdef DNNL_OMP
+    omp_set_num_threads(omp_before);
+#endif
+    return ok;
+}
+
+typedef struct {
+    const conv_geom *g;
+    int64_t kh, kw, Hp, Wp;
+    const float *gp, *p;
+    const int64_t *idx;
+} unpool_job;
+
+/* samples n0 .. n1 of gz in aBcd16b: each window of y written whole, gp at
+   the pooled position where the pooled value is positive, 0 elsewhere;
+   the rows and columns no window covers are 0. The sums take the masked gp
+   of each channel in window order. false when a position is not in its
+   window (the indices did not come from the forward) */
+EMBER_SIMD static bool fill_unpooled(void *vctx, const gz_target *tg, int64_t n0, int64_t n1)
+{
+    const unpool_job *j = vctx;
+    const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;
+    const int64_t kh = j->kh, kw = j->kw;
+    bool ok = true;
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t ob = 0; ob < OB; ob++) {
+            const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
+            float *zb = tg->gz + (n * OB + ob) * Ho * Wo * 16;
+            const int64_t base = (n * O + ob * 16) * HpWp;
+            double acc[16] = {0};
+            /* rows below the last window: zero */
+            for (int64_t h = j->Hp * kh; h < Ho; h++) memset(zb + h * Wo * 16, 0, sizeof(float) * 16 * (size_t)Wo);
+            for (int64_t oh = 0; oh < j->Hp; oh++) {
+                for (int64_t h = oh * kh; h < oh * kh + kh; h++)   /* columns right of the last window */
+                    for (int64_t w = j->Wp * kw; w < Wo; w++) memset(zb + (h * Wo + w) * 16, 0, sizeof(float) * 16);
+                for (int64_t ow = 0; ow < j->Wp; ow++) {
+                    float val[16];
+                    int64_t pos[16];
+                    for (int c = 0; c < 16; c++) {
+                        const int64_t k = base + c * HpWp + oh * j->Wp + ow;
+                        val[c] = c < live && j->p[k] > 0 ? j->gp[k] : 0.0f;
+                        pos[c] = c < live ? j->idx[k] : -1;
+                        acc[c] += (double)val[c];
+                    }
+                    const int64_t h0 = oh * kh, w0 = ow * kw;
+                    int hits = 0;
+                    for (int64_t h = h0; h < h0 + kh; h++)
+                        for (int64_t w = w0; w < w0 + kw; w++) {
+                            float *zr = zb + (h * Wo + w) * 16;
+                            const int64_t at = h * Wo + w;
+                            for (int c = 0; c < 16; c++) {
+                                const bool here = pos[c] == at;
+                                zr[c] = here ? val[c] : 0.0f;
+                                hits += here;
+                            }
+                        }
+                    ok = ok && hits == live;
+                }
+            }
+            for (int c = 0; c < live; c++) tg->sums[n * O + ob * 16 + c] = acc[c];
+        }
+    return ok;
+}
+
+#ifdef HAVE_POOL512
+/* fill_unpooled with AVX-512: a window's 16 channels of gp, p and the
+   positions come in by gathers (one plane apart; the int64 positions as
+   their two halves, the high one checked to be zero), each of y's
+   positions in the window is written as one masked move */
+__attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, const gz_target *tg, int64_t n0,
+                                                                 int64_t n1)
+{
+    const unpool_job *j = vctx;
+    const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;
+    const int64_t kh = j->kh, kw = j->kw;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i plane = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int32_t)HpWp));
+    const __m512i plane2 = _mm512_add_epi32(plane, plane);   /* in int32 halves of the positions */
+    bool ok = true;
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t ob = 0; ob < OB; ob++) {
+            const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
+            const __mmask16 lm = (__mmask16)((1u << live) - 1);
+            float *zb = tg->gz + (n * OB + ob) * Ho * Wo * 16;
+            const int64_t base = (n * O + ob * 16) * HpWp;
+            __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();
+            for (int64_t h = j->Hp * kh; h < Ho; h++) memset(zb + h * Wo * 16, 0, sizeof(float) * 16 * (size_t)Wo);
+            for (int64_t oh = 0; oh < j->Hp; oh++) {
+                for (int64_t h = oh * kh; h < oh * kh + kh; h++)
+                    for (int64_t w = j->Wp * kw; w < Wo; w++) memset(zb + (h * Wo + w) * 16, 0, sizeof(float) * 16);
+                for (int64_t ow = 0; ow < j->Wp; ow++) {
+                    const int64_t k = base + oh * j->Wp + ow;
+                    const __m512 gv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->gp + k, 4);
+                    const __m512 pv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->p + k, 4);
+                    const int32_t *ik = (const int32_t *)(j->idx + k);
+                    const __m512i lo = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), lm, plane2, ik, 4);
+                    const __m512i hi = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lm, plane2, ik + 1, 4);
+                    const __mmask16 pos = _mm512_cmp_ps_mask(pv, _mm512_setzero_ps(), _CMP_GT_OQ);
+                    const __m512 val = _mm512_maskz_mov_ps(pos, gv);
+                    acc_lo = _mm512_add_pd(acc_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(val)));
+                    acc_hi = _mm512_add_pd(acc_hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                                       _mm512_castps_pd(val), 1))));
+                    __mmask16 hits = 0;
+                    for (int64_t h = oh * kh; h < oh * kh + kh; h++)
+                        for (int64_t w = ow * kw; w < ow * kw + kw; w++) {
+                            const __mmask16 here = _mm512_cmpeq_epi32_mask(lo, _mm512_set1_epi32((int32_t)(h * Wo + w)));
+                            _mm512_storeu_ps(zb + (h * Wo + w) * 16, _mm512_maskz_mov_ps(here, val));
+                            hits |= here;
+                        }
+                    ok = ok && (hits & lm) == lm && _mm512_cmpneq_epi32_mask(hi, _mm512_setzero_si512()) == 0;
+                }
+            }
+            double sums[16];
+            _mm512_storeu_pd(sums, acc_lo);
+            _mm512_storeu_pd(sums + 8, acc_hi);
+            for (int c = 0; c < live; c++) tg->sums[n * O + ob * 16 + c] = sums[c];
+        }
+    return ok;
+}
+#endif
+
+bool ember__dnnl_conv_relu_pool_backward(const conv_geom *g, int64_t kh, int64_t kw, const float *gp,
+                                         const float *p, const int64_t *idx, const float *x, const float *w,
+                                         float *gx, float *gw, float *gb)
+{
+    unpool_job j = {g, kh, kw, (g->Ho - kh) / kh + 1, (g->Wo - kw) / kw + 1, gp, p, idx};
+    gz_fill fill = fill_unpooled;
+#ifdef HAVE_POOL512
+    /* the gathers' offsets, two planes' int32 halves apart, fit in int32 */
+    if (have_avx512() && 32 * j.Hp * j.Wp < INT32_MAX) fill = fill_unpooled_512;
+#endif
+    return adjoints_of(g, 2, fill, &j, x, w, gx, gw, gb);
 }
 
 #endif

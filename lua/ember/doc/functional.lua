@@ -32,6 +32,18 @@ ember's kernels otherwise), and backward keeps the output instead of the
 convolution's and the sum's. Without a bias, or on a GPU, it is conv2d then
 relu.
 
+### `ember.nn.functional.conv2d_relu_max_pool2d(x, w, b?, opts?, kernel, pool_opts?)`
+`max_pool2d(relu(conv2d(x, w, b, opts)), kernel, pool_opts)` as one op:
+`pool_opts = {stride = kernel}`, no padding. The pooled values are what
+the three ops give, the first maximum of a window kept. Backward keeps x, w
+and the pooled values and positions, not the convolution's output. On the
+CPU in float32 through oneDNN, with the pool's stride equal to its kernel,
+the convolution's output is pooled in the blocked layout oneDNN writes it
+in, and backward writes the gradient straight into the layout the adjoints
+read. Elsewhere it runs conv2d_relu and max_pool2d. Without a bias it is the
+three ops. `nn.Sequential` runs it for a `Conv2d` with a bias and
+`activation = "relu"` followed by a `MaxPool2d` without padding.
+
 ### `ember.nn.functional.conv1d(x, w, b?, opts?)`
 1-D convolution of `(N, C, L)` with `w` `{out, C/groups, k}`; `opts` as
 conv2d's (each a number or `{n}`). No unbatched `(C, L)` input.

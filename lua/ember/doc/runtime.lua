@@ -54,8 +54,8 @@ they all run on OpenBLAS. Under deterministic mode they always do.
 Runs `fn(...)` with the op profiler on and returns a report, then `fn`'s
 results. Every op `fn` runs (backward's included) is timed, without the ops
 it runs inside; `report.ops[name]` is `{seconds =, calls =}` for each op that
-ran, `report.gemm` (matmul, linear), `report.conv` (conv2d, conv2d_relu and
-the adjoints), `report.pool` (the poolings and their adjoints) and
+ran, `report.gemm` (matmul, linear), `report.conv` (conv2d, conv2d_relu,
+conv2d_relu_max_pool2d, whose pooling counts here, and the adjoints), `report.pool` (the poolings and their adjoints) and
 `report.elementwise` (every other op: elementwise, reductions, copies,
 indexing) their sums in seconds, `report.sections[name]` the seconds of
 each `profile_section`, `report.seconds` the wall time and `report.other`

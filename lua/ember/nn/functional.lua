@@ -142,6 +142,26 @@ local function pool_args(op, x, kernel, opts)
   return k, pair(op, "stride", opts.stride, kernel), pair(op, "padding", opts.padding, 0)
 end
 
+-- max_pool2d(relu(conv2d(x, w, b, opts)), kernel, pool_opts) (pool_opts:
+-- {stride = kernel}; no padding), one op with a bias: on the CPU the
+-- convolution's output is pooled as oneDNN writes it, and backward keeps
+-- the pooled values, not the convolution's output
+function F.conv2d_relu_max_pool2d(x, w, b, opts, kernel, pool_opts)
+  local op = "conv2d_relu_max_pool2d"
+  local stride, padding, dilation, groups
+  x, w, b, stride, padding, dilation, groups = conv_args(op, x, w, b, opts)
+  pool_opts = opts_of(op, pool_opts, { stride = true })
+  local k = pair(op, "kernel", kernel)
+  local ps = pair(op, "stride", pool_opts.stride, kernel)
+  if b == nil then
+    return F.max_pool2d(conv2d_plus(op, x, w, b, stride, padding, dilation, groups):relu(), kernel,
+      { stride = pool_opts.stride })
+  end
+  check(C.ember_conv2d_relu_max_pool2d(ember._ptr(op, x, 1), ember._ptr(op, w, 2), ember._ptr(op, b, 3), stride,
+    padding, dilation, groups, k, ps, out2, nil))
+  return ember._wrap(out2[0])
+end
+
 -- returns the pooled values and, when asked for, the int64 flat positions of the maxima
 function F.max_pool2d(x, kernel, opts, return_indices)
   local k, s, p = pool_args("max_pool2d", x, kernel, opts)

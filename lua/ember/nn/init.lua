@@ -426,13 +426,18 @@ function Conv2d:init(cin, cout, kernel, opts, padding)
   self.weight = uniform({ cout, cin / groups, k[1], k[2] }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ cout }, bound, opts.dtype) end
 end
-function Conv2d:forward(x)
-  local c = self.in_channels
+local function conv_input(m, x)
+  local c = m.in_channels
   need_input("Conv2d", x, function(t) return t:dim() == 4 and t:size(2) == c end,
     ("{N, %d, H, W}"):format(c))
+end
+local function conv_opts(m)
+  return { stride = m.stride, padding = m.padding, dilation = m.dilation, groups = m.groups }
+end
+function Conv2d:forward(x)
+  conv_input(self, x)
   local conv = self.activation == "relu" and F.conv2d_relu or F.conv2d
-  return conv(x, self.weight, self.bias, { stride = self.stride, padding = self.padding,
-    dilation = self.dilation, groups = self.groups })
+  return conv(x, self.weight, self.bias, conv_opts(self))
 end
 function Conv2d:extra_repr()
   return ("%d, %d, kernel_size={%d, %d}, stride=%s, padding=%s%s"):format(self.in_channels, self.out_channels,
@@ -609,6 +614,14 @@ local function linear_then_relu(m, r)
   return getmetatable(m).__class == Linear and rawget(m, "forward") == nil and m.bias ~= nil and r ~= nil
     and getmetatable(r).__class == nn.ReLU and rawget(r, "forward") == nil
 end
+-- a Conv2d with a bias and activation "relu" followed by a MaxPool2d
+-- without padding runs as one F.conv2d_relu_max_pool2d
+local function no_padding(p) return p == 0 or (type(p) == "table" and p[1] == 0 and p[2] == 0) end
+local function conv_relu_then_pool(m, p)
+  return getmetatable(m).__class == Conv2d and rawget(m, "forward") == nil and m.bias ~= nil
+    and m.activation == "relu" and p ~= nil and getmetatable(p).__class == nn.MaxPool2d
+    and rawget(p, "forward") == nil and no_padding(p.padding)
+end
 function Sequential:forward(x)
   local i = 1
   while i <= self.n do
@@ -616,6 +629,10 @@ function Sequential:forward(x)
     if linear_then_relu(m, r) then
       linear_input(m, x)
       x = F.linear_relu(x, m.weight, m.bias)
+      i = i + 2
+    elseif conv_relu_then_pool(m, r) then
+      conv_input(m, x)
+      x = F.conv2d_relu_max_pool2d(x, m.weight, m.bias, conv_opts(m), r.kernel_size, { stride = r.stride })
       i = i + 2
     else
       x = m(x)
