@@ -286,6 +286,17 @@ describe("conv2d, bias, ReLU and max pooling fused (conv2d_relu_max_pool2d)", fu
           local v, ix = F.max_pool2d(F.conv2d_relu(x, w, b, opts), k, po, true)
           local p = fused(x, w, b, opts, k, po)
           assert.are.equal(0, (p - v):abs():max():item(), ("case %d: values"):format(i))
+          -- the C API's positions: max_pool2d's, as int32
+          local two = ffi.new("ember_tensor *[2]")
+          local kk, ps = type(k) == "table" and k or { k, k }, po.stride
+          ps = type(ps) == "table" and ps or { ps, ps }
+          local st, pd, dl = opts.stride, opts.padding, opts.dilation
+          assert.are.equal(0, C.ember_conv2d_relu_max_pool2d(x._c, w._c, b._c, pair(st), pair(pd), pair(dl), opts.groups,
+            pair(kk), pair(ps), two, two + 1), ffi.string(C.ember_last_error()))
+          local pc, ic = ember._wrap(two[0]), ember._wrap(two[1])
+          assert.are.equal("int32", ic.dtype)
+          assert.are.equal(0, (pc - v):abs():max():item())
+          assert.are.equal(0, (ic:to("int64") - ix):abs():max():item(), ("case %d: positions"):format(i))
           local pf, gf = run(fused, c)
           local pu, gu = run(unfused, c)
           check(pf, pu, 0, ("case %d values"):format(i))

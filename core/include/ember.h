@@ -385,9 +385,9 @@ EMBER_API int ember_conv2d_relu(ember_tensor *x, ember_tensor *w, ember_tensor *
                                 const int64_t *padding, const int64_t *dilation, int64_t groups,
                                 ember_tensor **out);
 /* max_pool2d(relu(conv2d(x, w) + b)) in one op, the pool's windows of
-   `kernel` at `pool_stride` with no padding: values and int64 indices as
-   ember_max_pool2d gives them over the convolution's output (indices may be
-   NULL). Backward keeps x, w and the pooled results, not the convolution's
+   `kernel` at `pool_stride` with no padding: values and indices as
+   ember_max_pool2d gives them over the convolution's output, the indices
+   int32 (may be NULL; a plane of 2^31 positions or more is refused). Backward keeps x, w and the pooled results, not the convolution's
    output; on the CPU in float32 with pool_stride equal to kernel the output
    is pooled in the layout oneDNN writes it in. */
 EMBER_API int ember_conv2d_relu_max_pool2d(ember_tensor *x, ember_tensor *w, ember_tensor *b,

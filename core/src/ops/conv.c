@@ -732,26 +732,33 @@ int fwd_conv2d_relu_pool(int op, int nin, ember_tensor *const *in, const ember_a
     EMBER_TRY(ember__conv_plan_make(op, in, at, &g, rs));
     EMBER_TRY(bias_check(name, in[2], in[0], g.O));
     EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
+    if (g.Ho * g.Wo > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: the convolution's output planes of %lld x %lld hold more than 2^31 "
+                           "positions (its positions are int32)", name, (long long)g.Ho, (long long)g.Wo);
     const ember_attrs pa = pool_attrs(at);
-    ember_tensor *c[3] = {NULL, NULL, NULL}, *p = NULL, *ix = NULL, *y = NULL;
+    ember_tensor *c[3] = {NULL, NULL, NULL}, *p = NULL, *ix = NULL, *y = NULL, *pi[2] = {NULL, NULL};
     int rc = EMBER_OK;
     if (pool_fusable(3, in, at) && g.N > 0 && g.K > 0 && g.Og > 0) {
         const int64_t ps[4] = {g.N, g.O, Hp, Wp};
         for (int i = 0; i < 3; i++) EMBER_CHECK(ember__contiguous_as(in[i], EMBER_FLOAT32, &c[i]));
         EMBER_CHECK(ember__new(4, ps, EMBER_FLOAT32, EMBER_CPU, &p));
-        EMBER_CHECK(ember__new(4, ps, EMBER_INT64, EMBER_CPU, &ix));
+        EMBER_CHECK(ember__new(4, ps, EMBER_INT32, EMBER_CPU, &ix));
         if (ember__dnnl_conv_relu_pool(&g, (const float *)ember__ptr(c[0]), (const float *)ember__ptr(c[1]),
                                        (const float *)ember__ptr(c[2]), at->i[12], at->i[13],
-                                       (float *)ember__ptr(p), (int64_t *)ember__ptr(ix))) {
+                                       (float *)ember__ptr(p), (int32_t *)ember__ptr(ix))) {
             out[0] = p, out[1] = ix;
             p = ix = NULL;
             goto done;
         }
     }
-    /* conv2d_relu, then max_pool2d over its output */
+    /* conv2d_relu, then max_pool2d over its output, its positions as int32 */
     EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_RELU, 3, in, at, &y));
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D, 1, &y, &pa, out));
+    EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D, 1, &y, &pa, pi));
+    EMBER_CHECK(ember__as_dtype(pi[1], EMBER_INT32, &out[1]));
+    out[0] = pi[0], pi[0] = NULL;
 done:
+    ember_tensor_release(pi[0]);
+    ember_tensor_release(pi[1]);
     for (int i = 0; i < 3; i++) ember_tensor_release(c[i]);
     ember_tensor_release(p);
     ember_tensor_release(ix);
@@ -764,7 +771,7 @@ done:
 static int conv_relu_pool_backward_composed(ember_tensor *const *in, const ember_attrs *at, const conv_geom *g,
                                             bool want_gx, ember_tensor **out)
 {
-    ember_tensor *gq = NULL, *gz = NULL, *two[2];
+    ember_tensor *gq = NULL, *gz = NULL, *ix = NULL, *two[2];
     ember_attrs aw = *at, ad = *at, ap, sum = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};
     const int64_t ys[4] = {g->N, g->O, g->Ho, g->Wo};
     int rc = EMBER_OK;
@@ -774,7 +781,8 @@ static int conv_relu_pool_backward_composed(ember_tensor *const *in, const ember
     EMBER_CHECK(ember__nn_set_shape(&ap, "conv2d_relu_max_pool2d_backward", ys));
     EMBER_CHECK(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gq));
     EMBER_CHECK(ember__run_nograd(EMBER_OP_SUM, 1, &gq, &sum, &out[2]));
-    two[0] = gq, two[1] = in[2];
+    EMBER_CHECK(ember__as_dtype(in[2], EMBER_INT64, &ix));
+    two[0] = gq, two[1] = ix;
     EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D_BACKWARD, 2, two, &ap, &gz));
     two[0] = in[3], two[1] = gz;
     EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, two, &aw, &out[1]));
@@ -785,6 +793,7 @@ static int conv_relu_pool_backward_composed(ember_tensor *const *in, const ember
 done:
     ember_tensor_release(gq);
     ember_tensor_release(gz);
+    ember_tensor_release(ix);
     return rc;
 }
 
@@ -810,8 +819,8 @@ int fwd_conv2d_relu_pool_backward(int op, int nin, ember_tensor *const *in, cons
     EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
     const int64_t ps[4] = {g.N, g.O, Hp, Wp};
     if (memcmp(gp->shape, ps, sizeof ps) != 0 || memcmp(p->shape, ps, sizeof ps) != 0 ||
-        memcmp(idx->shape, ps, sizeof ps) != 0 || idx->dtype != EMBER_INT64)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s, output %s and int64 indices %s %s must all be the "
+        memcmp(idx->shape, ps, sizeof ps) != 0 || idx->dtype != EMBER_INT32)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s, output %s and int32 indices %s %s must all be the "
                            "pooled {%lld, %lld, %lld, %lld}", name, ember__tshape(s1, gp), ember__tshape(s2, p),
                            ember_dtype_name(idx->dtype), ember__tshape(s3, idx), (long long)ps[0],
                            (long long)ps[1], (long long)ps[2], (long long)ps[3]);
@@ -821,12 +830,12 @@ int fwd_conv2d_relu_pool_backward(int op, int nin, ember_tensor *const *in, cons
     ember_tensor *c[5] = {NULL, NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
     int rc = EMBER_OK;
     for (int i = 0; i < 5; i++)
-        EMBER_CHECK(ember__contiguous_as(in[i], i == 2 ? EMBER_INT64 : EMBER_FLOAT32, &c[i]));
+        EMBER_CHECK(ember__contiguous_as(in[i], i == 2 ? EMBER_INT32 : EMBER_FLOAT32, &c[i]));
     EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
     EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
     if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
     if (!ember__dnnl_conv_relu_pool_backward(&g, at->i[12], at->i[13], (const float *)ember__ptr(c[0]),
-                                             (const float *)ember__ptr(c[1]), (const int64_t *)ember__ptr(c[2]),
+                                             (const float *)ember__ptr(c[1]), (const int32_t *)ember__ptr(c[2]),
                                              (const float *)ember__ptr(c[3]), (const float *)ember__ptr(c[4]),
                                              gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
                                              (float *)ember__ptr(gb))) {

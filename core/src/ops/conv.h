@@ -36,14 +36,14 @@ bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const f
    kw), the convolution's output pooled in the primitive's blocked layout.
    false as above, and where oneDNN's output is not aBcd16b. */
 bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
-                                int64_t kw, float *p, int64_t *idx);
+                                int64_t kw, float *p, int32_t *idx);
 
 /* its backward from the pooled gradient gp, values p and positions idx:
    gx (NULL: not wanted), gw and gb, the convolution's gradient written in
    aBcd16b, which both adjoints then read. false as above, and where a
    position is not in its window. */
 bool ember__dnnl_conv_relu_pool_backward(const conv_geom *g, int64_t kh, int64_t kw, const float *gp,
-                                         const float *p, const int64_t *idx, const float *x, const float *w,
+                                         const float *p, const int32_t *idx, const float *x, const float *w,
                                          float *gx, float *gw, float *gb);
 
 #endif

@@ -51,7 +51,7 @@ bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const f
 }
 
 bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
-                                int64_t kw, float *p, int64_t *idx)
+                                int64_t kw, float *p, int32_t *idx)
 {
     EMBER_UNUSED(g), EMBER_UNUSED(x), EMBER_UNUSED(w), EMBER_UNUSED(bias), EMBER_UNUSED(kh), EMBER_UNUSED(kw);
     EMBER_UNUSED(p), EMBER_UNUSED(idx);
@@ -59,7 +59,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
 }
 
 bool ember__dnnl_conv_relu_pool_backward(const conv_geom *g, int64_t kh, int64_t kw, const float *gp,
-                                         const float *p, const int64_t *idx, const float *x, const float *w,
+                                         const float *p, const int32_t *idx, const float *x, const float *w,
                                          float *gx, float *gw, float *gb)
 {
     EMBER_UNUSED(g), EMBER_UNUSED(kh), EMBER_UNUSED(kw), EMBER_UNUSED(gp), EMBER_UNUSED(p), EMBER_UNUSED(idx);
@@ -600,7 +600,7 @@ typedef struct {
     int64_t kh, kw, Hp, Wp;
     const float *y;        /* aBcd16b */
     float *p;              /* (N, O, Hp, Wp) */
-    int64_t *idx;
+    int32_t *idx;
 } pool_job;
 
 /* blocks q0 .. q1 of y, q = n * OB + ob, pooled 16 windows of a row at a
@@ -621,7 +621,7 @@ EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
         const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
         const float *yb = j->y + q * Ho * Wo * 16;
         float *pb = j->p + (n * O + ob * 16) * HpWp;
-        int64_t *ib = j->idx + (n * O + ob * 16) * HpWp;
+        int32_t *ib = j->idx + (n * O + ob * 16) * HpWp;
         for (int64_t oh = 0; oh < j->Hp; oh++)
             for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {
                 const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;
@@ -647,7 +647,7 @@ EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
                 }
                 for (int c = 0; c < live; c++) {
                     float *pr = pb + c * HpWp + oh * j->Wp + ow0;
-                    int64_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
+                    int32_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
                     for (int t = 0; t < m; t++) pr[t] = tv[t][c], ir[t] = ti[t][c];
                 }
             }
@@ -671,7 +671,7 @@ __attribute__((target("avx512f"))) static void pool_blocks_512(void *vctx, int64
         const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
         const float *yb = j->y + q * Ho * Wo * 16;
         float *pb = j->p + (n * O + ob * 16) * HpWp;
-        int64_t *ib = j->idx + (n * O + ob * 16) * HpWp;
+        int32_t *ib = j->idx + (n * O + ob * 16) * HpWp;
         for (int64_t oh = 0; oh < j->Hp; oh++)
             for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {
                 const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;
@@ -696,7 +696,7 @@ __attribute__((target("avx512f"))) static void pool_blocks_512(void *vctx, int64
                 }
                 for (int c = 0; c < live; c++) {
                     float *pr = pb + c * HpWp + oh * j->Wp + ow0;
-                    int64_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
+                    int32_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
                     for (int t = 0; t < m; t++) pr[t] = tv[t][c], ir[t] = ti[t][c];
                 }
             }
@@ -724,7 +724,7 @@ static bool dst_is_blocked16(const dnnl_conv *c, const conv_geom *g)
 }
 
 bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
-                                int64_t kw, float *p, int64_t *idx)
+                                int64_t kw, float *p, int32_t *idx)
 {
     if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
     /* positions are int32 in the kernel */
@@ -765,7 +765,7 @@ typedef struct {
     const conv_geom *g;
     int64_t kh, kw, Hp, Wp;
     const float *gp, *p;
-    const int64_t *idx;
+    const int32_t *idx;
 } unpool_job;
 
 /* samples n0 .. n1 of gz in aBcd16b: each window of y written whole, gp at
@@ -792,7 +792,7 @@ EMBER_SIMD static bool fill_unpooled(void *vctx, const gz_target *tg, int64_t n0
                     for (int64_t w = j->Wp * kw; w < Wo; w++) memset(zb + (h * Wo + w) * 16, 0, sizeof(float) * 16);
                 for (int64_t ow = 0; ow < j->Wp; ow++) {
                     float val[16];
-                    int64_t pos[16];
+                    int32_t pos[16];
                     for (int c = 0; c < 16; c++) {
                         const int64_t k = base + c * HpWp + oh * j->Wp + ow;
                         val[c] = c < live && j->p[k] > 0 ? j->gp[k] : 0.0f;
@@ -821,9 +821,8 @@ EMBER_SIMD static bool fill_unpooled(void *vctx, const gz_target *tg, int64_t n0
 
 #ifdef HAVE_POOL512
 /* fill_unpooled with AVX-512: a window's 16 channels of gp, p and the
-   positions come in by gathers (one plane apart; the int64 positions as
-   their two halves, the high one checked to be zero), each of y's
-   positions in the window is written as one masked move */
+   positions come in by gathers (one plane apart), each of y's positions in
+   the window is written as one masked move */
 __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, const gz_target *tg, int64_t n0,
                                                                  int64_t n1)
 {
@@ -832,7 +831,6 @@ __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, con
     const int64_t kh = j->kh, kw = j->kw;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i plane = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int32_t)HpWp));
-    const __m512i plane2 = _mm512_add_epi32(plane, plane);   /* in int32 halves of the positions */
     bool ok = true;
     for (int64_t n = n0; n < n1; n++)
         for (int64_t ob = 0; ob < OB; ob++) {
@@ -849,9 +847,7 @@ __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, con
                     const int64_t k = base + oh * j->Wp + ow;
                     const __m512 gv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->gp + k, 4);
                     const __m512 pv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->p + k, 4);
-                    const int32_t *ik = (const int32_t *)(j->idx + k);
-                    const __m512i lo = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), lm, plane2, ik, 4);
-                    const __m512i hi = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lm, plane2, ik + 1, 4);
+                    const __m512i lo = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), lm, plane, j->idx + k, 4);
                     const __mmask16 pos = _mm512_cmp_ps_mask(pv, _mm512_setzero_ps(), _CMP_GT_OQ);
                     const __m512 val = _mm512_maskz_mov_ps(pos, gv);
                     acc_lo = _mm512_add_pd(acc_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(val)));
@@ -864,7 +860,7 @@ __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, con
                             _mm512_storeu_ps(zb + (h * Wo + w) * 16, _mm512_maskz_mov_ps(here, val));
                             hits |= here;
                         }
-                    ok = ok && (hits & lm) == lm && _mm512_cmpneq_epi32_mask(hi, _mm512_setzero_si512()) == 0;
+                    ok = ok && (hits & lm) == lm;
                 }
             }
             double sums[16];
@@ -877,14 +873,14 @@ __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, con
 #endif
 
 bool ember__dnnl_conv_relu_pool_backward(const conv_geom *g, int64_t kh, int64_t kw, const float *gp,
-                                         const float *p, const int64_t *idx, const float *x, const float *w,
+                                         const float *p, const int32_t *idx, const float *x, const float *w,
                                          float *gx, float *gw, float *gb)
 {
     unpool_job j = {g, kh, kw, (g->Ho - kh) / kh + 1, (g->Wo - kw) / kw + 1, gp, p, idx};
     gz_fill fill = fill_unpooled;
 #ifdef HAVE_POOL512
-    /* the gathers' offsets, two planes' int32 halves apart, fit in int32 */
-    if (have_avx512() && 32 * j.Hp * j.Wp < INT32_MAX) fill = fill_unpooled_512;
+    /* the gathers' offsets, a plane apart, fit in int32 */
+    if (have_avx512() && 16 * j.Hp * j.Wp < INT32_MAX) fill = fill_unpooled_512;
 #endif
     return adjoints_of(g, 2, fill, &j, x, w, gx, gw, gb);
 }

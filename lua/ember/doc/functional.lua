@@ -36,7 +36,7 @@ relu.
 `max_pool2d(relu(conv2d(x, w, b, opts)), kernel, pool_opts)` as one op:
 `pool_opts = {stride = kernel}`, no padding. The pooled values are what
 the three ops give, the first maximum of a window kept. Backward keeps x, w
-and the pooled values and positions, not the convolution's output. On the
+and the pooled values and their int32 positions, not the convolution's output. On the
 CPU in float32 through oneDNN, with the pool's stride equal to its kernel,
 the convolution's output is pooled in the blocked layout oneDNN writes it
 in, and backward writes the gradient straight into the layout the adjoints
