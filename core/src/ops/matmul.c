@@ -72,6 +72,9 @@ REF_GEMM(f32, float)
 static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
     int64_t ldc = N > 0 ? N : 1;
+    if (dt == EMBER_FLOAT32 && ember__sgemm_skinny(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
+                                                   (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
+        return;
     if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
                                                  (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;

@@ -137,6 +137,11 @@ void ember__matmul_plan_release(ember__matmul_plan *p);
    OpenBLAS at the shape (matmul_dnnl.c); false, with C untouched, otherwise. */
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* The same product by gemm_skinny.c's AVX-512 loops at the two skinny
+   shape classes they win (x w^T with 10 or fewer columns; g^T x with 12 or
+   fewer rows); false, having done nothing, elsewhere. */
+bool ember__sgemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* The element offsets of the matrices of batch index idx in a and b, two
    operands of a plan (or copies of them of the same shapes). */
