@@ -8,12 +8,12 @@
 
    - dots, C = A B^T with N <= 10 and K >= 256 (a layer's forward x w^T):
      each C(i, j) the dot product of two contiguous rows, four columns at a
-     time, in a register per column, then across its lanes. 0.35-0.45 of
+     time, in a register per column, then across its lanes. 0.32-0.44 of
      the libraries' time at 64 x 10 x 1568, 1000 x 10 x 256, 4096 x 10 x 784;
    - rows, C = A^T B with M <= 12, 48 <= K <= 256 and N >= 1024 (a layer's
      weight gradient g^T x): 16 columns of four rows of C at a time, the sum
      over k of A(k, i) times 16 columns of B's row k, a register per row.
-     0.47-0.84 of their time at 10 or 12 x 1568-4096 x 64-256.
+     0.42-0.84 of their time at 10 or 12 x 1568-4096 x 64-256.
 
    Elsewhere (12 or 16 columns, a short K, many rows of a thin B: up to 2.7
    times slower) and on CPUs without AVX-512F the libraries keep them, as
