@@ -786,6 +786,29 @@ static void conv2d_adjoints(rule_ctx *r, ember_tensor *gy)
 
 RULE(conv2d) { conv2d_adjoints(r, r->g); }
 
+/* Where no recording sees this backward, x's, w's and b's gradients of a
+   fused convolution in one op, bwd_op on seen[0..nin), with the node's
+   attrs and i[want_gx] whether x's is wanted; false, having done nothing,
+   where a recording sees it (the rule then records the ops it is made of) */
+static bool conv_grads_in_one_op(rule_ctx *r, int bwd_op, int nin, ember_tensor *const *seen, int want_gx)
+{
+    RULE_LOCALS;
+    if (ember__ag_would_record(nin, seen)) return false;
+    ember_attrs a = *at;
+    ember_tensor *o[3] = {NULL, NULL, NULL};
+    a.i[want_gx] = NEED(0);
+    int rc = ember__run_nograd(bwd_op, nin, seen, &a, o);
+    if (rc < 0) {
+        s->rc = rc;
+        return true;
+    }
+    for (int i = 0; i < 3; i++) {
+        ember_tensor *t = o[i] ? keep(s, rc, &o[i]) : NULL;
+        if (t && NEED(i)) give(s, &gi[i], t);
+    }
+    return true;
+}
+
 /* y = relu(conv2d(x, w) + b): gy is relu's adjoint of g (from y), b's
    gradient gy summed over all but the channels */
 RULE(conv2d_relu)
@@ -793,22 +816,9 @@ RULE(conv2d_relu)
     RULE_LOCALS;
     static const int not_channels[3] = {0, 2, 3};
     ember_tensor *seen[4] = {g, OUT(0), IN(0), IN(1)};
-    if (have(s, g, OUT(0)) && have(s, IN(0), IN(1)) && !ember__ag_would_record(4, seen)) {
-        /* nothing records this backward: the three gradients in one op */
-        ember_attrs a = *at;
-        ember_tensor *o[3] = {NULL, NULL, NULL};
-        a.i[12] = NEED(0);
-        int rc = ember__run_nograd(EMBER_OP_CONV2D_RELU_BACKWARD, 4, seen, &a, o);
-        if (rc < 0) {
-            s->rc = rc;
-            return;
-        }
-        for (int i = 0; i < 3; i++) {
-            ember_tensor *t = o[i] ? keep(s, rc, &o[i]) : NULL;
-            if (t && NEED(i)) give(s, &gi[i], t);
-        }
+    if (have(s, g, OUT(0)) && have(s, IN(0), IN(1)) &&
+        conv_grads_in_one_op(r, EMBER_OP_CONV2D_RELU_BACKWARD, 4, seen, 12))
         return;
-    }
     ember_tensor *gy = relu_bwd(s, g, OUT(0));
     conv2d_adjoints(r, gy);
     if (NEED(2)) give(s, &gi[2], sum_dims(s, gy, 3, not_channels, 0));
@@ -824,22 +834,7 @@ RULE(conv2d_relu_pool)
     static const int not_channels[3] = {0, 2, 3};
     ember_tensor *seen[5] = {g, OUT(0), OUT(1), IN(0), IN(1)};
     if (!have(s, g, OUT(0)) || !have(s, OUT(1), IN(0)) || !have(s, IN(1), IN(1))) return;
-    if (!ember__ag_would_record(5, seen)) {
-        /* nothing records this backward: the three gradients in one op */
-        ember_attrs a = *at;
-        ember_tensor *o[3] = {NULL, NULL, NULL};
-        a.i[16] = NEED(0);
-        int rc = ember__run_nograd(EMBER_OP_CONV2D_RELU_POOL_BACKWARD, 5, seen, &a, o);
-        if (rc < 0) {
-            s->rc = rc;
-            return;
-        }
-        for (int i = 0; i < 3; i++) {
-            ember_tensor *t = o[i] ? keep(s, rc, &o[i]) : NULL;
-            if (t && NEED(i)) give(s, &gi[i], t);
-        }
-        return;
-    }
+    if (conv_grads_in_one_op(r, EMBER_OP_CONV2D_RELU_POOL_BACKWARD, 5, seen, 16)) return;
     const int64_t *st = &at->i[0], *pd = &at->i[2];
     int64_t ys[4] = {in[0], 0, 0, 0}, ws[EMBER_MAX_DIMS];
     ember__node_in_shape(n, 1, ws);
