@@ -37,6 +37,18 @@ const char *ember_blas_info(void)
 #endif
 }
 
+/* The CPU has AVX-512F: the kernels of ember's own written with its
+   intrinsics (conv_dnnl.c's pooling, gemm_skinny.c) may run */
+bool ember__cpu_avx512f(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
 /* OpenBLAS's core runs AVX-512 kernels (matmul_dnnl.c's choice depends on it) */
 bool ember__blas_avx512(void)
 {

@@ -60,6 +60,7 @@ const char *ember__tshape(char *buf, const ember_tensor *t);
 
 /* ------------------------------------------------------------------ libraries (info.c) */
 bool ember__blas_avx512(void);   /* OpenBLAS's core runs AVX-512 kernels */
+bool ember__cpu_avx512f(void);   /* the CPU runs AVX-512F (ember's own intrinsics kernels may run) */
 
 /* ------------------------------------------------------------------ storage, tensors */
 typedef struct ember_storage {

@@ -617,23 +617,29 @@ done:
    adjoints read (conv_dnnl.c); otherwise relu_backward, its sums per
    channel and the two adjoint ops. Not differentiable: conv2d_relu's rule
    runs it only where no recording sees the backward. */
+/* The composed tail of the fused convolutions' backward ops: b's gradient
+   out[2], the sums of gb_of over all but the channels, then conv2d's
+   adjoints of gz, w's into out[1] and, wanted, x's into out[0]; at is the
+   convolution's attrs, name the op for errors about the result shapes */
+static int conv_grads_composed(const char *name, ember_tensor *gb_of, ember_tensor *gz, ember_tensor *x,
+                               ember_tensor *w, const ember_attrs *at, bool want_gx, ember_tensor **out)
+{
+    static const ember_attrs per_channel = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};   /* sum over N, H, W */
+    ember_attrs aw = *at, ad = *at;
+    EMBER_TRY(ember__nn_set_shape(&aw, name, w->shape));
+    EMBER_TRY(ember__nn_set_shape(&ad, name, x->shape));
+    EMBER_TRY(ember__run_nograd(EMBER_OP_SUM, 1, &gb_of, &per_channel, &out[2]));
+    ember_tensor *xg[2] = {x, gz}, *gw[2] = {gz, w};
+    EMBER_TRY(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, xg, &aw, &out[1]));
+    return want_gx ? ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, gw, &ad, &out[0]) : EMBER_OK;
+}
+
 static int conv_relu_backward_composed(ember_tensor *const *in, const ember_attrs *at, bool want_gx,
                                        ember_tensor **out)
 {
-    ember_tensor *gz = NULL, *gy_w[2];
-    ember_attrs aw = *at, ad = *at, sum = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};
-    int rc = EMBER_OK;
-    EMBER_CHECK(ember__nn_set_shape(&aw, "conv2d_relu_backward", in[3]->shape));
-    EMBER_CHECK(ember__nn_set_shape(&ad, "conv2d_relu_backward", in[2]->shape));
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gz));
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_SUM, 1, &gz, &sum, &out[2]));
-    gy_w[0] = in[2], gy_w[1] = gz;
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, gy_w, &aw, &out[1]));
-    if (want_gx) {
-        gy_w[0] = gz, gy_w[1] = in[3];
-        EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, gy_w, &ad, &out[0]));
-    }
-done:
+    ember_tensor *gz = NULL;
+    int rc = ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gz);
+    if (rc >= 0) rc = conv_grads_composed("conv2d_relu_backward", gz, gz, in[2], in[3], at, want_gx, out);
     ember_tensor_release(gz);
     return rc;
 }
@@ -771,25 +777,19 @@ done:
 static int conv_relu_pool_backward_composed(ember_tensor *const *in, const ember_attrs *at, const conv_geom *g,
                                             bool want_gx, ember_tensor **out)
 {
+    const char *name = "conv2d_relu_max_pool2d_backward";
     ember_tensor *gq = NULL, *gz = NULL, *ix = NULL, *two[2];
-    ember_attrs aw = *at, ad = *at, ap, sum = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};
+    ember_attrs ap;
     const int64_t ys[4] = {g->N, g->O, g->Ho, g->Wo};
     int rc = EMBER_OK;
     memset(&ap, 0, sizeof ap);
-    EMBER_CHECK(ember__nn_set_shape(&aw, "conv2d_relu_max_pool2d_backward", in[4]->shape));
-    EMBER_CHECK(ember__nn_set_shape(&ad, "conv2d_relu_max_pool2d_backward", in[3]->shape));
-    EMBER_CHECK(ember__nn_set_shape(&ap, "conv2d_relu_max_pool2d_backward", ys));
+    EMBER_CHECK(ember__nn_set_shape(&ap, name, ys));
     EMBER_CHECK(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gq));
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_SUM, 1, &gq, &sum, &out[2]));
     EMBER_CHECK(ember__as_dtype(in[2], EMBER_INT64, &ix));
     two[0] = gq, two[1] = ix;
     EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D_BACKWARD, 2, two, &ap, &gz));
-    two[0] = in[3], two[1] = gz;
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, two, &aw, &out[1]));
-    if (want_gx) {
-        two[0] = gz, two[1] = in[4];
-        EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, two, &ad, &out[0]));
-    }
+    /* b's gradient from the pooled values: the same numbers as from gz */
+    rc = conv_grads_composed(name, gq, gz, in[3], in[4], at, want_gx, out);
 done:
     ember_tensor_release(gq);
     ember_tensor_release(gz);

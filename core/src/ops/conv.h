@@ -32,8 +32,9 @@ bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const f
 
 /* conv2d_relu_max_pool2d on contiguous float32 operands: p and idx (N, O,
    Hp, Wp) of max pooling relu(conv2d(x, w) + bias) in windows of kh x kw at
-   a stride of the same (no padding; the caller checked Ho >= kh, Wo >=
-   kw), the convolution's output pooled in the primitive's blocked layout.
+   a stride of the same (no padding; the caller checked Ho >= kh, Wo >= kw
+   and that a plane's positions fit in int32), the convolution's output
+   pooled in the primitive's blocked layout.
    false as above, and where oneDNN's output is not aBcd16b. */
 bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
                                 int64_t kw, float *p, int32_t *idx);

@@ -362,17 +362,38 @@ fail:
     return ok;
 }
 
+/* Every call into oneDNN's convolutions starts here: false where oneDNN is
+   off (not working, switched off, or deterministic mode), else the thread
+   count its primitives are made for, with the caller's OpenMP team (which
+   oneDNN runs on) set to as many threads as ember's, and the team's size
+   before in *omp_before for dnnl_leave. */
+static bool dnnl_enter(int *nthr, int *omp_before)
+{
+    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
+    *nthr = forked_child ? 1 : ember_num_threads();
+#ifdef DNNL_OMP
+    *omp_before = omp_get_max_threads();
+    omp_set_num_threads(*nthr);
+#else
+    *omp_before = 0;
+#endif
+    return true;
+}
+
+static void dnnl_leave(int omp_before)
+{
+#ifdef DNNL_OMP
+    omp_set_num_threads(omp_before);
+#else
+    EMBER_UNUSED(omp_before);
+#endif
+}
+
 bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
                       float *res)
 {
-    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled())
-        return false;
-    int nthr = forked_child ? 1 : ember_num_threads();
-#ifdef DNNL_OMP
-    /* oneDNN runs on the caller's OpenMP team: as many threads as ember's */
-    int omp_before = omp_get_max_threads();
-    omp_set_num_threads(nthr);
-#endif
+    int nthr, omp_before;
+    if (!dnnl_enter(&nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(kind, bias != NULL, g, nthr, key);
     bool owned, ok = false;
@@ -382,9 +403,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
         ok = conv_execute(c, kind, user, NULL, bias);
     }
     if (owned) conv_destroy(c);
-#ifdef DNNL_OMP
-    omp_set_num_threads(omp_before);
-#endif
+    dnnl_leave(omp_before);
     return ok;
 }
 
@@ -408,7 +427,6 @@ typedef struct {
 typedef struct {
     const conv_geom *g;
     const float *gy, *y;
-    gz_target t;
 } mask_job;
 
 /* one channel's plane, NCHW: z = g where y > 0, else 0, and the sum of
@@ -471,40 +489,52 @@ EMBER_INLINE void mask_block(const float *restrict g, const float *restrict y, i
     }
 }
 
-EMBER_SIMD static void mask_samples(void *vctx, int64_t n0, int64_t n1)
+/* samples [n0, n1) of gz into t (a gz_fill: it takes either layout) */
+EMBER_SIMD static bool fill_masked(void *vctx, const gz_target *t, int64_t n0, int64_t n1)
 {
     const mask_job *j = vctx;
     int64_t O = j->g->O, HW = j->g->Ho * j->g->Wo, OB = (O + 15) / 16;
     for (int64_t n = n0; n < n1; n++) {
         const float *gp = j->gy + n * O * HW, *yp = j->y + n * O * HW;
-        double *sum = j->t.sums + n * O;
-        if (!j->t.blocked) {
-            for (int64_t o = 0; o < O; o++) sum[o] = mask_plane(gp + o * HW, yp + o * HW, HW, j->t.gz + (n * O + o) * HW);
+        double *sum = t->sums + n * O;
+        if (!t->blocked) {
+            for (int64_t o = 0; o < O; o++) sum[o] = mask_plane(gp + o * HW, yp + o * HW, HW, t->gz + (n * O + o) * HW);
             continue;
         }
         for (int64_t ob = 0; ob < OB; ob++) {
             int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
-            mask_block(gp + ob * 16 * HW, yp + ob * 16 * HW, HW, live, j->t.gz + (n * OB + ob) * HW * 16, sum + ob * 16);
+            mask_block(gp + ob * 16 * HW, yp + ob * 16 * HW, HW, live, t->gz + (n * OB + ob) * HW * 16, sum + ob * 16);
         }
     }
+    return true;
 }
 
-/* the layout both adjoints read gz in: 0 NCHW, 1 aBcd16b, -1 neither or not the same */
+/* md is the convolution's output (N, O, Ho, Wo) in aBcd16b: 16 channels to
+   a block, the count padded with zeros */
+static bool is_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g)
+{
+    dnnl_memory_desc_t blk;
+    const dnnl_dims_t d = {g->N, g->O, g->Ho, g->Wo};
+    return dnnl_memory_desc_init_by_tag(&blk, 4, d, dnnl_f32, dnnl_aBcd16b) == dnnl_success &&
+           dnnl_memory_desc_equal(md, &blk);
+}
+
+/* the layouts a gradient writer may be asked for */
+enum { GZ_NCHW = 1 << 0, GZ_BLOCKED = 1 << 1 };
+
+/* the layout both adjoints read gz in: GZ_NCHW, GZ_BLOCKED (aBcd16b), or 0
+   for neither or not the same */
 static int shared_layout(const dnnl_conv *cw, const dnnl_conv *cd, const conv_geom *g)
 {
     const dnnl_memory_desc_t *mw = &cw->inner[ARG_B];   /* bwd_weights' diff_dst */
-    if (cd && !dnnl_memory_desc_equal(mw, &cd->inner[ARG_A])) return -1;
-    if (dnnl_memory_desc_equal(mw, &cw->user[ARG_B])) return 0;
-    dnnl_memory_desc_t blk;
-    const dnnl_dims_t d = {g->N, g->O, g->Ho, g->Wo};
-    if (dnnl_memory_desc_init_by_tag(&blk, 4, d, dnnl_f32, dnnl_aBcd16b) != dnnl_success) return -1;
-    return dnnl_memory_desc_equal(mw, &blk) ? 1 : -1;
+    if (cd && !dnnl_memory_desc_equal(mw, &cd->inner[ARG_A])) return 0;
+    if (dnnl_memory_desc_equal(mw, &cw->user[ARG_B])) return GZ_NCHW;
+    return is_blocked16(mw, g) ? GZ_BLOCKED : 0;
 }
 
 /* A writer of gz: fill(ctx, t, n0, n1) writes samples [n0, n1) of gz and
    their sums into t, returning false (for any sample) on input it cannot
-   take; it may be run for a layout in `layouts` (bit 0 NCHW, bit 1
-   aBcd16b). */
+   take; it is run only for the layouts (GZ_*) its caller names. */
 typedef bool (*gz_fill)(void *ctx, const gz_target *t, int64_t n0, int64_t n1);
 
 typedef struct {
@@ -526,25 +556,20 @@ static void fill_samples(void *vctx, int64_t n0, int64_t n1)
 static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx, const float *x, const float *w,
                         float *gx, float *gw, float *gb)
 {
-    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
-    int nthr = forked_child ? 1 : ember_num_threads();
-#ifdef DNNL_OMP
-    int omp_before = omp_get_max_threads();
-    omp_set_num_threads(nthr);
-#endif
+    int nthr, omp_before;
+    if (!dnnl_enter(&nthr, &omp_before)) return false;
     int64_t kw[KEY_LEN], kd[KEY_LEN];
     conv_key(CONV_BWD_WEIGHT, false, g, nthr, kw);
     conv_key(CONV_BWD_INPUT, false, g, nthr, kd);
     bool own_w = false, own_d = false, ok = false;
     dnnl_conv *cw = conv_get(CONV_BWD_WEIGHT, false, g, kw, &own_w);
     dnnl_conv *cd = gx ? conv_get(CONV_BWD_INPUT, false, g, kd, &own_d) : NULL;
-    int layout = cw && cw->conv && (!gx || (cd && cd->conv)) ? shared_layout(cw, cd, g) : -1;
-    if (layout >= 0 && !(layouts & (1 << layout))) layout = -1;
-    size_t zbytes = layout >= 0 ? cw->inner_bytes[ARG_B] : 0, sbytes = (size_t)(g->N * g->O) * sizeof(double);
-    float *gz = layout >= 0 ? ember__alloc(zbytes) : NULL;
+    const int layout = cw && cw->conv && (!gx || (cd && cd->conv)) ? shared_layout(cw, cd, g) & layouts : 0;
+    size_t zbytes = layout ? cw->inner_bytes[ARG_B] : 0, sbytes = (size_t)(g->N * g->O) * sizeof(double);
+    float *gz = layout ? ember__alloc(zbytes) : NULL;
     double *sums = gz ? ember__alloc(sbytes) : NULL;
     if (sums) {
-        fill_job fj = {fill, ctx, {gz, sums, layout == 1}, 0};
+        fill_job fj = {fill, ctx, {gz, sums, layout == GZ_BLOCKED}, 0};
         ember__parallel_for(g->N, 1, fill_samples, &fj);
         ok = !atomic_load(&fj.failed);
     }
@@ -565,25 +590,15 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
     if (sums) ember__free(sums, sbytes);
     if (own_w) conv_destroy(cw);
     if (own_d) conv_destroy(cd);
-#ifdef DNNL_OMP
-    omp_set_num_threads(omp_before);
-#endif
+    dnnl_leave(omp_before);
     return ok;
-}
-
-static bool fill_masked(void *ctx, const gz_target *t, int64_t n0, int64_t n1)
-{
-    mask_job j = *(const mask_job *)ctx;
-    j.t = *t;
-    mask_samples(&j, n0, n1);
-    return true;
 }
 
 bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
                                     const float *w, float *gx, float *gw, float *gb)
 {
-    mask_job j = {g, gy, y, {NULL, NULL, false}};
-    return adjoints_of(g, 3, fill_masked, &j, x, w, gx, gw, gb);
+    mask_job j = {g, gy, y};
+    return adjoints_of(g, GZ_NCHW | GZ_BLOCKED, fill_masked, &j, x, w, gx, gw, gb);
 }
 
 /* ------------------------------------------------------------------ conv2d_relu_max_pool2d */
@@ -602,6 +617,16 @@ typedef struct {
     float *p;              /* (N, O, Hp, Wp) */
     int32_t *idx;
 } pool_job;
+
+/* a tile's results, tv[t][c] and ti[t][c] for window t < m and channel
+   c < live, into the channels' planes (HpWp apart) of p and idx, a
+   channel's run of m at a time */
+EMBER_INLINE void store_tile(float *p, int32_t *idx, int64_t HpWp, int live, int m, float tv[16][16],
+                             int32_t ti[16][16])
+{
+    for (int c = 0; c < live; c++)
+        for (int t = 0; t < m; t++) p[c * HpWp + t] = tv[t][c], idx[c * HpWp + t] = ti[t][c];
+}
 
 /* blocks q0 .. q1 of y, q = n * OB + ob, pooled 16 windows of a row at a
    time: a window's positions compared 16 channels at once as pool.c
@@ -645,11 +670,7 @@ EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
                             }
                         }
                 }
-                for (int c = 0; c < live; c++) {
-                    float *pr = pb + c * HpWp + oh * j->Wp + ow0;
-                    int32_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
-                    for (int t = 0; t < m; t++) pr[t] = tv[t][c], ir[t] = ti[t][c];
-                }
+                store_tile(pb + oh * j->Wp + ow0, ib + oh * j->Wp + ow0, HpWp, live, m, tv, ti);
             }
     }
 }
@@ -694,51 +715,28 @@ __attribute__((target("avx512f"))) static void pool_blocks_512(void *vctx, int64
                     _mm512_storeu_ps(tv[t], bv);
                     _mm512_storeu_si512(ti[t], bi);
                 }
-                for (int c = 0; c < live; c++) {
-                    float *pr = pb + c * HpWp + oh * j->Wp + ow0;
-                    int32_t *ir = ib + c * HpWp + oh * j->Wp + ow0;
-                    for (int t = 0; t < m; t++) pr[t] = tv[t][c], ir[t] = ti[t][c];
-                }
+                store_tile(pb + oh * j->Wp + ow0, ib + oh * j->Wp + ow0, HpWp, live, m, tv, ti);
             }
     }
 }
 
 /* the CPU has AVX-512F, and EMBER_NO_AVX512 is not set (it keeps these
    kernels off, so that the portable ones can be tested on such a CPU) */
-static bool have_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && !getenv("EMBER_NO_AVX512");
-}
+static bool have_avx512(void) { return ember__cpu_avx512f() && !getenv("EMBER_NO_AVX512"); }
 #else
 static bool have_avx512(void) { return false; }
 #endif
 
-/* the blocked layout of the convolution's output, or false */
-static bool dst_is_blocked16(const dnnl_conv *c, const conv_geom *g)
-{
-    dnnl_memory_desc_t blk;
-    const dnnl_dims_t d = {g->N, g->O, g->Ho, g->Wo};
-    return dnnl_memory_desc_init_by_tag(&blk, 4, d, dnnl_f32, dnnl_aBcd16b) == dnnl_success &&
-           dnnl_memory_desc_equal(&c->inner[ARG_RES], &blk);
-}
-
 bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float *w, const float *bias, int64_t kh,
                                 int64_t kw, float *p, int32_t *idx)
 {
-    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
-    /* positions are int32 in the kernel */
-    if (g->Ho * g->Wo > INT32_MAX) return false;
-    int nthr = forked_child ? 1 : ember_num_threads();
-#ifdef DNNL_OMP
-    int omp_before = omp_get_max_threads();
-    omp_set_num_threads(nthr);
-#endif
+    int nthr, omp_before;
+    if (!dnnl_enter(&nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(CONV_FWD, true, g, nthr, key);
     bool owned, ok = false;
     dnnl_conv *c = conv_get(CONV_FWD, true, g, key, &owned);
-    size_t ybytes = c && c->conv && dst_is_blocked16(c, g) ? c->inner_bytes[ARG_RES] : 0;
+    size_t ybytes = c && c->conv && is_blocked16(&c->inner[ARG_RES], g) ? c->inner_bytes[ARG_RES] : 0;
     float *y = ybytes ? ember__alloc(ybytes) : NULL;
     if (y) {
         void *user[NARGS] = {(void *)x, (void *)w, NULL}, *inner[NARGS] = {NULL, NULL, y};
@@ -755,9 +753,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
     }
     if (y) ember__free(y, ybytes);
     if (owned) conv_destroy(c);
-#ifdef DNNL_OMP
-    omp_set_num_threads(omp_before);
-#endif
+    dnnl_leave(omp_before);
     return ok;
 }
 
@@ -767,6 +763,17 @@ typedef struct {
     const float *gp, *p;
     const int32_t *idx;
 } unpool_job;
+
+/* the positions of a block zb of gz (aBcd16b) that no window covers: the
+   rows below the last window and the columns right of it, zero */
+static void zero_uncovered(const unpool_job *j, float *zb)
+{
+    const int64_t Ho = j->g->Ho, Wo = j->g->Wo, hc = j->Hp * j->kh, wc = j->Wp * j->kw;
+    for (int64_t h = 0; h < Ho; h++) {
+        const int64_t w0 = h < hc ? wc : 0;
+        if (w0 < Wo) memset(zb + (h * Wo + w0) * 16, 0, sizeof(float) * 16 * (size_t)(Wo - w0));
+    }
+}
 
 /* samples n0 .. n1 of gz in aBcd16b: each window of y written whole, gp at
    the pooled position where the pooled value is positive, 0 elsewhere;
@@ -785,11 +792,8 @@ EMBER_SIMD static bool fill_unpooled(void *vctx, const gz_target *tg, int64_t n0
             float *zb = tg->gz + (n * OB + ob) * Ho * Wo * 16;
             const int64_t base = (n * O + ob * 16) * HpWp;
             double acc[16] = {0};
-            /* rows below the last window: zero */
-            for (int64_t h = j->Hp * kh; h < Ho; h++) memset(zb + h * Wo * 16, 0, sizeof(float) * 16 * (size_t)Wo);
+            zero_uncovered(j, zb);
             for (int64_t oh = 0; oh < j->Hp; oh++) {
-                for (int64_t h = oh * kh; h < oh * kh + kh; h++)   /* columns right of the last window */
-                    for (int64_t w = j->Wp * kw; w < Wo; w++) memset(zb + (h * Wo + w) * 16, 0, sizeof(float) * 16);
                 for (int64_t ow = 0; ow < j->Wp; ow++) {
                     float val[16];
                     int32_t pos[16];
@@ -839,10 +843,8 @@ __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, con
             float *zb = tg->gz + (n * OB + ob) * Ho * Wo * 16;
             const int64_t base = (n * O + ob * 16) * HpWp;
             __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();
-            for (int64_t h = j->Hp * kh; h < Ho; h++) memset(zb + h * Wo * 16, 0, sizeof(float) * 16 * (size_t)Wo);
+            zero_uncovered(j, zb);
             for (int64_t oh = 0; oh < j->Hp; oh++) {
-                for (int64_t h = oh * kh; h < oh * kh + kh; h++)
-                    for (int64_t w = j->Wp * kw; w < Wo; w++) memset(zb + (h * Wo + w) * 16, 0, sizeof(float) * 16);
                 for (int64_t ow = 0; ow < j->Wp; ow++) {
                     const int64_t k = base + oh * j->Wp + ow;
                     const __m512 gv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->gp + k, 4);
@@ -882,7 +884,7 @@ bool ember__dnnl_conv_relu_pool_backward(const conv_geom *g, int64_t kh, int64_t
     /* the gathers' offsets, a plane apart, fit in int32 */
     if (have_avx512() && 16 * j.Hp * j.Wp < INT32_MAX) fill = fill_unpooled_512;
 #endif
-    return adjoints_of(g, 2, fill, &j, x, w, gx, gw, gb);
+    return adjoints_of(g, GZ_BLOCKED, fill, &j, x, w, gx, gw, gb);
 }
 
 #endif

@@ -27,6 +27,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#define HAVE_SKINNY 1
 
 #define TASK_MNK ((int64_t)1 << 16)   /* multiply-adds per task, at least */
 
@@ -119,16 +120,17 @@ static bool usable(void)
     static atomic_int state = -1;
     int v = atomic_load_explicit(&state, memory_order_relaxed);
     if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") && !getenv("EMBER_NO_SKINNY");
+        v = ember__cpu_avx512f() && !getenv("EMBER_NO_SKINNY");
         atomic_store_explicit(&state, v, memory_order_relaxed);
     }
     return v != 0;
 }
+#endif
 
 bool ember__sgemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                          const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
+#ifdef HAVE_SKINNY
     if (M <= 0 || N <= 0 || K <= 0) return false;
     const bool as_dots = N <= 10 && tb && !ta && K >= 256;
     const bool as_rows = ta && !tb && M <= 12 && K >= 48 && K <= 256 && N >= 1024;
@@ -141,16 +143,9 @@ bool ember__sgemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, cons
         ember__parallel_for((N + 15) / 16, (TASK_MNK + per - 1) / per, rows, &j);
     }
     return true;
-}
-
 #else
-
-bool ember__sgemm_skinny(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
-{
     EMBER_UNUSED(ta), EMBER_UNUSED(tb), EMBER_UNUSED(M), EMBER_UNUSED(N), EMBER_UNUSED(K), EMBER_UNUSED(A);
     EMBER_UNUSED(lda), EMBER_UNUSED(B), EMBER_UNUSED(ldb), EMBER_UNUSED(beta), EMBER_UNUSED(C), EMBER_UNUSED(ldc);
     return false;
-}
-
 #endif
+}
