@@ -96,10 +96,61 @@ A list of modules registered as children; `:append(m)`, `:get(i)`,
 `:iter()`.
 
 ### `ember.nn.MultiheadAttention(embed_dim, num_heads, opts?)`
-Multi-head attention; `forward(q, k, v, {attn_mask, is_causal,
-key_padding_mask, need_weights = true})` returns the output and the
-head-averaged weights. `opts = {bias = true, dropout = 0, batch_first =
-false}`; parameters named as PyTorch's.
+PyTorch's multi-head attention; `opts = {dropout = 0, bias = true,
+add_bias_kv = false, add_zero_attn = false, kdim = embed_dim, vdim =
+embed_dim, batch_first = false}` (also positionally in that order).
+Parameters as PyTorch's: `in_proj_weight` `{3E, E}` (or `q_proj_weight`,
+`k_proj_weight` `{E, kdim}`, `v_proj_weight` `{E, vdim}` when `kdim` or
+`vdim` differs), `in_proj_bias`, `out_proj.weight`, `out_proj.bias`,
+`bias_k` and `bias_v` `{1, 1, E}` (one more key and value);
+`add_zero_attn` appends a key and value of zeros. `m(query, key, value,
+{key_padding_mask, need_weights = true, attn_mask, average_attn_weights =
+true, is_causal = false})` (or the same positionally) returns the output and
+the weights (`(N, L, S)` averaged over heads, `(N, H, L, S)` with
+`average_attn_weights = false`, nil without `need_weights`). Inputs `(L, N,
+E)`, `(N, L, E)` with `batch_first`, or unbatched `(L, E)`; `attn_mask` `(L,
+S)` or `(N * num_heads, L, S)`, `key_padding_mask` `(N, S)`: bool (true =
+may not attend) or float (added to the scores, of the query's dtype).
+
+### `ember.nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward?, dropout?, activation?, layer_norm_eps?, batch_first?, norm_first?)`
+PyTorch's encoder layer: self-attention then a feed-forward block
+`linear2(dropout(activation(linear1(x))))`, each added to its input and
+normalised after (`norm_first = false`) or before (`true`). Defaults 2048,
+0.1, `"relu"` (or `"gelu"`, a function, a module), 1e-5, false, false; the
+arguments after `nhead` may come as a table by name (`{dim_feedforward =
+64, dtype = "float64"}`). Children `self_attn`, `linear1`, `dropout`,
+`linear2`, `norm1`, `norm2`, `dropout1`, `dropout2`, as PyTorch's.
+`m(src, src_mask?, src_key_padding_mask?)` or `m(src, {src_mask =,
+src_key_padding_mask =})`; masks as MultiheadAttention's.
+
+### `ember.nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward?, dropout?, activation?, layer_norm_eps?, batch_first?, norm_first?)`
+PyTorch's decoder layer: self-attention, attention over the encoder's
+`memory` (`multihead_attn`), the feed-forward block, with `norm1`-`norm3`
+and `dropout1`-`dropout3`; arguments as the encoder layer's. `m(tgt,
+memory, tgt_mask?, memory_mask?, tgt_key_padding_mask?,
+memory_key_padding_mask?)`, the masks also by name in a table.
+
+### `ember.nn.TransformerEncoder(encoder_layer, num_layers, norm?)`
+`num_layers` copies of `encoder_layer` (each with its own parameters, equal
+to the layer's at construction, as PyTorch's deep copies) in `layers`, then
+`norm` when given. `m(src, mask?, src_key_padding_mask?)` or `m(src, {mask
+=, src_key_padding_mask =})`. State keys `layers.1.self_attn...`, or
+PyTorch's `layers.0...` with `{torch_names = true}`.
+
+### `ember.nn.TransformerDecoder(decoder_layer, num_layers, norm?)`
+The decoder stack: `m(tgt, memory, tgt_mask?, memory_mask?,
+tgt_key_padding_mask?, memory_key_padding_mask?)`, the masks also by name.
+
+### `ember.nn.Transformer(d_model?, nhead?, num_encoder_layers?, num_decoder_layers?, dim_feedforward?, dropout?, activation?, custom_encoder?, custom_decoder?, layer_norm_eps?, batch_first?, norm_first?)`
+PyTorch's encoder-decoder: defaults 512, 8, 6, 6, 2048, 0.1, `"relu"`, nil,
+nil, 1e-5, false, false, also by name in a table; `encoder` and `decoder`
+each end in a LayerNorm; every matrix is drawn xavier uniform. `m(src, tgt,
+src_mask?, tgt_mask?, memory_mask?, src_key_padding_mask?,
+tgt_key_padding_mask?, memory_key_padding_mask?)`, the masks also by name.
+`nn.Transformer.generate_square_subsequent_mask(n, {dtype = "float32"}?)`
+is PyTorch's `{n, n}` float mask, `-inf` above the diagonal and 0 elsewhere
+(a float mask must have the scores' dtype; `nn.causal_mask(n)` is the bool
+one).
 
 ### `ember.nn.RNN(input_size, hidden_size, opts?)`, `ember.nn.LSTM(input_size, hidden_size, opts?)`, `ember.nn.GRU(input_size, hidden_size, opts?)`
 Recurrent layers as PyTorch's: `opts = {num_layers = 1, bias = true,

@@ -663,84 +663,13 @@ function ModuleList:iter()
   end
 end
 
----------------------------------------------------------------- attention
-local MHA = Module:extend("MultiheadAttention")
-nn.MultiheadAttention = MHA
--- nn.MultiheadAttention(embed_dim, num_heads, {bias = true, dropout = 0, batch_first = false})
--- forward(q, k, v, {attn_mask =, is_causal =, need_weights = true,
--- key_padding_mask =}) -> output, weights averaged over heads (or nil).
--- Inputs are (L, N, E), or (N, L, E) with batch_first, or unbatched (L, E).
--- attn_mask: bool (true = may not attend, as in PyTorch) or additive float.
-function MHA:init(embed_dim, num_heads, opts)
-  opts = check_opts("MultiheadAttention", opts, { bias = true, dropout = true, batch_first = true, dtype = true })
-  check_int("MultiheadAttention", "embed_dim", embed_dim)
-  check_int("MultiheadAttention", "num_heads", num_heads)
-  if embed_dim % num_heads ~= 0 then
-    errors.raise(("ember.nn.MultiheadAttention: embed_dim %d must be divisible by num_heads %d"):format(embed_dim, num_heads))
-  end
-  self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim / num_heads
-  self.dropout, self.batch_first = opts.dropout or 0, opts.batch_first or false
-  -- xavier uniform for the packed projection, as PyTorch
-  local bound = math.sqrt(6 / (embed_dim + embed_dim))
-  self.in_proj_weight = uniform({ 3 * embed_dim, embed_dim }, bound, opts.dtype)
-  if opts.bias ~= false then
-    self.in_proj_bias = ember.zeros({ 3 * embed_dim }, { dtype = opts.dtype or "float32" })
-  end
-  self.out_proj = Linear(embed_dim, embed_dim, { bias = opts.bias ~= false, dtype = opts.dtype })
-  if opts.bias ~= false then ember.no_grad(function() self.out_proj.bias:zero_() end) end
-end
-
-function MHA:forward(q, k, v, opts)
-  opts = opts or {}
-  k, v = k or q, v or k or q
-  local E, H, D = self.embed_dim, self.num_heads, self.head_dim
-  for _, t in ipairs({ q, k, v }) do
-    need_input("MultiheadAttention", t, function(x) return (x:dim() == 3 or x:dim() == 2) and x:size(-1) == E end,
-      ("{L, N, %d}, {N, L, %d} with batch_first, or {L, %d}"):format(E, E, E))
-  end
-  local unbatched = q:dim() == 2
-  if unbatched then q, k, v = q:unsqueeze(2), k:unsqueeze(2), v:unsqueeze(2)
-  elseif self.batch_first then q, k, v = q:transpose(1, 2), k:transpose(1, 2), v:transpose(1, 2) end
-  -- now (L, N, E)
-  local Lq, N, Lk = q:size(1), q:size(2), k:size(1)
-  local w, b = self.in_proj_weight, self.in_proj_bias
-  local function proj(x, i)
-    return F.linear(x, w:narrow(1, (i - 1) * E + 1, E), b and b:narrow(1, (i - 1) * E + 1, E))
-  end
-  -- (L, N, E) -> (N, H, L, D)
-  local function heads(x, L) return x:reshape(L, N, H, D):permute({ 2, 3, 1, 4 }) end
-  local qh, kh, vh = heads(proj(q, 1), Lq), heads(proj(k, 2), Lk), heads(proj(v, 3), Lk)
-  local mask = opts.attn_mask
-  if opts.key_padding_mask ~= nil then   -- (N, Lk), true = padding
-    local kpm = opts.key_padding_mask:view(N, 1, 1, Lk)
-    if mask == nil then mask = kpm
-    elseif mask.dtype == "bool" then mask = ember.maximum(mask:to("int32"), kpm:to("int32")):gt(0)
-    else mask = ember.where(kpm, -math.huge, mask) end
-  end
-  local out, attn = F.scaled_dot_product_attention(qh, kh, vh, { attn_mask = mask, is_causal = opts.is_causal,
-    dropout = self.dropout, training = self.training })
-  -- (N, H, Lq, D) -> (Lq, N, E)
-  out = self.out_proj(out:permute({ 3, 1, 2, 4 }):reshape(Lq, N, E))
-  if unbatched then out = out:squeeze(2)
-  elseif self.batch_first then out = out:transpose(1, 2) end
-  local weights
-  if opts.need_weights ~= false then
-    weights = attn:mean(2)   -- (N, Lq, Lk)
-    if unbatched then weights = weights:squeeze(1) end
-  end
-  return out, weights
-end
-
--- an upper-triangular bool mask for causal attention over L positions (true = masked)
-function nn.causal_mask(L)
-  return ember.arange(L):view(1, L):gt(ember.arange(L):view(L, 1))
-end
-
 for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do   -- nn.MSELoss, nn.Conv1d, ...
   require("ember.nn." .. file).register(nn)
 end
 nn.init = require("ember.nn.initializers")
 -- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above
 require("ember.nn.rnn")(nn, { check_int = check_int, check_opts = check_opts, uniform = uniform, need_input = need_input })
+-- MultiheadAttention, the Transformer layers and stacks, nn.causal_mask (nn/transformer.lua)
+require("ember.nn.transformer").register(nn)
 
 return nn
