@@ -1,0 +1,80 @@
+-- The model zoo: PyTorch 1.13 models ported to ember (spec/support/zoo.lua,
+-- beside their PyTorch definitions in spec/fixtures/zoo/gen.py), each loaded
+-- from PyTorch's state_dict under PyTorch's names, then compared with
+-- PyTorch's output, loss and the gradient of every parameter, the losses of
+-- five AdamW steps under CosineAnnealingLR and every parameter and buffer
+-- after them (BatchNorm's running statistics included), in float64 within
+-- 1e-10 and in float32 within float32's rounding.
+package.path = "./spec/support/?.lua;" .. package.path
+local H = require("helpers")
+local Z = require("zoo")
+local ember = H.ember
+
+local function count(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n
+end
+
+local DESCRIPTION = {
+  encoder_post = "PyTorch's TransformerEncoder (2 post-norm layers, a final LayerNorm, a float causal mask, "
+    .. "a bool key padding mask)",
+  encoder_pre = "PyTorch's TransformerEncoder (2 pre-norm GELU layers, batch_first, a bool attention mask)",
+  gpt_tied = "a GPT-style LM, the output projection tied to the token embedding",
+  gpt = "a GPT-style LM with its own output projection",
+  lstm_lm = "an LSTM LM (2 layers, initial states)",
+  gru_lm = "a GRU LM (2 layers, an initial state)",
+  resnet18 = "ResNet-18 (width 4, 64x64 images, BatchNorm in training, then eval)",
+  seq2seq = "nn.Transformer (2 + 2 layers, a float tgt_mask, bool key padding masks)",
+}
+
+describe("the model zoo against PyTorch 1.13", function()
+  for _, name in ipairs(Z.order) do
+    it(DESCRIPTION[name] .. ": float64 within 1e-10", function()
+      local fx = Z.fixture(name)
+      local err = Z.run(name, "float64")
+      assert.are.equal(count(fx.grad), err.n_grads)   -- every parameter's gradient was compared
+      for what, e in pairs({ out = err.out, loss = err.loss, grad = err.grad, losses = err.losses,
+        after = err.after, eval = err.eval }) do
+        assert(e <= 1e-10, ("%s: %s differs from PyTorch's by %g"):format(name, what, e))
+      end
+      -- the keys' share of in_proj_bias: no gradient in exact arithmetic
+      -- (PyTorch's is rounding noise too), values after Adam's steps near
+      for k, g in pairs(fx.grad) do
+        if k:match("in_proj_bias$") then
+          local E = g:size(1) / 3
+          assert(g:narrow(1, E + 1, E):abs():max():item() < 1e-13, k)
+        end
+      end
+      assert(err.key_bias <= 1e-8, ("%s: key bias after the steps differs by %g"):format(name, err.key_bias))
+    end)
+
+    it(DESCRIPTION[name] .. ": float32 within float32's rounding", function()
+      local err = Z.run(name, "float32")
+      for what, tol in pairs({ out = 1e-4, loss = 1e-4, grad = 1e-4, losses = 1e-3, after = 1e-3, eval = 1e-4 }) do
+        local e = err[what]
+        if e then assert(e <= tol, ("%s: float32 %s differs from PyTorch's float64 by %g"):format(name, what, e)) end
+      end
+    end)
+  end
+
+  it("loads the fixtures' state_dicts by PyTorch's keys, unchanged", function()
+    local fx = Z.fixture("encoder_post")
+    local model = Z.models.encoder_post.build():double()
+    local names = H.sorted_keys(model:state_dict({ torch_names = true }))
+    assert.are.same(H.sorted_keys(fx.sd), names)
+    assert.are.equal("layers.0.linear1.bias", names[1])
+    -- without torch_names the keys are ember's (1-based), and the error says what to do
+    assert.has_error(function() model:load_state_dict(fx.sd) end)
+    local ok, msg = pcall(model.load_state_dict, model, fx.sd)
+    assert.is_false(ok)
+    assert.truthy(tostring(msg):find("torch_names = true", 1, true))
+    -- a safetensors file written by ember loads back into PyTorch's naming
+    local path = os.tmpname()
+    model:load_state_dict(fx.sd, { torch_names = true })
+    ember.save(path, model:state_dict({ torch_names = true }))
+    local back = ember.load(path)
+    os.remove(path)
+    for k, t in pairs(fx.sd) do assert.are.equal(0, Z.max_err(back[k], t)) end
+  end)
+end)
