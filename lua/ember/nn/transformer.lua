@@ -32,8 +32,8 @@ local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil
 -- an options table: a plain table, neither a tensor nor a module
 local function is_opts(v) return type(v) == "table" and not is_tensor(v) and not is_module(v) end
 
--- The arguments after the required ones: positional values in spec's order,
--- then (optionally) a table of the same names; checked and with defaults
+-- The arguments after the required ones: positional values in spec's order
+-- (all but dtype), then (optionally) a table of the same names; checked and with defaults
 -- filled in by A.options.
 local function arguments(op, spec, ...)
   local n = select("#", ...)
@@ -42,8 +42,10 @@ local function arguments(op, spec, ...)
   if is_opts(last) then
     named, n = last, n - 1
   end
-  if n > #spec then
-    fail(op, "takes at most %d arguments after the required ones, got %d", #spec, n)
+  local positional = spec[#spec] == A.DTYPE and #spec - 1 or #spec   -- dtype only by name
+  if n > positional then
+    fail(op, "takes at most %d arguments after the required ones (then a table of options), got %d",
+      positional, n)
   end
   local o = {}
   for k, v in pairs(named) do o[k] = v end
