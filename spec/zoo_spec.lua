@@ -58,6 +58,25 @@ describe("the model zoo against PyTorch 1.13", function()
     end)
   end
 
+  it("ties a head module's weight to the embedding as PyTorch does: state_dict keys both names", function()
+    local fx = Z.fixture("gpt_tied")
+    local model = Z.GPT(11, 6, 8, 2, 2, false):double()
+    model.head.weight = model.tok_emb.weight   -- PyTorch: self.head.weight = self.tok_emb.weight
+    local sd = {}
+    for k, t in pairs(fx.sd) do sd[k] = t end
+    sd["head.weight"] = fx.sd["tok_emb.weight"]   -- what PyTorch's state_dict of that model holds
+    local keys = H.sorted_keys(model:state_dict({ torch_names = true }))
+    assert.are.same(H.sorted_keys(sd), keys)
+    model:load_state_dict(sd, { torch_names = true })
+    assert.are.equal(#keys - 1, #model:parameters())   -- one parameter under two names
+    local gm = ember.autodiff.GradManager():attach(model:parameters())
+    gm:record()
+    local y = model(fx["in"].idx + 1)
+    gm:backward(ember.nn.functional.cross_entropy(y:reshape(-1, 11), (fx["in"].targets + 1):reshape(-1)))
+    assert.is_true(Z.max_err(y, fx[""].out) < 1e-10)
+    assert.is_true(Z.max_err(model.tok_emb.weight.grad, fx.grad["tok_emb.weight"]) < 1e-10)
+  end)
+
   it("loads the fixtures' state_dicts by PyTorch's keys, unchanged", function()
     local fx = Z.fixture("encoder_post")
     local model = Z.models.encoder_post.build():double()

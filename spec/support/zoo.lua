@@ -47,6 +47,7 @@ function GPT:init(vocab, block_size, d, heads, layers, tied)
   self.tied = tied
   if not tied then self.head = nn.Linear(d, vocab, { bias = false }) end
 end
+-- (spec/zoo_spec.lua also ties a head module: model.head.weight = model.tok_emb.weight)
 function GPT:forward(idx)   -- idx (N, T), 1-based token ids
   local T = idx:size(2)
   local mask = nn.causal_mask(T)

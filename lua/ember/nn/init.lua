@@ -151,12 +151,14 @@ local NamedList = {
   end,
 }
 
-local function named(self, kind)
+-- (every: a parameter shared under several names under each of them, as
+-- PyTorch's state_dict keeps a tied weight)
+local function named(self, kind, every)
   local list, seen = setmetatable({ _pos = {} }, NamedList), {}
   walk(self, "", function(prefix, m)
     for _, e in ipairs(own(m, kind)) do
       local t = e[2]
-      if kind == "buffer" or not seen[t] then
+      if every or kind == "buffer" or not seen[t] then
         seen[t] = true
         local name = prefix .. e[1]
         list[#list + 1] = { name, t, name = name, tensor = t }
@@ -222,7 +224,7 @@ local function own_state(self, fn, opts)
   end
   local torch, out = opts and opts.torch_names, {}
   for _, kind in ipairs({ "param", "buffer" }) do
-    for _, e in ipairs(named(self, kind)) do out[torch and torch_key(self, e[1]) or e[1]] = e[2] end
+    for _, e in ipairs(named(self, kind, true)) do out[torch and torch_key(self, e[1]) or e[1]] = e[2] end
   end
   return out
 end
