@@ -140,6 +140,12 @@ describe("the Transformer modules", function()
     assert.are.same({ "linear1.bias", "linear1.weight", "linear2.bias", "linear2.weight", "norm1.bias",
       "norm1.weight", "norm2.bias", "norm2.weight", "self_attn.in_proj_bias", "self_attn.in_proj_weight",
       "self_attn.out_proj.bias", "self_attn.out_proj.weight" }, H.sorted_keys(d:state_dict()))
+    local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 8), 1)
+    local custom = nn.Transformer({ d_model = 8, nhead = 2, custom_encoder = enc, num_decoder_layers = 1,
+      dim_feedforward = 8 })
+    assert.are.equal(enc, custom.encoder)
+    assert.are.equal(1, custom.decoder.num_layers)
+    assert.are.same({ 5, 2, 8 }, custom(ember.randn({ 3, 2, 8 }), ember.randn({ 5, 2, 8 })):shape())
     local t = nn.Transformer(16, 4, 1, 1, 32, 0)
     assert.are.same({ 1, 1 }, { t.encoder.num_layers, t.decoder.num_layers })
     assert.are.equal(16, t.decoder.layers:get(1).multihead_attn.embed_dim)
@@ -160,6 +166,11 @@ describe("the Transformer modules", function()
       "encoder_layer must be an nn.TransformerEncoderLayer, got Linear")
     raises(function() nn.TransformerEncoder(d, 0) end, "num_layers must be an integer >= 1, got 0")
     raises(function() nn.TransformerEncoder(d, 2, { normm = 1 }) end, "unknown option 'normm'")
+    assert.are.equal(2, nn.TransformerEncoder(d, 2, nil, false).num_layers)
+    raises(function() nn.TransformerEncoder(d, 2, { enable_nested_tensor = true }) end,
+      "enable_nested_tensor must be false (ember has no nested-tensor fast path")
+    raises(function() nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2), 2, { enable_nested_tensor = false }) end,
+      "unknown option 'enable_nested_tensor'")
     raises(function() nn.Transformer({ d_model = 8, nhead = 3 }) end, "d_model 8 must be divisible by nhead 3")
     raises(function() nn.Transformer({ d_model = 8, nhead = 2, dropuot = 0 }) end, "unknown option 'dropuot'")
     raises(function() d(ember.randn({ 3, 2, 6 })) end, "src of shape {3, 2, 6} does not fit")

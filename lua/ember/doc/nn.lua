@@ -130,10 +130,11 @@ and `dropout1`-`dropout3`; arguments as the encoder layer's. `m(tgt,
 memory, tgt_mask?, memory_mask?, tgt_key_padding_mask?,
 memory_key_padding_mask?)`, the masks also by name in a table.
 
-### `ember.nn.TransformerEncoder(encoder_layer, num_layers, norm?)`
+### `ember.nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor?)`
 `num_layers` copies of `encoder_layer` (each with its own parameters, equal
 to the layer's at construction, as PyTorch's deep copies) in `layers`, then
-`norm` when given. `m(src, mask?, src_key_padding_mask?)` or `m(src, {mask
+`norm` when given. `enable_nested_tensor` may only be false: ember computes
+what PyTorch does without its nested-tensor fast path. `m(src, mask?, src_key_padding_mask?)` or `m(src, {mask
 =, src_key_padding_mask =})`. State keys `layers.1.self_attn...`, or
 PyTorch's `layers.0...` with `{torch_names = true}`.
 

@@ -408,8 +408,17 @@ local function copy_layer(op, what, layer, class)
   return copy:train(layer.training)
 end
 
+-- PyTorch's enable_nested_tensor picks its fast path for eval() without
+-- gradients, which writes zeros at padded positions; ember has only the path
+-- PyTorch's enable_nested_tensor = False takes
+local function no_nested(v)
+  if v ~= false then return "false (ember has no nested-tensor fast path: it computes what PyTorch does without it)" end
+end
+local STACK = { { "norm", nil, optional_module } }
+local ENCODER_STACK = { STACK[1], { "enable_nested_tensor", false, no_nested } }
+
 local function stack_init(nn, self, op, what, class, layer, num_layers, ...)
-  local o = arguments(op, { { "norm", nil, optional_module } }, ...)
+  local o = arguments(op, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
   if A.int(1)(num_layers) then fail(op, "num_layers must be an integer >= 1, got %s", A.value_str(num_layers)) end
   local list = {}
   for i = 1, num_layers do list[i] = copy_layer(op, what, layer, class) end
@@ -421,7 +430,8 @@ end
 local function encoder_class(nn)
   local op = "ember.nn.TransformerEncoder"
   local S = nn.Module:extend("TransformerEncoder")
-  -- nn.TransformerEncoder(encoder_layer, num_layers, norm?): num_layers copies of the layer
+  -- nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor = false?):
+  -- num_layers copies of the layer
   function S:init(layer, num_layers, ...)
     stack_init(nn, self, op, "encoder_layer", nn.TransformerEncoderLayer, layer, num_layers, ...)
   end
