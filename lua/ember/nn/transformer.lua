@@ -64,9 +64,6 @@ local function probability(v)
 end
 local function optional_int(v) if v ~= nil then return A.int(1)(v) end end
 local function optional_module(v) if v ~= nil and not is_module(v) then return "a module" end end
-local function optional_bool_or_float_tensor(v)
-  if v ~= nil and not is_tensor(v) then return "a tensor" end
-end
 
 ---------------------------------------------------------------- masks
 -- the {L, L} bool mask that is true above the diagonal (may not attend)
@@ -113,8 +110,8 @@ end
 local MHA_SPEC = { { "dropout", 0, probability }, A.BIAS, { "add_bias_kv", false, A.boolean },
   { "add_zero_attn", false, A.boolean }, { "kdim", nil, optional_int }, { "vdim", nil, optional_int },
   { "batch_first", false, A.boolean }, A.DTYPE }
-local MHA_FORWARD = { { "key_padding_mask", nil, optional_bool_or_float_tensor },
-  { "need_weights", true, A.boolean }, { "attn_mask", nil, optional_bool_or_float_tensor },
+local MHA_FORWARD = { { "key_padding_mask", nil, A.optional_tensor },
+  { "need_weights", true, A.boolean }, { "attn_mask", nil, A.optional_tensor },
   { "average_attn_weights", true, A.boolean }, { "is_causal", false, A.boolean } }
 
 local function mha_class(nn)
