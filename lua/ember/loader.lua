@@ -66,7 +66,10 @@ end
 -- (a library inside a .love archive) comes with why, in .problem.
 function loader.candidates()
   local list = {}
-  local function add(path, from, problem) list[#list + 1] = { path = path, from = from, problem = problem } end
+  local function add(path, from, problem)
+    list[#list + 1] = { path = path, from = from, problem = problem }
+    return list[#list]
+  end
   local env = os.getenv("EMBER_LIB")
   if env and env ~= "" then
     add(env, "$EMBER_LIB")
@@ -101,7 +104,7 @@ function loader.candidates()
   for _, rel in ipairs({ "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }) do
     add(dir .. "/../../../../" .. rel .. "/libember.so", "<prefix>/" .. rel)
   end
-  add("ember", "the system linker's search path")
+  add("ember", "the system linker's search path").system = true
   return list
 end
 
@@ -112,11 +115,11 @@ function loader._load()
   for _, c in ipairs(loader.candidates()) do
     local why, path = c.problem, c.path
     -- ffi.load takes a bare file name for a library name: a relative path keeps its ./
-    if path ~= "ember" and not path:find("/") then path = "./" .. path end
+    if not c.system and not path:find("/") then path = "./" .. path end
     if not why then
-      if path ~= "ember" and not kind(path) then
+      if not c.system and not kind(path) then
         why = "no such file"
-      elseif kind(path) == "directory" then
+      elseif not c.system and kind(path) == "directory" then
         why = "is a folder"
       else
         local ok, lib = pcall(ffi.load, path)
