@@ -250,6 +250,33 @@ describe("LÖVE 11, headless, with ember vendored in the game", function()
     assert.is_true(rep.update_ms.median < 1, "update median " .. rep.update_ms.median .. " ms")
   end)
 
+  it("runs from a .love archive with libember beside it, and says why when it is missing", function()
+    local dir = U.tmpdir()
+    local r = U.run("zip -qr " .. U.quote(dir .. "/game.love") .. " . -x 'ember/*.so'", { cwd = game })
+    if r.rc == 127 then
+      U.rm_rf(dir)
+      pending("zip is not installed")
+      return
+    end
+    assert.are.equal(0, r.rc, r.err)
+    r = U.run({ "timeout", "60", "xvfb-run", "-a", "love", dir .. "/game.love", "--frames", "3" },
+      { cwd = "/", env = bare })
+    assert.are.equal(1, r.rc, r.out .. r.err)
+    assert.matches("  ember/libember.so (beside the Lua files (LÖVE's filesystem)): not found in the game's "
+      .. "folder or save folder\n  " .. dir .. "/libember.so (beside the .love archive or fused game): no such file\n",
+      r.err, 1, true)
+    r = U.run({ "cp", game .. "/ember/libember.so", dir .. "/libember.so" })
+    assert.are.equal(0, r.rc, r.err)
+    r = U.run({ "timeout", "60", "xvfb-run", "-a", "love", dir .. "/game.love", "--frames", "3", "--steps", "2" },
+      { cwd = "/", env = bare })
+    U.rm_rf(dir)
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    local rep = report(r.out, "ember%-love")
+    assert.are.equal(dir .. "/libember.so", rep.libpath)
+    assert.are.same({ 0.297829866, 3.75853133 }, { tonumber(("%.9g"):format(rep.losses[1])),
+      tonumber(("%.9g"):format(rep.losses[2])) })
+  end)
+
   it("refuses an unknown argument, exiting 1 with the usage", function()
     local r = U.run({ "timeout", "60", "xvfb-run", "-a", "love", game, "--frames", "5", "--speed", "2" },
       { cwd = "/", env = bare })

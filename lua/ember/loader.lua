@@ -59,11 +59,14 @@ end
 -- The paths require("ember") tries, in order, each {path =, from =} (from
 -- says where the path came from). $EMBER_LIB, when set, is the only one; then
 -- set_library's, the only one; else the path an install recorded
--- (ember/config.lua), libember.so beside these Lua files (a vendored copy;
--- in LÖVE found through love.filesystem), the build folder of a source
--- checkout, the usual install locations relative to <prefix>/share/lua/5.1,
--- and the system linker's search path. A path that cannot be used at all
--- (a library inside a .love archive) comes with why, in .problem.
+-- (ember/config.lua), libember.so beside these Lua files (a vendored copy),
+-- the build folder of a source checkout, the usual install locations
+-- relative to <prefix>/share/lua/5.1, and the system linker's search path.
+-- In LÖVE, whose chunk names are relative to the game, libember.so beside
+-- the Lua files is found through love.filesystem (the game's folder or the
+-- save folder), and for a game in a .love archive or fused, beside it,
+-- instead of the checkout and prefix paths. A path that cannot be used at
+-- all (a library inside a .love archive) comes with why, in .problem.
 function loader.candidates()
   local list = {}
   local function add(path, from, problem)
@@ -85,24 +88,29 @@ function loader.candidates()
   local lfs = rawget(_G, "love") and love.filesystem
   if not is_absolute(dir) and lfs and lfs.getRealDirectory then
     -- LÖVE loads Lua files from its own filesystem (the game's folder or
-    -- archive, the save folder): the chunk name is relative to it
+    -- archive, the save folder): the chunk name is relative to it, not to
+    -- the process's folder, so only LÖVE's places are looked at
+    local from = "beside the Lua files (LÖVE's filesystem)"
     local rel = dir .. "/libember.so"
     local real = lfs.getRealDirectory(rel)
     if not real then
-      add(rel, "beside the Lua files (LÖVE's filesystem)", "not found in the game's folder or save folder")
+      add(rel, from, "not found in the game's folder or save folder")
     elseif kind(real) == "file" then
-      add(real .. "/" .. rel, "beside the Lua files (LÖVE's filesystem)", "inside the archive " .. real
-        .. ": a .love cannot hold a library the system loads; put libember.so in a folder on disk "
-        .. "(beside the fused game, or the save folder) and call ember.loader.set_library")
+      add(real .. "/" .. rel, from, "inside the archive " .. real .. ": the system cannot load a "
+        .. "library from a .love")
     else
-      add(real .. "/" .. rel, "beside the Lua files (LÖVE's filesystem)")
+      add(real .. "/" .. rel, from)
+    end
+    -- a .love or a fused game: the folder holding it (or the executable)
+    if lfs.getSourceBaseDirectory and (not real or kind(real) == "file") then
+      add(lfs.getSourceBaseDirectory() .. "/libember.so", "beside the .love archive or fused game")
     end
   else
     add(dir .. "/libember.so", "beside the Lua files")
-  end
-  add(dir .. "/../../build/libember.so", "the source checkout's build folder")
-  for _, rel in ipairs({ "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }) do
-    add(dir .. "/../../../../" .. rel .. "/libember.so", "<prefix>/" .. rel)
+    add(dir .. "/../../build/libember.so", "the source checkout's build folder")
+    for _, rel in ipairs({ "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }) do
+      add(dir .. "/../../../../" .. rel .. "/libember.so", "<prefix>/" .. rel)
+    end
   end
   add("ember", "the system linker's search path").system = true
   return list

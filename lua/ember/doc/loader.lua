@@ -8,11 +8,12 @@ from Lua, before the first `require("ember")` of each Lua state, with
 `require("ember.loader").set_library(path)` (the module needs no libember);
 otherwise it is looked for in the order `ember.loader.candidates()` gives:
 `$EMBER_LIB` alone when set, then the path an install recorded
-(`ember/config.lua`), `libember.so` beside the Lua files (a vendored copy;
-in LÖVE through `love.filesystem`), the source checkout's `build/`, the
-install prefix's `lib/`, and the system linker's path. When none loads, the
-error lists every path tried and why each failed. How each host ships it:
-`docs/hosts.md`.
+(`ember/config.lua`), `libember.so` beside the Lua files (a vendored copy),
+the source checkout's `build/`, the install prefix's `lib/`, and the system
+linker's path. In LÖVE, beside the Lua files means through `love.filesystem`
+(the game's folder or save folder), then beside a `.love` archive or fused
+game. When none loads, the error lists every path tried and why each
+failed. How each host ships it: `docs/hosts.md`.
 
 ### `ember.loader.set_library(path)`
 Makes `require("ember")` load `path`, a libember file or the folder holding
