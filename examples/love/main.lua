@@ -7,8 +7,9 @@
 --            gm:backward_steps / BackwardRun:step until the budget is spent,
 --            then the optimizer; a step spans frames, the frame rate holds
 --   oneshot  a whole training step in every love.update
---   thread   a love.thread trains (trainer.lua) and sends the fit over a
---            channel; the main thread only draws
+--   thread   a love.thread trains (trainer.lua) and sends the data, the
+--            losses and the fit over a channel; the main thread only draws
+--            and never loads ember
 --   off      no training: the frame time of the game alone
 -- ember is vendored beside this file (scripts/vendor.sh examples/love puts
 -- ember/ with libember.so here); docs/hosts.md says how to ship it.
@@ -18,8 +19,8 @@
 -- --frames N quits after N frames (and, with --steps, once the steps are
 -- done) and prints the frame-time statistics and the losses (one line,
 -- "ember-love {...}" in JSON), for runs under xvfb-run -a.
-local ember = require("ember")
-local model = require("model")
+local ember, model    -- loaded in love.load, except in thread mode
+local libpath        -- the libember in use (the trainer's, in thread mode)
 
 local opts = { mode = "budget", budget_ms = 4, threads = 1, steps = nil, frames = nil, screenshot = nil }
 
@@ -64,9 +65,13 @@ local trained, quitting = false, false  -- --steps reached (the trainer thread's
 
 function love.load(args)
   parse(args)
-  ember.set_num_threads(opts.threads)
-  x, y = model.data(1)
-  points = { x = model.numbers(x), y = model.numbers(y) }
+  if opts.mode ~= "thread" then
+    ember, model = require("ember"), require("model")
+    libpath = ember._libpath
+    ember.set_num_threads(opts.threads)
+    x, y = model.data(1)
+    points = { x = model.numbers(x), y = model.numbers(y) }
+  end
   if opts.mode == "budget" or opts.mode == "oneshot" then
     m = model.new(2)
     stepper = model.stepper(m, x, y)
@@ -102,6 +107,7 @@ local function finish()
     if err then error("trainer thread: " .. err, 0) end
     while out:getCount() > 0 do
       local msg = out:pop()
+      if msg.points then points, libpath = msg.points, msg.libpath end
       if msg.loss then record(msg.loss, msg.fit) end
     end
   end
@@ -113,7 +119,7 @@ local function finish()
   io.stdout:write(string.format('ember-love {"mode": "%s", "frames": %d, "budget_ms": %g, "threads": %d, '
     .. '"steps": %d, "frame_ms": %s, "update_ms": %s, "losses": [%s], "libpath": "%s"}\n',
     opts.mode, frame, opts.budget_ms, opts.threads, steps, summary(frame_ms), summary(update_ms),
-    table.concat(parts, ", "), ember._libpath))
+    table.concat(parts, ", "), libpath))
   io.stdout:flush()
   love.event.quit(0)
 end
@@ -134,6 +140,7 @@ function love.update()
   elseif opts.mode == "thread" then
     local msg = out:pop()
     while msg do
+      if msg.points then points, libpath = msg.points, msg.libpath end
       if msg.loss then record(msg.loss, msg.fit) end
       msg = out:pop()
     end
@@ -176,10 +183,10 @@ function love.draw()
   love.graphics.setColor(0.3, 0.3, 0.35)
   love.graphics.rectangle("line", 20, top, pw, ph)
   love.graphics.setColor(0.55, 0.75, 1.0)
-  for i = 1, #points.x do
+  for i = 1, points and #points.x or 0 do
     love.graphics.circle("fill", 20 + (points.x[i] + 3) / 6 * pw, top + ph - (points.y[i] + 1.4) / 2.8 * ph, 2)
   end
-  if fit then
+  if fit and points then
     love.graphics.setColor(1.0, 0.55, 0.2)
     love.graphics.setLineWidth(3)
     plot(points.x, fit, 20, top, pw, ph, -3, 3, -1.4, 1.4)
