@@ -303,12 +303,28 @@ describe("Neovim, headless, with ember vendored in a plugin", function()
   end)
   teardown(function() U.rm_rf(plugin) end)
 
-  it("trains on the main thread in timer-driven slices and in a vim.loop.new_thread worker", function()
-    local r = U.run({ "timeout", "120", "nvim", "--headless", "-u", "NONE", "--cmd", "set rtp+=" .. plugin,
-      "-c", "luafile " .. U.root .. "/spec/support/nvim_host.lua" }, { cwd = "/", env = bare })
+  local lib
+  local function nvim(extra)
+    local argv = { "timeout", "120", "nvim", "--headless", "-u", "NONE", "--cmd", "set rtp+=" .. plugin }
+    for _, a in ipairs(extra) do argv[#argv + 1] = a end
+    argv[#argv + 1] = "-c"
+    argv[#argv + 1] = "luafile " .. U.root .. "/spec/support/nvim_host.lua"
+    local r = U.run(argv, { cwd = "/", env = bare })
     assert.are.equal(0, r.rc, r.out .. r.err)
-    local rep = report(r.out, "ember%-nvim")
-    local lib = plugin .. "/lua/ember/libember.so"
+    lib = plugin .. "/lua/ember/libember.so"
+    return report(r.out, "ember%-nvim")
+  end
+  local function check_worker(rep)
+    -- its own Lua state, the same library file, y = 3x - 2 learnt
+    assert.is_true(rep.thread_started)
+    assert.are.equal(lib, rep.worker.libpath)
+    assert.are.equal(150, rep.worker.steps)
+    assert.is_true(rep.worker.last < 0.05 and rep.worker.last < rep.worker.first / 100,
+      ("worker: loss %g -> %g"):format(rep.worker.first, rep.worker.last))
+  end
+
+  it("trains on the main thread in timer-driven slices and in a vim.loop.new_thread worker", function()
+    local rep = nvim({})
     assert.are.equal(lib, rep.libpath)
     -- main thread: 60 steps, one slice of 1 ms (at least one node) a tick
     local main = rep.main
@@ -322,11 +338,14 @@ describe("Neovim, headless, with ember vendored in a plugin", function()
     table.sort(sorted)
     check_times({ median = sorted[math.ceil(#sorted / 2)], p99 = sorted[math.ceil(#sorted * 0.99)],
       max = sorted[#sorted] }, "slice_ms")
-    -- the worker: its own Lua state, the same library file, y = 3x - 2 learnt
-    assert.is_true(rep.thread_started)
-    assert.are.equal(lib, rep.worker.libpath)
-    assert.are.equal(150, rep.worker.steps)
-    assert.is_true(rep.worker.last < 0.05 and rep.worker.last < rep.worker.first / 100,
-      ("worker: loss %g -> %g"):format(rep.worker.first, rep.worker.last))
+    check_worker(rep)
+  end)
+
+  it("trains in a worker thread when the main thread never loads ember, and exits with 0", function()
+    -- the worker's state loads libember and unloads it when the thread ends
+    local rep = nvim({ "--cmd", "let g:ember_worker_only = 1" })
+    assert.is_true(rep.worker_only)
+    assert.is_nil(rep.main)
+    check_worker(rep)
   end)
 end)

@@ -9,6 +9,9 @@
 -- 2. In a vim.loop.new_thread worker (a fresh Lua state without `vim` or
 --    the runtimepath loader: it gets package.path from the main thread):
 --    a whole training run, whose losses come back through a uv async handle.
+-- With g:ember_worker_only set (--cmd 'let g:ember_worker_only = 1') only
+-- the worker runs: the main thread never loads ember, so the worker's state
+-- is the one that loads libember and unloads it when the thread ends.
 -- Prints one line "ember-nvim {...}" (JSON) on stdout and quits with 0, or
 -- prints the error on stderr and quits with 1.
 local uv = vim.loop
@@ -21,8 +24,7 @@ local function finish(err)
     vim.cmd("cquit 1")
     return
   end
-  local ember = require("ember")
-  io.stdout:write("ember-nvim " .. ember.io.json.encode(out) .. "\n")
+  io.stdout:write("ember-nvim " .. vim.fn.json_encode(out) .. "\n")
   io.stdout:flush()
   vim.cmd("qall!")
 end
@@ -38,7 +40,54 @@ local function problem(ember)
     ember.autodiff.GradManager():attach(params)
 end
 
+-- 2. the worker thread: trains 150 steps in its own Lua state and sends the
+-- first and last loss, its library's path and the step count back
+local function start_worker()
+  -- the plugin's lua/ folder, where Neovim's loader found ember
+  local init = vim.api.nvim_get_runtime_file("lua/ember/init.lua", false)[1]
+  local luadir = init:match("^(.*)/ember/init%.lua$")
+  local path = luadir .. "/?.lua;" .. luadir .. "/?/init.lua;" .. package.path
+  local async, thread
+  async = uv.new_async(vim.schedule_wrap(function(status, a, b, c, d)
+    async:close()
+    thread:join()
+    if status ~= "ok" then return finish("worker: " .. tostring(a)) end
+    out.worker = { first = a, last = b, libpath = c, steps = d }
+    finish()
+  end))
+  thread = uv.new_thread(function(lua_path, done)
+    package.path = lua_path
+    local okw, a, b, c, d = pcall(function()
+      local em = require("ember")
+      em.manual_seed(1)
+      local xs = em.randn({ 256, 1 })
+      local ys = xs * 3 - 2 + em.randn({ 256, 1 }) * 0.01
+      local net = em.nn.Sequential(em.nn.Linear(1, 64), em.nn.Tanh(), em.nn.Linear(64, 1))
+      local ps = net:parameters()
+      local o = em.optim.Adam(ps, { lr = 0.02 })
+      local g = em.autodiff.GradManager():attach(ps)
+      local first, last
+      for i = 1, 150 do
+        g:record()
+        local l = em.nn.functional.mse_loss(net(xs), ys)
+        g:backward(l)
+        o:step()
+        o:zero_grad()
+        if i == 1 then first = l:item() end
+        last = l:item()
+      end
+      return first, last, em._libpath, 150
+    end)
+    if okw then done:send("ok", a, b, c, d) else done:send("error", tostring(a)) end
+  end, path, async)
+  out.thread_started = thread ~= nil
+end
+
 local ok, err = pcall(function()
+  if vim.g.ember_worker_only == 1 then
+    out.worker_only = true
+    return start_worker()
+  end
   local ember = require("ember")
   out.libpath = ember._libpath
   local x, y, model, opt, gm = problem(ember)
@@ -71,45 +120,7 @@ local ok, err = pcall(function()
       out.main = { losses = losses, slice_ms = slice_ms, ticks = ticks }
       local w = model:parameters()
       out.main.params = #w
-      -- 2. the worker thread
-      -- the plugin's lua/ folder, where Neovim's loader found ember
-      local init = vim.api.nvim_get_runtime_file("lua/ember/init.lua", false)[1]
-      local luadir = init:match("^(.*)/ember/init%.lua$")
-      local path = luadir .. "/?.lua;" .. luadir .. "/?/init.lua;" .. package.path
-      local async, thread
-      async = uv.new_async(vim.schedule_wrap(function(status, a, b, c, d)
-        async:close()
-        thread:join()
-        if status ~= "ok" then return finish("worker: " .. tostring(a)) end
-        out.worker = { first = a, last = b, libpath = c, steps = d }
-        finish()
-      end))
-      thread = uv.new_thread(function(lua_path, done)
-        package.path = lua_path
-        local okw, a, b, c, d = pcall(function()
-          local em = require("ember")
-          em.manual_seed(1)
-          local xs = em.randn({ 256, 1 })
-          local ys = xs * 3 - 2 + em.randn({ 256, 1 }) * 0.01
-          local net = em.nn.Sequential(em.nn.Linear(1, 64), em.nn.Tanh(), em.nn.Linear(64, 1))
-          local ps = net:parameters()
-          local o = em.optim.Adam(ps, { lr = 0.02 })
-          local g = em.autodiff.GradManager():attach(ps)
-          local first, last
-          for i = 1, 150 do
-            g:record()
-            local l = em.nn.functional.mse_loss(net(xs), ys)
-            g:backward(l)
-            o:step()
-            o:zero_grad()
-            if i == 1 then first = l:item() end
-            last = l:item()
-          end
-          return first, last, em._libpath, 150
-        end)
-        if okw then done:send("ok", a, b, c, d) else done:send("error", tostring(a)) end
-      end, path, async)
-      out.thread_started = thread ~= nil
+      start_worker()
     end
   end))
 end)
