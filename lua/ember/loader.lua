@@ -45,6 +45,8 @@ function loader.set_library(path, ...)
   end
   local file = path
   if kind(path) == "directory" then file = path:gsub("/+$", "") .. "/libember.so" end
+  -- as _load spells it: a bare file name is a path in the current folder
+  if not file:find("/") then file = "./" .. file end
   if loaded then
     if file ~= loaded then
       errors.fail("loader.set_library", "ember is already loaded in this Lua state from " .. loaded
