@@ -87,8 +87,9 @@ function loader.candidates()
   local ok, cfg = pcall(require, "ember.config")
   if ok and type(cfg) == "table" and cfg.libpath then add(cfg.libpath, "ember/config.lua") end
   local dir = here()
-  local lfs = rawget(_G, "love") and love.filesystem
-  if not is_absolute(dir) and lfs and lfs.getRealDirectory then
+  local love = rawget(_G, "love")   -- LÖVE's global, when this runs inside LÖVE
+  local lfs = type(love) == "table" and love.filesystem
+  if not is_absolute(dir) and type(lfs) == "table" and lfs.getRealDirectory then
     -- LÖVE loads Lua files from its own filesystem (the game's folder or
     -- archive, the save folder): the chunk name is relative to it, not to
     -- the process's folder, so only LÖVE's places are looked at
