@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 
 PKGS=(cmake gcc make pkg-config luajit libluajit-5.1-dev libopenblas-dev lua-busted zlib1g-dev
       libdnnl-dev libedit-dev luarocks dataset-fashion-mnist bible-kjv clang libclang-rt-14-dev openmpi-bin libopenmpi-dev)
+# real hosts for spec/hosts_spec.lua (docs/hosts.md): LÖVE 11.4 run headless under
+# Xvfb (xvfb-run needs xauth; Mesa's software OpenGL draws there), Neovim, and zip for a .love
+PKGS+=(love xvfb xauth libgl1-mesa-dri neovim zip)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -124,6 +124,84 @@ describe("cmake --install into a fresh prefix", function()
   end)
 end)
 
+-- Another project building against ember: spec/support/consumer (consumer.c
+-- through libember alone, consumer_lua.c through libember_lua) built with
+-- pkg-config's flags and with CMake's find_package(ember), and run with no
+-- LD_LIBRARY_PATH or EMBER_LIB. ember_dir: the folder of emberConfig.cmake;
+-- pc_dir: the folder of ember.pc (or the build tree's ember-uninstalled.pc).
+-- Sanitized libraries cannot be linked into uninstrumented programs (#noasan).
+local consumer_src = U.root .. "/spec/support/consumer"
+local bare = { LUA_PATH = false, LUA_CPATH = false, LD_LIBRARY_PATH = false }
+
+-- runs the two programs in dir; libdir: the folder their libember must come from
+local function check_consumer(dir, what, libdir)
+  local r = U.run({ dir .. "/consumer" }, { env = bare })
+  assert.are.equal(0, r.rc, what .. ": " .. r.out .. r.err)
+  assert.are.equal("135\n", r.out, what)
+  r = U.run({ dir .. "/consumer_lua" }, { env = bare })
+  assert.are.equal(0, r.rc, what .. ": " .. r.out .. r.err)
+  assert.are.equal("6\n", r.out, what)
+  r = U.run({ "ldd", dir .. "/consumer" }, { env = bare })
+  assert.matches("libember.so.0 => " .. libdir .. "/libember.so.0", r.out, 1, true)
+end
+
+local function builds_with_pkg_config(pc_dir, work, libdir)
+  local env = { PKG_CONFIG_PATH = pc_dir }
+  for _, name in ipairs({ "consumer", "consumer_lua" }) do
+    local r = U.run("cc -std=c11 -Wall -Werror -o " .. U.quote(work .. "/" .. name) .. " "
+      .. U.quote(consumer_src .. "/" .. name .. ".c") .. " $(pkg-config --cflags --libs "
+      .. (name == "consumer" and "ember" or "ember_lua") .. ")", { env = env })
+    assert.are.equal(0, r.rc, name .. ": " .. r.out .. r.err)
+  end
+  check_consumer(work, "pkg-config " .. pc_dir, libdir)
+end
+
+-- bin: the consumer's CMake build folder, configured again for each ember_dir
+-- (its compiler checks are cached: the second configure is quick)
+local function builds_with_find_package(ember_dir, bin, libdir)
+  local r = U.run({ "cmake", "-S", consumer_src, "-B", bin, "-Dember_DIR=" .. ember_dir })
+  assert.are.equal(0, r.rc, r.out .. r.err)
+  r = U.run({ "cmake", "--build", bin })
+  assert.are.equal(0, r.rc, r.out .. r.err)
+  check_consumer(bin, "find_package(ember) from " .. ember_dir, libdir)
+end
+
+describe("another project built against ember #noasan", function()
+  local built, missing = U.built("cli/ember")
+  if not built then
+    pending(missing)
+    return
+  end
+  local work, prefix
+  setup(function()
+    work, prefix = U.tmpdir(), U.tmpdir()
+  end)
+  teardown(function()
+    U.rm_rf(work)
+    U.rm_rf(prefix)
+  end)
+  local function sub(name)
+    os.execute("mkdir -p " .. U.quote(work .. "/" .. name))
+    return work .. "/" .. name
+  end
+
+  it("finds the build tree with pkg-config (ember-uninstalled.pc) and find_package(ember)", function()
+    builds_with_pkg_config(U.build_dir() .. "/pkgconfig", sub("pc_build"), U.build_dir())
+    builds_with_find_package(U.build_dir(), work .. "/cmake", U.build_dir())
+  end)
+
+  it("finds an install with pkg-config and with find_package(ember)", function()
+    local install = U.run({ "cmake", "--install", U.build_dir(), "--prefix", prefix })
+    assert.are.equal(0, install.rc, install.out .. install.err)
+    local config = U.run("find " .. U.quote(prefix) .. " -name emberConfig.cmake").out:match("[^\n]+")
+    assert.is_truthy(config, "emberConfig.cmake is not installed")
+    local pc = U.run("find " .. U.quote(prefix) .. " -name ember.pc").out:match("[^\n]+")
+    local libdir = U.run("find " .. U.quote(prefix) .. " -name libember.so.0").out:match("^(.*)/[^/\n]*\n")
+    builds_with_pkg_config(pc:match("^(.*)/[^/]*$"), sub("pc_install"), libdir)
+    builds_with_find_package(config:match("^(.*)/[^/]*$"), work .. "/cmake", libdir)
+  end)
+end)
+
 -- The rock builds its own release library, so the sanitized pass skips it
 -- (#noasan). About 20 s on 2 cores.
 local function have(cmd)

@@ -5,29 +5,6 @@ local ffi = require("ffi")
 
 local ember = { _VERSION = "0.1.0" }
 
-local function here()
-  local src = debug.getinfo(1, "S").source
-  return (src:sub(1, 1) == "@" and src:sub(2) or src):match("^(.*)/[^/]*$") or "."
-end
-
--- Where libember lives, in order: $EMBER_LIB; the path recorded at install
--- time (ember/config.lua); the build folder of a source checkout
--- (lua/ember/../../build); the usual install locations relative to
--- <prefix>/share/lua/5.1/ember; the system linker's search path.
-local function candidates()
-  local dir, list = here(), {}
-  local env = os.getenv("EMBER_LIB")
-  if env and env ~= "" then list[#list + 1] = env end
-  local ok, cfg = pcall(require, "ember.config")
-  if ok and type(cfg) == "table" and cfg.libpath then list[#list + 1] = cfg.libpath end
-  list[#list + 1] = dir .. "/../../build/libember.so"
-  for _, rel in ipairs({ "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }) do
-    list[#list + 1] = dir .. "/../../../../" .. rel .. "/libember.so"
-  end
-  list[#list + 1] = "ember"
-  return list
-end
-
 -- ember/cdef.lua and ember/optable.lua are written by the build
 local function generated(name)
   local ok, mod = pcall(require, "ember." .. name)
@@ -38,19 +15,11 @@ local function generated(name)
   return mod
 end
 
+-- Where libember is looked for, the host's set_library call and the error
+-- that lists every path tried: lua/ember/loader.lua (docs/hosts.md).
 local function load_library()
-  local errors = {}
-  for _, path in ipairs(candidates()) do
-    local f = path == "ember" or io.open(path, "rb")
-    if f then
-      if f ~= true then f:close() end
-      local ok, lib = pcall(ffi.load, path)
-      if ok then return lib, path end
-      errors[#errors + 1] = tostring(lib)
-    end
-  end
-  error("ember: cannot load libember (set EMBER_LIB to its path): "
-    .. table.concat(errors, "; "), 0)
+  ember.loader = require("ember.loader")
+  return ember.loader._load()
 end
 
 -- OpenBLAS picks its kernels from the CPU model when it is loaded, and
