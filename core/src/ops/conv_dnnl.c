@@ -365,12 +365,12 @@ fail:
 /* Every call into oneDNN's convolutions starts here: false where oneDNN is
    off (not working, switched off, or deterministic mode), else the thread
    count its primitives are made for, with the caller's OpenMP team (which
-   oneDNN runs on) set to as many threads as ember's, and the team's size
+   oneDNN runs on) set to the thread policy's count for a job, and the team's size
    before in *omp_before for dnnl_leave. */
 static bool dnnl_enter(int *nthr, int *omp_before)
 {
     if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
-    *nthr = forked_child ? 1 : ember_num_threads();
+    *nthr = forked_child ? 1 : ember__job_threads(0);
 #ifdef DNNL_OMP
     *omp_before = omp_get_max_threads();
     omp_set_num_threads(*nthr);

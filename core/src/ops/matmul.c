@@ -80,7 +80,8 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
         return;
 #ifdef EMBER_HAVE_BLAS
     int blas_threads = 1;
-    bool one_thread = M * N * K < BLAS_ONE_THREAD_MNK && (blas_threads = openblas_get_num_threads()) > 1;
+    bool one_thread = (M * N * K < BLAS_ONE_THREAD_MNK || ember__job_threads(M * N * K) == 1) &&
+                      (blas_threads = openblas_get_num_threads()) > 1;
     if (one_thread) openblas_set_num_threads(1);
     if (dt == EMBER_FLOAT32)
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,

@@ -63,9 +63,10 @@ bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const 
     if (forked_child || ember_is_deterministic() || !dnnl_wins(M, N, K) || !ember_dnnl_matmul_enabled())
         return false;
 #ifdef DNNL_OMP
-    /* oneDNN runs on the caller's OpenMP team: as many threads as ember's */
+    /* oneDNN runs on the caller's OpenMP team: as many threads as the
+       thread policy gives a product of this size (parallel.c) */
     int omp_before = omp_get_max_threads();
-    omp_set_num_threads(ember_num_threads());
+    omp_set_num_threads(ember__job_threads(M * N * K));
 #endif
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 #ifdef DNNL_OMP
