@@ -114,7 +114,7 @@ function StepRun:resume(seconds)
   self.slices, self.seconds = self.slices + 1, self.seconds + took
   if took > self.longest then self.longest = took end
   if not res[1] then   -- the step raised: its message, then where in the step
-    local trace = debug.traceback(self.co, nil, 0) or ""
+    local trace = debug.traceback(self.co)
     abandon(self, "failed")
     C.ember_set_grad_enabled(self.outer_grad)
     local msg = res[2]
