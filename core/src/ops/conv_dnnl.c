@@ -367,10 +367,10 @@ fail:
    count its primitives are made for, with the caller's OpenMP team (which
    oneDNN runs on) set to the thread policy's count for a job, and the team's size
    before in *omp_before for dnnl_leave. */
-static bool dnnl_enter(int *nthr, int *omp_before)
+static bool dnnl_enter(const conv_geom *g, int *nthr, int *omp_before)
 {
     if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
-    *nthr = forked_child ? 1 : ember__job_threads(0);
+    *nthr = forked_child ? 1 : ember__job_threads(g->N * g->O * g->Ho * g->Wo * g->K);   /* multiply-adds */
 #ifdef DNNL_OMP
     *omp_before = omp_get_max_threads();
     omp_set_num_threads(*nthr);
@@ -393,7 +393,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
                       float *res)
 {
     int nthr, omp_before;
-    if (!dnnl_enter(&nthr, &omp_before)) return false;
+    if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(kind, bias != NULL, g, nthr, key);
     bool owned, ok = false;
@@ -557,7 +557,7 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
                         float *gx, float *gw, float *gb)
 {
     int nthr, omp_before;
-    if (!dnnl_enter(&nthr, &omp_before)) return false;
+    if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t kw[KEY_LEN], kd[KEY_LEN];
     conv_key(CONV_BWD_WEIGHT, false, g, nthr, kw);
     conv_key(CONV_BWD_INPUT, false, g, nthr, kd);
@@ -731,7 +731,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
                                 int64_t kw, float *p, int32_t *idx)
 {
     int nthr, omp_before;
-    if (!dnnl_enter(&nthr, &omp_before)) return false;
+    if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(CONV_FWD, true, g, nthr, key);
     bool owned, ok = false;
