@@ -171,8 +171,11 @@ static atomic_llong inline_until;   /* ns on CLOCK_MONOTONIC */
 static atomic_llong backoff_ns = BACKOFF_MIN_NS;
 static atomic_llong next_sample;
 static atomic_int spare = MAX_THREADS;   /* cores the last sample left ember (caller included) */
-static atomic_llong last_join_end;   /* when ember's last team job ended */
+static atomic_llong last_join_end;   /* when ember's last team job ended (oneDNN's too) */
 static atomic_int last_team;         /* and how many threads it had */
+static atomic_llong last_blas_end;   /* when OpenBLAS last ran on several threads */
+static atomic_int last_blas;         /* and how many */
+#define BLAS_SPIN_NS 150000000LL     /* OpenBLAS's workers spin (yielding) about 0.1 s after a job */
 static atomic_llong n_parallel, n_inline_small, n_inline_busy, n_late, n_samples;
 static int online_cpus = 1;
 static long long spin_ns;            /* how long libgomp's workers spin after a job; <0: for ever */
@@ -241,6 +244,8 @@ static int sample_spare(long long now)
     long long since = now - atomic_load_explicit(&last_join_end, memory_order_relaxed);
     int team = atomic_load_explicit(&last_team, memory_order_relaxed);
     if (team > 1 && omp_pool() && (spin_ns < 0 || since < spin_ns)) ours += team - 1;   /* still spinning */
+    int blas = atomic_load_explicit(&last_blas, memory_order_relaxed);
+    if (blas > 1 && now - atomic_load_explicit(&last_blas_end, memory_order_relaxed) < BLAS_SPIN_NS) ours += blas - 1;
     int others = r - ours;
     if (others < 0) others = 0;
     int s = online_cpus - others;
@@ -288,6 +293,19 @@ static void job_ended(int team, bool late, long long end)
         atomic_store_explicit(&backoff_ns, b * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : b * 2, memory_order_relaxed);
     } else if (b > BACKOFF_MIN_NS) {
         atomic_store_explicit(&backoff_ns, b / 2 < BACKOFF_MIN_NS ? BACKOFF_MIN_NS : b / 2, memory_order_relaxed);
+    }
+}
+
+void ember__team_done(int threads, bool blas)
+{
+    if (threads <= 1) return;
+    long long now = now_ns();
+    if (blas) {
+        atomic_store_explicit(&last_blas_end, now, memory_order_relaxed);
+        atomic_store_explicit(&last_blas, threads, memory_order_relaxed);
+    } else {
+        atomic_store_explicit(&last_join_end, now, memory_order_relaxed);
+        atomic_store_explicit(&last_team, threads, memory_order_relaxed);
     }
 }
 

@@ -380,11 +380,13 @@ static bool dnnl_enter(const conv_geom *g, int *nthr, int *omp_before)
     return true;
 }
 
-static void dnnl_leave(int omp_before)
+static void dnnl_leave(int nthr, int omp_before)
 {
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
+    ember__team_done(nthr, false);
 #else
+    EMBER_UNUSED(nthr);
     EMBER_UNUSED(omp_before);
 #endif
 }
@@ -403,7 +405,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
         ok = conv_execute(c, kind, user, NULL, bias);
     }
     if (owned) conv_destroy(c);
-    dnnl_leave(omp_before);
+    dnnl_leave(nthr, omp_before);
     return ok;
 }
 
@@ -590,7 +592,7 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
     if (sums) ember__free(sums, sbytes);
     if (own_w) conv_destroy(cw);
     if (own_d) conv_destroy(cd);
-    dnnl_leave(omp_before);
+    dnnl_leave(nthr, omp_before);
     return ok;
 }
 
@@ -753,7 +755,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
     }
     if (y) ember__free(y, ybytes);
     if (owned) conv_destroy(c);
-    dnnl_leave(omp_before);
+    dnnl_leave(nthr, omp_before);
     return ok;
 }
 

@@ -92,6 +92,7 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
                     (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
                     beta, (double *)c, (int)ldc);
     if (one_thread) openblas_set_num_threads(blas_threads);
+    else ember__team_done(openblas_get_num_threads(), true);
 #else
     if (dt == EMBER_FLOAT32)
         ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld,
