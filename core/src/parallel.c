@@ -152,12 +152,20 @@ static void forget_pool_in_child(void)
      2-core machine leaves none: jobs run inline, the workers go to sleep
      after their spin and stay asleep, and nothing of ember spins against
      the host's threads;
-   - a job whose workers came late (one found every chunk taken by the
-     caller, or the caller waited at the join longer than the job took)
-     shows the cores are not free right now, whatever the sample said (a
-     VM's stolen time, a core given to another thread between samples):
-     jobs then run inline for `backoff`, which doubles on each late job
-     (from 4 ms up to 1 s) and halves on each job that paid.
+   - a job whose workers came late shows the cores are not free right now,
+     whatever the sample said (a VM's stolen time, a core given to another
+     thread between samples): jobs then run inline for `backoff`, which
+     doubles on each late job (from 4 ms up to 1 s) and halves on each job
+     that paid. Late is: a worker that should have been spinning (the
+     team's last job ended within its spin) arrived to find every chunk
+     taken by the caller, or the caller waited at the join longer than the
+     job took and more than 50 us (a worker preempted inside its chunk). A
+     team woken from sleep is not late for arriving after its wake-up (60-70
+     us on a VM): the job after a back-off always finds it asleep, and
+     counting that would keep the back-off growing on a quiet machine.
+   A sample counts as busy only when the one before it was too (the larger
+   of the two is used), so a daemon's moment on a core does not stop the
+   team for 10 ms; lateness answers sudden contention at once.
    ember_set_num_threads(n) (or EMBER_NUM_THREADS) switches this off: every
    job large enough for its grain takes n threads, as before 2026-11-27. */
 #define SMALL_WORK ((int64_t)1 << 18)
@@ -170,7 +178,8 @@ static atomic_int policy_fixed;      /* ember_set_num_threads(n) or EMBER_NUM_TH
 static atomic_llong inline_until;   /* ns on CLOCK_MONOTONIC */
 static atomic_llong backoff_ns = BACKOFF_MIN_NS;
 static atomic_llong next_sample;
-static atomic_int spare = MAX_THREADS;   /* cores the last sample left ember (caller included) */
+static atomic_int spare = MAX_THREADS;   /* cores the last two samples left ember (caller included) */
+static atomic_int spare_prev = MAX_THREADS;   /* the last sample's own count */
 static atomic_llong last_join_end;   /* when ember's last team job ended (oneDNN's too) */
 static atomic_int last_team;         /* and how many threads it had */
 static atomic_llong last_blas_end;   /* when OpenBLAS last ran on several threads */
@@ -268,8 +277,10 @@ int ember__job_threads(int64_t work)
         return 1;
     }
     long long due = atomic_load_explicit(&next_sample, memory_order_relaxed);
-    if (now >= due && atomic_compare_exchange_strong(&next_sample, &due, now + SAMPLE_NS))
-        atomic_store_explicit(&spare, sample_spare(now), memory_order_relaxed);
+    if (now >= due && atomic_compare_exchange_strong(&next_sample, &due, now + SAMPLE_NS)) {
+        int s = sample_spare(now), prev = atomic_exchange_explicit(&spare_prev, s, memory_order_relaxed);
+        atomic_store_explicit(&spare, s > prev ? s : prev, memory_order_relaxed);
+    }
     int s = atomic_load_explicit(&spare, memory_order_relaxed);
     if (s < n) n = s;
     if (n <= 1) {
@@ -462,6 +473,8 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     if (chunk < grain) chunk = grain;
     job_t j = {fn, ctx, n, chunk, 0, use - 1, 0};
     long long t0 = now_ns(), t_caller = 0;
+    long long since_last = t0 - atomic_load_explicit(&last_join_end, memory_order_relaxed);
+    bool warm = atomic_load_explicit(&last_team, memory_order_relaxed) > 1 && (spin_ns < 0 || since_last < spin_ns);
 #ifdef EMBER_OMP_POOL
     if (omp_pool()) {
         if (atomic_flag_test_and_set(&omp_busy)) {   /* another host thread's job holds the team */
@@ -482,7 +495,7 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
         }
         atomic_flag_clear(&omp_busy);
         long long t1 = now_ns(), wait = t1 - t_caller;
-        job_ended(use, atomic_load(&idle_workers) > 0 || (wait > LATE_WAIT_NS && wait > t_caller - t0), t1);
+        job_ended(use, (warm && atomic_load(&idle_workers) > 0) || (wait > LATE_WAIT_NS && wait > t_caller - t0), t1);
         return;
     }
 #endif
@@ -504,9 +517,9 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
        for the workers that joined and are still finishing a chunk */
     pthread_mutex_lock(&mu);
     current = NULL;
-    int joined = (use - 1) - j.seats;
     while (j.active > 0) pthread_cond_wait(&done_cv, &mu);
     pthread_mutex_unlock(&mu);
+    /* ember's own workers sleep between jobs: only a wait at the join is late */
     long long t1 = now_ns(), wait = t1 - t_caller;
-    job_ended(1, joined < use - 1 || (wait > LATE_WAIT_NS && wait > t_caller - t0), t1);
+    job_ended(1, wait > LATE_WAIT_NS && wait > t_caller - t0, t1);
 }
