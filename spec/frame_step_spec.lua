@@ -156,6 +156,35 @@ describe("ember.frame.step", function()
     end
   end)
 
+  it("runs a forward under no_grad in slices, and ops between slices use the model unrecorded", function()
+    local s = make()
+    s.model:eval()
+    local want = ember.no_grad(function() return s.model(x) end):tolist()
+    local run = ember.frame.step(function() return ember.no_grad(function() return s.model(x) end) end)
+    local r = drive(run, 0)
+    assert.are.same(want, r[2]:tolist())
+    -- a training step while the frame runs the same model between slices
+    s.model:train()
+    local ref = make()
+    ember.manual_seed(11)
+    local want_loss = train_step(ref)
+    ember.manual_seed(11)
+    run = ember.frame.step(train_step, s)
+    local outer = {}
+    local done, loss
+    repeat
+      s.model:train()
+      done, loss = run:resume(0)
+      if not done then
+        s.model:eval()   -- no dropout draws between slices
+        outer[#outer + 1] = s.model(x):sum():item()   -- rendering with the model
+      end
+    until done
+    assert.is_true(#outer > 3)
+    assert.are.equal(want_loss, loss)
+    assert.are.same(bits(ref), bits(s))
+  end)
+
   it("turns grad mode off between slices and leaves it as the step left it", function()
     local inside = {}
     local a = ember.ones({ 2 })

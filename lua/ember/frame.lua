@@ -33,7 +33,9 @@ local function pack(...) return { n = select("#", ...), ... } end
 -- what the coroutine yields at a pause (any other yield is the step's own)
 local PAUSE = setmetatable({}, { __tostring = function() return "ember.frame pause" end })
 
-local open_run = nil   -- the one run that is open (made and not ended) in this Lua state
+-- the one run that is open (made and not ended) in this Lua state; held
+-- until it ends, so a run must be resumed to the end or cancelled
+local open_run = nil
 
 -- yield points: pause once the slice's deadline has passed, when this is the
 -- run's own coroutine and nothing below is a C function or a held section
@@ -110,6 +112,7 @@ function StepRun:resume(seconds)
   slicer.active = true
   local res = pack(co_resume(self.co))
   slicer.active, slicer.co, slicer.run = false, nil, nil
+  self.backward = slicer.backward   -- a backward paused inside the step, if any
   local took = clock() - t0
   self.slices, self.seconds = self.slices + 1, self.seconds + took
   if took > self.longest then self.longest = took end
@@ -134,7 +137,6 @@ function StepRun:resume(seconds)
     raise("StepRun.resume", "the step yielded by itself (coroutine.yield inside the step); a step may not yield")
   end
   -- paused: the frame's other ops are not recorded by the step's managers
-  self.backward = slicer.backward
   self.step_grad = C.ember_is_grad_enabled()
   C.ember_set_grad_enabled(0)
   return false
