@@ -473,10 +473,11 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     if (chunk < grain) chunk = grain;
     job_t j = {fn, ctx, n, chunk, 0, use - 1, 0};
     long long t0 = now_ns(), t_caller = 0;
-    long long since_last = t0 - atomic_load_explicit(&last_join_end, memory_order_relaxed);
-    bool warm = atomic_load_explicit(&last_team, memory_order_relaxed) > 1 && (spin_ns < 0 || since_last < spin_ns);
 #ifdef EMBER_OMP_POOL
     if (omp_pool()) {
+        /* the team's workers are spinning: they should come at once */
+        long long since_last = t0 - atomic_load_explicit(&last_join_end, memory_order_relaxed);
+        bool warm = atomic_load_explicit(&last_team, memory_order_relaxed) > 1 && (spin_ns < 0 || since_last < spin_ns);
         if (atomic_flag_test_and_set(&omp_busy)) {   /* another host thread's job holds the team */
             fn(ctx, 0, n);
             return;
