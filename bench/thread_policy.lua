@@ -54,8 +54,7 @@ end
 
 local results = {}
 local load_before = loadavg()
-for _, cond in ipairs({ "idle", "neighbour" }) do
-  local pid = cond == "neighbour" and neighbour_start() or nil
+local function measure(cond)
   for _, place in ipairs({ "lua", "host" }) do
     for _, size in ipairs({ "small", "medium", "large" }) do
       local cmd
@@ -69,7 +68,12 @@ for _, cond in ipairs({ "idle", "neighbour" }) do
       io.stderr:write(cond, " ", json, "\n")
     end
   end
-  if pid then os.execute("kill " .. pid) end
+end
+for _, cond in ipairs({ "idle", "neighbour" }) do
+  local pid = cond == "neighbour" and neighbour_start() or nil
+  local ok, err = pcall(measure, cond)
+  if pid then os.execute("kill " .. pid) end   -- the neighbour never outlives the bench
+  if not ok then error(err, 0) end
 end
 print(('{"bench":"thread_policy","rounds":%d,"loadavg_before":"%s","loadavg_after":"%s","runs":[\n%s\n]}')
   :format(rounds, load_before, loadavg(), table.concat(results, ",\n")))
