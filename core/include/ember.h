@@ -134,7 +134,8 @@ EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
    job takes up to ember_num_threads() threads but runs on the calling
    thread when it is small, when the machine has no core to spare (another
    busy thread or process) or while workers have lately come late to jobs.
-   ember_set_num_threads(n), and EMBER_NUM_THREADS=n, fix every job at n
+   ember_set_num_threads(n), and EMBER_NUM_THREADS=n (a whole number >= 1;
+   "auto" or any other value leaves the default), fix every job at n
    threads; ember_set_num_threads_auto() goes back to the default (as many
    threads as the CPUs the process may use, or EMBER_NUM_THREADS). */
 EMBER_API void ember_set_num_threads_auto(void);

@@ -362,15 +362,16 @@ static void start_pool(int want)
     max_threads = n_threads = n_workers + 1;
 }
 
-/* EMBER_NUM_THREADS=n fixes the count (as ember_set_num_threads(n));
-   unset, the pool is as large as the CPUs this process may use, under the
-   auto policy. */
+/* EMBER_NUM_THREADS=n (a whole number >= 1) fixes the count (as
+   ember_set_num_threads(n)); unset, "auto" or anything else, the pool is as
+   large as the CPUs this process may use, under the auto policy (the Lua
+   package refuses any other value when it loads). */
 static void start_default_pool(void)
 {
     const char *env = getenv("EMBER_NUM_THREADS");
     char *end = NULL;
     long want = env ? strtol(env, &end, 10) : 0;
-    if (env && end != env && want > 0) {
+    if (env && end != env && *end == 0 && want > 0) {
         atomic_store(&policy_fixed, 1);
         start_pool((int)want);
     } else {
@@ -418,8 +419,9 @@ void ember_set_num_threads_auto(void)
     atomic_store(&backoff_ns, BACKOFF_MIN_NS);
     atomic_store(&next_sample, 0);
     const char *env = getenv("EMBER_NUM_THREADS");
-    long want = env ? strtol(env, NULL, 10) : 0;
-    int n = want > 0 ? (int)want : usable_cpus();
+    char *end = NULL;
+    long want = env ? strtol(env, &end, 10) : 0;
+    int n = env && end != env && *end == 0 && want > 0 ? (int)want : usable_cpus();
     if (n > max_threads) n = max_threads;
     n_threads = n;
     ember__set_blas_threads(n);

@@ -432,6 +432,11 @@ return function(ember)
   end
   function ember.reset_peak_memory() C.ember_reset_peak() end
   function ember.empty_cache() C.ember_empty_cache() end
+  -- EMBER_NUM_THREADS: a whole number of threads for every job, or "auto"
+  local env_threads = os.getenv("EMBER_NUM_THREADS")
+  if env_threads and env_threads ~= "auto" and not env_threads:match("^[1-9]%d*$") then
+    error(("ember: EMBER_NUM_THREADS must be a whole number >= 1 or \"auto\", got %q"):format(env_threads), 0)
+  end
   -- n threads for every job, or "auto": the default policy (docs/frame_loop.md, "Threads")
   function ember.set_num_threads(n)
     if n == "auto" then return C.ember_set_num_threads_auto() end

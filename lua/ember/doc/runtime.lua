@@ -24,7 +24,8 @@ a job takes up to `get_num_threads()` threads (the CPUs the process may
 use), but runs on the calling thread when it is small, when no core is
 spare (a host's busy thread, another busy process) or while workers have
 lately come late; `set_num_threads(n)` (a whole number from 1 to the
-maximum, or `EMBER_NUM_THREADS=n`) gives every job `n`;
+maximum, or `EMBER_NUM_THREADS=n`) gives every job `n` (`EMBER_NUM_THREADS`
+may also be `auto`; any other value makes `require("ember")` raise);
 `set_num_threads("auto")` goes back to the default (docs/frame_loop.md,
 "Threads").
 
