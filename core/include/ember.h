@@ -130,6 +130,32 @@ EMBER_API int ember_cuda_synchronize(void);   /* waits for all queued device wor
 EMBER_API int ember_cuda_set_allow_tf32(int allow);
 EMBER_API int ember_cuda_allow_tf32(void);
 EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
+/* The thread policy (docs/frame_loop.md, "Threads"). By default ("auto") a
+   job takes up to ember_num_threads() threads but runs on the calling
+   thread when it is small, when the machine has no core to spare (another
+   busy thread or process) or while workers have lately come late to jobs.
+   ember_set_num_threads(n), and EMBER_NUM_THREADS=n (a whole number >= 1;
+   "auto" or any other value leaves the default), fix every job at n
+   threads; ember_set_num_threads_auto() goes back to the default (as many
+   threads as the CPUs the process may use, or EMBER_NUM_THREADS). */
+EMBER_API void ember_set_num_threads_auto(void);
+EMBER_API int ember_threads_auto(void);
+EMBER_API int ember_max_threads(void);   /* the most ember_set_num_threads takes */
+typedef struct {
+    int auto_policy;              /* 1: auto, 0: fixed by ember_set_num_threads */
+    int threads;                  /* ember_num_threads() */
+    int max_threads;
+    int spare;                    /* cores the last load sample left ember, itself included */
+    int online_cpus;
+    int64_t jobs_parallel;        /* jobs given more than one thread under auto */
+    int64_t jobs_inline_small;    /* run on the caller as too small */
+    int64_t jobs_inline_busy;     /* run on the caller as no core was spare or workers came late */
+    int64_t late_jobs;            /* parallel jobs whose workers came late */
+    int64_t load_samples;         /* reads of the machine's load */
+    double inline_seconds_left;   /* of the back-off after late jobs */
+    double backoff_seconds;       /* the next back-off's length */
+} ember_thread_stats_t;
+EMBER_API void ember_thread_stats(ember_thread_stats_t *out);
 /* oneDNN (when built with it) runs float32 convolutions, and the float32
    matrix products of the shapes where it beats OpenBLAS; ember's own kernels
    and OpenBLAS run them when it is off, absent or declines, and under

@@ -290,6 +290,14 @@ int ember__same_device(const char *op, int n, ember_tensor *const *ts);
    pool's threads when n is large enough, else inline. fn must not fail. */
 typedef void (*ember__range_fn)(void *ctx, int64_t begin, int64_t end);
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx);
+/* The threads a job of `work` multiply-adds or element operations may take
+   now (1: run it on the calling thread), by the thread policy (parallel.c);
+   work 0: large enough. What oneDNN's and OpenBLAS's calls are sized by. */
+int ember__job_threads(int64_t work);
+/* A job just ran on `threads` of the OpenMP team (oneDNN's) or, with blas,
+   of OpenBLAS's threads: their workers spin on for a while, which the
+   policy's load samples must not take for another process's threads. */
+void ember__team_done(int threads, bool blas);
 /* Elements below which elementwise work stays on the calling thread. */
 #define EMBER_PARALLEL_GRAIN 131072
 

@@ -15,12 +15,25 @@
    the pool is ember's own: workers sleep on a condition variable between
    jobs. They are joined when libember is unloaded or the process exits, so
    no thread is left running code that has been unmapped; a forked child
-   starts a pool of its own when it first needs one. */
+   starts a pool of its own when it first needs one.
+
+   How many threads a job takes is the thread policy's (below, and
+   docs/frame_loop.md, "Threads"): by default ("auto") a job runs on the
+   calling thread when it is small, or when the machine has no core to spare
+   for a worker (a host's busy thread, another process), or when workers
+   came late to the last jobs; ember_set_num_threads(n) fixes the count. */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef EMBER_OMP_POOL
 #include <omp.h>
@@ -126,6 +139,200 @@ static void forget_pool_in_child(void)
     in_parallel = 0;
 }
 
+/* ------------------------------------------------------------------ thread policy */
+/* Policy "auto" (the default) decides per job, in ember__job_threads:
+   - a job of fewer than SMALL_WORK multiply-adds or element operations runs
+     on the calling thread: a few microseconds of work cannot pay for a
+     fork and join (2-5 us with the team awake, 60-70 us to wake it);
+   - a job takes no more threads than the machine has cores to spare: every
+     SAMPLE_NS the calling thread reads the runnable threads of the whole
+     machine (/proc/loadavg), takes away itself and the workers still
+     spinning after ember's last job, and leaves ember the cores nobody
+     else wants. A host's busy render thread or another process on a
+     2-core machine leaves none: jobs run inline, the workers go to sleep
+     after their spin and stay asleep, and nothing of ember spins against
+     the host's threads;
+   - a job whose workers came late shows the cores are not free right now,
+     whatever the sample said (a VM's stolen time, a core given to another
+     thread between samples): jobs then run inline for `backoff`, which
+     doubles on each late job (from 4 ms up to 1 s) and halves on each job
+     that paid. Late is: a worker that should have been spinning (the
+     team's last job ended within its spin) arrived to find every chunk
+     taken by the caller, or the caller waited at the join longer than the
+     job took and more than 50 us (a worker preempted inside its chunk). A
+     team woken from sleep is not late for arriving after its wake-up (60-70
+     us on a VM): the job after a back-off always finds it asleep, and
+     counting that would keep the back-off growing on a quiet machine.
+   A sample counts as busy only when the one before it was too (the larger
+   of the two is used), so a daemon's moment on a core does not stop the
+   team for 10 ms; lateness answers sudden contention at once.
+   ember_set_num_threads(n) (or EMBER_NUM_THREADS) switches this off: every
+   job large enough for its grain takes n threads, as before 2026-11-27. */
+#define SMALL_WORK ((int64_t)1 << 18)
+#define SAMPLE_NS 10000000LL          /* 10 ms between load samples */
+#define BACKOFF_MIN_NS 4000000LL
+#define BACKOFF_MAX_NS 1000000000LL
+#define LATE_WAIT_NS 50000LL          /* a join wait shorter than this is never late */
+
+static atomic_int policy_fixed;      /* ember_set_num_threads(n) or EMBER_NUM_THREADS */
+static atomic_llong inline_until;   /* ns on CLOCK_MONOTONIC */
+static atomic_llong backoff_ns = BACKOFF_MIN_NS;
+static atomic_llong next_sample;
+static atomic_int spare = MAX_THREADS;   /* cores the last two samples left ember (caller included) */
+static atomic_int spare_prev = MAX_THREADS;   /* the last sample's own count */
+static atomic_llong last_join_end;   /* when ember's last team job ended (oneDNN's too) */
+static atomic_int last_team;         /* and how many threads it had */
+static atomic_llong last_blas_end;   /* when OpenBLAS last ran on several threads */
+static atomic_int last_blas;         /* and how many */
+#define BLAS_SPIN_NS 150000000LL     /* OpenBLAS's workers spin (yielding) about 0.1 s after a job */
+static atomic_llong n_parallel, n_inline_small, n_inline_busy, n_late, n_samples;
+static int online_cpus = 1;
+static long long spin_ns;            /* how long libgomp's workers spin after a job; <0: for ever */
+static int loadavg_fd = -1;
+
+static void ensure_pool(void);
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* libgomp's workers spin GOMP_SPINCOUNT rounds (300000 unset, none under
+   OMP_WAIT_POLICY=passive, for ever under active) after a job; a round
+   takes about 20 ns on the Xeons measured (30000 rounds: 0.6 ms). */
+static void read_spin_policy(void)
+{
+    const char *wp = getenv("OMP_WAIT_POLICY"), *sc = getenv("GOMP_SPINCOUNT");
+    long long rounds = 300000;
+    if (wp && (!strcasecmp(wp, "passive"))) rounds = 0;
+    if (wp && (!strcasecmp(wp, "active"))) rounds = -1;
+    if (sc) {
+        if (!strncasecmp(sc, "inf", 3)) rounds = -1;
+        else {
+            char *end;
+            long long v = strtoll(sc, &end, 10);
+            if (end != sc && v >= 0) {
+                if (*end == 'k' || *end == 'K') v *= 1000;
+                else if (*end == 'M') v *= 1000000;
+                rounds = v;
+            }
+        }
+    }
+    spin_ns = rounds < 0 ? -1 : rounds * 30 + 500000;   /* a margin over 20 ns a round */
+}
+
+/* Runnable threads on the whole machine (the 4th field of /proc/loadavg,
+   "R/T"), or -1 where it cannot be read. */
+static int runnable_threads(void)
+{
+    if (loadavg_fd < 0) return -1;
+    char buf[128];
+    ssize_t n = pread(loadavg_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    const char *p = buf;
+    for (int field = 0; field < 3; field++) {
+        p = strchr(p, ' ');
+        if (!p) return -1;
+        p++;
+    }
+    char *end;
+    long r = strtol(p, &end, 10);
+    return end != p && *end == '/' && r >= 0 ? (int)r : -1;
+}
+
+/* Cores ember may use now (the calling thread included), from a sample. */
+static int sample_spare(long long now)
+{
+    atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
+    int r = runnable_threads();
+    if (r < 0) return MAX_THREADS;
+    int ours = 1;   /* this thread */
+    long long since = now - atomic_load_explicit(&last_join_end, memory_order_relaxed);
+    int team = atomic_load_explicit(&last_team, memory_order_relaxed);
+    if (team > 1 && omp_pool() && (spin_ns < 0 || since < spin_ns)) ours += team - 1;   /* still spinning */
+    int blas = atomic_load_explicit(&last_blas, memory_order_relaxed);
+    if (blas > 1 && now - atomic_load_explicit(&last_blas_end, memory_order_relaxed) < BLAS_SPIN_NS) ours += blas - 1;
+    int others = r - ours;
+    if (others < 0) others = 0;
+    int s = online_cpus - others;
+    return s < 1 ? 1 : s;
+}
+
+int ember__job_threads(int64_t work)
+{
+    ensure_pool();
+    int n = n_threads;
+    if (n <= 1 || in_parallel) return 1;
+    if (atomic_load_explicit(&policy_fixed, memory_order_relaxed)) return n;
+    if (work > 0 && work < SMALL_WORK) {
+        atomic_fetch_add_explicit(&n_inline_small, 1, memory_order_relaxed);
+        return 1;
+    }
+    long long now = now_ns();
+    if (now < atomic_load_explicit(&inline_until, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&n_inline_busy, 1, memory_order_relaxed);
+        return 1;
+    }
+    long long due = atomic_load_explicit(&next_sample, memory_order_relaxed);
+    if (now >= due && atomic_compare_exchange_strong(&next_sample, &due, now + SAMPLE_NS)) {
+        int s = sample_spare(now), prev = atomic_exchange_explicit(&spare_prev, s, memory_order_relaxed);
+        atomic_store_explicit(&spare, s > prev ? s : prev, memory_order_relaxed);
+    }
+    int s = atomic_load_explicit(&spare, memory_order_relaxed);
+    if (s < n) n = s;
+    if (n <= 1) {
+        atomic_fetch_add_explicit(&n_inline_busy, 1, memory_order_relaxed);
+        return 1;
+    }
+    atomic_fetch_add_explicit(&n_parallel, 1, memory_order_relaxed);
+    return n;
+}
+
+/* After a job on `team` threads: late (the workers did not pay) or not. */
+static void job_ended(int team, bool late, long long end)
+{
+    atomic_store_explicit(&last_join_end, end, memory_order_relaxed);
+    atomic_store_explicit(&last_team, team, memory_order_relaxed);
+    if (atomic_load_explicit(&policy_fixed, memory_order_relaxed)) return;
+    long long b = atomic_load_explicit(&backoff_ns, memory_order_relaxed);
+    if (late) {
+        atomic_fetch_add_explicit(&n_late, 1, memory_order_relaxed);
+        atomic_store_explicit(&inline_until, end + b, memory_order_relaxed);
+        atomic_store_explicit(&backoff_ns, b * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : b * 2, memory_order_relaxed);
+    } else if (b > BACKOFF_MIN_NS) {
+        atomic_store_explicit(&backoff_ns, b / 2 < BACKOFF_MIN_NS ? BACKOFF_MIN_NS : b / 2, memory_order_relaxed);
+    }
+}
+
+void ember__team_done(int threads, bool blas)
+{
+    if (threads <= 1) return;
+    long long now = now_ns();
+    if (blas) {
+        atomic_store_explicit(&last_blas_end, now, memory_order_relaxed);
+        atomic_store_explicit(&last_blas, threads, memory_order_relaxed);
+    } else {
+        atomic_store_explicit(&last_join_end, now, memory_order_relaxed);
+        atomic_store_explicit(&last_team, threads, memory_order_relaxed);
+    }
+}
+
+/* The CPUs this process may run on (its affinity mask), else the online ones. */
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set);
+        if (c > 0) return c;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* ------------------------------------------------------------------ the pool's size */
 static void start_pool(int want)
 {
     if (want < 1) want = 1;
@@ -134,10 +341,15 @@ static void start_pool(int want)
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, forget_pool_in_child);
         atfork_done = 1;
+        long on = sysconf(_SC_NPROCESSORS_ONLN);
+        online_cpus = on > 0 ? (int)on : 1;
+        read_spin_policy();
+        loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     }
     n_workers = 0;
     if (omp_pool()) {   /* libgomp starts its team's threads on the first job */
-        max_threads = n_threads = want;
+        max_threads = MAX_THREADS;
+        n_threads = want;
         return;
     }
     for (int i = 0; i < want - 1; i++) {
@@ -150,11 +362,21 @@ static void start_pool(int want)
     max_threads = n_threads = n_workers + 1;
 }
 
+/* EMBER_NUM_THREADS=n (a whole number >= 1) fixes the count (as
+   ember_set_num_threads(n)); unset, "auto" or anything else, the pool is as
+   large as the CPUs this process may use, under the auto policy (the Lua
+   package refuses any other value when it loads). */
 static void start_default_pool(void)
 {
     const char *env = getenv("EMBER_NUM_THREADS");
-    long want = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    start_pool(want > 0 ? (int)want : 1);
+    char *end = NULL;
+    long want = env ? strtol(env, &end, 10) : 0;
+    if (env && end != env && *end == 0 && want > 0) {
+        atomic_store(&policy_fixed, 1);
+        start_pool((int)want);
+    } else {
+        start_pool(usable_cpus());
+    }
 }
 
 static void ensure_pool(void)
@@ -172,6 +394,12 @@ int ember_num_threads(void)
     return n_threads;
 }
 
+int ember_max_threads(void)
+{
+    ensure_pool();
+    return max_threads;
+}
+
 /* Shrinking keeps the sleeping workers but stops handing them work. */
 void ember_set_num_threads(int n)
 {
@@ -179,9 +407,53 @@ void ember_set_num_threads(int n)
     if (n < 1) n = 1;
     if (n > max_threads) n = max_threads;
     n_threads = n;
+    atomic_store(&policy_fixed, 1);
     ember__set_blas_threads(n);
 }
 
+void ember_set_num_threads_auto(void)
+{
+    ensure_pool();
+    atomic_store(&policy_fixed, 0);
+    atomic_store(&inline_until, 0);
+    atomic_store(&backoff_ns, BACKOFF_MIN_NS);
+    atomic_store(&next_sample, 0);
+    const char *env = getenv("EMBER_NUM_THREADS");
+    char *end = NULL;
+    long want = env ? strtol(env, &end, 10) : 0;
+    int n = env && end != env && *end == 0 && want > 0 ? (int)want : usable_cpus();
+    if (n > max_threads) n = max_threads;
+    n_threads = n;
+    ember__set_blas_threads(n);
+}
+
+int ember_threads_auto(void)
+{
+    ensure_pool();
+    return !atomic_load(&policy_fixed);
+}
+
+void ember_thread_stats(ember_thread_stats_t *out)
+{
+    ensure_pool();
+    memset(out, 0, sizeof *out);
+    out->auto_policy = !atomic_load(&policy_fixed);
+    out->threads = n_threads;
+    out->max_threads = max_threads;
+    int s = atomic_load(&spare);
+    out->spare = s > online_cpus ? online_cpus : s;
+    out->online_cpus = online_cpus;
+    out->jobs_parallel = atomic_load(&n_parallel);
+    out->jobs_inline_small = atomic_load(&n_inline_small);
+    out->jobs_inline_busy = atomic_load(&n_inline_busy);
+    out->late_jobs = atomic_load(&n_late);
+    out->load_samples = atomic_load(&n_samples);
+    long long left = atomic_load(&inline_until) - now_ns();
+    out->inline_seconds_left = left > 0 ? (double)left * 1e-9 : 0.0;
+    out->backoff_seconds = (double)atomic_load(&backoff_ns) * 1e-9;
+}
+
+/* ------------------------------------------------------------------ jobs */
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx)
 {
     if (n <= 0) return;
@@ -191,26 +463,42 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
         fn(ctx, 0, n);
         return;
     }
-    int use = n_threads;
+    /* grain is the smallest piece worth a thread: the job is not small */
+    int use = ember__job_threads(0);
     if (n / grain < use) use = (int)(n / grain);
+    if (use <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
     /* a few chunks per thread balance uneven cores without much overhead */
     int64_t chunk = (n + (int64_t)use * 4 - 1) / ((int64_t)use * 4);
     if (chunk < grain) chunk = grain;
     job_t j = {fn, ctx, n, chunk, 0, use - 1, 0};
+    long long t0 = now_ns(), t_caller = 0;
 #ifdef EMBER_OMP_POOL
     if (omp_pool()) {
+        /* the team's workers are spinning: they should come at once */
+        long long since_last = t0 - atomic_load_explicit(&last_join_end, memory_order_relaxed);
+        bool warm = atomic_load_explicit(&last_team, memory_order_relaxed) > 1 && (spin_ns < 0 || since_last < spin_ns);
         if (atomic_flag_test_and_set(&omp_busy)) {   /* another host thread's job holds the team */
             fn(ctx, 0, n);
             return;
         }
+        atomic_int idle_workers = 0;   /* workers that arrived to find every chunk taken */
 #pragma omp parallel num_threads(use)
         {
             int outer = in_parallel;
             in_parallel = 1;
+            bool caller = omp_get_thread_num() == 0;
+            if (!caller && atomic_load_explicit(&j.next, memory_order_relaxed) >= n)
+                atomic_fetch_add_explicit(&idle_workers, 1, memory_order_relaxed);
             run_chunks(&j);
+            if (caller) t_caller = now_ns();
             in_parallel = outer;
         }
         atomic_flag_clear(&omp_busy);
+        long long t1 = now_ns(), wait = t1 - t_caller;
+        job_ended(use, (warm && atomic_load(&idle_workers) > 0) || (wait > LATE_WAIT_NS && wait > t_caller - t0), t1);
         return;
     }
 #endif
@@ -227,10 +515,14 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     in_parallel = 1;
     run_chunks(&j);
     in_parallel = 0;
+    t_caller = now_ns();
     /* every chunk is claimed: close the job to late wakers, then wait only
        for the workers that joined and are still finishing a chunk */
     pthread_mutex_lock(&mu);
     current = NULL;
     while (j.active > 0) pthread_cond_wait(&done_cv, &mu);
     pthread_mutex_unlock(&mu);
+    /* ember's own workers sleep between jobs: only a wait at the join is late */
+    long long t1 = now_ns(), wait = t1 - t_caller;
+    job_ended(1, wait > LATE_WAIT_NS && wait > t_caller - t0, t1);
 }

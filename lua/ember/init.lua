@@ -75,7 +75,7 @@ require("ember.factories")(ember, core)
 require("ember.ops")(ember, core)
 require("ember.indexing")(ember)
 require("ember.profile")(ember)
-for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "data", "io", "cuda", "distributed" }) do
+for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "frame", "data", "io", "cuda", "distributed" }) do
   local ok, mod = pcall(require, "ember." .. name)
   if ok then
     if type(mod) == "function" then mod = mod(ember) end

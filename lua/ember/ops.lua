@@ -23,35 +23,41 @@ return function(ember, H)
     setfenv(f, env)
     return f()
   end
-  local genv = { C = C, ptr = ptr, out1 = out1, wrap = wrap, check = check, tensor_arg = tensor_arg }
+  local slicer = ember._slicer   -- yield points of a sliced step (ember.frame)
+  local genv = { C = C, ptr = ptr, out1 = out1, wrap = wrap, check = check, tensor_arg = tensor_arg, slicer = slicer }
 
   -- BINARY and UNARY lines of ops.def, written to ember/optable.lua at build time
   for _, op in ipairs(require("ember.optable")) do
     if op.lua == "binary" then
       local f = gen(([[
-        local C, ptr, out1, wrap, check = C, ptr, out1, wrap, check
+        local C, ptr, out1, wrap, check, slicer = C, ptr, out1, wrap, check, slicer
         return function(a, b)
           local rc = C.ember_OP(ptr("OP", a, 1), ptr("OP", b, 2), out1)
           if rc < 0 then check(rc) end
-          return wrap(out1[0])
+          local r = wrap(out1[0])
+          if slicer.active then slicer.point() end
+          return r
         end]]):gsub("OP", op.name), genv)
       Tensor[op.name], ember[op.name] = f, f
       if op.inplace then
         Tensor[op.name .. "_"] = gen(([[
-          local C, ptr, tensor_arg, check = C, ptr, tensor_arg, check
+          local C, ptr, tensor_arg, check, slicer = C, ptr, tensor_arg, check, slicer
           return function(a, b)
             local rc = C.ember_OP_(tensor_arg("OP_", a, 1), ptr("OP_", b, 2))
             if rc < 0 then check(rc) end
+            if slicer.active then slicer.point() end
             return a
           end]]):gsub("OP", op.name), genv)
       end
     elseif op.lua == "unary" then
       local f = gen(([[
-        local C, tensor_arg, out1, wrap, check = C, tensor_arg, out1, wrap, check
+        local C, tensor_arg, out1, wrap, check, slicer = C, tensor_arg, out1, wrap, check, slicer
         return function(a)
           local rc = C.ember_OP(tensor_arg("OP", a, 1), out1)
           if rc < 0 then check(rc) end
-          return wrap(out1[0])
+          local r = wrap(out1[0])
+          if slicer.active then slicer.point() end
+          return r
         end]]):gsub("OP", op.name), genv)
       Tensor[op.name], ember[op.name] = f, f
       local name, iname = op.name, op.name .. "_"
@@ -291,7 +297,9 @@ return function(ember, H)
   function Tensor.matmul(a, b)
     if amp._dtype then a, b = amp._down(a, b) end
     check(C.ember_matmul(tensor_arg("matmul", a, 1), tensor_arg("matmul", b, 2), out1))
-    return wrap(out1[0])
+    local r = wrap(out1[0])
+    if slicer.active then slicer.point() end
+    return r
   end
   ember.matmul = Tensor.matmul
   function Tensor.t(a)

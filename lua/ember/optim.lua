@@ -414,6 +414,7 @@ local function sgd_update(self)
         end
         if owned then p:sub_(d:mul_(lr)) else p:sub_(d * lr) end
       end
+      ember._slice_point()   -- a sliced step (ember.frame) may pause between parameters
     end
   end
 end
@@ -483,6 +484,7 @@ local function adam_update(self, decoupled)
         local denom = v:sqrt():div_(sqrt(1 - b2 ^ t)):add_(eps)
         p:sub_((m / denom):mul_(lr / (1 - b1 ^ t)))
       end
+      ember._slice_point()   -- a sliced step (ember.frame) may pause between parameters
     end
   end
 end

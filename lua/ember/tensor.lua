@@ -130,6 +130,15 @@ return function(ember)
     return wrap(p)
   end
   ember._wrap, ember._wrap_borrowed = wrap, wrap_borrowed
+  -- A sliced step (ember.frame, lua/ember/frame.lua) pauses at yield
+  -- points: after the elementwise ops, matmul, linear, a module's forward
+  -- and each parameter's optimizer update. slicer.active is true only while
+  -- a run is resumed, so elsewhere a point costs one table load.
+  local slicer = { active = false, hold = 0 }
+  ember._slicer = slicer
+  function ember._slice_point()
+    if slicer.active then slicer.point() end
+  end
   -- the wrapper of a C tensor if Lua still holds one, else nil
   function ember._lookup(p)
     if p == nil then return nil end
@@ -423,7 +432,30 @@ return function(ember)
   end
   function ember.reset_peak_memory() C.ember_reset_peak() end
   function ember.empty_cache() C.ember_empty_cache() end
-  function ember.set_num_threads(n) C.ember_set_num_threads(n) end
+  -- EMBER_NUM_THREADS: a whole number of threads for every job, or "auto"
+  local env_threads = os.getenv("EMBER_NUM_THREADS")
+  if env_threads and env_threads ~= "auto" and not env_threads:match("^[1-9]%d*$") then
+    error(("ember: EMBER_NUM_THREADS must be a whole number >= 1 or \"auto\", got %q"):format(env_threads), 0)
+  end
+  -- n threads for every job, or "auto": the default policy (docs/frame_loop.md, "Threads")
+  function ember.set_num_threads(n)
+    if n == "auto" then return C.ember_set_num_threads_auto() end
+    local max = C.ember_max_threads()
+    if type(n) ~= "number" or n ~= floor(n) or not (n >= 1 and n <= max) then
+      fail("set_num_threads", ("expected a whole number of threads from 1 to %d or \"auto\", got %s")
+        :format(max, type(n) == "string" and ("%q"):format(n) or tostring(n)))
+    end
+    C.ember_set_num_threads(n)
+  end
+  function ember.thread_stats()
+    local s = ffi.new("ember_thread_stats_t")
+    C.ember_thread_stats(s)
+    return { policy = s.auto_policy ~= 0 and "auto" or "fixed", threads = s.threads, max_threads = s.max_threads,
+      spare = s.spare, online_cpus = s.online_cpus, jobs_parallel = tonumber(s.jobs_parallel),
+      jobs_inline_small = tonumber(s.jobs_inline_small), jobs_inline_busy = tonumber(s.jobs_inline_busy),
+      late_jobs = tonumber(s.late_jobs), load_samples = tonumber(s.load_samples),
+      inline_seconds_left = s.inline_seconds_left, backoff_seconds = s.backoff_seconds }
+  end
   -- bit-identical results for any thread count (docs/design.md, "Determinism")
   function ember.set_deterministic(on) C.ember_set_deterministic(on and 1 or 0) end
   function ember.is_deterministic() return C.ember_is_deterministic() ~= 0 end

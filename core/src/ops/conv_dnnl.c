@@ -365,12 +365,12 @@ fail:
 /* Every call into oneDNN's convolutions starts here: false where oneDNN is
    off (not working, switched off, or deterministic mode), else the thread
    count its primitives are made for, with the caller's OpenMP team (which
-   oneDNN runs on) set to as many threads as ember's, and the team's size
+   oneDNN runs on) set to the thread policy's count for a job, and the team's size
    before in *omp_before for dnnl_leave. */
-static bool dnnl_enter(int *nthr, int *omp_before)
+static bool dnnl_enter(const conv_geom *g, int *nthr, int *omp_before)
 {
     if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
-    *nthr = forked_child ? 1 : ember_num_threads();
+    *nthr = forked_child ? 1 : ember__job_threads(g->N * g->O * g->Ho * g->Wo * g->K);   /* multiply-adds */
 #ifdef DNNL_OMP
     *omp_before = omp_get_max_threads();
     omp_set_num_threads(*nthr);
@@ -380,11 +380,13 @@ static bool dnnl_enter(int *nthr, int *omp_before)
     return true;
 }
 
-static void dnnl_leave(int omp_before)
+static void dnnl_leave(int nthr, int omp_before)
 {
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
+    ember__team_done(nthr, false);
 #else
+    EMBER_UNUSED(nthr);
     EMBER_UNUSED(omp_before);
 #endif
 }
@@ -393,7 +395,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
                       float *res)
 {
     int nthr, omp_before;
-    if (!dnnl_enter(&nthr, &omp_before)) return false;
+    if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(kind, bias != NULL, g, nthr, key);
     bool owned, ok = false;
@@ -403,7 +405,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
         ok = conv_execute(c, kind, user, NULL, bias);
     }
     if (owned) conv_destroy(c);
-    dnnl_leave(omp_before);
+    dnnl_leave(nthr, omp_before);
     return ok;
 }
 
@@ -557,7 +559,7 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
                         float *gx, float *gw, float *gb)
 {
     int nthr, omp_before;
-    if (!dnnl_enter(&nthr, &omp_before)) return false;
+    if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t kw[KEY_LEN], kd[KEY_LEN];
     conv_key(CONV_BWD_WEIGHT, false, g, nthr, kw);
     conv_key(CONV_BWD_INPUT, false, g, nthr, kd);
@@ -590,7 +592,7 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
     if (sums) ember__free(sums, sbytes);
     if (own_w) conv_destroy(cw);
     if (own_d) conv_destroy(cd);
-    dnnl_leave(omp_before);
+    dnnl_leave(nthr, omp_before);
     return ok;
 }
 
@@ -731,7 +733,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
                                 int64_t kw, float *p, int32_t *idx)
 {
     int nthr, omp_before;
-    if (!dnnl_enter(&nthr, &omp_before)) return false;
+    if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(CONV_FWD, true, g, nthr, key);
     bool owned, ok = false;
@@ -753,7 +755,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
     }
     if (y) ember__free(y, ybytes);
     if (owned) conv_destroy(c);
-    dnnl_leave(omp_before);
+    dnnl_leave(nthr, omp_before);
     return ok;
 }
 

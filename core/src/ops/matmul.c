@@ -79,9 +79,11 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
                                                  (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;
 #ifdef EMBER_HAVE_BLAS
-    int blas_threads = 1;
-    bool one_thread = M * N * K < BLAS_ONE_THREAD_MNK && (blas_threads = openblas_get_num_threads()) > 1;
-    if (one_thread) openblas_set_num_threads(1);
+    /* as many OpenBLAS threads as the thread policy gives the product, at most */
+    int blas_threads = openblas_get_num_threads();
+    int use = M * N * K < BLAS_ONE_THREAD_MNK ? 1 : ember__job_threads(M * N * K);
+    bool capped = use < blas_threads;
+    if (capped) openblas_set_num_threads(use);
     if (dt == EMBER_FLOAT32)
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0f, (const float *)a->p, (int)a->ld, (const float *)b->p, (int)b->ld,
@@ -90,7 +92,8 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
         cblas_dgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
                     beta, (double *)c, (int)ldc);
-    if (one_thread) openblas_set_num_threads(blas_threads);
+    if (capped) openblas_set_num_threads(blas_threads);
+    ember__team_done(capped ? use : blas_threads, true);
 #else
     if (dt == EMBER_FLOAT32)
         ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld,

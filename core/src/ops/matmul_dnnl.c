@@ -63,13 +63,15 @@ bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const 
     if (forked_child || ember_is_deterministic() || !dnnl_wins(M, N, K) || !ember_dnnl_matmul_enabled())
         return false;
 #ifdef DNNL_OMP
-    /* oneDNN runs on the caller's OpenMP team: as many threads as ember's */
-    int omp_before = omp_get_max_threads();
-    omp_set_num_threads(ember_num_threads());
+    /* oneDNN runs on the caller's OpenMP team: as many threads as the
+       thread policy gives a product of this size (parallel.c) */
+    int omp_before = omp_get_max_threads(), nthr = ember__job_threads(M * N * K);
+    omp_set_num_threads(nthr);
 #endif
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
+    ember__team_done(nthr, false);
 #endif
     return st == dnnl_success;
 }

@@ -435,9 +435,12 @@ end
 function GradManager:is_attached(t) return self._attached[t] ~= nil end
 function GradManager:is_recording() return C.ember_key_is_recording(self._key) ~= 0 end
 
+local slicer = ember._slicer   -- a sliced step (ember.frame) being resumed
+
 function GradManager:record()
   not_running(self, "record")
   check(C.ember_key_record(self._key))
+  if slicer.active then slicer.recorded(self) end   -- released if the step fails or is cancelled
   local order = attach_order(self)
   for i = 1, order.n do
     local t = order[i]
@@ -572,6 +575,15 @@ local function drive(self, run, pending, deadline)
   end
 end
 
+-- drive under pcall, with a sliced step's yield points held: a rule's ops
+-- must not pause the run between a request and its answer
+local function drive_held(self, run, pending, deadline)
+  slicer.hold = slicer.hold + 1
+  local ok, done = pcall(drive, self, run, pending, deadline)
+  slicer.hold = slicer.hold - 1
+  return ok, done
+end
+
 -- old_tracked: whether a recording (the one that just ran backward included)
 -- tracked the old .grad when backward ended
 local function accumulate(t, g, dys, old_tracked)
@@ -651,10 +663,40 @@ local function finish(st, ok, err)
   for _, fn in ipairs(self._after) do fn() end
 end
 
-function GradManager:backward(y, dy)
+-- finish with the yield points held (hooks and callbacks run whole)
+local function finish_held(st, ok, err)
+  slicer.hold = slicer.hold + 1
+  local fok, ferr = pcall(finish, st, ok, err)
+  slicer.hold = slicer.hold - 1
+  if not fok then error(ferr, 0) end
+end
+
+-- gm:backward inside a sliced step (ember.frame.step): the nodes run in the
+-- slices' budgets, paused between slices as gm:backward_steps would be.
+local function sliced_backward(self, y, dy)
   local st = start(self, "backward", y, dy)
-  local ok, err = pcall(drive, self, st.run, st.pending, nil)
-  finish(st, ok, err)
+  slicer.backward = st   -- cancelled if the run is
+  while true do
+    if C.ember_clock() >= slicer.deadline then slicer.pause() end
+    local ok, done = drive_held(self, st.run, st.pending, slicer.deadline)
+    if not ok or done then
+      slicer.backward = nil
+      finish_held(st, ok, done)
+      return self
+    end
+    slicer.pause()
+  end
+end
+-- ends a sliced step's backward that was paused (the run was cancelled or failed)
+function autodiff._cancel_backward(st)
+  if not st.closed then finish_held(st, false, nil) end
+end
+
+function GradManager:backward(y, dy)
+  if slicer.active and slicer.owns() then return sliced_backward(self, y, dy) end
+  local st = start(self, "backward", y, dy)
+  local ok, err = drive_held(self, st.run, st.pending, nil)
+  finish_held(st, ok, err)
   return self
 end
 
@@ -681,10 +723,10 @@ function Run:step(seconds)
     errors.raise("ember.BackwardRun.step: expected a budget in seconds >= 0, got " .. tostring(seconds))
   end
   local deadline = seconds < math.huge and C.ember_clock() + seconds or nil
-  local ok, done = pcall(drive, self.gm, self.run, self.pending, deadline)
-  if not ok then finish(self, false, done) end
+  local ok, done = drive_held(self.gm, self.run, self.pending, deadline)
+  if not ok then finish_held(self, false, done) end
   if done then
-    finish(self, true, nil)
+    finish_held(self, true, nil)
     return true
   end
   return false

@@ -146,4 +146,40 @@ Abandons the run: every `.grad` stays as it was before it.
 
 ### `BackwardRun:is_done()`
 True once the run completed, failed or was cancelled.
+
+## `ember.frame`: a whole step in slices
+A forward, or a whole training step (forward, `gm:backward`, optimizer
+step), run a time budget at a time across a host's frames, with the same
+results to the bit as one call (docs/frame_loop.md, "A whole step in
+slices").
+
+### `ember.frame.step(fn, ...)`
+A `StepRun` of `fn(...)`; nothing runs until `run:resume(seconds)`. One
+run may be open (made, neither done nor failed nor cancelled) at a time:
+a second, or one made inside a running step, raises.
+
+## `ember.frame.StepRun`: a step in slices
+
+### `StepRun:resume(seconds)`
+Runs the step until `seconds` are spent, pausing at the next yield point
+(after an elementwise op, `matmul`, `F.linear`, a module's forward, a
+backward node, a parameter's optimizer update): `false`; or until `fn`
+returns: `true` and `fn`'s results. An error in the step is raised here
+with the step's traceback, and ends the run as `cancel` does. Between
+slices grad mode is off, so the frame's other ops are not recorded.
+
+### `StepRun:is_done()`
+True once the step has returned.
+
+### `StepRun:results()`
+The step's results, once it is done.
+
+### `StepRun:cancel()`
+Ends an open run where it stands: a paused backward is cancelled (every
+`.grad` as it was), recordings the step started are released; parameters
+an optimizer step has already updated stay updated.
+
+### `StepRun:stats()`
+`{state, slices, seconds, longest}`: `"open"`, `"done"`, `"failed"` or
+`"cancelled"`, the slices run, their seconds in all and the longest one's.
 ]==]

@@ -18,7 +18,7 @@ M.SECTIONS = { "tensor", "ops", "autodiff", "amp", "graph", "nn", "functional", 
 -- (plain tables of functions found in them, such as ember.io.json, too).
 M.TABLES = { "ember", "ember.nn", "ember.nn.functional", "ember.optim",
   "ember.optim.lr_scheduler", "ember.autodiff", "ember.amp", "ember.autodiff.graph", "ember.data", "ember.io",
-  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader" }
+  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame" }
 
 -- Classes whose methods are public names, written "<Class>:<method>": the
 -- class and the path of the table holding its methods.
@@ -30,6 +30,7 @@ M.CLASSES = {
   { "GradManager", "ember.autodiff.GradManager" },
   { "GradScaler", "ember.amp.GradScaler" },
   { "BackwardRun", "ember.autodiff.BackwardRun" },
+  { "StepRun", "ember.frame.StepRun" },
   { "Node", "ember.autodiff.graph.Node" },
   { "DataLoader", "ember.data.DataLoader_class" },
   { "TensorDataset", "ember.data.TensorDataset_class" },

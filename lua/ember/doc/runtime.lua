@@ -19,7 +19,23 @@ limit; `nil` removes the limit.
 Returns the allocator's cached blocks to the system.
 
 ### `ember.set_num_threads(n)`, `ember.get_num_threads()`
-The threads of ember's kernels (and of OpenBLAS).
+The threads of ember's kernels (and of OpenBLAS). By default (`"auto"`)
+a job takes up to `get_num_threads()` threads (the CPUs the process may
+use), but runs on the calling thread when it is small, when no core is
+spare (a host's busy thread, another busy process) or while workers have
+lately come late; `set_num_threads(n)` (a whole number from 1 to the
+maximum, or `EMBER_NUM_THREADS=n`) gives every job `n` (`EMBER_NUM_THREADS`
+may also be `auto`; any other value makes `require("ember")` raise);
+`set_num_threads("auto")` goes back to the default (docs/frame_loop.md,
+"Threads").
+
+### `ember.thread_stats()`
+`{policy, threads, max_threads, spare, online_cpus, jobs_parallel,
+jobs_inline_small, jobs_inline_busy, late_jobs, load_samples,
+inline_seconds_left, backoff_seconds}`: the thread policy (`"auto"` or
+`"fixed"`) and what it decided since the process started: jobs given
+several threads, run inline as small or as the machine was busy, parallel
+jobs whose workers came late, the cores the last load sample left ember.
 
 ### `ember.set_deterministic(on)`, `ember.is_deterministic()`
 With `true`, every op gives the same bits for any thread count and run.

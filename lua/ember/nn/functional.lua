@@ -73,7 +73,9 @@ function F.linear(x, w, b)
   local y = ember._wrap(out1[0])
   if b ~= nil then
     need_tensor("linear", "bias", b)
-    y = y + b
+    y = y + b   -- a yield point of a sliced step, as every add
+  else
+    ember._slice_point()
   end
   return y
 end
@@ -86,7 +88,9 @@ function F.linear_relu(x, w, b)
   need_tensor("linear_relu", "bias", b)
   check(C.ember_linear_relu(ember._ptr("linear_relu", x, 1), ember._ptr("linear_relu", w, 2),
     ember._ptr("linear_relu", b, 3), out1))
-  return ember._wrap(out1[0])
+  local y = ember._wrap(out1[0])
+  ember._slice_point()
+  return y
 end
 
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }

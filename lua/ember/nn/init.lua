@@ -68,7 +68,13 @@ local function instance_newindex(self, k, v)
 end
 
 -- Module:extend("Name") makes a subclass; calling the class makes an instance
--- and runs its init(...).
+-- and runs its init(...). Calling an instance runs its forward, then a
+-- sliced step's yield point (ember.frame).
+local slicer = ember._slicer
+local function after_forward(...)
+  if slicer.active then slicer.point() end
+  return ...
+end
 function Module:extend(name)
   local class = setmetatable({}, { __index = self, __call = function(cls, ...) return cls:new(...) end,
     __tostring = function() return "class " .. (name or "Module") end })
@@ -79,7 +85,7 @@ function Module:extend(name)
     __module = true,
     __index = instance_index,
     __newindex = instance_newindex,
-    __call = function(m, ...) return m:forward(...) end,
+    __call = function(m, ...) return after_forward(m:forward(...)) end,
     __tostring = function(m) return m:__repr() end,
   }
   return class

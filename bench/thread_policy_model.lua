@@ -1,0 +1,94 @@
+-- The training steps bench/thread_policy.lua and the busy host
+-- (examples/embed/busy_host.c) time: small, medium and large MLP steps,
+-- alternating the thread settings 1, 2 and auto (the default) round by
+-- round so that the machine's load changes touch all three alike.
+--   setup(size, rounds, steps)  then  tick() until it returns 1;  report() the JSON
+local ember = require("ember")
+local nn, F = ember.nn, ember.nn.functional
+
+local SIZES = {
+  small = { batch = 32, widths = { 32, 64, 64, 10 } },            -- about 0.1 ms a step on one core
+  medium = { batch = 128, widths = { 784, 256, 128, 10 } },       -- the MLP recipe's step
+  large = { batch = 256, widths = { 784, 1024, 1024, 10 } },
+}
+local MODES = { 1, 2, "auto" }
+
+local S = {}
+
+-- the setting timed now: each round starts one setting later than the last,
+-- so that none always follows the same one (2's workers spin on after it)
+local function current() return MODES[(S.mode + S.round - 2) % #MODES + 1] end
+
+
+function setup(size, rounds, steps)
+  local spec = assert(SIZES[size], "size must be small, medium or large")
+  ember.manual_seed(0)
+  local layers = {}
+  for i = 1, #spec.widths - 1 do
+    layers[#layers + 1] = nn.Linear(spec.widths[i], spec.widths[i + 1])
+    if i < #spec.widths - 1 then layers[#layers + 1] = nn.ReLU() end
+  end
+  S.model = nn.Sequential(unpack(layers))
+  S.opt = ember.optim.Adam(S.model:parameters(), { lr = 1e-3 })
+  S.gm = ember.autodiff.GradManager():attach(S.model:parameters())
+  S.x = ember.randn({ spec.batch, spec.widths[1] })
+  S.y = ember.randint(1, spec.widths[#spec.widths] + 1, { spec.batch })
+  S.size, S.rounds, S.steps = size, rounds, steps
+  S.round, S.mode, S.i = 1, 1, 0
+  S.times = { [1] = {}, [2] = {}, auto = {} }   -- per mode: one median per round
+  S.cur = {}
+  for _, m in ipairs(MODES) do   -- warm up each setting
+    ember.set_num_threads(m)
+    for _ = 1, 2 do S.step() end
+  end
+  ember.set_num_threads(current())
+end
+
+function S.step()
+  S.gm:record()
+  local loss = F.cross_entropy(S.model(S.x), S.y)
+  S.gm:backward(loss)
+  S.opt:step()
+  S.opt:zero_grad()
+end
+
+local function median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  if n == 0 then return nil end
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+-- one step of the schedule; 1 when every round is done
+function tick()
+  local t0 = ember.clock()
+  S.step()
+  S.cur[#S.cur + 1] = ember.clock() - t0
+  S.i = S.i + 1
+  if S.i >= S.steps then
+    local m = current()
+    local r = S.times[m]
+    r[#r + 1] = median(S.cur)
+    S.cur, S.i = {}, 0
+    S.mode = S.mode + 1
+    if S.mode > #MODES then S.mode, S.round = 1, S.round + 1 end
+    if S.round > S.rounds then return ember.tensor(1) end
+    ember.set_num_threads(current())
+    S.step()   -- one step to settle the new setting, untimed
+  end
+  return ember.tensor(0)
+end
+
+-- {"size":..., "ms":{"1":..,"2":..,"auto":..}, "rounds":..., "auto_over_best":..}
+function report(place)
+  local ms = {}
+  for _, m in ipairs(MODES) do ms[tostring(m)] = median(S.times[m]) * 1e3 end
+  local best = math.min(ms["1"], ms["2"])
+  local st = ember.thread_stats()
+  return ('{"place":"%s","size":"%s","rounds":%d,"steps_per_round":%d,"ms":{"1":%.4f,"2":%.4f,"auto":%.4f},'
+    .. '"auto_over_best":%.3f,"auto_stats":{"jobs_parallel":%d,"jobs_inline_small":%d,"jobs_inline_busy":%d,'
+    .. '"late_jobs":%d}}'):format(place, S.size, S.rounds, S.steps, ms["1"], ms["2"], ms.auto, ms.auto / best,
+    st.jobs_parallel, st.jobs_inline_small, st.jobs_inline_busy, st.late_jobs)
+end

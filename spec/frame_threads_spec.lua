@@ -1,0 +1,121 @@
+-- The thread policy (docs/frame_loop.md, "Threads"): "auto" by default,
+-- fixed by set_num_threads(n), back with set_num_threads("auto"); small jobs
+-- run on the calling thread; results do not depend on the setting.
+local H = require("helpers")
+local ember = H.ember
+local nn, F = ember.nn, ember.nn.functional
+
+local function child(code, env)
+  local cmd = ("%s LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' luajit -e %q 2>&1"):format(env or "", code)
+  local p = io.popen(cmd)
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
+describe("thread policy", function()
+  local was_auto, threads_before
+  before_each(function()
+    local st = ember.thread_stats()
+    was_auto, threads_before = st.policy == "auto", st.threads
+  end)
+  after_each(function()
+    if was_auto then ember.set_num_threads("auto") else ember.set_num_threads(threads_before) end
+  end)
+
+  it("is auto by default, fixed by set_num_threads(n), auto again with \"auto\"", function()
+    local out = child([[local e = require("ember"); local s = e.thread_stats()
+      io.write(s.policy, " ", s.threads, " ", tostring(s.threads == e.get_num_threads()))]])
+    assert.matches("^auto %d+ true$", out)
+    out = child([[local e = require("ember"); local s = e.thread_stats(); io.write(s.policy, " ", s.threads)]],
+      "EMBER_NUM_THREADS=1")
+    assert.are.equal("fixed 1", out)
+    out = child([[local e = require("ember"); io.write(e.thread_stats().policy)]], "EMBER_NUM_THREADS=auto")
+    assert.are.equal("auto", out)
+    out = child([[local ok, e = pcall(require, "ember"); io.write(tostring(ok), " ", tostring(e))]], "EMBER_NUM_THREADS=2x")
+    assert.are.equal('false ember: EMBER_NUM_THREADS must be a whole number >= 1 or "auto", got "2x"', out)
+    ember.set_num_threads(1)
+    assert.are.equal("fixed", ember.thread_stats().policy)
+    assert.are.equal(1, ember.get_num_threads())
+    ember.set_num_threads("auto")
+    local st = ember.thread_stats()
+    assert.are.equal("auto", st.policy)
+    assert.is_true(st.threads >= 1 and st.threads <= st.max_threads)
+    assert.is_true(st.online_cpus >= 1)
+  end)
+
+  it("refuses a count that is not a whole number from 1 to the maximum", function()
+    local max = ember.thread_stats().max_threads
+    local msg = "ember.set_num_threads: expected a whole number of threads from 1 to " .. max .. " or \"auto\", got "
+    for _, bad in ipairs({ 0, -1, 1.5, max + 1, 0 / 0 }) do
+      assert.has_error(function() ember.set_num_threads(bad) end, msg .. tostring(bad))
+    end
+    assert.has_error(function() ember.set_num_threads("two") end, msg .. '"two"')
+    assert.has_error(function() ember.set_num_threads() end, msg .. "nil")
+    assert.are.equal(was_auto and "auto" or "fixed", ember.thread_stats().policy)   -- unchanged
+  end)
+
+  it("runs small jobs on the calling thread and counts what it decided", function()
+    ember.set_num_threads("auto")
+    local before = ember.thread_stats()
+    local a = ember.randn({ 32, 32 })
+    for _ = 1, 10 do a:matmul(a) end   -- 32^3 multiply-adds: under 2^18
+    local mid = ember.thread_stats()
+    if before.threads > 1 then
+      assert.is_true(mid.jobs_inline_small >= before.jobs_inline_small + 10)
+      assert.are.equal(before.jobs_parallel, mid.jobs_parallel)
+      local big = ember.randn({ 256, 512 })
+      local w = ember.randn({ 512, 512 })
+      mid = ember.thread_stats()
+      big:matmul(w)   -- 2^26: takes threads when cores are spare, else runs inline as busy
+      local after = ember.thread_stats()
+      assert.are.equal(1, (after.jobs_parallel - mid.jobs_parallel) + (after.jobs_inline_busy - mid.jobs_inline_busy))
+      assert.is_true(after.spare >= 1 and after.spare <= after.online_cpus)
+    end
+    -- fixed: nothing is counted
+    ember.set_num_threads(1)
+    local f0 = ember.thread_stats()
+    a:matmul(a)
+    local f1 = ember.thread_stats()
+    assert.are.equal(f0.jobs_inline_small, f1.jobs_inline_small)
+  end)
+
+  -- a step whose every job is small runs all of it on the calling thread under
+  -- auto; under deterministic mode every setting gives the same bits
+  it("gives the same bits as 1 thread to a small step under auto, and to any step under deterministic mode", function()
+    local function train(setting, widths, batch)
+      ember.set_num_threads(setting)
+      ember.manual_seed(5)
+      local layers = {}
+      for i = 1, #widths - 1 do
+        layers[#layers + 1] = nn.Linear(widths[i], widths[i + 1])
+        if i < #widths - 1 then layers[#layers + 1] = nn.ReLU() end
+      end
+      local model = nn.Sequential(unpack(layers))
+      local opt = ember.optim.Adam(model:parameters(), { lr = 1e-3 })
+      local gm = ember.autodiff.GradManager():attach(model:parameters())
+      local x = ember.randn({ batch, widths[1] })
+      local y = ember.randint(1, widths[#widths] + 1, { batch })
+      for _ = 1, 3 do
+        gm:record()
+        gm:backward(F.cross_entropy(model(x), y))
+        opt:step()
+        opt:zero_grad()
+      end
+      local out = {}
+      for i, p in ipairs(model:parameters()) do out[i] = p:tolist() end
+      return out
+    end
+    local small = { 32, 64, 64, 10 }
+    assert.are.same(train(1, small, 32), train("auto", small, 32))
+    local medium = { 784, 256, 128, 10 }
+    ember.set_deterministic(true)
+    local ok, err = pcall(function()
+      local one = train(1, medium, 128)
+      assert.are.same(one, train("auto", medium, 128))
+      if ember.thread_stats().max_threads >= 2 then assert.are.same(one, train(2, medium, 128)) end
+    end)
+    ember.set_deterministic(false)
+    assert(ok, err)
+  end)
+end)
