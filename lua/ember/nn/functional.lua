@@ -134,14 +134,6 @@ function F.conv2d_relu(x, w, b, opts)
   return ember._wrap(out1[0])
 end
 
-local POOL_OPTS = { stride = true, padding = true }
-local function pool_args(op, x, kernel, opts)
-  need_tensor(op, "input", x)
-  opts = opts_of(op, opts, POOL_OPTS)
-  local k = pair(op, "kernel", kernel)
-  return k, pair(op, "stride", opts.stride, kernel), pair(op, "padding", opts.padding, 0)
-end
-
 -- max_pool2d(relu(conv2d(x, w, b, opts)), kernel, pool_opts) (pool_opts:
 -- {stride = kernel}; no padding), one op with a bias: on the CPU the
 -- convolution's output is pooled as oneDNN writes it, and backward keeps
@@ -160,21 +152,6 @@ function F.conv2d_relu_max_pool2d(x, w, b, opts, kernel, pool_opts)
   check(C.ember_conv2d_relu_max_pool2d(ember._ptr(op, x, 1), ember._ptr(op, w, 2), ember._ptr(op, b, 3), stride,
     padding, dilation, groups, k, ps, out2, nil))
   return ember._wrap(out2[0])
-end
-
--- returns the pooled values and, when asked for, the int64 flat positions of the maxima
-function F.max_pool2d(x, kernel, opts, return_indices)
-  local k, s, p = pool_args("max_pool2d", x, kernel, opts)
-  check(C.ember_max_pool2d(ember._ptr("max_pool2d", x, 1), k, s, p, out2, out2 + 1))
-  local y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
-  if return_indices then return y, idx end
-  return y
-end
-
-function F.avg_pool2d(x, kernel, opts)
-  local k, s, p = pool_args("avg_pool2d", x, kernel, opts)
-  check(C.ember_avg_pool2d(ember._ptr("avg_pool2d", x, 1), k, s, p, out1))
-  return ember._wrap(out1[0])
 end
 
 ---------------------------------------------------------------- activations
@@ -297,7 +274,7 @@ function F.embedding(idx, weight)
 end
 
 ---------------------------------------------------------------- the other files' functions
-for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do
+for _, file in ipairs({ "loss", "conv", "norm", "resize", "activation", "pool", "conv3d", "shape" }) do
   for name, f in pairs(require("ember.nn." .. file).functional) do F[name] = f end
 end
 

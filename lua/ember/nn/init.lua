@@ -445,31 +445,6 @@ function Conv2d:extra_repr()
     self.activation and (", activation=" .. self.activation) or "")
 end
 
-local function pool_class(name, fn)
-  local P = Module:extend(name)
-  -- nn.MaxPool2d(kernel, {stride = kernel, padding = 0}) (or positional stride, padding)
-  function P:init(kernel, opts, padding)
-    if type(opts) == "number" then opts = { stride = opts, padding = padding } end
-    opts = check_opts(name, opts, { stride = true, padding = true })
-    for what, v in pairs({ kernel_size = kernel, stride = opts.stride or kernel }) do
-      local vals = type(v) == "table" and v or { v }
-      for _, k in ipairs(vals) do check_int(name, what, k, 1) end
-    end
-    self.kernel_size, self.stride, self.padding = kernel, opts.stride or kernel, opts.padding or 0
-  end
-  function P:forward(x)
-    need_input(name, x, function(t) return t:dim() == 4 end, "{N, C, H, W}")
-    return fn(x, self.kernel_size, { stride = self.stride, padding = self.padding })
-  end
-  function P:extra_repr()
-    return ("kernel_size=%s, stride=%s, padding=%s"):format(tostring(self.kernel_size), tostring(self.stride),
-      tostring(self.padding))
-  end
-  return P
-end
-nn.MaxPool2d = pool_class("MaxPool2d", F.max_pool2d)
-nn.AvgPool2d = pool_class("AvgPool2d", F.avg_pool2d)
-
 local function batchnorm_class(name, dims)
   local B = Module:extend(name)
   -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true})
@@ -620,7 +595,8 @@ local function no_padding(p) return p == 0 or (type(p) == "table" and p[1] == 0 
 local function conv_relu_then_pool(m, p)
   return getmetatable(m).__class == Conv2d and rawget(m, "forward") == nil and m.bias ~= nil
     and m.activation == "relu" and p ~= nil and getmetatable(p).__class == nn.MaxPool2d
-    and rawget(p, "forward") == nil and no_padding(p.padding)
+    and rawget(p, "forward") == nil and no_padding(p.padding) and p.dilation == 1 and not p.ceil_mode
+    and not p.return_indices
 end
 function Sequential:forward(x)
   local i = 1
@@ -736,8 +712,8 @@ function nn.causal_mask(L)
   return ember.arange(L):view(1, L):gt(ember.arange(L):view(L, 1))
 end
 
-for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do   -- nn.MSELoss, nn.Conv1d, ...
-  require("ember.nn." .. file).register(nn)
+for _, file in ipairs({ "loss", "conv", "norm", "resize", "activation", "pool", "conv3d", "shape" }) do
+  require("ember.nn." .. file).register(nn)   -- nn.MSELoss, nn.Conv1d, ...
 end
 nn.init = require("ember.nn.initializers")
 -- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above

@@ -1,0 +1,455 @@
+-- ember.nn.pool: max and average pooling in 1, 2 and 3 spatial dims with
+-- PyTorch 1.13's options, and adaptive max and average pooling. Each is a
+-- function of ember.nn.functional and a module of ember.nn (M.register),
+-- with PyTorch's argument names, defaults and positional order (S.parse:
+-- positional values, then an options table):
+--
+--   F.max_pool2d(x, kernel_size, stride = kernel_size, padding = 0, dilation = 1,
+--                ceil_mode = false, return_indices = false)     (1d, 3d alike)
+--   F.avg_pool2d(x, kernel_size, stride = kernel_size, padding = 0, ceil_mode = false,
+--                count_include_pad = true, divisor_override = nil)  (1d: no divisor_override)
+--   F.adaptive_max_pool2d(x, output_size, return_indices = false) (1d, 3d alike)
+--   F.adaptive_avg_pool1d(x, output_size), F.adaptive_avg_pool3d
+--   nn.MaxPool2d(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
+--   nn.AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+--
+-- N batch, C channels, then nd spatial dims; (C, ...) without the batch
+-- works too. 1-D and 2-D pooling without dilation, ceil_mode's extra window,
+-- count_include_pad = false (with padding) or divisor_override run the C
+-- kernels max_pool2d and avg_pool2d (a 1-D input as a height of 1). The rest
+-- is composed of recorded ops: the input padded (-inf for max, 0 for
+-- average), one strided view for each kernel offset, stacked, then max or
+-- sum over the offsets (the sum divided by PyTorch's window counts), so
+-- gradients of any order come from those ops' rules. Adaptive max pooling
+-- reduces one dim at a time (a window's maximum is the maximum of its rows'
+-- maxima, and the first in row-major order stays first), adaptive average
+-- pooling is a matmul with an averaging matrix along each dim.
+-- Indices are the int64 0-based flat positions within each input plane (of
+-- nd dims), as F.max_pool2d has always returned them and PyTorch does.
+local ember = require("ember")
+local ffi = require("ffi")
+local A = require("ember.nn.args")
+local S = require("ember.nn.signature")
+local pad = require("ember.nn.resize").functional.pad
+
+local C = ember._C
+local fail, spread, shape_str, value_str = A.fail, A.spread, A.shape_str, A.value_str
+local M = { functional = {} }
+local F = M.functional
+
+local out1 = ffi.new("ember_tensor*[1]")
+local out2 = ffi.new("ember_tensor*[2]")
+local function check(rc)
+  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
+end
+local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
+local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
+
+---------------------------------------------------------------- arguments
+local function ints(nd, lo) return A.ints(nd, lo) end
+local function optional_ints(nd, lo)
+  local c = A.ints(nd, lo)
+  return function(v) if v ~= nil then return c(v) end end
+end
+
+local function max_spec(nd)
+  return { { "kernel_size", nil, ints(nd, 1) }, { "stride", nil, optional_ints(nd, 1) },
+    { "padding", 0, ints(nd, 0) }, { "dilation", 1, ints(nd, 1) },
+    { "ceil_mode", false, S.boolean }, { "return_indices", false, S.boolean } }
+end
+-- the module's order: return_indices before ceil_mode
+local function max_module_spec(nd)
+  local s = max_spec(nd)
+  s[5], s[6] = s[6], s[5]
+  return s
+end
+local function avg_spec(nd)
+  local s = { { "kernel_size", nil, ints(nd, 1) }, { "stride", nil, optional_ints(nd, 1) },
+    { "padding", 0, ints(nd, 0) }, { "ceil_mode", false, S.boolean },
+    { "count_include_pad", true, S.boolean } }
+  if nd > 1 then
+    s[6] = { "divisor_override", nil, S.optional(function(v)
+      if type(v) ~= "number" or v ~= math.floor(v) or v == 0 then return "a nonzero integer" end
+    end) }
+  end
+  return s
+end
+
+-- x (N, C, ...) or (C, ...) of nd spatial dims, floating point; returns x
+-- batched and whether it was not
+local function pool_input(op, x, nd)
+  A.need_tensor(op, "input", x)
+  if (x:dim() ~= nd + 1 and x:dim() ~= nd + 2) or not x.dtype:find("float") then
+    local dims = ({ "L", "H, W", "D, H, W" })[nd]
+    fail(op, "input must be a floating point %d-D (N, C, %s) or %d-D (C, %s) tensor, got %s %s", nd + 2, dims,
+      nd + 1, dims, x.dtype, shape_str(x))
+  end
+  if x:dim() == nd + 1 then return x:unsqueeze(1), true end
+  return x, false
+end
+
+-- the output sizes and each dim's geometry {L, k, s, p, d, o}, PyTorch's rules
+local function geometry(op, x, nd, o, dilation)
+  local k, s, p = spread(o.kernel_size, nd), spread(o.stride or o.kernel_size, nd), spread(o.padding, nd)
+  local d = spread(dilation or 1, nd)
+  local g = {}
+  for i = 1, nd do
+    local L = x:size(2 + i)
+    if p[i] > k[i] / 2 then
+      fail(op, "padding %s must be at most half the kernel_size %s", value_str(o.padding),
+        value_str(o.kernel_size))
+    end
+    local span = d[i] * (k[i] - 1) + 1
+    local n = L + 2 * p[i] - span
+    local out = (o.ceil_mode and math.floor((n + s[i] - 1) / s[i]) or math.floor(n / s[i])) + 1
+    -- the last window must start inside the input or the left padding
+    if o.ceil_mode and (out - 1) * s[i] >= L + p[i] then out = out - 1 end
+    if out < 1 then
+      fail(op, "input %s is smaller than kernel_size %s (dilation %s, padding %s): output size %d",
+        shape_str(x), value_str(o.kernel_size), value_str(dilation or 1), value_str(o.padding), out)
+    end
+    local floor_out = math.floor(n / s[i]) + 1
+    g[i] = { L = L, k = k[i], s = s[i], p = p[i], d = d[i], o = out, extra = out ~= floor_out }
+  end
+  return g
+end
+
+---------------------------------------------------------------- composed windows
+-- x (N, C, ...) padded by each dim's p before and enough after with value;
+-- the list of views, one per kernel offset in row-major order, each of shape
+-- (N, C, o_1, ..., o_nd): x at o s + j d along each dim
+local function windows(x, g, value)
+  local nd, pads = #g, {}
+  for i = nd, 1, -1 do
+    local gi = g[i]
+    local need = (gi.k - 1) * gi.d + gi.o * gi.s   -- every view reads o s positions from its start
+    pads[#pads + 1] = gi.p
+    pads[#pads + 1] = math.max(need - gi.L - gi.p, 0)
+  end
+  local xp = pad(x, pads, "constant", value)
+  local list = { xp }
+  for i = 1, nd do
+    local gi, dim, next_list = g[i], 2 + i, {}
+    for _, t in ipairs(list) do
+      for j = 0, gi.k - 1 do
+        local v = t:narrow(dim, j * gi.d + 1, gi.o * gi.s)
+        if gi.s > 1 then
+          local shape = v:shape()
+          shape[dim] = gi.o
+          table.insert(shape, dim + 1, gi.s)
+          v = v:reshape(shape):select(dim + 1, 1)
+        end
+        next_list[#next_list + 1] = v
+      end
+    end
+    list = next_list
+  end
+  return list
+end
+
+-- the int64 0-based flat input positions of the pooled maxima: each output
+-- position's window offset idx (1-based, (N, C, o...)) mapped through the table
+-- of positions (o..., K)
+local function window_positions(g, idx)
+  local nd, K = #g, 1
+  for i = 1, nd do K = K * g[i].k end
+  local instride = {}
+  local acc = 1
+  for i = nd, 1, -1 do instride[i] = acc; acc = acc * g[i].L end
+  local pos, n = {}, 0
+  local function rec(i, base)
+    if i > nd then
+      -- the kernel offsets, row-major
+      local function off(m, b)
+        if m > nd then n = n + 1; pos[n] = b; return end
+        for j = 0, g[m].k - 1 do off(m + 1, b + j * g[m].d * instride[m]) end
+      end
+      off(1, base)
+      return
+    end
+    for q = 0, g[i].o - 1 do rec(i + 1, base + (q * g[i].s - g[i].p) * instride[i]) end
+  end
+  rec(1, 0)
+  local table_ = ember.tensor(pos, { dtype = "int64" })
+  local outs = 1
+  for i = 1, nd do outs = outs * g[i].o end
+  local shape = { 1, 1 }
+  for i = 1, nd do shape[2 + i] = g[i].o end
+  local base = ember.arange(outs):view(shape) * K
+  local lin = (base + (idx - 1)):reshape(-1) + 1
+  return table_:index_select(1, lin):view(idx:shape())
+end
+
+---------------------------------------------------------------- max pooling
+local function C_pool_ok(nd, g)
+  if nd > 2 then return false end
+  for i = 1, nd do if g[i].d ~= 1 or g[i].extra then return false end end
+  return true
+end
+-- the C kernel's (k, s, p) pairs, a 1-D pool as a height of 1
+local function pairs_of(nd, g)
+  if nd == 1 then return int64s({ 1, g[1].k }), int64s({ 1, g[1].s }), int64s({ 0, g[1].p }) end
+  return int64s({ g[1].k, g[2].k }), int64s({ g[1].s, g[2].s }), int64s({ g[1].p, g[2].p })
+end
+
+local function max_pool(op, nd, x, o)
+  local unbatched
+  x, unbatched = pool_input(op, x, nd)
+  local g = geometry(op, x, nd, o, o.dilation)
+  local y, idx
+  if C_pool_ok(nd, g) then
+    local xin = nd == 1 and x:unsqueeze(3) or x
+    local k, s, p = pairs_of(nd, g)
+    check(C.ember_max_pool2d(ptr(op, xin, 1), k, s, p, out2, out2 + 1))
+    y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
+    if nd == 1 then y, idx = y:squeeze(3), idx:squeeze(3) end
+  else
+    local list = windows(x, g, -math.huge)
+    local stacked = ember.stack(list, x:dim() + 1)
+    local off
+    y, off = stacked:max(x:dim() + 1)
+    if o.return_indices then idx = window_positions(g, off) end
+  end
+  if unbatched then y, idx = y:squeeze(1), idx and idx:squeeze(1) end
+  if o.return_indices then return y, idx end
+  return y
+end
+
+-- F.max_pool2d(x, k, opts, return_indices), the form ember had before
+-- PyTorch's positional order, is still read: an options table (or nil)
+-- then a boolean
+local function legacy(...)
+  local n = select("#", ...)
+  local _, a, b = ...
+  if n == 3 and type(b) == "boolean" and (a == nil or (type(a) == "table" and a[1] == nil
+    and not ember.is_tensor(a))) then
+    return true
+  end
+  return false
+end
+
+for nd = 1, 3 do
+  local name = ("max_pool%dd"):format(nd)
+  local op, spec = "ember.nn.functional." .. name, max_spec(nd)
+  F[name] = function(x, ...)
+    local o
+    if legacy(...) then
+      local k, opts, ri = ...
+      o = S.parse(op, spec, k, opts)
+      o.return_indices = ri
+    else
+      o = S.parse(op, spec, ...)
+    end
+    return max_pool(op, nd, x, o)
+  end
+end
+
+---------------------------------------------------------------- average pooling
+-- each dim's window counts (o of them): the window clipped to the padded
+-- input, or to the input without count_include_pad (PyTorch's rule)
+local function counts(gi, include_pad)
+  local c = {}
+  for q = 0, gi.o - 1 do
+    local lo = q * gi.s - gi.p
+    local hi = math.min(lo + gi.k, gi.L + gi.p)
+    if not include_pad then lo, hi = math.max(lo, 0), math.min(hi, gi.L) end
+    c[q + 1] = hi - lo
+  end
+  return c
+end
+
+-- the divisors, (1, 1, o...) in dtype
+local function divisors(g, o, dtype)
+  local nd = #g
+  local shape = { 1, 1 }
+  for i = 1, nd do shape[2 + i] = g[i].o end
+  if o.divisor_override then return o.divisor_override end
+  local per = {}
+  for i = 1, nd do per[i] = counts(g[i], o.count_include_pad) end
+  local flat, n = {}, 0
+  local function rec(i, prod)
+    if i > nd then n = n + 1; flat[n] = prod; return end
+    for q = 1, g[i].o do rec(i + 1, prod * per[i][q]) end
+  end
+  rec(1, 1)
+  return ember.tensor(flat, { dtype = dtype }):view(shape)
+end
+
+local function avg_pool(op, nd, x, o)
+  local unbatched
+  x, unbatched = pool_input(op, x, nd)
+  local g = geometry(op, x, nd, o)
+  local any_pad = false
+  for i = 1, nd do any_pad = any_pad or g[i].p > 0 end
+  local y
+  if C_pool_ok(nd, g) and o.divisor_override == nil and (o.count_include_pad or not any_pad) then
+    local xin = nd == 1 and x:unsqueeze(3) or x
+    local k, s, p = pairs_of(nd, g)
+    check(C.ember_avg_pool2d(ptr(op, xin, 1), k, s, p, out1))
+    y = ember._wrap(out1[0])
+    if nd == 1 then y = y:squeeze(3) end
+  else
+    local sum = ember.stack(windows(x, g, 0), x:dim() + 1):sum(x:dim() + 1)
+    y = sum / divisors(g, o, x.dtype)
+  end
+  if unbatched then y = y:squeeze(1) end
+  return y
+end
+
+for nd = 1, 3 do
+  local name = ("avg_pool%dd"):format(nd)
+  local op, spec = "ember.nn.functional." .. name, avg_spec(nd)
+  F[name] = function(x, ...) return avg_pool(op, nd, x, S.parse(op, spec, ...)) end
+end
+
+---------------------------------------------------------------- adaptive pooling
+-- output_size: a number or nd of them (nil keeps that dim's size)
+local function output_sizes(op, nd, v, x)
+  local size = spread(v, nd)
+  local ok = type(size) == "table" and not ember.is_tensor(size) and table.maxn(size) <= nd
+  for i = 1, nd do ok = ok and (size[i] == nil or A.int(1)(size[i]) == nil) end
+  if not ok then
+    fail(op, "output_size must be an integer >= 1 or a list of %d of them (nil keeps a size), got %s", nd,
+      value_str(v))
+  end
+  local out = {}
+  for i = 1, nd do out[i] = size[i] or (x and x:size(2 + i)) end
+  return out
+end
+
+-- PyTorch's window of output i of n over L positions: [floor(i L / n), ceil((i + 1) L / n))
+local function window(i, L, n) return math.floor(i * L / n), math.ceil((i + 1) * L / n) end
+
+local function adaptive_input(op, x, nd)
+  local unbatched
+  x, unbatched = pool_input(op, x, nd)
+  for i = 1, nd do
+    if x:size(2 + i) < 1 then fail(op, "input %s has an empty spatial dim", shape_str(x)) end
+  end
+  return x, unbatched
+end
+
+local function adaptive_max(op, nd, x, o)
+  local unbatched
+  x, unbatched = adaptive_input(op, x, nd)
+  local size = output_sizes(op, nd, o.output_size, x)
+  -- the flat input position of every element of the (partly reduced) tensor
+  local where_ = nil
+  if o.return_indices then
+    local plane = {}
+    for i = 1, nd do plane[i] = x:size(2 + i) end
+    local n = 1
+    for i = 1, nd do n = n * plane[i] end
+    local shape = { 1, 1 }
+    for i = 1, nd do shape[2 + i] = plane[i] end
+    where_ = ember.arange(n):view(shape):expand(x:shape()):contiguous()
+  end
+  for i = nd, 1, -1 do
+    local dim, L, n = 2 + i, x:size(2 + i), size[i]
+    local vals, pos = {}, {}
+    for q = 0, n - 1 do
+      local lo, hi = window(q, L, n)
+      local v, arg = x:narrow(dim, lo + 1, hi - lo):max(dim, true)
+      vals[#vals + 1] = v
+      if where_ then pos[#pos + 1] = where_:narrow(dim, lo + 1, hi - lo):gather(dim, arg) end
+    end
+    x = ember.cat(vals, dim)
+    if where_ then where_ = ember.cat(pos, dim) end
+  end
+  if unbatched then x, where_ = x:squeeze(1), where_ and where_:squeeze(1) end
+  if o.return_indices then return x, where_ end
+  return x
+end
+
+-- (n, L): row i averages PyTorch's window i
+local function pool_matrix(L, n, dtype)
+  local rows = {}
+  for i = 0, n - 1 do
+    local lo, hi = window(i, L, n)
+    local row = {}
+    for j = 0, L - 1 do row[j + 1] = (j >= lo and j < hi) and 1 / (hi - lo) or 0 end
+    rows[i + 1] = row
+  end
+  return ember.tensor(rows, { dtype = dtype })
+end
+
+local function adaptive_avg(op, nd, x, o)
+  local unbatched
+  x, unbatched = adaptive_input(op, x, nd)
+  local size = output_sizes(op, nd, o.output_size, x)
+  local last = x:dim()
+  for i = 1, nd do
+    local dim = 2 + i
+    local P = pool_matrix(x:size(dim), size[i], x.dtype)
+    if dim == last then x = x:matmul(P:t())
+    else x = x:transpose(dim, last):matmul(P:t()):transpose(dim, last) end
+  end
+  if unbatched then x = x:squeeze(1) end
+  return x
+end
+
+local function adaptive_spec(nd, with_indices)
+  local spec = { { "output_size", nil, function(v)
+    if v == nil then return ("an integer >= 1 or a list of %d of them"):format(nd) end
+  end } }
+  if with_indices then spec[2] = { "return_indices", false, S.boolean } end
+  return spec
+end
+
+for nd = 1, 3 do
+  local name = ("adaptive_max_pool%dd"):format(nd)
+  local op, spec = "ember.nn.functional." .. name, adaptive_spec(nd, true)
+  F[name] = function(x, ...)
+    local o = S.parse(op, spec, ...)
+    output_sizes(op, nd, o.output_size)
+    return adaptive_max(op, nd, x, o)
+  end
+  if nd ~= 2 then   -- adaptive_avg_pool2d is resize.lua's
+    name = ("adaptive_avg_pool%dd"):format(nd)
+    local aop, aspec = "ember.nn.functional." .. name, adaptive_spec(nd, false)
+    F[name] = function(x, ...)
+      local o = S.parse(aop, aspec, ...)
+      output_sizes(aop, nd, o.output_size)
+      return adaptive_avg(aop, nd, x, o)
+    end
+  end
+end
+
+---------------------------------------------------------------- modules
+local function module(nn, name, spec, run, nd, check_sizes)
+  local op = "ember.nn." .. name
+  local K = nn.Module:extend(name)
+  function K:init(...)
+    local o = S.parse(op, spec, ...)
+    if check_sizes then output_sizes(op, nd, o.output_size) end
+    for _, s in ipairs(spec) do self[s[1]] = o[s[1]] end
+    if spec[2] and spec[2][1] == "stride" and self.stride == nil then self.stride = self.kernel_size end
+  end
+  function K:forward(x, ...)
+    if select("#", ...) > 0 then fail(op, "forward takes one input, got %d more arguments", select("#", ...)) end
+    local o = {}
+    for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
+    return run(op, nd, x, S.parse(op, spec, o))
+  end
+  function K:extra_repr()
+    local parts = {}
+    for _, s in ipairs(spec) do
+      if self[s[1]] ~= nil then parts[#parts + 1] = s[1] .. "=" .. value_str(self[s[1]]) end
+    end
+    return table.concat(parts, ", ")
+  end
+  nn[name] = K
+end
+
+function M.register(nn)
+  for nd = 1, 3 do
+    module(nn, ("MaxPool%dd"):format(nd), max_module_spec(nd), max_pool, nd)
+    module(nn, ("AvgPool%dd"):format(nd), avg_spec(nd), avg_pool, nd)
+    module(nn, ("AdaptiveMaxPool%dd"):format(nd), adaptive_spec(nd, true), adaptive_max, nd, true)
+    if nd ~= 2 then
+      module(nn, ("AdaptiveAvgPool%dd"):format(nd), adaptive_spec(nd, false), adaptive_avg, nd, true)
+    end
+  end
+end
+
+return M
