@@ -517,12 +517,38 @@ function Dropout:extra_repr() return ("p=%g"):format(self.p) end
 
 local Embedding = Module:extend("Embedding")
 nn.Embedding = Embedding
--- nn.Embedding(num, dim): weight {num, dim} from N(0, 1); indices are 1-based
-function Embedding:init(num, dim, opts)
-  opts = check_opts("Embedding", opts, { dtype = true })
+local EMBEDDING_OPTS = { padding_idx = true, max_norm = true, norm_type = true, scale_grad_by_freq = true,
+  sparse = true, dtype = true }
+local EMBEDDING_ARGS = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
+-- nn.Embedding(num, dim, padding_idx, max_norm, norm_type = 2, scale_grad_by_freq, sparse,
+-- {dtype =}) (F.embedding's arguments positionally or as options): weight {num, dim}
+-- from N(0, 1), the padding_idx row zeros; indices are 1-based
+function Embedding:init(num, dim, ...)
+  local n, o = select("#", ...), {}
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) == "table" and not is_tensor(last) then
+    o = check_opts("Embedding", last, EMBEDDING_OPTS)
+    n = n - 1
+  end
+  if n > #EMBEDDING_ARGS then
+    errors.raise(("ember.nn.Embedding: takes at most %d arguments after embedding_dim, got %d"):format(#EMBEDDING_ARGS, n))
+  end
+  local args = {}
+  for k, v in pairs(o) do args[k] = v end
+  for i = 1, n do
+    local v = select(i, ...)
+    if v ~= nil then args[EMBEDDING_ARGS[i]] = v end
+  end
   self.num_embeddings = check_int("Embedding", "num_embeddings", num)
   self.embedding_dim = check_int("Embedding", "embedding_dim", dim)
-  self.weight = ember.randn({ num, dim }, { dtype = opts.dtype or "float32" })
+  local pad = F._embedding_padding_row("ember.nn.Embedding", args.padding_idx, num)
+  self.padding_idx, self.max_norm, self.norm_type = args.padding_idx, args.max_norm, args.norm_type or 2
+  self.scale_grad_by_freq, self.sparse = args.scale_grad_by_freq or false, args.sparse or false
+  if self.scale_grad_by_freq or self.sparse then
+    errors.raise("ember.nn.Embedding: scale_grad_by_freq and sparse are not supported (dense gradients, unscaled)")
+  end
+  self.weight = ember.randn({ num, dim }, { dtype = args.dtype or "float32" })
+  if pad then ember.no_grad(function() self.weight:select(1, pad):zero_() end) end
 end
 function Embedding:forward(idx)
   if is_tensor(idx) and (idx.dtype == "int64" or idx.dtype == "int32") and idx:numel() > 0 then
@@ -531,9 +557,13 @@ function Embedding:forward(idx)
       errors.raise(("ember.nn.Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings))
     end
   end
-  return F.embedding(idx, self.weight)
+  return F.embedding(idx, self.weight, { padding_idx = self.padding_idx, max_norm = self.max_norm,
+    norm_type = self.norm_type })
 end
-function Embedding:extra_repr() return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) end
+function Embedding:extra_repr()
+  return ("%d, %d%s"):format(self.num_embeddings, self.embedding_dim,
+    self.padding_idx and (", padding_idx=" .. self.padding_idx) or "")
+end
 
 local function activation(name, fn)
   local A = Module:extend(name)
