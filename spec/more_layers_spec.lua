@@ -258,3 +258,47 @@ describe("conv3d, conv_transpose1d and the shape layers", function()
       "unknown option 'maxnorm'")
   end)
 end)
+
+describe("LSTM proj_size against PyTorch 1.13 in float64", function()
+  for _, c in ipairs(dofile("spec/fixtures/lstm_proj_torch.lua")) do
+    it(c.name, function()
+      local opts = { dtype = "float64" }
+      for k, v in pairs(c.opts) do opts[k] = v end
+      local m = nn.LSTM(c.input_size, c.hidden_size, opts)
+      -- PyTorch's parameter names, in PyTorch's order, with its shapes
+      local names = {}
+      for name in m:named_parameters() do names[#names + 1] = name end
+      assert.are.same(c.names, names)
+      local sd = {}
+      for k, v in pairs(c.state) do sd[k] = ember.tensor(v, F64) end
+      m:load_state_dict(sd)
+      local x, h0, c0 = ember.tensor(c.x, F64), ember.tensor(c.h0, F64), ember.tensor(c.c0, F64)
+      local gm = GradManager()
+      local attach = { x, h0, c0 }
+      for _, p in ipairs(m:parameters()) do attach[#attach + 1] = p end
+      gm:attach(attach)
+      gm:record()
+      local out, state = m(x, { h0, c0 })
+      local cot = function(i) return ember.tensor(c.cots[i], F64) end
+      gm:backward((out * cot(1)):sum() + (state[1] * cot(2)):sum() + (state[2] * cot(3)):sum())
+      H.same(out, c.out, 1e-10)
+      H.same(state[1], c.hn, 1e-10)
+      H.same(state[2], c.cn, 1e-10)
+      H.same(x.grad, c.gx, 1e-10)
+      H.same(h0.grad, c.gh0, 1e-10)
+      H.same(c0.grad, c.gc0, 1e-10)
+      for name, p in m:named_parameters() do H.same(p.grad, c.grads[name], 1e-10) end
+    end)
+  end
+
+  it("checks proj_size and the states' shapes", function()
+    H.raises(function() nn.LSTM(3, 4, { proj_size = 4 }) end, "proj_size 4 must be smaller than hidden_size 4")
+    H.raises(function() nn.GRU(3, 4, { proj_size = 2 }) end, "only supported for LSTM")
+    local m = nn.LSTM(3, 4, { proj_size = 2, dtype = "float64" })
+    local out, state = m(randn({ 5, 3 }))
+    assert.is_true(H.shape_is(out, { 5, 2 }))
+    assert.is_true(H.shape_is(state[1], { 1, 2 }))
+    assert.is_true(H.shape_is(state[2], { 1, 4 }))
+    H.raises(function() m(randn({ 5, 1, 3 }), { randn({ 1, 1, 4 }), randn({ 1, 1, 4 }) }) end, "h_0", "{1, 1, 2}")
+  end)
+end)
