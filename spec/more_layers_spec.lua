@@ -107,6 +107,15 @@ describe("activations", function()
     H.same(y, { -1, 3 }, 0)
     F.relu6(y, { inplace = true })
     H.same(y, { 0, 3 }, 0)
+    -- recorded: the gradient flows through the write, d/dx elu(2x) = 2 exp(2x) for x < 0
+    local x0 = ember.tensor({ -0.5, 1 }, F64)
+    local gm = GradManager()
+    gm:attach({ x0 })
+    gm:record()
+    local t = x0 * 2
+    assert.are.equal(t, F.elu(t, 1, true))
+    gm:backward(t:sum())
+    H.same(x0.grad, { 2 * math.exp(-1), 2 }, 1e-15)
   end)
 
   it("hardtanh's gradient is 0 at its bounds and hardswish's -0.5 at -3, as PyTorch's", function()

@@ -20,7 +20,8 @@
 -- PyTorch's backward picks one side at a kink (hardtanh's bounds give 0,
 -- hardswish's -3 gives -0.5), the branches are split to pick the same.
 -- inplace = true writes the result into x (copy_, recorded as any write
--- is) and returns x, as PyTorch does.
+-- is) and returns x, as PyTorch does; under recording the formula reads a
+-- clone of x, so the write leaves the values its ops keep untouched.
 local ember = require("ember")
 local A = require("ember.nn.args")
 local S = require("ember.nn.signature")
@@ -32,11 +33,6 @@ local F = M.functional
 local where = ember.where
 
 local INPLACE = { "inplace", false, S.boolean }
-local function finish(x, y, inplace)
-  if not inplace then return y end
-  x:copy_(y)
-  return x
-end
 
 local function float_input(op, x)
   A.need_tensor(op, "input", x)
@@ -54,7 +50,11 @@ local function activation(name, spec, fn)
   F[name] = function(x, ...)
     float_input(op, x)
     local o = S.parse(op, spec, ...)
-    return finish(x, fn(x, o, op), o.inplace)
+    if not o.inplace then return fn(x, o, op) end
+    -- under recording the formula reads a copy of x, which the write leaves
+    -- alone (the ops that keep their input would see x changed otherwise)
+    local src = ember._C.ember_is_grad_enabled() ~= 0 and x:clone() or x
+    return x:copy_(fn(src, o, op))
   end
 end
 
