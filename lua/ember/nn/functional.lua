@@ -271,7 +271,7 @@ local function renorm_rows(flat, weight, max_norm, norm_type)
   end
   if #rows == 0 then return end
   ember.no_grad(function()
-    local idx = ember.tensor(rows, { dtype = "int64" })
+    local idx = ember.tensor(rows, { dtype = "int64", device = weight.device })
     local w = weight:index_select(1, idx)
     local norms = w:norm(norm_type, 2, true)
     local scale = ember.where(norms:gt(max_norm), max_norm / (norms + 1e-7), 1)

@@ -151,6 +151,7 @@ end
 -- position's window offset idx (1-based, (N, C, o...)) mapped through the table
 -- of positions (o..., K)
 local function window_positions(g, idx)
+  local dev = { dtype = "int64", device = idx.device }
   local nd, K = #g, 1
   for i = 1, nd do K = K * g[i].k end
   local instride = {}
@@ -170,12 +171,12 @@ local function window_positions(g, idx)
     for q = 0, g[i].o - 1 do rec(i + 1, base + (q * g[i].s - g[i].p) * instride[i]) end
   end
   rec(1, 0)
-  local table_ = ember.tensor(pos, { dtype = "int64" })
+  local table_ = ember.tensor(pos, dev)
   local outs = 1
   for i = 1, nd do outs = outs * g[i].o end
   local shape = { 1, 1 }
   for i = 1, nd do shape[2 + i] = g[i].o end
-  local base = ember.arange(outs):view(shape) * K
+  local base = ember.arange(0, outs, 1, dev):view(shape) * K
   local lin = (base + (idx - 1)):reshape(-1) + 1
   return table_:index_select(1, lin):view(idx:shape())
 end
@@ -259,7 +260,7 @@ local function counts(gi, include_pad)
 end
 
 -- the divisors, (1, 1, o...) in dtype
-local function divisors(g, o, dtype)
+local function divisors(g, o, x)
   local nd = #g
   local shape = { 1, 1 }
   for i = 1, nd do shape[2 + i] = g[i].o end
@@ -272,7 +273,7 @@ local function divisors(g, o, dtype)
     for q = 1, g[i].o do rec(i + 1, prod * per[i][q]) end
   end
   rec(1, 1)
-  return ember.tensor(flat, { dtype = dtype }):view(shape)
+  return ember.tensor(flat, { dtype = x.dtype, device = x.device }):view(shape)
 end
 
 local function avg_pool(op, nd, x, o)
@@ -290,7 +291,7 @@ local function avg_pool(op, nd, x, o)
     if nd == 1 then y = y:squeeze(3) end
   else
     local sum = ember.stack(windows(x, g, 0), x:dim() + 1):sum(x:dim() + 1)
-    y = sum / divisors(g, o, x.dtype)
+    y = sum / divisors(g, o, x)
   end
   if unbatched then y = y:squeeze(1) end
   return y
@@ -342,7 +343,7 @@ local function adaptive_max(op, nd, x, o)
     for i = 1, nd do n = n * plane[i] end
     local shape = { 1, 1 }
     for i = 1, nd do shape[2 + i] = plane[i] end
-    where_ = ember.arange(n):view(shape):expand(x:shape()):contiguous()
+    where_ = ember.arange(0, n, 1, { dtype = "int64", device = x.device }):view(shape):expand(x:shape()):contiguous()
   end
   for i = nd, 1, -1 do
     local dim, L, n = 2 + i, x:size(2 + i), size[i]
@@ -362,7 +363,7 @@ local function adaptive_max(op, nd, x, o)
 end
 
 -- (n, L): row i averages PyTorch's window i
-local function pool_matrix(L, n, dtype)
+local function pool_matrix(L, n, x)
   local rows = {}
   for i = 0, n - 1 do
     local lo, hi = window(i, L, n)
@@ -370,7 +371,7 @@ local function pool_matrix(L, n, dtype)
     for j = 0, L - 1 do row[j + 1] = (j >= lo and j < hi) and 1 / (hi - lo) or 0 end
     rows[i + 1] = row
   end
-  return ember.tensor(rows, { dtype = dtype })
+  return ember.tensor(rows, { dtype = x.dtype, device = x.device })
 end
 
 local function adaptive_avg(op, nd, x, o)
@@ -380,7 +381,7 @@ local function adaptive_avg(op, nd, x, o)
   local last = x:dim()
   for i = 1, nd do
     local dim = 2 + i
-    local P = pool_matrix(x:size(dim), size[i], x.dtype)
+    local P = pool_matrix(x:size(dim), size[i], x)
     if dim == last then x = x:matmul(P:t())
     else x = x:transpose(dim, last):matmul(P:t()):transpose(dim, last) end
   end

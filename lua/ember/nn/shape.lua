@@ -80,7 +80,7 @@ local function channel_dropout(op, nd, x, o)
   if o.p == 1 then
     y = x * 0
   else
-    local keep = ember.rand(shape, { dtype = x.dtype }):ge(o.p):to(x.dtype)
+    local keep = ember.rand(shape, { dtype = x.dtype, device = x.device }):ge(o.p):to(x.dtype)
     y = x * (keep * (1 / (1 - o.p)))
   end
   if o.inplace then x:copy_(y); return x end
