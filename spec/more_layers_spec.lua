@@ -118,6 +118,17 @@ describe("activations", function()
     H.same(x0.grad, { 2 * math.exp(-1), 2 }, 1e-15)
   end)
 
+  it("keep float32 and read non-contiguous inputs", function()
+    local x32 = H.noncontig(ember.randn({ 3, 4 }))
+    local x64 = x32:to("float64")
+    for _, name in ipairs({ "leaky_relu", "elu", "selu", "celu", "relu6", "hardtanh", "hardswish", "hardsigmoid",
+      "softplus", "softsign", "mish", "logsigmoid", "glu" }) do
+      local y = F[name](x32)
+      assert.are.equal("float32", y.dtype, name)
+      H.same(y, F[name](x64):tolist(), 1e-6)
+    end
+  end)
+
   it("hardtanh's gradient is 0 at its bounds and hardswish's -0.5 at -3, as PyTorch's", function()
     local x = ember.tensor({ -1, 1, -3, 3 }, F64)
     local gm = GradManager()
@@ -212,6 +223,11 @@ describe("pooling", function()
     H.raises(function() F.max_pool3d(randn({ 1, 1, 1, 4, 4 }), 2) end, "smaller than")
     H.raises(function() F.adaptive_max_pool2d(x, 0) end, "output_size")
     H.raises(function() nn.MaxPool2d(2, { strides = 1 }) end, "ember.nn.MaxPool2d", "unknown option 'strides'")
+    H.raises(function() F.max_pool2d(x, math.huge) end, "kernel_size must be an integer")
+    H.raises(function() F.avg_pool2d(x, 2, 0 / 0) end, "stride must be an integer")
+    H.raises(function() nn.MaxPool1d(2)(randn({ 1, 4 }), 3) end, "ember.nn.MaxPool1d", "forward takes one input")
+    -- {nil, 3} is an output size (nil keeps the height), not an options table
+    assert.is_true(H.shape_is(F.adaptive_max_pool2d(x, { nil, 3 }), { 1, 1, 4, 3 }))
   end)
 end)
 
@@ -229,6 +245,10 @@ describe("conv3d, conv_transpose1d and the shape layers", function()
     H.raises(function() F.conv3d(randn({ 1, 3, 4, 4, 4 }), randn({ 2, 2, 2, 2, 2 })) end, "conv3d", "3 channels")
     H.raises(function() F.conv_transpose1d(randn({ 1, 2, 4 }), randn({ 2, 1, 3 }), nil, 1, 0, 1) end,
       "output_padding")
+    H.raises(function() F.conv_transpose1d(randn({ 1, 3, 4 }), randn({ 2, 1, 3 })) end,
+      "conv_transpose1d", "3 channels")
+    H.raises(function() F.conv3d(randn({ 1, 2, 4, 4, 4 }), randn({ 2, 2, 2, 2, 2 }), nil, { padding = "same" }) end,
+      "padding must be")
   end)
 
   it("PixelShuffle inverts PixelUnshuffle, Unflatten, channel dropout", function()

@@ -185,7 +185,7 @@ function M.register(nn)
       end
     end
     function K:forward(x, ...)
-      if select("#", ...) > 0 then fail(op, "forward takes one input, got %d more arguments", select("#", ...)) end
+      S.one_input(op, ...)
       local o = {}
       for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
       return fn(x, o)
@@ -200,13 +200,16 @@ function M.register(nn)
 
   -- nn.PReLU(num_parameters = 1, init = 0.25, {dtype =}): the slopes are a parameter
   local PReLU = nn.Module:extend("PReLU")
-  local PRELU = { { "num_parameters", 1, A.int(1) }, { "init", 0.25, S.number }, A.DTYPE }
+  local PRELU = { { "num_parameters", 1, S.int(1) }, { "init", 0.25, S.number }, A.DTYPE }
   function PReLU:init(...)
     local o = S.parse("ember.nn.PReLU", PRELU, ...)
     self.num_parameters = o.num_parameters
     self.weight = ember.full({ o.num_parameters }, o.init, { dtype = o.dtype })
   end
-  function PReLU:forward(x) return F.prelu(x, self.weight) end
+  function PReLU:forward(x, ...)
+    S.one_input("ember.nn.PReLU", ...)
+    return F.prelu(x, self.weight)
+  end
   function PReLU:extra_repr() return ("num_parameters=%d"):format(self.num_parameters) end
   nn.PReLU = PReLU
 end

@@ -39,10 +39,10 @@ local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
 local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
 
 local BIAS_ARG = { "bias", nil, A.optional_tensor }
-local CONV3D = { BIAS_ARG, { "stride", 1, A.ints(3, 1) }, { "padding", 0, A.ints(3, 0) },
-  { "dilation", 1, A.ints(3, 1) }, { "groups", 1, A.int(1) } }
-local CONVT1D = { BIAS_ARG, { "stride", 1, A.ints(1, 1) }, { "padding", 0, A.ints(1, 0) },
-  { "output_padding", 0, A.ints(1, 0) }, { "groups", 1, A.int(1) }, { "dilation", 1, A.ints(1, 1) } }
+local CONV3D = { BIAS_ARG, { "stride", 1, S.ints(3, 1) }, { "padding", 0, S.ints(3, 0) },
+  { "dilation", 1, S.ints(3, 1) }, { "groups", 1, S.int(1) } }
+local CONVT1D = { BIAS_ARG, { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.ints(1, 0) },
+  { "output_padding", 0, S.ints(1, 0) }, { "groups", 1, S.int(1) }, { "dilation", 1, S.ints(1, 1) } }
 
 -- x and w nd-D, floating point, one dtype with b; x's channels what w takes
 -- with groups; b one per output channel. Returns the output channels.
@@ -140,11 +140,7 @@ end
 local function conv_transpose1d(op, x, w, o)
   local unbatched
   x, unbatched = batched(x, 3)
-  A.need_tensor(op, "input", x)
-  A.need_tensor(op, "weight", w)
-  if x:dim() ~= 3 or w:dim() ~= 3 then
-    fail(op, "input %s and weight %s must both be 3-D", shape_str(x), shape_str(w))
-  end
+  check_layout(op, x, w, o.bias, 3, o.groups, true)
   local o2 = {}
   for _, k in ipairs({ "stride", "padding", "output_padding", "dilation" }) do
     local v = spread(o[k], 1)[1]
@@ -168,11 +164,11 @@ end
 
 ---------------------------------------------------------------- modules
 -- nn.Conv3d(in, out, kernel_size, stride, padding, dilation, groups, bias, {dtype =})
-local MODULE_CONV3D = { { "stride", 1, A.ints(3, 1) }, { "padding", 0, A.ints(3, 0) },
-  { "dilation", 1, A.ints(3, 1) }, { "groups", 1, A.int(1) }, A.BIAS, A.DTYPE }
-local MODULE_CONVT1D = { { "stride", 1, A.ints(1, 1) }, { "padding", 0, A.ints(1, 0) },
-  { "output_padding", 0, A.ints(1, 0) }, { "groups", 1, A.int(1) }, A.BIAS,
-  { "dilation", 1, A.ints(1, 1) }, A.DTYPE }
+local MODULE_CONV3D = { { "stride", 1, S.ints(3, 1) }, { "padding", 0, S.ints(3, 0) },
+  { "dilation", 1, S.ints(3, 1) }, { "groups", 1, S.int(1) }, A.BIAS, A.DTYPE }
+local MODULE_CONVT1D = { { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.ints(1, 0) },
+  { "output_padding", 0, S.ints(1, 0) }, { "groups", 1, S.int(1) }, A.BIAS,
+  { "dilation", 1, S.ints(1, 1) }, A.DTYPE }
 
 local function conv_class(nn, name, spec, nd, transposed, run)
   local op = "ember.nn." .. name
@@ -182,9 +178,9 @@ local function conv_class(nn, name, spec, nd, transposed, run)
   function K:init(cin, cout, kernel, ...)
     local o = S.parse(op, spec, ...)
     for _, arg in ipairs({ { "in_channels", cin }, { "out_channels", cout } }) do
-      if A.int(1)(arg[2]) then fail(op, "%s must be an integer >= 1, got %s", arg[1], value_str(arg[2])) end
+      if S.int(1)(arg[2]) then fail(op, "%s must be an integer >= 1, got %s", arg[1], value_str(arg[2])) end
     end
-    local want = A.ints(nd, 1)(kernel)
+    local want = S.ints(nd, 1)(kernel)
     if want then fail(op, "kernel_size must be %s, got %s", want, value_str(kernel)) end
     if cin % o.groups ~= 0 or cout % o.groups ~= 0 then
       fail(op, "groups = %d must divide in_channels = %d and out_channels = %d", o.groups, cin, cout)
@@ -202,7 +198,7 @@ local function conv_class(nn, name, spec, nd, transposed, run)
     end
   end
   function K:forward(x, ...)
-    if select("#", ...) > 0 then fail(op, "forward takes one input, got %d more arguments", select("#", ...)) end
+    S.one_input(op, ...)
     local o = { bias = self.bias }
     for _, s in ipairs(spec) do
       if s[1] ~= "bias" and s[1] ~= "dtype" then o[s[1]] = self[s[1]] end

@@ -46,9 +46,9 @@ local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
 local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
 
 ---------------------------------------------------------------- arguments
-local function ints(nd, lo) return A.ints(nd, lo) end
+local function ints(nd, lo) return S.ints(nd, lo) end
 local function optional_ints(nd, lo)
-  local c = A.ints(nd, lo)
+  local c = S.ints(nd, lo)
   return function(v) if v ~= nil then return c(v) end end
 end
 
@@ -308,7 +308,7 @@ end
 local function output_sizes(op, nd, v, x)
   local size = spread(v, nd)
   local ok = type(size) == "table" and not ember.is_tensor(size) and table.maxn(size) <= nd
-  for i = 1, nd do ok = ok and (size[i] == nil or A.int(1)(size[i]) == nil) end
+  for i = 1, nd do ok = ok and (size[i] == nil or S.int(1)(size[i]) == nil) end
   if not ok then
     fail(op, "output_size must be an integer >= 1 or a list of %d of them (nil keeps a size), got %s", nd,
       value_str(v))
@@ -427,7 +427,7 @@ local function module(nn, name, spec, run, nd, check_sizes)
     if spec[2] and spec[2][1] == "stride" and self.stride == nil then self.stride = self.kernel_size end
   end
   function K:forward(x, ...)
-    if select("#", ...) > 0 then fail(op, "forward takes one input, got %d more arguments", select("#", ...)) end
+    S.one_input(op, ...)
     local o = {}
     for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
     return run(op, nd, x, S.parse(op, spec, o))

@@ -19,7 +19,7 @@ local fail, shape_str, value_str = A.fail, A.shape_str, A.value_str
 local M = { functional = {} }
 local F = M.functional
 
-local FACTOR = function(name) return { { name, nil, A.int(1) } } end
+local FACTOR = function(name) return { { name, nil, S.int(1) } } end
 
 -- x (*, C r^2, H, W) -> (*, C, H r, W r)
 function F.pixel_shuffle(x, ...)
@@ -100,7 +100,10 @@ function M.register(nn)
     local name, arg, fn = e[1], e[2], e[3]
     local K = nn.Module:extend(name)
     function K:init(...) self[arg] = S.parse("ember.nn." .. name, FACTOR(arg), ...)[arg] end
-    function K:forward(x) return fn(x, self[arg]) end
+    function K:forward(x, ...)
+      S.one_input("ember.nn." .. name, ...)
+      return fn(x, self[arg])
+    end
     function K:extra_repr() return ("%s=%d"):format(arg, self[arg]) end
     nn[name] = K
   end
@@ -114,7 +117,8 @@ function M.register(nn)
       local o = S.parse(op, MODULE_DROPOUT, ...)
       self.p, self.inplace = o.p, o.inplace
     end
-    function K:forward(x)
+    function K:forward(x, ...)
+      S.one_input(op, ...)
       return channel_dropout(op, nd, x, { p = self.p, training = self.training, inplace = self.inplace })
     end
     function K:extra_repr() return ("p=%g, inplace=%s"):format(self.p, tostring(self.inplace)) end
@@ -134,8 +138,9 @@ function M.register(nn)
     local o = S.parse("ember.nn.Unflatten", UNFLATTEN, ...)
     self.dim, self.unflattened_size = o.dim, o.unflattened_size
   end
-  function Unflatten:forward(x)
+  function Unflatten:forward(x, ...)
     local op = "ember.nn.Unflatten"
+    S.one_input(op, ...)
     A.need_tensor(op, "input", x)
     local nd = x:dim()
     local d = self.dim < 0 and nd + 1 + self.dim or self.dim

@@ -13,17 +13,22 @@ local A = require("ember.nn.args")
 local S = {}
 local fail, value_str = A.fail, A.value_str
 
-local function is_options(v) return type(v) == "table" and not ember.is_tensor(v) and getmetatable(v) == nil end
+-- a plain table without list entries ({nil, 7} is a list)
+local function is_options(v)
+  if type(v) ~= "table" or ember.is_tensor(v) or getmetatable(v) ~= nil then return false end
+  for k in pairs(v) do if type(k) == "number" then return false end end
+  return true
+end
 
--- the values of spec from the arguments ... (n of them: select("#", ...)),
--- defaults filled in; a list value (a table with [1]) is positional, not options
+-- the values of spec from the arguments ..., defaults filled in; a list
+-- value (a table with number keys) is positional, not options
 function S.parse(op, spec, ...)
   local n = select("#", ...)
   while n > 0 and select(n, ...) == nil do n = n - 1 end
   local given, opts = {}, nil
   for i = 1, n do
     local v = select(i, ...)
-    if i == n and is_options(v) and v[1] == nil then
+    if i == n and is_options(v) then
       opts = v
     elseif i > #spec then
       fail(op, "takes at most %d arguments after the input (%s), got %d", #spec, S.names(spec), n)
@@ -63,7 +68,27 @@ end
 function S.boolean(v) if type(v) ~= "boolean" then return "a boolean" end end
 function S.optional(check) return function(v) if v ~= nil then return check(v) end end end
 function S.integer(v)
-  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v then return "an integer" end
+  if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or math.abs(v) >= 2 ^ 53 then return "an integer" end
+end
+
+-- an integer >= lo (and below 2^53: no inf), or a list of n of them
+local function is_int(v, lo) return type(v) == "number" and v == math.floor(v) and v >= lo and v < 2 ^ 53 end
+function S.ints(n, lo)
+  local want = ("an integer >= %d or a list of %d of them"):format(lo, n)
+  return function(v)
+    if is_int(v, lo) then return nil end
+    if type(v) ~= "table" or ember.is_tensor(v) or #v ~= n or table.maxn(v) ~= n then return want end
+    for i = 1, n do if not is_int(v[i], lo) then return want end end
+  end
+end
+function S.int(lo)
+  return function(v) if not is_int(v, lo) then return ("an integer >= %d"):format(lo) end end
+end
+
+-- a module's forward takes one input: more raise
+function S.one_input(op, ...)
+  local n = select("#", ...)
+  if n > 0 then fail(op, "forward takes one input, got %d more arguments", n) end
 end
 
 return S
