@@ -14,18 +14,20 @@
 --   nn.AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 --
 -- N batch, C channels, then nd spatial dims; (C, ...) without the batch
--- works too. 1-D and 2-D pooling without dilation, ceil_mode's extra window,
--- count_include_pad = false (with padding) or divisor_override run the C
--- kernels max_pool2d and avg_pool2d (a 1-D input as a height of 1). The rest
--- is composed of recorded ops: the input padded (-inf for max, 0 for
+-- works too. The C kernels max_pool2d and avg_pool2d pool the planes (a 1-D
+-- input as a height of 1, a 3-D one as (N, C D, H, W) planes) wherever the
+-- plane's dilation is 1; ceil_mode's extra window comes from padding the
+-- input after, an average's other divisors from rescaling the kernel's.
+-- The depth taps of a 3-D pool, dilation within a plane and 3-D indices are
+-- composed of recorded ops: the input padded (-inf for max, 0 for
 -- average), one strided view for each kernel offset, stacked, then max or
--- sum over the offsets (the sum divided by PyTorch's window counts), so
--- gradients of any order come from those ops' rules. Adaptive max pooling
--- reduces one dim at a time (a window's maximum is the maximum of its rows'
--- maxima, and the first in row-major order stays first), adaptive average
--- pooling is a matmul with an averaging matrix along each dim.
--- Indices are the int64 0-based flat positions within each input plane (of
--- nd dims), as F.max_pool2d has always returned them and PyTorch does.
+-- sum over the offsets, so gradients of any order come from those ops'
+-- rules. Adaptive max pooling reduces one dim at a time (a window's maximum
+-- is the maximum of its rows' maxima, and the first in row-major order
+-- stays first), adaptive average pooling is a matmul with an averaging
+-- matrix along each dim. Indices are the int64 0-based flat positions
+-- within each input plane (of nd dims), as F.max_pool2d has always
+-- returned them and PyTorch does.
 local ember = require("ember")
 local ffi = require("ffi")
 local A = require("ember.nn.args")
@@ -108,26 +110,29 @@ local function geometry(op, x, nd, o, dilation)
       fail(op, "input %s is smaller than kernel_size %s (dilation %s, padding %s): output size %d",
         shape_str(x), value_str(o.kernel_size), value_str(dilation or 1), value_str(o.padding), out)
     end
-    local floor_out = math.floor(n / s[i]) + 1
-    g[i] = { L = L, k = k[i], s = s[i], p = p[i], d = d[i], o = out, extra = out ~= floor_out }
+    g[i] = { L = L, k = k[i], s = s[i], p = p[i], d = d[i], o = out }
   end
   return g
 end
 
 ---------------------------------------------------------------- composed windows
--- x (N, C, ...) padded by each dim's p before and enough after with value;
--- the list of views, one per kernel offset in row-major order, each of shape
--- (N, C, o_1, ..., o_nd): x at o s + j d along each dim
+-- x (N, C, ...) with the pooled dims 3 .. 2 + #g (g[i] describes dim 2 + i;
+-- any dims after them are left alone): padded by each dim's p before and
+-- enough after with value, then the list of views, one per kernel offset
+-- in row-major order, each x at o s + j d along each pooled dim
 local function windows(x, g, value)
   local nd, pads = #g, {}
+  for _ = x:dim(), nd + 3, -1 do
+    pads[#pads + 1] = 0
+    pads[#pads + 1] = 0
+  end
   for i = nd, 1, -1 do
     local gi = g[i]
     local need = (gi.k - 1) * gi.d + gi.o * gi.s   -- every view reads o s positions from its start
     pads[#pads + 1] = gi.p
     pads[#pads + 1] = math.max(need - gi.L - gi.p, 0)
   end
-  local xp = pad(x, pads, "constant", value)
-  local list = { xp }
+  local list = { pad(x, pads, "constant", value) }
   for i = 1, nd do
     local gi, dim, next_list = g[i], 2 + i, {}
     for _, t in ipairs(list) do
@@ -181,29 +186,79 @@ local function window_positions(g, idx)
   return table_:index_select(1, lin):view(idx:shape())
 end
 
----------------------------------------------------------------- max pooling
-local function C_pool_ok(nd, g)
-  if nd > 2 then return false end
-  for i = 1, nd do if g[i].d ~= 1 or g[i].extra then return false end end
+---------------------------------------------------------------- the C kernels
+-- The C kernels pool the last two dims (a 1-D pool: the last, as a width
+-- under a height of 1) with symmetric padding and floor's window count, no
+-- dilation. ceil_mode's extra window comes from padding the input after
+-- each dim (with value) so that floor counts it; max pooling then ignores the
+-- -inf, average pooling's divisor is put right by the caller.
+local function c_ok(g, first)
+  for i = first, #g do if g[i].d ~= 1 then return false end end
   return true
 end
--- the C kernel's (k, s, p) pairs, a 1-D pool as a height of 1
-local function pairs_of(nd, g)
-  if nd == 1 then return int64s({ 1, g[1].k }), int64s({ 1, g[1].s }), int64s({ 0, g[1].p }) end
-  return int64s({ g[1].k, g[2].k }), int64s({ g[1].s, g[2].s }), int64s({ g[1].p, g[2].p })
+
+-- the extra positions after dim gi's input that make floor count gi.o windows
+local function extra(gi) return math.max((gi.o - 1) * gi.s + gi.k - (gi.L + 2 * gi.p), 0) end
+
+-- kind "max" or "avg" over the dims of g2 (the last one or two of x, which is
+-- batched (N, C, ...)): the C kernel's output (avg: the window sums divided
+-- by the kernel's size) and for max the indices in the plane x has after
+-- its padding, and that plane's width
+local function c_pool(op, kind, x, g2, value)
+  local two = #g2 == 2
+  local gh, gw = two and g2[1] or { k = 1, s = 1, p = 0, L = 1 }, g2[#g2]
+  local eh, ew = two and extra(gh) or 0, extra(gw)
+  local lead = x:shape()
+  local nd = #lead
+  for _ = 1, #g2 do table.remove(lead) end
+  -- (N', C', H, W): every dim before the pooled ones folded into the channels
+  local rest = 1
+  for i = 2, #lead do rest = rest * lead[i] end
+  local xin = (two and nd == 4) and x or x:reshape({ lead[1], rest, two and x:size(nd - 1) or 1, x:size(nd) })
+  if eh + ew > 0 then xin = pad(xin, { 0, ew, 0, eh }, "constant", value) end
+  local k, s, p = int64s({ gh.k, gw.k }), int64s({ gh.s, gw.s }), int64s({ gh.p, gw.p })
+  local y, idx
+  if kind == "max" then
+    check(C.ember_max_pool2d(ptr(op, xin, 1), k, s, p, out2, out2 + 1))
+    y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
+  else
+    check(C.ember_avg_pool2d(ptr(op, xin, 1), k, s, p, out1))
+    y = ember._wrap(out1[0])
+  end
+  local shape = {}
+  for i, n in ipairs(lead) do shape[i] = n end
+  if two then shape[#shape + 1] = gh.o end
+  shape[#shape + 1] = gw.o
+  return y:view(shape), idx and idx:view(shape), gw.L + ew
 end
 
+-- positions in a plane of Hp x Wp, the input's H x W padded after (the
+-- padding holds no maximum: it is -inf) -> positions in the input's plane
+local function unpad_positions(idx, Hp, W, Wp)
+  if Wp == W then return idx end
+  local dev = { dtype = "int64", device = idx.device }
+  local map = (ember.arange(0, Hp, 1, dev):view(Hp, 1) * W + ember.arange(0, Wp, 1, dev):view(1, Wp)):reshape(-1)
+  return map:index_select(1, idx:reshape(-1) + 1):view(idx:shape())
+end
+
+---------------------------------------------------------------- max pooling
 local function max_pool(op, nd, x, o)
   local unbatched
   x, unbatched = pool_input(op, x, nd)
   local g = geometry(op, x, nd, o, o.dilation)
   local y, idx
-  if C_pool_ok(nd, g) then
-    local xin = nd == 1 and x:unsqueeze(3) or x
-    local k, s, p = pairs_of(nd, g)
-    check(C.ember_max_pool2d(ptr(op, xin, 1), k, s, p, out2, out2 + 1))
-    y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
-    if nd == 1 then y, idx = y:squeeze(3), idx:squeeze(3) end
+  if nd <= 2 and c_ok(g, 1) then
+    local Wp
+    y, idx, Wp = c_pool(op, "max", x, g, -math.huge)
+    if o.return_indices then
+      local Hp = nd == 2 and g[1].L + extra(g[1]) or 1
+      idx = unpad_positions(idx, Hp, g[nd].L, Wp)
+    end
+  elseif nd == 3 and not o.return_indices and c_ok(g, 2) then
+    -- a window's maximum is the maximum over its depth taps of each plane's
+    y = c_pool(op, "max", x, { g[2], g[3] }, -math.huge)
+    local depth = { k = g[1].k, s = g[1].s, p = g[1].p, d = g[1].d, o = g[1].o, L = g[1].L }
+    y = ember.stack(windows(y, { depth }, -math.huge), y:dim() + 1):max(y:dim() + 1)
   else
     local list = windows(x, g, -math.huge)
     local stacked = ember.stack(list, x:dim() + 1)
@@ -280,18 +335,26 @@ local function avg_pool(op, nd, x, o)
   local unbatched
   x, unbatched = pool_input(op, x, nd)
   local g = geometry(op, x, nd, o)
-  local any_pad = false
-  for i = 1, nd do any_pad = any_pad or g[i].p > 0 end
+  -- the C kernel's result is exact where it divides by PyTorch's divisor:
+  -- the kernel's size, which count_include_pad gives unless ceil_mode adds
+  -- a window (or no padding and no extra window, without count_include_pad)
+  local plain = o.divisor_override == nil
+  for i = 1, nd do
+    plain = plain and extra(g[i]) == 0 and (o.count_include_pad or g[i].p == 0)
+  end
+  local first = math.max(nd - 1, 1)
+  local sums = c_pool(op, "avg", x, { unpack(g, first) }, 0)
   local y
-  if C_pool_ok(nd, g) and o.divisor_override == nil and (o.count_include_pad or not any_pad) then
-    local xin = nd == 1 and x:unsqueeze(3) or x
-    local k, s, p = pairs_of(nd, g)
-    check(C.ember_avg_pool2d(ptr(op, xin, 1), k, s, p, out1))
-    y = ember._wrap(out1[0])
-    if nd == 1 then y = y:squeeze(3) end
+  if plain and nd <= 2 then
+    y = sums
   else
-    local sum = ember.stack(windows(x, g, 0), x:dim() + 1):sum(x:dim() + 1)
-    y = sum / divisors(g, o, x)
+    local size = 1
+    for i = first, nd do size = size * g[i].k end
+    if nd == 3 then   -- the depth taps' sums of the planes' averages
+      local depth = { k = g[1].k, s = g[1].s, p = g[1].p, d = 1, o = g[1].o, L = g[1].L }
+      sums = ember.stack(windows(sums, { depth }, 0), sums:dim() + 1):sum(sums:dim() + 1)
+    end
+    y = sums * size / divisors(g, o, x)
   end
   if unbatched then y = y:squeeze(1) end
   return y
