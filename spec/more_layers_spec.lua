@@ -283,6 +283,13 @@ describe("conv3d, conv_transpose1d and the shape layers", function()
       "padding must be")
   end)
 
+  it("conv3d and conv_transpose1d cast to autocast's dtype, as the other convolutions", function()
+    local y = ember.autocast("bfloat16", function() return F.conv3d(ember.randn({ 1, 2, 3, 3, 3 }), ember.randn({ 2, 2, 2, 2, 2 })) end)
+    assert.are.equal("bfloat16", y.dtype)
+    y = ember.autocast("bfloat16", function() return F.conv_transpose1d(ember.randn({ 1, 2, 4 }), ember.randn({ 2, 3, 3 })) end)
+    assert.are.equal("bfloat16", y.dtype)
+  end)
+
   it("PixelShuffle inverts PixelUnshuffle, Unflatten, channel dropout", function()
     local x = randn({ 2, 8, 4, 6 })
     H.same(nn.PixelShuffle(2)(nn.PixelUnshuffle(2)(x)), x:tolist(), 0)

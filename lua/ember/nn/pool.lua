@@ -71,7 +71,7 @@ local function avg_spec(nd)
     { "count_include_pad", true, S.boolean } }
   if nd > 1 then
     s[6] = { "divisor_override", nil, S.optional(function(v)
-      if type(v) ~= "number" or v ~= math.floor(v) or v == 0 then return "a nonzero integer" end
+      if S.integer(v) or v == 0 then return "a nonzero integer" end
     end) }
   end
   return s
