@@ -69,7 +69,7 @@ static bool have(arena *s, const void *a, const void *b)
         return keep(s, ember_##name(a, &o), &o);                                            \
     }
 BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(eq) BIN(gt) BIN(lt) BIN(ge) BIN(le) BIN(matmul)
-UN(neg) UN(exp) UN(log) UN(log1p) UN(sign) UN(sin) UN(cos) UN(tanh) UN(sigmoid) UN(erf) UN(abs)
+UN(neg) UN(exp) UN(log) UN(sign) UN(sin) UN(cos) UN(tanh) UN(sigmoid) UN(erf) UN(abs)
 
 static ember_tensor *num(arena *s, double v)
 {
@@ -420,20 +420,15 @@ RULE(silu)
     give(s, &gi[0], t_mul(s, g, t_mul(s, sg, t_add(s, num(s, 1), t_mul(s, x, t_sub(s, num(s, 1), sg))))));
 }
 
-/* t + x sigmoid(x) (1 - t^2), t = tanh(log(1 + e^x)) (PyTorch's mish_backward) */
+/* t + x sg (1 - t^2) with sg = sigmoid(x), t = tanh(log(1 + e^x)) = sg (2 - sg) / (1 + (1 - sg)^2)
+   (PyTorch's mish_backward; the forward's form of t) */
 RULE(mish)
 {
     RULE_LOCALS;
-    ember_tensor *x = IN(0), *t = t_tanh(s, t_log1p(s, t_exp(s, x)));
-    ember_tensor *slope = t_mul(s, t_mul(s, x, t_sigmoid(s, x)), t_sub(s, num(s, 1), t_mul(s, t, t)));
+    ember_tensor *x = IN(0), *sg = t_sigmoid(s, x), *one = num(s, 1), *c = t_sub(s, one, sg);
+    ember_tensor *t = t_div(s, t_mul(s, sg, t_add(s, one, c)), t_add(s, one, t_mul(s, c, c)));
+    ember_tensor *slope = t_mul(s, t_mul(s, x, sg), t_sub(s, one, t_mul(s, t, t)));
     give(s, &gi[0], t_mul(s, g, t_add(s, t, slope)));
-}
-
-/* sigmoid(-x) */
-RULE(log_sigmoid)
-{
-    RULE_LOCALS;
-    give(s, &gi[0], t_mul(s, g, t_sigmoid(s, t_neg(s, IN(0)))));
 }
 
 /* 2/sqrt(pi) exp(-x^2) */

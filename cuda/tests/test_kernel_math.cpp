@@ -141,7 +141,6 @@ static int float32_bound(int op)
     case EMBER_OP_TANH: case EMBER_OP_ERF: return 2;
     case EMBER_OP_GELU: return 8;
     case EMBER_OP_MISH: return 4;
-    case EMBER_OP_LOG_SIGMOID: return 2;
     default: return 0;
     }
 }
@@ -152,13 +151,6 @@ static int float32_bound(int op)
 static bool gelu_cancels(int op, double x, double cpu, double mine)
 {
     return op == EMBER_OP_GELU && fabs(cpu - mine) <= fabs(x) * FLT_EPSILON;
-}
-
-/* mish of x below ln(FLT_MIN) = -87.34 is x e^x, tiny but normal: the CPU's
-   exp flushes e^x to 0 there, libm's gives a subnormal */
-static bool mish_flushes(int op, double x, double cpu, double mine)
-{
-    return op == EMBER_OP_MISH && x < -87.33 && fabs(cpu - mine) < 1e-35;
 }
 
 static std::vector<double> unary_inputs(void)
@@ -191,9 +183,7 @@ static void unary_one(const unary_case &c, const std::vector<double> &xs, int dt
     int64_t bound = f32 ? float32_bound(c.op) : 0;
     for (size_t i = 0; i < xs.size(); i++) {
         bool same = (pa[i] != pa[i] && pb[i] != pb[i]) || memcmp(&pa[i], &pb[i], 8) == 0;
-        if (f32)
-            same = ulps((float)pa[i], (float)pb[i]) <= bound || gelu_cancels(c.op, xs[i], pa[i], pb[i]) ||
-                   mish_flushes(c.op, xs[i], pa[i], pb[i]);
+        if (f32) same = ulps((float)pa[i], (float)pb[i]) <= bound || gelu_cancels(c.op, xs[i], pa[i], pb[i]);
         CHECK(same, "%s %s(%.17g): cpu %.9g, kernel %.9g", ember_dtype_name(dt), c.name, xs[i], pa[i], pb[i]);
     }
     for (ember_tensor *t : {d, x, cpu, mine, a, b}) ember_tensor_release(t);

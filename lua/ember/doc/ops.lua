@@ -93,10 +93,6 @@ The error function, elementwise; `erf_` in place.
 ### `Tensor:mish()`, `ember.mish(t)`, `Tensor:mish_()`
 `t * tanh(log(1 + e^t))`, elementwise, one op (`F.mish`); `mish_` in place.
 
-### `Tensor:log_sigmoid()`, `ember.log_sigmoid(t)`, `Tensor:log_sigmoid_()`
-`log(sigmoid(t))` as `min(t, 0) - log(1 + e^-|t|)`, stable for large
-`|t|`, one op (`F.logsigmoid`); `log_sigmoid_` in place.
-
 ### `Tensor:gelu(opts?)`, `ember.gelu(t, opts?)`
 `t * Phi(t)` (the exact erf form), or the tanh approximation with
 `{approximate = "tanh"}`.

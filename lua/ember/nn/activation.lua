@@ -13,8 +13,7 @@
 --   F.logsigmoid(x)  F.glu(x, dim = -1)
 --
 -- Each is composed of recorded ops (where, clamp, exp, log1p, tanh,
--- sigmoid), or one op of its own (mish, log_sigmoid, whose rules are
--- written with ops), so gradients of any order come from their rules. The branches
+-- sigmoid), or one op of its own (mish, whose rule is written with ops), so gradients of any order come from their rules. The branches
 -- are chosen with where() on comparisons that are false for NaN, so NaN
 -- goes through as NaN, as in PyTorch; an exp in a branch not taken is fed a
 -- clamped argument, so it never overflows into a 0 * inf gradient. Where
@@ -120,11 +119,11 @@ end)
 
 activation("softsign", {}, function(x) return x / (x:abs() + 1) end)
 
--- one op each (ops.def: mish, log_sigmoid), as their compositions took 5-6
--- passes over the tensor
+-- one op (ops.def: mish), as its composition took 6 passes over the tensor
 activation("mish", { INPLACE }, function(x) return x:mish() end)
 
-activation("logsigmoid", {}, function(x) return x:log_sigmoid() end)
+-- -softplus(-x), switching to x only where exp(-x) would overflow
+activation("logsigmoid", {}, function(x) return -softplus(-x, 1, 700) end)
 
 activation("glu", { { "dim", -1, S.integer } }, function(x, o, op)
   local nd = x:dim()
