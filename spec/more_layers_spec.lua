@@ -297,10 +297,18 @@ describe("conv3d, conv_transpose1d and the shape layers", function()
     H.raises(function() nn.Unflatten(2, { 3, 3 })(x) end, "Unflatten", "does not fit")
     ember.manual_seed(3)
     local y = F.dropout2d(ember.ones({ 4, 16, 3, 3 }, F64), 0.5)
-    -- each channel all zeros or all 2
+    -- each channel all zeros or all 2, about half of them zeros
+    local zeros = 0
     for _, plane in ipairs(y:reshape(64, 9):tolist()) do
       for j = 2, 9 do assert.are.equal(plane[1], plane[j]) end
       assert.is_true(plane[1] == 0 or plane[1] == 2)
+      if plane[1] == 0 then zeros = zeros + 1 end
+    end
+    assert.is_true(zeros > 16 and zeros < 48)
+    H.raises(function() F.dropout2d(randn({ 3, 4, 5 })) end, "dropout2d", "ambiguous")
+    local u = F.dropout1d(ember.ones({ 8, 5 }, F64), 0.5)   -- (C, L): one draw per row
+    for _, row in ipairs(u:tolist()) do
+      for j = 2, 5 do assert.are.equal(row[1], row[j]) end
     end
     local d = nn.Dropout1d(0.3)
     d:eval()

@@ -66,12 +66,16 @@ local DROPOUT = { { "p", 0.5, function(v)
 end }, { "training", true, S.boolean }, { "inplace", false, S.boolean } }
 
 -- x (N, C, *) or (C, *) with nd spatial dims: whole channels zeroed with
--- probability p, the rest scaled by 1 / (1 - p)
+-- probability p, the rest scaled by 1 / (1 - p); dropout2d refuses 3-D input
 local function channel_dropout(op, nd, x, o)
   A.need_tensor(op, "input", x)
   if (x:dim() ~= nd + 1 and x:dim() ~= nd + 2) or not x.dtype:find("float") then
     fail(op, "input must be a floating point (N, C, %s) or (C, %s), got %s %s",
       nd == 1 and "L" or "H, W", nd == 1 and "L" or "H, W", x.dtype, shape_str(x))
+  end
+  if nd == 2 and x:dim() == 3 then   -- PyTorch 1.13 reads it as (N, C, L), later versions as (C, H, W)
+    fail(op, "a 3-D input %s is ambiguous (PyTorch 1.13 drops channels of (N, C, L), later versions of "
+      .. "(C, H, W)): use dropout1d for (N, C, L), or give (C, H, W) a batch dim", shape_str(x))
   end
   if not o.training or o.p == 0 then return x end
   local shape = x:shape()
