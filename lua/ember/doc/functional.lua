@@ -143,8 +143,10 @@ Zeroes elements with probability `p` (0.5) and scales the rest by
 `1/(1-p)`; returns `x` when `training` is false.
 
 ### `ember.nn.functional.dropout1d(x, p?, training?, inplace?)`, `ember.nn.functional.dropout2d(x, p?, training?, inplace?)`
-Zeroes whole channels of `(N, C, L)` / `(C, L)` or `(N, C, H, W)` / `(C, H,
-W)` with probability `p` (0.5), scaling the rest by `1/(1-p)`.
+Zeroes whole channels of `(N, C, L)` / `(C, L)` or `(N, C, H, W)` with
+probability `p` (0.5), scaling the rest by `1/(1-p)`; `dropout2d` refuses a
+3-D input (PyTorch 1.13 reads it as `(N, C, L)`, later versions as `(C, H,
+W)`).
 
 ### `ember.nn.functional.leaky_relu(x, negative_slope?, inplace?)`
 `x` where `x > 0`, else `negative_slope * x` (0.01). Every activation
