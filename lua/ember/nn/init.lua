@@ -547,6 +547,12 @@ function Embedding:init(num, dim, ...)
   if self.scale_grad_by_freq or self.sparse then
     errors.raise("ember.nn.Embedding: scale_grad_by_freq and sparse are not supported (dense gradients, unscaled)")
   end
+  if self.max_norm ~= nil and (type(self.max_norm) ~= "number" or not (self.max_norm >= 0)) then
+    errors.raise(("ember.nn.Embedding: max_norm must be a number >= 0, got %s"):format(tostring(self.max_norm)))
+  end
+  if type(self.norm_type) ~= "number" or self.norm_type ~= self.norm_type then
+    errors.raise(("ember.nn.Embedding: norm_type must be a number, got %s"):format(tostring(self.norm_type)))
+  end
   self.weight = ember.randn({ num, dim }, { dtype = args.dtype or "float32" })
   if pad then ember.no_grad(function() self.weight:select(1, pad):zero_() end) end
 end
