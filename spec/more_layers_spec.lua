@@ -84,6 +84,12 @@ describe("second derivatives and finite differences", function()
     check(function(t) return F.adaptive_avg_pool3d(t, { 2, 2, 3 }) end, { randn({ 1, 1, 3, 4, 5 }) })
   end)
 
+  -- (embedding's padding_idx is no derivative: its row's gradient is 0 by design, as PyTorch's)
+  it("pixel_shuffle and pixel_unshuffle", function()
+    check(function(t) return F.pixel_shuffle(t, 2) end, { randn({ 1, 8, 2, 3 }) })
+    check(function(t) return F.pixel_unshuffle(t, 2) end, { randn({ 1, 2, 4, 2 }) })
+  end)
+
   it("conv3d and conv_transpose1d", function()
     check(function(x, w, b) return F.conv3d(x, w, b, 2, 1, 1, 2) end,
       { randn({ 1, 2, 3, 4, 3 }), randn({ 2, 1, 2, 2, 2 }), randn({ 2 }) })
@@ -243,6 +249,19 @@ describe("pooling", function()
     assert.is_true(H.shape_is(nn.AdaptiveMaxPool3d({ 2, nil, 1 })(randn({ 1, 3, 4, 5 })), { 1, 2, 4, 1 }))
     assert.is_true(H.shape_is(nn.AdaptiveAvgPool1d(3)(randn({ 2, 7 })), { 2, 3 }))
     assert.is_true(H.shape_is(nn.AvgPool3d(2)(randn({ 1, 1, 4, 4, 4 })), { 1, 1, 2, 2, 2 }))
+  end)
+
+  it("a MaxPool2d with ceil_mode, dilation or indices after a Conv2d-ReLU in a Sequential runs as itself", function()
+    local conv = nn.Conv2d(1, 2, 1, { activation = "relu", dtype = "float64" })
+    local x = randn({ 1, 1, 5, 5 })
+    local y = nn.Sequential(conv, nn.MaxPool2d(2, { ceil_mode = true }))(x)
+    assert.is_true(H.shape_is(y, { 1, 2, 3, 3 }))
+    H.same(y, F.max_pool2d(conv(x), 2, 2, 0, 1, true):tolist(), 0)
+    y = nn.Sequential(conv, nn.MaxPool2d(2, { dilation = 2 }))(x)
+    assert.is_true(H.shape_is(y, { 1, 2, 2, 2 }))
+    local v, i = nn.Sequential(conv, nn.MaxPool2d(2, { return_indices = true }))(x)
+    assert.is_true(H.shape_is(v, { 1, 2, 2, 2 }))
+    assert.is_nil(i)   -- Sequential passes one value on, as PyTorch's
   end)
 
   it("name bad arguments", function()
