@@ -317,6 +317,8 @@ EMBER_API int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor
 EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
 EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);
+/* mish: a tanh(log(1 + e^a)) */
+EMBER_API int ember_mish(ember_tensor *a, ember_tensor **out);
 /* clamp to [lo, hi]; has_lo / has_hi say which bounds apply */
 EMBER_API int ember_clamp(ember_tensor *a, int has_lo, double lo, int has_hi, double hi,
                           ember_tensor **out);

@@ -420,6 +420,17 @@ RULE(silu)
     give(s, &gi[0], t_mul(s, g, t_mul(s, sg, t_add(s, num(s, 1), t_mul(s, x, t_sub(s, num(s, 1), sg))))));
 }
 
+/* t + x sg (1 - t^2) with sg = sigmoid(x), t = tanh(log(1 + e^x)) = sg (2 - sg) / (1 + (1 - sg)^2)
+   (PyTorch's mish_backward; the forward's form of t) */
+RULE(mish)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *sg = t_sigmoid(s, x), *one = num(s, 1), *c = t_sub(s, one, sg);
+    ember_tensor *t = t_div(s, t_mul(s, sg, t_add(s, one, c)), t_add(s, one, t_mul(s, c, c)));
+    ember_tensor *slope = t_mul(s, t_mul(s, x, sg), t_sub(s, one, t_mul(s, t, t)));
+    give(s, &gi[0], t_mul(s, g, t_add(s, t, slope)));
+}
+
 /* 2/sqrt(pi) exp(-x^2) */
 RULE(erf)
 {

@@ -140,6 +140,7 @@ static int float32_bound(int op)
     case EMBER_OP_EXP: case EMBER_OP_SIGMOID: case EMBER_OP_SILU: return 6;
     case EMBER_OP_TANH: case EMBER_OP_ERF: return 2;
     case EMBER_OP_GELU: return 8;
+    case EMBER_OP_MISH: return 4;
     default: return 0;
     }
 }

@@ -19,7 +19,7 @@ scaler:step(opt); scaler:update(); opt:zero_grad()
 ### `ember.autocast(dtype, fn, ...)`, `ember.amp.autocast(dtype, fn, ...)`
 Runs `fn(...)` with autocast to `dtype` (`"bfloat16"` or `"float16"`) and
 returns its results. Inside, matmul, linear, conv1d, conv2d, conv2d_relu,
-conv2d_relu_max_pool2d and conv_transpose2d cast their float32 (and other 16-bit) tensor arguments to
+conv2d_relu_max_pool2d, conv_transpose2d, conv3d and conv_transpose1d cast their float32 (and other 16-bit) tensor arguments to
 `dtype` and give `dtype`; softmax, log_softmax, sum, norm, logsumexp, the
 norm layers, the losses and the fused LSTM/GRU cells cast 16-bit arguments
 to float32 and give float32;

@@ -29,9 +29,34 @@ out/groups, kh, kw}`; `opts = {stride = 1, padding = 0, output_padding = 0,
 groups = 1, dilation = 1, bias = true}`. `m(x, output_size)` picks the
 `output_padding` that gives `output_size` (`{H, W}` or `{N, C, H, W}`).
 
-### `ember.nn.MaxPool2d(kernel, opts?)`, `ember.nn.AvgPool2d(kernel, opts?)`
-Max or average pooling over `(N, C, H, W)`; `opts = {stride = kernel,
-padding = 0}` (average pooling counts padding as zeros).
+### `ember.nn.MaxPool2d(kernel_size, stride?, padding?, dilation?, return_indices?, ceil_mode?)`, `ember.nn.MaxPool1d(...)`, `ember.nn.MaxPool3d(...)`
+`F.max_pool1d/2d/3d` as modules, PyTorch's argument order (positionally or
+in a last options table); with `return_indices` the module returns the
+values and the indices.
+
+### `ember.nn.AvgPool2d(kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?)`, `ember.nn.AvgPool1d(...)`, `ember.nn.AvgPool3d(...)`
+`F.avg_pool1d/2d/3d` as modules (AvgPool1d has no `divisor_override`).
+
+### `ember.nn.AdaptiveMaxPool2d(output_size, return_indices?)`, `ember.nn.AdaptiveMaxPool1d(...)`, `ember.nn.AdaptiveMaxPool3d(...)`
+`F.adaptive_max_pool1d/2d/3d` as modules.
+
+### `ember.nn.AdaptiveAvgPool1d(output_size)`, `ember.nn.AdaptiveAvgPool3d(output_size)`
+`F.adaptive_avg_pool1d/3d` as modules.
+
+### `ember.nn.Conv3d(in_channels, out_channels, kernel_size, stride?, padding?, dilation?, groups?, bias?)`
+3-D convolution of `(N, C, D, H, W)`; `weight` `{out, in/groups, kd, kh,
+kw}`, initialised as PyTorch's; arguments after the kernel positionally or
+in a last options table (also `dtype`).
+
+### `ember.nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride?, padding?, output_padding?, groups?, bias?, dilation?)`
+Transposed 1-D convolution; `weight` `{in, out/groups, k}`.
+
+### `ember.nn.PixelShuffle(upscale_factor)`, `ember.nn.PixelUnshuffle(downscale_factor)`
+`F.pixel_shuffle` and `F.pixel_unshuffle` as modules.
+
+### `ember.nn.Unflatten(dim, unflattened_size)`
+Splits dim `dim` (1-based, negative from the end) into `unflattened_size`
+(a list; one `-1` is inferred).
 
 ### `ember.nn.AdaptiveAvgPool2d(output_size)`
 Average pooling of `(N, C, H, W)` or `(C, H, W)` to `output_size`, a number
@@ -67,8 +92,14 @@ channel count is taken (PyTorch warns).
 Zeroes elements with probability `p` (0.5) in training and scales the rest
 by `1/(1-p)`; the identity in `eval()`.
 
-### `ember.nn.Embedding(num_embeddings, embedding_dim, opts?)`
-A lookup table: int64 1-based indices to rows of `weight` (from N(0, 1)).
+### `ember.nn.Dropout1d(p?, inplace?)`, `ember.nn.Dropout2d(p?, inplace?)`
+`F.dropout1d` and `F.dropout2d` in training; the identity in `eval()`.
+
+### `ember.nn.Embedding(num_embeddings, embedding_dim, padding_idx?, max_norm?, norm_type?, opts?)`
+A lookup table: int64 1-based indices to rows of `weight` (from N(0, 1));
+`F.embedding`'s `padding_idx` (whose row starts at zeros and takes no
+gradient), `max_norm` and `norm_type`, positionally or as options (also
+`dtype`).
 
 ### `ember.nn.ReLU()`, `ember.nn.Tanh()`, `ember.nn.Sigmoid()`, `ember.nn.SiLU()`
 The activation as a module.
@@ -78,6 +109,20 @@ GELU as a module (`GELU({approximate = "tanh"})` for the tanh form).
 
 ### `ember.nn.Softmax(dim?)`, `ember.nn.LogSoftmax(dim?)`
 `softmax` or `log_softmax` along `dim` (default the last).
+
+### `ember.nn.LeakyReLU(negative_slope?, inplace?)`, `ember.nn.ELU(alpha?, inplace?)`, `ember.nn.SELU(inplace?)`, `ember.nn.CELU(alpha?, inplace?)`
+The activations of `ember.nn.functional` as modules, with their arguments
+(positionally or in an options table) kept as fields.
+
+### `ember.nn.ReLU6(inplace?)`, `ember.nn.Hardtanh(min_val?, max_val?, inplace?)`, `ember.nn.Hardswish(inplace?)`, `ember.nn.Hardsigmoid(inplace?)`
+Likewise.
+
+### `ember.nn.Softplus(beta?, threshold?)`, `ember.nn.Softsign()`, `ember.nn.Mish(inplace?)`, `ember.nn.LogSigmoid()`, `ember.nn.GLU(dim?)`
+Likewise.
+
+### `ember.nn.PReLU(num_parameters?, init?, opts?)`
+`F.prelu` with a learnable `weight` of `num_parameters` (1) slopes, each
+`init` (0.25); `opts = {dtype}`.
 
 ### `ember.nn.Identity()`
 Returns its input.
@@ -161,7 +206,9 @@ hx?)` returns `out, h_n` (LSTM: `out, {h_n, c_n}` from `hx = {h_0, c_0}`);
 input `(L, N, H_in)`, `(N, L, H_in)` with `batch_first`, or unbatched.
 Parameters `weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`
 (`_reverse` for the backward direction), gates i, f, g, o (LSTM) and r, z,
-n (GRU). Each step is one GEMM and one fused cell op.
+n (GRU). Each step is one GEMM and one fused cell op. The LSTM's `proj_size`
+(0) projects `h` to that width by `weight_hr_l0` `{proj_size, hidden_size}`,
+as PyTorch's.
 
 ### `ember.nn.RNNCell(input_size, hidden_size, opts?)`, `ember.nn.LSTMCell(input_size, hidden_size, opts?)`, `ember.nn.GRUCell(input_size, hidden_size, opts?)`
 One step: `m(x, h?)` returns `h'` (LSTMCell: `m(x, {h, c}?)` returns `h',

@@ -90,6 +90,9 @@ The error function, elementwise; `erf_` in place.
 ### `Tensor:silu()`, `ember.silu(t)`, `Tensor:silu_()`
 `t * sigmoid(t)`, elementwise; `silu_` in place.
 
+### `Tensor:mish()`, `ember.mish(t)`, `Tensor:mish_()`
+`t * tanh(log(1 + e^t))`, elementwise, one op (`F.mish`); `mish_` in place.
+
 ### `Tensor:gelu(opts?)`, `ember.gelu(t, opts?)`
 `t * Phi(t)` (the exact erf form), or the tanh approximation with
 `{approximate = "tanh"}`.

@@ -138,14 +138,6 @@ function F.conv2d_relu(x, w, b, opts)
   return ember._wrap(out1[0])
 end
 
-local POOL_OPTS = { stride = true, padding = true }
-local function pool_args(op, x, kernel, opts)
-  need_tensor(op, "input", x)
-  opts = opts_of(op, opts, POOL_OPTS)
-  local k = pair(op, "kernel", kernel)
-  return k, pair(op, "stride", opts.stride, kernel), pair(op, "padding", opts.padding, 0)
-end
-
 -- max_pool2d(relu(conv2d(x, w, b, opts)), kernel, pool_opts) (pool_opts:
 -- {stride = kernel}; no padding), one op with a bias: on the CPU the
 -- convolution's output is pooled as oneDNN writes it, and backward keeps
@@ -164,21 +156,6 @@ function F.conv2d_relu_max_pool2d(x, w, b, opts, kernel, pool_opts)
   check(C.ember_conv2d_relu_max_pool2d(ember._ptr(op, x, 1), ember._ptr(op, w, 2), ember._ptr(op, b, 3), stride,
     padding, dilation, groups, k, ps, out2, nil))
   return ember._wrap(out2[0])
-end
-
--- returns the pooled values and, when asked for, the int64 flat positions of the maxima
-function F.max_pool2d(x, kernel, opts, return_indices)
-  local k, s, p = pool_args("max_pool2d", x, kernel, opts)
-  check(C.ember_max_pool2d(ember._ptr("max_pool2d", x, 1), k, s, p, out2, out2 + 1))
-  local y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
-  if return_indices then return y, idx end
-  return y
-end
-
-function F.avg_pool2d(x, kernel, opts)
-  local k, s, p = pool_args("avg_pool2d", x, kernel, opts)
-  check(C.ember_avg_pool2d(ember._ptr("avg_pool2d", x, 1), k, s, p, out1))
-  return ember._wrap(out1[0])
 end
 
 ---------------------------------------------------------------- activations
@@ -278,30 +255,102 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
 end
 
 ---------------------------------------------------------------- embedding
--- idx: int64 or int32 1-based indices of any shape; weight {num, dim}
-function F.embedding(idx, weight)
-  need_tensor("embedding", "indices", idx)
-  need_tensor("embedding", "weight", weight)
-  if weight:dim() ~= 2 then fail("embedding", "weight must be 2-D {num, dim}, got %s", shape_str(weight)) end
+-- padding_idx (1-based, negative from the end) as a row number of weight
+local function padding_row(op, padding_idx, num)
+  if padding_idx == nil then return nil end
+  if type(padding_idx) ~= "number" or padding_idx ~= math.floor(padding_idx) or padding_idx == 0
+    or padding_idx < -num or padding_idx > num then
+    fail(op, "padding_idx must be an integer in 1..%d or -%d..-1, got %s", num, num, tostring(padding_idx))
+  end
+  return padding_idx < 0 and num + 1 + padding_idx or padding_idx
+end
+F._embedding_padding_row = padding_row
+
+-- max_norm: each row idx looks up, scaled in place (no gradient) to norm
+-- max_norm where its norm_type-norm is larger, as PyTorch's embedding_renorm_
+local function renorm_rows(flat, weight, max_norm, norm_type)
+  local seen, rows = {}, {}
+  for _, i in ipairs(flat:tolist()) do
+    if not seen[i] then seen[i] = true; rows[#rows + 1] = i end
+  end
+  if #rows == 0 then return end
+  ember.no_grad(function()
+    local idx = ember.tensor(rows, { dtype = "int64", device = weight.device })
+    local w = weight:index_select(1, idx)
+    local norms = w:norm(norm_type, 2, true)
+    local scale = ember.where(norms:gt(max_norm), max_norm / (norms + 1e-7), 1)
+    weight:index_add_(1, idx, w * (scale - 1))
+  end)
+end
+
+local EMBEDDING = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
+
+-- F.embedding(idx, weight, padding_idx, max_norm, norm_type = 2, scale_grad_by_freq = false,
+-- sparse = false), positionally or in a last options table. idx: int64 or int32
+-- 1-based indices of any shape; weight {num, dim}. padding_idx's rows get no
+-- gradient; max_norm renormalises the rows looked up, in place.
+function F.embedding(idx, weight, ...)
+  local op = "embedding"
+  need_tensor(op, "indices", idx)
+  need_tensor(op, "weight", weight)
+  if weight:dim() ~= 2 then fail(op, "weight must be 2-D {num, dim}, got %s", shape_str(weight)) end
+  local n, o = select("#", ...), {}
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) == "table" and not is_tensor(last) then
+    n = n - 1
+    for k, v in pairs(last) do
+      local known = false
+      for _, name in ipairs(EMBEDDING) do known = known or name == k end
+      if not known then fail(op, "unknown option '%s'", tostring(k)) end
+      o[k] = v
+    end
+  end
+  if n > #EMBEDDING then fail(op, "takes at most %d arguments after the weight, got %d", #EMBEDDING, n) end
+  for i = 1, n do
+    local v = select(i, ...)
+    if v ~= nil then
+      if o[EMBEDDING[i]] ~= nil then fail(op, "%s given both positionally and as an option", EMBEDDING[i]) end
+      o[EMBEDDING[i]] = v
+    end
+  end
+  if o.scale_grad_by_freq or o.sparse then
+    fail(op, "%s is not supported (dense gradients, unscaled)", o.sparse and "sparse" or "scale_grad_by_freq")
+  end
+  for _, k in ipairs({ "scale_grad_by_freq", "sparse" }) do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then fail(op, "%s must be a boolean, got %s", k, tostring(o[k])) end
+  end
+  if o.max_norm ~= nil and (type(o.max_norm) ~= "number" or not (o.max_norm >= 0)) then
+    fail(op, "max_norm must be a number >= 0, got %s", tostring(o.max_norm))
+  end
+  local norm_type = o.norm_type == nil and 2 or o.norm_type
+  if type(norm_type) ~= "number" or norm_type ~= norm_type then
+    fail(op, "norm_type must be a number, got %s", tostring(norm_type))
+  end
+  local pad = padding_row(op, o.padding_idx, weight:size(1))
   if idx.dtype ~= "int64" and idx.dtype ~= "int32" then
-    fail("embedding", "indices must be int64 or int32, got %s", idx.dtype)
+    fail(op, "indices must be int64 or int32, got %s", idx.dtype)
   end
   local s = idx:shape()
   local flat = idx:reshape(-1)
   if flat:numel() > 0 then   -- the message names embedding and the index, as the user wrote it
     local lo, hi = flat:min():item(), flat:max():item()
     if lo < 1 or hi > weight:size(1) then
-      fail("embedding", "index %d out of range 1..%d of a weight of shape %s", lo < 1 and lo or hi, weight:size(1),
+      fail(op, "index %d out of range 1..%d of a weight of shape %s", lo < 1 and lo or hi, weight:size(1),
         shape_str(weight))
     end
   end
+  if o.max_norm ~= nil then renorm_rows(flat, weight, o.max_norm, norm_type) end
   local rows = weight:index_select(1, flat)
+  if pad ~= nil then   -- the same values; the padding row's lookups pass no gradient
+    local keep = flat:ne(pad):view(-1, 1)
+    rows = ember.where(keep, rows, rows:detach())
+  end
   s[#s + 1] = weight:size(2)
   return rows:view(s)
 end
 
 ---------------------------------------------------------------- the other files' functions
-for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do
+for _, file in ipairs({ "loss", "conv", "norm", "resize", "activation", "pool", "conv3d", "shape" }) do
   for name, f in pairs(require("ember.nn." .. file).functional) do F[name] = f end
 end
 

@@ -453,31 +453,6 @@ function Conv2d:extra_repr()
     self.activation and (", activation=" .. self.activation) or "")
 end
 
-local function pool_class(name, fn)
-  local P = Module:extend(name)
-  -- nn.MaxPool2d(kernel, {stride = kernel, padding = 0}) (or positional stride, padding)
-  function P:init(kernel, opts, padding)
-    if type(opts) == "number" then opts = { stride = opts, padding = padding } end
-    opts = check_opts(name, opts, { stride = true, padding = true })
-    for what, v in pairs({ kernel_size = kernel, stride = opts.stride or kernel }) do
-      local vals = type(v) == "table" and v or { v }
-      for _, k in ipairs(vals) do check_int(name, what, k, 1) end
-    end
-    self.kernel_size, self.stride, self.padding = kernel, opts.stride or kernel, opts.padding or 0
-  end
-  function P:forward(x)
-    need_input(name, x, function(t) return t:dim() == 4 end, "{N, C, H, W}")
-    return fn(x, self.kernel_size, { stride = self.stride, padding = self.padding })
-  end
-  function P:extra_repr()
-    return ("kernel_size=%s, stride=%s, padding=%s"):format(tostring(self.kernel_size), tostring(self.stride),
-      tostring(self.padding))
-  end
-  return P
-end
-nn.MaxPool2d = pool_class("MaxPool2d", F.max_pool2d)
-nn.AvgPool2d = pool_class("AvgPool2d", F.avg_pool2d)
-
 local function batchnorm_class(name, dims)
   local B = Module:extend(name)
   -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true})
@@ -550,12 +525,44 @@ function Dropout:extra_repr() return ("p=%g"):format(self.p) end
 
 local Embedding = Module:extend("Embedding")
 nn.Embedding = Embedding
--- nn.Embedding(num, dim): weight {num, dim} from N(0, 1); indices are 1-based
-function Embedding:init(num, dim, opts)
-  opts = check_opts("Embedding", opts, { dtype = true })
+local EMBEDDING_OPTS = { padding_idx = true, max_norm = true, norm_type = true, scale_grad_by_freq = true,
+  sparse = true, dtype = true }
+local EMBEDDING_ARGS = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
+-- nn.Embedding(num, dim, padding_idx, max_norm, norm_type = 2, scale_grad_by_freq, sparse,
+-- {dtype =}) (F.embedding's arguments positionally or as options): weight {num, dim}
+-- from N(0, 1), the padding_idx row zeros; indices are 1-based
+function Embedding:init(num, dim, ...)
+  local n, o = select("#", ...), {}
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) == "table" and not is_tensor(last) then
+    o = check_opts("Embedding", last, EMBEDDING_OPTS)
+    n = n - 1
+  end
+  if n > #EMBEDDING_ARGS then
+    errors.raise(("ember.nn.Embedding: takes at most %d arguments after embedding_dim, got %d"):format(#EMBEDDING_ARGS, n))
+  end
+  local args = {}
+  for k, v in pairs(o) do args[k] = v end
+  for i = 1, n do
+    local v = select(i, ...)
+    if v ~= nil then args[EMBEDDING_ARGS[i]] = v end
+  end
   self.num_embeddings = check_int("Embedding", "num_embeddings", num)
   self.embedding_dim = check_int("Embedding", "embedding_dim", dim)
-  self.weight = ember.randn({ num, dim }, { dtype = opts.dtype or "float32" })
+  local pad = F._embedding_padding_row("ember.nn.Embedding", args.padding_idx, num)
+  self.padding_idx, self.max_norm, self.norm_type = args.padding_idx, args.max_norm, args.norm_type or 2
+  self.scale_grad_by_freq, self.sparse = args.scale_grad_by_freq or false, args.sparse or false
+  if self.scale_grad_by_freq or self.sparse then
+    errors.raise("ember.nn.Embedding: scale_grad_by_freq and sparse are not supported (dense gradients, unscaled)")
+  end
+  if self.max_norm ~= nil and (type(self.max_norm) ~= "number" or not (self.max_norm >= 0)) then
+    errors.raise(("ember.nn.Embedding: max_norm must be a number >= 0, got %s"):format(tostring(self.max_norm)))
+  end
+  if type(self.norm_type) ~= "number" or self.norm_type ~= self.norm_type then
+    errors.raise(("ember.nn.Embedding: norm_type must be a number, got %s"):format(tostring(self.norm_type)))
+  end
+  self.weight = ember.randn({ num, dim }, { dtype = args.dtype or "float32" })
+  if pad then ember.no_grad(function() self.weight:select(1, pad):zero_() end) end
 end
 function Embedding:forward(idx)
   if is_tensor(idx) and (idx.dtype == "int64" or idx.dtype == "int32") and idx:numel() > 0 then
@@ -564,9 +571,13 @@ function Embedding:forward(idx)
       errors.raise(("ember.nn.Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings))
     end
   end
-  return F.embedding(idx, self.weight)
+  return F.embedding(idx, self.weight, { padding_idx = self.padding_idx, max_norm = self.max_norm,
+    norm_type = self.norm_type })
 end
-function Embedding:extra_repr() return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) end
+function Embedding:extra_repr()
+  return ("%d, %d%s"):format(self.num_embeddings, self.embedding_dim,
+    self.padding_idx and (", padding_idx=" .. self.padding_idx) or "")
+end
 
 local function activation(name, fn)
   local A = Module:extend(name)
@@ -628,7 +639,8 @@ local function no_padding(p) return p == 0 or (type(p) == "table" and p[1] == 0 
 local function conv_relu_then_pool(m, p)
   return getmetatable(m).__class == Conv2d and rawget(m, "forward") == nil and m.bias ~= nil
     and m.activation == "relu" and p ~= nil and getmetatable(p).__class == nn.MaxPool2d
-    and rawget(p, "forward") == nil and no_padding(p.padding)
+    and rawget(p, "forward") == nil and no_padding(p.padding) and p.dilation == 1 and not p.ceil_mode
+    and not p.return_indices
 end
 function Sequential:forward(x)
   local i = 1
@@ -671,8 +683,8 @@ function ModuleList:iter()
   end
 end
 
-for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do   -- nn.MSELoss, nn.Conv1d, ...
-  require("ember.nn." .. file).register(nn)
+for _, file in ipairs({ "loss", "conv", "norm", "resize", "activation", "pool", "conv3d", "shape" }) do
+  require("ember.nn." .. file).register(nn)   -- nn.MSELoss, nn.Conv1d, ...
 end
 nn.init = require("ember.nn.initializers")
 -- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above

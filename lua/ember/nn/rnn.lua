@@ -7,8 +7,8 @@
 --
 -- The input's gates for every time step come from one GEMM before the loop
 -- (as PyTorch and cuDNN do); a step is then one GEMM for the hidden state's
--- gates and one fused C op (RNN: an add and tanh/relu). Not here: proj_size
--- and packed sequences.
+-- gates and one fused C op (RNN: an add and tanh/relu); an LSTM with
+-- proj_size then projects h by weight_hr. Not here: packed sequences.
 local ember = require("ember")
 local ffi = require("ffi")
 local autodiff = require("ember.autodiff")
@@ -101,10 +101,15 @@ return function(nn, h)
   end
 
   -- one step from the input's gates xg (N, G H): h', and c' for the LSTM
+  -- (h' projected by w_hr where the LSTM has proj_size)
   local function step(mode, xg, hx, c, p)
     if mode == "GRU" then return F.gru_cell(xg, F.linear(hx, p.w_hh, p.b_hh), hx) end
     local hg = F.linear(hx, p.w_hh)
-    if mode == "LSTM" then return F.lstm_cell(xg, hg, c) end
+    if mode == "LSTM" then
+      local hy, cy = F.lstm_cell(xg, hg, c)
+      if p.w_hr then hy = F.linear(hy, p.w_hr) end
+      return hy, cy
+    end
     if mode == "RNN_TANH" then return (xg + hg):tanh() end
     return (xg + hg):relu()
   end
@@ -119,7 +124,7 @@ return function(nn, h)
     if mode ~= "GRU" and C.ember_num_recording() == 1 then
       hs = {}
       xs = { unbind_recurrent(xg, p.w_hh, hs) }
-      p = { w_hh = p.w_hh:detach() }
+      p = { w_hh = p.w_hh:detach(), w_hr = p.w_hr }
     else
       xs = { unbind(xg) }
     end
@@ -134,16 +139,21 @@ return function(nn, h)
   end
 
   -- Registers weight_ih<sfx>, weight_hh<sfx> and, with bias, bias_ih<sfx>,
-  -- bias_hh<sfx>, drawn from U(-1/sqrt(H), 1/sqrt(H)); returns their names.
-  local function add_params(self, G, nin, H, bias, dtype, sfx)
+  -- bias_hh<sfx>, then with proj_size P > 0 weight_hr<sfx> (P, H) (weight_hh
+  -- then (G H, P)), drawn from U(-1/sqrt(H), 1/sqrt(H)); returns their names.
+  local function add_params(self, G, nin, H, bias, dtype, sfx, P)
     local bound = H > 0 and 1 / math.sqrt(H) or 0
     local names = { w_ih = "weight_ih" .. sfx, w_hh = "weight_hh" .. sfx }
     self[names.w_ih] = h.uniform({ G * H, nin }, bound, dtype)
-    self[names.w_hh] = h.uniform({ G * H, H }, bound, dtype)
+    self[names.w_hh] = h.uniform({ G * H, (P or 0) > 0 and P or H }, bound, dtype)
     if bias then
       names.b_ih, names.b_hh = "bias_ih" .. sfx, "bias_hh" .. sfx
       self[names.b_ih] = h.uniform({ G * H }, bound, dtype)
       self[names.b_hh] = h.uniform({ G * H }, bound, dtype)
+    end
+    if (P or 0) > 0 then
+      names.w_hr = "weight_hr" .. sfx
+      self[names.w_hr] = h.uniform({ P, H }, bound, dtype)
     end
     return names
   end
@@ -179,12 +189,13 @@ return function(nn, h)
   end
 
   -- hx as given (the LSTM's a table {h, c}) -> the initial h and c, zeros where not given
-  local function initial_states(layer, mode, hx, shape, w, hname, cname)
+  -- (hshape: h's shape where it differs from c's, the LSTM's with proj_size)
+  local function initial_states(layer, mode, hx, shape, w, hname, cname, hshape)
     if mode ~= "LSTM" then return state(layer, hname, hx, shape, w) end
     if hx ~= nil and (type(hx) ~= "table" or ember.is_tensor(hx)) then
       fail(layer, "hx must be a table {%s, %s}, got %s", hname, cname, ember.is_tensor(hx) and "a tensor" or type(hx))
     end
-    return state(layer, hname, hx and hx[1], shape, w), state(layer, cname, hx and hx[2], shape, w)
+    return state(layer, hname, hx and hx[1], hshape or shape, w), state(layer, cname, hx and hx[2], shape, w)
   end
 
   -- what layers and cells share: mode ("RNN_TANH", "RNN_RELU", "LSTM",
@@ -208,9 +219,11 @@ return function(nn, h)
   -- also takes nonlinearity = "tanh" | "relu"); num_layers may also come
   -- third. forward(input, hx) -> output, h_n (LSTM: output, {h_n, c_n}, with
   -- hx = {h_0, c_0}). input (L, N, I), (N, L, I) with batch_first or (L, I);
-  -- states (num_layers * directions, N, H), or without N when unbatched.
+  -- states (num_layers * directions, N, H), or without N when unbatched. The
+  -- LSTM's proj_size P (0: none, else below H) makes h, h_n and the output's
+  -- features P wide (c stays H), as PyTorch's.
   local LAYER_OPTS = { num_layers = true, bias = true, batch_first = true, dropout = true,
-    bidirectional = true, dtype = true, nonlinearity = true }
+    bidirectional = true, dtype = true, nonlinearity = true, proj_size = true }
 
   local function layer_class(kind)
     local R = nn.Module:extend(kind)
@@ -227,14 +240,24 @@ return function(nn, h)
         error(("ember.nn.%s: dropout must be in [0, 1], got %s"):format(kind, tostring(p)), 3)
       end
       self.dropout = p
+      local P = opts.proj_size or 0
+      if P ~= 0 and kind ~= "LSTM" then
+        error(("ember.nn.%s: proj_size is only supported for LSTM, not RNN or GRU"):format(kind), 3)
+      end
+      h.check_int(kind, "proj_size", P, 0)
+      if P >= hidden_size then
+        error(("ember.nn.%s: proj_size %d must be smaller than hidden_size %d"):format(kind, P, hidden_size), 3)
+      end
+      self.proj_size = P
       self.batch_first, self.bidirectional = opts.batch_first == true, opts.bidirectional == true
       local D, H = self.bidirectional and 2 or 1, hidden_size
+      local out_width = P > 0 and P or H
       self._names = {}
       for l = 1, self.num_layers do
         for d = 1, D do
           local sfx = ("_l%d%s"):format(l - 1, d == 2 and "_reverse" or "")
-          self._names[#self._names + 1] = add_params(self, GATES[self.mode], l == 1 and input_size or D * H, H,
-            self.bias, opts.dtype, sfx)
+          self._names[#self._names + 1] = add_params(self, GATES[self.mode], l == 1 and input_size or D * out_width,
+            H, self.bias, opts.dtype, sfx, P)
         end
       end
     end
@@ -250,7 +273,13 @@ return function(nn, h)
       if unbatched then x = x:unsqueeze(2) elseif self.batch_first then x = x:transpose(1, 2) end
       if x:size(1) == 0 then fail(kind, "input %s has no time steps", shape_str(input)) end
       local shape = unbatched and { L * D, H } or { L * D, x:size(2), H }
-      local h0, c0 = initial_states(kind, self.mode, hx, shape, w, "h_0", "c_0")
+      local h0, c0
+      if (self.proj_size or 0) > 0 then   -- h is proj_size wide, c hidden_size
+        local hshape = unbatched and { L * D, self.proj_size } or { L * D, x:size(2), self.proj_size }
+        h0, c0 = initial_states(kind, self.mode, hx, shape, w, "h_0", "c_0", hshape)
+      else
+        h0, c0 = initial_states(kind, self.mode, hx, shape, w, "h_0", "c_0")
+      end
       if unbatched then h0, c0 = h0:unsqueeze(2), c0 and c0:unsqueeze(2) end
       local hn, cn = {}, {}
       for l = 1, L do
@@ -281,6 +310,7 @@ return function(nn, h)
       if self.batch_first then s = s .. ", batch_first=true" end
       if self.dropout ~= 0 then s = s .. (", dropout=%g"):format(self.dropout) end
       if self.bidirectional then s = s .. ", bidirectional=true" end
+      if (self.proj_size or 0) > 0 then s = s .. (", proj_size=%d"):format(self.proj_size) end
       return s
     end
   end
