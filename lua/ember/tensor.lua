@@ -137,6 +137,23 @@ return function(ember)
     return slot ~= 0 and handles[slot] or nil
   end
 
+  -- Gives wrapper a the C tensor of wrapper b, and b a's: Module:to converts
+  -- a parameter in place this way, so the Lua object that managers and
+  -- optimizers hold stays the one the module has. b (usually a fresh
+  -- conversion) then holds the old C tensor and is freed with it.
+  function ember._swap(a, b)
+    local pa, pb = rawget(a, "_c"), rawget(b, "_c")
+    local sa, sb = C.ember_tensor_lua_slot(pa), C.ember_tensor_lua_slot(pb)
+    if sa == 0 or sb == 0 or handles[sa] ~= a or handles[sb] ~= b then
+      fail("_swap", "both tensors must be live wrappers")
+    end
+    ptrs[sa], ptrs[sb] = pb, pa
+    C.ember_tensor_set_lua_slot(pb, sa)
+    C.ember_tensor_set_lua_slot(pa, sb)
+    rawset(a, "_c", pb)
+    rawset(b, "_c", pa)
+  end
+
   -- When the Lua state closes, every tensor Lua still owns is released.
   local closer = newproxy(true)
   getmetatable(closer).__gc = function()
