@@ -606,14 +606,17 @@ local Conv2d = Module:extend("Conv2d")
 nn.Conv2d = Conv2d
 -- nn.Conv2d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
 --                             activation = nil | "relu"})
--- (stride and padding may also come positionally, as in PyTorch); activation
--- "relu" makes the layer PyTorch's ConvReLU2d, F.conv2d_relu's one fused op
-function Conv2d:init(cin, cout, kernel, opts, padding)
-  if type(opts) == "number" or (type(opts) == "table" and #opts == 2) then
-    opts = { stride = opts, padding = padding }
-  end
+-- (stride, padding, dilation, groups and bias may also come positionally, in
+-- PyTorch's order, with the options table after them); activation "relu"
+-- makes the layer PyTorch's ConvReLU2d, F.conv2d_relu's one fused op
+Conv2d.POSITIONAL = { "stride", "padding", "dilation", "groups", "bias" }
+function Conv2d:init(cin, cout, kernel, ...)
+  local opts = A.positional("ember.nn.Conv2d", 4, Conv2d.POSITIONAL, ...)
   opts = check_opts("Conv2d", opts, { stride = true, padding = true, dilation = true, groups = true,
     bias = true, dtype = true, activation = true })
+  if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
+    errors.raise(("ember.nn.Conv2d: bias must be a boolean, got %s"):format(A.value_str(opts.bias)))
+  end
   local groups = opts.groups or 1
   if opts.activation ~= nil and opts.activation ~= "relu" then
     errors.raise(("ember.nn.Conv2d: activation must be nil or \"relu\", got %s"):format(tostring(opts.activation)))
@@ -680,20 +683,28 @@ end
 nn.MaxPool2d = pool_class("MaxPool2d", F.max_pool2d)
 nn.AvgPool2d = pool_class("AvgPool2d", F.avg_pool2d)
 
+local BATCHNORM = { { "eps", 1e-5, A.positive },
+  { "momentum", 0.1, function(v)
+    if v ~= false and (type(v) ~= "number" or not (v >= 0 and v <= 1)) then
+      return "a number in [0, 1], or false (PyTorch's None: the cumulative average)"
+    end
+  end },
+  { "affine", true, A.boolean }, { "track_running_stats", true, A.boolean }, A.DTYPE }
 local function batchnorm_class(name, dims)
   local B = Module:extend(name)
-  -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true})
+  -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true});
+  -- momentum = false is PyTorch's momentum=None: the running statistics are
+  -- the cumulative average over the batches seen (factor 1 / num_batches_tracked)
   function B:init(num_features, opts)
-    opts = check_opts(name, opts, { eps = true, momentum = true, affine = true, track_running_stats = true,
-      dtype = true })
+    opts = A.options("ember.nn." .. name, opts, BATCHNORM)
     self.num_features = check_int(name, "num_features", num_features)
-    self.eps, self.momentum = opts.eps or 1e-5, opts.momentum or 0.1
-    local dt = { dtype = opts.dtype or "float32" }
-    if opts.affine ~= false then
+    self.eps, self.momentum = opts.eps, opts.momentum
+    local dt = { dtype = opts.dtype }
+    if opts.affine then
       self.weight = ember.ones({ num_features }, dt)
       self.bias = ember.zeros({ num_features }, dt)
     end
-    if opts.track_running_stats ~= false then
+    if opts.track_running_stats then
       self:register_buffer("running_mean", ember.zeros({ num_features }, dt))
       self:register_buffer("running_var", ember.ones({ num_features }, dt))
       self:register_buffer("num_batches_tracked", ember.zeros({}, { dtype = "int64" }))
@@ -706,14 +717,17 @@ local function batchnorm_class(name, dims)
       return false
     end, dims[1] == 4 and ("{N, %d, H, W}"):format(c) or ("{N, %d} or {N, %d, L}"):format(c, c))
     local training = self.training or self.running_mean == nil
+    local momentum = self.momentum
     if self.training and self.num_batches_tracked then
       ember.no_grad(function() self.num_batches_tracked:add_(1) end)
+      if momentum == false then momentum = 1 / self.num_batches_tracked:item() end
     end
     return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-      { training = training, momentum = self.momentum, eps = self.eps })
+      { training = training, momentum = momentum or 0, eps = self.eps })
   end
   function B:extra_repr()
-    return ("%d, eps=%g, momentum=%g"):format(self.num_features, self.eps, self.momentum)
+    return ("%d, eps=%g, momentum=%s"):format(self.num_features, self.eps,
+      self.momentum == false and "None" or ("%g"):format(self.momentum))
   end
   return B
 end
