@@ -67,6 +67,9 @@ return function(ember, H)
 
   function Tensor.gelu(a, opts)
     if opts ~= nil and type(opts) ~= "table" then fail("gelu", "options must be a table, got " .. type(opts)) end
+    for k in pairs(opts or {}) do
+      if k ~= "approximate" then fail("gelu", "unknown option '" .. tostring(k) .. "'") end
+    end
     local mode = opts and opts.approximate
     if mode ~= nil and mode ~= "none" and mode ~= "tanh" then
       fail("gelu", "approximate must be \"none\" or \"tanh\", got " .. tostring(mode))

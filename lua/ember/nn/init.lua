@@ -661,8 +661,8 @@ end
 local function pool_class(name, fn)
   local P = Module:extend(name)
   -- nn.MaxPool2d(kernel, {stride = kernel, padding = 0}) (or positional stride, padding)
-  function P:init(kernel, opts, padding)
-    if type(opts) == "number" then opts = { stride = opts, padding = padding } end
+  function P:init(kernel, ...)
+    local opts = A.positional("ember.nn." .. name, 2, { "stride", "padding" }, ...)
     opts = check_opts(name, opts, { stride = true, padding = true })
     for what, v in pairs({ kernel_size = kernel, stride = opts.stride or kernel }) do
       local vals = type(v) == "table" and v or { v }
@@ -784,22 +784,36 @@ function Embedding:forward(idx)
 end
 function Embedding:extra_repr() return ("%d, %d"):format(self.num_embeddings, self.embedding_dim) end
 
-local function activation(name, fn)
-  local A = Module:extend(name)
-  function A:init(opts) self.opts = opts end
-  function A:forward(x)
+-- an activation module: init(arg) keeps its one argument (none when takes
+-- is nil, "dim" for a dim, or an option spec for an options table)
+local function activation(name, fn, takes)
+  local K = Module:extend(name)
+  local op = "ember.nn." .. name
+  if takes == nil then
+    function K:init() end
+  elseif takes == "dim" then
+    function K:init(dim)
+      if dim ~= nil and (type(dim) ~= "number" or dim ~= math.floor(dim)) then
+        A.fail(op, "dim must be an integer, got %s", A.value_str(dim))
+      end
+      self.opts = dim
+    end
+  else
+    function K:init(opts) self.opts = A.options(op, opts, takes) end
+  end
+  function K:forward(x)
     if not is_tensor(x) then errors.raise(("ember.nn.%s: input must be a tensor, got %s"):format(name, type(x))) end
     return fn(x, self.opts)
   end
-  return A
+  return K
 end
 nn.ReLU = activation("ReLU", F.relu)
-nn.GELU = activation("GELU", F.gelu)
+nn.GELU = activation("GELU", F.gelu, { { "approximate", "none", A.one_of("none", "tanh") } })
 nn.Tanh = activation("Tanh", F.tanh)
 nn.Sigmoid = activation("Sigmoid", F.sigmoid)
 nn.SiLU = activation("SiLU", F.silu)
-nn.Softmax = activation("Softmax", function(x, dim) return x:softmax(dim or -1) end)
-nn.LogSoftmax = activation("LogSoftmax", function(x, dim) return x:log_softmax(dim or -1) end)
+nn.Softmax = activation("Softmax", function(x, dim) return x:softmax(dim or -1) end, "dim")
+nn.LogSoftmax = activation("LogSoftmax", function(x, dim) return x:log_softmax(dim or -1) end, "dim")
 nn.Identity = activation("Identity", function(x) return x end)
 
 local Flatten = Module:extend("Flatten")
@@ -860,7 +874,8 @@ function Sequential:init(...)
   for i = 1, n do
     local m = select(i, ...)
     if not is_module(m) then
-      errors.raise(("ember.nn.Sequential: argument %d is not a module (got %s)"):format(i, A.value_str(m)))
+      errors.raise(("ember.nn.Sequential: argument %d is not a module (got %s %s)"):format(i, type(m),
+        A.value_str(m)))
     end
   end
   for i = 1, n do rawset(self, i, (select(i, ...))) end
@@ -1066,5 +1081,33 @@ end
 nn.init = require("ember.nn.initializers")
 -- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above
 require("ember.nn.rnn")(nn, { check_int = check_int, check_opts = check_opts, uniform = uniform, need_input = need_input })
+
+-- no value past a function's parameters is ignored: F.f(x, y, z) raises
+-- when F.f takes two (variadic functions take anything); the same for the
+-- public methods of Module and the containers
+for _, tbl in ipairs({ { F, "ember.nn.functional." }, { nn, "ember.nn." }, { nn.init, "ember.nn.init." } }) do
+  local t, prefix = tbl[1], tbl[2]
+  for name, fn in pairs(t) do
+    if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" then
+      local op = prefix .. name
+      t[name] = function(...)
+        A.check_arity(op, fn, 0, ...)
+        return fn(...)
+      end
+    end
+  end
+end
+local NOT_CHECKED = { init = true, forward = true, new = true }
+for _, class in ipairs({ Module, Sequential, nn.ModuleList, nn.ParameterList, nn.ModuleDict, nn.ParameterDict }) do
+  for name, fn in pairs(class) do
+    if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" and not NOT_CHECKED[name] then
+      local op = "ember.nn." .. class.__name .. ":" .. name
+      class[name] = function(self, ...)
+        A.check_arity(op, fn, 1, ...)
+        return fn(self, ...)
+      end
+    end
+  end
+end
 
 return nn
