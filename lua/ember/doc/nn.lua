@@ -99,7 +99,9 @@ Runs its modules in order; children are named `"1"`, `"2"`, ... (PyTorch's
 array part: `seq[i]` (negative from the end; out of range raises), `#seq`,
 `seq:len()`, `ipairs(seq)`, `seq[i] = m` (replaces, or appends at `#seq + 1`),
 `seq[#seq] = nil` (removes the last), `seq:append(m)` (`seq:add(m)`),
-`seq:extend(list)`, `seq:get(i)`, `seq:iter()`. An `nn.Linear` with a bias followed
+`seq:extend(list)`, `seq:get(i)`, `seq:iter()`. An existing entry is Lua's
+own slot, so `seq[2] = x` is not checked when written: anything but a module
+there raises at the next forward or `parameters()`. An `nn.Linear` with a bias followed
 by an `nn.ReLU` (neither of them given a `forward` of its own) runs as one
 `F.linear_relu`, with the same values and gradients.
 

@@ -76,18 +76,12 @@ local instance_newindex
 local function list_newindex(self, k, v)
   local i = list_pos(self, k, "write")
   if not i then return false end
-  local lk = list_kind(self)
-  if v == nil then
-    if i ~= #self then
-      errors.raise(("ember.nn.%s: only the last entry can be set to nil (entry %d of %d would leave a hole)")
-        :format(getmetatable(self).__class.__name, i, #self))
-    end
-  else
-    local want = list_entry_error(lk, v)
-    if want then
-      errors.raise(("ember.nn.%s: entry %d must be %s, got %s"):format(getmetatable(self).__class.__name, i,
-        want, A.value_str(v)))
-    end
+  -- only a new entry (#self + 1) or a negative index gets here: an existing
+  -- entry is a raw slot, checked at its next use (own, Sequential:forward)
+  local want = v ~= nil and list_entry_error(list_kind(self), v)
+  if want then
+    errors.raise(("ember.nn.%s: entry %d must be %s, got %s"):format(getmetatable(self).__class.__name, i,
+      want, A.value_str(v)))
   end
   rawset(self, i, v)
   return true
