@@ -128,6 +128,35 @@ local CALLS = {
   ["ember.nn.init.xavier_normal_"] = function() return { x2(), 1 } end,
   ["ember.nn.init.xavier_uniform_"] = function() return { x2(), 1 } end,
 
+  -- outside ember.nn: the constructors and functions that take options
+  ["ember.optim.SGD"] = function() return { { t3() }, { lr = 0.1 } } end,
+  ["ember.optim.Adam"] = function() return { { t3() } } end,
+  ["ember.optim.AdamW"] = function() return { { t3() } } end,
+  ["ember.optim.RMSprop"] = function() return { { t3() } } end,
+  ["ember.optim.Adagrad"] = function() return { { t3() } } end,
+  ["ember.optim.Adamax"] = function() return { { t3() } } end,
+  ["ember.optim.NAdam"] = function() return { { t3() } } end,
+  ["ember.optim.LBFGS"] = function() return { { t3() } } end,
+  ["ember.optim.lr_scheduler.StepLR"] = function()
+    return { ember.optim.SGD({ t3() }, { lr = 0.1 }), { step_size = 2 } }
+  end,
+  ["ember.optim.lr_scheduler.CosineAnnealingLR"] = function()
+    return { ember.optim.SGD({ t3() }, { lr = 0.1 }), { T_max = 2 } }
+  end,
+  ["ember.optim.lr_scheduler.LinearLR"] = function() return { ember.optim.SGD({ t3() }, { lr = 0.1 }), {} } end,
+  ["ember.optim.lr_scheduler.OneCycleLR"] = function()
+    return { ember.optim.SGD({ t3() }, { lr = 0.1, momentum = 0.9 }), { max_lr = 1, total_steps = 10 } }
+  end,
+  ["ember.optim.lr_scheduler.ReduceLROnPlateau"] = function()
+    return { ember.optim.SGD({ t3() }, { lr = 0.1 }), {} }
+  end,
+  ["ember.data.DataLoader"] = function()
+    return { ember.data.TensorDataset(ember.zeros({ 4, 2 })), { batch_size = 2 } }
+  end,
+  ["ember.progress.new"] = function() return { 3, { file = io.open("/dev/null", "w") } } end,
+  ["ember.plot.svg"] = function() return { nil, { a = { 1, 2, 3 } }, {}, n = 3 } end,
+  ["ember.amp.GradScaler"] = function() return { {} } end,
+
   ["Module:buffers"] = function() return { lin() } end,
   ["Module:children"] = function() return { lin() } end,
   ["Module:cpu"] = function() return { lin() } end,
@@ -153,6 +182,32 @@ local CALLS = {
 
 -- Variadic by design: what a value past the signature means there.
 local VARIADIC = {
+  ["ember.view"] = "sizes may come one by one (x:view(2, 3)); after a shape table nothing may follow",
+  ["ember.reshape"] = "as ember.view",
+  ["ember.expand"] = "as ember.view",
+  ["ember.permute"] = "dims may come one by one (x:permute(2, 1))",
+  ["Tensor:view"] = "as ember.view",
+  ["Tensor:reshape"] = "as ember.view",
+  ["Tensor:expand"] = "as ember.view",
+  ["Tensor:permute"] = "as ember.permute",
+  ["Tensor:to"] = "dtype, device, tensor and an options table (unknown options raise)",
+  ["ember.no_grad"] = "the arguments after fn are fn's",
+  ["ember.enable_grad"] = "the arguments after fn are fn's",
+  ["ember.autodiff.no_grad"] = "the arguments after fn are fn's",
+  ["ember.autocast"] = "the arguments after fn are fn's",
+  ["ember.amp.autocast"] = "the arguments after fn are fn's",
+  ["ember.profile"] = "the arguments after fn are fn's",
+  ["ember.profile_section"] = "the arguments after fn are fn's",
+  ["ember.autodiff.checkpoint"] = "the arguments after fn are fn's inputs",
+  ["ember.autodiff.detect_anomaly"] = "the arguments after fn are fn's",
+  ["ember.autodiff.graph.allow_mutation_on_saved_tensors"] = "the arguments after fn are fn's",
+  ["ember.autodiff.graph.disable_saved_tensors_hooks"] = "the arguments after fn are fn's",
+  ["ember.autodiff.graph.save_on_cpu"] = "the arguments after fn are fn's",
+  ["ember.autodiff.graph.saved_tensors_hooks"] = "the arguments after fn are fn's",
+  ["GradManager:scope"] = "the arguments after fn are fn's",
+  ["GradScaler:step"] = "the arguments after the optimizer are its step's (a closure)",
+  ["ember.optim.clip_grad_norm_"] = "PyTorch's in-place spelling of clip_grad_norm, the same arguments",
+  ["ember.optim.clip_grad_value_"] = "PyTorch's in-place spelling of clip_grad_value, the same arguments",
   ["ember.nn.Sequential"] = "every argument is a module (a non-module raises naming its position)",
   ["Module:to"] = "dtype, device, tensor or options table in any order (anything else raises)",
   ["Module:new"] = "the arguments of the class's init (checked against init's parameters)",
@@ -166,6 +221,24 @@ local EXTRA_ONLY = {
   ["Module:cuda"] = function() return { lin() } end,
 }
 
+-- Reviewed gaps, reported as pending: still silently take a value past
+-- their documented arguments.
+local KNOWN_GAPS = {
+  ["ember.zeros"] = "factories.lua (another change): zeros(shape, opts, extra) ignores extra",
+  ["ember.ones"] = "factories.lua (another change), as ember.zeros",
+  ["ember.empty"] = "factories.lua (another change), as ember.zeros",
+  ["ember.rand"] = "factories.lua (another change), as ember.zeros",
+  ["ember.randn"] = "factories.lua (another change), as ember.zeros",
+  ["ember.arange"] = "factories.lua (another change): arange(nil...) reaches the FFI before any check",
+}
+
+-- signatures of callable tables documented by their section, not an entry
+local SIGNATURES = {
+  ["ember.autodiff.GradManager"] = {},
+  ["ember.amp.GradScaler"] = { "opts?" },
+  ["ember.progress"] = { "total", "opts?" },
+}
+
 -- the names the walk does not cover yet: the rest of the API outside
 -- ember.nn (Tensor methods, the ops, optim, io, ...)
 local WALKED_PREFIXES = { "^ember%.nn%.", "^Module:" }
@@ -177,12 +250,14 @@ end
 
 -- the documented parameters of name: a list, and whether it ends in "..."
 local function signature(name)
+  if SIGNATURES[name] then return SIGNATURES[name] end
   local e = D.docs().by_name[name]
   if not e or not e.sigs then return nil end
   for _, sig in ipairs(e.sigs) do
     if sig:sub(1, #name + 1) == name .. "(" then
       local params = {}
-      for p in sig:sub(#name + 2):gsub("%).*$", ""):gmatch("[^,%s]+") do params[#params + 1] = p end
+      local list = sig:sub(#name + 2):gsub("%b{}", "opts"):gsub("%).*$", "")
+      for p in list:gmatch("[^,%s]+") do params[#params + 1] = p end
       return params
     end
   end
@@ -262,6 +337,37 @@ describe("every public name", function()
       pending(name .. ": not walked yet")
     end
   end
+end)
+
+-- Every public function, walked or not: its documented arguments (nils, so
+-- nothing else is checked first) and one more must raise "extra argument".
+describe("every public function given one argument past its documented ones", function()
+  local failures, count = {}, 0
+  for _, p in ipairs(public()) do
+    local name, fn = p[1], p[2]
+    local params = signature(name)
+    if KNOWN_GAPS[name] then
+      pending(name .. ": " .. KNOWN_GAPS[name])
+    elseif not VARIADIC[name] and params and params[#params] ~= "..." then
+      count = count + 1
+      local n = #params + (name:find(":", 1, true) and 1 or 0)
+      local args = {}
+      args[n + 1] = EXTRA
+      local ok, err = pcall(function() return fn(unpack(args, 1, n + 1)) end)
+      if ok or not tostring(err):find("extra argument", 1, true) then
+        failures[#failures + 1] = name .. ": " .. (ok and "no error" or tostring(err))
+      elseif not tostring(err):find("ember.", 1, true) then
+        failures[#failures + 1] = name .. ": the error does not name the call: " .. tostring(err)
+      end
+    elseif not VARIADIC[name] and not params then
+      failures[#failures + 1] = name .. ": no documented signature"
+    elseif not VARIADIC[name] then
+      failures[#failures + 1] = name .. ": documented as variadic (...) but not in VARIADIC"
+    end
+  end
+  it("raises naming it (" .. count .. " functions)", function()
+    assert.are.same({}, failures)
+  end)
 end)
 
 describe("a module's forward", function()

@@ -169,9 +169,9 @@ describe("convolutions' positional arguments", function()
     assert.error_matches(function() nn.Conv2d(3, 8, 3, { bias = false }, 2) end,
       "argument 5 (2) comes after the options table", 1, true)
     assert.error_matches(function() nn.Conv2d(3, 8, 3, 1, 0, 1, 1, true, 7) end,
-      "too many arguments: argument 9 (7)", 1, true)
+      "extra argument 9 (7): too many arguments", 1, true)
     assert.error_matches(function() nn.ConvTranspose2d(3, 8, 3, 1, 0, 0, 1, true, 1, 5) end,
-      "too many arguments: argument 10 (5)", 1, true)
+      "extra argument 10 (5): too many arguments", 1, true)
     assert.error_matches(function() nn.Conv1d(3, 8, 3, { dilaton = 2 }) end, "unknown option 'dilaton'", 1, true)
     assert.error_matches(function() nn.Conv2d(3, 8, 3, { bias = 0 }) end, "bias must be a boolean", 1, true)
   end)

@@ -264,7 +264,14 @@ return function(ember)
   -- A shape from a table {2, 3} or from numbers (2, 3); returns ndim, int64_t*.
   local function shape_arg(op, s, ...)
     if limited then release_collected() end
-    if type(s) == "number" then s = { s, ... } end
+    if type(s) == "number" then s = { s, ... }
+    elseif select("#", ...) > 0 then
+      for i = 1, select("#", ...) do
+        if select(i, ...) ~= nil then
+          fail(op, "extra argument after the shape table: a shape is one table {2, 3} or sizes 2, 3")
+        end
+      end
+    end
     if type(s) ~= "table" or is_tensor(s) then fail(op, "expected a shape table, got " .. type(s)) end
     local n = #s
     if n > 8 then fail(op, "at most 8 dims are supported, got " .. n) end

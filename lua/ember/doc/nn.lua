@@ -128,10 +128,11 @@ key_padding_mask, need_weights = true})` returns the output and the
 head-averaged weights. `opts = {bias = true, dropout = 0, batch_first =
 false}`; parameters named as PyTorch's.
 
-### `ember.nn.RNN(input_size, hidden_size, opts?)`, `ember.nn.LSTM(input_size, hidden_size, opts?)`, `ember.nn.GRU(input_size, hidden_size, opts?)`
+### `ember.nn.RNN(input_size, hidden_size, num_layers?, bias?, batch_first?, dropout?, bidirectional?, opts?)`, `ember.nn.LSTM(input_size, hidden_size, num_layers?, bias?, batch_first?, dropout?, bidirectional?, opts?)`, `ember.nn.GRU(input_size, hidden_size, num_layers?, bias?, batch_first?, dropout?, bidirectional?, opts?)`
 Recurrent layers as PyTorch's: `opts = {num_layers = 1, bias = true,
 batch_first = false, dropout = 0, bidirectional = false}` (RNN also
-`nonlinearity = "tanh" | "relu"`; `num_layers` may come third). `m(input,
+`nonlinearity = "tanh" | "relu"`); the options may come positionally in
+PyTorch's order (`LSTM(10, 20, 2)`), the options table after them. `m(input,
 hx?)` returns `out, h_n` (LSTM: `out, {h_n, c_n}` from `hx = {h_0, c_0}`);
 input `(L, N, H_in)`, `(N, L, H_in)` with `batch_first`, or unbatched.
 Parameters `weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`

@@ -23,7 +23,8 @@ function A.value_str(v)
   return L.value_str(v)
 end
 
-A.shape_str = require("ember.errors").shape
+local errors = require("ember.errors")
+A.shape_str = errors.shape
 
 function A.need_tensor(op, what, x)
   if not is_tensor(x) then A.fail(op, "%s must be a tensor, got %s", what, type(x)) end
@@ -97,7 +98,7 @@ function A.positional(op, first, names, ...)
       opts = v
     elseif v ~= nil then
       if i > #names then
-        A.fail(op, "too many arguments: argument %d (%s) has no meaning; after argument %d come %s, "
+        A.fail(op, "extra argument %d (%s): too many arguments; after argument %d come %s, "
           .. "then an options table", pos, A.value_str(v), first - 1, table.concat(names, ", "))
       end
       o[names[i]] = v
@@ -113,39 +114,12 @@ function A.positional(op, first, names, ...)
   return o
 end
 
--- fn's parameters as a list of names, or false when fn is variadic (or C)
-local params_of = setmetatable({}, { __mode = "k" })
-local function params(fn)
-  local p = params_of[fn]
-  if p == nil then
-    local info = debug.getinfo(fn, "u")
-    p = false
-    if not info.isvararg and info.nparams then
-      p = {}
-      for i = 1, info.nparams do p[i] = debug.getlocal(fn, i) or ("arg" .. i) end
-    end
-    params_of[fn] = p
-  end
-  return p
-end
-
 -- Raises when a call passes a value past fn's parameters (skip: how many of
 -- them the caller does not count, 1 for self): "<op>: extra argument 4
--- ({1}): it takes 3 (in_features, out_features, opts)". A variadic fn takes
--- anything. Trailing nils are no values.
+-- ({1}): it takes 3 (in_features, out_features, opts)" (errors.check_arity
+-- with this file's way of writing values).
 function A.check_arity(op, fn, skip, ...)
-  local n = select("#", ...)
-  local p = params(fn)
-  if not p or n + skip <= #p then return end
-  for i = #p - skip + 1, n do
-    local v = select(i, ...)
-    if v ~= nil then
-      local names = {}
-      for k = skip + 1, #p do names[#names + 1] = p[k] end
-      A.fail(op, "extra argument %d (%s): it takes %d (%s)", i, A.value_str(v), #names,
-        table.concat(names, ", "))
-    end
-  end
+  return errors.check_arity(op, fn, skip, A.value_str, ...)
 end
 
 -- a module's options: the spec of its function plus extra entries

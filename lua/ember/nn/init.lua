@@ -131,6 +131,9 @@ function instance_newindex(self, k, v)
   end
 end
 
+-- how many arguments each forward takes (false: any), for m(...)'s check
+local forward_limit = setmetatable({}, { __mode = "k" })
+
 -- Module:extend("Name") makes a subclass; calling the class makes an instance
 -- and runs its init(...).
 function Module:extend(name)
@@ -145,8 +148,13 @@ function Module:extend(name)
     __newindex = instance_newindex,
     __call = function(m, ...)
       local fwd = m.forward
-      if fwd ~= Module.forward then A.check_arity("ember.nn." .. m.__name .. ":forward", fwd, 1, ...) end
-      return m:forward(...)
+      local limit = forward_limit[fwd]
+      if limit == nil then
+        limit = fwd ~= Module.forward and errors.arity_limit(fwd, 1)
+        forward_limit[fwd] = limit
+      end
+      if limit and select("#", ...) > limit then A.check_arity("ember.nn." .. m.__name .. ":forward", fwd, 1, ...) end
+      return fwd(m, ...)
     end,
     __tostring = function(m) return m:__repr() end,
   }
@@ -163,7 +171,7 @@ end
 
 function Module:init() end
 
-function Module:forward()
+function Module:forward(...)   -- variadic: a subclass defines its own
   errors.raise("ember.nn." .. self.__name .. ": forward is not defined")
 end
 
@@ -1083,11 +1091,7 @@ for _, tbl in ipairs({ { F, "ember.nn.functional." }, { nn, "ember.nn." }, { nn.
   local t, prefix = tbl[1], tbl[2]
   for name, fn in pairs(t) do
     if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" then
-      local op = prefix .. name
-      t[name] = function(...)
-        A.check_arity(op, fn, 0, ...)
-        return fn(...)
-      end
+      t[name] = errors.arity_checked(prefix .. name, fn, 0)
     end
   end
 end
@@ -1095,11 +1099,7 @@ local NOT_CHECKED = { init = true, forward = true, new = true }
 for _, class in ipairs({ Module, Sequential, nn.ModuleList, nn.ParameterList, nn.ModuleDict, nn.ParameterDict }) do
   for name, fn in pairs(class) do
     if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" and not NOT_CHECKED[name] then
-      local op = "ember.nn." .. class.__name .. ":" .. name
-      class[name] = function(self, ...)
-        A.check_arity(op, fn, 1, ...)
-        return fn(self, ...)
-      end
+      class[name] = errors.arity_checked("ember.nn." .. class.__name .. ":" .. name, fn, 1)
     end
   end
 end

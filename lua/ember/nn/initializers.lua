@@ -24,8 +24,6 @@ local shape_str = require("ember.errors").shape
 -- defaults for what is missing. Those whose default is a number, or that
 -- have none, must be numbers.
 local function args(name, t, names, defaults, ...)
-  if not is_tensor(t) then fail(name, "expected a tensor to fill, got %s", type(t)) end
-  if not t.dtype:find("float") then fail(name, "expected a floating point tensor, got %s", t.dtype) end
   local first, n = ..., select("#", ...)
   local table_form = n == 1 and type(first) == "table" and not is_tensor(first)
   for i = table_form and n + 1 or #names + 1, n do
@@ -35,6 +33,8 @@ local function args(name, t, names, defaults, ...)
         #names > 0 and table.concat(names, ", ") or "nothing else")
     end
   end
+  if not is_tensor(t) then fail(name, "expected a tensor to fill, got %s", type(t)) end
+  if not t.dtype:find("float") then fail(name, "expected a floating point tensor, got %s", t.dtype) end
   local o = {}
   if select("#", ...) == 1 and type(first) == "table" and not is_tensor(first) then
     local known = {}
