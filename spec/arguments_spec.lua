@@ -156,6 +156,18 @@ local CALLS = {
   ["ember.progress.new"] = function() return { 3, { file = io.open("/dev/null", "w") } } end,
   ["ember.plot.svg"] = function() return { nil, { a = { 1, 2, 3 } }, {}, n = 3 } end,
   ["ember.amp.GradScaler"] = function() return { {} } end,
+  ["ember.autodiff.gradcheck"] = function()
+    return { function(a) return a * 2 end, { ember.randn({ 2 }, { dtype = "float64" }) } }
+  end,
+  ["ember.autodiff.gradgradcheck"] = function()
+    return { function(a) return a * a end, { ember.randn({ 2 }, { dtype = "float64" }) } }
+  end,
+  ["ember.autodiff.graph.register_multi_grad_hook"] = function() return { { t3() }, function() end } end,
+  ["ember.load"] = function()
+    local path = os.tmpname()
+    ember.save(path, { a = t3() })
+    return { path }
+  end,
 
   ["Module:buffers"] = function() return { lin() } end,
   ["Module:children"] = function() return { lin() } end,
@@ -367,6 +379,16 @@ describe("every public function given one argument past its documented ones", fu
   end
   it("raises naming it (" .. count .. " functions)", function()
     assert.are.same({}, failures)
+  end)
+end)
+
+describe("options tables outside the walk", function()
+  it("raise for an unknown option", function()
+    local x = ember.randn({ 2 })
+    assert.error_matches(function() ember.autodiff.graph.save_on_cpu({ [BOGUS] = 1 }, function() end) end, BOGUS, 1, true)
+    assert.error_matches(function() x:gelu({ [BOGUS] = 1 }) end, BOGUS, 1, true)
+    assert.error_matches(function() x:to({ dtype = "float64", [BOGUS] = 1 }) end, BOGUS, 1, true)
+    assert.error_matches(function() x:to("float64", { [BOGUS] = 1 }) end, BOGUS, 1, true)
   end)
 end)
 

@@ -553,6 +553,8 @@ return function(ember)
   -- ember.load(path, {device = ...}?) -> {name = tensor} (or the nested table
   -- that was saved), metadata
   function M.load(path, opts)
+    if opts ~= nil and type(opts) ~= "table" then errors.fail("load", "options must be a table, got " .. type(opts)) end
+    errors.known_options("load", opts, { "device" })
     local device = type(opts) == "table" and opts.device or nil
     return with_file("load", path, function(fd)
       local entries, metadata, data_start = read_header(fd)
