@@ -382,6 +382,24 @@ describe("every public function given one argument past its documented ones", fu
   end)
 end)
 
+describe("the extra-argument error", function()
+  it("names the call, the position as the caller counts it, and what the call takes", function()
+    local x = ember.zeros({ 2 })
+    assert.error_matches(function() x:add(x, 5) end, "ember.Tensor:add: extra argument 2 (5): it takes 1 (b)", 1, true)
+    assert.error_matches(function() ember.add(x, x, 5) end, "ember.add: extra argument 3 (5): it takes 2 (a, b)", 1, true)
+    assert.error_matches(function() nn.Linear(2, 3, {}, 4) end,
+      "ember.nn.Linear: extra argument 4 (4): it takes 3 (in_features, out_features, opts)", 1, true)
+    local Net = nn.Module:extend("Net")
+    assert.error_matches(function() Net(5) end, "ember.nn.Net: extra argument 1 (5): it takes 0 ()", 1, true)
+    assert.error_matches(function() ember.optim.SGD({ x }, { lr = 1 }, 3) end,
+      "ember.optim.SGD: extra argument 3 (3): it takes 2 (params, opts)", 1, true)
+    -- raised at the caller's line
+    local ok, err = pcall(function() x:add(x, 5) end)
+    assert.is_false(ok)
+    assert.matches("arguments_spec.lua:%d+: ember.Tensor:add", err)
+  end)
+end)
+
 describe("options tables outside the walk", function()
   it("raise for an unknown option", function()
     local x = ember.randn({ 2 })

@@ -90,7 +90,9 @@ end
 
 -- fn's parameter names, or false when fn is variadic (or C)
 local params_of = setmetatable({}, { __mode = "k" })
+local original = setmetatable({}, { __mode = "k" })   -- arity_checked's wrapper -> fn
 local function params(fn)
+  fn = original[fn] or fn
   local p = params_of[fn]
   if p == nil then
     local info = debug.getinfo(fn, "Su")
@@ -160,7 +162,7 @@ function errors.arity_checked(op, fn, skip)
   local p = params(fn)
   if not p then return fn end
   local w = compile(#p, math.min(skip, #p))(errors.check_arity, fn, op, skip)
-  wrappers[w] = true
+  wrappers[w], original[w] = true, fn
   return w
 end
 

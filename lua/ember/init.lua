@@ -153,7 +153,6 @@ do
       end
     end
   end
-  for _, path in ipairs(doc.TABLES) do wrap_all(doc.resolve(ember, path), path, ".", 0) end
   for _, c in ipairs(doc.CLASSES) do
     local class = doc.resolve(ember, c[2])
     wrap_all(class, "ember." .. c[1], ":", 1)
@@ -162,6 +161,8 @@ do
       wrap_all(rawget(mt, "__index"), "ember." .. c[1], ":", 1)
     end
   end
+  -- after the classes, so a class found in a table (ember.Tensor) keeps its methods' numbering
+  for _, path in ipairs(doc.TABLES) do wrap_all(doc.resolve(ember, path), path, ".", 0) end
 end
 require("ember.suggest").apply(ember)   -- from here on a misspelt ember.xxx raises
 

@@ -579,11 +579,12 @@ local Linear = Module:extend("Linear")
 nn.Linear = Linear
 -- nn.Linear(in, out, {bias = true, dtype = "float32"}); weight {out, in}, both
 -- drawn from U(-1/sqrt(in), 1/sqrt(in)) as in PyTorch
-function Linear:init(nin, nout, opts)
+function Linear:init(in_features, out_features, opts)
   if type(opts) == "boolean" then opts = { bias = opts } end
   opts = check_opts("Linear", opts, { bias = true, dtype = true })
-  self.in_features = check_int("Linear", "in_features", nin, 0)
-  self.out_features = check_int("Linear", "out_features", nout, 0)
+  local nin = check_int("Linear", "in_features", in_features, 0)
+  local nout = check_int("Linear", "out_features", out_features, 0)
+  self.in_features, self.out_features = nin, nout
   local bound = nin > 0 and 1 / math.sqrt(nin) or 0
   self.weight = uniform({ nout, nin }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ nout }, bound, opts.dtype) end
