@@ -86,6 +86,10 @@ describe("Module:to and the casts", function()
       "memory_format 'channels_last' is not supported", 1, true)
     assert.error_matches(function() m:to({ memory_format = "sideways" }) end, "unknown memory_format", 1, true)
     assert.equal("float64", m.weight.dtype)   -- unchanged by the failed calls
+    m.weight = ember.tensor({ { 1, 2 }, { 3, 4 } }):t()   -- a non-contiguous parameter
+    m:to({ memory_format = "contiguous_format" })
+    assert.is_true(m.weight:is_contiguous())
+    H.same(m.weight, { { 1, 3 }, { 2, 4 } }, 0)
   end)
 
   it("refuse while a recording tracks the parameters", function()
@@ -384,6 +388,11 @@ describe("buffers and plain tensor fields", function()
     local m = nn.Linear(2, 2)
     assert.error_matches(function() m.weight = ember.zeros({ 2, 2 }, { dtype = "int64" }) end,
       "'weight' is a parameter, which must be floating point", 1, true)
+    m.plain = 1
+    m.plain = nil
+    m.note = "text"
+    m:register_parameter("note", ember.ones({ 1 }))   -- a plain field becomes a parameter
+    m:register_parameter("note", nil)
     m:register_parameter("extra", ember.ones({ 2 }))
     assert.same({ "weight", "bias", "extra" }, names(m:named_parameters()))
     assert.error_matches(function() m:register_parameter("bad", ember.ones({ 2 }, { dtype = "int32" })) end,

@@ -211,6 +211,7 @@ function Module:register_parameter(name, t)
   end
   local f = fields(self)
   if f.kind[name] == "buffer" then self[name] = nil end
+  rawset(self, name, nil)   -- a plain field of that name would take the assignment raw
   self[name] = t
 end
 
@@ -473,7 +474,9 @@ local function to_target(self, ...)
         elseif k == "non_blocking" then
           if type(x) ~= "boolean" then A.fail("ember." .. op, "non_blocking must be a boolean, got %s", A.value_str(x)) end
           target.non_blocking = x or nil
-        elseif k == "memory_format" then ember._memory_format("ember." .. op, x)
+        elseif k == "memory_format" then
+          ember._memory_format("ember." .. op, x)
+          target.memory_format = x
         else A.fail("ember." .. op, "unknown option '%s'", tostring(k)) end
       end
     elseif v ~= nil then
@@ -509,7 +512,7 @@ function Module:to(...)
   end)
   local function convert(t)
     local args = { dtype = FLOATING[t.dtype] and target.dtype or nil, device = target.device,
-      non_blocking = target.non_blocking }
+      non_blocking = target.non_blocking, memory_format = target.memory_format }
     local moved = ember.no_grad(function() return t:to(args) end)
     if moved ~= t then ember._swap(t, moved) end
   end
