@@ -5,11 +5,12 @@
 -- On a loaded machine the times vary by 2x from run to run; instruction
 -- counts do not: under valgrind --tool=callgrind, (count at 220000 calls -
 -- count at 20000) / 200000, against the tree before the checks (f23a22b),
--- 2026-11-27: x + y (4 elements, no wrapper) 2862 -> 3060 instructions,
--- x:add(y) 2869 -> 3224, F.linear on {1, 4} 8322 -> 8387. Most of the
--- small ops' part is the Lua heap the ~780 wrappers add (1.0 -> 1.4 MB after
--- require, so each collection ember forces costs more); without wrapping the
--- Tensor methods and ember's ops, 2864 / 2947 / 8354.
+-- 2026-11-27: x + y (4 elements, no wrapper) 2857 -> 2936 instructions,
+-- x:add(y) 2868 -> 2995, F.linear on {1, 4} 8445 -> 8426, a Linear module's
+-- call 13706 -> 14215. The small ops' part is mostly the Lua heap the
+-- wrappers add (0.99 -> 1.29 MB after require; every collection ember forces
+-- walks it); a first version, with a prototype and a cached parameter list
+-- for each of the ~780 wrappers (1.41 MB), cost 3060 / 3224 / 8387.
 local ember = require("ember")
 local nn, F = ember.nn, ember.nn.functional
 local x, y = ember.randn({ 4 }), ember.randn({ 4 })

@@ -88,24 +88,25 @@ function errors.known_options(op, opts, known)
   return opts
 end
 
--- fn's parameter names, or false when fn is variadic (or C)
-local params_of = setmetatable({}, { __mode = "k" })
+-- fn's parameter count, or false when fn is variadic (or C); through an
+-- arity_checked wrapper, the wrapped function's. Nothing is cached: the
+-- wrappers are many, and every table the Lua heap keeps makes each of the
+-- collections ember forces cost more.
 local original = setmetatable({}, { __mode = "k" })   -- arity_checked's wrapper -> fn
-local function params(fn)
+local function nparams(fn)
   fn = original[fn] or fn
-  local p = params_of[fn]
-  if p == nil then
-    local info = debug.getinfo(fn, "Su")
-    p = false
-    if info.what ~= "C" and not info.isvararg and info.nparams then
-      p = {}
-      for i = 1, info.nparams do p[i] = debug.getlocal(fn, i) or ("arg" .. i) end
-    end
-    params_of[fn] = p
-  end
-  return p
+  local info = debug.getinfo(fn, "Su")
+  if info.what == "C" or info.isvararg or not info.nparams then return false end
+  return info.nparams
 end
-errors.params = params
+-- fn's parameter names (for messages)
+local function param_names(fn)
+  fn = original[fn] or fn
+  local out = {}
+  for i = 1, nparams(fn) do out[i] = debug.getlocal(fn, i) or ("arg" .. i) end
+  return out
+end
+errors.nparams = nparams
 
 local function short(v)
   if type(v) == "string" then return "'" .. v .. "'" end
@@ -119,13 +120,13 @@ end
 -- takes anything; trailing nils are no values. show(v) writes a value.
 function errors.check_arity(op, fn, skip, show, ...)
   local n = select("#", ...)
-  local p = params(fn)
-  if not p or n + skip <= #p then return end
-  for i = math.max(1, #p - skip + 1), n do
+  local np = nparams(fn)
+  if not np or n + skip <= np then return end
+  for i = math.max(1, np - skip + 1), n do
     local v = select(i, ...)
     if v ~= nil then
-      local names = {}
-      for k = skip + 1, #p do names[#names + 1] = p[k] end
+      local p, names = param_names(fn), {}
+      for k = skip + 1, np do names[#names + 1] = p[k] end
       error(("%s: extra argument %d (%s): it takes %d (%s)"):format(op, i, (show or short)(v), #names,
         table.concat(names, ", ")), (user_frame()))
     end
@@ -135,13 +136,18 @@ end
 -- fn behind a check that no value comes past its parameters (fn itself when
 -- it is variadic); skip as for check_arity. The wrapper has fixed
 -- parameters, fn's and three more (a vararg function costs LuaJIT a frame
--- set-up on every call), so it sees the first three values past fn's. Each
--- wrapper is compiled from its own source: LuaJIT counts hotness and starts
--- traces per prototype, and one prototype shared by hundreds of wrappers
--- made calls through them cost about 0.8 us more (F.linear, measured). The
--- wrappers are remembered, so wrapping twice wraps once.
-local wrappers = setmetatable({}, { __mode = "k" })
-local function compile(n, skip)
+-- set-up on every call), so it sees the first three values past fn's. LuaJIT
+-- counts hotness and starts traces per prototype: one prototype shared by
+-- hundreds of wrappers made calls through them cost about 0.8 us more
+-- (F.linear, measured), so a wrapper of a hot function (hot = true: the ops,
+-- Tensor's methods, nn.functional) is compiled from its own source; each
+-- such prototype adds about 0.5 KB to the Lua heap, which every collection
+-- walks, so the others share one prototype per parameter count. The wrappers
+-- are remembered, so wrapping twice wraps once.
+local shared = {}
+local function compile(n, skip, hot)
+  local key = n .. ":" .. skip
+  if not hot and shared[key] then return shared[key] end
   local ps = {}
   for i = 1, n do ps[i] = "p" .. i end
   local after = {}
@@ -149,28 +155,32 @@ local function compile(n, skip)
   after[#after + 1] = "e1, e2, e3"
   local own = table.concat(ps, ", ")
   local src = ([[
-local check, fn, op, skip = ...
-return function(%s)
-  if e1 ~= nil or e2 ~= nil or e3 ~= nil then check(op, fn, skip, nil, %s) end
-  return fn(%s)
+local check = ...
+return function(fn, op, skip)
+  return function(%s)
+    if e1 ~= nil or e2 ~= nil or e3 ~= nil then check(op, fn, skip, nil, %s) end
+    return fn(%s)
+  end
 end]]):format(n > 0 and own .. ", e1, e2, e3" or "e1, e2, e3", table.concat(after, ", "), own)
-  return assert(load(src, "=ember/arity"))
+  local make = assert(load(src, "=ember/arity"))(errors.check_arity)
+  if not hot then shared[key] = make end
+  return make
 end
 
-function errors.arity_checked(op, fn, skip)
-  if wrappers[fn] then return fn end
-  local p = params(fn)
-  if not p then return fn end
-  local w = compile(#p, math.min(skip, #p))(errors.check_arity, fn, op, skip)
-  wrappers[w], original[w] = true, fn
+function errors.arity_checked(op, fn, skip, hot)
+  if original[fn] then return fn end
+  local np = nparams(fn)
+  if not np then return fn end
+  local w = compile(np, math.min(skip, np), hot)(fn, op, skip)
+  original[w] = fn
   return w
 end
 
 -- the count of values a call of fn may pass after the skip it does not
--- count, or false when fn is variadic (cached with params)
+-- count, or false when fn is variadic
 function errors.arity_limit(fn, skip)
-  local p = params(fn)
-  return p and math.max(0, #p - skip)
+  local np = nparams(fn)
+  return np and math.max(0, np - skip)
 end
 
 -- Out of memory under a memory limit first runs this (the binding releases

@@ -126,21 +126,22 @@ do
   local class_name = setmetatable({}, { __mode = "k" })
   local function wrap_call(mt)
     local call = mt.__call
-    if type(call) ~= "function" or errors.params(call) == false then return end
-    local limit = math.max(0, #errors.params(call) - 1)
+    if type(call) ~= "function" or not errors.nparams(call) then return end
+    local limit = math.max(0, errors.nparams(call) - 1)
     mt.__call = function(c, ...)
       if select("#", ...) > limit then errors.check_arity(class_name[c] or "ember.call", call, 1, nil, ...) end
       return call(c, ...)
     end
   end
   local done = {}
+  local hot = { [ember] = true, [ember.Tensor] = true }   -- the ops: their own prototypes (errors.lua)
   local function wrap_all(t, prefix, sep, skip)
     if type(t) ~= "table" or done[t] then return end
     done[t] = true
     for k, v in pairs(t) do
       if type(k) == "string" and k:sub(1, 1) ~= "_" then
         if type(v) == "function" then
-          t[k] = errors.arity_checked(prefix .. sep .. k, v, skip)
+          t[k] = errors.arity_checked(prefix .. sep .. k, v, skip, hot[t])
         elseif type(v) == "table" and skip == 0 and not ember.is_tensor(v) then
           local mt = getmetatable(v)
           if mt == nil then

@@ -1095,7 +1095,7 @@ for _, tbl in ipairs({ { F, "ember.nn.functional." }, { nn, "ember.nn." }, { nn.
   local t, prefix = tbl[1], tbl[2]
   for name, fn in pairs(t) do
     if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" then
-      t[name] = errors.arity_checked(prefix .. name, fn, 0)
+      t[name] = errors.arity_checked(prefix .. name, fn, 0, t == F)
     end
   end
 end
