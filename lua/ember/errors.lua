@@ -3,7 +3,10 @@
 -- line: the level is found by walking the stack past ember's own files (this
 -- folder, and the wrappers generated from source text), so no caller passes a
 -- level. A method called with '.' instead of ':' (x.sum(), x.add(y)) is named
--- as such in the message about the argument it left out.
+-- as such in the message about the argument it left out. No argument is
+-- silently ignored: check_arity and arity_checked (the wrappers init.lua puts
+-- over the public API) raise for a value past a function's parameters, and
+-- known_options for an unknown key of an options table.
 local ffi = require("ffi")
 
 local errors = {}
