@@ -207,6 +207,21 @@ describe("BatchNorm's momentum = false (PyTorch's None)", function()
     assert.matches("momentum=None", tostring(bn), 1, true)
   end)
 
+  it("matches PyTorch's momentum=None (spec/fixtures/modules/gen.py)", function()
+    local f = assert(io.open("spec/fixtures/modules/bn_momentum_none.json"))
+    local fx = ember.io.json.decode(f:read("*a"))
+    f:close()
+    local bn = nn.BatchNorm1d(2, { momentum = false, dtype = "float64" })
+    local y
+    for _, rows in ipairs(fx.batches) do y = bn(ember.tensor(rows, { dtype = "float64" })) end
+    assert.equal(fx.num_batches_tracked, bn.num_batches_tracked:item())
+    H.same(bn.running_mean, fx.running_mean, 1e-12)
+    H.same(bn.running_var, fx.running_var, 1e-12)
+    H.same(y, fx.last_output, 1e-10)
+    bn:eval()
+    H.same(bn(ember.tensor(fx.batches[1], { dtype = "float64" })), fx.eval_output, 1e-10)
+  end)
+
   it("keeps 0.1 as the default and checks the value", function()
     local bn = nn.BatchNorm1d(1, { dtype = "float64" })
     bn(ember.tensor({ { 1 }, { 3 } }, { dtype = "float64" }))
