@@ -251,7 +251,8 @@ device =, non_blocking =, memory_format =}`. Dtype conversions leave integer
 and bool buffers (`num_batches_tracked`) as they are, as PyTorch;
 `memory_format` `"channels_last"` raises (not supported), an integer dtype or
 an unknown option raises; a tensor tracked by a recording `GradManager`
-raises. Returns the module.
+raises. Every tensor is converted before any is swapped, so a conversion
+that fails (out of memory) leaves the module as it was. Returns the module.
 
 ### `Module:extra_repr()`
 The text inside the parentheses when the module prints (`Linear(3, 2)`).

@@ -510,17 +510,21 @@ function Module:to(...)
       end
     end
   end)
+  -- every conversion first, then the swaps: a conversion that fails (a
+  -- device without memory) leaves the module as it was
+  local pairs_ = {}
   local function convert(t)
     local args = { dtype = FLOATING[t.dtype] and target.dtype or nil, device = target.device,
       non_blocking = target.non_blocking, memory_format = target.memory_format }
     local moved = ember.no_grad(function() return t:to(args) end)
-    if moved ~= t then ember._swap(t, moved) end
+    if moved ~= t then pairs_[#pairs_ + 1] = { t, moved } end
   end
   for _, t in ipairs(todo) do
-    local g = rawget(t, "_grad")
     convert(t)
+    local g = rawget(t, "_grad")
     if g ~= nil then convert(g) end
   end
+  for _, p in ipairs(pairs_) do ember._swap(p[1], p[2]) end
   return self
 end
 function Module:float() return self:to("float32") end
