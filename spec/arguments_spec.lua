@@ -298,7 +298,8 @@ describe("every public name", function()
         unknown[#unknown + 1] = name
       end
     end
-    assert.are.same({}, unknown)
+    assert.are.same({}, unknown, "a public name of ember.nn or Module with no valid call: add it to CALLS "
+      .. "(or, variadic by design, to VARIADIC) in spec/arguments_spec.lua")
   end)
 
   for _, p in ipairs(public()) do
