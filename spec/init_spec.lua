@@ -141,7 +141,7 @@ describe("nn.init", function()
     local cases = {
       { function() init.normal_(nil) end, "ember.nn.init.normal_: expected a tensor to fill, got nil" },
       { function() init.zeros_(ember.empty({ 2 }, { dtype = "int64" })) end,
-        "ember.nn.init.constant_: expected a floating point tensor, got int64" },
+        "ember.nn.init.zeros_: expected a floating point tensor, got int64" },
       { function() init.uniform_(w, 2, 1) end, "ember.nn.init.uniform_: expected a <= b, got a = 2, b = 1" },
       { function() init.normal_(w, { std = -1 }) end, "ember.nn.init.normal_: std must be >= 0, got -1" },
       { function() init.normal_(w, { sd = 1 }) end, "ember.nn.init.normal_: unknown option 'sd'" },

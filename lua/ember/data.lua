@@ -54,8 +54,7 @@ return function(ember)
   end
 
   -- ember.data.TensorDataset(x, y?): samples along the first dim of both.
-  function M.TensorDataset(x, y, op)
-    op = op or "TensorDataset"
+  local function tensor_dataset(x, y, op)
     if not ember.is_tensor(x) then fail(op, "expected a tensor x, got " .. type(x)) end
     if x:dim() == 0 then fail(op, "x must have at least one dim (the samples)") end
     local n = x:size(1)
@@ -68,6 +67,7 @@ return function(ember)
     end
     return object(TensorDataset, { x = x, y = y, n = n })
   end
+  function M.TensorDataset(x, y) return tensor_dataset(x, y, "TensorDataset") end
 
   ---------------------------------------------------------------- IDX files
   local function load_idx(op, path)
@@ -80,8 +80,7 @@ return function(ember)
   -- ember.data.mnist_idx(images_path, labels_path?): images {N, H, W} (or
   -- {N, C, H, W}) become float32 {N, 1, H, W}, uint8 scaled to [0, 1]; labels
   -- {N} become int64, 1-based (raw + 1).
-  function M.mnist_idx(images_path, labels_path, op)
-    op = op or "mnist_idx"
+  local function mnist_idx(images_path, labels_path, op)
     local x = load_idx(op, images_path)
     local s = x:shape()
     if #s == 3 then
@@ -103,8 +102,9 @@ return function(ember)
       end
       y = y:to("int64") + 1
     end
-    return M.TensorDataset(x, y, op)
+    return tensor_dataset(x, y, op)
   end
+  function M.mnist_idx(images_path, labels_path) return mnist_idx(images_path, labels_path, "mnist_idx") end
 
   local DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
   local function exists(path)
@@ -153,7 +153,7 @@ return function(ember)
         .. "`apt install dataset-fashion-mnist`, or point EMBER_DATA_DIR at a folder holding it)")
         :format(images and lbl_name or img_name, table.concat(dirs, " or ")))
     end
-    return M.mnist_idx(images, labels, "fashion_mnist")
+    return mnist_idx(images, labels, "fashion_mnist")
   end
 
   ---------------------------------------------------------------- shuffling
@@ -310,6 +310,8 @@ return function(ember)
     if type(opts) ~= "table" then
       fail("DataLoader", "options must be a table, got " .. type(opts))
     end
+    errors.known_options("DataLoader", opts, { "batch_size", "shuffle", "drop_last", "seed", "epoch",
+      "distributed", "pin_memory" })
     local bs = opts.batch_size or 1
     if type(bs) ~= "number" or bs ~= floor(bs) or bs < 1 or bs > 2 ^ 53 then
       fail("DataLoader", "batch_size must be a positive integer, got " .. tostring(bs))

@@ -85,6 +85,55 @@ for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "frame", "data", "io",
   end
 end
 ember.help = require("ember.doc").help
+-- No value past a public function's parameters is ignored: every function
+-- of the API reference's tables (and of the plain tables of functions in
+-- them, such as ember.io.json), every constructor (a class's __call) and
+-- every method of its classes raises for one (errors.arity_checked;
+-- variadic functions are left as they are).
+do
+  local doc, errors = require("ember.doc"), require("ember.errors")
+  local class_name = setmetatable({}, { __mode = "k" })
+  local function wrap_call(mt)
+    local call = mt.__call
+    if type(call) ~= "function" or not errors.nparams(call) then return end
+    local limit = math.max(0, errors.nparams(call) - 1)
+    mt.__call = function(c, ...)
+      if select("#", ...) > limit then errors.check_arity(class_name[c] or "ember.call", call, 1, nil, ...) end
+      return call(c, ...)
+    end
+  end
+  local done = {}
+  local hot = { [ember] = true, [ember.Tensor] = true }   -- the ops: their own prototypes (errors.lua)
+  local function wrap_all(t, prefix, sep, skip)
+    if type(t) ~= "table" or done[t] then return end
+    done[t] = true
+    for k, v in pairs(t) do
+      if type(k) == "string" and k:sub(1, 1) ~= "_" then
+        if type(v) == "function" then
+          t[k] = errors.arity_checked(prefix .. sep .. k, v, skip, hot[t])
+        elseif type(v) == "table" and skip == 0 and not ember.is_tensor(v) then
+          local mt = getmetatable(v)
+          if mt == nil then
+            wrap_all(v, prefix .. sep .. k, ".", 0)   -- a plain table of functions (ember.io.json)
+          elseif type(mt) == "table" and rawget(mt, "__call") and not class_name[v] then
+            class_name[v] = prefix .. sep .. k
+            wrap_call(mt)
+          end
+        end
+      end
+    end
+  end
+  for _, c in ipairs(doc.CLASSES) do
+    local class = doc.resolve(ember, c[2])
+    wrap_all(class, "ember." .. c[1], ":", 1)
+    local mt = getmetatable(class)
+    if type(mt) == "table" and type(rawget(mt, "__index")) == "table" then
+      wrap_all(rawget(mt, "__index"), "ember." .. c[1], ":", 1)
+    end
+  end
+  -- after the classes, so a class found in a table (ember.Tensor) keeps its methods' numbering
+  for _, path in ipairs(doc.TABLES) do wrap_all(doc.resolve(ember, path), path, ".", 0) end
+end
 require("ember.suggest").apply(ember)   -- from here on a misspelt ember.xxx raises
 
 return ember

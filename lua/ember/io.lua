@@ -208,6 +208,16 @@ return function(ember)
         raise("the value at %s is a %s (a checkpoint holds tensors, numbers, strings, booleans "
           .. "and tables of them)", path, tv)
       end
+      local mt = getmetatable(v)
+      if mt ~= nil and mt.__module then
+        raise("the value at %s is a module (nn.%s): save its parameters and buffers with "
+          .. "m:state_dict(), and load them back with m:load_state_dict(ember.load(path))", where(path),
+          tostring(mt.__class.__name))
+      end
+      if mt ~= nil then
+        raise("the table at %s has a metatable (an object, not data): a checkpoint holds tensors, "
+          .. "numbers, strings, booleans and plain tables of them", where(path))
+      end
       if open[v] then raise("the table at %s contains itself", path) end
       if depth > MAX_NESTING then raise("tables nested more than %d deep at %s", MAX_NESTING, path) end
       open[v] = true
@@ -543,6 +553,8 @@ return function(ember)
   -- ember.load(path, {device = ...}?) -> {name = tensor} (or the nested table
   -- that was saved), metadata
   function M.load(path, opts)
+    if opts ~= nil and type(opts) ~= "table" then errors.fail("load", "options must be a table, got " .. type(opts)) end
+    errors.known_options("load", opts, { "device" })
     local device = type(opts) == "table" and opts.device or nil
     return with_file("load", path, function(fd)
       local entries, metadata, data_start = read_header(fd)

@@ -215,8 +215,10 @@ json.encode_string = encode_string
 
 -- Compact encoding. Tables with the ARRAY metatable, or a [1], are arrays; the
 -- rest are objects, written with their keys sorted (deterministic output).
-function json.encode(v, depth)
-  depth = depth or 0
+local encode
+-- json.encode(v): v as JSON text
+function json.encode(v) return encode(v, 0) end
+function encode(v, depth)
   if depth > MAX_DEPTH then error("json.encode: nesting deeper than " .. MAX_DEPTH, 0) end
   local tv = type(v)
   if v == json.null or v == nil then return "null"
@@ -229,7 +231,7 @@ function json.encode(v, depth)
   elseif tv == "table" then
     local parts, mt = {}, getmetatable(v)
     if mt == ARRAY or (mt ~= OBJECT and v[1] ~= nil) then
-      for i = 1, #v do parts[i] = json.encode(v[i], depth + 1) end
+      for i = 1, #v do parts[i] = encode(v[i], depth + 1) end
       return "[" .. concat(parts, ",") .. "]"
     end
     local keys = {}
@@ -238,7 +240,7 @@ function json.encode(v, depth)
       keys[#keys + 1] = k
     end
     sort(keys)
-    for i, k in ipairs(keys) do parts[i] = encode_string(k) .. ":" .. json.encode(v[k], depth + 1) end
+    for i, k in ipairs(keys) do parts[i] = encode_string(k) .. ":" .. encode(v[k], depth + 1) end
     return "{" .. concat(parts, ",") .. "}"
   end
   error("json.encode: cannot encode a " .. tv, 0)

@@ -73,6 +73,9 @@ return function(ember, H)
 
   function Tensor.gelu(a, opts)
     if opts ~= nil and type(opts) ~= "table" then fail("gelu", "options must be a table, got " .. type(opts)) end
+    for k in pairs(opts or {}) do
+      if k ~= "approximate" then fail("gelu", "unknown option '" .. tostring(k) .. "'") end
+    end
     local mode = opts and opts.approximate
     if mode ~= nil and mode ~= "none" and mode ~= "tanh" then
       fail("gelu", "approximate must be \"none\" or \"tanh\", got " .. tostring(mode))
@@ -158,14 +161,45 @@ return function(ember, H)
 
   -- t:to("float64"), t:to("cuda"), t:to({dtype =, device =}), t:to(other_tensor);
   -- t:to("cuda", {non_blocking = true}) or t:to({device =, non_blocking = true})
-  function Tensor.to(a, x, y)
+  -- PyTorch's memory formats: "preserve_format" and "contiguous_format" are
+  -- ember's only layout; "channels_last" is not supported yet. Returns
+  -- whether the result must be contiguous.
+  local errors = require("ember.errors")
+  local MEMORY_FORMATS = { preserve_format = false, contiguous_format = true }
+  function ember._memory_format(op, v)
+    if v == nil then return false end
+    if MEMORY_FORMATS[v] ~= nil then return MEMORY_FORMATS[v] end
+    if v == "channels_last" or v == "channels_last_3d" then
+      errors.raise(("%s: memory_format '%s' is not supported: tensors are kept in the contiguous "
+        .. "(NCHW) layout"):format(op, v))
+    end
+    errors.raise(("%s: unknown memory_format %s: expected 'preserve_format' or 'contiguous_format'")
+      :format(op, type(v) == "string" and ("'" .. v .. "'") or tostring(v)))
+  end
+  local TO_OPTIONS = { dtype = true, device = true, non_blocking = true, memory_format = true }
+  local function to_options(t, keys)
+    for k in pairs(t) do
+      if not keys[k] then fail("to", "unknown option '" .. tostring(k) .. "'") end
+    end
+    if t.non_blocking ~= nil and type(t.non_blocking) ~= "boolean" then
+      fail("to", "non_blocking must be a boolean, got " .. tostring(t.non_blocking))
+    end
+    return ember._memory_format("ember.to", t.memory_format)
+  end
+  function Tensor.to(a, x, y, extra)
     local c = tensor_arg("to", a, 1)
-    local dt, dev, non_blocking
-    if type(y) == "table" and not is_tensor(y) then y, non_blocking = nil, y.non_blocking end
+    local dt, dev, non_blocking, contiguous
+    if extra ~= nil then fail("to", "extra argument 4: t:to takes at most a dtype, a device and an options table") end
+    if type(y) == "table" and not is_tensor(y) then
+      contiguous = to_options(y, { non_blocking = true, memory_format = true })
+      y, non_blocking = nil, y.non_blocking
+    end
     if is_tensor(x) then
       local xc = tensor_arg("to", x, 2)
       dt, dev = C.ember_tensor_dtype(xc), C.ember_tensor_device(xc)
     elseif type(x) == "table" then
+      if y ~= nil then fail("to", "argument 3 (" .. tostring(y) .. ") comes after the options table") end
+      contiguous = to_options(x, TO_OPTIONS)
       dt = x.dtype and dtype_id("to", x.dtype)
       dev = x.device and device_id("to", x.device)
       non_blocking = x.non_blocking
@@ -186,6 +220,7 @@ return function(ember, H)
       check(C.ember_to_dtype(r._c, dt, out1))
       r = wrap(out1[0])
     end
+    if contiguous then r = r:contiguous() end
     return r
   end
   function Tensor.float(a) return a:to("float32") end

@@ -405,6 +405,8 @@ end
 
 function P.svg(path, series, opts)
   opts = opts or {}
+  require("ember.errors").known_options("plot.svg", opts, { "title", "xlabel", "ylabel", "y2label", "width",
+    "height", "logy", "xmin", "xmax", "ymin", "ymax", "y2min", "y2max", "colors", "name" })
   if path ~= nil and type(path) ~= "string" then
     fail("path must be a string or nil, got " .. type(path))
   end

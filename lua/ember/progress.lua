@@ -102,6 +102,8 @@ end
 function P.new(n, opts)
   if type(n) == "table" and opts == nil then n, opts = n.total, n end
   opts = opts or {}
+  require("ember.errors").known_options("progress", opts, { "total", "file", "tty", "desc", "columns", "width",
+    "interval", "lines", "unit", "clock", "log_interval" })
   if n ~= nil and (type(n) ~= "number" or n < 0) then
     require("ember.errors").fail("progress", "total must be a non-negative number or nil, got " .. tostring(n))
   end

@@ -146,6 +146,23 @@ return function(ember)
     return slot ~= 0 and handles[slot] or nil
   end
 
+  -- Gives wrapper a the C tensor of wrapper b, and b a's: Module:to converts
+  -- a parameter in place this way, so the Lua object that managers and
+  -- optimizers hold stays the one the module has. b (usually a fresh
+  -- conversion) then holds the old C tensor and is freed with it.
+  function ember._swap(a, b)
+    local pa, pb = rawget(a, "_c"), rawget(b, "_c")
+    local sa, sb = C.ember_tensor_lua_slot(pa), C.ember_tensor_lua_slot(pb)
+    if sa == 0 or sb == 0 or handles[sa] ~= a or handles[sb] ~= b then
+      fail("_swap", "both tensors must be live wrappers")
+    end
+    ptrs[sa], ptrs[sb] = pb, pa
+    C.ember_tensor_set_lua_slot(pb, sa)
+    C.ember_tensor_set_lua_slot(pa, sb)
+    rawset(a, "_c", pb)
+    rawset(b, "_c", pa)
+  end
+
   -- When the Lua state closes, every tensor Lua still owns is released.
   local closer = newproxy(true)
   getmetatable(closer).__gc = function()
@@ -256,7 +273,14 @@ return function(ember)
   -- A shape from a table {2, 3} or from numbers (2, 3); returns ndim, int64_t*.
   local function shape_arg(op, s, ...)
     if limited then release_collected() end
-    if type(s) == "number" then s = { s, ... } end
+    if type(s) == "number" then s = { s, ... }
+    elseif select("#", ...) > 0 then
+      for i = 1, select("#", ...) do
+        if select(i, ...) ~= nil then
+          fail(op, "extra argument after the shape table: a shape is one table {2, 3} or sizes 2, 3")
+        end
+      end
+    end
     if type(s) ~= "table" or is_tensor(s) then fail(op, "expected a shape table, got " .. type(s)) end
     local n = #s
     if n > 8 then fail(op, "at most 8 dims are supported, got " .. n) end

@@ -32,6 +32,7 @@ return function(ember, autodiff)
 
   return function(fn, inputs, opts)
     opts = opts or {}
+    errors.known_options("autodiff.gradcheck", opts, { "eps", "atol", "rtol", "raise" })
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
     local raise = opts.raise ~= false
     local diff = {}

@@ -298,6 +298,7 @@ return function(ember, autodiff)
 
   function graph.save_on_cpu(opts, fn, ...)
     if type(opts) == "function" then return graph.save_on_cpu({}, opts, fn, ...) end
+    errors.known_options("autodiff.graph.save_on_cpu", opts, { "pin_memory" })
     local pin = opts and opts.pin_memory
     local function pack_fn(t)
       if t.device == "cpu" then return t end       -- identity for CPU tensors
@@ -355,6 +356,7 @@ return function(ember, autodiff)
       errors.raise("ember.autodiff.graph.register_multi_grad_hook: expected a list of tensors")
     end
     if type(fn) ~= "function" then errors.raise("ember.autodiff.graph.register_multi_grad_hook: fn must be a function") end
+    errors.known_options("autodiff.graph.register_multi_grad_hook", opts, { "mode" })
     local mode = opts and opts.mode or "all"
     if mode ~= "all" and mode ~= "any" then
       errors.raise("ember.autodiff.graph.register_multi_grad_hook: mode must be \"all\" or \"any\", got " .. tostring(mode))

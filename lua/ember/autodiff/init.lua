@@ -315,7 +315,7 @@ end
 local GradManager = {}
 GradManager.__index = GradManager
 autodiff.GradManager = setmetatable({}, {
-  __call = function(_, ...) return GradManager.new(...) end,
+  __call = function(_) return GradManager.new() end,   -- takes no arguments (an extra one raises)
   __index = GradManager,
 })
 

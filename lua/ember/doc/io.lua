@@ -52,11 +52,13 @@ The largest header `load` accepts, in bytes (100 MB).
 ### `ember.plot.svg(path, series, opts?)`
 Writes a line plot of named series (`{loss = {...}, acc = {...}}`) as a
 standalone SVG file and returns its text (`path` nil: only the text);
-`opts = {title, xlabel, ylabel, width = 640, height = 400, logy, xmin, xmax,
-ymin, ymax, colors}`.
+`opts = {title, xlabel, ylabel, y2label, width = 640, height = 400, logy,
+xmin, xmax, ymin, ymax, y2min, y2max, colors, name}` (an unknown key raises).
 
-### `ember.plot.ticks(lo, hi, n?)`
-Round tick positions (1, 2 or 5 x 10^k steps) covering `[lo, hi]`.
+### `ember.plot.ticks(lo, hi, n?, min_step?)`
+Round tick positions (1, 2 or 5 x 10^k steps) covering `[lo, hi]`, about
+`n` (5) of them, spaced at least `min_step` (1 for integer data such as
+epochs).
 
 ### `ember.plot.escape(s)`
 `s` with XML's special characters escaped.

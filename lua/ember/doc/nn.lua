@@ -11,22 +11,26 @@ PyTorch. Inputs are batched `(N, ...)`. Details: docs/nn.md.
 `y = x W^T + b`; `weight` `{out, in}` and `bias` `{out}` from
 U(-1/sqrt(in), 1/sqrt(in)); `{bias = false}` leaves the bias out.
 
-### `ember.nn.Conv2d(in_channels, out_channels, kernel, opts?)`
+### `ember.nn.Conv2d(in_channels, out_channels, kernel, stride?, padding?, dilation?, groups?, bias?, opts?)`
 2-D convolution of `(N, C, H, W)` input; `kernel` a number or `{kh, kw}`;
 `opts = {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
-activation = nil}`. `activation = "relu"` makes it PyTorch's `ConvReLU2d`:
-the forward is `F.conv2d_relu`, one op for the convolution, its bias and the
+activation = nil}`. The options before `opts` may come positionally in
+PyTorch's order, the options table after them (`Conv2d(3, 8, 3, 2, 1,
+{bias = false})`); one given both ways, a value after the table or past
+`bias` raises. `activation = "relu"` makes it PyTorch's `ConvReLU2d`: the
+forward is `F.conv2d_relu`, one op for the convolution, its bias and the
 ReLU.
 
-### `ember.nn.Conv1d(in_channels, out_channels, kernel, opts?)`
+### `ember.nn.Conv1d(in_channels, out_channels, kernel, stride?, padding?, dilation?, groups?, bias?, opts?)`
 1-D convolution of `(N, C, L)` input (conv2d over a height of 1); `weight`
 `{out, in/groups, k}`; `opts` as Conv2d's, each spatial option a number or
-`{n}`. Stride and padding may also come positionally.
+`{n}`, positionally in PyTorch's order as for Conv2d.
 
-### `ember.nn.ConvTranspose2d(in_channels, out_channels, kernel, opts?)`
+### `ember.nn.ConvTranspose2d(in_channels, out_channels, kernel, stride?, padding?, output_padding?, groups?, bias?, dilation?, opts?)`
 Transposed 2-D convolution (conv2d's input gradient); `weight` `{in,
 out/groups, kh, kw}`; `opts = {stride = 1, padding = 0, output_padding = 0,
-groups = 1, dilation = 1, bias = true}`. `m(x, output_size)` picks the
+groups = 1, bias = true, dilation = 1}`, positionally in PyTorch's order
+(as listed) with the options table after them. `m(x, output_size)` picks the
 `output_padding` that gives `output_size` (`{H, W}` or `{N, C, H, W}`).
 
 ### `ember.nn.MaxPool2d(kernel_size, stride?, padding?, dilation?, return_indices?, ceil_mode?)`, `ember.nn.MaxPool1d(...)`, `ember.nn.MaxPool3d(...)`
@@ -69,7 +73,10 @@ align_corners, recompute_scale_factor}`, kept as fields.
 ### `ember.nn.BatchNorm1d(num_features, opts?)`, `ember.nn.BatchNorm2d(num_features, opts?)`
 Batch normalisation over `(N, C)`/`(N, C, L)` or `(N, C, H, W)` with running
 statistics for `eval()`; `opts = {eps = 1e-5, momentum = 0.1, affine = true,
-track_running_stats = true}`.
+track_running_stats = true}`. `momentum = false` is PyTorch's
+`momentum=None` (which Lua cannot spell, `nil` being the default): the
+running statistics are the cumulative average over the batches seen (each
+update weighted `1 / num_batches_tracked`).
 
 ### `ember.nn.LayerNorm(normalized_shape, opts?)`
 Normalises over the last dims `normalized_shape`; `opts = {eps = 1e-5,
@@ -131,14 +138,33 @@ Returns its input.
 Flattens dims `start_dim` (2) to `end_dim` (-1).
 
 ### `ember.nn.Sequential(...)`
-Runs its modules in order; children are named `"1"`, `"2"`, ...;
-`seq:add(m)`, `seq:get(i)`, `#seq`. An `nn.Linear` with a bias followed
+Runs its modules in order; children are named `"1"`, `"2"`, ... (PyTorch's
+`"0"`, `"1"`, ... with `torch_names`). The modules sit in the instance's
+array part: `seq[i]` (negative from the end; out of range raises), `#seq`,
+`seq:len()`, `ipairs(seq)`, `seq[i] = m` (replaces, or appends at `#seq + 1`),
+`seq[#seq] = nil` (removes the last), `seq:append(m)` (`seq:add(m)`),
+`seq:extend(list)`, `seq:get(i)`, `seq:iter()`. An existing entry is Lua's
+own slot, so `seq[2] = x` is not checked when written: anything but a module
+there raises at the next forward or `parameters()`. An `nn.Linear` with a bias followed
 by an `nn.ReLU` (neither of them given a `forward` of its own) runs as one
 `F.linear_relu`, with the same values and gradients.
 
 ### `ember.nn.ModuleList(list?)`
-A list of modules registered as children; `:append(m)`, `:get(i)`,
-`:iter()`.
+A list of modules registered as children, indexed, measured and iterated
+as `Sequential` (`ml[i]`, `#ml`, `ipairs(ml)`, `:append(m)`, `:extend(list)`,
+`:get(i)`, `:len()`, `:iter()`); it has no `forward`.
+
+### `ember.nn.ParameterList(list?)`
+A list of floating point tensors, each a parameter (named `"1"`, `"2"`, ...;
+PyTorch's from 0 with `torch_names`); indexed and iterated as `ModuleList`.
+
+### `ember.nn.ModuleDict(entries?)`, `ember.nn.ParameterDict(entries?)`
+Modules (or floating point tensors, each a parameter) by name, in insertion
+order: `entries` is a table (taken in sorted key order) or a list of
+`{name, value}` pairs (in its order). `d[name]`, `d[name] = v`, `d:keys()`,
+`d:values()`, `d:items()` (`for name, v in d:items() do`), `d:len()`,
+`d:contains(name)`, `d:pop(name)`, `d:update(entries)`. A name may not be
+one of the class's methods (`keys`, `to`, ...) or contain `.`.
 
 ### `ember.nn.MultiheadAttention(embed_dim, num_heads, opts?)`
 PyTorch's multi-head attention; `opts = {dropout = 0, bias = true,
@@ -198,10 +224,11 @@ is PyTorch's `{n, n}` float mask, `-inf` above the diagonal and 0 elsewhere
 (a float mask must have the scores' dtype; `nn.causal_mask(n)` is the bool
 one).
 
-### `ember.nn.RNN(input_size, hidden_size, opts?)`, `ember.nn.LSTM(input_size, hidden_size, opts?)`, `ember.nn.GRU(input_size, hidden_size, opts?)`
+### `ember.nn.RNN(input_size, hidden_size, num_layers?, bias?, batch_first?, dropout?, bidirectional?, opts?)`, `ember.nn.LSTM(input_size, hidden_size, num_layers?, bias?, batch_first?, dropout?, bidirectional?, opts?)`, `ember.nn.GRU(input_size, hidden_size, num_layers?, bias?, batch_first?, dropout?, bidirectional?, opts?)`
 Recurrent layers as PyTorch's: `opts = {num_layers = 1, bias = true,
 batch_first = false, dropout = 0, bidirectional = false}` (RNN also
-`nonlinearity = "tanh" | "relu"`; `num_layers` may come third). `m(input,
+`nonlinearity = "tanh" | "relu"`); the options may come positionally in
+PyTorch's order (`LSTM(10, 20, 2)`), the options table after them. `m(input,
 hx?)` returns `out, h_n` (LSTM: `out, {h_n, c_n}` from `hx = {h_0, c_0}`);
 input `(L, N, H_in)`, `(N, L, H_in)` with `batch_first`, or unbatched.
 Parameters `weight_ih_l0`, `weight_hh_l0`, `bias_ih_l0`, `bias_hh_l0`
@@ -251,8 +278,13 @@ function Net:forward(x) return self.fc(x) end
 local net = Net(784)
 ```
 
-Assigning a tensor to a field registers a parameter, a module a child, in
-assignment order.
+Assigning a floating point tensor to a field registers a parameter, a module
+a child, in assignment order. A tensor of another dtype (a bool mask, int64
+indices) stays a plain field: no parameter, no buffer, not in `state_dict`,
+not converted by `:to()`. A floating point tensor that must not be a
+parameter (an additive mask) is a buffer: `self:register_buffer("mask", m,
+false)` keeps it out of `state_dict` too. Any constructor, `forward` (through
+`m(...)`) and public method raises for an argument past those it takes.
 
 ### `Module:extend(name)`
 A subclass named `name`; calling it creates an instance and runs `init`.
@@ -266,15 +298,23 @@ The constructor a subclass defines.
 ### `Module:forward(...)`
 The computation a subclass defines; `m(x)` calls it.
 
-### `Module:register_buffer(name, t)`
-Registers state saved in `state_dict` but not a parameter (running stats).
+### `Module:register_buffer(name, t, persistent?)`
+Registers state that is converted by `:to()` but is not a parameter
+(running stats); it is in `state_dict` unless `persistent` is `false`
+(PyTorch's non-persistent buffer). `named_buffers` lists both kinds.
 
-### `Module:parameters()`, `Module:named_parameters()`
+### `Module:register_parameter(name, t)`
+`self[name] = t`, raising unless `t` is a floating point tensor (`nil`
+removes the parameter).
+
+### `Module:parameters()`, `Module:named_parameters(opts?)`
 Every parameter of the tree (shared ones once), in registration order; the
 named form is a list of `{name, t}` that also answers `list["fc.weight"]`
-and iterates as `for name, t in m:named_parameters() do`.
+and iterates as `for name, t in m:named_parameters() do`. `opts =
+{torch_names = true}` gives PyTorch's names (list entries from 0, as
+`state_dict`'s), so `t.grad` can be matched with PyTorch's gradients by name.
 
-### `Module:buffers()`, `Module:named_buffers()`
+### `Module:buffers()`, `Module:named_buffers(opts?)`
 Every buffer of the tree, likewise.
 
 ### `Module:children()`, `Module:named_children()`
@@ -290,17 +330,27 @@ module.
 ### `Module:zero_grad()`
 Clears every parameter's `.grad`.
 
-### `Module:state_dict()`
-A table name -> tensor of the parameters and buffers (sharing storage).
+### `Module:state_dict(opts?)`
+A table name -> tensor of the parameters and persistent buffers (sharing
+storage); `opts = {torch_names = true}` for PyTorch's names. Save this, not
+the module: `ember.save(path, m)` raises.
 
 ### `Module:load_state_dict(sd, strict?)`
 Copies `sd` into the parameters and buffers after checking every shape (and,
 with `strict`, the default, missing and unexpected keys); returns
 `{missing_keys =, unexpected_keys =}`.
 
-### `Module:to(...)`, `Module:float()`, `Module:double()`, `Module:cpu()`, `Module:cuda()`
-Converts every parameter and buffer in place (as `Tensor:to`); returns the
-module.
+### `Module:to(...)`, `Module:float()`, `Module:double()`, `Module:half()`, `Module:bfloat16()`, `Module:cpu()`, `Module:cuda()`
+Converts every parameter and buffer (and a parameter's `.grad`) in place: each
+keeps its tensor object, which gets the converted data, so a `GradManager` or
+optimizer made before the call goes on working. The arguments: a floating
+point dtype, a device, both, a tensor (its dtype and device), or `{dtype =,
+device =, non_blocking =, memory_format =}`. Dtype conversions leave integer
+and bool buffers (`num_batches_tracked`) as they are, as PyTorch;
+`memory_format` `"channels_last"` raises (not supported), an integer dtype or
+an unknown option raises; a tensor tracked by a recording `GradManager`
+raises. Every tensor is converted before any is swapped, so a conversion
+that fails (out of memory) leaves the module as it was. Returns the module.
 
 ### `Module:extra_repr()`
 The text inside the parentheses when the module prints (`Linear(3, 2)`).

@@ -139,6 +139,9 @@ changes. `t:to("cuda", {non_blocking = true})` (or `non_blocking` in the
 table form) queues a copy from pinned memory to the GPU without waiting for
 it; later work on the GPU sees the data, and the host must not write `t`
 before `ember.cuda.synchronize()`. Other copies wait as without it.
+`memory_format` (in either table): `"preserve_format"` (the default) or
+`"contiguous_format"` (a contiguous result); `"channels_last"` raises, not
+supported yet, as does an unknown option or format.
 
 ### `Tensor:pin_memory()`, `Tensor:is_pinned()`
 A contiguous copy of a CPU tensor in pinned (page-locked) host memory, from

@@ -2,14 +2,29 @@
 -- norm.lua and resize.lua: errors at the caller's line that name the call
 -- (loss.lua's fail), option tables checked against a spec with defaults
 -- (loss.lua's options), and PyTorch's spatial arguments (a number, or one
--- number per spatial dim). Not here: the layers themselves.
+-- number per spatial dim), PyTorch's positional arguments mixed with an
+-- options table (A.positional), and the check that no call passes more
+-- arguments than its function takes (A.check_arity: nn.Module's
+-- constructors and forwards and ember.nn.functional go through it). Not
+-- here: the layers themselves.
 local ember = require("ember")
 local L = require("ember.nn.loss")
 
-local A = { fail = L.fail, options = L.options, one_of = L.one_of, value_str = L.value_str }
+local A = { fail = L.fail, options = L.options, one_of = L.one_of }
 local is_tensor = ember.is_tensor
 
-A.shape_str = require("ember.errors").shape
+-- v as an error message shows it: 'text', {1, 2}, 0.5, a tensor as its
+-- dtype and shape, a module by its class
+function A.value_str(v)
+  if is_tensor(v) then return ("a %s tensor %s"):format(v.dtype, A.shape_str(v)) end
+  local mt = type(v) == "table" and getmetatable(v)
+  if mt and mt.__module then return "a module " .. tostring(mt.__class.__name) end
+  if type(v) == "table" and mt then return "a table with a metatable" end
+  return L.value_str(v)
+end
+
+local errors = require("ember.errors")
+A.shape_str = errors.shape
 
 function A.need_tensor(op, what, x)
   if not is_tensor(x) then A.fail(op, "%s must be a tensor, got %s", what, type(x)) end
@@ -57,6 +72,55 @@ A.dtype = L.one_of("float32", "float64", "float16", "bfloat16")
 -- the options every module with parameters takes besides its layer's
 A.DTYPE = { "dtype", "float32", A.dtype }
 A.BIAS = { "bias", true, A.boolean }
+
+-- Whether v is an options table: a plain table (no metatable, so no tensor
+-- and no module) without a list part ({2, 2} is a value, {stride = 2} options)
+function A.is_options(v)
+  return type(v) == "table" and getmetatable(v) == nil and rawget(v, 1) == nil
+end
+
+-- PyTorch's positional arguments with one options table anywhere among them:
+-- for names {"stride", "padding", ...}, the arguments 2, {bias = false} give
+-- {stride = 2, bias = false}; a copy, the caller's table is not changed.
+-- first is the position of the first of them in the call (for messages). An
+-- argument past the names, a value after the options table, or an option
+-- given both ways raises naming it.
+function A.positional(op, first, names, ...)
+  local n, o, opts = select("#", ...), {}, nil
+  for i = 1, n do
+    local v, pos = select(i, ...), first + i - 1
+    if opts then
+      if v ~= nil then
+        A.fail(op, "argument %d (%s) comes after the options table: the options table must be last",
+          pos, A.value_str(v))
+      end
+    elseif A.is_options(v) then
+      opts = v
+    elseif v ~= nil then
+      if i > #names then
+        A.fail(op, "extra argument %d (%s): too many arguments; after argument %d come %s, "
+          .. "then an options table", pos, A.value_str(v), first - 1, table.concat(names, ", "))
+      end
+      o[names[i]] = v
+    end
+  end
+  for k, v in pairs(opts or {}) do
+    if o[k] ~= nil then
+      A.fail(op, "%s is given twice: as an argument (%s) and in the options table (%s)", tostring(k),
+        A.value_str(o[k]), A.value_str(v))
+    end
+    o[k] = v
+  end
+  return o
+end
+
+-- Raises when a call passes a value past fn's parameters (skip: how many of
+-- them the caller does not count, 1 for self): "<op>: extra argument 4
+-- ({1}): it takes 3 (in_features, out_features, opts)" (errors.check_arity
+-- with this file's way of writing values).
+function A.check_arity(op, fn, skip, ...)
+  return errors.check_arity(op, fn, skip, A.value_str, ...)
+end
 
 -- a module's options: the spec of its function plus extra entries
 function A.with(spec, ...)

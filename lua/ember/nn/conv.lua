@@ -164,18 +164,19 @@ local function output_padding_for(op, x, size, m)
 end
 
 ---------------------------------------------------------------- modules
-local function conv_class(nn, name, spec, fn, kernel_dims, transposed)
+local function conv_class(nn, name, spec, fn, kernel_dims, transposed, positional)
   local op = "ember.nn." .. name
   local K = nn.Module:extend(name)
   local module_spec = A.with(spec, A.BIAS, A.DTYPE)
   local init = require("ember.nn.initializers")
 
   -- weight from kaiming_uniform_(a = sqrt(5)), bias from U(-1/sqrt(fan_in),
-  -- 1/sqrt(fan_in)), fan_in from the weight's second dim as in PyTorch;
-  -- stride and padding may come positionally, as for Conv2d
-  function K:init(cin, cout, kernel, opts, padding)
-    if type(opts) == "number" then opts = { stride = opts, padding = padding } end
-    local o = A.options(op, opts, module_spec)
+  -- 1/sqrt(fan_in)), fan_in from the weight's second dim as in PyTorch; the
+  -- options may come positionally in PyTorch's order (K.POSITIONAL), an
+  -- options table after them
+  K.POSITIONAL = positional
+  function K:init(cin, cout, kernel, ...)
+    local o = A.options(op, A.positional(op, 4, positional, ...), module_spec)
     for _, arg in ipairs({ { "in_channels", cin }, { "out_channels", cout } }) do
       if A.int(1)(arg[2]) then
         fail(op, "%s must be an integer >= 1, got %s", arg[1], tostring(arg[2]))
@@ -216,8 +217,10 @@ local function conv_class(nn, name, spec, fn, kernel_dims, transposed)
 end
 
 function M.register(nn)
-  conv_class(nn, "Conv1d", CONV1D, conv1d, 1)
-  local T = conv_class(nn, "ConvTranspose2d", CONVT2D, conv_transpose2d, 2, true)
+  -- PyTorch's positional order after kernel_size
+  conv_class(nn, "Conv1d", CONV1D, conv1d, 1, false, { "stride", "padding", "dilation", "groups", "bias" })
+  local T = conv_class(nn, "ConvTranspose2d", CONVT2D, conv_transpose2d, 2, true,
+    { "stride", "padding", "output_padding", "groups", "bias", "dilation" })
   -- m(x, output_size): the output_padding comes from the size asked for
   function T:forward(x, output_size)
     local op, o = "ember.nn.ConvTranspose2d", self:layer_options()

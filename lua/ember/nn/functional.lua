@@ -357,8 +357,9 @@ end
 ---------------------------------------------------------------- attention
 -- q (..., Lq, d), k (..., Lk, d), v (..., Lk, dv). mask: bool (true = masked out,
 -- as PyTorch's attn_mask) or an additive float tensor; is_causal masks j > i.
+local SDPA_OPTS = { attn_mask = true, is_causal = true, scale = true, dropout = true, training = true }
 function F.scaled_dot_product_attention(q, k, v, opts)
-  opts = opts or {}
+  opts = opts_of("scaled_dot_product_attention", opts, SDPA_OPTS)
   local d = q:size(-1)
   local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(d))
   local Lq, Lk = q:size(-2), k:size(-2)

@@ -6,16 +6,22 @@
 --   local net = Net(784)
 --
 -- A module records the tensors and modules assigned to it, in assignment
--- order: tensors become parameters (unless registered as buffers with
--- self:register_buffer), modules become children. Parameters, state_dict keys
--- and children all follow that order; reassigning a name keeps its place.
--- Modules keep no per-call state, so one module may appear twice in a graph.
+-- order: floating point tensors become parameters (unless registered as
+-- buffers with self:register_buffer), modules become children; a tensor of
+-- another dtype (a bool mask, int64 indices) stays a plain field.
+-- Parameters, state_dict keys and children all follow that order;
+-- reassigning a name keeps its place. The list containers (Sequential,
+-- ModuleList, ParameterList) keep their entries in the instance's own array
+-- part, so seq[i], #seq and ipairs(seq) are Lua's. Modules keep no per-call
+-- state, so one module may appear twice in a graph.
 local ember = require("ember")
 local F = require("ember.nn.functional")
 
 local errors = require("ember.errors")
+local A = require("ember.nn.args")
 
 local nn = { functional = F }
+local C = ember._C
 local is_tensor = ember.is_tensor
 local shape_str = errors.shape
 
@@ -27,14 +33,65 @@ nn.Module = Module
 -- per-instance bookkeeping lives in fields the user never assigns
 local function fields(self) return rawget(self, "_fields") end
 
+local FLOATING = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and getmetatable(v).__module end
+
+-- The list containers: the class's _list_kind ("module" or "param") says what
+-- the instance's array part holds. A number past the ends raises; a negative
+-- one counts from the end; "2" is entry 2 (state_dict names).
+local function list_kind(self) return getmetatable(self).__class._list_kind end
+
+local function list_pos(self, k, op)
+  local n, i = #self, k
+  if type(k) == "string" then i = tonumber(k:match("^%-?%d+$")) end
+  if type(i) ~= "number" or i ~= math.floor(i) then return nil end
+  if i < 0 then i = n + 1 + i end
+  if i < 1 or i > n + (op == "write" and 1 or 0) then
+    errors.raise(("ember.nn.%s: index %s is out of range: it has %d entries (1..%d, or -%d..-1 from the end)")
+      :format(getmetatable(self).__class.__name, tostring(k), n, n, n))
+  end
+  return i
+end
+
+-- what may be an entry of a list container of kind lk: nil, or what v must be
+local function list_entry_error(lk, v)
+  if lk == "module" and not is_module(v) then return "a module" end
+  if lk == "param" and not (is_tensor(v) and FLOATING[v.dtype]) then return "a floating point tensor" end
+end
+
 local function instance_index(self, k)
   local f = rawget(self, "_fields")
   local v = f.values[k]
   if v ~= nil then return v end
-  return getmetatable(self).__class[k]
+  local class = getmetatable(self).__class
+  if class._list_kind then
+    if k == "n" then return #self end
+    local i = (type(k) == "number" or type(k) == "string") and list_pos(self, k)
+    if i then return rawget(self, i) end
+  end
+  return class[k]
 end
 
-local function instance_newindex(self, k, v)
+local instance_newindex
+local function list_newindex(self, k, v)
+  local i = list_pos(self, k, "write")
+  if not i then return false end
+  -- only a new entry (#self + 1) or a negative index gets here: an existing
+  -- entry is a raw slot, checked at its next use (own, Sequential:forward)
+  local want = v ~= nil and list_entry_error(list_kind(self), v)
+  if want then
+    errors.raise(("ember.nn.%s: entry %d must be %s, got %s"):format(getmetatable(self).__class.__name, i,
+      want, A.value_str(v)))
+  end
+  rawset(self, i, v)
+  return true
+end
+
+function instance_newindex(self, k, v)
+  if list_kind(self) and (type(k) == "number" or (type(k) == "string" and k:match("^%-?%d+$")))
+      and list_newindex(self, k, v) then
+    return
+  end
   local f = rawget(self, "_fields")
   local kind = f.kind[k]
   if v == nil then   -- removal
@@ -49,8 +106,15 @@ local function instance_newindex(self, k, v)
     return
   end
   local newkind
-  if is_tensor(v) then newkind = kind == "buffer" and "buffer" or "param"
-  elseif type(v) == "table" and getmetatable(v) and getmetatable(v).__module then newkind = "module"
+  if is_tensor(v) then
+    if kind == "buffer" then newkind = "buffer"
+    elseif FLOATING[v.dtype] then newkind = "param"
+    elseif kind == "param" then
+      errors.raise(("ember.nn.%s: '%s' is a parameter, which must be floating point, got %s (a %s tensor "
+        .. "becomes a plain field under a new name; set self.%s = nil first, or register a buffer)")
+        :format(self.__name, tostring(k), A.value_str(v), v.dtype, tostring(k)))
+    end
+  elseif is_module(v) then newkind = "module"
   end
   if newkind then
     if not kind then f.order[#f.order + 1] = k end
@@ -66,6 +130,9 @@ local function instance_newindex(self, k, v)
     rawset(self, k, v)
   end
 end
+
+-- how many arguments each forward takes (false: any), for m(...)'s check
+local forward_limit = setmetatable({}, { __mode = "k" })
 
 -- Module:extend("Name") makes a subclass; calling the class makes an instance
 -- and runs its init(...). Calling an instance runs its forward, then a
@@ -85,14 +152,24 @@ function Module:extend(name)
     __module = true,
     __index = instance_index,
     __newindex = instance_newindex,
-    __call = function(m, ...) return after_forward(m:forward(...)) end,
+    __call = function(m, ...)
+      local fwd = m.forward
+      local limit = forward_limit[fwd]
+      if limit == nil then
+        limit = fwd ~= Module.forward and errors.arity_limit(fwd, 1)
+        forward_limit[fwd] = limit
+      end
+      if limit and select("#", ...) > limit then A.check_arity("ember.nn." .. m.__name .. ":forward", fwd, 1, ...) end
+      return after_forward(fwd(m, ...))
+    end,
     __tostring = function(m) return m:__repr() end,
   }
   return class
 end
 
 function Module:new(...)
-  local obj = { _fields = { values = {}, kind = {}, order = {} }, training = true }
+  A.check_arity("ember.nn." .. self.__name, self.init, 1, ...)
+  local obj = { _fields = { values = {}, kind = {}, order = {}, transient = {} }, training = true }
   setmetatable(obj, self.__instance_mt)
   obj:init(...)
   return obj
@@ -100,22 +177,64 @@ end
 
 function Module:init() end
 
-function Module:forward()
+function Module:forward(...)   -- variadic: a subclass defines its own
   errors.raise("ember.nn." .. self.__name .. ": forward is not defined")
 end
 
-function Module:register_buffer(name, t)
+local function need_name(self, fn, name)
+  if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
+    errors.raise(("ember.nn.%s: %s: name must be a non-empty string without '.', got %s")
+      :format(self.__name, fn, A.value_str(name)))
+  end
+end
+
+-- register_buffer(name, t, persistent = true): a buffer is moved and cast
+-- with the module but is no parameter; a persistent one is in state_dict
+-- (PyTorch's register_buffer, whose persistent = False keeps it out)
+function Module:register_buffer(name, t, persistent)
   local f = fields(self)
+  need_name(self, "register_buffer", name)
   if t ~= nil and not is_tensor(t) then
     errors.raise(("ember.nn.%s: register_buffer('%s') needs a tensor, got %s"):format(self.__name, name, type(t)))
   end
+  if persistent ~= nil and type(persistent) ~= "boolean" then
+    errors.raise(("ember.nn.%s: register_buffer('%s'): persistent must be a boolean, got %s")
+      :format(self.__name, name, A.value_str(persistent)))
+  end
+  rawset(self, name, nil)
   if not f.kind[name] then f.order[#f.order + 1] = name end
   f.kind[name], f.values[name] = "buffer", t
+  f.transient[name] = persistent == false or nil
+end
+
+-- register_parameter(name, t): as self[name] = t, but raises unless t is a
+-- floating point tensor (or nil, which removes it)
+function Module:register_parameter(name, t)
+  need_name(self, "register_parameter", name)
+  if t ~= nil and not (is_tensor(t) and FLOATING[t.dtype]) then
+    errors.raise(("ember.nn.%s: register_parameter('%s') needs a floating point tensor, got %s")
+      :format(self.__name, name, A.value_str(t)))
+  end
+  local f = fields(self)
+  if f.kind[name] == "buffer" then self[name] = nil end
+  rawset(self, name, nil)   -- a plain field of that name would take the assignment raw
+  self[name] = t
 end
 
 -- the module's own entries of one kind, in order: list of {name, value}
 local function own(self, kind)
   local f, out = fields(self), {}
+  local lk = list_kind(self)
+  if lk == kind then
+    for i = 1, #self do
+      local v = rawget(self, i)
+      local want = list_entry_error(lk, v)
+      if want then
+        errors.raise(("ember.nn.%s: entry %d must be %s, got %s"):format(self.__name, i, want, A.value_str(v)))
+      end
+      out[#out + 1] = { tostring(i), v }
+    end
+  end
   for _, k in ipairs(f.order) do
     if f.kind[k] == kind and f.values[k] ~= nil then out[#out + 1] = { k, f.values[k] } end
   end
@@ -157,16 +276,52 @@ local NamedList = {
   end,
 }
 
+-- PyTorch numbers the entries of Sequential, ModuleList and ParameterList
+-- from 0, ember from 1: a state_dict key in PyTorch's naming ("1.fc.weight"
+-- -> "0.fc.weight")
+local function torch_key(self, key)
+  local m, parts = self, {}
+  for part in key:gmatch("[^.]+") do
+    local listed = m and list_kind(m) and part:match("^%d+$")
+    local child = nil
+    if listed then child = rawget(m, tonumber(part))
+    elseif m then
+      local f = fields(m)
+      child = f.kind[part] == "module" and f.values[part] or nil
+    end
+    parts[#parts + 1] = listed and tostring(tonumber(part) - 1) or part
+    m = is_module(child) and child or nil
+  end
+  return table.concat(parts, ".")
+end
+
+-- opts of the naming functions checked: a table whose keys are in allowed
+local function name_opts(self, fn, opts, allowed)
+  if opts ~= nil and not A.is_options(opts) then
+    errors.raise(("ember.nn.%s: %s: options must be a table, got %s"):format(self.__name, fn,
+      type(opts) == "table" and A.value_str(opts) or type(opts)))
+  end
+  for k in pairs(opts or {}) do
+    if not allowed[k] then
+      errors.raise(("ember.nn.%s: %s: unknown option '%s'"):format(self.__name, fn, tostring(k)))
+    end
+  end
+  return opts or {}
+end
+
+-- the list of kind's tensors; persistent: only those state_dict holds
 -- (every: a parameter shared under several names under each of them, as
 -- PyTorch's state_dict keeps a tied weight)
-local function named(self, kind, every)
+local function named(self, kind, torch, persistent, every)
   local list, seen = setmetatable({ _pos = {} }, NamedList), {}
   walk(self, "", function(prefix, m)
+    local transient = fields(m).transient
     for _, e in ipairs(own(m, kind)) do
       local t = e[2]
-      if every or kind == "buffer" or not seen[t] then
+      if (every or kind == "buffer" or not seen[t]) and not (persistent and transient[e[1]]) then
         seen[t] = true
         local name = prefix .. e[1]
+        if torch then name = torch_key(self, name) end
         list[#list + 1] = { name, t, name = name, tensor = t }
         list._pos[name] = #list
         rawset(list, name, t)
@@ -176,8 +331,13 @@ local function named(self, kind, every)
   return list
 end
 
-function Module:named_parameters() return named(self, "param") end
-function Module:named_buffers() return named(self, "buffer") end
+-- opts: {torch_names = true} names them as PyTorch does (lists from 0)
+function Module:named_parameters(opts)
+  return named(self, "param", name_opts(self, "named_parameters", opts, { torch_names = true }).torch_names)
+end
+function Module:named_buffers(opts)
+  return named(self, "buffer", name_opts(self, "named_buffers", opts, { torch_names = true }).torch_names)
+end
 
 function Module:parameters()
   local out = {}
@@ -203,34 +363,13 @@ function Module:zero_grad()
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
--- PyTorch numbers the children of Sequential and ModuleList from 0, ember
--- from 1: a state_dict key in PyTorch's naming ("1.fc.weight" -> "0.fc.weight")
-local function torch_key(self, key)
-  local m, parts = self, {}
-  for part in key:gmatch("[^.]+") do
-    local f = m and fields(m)
-    local child = f and f.kind[part] == "module" and f.values[part] or nil
-    if child and m._numbered_children then part = tostring(tonumber(part) - 1) end
-    parts[#parts + 1] = part
-    m = child
-  end
-  return table.concat(parts, ".")
-end
-
--- key -> tensor for every parameter and buffer, keys in ember's naming or
--- (opts.torch_names) PyTorch's
+-- key -> tensor for every parameter and persistent buffer, keys in ember's
+-- naming or (opts.torch_names) PyTorch's
 local function own_state(self, fn, opts)
-  if opts ~= nil and type(opts) ~= "table" then
-    error(("ember.nn.%s: %s: options must be a table, got %s"):format(self.__name, fn, type(opts)), 3)
-  end
-  for k in pairs(opts or {}) do
-    if k ~= "torch_names" and not (k == "strict" and fn == "load_state_dict") then
-      error(("ember.nn.%s: %s: unknown option '%s'"):format(self.__name, fn, tostring(k)), 3)
-    end
-  end
-  local torch, out = opts and opts.torch_names, {}
+  opts = name_opts(self, fn, opts, { torch_names = true, strict = fn == "load_state_dict" or nil })
+  local out = {}
   for _, kind in ipairs({ "param", "buffer" }) do
-    for _, e in ipairs(named(self, kind, true)) do out[torch and torch_key(self, e[1]) or e[1]] = e[2] end
+    for _, e in ipairs(named(self, kind, opts.torch_names, true, true)) do out[e[1]] = e[2] end
   end
   return out
 end
@@ -304,22 +443,102 @@ function Module:load_state_dict(sd, strict)
   return { missing_keys = missing, unexpected_keys = unexpected }
 end
 
--- module-wide conversions: t:to(...) on every parameter and buffer, in place
+-- Module:to's arguments as {dtype =, device =, non_blocking =}: a dtype, a
+-- device, both, a tensor (its dtype and device), or a table of those keys
+-- and memory_format; the dtype must be floating point, as PyTorch's
+local DTYPE_ALIASES = { float = "float32", double = "float64", half = "float16" }
+local function to_target(self, ...)
+  local op = "nn." .. self.__name .. ":to"
+  local target = {}
+  local function set(k, v)
+    if target[k] ~= nil and target[k] ~= v then
+      A.fail("ember." .. op, "%s is given twice (%s and %s)", k, A.value_str(target[k]), A.value_str(v))
+    end
+    target[k] = v
+  end
+  local function set_dtype(v)
+    local d = DTYPE_ALIASES[v] or v
+    if not FLOATING[d] then
+      A.fail("ember." .. op, "dtype must be floating point (float32, float64, float16, bfloat16), got %s; "
+        .. "integer buffers keep their dtype", A.value_str(v))
+    end
+    set("dtype", d)
+  end
+  local function set_device(v)
+    if type(v) ~= "string" or not (v == "cpu" or v:match("^cuda$") or v:match("^cuda:%d+$")) then
+      A.fail("ember." .. op, "device must be 'cpu', 'cuda' or 'cuda:<n>', got %s", A.value_str(v))
+    end
+    set("device", v)
+  end
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if is_tensor(v) then set_dtype(v.dtype) set_device(v.device)
+    elseif type(v) == "string" then
+      if v == "cpu" or v:match("^cuda") then set_device(v) else set_dtype(v) end
+    elseif A.is_options(v) then
+      for k, x in pairs(v) do
+        if k == "dtype" then set_dtype(x)
+        elseif k == "device" then set_device(x)
+        elseif k == "non_blocking" then
+          if type(x) ~= "boolean" then A.fail("ember." .. op, "non_blocking must be a boolean, got %s", A.value_str(x)) end
+          target.non_blocking = x or nil
+        elseif k == "memory_format" then
+          ember._memory_format("ember." .. op, x)
+          target.memory_format = x
+        else A.fail("ember." .. op, "unknown option '%s'", tostring(k)) end
+      end
+    elseif v ~= nil then
+      A.fail("ember." .. op, "argument %d must be a dtype, a device, a tensor or an options table, got %s", i,
+        A.value_str(v))
+    end
+  end
+  return target
+end
+
+-- Module-wide conversions, in place: every parameter and buffer (and a
+-- parameter's .grad) keeps its Lua object and gets the converted C tensor
+-- (ember._swap), so managers and optimizers that hold it go on working.
+-- Dtype conversions leave integer and bool buffers as they are. Nothing is
+-- converted while a recording tracks one of the tensors.
 function Module:to(...)
-  local args = { ... }
-  walk(self, "", function(_, m)
-    local f = fields(m)
-    for _, k in ipairs(f.order) do
-      if f.kind[k] ~= "module" and f.values[k] ~= nil then
-        local moved = ember.no_grad(function() return f.values[k]:to(unpack(args)) end)
-        f.values[k] = moved:detach()
+  local target = to_target(self, ...)
+  local todo, seen = {}, {}
+  walk(self, "", function(prefix, m)
+    for _, kind in ipairs({ "param", "buffer" }) do
+      for _, e in ipairs(own(m, kind)) do
+        local t = e[2]
+        if not seen[t] then
+          seen[t] = true
+          if C.ember_is_tracked(t._c) ~= 0 then
+            errors.raise(("ember.nn.%s:to: %s%s is tracked by a recording GradManager: convert before "
+              .. "gm:record() or after gm:backward()"):format(self.__name, prefix, e[1]))
+          end
+          todo[#todo + 1] = t
+        end
       end
     end
   end)
+  -- every conversion first, then the swaps: a conversion that fails (a
+  -- device without memory) leaves the module as it was
+  local pairs_ = {}
+  local function convert(t)
+    local args = { dtype = FLOATING[t.dtype] and target.dtype or nil, device = target.device,
+      non_blocking = target.non_blocking, memory_format = target.memory_format }
+    local moved = ember.no_grad(function() return t:to(args) end)
+    if moved ~= t then pairs_[#pairs_ + 1] = { t, moved } end
+  end
+  for _, t in ipairs(todo) do
+    convert(t)
+    local g = rawget(t, "_grad")
+    if g ~= nil then convert(g) end
+  end
+  for _, p in ipairs(pairs_) do ember._swap(p[1], p[2]) end
   return self
 end
 function Module:float() return self:to("float32") end
 function Module:double() return self:to("float64") end
+function Module:half() return self:to("float16") end
+function Module:bfloat16() return self:to("bfloat16") end
 function Module:cuda() return self:to("cuda") end
 function Module:cpu() return self:to("cpu") end
 
@@ -375,11 +594,12 @@ local Linear = Module:extend("Linear")
 nn.Linear = Linear
 -- nn.Linear(in, out, {bias = true, dtype = "float32"}); weight {out, in}, both
 -- drawn from U(-1/sqrt(in), 1/sqrt(in)) as in PyTorch
-function Linear:init(nin, nout, opts)
+function Linear:init(in_features, out_features, opts)
   if type(opts) == "boolean" then opts = { bias = opts } end
   opts = check_opts("Linear", opts, { bias = true, dtype = true })
-  self.in_features = check_int("Linear", "in_features", nin, 0)
-  self.out_features = check_int("Linear", "out_features", nout, 0)
+  local nin = check_int("Linear", "in_features", in_features, 0)
+  local nout = check_int("Linear", "out_features", out_features, 0)
+  self.in_features, self.out_features = nin, nout
   local bound = nin > 0 and 1 / math.sqrt(nin) or 0
   self.weight = uniform({ nout, nin }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ nout }, bound, opts.dtype) end
@@ -404,14 +624,17 @@ local Conv2d = Module:extend("Conv2d")
 nn.Conv2d = Conv2d
 -- nn.Conv2d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
 --                             activation = nil | "relu"})
--- (stride and padding may also come positionally, as in PyTorch); activation
--- "relu" makes the layer PyTorch's ConvReLU2d, F.conv2d_relu's one fused op
-function Conv2d:init(cin, cout, kernel, opts, padding)
-  if type(opts) == "number" or (type(opts) == "table" and #opts == 2) then
-    opts = { stride = opts, padding = padding }
-  end
+-- (stride, padding, dilation, groups and bias may also come positionally, in
+-- PyTorch's order, with the options table after them); activation "relu"
+-- makes the layer PyTorch's ConvReLU2d, F.conv2d_relu's one fused op
+Conv2d.POSITIONAL = { "stride", "padding", "dilation", "groups", "bias" }
+function Conv2d:init(cin, cout, kernel, ...)
+  local opts = A.positional("ember.nn.Conv2d", 4, Conv2d.POSITIONAL, ...)
   opts = check_opts("Conv2d", opts, { stride = true, padding = true, dilation = true, groups = true,
     bias = true, dtype = true, activation = true })
+  if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
+    errors.raise(("ember.nn.Conv2d: bias must be a boolean, got %s"):format(A.value_str(opts.bias)))
+  end
   local groups = opts.groups or 1
   if opts.activation ~= nil and opts.activation ~= "relu" then
     errors.raise(("ember.nn.Conv2d: activation must be nil or \"relu\", got %s"):format(tostring(opts.activation)))
@@ -453,20 +676,28 @@ function Conv2d:extra_repr()
     self.activation and (", activation=" .. self.activation) or "")
 end
 
+local BATCHNORM = { { "eps", 1e-5, A.positive },
+  { "momentum", 0.1, function(v)
+    if v ~= false and (type(v) ~= "number" or not (v >= 0 and v <= 1)) then
+      return "a number in [0, 1], or false (PyTorch's None: the cumulative average)"
+    end
+  end },
+  { "affine", true, A.boolean }, { "track_running_stats", true, A.boolean }, A.DTYPE }
 local function batchnorm_class(name, dims)
   local B = Module:extend(name)
-  -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true})
+  -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true});
+  -- momentum = false is PyTorch's momentum=None: the running statistics are
+  -- the cumulative average over the batches seen (factor 1 / num_batches_tracked)
   function B:init(num_features, opts)
-    opts = check_opts(name, opts, { eps = true, momentum = true, affine = true, track_running_stats = true,
-      dtype = true })
+    opts = A.options("ember.nn." .. name, opts, BATCHNORM)
     self.num_features = check_int(name, "num_features", num_features)
-    self.eps, self.momentum = opts.eps or 1e-5, opts.momentum or 0.1
-    local dt = { dtype = opts.dtype or "float32" }
-    if opts.affine ~= false then
+    self.eps, self.momentum = opts.eps, opts.momentum
+    local dt = { dtype = opts.dtype }
+    if opts.affine then
       self.weight = ember.ones({ num_features }, dt)
       self.bias = ember.zeros({ num_features }, dt)
     end
-    if opts.track_running_stats ~= false then
+    if opts.track_running_stats then
       self:register_buffer("running_mean", ember.zeros({ num_features }, dt))
       self:register_buffer("running_var", ember.ones({ num_features }, dt))
       self:register_buffer("num_batches_tracked", ember.zeros({}, { dtype = "int64" }))
@@ -479,14 +710,17 @@ local function batchnorm_class(name, dims)
       return false
     end, dims[1] == 4 and ("{N, %d, H, W}"):format(c) or ("{N, %d} or {N, %d, L}"):format(c, c))
     local training = self.training or self.running_mean == nil
+    local momentum = self.momentum
     if self.training and self.num_batches_tracked then
       ember.no_grad(function() self.num_batches_tracked:add_(1) end)
+      if momentum == false then momentum = 1 / self.num_batches_tracked:item() end
     end
     return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-      { training = training, momentum = self.momentum, eps = self.eps })
+      { training = training, momentum = momentum or 0, eps = self.eps })
   end
   function B:extra_repr()
-    return ("%d, eps=%g, momentum=%g"):format(self.num_features, self.eps, self.momentum)
+    return ("%d, eps=%g, momentum=%s"):format(self.num_features, self.eps,
+      self.momentum == false and "None" or ("%g"):format(self.momentum))
   end
   return B
 end
@@ -579,22 +813,36 @@ function Embedding:extra_repr()
     self.padding_idx and (", padding_idx=" .. self.padding_idx) or "")
 end
 
-local function activation(name, fn)
-  local A = Module:extend(name)
-  function A:init(opts) self.opts = opts end
-  function A:forward(x)
+-- an activation module: init(arg) keeps its one argument (none when takes
+-- is nil, "dim" for a dim, or an option spec for an options table)
+local function activation(name, fn, takes)
+  local K = Module:extend(name)
+  local op = "ember.nn." .. name
+  if takes == nil then
+    function K:init() end
+  elseif takes == "dim" then
+    function K:init(dim)
+      if dim ~= nil and (type(dim) ~= "number" or dim ~= math.floor(dim)) then
+        A.fail(op, "dim must be an integer, got %s", A.value_str(dim))
+      end
+      self.opts = dim
+    end
+  else
+    function K:init(opts) self.opts = A.options(op, opts, takes) end
+  end
+  function K:forward(x)
     if not is_tensor(x) then errors.raise(("ember.nn.%s: input must be a tensor, got %s"):format(name, type(x))) end
     return fn(x, self.opts)
   end
-  return A
+  return K
 end
 nn.ReLU = activation("ReLU", F.relu)
-nn.GELU = activation("GELU", F.gelu)
+nn.GELU = activation("GELU", F.gelu, { { "approximate", "none", A.one_of("none", "tanh") } })
 nn.Tanh = activation("Tanh", F.tanh)
 nn.Sigmoid = activation("Sigmoid", F.sigmoid)
 nn.SiLU = activation("SiLU", F.silu)
-nn.Softmax = activation("Softmax", function(x, dim) return x:softmax(dim or -1) end)
-nn.LogSoftmax = activation("LogSoftmax", function(x, dim) return x:log_softmax(dim or -1) end)
+nn.Softmax = activation("Softmax", function(x, dim) return x:softmax(dim or -1) end, "dim")
+nn.LogSoftmax = activation("LogSoftmax", function(x, dim) return x:log_softmax(dim or -1) end, "dim")
 nn.Identity = activation("Identity", function(x) return x end)
 
 local Flatten = Module:extend("Flatten")
@@ -606,28 +854,62 @@ function Flatten:forward(x)
   return x:flatten(self.start_dim, self.end_dim)
 end
 
-local Sequential = Module:extend("Sequential")
+---------------------------------------------------------------- containers
+-- The list containers' shared methods: len, get, append, extend, iter. Their
+-- entries sit in the instance's array part: c[i] (negative from the end),
+-- #c and ipairs(c) are Lua's own; c[#c + 1] = v appends, c[#c] = nil pops.
+local function list_class(name, kind)
+  local K = Module:extend(name)
+  K._list_kind = kind
+  local op = "ember.nn." .. name
+  function K:len() return #self end
+  function K:get(i)
+    if type(i) ~= "number" then A.fail(op, "get: index must be a number, got %s", A.value_str(i)) end
+    return self[i]
+  end
+  function K:append(v)
+    self[#self + 1] = v
+    return self
+  end
+  function K:extend(list)
+    if type(list) ~= "table" or getmetatable(list) ~= nil and not list_kind(list) then
+      A.fail(op, "extend: expected a list, got %s", A.value_str(list))
+    end
+    for i = 1, #list do
+      local want = list_entry_error(kind, list[i])
+      if want then A.fail(op, "extend: entry %d must be %s, got %s", i, want, A.value_str(list[i])) end
+    end
+    for i = 1, #list do self:append(list[i]) end
+    return self
+  end
+  -- for i, v in c:iter() (the same as ipairs(c))
+  function K:iter() return ipairs(self) end
+  -- K(list): a list of entries, or nothing
+  function K:init(list)
+    if list == nil then return end
+    if type(list) ~= "table" or getmetatable(list) ~= nil and not list_kind(list) then
+      A.fail(op, "expected a list of entries, got %s", A.value_str(list))
+    end
+    self:extend(list)
+  end
+  return K
+end
+
+local Sequential = list_class("Sequential", "module")
 nn.Sequential = Sequential
-Sequential._numbered_children = true   -- 1-based; PyTorch's are 0-based (state_dict's torch_names)
--- children are named "1", "2", ... (state_dict keys "1.weight", ...)
+-- children are named "1", "2", ... (state_dict keys "1.weight", ...; PyTorch's from 0)
 function Sequential:init(...)
   local n = select("#", ...)
   for i = 1, n do
     local m = select(i, ...)
-    if not (type(m) == "table" and getmetatable(m) and getmetatable(m).__module) then
-      errors.raise(("ember.nn.Sequential: argument %d is not a module (got %s)"):format(i, type(m)))
+    if not is_module(m) then
+      errors.raise(("ember.nn.Sequential: argument %d is not a module (got %s %s)"):format(i, type(m),
+        A.value_str(m)))
     end
-    self[tostring(i)] = m
   end
-  self.n = n
+  for i = 1, n do rawset(self, i, (select(i, ...))) end
 end
-function Sequential:add(m)
-  self.n = self.n + 1
-  self[tostring(self.n)] = m
-  return self
-end
-function Sequential:get(i) return self[tostring(i)] end
-function Sequential:__len() return self.n end
+Sequential.add = Sequential.append
 -- a Linear layer with a bias followed by a ReLU runs as one F.linear_relu
 local function linear_then_relu(m, r)
   return getmetatable(m).__class == Linear and rawget(m, "forward") == nil and m.bias ~= nil and r ~= nil
@@ -643,9 +925,13 @@ local function conv_relu_then_pool(m, p)
     and not p.return_indices
 end
 function Sequential:forward(x)
-  local i = 1
-  while i <= self.n do
-    local m, r = self[tostring(i)], self[tostring(i + 1)]
+  local i, n = 1, #self
+  while i <= n do
+    local m, r = rawget(self, i), rawget(self, i + 1)
+    if not is_module(m) then
+      errors.raise(("ember.nn.Sequential: entry %d must be a module, got %s"):format(i, A.value_str(m)))
+    end
+    if not is_module(r) then r = nil end
     if linear_then_relu(m, r) then
       linear_input(m, x)
       x = F.linear_relu(x, m.weight, m.bias)
@@ -662,26 +948,89 @@ function Sequential:forward(x)
   return x
 end
 
-local ModuleList = Module:extend("ModuleList")
-nn.ModuleList = ModuleList
-ModuleList._numbered_children = true
-function ModuleList:init(list)
-  self.n = 0
-  for _, m in ipairs(list or {}) do self:append(m) end
-end
-function ModuleList:append(m)
-  self.n = self.n + 1
-  self[tostring(self.n)] = m
-  return self
-end
-function ModuleList:get(i) return self[tostring(i)] end
-function ModuleList:iter()
-  local i = 0
-  return function()
-    i = i + 1
-    if i <= self.n then return i, self[tostring(i)] end
+nn.ModuleList = list_class("ModuleList", "module")
+-- nn.ParameterList({t1, t2}): floating point tensors, each a parameter
+nn.ParameterList = list_class("ParameterList", "param")
+
+-- The dict containers: entries by name, in insertion order (a table given to
+-- the constructor is taken in sorted key order, a list of {name, value}
+-- pairs in its own); d[name] reads and writes one; a name may not be one of
+-- the class's methods.
+local function dict_class(name, kind)
+  local K = Module:extend(name)
+  local op = "ember.nn." .. name
+  local what = kind == "module" and "a module" or "a floating point tensor"
+  local function check(self, k, v)
+    if type(k) ~= "string" or k == "" or k:find(".", 1, true) then
+      A.fail(op, "a key must be a non-empty string without '.', got %s", A.value_str(k))
+    end
+    if K[k] ~= nil then A.fail(op, "key '%s' is the name of a method of %s", k, name) end
+    if v ~= nil and list_entry_error(kind, v) then
+      A.fail(op, "entry '%s' must be %s, got %s", k, what, A.value_str(v))
+    end
   end
+  K.__instance_mt.__newindex = function(self, k, v)
+    if type(k) == "string" and (k == "training" or k:sub(1, 1) == "_") then return instance_newindex(self, k, v) end
+    check(self, k, v)
+    instance_newindex(self, k, v)
+  end
+  local function entries(self)
+    local out = own(self, kind)
+    return out
+  end
+  function K:len() return #entries(self) end
+  function K:keys()
+    local out = {}
+    for _, e in ipairs(entries(self)) do out[#out + 1] = e[1] end
+    return out
+  end
+  function K:values()
+    local out = {}
+    for _, e in ipairs(entries(self)) do out[#out + 1] = e[2] end
+    return out
+  end
+  -- for name, v in d:items()
+  function K:items()
+    local list, i = entries(self), 0
+    return function()
+      i = i + 1
+      if list[i] then return list[i][1], list[i][2] end
+    end
+  end
+  function K:contains(k) return fields(self).kind[k] == kind end
+  function K:pop(k)
+    local v = self:contains(k) and fields(self).values[k] or nil
+    if v == nil then A.fail(op, "pop: no entry '%s'", tostring(k)) end
+    self[k] = nil
+    return v
+  end
+  -- d:update(table or list of {name, value} pairs)
+  function K:update(src)
+    if type(src) ~= "table" or getmetatable(src) ~= nil then
+      A.fail(op, "expected a table of %s entries or a list of {name, value} pairs, got %s", kind, A.value_str(src))
+    end
+    local pairs_list = {}
+    if rawget(src, 1) ~= nil then
+      for i, e in ipairs(src) do
+        if type(e) ~= "table" or #e ~= 2 then A.fail(op, "entry %d must be a {name, value} pair", i) end
+        pairs_list[i] = e
+      end
+    else
+      local keys = {}
+      for k in pairs(src) do keys[#keys + 1] = k end
+      for _, k in ipairs(keys) do if type(k) ~= "string" then A.fail(op, "a key must be a string, got %s", A.value_str(k)) end end
+      table.sort(keys)
+      for i, k in ipairs(keys) do pairs_list[i] = { k, src[k] } end
+    end
+    for _, e in ipairs(pairs_list) do check(self, e[1], e[2]) end
+    for _, e in ipairs(pairs_list) do self[e[1]] = e[2] end
+    return self
+  end
+  function K:init(src) if src ~= nil then self:update(src) end end
+  return K
 end
+nn.ModuleDict = dict_class("ModuleDict", "module")
+nn.ParameterDict = dict_class("ParameterDict", "param")
 
 for _, file in ipairs({ "loss", "conv", "norm", "resize", "activation", "pool", "conv3d", "shape" }) do
   require("ember.nn." .. file).register(nn)   -- nn.MSELoss, nn.Conv1d, ...
@@ -691,5 +1040,25 @@ nn.init = require("ember.nn.initializers")
 require("ember.nn.rnn")(nn, { check_int = check_int, check_opts = check_opts, uniform = uniform, need_input = need_input })
 -- MultiheadAttention, the Transformer layers and stacks, nn.causal_mask (nn/transformer.lua)
 require("ember.nn.transformer").register(nn)
+
+-- no value past a function's parameters is ignored: F.f(x, y, z) raises
+-- when F.f takes two (variadic functions take anything); the same for the
+-- public methods of Module and the containers
+for _, tbl in ipairs({ { F, "ember.nn.functional." }, { nn, "ember.nn." }, { nn.init, "ember.nn.init." } }) do
+  local t, prefix = tbl[1], tbl[2]
+  for name, fn in pairs(t) do
+    if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" then
+      t[name] = errors.arity_checked(prefix .. name, fn, 0, t == F)
+    end
+  end
+end
+local NOT_CHECKED = { init = true, forward = true, new = true }
+for _, class in ipairs({ Module, Sequential, nn.ModuleList, nn.ParameterList, nn.ModuleDict, nn.ParameterDict }) do
+  for name, fn in pairs(class) do
+    if type(fn) == "function" and type(name) == "string" and name:sub(1, 1) ~= "_" and not NOT_CHECKED[name] then
+      class[name] = errors.arity_checked("ember.nn." .. class.__name .. ":" .. name, fn, 1)
+    end
+  end
+end
 
 return nn

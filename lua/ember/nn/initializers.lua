@@ -24,9 +24,17 @@ local shape_str = require("ember.errors").shape
 -- defaults for what is missing. Those whose default is a number, or that
 -- have none, must be numbers.
 local function args(name, t, names, defaults, ...)
+  local first, n = ..., select("#", ...)
+  local table_form = n == 1 and type(first) == "table" and not is_tensor(first)
+  for i = table_form and n + 1 or #names + 1, n do
+    local v = select(i, ...)
+    if v ~= nil then
+      fail(name, "extra argument %d (%s): it takes the tensor and %s", i + 1, tostring(v),
+        #names > 0 and table.concat(names, ", ") or "nothing else")
+    end
+  end
   if not is_tensor(t) then fail(name, "expected a tensor to fill, got %s", type(t)) end
   if not t.dtype:find("float") then fail(name, "expected a floating point tensor, got %s", t.dtype) end
-  local first = ...
   local o = {}
   if select("#", ...) == 1 and type(first) == "table" and not is_tensor(first) then
     local known = {}
@@ -110,8 +118,15 @@ function init.constant_(t, ...)
   return filled(t, function() t:fill_(val) end)
 end
 
-function init.zeros_(t) return init.constant_(t, 0) end
-function init.ones_(t) return init.constant_(t, 1) end
+-- (t) or (t, {}): the table form with nothing in it
+function init.zeros_(t, ...)
+  args("zeros_", t, {}, {}, ...)
+  return init.constant_(t, 0)
+end
+function init.ones_(t, ...)
+  args("ones_", t, {}, {}, ...)
+  return init.constant_(t, 1)
+end
 
 -- std = gain sqrt(2 / (fan_in + fan_out)); the uniform bound is sqrt(3) std
 local function xavier_std(name, t, ...)

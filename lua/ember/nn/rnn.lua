@@ -23,6 +23,7 @@ local function check(rc)
 end
 
 local shape_str = require("ember.errors").shape
+local A = require("ember.nn.args")
 
 -- x (T, ...) -> its T slices (views)
 local function slices(ctx, x)
@@ -229,10 +230,12 @@ return function(nn, h)
     local R = nn.Module:extend(kind)
     nn[kind] = R
 
-    function R:init(input_size, hidden_size, opts, rest)
-      if type(opts) == "number" then opts, rest = rest or {}, opts end
+    -- the options may come positionally in PyTorch's order (LSTM(10, 20, 2)
+    -- for two layers), an options table after them
+    function R:init(input_size, hidden_size, ...)
+      local opts = A.positional("ember.nn." .. kind, 3,
+        { "num_layers", "bias", "batch_first", "dropout", "bidirectional" }, ...)
       opts = h.check_opts(kind, opts, LAYER_OPTS)
-      if rest then opts.num_layers = opts.num_layers or rest end
       init_common(self, kind, kind, opts, input_size, hidden_size)
       self.num_layers = h.check_int(kind, "num_layers", opts.num_layers or 1, 1)
       local p = opts.dropout or 0
