@@ -203,17 +203,6 @@ local function is_module(v) return type(v) == "table" and getmetatable(v) and ge
 
 -- a parameter's name in PyTorch's naming: Sequential's and ModuleList's
 -- children numbered from 0
-function Z.torch_name(model, key)
-  local m, parts = model, {}
-  for part in key:gmatch("[^.]+") do
-    local child = is_module(m) and m[part] or nil
-    if is_module(child) and m._numbered_children then part = tostring(tonumber(part) - 1) end
-    parts[#parts + 1] = part
-    m = child
-  end
-  return table.concat(parts, ".")
-end
-
 -- Runs model `name` in dtype ("float64" or "float32") from PyTorch's
 -- state_dict. Returns {out =, loss =, grad =, grads = {name -> err},
 -- losses =, after =, eval =}: the largest absolute differences, and the
@@ -231,6 +220,7 @@ function Z.run(name, dtype)
   end
   model:train()
   local named = model:named_parameters()
+  local torch_named = model:named_parameters({ torch_names = true })   -- the same order, PyTorch's names
   local params = model:parameters()
   local opt = optim.AdamW(params, { lr = 1e-2, weight_decay = 0.1 })
   local sched = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = 5 })
@@ -242,8 +232,8 @@ function Z.run(name, dtype)
     gm:backward(loss)
     if step == 1 then
       err.out, err.loss = Z.max_err(y, fx[""].out), Z.max_err(loss, fx[""].loss)
-      for _, e in ipairs(named) do
-        local key, tname = e[1], Z.torch_name(model, e[1])
+      for i, e in ipairs(named) do
+        local key, tname = e[1], torch_named[i][1]
         assert(fx.grad[tname], "no PyTorch gradient for " .. tname)
         local g = e[2].grad
         assert(g ~= nil, "no gradient for " .. key)
