@@ -189,3 +189,102 @@ describe("float32 optimizers against PyTorch (issue 26)", function()
     end
   end
 end)
+
+describe("numbers into integer dtypes (issue 26)", function()
+  local I32, I64, U8 = { dtype = "int32" }, { dtype = "int64" }, { dtype = "uint8" }
+  local function overflow(f, value, dtype, op)
+    H.raises(f, op .. ": value " .. value .. " cannot be converted to " .. dtype .. " without overflow")
+  end
+
+  it("ember.tensor raises for a value the integer dtype cannot hold, naming it (PyTorch raises too)", function()
+    overflow(function() ember.tensor({ 2 ^ 70 }, I64) end, "1.1805916207174113e+21", "int64", "tensor")
+    overflow(function() ember.tensor({ 0 / 0 }, I32) end, "nan", "int32", "tensor")
+    overflow(function() ember.tensor({ { 1, 2 }, { 3, 1 / 0 } }, I64) end, "inf", "int64", "tensor")
+    overflow(function() ember.tensor({ -1 / 0 }, U8) end, "-inf", "uint8", "tensor")
+    overflow(function() ember.tensor({ 2 ^ 63 }, I64) end, "9.2233720368547758e+18", "int64", "tensor")
+    overflow(function() ember.tensor({ 2 ^ 31 }, I32) end, "2147483648", "int32", "tensor")
+    overflow(function() ember.tensor({ -2 ^ 31 - 1 }, I32) end, "-2147483649", "int32", "tensor")
+    overflow(function() ember.tensor({ 256 }, U8) end, "256", "uint8", "tensor")
+    overflow(function() ember.tensor({ -1 }, U8) end, "-1", "uint8", "tensor")
+    overflow(function() ember.tensor(0 / 0, I64) end, "nan", "int64", "tensor")
+    -- the bounds themselves, and fractions truncated toward zero (as PyTorch)
+    H.same(ember.tensor({ -2 ^ 63, 2 ^ 62 }, I64), { -2 ^ 63, 2 ^ 62 }, 0)
+    assert.are.same({ -2147483648, 2147483647 }, ember.tensor({ -2 ^ 31, 2 ^ 31 - 1 }, I32):tolist())
+    assert.are.same({ 0, 255, 2, -2 }, ember.tensor({ 0, 255, 2.7, -2.7 }, I32):tolist())
+    -- past the bound by a fraction is past it (PyTorch raises for 255.5 and -0.5 as uint8)
+    overflow(function() ember.tensor({ 255.5 }, U8) end, "255.5", "uint8", "tensor")
+    overflow(function() ember.tensor({ -0.5 }, U8) end, "-0.5", "uint8", "tensor")
+    -- bool takes any number: nonzero, NaN included, is true (PyTorch: tensor([nan, 2, 0], dtype=bool))
+    assert.are.same({ true, true, false }, ember.tensor({ 0 / 0, 2, 0 }, { dtype = "bool" }):tolist())
+    -- float dtypes take NaN and infinities as they are
+    H.same(ember.tensor({ 0 / 0, 1 / 0 }), { 0 / 0, 1 / 0 }, 0)
+  end)
+
+  it("raises in full, fill_, x[i] = v, x[mask] = v and masked_fill", function()
+    overflow(function() ember.full({ 2 }, 2 ^ 40, I32) end, "1099511627776", "int32", "full")
+    local t = ember.tensor({ 1, 2, 3 }, I32)
+    overflow(function() t:fill_(0 / 0) end, "nan", "int32", "fill_")
+    overflow(function() t[2] = 0 / 0 end, "nan", "int32", "fill_")
+    local mask = ember.tensor({ true, false, true })
+    overflow(function() t[mask] = 0 / 0 end, "nan", "int32", "masked_fill_")
+    overflow(function() t:masked_fill(mask, 2 ^ 40) end, "1099511627776", "int32", "masked_fill")
+    overflow(function() t:masked_fill_(mask, -1 / 0) end, "-inf", "int32", "masked_fill_")
+    assert.are.same({ 1, 2, 3 }, t:tolist())   -- nothing was written
+    assert.are.same({ 2, 2, 2 }, t:masked_fill(mask, 2.5):tolist())   -- truncated, as PyTorch
+    t[2] = 2 ^ 31 - 1
+    assert.are.same({ 1, 2147483647, 3 }, t:tolist())
+  end)
+
+  it("raises for a number operand of an op computing in an integer dtype, not for a float result", function()
+    local u = ember.tensor({ 0, 1 }, U8)
+    overflow(function() return u + 300 end, "300", "uint8", "add")           -- PyTorch: wraps to 44
+    overflow(function() return u - (-256) end, "-256", "uint8", "sub")
+    local t = ember.tensor({ 0, 1 }, I32)
+    overflow(function() return t:eq(2 ^ 40) end, "1099511627776", "int32", "eq")   -- PyTorch: compares 0
+    overflow(function() return t * 2 ^ 31 end, "2147483648", "int32", "mul")
+    overflow(function() return ember.maximum(t, -2 ^ 31 - 1) end, "-2147483649", "int32", "maximum")
+    overflow(function() t:add_(2 ^ 40) end, "1099511627776", "int32", "add_")
+    overflow(function() return ember.where(ember.tensor({ true, false }), t, 2 ^ 40) end, "1099511627776", "int32", "where")
+    assert.are.same({ 0, 1 }, t:tolist())
+    -- in range, integral on int64, or a float result: computed as before
+    assert.are.same({ 255, 256 }, (u:int() + 255):tolist())
+    assert.are.same({ 2 ^ 40, 2 ^ 40 + 1 }, (ember.tensor({ 0, 1 }, I64) + 2 ^ 40):tolist())
+    H.same(t + (2 ^ 40 + 0.5), { 2 ^ 40 + 0.5, 2 ^ 40 + 1.5 }, 1e-7)     -- float32 result
+    H.same(t + 0 / 0, { 0 / 0, 0 / 0 }, 0)
+    assert.are.same({ false, false }, t:gt(2 ^ 40 + 0.5):tolist())
+    assert.are.same({ 0, 1 }, (t / 1):int():tolist())
+  end)
+
+  it("raises in clamp's bounds on an integer tensor, and in arange, linspace, randint", function()
+    local t = ember.tensor({ 0, 1, 2 }, I32)
+    overflow(function() return t:clamp(2 ^ 40) end, "1099511627776", "int32", "clamp")
+    overflow(function() t:clamp_(nil, 0 / 0) end, "nan", "int32", "clamp_")
+    H.raises(function() return t:clamp(0.5) end, "clamp: bound 0.5 is not a whole number", "int32")
+    assert.are.same({ 1, 1, 2 }, t:clamp(1, 2):tolist())
+    overflow(function() ember.arange(250, 260, U8) end, "259", "uint8", "arange")   -- PyTorch wraps past 255
+    overflow(function() ember.arange(0, 2 ^ 40, 2 ^ 38, I32) end, "824633720832", "int32", "arange")
+    overflow(function() ember.linspace(0, 300, 3, U8) end, "300", "uint8", "linspace")
+    overflow(function() ember.randint(0, 300, { 3 }, U8) end, "299", "uint8", "randint")
+    overflow(function() ember.randint(-1, 3, { 3 }, U8) end, "-1", "uint8", "randint")
+    assert.are.same({ 250, 255 }, ember.arange(250, 256, 5, U8):tolist())
+    assert.are.same({ 0, 127, 255 }, ember.linspace(0, 255, 3, U8):tolist())   -- as PyTorch
+    -- linspace with one step is its start, as PyTorch (it gave the end before issue 26)
+    assert.are.same({ 0 }, ember.linspace(0, 10, 1):tolist())
+  end)
+
+  it("ember.tensor({}) is an empty tensor of shape {0}, {{}, {}} of shape {2, 0}, as PyTorch", function()
+    local e = ember.tensor({})
+    assert.are.same({ 0 }, e:shape())
+    assert.are.equal(0, e:numel())
+    assert.are.equal("float32", e.dtype)
+    assert.are.same({ 2, 0 }, ember.tensor({ {}, {} }):shape())
+    assert.are.same({ 1, 1, 0 }, ember.tensor({ { {} } }):shape())
+    assert.are.same({ 0 }, ember.tensor({}, I64):shape())
+    assert.are.equal("int64", ember.tensor({}, I64).dtype)
+    assert.are.same({}, e:tolist())
+    assert.are.equal(0, e:sum():item())
+    H.raises(function() ember.tensor({ {}, { 1 } }) end, "ragged")
+    -- a number is still a 0-d tensor
+    assert.are.same({}, ember.tensor(3):shape())
+  end)
+end)

@@ -711,9 +711,26 @@ int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out)
     return ember__dispatch(EMBER_OP_GELU, 1, &a, &at, out);
 }
 
+int ember__clamp_bounds(const char *op, const ember_tensor *a, const ember_attrs *at)
+{
+    if (!a || a->refcount <= 0 || !ember__is_int(a->dtype)) return EMBER_OK;
+    for (int k = 0; k < 2; k++) {
+        if (!at->i[k]) continue;
+        double v = at->f[k];
+        EMBER_TRY(ember__check_value(op, v, a->dtype));
+        if (v != floor(v))
+            return ember__fail(EMBER_ERR_ARG, "%s: bound %.17g is not a whole number, which a tensor of dtype %s "
+                               "cannot hold (PyTorch's clamp gives a float result here: clamp a float copy)", op, v,
+                               ember_dtype_name(a->dtype));
+    }
+    return EMBER_OK;
+}
+
 int ember_clamp(ember_tensor *a, int has_lo, double lo, int has_hi, double hi, ember_tensor **out)
 {
     ember_attrs at = {{has_lo != 0, has_hi != 0}, {lo, hi}};
+    if (out) *out = NULL;
+    EMBER_TRY(ember__clamp_bounds("clamp", a, &at));
     return ember__dispatch(EMBER_OP_CLAMP, 1, &a, &at, out);
 }
 

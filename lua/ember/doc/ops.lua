@@ -98,7 +98,8 @@ The error function, elementwise; `erf_` in place.
 
 ### `Tensor:clamp(min?, max?)`, `ember.clamp(t, min?, max?)`
 Elements limited to `[min, max]` (either bound nil for none; numbers or
-tensors).
+tensors). On an integer tensor number bounds must be whole numbers its dtype
+holds, else it raises naming the bound (docs/dtypes.md).
 
 ### `Tensor:clamp_(min?, max?)`
 In-place `clamp`.
