@@ -288,3 +288,57 @@ describe("numbers into integer dtypes (issue 26)", function()
     assert.are.same({}, ember.tensor(3):shape())
   end)
 end)
+
+describe("gm:backward reaching no attached tensor (issue 26)", function()
+  local function no_path(f, shape, n)
+    H.raises(f, "GradManager.backward: no attached tensor is reachable from y of shape " .. shape,
+      ("any of the %d tensor"):format(n))
+  end
+
+  it("raises for a loss made under no_grad, before record, or from a module made after attach", function()
+    local w = ember.ones({ 2 })
+    local b = ember.zeros({ 1 })
+    local gm = GradManager():attach({ w, b })
+    w.grad = ember.tensor({ 5, 5 })
+    gm:record()
+    local loss = ember.no_grad(function() return (w * 2):sum() end)
+    no_path(function() gm:backward(loss) end, "{}", 2)
+    -- the recording is over, as after backward's other failures, and .grad is as it was
+    assert.is_false(gm:is_recording())
+    assert.are.same({ 5, 5 }, w.grad:tolist())
+    assert.is_nil(b.grad)
+    -- a model made after attach: its parameters are not on the recording
+    local model = ember.nn.Linear(2, 1)
+    gm:record()
+    no_path(function() gm:backward(model(ember.ones({ 3, 2 })):sum()) end, "{}", 2)
+    -- a loss computed before record
+    local early = (w * 3):sum()
+    gm:record()
+    no_path(function() gm:backward(early) end, "{}", 2)
+    -- with dy, and through backward_steps
+    gm:record()
+    local y = ember.no_grad(function() return w * 2 end)
+    H.raises(function() gm:backward(y, ember.ones({ 2 })) end, "y of shape {2}")
+    gm:record()
+    H.raises(function() gm:backward_steps((w * 1):detach():sum()) end, "GradManager.backward_steps: no attached tensor")
+    -- and without a recording the old message stands
+    H.raises(function() gm:backward((w * 2):sum()) end, "no computation history")
+  end)
+
+  it("runs as before when one y reaches an attached tensor, or y is attached itself", function()
+    local w = ember.tensor({ 1, 2 })
+    local gm = GradManager():attach(w)
+    gm:record()
+    local c = ember.no_grad(function() return (w * 2):sum() end)
+    gm:backward({ (w * w):sum(), c })   -- d/dw sum(w^2) = 2w; c adds nothing
+    assert.are.same({ 2, 4 }, w.grad:tolist())
+    w.grad = nil
+    gm:record()
+    gm:backward(w, ember.tensor({ 3, 4 }))
+    assert.are.same({ 3, 4 }, w.grad:tolist())
+    -- the Jacobian tools still give zeros for a constant function
+    local A = ember.autodiff
+    H.same(A.grad(function(x) return ember.tensor(3) + x:detach():sum() end)(ember.tensor({ 1, 2 })), { 0, 0 }, 0)
+    H.same(A.hessian(function(x) return x:sum() end, ember.tensor({ 1, 2 })), { { 0, 0 }, { 0, 0 } }, 0)
+  end)
+end)
