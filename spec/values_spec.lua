@@ -342,3 +342,21 @@ describe("gm:backward reaching no attached tensor (issue 26)", function()
     H.same(A.hessian(function(x) return x:sum() end, ember.tensor({ 1, 2 })), { { 0, 0 }, { 0, 0 } }, 0)
   end)
 end)
+
+describe("whole Lua numbers past 2^53 (issue 26)", function()
+  it("stay int64 operands: int64 + 2^60 is exact, int32 + 2^60 raises, float32 + 2^60 is float32", function()
+    local t = ember.tensor({ 1, 2 }, { dtype = "int64" })
+    local r = t + 2 ^ 60
+    assert.are.equal("int64", r.dtype)
+    -- 2^60 + 1 and 2^60 + 2 as int64 (read back through double, 2^60 + 1 rounds to 2^60;
+    -- subtracting 2^60 in int64 first shows the exact values)
+    assert.are.same({ 1, 2 }, (r - 2 ^ 60):tolist())
+    H.raises(function() return ember.tensor({ 1 }, { dtype = "int32" }) + 2 ^ 60 end,
+      "add: value 1.152921504606847e+18 cannot be converted to int32 without overflow")
+    local f = ember.tensor({ 1, 2 }) + 2 ^ 60
+    assert.are.equal("float32", f.dtype)
+    H.same(f, { 2 ^ 60, 2 ^ 60 }, 1e-7)
+    -- past int64 a number is float64: the result is float32, as for a fraction
+    assert.are.equal("float32", (t + 1e20).dtype)
+  end)
+end)

@@ -197,7 +197,9 @@ return function(ember)
   local function scalar(v)
     local t = scalar_cache[v]
     if t then return t end
-    local integral = v == floor(v) and v > -2 ^ 53 and v < 2 ^ 53
+    -- every whole number an int64 holds, so int64 + 2^60 stays int64 and exact
+    -- (past 2^53 a Lua number is still whole; 1e20 is past int64: float64)
+    local integral = v == floor(v) and v >= -2 ^ 63 and v < 2 ^ 63
     check(C.ember_scalar(v, integral and I64 or F64, 1, out1))
     t = wrap(out1[0])
     if scalar_cache_n < 512 and v == v then   -- NaN cannot be a table key
