@@ -119,6 +119,22 @@ describe("relu keeps NaN (issue 26)", function()
     end)
   end
 
+  it("conv2d_relu finds a NaN anywhere in a large input (the check runs in chunks on the threads)", function()
+    ember.manual_seed(26)
+    local x = ember.randn({ 2, 16, 128, 128 })   -- 2 chunks of the parallel check (256K floats each)
+    local w, b = ember.randn({ 16, 16, 3, 3 }) * 0.1, ember.randn({ 16 })
+    for _, at in ipairs({ { 2, 16, 128, 128 }, { 1, 1, 1, 1 }, { 2, 3, 64, 100 } }) do
+      local xs = x:clone()
+      xs[at] = 0 / 0
+      local y = F.conv2d_relu(xs, w, b, { padding = 1 })
+      local want = F.conv2d(xs, w, b, { padding = 1 }):relu()
+      -- a 3x3 window at padding 1 spreads one NaN to up to 9 positions in each of the 16 channels
+      local nans = y:ne(y):sum():item()
+      assert.are.equal(want:ne(want):sum():item(), nans)
+      assert.is_true(nans >= 16 * 4, "NaNs: " .. nans)
+    end
+  end)
+
   it("max_pool2d keeps the first maximum, or the last NaN of a window, as PyTorch's", function()
     -- PyTorch 1.13: max_pool2d([[nan, nan], [1, nan]], 2) -> index 3; [[1, nan], [nan, 3]] -> 2;
     -- a 3x2 window over [[1, nan], [nan, 3], [2, 2]] -> 2; [[2, 5], [5, 1]] -> 1 (first maximum)
