@@ -306,8 +306,10 @@ describe("GradManager", function()
       local r = relu_backward(ember.tensor(gv, { dtype = dt }), ember.tensor(yv, { dtype = dt }))
       assert.are.equal(dt, r.dtype)
       local got = r:tolist()
-      for i = 1, #yv do   -- g where y > 0, else 0 (also for a NaN y or a NaN g)
-        local want = yv[i] > 0 and gv[i] or 0
+      -- 0 where y <= 0 (also for a NaN g), else g: a NaN y (relu passed the NaN on)
+      -- passes g, as PyTorch's threshold_backward (before issue 26 a NaN y gave 0)
+      for i = 1, #yv do
+        local want = yv[i] <= 0 and 0 or gv[i]
         if want ~= want then assert.is_true(got[i] ~= got[i]) else assert.are.equal(want, got[i]) end
       end
     end

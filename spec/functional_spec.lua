@@ -116,9 +116,10 @@ describe("F.linear_relu", function()
     local ok, err = pcall(F.linear_relu, x, w, ember.zeros({ 4 }, F64))
     assert.is_false(ok)
     assert.truthy(err:find("{3, 2}", 1, true) and err:find("{4}", 1, true), err)
-    -- relu's NaN is 0, as in relu itself
-    H.same(F.linear_relu(ember.tensor({ { 0 / 0, 0 } }, F64), ember.tensor({ { 1, 0 } }, F64), ember.zeros({ 1 }, F64)),
-      ember.tensor({ { 0 / 0 } }, F64):relu():tolist(), 0)
+    -- a NaN stays NaN, as in relu itself and PyTorch (it was 0 before issue 26)
+    local r = F.linear_relu(ember.tensor({ { 0 / 0, 0 } }, F64), ember.tensor({ { 1, 0 } }, F64), ember.zeros({ 1 }, F64))
+    assert.is_true(r:item() ~= r:item())
+    assert.is_true(ember.tensor({ { 0 / 0 } }, F64):relu():item() ~= 0)
   end)
 
   it("agrees with linear, add and relu at the MLP's shapes in float32", function()
@@ -167,12 +168,13 @@ describe("F.linear_relu", function()
       if C.ember_relu_bias_backward(g._c, y._c, out, out + 1) ~= 0 then error(ffi.string(C.ember_last_error())) end
       return ember._wrap(out[0]), ember._wrap(out[1])
     end
-    -- by hand: y's sign picks g's entries (NaN where cut gives 0), then column sums
+    -- by hand: y's sign picks g's entries (NaN where cut gives 0; a NaN y passes
+    -- g, as PyTorch's threshold_backward: it gave 0 before issue 26), then column sums
     local g = ember.tensor({ { 1, 2, 0 / 0 }, { 4, 5, 6 } }, F64)
     local y = ember.tensor({ { 1, 0, -1 }, { 2, 3, 0 / 0 } }, F64)
     local gz, gb = adjoint(g, y)
-    H.same(gz, { { 1, 0, 0 }, { 4, 5, 0 } }, 0)
-    H.same(gb, { 5, 5, 0 }, 0, { 3 })
+    H.same(gz, { { 1, 0, 0 }, { 4, 5, 6 } }, 0)
+    H.same(gb, { 5, 5, 6 }, 0, { 3 })
     -- float32, batched; and transposed operands through relu_backward and sum_to
     ember.manual_seed(16)
     local g3, y3 = ember.randn({ 2, 5, 4 }), ember.randn({ 2, 5, 4 })
@@ -384,13 +386,15 @@ describe("F.max_pool2d and F.avg_pool2d", function()
   end
 
   -- the maximum of 2x2 window (oh, ow) of the plane at 0-based offset base in
-  -- vals, and its flat position: the first in window order, a NaN winning
+  -- vals, and its flat position: the first in window order, or the last NaN
+  -- (PyTorch's max_pool2d: `val > maxval || isnan(val)`; before issue 26
+  -- ember kept the first NaN)
   local function window_max(vals, base, Ww, oh, ow)
     local best, at
     for _, o in ipairs({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }) do
       local pos = (2 * oh + o[1]) * Ww + 2 * ow + o[2]
       local v = vals[base + pos + 1]
-      if best == nil or v > best or (v ~= v and best == best) then best, at = v, pos end
+      if best == nil or v > best or v ~= v then best, at = v, pos end
     end
     return best, at
   end
@@ -420,7 +424,7 @@ describe("F.max_pool2d and F.avg_pool2d", function()
     assert.is_true(y:item() ~= y:item())
   end)
 
-  it("2x2 max pooling keeps the first maximum of each window, a NaN winning (against loops)", function()
+  it("2x2 max pooling keeps the first maximum of each window, or the last NaN (against loops)", function()
     -- wide rows (Wo = 9: vector steps, the last one overlapping), odd H and W, ties and
     -- NaNs everywhere; float32 takes the 2x2 kernel, float64 the general one
     local N, Cc, Hh, Ww = 2, 3, 7, 19

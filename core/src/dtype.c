@@ -162,6 +162,15 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
         ember__store(d + i * dstride * ds, ddt, ember__load(s + i * sstride * ss, sdt));
 }
 
+int ember__check_numbers(const char *op, int n, ember_tensor *const *ts, int dtype)
+{
+    if (!ember__is_int(dtype)) return EMBER_OK;
+    for (int i = 0; i < n; i++)
+        if (ts[i] && ember__host_number(ts[i]) && ts[i]->dtype != dtype)
+            EMBER_TRY(ember__check_value(op, ember__load(ember__ptr(ts[i]), ts[i]->dtype), dtype));
+    return EMBER_OK;
+}
+
 int ember__check_value(const char *op, double v, int dtype)
 {
     if (!ember__is_int(dtype) || dtype == EMBER_BOOL) return EMBER_OK;

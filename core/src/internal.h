@@ -270,6 +270,10 @@ int ember__promote(int a, int b);
 /* Fails, naming op, the value and the dtype, when an integer dtype cannot
    hold v (NaN, infinite or out of range), as PyTorch's fill and full do. */
 int ember__check_value(const char *op, double v, int dtype);
+/* ember__check_value for each of the n operands that is a wrapped number on
+   the host (a Lua or C number) when the op computes in the integer dtype:
+   uint8 + 300 raises instead of wrapping to 44. */
+int ember__check_numbers(const char *op, int n, ember_tensor *const *ts, int dtype);
 /* Converts n elements between dtypes, strided in elements. */
 void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sdt,
                     int64_t sstride, int64_t n);

@@ -125,6 +125,11 @@ int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int
     if (high <= low)
         return ember__fail(EMBER_ERR_ARG, "randint: expected low < high, got low=%lld high=%lld",
                            (long long)low, (long long)high);
+    if (out) *out = NULL;
+    if (ember__valid_dtype(dtype)) {   /* every draw must fit: low .. high - 1 */
+        EMBER_TRY(ember__check_value("randint", (double)low, dtype));
+        EMBER_TRY(ember__check_value("randint", (double)(high - 1), dtype));
+    }
     EMBER_TRY(make("randint", ndim, shape, dtype, device, false, out));
     return finish(fill_random(*out, EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)), out);
 }
@@ -172,6 +177,10 @@ int ember_arange(double start, double end, double step, int dtype, int device, e
     double nf = ceil((end - start) / step);
     if (nf > 1e15) return ember__fail(EMBER_ERR_OOM, "arange: %g elements is too many", nf);
     int64_t n = (int64_t)nf;
+    if (n > 0 && ember__valid_dtype(dtype)) {   /* the values run from the first to the last */
+        EMBER_TRY(ember__check_value("arange", start, dtype));
+        EMBER_TRY(ember__check_value("arange", start + (double)(n - 1) * step, dtype));
+    }
     ember_tensor *t;
     EMBER_TRY(make("arange", 1, &n, dtype, EMBER_CPU, false, &t));
     char *p = ember__ptr(t);
@@ -191,6 +200,10 @@ int ember_linspace(double start, double end, int64_t steps, int dtype, int devic
     if (!out) return ember__fail(EMBER_ERR_ARG, "linspace: out is NULL");
     *out = NULL;
     if (steps < 0) return ember__fail(EMBER_ERR_ARG, "linspace: steps must be >= 0, got %lld", (long long)steps);
+    if (steps > 0 && ember__valid_dtype(dtype)) {   /* the values run from start to end */
+        EMBER_TRY(ember__check_value("linspace", start, dtype));
+        EMBER_TRY(ember__check_value("linspace", end, dtype));
+    }
     ember_tensor *t;
     EMBER_TRY(make("linspace", 1, &steps, dtype, EMBER_CPU, false, &t));
     char *p = ember__ptr(t);
@@ -198,7 +211,8 @@ int ember_linspace(double start, double end, int64_t steps, int dtype, int devic
     double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
     /* symmetric evaluation as PyTorch does, so the last value is exactly `end` */
     for (int64_t i = 0; i < steps; i++) {
-        double v = i < steps / 2 ? start + step * (double)i : end - step * (double)(steps - 1 - i);
+        double v = steps == 1 ? start   /* PyTorch's one value is start */
+                   : i < steps / 2 ? start + step * (double)i : end - step * (double)(steps - 1 - i);
         ember__store(p + i * es, dtype, v);
     }
     if (device == EMBER_CPU) {

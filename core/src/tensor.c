@@ -311,6 +311,8 @@ int ember_full(int ndim, const int64_t *shape, double value, int dtype, int devi
 int ember_scalar(double value, int dtype, int wrapped, ember_tensor **out)
 {
     if (!out) return ember__fail(EMBER_ERR_ARG, "scalar: out is NULL");
+    *out = NULL;
+    if (ember__valid_dtype(dtype)) EMBER_TRY(ember__check_value("scalar", value, dtype));
     EMBER_TRY(ember__new(0, NULL, dtype, EMBER_CPU, out));
     ember__store(ember__ptr(*out), dtype, value);
     (*out)->wrapped_number = wrapped != 0;

@@ -116,7 +116,7 @@ template <class T> EMBER_HD T binary(int op, T x, T y)
     case EMBER_OP_DIV: return x / y;   /* float types only: integer division is true division */
     case EMBER_OP_POW: return power(x, y);
     case EMBER_OP_MAXIMUM: return (is_nan(x) || x > y) ? x : y;
-    case EMBER_OP_RELU_BACKWARD: return y > 0 ? x : (T)0;   /* x the gradient, y relu's output */
+    case EMBER_OP_RELU_BACKWARD: return y <= 0 ? (T)0 : x;   /* x the gradient, y relu's output (NaN passes x) */
     default: return (is_nan(x) || x < y) ? x : y;     /* MINIMUM */
     }
 }
@@ -131,7 +131,7 @@ template <> EMBER_HD int64_t binary<int64_t>(int op, int64_t x, int64_t y)
     case EMBER_OP_MUL: return (int64_t)(a * b);
     case EMBER_OP_POW: return ipow(x, y);
     case EMBER_OP_MAXIMUM: return x > y ? x : y;
-    case EMBER_OP_RELU_BACKWARD: return y > 0 ? x : 0;
+    case EMBER_OP_RELU_BACKWARD: return y <= 0 ? 0 : x;
     default: return x < y ? x : y;   /* MINIMUM (DIV never computes in integers) */
     }
 }

@@ -1,6 +1,7 @@
 /* optim.h: one element of the fused optimizer steps, the arithmetic of
    core/src/ops/optim.c (PyTorch's SGD, Adam and AdamW) in the parameter's
-   dtype T, float or double, with its flush of subnormal state to zero.
+   dtype T, float or double, with its flush of subnormal state to zero; the
+   constants (1 - beta1, 1 - beta2, ...) computed in double and rounded once.
    src/optim.cu compiles it without contracting a * b + c into fma, so the
    device rounds each step as the CPU does. */
 #ifndef EMBER_CUDA_OPTIM_H
@@ -43,13 +44,14 @@ template <class T>
 EMBER_HD void adam_at(const ember__adam_args &a, T *p, const T *g, T *m, T *v, T *vmax, int64_t i)
 {
     const T b1 = (T)a.beta1, b2 = (T)a.beta2, eps = (T)a.eps, wd = (T)a.weight_decay;
+    const T omb1 = (T)(1 - a.beta1), omb2 = (T)(1 - a.beta2);
     const T step = (T)(a.lr / a.bc1), inv_bc2 = (T)(1 / a.bc2_sqrt);
     const T decay = a.decoupled ? (T)(1 - a.lr * a.weight_decay) : (T)1;
     const T l2 = a.decoupled ? (T)0 : wd, sgn = a.maximize ? (T)-1 : (T)1;
     T pi = p[i] * decay;
     T gi = sgn * g[i] + l2 * p[i];
-    T mi = flush(b1 * m[i] + (1 - b1) * gi);
-    T vi = flush(b2 * v[i] + (1 - b2) * gi * gi);
+    T mi = flush(b1 * m[i] + omb1 * gi);
+    T vi = flush(b2 * v[i] + omb2 * gi * gi);
     m[i] = mi;
     v[i] = vi;
     if (vmax) {

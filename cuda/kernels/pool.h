@@ -31,8 +31,8 @@ EMBER_HD pool_window window_of(const ember__pool_geom &p, int64_t oh, int64_t ow
 }
 
 /* NaN-aware x > y, the CPU's POOL_GT: the first maximum in window order wins,
-   a NaN over any number */
-template <class T> EMBER_HD bool pool_gt(T x, T y) { return x > y || (x != x && y == y); }
+   or the last NaN (a NaN over anything), as PyTorch's max_pool2d */
+template <class T> EMBER_HD bool pool_gt(T x, T y) { return x > y || x != x; }
 
 /* element e of planes of rows x cols: its plane, row and column */
 struct plane_pos {

@@ -8,6 +8,7 @@ return function(ember, H)
   local check, fail, wrap, tensor_arg, shape_arg, dtype_id = H.check, H.fail, H.wrap, H.tensor_arg, H.shape_arg, H.dtype_id
   local device_id, opts_of, is_tensor, out1, shape_buf, F32 = H.device_id, H.opts_of, H.is_tensor, H.out1, H.shape_buf, H.F32
   local F64, I64, BOOL = H.F64, H.I64, H.BOOL
+  local check_int_value, INT_RANGE = H.check_int_value, H.INT_RANGE
   local ffi_new = ffi.new
   local floor = math.floor
 
@@ -48,7 +49,12 @@ return function(ember, H)
     end
     walk(data, 1)
     local dims = {}
-    for i = 1, (shape.leaf or 1) - 1 do dims[i] = shape[i] end
+    if shape.leaf then
+      for i = 1, shape.leaf - 1 do dims[i] = shape[i] end
+    else   -- no number anywhere: {} is shape {0}, {{}, {}} shape {2, 0}, as PyTorch
+      local i = 1
+      while shape[i] ~= nil do dims[i] = shape[i]; i = i + 1 end
+    end
     return dims, flat, n_bool > 0 and n_bool == #flat
   end
 
@@ -59,7 +65,11 @@ return function(ember, H)
     local dev = device_id("tensor", opts and opts.device)
     local n = #flat
     local buf = ffi_new("double[?]", math.max(n, 1))
-    for i = 1, n do buf[i - 1] = flat[i] end
+    if INT_RANGE[dt] then   -- a value the integer dtype cannot hold raises, as PyTorch
+      for i = 1, n do check_int_value("tensor", flat[i], dt); buf[i - 1] = flat[i] end
+    else
+      for i = 1, n do buf[i - 1] = flat[i] end
+    end
     local nd = #dims
     for i = 1, nd do shape_buf[i - 1] = dims[i] end
     check(C.ember_from_data(buf, F64, nd, shape_buf, dt, dev, out1))

@@ -478,6 +478,8 @@ return function(ember, H)
     if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
       fail(op, "value must be a number or a one-element tensor, got " .. type(v))
     end
+    -- a number an integer tensor cannot hold raises (NaN, 2^40 into int32), as PyTorch
+    if type(v) == "number" then H.check_int_value(op, v, C.ember_tensor_dtype(a._c)) end
   end
   function Tensor.masked_fill(a, mask, v)
     mask_arg("masked_fill", a, mask, v)

@@ -223,10 +223,12 @@ return function(ember)
   local function scalar(v)
     local t = scalar_cache[v]
     if t then return t end
-    local integral = v == floor(v) and v > -2 ^ 53 and v < 2 ^ 53
+    -- every whole number an int64 holds, so int64 + 2^60 stays int64 and exact
+    -- (past 2^53 a Lua number is still whole; 1e20 is past int64: float64)
+    local integral = v == floor(v) and v >= -2 ^ 63 and v < 2 ^ 63
     check(C.ember_scalar(v, integral and I64 or F64, 1, out1))
     t = wrap(out1[0])
-    if scalar_cache_n < 512 then
+    if scalar_cache_n < 512 and v == v then   -- NaN cannot be a table key
       scalar_cache[v] = t
       scalar_cache_n = scalar_cache_n + 1
     else
@@ -303,6 +305,22 @@ return function(ember)
       fail(op, "dim " .. d .. " out of range for a tensor of " .. ndim .. " dims")
     end
     return r
+  end
+
+  -- A Lua number becoming an element of an integer dtype (ember.tensor,
+  -- masked_fill): NaN, an infinity or a value past the dtype's range raises
+  -- naming the value and the dtype, as PyTorch's "value cannot be converted
+  -- to type int32 without overflow" (the words of core/src/dtype.c's check,
+  -- which full, fill_, the ranges and number operands go through); a
+  -- fraction is truncated toward zero. bool takes any number (nonzero, NaN
+  -- included, is true). Tensor-to-tensor casts (t:int()) do not come here.
+  local INT_RANGE = { [I32] = { -2 ^ 31, 2 ^ 31 - 1 }, [I64] = { -2 ^ 63, 2 ^ 63 }, [6] = { 0, 255 } }
+  local function check_int_value(op, v, dt)
+    local r = INT_RANGE[dt]
+    if r and not (v >= r[1] and (dt == I64 and v < r[2] or dt ~= I64 and v <= r[2])) then
+      fail(op, ("value %s cannot be converted to %s without overflow")
+        :format(v ~= v and "nan" or ("%.17g"):format(v), DTYPES[dt + 1]))
+    end
   end
 
   local function opts_of(t)
@@ -503,6 +521,7 @@ return function(ember)
   return {
     Tensor = Tensor, check = check, fail = fail, wrap = wrap, ptr = ptr, tensor_arg = tensor_arg,
     shape_arg = shape_arg, dim0 = dim0, dtype_id = dtype_id, device_id = device_id, opts_of = opts_of,
+    check_int_value = check_int_value, INT_RANGE = INT_RANGE,
     is_tensor = is_tensor, out1 = out1, out2 = out2, shape_buf = shape_buf, keep_alive = keep_alive,
     DTYPES = DTYPES, F32 = F32, F64 = F64, I32 = I32, I64 = I64, BOOL = BOOL,
   }

@@ -479,13 +479,13 @@ static int bias_check(const char *name, const ember_tensor *b, const ember_tenso
     return EMBER_OK;
 }
 
-/* res = max(res + bias, 0), bias one per channel of res (N, O, H', W') */
+/* res = relu(res + bias), bias one per channel of res (N, O, H', W'): NaN stays NaN */
 #define BIAS_RELU(T)                                                                           \
     static void bias_relu_##T(T *res, const T *bias, int64_t planes, int64_t O, int64_t HW)    \
     {                                                                                          \
         for (int64_t p = 0; p < planes; p++) {                                                 \
             T *r = res + p * HW, v = bias[p % O];                                              \
-            for (int64_t i = 0; i < HW; i++) r[i] = r[i] + v > 0 ? r[i] + v : 0;               \
+            for (int64_t i = 0; i < HW; i++) r[i] = r[i] + v < 0 ? 0 : r[i] + v;               \
         }                                                                                      \
     }
 BIAS_RELU(float)

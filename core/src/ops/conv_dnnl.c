@@ -16,6 +16,8 @@
 #include "conv.h"
 
 #include <pthread.h>
+#include <float.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,7 +177,10 @@ static dnnl_status_t geom_mds(const conv_geom *g, bool any, dnnl_memory_desc_t *
         if ((call) != dnnl_success) goto fail;                                                 \
     } while (0)
 
-/* the attr of a fused forward: ReLU applied to the biased sum as it is written */
+/* the attr of a fused forward: ReLU applied to the biased sum as it is written.
+   oneDNN's ReLU (alpha 0, alpha -0 alike) is a maximum with 0 that turns a
+   NaN sum into 0, where PyTorch's relu keeps it: the fused primitives run
+   only where relu_post_op_exact says no sum can be NaN. */
 static dnnl_status_t relu_post_op(dnnl_primitive_attr_t attr)
 {
     dnnl_post_ops_t po;
@@ -391,10 +396,68 @@ static void dnnl_leave(int nthr, int omp_before)
 #endif
 }
 
+/* the largest |v| over n floats as the bits of its magnitude: the bits with
+   the sign cleared order as the magnitudes do, NaN and the infinities
+   (0x7f800000 and up) above every finite value, so one integer maximum (a
+   vector max per lane) finds both */
+EMBER_SIMD static uint32_t max_abs_bits(const float *v, int64_t n)
+{
+    uint32_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, v + i, sizeof u);
+        u &= 0x7fffffffu;
+        m = u > m ? u : m;
+    }
+    return m;
+}
+
+typedef struct {
+    const float *v;
+    atomic_uint m;
+} max_abs_job;
+
+static void max_abs_range(void *vctx, int64_t b, int64_t e)
+{
+    max_abs_job *j = vctx;
+    unsigned m = max_abs_bits(j->v + b, e - b), cur = atomic_load_explicit(&j->m, memory_order_relaxed);
+    while (m > cur && !atomic_compare_exchange_weak(&j->m, &cur, m)) {
+    }
+}
+
+/* the largest |v| over n floats, or infinity where one is NaN or infinite:
+   on ember's threads in chunks of 1 MB (256K floats) or more, so an input
+   of the CNN recipe's size (200K floats, 0.8 MB, read in well under the
+   time of waking a thread on a loaded machine) stays on the caller's */
+static float max_abs(const float *v, int64_t n)
+{
+    max_abs_job j = {v, 0};
+    ember__parallel_for(n, 262144, max_abs_range, &j);
+    uint32_t m = atomic_load(&j.m);
+    if (m >= 0x7f800000u) return INFINITY;
+    float f;
+    memcpy(&f, &m, sizeof f);
+    return f;
+}
+
+/* Whether relu's post-op gives relu's values: no output of conv2d(x, w) + b
+   can be NaN when every operand is finite and K max|x| max|w| + max|b| is
+   below FLT_MAX / 2, which bounds every partial sum in any order (rounding
+   included) away from an infinity. One read of x, w and b, against the
+   K multiply-adds of each output; elsewhere (a NaN or an infinity in the
+   operands, or values near the float range's end) ember's kernels run and
+   apply relu as relu does. */
+static bool relu_post_op_exact(const conv_geom *g, const float *x, const float *w, const float *bias)
+{
+    double mx = max_abs(x, g->N * g->C * g->H * g->W), mw = max_abs(w, g->O * g->K), mb = max_abs(bias, g->O);
+    return (double)g->K * mx * mw + mb < FLT_MAX / 2;   /* false for an infinity */
+}
+
 bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
                       float *res)
 {
     int nthr, omp_before;
+    if (bias && !relu_post_op_exact(g, a, b, bias)) return false;
     if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(kind, bias != NULL, g, nthr, key);
@@ -411,8 +474,8 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
 
 
 /* ------------------------------------------------------------------ conv2d_relu's backward */
-/* The gradient of relu(conv2d(x, w) + b) from g and the output y: gz = g
-   where y > 0, its sums per channel (b's gradient), and the two adjoints of
+/* The gradient of relu(conv2d(x, w) + b) from g and the output y: gz = 0
+   where y <= 0, else g (a NaN y passes g, as relu_backward), its sums per channel (b's gradient), and the two adjoints of
    gz. Both adjoints read gz in the layout their primitives chose; where
    that is the same for the two, plain NCHW or aBcd16b (16 channels to a
    block, the count padded with zeros: what the AVX-512 kernels take), the
@@ -431,7 +494,7 @@ typedef struct {
     const float *gy, *y;
 } mask_job;
 
-/* one channel's plane, NCHW: z = g where y > 0, else 0, and the sum of
+/* one channel's plane, NCHW: z = 0 where y <= 0, else g, and the sum of
    those values in 16 double lanes added in a fixed order afterwards (the
    vector width changes no bit) */
 EMBER_INLINE double mask_plane(const float *restrict g, const float *restrict y, int64_t n, float *restrict z)
@@ -441,12 +504,12 @@ EMBER_INLINE double mask_plane(const float *restrict g, const float *restrict y,
     for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) {
             float gv = g[i + l], yv = y[i + l];   /* both loaded: the select is a blend */
-            float v = yv > 0 ? gv : 0.0f;
+            float v = yv <= 0 ? 0.0f : gv;
             z[i + l] = v;
             lanes[l] += (double)v;
         }
     for (; i < n; i++) {
-        float v = y[i] > 0 ? g[i] : 0.0f;
+        float v = y[i] <= 0 ? 0.0f : g[i];
         z[i] = v;
         lanes[i % 16] += (double)v;
     }
@@ -471,7 +534,7 @@ EMBER_INLINE void mask_block(const float *restrict g, const float *restrict y, i
         for (int c = 0; c < live; c++)
             for (int l = 0; l < 16; l++) {
                 float gv = g[c * HW + i + l], yv = y[c * HW + i + l];
-                float v = yv > 0 ? gv : 0.0f;
+                float v = yv <= 0 ? 0.0f : gv;
                 t[c][l] = v;
                 lanes[c][l] += (double)v;
             }
@@ -480,7 +543,7 @@ EMBER_INLINE void mask_block(const float *restrict g, const float *restrict y, i
     }
     for (; i < HW; i++)
         for (int c = 0; c < 16; c++) {
-            float v = c < live && y[c * HW + i] > 0 ? g[c * HW + i] : 0.0f;
+            float v = c < live && !(y[c * HW + i] <= 0) ? g[c * HW + i] : 0.0f;
             z[i * 16 + c] = v;
             if (c < live) lanes[c][i % 16] += (double)v;
         }
@@ -632,11 +695,9 @@ EMBER_INLINE void store_tile(float *p, int32_t *idx, int64_t HpWp, int live, int
 
 /* blocks q0 .. q1 of y, q = n * OB + ob, pooled 16 windows of a row at a
    time: a window's positions compared 16 channels at once as pool.c
-   compares (a > b, or a is NaN and b is not: the first maximum in window
-   order kept, a NaN winning), written as !(a <= b) & (b == b) with no
-   branch, which GCC turns into vector compares and blends (its vector
-   extensions' compares, and a != a, stayed scalar in target_clones
-   copies); the results gather in a 16 x 16 tile written a channel's run
+   compares (a > b, or a is NaN: the first maximum in window order kept,
+   or the last NaN, as PyTorch), written as (a > b) | !(a == a) with no
+   branch; the results gather in a 16 x 16 tile written a channel's run
    at a time */
 EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
 {
@@ -666,7 +727,7 @@ EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
                             const float *v = yb + (int64_t)pos * 16;
                             for (int c = 0; c < 16; c++) {
                                 const float a = v[c], b = bv[c];
-                                const int gt = !(a <= b) & (b == b);
+                                const int gt = (a > b) | !(a == a);
                                 bv[c] = gt ? a : b;
                                 bi[c] = gt ? pos : bi[c];
                             }
@@ -709,8 +770,8 @@ __attribute__((target("avx512f"))) static void pool_blocks_512(void *vctx, int64
                         for (int64_t w = w0; w < w0 + kw; w++) {
                             const int32_t pos = (int32_t)(h * Wo + w);
                             const __m512 a = _mm512_loadu_ps(yb + (int64_t)pos * 16);
-                            const __mmask16 gt = _mm512_cmp_ps_mask(a, bv, _CMP_NLE_UQ) &
-                                                 _mm512_cmp_ps_mask(bv, bv, _CMP_EQ_OQ);
+                            const __mmask16 gt = _mm512_cmp_ps_mask(a, bv, _CMP_GT_OQ) |
+                                                 _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
                             bv = _mm512_mask_mov_ps(bv, gt, a);
                             bi = _mm512_mask_mov_epi32(bi, gt, _mm512_set1_epi32(pos));
                         }
@@ -733,6 +794,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
                                 int64_t kw, float *p, int32_t *idx)
 {
     int nthr, omp_before;
+    if (!relu_post_op_exact(g, x, w, bias)) return false;
     if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
     conv_key(CONV_FWD, true, g, nthr, key);
@@ -801,7 +863,7 @@ EMBER_SIMD static bool fill_unpooled(void *vctx, const gz_target *tg, int64_t n0
                     int32_t pos[16];
                     for (int c = 0; c < 16; c++) {
                         const int64_t k = base + c * HpWp + oh * j->Wp + ow;
-                        val[c] = c < live && j->p[k] > 0 ? j->gp[k] : 0.0f;
+                        val[c] = c < live && !(j->p[k] <= 0) ? j->gp[k] : 0.0f;
                         pos[c] = c < live ? j->idx[k] : -1;
                         acc[c] += (double)val[c];
                     }
@@ -852,7 +914,7 @@ __attribute__((target("avx512f"))) static bool fill_unpooled_512(void *vctx, con
                     const __m512 gv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->gp + k, 4);
                     const __m512 pv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, plane, j->p + k, 4);
                     const __m512i lo = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), lm, plane, j->idx + k, 4);
-                    const __mmask16 pos = _mm512_cmp_ps_mask(pv, _mm512_setzero_ps(), _CMP_GT_OQ);
+                    const __mmask16 pos = _mm512_cmp_ps_mask(pv, _mm512_setzero_ps(), _CMP_NLE_UQ);   /* !(p <= 0): NaN too */
                     const __m512 val = _mm512_maskz_mov_ps(pos, gv);
                     acc_lo = _mm512_add_pd(acc_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(val)));
                     acc_hi = _mm512_add_pd(acc_hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(

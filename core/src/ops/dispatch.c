@@ -45,6 +45,26 @@ static int op_device(int nin, ember_tensor *const *in)
     return nin > 0 ? in[0]->storage->device : EMBER_CPU;
 }
 
+/* A number operand of a binary op or of where that the integer dtype the op
+   computes in cannot hold raises (ember__check_numbers) instead of wrapping:
+   int32 == 2^40 would compare 0 and uint8 + 300 give 44. */
+static int number_operands(int op, int nin, ember_tensor *const *in)
+{
+    bool any = false;
+    for (int i = 0; i < nin; i++) any |= ember__host_number(in[i]) && !ember__is_float(in[i]->dtype);
+    if (!any) return EMBER_OK;
+    int ct;
+    if (nin == 2 && ember__ops[op].fwd == ember__ops[EMBER_OP_ADD].fwd) {
+        ember__binary_types(op, in[0], in[1], &ct);
+        return ember__check_numbers(ember__ops[op].name, 2, in, ct);
+    }
+    if (nin == 3 && op == EMBER_OP_WHERE) {
+        ct = ember__result_type(2, in + 1);
+        return ember__check_numbers("where", 2, in + 1, ct);
+    }
+    return EMBER_OK;
+}
+
 static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     const ember__op_info *info = &ember__ops[op];
@@ -57,6 +77,7 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         if (in[i]->refcount <= 0)
             return ember__fail(EMBER_ERR_ARG, "%s: argument %d is a tensor that was released", info->name, i + 1);
     }
+    EMBER_TRY(number_operands(op, nin, in));
     int device = op_device(nin, in), rc = EMBER_OK;
     /* wrapped numbers go to the op's device, as PyTorch's CPU scalars do */
     ember_tensor *moved[ITER_MAX] = {NULL}, *use[ITER_MAX];

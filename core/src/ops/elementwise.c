@@ -397,11 +397,12 @@ int fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
     return select_op("where", 3, in, &c.dt, where_loop, &c, out);
 }
 
-/* relu_backward(g, y) = y > 0 ? g : 0: one pass instead of a mask and a select.
-   0 where y <= 0 or y is NaN, whatever g is (a NaN gradient included), as PyTorch.
+/* relu_backward(g, y) = y <= 0 ? 0 : g: one pass instead of a mask and a select.
+   0 where y <= 0, whatever g is (a NaN gradient included), and g where y is
+   NaN (relu passed the NaN on), as PyTorch's threshold_backward.
    BIN_LOOP loads both operands, so this is a vector select, not a branch. */
-BIN_LOOP(relu_bwd_f32, float, y > 0 ? x : 0.0f)
-BIN_LOOP(relu_bwd_f64, double, y > 0 ? x : 0.0)
+BIN_LOOP(relu_bwd_f32, float, y <= 0 ? 0.0f : x)
+BIN_LOOP(relu_bwd_f64, double, y <= 0 ? 0.0 : x)
 
 /* other dtypes, through double; ctx is the dtype */
 static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
@@ -409,7 +410,7 @@ static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
     int dt = *(const int *)ctx;
     for (int64_t i = 0; i < n; i++) {
         double y = ember__load(p[2] + i * s[2], dt);
-        ember__store(p[0] + i * s[0], dt, y > 0 ? ember__load(p[1] + i * s[1], dt) : 0.0);
+        ember__store(p[0] + i * s[0], dt, y <= 0 ? 0.0 : ember__load(p[1] + i * s[1], dt));
     }
 }
 
@@ -710,9 +711,26 @@ int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out)
     return ember__dispatch(EMBER_OP_GELU, 1, &a, &at, out);
 }
 
+int ember__clamp_bounds(const char *op, const ember_tensor *a, const ember_attrs *at)
+{
+    if (!a || a->refcount <= 0 || !ember__is_int(a->dtype)) return EMBER_OK;
+    for (int k = 0; k < 2; k++) {
+        if (!at->i[k]) continue;
+        double v = at->f[k];
+        EMBER_TRY(ember__check_value(op, v, a->dtype));
+        if (v != floor(v))
+            return ember__fail(EMBER_ERR_ARG, "%s: bound %.17g is not a whole number, which a tensor of dtype %s "
+                               "cannot hold (PyTorch's clamp gives a float result here: clamp a float copy)", op, v,
+                               ember_dtype_name(a->dtype));
+    }
+    return EMBER_OK;
+}
+
 int ember_clamp(ember_tensor *a, int has_lo, double lo, int has_hi, double hi, ember_tensor **out)
 {
     ember_attrs at = {{has_lo != 0, has_hi != 0}, {lo, hi}};
+    if (out) *out = NULL;
+    EMBER_TRY(ember__clamp_bounds("clamp", a, &at));
     return ember__dispatch(EMBER_OP_CLAMP, 1, &a, &at, out);
 }
 

@@ -72,6 +72,7 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
     if (category(odt) > category(a->dtype))
         return ember__fail(EMBER_ERR_DTYPE, "%s_: result type %s can't be cast to the dtype %s of self",
                            name, ember_dtype_name(odt), ember_dtype_name(a->dtype));
+    EMBER_TRY(ember__check_numbers(iname, 1, &b, ct));
     EMBER_TRY(ember__check_writable(name, a));
     int rec = ember__ag_write_recorded(name, a, b);
     EMBER_TRY(rec);
@@ -136,6 +137,7 @@ int ember_unary_(ember_tensor *a, const char *op)
 int ember_clamp_(ember_tensor *a, int has_lo, double lo, int has_hi, double hi)
 {
     ember_attrs at = {{has_lo != 0, has_hi != 0}, {lo, hi}};
+    EMBER_TRY(ember__clamp_bounds("clamp_", a, &at));
     return unary_inplace(EMBER_OP_CLAMP, a, &at);
 }
 

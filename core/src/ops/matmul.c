@@ -376,15 +376,15 @@ static bool linear_fusable(ember_tensor *const *in)
            b->is_contiguous;
 }
 
-/* relu in place over n elements of c, as relu computes it (NaN to 0) */
+/* relu in place over n elements of c, as relu computes it (NaN stays NaN) */
 static void relu_inplace(int dt, char *c, int64_t n)
 {
     if (dt == EMBER_FLOAT32) {
         float *f = (float *)c;
-        for (int64_t i = 0; i < n; i++) f[i] = f[i] > 0 ? f[i] : 0.0f;
+        for (int64_t i = 0; i < n; i++) f[i] = f[i] < 0 ? 0.0f : f[i];
     } else {
         double *d = (double *)c;
-        for (int64_t i = 0; i < n; i++) d[i] = d[i] > 0 ? d[i] : 0.0;
+        for (int64_t i = 0; i < n; i++) d[i] = d[i] < 0 ? 0.0 : d[i];
     }
 }
 
@@ -452,7 +452,7 @@ static int relu_bias_backward_composed(ember_tensor *const *in, ember_tensor **o
     return rc;
 }
 
-/* gz = g where y > 0, else 0, over rows of n; gb[j] += gz[., j]. Both loads
+/* gz = 0 where y <= 0, else g (a NaN y passes g, as relu_backward), over rows of n; gb[j] += gz[., j]. Both loads
    are unconditional, so the select compiles to a blend and the loop to
    vector code: a branch per element mispredicts on half of them. */
 #define RELU_BIAS_ROWS(T)                                                                                       \
@@ -462,7 +462,7 @@ static int relu_bias_backward_composed(ember_tensor *const *in, ember_tensor **o
         for (int64_t i = 0; i < rows; i++, g += n, y += n, gz += n)                                            \
             for (int64_t j = 0; j < n; j++) {                                                                  \
                 T gv = g[j], yv = y[j];                                                                        \
-                T v = yv > 0 ? gv : (T)0;                                                                      \
+                T v = yv <= 0 ? (T)0 : gv;                                                                      \
                 gz[j] = v;                                                                                     \
                 gb[j] += v;                                                                                    \
             }                                                                                                  \

@@ -98,6 +98,10 @@ int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_at
    what its in-place forms (inplace.c) share with it */
 /* The dtype a binary op computes in (*compute), and the dtype of its result. */
 int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute);
+/* clamp's bounds (attrs i[0..1] has_lo/has_hi, f[0..1]) on an integer tensor:
+   whole numbers its dtype holds, else a failure naming op, the bound and the
+   dtype (the result would silently differ from the bound asked for) */
+int ember__clamp_bounds(const char *op, const ember_tensor *a, const ember_attrs *at);
 /* Fails for a negative exponent of an integer pow, as PyTorch does. */
 int ember__no_negative_exponent(const ember_tensor *e);
 /* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype dt. */

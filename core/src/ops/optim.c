@@ -4,6 +4,11 @@
    temporaries. The formulas are PyTorch's (torch.optim.SGD, Adam, AdamW),
    computed in the parameter's dtype (float32 or float64).
 
+   Their constants (1 - beta1, 1 - beta2, 1 - dampening, lr / (1 - beta1^t),
+   1 - lr wd, ...) are computed in double and rounded to the dtype once, as
+   PyTorch computes them in Python: 1 - beta2 worked out in float32 is
+   0.00099998713 for beta2 = 0.999, which moved exp_avg_sq 1.3e-5 off.
+
    These are not recorded by autograd: an update is a write to a leaf. They
    bump the version of every tensor they write, so a recording that saved
    one of them still detects the change. Parameters on a device go to its
@@ -152,8 +157,8 @@ typedef struct {
 #define ADAM_MOMENTS(T)                                                                        \
     T pi = p[i] * decay;                                                                       \
     T gi = sgn * g[i] + l2 * p[i];                                                             \
-    T mi = FLUSH(T, b1 * m[i] + (1 - b1) * gi);                                                \
-    T vi = FLUSH(T, b2 * v[i] + (1 - b2) * gi * gi);                                           \
+    T mi = FLUSH(T, b1 * m[i] + omb1 * gi);                                                    \
+    T vi = FLUSH(T, b2 * v[i] + omb2 * gi * gi);                                               \
     m[i] = mi;                                                                                 \
     v[i] = vi
 
@@ -164,6 +169,7 @@ typedef struct {
         const T *restrict g = (const T *)c->g + b;                                             \
         const ember__adam_args *a = &c->a;                                                     \
         const T b1 = (T)a->beta1, b2 = (T)a->beta2, eps = (T)a->eps, wd = (T)a->weight_decay;  \
+        const T omb1 = (T)(1 - a->beta1), omb2 = (T)(1 - a->beta2); /* in double, rounded once */ \
         const T step = (T)(a->lr / a->bc1), inv_bc2 = (T)(1 / a->bc2_sqrt);                    \
         const T decay = a->decoupled ? (T)(1 - a->lr * a->weight_decay) : (T)1;                \
         const T l2 = a->decoupled ? (T)0 : wd, sgn = a->maximize ? (T)-1 : (T)1;               \

@@ -1,11 +1,12 @@
 /* pool.c: max and average pooling and their adjoints on the CPU.
 
    Pooling runs one (n, c) plane per task. max_pool2d returns the flat
-   position h * W + w of each maximum within its plane (NaN wins, as in
-   PyTorch); avg_pool2d counts padding as zeros. The 2x2 stride-2 float32
-   case, the common one, has SSE2 kernels both ways (four windows per step,
-   the last step overlapping the one before instead of a scalar tail), so
-   that the selects are vector masks, not mispredicted branches.
+   position h * W + w of each maximum within its plane (the first maximum in
+   window order, or the last NaN: NaN wins, as in PyTorch); avg_pool2d
+   counts padding as zeros. The 2x2 stride-2 float32 case, the common one,
+   has SSE2 kernels both ways (four windows per step, the last step
+   overlapping the one before instead of a scalar tail), so that the
+   selects are vector masks, not mispredicted branches.
    Dtypes: nn.h. */
 #include "nn.h"
 
@@ -15,10 +16,10 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 
-/* NaN-aware x > y lane by lane, and a select by mask */
+/* NaN-aware x > y lane by lane (POOL_GT), and a select by mask */
 static inline __m128 sse_gt_nan(__m128 x, __m128 y)
 {
-    return _mm_or_ps(_mm_cmpgt_ps(x, y), _mm_and_ps(_mm_cmpunord_ps(x, x), _mm_cmpord_ps(y, y)));
+    return _mm_or_ps(_mm_cmpgt_ps(x, y), _mm_cmpunord_ps(x, x));
 }
 static inline __m128 sse_select(__m128 m, __m128 a, __m128 b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
 #endif
@@ -66,9 +67,11 @@ typedef struct {
     int64_t *idx;
 } pool_ctx;
 
-/* NaN-aware x > y: x > y, or x is NaN and y is not. Max pooling keeps the
-   first maximum in window order, a NaN winning, as PyTorch does. */
-#define POOL_GT(x, y) ((x) > (y) || ((x) != (x) && (y) == (y)))
+/* NaN-aware x > y: x > y, or x is NaN. Max pooling keeps the first maximum
+   in window order, and the last NaN (a NaN wins over anything, an earlier
+   NaN included), as PyTorch's max_pool2d does (its torch.max keeps the
+   first NaN; before issue 26 ember's pooling kept the first NaN too). */
+#define POOL_GT(x, y) ((x) > (y) || (x) != (x))
 
 #ifdef __SSE2__
 /* windows ow .. ow + 3 of one output row */
@@ -98,7 +101,8 @@ static inline void maxpool2_fwd4(const float *r0, const float *r1, int64_t W, in
 /* One output row of 2x2 stride-2 max pooling over input rows r0 and r1;
    `at` is the flat position of r0[0] in its plane. Each window is a
    tournament: (a, b) and (c, d), then the two winners, the earlier one
-   kept on ties, which gives the first maximum in window order. */
+   kept on ties and the later one where it is NaN, which gives the first
+   maximum in window order, or the last NaN. */
 static void maxpool2_row_f32(const float *restrict r0, const float *restrict r1, int64_t W, int64_t Wo, int64_t at,
                              float *restrict y, int64_t *restrict ix)
 {

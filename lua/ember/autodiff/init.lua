@@ -623,6 +623,27 @@ local function start(self, what, y, dy)
     ys_buf[i - 1] = yi._c
     dys_buf[i - 1] = d and d._c or nil
   end
+  -- A y this recording does not track was computed from none of the attached
+  -- tensors (a module made after attach, a loss computed under no_grad or
+  -- before record): every .grad would stay as it was without a word. Like
+  -- PyTorch's "element 0 of tensors does not require grad and does not have
+  -- a grad_fn", it raises (and, like backward's other failures, ends the
+  -- recording). The Jacobian tools and gradcheck set _unreached_ok: a
+  -- constant output has zero derivatives there, as in torch.autograd.functional.
+  if not self._unreached_ok and C.ember_key_is_recording(self._key) ~= 0 then
+    local reached = false
+    for i = 1, #ys do reached = reached or C.ember_key_tracks(self._key, ys_buf[i - 1]) ~= 0 end
+    if not reached then
+      local shapes = {}
+      for i, yi in ipairs(ys) do shapes[i] = "{" .. table.concat(yi:shape(), ", ") .. "}" end
+      local n = #self:attached_tensors()
+      self:release()
+      bad_call(what, ("no attached tensor is reachable from %s of shape %s: it was not computed from any "
+        .. "of the %d tensor%s attached to this manager during this recording (a module made after attach, "
+        .. "or a loss computed under no_grad or before record?), so no gradient would reach .grad")
+        :format(#ys == 1 and "y" or "any y", table.concat(shapes, ", "), n, n == 1 and "" or "s"))
+    end
+  end
   local rc = C.ember_backward_begin(self._key, #ys, ys_buf, dys_buf, run_out)
   if rc < 0 then
     local msg = ffi_string(C.ember_last_error()):gsub("^GradManager%.backward:", "GradManager." .. what .. ":")

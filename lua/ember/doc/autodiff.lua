@@ -122,7 +122,12 @@ results.
 ### `GradManager:backward(y, dy?)`
 Computes the gradients of `y` (a tensor or list; `dy` defaults to 1 for a
 one-element `y`) for every attached tensor, accumulates them into `.grad`,
-runs the after-backward callbacks and releases the history.
+runs the after-backward callbacks and releases the history. When no `y` was
+computed from an attached tensor during this recording (a loss made under
+`no_grad` or before `record`, a module made after `attach`) it raises
+`no attached tensor is reachable from y of shape ...`, naming the number of
+attached tensors, ends the recording and leaves `.grad` as it was (PyTorch:
+"element 0 of tensors does not require grad").
 
 ### `GradManager:backward_steps(y, dy?)`
 A backward that runs in slices for a host's frame loop: returns a

@@ -85,7 +85,9 @@ The cosine (radians), elementwise; `cos_` in place.
 The error function, elementwise; `erf_` in place.
 
 ### `Tensor:relu()`, `ember.relu(t)`, `Tensor:relu_()`
-`max(t, 0)`, elementwise; `relu_` in place.
+`max(t, 0)`, elementwise, NaN kept (as PyTorch: `relu(NaN)` is NaN and
+`relu(-0)` is -0); `relu_` in place. Its gradient is 0 where the output is
+<= 0, else the incoming gradient (also where the output is NaN).
 
 ### `Tensor:silu()`, `ember.silu(t)`, `Tensor:silu_()`
 `t * sigmoid(t)`, elementwise; `silu_` in place.
@@ -99,7 +101,8 @@ The error function, elementwise; `erf_` in place.
 
 ### `Tensor:clamp(min?, max?)`, `ember.clamp(t, min?, max?)`
 Elements limited to `[min, max]` (either bound nil for none; numbers or
-tensors).
+tensors). On an integer tensor number bounds must be whole numbers its dtype
+holds, else it raises naming the bound (docs/dtypes.md).
 
 ### `Tensor:clamp_(min?, max?)`
 In-place `clamp`.

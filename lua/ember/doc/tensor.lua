@@ -14,7 +14,10 @@ names (`_C`) read as nil.
 ### `ember.tensor(data, opts?)`
 A tensor from a number (0-d), a nested table of numbers or booleans, or a
 tensor (copied). `opts = {dtype =, device =}`; the dtype defaults to float32,
-bool for booleans.
+bool for booleans. `{}` is an empty tensor of shape `{0}` (`{{}, {}}`:
+`{2, 0}`). With an integer dtype a number it cannot hold (NaN, an infinity,
+`2^70` as int64, 300 as uint8) raises naming the value and the dtype, as
+PyTorch; a fraction is truncated toward zero (docs/dtypes.md).
 
 ### `ember.zeros(shape, opts?)`, `ember.ones(shape, opts?)`, `ember.empty(shape, opts?)`
 A tensor of zeros or ones of the given shape (a list such as `{2, 3}`);
