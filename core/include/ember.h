@@ -336,6 +336,20 @@ EMBER_API int ember_min_dim(ember_tensor *a, int dim, int keepdim, ember_tensor 
 /* int64 0-based index of the max / min along dim; dim = -1 means of the flattened tensor. */
 EMBER_API int ember_argmax(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
 EMBER_API int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+/* Cumulative sum / product along dim (reverse: the sums from the end);
+   integer and bool inputs give int64. */
+EMBER_API int ember_cumsum(ember_tensor *a, int dim, int reverse, ember_tensor **out);
+EMBER_API int ember_cumprod(ember_tensor *a, int dim, ember_tensor **out);
+/* Stable sort along dim: values and int64 0-based indices; NaN sorts largest. */
+EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values,
+                         ember_tensor **indices);
+/* Batched linear algebra on (..., n, n) float32/float64 matrices (LAPACK);
+   a singular or not positive-definite matrix fails naming its batch element.
+   solve: B is (..., n, k) with A's batch dims. */
+EMBER_API int ember_linalg_inv(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet);
+EMBER_API int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 

@@ -1042,6 +1042,124 @@ RULE(batch_norm)
     if (NEED(2)) give(s, &gi[2], reshape(s, slice(s, dwb, 0, 1, 1), 1, &C));
 }
 
+/* ------------------------------------------------------------------ scans, sort, linalg */
+static ember_tensor *t_cumsum(arena *s, ember_tensor *a, int dim, int reverse)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_cumsum(a, dim, reverse, &o), &o);
+}
+
+static ember_tensor *t_cumprod(arena *s, ember_tensor *a, int dim)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_cumprod(a, dim, &o), &o);
+}
+
+static ember_tensor *t_inv(arena *s, ember_tensor *a)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_linalg_inv(a, &o), &o);
+}
+
+/* the n x n lower-triangular mask (ones on and below the diagonal, or below
+   only when strict) in like's dtype and on its device */
+static ember_tensor *lower_mask(arena *s, int64_t n, bool strict, const ember_tensor *like)
+{
+    ember_tensor *o = NULL, *d = NULL;
+    int64_t sh[2] = {n, n};
+    if (!OK(s)) return NULL;
+    ember_tensor *m = keep(s, ember_full(2, sh, 0, EMBER_FLOAT64, EMBER_CPU, &o), &o);
+    if (!m) return NULL;
+    double *p = (double *)ember__ptr(m);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) p[i * n + j] = j < i || (!strict && j == i);
+    m = keep(s, ember_to_dtype(m, ember_tensor_dtype(like), &d), &d);
+    if (m && ember_tensor_device(like) != EMBER_CPU) {
+        ember_tensor *dv = NULL;
+        m = keep(s, ember_to_device(m, ember_tensor_device(like), &dv), &dv);
+    }
+    return m;
+}
+
+RULE(cumsum)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_cumsum(s, g, (int)at->i[0], !at->i[1]));
+}
+
+/* x_i != 0: sum_{j >= i} g_j y_j / x_i. At a zero x_i, the products that
+   skip it: with the zeros made ones (y' = cumprod of x'), the sum of g_j y'_j
+   over the j from i on that see no other zero, which is nonzero only at a
+   row's first zero (exact with any number of zeros) */
+RULE(cumprod)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0];
+    ember_tensor *x = IN(0), *y = OUT(0);
+    if (!have(s, x, y)) return;
+    ember_tensor *z = t_eq(s, x, num(s, 0));
+    ember_tensor *xs = where3(s, z, num(s, 1), x);
+    ember_tensor *nonzero = t_div(s, t_cumsum(s, t_mul(s, g, y), dim, 1), xs);
+    ember_tensor *first = as(s, t_eq(s, t_cumsum(s, z, dim, 0), num(s, 1)), g);
+    ember_tensor *zero = t_mul(s, t_cumsum(s, t_mul(s, t_mul(s, g, t_cumprod(s, xs, dim)), first), dim, 1), first);
+    give(s, &gi[0], where3(s, z, zero, nonzero));
+}
+
+/* the values' gradient goes back to where each came from */
+RULE(sort)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *idx = OUT(1);
+    if (!have(s, idx, g)) return;
+    give(s, &gi[0], keep(s, ember_scatter_add(nd, in, (int)at->i[0], idx, g, &o), &o));
+}
+
+/* -Y^T g Y^T, Y = A^-1 */
+RULE(linalg_inv)
+{
+    RULE_LOCALS;
+    ember_tensor *yt = transpose_last(s, OUT(0));
+    give(s, &gi[0], t_neg(s, t_matmul(s, t_matmul(s, yt, g), yt)));
+}
+
+/* g_logabsdet A^-T (the sign has no gradient) */
+RULE(linalg_slogdet)
+{
+    RULE_LOCALS;
+    ember_tensor *gl = r->go[1];
+    int64_t sh[EMBER_MAX_DIMS];
+    memcpy(sh, in, sizeof sh);
+    sh[nd - 1] = sh[nd - 2] = 1;
+    give(s, &gi[0], t_mul(s, reshape(s, gl, nd, sh), transpose_last(s, t_inv(s, IN(0)))));
+}
+
+/* gB = solve(A^T, g), gA = -gB X^T */
+RULE(linalg_solve)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *gb = NULL, *at_ = transpose_last(s, IN(0));
+    if (OK(s) && at_) gb = keep(s, ember_linalg_solve(at_, g, &o), &o);
+    if (NEED(0)) give(s, &gi[0], t_neg(s, t_matmul(s, gb, transpose_last(s, OUT(0)))));
+    if (NEED(1)) give(s, &gi[1], gb);
+}
+
+/* PyTorch's: X = tril(L^T g), made symmetric with its diagonal halved,
+   then L^-T X L^-1 */
+RULE(linalg_cholesky)
+{
+    RULE_LOCALS;
+    ember_tensor *L = OUT(0);
+    if (!have(s, L, g)) return;
+    int64_t sz = in[nd - 1];
+    ember_tensor *x = t_mul(s, t_matmul(s, transpose_last(s, L), g), lower_mask(s, sz, false, g));
+    x = t_mul(s, t_add(s, x, transpose_last(s, t_mul(s, x, lower_mask(s, sz, true, g)))), num(s, 0.5));
+    ember_tensor *li = t_inv(s, L);
+    give(s, &gi[0], t_matmul(s, t_matmul(s, transpose_last(s, li), x), li));
+}
+
 /* The rule of each op, from ops.def (NULL: not differentiable). */
 #define NO_GRAD NULL
 static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {

@@ -1,0 +1,72 @@
+/* lapack.c: the LAPACK entry points linalg.c uses, declared in this one place
+   (OpenBLAS ships LAPACK). Each takes a column-major n x n matrix in the
+   dtype dt (EMBER_FLOAT32 or EMBER_FLOAT64) and returns LAPACK's info (0,
+   or > 0 for a singular / not positive-definite matrix); without BLAS each
+   fails. */
+#include "ops.h"
+#include "lapack.h"
+
+#include <stddef.h>
+
+#ifdef EMBER_HAVE_BLAS
+/* Fortran LAPACK, 32-bit integers (OpenBLAS's default interface); the
+   trailing size_t is the hidden length of a character argument */
+void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
+void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+void sgetri_(const int *n, float *a, const int *lda, const int *ipiv, float *work, const int *lwork, int *info);
+void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork, int *info);
+void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda, const int *ipiv,
+             float *b, const int *ldb, int *info, size_t);
+void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv,
+             double *b, const int *ldb, int *info, size_t);
+void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
+
+int ember__lapack_getrf(int dt, int n, void *a, int *ipiv)
+{
+    int info = 0, m = n, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) sgetrf_(&m, &n, a, &lda, ipiv, &info);
+    else dgetrf_(&m, &n, a, &lda, ipiv, &info);
+    return info;
+}
+
+int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
+{
+    int info = 0, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) sgetri_(&n, a, &lda, ipiv, work, &lwork, &info);
+    else dgetri_(&n, a, &lda, ipiv, work, &lwork, &info);
+    return info;
+}
+
+int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, const int *ipiv, void *b)
+{
+    int info = 0, ld = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) sgetrs_(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
+    else dgetrs_(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
+    return info;
+}
+
+int ember__lapack_potrf(int dt, char uplo, int n, void *a)
+{
+    int info = 0, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) spotrf_(&uplo, &n, a, &lda, &info, 1);
+    else dpotrf_(&uplo, &n, a, &lda, &info, 1);
+    return info;
+}
+
+bool ember__have_lapack(void) { return true; }
+#else
+int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
+int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
+{
+    (void)dt, (void)n, (void)a, (void)ipiv, (void)work, (void)lwork;
+    return -1;
+}
+int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, const int *ipiv, void *b)
+{
+    (void)dt, (void)trans, (void)n, (void)nrhs, (void)lu, (void)ipiv, (void)b;
+    return -1;
+}
+int ember__lapack_potrf(int dt, char uplo, int n, void *a) { (void)dt, (void)uplo, (void)n, (void)a; return -1; }
+bool ember__have_lapack(void) { return false; }
+#endif

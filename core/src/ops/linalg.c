@@ -1,0 +1,283 @@
+/* linalg.c: batched linear algebra through LAPACK (lapack.c): inv, slogdet,
+   solve, cholesky (ops.def's LINALG_*), on (..., n, n) matrices of float32 or
+   float64. A row-major matrix is its transpose to column-major LAPACK, which
+   each op uses rather than copy: getrf of A^T gives A's determinant, getri of
+   A^T gives (A^-1)^T, that is A^-1 row-major, getrs with 'T' on A^T's factors
+   solves A X = B, and potrf of the 'U' triangle of A^T gives L^T, that is L
+   row-major. On another device each op runs on the host (ember__on_host). */
+#include "ops.h"
+#include "lapack.h"
+#include "../backend.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool on_cpu(int nin, ember_tensor *const *in)
+{
+    for (int i = 0; i < nin; i++)
+        if (in[i]->storage->device != EMBER_CPU) return false;
+    return true;
+}
+
+/* "{2, 1}": batch element b (0-based, over the flattened batch dims) of a,
+   1-based per dim */
+static const char *batch_name(char *buf, size_t len, const ember_tensor *a, int64_t b)
+{
+    int nb = a->ndim - 2;
+    int64_t idx[EMBER_MAX_DIMS];
+    for (int d = nb - 1; d >= 0; d--) {
+        idx[d] = a->shape[d] ? b % a->shape[d] : 0;
+        b = a->shape[d] ? b / a->shape[d] : 0;
+    }
+    size_t k = (size_t)snprintf(buf, len, "{");
+    for (int d = 0; d < nb && k < len; d++) k += (size_t)snprintf(buf + k, len - k, d ? ", %lld" : "%lld", (long long)idx[d] + 1);
+    if (k < len) snprintf(buf + k, len - k, "}");
+    return buf;
+}
+
+/* a square matrix, or a batch of them, of float32 or float64 */
+static int square_ok(const char *op, const ember_tensor *a)
+{
+    char sa[200];
+    if (!a) return ember__fail(EMBER_ERR_ARG, "%s: argument is NULL", op);
+    if (a->ndim < 2 || a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
+        return ember__fail(EMBER_ERR_SHAPE, "%s: expects a square matrix or a batch of them (..., n, n), got shape %s", op,
+                           ember__tshape(sa, a));
+    if (a->dtype != EMBER_FLOAT32 && a->dtype != EMBER_FLOAT64)
+        return ember__fail(EMBER_ERR_DTYPE, "%s: expects float32 or float64, got %s", op, ember_dtype_name(a->dtype));
+    if (a->shape[a->ndim - 1] > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: matrices of size %lld exceed LAPACK's 32-bit sizes", op,
+                           (long long)a->shape[a->ndim - 1]);
+    if (!ember__have_lapack())
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: this libember was built without BLAS/LAPACK (EMBER_BLAS=OFF)", op);
+    return EMBER_OK;
+}
+
+static int64_t nbatch(const ember_tensor *a)
+{
+    int64_t b = 1;
+    for (int d = 0; d < a->ndim - 2; d++) b *= a->shape[d];
+    return b;
+}
+
+/* LINALG_INV: A -> A^-1 */
+int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *a = in[0], *r = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a);
+    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
+    void *work = malloc((size_t)(n ? n : 1) * (size_t)es);
+    if (!ipiv || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.inv: out of memory"));
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
+    EMBER_CHECK(ember__copy_into(r, a));
+    for (int64_t b = 0; b < B && n > 0; b++) {
+        char *m = ember__ptr(r) + b * (int64_t)n * n * es;
+        int info = ember__lapack_getrf(dt, n, m, ipiv);
+        if (info == 0) info = ember__lapack_getri(dt, n, m, ipiv, work, n);
+        if (info != 0) {
+            char sb[200], sa[200];
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.inv: the matrix%s%s of shape %s is singular (U[%d,%d] of its LU "
+                                    "factorisation is zero)", a->ndim > 2 ? " at batch element " : "",
+                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info, info));
+        }
+    }
+    out[0] = r;
+    r = NULL;
+done:
+    free(ipiv);
+    free(work);
+    ember_tensor_release(r);
+    return rc;
+}
+
+/* LINALG_SLOGDET: A -> (sign, log|det A|), both of the batch shape; a singular
+   matrix gives (0, -inf) */
+int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    ember_tensor *a = in[0], *lu = NULL, *sg = NULL, *la = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a);
+    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
+    if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.slogdet: out of memory"));
+    EMBER_CHECK(ember__contiguous_as(a, dt, &lu));
+    if (lu == a) {   /* a itself: factor a copy */
+        ember_tensor_release(lu);
+        lu = NULL;
+        EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
+        EMBER_CHECK(ember__copy_into(lu, a));
+    }
+    EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &sg));
+    EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &la));
+    for (int64_t b = 0; b < B; b++) {
+        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
+        double sign = 1, logabs = 0;
+        int info = n > 0 ? ember__lapack_getrf(dt, n, m, ipiv) : 0;
+        if (info > 0) {
+            sign = 0;
+            logabs = -INFINITY;
+        } else {
+            for (int i = 0; i < n; i++) {
+                double u = dt == EMBER_FLOAT32 ? ((float *)m)[(int64_t)i * n + i] : ((double *)m)[(int64_t)i * n + i];
+                if (u < 0) sign = -sign;
+                if (ipiv[i] != i + 1) sign = -sign;
+                logabs += log(fabs(u));
+            }
+        }
+        ember__store(ember__ptr(sg) + b * es, dt, sign);
+        ember__store(ember__ptr(la) + b * es, dt, logabs);
+    }
+    out[0] = sg;
+    out[1] = la;
+    sg = la = NULL;
+done:
+    free(ipiv);
+    ember_tensor_release(lu);
+    ember_tensor_release(sg);
+    ember_tensor_release(la);
+    return rc;
+}
+
+/* LINALG_SOLVE: (A (..., n, n), B (..., n, k)) -> X with A X = B, one batch shape */
+int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *a = in[0], *bm = in[1], *lu = NULL, *bt = NULL, *x = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int k = (int)bm->shape[bm->ndim - 1];
+    int64_t B = nbatch(a);
+    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
+    if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.solve: out of memory"));
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
+    EMBER_CHECK(ember__copy_into(lu, a));
+    {
+        /* B^T contiguous: each batch's B column-major */
+        int64_t ts[EMBER_MAX_DIMS];
+        ember_tensor *btv = NULL;
+        memcpy(ts, bm->shape, sizeof ts);
+        ts[bm->ndim - 2] = k;
+        ts[bm->ndim - 1] = n;
+        EMBER_CHECK(ember__new(bm->ndim, ts, dt, EMBER_CPU, &bt));
+        int64_t vst[EMBER_MAX_DIMS];
+        memcpy(vst, bt->strides, sizeof vst);
+        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
+        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
+        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &btv));
+        rc = ember__copy_into(btv, bm);
+        ember_tensor_release(btv);
+        if (rc < 0) goto done;
+    }
+    for (int64_t b = 0; b < B && n > 0; b++) {
+        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
+        int info = ember__lapack_getrf(dt, n, m, ipiv);
+        if (info != 0) {
+            char sb[200], sa[200];
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s%s of shape %s is singular (U[%d,%d] of its "
+                                    "LU factorisation is zero)", a->ndim > 2 ? " at batch element " : "",
+                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info, info));
+        }
+        if (k > 0) ember__lapack_getrs(dt, 'T', n, k, m, ipiv, ember__ptr(bt) + b * (int64_t)n * k * es);
+    }
+    {
+        /* X = (B^T solved)^T */
+        ember_tensor *xv = NULL;
+        int64_t vst[EMBER_MAX_DIMS];
+        memcpy(vst, bt->strides, sizeof vst);
+        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
+        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
+        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &xv));
+        rc = ember__new(bm->ndim, bm->shape, dt, EMBER_CPU, &x);
+        if (rc == EMBER_OK) rc = ember__copy_into(x, xv);
+        ember_tensor_release(xv);
+        if (rc < 0) goto done;
+    }
+    out[0] = x;
+    x = NULL;
+done:
+    free(ipiv);
+    ember_tensor_release(lu);
+    ember_tensor_release(bt);
+    ember_tensor_release(x);
+    return rc;
+}
+
+/* LINALG_CHOLESKY: A (symmetric positive-definite; its lower triangle is
+   read) -> L lower triangular with A = L L^T */
+int fwd_linalg_cholesky(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *a = in[0], *r = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a);
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
+    EMBER_CHECK(ember__copy_into(r, a));
+    for (int64_t b = 0; b < B && n > 0; b++) {
+        char *m = ember__ptr(r) + b * (int64_t)n * n * es;
+        int info = ember__lapack_potrf(dt, 'U', n, m);
+        if (info != 0) {
+            char sb[200], sa[200];
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.cholesky: the matrix%s%s of shape %s is not positive-definite (its "
+                                    "leading minor of order %d is not)", a->ndim > 2 ? " at batch element " : "",
+                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info));
+        }
+        for (int i = 0; i < n; i++)   /* zero the upper triangle (row-major) */
+            for (int j = i + 1; j < n; j++) ember__store(m + ((int64_t)i * n + j) * es, dt, 0);
+    }
+    out[0] = r;
+    r = NULL;
+done:
+    ember_tensor_release(r);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the C API */
+int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
+{
+    EMBER_TRY(square_ok("linalg.inv", a));
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(EMBER_OP_LINALG_INV, 1, &a, &at, out);
+}
+
+int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet)
+{
+    EMBER_TRY(square_ok("linalg.slogdet", a));
+    if (!sign || !logabsdet) return ember__fail(EMBER_ERR_ARG, "linalg.slogdet: NULL output");
+    ember_tensor *o[2];
+    ember_attrs at = {{0}, {0}};
+    int rc = ember__dispatch(EMBER_OP_LINALG_SLOGDET, 1, &a, &at, o);
+    *sign = rc < 0 ? NULL : o[0];
+    *logabsdet = rc < 0 ? NULL : o[1];
+    return rc;
+}
+
+int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
+{
+    char sa[200], sb[200];
+    EMBER_TRY(square_ok("linalg.solve", a));
+    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.solve: B is NULL");
+    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
+    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
+    if (!ok)
+        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve: A of shape %s and B of shape %s do not fit (B must be "
+                           "(..., n, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
+    if (b->dtype != a->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "linalg.solve: A is %s and B is %s (one dtype expected)",
+                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
+    if (b->shape[b->ndim - 1] > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve: B of shape %s has too many columns for LAPACK", ember__tshape(sb, b));
+    ember_tensor *in[2] = {a, b};
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(EMBER_OP_LINALG_SOLVE, 2, in, &at, out);
+}
+
+int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out)
+{
+    EMBER_TRY(square_ok("linalg.cholesky", a));
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(EMBER_OP_LINALG_CHOLESKY, 1, &a, &at, out);
+}
