@@ -98,6 +98,12 @@ describe("gradcheck and gradgradcheck (float64)", function()
     { "linalg.cholesky", function(a)
         local s = (a + a:transpose(-1, -2)) * 0.5   -- a symmetric input, as the rule assumes
         return ember.linalg.cholesky(s) end, function() return { spd(3) } end },
+    { "linalg.eigh", function(a)
+        local w, v = ember.linalg.eigh((a + a:transpose(-1, -2)) * 0.5)   -- symmetric, as the rule assumes
+        return w, v * v end, function() return { spd(3) + ember.diag(ember.tensor({ 0, 2, 4 }, F64)) } end },
+    { "linalg.qr", function(a) return ember.linalg.qr(a) end, function() return { randn(4, 3) } end },
+    { "linalg.lstsq", function(a, b) return ember.linalg.lstsq(a, b).solution end,
+      function() return { randn(4, 2), randn(4, 2) } end },
   }
   for _, c in ipairs(checks) do
     it("gradcheck: " .. c[1], function()
@@ -230,6 +236,19 @@ describe("the tensor library's errors", function()
     H.raises(function() ember.linalg.inv(ember.ones({ 2, 2 }, { dtype = "int64" })) end, "ember.linalg.inv", "float32 or float64")
     H.raises(function() ember.linalg.solve(ember.eye(2, 2, F64), ember.ones({ 3 }, F64)) end, "ember.linalg.solve", "{2, 2}", "{3, 1}")
     H.raises(function() ember.linalg.norm(x, "nuc") end, "ember.linalg.norm", "not supported")
+    H.raises(function() ember.linalg.eigh(x) end, "ember.linalg.eigh", "square", "{2, 3}")
+    H.raises(function() ember.linalg.eigh(ember.eye(2), "X") end, "ember.linalg.eigh", "UPLO")
+    H.raises(function() ember.linalg.qr(ember.randn({ 3 })) end, "ember.linalg.qr", "{3}")
+    H.raises(function() ember.linalg.qr(x, "complete") end, "ember.linalg.qr", "complete")
+    H.raises(function() ember.linalg.lstsq(x, ember.ones({ 3 })) end, "ember.linalg.lstsq", "{2, 3}", "{3, 1}")
+    local wide = ember.randn({ 2, 3 }, F64)
+    wide.requires_grad = true
+    H.raises(function()
+      local gm = ember.autodiff.GradManager():attach({ wide })
+      gm:record()
+      local q, r = ember.linalg.qr(wide)
+      gm:backward(q:sum() + r:sum())
+    end, "linalg.qr", "m >= n")
     -- a singular matrix's determinant is 0, its slogdet (0, -inf)
     local s, l = ember.linalg.slogdet(ember.zeros({ 2, 2 }, F64))
     H.same(s, 0)

@@ -350,6 +350,11 @@ EMBER_API int ember_linalg_inv(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet);
 EMBER_API int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
+/* eigh: eigenvalues (..., n) ascending and eigenvectors (..., n, n) as columns
+   of a symmetric matrix (its lower triangle is read); qr: the reduced Q
+   (..., m, k) and R (..., k, n) of (..., m, n), k = min(m, n). */
+EMBER_API int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors);
+EMBER_API int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 

@@ -1160,6 +1160,57 @@ RULE(linalg_cholesky)
     give(s, &gi[0], t_matmul(s, t_matmul(s, transpose_last(s, li), x), li));
 }
 
+/* the n x n identity in like's dtype and on its device */
+static ember_tensor *eye_like(arena *s, int64_t n, const ember_tensor *like)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s)) return NULL;
+    return keep(s, ember_eye(n, n, ember_tensor_dtype(like), ember_tensor_device(like), &o), &o);
+}
+
+static ember_tensor *unsqueeze_at(arena *s, ember_tensor *a, int dim)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_unsqueeze(a, dim, &o), &o);
+}
+
+/* PyTorch's: with the skew part K of V^T gV, E_ij = L_j - L_i,
+   gA = V (K / E off the diagonal, gL on it) V^T */
+RULE(linalg_eigh)
+{
+    RULE_LOCALS;
+    ember_tensor *L = OUT(0), *V = OUT(1), *gL = r->go[0], *gV = r->go[1];
+    if (!have(s, L, V) || !have(s, gL, gV)) return;
+    int64_t sz = in[nd - 1];
+    ember_tensor *I = eye_like(s, sz, V), *off = t_sub(s, num(s, 1), I);
+    ember_tensor *vg = t_matmul(s, transpose_last(s, V), gV);
+    ember_tensor *k = t_mul(s, t_sub(s, vg, transpose_last(s, vg)), num(s, 0.5));
+    ember_tensor *e = t_add(s, t_sub(s, unsqueeze_at(s, L, nd - 2), unsqueeze_at(s, L, nd - 1)), I);
+    ember_tensor *mid = t_add(s, t_mul(s, t_div(s, k, e), off), t_mul(s, I, unsqueeze_at(s, gL, nd - 2)));
+    give(s, &gi[0], t_matmul(s, t_matmul(s, V, mid), transpose_last(s, V)));
+}
+
+/* m >= n (Liao et al. 2019): M = R gR^T - gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T,
+   copyltu(M) the symmetric matrix of M's lower triangle */
+RULE(linalg_qr)
+{
+    RULE_LOCALS;
+    ember_tensor *Q = OUT(0), *R = OUT(1), *gQ = r->go[0], *gR = r->go[1];
+    if (!have(s, Q, R) || !have(s, gQ, gR)) return;
+    int64_t m = in[nd - 2], sz = in[nd - 1];
+    if (m < sz) {
+        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "backward: the gradient of linalg.qr is implemented for m >= n, "
+                            "got a %lld x %lld matrix", (long long)m, (long long)sz);
+        return;
+    }
+    ember_tensor *M = t_sub(s, t_matmul(s, R, transpose_last(s, gR)), t_matmul(s, transpose_last(s, gQ), Q));
+    ember_tensor *c = t_add(s, t_mul(s, M, lower_mask(s, sz, false, M)),
+                            transpose_last(s, t_mul(s, M, lower_mask(s, sz, true, M))));
+    ember_tensor *lhs = t_add(s, gQ, t_matmul(s, Q, c));
+    give(s, &gi[0], t_matmul(s, lhs, transpose_last(s, t_inv(s, R))));
+}
+
 /* The rule of each op, from ops.def (NULL: not differentiable). */
 #define NO_GRAD NULL
 static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {

@@ -1235,6 +1235,61 @@ return function(ember, H)
     check(C.ember_linalg_cholesky(a._c, out1))
     return wrap(out1[0])
   end)
+  -- eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix:
+  -- its lower triangle is read, or the upper one with UPLO = "U"
+  named("eigh", function(a, uplo)
+    square("linalg.eigh", a)
+    if uplo ~= nil and uplo ~= "L" and uplo ~= "U" then
+      fail("linalg.eigh", "UPLO must be \"L\" or \"U\", got " .. tostring(uplo))
+    end
+    if uplo == "U" then a = a:transpose(-1, -2) end
+    check(C.ember_linalg_eigh(a._c, out2, out2 + 1))
+    return wrap(out2[0]), wrap(out2[1])
+  end)
+  named("eigvalsh", function(a, uplo)
+    local w = linalg.eigh(a, uplo)
+    return w
+  end)
+  -- the reduced QR (Q (..., m, k), R (..., k, n), k = min(m, n)); mode
+  -- "reduced" or "r" (R alone)
+  named("qr", function(a, mode)
+    need_tensor("linalg.qr", a, 1)
+    if a:dim() < 2 then fail("linalg.qr", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
+    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.qr", "expects float32 or float64, got " .. a.dtype) end
+    mode = mode or "reduced"
+    if mode ~= "reduced" and mode ~= "r" then
+      fail("linalg.qr", "mode must be \"reduced\" or \"r\", got " .. tostring(mode)
+        .. (mode == "complete" and " (the complete Q is not supported)" or ""))
+    end
+    check(C.ember_linalg_qr(a._c, out2, out2 + 1))
+    local q, r = wrap(out2[0]), wrap(out2[1])
+    if mode == "r" then return r end
+    return q, r
+  end)
+  -- the least-squares solution of A X = B for a full-rank A (..., m, n),
+  -- through QR: of A when m >= n, of A^T (the minimum-norm solution) when
+  -- m < n. Returns {solution = X}, as PyTorch's result's field
+  named("lstsq", function(a, b)
+    need_tensor("linalg.lstsq", a, 1)
+    need_tensor("linalg.lstsq", b, 2)
+    if a:dim() < 2 then fail("linalg.lstsq", "A must be a matrix or a batch of them, got shape " .. sh(a)) end
+    local vec = b:dim() == a:dim() - 1
+    if vec then b = b:unsqueeze(-1) end
+    if b:dim() < 2 or b:size(-2) ~= a:size(-2) then
+      fail("linalg.lstsq", ("A of shape %s and B of shape %s do not fit (B: (..., m, k) or (..., m))"):format(sh(a), sh(b)))
+    end
+    if b.dtype ~= a.dtype then b = b:to(a.dtype) end
+    local m, n = a:size(-2), a:size(-1)
+    local x
+    if m >= n then
+      local q, r = linalg.qr(a)
+      x = linalg.solve(r, q:transpose(-1, -2):matmul(b))
+    else
+      local q, r = linalg.qr(a:transpose(-1, -2))
+      x = q:matmul(linalg.solve(r:transpose(-1, -2), b))
+    end
+    return { solution = vec and x:squeeze(-1) or x }
+  end)
   -- vector norms (ord a number, "inf", "-inf"), or for 2-D input / two dims
   -- the matrix norms "fro", 1, -1, "inf", "-inf"
   named("norm", function(a, ord, dim, keepdim)
@@ -1278,7 +1333,9 @@ return function(ember, H)
     end
     return r
   end)
-  ember.inverse, ember.det, ember.slogdet, ember.solve, ember.cholesky =
-    linalg.inv, linalg.det, linalg.slogdet, linalg.solve, linalg.cholesky
-  Tensor.inverse, Tensor.det, Tensor.slogdet, Tensor.cholesky = linalg.inv, linalg.det, linalg.slogdet, linalg.cholesky
+  ember.inverse, ember.det, ember.slogdet, ember.solve, ember.cholesky, ember.qr, ember.lstsq =
+    linalg.inv, linalg.det, linalg.slogdet, linalg.solve, linalg.cholesky, linalg.qr, linalg.lstsq
+  ember.eigh = linalg.eigh
+  Tensor.inverse, Tensor.det, Tensor.slogdet, Tensor.cholesky, Tensor.qr =
+    linalg.inv, linalg.det, linalg.slogdet, linalg.cholesky, linalg.qr
 end

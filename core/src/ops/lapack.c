@@ -19,6 +19,16 @@ void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, c
              float *b, const int *ldb, int *info, size_t);
 void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv,
              double *b, const int *ldb, int *info, size_t);
+void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w, float *work,
+             const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w, double *work,
+             const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work, const int *lwork, int *info);
+void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work, const int *lwork, int *info);
+void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau, float *work,
+             const int *lwork, int *info);
+void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work,
+             const int *lwork, int *info);
 void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
 void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
 
@@ -54,6 +64,31 @@ int ember__lapack_potrf(int dt, char uplo, int n, void *a)
     return info;
 }
 
+/* workspace sizes: a query (lwork = -1) answers in work[0] / iwork[0] */
+int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork)
+{
+    int info = 0, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) ssyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    else dsyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    return info;
+}
+
+int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork)
+{
+    int info = 0, lda = m > 1 ? m : 1;
+    if (dt == EMBER_FLOAT32) sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &info);
+    else dgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &info);
+    return info;
+}
+
+int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork)
+{
+    int info = 0, lda = m > 1 ? m : 1;
+    if (dt == EMBER_FLOAT32) sorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
+    else dorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
+    return info;
+}
+
 bool ember__have_lapack(void) { return true; }
 #else
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
@@ -68,5 +103,20 @@ int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, con
     return -1;
 }
 int ember__lapack_potrf(int dt, char uplo, int n, void *a) { (void)dt, (void)uplo, (void)n, (void)a; return -1; }
+int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork)
+{
+    (void)dt, (void)uplo, (void)n, (void)a, (void)w, (void)work, (void)lwork, (void)iwork, (void)liwork;
+    return -1;
+}
+int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork)
+{
+    (void)dt, (void)m, (void)n, (void)a, (void)tau, (void)work, (void)lwork;
+    return -1;
+}
+int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork)
+{
+    (void)dt, (void)m, (void)n, (void)k, (void)a, (void)tau, (void)work, (void)lwork;
+    return -1;
+}
 bool ember__have_lapack(void) { return false; }
 #endif

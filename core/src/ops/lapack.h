@@ -17,5 +17,14 @@ int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, con
 /* the Cholesky factor of the uplo ('L' or 'U') triangle, in place (the other
    triangle is left as it was) */
 int ember__lapack_potrf(int dt, char uplo, int n, void *a);
+/* eigenvalues (ascending, into w) and eigenvectors (over a, as columns) of
+   the symmetric matrix in a's uplo triangle; lwork = liwork = -1 asks for the
+   workspace sizes (work[0], iwork[0]) */
+int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork);
+/* QR of the m x n column-major a: R over its upper triangle, the
+   reflectors below it and in tau (min(m, n)); orgqr makes the first n
+   columns of Q from k reflectors. lwork = -1 asks for the workspace size */
+int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork);
+int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork);
 
 #endif

@@ -1,10 +1,10 @@
 /* linalg.c: batched linear algebra through LAPACK (lapack.c): inv, slogdet,
-   solve, cholesky (ops.def's LINALG_*), on (..., n, n) matrices of float32 or
-   float64. A row-major matrix is its transpose to column-major LAPACK, which
+   solve, cholesky, eigh, qr (ops.def's LINALG_*), on (..., n, n) matrices
+   ((..., m, n) for qr) of float32 or float64. A row-major matrix is its transpose to column-major LAPACK, which
    each op uses rather than copy: getrf of A^T gives A's determinant, getri of
    A^T gives (A^-1)^T, that is A^-1 row-major, getrs with 'T' on A^T's factors
    solves A X = B, and potrf of the 'U' triangle of A^T gives L^T, that is L
-   row-major. On another device each op runs on the host (ember__on_host). */
+   row-major; eigh and qr copy into column-major. On another device each op runs on the host (ember__on_host). */
 #include "ops.h"
 #include "lapack.h"
 #include "../backend.h"
@@ -38,23 +38,29 @@ static const char *batch_name(char *buf, size_t len, const ember_tensor *a, int6
     return buf;
 }
 
-/* a square matrix, or a batch of them, of float32 or float64 */
-static int square_ok(const char *op, const ember_tensor *a)
+/* a matrix (a square one when square), or a batch of them, of float32 or float64 */
+static int matrix_ok(const char *op, const ember_tensor *a, bool square)
 {
     char sa[200];
     if (!a) return ember__fail(EMBER_ERR_ARG, "%s: argument is NULL", op);
-    if (a->ndim < 2 || a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
+    if (!square && a->ndim < 2)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: expects a matrix or a batch of them (..., m, n), got shape %s", op,
+                           ember__tshape(sa, a));
+    if (square && (a->ndim < 2 || a->shape[a->ndim - 1] != a->shape[a->ndim - 2]))
         return ember__fail(EMBER_ERR_SHAPE, "%s: expects a square matrix or a batch of them (..., n, n), got shape %s", op,
                            ember__tshape(sa, a));
     if (a->dtype != EMBER_FLOAT32 && a->dtype != EMBER_FLOAT64)
         return ember__fail(EMBER_ERR_DTYPE, "%s: expects float32 or float64, got %s", op, ember_dtype_name(a->dtype));
-    if (a->shape[a->ndim - 1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: matrices of size %lld exceed LAPACK's 32-bit sizes", op,
-                           (long long)a->shape[a->ndim - 1]);
+    if (a->shape[a->ndim - 1] > INT32_MAX || a->shape[a->ndim - 2] > INT32_MAX ||
+        a->shape[a->ndim - 1] * a->shape[a->ndim - 2] > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: matrices of shape %s exceed LAPACK's 32-bit sizes", op,
+                           ember__tshape(sa, a));
     if (!ember__have_lapack())
         return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: this libember was built without BLAS/LAPACK (EMBER_BLAS=OFF)", op);
     return EMBER_OK;
 }
+
+static int square_ok(const char *op, const ember_tensor *a) { return matrix_ok(op, a, true); }
 
 static int64_t nbatch(const ember_tensor *a)
 {
@@ -235,6 +241,129 @@ done:
     return rc;
 }
 
+/* a new contiguous tensor holding x with its last two dims swapped: each of
+   its matrices is x's, column-major */
+static int new_transposed(const ember_tensor *x, ember_tensor **out)
+{
+    int nd = x->ndim;
+    int64_t ts[EMBER_MAX_DIMS], vst[EMBER_MAX_DIMS];
+    ember_tensor *t = NULL, *v = NULL;
+    memcpy(ts, x->shape, sizeof ts);
+    ts[nd - 2] = x->shape[nd - 1];
+    ts[nd - 1] = x->shape[nd - 2];
+    EMBER_TRY(ember__new(nd, ts, x->dtype, EMBER_CPU, &t));
+    memcpy(vst, t->strides, sizeof vst);
+    vst[nd - 2] = t->strides[nd - 1];
+    vst[nd - 1] = t->strides[nd - 2];
+    int rc = ember__make_view(t, nd, x->shape, vst, t->offset, &v);
+    if (rc == EMBER_OK) rc = ember__copy_into(v, x);
+    ember_tensor_release(v);
+    if (rc < 0) {
+        ember_tensor_release(t);
+        return rc;
+    }
+    *out = t;
+    return EMBER_OK;
+}
+
+/* LINALG_EIGH: symmetric A (its lower triangle is read) -> (eigenvalues
+   (..., n) ascending, eigenvectors (..., n, n) as columns) */
+int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    ember_tensor *a = in[0], *r = NULL, *w = NULL, *v = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a), ws[EMBER_MAX_DIMS];
+    void *work = NULL;
+    int *iwork = NULL;
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
+    EMBER_CHECK(ember__copy_into(r, a));
+    memcpy(ws, a->shape, sizeof ws);
+    EMBER_CHECK(ember__new(a->ndim - 1, ws, dt, EMBER_CPU, &w));
+    if (n > 0) {
+        union { float f[2]; double d[1]; } q = {{0, 0}};   /* the size query's answer */
+        int iq = 0;
+        ember__lapack_syevd(dt, 'U', n, ember__ptr(r), ember__ptr(w), q.d, -1, &iq, -1);
+        int lwork = (int)(dt == EMBER_FLOAT32 ? q.f[0] : q.d[0]) + 1, liwork = iq + 1;
+        work = malloc((size_t)lwork * (size_t)es);
+        iwork = malloc((size_t)liwork * sizeof *iwork);
+        if (!work || !iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.eigh: out of memory"));
+        for (int64_t b = 0; b < B; b++) {
+            int info = ember__lapack_syevd(dt, 'U', n, ember__ptr(r) + b * (int64_t)n * n * es,
+                                           ember__ptr(w) + b * (int64_t)n * es, work, lwork, iwork, liwork);
+            if (info != 0) {
+                char sb[200], sa[200];
+                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.eigh: the eigenvalues of the matrix%s%s of shape %s did "
+                                        "not converge (LAPACK info %d)", a->ndim > 2 ? " at batch element " : "",
+                                        a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info));
+            }
+        }
+    }
+    EMBER_CHECK(new_transposed(r, &v));
+    out[0] = w;
+    out[1] = v;
+    w = v = NULL;
+done:
+    free(work);
+    free(iwork);
+    ember_tensor_release(r);
+    ember_tensor_release(w);
+    ember_tensor_release(v);
+    return rc;
+}
+
+/* LINALG_QR: A (..., m, n) -> the reduced Q (..., m, k) and R (..., k, n), k = min(m, n) */
+int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    ember_tensor *a = in[0], *c = NULL, *q = NULL, *r = NULL;
+    int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = m < n ? m : n;
+    int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a), qs[EMBER_MAX_DIMS], rs[EMBER_MAX_DIMS];
+    void *tau = NULL, *work = NULL;
+    memcpy(qs, a->shape, sizeof qs);
+    memcpy(rs, a->shape, sizeof rs);
+    qs[nd - 1] = k;
+    rs[nd - 2] = k;
+    EMBER_CHECK(new_transposed(a, &c));
+    EMBER_CHECK(ember__new(nd, qs, dt, EMBER_CPU, &q));
+    EMBER_CHECK(ember__new(nd, rs, dt, EMBER_CPU, &r));
+    if (k > 0) {
+        union { float f[2]; double d[1]; } wq = {{0, 0}}, tq = {{0, 0}};   /* the size queries' answers */
+        ember__lapack_geqrf(dt, m, n, ember__ptr(c), tq.d, wq.d, -1);
+        int l1 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
+        wq.d[0] = 0;
+        ember__lapack_orgqr(dt, m, k, k, ember__ptr(c), tq.d, wq.d, -1);
+        int l2 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
+        int lwork = (l1 > l2 ? l1 : l2) + n + 1;
+        tau = malloc((size_t)k * (size_t)es);
+        work = malloc((size_t)lwork * (size_t)es);
+        if (!tau || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
+        for (int64_t b = 0; b < B; b++) {
+            char *ab = ember__ptr(c) + b * (int64_t)m * n * es;
+            char *qb = ember__ptr(q) + b * (int64_t)m * k * es, *rb = ember__ptr(r) + b * (int64_t)k * n * es;
+            ember__lapack_geqrf(dt, m, n, ab, tau, work, lwork);
+            for (int i = 0; i < k; i++)
+                for (int j = 0; j < n; j++)
+                    ember__store(rb + ((int64_t)i * n + j) * es, dt, j >= i ? ember__load(ab + ((int64_t)j * m + i) * es, dt) : 0);
+            ember__lapack_orgqr(dt, m, k, k, ab, tau, work, lwork);
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < k; j++)
+                    ember__store(qb + ((int64_t)i * k + j) * es, dt, ember__load(ab + ((int64_t)j * m + i) * es, dt));
+        }
+    }
+    out[0] = q;
+    out[1] = r;
+    q = r = NULL;
+done:
+    free(tau);
+    free(work);
+    ember_tensor_release(c);
+    ember_tensor_release(q);
+    ember_tensor_release(r);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the C API */
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
@@ -280,4 +409,28 @@ int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out)
     EMBER_TRY(square_ok("linalg.cholesky", a));
     ember_attrs at = {{0}, {0}};
     return ember__dispatch(EMBER_OP_LINALG_CHOLESKY, 1, &a, &at, out);
+}
+
+int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors)
+{
+    EMBER_TRY(square_ok("linalg.eigh", a));
+    if (!eigenvalues || !eigenvectors) return ember__fail(EMBER_ERR_ARG, "linalg.eigh: NULL output");
+    ember_attrs at = {{0}, {0}};
+    ember_tensor *o[2];
+    int rc = ember__dispatch(EMBER_OP_LINALG_EIGH, 1, &a, &at, o);
+    *eigenvalues = rc < 0 ? NULL : o[0];
+    *eigenvectors = rc < 0 ? NULL : o[1];
+    return rc;
+}
+
+int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r)
+{
+    EMBER_TRY(matrix_ok("linalg.qr", a, false));
+    if (!q || !r) return ember__fail(EMBER_ERR_ARG, "linalg.qr: NULL output");
+    ember_attrs at = {{0}, {0}};
+    ember_tensor *o[2];
+    int rc = ember__dispatch(EMBER_OP_LINALG_QR, 1, &a, &at, o);
+    *q = rc < 0 ? NULL : o[0];
+    *r = rc < 0 ? NULL : o[1];
+    return rc;
 }

@@ -186,8 +186,9 @@ LAPACK (through OpenBLAS) on square matrices or batches of them `(..., n,
 n)`, float32 and float64, with gradients (and second derivatives). A
 singular or not positive-definite matrix raises naming its batch element. On
 a GPU the factorisations run on the host. The top-level names `ember.inverse`,
-`det`, `slogdet`, `solve`, `cholesky` and the methods `t:inverse()`,
-`t:det()`, `t:slogdet()`, `t:cholesky()` are the same functions.
+`det`, `slogdet`, `solve`, `cholesky`, `eigh`, `qr`, `lstsq` and the methods
+`t:inverse()`, `t:det()`, `t:slogdet()`, `t:cholesky()`, `t:qr()` are the
+same functions.
 
 ### `ember.linalg.inv(A)`, `ember.inverse(A)`, `Tensor:inverse()`
 `A^-1`.
@@ -206,6 +207,24 @@ broadcast.
 ### `ember.linalg.cholesky(A)`, `ember.cholesky(A)`, `Tensor:cholesky()`
 The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
 `A` (its lower triangle is read).
+
+### `ember.linalg.eigh(A, UPLO?)`, `ember.eigh(A, UPLO?)`
+The eigenvalues (ascending) and eigenvectors (as columns) of a symmetric
+`A`, as two values; its lower triangle is read, or the upper one with
+`UPLO = "U"`. Gradients as PyTorch's (degenerate eigenvalues give
+infinities there too).
+
+### `ember.linalg.eigvalsh(A, UPLO?)`
+The eigenvalues of `eigh`.
+
+### `ember.linalg.qr(A, mode?)`, `ember.qr(A, mode?)`, `Tensor:qr(mode?)`
+The reduced QR of `(..., m, n)`: `Q (..., m, k)` and `R (..., k, n)`,
+`k = min(m, n)`; `mode = "r"` gives `R` alone. Differentiable for `m >= n`.
+
+### `ember.linalg.lstsq(A, B)`, `ember.lstsq(A, B)`
+The least-squares solution of `A X = B` for a full-rank `A`, through QR
+(the minimum-norm one for a wide `A`), as `{solution = X}`; `B` `(..., m,
+k)` or `(..., m)`.
 
 ### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
 Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
