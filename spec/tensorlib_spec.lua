@@ -102,6 +102,13 @@ describe("gradcheck and gradgradcheck (float64)", function()
         local w, v = ember.linalg.eigh((a + a:transpose(-1, -2)) * 0.5)   -- symmetric, as the rule assumes
         return w, v * v end, function() return { spd(3) + ember.diag(ember.tensor({ 0, 2, 4 }, F64)) } end },
     { "linalg.qr", function(a) return ember.linalg.qr(a) end, function() return { randn(4, 3) } end },
+    { "linalg.svd tall, wide and square", function(a, b, c)
+        local outs = {}
+        for _, x in ipairs({ a, b, c }) do
+          local u, s, vh = ember.linalg.svd(x, { full_matrices = false })
+          outs[#outs + 1], outs[#outs + 2], outs[#outs + 3] = s, u:matmul(vh), u * u
+        end
+        return unpack(outs) end, function() return { randn(4, 3), randn(2, 3), randn(3, 3) } end },
     { "linalg.lstsq", function(a, b) return ember.linalg.lstsq(a, b).solution end,
       function() return { randn(4, 2), randn(4, 2) } end },
   }
@@ -235,7 +242,10 @@ describe("the tensor library's errors", function()
     H.raises(function() ember.linalg.inv(ember.randn({ 2, 3 })) end, "ember.linalg.inv", "square", "{2, 3}")
     H.raises(function() ember.linalg.inv(ember.ones({ 2, 2 }, { dtype = "int64" })) end, "ember.linalg.inv", "float32 or float64")
     H.raises(function() ember.linalg.solve(ember.eye(2, 2, F64), ember.ones({ 3 }, F64)) end, "ember.linalg.solve", "{2, 2}", "{3, 1}")
-    H.raises(function() ember.linalg.norm(x, "nuc") end, "ember.linalg.norm", "not supported")
+    H.raises(function() ember.linalg.norm(x, 3) end, "ember.linalg.norm", "not supported")
+    H.raises(function() ember.linalg.svd(x) end, "ember.linalg.svd", "{2, 3}", "full_matrices = false")
+    H.raises(function() ember.linalg.svd(x, { full = false }) end, "ember.linalg.svd", "unknown option 'full'")
+    H.raises(function() ember.linalg.svdvals(ember.ones({ 2, 2 }, { dtype = "int32" })) end, "ember.linalg.svdvals", "float32 or float64")
     H.raises(function() ember.linalg.eigh(x) end, "ember.linalg.eigh", "square", "{2, 3}")
     H.raises(function() ember.linalg.eigh(ember.eye(2), "X") end, "ember.linalg.eigh", "UPLO")
     H.raises(function() ember.linalg.qr(ember.randn({ 3 })) end, "ember.linalg.qr", "{3}")

@@ -355,6 +355,9 @@ EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
    (..., m, k) and R (..., k, n) of (..., m, n), k = min(m, n). */
 EMBER_API int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors);
 EMBER_API int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r);
+/* The reduced SVD A = U diag(S) Vh: U (..., m, k), S (..., k) descending,
+   Vh (..., k, n), k = min(m, n). */
+EMBER_API int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor **s, ember_tensor **vh);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 

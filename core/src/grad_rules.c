@@ -1211,6 +1211,44 @@ RULE(linalg_qr)
     give(s, &gi[0], t_matmul(s, lhs, transpose_last(s, t_inv(s, R))));
 }
 
+/* PyTorch's svd_backward, with S = diag(U^T A Vh^T) read from the input:
+   only gS: U diag(gS) Vh; else with skew(X) = X - X^T and E_jk = S_k^2 - S_j^2,
+   G = (skew(U^T gU) S + S skew(Vh gV)) / E + diag(gS), gA = U G Vh plus, for
+   m > n, (I - U U^T) gU S^-1 Vh, for m < n, U S^-1 gVh (I - V Vh) */
+RULE(linalg_svd)
+{
+    RULE_LOCALS;
+    ember_tensor *A = IN(0), *U = OUT(0), *Vh = OUT(1), *gU = r->go[0], *gVh = r->go[1], *gS = r->go[2];
+    if (!have(s, A, U) || !have(s, Vh, gS) || !have(s, gU, gVh)) return;
+    int64_t m = in[nd - 2], sz = in[nd - 1], k = m < sz ? m : sz;
+    int last = nd - 1;
+    ember_tensor *S = sum_dims(s, t_mul(s, t_matmul(s, transpose_last(s, U), A), Vh), 1, &last, 0);
+    if (all_zero(gU) && all_zero(gVh)) {
+        give(s, &gi[0], t_matmul(s, U, t_mul(s, unsqueeze_at(s, gS, nd - 1), Vh)));
+        return;
+    }
+    ember_tensor *I = eye_like(s, k, U), *V = transpose_last(s, Vh), *gV = transpose_last(s, gVh);
+    ember_tensor *x = t_matmul(s, transpose_last(s, U), gU), *y = t_matmul(s, Vh, gV);
+    ember_tensor *uu = t_sub(s, x, transpose_last(s, x)), *vv = t_sub(s, y, transpose_last(s, y));
+    ember_tensor *s2 = t_mul(s, S, S);
+    ember_tensor *e = t_add(s, t_sub(s, unsqueeze_at(s, s2, nd - 2), unsqueeze_at(s, s2, nd - 1)), I);
+    ember_tensor *G = t_div(s, t_add(s, t_mul(s, uu, unsqueeze_at(s, S, nd - 2)), t_mul(s, unsqueeze_at(s, S, nd - 1), vv)), e);
+    G = t_add(s, G, t_mul(s, I, unsqueeze_at(s, gS, nd - 2)));
+    ember_tensor *gA;
+    if (m > sz) {
+        ember_tensor *gus = t_div(s, gU, unsqueeze_at(s, S, nd - 2));
+        gA = t_add(s, t_matmul(s, U, G), t_sub(s, gus, t_matmul(s, U, t_matmul(s, transpose_last(s, U), gus))));
+        gA = t_matmul(s, gA, Vh);
+    } else if (m < sz) {
+        ember_tensor *sgv = t_div(s, gVh, unsqueeze_at(s, S, nd - 1));
+        gA = t_add(s, t_matmul(s, G, Vh), t_sub(s, sgv, t_matmul(s, t_matmul(s, sgv, V), Vh)));
+        gA = t_matmul(s, U, gA);
+    } else {
+        gA = t_matmul(s, U, t_matmul(s, G, Vh));
+    }
+    give(s, &gi[0], gA);
+}
+
 /* The rule of each op, from ops.def (NULL: not differentiable). */
 #define NO_GRAD NULL
 static void (*const RULES[EMBER_OP_COUNT])(rule_ctx *) = {

@@ -1266,6 +1266,31 @@ return function(ember, H)
     if mode == "r" then return r end
     return q, r
   end)
+  -- the SVD A = U diag(S) Vh as (U, S, Vh), S descending. Reduced only: for a
+  -- non-square A PyTorch's default full_matrices = true raises, asking for
+  -- {full_matrices = false}
+  local function svd_raw(op, a)
+    need_tensor(op, a, 1)
+    if a:dim() < 2 then fail(op, "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
+    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail(op, "expects float32 or float64, got " .. a.dtype) end
+    local o3 = ffi.new("ember_tensor *[3]")
+    check(C.ember_linalg_svd(a._c, o3, o3 + 1, o3 + 2))
+    return wrap(o3[0]), wrap(o3[1]), wrap(o3[2])
+  end
+  named("svd", function(a, opts)
+    local o = options("linalg.svd", opts, { full_matrices = true })
+    local full = o.full_matrices == nil or need_bool("linalg.svd", "full_matrices", o.full_matrices)
+    need_tensor("linalg.svd", a, 1)
+    if full and a:dim() >= 2 and a:size(-1) ~= a:size(-2) then
+      fail("linalg.svd", ("the full U and Vh of a non-square %s are not supported; pass {full_matrices = false} "
+        .. "for the reduced SVD"):format(sh(a)))
+    end
+    return svd_raw("linalg.svd", a)
+  end)
+  named("svdvals", function(a)
+    local _, sv = svd_raw("linalg.svdvals", a)
+    return sv
+  end)
   -- the least-squares solution of A X = B for a full-rank A (..., m, n),
   -- through QR: of A when m >= n, of A^T (the minimum-norm solution) when
   -- m < n. Returns {solution = X}, as PyTorch's result's field
@@ -1324,8 +1349,19 @@ return function(ember, H)
     elseif ord == huge or ord == -huge then
       local s = x:sum(d2, true)
       r = ord == huge and s:max(d1, true) or s:min(d1, true)
+    elseif ord == 2 or ord == -2 or ord == "nuc" then
+      -- from the singular values of the plane of d1, d2 moved last
+      local perm = {}
+      for d = 1, a:dim() do if d ~= d1 and d ~= d2 then perm[#perm + 1] = d end end
+      perm[#perm + 1], perm[#perm + 2] = d1, d2
+      local sv = linalg.svdvals(a:permute(perm))
+      local v = ord == "nuc" and sv:sum(-1) or (ord == 2 and sv:max(-1) or sv:min(-1))
+      -- back to keepdim's shape: size 1 at d1 and d2
+      local shape = a:shape()
+      shape[d1], shape[d2] = 1, 1
+      r = v:reshape(shape)
     else
-      fail("linalg.norm", "matrix norm ord " .. tostring(ord) .. " is not supported (supported: \"fro\", 1, -1, \"inf\", \"-inf\")")
+      fail("linalg.norm", "matrix norm ord " .. tostring(ord) .. " is not supported (supported: \"fro\", \"nuc\", 1, -1, 2, -2, \"inf\", \"-inf\")")
     end
     if not keepdim then
       local hi, lo = math.max(d1, d2), math.min(d1, d2)
@@ -1336,6 +1372,17 @@ return function(ember, H)
   ember.inverse, ember.det, ember.slogdet, ember.solve, ember.cholesky, ember.qr, ember.lstsq =
     linalg.inv, linalg.det, linalg.slogdet, linalg.solve, linalg.cholesky, linalg.qr, linalg.lstsq
   ember.eigh = linalg.eigh
+  -- torch.svd: (U, S, V) with V, not Vh; reduced unless some = false (not supported for non-square)
+  function ember.svd(a, some)
+    if some ~= nil and type(some) ~= "boolean" then fail("svd", "some must be a boolean, got " .. type(some)) end
+    need_tensor("svd", a, 1)
+    if some == false and a:dim() >= 2 and a:size(-1) ~= a:size(-2) then
+      fail("svd", "some = false (the full U and V) of a non-square " .. sh(a) .. " is not supported")
+    end
+    local u, sv, vh = svd_raw("svd", a)
+    return u, sv, vh:transpose(-1, -2)
+  end
+  Tensor.svd = ember.svd
   Tensor.inverse, Tensor.det, Tensor.slogdet, Tensor.cholesky, Tensor.qr =
     linalg.inv, linalg.det, linalg.slogdet, linalg.cholesky, linalg.qr
 end

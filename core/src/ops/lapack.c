@@ -29,6 +29,10 @@ void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda,
              const int *lwork, int *info);
 void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work,
              const int *lwork, int *info);
+void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u,
+             const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork, int *info, size_t);
+void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u,
+             const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t);
 void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
 void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
 
@@ -89,6 +93,15 @@ int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, v
     return info;
 }
 
+int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+                        int lwork, int *iwork)
+{
+    int info = 0, lda = m > 1 ? m : 1;
+    if (dt == EMBER_FLOAT32) sgesdd_("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    else dgesdd_("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    return info;
+}
+
 bool ember__have_lapack(void) { return true; }
 #else
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
@@ -116,6 +129,13 @@ int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, in
 int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork)
 {
     (void)dt, (void)m, (void)n, (void)k, (void)a, (void)tau, (void)work, (void)lwork;
+    return -1;
+}
+int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+                        int lwork, int *iwork)
+{
+    (void)dt, (void)m, (void)n, (void)a, (void)s, (void)u, (void)ldu, (void)vt, (void)ldvt, (void)work, (void)lwork;
+    (void)iwork;
     return -1;
 }
 bool ember__have_lapack(void) { return false; }

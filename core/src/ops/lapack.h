@@ -26,5 +26,10 @@ int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, 
    columns of Q from k reflectors. lwork = -1 asks for the workspace size */
 int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork);
 int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork);
+/* the reduced SVD of the m x n column-major a (destroyed): s (min(m, n)),
+   u (m x k, leading dim ldu) and vt (k x n, leading dim ldvt); iwork of
+   8 min(m, n); lwork = -1 asks for the workspace size */
+int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+                        int lwork, int *iwork);
 
 #endif

@@ -1,6 +1,6 @@
 /* linalg.c: batched linear algebra through LAPACK (lapack.c): inv, slogdet,
-   solve, cholesky, eigh, qr (ops.def's LINALG_*), on (..., n, n) matrices
-   ((..., m, n) for qr) of float32 or float64. A row-major matrix is its transpose to column-major LAPACK, which
+   solve, cholesky, eigh, qr, svd (ops.def's LINALG_*), on (..., n, n) matrices
+   ((..., m, n) for qr and svd) of float32 or float64. A row-major matrix is its transpose to column-major LAPACK, which
    each op uses rather than copy: getrf of A^T gives A's determinant, getri of
    A^T gives (A^-1)^T, that is A^-1 row-major, getrs with 'T' on A^T's factors
    solves A X = B, and potrf of the 'U' triangle of A^T gives L^T, that is L
@@ -364,6 +364,64 @@ done:
     return rc;
 }
 
+/* LINALG_SVD: A (..., m, n) -> U (..., m, k), Vh (..., k, n), S (..., k)
+   descending, k = min(m, n). LAPACK sees A^T = V S U^T: its U is our V,
+   which read row-major is Vh, and its V^T is our U^T, read row-major U */
+int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 3, out);
+    ember_tensor *a = in[0], *c = NULL, *u = NULL, *sv = NULL, *vh = NULL;
+    int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = m < n ? m : n;
+    int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a), us[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS], vs[EMBER_MAX_DIMS];
+    void *work = NULL;
+    int *iwork = NULL;
+    memcpy(us, a->shape, sizeof us);
+    memcpy(ss, a->shape, sizeof ss);
+    memcpy(vs, a->shape, sizeof vs);
+    us[nd - 1] = k;
+    ss[nd - 2] = k;
+    vs[nd - 2] = k;
+    EMBER_CHECK(ember__new(nd, a->shape, dt, EMBER_CPU, &c));
+    EMBER_CHECK(ember__copy_into(c, a));
+    EMBER_CHECK(ember__new(nd, us, dt, EMBER_CPU, &u));
+    EMBER_CHECK(ember__new(nd - 1, ss, dt, EMBER_CPU, &sv));
+    EMBER_CHECK(ember__new(nd, vs, dt, EMBER_CPU, &vh));
+    if (k > 0) {
+        union { float f[2]; double d[1]; } wq = {{0, 0}};
+        iwork = malloc((size_t)8 * (size_t)k * sizeof *iwork);
+        if (!iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
+        ember__lapack_gesdd(dt, n, m, ember__ptr(c), ember__ptr(sv), ember__ptr(vh), n, ember__ptr(u), k, wq.d, -1, iwork);
+        int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
+        work = malloc((size_t)lwork * (size_t)es);
+        if (!work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
+        for (int64_t b = 0; b < B; b++) {
+            int info = ember__lapack_gesdd(dt, n, m, ember__ptr(c) + b * (int64_t)m * n * es,
+                                           ember__ptr(sv) + b * (int64_t)k * es, ember__ptr(vh) + b * (int64_t)k * n * es, n,
+                                           ember__ptr(u) + b * (int64_t)m * k * es, k, work, lwork, iwork);
+            if (info != 0) {
+                char sb[200], sa[200];
+                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.svd: the matrix%s%s of shape %s %s (LAPACK info %d)",
+                                        a->ndim > 2 ? " at batch element " : "",
+                                        a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a),
+                                        info > 0 ? "did not converge" : "holds NaN or another bad value", info));
+            }
+        }
+    }
+    out[0] = u;
+    out[1] = vh;
+    out[2] = sv;
+    u = sv = vh = NULL;
+done:
+    free(work);
+    free(iwork);
+    ember_tensor_release(c);
+    ember_tensor_release(u);
+    ember_tensor_release(sv);
+    ember_tensor_release(vh);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the C API */
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
@@ -432,5 +490,18 @@ int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r)
     int rc = ember__dispatch(EMBER_OP_LINALG_QR, 1, &a, &at, o);
     *q = rc < 0 ? NULL : o[0];
     *r = rc < 0 ? NULL : o[1];
+    return rc;
+}
+
+int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor **s, ember_tensor **vh)
+{
+    EMBER_TRY(matrix_ok("linalg.svd", a, false));
+    if (!u || !s || !vh) return ember__fail(EMBER_ERR_ARG, "linalg.svd: NULL output");
+    ember_attrs at = {{0}, {0}};
+    ember_tensor *o[3];
+    int rc = ember__dispatch(EMBER_OP_LINALG_SVD, 1, &a, &at, o);
+    *u = rc < 0 ? NULL : o[0];
+    *vh = rc < 0 ? NULL : o[1];
+    *s = rc < 0 ? NULL : o[2];
     return rc;
 }

@@ -221,6 +221,20 @@ The eigenvalues of `eigh`.
 The reduced QR of `(..., m, n)`: `Q (..., m, k)` and `R (..., k, n)`,
 `k = min(m, n)`; `mode = "r"` gives `R` alone. Differentiable for `m >= n`.
 
+### `ember.linalg.svd(A, opts?)`
+The SVD `A = U diag(S) Vh` as `U (..., m, k)`, `S (..., k)` descending and
+`Vh (..., k, n)`, `k = min(m, n)`, with PyTorch's gradients (repeated
+singular values give infinities there too). Only the reduced form: for a
+non-square `A`, pass `{full_matrices = false}` (PyTorch's default, the full
+`U` and `Vh`, raises).
+
+### `ember.linalg.svdvals(A)`
+The singular values of `svd`.
+
+### `ember.svd(A, some?)`, `Tensor:svd(some?)`
+PyTorch's `torch.svd`: `U, S, V` (`V`, not `Vh`), reduced (`some = false`
+raises for a non-square `A`).
+
 ### `ember.linalg.lstsq(A, B)`, `ember.lstsq(A, B)`
 The least-squares solution of `A X = B` for a full-rank `A`, through QR
 (the minimum-norm one for a wide `A`), as `{solution = X}`; `B` `(..., m,
@@ -229,5 +243,5 @@ k)` or `(..., m)`.
 ### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
 Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
 element) and, for a matrix or two `dim`s, the matrix norms `"fro"` (the
-default), 1, -1, `"inf"`, `"-inf"`.
+default), `"nuc"`, 1, -1, 2, -2, `"inf"`, `"-inf"`.
 ]==]
