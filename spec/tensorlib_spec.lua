@@ -158,6 +158,27 @@ describe("the tensor library's dtypes and special values", function()
     assert.are.equal(2 ^ 62 + 1, ember.tensor({ 2 ^ 62 + 1, 2 ^ 62 }, { dtype = "int64" }):sort(1)[2]:item())
     H.same(ember.tensor({ 2, 0 / 0, 1 }, F64):median(), 0 / 0)
   end)
+  it("topk (its own heap kernel) is the front of sort's order, ties and NaN included", function()
+    ember.manual_seed(5)
+    local x = (ember.rand({ 3, 7, 5 }, F64) * 4):to("int64"):to("float64")   -- many ties
+    x[2][3][1] = 0 / 0
+    for _, largest in ipairs({ true, false }) do
+      for d = 1, 3 do
+        for _, k in ipairs({ 0, 1, 3, x:size(d) }) do
+          local v, i = x:topk(k, { dim = d, largest = largest })
+          local sv, si = x:sort(d, largest)
+          H.same(v, sv:narrow(d, 1, k):tolist())
+          H.same(i, si:narrow(d, 1, k):tolist())
+        end
+      end
+    end
+    -- int64 compared exactly: 2^60 + 1 (not a Lua number) beats 2^60
+    local big = ember.tensor({ 5, 2 ^ 60, 7, 2 ^ 60 }, { dtype = "int64" }) + ember.tensor({ 0, 0, 0, 1 }, { dtype = "int64" })
+    local _, ii = big:topk(2)
+    H.same(ii, { 4, 2 })
+    local _, si = big:sort(1, true)
+    H.same(si, { 4, 2, 3, 1 })
+  end)
   it("any, all, isnan, isinf, isfinite and the logical ops", function()
     local x = ember.tensor({ { 0, 1 / 0, 0 / 0 }, { -1 / 0, 0, 2 } }, F64)
     H.same(x:isnan(), { { false, false, true }, { false, false, false } })

@@ -343,6 +343,10 @@ EMBER_API int ember_cumprod(ember_tensor *a, int dim, ember_tensor **out);
 /* Stable sort along dim: values and int64 0-based indices; NaN sorts largest. */
 EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values,
                          ember_tensor **indices);
+/* The first k values along dim in sort's order (descending when largest)
+   and their int64 0-based indices. */
+EMBER_API int ember_topk(ember_tensor *a, int64_t k, int dim, int largest, ember_tensor **values,
+                         ember_tensor **indices);
 /* Batched linear algebra on (..., n, n) float32/float64 matrices (LAPACK);
    a singular or not positive-definite matrix fails naming its batch element.
    solve: B is (..., n, k) with A's batch dims. */

@@ -212,6 +212,10 @@ int main(void)
     BAD(ember_sort(a, 0, 0, NULL, &o2));
     BAD(ember_sort(a, 0, 1, &o, NULL));
     BAD(ember_sort(a, 7, 0, &o, &o2));
+    BAD(ember_topk(a, 4, 1, 1, &o, &o2));                       /* k past dim 2's 3 */
+    BAD(ember_topk(a, -1, 1, 1, &o, &o2));
+    BAD(ember_topk(NULL, 1, 0, 1, &o, &o2));
+    BAD(ember_topk(a, 1, 0, 1, &o, NULL));
     {
         const int64_t s22[2] = {2, 2};
         ember_tensor *sq = NULL, *o3 = NULL;

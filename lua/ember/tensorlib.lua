@@ -157,9 +157,10 @@ return function(ember, H)
     local n = t:dim() == 0 and 1 or t:size(d)
     need_int("topk", "k", k, 0)
     if k > n then fail("topk", ("k = %d is larger than dim %d of size %d (shape %s)"):format(k, d, n, sh(t))) end
-    local v, i = sort_raw("topk", t, d, largest)
-    if t:dim() == 0 then return v, i end
-    return v:narrow(d, 1, k), i:narrow(d, 1, k)
+    if t:dim() == 0 then return sort_raw("topk", t, d, largest) end
+    check(C.ember_topk(t._c, k, d - 1, largest and 1 or 0, out2, out2 + 1))
+    local v, i = wrap(out2[0]), wrap(out2[1])
+    return v, i + 1
   end, true)
   local function kth_sorted(op, t, d, keepdim, pos)
     local v, i = sort_raw(op, t, d, false)

@@ -1,5 +1,5 @@
-/* scan_sort.c: the scans cumsum and cumprod and the stable sort along a dim
-   (ops.def's CUMSUM, CUMPROD, SORT). Each runs on the CPU; on another device
+/* scan_sort.c: the scans cumsum and cumprod, the stable sort and topk along
+   a dim (ops.def's CUMSUM, CUMPROD, SORT, TOPK). Each runs on the CPU; on another device
    the op copies its input to the host, runs there and copies the results back
    (ember__on_host), so the table needs no device kernel for them. Integer and
    bool inputs scan in int64 (PyTorch's result dtype); float16 and bfloat16
@@ -53,43 +53,59 @@ static void split_dims(const ember_tensor *a, int dim, int64_t *outer, int64_t *
     *n = a->shape[dim];
 }
 
-#define SCAN(T, OPR, INIT)                                                                           \
-    do {                                                                                            \
-        T *p = (T *)ember__ptr(c);                                                                  \
-        for (int64_t o = 0; o < outer; o++)                                                         \
-            for (int64_t j = 0; j < inner; j++) {                                                   \
-                T acc = INIT;                                                                       \
-                for (int64_t k = 0; k < n; k++) {                                                   \
-                    int64_t kk = reverse ? n - 1 - k : k;                                           \
-                    T *e = p + (o * n + kk) * inner + j;                                            \
-                    acc = OPR;                                                                      \
-                    *e = acc;                                                                       \
-                }                                                                                   \
-            }                                                                                       \
-    } while (0)
+/* row blocks [begin, end) of a scan in place: row k becomes row k-1 OP row k
+   (from the end when reverse), `inner` contiguous elements at a time */
+typedef struct {
+    char *p;
+    int dt;
+    bool prod, reverse;
+    int64_t n, inner;
+} scan_job;
+
+#define SCAN_ROWS(T, OPR)                                                                           \
+    for (int64_t o = begin; o < end; o++) {                                                          \
+        T *base = (T *)j->p + o * n * inner;                                                         \
+        for (int64_t k = 1; k < n; k++) {                                                            \
+            const T *prev = base + (j->reverse ? n - k : k - 1) * inner;                             \
+            T *cur = base + (j->reverse ? n - 1 - k : k) * inner;                                    \
+            for (int64_t e = 0; e < inner; e++) cur[e] = OPR;                                        \
+        }                                                                                            \
+    }
+
+static void scan_range(void *ctx, int64_t begin, int64_t end)
+{
+    const scan_job *j = ctx;
+    int64_t n = j->n, inner = j->inner;
+    if (j->dt == EMBER_FLOAT32) {
+        if (j->prod) SCAN_ROWS(float, prev[e] * cur[e])
+        else SCAN_ROWS(float, prev[e] + cur[e])
+    } else if (j->dt == EMBER_FLOAT64) {
+        if (j->prod) SCAN_ROWS(double, prev[e] * cur[e])
+        else SCAN_ROWS(double, prev[e] + cur[e])
+    } else {   /* int64, wrapping as PyTorch's does */
+        if (j->prod) SCAN_ROWS(int64_t, (int64_t)((uint64_t)prev[e] * (uint64_t)cur[e]))
+        else SCAN_ROWS(int64_t, (int64_t)((uint64_t)prev[e] + (uint64_t)cur[e]))
+    }
+}
+#undef SCAN_ROWS
 
 /* CUMSUM (i[0] dim, i[1] reverse: the sums from the end) and CUMPROD (i[0] dim) */
 int fwd_scan(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
     ember_tensor *a = in[0], *c = NULL;
-    int dim = (int)at->i[0], reverse = (int)at->i[1], cdt = scan_compute(a->dtype), rdt = scan_result(a->dtype);
+    int dim = (int)at->i[0], cdt = scan_compute(a->dtype), rdt = scan_result(a->dtype);
     int rc = EMBER_OK;
-    bool prod = op == EMBER_OP_CUMPROD;
     int64_t outer, n, inner;
     split_dims(a, dim, &outer, &n, &inner);
-    /* a fresh contiguous copy in the compute dtype, scanned in place */
+    /* a fresh contiguous copy in the compute dtype, scanned in place, the
+       blocks of n x inner in parallel */
     EMBER_CHECK(ember__new(a->ndim, a->shape, cdt, EMBER_CPU, &c));
     EMBER_CHECK(ember__copy_into(c, a));
-    if (cdt == EMBER_FLOAT32) {
-        if (prod) SCAN(float, acc * *e, 1.0f);
-        else SCAN(float, acc + *e, 0.0f);
-    } else if (cdt == EMBER_FLOAT64) {
-        if (prod) SCAN(double, acc * *e, 1.0);
-        else SCAN(double, acc + *e, 0.0);
-    } else {   /* int64, wrapping as PyTorch's does */
-        if (prod) SCAN(int64_t, (int64_t)((uint64_t)acc * (uint64_t)*e), 1);
-        else SCAN(int64_t, (int64_t)((uint64_t)acc + (uint64_t)*e), 0);
+    {
+        scan_job j = {ember__ptr(c), cdt, op == EMBER_OP_CUMPROD, at->i[1] != 0, n, inner};
+        int64_t per = n * inner > 0 ? n * inner : 1;
+        ember__parallel_for(outer, EMBER_PARALLEL_GRAIN / per + 1, scan_range, &j);
     }
     if (rdt == cdt) {
         out[0] = c;
@@ -102,7 +118,6 @@ done:
     ember_tensor_release(c);
     return rc;
 }
-#undef SCAN
 
 /* ------------------------------------------------------------------ sort */
 /* The keys of one row as doubles (every dtype but int64, exactly) or int64;
@@ -143,57 +158,167 @@ static void merge_sort(const sort_keys *s, int64_t *idx, int64_t *tmp, int64_t n
     }
 }
 
-/* SORT: i[0] dim, i[1] descending -> values (a's dtype) and int64 0-based indices */
+/* rows [begin, end) of a sort (row r: o = r / inner, j = r % inner), each
+   thread with its own buffers; a failed allocation is recorded, not raised */
+typedef struct {
+    const char *keys, *vals;   /* contiguous: keys as double or int64, values in the input's dtype */
+    char *vs;
+    int64_t *is;
+    int64_t n, inner;
+    int es, desc;
+    bool i64;
+    int failed;
+} sort_job;
+
+static void sort_range(void *ctx, int64_t begin, int64_t end)
+{
+    sort_job *jb = ctx;
+    int64_t n = jb->n, inner = jb->inner;
+    size_t cnt = (size_t)(n ? n : 1);
+    int64_t *idx = malloc(cnt * sizeof *idx), *tmp = malloc(cnt * sizeof *tmp);
+    char *row = malloc(cnt * 8);
+    if (!idx || !tmp || !row) {
+        __atomic_store_n(&jb->failed, 1, __ATOMIC_RELAXED);
+        goto out;
+    }
+    sort_keys s = {jb->i64 ? NULL : (const double *)(void *)row, jb->i64 ? (const int64_t *)(void *)row : NULL, jb->desc};
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / inner, j = r % inner;
+        for (int64_t k = 0; k < n; k++) {
+            memcpy(row + k * 8, jb->keys + ((o * n + k) * inner + j) * 8, 8);
+            idx[k] = k;
+        }
+        merge_sort(&s, idx, tmp, n);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t at_out = (o * n + k) * inner + j;
+            jb->is[at_out] = idx[k];
+            memcpy(jb->vs + at_out * jb->es, jb->vals + ((o * n + idx[k]) * inner + j) * jb->es, (size_t)jb->es);
+        }
+    }
+out:
+    free(idx);
+    free(tmp);
+    free(row);
+}
+
+/* SORT: i[0] dim, i[1] descending -> values (a's dtype) and int64 0-based
+   indices; rows in parallel */
 int fwd_sort(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
-    ember_tensor *a = in[0], *c = NULL, *v = NULL, *ix = NULL;
+    ember_tensor *a = in[0], *c = NULL, *ac = NULL, *v = NULL, *ix = NULL;
     int dim = (int)at->i[0], rc = EMBER_OK;
     bool i64 = a->dtype == EMBER_INT64;
     int64_t outer, n, inner;
     split_dims(a, dim, &outer, &n, &inner);
-    int64_t *idx = NULL, *tmp = NULL;
-    void *row = NULL;
     EMBER_CHECK(ember__contiguous_as(a, i64 ? EMBER_INT64 : EMBER_FLOAT64, &c));
+    EMBER_CHECK(ember__contiguous_as(a, a->dtype, &ac));
     EMBER_CHECK(ember__new(a->ndim, a->shape, a->dtype, EMBER_CPU, &v));
     EMBER_CHECK(ember__new(a->ndim, a->shape, EMBER_INT64, EMBER_CPU, &ix));
-    idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
-    tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
-    row = malloc((size_t)(n ? n : 1) * 8);
-    if (!idx || !tmp || !row) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "sort: out of memory for a row of %lld", (long long)n));
     {
-        int es = ember_dtype_size(a->dtype);
-        const char *src = ember__ptr(c);
-        char *vs = ember__ptr(v), *as = NULL;
-        int64_t *is = (int64_t *)ember__ptr(ix);
-        ember_tensor *ac = NULL;
-        /* the values are copied from a contiguous copy in a's own dtype (exact for every dtype) */
-        EMBER_CHECK(ember__contiguous_as(a, a->dtype, &ac));
-        as = ember__ptr(ac);
-        sort_keys s = {i64 ? NULL : (const double *)row, i64 ? (const int64_t *)row : NULL, (int)at->i[1]};
-        for (int64_t o = 0; o < outer; o++)
-            for (int64_t j = 0; j < inner; j++) {
-                for (int64_t k = 0; k < n; k++) {
-                    memcpy((char *)row + k * 8, src + ((o * n + k) * inner + j) * 8, 8);
-                    idx[k] = k;
-                }
-                merge_sort(&s, idx, tmp, n);
-                for (int64_t k = 0; k < n; k++) {
-                    int64_t at_out = (o * n + k) * inner + j;
-                    is[at_out] = idx[k];
-                    memcpy(vs + at_out * es, as + ((o * n + idx[k]) * inner + j) * es, (size_t)es);
-                }
-            }
-        ember_tensor_release(ac);
+        sort_job jb = {ember__ptr(c), ember__ptr(ac), ember__ptr(v), (int64_t *)ember__ptr(ix), n, inner,
+                       ember_dtype_size(a->dtype), (int)at->i[1], i64, 0};
+        int64_t per = n > 0 ? n * 16 : 1;   /* a row costs about n log n */
+        ember__parallel_for(outer * inner, EMBER_PARALLEL_GRAIN / per + 1, sort_range, &jb);
+        if (jb.failed) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "sort: out of memory for rows of %lld", (long long)n));
     }
     out[0] = v;
     out[1] = ix;
     v = ix = NULL;
 done:
-    free(idx);
+    ember_tensor_release(c);
+    ember_tensor_release(ac);
+    ember_tensor_release(v);
+    ember_tensor_release(ix);
+    return rc;
+}
+
+/* TOPK: i[0] dim, i[1] k, i[2] largest -> the first k of sort's order
+   (descending when largest) and their int64 0-based indices: per row a heap
+   of the k best so far (its root the worst of them) under sort's total
+   order (ties by position), then those k sorted */
+static inline void sift_down(const sort_keys *s, int64_t *h, int64_t k, int64_t i)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < k && before(s, h[w], h[l])) w = l;   /* the later in order is the worse */
+        if (r < k && before(s, h[w], h[r])) w = r;
+        if (w == i) return;
+        int64_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+typedef struct {
+    sort_job jb;
+    int64_t k;
+} topk_job;
+
+static void topk_range(void *ctx, int64_t begin, int64_t end)
+{
+    topk_job *tj = ctx;
+    sort_job *jb = &tj->jb;
+    int64_t n = jb->n, inner = jb->inner, k = tj->k;
+    size_t cnt = (size_t)(n ? n : 1);
+    int64_t *h = malloc(cnt * sizeof *h), *tmp = malloc(cnt * sizeof *tmp);
+    char *row = malloc(cnt * 8);
+    if (!h || !tmp || !row) {
+        __atomic_store_n(&jb->failed, 1, __ATOMIC_RELAXED);
+        goto out;
+    }
+    sort_keys s = {jb->i64 ? NULL : (const double *)(void *)row, jb->i64 ? (const int64_t *)(void *)row : NULL, jb->desc};
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / inner, j = r % inner;
+        for (int64_t q = 0; q < n; q++) memcpy(row + q * 8, jb->keys + ((o * n + q) * inner + j) * 8, 8);
+        for (int64_t q = 0; q < k; q++) h[q] = q;
+        for (int64_t q = k / 2 - 1; q >= 0; q--) sift_down(&s, h, k, q);
+        for (int64_t q = k; q < n; q++)
+            if (k > 0 && before(&s, q, h[0])) {
+                h[0] = q;
+                sift_down(&s, h, k, 0);
+            }
+        merge_sort(&s, h, tmp, k);
+        for (int64_t q = 0; q < k; q++) {
+            int64_t at_out = (o * k + q) * inner + j;
+            jb->is[at_out] = h[q];
+            memcpy(jb->vs + at_out * jb->es, jb->vals + ((o * n + h[q]) * inner + j) * jb->es, (size_t)jb->es);
+        }
+    }
+out:
+    free(h);
     free(tmp);
     free(row);
+}
+
+int fwd_topk(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    ember_tensor *a = in[0], *c = NULL, *ac = NULL, *v = NULL, *ix = NULL;
+    int dim = (int)at->i[0], rc = EMBER_OK;
+    bool i64 = a->dtype == EMBER_INT64;
+    int64_t outer, n, inner, k = at->i[1], shape[EMBER_MAX_DIMS];
+    split_dims(a, dim, &outer, &n, &inner);
+    memcpy(shape, a->shape, sizeof shape);
+    shape[dim] = k;
+    EMBER_CHECK(ember__contiguous_as(a, i64 ? EMBER_INT64 : EMBER_FLOAT64, &c));
+    EMBER_CHECK(ember__contiguous_as(a, a->dtype, &ac));
+    EMBER_CHECK(ember__new(a->ndim, shape, a->dtype, EMBER_CPU, &v));
+    EMBER_CHECK(ember__new(a->ndim, shape, EMBER_INT64, EMBER_CPU, &ix));
+    {
+        topk_job tj = {{ember__ptr(c), ember__ptr(ac), ember__ptr(v), (int64_t *)ember__ptr(ix), n, inner,
+                        ember_dtype_size(a->dtype), (int)at->i[2], i64, 0}, k};
+        int64_t per = n > 0 ? n * 4 : 1;
+        ember__parallel_for(outer * inner, EMBER_PARALLEL_GRAIN / per + 1, topk_range, &tj);
+        if (tj.jb.failed) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "topk: out of memory for rows of %lld", (long long)n));
+    }
+    out[0] = v;
+    out[1] = ix;
+    v = ix = NULL;
+done:
     ember_tensor_release(c);
+    ember_tensor_release(ac);
     ember_tensor_release(v);
     ember_tensor_release(ix);
     return rc;
@@ -231,6 +356,22 @@ int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values, 
     ember_attrs at = {{dim, descending != 0}, {0}};
     ember_tensor *o[2];
     int rc = ember__dispatch(EMBER_OP_SORT, 1, &a, &at, o);
+    *values = rc < 0 ? NULL : o[0];
+    *indices = rc < 0 ? NULL : o[1];
+    return rc;
+}
+
+int ember_topk(ember_tensor *a, int64_t k, int dim, int largest, ember_tensor **values, ember_tensor **indices)
+{
+    char sa[200];
+    EMBER_TRY(dim_ok("topk", a, dim));
+    if (!values || !indices) return ember__fail(EMBER_ERR_ARG, "topk: NULL output");
+    if (k < 0 || k > a->shape[dim])
+        return ember__fail(EMBER_ERR_ARG, "topk: k = %lld out of range for dim %d of size %lld (shape %s)", (long long)k,
+                           dim + 1, (long long)a->shape[dim], ember__tshape(sa, a));
+    ember_attrs at = {{dim, k, largest != 0}, {0}};
+    ember_tensor *o[2];
+    int rc = ember__dispatch(EMBER_OP_TOPK, 1, &a, &at, o);
     *values = rc < 0 ? NULL : o[0];
     *indices = rc < 0 ? NULL : o[1];
     return rc;
