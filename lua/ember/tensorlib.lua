@@ -101,16 +101,28 @@ return function(ember, H)
       return wrap(out1[0])
     end)
   end, true)
-  -- log(cumsum(exp(t))) along dim, shifted by the dim's max (not
-  -- differentiated): exact unless an element lies more than the dtype's exp
-  -- range (about 87 in float32, 708 in float64) below a later maximum
+  -- log(cumsum(exp(t))) along dim as a Hillis-Steele scan of logaddexp
+  -- (log2(n) rounds of shifted pairs): exact for any range of values, and
+  -- differentiable through the rounds
+  local function logaddexp(a, b)
+    local ge = a:ge(b)
+    local m, d = ember.where(ge, a, b), ember.where(ge, b - a, a - b)
+    -- both -inf: d is NaN; the sum is -inf
+    local r = m + d:exp():log1p()
+    return ember.where(m:eq(-huge), m, r)
+  end
   def("logcumsumexp", 2, function(t, dim)
     need_tensor("logcumsumexp", t, 1)
     if not is_float(t) then fail("logcumsumexp", "expects a floating-point tensor, got " .. t.dtype) end
     return scan("logcumsumexp", t, dim, function(a, d)
-      local m = a:detach():max(d + 1, true)
-      m = ember.where(m:eq(m):logical_and(m:abs():ne(huge)), m, 0)   -- no shift for NaN or inf rows
-      return (a - m):exp():cumsum(d + 1):log() + m
+      local dd = d + 1
+      local n = a:size(dd)
+      local y, s = a, 1
+      while s < n do
+        y = ember.cat({ y:narrow(dd, 1, s), logaddexp(y:narrow(dd, s + 1, n - s), y:narrow(dd, 1, n - s)) }, dd)
+        s = s * 2
+      end
+      return y == a and a:clone() or y
     end)
   end, true)
 

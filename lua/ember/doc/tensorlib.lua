@@ -19,7 +19,7 @@ The running products along `dim`, as `cumsum`; the gradient is exact with
 zeros in the input.
 
 ### `Tensor:logcumsumexp(dim)`, `ember.logcumsumexp(t, dim)`
-`log(cumsum(exp(t)))` along `dim`, shifted by the dim's maximum for range.
+`log(cumsum(exp(t)))` along `dim`, computed stably over any range of values.
 
 ### `Tensor:sort(dim?, descending?)`, `ember.sort(t, dim?, descending?)`
 Values and int64 indices (1-based) sorted along `dim` (default the last),
