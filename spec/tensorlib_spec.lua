@@ -179,6 +179,34 @@ describe("the tensor library's dtypes and special values", function()
     local _, si = big:sort(1, true)
     H.same(si, { 4, 2, 3, 1 })
   end)
+  it("scans many rows of the last dim (eight side by side), forwards and reversed", function()
+    ember.manual_seed(3)
+    for _, dt in ipairs({ "float64", "float32", "int64" }) do
+      local x = dt == "int64" and (ember.rand({ 19, 7 }, F64) * 10):to("int64") or ember.randn({ 19, 7 }, { dtype = dt })
+      local rows = x:tolist()
+      local want, wantp, back = {}, {}, {}
+      for i, row in ipairs(rows) do
+        local acc, accp, r, rp, b = 0, 1, {}, {}, {}
+        for k, v in ipairs(row) do
+          acc, accp = acc + v, accp * v
+          r[k], rp[k] = acc, accp
+        end
+        acc = 0
+        for k = #row, 1, -1 do
+          acc = acc + row[k]
+          b[k] = acc
+        end
+        want[i], wantp[i], back[i] = r, rp, b
+      end
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      H.same(x:cumsum(2), want, tol)
+      H.same(x:cumprod(2), wantp, tol)
+      if dt == "float64" then   -- the reversed scan is cumsum's gradient
+        local g = ember.autodiff.grad(function(t) return (t:cumsum(2) * x):sum() end)(x:clone())
+        H.same(g, back, 1e-12)
+      end
+    end
+  end)
   it("logcumsumexp over a wide range and with -inf", function()
     H.same(ember.tensor({ -1000, 0, 1000, -1 / 0 }, F64):logcumsumexp(1), { -1000, 0, 1000, 1000 }, 1e-12)
     H.same(ember.tensor({ -1 / 0, -1 / 0, 2 }, F64):logcumsumexp(1), { -1 / 0, -1 / 0, 2 })
