@@ -1106,30 +1106,49 @@ return function(ember, H)
     local pos = ember.where(inside, (x - lo) * (bins / (hi - lo)), 0):to("int64"):clamp(0, bins - 1) + 1
     return ember.zeros({ bins }, like_opts(t)):index_add(1, pos, inside:to(t.dtype))
   end, true)
-  -- the sorted distinct values of t (flattened); with {return_inverse = true}
-  -- also each element's (1-based) position among them, with {return_counts =
-  -- true} their counts, returned in that order
+  -- the sorted distinct values of t (flattened), or with {dim =} its distinct
+  -- slices along dim in lexicographic order; with {return_inverse = true}
+  -- also each element's (slice's) 1-based position among them, with
+  -- {return_counts = true} their counts, returned in that order
   def("unique", 2, function(t, opts)
     need_tensor("unique", t, 1)
     local o = options("unique", opts, { sorted = true, return_inverse = true, return_counts = true, dim = true })
-    if o.dim ~= nil then fail("unique", "dim is not supported (unique of whole slices); flatten or loop") end
     need_bool("unique", "sorted", o.sorted)
     local inv, cnt = need_bool("unique", "return_inverse", o.return_inverse), need_bool("unique", "return_counts", o.return_counts)
-    local x = t:detach():reshape({ -1 })
-    local n = x:numel()
-    local s, idx = sort_raw("unique", x, 1, false)
+    local d = o.dim ~= nil and pdim("unique", o.dim, math.max(t:dim(), 1)) or nil
+    if d and t:dim() == 0 then fail("unique", "dim needs a tensor with at least 1 dim") end
+    -- rows: the elements of the flattened tensor, or the slices along dim
+    -- (flattened), sorted lexicographically by stable sorts from the last column
+    local x = d and t:detach():transpose(d, 1) or t:detach():reshape({ -1 })
+    local n = d and x:size(1) or x:numel()
+    local flat = d and x:reshape({ n, -1 }) or x:reshape({ n, 1 })
+    local idx = arange_on(n, t) + 1
+    for c = flat:size(2), 1, -1 do
+      local _, i = sort_raw("unique", flat:select(2, c):index_select(1, idx), 1, false)
+      idx = idx:index_select(1, i)
+    end
+    local s = flat:index_select(1, idx)
     local new
     if n == 0 then
       new = ember.zeros({ 0 }, like_opts(t, "bool"))
     else
-      local diff = s:narrow(1, 2, n - 1):ne(s:narrow(1, 1, n - 1))
+      local diff = s:narrow(1, 2, n - 1):ne(s:narrow(1, 1, n - 1)):any(2)
       new = ember.cat({ ember.ones({ 1 }, like_opts(t, "bool")), diff }, 1)
     end
     local starts = ember.nonzero(new):reshape({ -1 })
-    local r = { s:index_select(1, starts) }
+    local u = s:index_select(1, starts)
+    if d then
+      local shape = x:shape()
+      shape[1] = starts:numel()
+      u = u:reshape(shape):transpose(d, 1):contiguous()
+    else
+      u = u:reshape({ -1 })
+    end
+    local r = { u }
     if inv then
       local run = new:cumsum(1)   -- the run each sorted element belongs to (1-based)
-      r[#r + 1] = ember.zeros({ n }, like_opts(t, "int64")):scatter(1, idx, run):reshape(t:shape())
+      local where_ = ember.zeros({ n }, like_opts(t, "int64")):scatter(1, idx, run)
+      r[#r + 1] = d and where_ or where_:reshape(t:shape())
     end
     if cnt then
       local k = starts:numel()

@@ -47,8 +47,9 @@ The most frequent value along `dim` (ties: the smallest) and the index of
 its last occurrence.
 
 ### `Tensor:unique(opts?)`, `ember.unique(t, opts?)`
-The sorted distinct values of `t` (flattened); `{return_inverse = true}`
-adds each element's 1-based position among them (t's shape) and
+The sorted distinct values of `t` (flattened), or with `{dim =}` its
+distinct slices along `dim` in lexicographic order; `{return_inverse = true}`
+adds each element's (slice's) 1-based position among them and
 `{return_counts = true}` their counts, returned in that order.
 
 ### `ember.searchsorted(sorted, values, opts?)`
