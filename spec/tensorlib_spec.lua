@@ -207,6 +207,22 @@ describe("the tensor library's dtypes and special values", function()
       end
     end
   end)
+  it("searchsorted (binary search) against counting, batched, int64 exact", function()
+    ember.manual_seed(9)
+    local seq = ember.rand({ 3, 50 }, F64):sort(2)
+    local v = ember.rand({ 3, 20 }, F64)
+    v[1][1] = seq[1][5]:item()   -- an exact hit: left and right differ
+    for _, right in ipairs({ false, true }) do
+      local got = ember.searchsorted(seq, v, { right = right })
+      local cmp = right and seq:unsqueeze(2):le(v:unsqueeze(3)) or seq:unsqueeze(2):lt(v:unsqueeze(3))
+      H.same(got, (cmp:sum(3) + 1):tolist())
+    end
+    H.same(ember.searchsorted(ember.tensor({ 1, 3, 5 }), 4), 3)
+    local big = ember.tensor({ 2 ^ 60, 2 ^ 60 }, { dtype = "int64" }) + ember.tensor({ 0, 2 }, { dtype = "int64" })
+    local q = ember.tensor({ 2 ^ 60 }, { dtype = "int64" }) + 1
+    H.same(ember.searchsorted(big, q), { 2 })
+    H.raises(function() ember.searchsorted(seq, ember.rand({ 2, 3 })) end, "ember.searchsorted", "{2, 3}", "{3, 50}")
+  end)
   it("logcumsumexp over a wide range and with -inf", function()
     H.same(ember.tensor({ -1000, 0, 1000, -1 / 0 }, F64):logcumsumexp(1), { -1000, 0, 1000, 1000 }, 1e-12)
     H.same(ember.tensor({ -1 / 0, -1 / 0, 2 }, F64):logcumsumexp(1), { -1 / 0, -1 / 0, 2 })

@@ -347,6 +347,10 @@ EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor 
    and their int64 0-based indices. */
 EMBER_API int ember_topk(ember_tensor *a, int64_t k, int dim, int largest, ember_tensor **values,
                          ember_tensor **indices);
+/* int64 0-based insertion points of values in the last dim of sorted
+   ((..., n) with values (..., m), or (n) with values of any shape): the
+   count of elements < v, or <= v when right. */
+EMBER_API int ember_searchsorted(ember_tensor *sorted, ember_tensor *values, int right, ember_tensor **out);
 /* Batched linear algebra on (..., n, n) float32/float64 matrices (LAPACK);
    a singular or not positive-definite matrix fails naming its batch element.
    solve: B is (..., n, k) with A's batch dims. */

@@ -216,6 +216,10 @@ int main(void)
     BAD(ember_topk(a, -1, 1, 1, &o, &o2));
     BAD(ember_topk(NULL, 1, 0, 1, &o, &o2));
     BAD(ember_topk(a, 1, 0, 1, &o, NULL));
+    BAD(ember_searchsorted(NULL, a, 0, &o));
+    BAD(ember_searchsorted(a, NULL, 0, &o));
+    BAD(ember_searchsorted(a, idx, 0, &o));                    /* {2} against the rows of {2, 3} */
+    BAD(ember_searchsorted(idx, a, 1, NULL));
     {
         const int64_t s22[2] = {2, 2};
         ember_tensor *sq = NULL, *o3 = NULL;

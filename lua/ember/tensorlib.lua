@@ -1164,19 +1164,15 @@ return function(ember, H)
     local scalar = type(v) == "number"
     if scalar then v = ember.tensor({ v }, { dtype = seq.dtype, device = seq.device }) end
     need_tensor(op, v, 2)
-    local r
-    if seq:dim() == 1 then
-      local cmp = right and seq:le(v:unsqueeze(-1)) or seq:lt(v:unsqueeze(-1))
-      r = cmp:sum(-1) + 1
-    else
+    if seq:dim() > 1 then
       local ok = v:dim() == seq:dim()
       for d = 1, seq:dim() - 1 do ok = ok and v:size(d) == seq:size(d) end
       if not ok then
         fail(op, ("values of shape %s must match the leading dims of the sequence %s"):format(sh(v), sh(seq)))
       end
-      local s, x = seq:unsqueeze(-2), v:unsqueeze(-1)
-      r = (right and s:le(x) or s:lt(x)):sum(-1) + 1
     end
+    check(C.ember_searchsorted(seq._c, v._c, right and 1 or 0, out1))
+    local r = wrap(out1[0]) + 1
     if scalar then r = r:reshape({}) end
     return r
   end

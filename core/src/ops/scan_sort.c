@@ -1,5 +1,6 @@
 /* scan_sort.c: the scans cumsum and cumprod, the stable sort and topk along
-   a dim (ops.def's CUMSUM, CUMPROD, SORT, TOPK). Each runs on the CPU; on another device
+   a dim, and searchsorted (ops.def's CUMSUM, CUMPROD, SORT, TOPK,
+   SEARCHSORTED). Each runs on the CPU; on another device
    the op copies its input to the host, runs there and copies the results back
    (ember__on_host), so the table needs no device kernel for them. Integer and
    bool inputs scan in int64 (PyTorch's result dtype); float16 and bfloat16
@@ -346,6 +347,54 @@ done:
     return rc;
 }
 
+/* SEARCHSORTED: (sorted (..., n) or (n), values) -> int64 0-based insertion
+   points of values in their row of sorted: the count of elements < v (i[0]
+   right: <= v), by binary search; compared as int64 when both are int64,
+   else as double */
+int fwd_searchsorted(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *seq = in[0], *v = in[1], *cs = NULL, *cv = NULL, *r = NULL;
+    bool i64 = seq->dtype == EMBER_INT64 && v->dtype == EMBER_INT64, right = at->i[0] != 0;
+    int rc = EMBER_OK, kd = i64 ? EMBER_INT64 : EMBER_FLOAT64;
+    int64_t n = seq->shape[seq->ndim - 1];
+    int64_t m = seq->ndim == 1 ? v->numel : (v->ndim ? v->shape[v->ndim - 1] : 1);
+    EMBER_CHECK(ember__contiguous_as(seq, kd, &cs));
+    EMBER_CHECK(ember__contiguous_as(v, kd, &cv));
+    EMBER_CHECK(ember__new(v->ndim, v->shape, EMBER_INT64, EMBER_CPU, &r));
+    {
+        int64_t *o = (int64_t *)ember__ptr(r), total = v->numel;
+        for (int64_t q = 0; q < total; q++) {
+            int64_t row = seq->ndim == 1 ? 0 : q / (m ? m : 1), lo = 0, hi = n;
+            if (i64) {
+                const int64_t *sp = (const int64_t *)ember__ptr(cs) + row * n;
+                int64_t x = ((const int64_t *)ember__ptr(cv))[q];
+                while (lo < hi) {
+                    int64_t mid = lo + (hi - lo) / 2;
+                    if (right ? sp[mid] <= x : sp[mid] < x) lo = mid + 1;
+                    else hi = mid;
+                }
+            } else {
+                const double *sp = (const double *)ember__ptr(cs) + row * n;
+                double x = ((const double *)ember__ptr(cv))[q];
+                while (lo < hi) {
+                    int64_t mid = lo + (hi - lo) / 2;
+                    if (right ? sp[mid] <= x : sp[mid] < x) lo = mid + 1;
+                    else hi = mid;
+                }
+            }
+            o[q] = lo;
+        }
+    }
+    out[0] = r;
+    r = NULL;
+done:
+    ember_tensor_release(cs);
+    ember_tensor_release(cv);
+    ember_tensor_release(r);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the C API */
 static int dim_ok(const char *op, const ember_tensor *a, int dim)
 {
@@ -397,4 +446,21 @@ int ember_topk(ember_tensor *a, int64_t k, int dim, int largest, ember_tensor **
     *values = rc < 0 ? NULL : o[0];
     *indices = rc < 0 ? NULL : o[1];
     return rc;
+}
+
+int ember_searchsorted(ember_tensor *sorted, ember_tensor *values, int right, ember_tensor **out)
+{
+    char sa[200], sb[200];
+    if (!sorted || !values) return ember__fail(EMBER_ERR_ARG, "searchsorted: argument is NULL");
+    if (sorted->ndim == 0) return ember__fail(EMBER_ERR_SHAPE, "searchsorted: the sorted sequence must have at least 1 dim");
+    if (sorted->ndim > 1) {
+        bool ok = values->ndim == sorted->ndim;
+        for (int d = 0; ok && d < sorted->ndim - 1; d++) ok = values->shape[d] == sorted->shape[d];
+        if (!ok)
+            return ember__fail(EMBER_ERR_SHAPE, "searchsorted: values of shape %s must match the leading dims of the "
+                               "sequence %s", ember__tshape(sb, values), ember__tshape(sa, sorted));
+    }
+    ember_tensor *in[2] = {sorted, values};
+    ember_attrs at = {{right != 0}, {0}};
+    return ember__dispatch(EMBER_OP_SEARCHSORTED, 2, in, &at, out);
 }

@@ -4,8 +4,8 @@ return [==[
 
 PyTorch's everyday tensor functions, each as `ember.<name>` and, where
 PyTorch has one, `t:<name>()`. Dims, index arguments and index results are
-1-based, as everywhere in ember. `cumsum`, `cumprod`, `sort` and `topk` are
-ops of the table (CPU kernels; on a GPU they run on the host), the rest are composed
+1-based, as everywhere in ember. `cumsum`, `cumprod`, `sort`, `topk` and
+`searchsorted` are ops of the table (CPU kernels; on a GPU they run on the host), the rest are composed
 from ops and so run on every device. Gradients flow wherever PyTorch defines
 one. A call with an unknown option or one argument too many raises, naming
 it. Details and the behaviour at the edges: docs/tensorlib.md.
