@@ -223,6 +223,26 @@ describe("the tensor library's dtypes and special values", function()
     H.same(ember.searchsorted(big, q), { 2 })
     H.raises(function() ember.searchsorted(seq, ember.rand({ 2, 3 })) end, "ember.searchsorted", "{2, 3}", "{3, 50}")
   end)
+  it("mode of 3-D integer data along each dim against counting", function()
+    ember.manual_seed(4)
+    local x = (ember.rand({ 4, 9, 5 }, F64) * 3):to("int64")
+    for d = 1, 3 do
+      local v, i = x:mode(d, true)   -- keepdim: rows in the order of xs's
+      local xs = x:transpose(d, 3):contiguous()
+      local vs = v:transpose(d, 3):reshape({ -1 }):tolist()
+      local is = i:transpose(d, 3):reshape({ -1 }):tolist()
+      local rows = xs:reshape({ -1, x:size(d) }):tolist()
+      for r, row in ipairs(rows) do
+        local count, best, bestc = {}, nil, -1
+        for _, e in ipairs(row) do count[e] = (count[e] or 0) + 1 end
+        for e, c in pairs(count) do if c > bestc or (c == bestc and e < best) then best, bestc = e, c end end
+        assert.are.equal(best, vs[r])
+        local last = 0
+        for k, e in ipairs(row) do if e == best then last = k end end
+        assert.are.equal(last, is[r])
+      end
+    end
+  end)
   it("logcumsumexp over a wide range and with -inf", function()
     H.same(ember.tensor({ -1000, 0, 1000, -1 / 0 }, F64):logcumsumexp(1), { -1000, 0, 1000, 1000 }, 1e-12)
     H.same(ember.tensor({ -1 / 0, -1 / 0, 2 }, F64):logcumsumexp(1), { -1 / 0, -1 / 0, 2 })

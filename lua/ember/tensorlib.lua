@@ -222,7 +222,7 @@ return function(ember, H)
     return v, i
   end, true)
   -- the most frequent value along dim (ties: the smallest) and the index of
-  -- its last occurrence; compares each row's elements pairwise (n^2 per row)
+  -- its last occurrence
   def("mode", 3, function(t, dim, keepdim)
     need_tensor("mode", t, 1)
     local nd = math.max(t:dim(), 1)
@@ -231,9 +231,11 @@ return function(ember, H)
     if t:dim() == 0 then return t:clone(), ember.ones({}, like_opts(t, "int64")) end
     local n = t:size(d)
     if n == 0 then fail("mode", ("dim %d of shape %s is empty"):format(d, sh(t))) end
-    local x = t:detach():transpose(d, -1)
+    local x = t:detach():transpose(d, -1):contiguous()
     local s, _ = sort_raw("mode", x, -1, false)
-    local counts = s:unsqueeze(-1):eq(s:unsqueeze(-2)):sum(-1)
+    -- each sorted value's count: its run's end minus its start (binary searches)
+    local flat = s:dim() == 1 and s or s:reshape({ -1, n })
+    local counts = (ember.searchsorted(flat, flat, { right = true }) - ember.searchsorted(flat, flat)):reshape(s:shape())
     local _, j = counts:max(-1, true)             -- first of the largest counts: the smallest value
     local val = s:gather(-1, j)                   -- (..., 1)
     -- the last position holding that value
