@@ -3,7 +3,7 @@
 describe("the op table", function()
   it("has a spec for every op", function()
     local specs = {}
-    for _, path in ipairs({ "tensor", "reduce", "shape", "autograd", "gradcheck", "nn", "functional", "inplace", "rnn", "batch_norm", "more_layers" }) do
+    for _, path in ipairs({ "tensor", "reduce", "shape", "autograd", "gradcheck", "nn", "functional", "inplace", "rnn", "batch_norm", "more_layers", "tensorlib" }) do
       local h = io.open("spec/" .. path .. "_spec.lua", "rb")
       if h then specs[#specs + 1] = h:read("*a"); h:close() end
     end
@@ -17,7 +17,10 @@ describe("the op table", function()
       batch_norm_backward = "ember_batch_norm_backward%(", conv2d_relu_backward = "conv2d_relu%(",
       conv2d_relu_max_pool2d_backward = "conv2d_relu_max_pool2d%(",
       -- what autograd records for a write through a view
-      as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow" }
+      as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",
+      linalg_inv = "linalg%.inv%(", linalg_slogdet = "linalg%.slogdet%(", linalg_solve = "linalg%.solve%(",
+      linalg_cholesky = "linalg%.cholesky%(", linalg_eigh = "linalg%.eigh%(", linalg_qr = "linalg%.qr%(",
+      linalg_svd = "linalg%.svd%(" }
     local missing = {}
     for _, op in ipairs(require("ember.optable")) do   -- written from ops.def by the build
       local name = op.name

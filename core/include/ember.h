@@ -364,6 +364,36 @@ EMBER_API int ember_min_dim(ember_tensor *a, int dim, int keepdim, ember_tensor 
 /* int64 0-based index of the max / min along dim; dim = -1 means of the flattened tensor. */
 EMBER_API int ember_argmax(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
 EMBER_API int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+/* Cumulative sum / product along dim (reverse: the sums from the end);
+   integer and bool inputs give int64. */
+EMBER_API int ember_cumsum(ember_tensor *a, int dim, int reverse, ember_tensor **out);
+EMBER_API int ember_cumprod(ember_tensor *a, int dim, ember_tensor **out);
+/* Stable sort along dim: values and int64 0-based indices; NaN sorts largest. */
+EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values,
+                         ember_tensor **indices);
+/* The first k values along dim in sort's order (descending when largest)
+   and their int64 0-based indices. */
+EMBER_API int ember_topk(ember_tensor *a, int64_t k, int dim, int largest, ember_tensor **values,
+                         ember_tensor **indices);
+/* int64 0-based insertion points of values in the last dim of sorted
+   ((..., n) with values (..., m), or (n) with values of any shape): the
+   count of elements < v, or <= v when right. */
+EMBER_API int ember_searchsorted(ember_tensor *sorted, ember_tensor *values, int right, ember_tensor **out);
+/* Batched linear algebra on (..., n, n) float32/float64 matrices (LAPACK);
+   a singular or not positive-definite matrix fails naming its batch element.
+   solve: B is (..., n, k) with A's batch dims. */
+EMBER_API int ember_linalg_inv(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet);
+EMBER_API int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out);
+EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
+/* eigh: eigenvalues (..., n) ascending and eigenvectors (..., n, n) as columns
+   of a symmetric matrix (its lower triangle is read); qr: the reduced Q
+   (..., m, k) and R (..., k, n) of (..., m, n), k = min(m, n). */
+EMBER_API int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors);
+EMBER_API int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r);
+/* The reduced SVD A = U diag(S) Vh: U (..., m, k), S (..., k) descending,
+   Vh (..., k, n), k = min(m, n). */
+EMBER_API int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor **s, ember_tensor **vh);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 

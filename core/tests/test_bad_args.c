@@ -200,6 +200,54 @@ int main(void)
     BAD(ember_softmax(a, 1, NULL));
     BAD(ember_log_softmax(NULL, 1, &o));
 
+    /* ---- scans, sort, linear algebra */
+    BAD(ember_cumsum(NULL, 0, 0, &o));
+    BAD(ember_cumsum(a, 2, 0, &o));
+    BAD(ember_cumsum(a, -1, 1, &o));
+    BAD(ember_cumsum(a, 0, 0, NULL));
+    BAD(ember_cumprod(NULL, 0, &o));
+    BAD(ember_cumprod(a, 5, &o));
+    BAD(ember_cumprod(a, 1, NULL));
+    BAD(ember_sort(NULL, 0, 0, &o, &o2));
+    BAD(ember_sort(a, 0, 0, NULL, &o2));
+    BAD(ember_sort(a, 0, 1, &o, NULL));
+    BAD(ember_sort(a, 7, 0, &o, &o2));
+    BAD(ember_topk(a, 4, 1, 1, &o, &o2));                       /* k past dim 2's 3 */
+    BAD(ember_topk(a, -1, 1, 1, &o, &o2));
+    BAD(ember_topk(NULL, 1, 0, 1, &o, &o2));
+    BAD(ember_topk(a, 1, 0, 1, &o, NULL));
+    BAD(ember_searchsorted(NULL, a, 0, &o));
+    BAD(ember_searchsorted(a, NULL, 0, &o));
+    BAD(ember_searchsorted(a, idx, 0, &o));                    /* {2} against the rows of {2, 3} */
+    BAD(ember_searchsorted(idx, a, 1, NULL));
+    {
+        const int64_t s22[2] = {2, 2};
+        ember_tensor *sq = NULL, *o3 = NULL;
+        CHECK(ember_full(2, s22, 1.5, EMBER_FLOAT64, EMBER_CPU, &sq) == EMBER_OK);   /* singular, not positive-definite */
+        BAD(ember_linalg_inv(NULL, &o));
+        BAD(ember_linalg_inv(a, &o));                           /* not square */
+        BAD(ember_linalg_inv(sq, &o));
+        BAD(ember_linalg_inv(sq, NULL));
+        BAD(ember_linalg_inv(idx, &o));                         /* 1-D */
+        BAD(ember_linalg_slogdet(sq, NULL, &o2));
+        BAD(ember_linalg_slogdet(a, &o, &o2));
+        BAD(ember_linalg_solve(sq, NULL, &o));
+        BAD(ember_linalg_solve(sq, a, &o));                     /* float64 A, float32 B */
+        BAD(ember_linalg_solve(a, sq, &o));
+        BAD(ember_linalg_solve(sq, sq, NULL));
+        BAD(ember_linalg_solve(sq, sq, &o));                    /* singular */
+        BAD(ember_linalg_cholesky(sq, &o));
+        BAD(ember_linalg_cholesky(NULL, &o));
+        BAD(ember_linalg_eigh(a, &o, &o2));
+        BAD(ember_linalg_eigh(sq, NULL, &o2));
+        BAD(ember_linalg_qr(idx, &o, &o2));
+        BAD(ember_linalg_qr(sq, &o, NULL));
+        BAD(ember_linalg_svd(NULL, &o, &o2, &o3));
+        BAD(ember_linalg_svd(sq, &o, NULL, &o3));
+        BAD(ember_linalg_svd(idx, &o, &o2, &o3));
+        ember_tensor_release(sq);
+    }
+
     /* ---- shapes, views, indexing */
     int perm[2] = {1, 0}, badperm[2] = {0, 0};
     BAD(ember_reshape(a, 2, s23, NULL));

@@ -73,6 +73,7 @@ package.loaded.ember = ember
 local core = require("ember.tensor")(ember)
 require("ember.factories")(ember, core)
 require("ember.ops")(ember, core)
+require("ember.tensorlib")(ember, core)
 require("ember.indexing")(ember)
 require("ember.profile")(ember)
 for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "frame", "data", "io", "cuda", "distributed" }) do

@@ -81,6 +81,11 @@ int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs 
 int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
                       ember_tensor **out);
 
+/* Runs op on the host for inputs on a device: copies them to the CPU, runs
+   the op's CPU forward there (not recorded) and copies its nout results
+   back (scan_sort.c). */
+int ember__on_host(int op, int nin, ember_tensor *const *in, const ember_attrs *at, int nout, ember_tensor **out);
+
 /* forwards, by family */
 #define OP(E, n, ni, no, fwd, ...) \
     int fwd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);

@@ -11,12 +11,12 @@ local suggest = require("ember.suggest")
 local M = {}
 
 -- the section files, in the order of docs/api.md
-M.SECTIONS = { "tensor", "ops", "autodiff", "amp", "graph", "nn", "functional", "optim", "data",
+M.SECTIONS = { "tensor", "ops", "tensorlib", "autodiff", "amp", "graph", "nn", "functional", "optim", "data",
   "io", "distributed", "runtime", "loader" }
 
 -- Tables whose every public key is a public name, written "<path>.<key>"
 -- (plain tables of functions found in them, such as ember.io.json, too).
-M.TABLES = { "ember", "ember.nn", "ember.nn.functional", "ember.optim",
+M.TABLES = { "ember", "ember.linalg", "ember.nn", "ember.nn.functional", "ember.optim",
   "ember.optim.lr_scheduler", "ember.autodiff", "ember.amp", "ember.autodiff.graph", "ember.data", "ember.io",
   "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame" }
 

@@ -1,0 +1,142 @@
+/* lapack.c: the LAPACK entry points linalg.c uses, declared in this one place
+   (OpenBLAS ships LAPACK). Each takes a column-major n x n matrix in the
+   dtype dt (EMBER_FLOAT32 or EMBER_FLOAT64) and returns LAPACK's info (0,
+   or > 0 for a singular / not positive-definite matrix); without BLAS each
+   fails. */
+#include "ops.h"
+#include "lapack.h"
+
+#include <stddef.h>
+
+#ifdef EMBER_HAVE_BLAS
+/* Fortran LAPACK, 32-bit integers (OpenBLAS's default interface); the
+   trailing size_t is the hidden length of a character argument */
+void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
+void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+void sgetri_(const int *n, float *a, const int *lda, const int *ipiv, float *work, const int *lwork, int *info);
+void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork, int *info);
+void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda, const int *ipiv,
+             float *b, const int *ldb, int *info, size_t);
+void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv,
+             double *b, const int *ldb, int *info, size_t);
+void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w, float *work,
+             const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w, double *work,
+             const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work, const int *lwork, int *info);
+void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work, const int *lwork, int *info);
+void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau, float *work,
+             const int *lwork, int *info);
+void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work,
+             const int *lwork, int *info);
+void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u,
+             const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork, int *info, size_t);
+void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u,
+             const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t);
+void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
+
+int ember__lapack_getrf(int dt, int n, void *a, int *ipiv)
+{
+    int info = 0, m = n, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) sgetrf_(&m, &n, a, &lda, ipiv, &info);
+    else dgetrf_(&m, &n, a, &lda, ipiv, &info);
+    return info;
+}
+
+int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
+{
+    int info = 0, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) sgetri_(&n, a, &lda, ipiv, work, &lwork, &info);
+    else dgetri_(&n, a, &lda, ipiv, work, &lwork, &info);
+    return info;
+}
+
+int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, const int *ipiv, void *b)
+{
+    int info = 0, ld = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) sgetrs_(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
+    else dgetrs_(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
+    return info;
+}
+
+int ember__lapack_potrf(int dt, char uplo, int n, void *a)
+{
+    int info = 0, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) spotrf_(&uplo, &n, a, &lda, &info, 1);
+    else dpotrf_(&uplo, &n, a, &lda, &info, 1);
+    return info;
+}
+
+/* workspace sizes: a query (lwork = -1) answers in work[0] / iwork[0] */
+int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork)
+{
+    int info = 0, lda = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) ssyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    else dsyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    return info;
+}
+
+int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork)
+{
+    int info = 0, lda = m > 1 ? m : 1;
+    if (dt == EMBER_FLOAT32) sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &info);
+    else dgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &info);
+    return info;
+}
+
+int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork)
+{
+    int info = 0, lda = m > 1 ? m : 1;
+    if (dt == EMBER_FLOAT32) sorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
+    else dorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
+    return info;
+}
+
+int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+                        int lwork, int *iwork)
+{
+    int info = 0, lda = m > 1 ? m : 1;
+    if (dt == EMBER_FLOAT32) sgesdd_("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    else dgesdd_("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    return info;
+}
+
+bool ember__have_lapack(void) { return true; }
+#else
+int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
+int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
+{
+    (void)dt, (void)n, (void)a, (void)ipiv, (void)work, (void)lwork;
+    return -1;
+}
+int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, const int *ipiv, void *b)
+{
+    (void)dt, (void)trans, (void)n, (void)nrhs, (void)lu, (void)ipiv, (void)b;
+    return -1;
+}
+int ember__lapack_potrf(int dt, char uplo, int n, void *a) { (void)dt, (void)uplo, (void)n, (void)a; return -1; }
+int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork)
+{
+    (void)dt, (void)uplo, (void)n, (void)a, (void)w, (void)work, (void)lwork, (void)iwork, (void)liwork;
+    return -1;
+}
+int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork)
+{
+    (void)dt, (void)m, (void)n, (void)a, (void)tau, (void)work, (void)lwork;
+    return -1;
+}
+int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork)
+{
+    (void)dt, (void)m, (void)n, (void)k, (void)a, (void)tau, (void)work, (void)lwork;
+    return -1;
+}
+int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+                        int lwork, int *iwork)
+{
+    (void)dt, (void)m, (void)n, (void)a, (void)s, (void)u, (void)ldu, (void)vt, (void)ldvt, (void)work, (void)lwork;
+    (void)iwork;
+    return -1;
+}
+bool ember__have_lapack(void) { return false; }
+#endif

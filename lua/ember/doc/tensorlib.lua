@@ -1,0 +1,249 @@
+-- API reference: the tensor library and ember.linalg (see lua/ember/doc/init.lua for the format)
+return [==[
+## `tensorlib`: sorting, scans, logic, splitting, products
+
+PyTorch's everyday tensor functions, each as `ember.<name>` and, where
+PyTorch has one, `t:<name>()`. Dims, index arguments and index results are
+1-based, as everywhere in ember. `cumsum`, `cumprod`, `sort`, `topk` and
+`searchsorted` are ops of the table (CPU kernels; on a GPU they run on the host), the rest are composed
+from ops and so run on every device. Gradients flow wherever PyTorch defines
+one. A call with an unknown option or one argument too many raises, naming
+it. Details and the behaviour at the edges: docs/tensorlib.md.
+
+### `Tensor:cumsum(dim, opts?)`, `ember.cumsum(t, dim, opts?)`
+The running sums along `dim`; `{dtype =}` casts first. Integer and bool
+tensors give int64.
+
+### `Tensor:cumprod(dim, opts?)`, `ember.cumprod(t, dim, opts?)`
+The running products along `dim`, as `cumsum`; the gradient is exact with
+zeros in the input.
+
+### `Tensor:logcumsumexp(dim)`, `ember.logcumsumexp(t, dim)`
+`log(cumsum(exp(t)))` along `dim`, computed stably over any range of values.
+
+### `Tensor:sort(dim?, descending?)`, `ember.sort(t, dim?, descending?)`
+Values and int64 indices (1-based) sorted along `dim` (default the last),
+ascending unless `descending`; also `t:sort({dim =, descending =, stable =})`.
+Always stable; NaN sorts as the largest value. The gradient flows to where
+each value came from.
+
+### `Tensor:argsort(dim?, descending?)`, `ember.argsort(t, dim?, descending?)`
+The indices of `sort`.
+
+### `Tensor:topk(k, opts?)`, `ember.topk(t, k, opts?)`
+The `k` largest values along `{dim =}` (default the last) and their indices,
+in order (the front of `sort`'s, ties by position); `{largest = false}` the
+smallest. `opts` may be the dim itself.
+
+### `Tensor:kthvalue(k, dim?, keepdim?)`, `ember.kthvalue(t, k, dim?, keepdim?)`
+The `k`-th smallest value along `dim` (default the last) and its index.
+
+### `Tensor:median(dim?, keepdim?)`, `ember.median(t, dim?, keepdim?)`
+Without `dim` the lower median of all elements (0-d); with `dim` the lower
+medians and their indices. A row holding NaN gives NaN.
+
+### `Tensor:mode(dim?, keepdim?)`, `ember.mode(t, dim?, keepdim?)`
+The most frequent value along `dim` (ties: the smallest) and the index of
+its last occurrence.
+
+### `Tensor:unique(opts?)`, `ember.unique(t, opts?)`
+The sorted distinct values of `t` (flattened), or with `{dim =}` its
+distinct slices along `dim` in lexicographic order; `{return_inverse = true}`
+adds each element's (slice's) 1-based position among them and
+`{return_counts = true}` their counts, returned in that order.
+
+### `ember.searchsorted(sorted, values, opts?)`
+The 1-based insertion points of `values` that keep `sorted`'s last dim in
+order: before equal values, after them with `{right = true}` or
+`{side = "right"}`. `sorted` 1-D, or N-D with `values` matching its leading
+dims; a number gives a 0-d result.
+
+### `ember.bucketize(t, boundaries, opts?)`
+The bucket (1-based) of each element among the sorted 1-D `boundaries`:
+`boundaries[i-1] < x <= boundaries[i]`, or `<=` and `<` with `{right = true}`;
+`n + 1` past the last.
+
+### `Tensor:any(dim?, keepdim?)`, `ember.any(t, dim?, keepdim?)`, `Tensor:all(dim?, keepdim?)`, `ember.all(t, dim?, keepdim?)`
+Whether any / every element (along `dim`) is nonzero, as a bool tensor.
+
+### `Tensor:isnan()`, `ember.isnan(t)`, `Tensor:isinf()`, `ember.isinf(t)`, `Tensor:isfinite()`, `ember.isfinite(t)`
+Elementwise tests as bool tensors (integer tensors are always finite).
+
+### `Tensor:logical_and(b)`, `ember.logical_and(a, b)`, `Tensor:logical_or(b)`, `ember.logical_or(a, b)`, `Tensor:logical_xor(b)`, `ember.logical_xor(a, b)`, `Tensor:logical_not()`, `ember.logical_not(t)`
+Logic on "nonzero is true", broadcasting, as bool tensors.
+
+### `Tensor:isclose(b, rtol?, atol?, equal_nan?)`, `ember.isclose(a, b, rtol?, atol?, equal_nan?)`
+`|a - b| <= atol + rtol |b|` elementwise (rtol 1e-5, atol 1e-8); also
+`(b, {rtol =, atol =, equal_nan =})`.
+
+### `Tensor:allclose(b, rtol?, atol?, equal_nan?)`, `ember.allclose(a, b, rtol?, atol?, equal_nan?)`
+Whether `isclose` holds everywhere, as a Lua boolean.
+
+### `Tensor:equal(b)`, `ember.equal(a, b)`
+Whether `a` and `b` have one shape and the same values, as a Lua boolean.
+
+### `Tensor:chunk(chunks, dim?)`, `ember.chunk(t, chunks, dim?)`
+A list of at most `chunks` views of `ceil(n / chunks)` along `dim` (default 1).
+
+### `Tensor:split(size, dim?)`, `ember.split(t, size, dim?)`
+A list of views of `size` along `dim` (the last smaller), or of the sizes of
+the list `size`, which must sum to the dim's size.
+
+### `Tensor:flip(dims)`, `ember.flip(t, dims)`, `Tensor:fliplr()`, `ember.fliplr(t)`, `Tensor:flipud()`, `ember.flipud(t)`
+`t` reversed along `dims` (a number or a list); `fliplr` along dim 2,
+`flipud` along dim 1.
+
+### `Tensor:roll(shifts, dims?)`, `ember.roll(t, shifts, dims?)`
+Elements shifted by `shifts` along `dims`, wrapping around; without `dims`
+over the flattened tensor.
+
+### `Tensor:repeat(sizes)`
+`t` repeated `sizes[i]` times along dim `i` (sizes a list or numbers, at
+least `t`'s dims; more add leading dims). `repeat` is a Lua keyword: call it
+as `t["repeat"](t, 2, 1)`, or use `tile`.
+
+### `Tensor:tile(reps)`, `ember.tile(t, reps)`
+`repeat` with `reps` padded with leading ones to `t`'s dims.
+
+### `Tensor:repeat_interleave(repeats, dim?)`, `ember.repeat_interleave(t, repeats, dim?)`
+Each slice along `dim` (without `dim`, each element of the flattened tensor)
+repeated `repeats` times, or `repeats[i]` times for a list or integer tensor.
+
+### `Tensor:triu(diagonal?)`, `ember.triu(t, diagonal?)`, `Tensor:tril(diagonal?)`, `ember.tril(t, diagonal?)`
+The upper / lower triangle of the last two dims, from diagonal `diagonal`
+(0 the main one, > 0 above it); the rest zero.
+
+### `Tensor:diagonal(offset?, dim1?, dim2?)`, `ember.diagonal(t, offset?, dim1?, dim2?)`
+The diagonal at `offset` of the plane of `dim1` and `dim2` (1 and 2), as the
+result's last dim; a copy, not a view.
+
+### `Tensor:diag(k?)`, `ember.diag(t, k?)`
+Of a 1-D tensor the square matrix with it on diagonal `k`; of a 2-D one its
+diagonal `k`.
+
+### `Tensor:trace()`, `ember.trace(t)`
+The sum of a matrix's diagonal.
+
+### `ember.meshgrid(t1, t2, ..., opts?)`
+Coordinate grids of 1-D tensors, returned as several values; `{indexing =
+"ij"}` (the default) or `"xy"`.
+
+### `Tensor:nonzero(opts?)`, `ember.nonzero(t, opts?)`
+The 1-based positions of the nonzero elements as an int64 (count, ndim)
+tensor, or with `{as_tuple = true}` one 1-D tensor per dim.
+
+### `Tensor:scatter(dim, index, src, opts?)`, `ember.scatter(t, dim, index, src, opts?)`
+`t` with `src`'s values (a tensor at least index's size, or a number)
+written at the 1-based `index` along `dim`; `{reduce = "add"}` adds them. An
+index writing one place twice raises. Differentiable in `t` and `src`.
+
+### `Tensor:scatter_add(dim, index, src)`, `ember.scatter_add(t, dim, index, src)`
+`t` with `src` added at the 1-based `index` along `dim`.
+
+### `Tensor:index_fill(dim, index, value)`, `ember.index_fill(t, dim, index, value)`
+`t` with the slices at the 1-based indices along `dim` set to `value`.
+
+### `Tensor:prod(dim?, keepdim?, opts?)`, `ember.prod(t, dim?, keepdim?, opts?)`
+The product of all elements (0-d) or along `dim`; `{dtype =}` casts first,
+integer and bool give int64. The gradient is exact with zeros.
+
+### `Tensor:bmm(b)`, `ember.bmm(a, b)`
+Batched matrix products `(b, n, m) x (b, m, p)`, shapes checked.
+
+### `Tensor:baddbmm(a, b, opts?)`, `ember.baddbmm(input, a, b, opts?)`
+`beta input + alpha bmm(a, b)` with `{beta =, alpha =}` (both 1); beta 0
+ignores `input`.
+
+### `Tensor:addmm(a, b, opts?)`, `ember.addmm(input, a, b, opts?)`
+`beta input + alpha a @ b` for matrices, as `baddbmm`.
+
+### `Tensor:outer(b)`, `ember.outer(a, b)`, `ember.ger(a, b)`
+The outer product of two vectors.
+
+### `ember.einsum(equation, t1, t2, ...)`
+Einstein summation: `"bij,bjk->bik"`, the implicit form `"ij,jk"`, repeated
+labels (`"ii->i"`), `"..."` for shared leading dims; operands may also come
+as one list. Contracted pairwise by matrix products.
+
+### `ember.tensordot(a, b, dims?)`
+The sum of products over `a`'s last `dims` dims and `b`'s first (default 2),
+or over the dims of `{{a's}, {b's}}`.
+
+### `ember.cdist(x1, x2, p?)`
+The `p`-norm distances (default 2) between the rows of `(..., P, M)` and
+`(..., R, M)`: `(..., P, R)`; zero distances have gradient 0.
+
+### `Tensor:bincount(opts?)`, `ember.bincount(t, opts?)`
+Counts of each value of a 1-D tensor of positive integers, 1-based like
+index tensors: `result[v]` counts the entries equal to `v`, or sums their
+`{weights =}`; length `max(t)` or `{minlength =}`.
+
+### `Tensor:histc(bins?, min?, max?)`, `ember.histc(t, bins?, min?, max?)`
+A histogram of `bins` (100) equal bins over `[min, max]` (both 0: the data's
+finite range); elements outside and NaN are left out.
+
+## `ember.linalg`: linear algebra
+
+LAPACK (through OpenBLAS) on square matrices or batches of them `(..., n,
+n)`, float32 and float64, with gradients (and second derivatives). A
+singular or not positive-definite matrix raises naming its batch element. On
+a GPU the factorisations run on the host. The top-level names `ember.inverse`,
+`det`, `slogdet`, `solve`, `cholesky`, `eigh`, `qr`, `lstsq` and the methods
+`t:inverse()`, `t:det()`, `t:slogdet()`, `t:cholesky()`, `t:qr()` are the
+same functions.
+
+### `ember.linalg.inv(A)`, `ember.inverse(A)`, `Tensor:inverse()`
+`A^-1`.
+
+### `ember.linalg.det(A)`, `ember.det(A)`, `Tensor:det()`
+The determinant (0 for a singular matrix), as `sign * exp(logabsdet)`.
+
+### `ember.linalg.slogdet(A)`, `ember.slogdet(A)`, `Tensor:slogdet()`
+The sign and the log of the absolute value of the determinant (`0, -inf`
+for a singular matrix); the gradient flows through the second.
+
+### `ember.linalg.solve(A, B)`, `ember.solve(A, B)`
+`X` with `A X = B`: `B` `(..., n, k)`, or `(..., n)` for vectors; batch dims
+broadcast.
+
+### `ember.linalg.cholesky(A)`, `ember.cholesky(A)`, `Tensor:cholesky()`
+The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
+`A` (its lower triangle is read).
+
+### `ember.linalg.eigh(A, UPLO?)`, `ember.eigh(A, UPLO?)`
+The eigenvalues (ascending) and eigenvectors (as columns) of a symmetric
+`A`, as two values; its lower triangle is read, or the upper one with
+`UPLO = "U"`. Gradients as PyTorch's (degenerate eigenvalues give
+infinities there too).
+
+### `ember.linalg.eigvalsh(A, UPLO?)`
+The eigenvalues of `eigh`.
+
+### `ember.linalg.qr(A, mode?)`, `ember.qr(A, mode?)`, `Tensor:qr(mode?)`
+The reduced QR of `(..., m, n)`: `Q (..., m, k)` and `R (..., k, n)`,
+`k = min(m, n)`; `mode = "r"` gives `R` alone. Differentiable for `m >= n`.
+
+### `ember.linalg.svd(A, opts?)`
+The SVD `A = U diag(S) Vh` as `U (..., m, k)`, `S (..., k)` descending and
+`Vh (..., k, n)`, `k = min(m, n)`, with PyTorch's gradients (repeated
+singular values give infinities there too). Only the reduced form: for a
+non-square `A`, pass `{full_matrices = false}` (PyTorch's default, the full
+`U` and `Vh`, raises).
+
+### `ember.linalg.svdvals(A)`
+The singular values of `svd`.
+
+### `ember.svd(A, some?)`, `Tensor:svd(some?)`
+PyTorch's `torch.svd`: `U, S, V` (`V`, not `Vh`), reduced (`some = false`
+raises for a non-square `A`).
+
+### `ember.linalg.lstsq(A, B)`, `ember.lstsq(A, B)`
+The least-squares solution of `A X = B` for a full-rank `A`, through QR
+(the minimum-norm one for a wide `A`), as `{solution = X}`; `B` `(..., m,
+k)` or `(..., m)`.
+
+### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
+Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
+element) and, for a matrix or two `dim`s, the matrix norms `"fro"` (the
+default), `"nuc"`, 1, -1, 2, -2, `"inf"`, `"-inf"`.
+]==]
