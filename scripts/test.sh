@@ -42,16 +42,18 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 
 echo "== C tests (release)"
 (cd build && ctest --output-on-failure) 2>&1 | tee "$log/c.txt"; ctest_count "$log/c.txt"
-# The C hosts again with OPENBLAS_CORETYPE unset and set (libember chooses the
-# kernels for every host, core/src/blas.c; load_weights compares a C host's
-# outputs with the ember command's to the bit). Prescott's SSE3 kernels run on
-# any x86-64 CPU. frame_budget compares runs within one process: left out.
+# The C hosts and test_blas again with OPENBLAS_CORETYPE unset and set
+# (libember chooses the kernels for every host, core/src/blas.c; load_weights
+# compares a C host's outputs with the ember command's to the bit). Prescott's
+# SSE3 kernels run on any x86-64 CPU. frame_budget compares runs within one
+# process: left out.
+hosts='^(embed_|c_test_blas$)'
 echo "== C embedding hosts, OPENBLAS_CORETYPE unset"
-(cd build && env -u OPENBLAS_CORETYPE ctest --output-on-failure -R '^embed_' -E frame_budget) 2>&1 | tee "$log/cunset.txt"
+(cd build && env -u OPENBLAS_CORETYPE ctest --output-on-failure -R "$hosts" -E frame_budget) 2>&1 | tee "$log/cunset.txt"
 ctest_count "$log/cunset.txt"
 if [ "$(uname -m)" = x86_64 ]; then
   echo "== C embedding hosts, OPENBLAS_CORETYPE=Prescott"
-  (cd build && OPENBLAS_CORETYPE=Prescott ctest --output-on-failure -R '^embed_' -E frame_budget) 2>&1 | tee "$log/cset.txt"
+  (cd build && OPENBLAS_CORETYPE=Prescott ctest --output-on-failure -R "$hosts" -E frame_budget) 2>&1 | tee "$log/cset.txt"
   ctest_count "$log/cset.txt"
 fi
 echo "== C tests (ASan + UBSan, leak checking)"
