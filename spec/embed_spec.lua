@@ -204,6 +204,17 @@ describe("every host runs the kernels libember chose", function()
     end
   end)
 
+  -- (the global B holds the library: a collected ffi.load unloads it)
+  it("uses the OpenBLAS a host loaded first, and says its core was not ember's choice", function()
+    local r = U.run({ "luajit", "-e", "B = require('ffi').load('libopenblas.so.0') io.write(require('ember').blas_info())" },
+      { env = { LUA_PATH = lua_path, EMBER_LIB = U.build_dir() .. "/libember.so", OPENBLAS_CORETYPE = false } })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    assert.matches("OpenBLAS was loaded before ember and chose its core itself", r.out, 1, true)
+    r = U.run({ "luajit", "-e", "B = require('ffi').load('libopenblas.so.0') io.write(require('ember').blas_info())" },
+      { env = { LUA_PATH = lua_path, EMBER_LIB = U.build_dir() .. "/libember.so", OPENBLAS_CORETYPE = "Prescott" } })
+    assert.matches("(core Prescott); OpenBLAS was loaded before ember, with OPENBLAS_CORETYPE=Prescott", r.out, 1, true)
+  end)
+
   -- load_weights checks the C host's outputs against Lua's to the bit: the
   -- same ops in the same order (ember_linear, ember_add, ember_tanh), and
   -- now the same kernels in both processes whatever the environment says
