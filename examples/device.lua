@@ -6,7 +6,7 @@ local M = {}
 
 local function stop(name, why)
   io.stderr:write(("--device %s cannot be used: %s\n"):format(name, why))
-  os.exit(2)
+  os.exit(2, true)   -- closing the Lua state releases the tensors it holds
 end
 
 function M.check(ember, name)

@@ -135,3 +135,118 @@ describe("a C host running weights Lua trained and saved", function()
     assert.matches("load_weights: load: .*partial.safetensors", r.err)
   end)
 end)
+
+-- The OpenBLAS core libember chooses when OPENBLAS_CORETYPE is unset
+-- (core/src/blas.c), worked out here from /proc/cpuinfo's flags; nil off
+-- x86 or where the choice is OpenBLAS's own.
+local function core_for_flags()
+  local f = io.open("/proc/cpuinfo", "r")
+  if not f then return nil end
+  local flags
+  for line in f:lines() do
+    flags = line:match("^flags%s*:(.*)$")
+    if flags then break end
+  end
+  f:close()
+  if not flags then return nil end
+  local set = {}
+  for w in flags:gmatch("%S+") do set[w] = true end
+  if set.avx512f and set.avx512bw and set.avx512vl and set.avx512dq then return "SkylakeX" end
+  if set.avx2 and set.fma then return "Haswell" end
+  if set.avx then return "Sandybridge" end
+  return nil
+end
+
+describe("every host runs the kernels libember chose", function()
+  local host, missing = U.built("examples/embed/pure_c_mlp")
+  local cmd, missing_cmd = U.built("cli/ember")
+  local weights_host, missing_w = U.built("examples/embed/load_weights")
+  if not (host and cmd and weights_host) then
+    pending(missing or missing_cmd or missing_w)
+    return
+  end
+  local expected = core_for_flags()
+  if not expected then
+    pending("not an x86-64 CPU with AVX: OpenBLAS chooses its own core")
+    return
+  end
+  local lua_path = U.root .. "/lua/?.lua;" .. U.root .. "/lua/?/init.lua;;"
+
+  -- ember_blas_info() as a C host linking libember, the Lua package under
+  -- luajit and the ember command report it, in the environment env
+  local function infos(env)
+    local r = U.run({ host }, { env = env })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    local c = r.out:match("BLAS: ([^\n]*)")
+    local lua_env = { LUA_PATH = lua_path, EMBER_LIB = U.build_dir() .. "/libember.so" }
+    for k, v in pairs(env) do lua_env[k] = v end
+    r = U.run({ "luajit", "-e", "io.write(require('ember').blas_info())" }, { env = lua_env })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    local lua = r.out
+    r = U.run({ cmd, "-v" }, { env = env })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    return { c = c, lua = lua, cli = r.out:match("BLAS: ([^\n]*)") }
+  end
+
+  it("with OPENBLAS_CORETYPE unset: the core the CPU's flags give, in a C host, Lua and the ember command", function()
+    local got = infos({ OPENBLAS_CORETYPE = false })
+    for host_kind, info in pairs(got) do
+      assert.matches("(core " .. expected .. ")", info, 1, true, host_kind)
+      assert.matches("ember chose " .. expected .. " from the CPU's flags", info, 1, true, host_kind)
+    end
+  end)
+
+  it("with OPENBLAS_CORETYPE set: the core it names, in all three", function()
+    -- Prescott's SSE3 kernels run on every x86-64 CPU
+    local got = infos({ OPENBLAS_CORETYPE = "Prescott" })
+    for host_kind, info in pairs(got) do
+      assert.matches("(core Prescott); OPENBLAS_CORETYPE=Prescott", info, 1, true, host_kind)
+    end
+  end)
+
+  -- (the global B holds the library: a collected ffi.load unloads it)
+  it("uses the OpenBLAS a host loaded first, and says its core was not ember's choice", function()
+    local r = U.run({ "luajit", "-e", "B = require('ffi').load('libopenblas.so.0') io.write(require('ember').blas_info())" },
+      { env = { LUA_PATH = lua_path, EMBER_LIB = U.build_dir() .. "/libember.so", OPENBLAS_CORETYPE = false } })
+    assert.are.equal(0, r.rc, r.out .. r.err)
+    assert.matches("OpenBLAS was loaded before ember and chose its core itself", r.out, 1, true)
+    r = U.run({ "luajit", "-e", "B = require('ffi').load('libopenblas.so.0') io.write(require('ember').blas_info())" },
+      { env = { LUA_PATH = lua_path, EMBER_LIB = U.build_dir() .. "/libember.so", OPENBLAS_CORETYPE = "Prescott" } })
+    assert.matches("(core Prescott); OpenBLAS was loaded before ember, with OPENBLAS_CORETYPE=Prescott", r.out, 1, true)
+  end)
+
+  -- load_weights checks the C host's outputs against Lua's to the bit: the
+  -- same ops in the same order (ember_linear, ember_add, ember_tanh), and
+  -- now the same kernels in both processes whatever the environment says
+  for _, case in ipairs({ { "unset", false }, { "Prescott", "Prescott" } }) do
+    it("gives the C host Lua's outputs to the bit with OPENBLAS_CORETYPE " .. case[1], function()
+      local dir = U.tmpdir()
+      local path = dir .. "/weights.safetensors"
+      local env = { OPENBLAS_CORETYPE = case[2] }
+      local r = U.run({ cmd, U.root .. "/examples/embed/save_weights.lua", path }, { env = env })
+      assert.are.equal(0, r.rc, r.out .. r.err)
+      r = U.run({ weights_host, path }, { env = env })
+      U.rm_rf(dir)
+      assert.are.equal(0, r.rc, r.out .. r.err)
+      assert.matches("OK\n$", r.out)
+    end)
+  end
+end)
+
+describe("host threads that load ember in Lua states of their own", function()
+  local bin, missing = U.built("examples/embed/thread_states")
+  if not bin then
+    pending(missing)
+    return
+  end
+
+  -- before libember was kept mapped, the first thread to exit after its
+  -- lua_close jumped to the unloaded TSD destructor (SIGSEGV)
+  it("come and go, with ember loaded by the threads only and by the main thread too", function()
+    for _, mode in ipairs({ "nomain", "main" }) do
+      local r = U.run({ bin, "3", "10", mode })
+      assert.are.equal(0, r.rc, mode .. ": " .. r.out .. r.err)
+      assert.matches("10 rounds of 3 threads .*: OK", r.out)
+    end
+  end)
+end)

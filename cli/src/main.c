@@ -32,34 +32,18 @@ static void usage(FILE *f)
             progname);
 }
 
-/* ------------------------------------------------------------------ OpenBLAS kernels, OpenMP threads */
-/* OpenBLAS 0.3.21 picks its kernels in a library constructor, before main,
-   and on the generic "Intel Xeon Processor" model that virtual machines
-   report it falls back to SSE3 (Prescott) kernels, a third of the speed.
-   libgomp (the team oneDNN and ember's kernels run on) reads its spin count
-   there too; the Lua package bounds it with GOMP_SPINCOUNT as below
-   (docs/nn.md, "Threads"). The Lua package sets OPENBLAS_CORETYPE and
-   GOMP_SPINCOUNT before it loads libember; this command links libember,
-   so when the user has chosen neither it chooses and starts itself again.
-   If exec fails it runs on with the libraries' own choices. */
+/* ------------------------------------------------------------------ OpenMP threads */
+/* libgomp (the team oneDNN and ember's kernels run on) reads its spin count
+   in a library constructor, before main; the Lua package bounds it with
+   GOMP_SPINCOUNT before it loads libember (docs/nn.md, "Threads"). This
+   command links libember, so when the user has chosen no wait policy it sets
+   the count and starts itself again. If exec fails it runs on with libgomp's
+   default. (OpenBLAS's kernels need no such step: libember chooses them
+   itself, core/src/blas.c.) */
 static void choose_library_env(char **argv)
 {
-    int changed = 0;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    const char *core = NULL;
-    if (!getenv("OPENBLAS_CORETYPE")) {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-            core = "SkylakeX";
-        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            core = "Haswell";
-        if (core && setenv("OPENBLAS_CORETYPE", core, 0) == 0) changed = 1;
-    }
-#endif
     if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") && setenv("GOMP_SPINCOUNT", "30000", 0) == 0)
-        changed = 1;
-    if (changed) execv("/proc/self/exe", argv);
+        execv("/proc/self/exe", argv);
 }
 
 /* ------------------------------------------------------------------ Ctrl-C */

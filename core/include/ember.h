@@ -103,7 +103,7 @@ EMBER_API void ember_set_error(const char *msg);
 
 /* ---------------------------------------------------------------- info */
 EMBER_API const char *ember_version(void);
-EMBER_API const char *ember_blas_info(void);       /* e.g. "OpenBLAS 0.3.21 ... Haswell" */
+EMBER_API const char *ember_blas_info(void);       /* e.g. "OpenBLAS 0.3.21 ... (core Haswell); <why>; <file>" */
 EMBER_API const char *ember_dtype_name(int dtype);   /* "float32", ...; "?" if out of range */
 EMBER_API int ember_dtype_size(int dtype);           /* bytes per element; 0 if out of range */
 EMBER_API int ember_num_threads(void);

@@ -10,27 +10,19 @@
      per thread; under the flag the number of tasks is fixed (conv.c). */
 #include "internal.h"
 
-#ifdef EMBER_HAVE_BLAS
-#include <cblas.h>
-#endif
-
 static int deterministic;
-#ifdef EMBER_HAVE_BLAS
 static int blas_threads_before;
-#endif
 
 void ember_set_deterministic(int on)
 {
     on = on != 0;
     if (on == deterministic) return;
-#ifdef EMBER_HAVE_BLAS
     if (on) {
-        blas_threads_before = openblas_get_num_threads();
-        openblas_set_num_threads(1);
+        blas_threads_before = ember__openblas_threads();
+        ember__openblas_set_threads(1);
     } else {
-        openblas_set_num_threads(blas_threads_before);
+        ember__openblas_set_threads(blas_threads_before);
     }
-#endif
     deterministic = on;
 }
 
@@ -40,10 +32,6 @@ int ember_is_deterministic(void) { return deterministic; }
    does for its BLAS); in deterministic mode the count waits until it ends. */
 void ember__set_blas_threads(int n)
 {
-#ifdef EMBER_HAVE_BLAS
     if (deterministic) blas_threads_before = n;
-    else openblas_set_num_threads(n);
-#else
-    EMBER_UNUSED(n);
-#endif
+    else ember__openblas_set_threads(n);
 }

@@ -4,7 +4,8 @@
    tensors are ordinary safetensors entries under dotted names
    ("model.1.weight", "probe.x"), which ember_load reads. The host finds the
    layers by name, runs the model on the probe inputs and checks that it gets
-   the outputs Lua got, bit for bit (the same ops in the same order), then
+   the outputs Lua got, bit for bit (the same ops in the same order, on the
+   OpenBLAS kernels libember chose in both processes: core/src/blas.c), then
    prints its predictions. Exits 0 when all is right, non-zero otherwise.
 
    Run:  load_weights checkpoint.safetensors

@@ -183,6 +183,7 @@ int main(void)
     const int64_t sx[2] = { N, D }, sy[2] = { N, O }, s1[2] = { D, H }, sb1[1] = { H },
                   s2[2] = { H, O }, sb2[1] = { O };
     int ok = 1;
+    printf("BLAS: %s\n", ember_blas_info());   /* libember chose the kernels, as for every host */
     ember_manual_seed(1);
     ember_tensor *x = randn(2, sx), *y = randn(2, sy);
     ember_tensor *p[NPARAM] = { randn(2, s1), randn(1, sb1), randn(2, s2), randn(1, sb2) };

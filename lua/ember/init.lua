@@ -22,31 +22,6 @@ local function load_library()
   return ember.loader._load()
 end
 
--- OpenBLAS picks its kernels from the CPU model when it is loaded, and
--- OpenBLAS 0.3.21 (Debian 12) does not know the generic "Intel Xeon
--- Processor" model that virtual machines report: it falls back to its SSE3
--- (Prescott) kernels, a third of the speed the CPU can give. When the user
--- has not chosen (OPENBLAS_CORETYPE unset), choose from the CPU's feature
--- flags before libember pulls OpenBLAS in. C hosts that link libember
--- directly set OPENBLAS_CORETYPE themselves.
-local function choose_openblas_core()
-  if os.getenv("OPENBLAS_CORETYPE") then return end
-  local f = io.open("/proc/cpuinfo", "r")
-  if not f then return end
-  local flags = ""
-  for line in f:lines() do
-    if line:match("^flags") then flags = " " .. line:gsub("^[^:]*:", "") .. " " break end
-  end
-  f:close()
-  local function has(x) return flags:find(" " .. x .. " ", 1, true) ~= nil end
-  local core
-  if has("avx512f") and has("avx512bw") and has("avx512vl") and has("avx512dq") then core = "SkylakeX"
-  elseif has("avx2") and has("fma") then core = "Haswell" end
-  if not core then return end
-  pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
-  pcall(function() ffi.C.setenv("OPENBLAS_CORETYPE", core, 0) end)
-end
-
 -- oneDNN and ember's own kernels run on libgomp's team (core/src/parallel.c).
 -- Its workers sleep between jobs under OMP_WAIT_POLICY=passive, and waking
 -- one costs 60-70 us on a VM, more than a 128x256x128 product takes; by
@@ -62,7 +37,6 @@ end
 
 ffi.cdef(generated("cdef"))
 generated("optable")
-choose_openblas_core()
 bound_openmp_spin()
 local C, libpath = load_library()
 ember._C = C

@@ -13,46 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifdef EMBER_HAVE_BLAS
-#include <cblas.h>
-#endif
-
 /* columns of the unfolded matrix per chunk, times its rows */
 #define CHUNK_ELEMS (512 * 1024)
-
-/* C = alpha op(A) op(B) + beta C, row-major, contiguous operands */
-static void gemm(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
-{
-    if (M == 0 || N == 0) return;
-#ifdef EMBER_HAVE_BLAS
-    if (dt == EMBER_FLOAT32)
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
-                    (int)K, 1.0f, (const float *)A, (int)lda, (const float *)B, (int)ldb, (float)beta, (float *)C,
-                    (int)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
-                    (int)K, 1.0, (const double *)A, (int)lda, (const double *)B, (int)ldb, beta, (double *)C,
-                    (int)ldc);
-#else
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t k = 0; k < K; k++) {
-                int64_t ai = ta ? k * lda + i : i * lda + k, bi = tb ? j * ldb + k : k * ldb + j;
-                s += dt == EMBER_FLOAT32 ? (double)((const float *)A)[ai] * ((const float *)B)[bi]
-                                         : ((const double *)A)[ai] * ((const double *)B)[bi];
-            }
-            if (dt == EMBER_FLOAT32) {
-                float *c = (float *)C + i * ldc + j;
-                *c = (float)(s + (beta != 0 ? beta * *c : 0));
-            } else {
-                double *c = (double *)C + i * ldc + j;
-                *c = s + (beta != 0 ? beta * *c : 0);
-            }
-        }
-#endif
-}
 
 /* ------------------------------------------------------------------ conv geometry */
 
@@ -362,19 +324,19 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
         switch (j->kind) {
         case CONV_FWD:   /* y_g (Og x L) = w_g (Og x K) cols (K x L) */
             if (!pw) unfold(&u);
-            gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
+            ember__gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
             break;
         case CONV_BWD_INPUT:   /* cols (K x L) = w_g^T gy_g, folded back into gx */
             if (pw) {
-                gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
+                ember__gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
             } else {
-                gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
+                ember__gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
                 fold(&u);
             }
             break;
         case CONV_BWD_WEIGHT:   /* gw_g (Og x K) += gy_g (Og x L) cols^T */
             if (!pw) unfold(&u);
-            gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
+            ember__gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
                  j->acc[task] + gi * g->Og * g->K * es, g->K);
             break;
         }
@@ -424,14 +386,10 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
                   kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL,
                   ember__ptr(res), cols, gl, acc, cols_bytes, gl_bytes};
     if (kind == CONV_BWD_INPUT) memset(ember__ptr(res), 0, (size_t)(res->numel * es));
-#ifdef EMBER_HAVE_BLAS
-    int blas_threads = openblas_get_num_threads();
-    if (ntasks > 1) openblas_set_num_threads(1);
-#endif
+    int blas_threads = ember__openblas_threads();
+    if (ntasks > 1) ember__openblas_set_threads(1);
     ember__parallel_for(ntasks, 1, conv_tasks, &j);
-#ifdef EMBER_HAVE_BLAS
-    if (ntasks > 1) openblas_set_num_threads(blas_threads);
-#endif
+    if (ntasks > 1) ember__openblas_set_threads(blas_threads);
     if (kind == CONV_BWD_WEIGHT)
         for (int64_t t = 1; t < ntasks; t++) {
             int64_t n = g->O * g->K;

@@ -2,107 +2,150 @@
    (OpenBLAS ships LAPACK). Each takes a column-major n x n matrix in the
    dtype dt (EMBER_FLOAT32 or EMBER_FLOAT64) and returns LAPACK's info (0,
    or > 0 for a singular / not positive-definite matrix); without BLAS each
-   fails. */
+   fails (-1), as it does where the BLAS loaded has no LAPACK. */
 #include "ops.h"
 #include "lapack.h"
 
+#include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 #ifdef EMBER_HAVE_BLAS
 /* Fortran LAPACK, 32-bit integers (OpenBLAS's default interface); the
-   trailing size_t is the hidden length of a character argument */
-void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
-void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-void sgetri_(const int *n, float *a, const int *lda, const int *ipiv, float *work, const int *lwork, int *info);
-void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork, int *info);
-void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda, const int *ipiv,
-             float *b, const int *ldb, int *info, size_t);
-void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv,
-             double *b, const int *ldb, int *info, size_t);
-void ssyevd_(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w, float *work,
-             const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
-void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w, double *work,
-             const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
-void sgeqrf_(const int *m, const int *n, float *a, const int *lda, float *tau, float *work, const int *lwork, int *info);
-void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work, const int *lwork, int *info);
-void sorgqr_(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau, float *work,
-             const int *lwork, int *info);
-void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work,
-             const int *lwork, int *info);
-void sgesdd_(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u,
-             const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork, int *info, size_t);
-void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u,
-             const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t);
-void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
-void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
+   trailing size_t is the hidden length of a character argument. The
+   entry points are looked up in the BLAS that blas.c loaded (libember does
+   not link it: blas.c says why), once; a BLAS without LAPACK (a plain
+   libblas.so.3) leaves them NULL and ember__have_lapack() false. */
+static struct {
+    void (*sgetrf)(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
+    void (*dgetrf)(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+    void (*sgetri)(const int *n, float *a, const int *lda, const int *ipiv, float *work, const int *lwork, int *info);
+    void (*dgetri)(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork, int *info);
+    void (*sgetrs)(const char *trans, const int *n, const int *nrhs, const float *a, const int *lda, const int *ipiv, float *b, const int *ldb, int *info, size_t);
+    void (*dgetrs)(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv, double *b, const int *ldb, int *info, size_t);
+    void (*ssyevd)(const char *jobz, const char *uplo, const int *n, float *a, const int *lda, float *w, float *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+    void (*dsyevd)(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w, double *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t, size_t);
+    void (*sgeqrf)(const int *m, const int *n, float *a, const int *lda, float *tau, float *work, const int *lwork, int *info);
+    void (*dgeqrf)(const int *m, const int *n, double *a, const int *lda, double *tau, double *work, const int *lwork, int *info);
+    void (*sorgqr)(const int *m, const int *n, const int *k, float *a, const int *lda, const float *tau, float *work, const int *lwork, int *info);
+    void (*dorgqr)(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work, const int *lwork, int *info);
+    void (*sgesdd)(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u, const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork, int *info, size_t);
+    void (*dgesdd)(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t);
+    void (*spotrf)(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
+    void (*dpotrf)(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
+} lapack;
+static bool lapack_found;
+static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
+
+static void find_lapack(void)
+{
+    bool all = true;
+#define LOOKUP(name)                                            \
+    do {                                                        \
+        void *p_ = ember__blas_symbol(#name "_");              \
+        memcpy(&lapack.name, &p_, sizeof p_);   /* ISO C: object to function pointer */ \
+        all = all && p_ != NULL;                                \
+    } while (0)
+    LOOKUP(sgetrf);
+    LOOKUP(dgetrf);
+    LOOKUP(sgetri);
+    LOOKUP(dgetri);
+    LOOKUP(sgetrs);
+    LOOKUP(dgetrs);
+    LOOKUP(ssyevd);
+    LOOKUP(dsyevd);
+    LOOKUP(sgeqrf);
+    LOOKUP(dgeqrf);
+    LOOKUP(sorgqr);
+    LOOKUP(dorgqr);
+    LOOKUP(sgesdd);
+    LOOKUP(dgesdd);
+    LOOKUP(spotrf);
+    LOOKUP(dpotrf);
+#undef LOOKUP
+    lapack_found = all;
+}
+
+bool ember__have_lapack(void)
+{
+    pthread_once(&lapack_once, find_lapack);
+    return lapack_found;
+}
 
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, m = n, lda = n > 1 ? n : 1;
-    if (dt == EMBER_FLOAT32) sgetrf_(&m, &n, a, &lda, ipiv, &info);
-    else dgetrf_(&m, &n, a, &lda, ipiv, &info);
+    if (dt == EMBER_FLOAT32) lapack.sgetrf(&m, &n, a, &lda, ipiv, &info);
+    else lapack.dgetrf(&m, &n, a, &lda, ipiv, &info);
     return info;
 }
 
 int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, lda = n > 1 ? n : 1;
-    if (dt == EMBER_FLOAT32) sgetri_(&n, a, &lda, ipiv, work, &lwork, &info);
-    else dgetri_(&n, a, &lda, ipiv, work, &lwork, &info);
+    if (dt == EMBER_FLOAT32) lapack.sgetri(&n, a, &lda, ipiv, work, &lwork, &info);
+    else lapack.dgetri(&n, a, &lda, ipiv, work, &lwork, &info);
     return info;
 }
 
 int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, const int *ipiv, void *b)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, ld = n > 1 ? n : 1;
-    if (dt == EMBER_FLOAT32) sgetrs_(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
-    else dgetrs_(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
+    if (dt == EMBER_FLOAT32) lapack.sgetrs(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
+    else lapack.dgetrs(&trans, &n, &nrhs, lu, &ld, ipiv, b, &ld, &info, 1);
     return info;
 }
 
 int ember__lapack_potrf(int dt, char uplo, int n, void *a)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, lda = n > 1 ? n : 1;
-    if (dt == EMBER_FLOAT32) spotrf_(&uplo, &n, a, &lda, &info, 1);
-    else dpotrf_(&uplo, &n, a, &lda, &info, 1);
+    if (dt == EMBER_FLOAT32) lapack.spotrf(&uplo, &n, a, &lda, &info, 1);
+    else lapack.dpotrf(&uplo, &n, a, &lda, &info, 1);
     return info;
 }
 
 /* workspace sizes: a query (lwork = -1) answers in work[0] / iwork[0] */
 int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, lda = n > 1 ? n : 1;
-    if (dt == EMBER_FLOAT32) ssyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
-    else dsyevd_("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    if (dt == EMBER_FLOAT32) lapack.ssyevd("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    else lapack.dsyevd("V", &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
     return info;
 }
 
 int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, lda = m > 1 ? m : 1;
-    if (dt == EMBER_FLOAT32) sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &info);
-    else dgeqrf_(&m, &n, a, &lda, tau, work, &lwork, &info);
+    if (dt == EMBER_FLOAT32) lapack.sgeqrf(&m, &n, a, &lda, tau, work, &lwork, &info);
+    else lapack.dgeqrf(&m, &n, a, &lda, tau, work, &lwork, &info);
     return info;
 }
 
 int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, lda = m > 1 ? m : 1;
-    if (dt == EMBER_FLOAT32) sorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
-    else dorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
+    if (dt == EMBER_FLOAT32) lapack.sorgqr(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
+    else lapack.dorgqr(&m, &n, &k, a, &lda, tau, work, &lwork, &info);
     return info;
 }
 
 int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
                         int lwork, int *iwork)
 {
+    if (!ember__have_lapack()) return -1;
     int info = 0, lda = m > 1 ? m : 1;
-    if (dt == EMBER_FLOAT32) sgesdd_("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
-    else dgesdd_("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    if (dt == EMBER_FLOAT32) lapack.sgesdd("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    else lapack.dgesdd("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
     return info;
 }
 
-bool ember__have_lapack(void) { return true; }
 #else
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
 int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)

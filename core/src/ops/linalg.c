@@ -56,7 +56,7 @@ static int matrix_ok(const char *op, const ember_tensor *a, bool square)
         return ember__fail(EMBER_ERR_SHAPE, "%s: matrices of shape %s exceed LAPACK's 32-bit sizes", op,
                            ember__tshape(sa, a));
     if (!ember__have_lapack())
-        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: this libember was built without BLAS/LAPACK (EMBER_BLAS=OFF)", op);
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: no LAPACK: %s", op, ember_blas_info());
     return EMBER_OK;
 }
 

@@ -1,5 +1,5 @@
 /* matmul.c: matmul with PyTorch's semantics (1-D dot, matrix-vector, batched
-   with broadcast batch dims). float32 / float64 go to OpenBLAS (sgemm/dgemm);
+   with broadcast batch dims). float32 / float64 go to OpenBLAS (sgemm/dgemm, through blas.c);
    a strided matrix with a unit stride in either dim is passed as is (as a
    transposed operand when needed), anything else is copied first. float16 and
    bfloat16 compute in float32; integers use a blocked loop with wrapping int64
@@ -7,10 +7,6 @@
 #include "ops.h"
 
 #include <string.h>
-
-#ifdef EMBER_HAVE_BLAS
-#include <cblas.h>
-#endif
 
 /* A 2-D operand as BLAS sees it: base pointer, transposed or not, leading dim. */
 typedef struct {
@@ -41,25 +37,6 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
     return false;
 }
 
-#ifndef EMBER_HAVE_BLAS
-/* C = op(A) op(B) + beta C, op a transpose when ta/tb, summed in double; T is float or double */
-#define REF_GEMM(SUFFIX, T)                                                                                     \
-    static void ref_gemm_##SUFFIX(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T *A, int64_t lda,  \
-                                  const T *B, int64_t ldb, T beta, T *C, int64_t ldc)                          \
-    {                                                                                                          \
-        for (int64_t i = 0; i < M; i++)                                                                        \
-            for (int64_t j = 0; j < N; j++) {                                                                  \
-                double s = beta != 0 ? (double)beta * C[i * ldc + j] : 0;                                      \
-                for (int64_t k = 0; k < K; k++)                                                                \
-                    s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]); \
-                C[i * ldc + j] = (T)s;                                                                         \
-            }                                                                                                  \
-    }
-REF_GEMM(f64, double)
-REF_GEMM(f32, float)
-#undef REF_GEMM
-#endif
-
 /* Products below this many multiply-adds run on one OpenBLAS thread (OpenBLAS
    itself threads from 2^18). Such a product takes 5-20 us on one core; handing
    half of it to OpenBLAS's worker costs that worker's wake-up, and afterwards
@@ -78,30 +55,14 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
     if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
                                                  (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;
-#ifdef EMBER_HAVE_BLAS
     /* as many OpenBLAS threads as the thread policy gives the product, at most */
-    int blas_threads = openblas_get_num_threads();
+    int blas_threads = ember__openblas_threads();
     int use = M * N * K < BLAS_ONE_THREAD_MNK ? 1 : ember__job_threads(M * N * K);
     bool capped = use < blas_threads;
-    if (capped) openblas_set_num_threads(use);
-    if (dt == EMBER_FLOAT32)
-        cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
-                    (int)M, (int)N, (int)K, 1.0f, (const float *)a->p, (int)a->ld, (const float *)b->p, (int)b->ld,
-                    (float)beta, (float *)c, (int)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
-                    (int)M, (int)N, (int)K, 1.0, (const double *)a->p, (int)a->ld, (const double *)b->p, (int)b->ld,
-                    beta, (double *)c, (int)ldc);
-    if (capped) openblas_set_num_threads(blas_threads);
+    if (capped) ember__openblas_set_threads(use);
+    ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
+    if (capped) ember__openblas_set_threads(blas_threads);
     ember__team_done(capped ? use : blas_threads, true);
-#else
-    if (dt == EMBER_FLOAT32)
-        ref_gemm_f32(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld, (const float *)b->p, b->ld,
-                     (float)beta, (float *)c, ldc);
-    else
-        ref_gemm_f64(a->trans, b->trans, M, N, K, (const double *)a->p, a->ld, (const double *)b->p, b->ld, beta,
-                     (double *)c, ldc);
-#endif
 }
 
 /* Deterministic mode: fixed blocks of DET_ROWS rows of the product, each a

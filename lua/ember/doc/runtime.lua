@@ -47,7 +47,12 @@ Seconds from a monotonic clock, as a number.
 ember's version string (`"0.1.0"`).
 
 ### `ember.blas_info()`
-The BLAS in use and its configuration (OpenBLAS's core and threads).
+The BLAS in use and its configuration: OpenBLAS's configuration, its core,
+why that core runs and the file, e.g. `"OpenBLAS 0.3.21 ... (core
+SkylakeX); ember chose SkylakeX from the CPU's flags;
+/lib/x86_64-linux-gnu/libopenblas.so.0"`. libember loads OpenBLAS itself
+and chooses the core from the CPU's flags when `OPENBLAS_CORETYPE` is unset,
+so every host runs the same kernels (docs/hardening.md).
 
 ### `ember.dnnl_info()`
 The oneDNN ember is built with (`"oneDNN 2.6.3 (OpenMP threads)"`), or
