@@ -572,7 +572,11 @@ local function check_opts(layer, o, allowed)
     errors.raise(("ember.nn.%s: options must be a table, got %s"):format(layer, type(o)))
   end
   for k in pairs(o) do
-    if not allowed[k] then errors.raise(("ember.nn.%s: unknown option '%s'"):format(layer, tostring(k))) end
+    if not allowed[k] then
+      local known = {}
+      for name in pairs(allowed) do known[#known + 1] = name end
+      errors.known_options("nn." .. layer, o, known)   -- raises naming k and the known options
+    end
   end
   return o
 end
