@@ -480,6 +480,8 @@ describe("the extra-argument error", function()
       "ember.nn.Embedding: extra argument 8 (1): it takes 7 (num_embeddings", 1, true)
     assert.error_matches(function() nn.ELU()(x, 5) end, "ember.nn.ELU:forward: extra argument 2 (5): it takes 1 (x)",
       1, true)
+    assert.error_matches(function() x:to("float64", "cpu", {}) end,
+      "ember.Tensor:to: extra argument 3 (a table): it takes 2 (dtype_or_device, device_or_opts)", 1, true)
     -- dtype by name works
     assert.are.equal("float64", nn.Conv3d(3, 4, 3, 1, 0, 1, 1, true, { dtype = "float64" }).weight.dtype)
     assert.are.equal("float64", nn.PReLU(2, 0.1, { dtype = "float64" }).weight.dtype)
