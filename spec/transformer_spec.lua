@@ -109,6 +109,8 @@ describe("nn.MultiheadAttention", function()
     raises(function() m(x, x:select(2, 1), x) end, "must all be batched (3-D) or all unbatched (2-D)")
     raises(function() m(x, x, x, nil, true, nil, true, true, true) end, "ember.nn.MultiheadAttention: extra argument 9 (true): it takes 8 (query, key, value, key_padding_mask, ")
     raises(function() nn.Transformer.generate_square_subsequent_mask(0) end, "n must be an integer >= 1")
+    raises(function() nn.Transformer.generate_square_subsequent_mask(3, {}, 5) end,
+      "ember.nn.Transformer.generate_square_subsequent_mask: extra argument 3 (5): it takes 2 (n, opts)")
   end)
 end)
 

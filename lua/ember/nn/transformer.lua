@@ -23,6 +23,7 @@
 local ember = require("ember")
 local A = require("ember.nn.args")
 local Sig = require("ember.nn.signature")
+local errors = require("ember.errors")
 local F = require("ember.nn.functional")
 local init = require("ember.nn.initializers")
 
@@ -481,7 +482,10 @@ local function transformer_class(nn)
     return self.decoder(tgt, memory, { tgt_mask = o.tgt_mask, memory_mask = o.memory_mask,
       tgt_key_padding_mask = o.tgt_key_padding_mask, memory_key_padding_mask = o.memory_key_padding_mask })
   end
-  T.generate_square_subsequent_mask = square_subsequent_mask
+  -- a function of the class (PyTorch's static method), outside the API tables
+  -- init.lua's arity wrappers cover: a value past opts raises here
+  T.generate_square_subsequent_mask = errors.arity_checked(
+    "ember.nn.Transformer.generate_square_subsequent_mask", square_subsequent_mask, 0)
   nn.Transformer = T
 end
 
