@@ -72,6 +72,42 @@ local CALLS = {
   ["ember.nn.MultiheadAttention"] = function() return { 4, 2 } end,
   ["ember.nn.Upsample"] = function() return { { scale_factor = 2 } } end,
   ["ember.nn.causal_mask"] = function() return { 3 } end,
+  -- the layers of activation.lua, pool.lua, conv3d.lua, shape.lua and transformer.lua
+  ["ember.nn.MaxPool1d"] = function() return { 2 } end,
+  ["ember.nn.MaxPool3d"] = function() return { 2 } end,
+  ["ember.nn.AvgPool1d"] = function() return { 2 } end,
+  ["ember.nn.AvgPool3d"] = function() return { 2 } end,
+  ["ember.nn.AdaptiveMaxPool1d"] = function() return { 2 } end,
+  ["ember.nn.AdaptiveMaxPool2d"] = function() return { 2 } end,
+  ["ember.nn.AdaptiveMaxPool3d"] = function() return { 2 } end,
+  ["ember.nn.AdaptiveAvgPool1d"] = function() return { 2 } end,
+  ["ember.nn.AdaptiveAvgPool3d"] = function() return { 2 } end,
+  ["ember.nn.Conv3d"] = function() return { 3, 4, 3 } end,
+  ["ember.nn.ConvTranspose1d"] = function() return { 3, 4, 3 } end,
+  ["ember.nn.PixelShuffle"] = function() return { 2 } end,
+  ["ember.nn.PixelUnshuffle"] = function() return { 2 } end,
+  ["ember.nn.Unflatten"] = function() return { 2, { 3, 2 } } end,
+  ["ember.nn.Dropout1d"] = function() return { 0.5 } end,
+  ["ember.nn.Dropout2d"] = function() return { 0.5 } end,
+  ["ember.nn.LeakyReLU"] = function() return { 0.1 } end,
+  ["ember.nn.ELU"] = function() return { 1.5 } end,
+  ["ember.nn.SELU"] = function() return { false } end,
+  ["ember.nn.CELU"] = function() return { 1.5 } end,
+  ["ember.nn.ReLU6"] = function() return { false } end,
+  ["ember.nn.Hardtanh"] = function() return { -2, 2 } end,
+  ["ember.nn.Hardswish"] = function() return { false } end,
+  ["ember.nn.Hardsigmoid"] = function() return { false } end,
+  ["ember.nn.Softplus"] = function() return { 2, 10 } end,
+  ["ember.nn.Softsign"] = function() return {} end,
+  ["ember.nn.Mish"] = function() return { false } end,
+  ["ember.nn.LogSigmoid"] = function() return {} end,
+  ["ember.nn.GLU"] = function() return { 1 } end,
+  ["ember.nn.PReLU"] = function() return { 3, 0.1 } end,
+  ["ember.nn.TransformerEncoderLayer"] = function() return { 4, 2, 8 } end,
+  ["ember.nn.TransformerDecoderLayer"] = function() return { 4, 2, 8 } end,
+  ["ember.nn.TransformerEncoder"] = function() return { nn.TransformerEncoderLayer(4, 2, 8), 2 } end,
+  ["ember.nn.TransformerDecoder"] = function() return { nn.TransformerDecoderLayer(4, 2, 8), 2 } end,
+  ["ember.nn.Transformer"] = function() return { 4, 2, 1, 1, 8 } end,
 
   ["ember.nn.functional.adaptive_avg_pool2d"] = function() return { x4(), 2 } end,
   ["ember.nn.functional.avg_pool2d"] = function() return { x4(), 2 } end,
@@ -112,6 +148,39 @@ local CALLS = {
   ["ember.nn.functional.scaled_dot_product_attention"] = function()
     return { ember.randn({ 1, 2, 3, 4 }), ember.randn({ 1, 2, 3, 4 }), ember.randn({ 1, 2, 3, 4 }) }
   end,
+  ["ember.nn.functional.max_pool1d"] = function() return { ember.randn({ 2, 3, 6 }), 2 } end,
+  ["ember.nn.functional.max_pool3d"] = function() return { ember.randn({ 1, 2, 4, 4, 4 }), 2 } end,
+  ["ember.nn.functional.avg_pool1d"] = function() return { ember.randn({ 2, 3, 6 }), 2 } end,
+  ["ember.nn.functional.avg_pool3d"] = function() return { ember.randn({ 1, 2, 4, 4, 4 }), 2 } end,
+  ["ember.nn.functional.adaptive_max_pool1d"] = function() return { ember.randn({ 2, 3, 6 }), 2 } end,
+  ["ember.nn.functional.adaptive_max_pool2d"] = function() return { x4(), 2 } end,
+  ["ember.nn.functional.adaptive_max_pool3d"] = function() return { ember.randn({ 1, 2, 4, 4, 4 }), 2 } end,
+  ["ember.nn.functional.adaptive_avg_pool1d"] = function() return { ember.randn({ 2, 3, 6 }), 2 } end,
+  ["ember.nn.functional.adaptive_avg_pool3d"] = function() return { ember.randn({ 1, 2, 4, 4, 4 }), 2 } end,
+  ["ember.nn.functional.conv3d"] = function()
+    return { ember.randn({ 1, 2, 4, 4, 4 }), ember.randn({ 3, 2, 2, 2, 2 }), ember.randn({ 3 }) }
+  end,
+  ["ember.nn.functional.conv_transpose1d"] = function()
+    return { ember.randn({ 2, 3, 6 }), ember.randn({ 3, 4, 3 }), ember.randn({ 4 }) }
+  end,
+  ["ember.nn.functional.pixel_shuffle"] = function() return { ember.randn({ 1, 8, 2, 2 }), 2 } end,
+  ["ember.nn.functional.pixel_unshuffle"] = function() return { ember.randn({ 1, 2, 4, 4 }), 2 } end,
+  ["ember.nn.functional.dropout1d"] = function() return { ember.randn({ 2, 3, 6 }), 0.5, true } end,
+  ["ember.nn.functional.dropout2d"] = function() return { x4(), 0.5, true } end,
+  ["ember.nn.functional.leaky_relu"] = function() return { x2(), 0.1 } end,
+  ["ember.nn.functional.elu"] = function() return { x2(), 1.5 } end,
+  ["ember.nn.functional.celu"] = function() return { x2(), 1.5 } end,
+  ["ember.nn.functional.selu"] = function() return { x2(), false } end,
+  ["ember.nn.functional.prelu"] = function() return { x2(), ember.full({ 3 }, 0.25) } end,
+  ["ember.nn.functional.relu6"] = function() return { x2(), false } end,
+  ["ember.nn.functional.hardtanh"] = function() return { x2(), -2, 2 } end,
+  ["ember.nn.functional.hardswish"] = function() return { x2(), false } end,
+  ["ember.nn.functional.hardsigmoid"] = function() return { x2(), false } end,
+  ["ember.nn.functional.softplus"] = function() return { x2(), 2, 10 } end,
+  ["ember.nn.functional.softsign"] = function() return { x2() } end,
+  ["ember.nn.functional.mish"] = function() return { x2(), false } end,
+  ["ember.nn.functional.logsigmoid"] = function() return { x2() } end,
+  ["ember.nn.functional.glu"] = function() return { ember.randn({ 4, 6 }), 2 } end,
   ["ember.nn.functional.gru_cell"] = function() return { ember.randn({ 2, 6 }), ember.randn({ 2, 6 }), ember.randn({ 2, 2 }) } end,
   ["ember.nn.functional.lstm_cell"] = function() return { ember.randn({ 2, 8 }), ember.randn({ 2, 8 }), ember.randn({ 2, 2 }) } end,
 
@@ -225,6 +294,7 @@ local VARIADIC = {
   ["Module:new"] = "the arguments of the class's init (checked against init's parameters)",
   ["Module:init"] = "a subclass's own constructor",
   ["Module:forward"] = "a subclass's own forward (m(...) checks against its parameters)",
+  ["ember.frame.step"] = "the arguments after fn are fn's",
 }
 
 -- walked for an extra argument only: their valid call needs what a test
@@ -394,6 +464,27 @@ describe("the extra-argument error", function()
     assert.error_matches(function() Net(5) end, "ember.nn.Net: extra argument 1 (5): it takes 0 ()", 1, true)
     assert.error_matches(function() ember.optim.SGD({ x }, { lr = 1 }, 3) end,
       "ember.optim.SGD: extra argument 3 (3): it takes 2 (params, opts)", 1, true)
+    -- positional options then an options table (A.positional, nn/signature.lua's S.parse): the
+    -- same words, and dtype is never taken positionally
+    assert.error_matches(function() nn.Conv3d(3, 4, 3, 1, 0, 1, 1, true, "float64") end,
+      "ember.nn.Conv3d: extra argument 9 ('float64'): it takes 8 (in_channels, out_channels, kernel_size, "
+      .. "stride, padding, dilation, groups, bias), then an options table", 1, true)
+    assert.error_matches(function() nn.functional.elu(nil, 1, false, 5) end,
+      "ember.nn.functional.elu: extra argument 4 (5): it takes 3 (input, alpha, inplace), then an options table",
+      1, true)
+    assert.error_matches(function() nn.TransformerEncoderLayer(4, 2, 8, 0.1, "relu", 1e-5, false, false, "float64") end,
+      "ember.nn.TransformerEncoderLayer: extra argument 9 ('float64'): it takes 8 (d_model, nhead, "
+      .. "dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first), then an options table",
+      1, true)
+    assert.error_matches(function() nn.Embedding(5, 2, nil, nil, nil, false, false, 1) end,
+      "ember.nn.Embedding: extra argument 8 (1): it takes 7 (num_embeddings", 1, true)
+    assert.error_matches(function() nn.ELU()(x, 5) end, "ember.nn.ELU:forward: extra argument 2 (5): it takes 1 (x)",
+      1, true)
+    assert.error_matches(function() x:to("float64", "cpu", {}) end,
+      "ember.Tensor:to: extra argument 3 (a table): it takes 2 (dtype_or_device, device_or_opts)", 1, true)
+    -- dtype by name works
+    assert.are.equal("float64", nn.Conv3d(3, 4, 3, 1, 0, 1, 1, true, { dtype = "float64" }).weight.dtype)
+    assert.are.equal("float64", nn.PReLU(2, 0.1, { dtype = "float64" }).weight.dtype)
     -- raised at the caller's line
     local ok, err = pcall(function() x:add(x, 5) end)
     assert.is_false(ok)
@@ -420,6 +511,13 @@ describe("a module's forward", function()
       { nn.BatchNorm1d(3), x2() },
       { nn.Sequential(nn.Linear(3, 2)), x2() },
       { nn.MSELoss(), x2(), x2() },
+      { nn.ELU(), x2() },
+      { nn.PReLU(), x2() },
+      { nn.MaxPool1d(2), ember.randn({ 1, 3, 4 }) },
+      { nn.Conv3d(2, 2, 1), ember.randn({ 1, 2, 2, 2, 2 }) },
+      { nn.PixelShuffle(2), ember.randn({ 1, 4, 2, 2 }) },
+      { nn.Dropout1d(0.5), ember.randn({ 2, 3, 4 }) },
+      { nn.Unflatten(2, { 3, 1 }), x2() },
     }
     for _, c in ipairs(cases) do
       local m = c[1]

@@ -134,7 +134,7 @@ describe("the library loader", function()
       .. "folder%) as argument 1, got number\n", r.out)
     assert.matches("got an empty string\n", r.out, 1, true)
     assert.matches("as argument 1, got nil\n", r.out, 1, true)
-    assert.matches("ember.loader.set_library: expected 1 argument (a path), got 2\n", r.out, 1, true)
+    assert.matches("ember.loader.set_library: extra argument 2 ('b'): it takes 1 (path)\n", r.out, 1, true)
   end)
 
   it("lists every path it tried and why each failed", function()

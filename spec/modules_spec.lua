@@ -192,9 +192,10 @@ describe("convolutions' positional arguments", function()
     assert.error_matches(function() nn.Conv2d(3, 8, 3, { bias = false }, 2) end,
       "argument 5 (2) comes after the options table", 1, true)
     assert.error_matches(function() nn.Conv2d(3, 8, 3, 1, 0, 1, 1, true, 7) end,
-      "extra argument 9 (7): too many arguments", 1, true)
+      "ember.nn.Conv2d: extra argument 9 (7): it takes 8 (in_channels, out_channels, kernel_size, stride, padding, "
+      .. "dilation, groups, bias), then an options table", 1, true)
     assert.error_matches(function() nn.ConvTranspose2d(3, 8, 3, 1, 0, 0, 1, true, 1, 5) end,
-      "extra argument 10 (5): too many arguments", 1, true)
+      "ember.nn.ConvTranspose2d: extra argument 10 (5): it takes 9 (", 1, true)
     assert.error_matches(function() nn.Conv1d(3, 8, 3, { dilaton = 2 }) end, "unknown option 'dilaton'", 1, true)
     assert.error_matches(function() nn.Conv2d(3, 8, 3, { bias = 0 }) end, "bias must be a boolean", 1, true)
   end)

@@ -94,7 +94,7 @@ describe("nn.MultiheadAttention", function()
       assert(tostring(msg):find(text, 1, true), tostring(msg))
     end
     raises(function() nn.MultiheadAttention(4, 2, { kdimm = 3 }) end, "unknown option 'kdimm'")
-    raises(function() nn.MultiheadAttention(4, 2, 0.1, { dropout = 0.2 }) end, "dropout given twice")
+    raises(function() nn.MultiheadAttention(4, 2, 0.1, { dropout = 0.2 }) end, "dropout is given twice")
     raises(function() nn.MultiheadAttention(4, 3) end, "embed_dim 4 must be divisible by num_heads 3")
     raises(function() nn.MultiheadAttention(4, 2, { dropout = 2 }) end, "dropout must be a number in [0, 1]")
     raises(function() nn.MultiheadAttention(4, 2, { kdim = 0 }) end, "kdim must be an integer >= 1")
@@ -107,8 +107,10 @@ describe("nn.MultiheadAttention", function()
       "key_padding_mask of shape {3, 2} does not fit: expected {2, 3}")
     raises(function() m(x, ember.randn({ 3, 2, 5 }, F64), x) end, "key of shape {3, 2, 5} does not fit")
     raises(function() m(x, x:select(2, 1), x) end, "must all be batched (3-D) or all unbatched (2-D)")
-    raises(function() m(x, x, x, nil, true, nil, true, true, true) end, "takes at most 5 arguments")
+    raises(function() m(x, x, x, nil, true, nil, true, true, true) end, "ember.nn.MultiheadAttention: extra argument 9 (true): it takes 8 (query, key, value, key_padding_mask, ")
     raises(function() nn.Transformer.generate_square_subsequent_mask(0) end, "n must be an integer >= 1")
+    raises(function() nn.Transformer.generate_square_subsequent_mask(3, {}, 5) end,
+      "ember.nn.Transformer.generate_square_subsequent_mask: extra argument 3 (5): it takes 2 (n, opts)")
   end)
 end)
 
@@ -156,12 +158,12 @@ describe("the Transformer modules", function()
     end
     raises(function() nn.TransformerEncoderLayer(8, 2, { dim_feed_forward = 3 }) end,
       "ember.nn.TransformerEncoderLayer: unknown option 'dim_feed_forward'")
-    raises(function() nn.TransformerEncoderLayer(8, 2, 16, { dim_feedforward = 3 }) end, "dim_feedforward given twice")
+    raises(function() nn.TransformerEncoderLayer(8, 2, 16, { dim_feedforward = 3 }) end, "dim_feedforward is given twice")
     raises(function() nn.TransformerEncoderLayer(8, 2, 16, 0, "tanh") end,
       "activation must be 'relu', 'gelu', a function or a module, got 'tanh'")
     raises(function() nn.TransformerDecoderLayer(8, 3) end, "d_model 8 must be divisible by nhead 3")
     raises(function() nn.TransformerEncoderLayer(8, 2, 16, 0, "relu", 1e-5, false, false, true) end,
-      "takes at most 6 arguments")
+      "ember.nn.TransformerEncoderLayer: extra argument 9 (true): it takes 8 (d_model, nhead, ")
     raises(function() nn.TransformerEncoder(nn.Linear(2, 2), 2) end,
       "encoder_layer must be an nn.TransformerEncoderLayer, got Linear")
     raises(function() nn.TransformerEncoder(d, 0) end, "num_layers must be an integer >= 1, got 0")

@@ -5,8 +5,9 @@
 -- level. A method called with '.' instead of ':' (x.sum(), x.add(y)) is named
 -- as such in the message about the argument it left out. No argument is
 -- silently ignored: check_arity and arity_checked (the wrappers init.lua puts
--- over the public API) raise for a value past a function's parameters, and
--- known_options for an unknown key of an options table.
+-- over the public API) raise for a value past a function's parameters,
+-- extra_argument is the one wording of that error for every caller, and
+-- known_options raises for an unknown key of an options table.
 local ffi = require("ffi")
 
 local errors = {}
@@ -117,6 +118,17 @@ local function short(v)
   return type(v) == "table" and "a table" or tostring(v)
 end
 
+-- The one wording of a value past a call's arguments, raised at the user's
+-- line: "<op>: extra argument <pos> (<value>): it takes <n> (<names>)<tail>"
+-- (names: the arguments as the caller counts them, no self; tail: what may
+-- follow them, as ", then an options table"). check_arity, nn/args.lua's
+-- A.positional (and nn/signature.lua's S.parse on it) and the functions
+-- that count their own arguments raise through it.
+function errors.extra_argument(op, pos, value, names, tail, show)
+  error(("%s: extra argument %d (%s): it takes %d (%s)%s"):format(op, pos, (show or short)(value), #names,
+    table.concat(names, ", "), tail or ""), (user_frame()))
+end
+
 -- Raises when a call passes a value past fn's parameters (skip: how many of
 -- them the caller does not count, 1 for self): "ember.<op>: extra argument
 -- 4 (...): it takes 3 (in_features, out_features, opts)". A variadic fn
@@ -130,8 +142,7 @@ function errors.check_arity(op, fn, skip, show, ...)
     if v ~= nil then
       local p, names = param_names(fn), {}
       for k = skip + 1, np do names[#names + 1] = p[k] end
-      error(("%s: extra argument %d (%s): it takes %d (%s)"):format(op, i, (show or short)(v), #names,
-        table.concat(names, ", ")), (user_frame()))
+      errors.extra_argument(op, i, v, names, nil, show)
     end
   end
 end

@@ -36,8 +36,9 @@ end
 -- libember.so. Before the first require("ember") in this Lua state; after
 -- it, only the path already loaded is accepted (anything else raises).
 function loader.set_library(path, ...)
-  if select("#", ...) > 0 then
-    errors.fail("loader.set_library", "expected 1 argument (a path), got " .. (1 + select("#", ...)))
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    if v ~= nil then errors.extra_argument("ember.loader.set_library", i + 1, v, { "path" }) end
   end
   if type(path) ~= "string" or path == "" then
     errors.fail("loader.set_library", "expected the path of libember (a file or its folder) as "

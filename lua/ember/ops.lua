@@ -186,10 +186,11 @@ return function(ember, H)
     end
     return ember._memory_format("ember.to", t.memory_format)
   end
-  function Tensor.to(a, x, y, extra)
+  -- a value past the two raises through init.lua's arity wrapper, naming these two
+  function Tensor.to(a, dtype_or_device, device_or_opts)
+    local x, y = dtype_or_device, device_or_opts
     local c = tensor_arg("to", a, 1)
     local dt, dev, non_blocking, contiguous
-    if extra ~= nil then fail("to", "extra argument 4: t:to takes at most a dtype, a device and an options table") end
     if type(y) == "table" and not is_tensor(y) then
       contiguous = to_options(y, { non_blocking = true, memory_format = true })
       y, non_blocking = nil, y.non_blocking

@@ -55,7 +55,7 @@ dilation = 1}`. Output size `(in - 1) stride - 2 padding + dilation (k - 1)
 + output_padding + 1`; `output_padding` must be below the stride or the
 dilation.
 
-### `ember.nn.functional.max_pool2d(x, kernel_size, stride?, padding?, dilation?, ceil_mode?, return_indices?)`
+### `ember.nn.functional.max_pool2d(x, kernel_size, stride?, padding?, dilation?, ceil_mode?, return_indices?, opts?)`
 Max pooling of `(N, C, H, W)` or `(C, H, W)` with PyTorch's arguments,
 positionally or in a last options table: `stride = kernel_size`, `padding =
 0` (at most half the kernel), `dilation = 1`, `ceil_mode = false` (the last
@@ -64,42 +64,42 @@ padding), `return_indices = false`: also the int64 flat positions of the
 maxima (`h * W + w`, 0-based). NaN propagates. The older form
 `F.max_pool2d(x, k, {stride =, padding =}, return_indices)` still works.
 
-### `ember.nn.functional.max_pool1d(x, kernel_size, stride?, padding?, dilation?, ceil_mode?, return_indices?)`, `ember.nn.functional.max_pool3d(x, kernel_size, stride?, padding?, dilation?, ceil_mode?, return_indices?)`
+### `ember.nn.functional.max_pool1d(x, kernel_size, stride?, padding?, dilation?, ceil_mode?, return_indices?, opts?)`, `ember.nn.functional.max_pool3d(x, kernel_size, stride?, padding?, dilation?, ceil_mode?, return_indices?, opts?)`
 `max_pool2d` over `(N, C, L)` / `(C, L)`, or `(N, C, D, H, W)` / `(C, D, H,
 W)`; the indices are flat positions within each plane of 1 or 3 dims.
 
-### `ember.nn.functional.avg_pool2d(x, kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?)`
+### `ember.nn.functional.avg_pool2d(x, kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?, opts?)`
 Average pooling with PyTorch's arguments (positionally or in a last options
 table): `count_include_pad = true` counts the zero padding in each window's
 divisor (not the part of a `ceil_mode` window past the padding);
 `divisor_override` divides every window's sum by that number instead.
 
-### `ember.nn.functional.avg_pool1d(x, kernel_size, stride?, padding?, ceil_mode?, count_include_pad?)`, `ember.nn.functional.avg_pool3d(x, kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?)`
+### `ember.nn.functional.avg_pool1d(x, kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, opts?)`, `ember.nn.functional.avg_pool3d(x, kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?, opts?)`
 `avg_pool2d` over 1 or 3 spatial dims.
 
-### `ember.nn.functional.adaptive_max_pool2d(x, output_size, return_indices?)`
+### `ember.nn.functional.adaptive_max_pool2d(x, output_size, return_indices?, opts?)`
 Max pooling of `(N, C, H, W)` or `(C, H, W)` to `output_size` (a number or
 `{h, w}`, `nil` keeping a size) over PyTorch's bins (as
 `adaptive_avg_pool2d`'s); `return_indices` also gives the int64 0-based flat
 positions of the maxima.
 
-### `ember.nn.functional.adaptive_max_pool1d(x, output_size, return_indices?)`, `ember.nn.functional.adaptive_max_pool3d(x, output_size, return_indices?)`
+### `ember.nn.functional.adaptive_max_pool1d(x, output_size, return_indices?, opts?)`, `ember.nn.functional.adaptive_max_pool3d(x, output_size, return_indices?, opts?)`
 `adaptive_max_pool2d` over 1 or 3 spatial dims.
 
-### `ember.nn.functional.adaptive_avg_pool1d(x, output_size)`, `ember.nn.functional.adaptive_avg_pool3d(x, output_size)`
+### `ember.nn.functional.adaptive_avg_pool1d(x, output_size, opts?)`, `ember.nn.functional.adaptive_avg_pool3d(x, output_size, opts?)`
 `adaptive_avg_pool2d` over 1 or 3 spatial dims.
 
-### `ember.nn.functional.conv3d(x, w, b?, stride?, padding?, dilation?, groups?)`
+### `ember.nn.functional.conv3d(x, w, b?, stride?, padding?, dilation?, groups?, opts?)`
 3-D convolution of `(N, C, D, H, W)` (or `(C, D, H, W)`) with `w` `{out,
 C/groups, kd, kh, kw}`; arguments positionally or in a last options table,
 each spatial one a number or `{d, h, w}`. A sum over the depth taps of
 conv2d.
 
-### `ember.nn.functional.conv_transpose1d(x, w, b?, stride?, padding?, output_padding?, groups?, dilation?)`
+### `ember.nn.functional.conv_transpose1d(x, w, b?, stride?, padding?, output_padding?, groups?, dilation?, opts?)`
 Transposed 1-D convolution of `(N, C, L)` (or `(C, L)`) with `w` `{C,
 out/groups, k}`: `conv_transpose2d` over a height of 1.
 
-### `ember.nn.functional.pixel_shuffle(x, upscale_factor)`, `ember.nn.functional.pixel_unshuffle(x, downscale_factor)`
+### `ember.nn.functional.pixel_shuffle(x, upscale_factor, opts?)`, `ember.nn.functional.pixel_unshuffle(x, downscale_factor, opts?)`
 `(*, C r^2, H, W)` to `(*, C, H r, W r)` and back, as PyTorch's.
 
 ### `ember.nn.functional.adaptive_avg_pool2d(x, output_size)`
@@ -142,19 +142,19 @@ As the tensor methods.
 Zeroes elements with probability `p` (0.5) and scales the rest by
 `1/(1-p)`; returns `x` when `training` is false.
 
-### `ember.nn.functional.dropout1d(x, p?, training?, inplace?)`, `ember.nn.functional.dropout2d(x, p?, training?, inplace?)`
+### `ember.nn.functional.dropout1d(x, p?, training?, inplace?, opts?)`, `ember.nn.functional.dropout2d(x, p?, training?, inplace?, opts?)`
 Zeroes whole channels of `(N, C, L)` / `(C, L)` or `(N, C, H, W)` with
 probability `p` (0.5), scaling the rest by `1/(1-p)`; `dropout2d` refuses a
 3-D input (PyTorch 1.13 reads it as `(N, C, L)`, later versions as `(C, H,
 W)`).
 
-### `ember.nn.functional.leaky_relu(x, negative_slope?, inplace?)`
+### `ember.nn.functional.leaky_relu(x, negative_slope?, inplace?, opts?)`
 `x` where `x > 0`, else `negative_slope * x` (0.01). Every activation
 below takes its arguments positionally or in a last options table, and
 `inplace = true` writes the result into `x` and returns `x`; NaN
 propagates.
 
-### `ember.nn.functional.elu(x, alpha?, inplace?)`, `ember.nn.functional.celu(x, alpha?, inplace?)`, `ember.nn.functional.selu(x, inplace?)`
+### `ember.nn.functional.elu(x, alpha?, inplace?, opts?)`, `ember.nn.functional.celu(x, alpha?, inplace?, opts?)`, `ember.nn.functional.selu(x, inplace?, opts?)`
 `x` where `x > 0`, else `alpha (exp(x) - 1)` (ELU) or `alpha (exp(x /
 alpha) - 1)` (CELU), `alpha = 1`; SELU is `1.0507 * elu(x, 1.6733)` with
 PyTorch's constants.
@@ -163,22 +163,22 @@ PyTorch's constants.
 `leaky_relu` with a learnable slope: `weight` one value or one per channel
 (dim 2 of `x`).
 
-### `ember.nn.functional.relu6(x, inplace?)`, `ember.nn.functional.hardtanh(x, min_val?, max_val?, inplace?)`
+### `ember.nn.functional.relu6(x, inplace?, opts?)`, `ember.nn.functional.hardtanh(x, min_val?, max_val?, inplace?, opts?)`
 `x` clamped to `[0, 6]` or `[min_val, max_val]` (-1, 1); the gradient is
 0 at the bounds, as PyTorch's.
 
-### `ember.nn.functional.hardswish(x, inplace?)`, `ember.nn.functional.hardsigmoid(x, inplace?)`
+### `ember.nn.functional.hardswish(x, inplace?, opts?)`, `ember.nn.functional.hardsigmoid(x, inplace?, opts?)`
 `x * relu6(x + 3) / 6` and `relu6(x + 3) / 6`.
 
-### `ember.nn.functional.softplus(x, beta?, threshold?)`
+### `ember.nn.functional.softplus(x, beta?, threshold?, opts?)`
 `log(1 + exp(beta x)) / beta` (`beta = 1`), `x` where `beta x > threshold`
 (20).
 
-### `ember.nn.functional.softsign(x)`, `ember.nn.functional.mish(x, inplace?)`, `ember.nn.functional.logsigmoid(x)`
+### `ember.nn.functional.softsign(x)`, `ember.nn.functional.mish(x, inplace?, opts?)`, `ember.nn.functional.logsigmoid(x)`
 `x / (1 + |x|)`, `x * tanh(softplus(x))` and `log(sigmoid(x))` (stable for
 large `|x|`).
 
-### `ember.nn.functional.glu(x, dim?)`
+### `ember.nn.functional.glu(x, dim?, opts?)`
 `a * sigmoid(b)` for the two halves `a`, `b` of `x` along `dim` (-1).
 
 ### `ember.nn.functional.layer_norm(x, normalized_shape, w?, b?, opts?)`
@@ -203,7 +203,7 @@ the op `batch_norm` (C `ember_batch_norm`, which also returns the batch's
 mean and biased variance as a (2, C) tensor; docs/nn.md, "Batch
 normalisation").
 
-### `ember.nn.functional.embedding(idx, weight, padding_idx?, max_norm?, norm_type?)`
+### `ember.nn.functional.embedding(idx, weight, padding_idx?, max_norm?, norm_type?, scale_grad_by_freq?, sparse?, opts?)`
 The rows of `weight` at the 1-based int64/int32 indices `idx`; arguments
 positionally or in a last options table. The lookups of row `padding_idx`
 (1-based, negative from the end) pass no gradient; with `max_norm` each row

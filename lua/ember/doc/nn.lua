@@ -33,32 +33,34 @@ groups = 1, bias = true, dilation = 1}`, positionally in PyTorch's order
 (as listed) with the options table after them. `m(x, output_size)` picks the
 `output_padding` that gives `output_size` (`{H, W}` or `{N, C, H, W}`).
 
-### `ember.nn.MaxPool2d(kernel_size, stride?, padding?, dilation?, return_indices?, ceil_mode?)`, `ember.nn.MaxPool1d(...)`, `ember.nn.MaxPool3d(...)`
+### `ember.nn.MaxPool2d(kernel_size, stride?, padding?, dilation?, return_indices?, ceil_mode?, opts?)`, `ember.nn.MaxPool1d(kernel_size, stride?, padding?, dilation?, return_indices?, ceil_mode?, opts?)`, `ember.nn.MaxPool3d(kernel_size, stride?, padding?, dilation?, return_indices?, ceil_mode?, opts?)`
 `F.max_pool1d/2d/3d` as modules, PyTorch's argument order (positionally or
 in a last options table); with `return_indices` the module returns the
 values and the indices.
 
-### `ember.nn.AvgPool2d(kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?)`, `ember.nn.AvgPool1d(...)`, `ember.nn.AvgPool3d(...)`
+### `ember.nn.AvgPool2d(kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?, opts?)`, `ember.nn.AvgPool1d(kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, opts?)`, `ember.nn.AvgPool3d(kernel_size, stride?, padding?, ceil_mode?, count_include_pad?, divisor_override?, opts?)`
 `F.avg_pool1d/2d/3d` as modules (AvgPool1d has no `divisor_override`).
 
-### `ember.nn.AdaptiveMaxPool2d(output_size, return_indices?)`, `ember.nn.AdaptiveMaxPool1d(...)`, `ember.nn.AdaptiveMaxPool3d(...)`
+### `ember.nn.AdaptiveMaxPool2d(output_size, return_indices?, opts?)`, `ember.nn.AdaptiveMaxPool1d(output_size, return_indices?, opts?)`, `ember.nn.AdaptiveMaxPool3d(output_size, return_indices?, opts?)`
 `F.adaptive_max_pool1d/2d/3d` as modules.
 
-### `ember.nn.AdaptiveAvgPool1d(output_size)`, `ember.nn.AdaptiveAvgPool3d(output_size)`
+### `ember.nn.AdaptiveAvgPool1d(output_size, opts?)`, `ember.nn.AdaptiveAvgPool3d(output_size, opts?)`
 `F.adaptive_avg_pool1d/3d` as modules.
 
-### `ember.nn.Conv3d(in_channels, out_channels, kernel_size, stride?, padding?, dilation?, groups?, bias?)`
+### `ember.nn.Conv3d(in_channels, out_channels, kernel_size, stride?, padding?, dilation?, groups?, bias?, opts?)`
 3-D convolution of `(N, C, D, H, W)`; `weight` `{out, in/groups, kd, kh,
 kw}`, initialised as PyTorch's; arguments after the kernel positionally or
-in a last options table (also `dtype`).
+in a last options table; `dtype` only in the table (PyTorch's positional
+order has `padding_mode` and `device` before it).
 
-### `ember.nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride?, padding?, output_padding?, groups?, bias?, dilation?)`
-Transposed 1-D convolution; `weight` `{in, out/groups, k}`.
+### `ember.nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride?, padding?, output_padding?, groups?, bias?, dilation?, opts?)`
+Transposed 1-D convolution; `weight` `{in, out/groups, k}`; arguments as
+Conv3d's (`dtype` only in the table).
 
-### `ember.nn.PixelShuffle(upscale_factor)`, `ember.nn.PixelUnshuffle(downscale_factor)`
+### `ember.nn.PixelShuffle(upscale_factor, opts?)`, `ember.nn.PixelUnshuffle(downscale_factor, opts?)`
 `F.pixel_shuffle` and `F.pixel_unshuffle` as modules.
 
-### `ember.nn.Unflatten(dim, unflattened_size)`
+### `ember.nn.Unflatten(dim, unflattened_size, opts?)`
 Splits dim `dim` (1-based, negative from the end) into `unflattened_size`
 (a list; one `-1` is inferred).
 
@@ -99,14 +101,14 @@ channel count is taken (PyTorch warns).
 Zeroes elements with probability `p` (0.5) in training and scales the rest
 by `1/(1-p)`; the identity in `eval()`.
 
-### `ember.nn.Dropout1d(p?, inplace?)`, `ember.nn.Dropout2d(p?, inplace?)`
+### `ember.nn.Dropout1d(p?, inplace?, opts?)`, `ember.nn.Dropout2d(p?, inplace?, opts?)`
 `F.dropout1d` and `F.dropout2d` in training; the identity in `eval()`.
 
-### `ember.nn.Embedding(num_embeddings, embedding_dim, padding_idx?, max_norm?, norm_type?, opts?)`
+### `ember.nn.Embedding(num_embeddings, embedding_dim, padding_idx?, max_norm?, norm_type?, scale_grad_by_freq?, sparse?, opts?)`
 A lookup table: int64 1-based indices to rows of `weight` (from N(0, 1));
 `F.embedding`'s `padding_idx` (whose row starts at zeros and takes no
 gradient), `max_norm` and `norm_type`, positionally or as options (also
-`dtype`).
+`dtype`, by name only); `scale_grad_by_freq` and `sparse` raise when true.
 
 ### `ember.nn.ReLU()`, `ember.nn.Tanh()`, `ember.nn.Sigmoid()`, `ember.nn.SiLU()`
 The activation as a module.
@@ -117,19 +119,19 @@ GELU as a module (`GELU({approximate = "tanh"})` for the tanh form).
 ### `ember.nn.Softmax(dim?)`, `ember.nn.LogSoftmax(dim?)`
 `softmax` or `log_softmax` along `dim` (default the last).
 
-### `ember.nn.LeakyReLU(negative_slope?, inplace?)`, `ember.nn.ELU(alpha?, inplace?)`, `ember.nn.SELU(inplace?)`, `ember.nn.CELU(alpha?, inplace?)`
+### `ember.nn.LeakyReLU(negative_slope?, inplace?, opts?)`, `ember.nn.ELU(alpha?, inplace?, opts?)`, `ember.nn.SELU(inplace?, opts?)`, `ember.nn.CELU(alpha?, inplace?, opts?)`
 The activations of `ember.nn.functional` as modules, with their arguments
 (positionally or in an options table) kept as fields.
 
-### `ember.nn.ReLU6(inplace?)`, `ember.nn.Hardtanh(min_val?, max_val?, inplace?)`, `ember.nn.Hardswish(inplace?)`, `ember.nn.Hardsigmoid(inplace?)`
+### `ember.nn.ReLU6(inplace?, opts?)`, `ember.nn.Hardtanh(min_val?, max_val?, inplace?, opts?)`, `ember.nn.Hardswish(inplace?, opts?)`, `ember.nn.Hardsigmoid(inplace?, opts?)`
 Likewise.
 
-### `ember.nn.Softplus(beta?, threshold?)`, `ember.nn.Softsign()`, `ember.nn.Mish(inplace?)`, `ember.nn.LogSigmoid()`, `ember.nn.GLU(dim?)`
+### `ember.nn.Softplus(beta?, threshold?, opts?)`, `ember.nn.Softsign()`, `ember.nn.Mish(inplace?, opts?)`, `ember.nn.LogSigmoid()`, `ember.nn.GLU(dim?, opts?)`
 Likewise.
 
 ### `ember.nn.PReLU(num_parameters?, init?, opts?)`
 `F.prelu` with a learnable `weight` of `num_parameters` (1) slopes, each
-`init` (0.25); `opts = {dtype}`.
+`init` (0.25); `opts = {num_parameters, init, dtype}` (`dtype` by name only).
 
 ### `ember.nn.Identity()`
 Returns its input.
@@ -166,10 +168,11 @@ order: `entries` is a table (taken in sorted key order) or a list of
 `d:contains(name)`, `d:pop(name)`, `d:update(entries)`. A name may not be
 one of the class's methods (`keys`, `to`, ...) or contain `.`.
 
-### `ember.nn.MultiheadAttention(embed_dim, num_heads, opts?)`
+### `ember.nn.MultiheadAttention(embed_dim, num_heads, dropout?, bias?, add_bias_kv?, add_zero_attn?, kdim?, vdim?, batch_first?, opts?)`
 PyTorch's multi-head attention; `opts = {dropout = 0, bias = true,
 add_bias_kv = false, add_zero_attn = false, kdim = embed_dim, vdim =
-embed_dim, batch_first = false}` (also positionally in that order).
+embed_dim, batch_first = false, dtype}` (also positionally in that order,
+all but `dtype`).
 Parameters as PyTorch's: `in_proj_weight` `{3E, E}` (or `q_proj_weight`,
 `k_proj_weight` `{E, kdim}`, `v_proj_weight` `{E, vdim}` when `kdim` or
 `vdim` differs), `in_proj_bias`, `out_proj.weight`, `out_proj.bias`,
@@ -183,7 +186,7 @@ E)`, `(N, L, E)` with `batch_first`, or unbatched `(L, E)`; `attn_mask` `(L,
 S)` or `(N * num_heads, L, S)`, `key_padding_mask` `(N, S)`: bool (true =
 may not attend) or float (added to the scores, of the query's dtype).
 
-### `ember.nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward?, dropout?, activation?, layer_norm_eps?, batch_first?, norm_first?)`
+### `ember.nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward?, dropout?, activation?, layer_norm_eps?, batch_first?, norm_first?, opts?)`
 PyTorch's encoder layer: self-attention then a feed-forward block
 `linear2(dropout(activation(linear1(x))))`, each added to its input and
 normalised after (`norm_first = false`) or before (`true`). Defaults 2048,
@@ -194,14 +197,14 @@ arguments after `nhead` may come as a table by name (`{dim_feedforward =
 `m(src, src_mask?, src_key_padding_mask?)` or `m(src, {src_mask =,
 src_key_padding_mask =})`; masks as MultiheadAttention's.
 
-### `ember.nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward?, dropout?, activation?, layer_norm_eps?, batch_first?, norm_first?)`
+### `ember.nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward?, dropout?, activation?, layer_norm_eps?, batch_first?, norm_first?, opts?)`
 PyTorch's decoder layer: self-attention, attention over the encoder's
 `memory` (`multihead_attn`), the feed-forward block, with `norm1`-`norm3`
 and `dropout1`-`dropout3`; arguments as the encoder layer's. `m(tgt,
 memory, tgt_mask?, memory_mask?, tgt_key_padding_mask?,
 memory_key_padding_mask?)`, the masks also by name in a table.
 
-### `ember.nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor?)`
+### `ember.nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor?, opts?)`
 `num_layers` copies of `encoder_layer` (each with its own parameters, equal
 to the layer's at construction, as PyTorch's deep copies) in `layers`, then
 `norm` when given. `enable_nested_tensor` may only be false: ember computes
@@ -209,11 +212,11 @@ what PyTorch does without its nested-tensor fast path. `m(src, mask?, src_key_pa
 =, src_key_padding_mask =})`. State keys `layers.1.self_attn...`, or
 PyTorch's `layers.0...` with `{torch_names = true}`.
 
-### `ember.nn.TransformerDecoder(decoder_layer, num_layers, norm?)`
+### `ember.nn.TransformerDecoder(decoder_layer, num_layers, norm?, opts?)`
 The decoder stack: `m(tgt, memory, tgt_mask?, memory_mask?,
 tgt_key_padding_mask?, memory_key_padding_mask?)`, the masks also by name.
 
-### `ember.nn.Transformer(d_model?, nhead?, num_encoder_layers?, num_decoder_layers?, dim_feedforward?, dropout?, activation?, custom_encoder?, custom_decoder?, layer_norm_eps?, batch_first?, norm_first?)`
+### `ember.nn.Transformer(d_model?, nhead?, num_encoder_layers?, num_decoder_layers?, dim_feedforward?, dropout?, activation?, custom_encoder?, custom_decoder?, layer_norm_eps?, batch_first?, norm_first?, opts?)`
 PyTorch's encoder-decoder: defaults 512, 8, 6, 6, 2048, 0.1, `"relu"`, nil,
 nil, 1e-5, false, false, also by name in a table; `encoder` and `decoder`
 each end in a LayerNorm; every matrix is drawn xavier uniform. `m(src, tgt,

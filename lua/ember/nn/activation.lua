@@ -33,6 +33,7 @@ local F = M.functional
 local where = ember.where
 
 local INPLACE = { "inplace", false, S.boolean }
+local INPUT = { "input" }   -- the argument before a function's own (S.parse's lead)
 
 local function float_input(op, x)
   A.need_tensor(op, "input", x)
@@ -48,8 +49,8 @@ local function activation(name, spec, fn)
   local op = "ember.nn.functional." .. name
   SPECS[name] = spec
   F[name] = function(x, ...)
+    local o = S.parse(op, INPUT, spec, ...)
     float_input(op, x)
-    local o = S.parse(op, spec, ...)
     if not o.inplace then return fn(x, o, op) end
     -- under recording the formula reads a copy of x, which the write leaves
     -- alone (the ops that keep their input would see x changed otherwise)
@@ -138,12 +139,12 @@ activation("glu", { { "dim", -1, S.integer } }, function(x, o, op)
   return x:narrow(d, 1, n / 2) * x:narrow(d, n / 2 + 1, n / 2):sigmoid()
 end)
 
--- weight: one slope, or one for each channel (x's dim 2)
-function F.prelu(x, weight, ...)
+-- weight: one slope, or one for each channel (x's dim 2); a value past
+-- weight raises (init.lua's arity wrapper)
+function F.prelu(x, weight)
   local op = "ember.nn.functional.prelu"
   float_input(op, x)
   A.need_tensor(op, "weight", weight)
-  if select("#", ...) > 0 then fail(op, "takes (input, weight), got %d more arguments", select("#", ...)) end
   if weight:dim() > 1 then fail(op, "weight must be 1-D or a scalar, got %s", shape_str(weight)) end
   local n, w = weight:numel(), weight
   if n ~= 1 then
@@ -176,7 +177,7 @@ function M.register(nn)
     local spec, fn, op = SPECS[fname], F[fname], "ember.nn." .. name
     local K = nn.Module:extend(name)
     function K:init(...)
-      local o = S.parse(op, spec, ...)
+      local o = S.parse(op, {}, spec, ...)
       for _, s in ipairs(spec) do self[s[1]] = o[s[1]] end
       if fname == "hardtanh" and o.max_val < o.min_val then
         fail(op, "max_val %s must not be less than min_val %s", tostring(o.max_val), tostring(o.min_val))
@@ -185,8 +186,7 @@ function M.register(nn)
         fail(op, "%s must not be 0", fname == "celu" and "alpha" or "beta")
       end
     end
-    function K:forward(x, ...)
-      S.one_input(op, ...)
+    function K:forward(x)
       local o = {}
       for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
       return fn(x, o)
@@ -203,12 +203,11 @@ function M.register(nn)
   local PReLU = nn.Module:extend("PReLU")
   local PRELU = { { "num_parameters", 1, S.int(1) }, { "init", 0.25, S.number }, A.DTYPE }
   function PReLU:init(...)
-    local o = S.parse("ember.nn.PReLU", PRELU, ...)
+    local o = S.parse("ember.nn.PReLU", {}, PRELU, ...)
     self.num_parameters = o.num_parameters
     self.weight = ember.full({ o.num_parameters }, o.init, { dtype = o.dtype })
   end
-  function PReLU:forward(x, ...)
-    S.one_input("ember.nn.PReLU", ...)
+  function PReLU:forward(x)
     return F.prelu(x, self.weight)
   end
   function PReLU:extra_repr() return ("num_parameters=%d"):format(self.num_parameters) end

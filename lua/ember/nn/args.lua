@@ -3,7 +3,8 @@
 -- (loss.lua's fail), option tables checked against a spec with defaults
 -- (loss.lua's options), and PyTorch's spatial arguments (a number, or one
 -- number per spatial dim), PyTorch's positional arguments mixed with an
--- options table (A.positional), and the check that no call passes more
+-- options table (A.positional; nn/signature.lua's S.parse adds the checks of
+-- a spec), and the check that no call passes more
 -- arguments than its function takes (A.check_arity: nn.Module's
 -- constructors and forwards and ember.nn.functional go through it). Not
 -- here: the layers themselves.
@@ -74,21 +75,25 @@ A.DTYPE = { "dtype", "float32", A.dtype }
 A.BIAS = { "bias", true, A.boolean }
 
 -- Whether v is an options table: a plain table (no metatable, so no tensor
--- and no module) without a list part ({2, 2} is a value, {stride = 2} options)
+-- and no module) without list entries ({2, 2} and {nil, 7} are values,
+-- {stride = 2} options)
 function A.is_options(v)
-  return type(v) == "table" and getmetatable(v) == nil and rawget(v, 1) == nil
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+  for k in pairs(v) do if type(k) == "number" then return false end end
+  return true
 end
 
 -- PyTorch's positional arguments with one options table anywhere among them:
 -- for names {"stride", "padding", ...}, the arguments 2, {bias = false} give
 -- {stride = 2, bias = false}; a copy, the caller's table is not changed.
--- first is the position of the first of them in the call (for messages). An
--- argument past the names, a value after the options table, or an option
+-- lead: the names of the arguments before them (for messages, and to count
+-- positions as the caller does). An argument past the names
+-- (errors.extra_argument), a value after the options table, or an option
 -- given both ways raises naming it.
-function A.positional(op, first, names, ...)
+function A.positional(op, lead, names, ...)
   local n, o, opts = select("#", ...), {}, nil
   for i = 1, n do
-    local v, pos = select(i, ...), first + i - 1
+    local v, pos = select(i, ...), #lead + i
     if opts then
       if v ~= nil then
         A.fail(op, "argument %d (%s) comes after the options table: the options table must be last",
@@ -98,8 +103,10 @@ function A.positional(op, first, names, ...)
       opts = v
     elseif v ~= nil then
       if i > #names then
-        A.fail(op, "extra argument %d (%s): too many arguments; after argument %d come %s, "
-          .. "then an options table", pos, A.value_str(v), first - 1, table.concat(names, ", "))
+        local all = {}
+        for k, name in ipairs(lead) do all[k] = name end
+        for _, name in ipairs(names) do all[#all + 1] = name end
+        errors.extra_argument(op, pos, v, all, ", then an options table", A.value_str)
       end
       o[names[i]] = v
     end

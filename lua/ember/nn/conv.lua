@@ -164,6 +164,7 @@ local function output_padding_for(op, x, size, m)
 end
 
 ---------------------------------------------------------------- modules
+local LEAD = { "in_channels", "out_channels", "kernel_size" }   -- the arguments before the positional options
 local function conv_class(nn, name, spec, fn, kernel_dims, transposed, positional)
   local op = "ember.nn." .. name
   local K = nn.Module:extend(name)
@@ -176,7 +177,7 @@ local function conv_class(nn, name, spec, fn, kernel_dims, transposed, positiona
   -- options table after them
   K.POSITIONAL = positional
   function K:init(cin, cout, kernel, ...)
-    local o = A.options(op, A.positional(op, 4, positional, ...), module_spec)
+    local o = A.options(op, A.positional(op, LEAD, positional, ...), module_spec)
     for _, arg in ipairs({ { "in_channels", cin }, { "out_channels", cout } }) do
       if A.int(1)(arg[2]) then
         fail(op, "%s must be an integer >= 1, got %s", arg[1], tostring(arg[2]))

@@ -39,6 +39,7 @@ local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
 local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
 
 local BIAS_ARG = { "bias", nil, A.optional_tensor }
+local LEAD = { "input", "weight" }   -- the functions' arguments before their own (S.parse's lead)
 local CONV3D = { BIAS_ARG, { "stride", 1, S.ints(3, 1) }, { "padding", 0, S.ints(3, 0) },
   { "dilation", 1, S.ints(3, 1) }, { "groups", 1, S.int(1) } }
 local CONVT1D = { BIAS_ARG, { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.ints(1, 0) },
@@ -133,7 +134,7 @@ end
 
 function F.conv3d(x, w, ...)
   local op = "ember.nn.functional.conv3d"
-  return conv3d(op, x, w, S.parse(op, CONV3D, ...))
+  return conv3d(op, x, w, S.parse(op, LEAD, CONV3D, ...))
 end
 
 ---------------------------------------------------------------- conv_transpose1d
@@ -159,11 +160,13 @@ end
 
 function F.conv_transpose1d(x, w, ...)
   local op = "ember.nn.functional.conv_transpose1d"
-  return conv_transpose1d(op, x, w, S.parse(op, CONVT1D, ...))
+  return conv_transpose1d(op, x, w, S.parse(op, LEAD, CONVT1D, ...))
 end
 
 ---------------------------------------------------------------- modules
--- nn.Conv3d(in, out, kernel_size, stride, padding, dilation, groups, bias, {dtype =})
+-- nn.Conv3d(in, out, kernel_size, stride, padding, dilation, groups, bias, {dtype =}): dtype by
+-- name only (PyTorch's positional order has padding_mode and device before it)
+local MODULE_LEAD = { "in_channels", "out_channels", "kernel_size" }
 local MODULE_CONV3D = { { "stride", 1, S.ints(3, 1) }, { "padding", 0, S.ints(3, 0) },
   { "dilation", 1, S.ints(3, 1) }, { "groups", 1, S.int(1) }, A.BIAS, A.DTYPE }
 local MODULE_CONVT1D = { { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.ints(1, 0) },
@@ -176,7 +179,7 @@ local function conv_class(nn, name, spec, nd, transposed, run)
   local K = nn.Module:extend(name)
   -- weight from kaiming_uniform_(a = sqrt(5)), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch
   function K:init(cin, cout, kernel, ...)
-    local o = S.parse(op, spec, ...)
+    local o = S.parse(op, MODULE_LEAD, spec, ...)
     for _, arg in ipairs({ { "in_channels", cin }, { "out_channels", cout } }) do
       if S.int(1)(arg[2]) then fail(op, "%s must be an integer >= 1, got %s", arg[1], value_str(arg[2])) end
     end
@@ -197,8 +200,7 @@ local function conv_class(nn, name, spec, nd, transposed, run)
       self.bias = ember.empty({ cout }, { dtype = o.dtype }):uniform_(-bound, bound)
     end
   end
-  function K:forward(x, ...)
-    S.one_input(op, ...)
+  function K:forward(x)
     local o = { bias = self.bias }
     for _, s in ipairs(spec) do
       if s[1] ~= "bias" and s[1] ~= "dtype" then o[s[1]] = self[s[1]] end

@@ -14,6 +14,7 @@ local F = {}
 local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
 local errors = require("ember.errors")
+local positional = require("ember.nn.args").positional   -- PyTorch's positional arguments and a last options table
 local function fail(op, fmt, ...) errors.fail(op, fmt:format(...)) end
 
 local shape_str = errors.shape
@@ -291,33 +292,17 @@ local EMBEDDING = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq"
 -- gradient; max_norm renormalises the rows looked up, in place.
 function F.embedding(idx, weight, ...)
   local op = "embedding"
+  -- the arguments first: one past sparse raises before anything else is read
+  local o = positional("ember." .. op, { "idx", "weight" }, EMBEDDING, ...)
+  errors.known_options(op, o, EMBEDDING)
   need_tensor(op, "indices", idx)
   need_tensor(op, "weight", weight)
   if weight:dim() ~= 2 then fail(op, "weight must be 2-D {num, dim}, got %s", shape_str(weight)) end
-  local n, o = select("#", ...), {}
-  local last = n > 0 and select(n, ...) or nil
-  if type(last) == "table" and not is_tensor(last) then
-    n = n - 1
-    for k, v in pairs(last) do
-      local known = false
-      for _, name in ipairs(EMBEDDING) do known = known or name == k end
-      if not known then fail(op, "unknown option '%s'", tostring(k)) end
-      o[k] = v
-    end
-  end
-  if n > #EMBEDDING then fail(op, "takes at most %d arguments after the weight, got %d", #EMBEDDING, n) end
-  for i = 1, n do
-    local v = select(i, ...)
-    if v ~= nil then
-      if o[EMBEDDING[i]] ~= nil then fail(op, "%s given both positionally and as an option", EMBEDDING[i]) end
-      o[EMBEDDING[i]] = v
-    end
+  for _, k in ipairs({ "scale_grad_by_freq", "sparse" }) do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then fail(op, "%s must be a boolean, got %s", k, tostring(o[k])) end
   end
   if o.scale_grad_by_freq or o.sparse then
     fail(op, "%s is not supported (dense gradients, unscaled)", o.sparse and "sparse" or "scale_grad_by_freq")
-  end
-  for _, k in ipairs({ "scale_grad_by_freq", "sparse" }) do
-    if o[k] ~= nil and type(o[k]) ~= "boolean" then fail(op, "%s must be a boolean, got %s", k, tostring(o[k])) end
   end
   if o.max_norm ~= nil and (type(o.max_norm) ~= "number" or not (o.max_norm >= 0)) then
     fail(op, "max_norm must be a number >= 0, got %s", tostring(o.max_norm))

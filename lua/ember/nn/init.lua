@@ -572,7 +572,11 @@ local function check_opts(layer, o, allowed)
     errors.raise(("ember.nn.%s: options must be a table, got %s"):format(layer, type(o)))
   end
   for k in pairs(o) do
-    if not allowed[k] then errors.raise(("ember.nn.%s: unknown option '%s'"):format(layer, tostring(k))) end
+    if not allowed[k] then
+      local known = {}
+      for name in pairs(allowed) do known[#known + 1] = name end
+      errors.known_options("nn." .. layer, o, known)   -- raises naming k and the known options
+    end
   end
   return o
 end
@@ -629,7 +633,8 @@ nn.Conv2d = Conv2d
 -- makes the layer PyTorch's ConvReLU2d, F.conv2d_relu's one fused op
 Conv2d.POSITIONAL = { "stride", "padding", "dilation", "groups", "bias" }
 function Conv2d:init(cin, cout, kernel, ...)
-  local opts = A.positional("ember.nn.Conv2d", 4, Conv2d.POSITIONAL, ...)
+  local opts = A.positional("ember.nn.Conv2d", { "in_channels", "out_channels", "kernel_size" },
+    Conv2d.POSITIONAL, ...)
   opts = check_opts("Conv2d", opts, { stride = true, padding = true, dilation = true, groups = true,
     bias = true, dtype = true, activation = true })
   if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
@@ -763,28 +768,20 @@ local EMBEDDING_OPTS = { padding_idx = true, max_norm = true, norm_type = true, 
   sparse = true, dtype = true }
 local EMBEDDING_ARGS = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
 -- nn.Embedding(num, dim, padding_idx, max_norm, norm_type = 2, scale_grad_by_freq, sparse,
--- {dtype =}) (F.embedding's arguments positionally or as options): weight {num, dim}
+-- {dtype =}) (F.embedding's arguments positionally or as options, A.positional): weight {num, dim}
 -- from N(0, 1), the padding_idx row zeros; indices are 1-based
 function Embedding:init(num, dim, ...)
-  local n, o = select("#", ...), {}
-  local last = n > 0 and select(n, ...) or nil
-  if type(last) == "table" and not is_tensor(last) then
-    o = check_opts("Embedding", last, EMBEDDING_OPTS)
-    n = n - 1
-  end
-  if n > #EMBEDDING_ARGS then
-    errors.raise(("ember.nn.Embedding: takes at most %d arguments after embedding_dim, got %d"):format(#EMBEDDING_ARGS, n))
-  end
-  local args = {}
-  for k, v in pairs(o) do args[k] = v end
-  for i = 1, n do
-    local v = select(i, ...)
-    if v ~= nil then args[EMBEDDING_ARGS[i]] = v end
-  end
+  local args = check_opts("Embedding", A.positional("ember.nn.Embedding", { "num_embeddings", "embedding_dim" },
+    EMBEDDING_ARGS, ...), EMBEDDING_OPTS)
   self.num_embeddings = check_int("Embedding", "num_embeddings", num)
   self.embedding_dim = check_int("Embedding", "embedding_dim", dim)
   local pad = F._embedding_padding_row("ember.nn.Embedding", args.padding_idx, num)
   self.padding_idx, self.max_norm, self.norm_type = args.padding_idx, args.max_norm, args.norm_type or 2
+  for _, k in ipairs({ "scale_grad_by_freq", "sparse" }) do
+    if args[k] ~= nil and type(args[k]) ~= "boolean" then
+      errors.raise(("ember.nn.Embedding: %s must be a boolean, got %s"):format(k, A.value_str(args[k])))
+    end
+  end
   self.scale_grad_by_freq, self.sparse = args.scale_grad_by_freq or false, args.sparse or false
   if self.scale_grad_by_freq or self.sparse then
     errors.raise("ember.nn.Embedding: scale_grad_by_freq and sparse are not supported (dense gradients, unscaled)")

@@ -29,8 +29,10 @@ local function args(name, t, names, defaults, ...)
   for i = table_form and n + 1 or #names + 1, n do
     local v = select(i, ...)
     if v ~= nil then
-      fail(name, "extra argument %d (%s): it takes the tensor and %s", i + 1, tostring(v),
-        #names > 0 and table.concat(names, ", ") or "nothing else")
+      local all = { "tensor" }
+      for k, arg in ipairs(names) do all[k + 1] = arg end
+      require("ember.errors").extra_argument("ember.nn.init." .. name, i + 1, v, all,
+        #names > 0 and ", or the tensor and one options table" or nil, require("ember.nn.args").value_str)
     end
   end
   if not is_tensor(t) then fail(name, "expected a tensor to fill, got %s", type(t)) end

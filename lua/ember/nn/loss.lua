@@ -60,9 +60,10 @@ local function boolean(v) if type(v) ~= "boolean" then return "a boolean" end en
 local REDUCTION = { "reduction", "mean", one_of("mean", "sum", "none") }
 local WEIGHT = { "weight", nil, optional_tensor }
 
--- v as an error message shows it: 'text', {1, 2}, 0.5
+-- v as an error message shows it: 'text', {1, 2}, 0.5, a tensor as its dtype and shape
 local function value_str(v)
   if type(v) == "string" then return "'" .. v .. "'" end
+  if is_tensor(v) then return ("a %s tensor %s"):format(v.dtype, shape_str(v)) end
   if type(v) == "table" and not is_tensor(v) then
     local items = {}
     for i = 1, #v do items[i] = value_str(v[i]) end
@@ -80,7 +81,12 @@ local function options(op, o, spec)
   local known = {}
   for _, s in ipairs(spec) do known[s[1]] = true end
   for k in pairs(o) do
-    if not known[k] then fail(op, "unknown option '%s'", tostring(k)) end
+    if not known[k] then
+      local names = {}
+      for i, s in ipairs(spec) do names[i] = s[1] end
+      table.sort(names)
+      fail(op, "unknown option '%s' (known: %s)", tostring(k), table.concat(names, ", "))
+    end
   end
   local out = {}
   for _, s in ipairs(spec) do

@@ -48,6 +48,7 @@ local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
 local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
 
 ---------------------------------------------------------------- arguments
+local INPUT = { "input" }   -- the argument before a function's own (S.parse's lead)
 local function ints(nd, lo) return S.ints(nd, lo) end
 local function optional_ints(nd, lo)
   local c = S.ints(nd, lo)
@@ -291,10 +292,10 @@ for nd = 1, 3 do
     local o
     if legacy(...) then
       local k, opts, ri = ...
-      o = S.parse(op, spec, k, opts)
+      o = S.parse(op, INPUT, spec, k, opts)
       o.return_indices = ri
     else
-      o = S.parse(op, spec, ...)
+      o = S.parse(op, INPUT, spec, ...)
     end
     return max_pool(op, nd, x, o)
   end
@@ -363,7 +364,7 @@ end
 for nd = 1, 3 do
   local name = ("avg_pool%dd"):format(nd)
   local op, spec = "ember.nn.functional." .. name, avg_spec(nd)
-  F[name] = function(x, ...) return avg_pool(op, nd, x, S.parse(op, spec, ...)) end
+  F[name] = function(x, ...) return avg_pool(op, nd, x, S.parse(op, INPUT, spec, ...)) end
 end
 
 ---------------------------------------------------------------- adaptive pooling
@@ -464,7 +465,7 @@ for nd = 1, 3 do
   local name = ("adaptive_max_pool%dd"):format(nd)
   local op, spec = "ember.nn.functional." .. name, adaptive_spec(nd, true)
   F[name] = function(x, ...)
-    local o = S.parse(op, spec, ...)
+    local o = S.parse(op, INPUT, spec, ...)
     output_sizes(op, nd, o.output_size)
     return adaptive_max(op, nd, x, o)
   end
@@ -472,7 +473,7 @@ for nd = 1, 3 do
     name = ("adaptive_avg_pool%dd"):format(nd)
     local aop, aspec = "ember.nn.functional." .. name, adaptive_spec(nd, false)
     F[name] = function(x, ...)
-      local o = S.parse(aop, aspec, ...)
+      local o = S.parse(aop, INPUT, aspec, ...)
       output_sizes(aop, nd, o.output_size)
       return adaptive_avg(aop, nd, x, o)
     end
@@ -484,16 +485,15 @@ local function module(nn, name, spec, run, nd, check_sizes)
   local op = "ember.nn." .. name
   local K = nn.Module:extend(name)
   function K:init(...)
-    local o = S.parse(op, spec, ...)
+    local o = S.parse(op, {}, spec, ...)
     if check_sizes then output_sizes(op, nd, o.output_size) end
     for _, s in ipairs(spec) do self[s[1]] = o[s[1]] end
     if spec[2] and spec[2][1] == "stride" and self.stride == nil then self.stride = self.kernel_size end
   end
-  function K:forward(x, ...)
-    S.one_input(op, ...)
+  function K:forward(x)
     local o = {}
     for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
-    return run(op, nd, x, S.parse(op, spec, o))
+    return run(op, nd, x, S.parse(op, {}, spec, o))
   end
   function K:extra_repr()
     local parts = {}

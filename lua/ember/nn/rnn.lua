@@ -233,7 +233,7 @@ return function(nn, h)
     -- the options may come positionally in PyTorch's order (LSTM(10, 20, 2)
     -- for two layers), an options table after them
     function R:init(input_size, hidden_size, ...)
-      local opts = A.positional("ember.nn." .. kind, 3,
+      local opts = A.positional("ember.nn." .. kind, { "input_size", "hidden_size" },
         { "num_layers", "bias", "batch_first", "dropout", "bidirectional" }, ...)
       opts = h.check_opts(kind, opts, LAYER_OPTS)
       init_common(self, kind, kind, opts, input_size, hidden_size)

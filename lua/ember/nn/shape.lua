@@ -19,12 +19,13 @@ local fail, shape_str, value_str = A.fail, A.shape_str, A.value_str
 local M = { functional = {} }
 local F = M.functional
 
+local INPUT = { "input" }   -- the argument before a function's own (S.parse's lead)
 local FACTOR = function(name) return { { name, nil, S.int(1) } } end
 
 -- x (*, C r^2, H, W) -> (*, C, H r, W r)
 function F.pixel_shuffle(x, ...)
   local op = "ember.nn.functional.pixel_shuffle"
-  local r = S.parse(op, FACTOR("upscale_factor"), ...).upscale_factor
+  local r = S.parse(op, INPUT, FACTOR("upscale_factor"), ...).upscale_factor
   A.need_tensor(op, "input", x)
   local s = x:shape()
   local nd = #s
@@ -45,7 +46,7 @@ end
 -- x (*, C, H r, W r) -> (*, C r^2, H, W)
 function F.pixel_unshuffle(x, ...)
   local op = "ember.nn.functional.pixel_unshuffle"
-  local r = S.parse(op, FACTOR("downscale_factor"), ...).downscale_factor
+  local r = S.parse(op, INPUT, FACTOR("downscale_factor"), ...).downscale_factor
   A.need_tensor(op, "input", x)
   local s = x:shape()
   local nd = #s
@@ -94,7 +95,7 @@ end
 for nd = 1, 2 do
   local name = ("dropout%dd"):format(nd)
   local op = "ember.nn.functional." .. name
-  F[name] = function(x, ...) return channel_dropout(op, nd, x, S.parse(op, DROPOUT, ...)) end
+  F[name] = function(x, ...) return channel_dropout(op, nd, x, S.parse(op, INPUT, DROPOUT, ...)) end
 end
 
 ---------------------------------------------------------------- modules
@@ -103,9 +104,8 @@ function M.register(nn)
     { "PixelUnshuffle", "downscale_factor", F.pixel_unshuffle } }) do
     local name, arg, fn = e[1], e[2], e[3]
     local K = nn.Module:extend(name)
-    function K:init(...) self[arg] = S.parse("ember.nn." .. name, FACTOR(arg), ...)[arg] end
-    function K:forward(x, ...)
-      S.one_input("ember.nn." .. name, ...)
+    function K:init(...) self[arg] = S.parse("ember.nn." .. name, {}, FACTOR(arg), ...)[arg] end
+    function K:forward(x)
       return fn(x, self[arg])
     end
     function K:extra_repr() return ("%s=%d"):format(arg, self[arg]) end
@@ -118,11 +118,10 @@ function M.register(nn)
     local op = "ember.nn." .. name
     local K = nn.Module:extend(name)
     function K:init(...)
-      local o = S.parse(op, MODULE_DROPOUT, ...)
+      local o = S.parse(op, {}, MODULE_DROPOUT, ...)
       self.p, self.inplace = o.p, o.inplace
     end
-    function K:forward(x, ...)
-      S.one_input(op, ...)
+    function K:forward(x)
       return channel_dropout(op, nd, x, { p = self.p, training = self.training, inplace = self.inplace })
     end
     function K:extra_repr() return ("p=%g, inplace=%s"):format(self.p, tostring(self.inplace)) end
@@ -139,12 +138,11 @@ function M.register(nn)
     end
   end } }
   function Unflatten:init(...)
-    local o = S.parse("ember.nn.Unflatten", UNFLATTEN, ...)
+    local o = S.parse("ember.nn.Unflatten", {}, UNFLATTEN, ...)
     self.dim, self.unflattened_size = o.dim, o.unflattened_size
   end
-  function Unflatten:forward(x, ...)
+  function Unflatten:forward(x)
     local op = "ember.nn.Unflatten"
-    S.one_input(op, ...)
     A.need_tensor(op, "input", x)
     local nd = x:dim()
     local d = self.dim < 0 and nd + 1 + self.dim or self.dim

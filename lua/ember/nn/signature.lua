@@ -3,62 +3,27 @@
 -- {name, default, check} (loss.lua's option spec, in PyTorch's positional
 -- order); a call passes its values positionally, in a table of options, or
 -- both: positional values first, then one options table as the last
--- argument. An unknown option, a value given twice, an argument past the
--- last and a value its check refuses all raise, naming the call.
+-- argument (nn/args.lua's A.positional and A.options). An unknown option, a
+-- value given twice, an argument past the last (errors.extra_argument's
+-- wording, as everywhere in ember) and a value its check refuses all raise,
+-- naming the call.
 --
---   local o = S.parse("ember.nn.functional.elu", ELU, ...)   -- o.alpha, o.inplace
+--   local o = S.parse("ember.nn.functional.elu", { "input" }, ELU, ...)   -- o.alpha, o.inplace
 local ember = require("ember")
 local A = require("ember.nn.args")
 
 local S = {}
-local fail, value_str = A.fail, A.value_str
 
--- a plain table without list entries ({nil, 7} is a list)
-local function is_options(v)
-  if type(v) ~= "table" or ember.is_tensor(v) or getmetatable(v) ~= nil then return false end
-  for k in pairs(v) do if type(k) == "number" then return false end end
-  return true
-end
-
--- the values of spec from the arguments ..., defaults filled in; a list
--- value (a table with number keys) is positional, not options
-function S.parse(op, spec, ...)
-  local n = select("#", ...)
-  while n > 0 and select(n, ...) == nil do n = n - 1 end
-  local given, opts = {}, nil
-  for i = 1, n do
-    local v = select(i, ...)
-    if i == n and is_options(v) then
-      opts = v
-    elseif i > #spec then
-      fail(op, "takes at most %d arguments after the input (%s), got %d", #spec, S.names(spec), n)
-    else
-      given[spec[i][1]] = v
-    end
-  end
-  local known = {}
-  for _, s in ipairs(spec) do known[s[1]] = true end
-  for k, v in pairs(opts or {}) do
-    if not known[k] then fail(op, "unknown option '%s' (takes %s)", tostring(k), S.names(spec)) end
-    if given[k] ~= nil then fail(op, "%s given both positionally and as an option", k) end
-    given[k] = v
-  end
-  local out = {}
+-- the values of spec from the arguments ..., defaults filled in: A.positional
+-- (lead: the names of the arguments before them, as the caller counts them)
+-- then A.options. dtype (A.DTYPE) comes by name only: PyTorch's positional
+-- order has device and dtype after the layer's own arguments.
+function S.parse(op, lead, spec, ...)
+  local names = {}
   for _, s in ipairs(spec) do
-    local name, default, check = s[1], s[2], s[3]
-    local v = given[name]
-    if v == nil then v = default end
-    local want = check and check(v)
-    if want then fail(op, "%s must be %s, got %s", name, want, value_str(v)) end
-    out[name] = v
+    if s ~= A.DTYPE then names[#names + 1] = s[1] end
   end
-  return out
-end
-
-function S.names(spec)
-  local list = {}
-  for i, s in ipairs(spec) do list[i] = s[1] end
-  return table.concat(list, ", ")
+  return A.options(op, A.positional(op, lead, names, ...), spec)
 end
 
 ---------------------------------------------------------------- checks
@@ -83,12 +48,6 @@ function S.ints(n, lo)
 end
 function S.int(lo)
   return function(v) if not is_int(v, lo) then return ("an integer >= %d"):format(lo) end end
-end
-
--- a module's forward takes one input: more raise
-function S.one_input(op, ...)
-  local n = select("#", ...)
-  if n > 0 then fail(op, "forward takes one input, got %d more arguments", n) end
 end
 
 return S

@@ -22,6 +22,8 @@
 -- recorded tensor op, so gradients of any order come from the rule registry.
 local ember = require("ember")
 local A = require("ember.nn.args")
+local Sig = require("ember.nn.signature")
+local errors = require("ember.errors")
 local F = require("ember.nn.functional")
 local init = require("ember.nn.initializers")
 
@@ -29,35 +31,11 @@ local M = {}
 local is_tensor, fail, shape_str = ember.is_tensor, A.fail, A.shape_str
 
 local function is_module(v) return type(v) == "table" and getmetatable(v) ~= nil and getmetatable(v).__module end
--- an options table: a plain table, neither a tensor nor a module
-local function is_opts(v) return type(v) == "table" and not is_tensor(v) and not is_module(v) end
 
--- The arguments after the required ones: positional values in spec's order
--- (all but dtype), then (optionally) a table of the same names; checked and with defaults
--- filled in by A.options.
-local function arguments(op, spec, ...)
-  local n = select("#", ...)
-  local last = n > 0 and select(n, ...) or nil
-  local named = {}
-  if is_opts(last) then
-    named, n = last, n - 1
-  end
-  local positional = spec[#spec] == A.DTYPE and #spec - 1 or #spec   -- dtype only by name
-  if n > positional then
-    fail(op, "takes at most %d arguments after the required ones (then a table of options), got %d",
-      positional, n)
-  end
-  local o = {}
-  for k, v in pairs(named) do o[k] = v end
-  for i = 1, n do
-    local v, name = (select(i, ...)), spec[i][1]
-    if v ~= nil then
-      if named[name] ~= nil then fail(op, "%s given twice, positionally and by name", name) end
-      o[name] = v
-    end
-  end
-  return A.options(op, o, spec)
-end
+-- The arguments after the required ones (lead: their names): positional
+-- values in spec's order (all but dtype), then (optionally) a table of the
+-- same names; checked and with defaults filled in (nn/signature.lua's S.parse)
+local arguments = Sig.parse
 
 local function probability(v)
   if type(v) ~= "number" or not (v >= 0 and v <= 1) then return "a number in [0, 1]" end
@@ -119,7 +97,7 @@ local function mha_class(nn)
   local MHA = nn.Module:extend("MultiheadAttention")
 
   function MHA:init(embed_dim, num_heads, ...)
-    local o = arguments(op, MHA_SPEC, ...)
+    local o = arguments(op, { "embed_dim", "num_heads" }, MHA_SPEC, ...)
     for what, v in pairs({ embed_dim = embed_dim, num_heads = num_heads }) do
       if A.int(1)(v) then fail(op, "%s must be an integer >= 1, got %s", what, A.value_str(v)) end
     end
@@ -153,7 +131,7 @@ local function mha_class(nn)
   -- query (L, N, E), key (S, N, kdim), value (S, N, vdim); (N, L, E) ... with
   -- batch_first; or unbatched (L, E), (S, kdim), (S, vdim)
   function MHA:forward(q, k, v, ...)
-    local o = arguments(op, MHA_FORWARD, ...)
+    local o = arguments(op, { "query", "key", "value" }, MHA_FORWARD, ...)
     k, v = k or q, v or k or q
     local E, H, D = self.embed_dim, self.num_heads, self.head_dim
     for i, t in ipairs({ q, k, v }) do
@@ -269,7 +247,7 @@ local LAYER_SPEC = { { "dim_feedforward", 2048, A.int(1) }, { "dropout", 0.1, pr
 
 -- the parts both layers share: self_attn, the feed-forward block, norm1, norm2
 local function layer_init(nn, self, op, d_model, nhead, ...)
-  local o = arguments(op, LAYER_SPEC, ...)
+  local o = arguments(op, { "d_model", "nhead" }, LAYER_SPEC, ...)
   for what, v in pairs({ d_model = d_model, nhead = nhead }) do
     if A.int(1)(v) then fail(op, "%s must be an integer >= 1, got %s", what, A.value_str(v)) end
   end
@@ -340,7 +318,7 @@ local function encoder_layer_class(nn)
   end
   -- layer(src, src_mask, src_key_padding_mask) or layer(src, {src_mask =, src_key_padding_mask =})
   function L:forward(src, ...)
-    local o = arguments(op, ENCODER_FORWARD, ...)
+    local o = arguments(op, { "src" }, ENCODER_FORWARD, ...)
     need_sequence(op, "src", src, self.d_model)
     local x, sa = src, self.self_attn
     if self.norm_first then
@@ -369,7 +347,7 @@ local function decoder_layer_class(nn)
   -- layer(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask),
   -- the masks also by name in a table
   function L:forward(tgt, memory, ...)
-    local o = arguments(op, DECODER_FORWARD, ...)
+    local o = arguments(op, { "tgt", "memory" }, DECODER_FORWARD, ...)
     need_sequence(op, "tgt", tgt, self.d_model)
     need_sequence(op, "memory", memory, self.d_model)
     local x = tgt
@@ -415,7 +393,7 @@ local STACK = { { "norm", nil, optional_module } }
 local ENCODER_STACK = { STACK[1], { "enable_nested_tensor", false, no_nested } }
 
 local function stack_init(nn, self, op, what, class, layer, num_layers, ...)
-  local o = arguments(op, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
+  local o = arguments(op, { what, "num_layers" }, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
   if A.int(1)(num_layers) then fail(op, "num_layers must be an integer >= 1, got %s", A.value_str(num_layers)) end
   local list = {}
   for i = 1, num_layers do list[i] = copy_layer(op, what, layer, class) end
@@ -434,7 +412,7 @@ local function encoder_class(nn)
   end
   -- encoder(src, mask, src_key_padding_mask) or encoder(src, {mask =, src_key_padding_mask =})
   function S:forward(src, ...)
-    local o = arguments(op, { { "mask", nil, A.optional_tensor }, ENCODER_FORWARD[2] }, ...)
+    local o = arguments(op, { "src" }, { { "mask", nil, A.optional_tensor }, ENCODER_FORWARD[2] }, ...)
     local x = src
     for _, layer in self.layers:iter() do
       x = layer(x, { src_mask = o.mask, src_key_padding_mask = o.src_key_padding_mask })
@@ -452,7 +430,7 @@ local function decoder_class(nn)
     stack_init(nn, self, op, "decoder_layer", nn.TransformerDecoderLayer, layer, num_layers, ...)
   end
   function S:forward(tgt, memory, ...)
-    local o = arguments(op, DECODER_FORWARD, ...)
+    local o = arguments(op, { "tgt", "memory" }, DECODER_FORWARD, ...)
     local x = tgt
     for _, layer in self.layers:iter() do x = layer(x, memory, o) end
     if self.norm then x = self.norm(x) end
@@ -474,7 +452,7 @@ local function transformer_class(nn)
   local T = nn.Module:extend("Transformer")
   -- every argument has a default: nn.Transformer(), nn.Transformer(16, 2), nn.Transformer({d_model = 16})
   function T:init(...)
-    local o = arguments(op, TRANSFORMER_SPEC, ...)
+    local o = arguments(op, {}, TRANSFORMER_SPEC, ...)
     local d_model = o.d_model
     if d_model % o.nhead ~= 0 then fail(op, "d_model %d must be divisible by nhead %d", d_model, o.nhead) end
     local layer = { dim_feedforward = o.dim_feedforward, dropout = o.dropout, activation = o.activation,
@@ -493,7 +471,7 @@ local function transformer_class(nn)
   -- model(src, tgt, src_mask, tgt_mask, memory_mask, src_key_padding_mask,
   -- tgt_key_padding_mask, memory_key_padding_mask), the masks also by name
   function T:forward(src, tgt, ...)
-    local o = arguments(op, TRANSFORMER_FORWARD, ...)
+    local o = arguments(op, { "src", "tgt" }, TRANSFORMER_FORWARD, ...)
     need_sequence(op, "src", src, self.d_model)
     need_sequence(op, "tgt", tgt, self.d_model)
     local bdim = self.batch_first and 1 or 2
@@ -504,7 +482,10 @@ local function transformer_class(nn)
     return self.decoder(tgt, memory, { tgt_mask = o.tgt_mask, memory_mask = o.memory_mask,
       tgt_key_padding_mask = o.tgt_key_padding_mask, memory_key_padding_mask = o.memory_key_padding_mask })
   end
-  T.generate_square_subsequent_mask = square_subsequent_mask
+  -- a function of the class (PyTorch's static method), outside the API tables
+  -- init.lua's arity wrappers cover: a value past opts raises here
+  T.generate_square_subsequent_mask = errors.arity_checked(
+    "ember.nn.Transformer.generate_square_subsequent_mask", square_subsequent_mask, 0)
   nn.Transformer = T
 end
 
