@@ -118,6 +118,14 @@ local function class(name, parent)
   return c
 end
 
+-- what every distribution answers; a subclass that lacks one raises as
+-- PyTorch's base class does
+for _, m in ipairs({ "log_prob", "entropy", "mean", "variance", "cdf", "enumerate_support" }) do
+  Distribution[m] = function(self)
+    fail((self.name or "Distribution") .. ":" .. m, "not implemented for %s", self.name or "this distribution")
+  end
+end
+
 function Distribution:_extended(shape)
   return concat(shape, self.batch_shape, self.event_shape)
 end

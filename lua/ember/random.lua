@@ -36,6 +36,7 @@ return function(ember, H)
     return make_generator(ffi.gc(p[0], C.ember_generator_free))
   end
   ember.default_generator = make_generator(C.ember_default_generator())
+  ember.Generator_class = Generator
 
   local function is_generator(g) return getmetatable(g) == Generator end
   ember.is_generator = is_generator

@@ -102,6 +102,12 @@ As the tensor methods.
 Zeroes elements with probability `p` (0.5) and scales the rest by
 `1/(1-p)`; returns `x` when `training` is false.
 
+### `ember.nn.functional.one_hot(t, num_classes?, opts?)`
+`t` (an integer tensor of 1-based class indices) as one-hot rows: `t`'s
+shape plus a last dim of `num_classes` (default -1: the largest index in
+`t`), 1 at each class. int64 as PyTorch's unless `opts = {dtype =}` (e.g.
+`"float32"`); an index outside `1..num_classes` raises.
+
 ### `ember.nn.functional.layer_norm(x, normalized_shape, w?, b?, opts?)`
 Normalises over the last dims; `opts = {eps = 1e-5}`.
 
