@@ -740,6 +740,7 @@ for _, file in ipairs({ "loss", "conv", "norm", "resize" }) do   -- nn.MSELoss, 
   require("ember.nn." .. file).register(nn)
 end
 nn.init = require("ember.nn.initializers")
+nn.utils = require("ember.nn.utils")
 -- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above
 require("ember.nn.rnn")(nn, { check_int = check_int, check_opts = check_opts, uniform = uniform, need_input = need_input })
 
