@@ -13,8 +13,8 @@ a scale that is not positive, probabilities outside [0, 1] and values outside
 the support raise. Categorical values are 1-based category indices (int64),
 as every index in ember. `sample` and `rsample` take an optional sample shape
 (a list, or a number) and `{generator =}` (an `ember.Generator`). Not yet
-here: Beta, Gamma, Dirichlet, MultivariateNormal (reading them raises with the
-names that exist). Example: docs/pytorch_users.md.
+here: MultivariateNormal (reading it raises with the names that exist).
+Example: docs/pytorch_users.md.
 
 ### `ember.distributions.Normal(loc, scale, opts?)`
 The normal distribution; `rsample` is `loc + eps * scale`. Also `d:cdf(x)`.
@@ -35,6 +35,21 @@ and `d.logits` hold both forms, `d:enumerate_support()` every value, `{k,
 batch...}`. Samples are int64; mean and variance are NaN as PyTorch's. No
 `rsample`.
 
+### `ember.distributions.Gamma(concentration, rate, opts?)`
+The gamma distribution (shape `concentration`, rate `rate`, both positive).
+Samples by Marsaglia and Tsang's method on the CPU; `rsample` raises (the
+implicit reparameterisation gradient of PyTorch's `_standard_gamma` is not
+implemented). `log_prob` and `entropy` use lgamma and digamma composed from
+tensor ops (about 1e-10 in float64), so they have gradients.
+
+### `ember.distributions.Beta(concentration1, concentration0, opts?)`
+The beta distribution on (0, 1), sampled as `X / (X + Y)` of two gammas; no
+`rsample`, as Gamma.
+
+### `ember.distributions.Dirichlet(concentration, opts?)`
+The Dirichlet distribution over the simplex of the last dim (the event);
+sampled as normalised gammas; no `rsample`, as Gamma.
+
 ### `ember.distributions.Independent(base, n, opts?)`
 Reinterprets the last `n` batch dims of `base` as event dims: `log_prob` and
 `entropy` sum over them.
@@ -42,8 +57,9 @@ Reinterprets the last `n` batch dims of `base` as event dims: `log_prob` and
 ### `ember.distributions.kl_divergence(p, q)`
 KL(p || q), batch-shaped, for the pairs PyTorch registers among these:
 Normal-Normal, Uniform-Uniform (inf where q's support does not cover p's),
-Uniform-Normal, Bernoulli-Bernoulli, Categorical-Categorical and
-Independent-Independent; any other pair raises naming both.
+Uniform-Normal, Bernoulli-Bernoulli, Categorical-Categorical, Gamma-Gamma,
+Beta-Beta, Dirichlet-Dirichlet and Independent-Independent; any other pair
+raises naming both.
 
 ## `ember.distributions.Distribution`: what every distribution answers
 
