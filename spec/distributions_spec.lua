@@ -28,6 +28,8 @@ local MAKE = {
   Gamma = function(a, b) return D.Gamma(a, b) end,
   Beta = function(a, b) return D.Beta(a, b) end,
   Dirichlet = function(c) return D.Dirichlet(c) end,
+  MultivariateNormal = function(loc, cov) return D.MultivariateNormal(loc, { covariance_matrix = cov }) end,
+  MultivariateNormal_tril = function(loc, tril) return D.MultivariateNormal(loc, { scale_tril = tril }) end,
 }
 
 local function tensors(list)
@@ -187,6 +189,23 @@ describe("ember.distributions sampling", function()
       local var = mean * (1 - mean) / 7
       assert.is_true(math.abs(ym[i] - mean) < 5 * math.sqrt(var / N), i .. ": " .. ym[i])
     end
+  end)
+
+  it("MultivariateNormal: rsample's mean and covariance; errors", function()
+    local cov = ember.tensor({ { 2, 0.6 }, { 0.6, 1 } }, F64)
+    local d = D.MultivariateNormal(ember.tensor({ 1, -1 }, F64), { covariance_matrix = cov })
+    local x = d:rsample({ N }, { generator = ember.Generator(31) })
+    H.shape_is(x, { N, 2 })
+    local c = x - x:mean(1)
+    local emp = c:t():matmul(c) / (N - 1)
+    H.same(x:mean(1), { 1, -1 }, 5 * math.sqrt(2 / N))
+    H.same(emp, { { 2, 0.6 }, { 0.6, 1 } }, 0.03)
+    H.same(d:covariance_matrix(), { { 2, 0.6 }, { 0.6, 1 } }, 1e-12)
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.tensor({ { 1, 2 }, { 2, 1 } }) }) end,
+      "not positive definite (pivot 2")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 3 }), { covariance_matrix = ember.eye(2) }) end, "must end in {3, 3}")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { precision_matrix = ember.eye(2) }) end, "precision_matrix")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), {}) end, "exactly one of covariance_matrix and scale_tril")
   end)
 
   it("the private lgamma and digamma compositions match PyTorch's to 1e-10", function()

@@ -1,6 +1,6 @@
 -- ember.distributions: probability distributions with PyTorch 1.13's
 -- semantics (torch.distributions): Categorical, Bernoulli, Normal, Uniform,
--- Gamma, Beta, Dirichlet and Independent, each with sample (no gradient), rsample (reparameterised,
+-- Gamma, Beta, Dirichlet, MultivariateNormal and Independent, each with sample (no gradient), rsample (reparameterised,
 -- where the distribution allows it), log_prob, entropy, mean, variance,
 -- stddev, batch_shape and event_shape, argument validation (validate_args,
 -- on unless {validate_args = false}), and kl_divergence for the pairs
@@ -574,6 +574,135 @@ function Dirichlet:entropy()
   return lgamma(c):sum(-1) - lgamma(c0) + (c0 - k) * digamma(c0) - ((c - 1) * digamma(c)):sum(-1)
 end
 
+---------------------------------------------------------------- MultivariateNormal
+-- Private helpers on the elements of batched n x n matrices, each element a
+-- batch-shaped tensor (so autograd differentiates them and batches need no
+-- loop): a Cholesky factor and forward substitution, O(n^3) and O(n^2)
+-- element ops, for the small event sizes distributions have.
+local function elements(A, n)
+  local a = {}
+  for i = 1, n do
+    a[i] = {}
+    local row = A:select(-2, i)
+    for j = 1, n do a[i][j] = row:select(-1, j) end
+  end
+  return a
+end
+local function cholesky(op, A, n, validate)
+  local a, l = elements(A, n), {}
+  for i = 1, n do l[i] = {} end
+  for j = 1, n do
+    local s = a[j][j]
+    for k = 1, j - 1 do s = s - l[j][k] * l[j][k] end
+    if validate and s:numel() > 0 and not (s:detach():min():item() > 0) then
+      fail(op, "covariance_matrix is not positive definite (pivot %d is not positive)", j)
+    end
+    l[j][j] = s:sqrt()
+    for i = j + 1, n do
+      local t = a[i][j]
+      for k = 1, j - 1 do t = t - l[i][k] * l[j][k] end
+      l[i][j] = t / l[j][j]
+    end
+  end
+  return l
+end
+-- solves L y = b for b's last dim of size n (elements of b broadcast
+-- against L's); returns y's elements
+local function forward_solve(l, b, n)
+  local y = {}
+  for i = 1, n do
+    local t = b:select(-1, i)
+    for k = 1, i - 1 do t = t - l[i][k] * y[k] end
+    y[i] = t / l[i][i]
+  end
+  return y
+end
+local function assemble(l, n, like)
+  local zero = ember.zeros_like(l[1][1])
+  local rows = {}
+  local d = like:dim()   -- the batch dims of an element, plus 1: where a new last dim goes
+  for i = 1, n do
+    local cols = {}
+    for j = 1, n do cols[j] = l[i][j] or zero end
+    rows[i] = ember.stack(cols, d + 1)
+  end
+  return ember.stack(rows, d + 1)
+end
+
+local MultivariateNormal = class("MultivariateNormal")
+D.MultivariateNormal = MultivariateNormal
+-- MultivariateNormal(loc, {covariance_matrix =} or {scale_tril =}, validate_args =)
+function D.MultivariateNormal_new(loc, opts)
+  local name = "MultivariateNormal"
+  opts = check_opts(name, opts, { covariance_matrix = true, scale_tril = true, precision_matrix = true,
+    validate_args = true })
+  if opts.precision_matrix ~= nil then
+    fail(name, "precision_matrix needs a matrix inverse, which ember does not have yet; give covariance_matrix "
+      .. "or scale_tril")
+  end
+  if (opts.covariance_matrix == nil) == (opts.scale_tril == nil) then
+    fail(name, "give exactly one of covariance_matrix and scale_tril")
+  end
+  if not ember.is_tensor(loc) or loc:dim() < 1 then fail(name, "loc must be a tensor of at least one dim") end
+  local M = opts.covariance_matrix or opts.scale_tril
+  if not ember.is_tensor(M) or M:dim() < 2 then fail(name, "the matrix must be a tensor of at least two dims") end
+  local ls, ms = loc:shape(), M:shape()
+  local n = ls[#ls]
+  if ms[#ms] ~= n or ms[#ms - 1] ~= n then
+    fail(name, "loc %s has %d dims of event, the matrix is %s: it must end in {%d, %d}", show(ls), n, show(ms), n, n)
+  end
+  local batch = broadcast_shape(name, slice(ls, 1, #ls - 1), slice(ms, 1, #ms - 2))
+  loc = loc:expand(concat(batch, { n }))
+  M = M:expand(concat(batch, { n, n }))
+  local validate = opts.validate_args ~= false
+  local l
+  if opts.covariance_matrix then
+    -- the symmetric part, so a gradient is symmetric as PyTorch's cholesky's
+    l = cholesky(name, (M + M:transpose(-2, -1)) * 0.5, n, validate)
+  else
+    l = elements(M, n)
+    for i = 1, n do
+      for j = i + 1, n do l[i][j] = nil end
+      if validate and l[i][i]:numel() > 0 and not (l[i][i]:detach():min():item() > 0) then
+        fail(name, "scale_tril must have a positive diagonal (element %d is not)", i)
+      end
+    end
+  end
+  local d = setmetatable({ loc = loc, batch_shape = batch, event_shape = { n }, validate_args = validate,
+    has_rsample = true, _l = l, _n = n }, MultivariateNormal)
+  d.scale_tril = assemble(l, n, l[1][1])
+  return d
+end
+function MultivariateNormal:_support() return true end
+function MultivariateNormal:mean() return self.loc end
+function MultivariateNormal:covariance_matrix() return self.scale_tril:matmul(self.scale_tril:transpose(-2, -1)) end
+function MultivariateNormal:variance() return self.scale_tril:pow(2):sum(-1) end
+function MultivariateNormal:rsample(shape, opts)
+  local s = self:_extended(sample_shape("MultivariateNormal:rsample", shape))
+  local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
+  return self.loc + self.scale_tril:matmul(eps:unsqueeze(-1)):squeeze(-1)
+end
+function MultivariateNormal:sample(shape, opts)
+  return ember.no_grad(function() return self:rsample(shape, opts) end)
+end
+local function half_log_det(l, n)
+  local h = l[1][1]:log()
+  for i = 2, n do h = h + l[i][i]:log() end
+  return h
+end
+function MultivariateNormal:log_prob(v)
+  self:_validate("log_prob", v)
+  local n = self._n
+  local y = forward_solve(self._l, v - self.loc, n)
+  local m = y[1] * y[1]
+  for i = 2, n do m = m + y[i] * y[i] end
+  return (m + n * math.log(2 * math.pi)) * -0.5 - half_log_det(self._l, n)
+end
+function MultivariateNormal:entropy()
+  local n = self._n
+  return half_log_det(self._l, n) + 0.5 * n * (1 + math.log(2 * math.pi))
+end
+
 ---------------------------------------------------------------- Independent
 local Independent = class("Independent")
 D.Independent = Independent
@@ -659,6 +788,20 @@ register(Dirichlet, Dirichlet, function(p, q)
   local t4 = digamma(p.concentration) - digamma(sp):unsqueeze(-1)
   return t1 - t2 + (t3 * t4):sum(-1)
 end)
+register(MultivariateNormal, MultivariateNormal, function(p, q)
+  local n = p._n
+  if q._n ~= n then fail("kl_divergence", "MultivariateNormal of %d and %d dims", n, q._n) end
+  -- tr(Sq^-1 Sp) = |Lq^-1 Lp|_F^2, column by column; the Mahalanobis term by one solve
+  local tr
+  for c = 1, n do
+    local y = forward_solve(q._l, p.scale_tril:select(-1, c), n)
+    for i = 1, n do tr = tr and tr + y[i] * y[i] or y[i] * y[i] end
+  end
+  local z = forward_solve(q._l, q.loc - p.loc, n)
+  local m = z[1] * z[1]
+  for i = 2, n do m = m + z[i] * z[i] end
+  return half_log_det(q._l, n) - half_log_det(p._l, n) + (tr + m - n) * 0.5
+end)
 register(Independent, Independent, function(p, q)
   if p.reinterpreted_batch_ndims ~= q.reinterpreted_batch_ndims then
     fail("kl_divergence", "Independent distributions over %d and %d event dims", p.reinterpreted_batch_ndims,
@@ -679,7 +822,8 @@ end
 
 -- the constructors are called as D.Normal(loc, scale), and the classes stay
 -- reachable for getmetatable(d) == ... checks as D.Normal too
-for _, name in ipairs({ "Normal", "Uniform", "Bernoulli", "Categorical", "Independent", "Gamma", "Beta", "Dirichlet" }) do
+for _, name in ipairs({ "Normal", "Uniform", "Bernoulli", "Categorical", "Independent", "Gamma", "Beta", "Dirichlet",
+  "MultivariateNormal" }) do
   local cls, new = D[name], D[name .. "_new"]
   D[name .. "_new"] = nil
   setmetatable(cls, { __index = Distribution, __call = function(_, ...) return new(...) end })

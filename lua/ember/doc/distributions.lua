@@ -12,9 +12,8 @@ from ember's ops, so gradients reach the parameters through `log_prob`,
 a scale that is not positive, probabilities outside [0, 1] and values outside
 the support raise. Categorical values are 1-based category indices (int64),
 as every index in ember. `sample` and `rsample` take an optional sample shape
-(a list, or a number) and `{generator =}` (an `ember.Generator`). Not yet
-here: MultivariateNormal (reading it raises with the names that exist).
-Example: docs/pytorch_users.md.
+(a list, or a number) and `{generator =}` (an `ember.Generator`). Example:
+docs/pytorch_users.md.
 
 ### `ember.distributions.Normal(loc, scale, opts?)`
 The normal distribution; `rsample` is `loc + eps * scale`. Also `d:cdf(x)`.
@@ -50,6 +49,15 @@ The beta distribution on (0, 1), sampled as `X / (X + Y)` of two gammas; no
 The Dirichlet distribution over the simplex of the last dim (the event);
 sampled as normalised gammas; no `rsample`, as Gamma.
 
+### `ember.distributions.MultivariateNormal(loc, opts)`
+The multivariate normal over the last dim of `loc`; `opts = {covariance_matrix
+=}` (symmetric positive definite; its Cholesky factor is computed by element
+ops, so gradients reach it, symmetric as PyTorch's) or `{scale_tril =}` (lower
+triangular, positive diagonal), and `validate_args`. `d.scale_tril`,
+`d:covariance_matrix()`; `rsample` is `loc + scale_tril @ eps`.
+`precision_matrix` raises (ember has no matrix inverse yet). Meant for the
+small event sizes of distributions (the factorisation costs O(n^3) ops).
+
 ### `ember.distributions.Independent(base, n, opts?)`
 Reinterprets the last `n` batch dims of `base` as event dims: `log_prob` and
 `entropy` sum over them.
@@ -58,7 +66,8 @@ Reinterprets the last `n` batch dims of `base` as event dims: `log_prob` and
 KL(p || q), batch-shaped, for the pairs PyTorch registers among these:
 Normal-Normal, Uniform-Uniform (inf where q's support does not cover p's),
 Uniform-Normal, Bernoulli-Bernoulli, Categorical-Categorical, Gamma-Gamma,
-Beta-Beta, Dirichlet-Dirichlet and Independent-Independent; any other pair
+Beta-Beta, Dirichlet-Dirichlet, MultivariateNormal-MultivariateNormal and
+Independent-Independent; any other pair
 raises naming both.
 
 ## `ember.distributions.Distribution`: what every distribution answers
