@@ -30,6 +30,7 @@ describe("ember.Generator", function()
       function(g) return ember.bernoulli(ember.full({ 6 }, 0.5), { generator = g }) end,
       function(g) return ember.multinomial(ember.tensor({ 1, 2, 3 }), 4, { replacement = true, generator = g }) end,
       function(g) return ember.multinomial(ember.tensor({ 1, 2, 3 }), 2, { generator = g }) end,
+      function(g) return ember.nn.functional.dropout(ember.ones({ 8 }), { p = 0.5, generator = g }) end,
     }
     for i, f in ipairs(draws) do
       H.same(f(g1), f(g2):tolist(), 0)
@@ -74,6 +75,8 @@ describe("ember.Generator", function()
     H.raises(function() ember.randint(0, 5, { 2 }, { generator = g, replacement = true }) end, "unknown option 'replacement'")
     H.raises(function() ember.empty({ 2 }):uniform_(0, 1, 2) end, "uniform_", "at most 2 numbers")
     H.raises(function() ember.empty({ 2 }):normal_(0, 1, { generator = {} }) end, "generator must be an ember.Generator")
+    H.raises(function() ember.nn.functional.dropout(ember.ones({ 2 }), { p = 0.5, generater = g }) end,
+      "dropout", "unknown option 'generater'")
   end)
 end)
 

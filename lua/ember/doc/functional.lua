@@ -100,7 +100,8 @@ As the tensor methods.
 
 ### `ember.nn.functional.dropout(x, p?, training?)`
 Zeroes elements with probability `p` (0.5) and scales the rest by
-`1/(1-p)`; returns `x` when `training` is false.
+`1/(1-p)`; returns `x` when `training` is false. Also `dropout(x, {p =,
+training =, generator =})`: the mask drawn from an `ember.Generator`.
 
 ### `ember.nn.functional.one_hot(t, num_classes?, opts?)`
 `t` (an integer tensor of 1-based class indices) as one-hot rows: `t`'s

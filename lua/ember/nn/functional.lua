@@ -186,16 +186,25 @@ function F.silu(x) return x:silu() end
 function F.softmax(x, dim) return x:softmax(dim) end
 function F.log_softmax(x, dim) return x:log_softmax(dim) end
 
--- F.dropout(x, p = 0.5, training = true); also F.dropout(x, {p =, training =})
+-- F.dropout(x, p = 0.5, training = true); also F.dropout(x, {p =, training =,
+-- generator =}) and F.dropout(x, p, {training =, generator =})
+local DROPOUT_OPTS = { p = true, training = true, generator = true }
 function F.dropout(x, p, training)
-  if type(p) == "table" then p, training = p.p, p.training end
-  if type(training) == "table" then training = training.training end
+  local generator
+  if type(p) == "table" then
+    opts_of("dropout", p, DROPOUT_OPTS)
+    p, training, generator = p.p, p.training, p.generator
+  end
+  if type(training) == "table" then
+    opts_of("dropout", training, { training = true, generator = true })
+    training, generator = training.training, training.generator
+  end
   p = p == nil and 0.5 or p
   if type(p) ~= "number" or not (p >= 0 and p <= 1) then fail("dropout", "p must be in [0, 1], got %s", tostring(p)) end
   need_tensor("dropout", "input", x)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
-  local keep = ember.rand_like(x):ge(p)   -- drawn from the seeded generator
+  local keep = ember.rand_like(x, { generator = generator }):ge(p)   -- the seeded generator, or opts.generator
   return x * keep:to(x.dtype) * (1 / (1 - p))
 end
 
