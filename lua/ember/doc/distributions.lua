@@ -36,18 +36,21 @@ batch...}`. Samples are int64; mean and variance are NaN as PyTorch's. No
 
 ### `ember.distributions.Gamma(concentration, rate, opts?)`
 The gamma distribution (shape `concentration`, rate `rate`, both positive).
-Samples by Marsaglia and Tsang's method on the CPU; `rsample` raises (the
-implicit reparameterisation gradient of PyTorch's `_standard_gamma` is not
-implemented). `log_prob` and `entropy` use lgamma and digamma composed from
-tensor ops (about 1e-10 in float64), so they have gradients.
+Samples by Marsaglia and Tsang's method on the CPU; `rsample` carries the
+implicit reparameterisation gradient to `concentration` (as PyTorch's
+`_standard_gamma`: dx/da = -(dP(a, x)/da) / p(x; a), here from the
+incomplete gamma function, about 1e-8 relative where PyTorch's approximation
+is about 1e-4) and the ordinary one to `rate`. `log_prob` and `entropy` use
+lgamma and digamma composed from tensor ops (about 1e-10 in float64), so
+they have gradients.
 
 ### `ember.distributions.Beta(concentration1, concentration0, opts?)`
-The beta distribution on (0, 1), sampled as `X / (X + Y)` of two gammas; no
-`rsample`, as Gamma.
+The beta distribution on (0, 1), sampled as `X / (X + Y)` of two gammas;
+`rsample` has Gamma's implicit gradients.
 
 ### `ember.distributions.Dirichlet(concentration, opts?)`
 The Dirichlet distribution over the simplex of the last dim (the event);
-sampled as normalised gammas; no `rsample`, as Gamma.
+sampled as normalised gammas; `rsample` has Gamma's implicit gradients.
 
 ### `ember.distributions.MultivariateNormal(loc, opts)`
 The multivariate normal over the last dim of `loc`; `opts = {covariance_matrix
@@ -77,8 +80,9 @@ Draws of shape `shape .. batch_shape .. event_shape`, without gradient.
 
 ### `Distribution:rsample(shape?, opts?)`
 Reparameterised draws that carry gradients to the parameters (Normal,
-Uniform, and Independent over them); the others raise naming `sample` and
-the score-function estimator.
+Uniform, MultivariateNormal, Gamma, Beta, Dirichlet, and Independent over
+them); Bernoulli and Categorical raise naming `sample` and the
+score-function estimator.
 
 ### `Distribution:log_prob(x)`
 The log density or mass of `x` (batch-shaped after broadcasting with the
