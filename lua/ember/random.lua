@@ -24,10 +24,20 @@ return function(ember, H)
     return setmetatable({ _g = ptr }, Generator)
   end
 
-  -- ember.Generator(seed?): a new stream, seeded as the default generator is
-  -- at start-up (67280421310721) unless a seed is given.
+  -- ember.Generator(seed?) or ember.Generator{seed =, device =}: a new
+  -- stream, seeded as the default generator is at start-up (67280421310721)
+  -- unless a seed is given. One stream serves every device (the CUDA backend
+  -- draws from the CPU's Philox stream), so a device is only checked.
   function ember.Generator(seed, extra)
     if extra ~= nil then fail("Generator", "expected at most one argument (a seed), got a second: " .. tostring(extra)) end
+    if type(seed) == "table" and not is_tensor(seed) then
+      local o = seed
+      for k in pairs(o) do
+        if k ~= "seed" and k ~= "device" then fail("Generator", ("unknown option '%s' (expected seed, device)"):format(tostring(k))) end
+      end
+      if o.device ~= nil then H.device_id("Generator", o.device) end
+      seed = o.seed
+    end
     if seed ~= nil and not uint64(seed) then
       fail("Generator", "expected a non-negative integer seed, got " .. tostring(seed))
     end

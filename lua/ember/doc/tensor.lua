@@ -68,11 +68,13 @@ necessarily summing to 1). `opts = {replacement = false, generator =}`:
 without replacement a row needs `n` categories of positive weight, and each
 draw is made among the categories left, as PyTorch's.
 
-### `ember.Generator(seed?)`
+### `ember.Generator(seed?)`, `ember.Generator{seed =, device =}`
 A random number generator of its own: a Philox stream (a seed and a counter)
 held in C, which the random functions draw from when given
 `{generator = g}`, leaving every other stream where it was. The seed
-defaults to PyTorch's default, 67280421310721.
+defaults to PyTorch's default, 67280421310721. One generator serves every
+device (CUDA draws come from the same Philox stream), so `device` is only
+checked to be one ember knows.
 
 ### `ember.default_generator`
 The process's generator (the one `manual_seed` seeds), as a Generator.
