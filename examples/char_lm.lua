@@ -80,7 +80,7 @@ local function sample(prompt, n, temperature)
       local ctx = {}
       for i = math.max(1, #out - T + 1), #out do ctx[#ctx + 1] = out[i] end
       local logits = model(ember.tensor({ ctx }, { dtype = "int64" }):to(device)):select(2, #ctx)
-      out[#out + 1] = kjv.draw((logits / temperature):softmax(2):view(V):to("cpu"):tolist())
+      out[#out + 1] = ember.distributions.Categorical({ logits = logits:view(V) / temperature }):sample():item()
     end
   end)
   return kjv.decode(out)

@@ -63,7 +63,7 @@ local function sample(prompt, n, temperature)
     local logits, state = model(ember.tensor({ out }, { dtype = "int64" }):to(device))
     for _ = 1, n do
       local last = logits:select(2, logits:size(2)):view(V)
-      out[#out + 1] = kjv.draw((last / temperature):softmax(1):to("cpu"):tolist())
+      out[#out + 1] = ember.distributions.Categorical({ logits = last / temperature }):sample():item()
       logits, state = model(ember.tensor({ { out[#out] } }, { dtype = "int64" }):to(device), state)
     end
   end)

@@ -122,15 +122,6 @@ function M.load(ember, who)
     return table.concat(s)
   end
 
-  -- one id drawn from the probabilities p (a Lua list)
-  function kjv.draw(p)
-    local r, acc = ember.rand({ 1 }):item(), 0
-    for i = 1, #p do
-      acc = acc + p[i]
-      if r <= acc then return i end
-    end
-    return #p
-  end
   return kjv
 end
 

@@ -275,7 +275,8 @@ describe("the ember command", function()
           expect("no entry for 'ember.optim.Adma' (did you mean ember.optim.Adam?)")
 
           s:send("ember\r")                -- public names first
-          expect("{Tensor = {...}, abs = ")
+          expect("{Generator = ")
+          expect("Tensor = {...}, abs = ")
           s:send("\004")
         end)
         assert.are.equal(0, rc)

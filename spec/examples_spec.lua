@@ -1,6 +1,7 @@
 -- The quick examples run end to end and print what they promise; the MLP
 -- training example runs two epochs, whole and stopped-and-resumed; the
--- character LSTM runs 40 steps of a small model; each training example stops
+-- character LSTM runs 40 steps of a small model; the CartPole REINFORCE
+-- agent trains to its target (about 250 episodes, a second or two); each training example stops
 -- with the backend's reason when --device cuda cannot be used. (The CNN and the character
 -- models' default runs take minutes: they are run by hand, see README.md.)
 local function run(script)
@@ -18,6 +19,13 @@ describe("examples", function()
     local err = tonumber(out:match("finite differences| = ([%d%.e%-+]+)"))
     assert.is_true(err ~= nil and err < 1e-6, out)
     assert.truthy(out:find("exit=0", 1, true), out)
+  end)
+
+  it("cartpole_reinforce.lua reaches an average episode length of 150 with Categorical's REINFORCE", function()
+    local out = run("examples/cartpole_reinforce.lua --seed 0 --seconds 60")
+    assert.truthy(out:find("exit=0", 1, true), out)
+    local avg, secs = out:match("reached an average episode length of ([%d%.]+) %(target 150%) after %d+ episodes, ([%d%.]+) s")
+    assert.is_true(tonumber(avg) >= 150 and tonumber(secs) <= 60, out)
   end)
 
   it("custom_grad.lua checks its rules", function()

@@ -84,7 +84,11 @@ describe("bracket indexing", function()
       assert.is_false(ok)
       assert.is_truthy(tostring(err):find(c[2], 1, true), tostring(err))
     end
-    assert.is_nil(x.not_a_field)   -- a string key that is no method or field stays nil
+    -- a string key that is no method or field raises with the closest names
+    local ok, err = pcall(function() return x.not_a_field end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("no method or field 'not_a_field'", 1, true), tostring(err))
+    assert.is_nil(x._not_a_field)   -- private names stay nil
     H.same(x, { { 1, 2, 3 }, { 4, 5, 6 } })
   end)
 end)

@@ -246,6 +246,33 @@ EMBER_API int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *
                             int device, ember_tensor **out);
 EMBER_API int ember_uniform_(ember_tensor *t, double low, double high);
 EMBER_API int ember_normal_(ember_tensor *t, double mean, double std);
+/* Generators: a Philox stream each (seed and next counter block). A NULL
+   generator is the default one, which ember_manual_seed and the functions
+   above use; drawing from a private one leaves every other stream where it
+   was. A generator may be shared by threads (each draw claims its blocks
+   atomically). The default generator is never freed. */
+typedef struct ember_generator ember_generator;
+EMBER_API ember_generator *ember_default_generator(void);
+EMBER_API int ember_generator_new(uint64_t seed, ember_generator **out);
+EMBER_API void ember_generator_free(ember_generator *g);
+EMBER_API void ember_generator_manual_seed(ember_generator *g, uint64_t seed);
+EMBER_API uint64_t ember_generator_initial_seed(ember_generator *g);
+EMBER_API int ember_generator_get_state(ember_generator *g, uint64_t *seed, uint64_t *offset);
+EMBER_API void ember_generator_set_state(ember_generator *g, uint64_t seed, uint64_t offset);
+EMBER_API int ember_rand_gen(ember_generator *g, int ndim, const int64_t *shape, int dtype, int device,
+                             ember_tensor **out);
+EMBER_API int ember_randn_gen(ember_generator *g, int ndim, const int64_t *shape, int dtype, int device,
+                              ember_tensor **out);
+EMBER_API int ember_randint_gen(ember_generator *g, int64_t low, int64_t high, int ndim,
+                                const int64_t *shape, int dtype, int device, ember_tensor **out);
+EMBER_API int ember_uniform_gen_(ember_generator *g, ember_tensor *t, double low, double high);
+EMBER_API int ember_normal_gen_(ember_generator *g, ember_tensor *t, double mean, double std);
+/* t filled with exponential draws of rate lambd (float dtypes), geometric
+   draws (the trial of the first success, 1, 2, ..., of probability p; any
+   numeric dtype), or bernoulli draws (1 with probability p, else 0). */
+EMBER_API int ember_exponential_gen_(ember_generator *g, ember_tensor *t, double lambd);
+EMBER_API int ember_geometric_gen_(ember_generator *g, ember_tensor *t, double p);
+EMBER_API int ember_bernoulli_gen_(ember_generator *g, ember_tensor *t, double p);
 
 /* ---------------------------------------------------------------- reading values */
 /* The value of a one-element tensor. */

@@ -46,8 +46,16 @@ EMBER_HD double ember__u53(uint32_t a, uint32_t b)
 }
 
 /* A draw: its distribution and dtype, the stream (seed) and its first block
-   (offset); a, b: uniform low, high; normal mean, std; int low, range. */
-enum { EMBER__DRAW_UNIFORM, EMBER__DRAW_NORMAL, EMBER__DRAW_INT };
+   (offset); a, b: uniform low, high; normal mean, std; int low, range;
+   exponential rate; geometric and bernoulli probability. */
+enum {
+    EMBER__DRAW_UNIFORM,
+    EMBER__DRAW_NORMAL,
+    EMBER__DRAW_INT,
+    EMBER__DRAW_EXPONENTIAL, /* a: rate lambda */
+    EMBER__DRAW_GEOMETRIC,   /* a: success probability p, values 1, 2, ... */
+    EMBER__DRAW_BERNOULLI    /* a: probability of a 1 */
+};
 
 typedef struct ember__draw {
     int dist, dtype;
@@ -55,7 +63,7 @@ typedef struct ember__draw {
     double a, b;
 } ember__draw;
 
-/* Uniform and int draws use 2 lanes of a block, normal 4 (two 53-bit
+/* Uniform, int, exponential, geometric and bernoulli draws use 2 lanes of a block, normal 4 (two 53-bit
    uniforms for Box-Muller), so element i reads block offset + i/2 or + i and
    a draw of n elements uses this many blocks. */
 EMBER_HD uint64_t ember__draw_blocks(int dist, int64_t n)
@@ -82,6 +90,24 @@ EMBER_HD void ember__draw_store(const ember__draw *d, int64_t i, char *p)
         return;
     }
     uint64_t bits = ember__draw_bits(d, i);
+    if (d->dist == EMBER__DRAW_EXPONENTIAL || d->dist == EMBER__DRAW_GEOMETRIC) {
+        /* inversion from a 53-bit uniform u in [0, 1): -log(1-u) > 0 is finite */
+        double e = -log1p(-ember__u53((uint32_t)(bits >> 32), (uint32_t)bits));
+        if (d->dist == EMBER__DRAW_EXPONENTIAL) {
+            ember__store(p, d->dtype, e / d->a);
+            return;
+        }
+        /* the number of trials up to the first success: ceil(e / -log(1-p)), at least 1 */
+        double k = d->a >= 1 ? 1 : ceil(e / -log1p(-d->a));
+        if (k < 1) k = 1;
+        ember__store(p, d->dtype, k);
+        return;
+    }
+    if (d->dist == EMBER__DRAW_BERNOULLI) {
+        double u = ember__u53((uint32_t)(bits >> 32), (uint32_t)bits);
+        ember__store(p, d->dtype, u < d->a ? 1 : 0);
+        return;
+    }
     if (d->dist == EMBER__DRAW_INT) {
         uint64_t k = bits % (uint64_t)d->b;
         if (d->dtype == EMBER_INT64) *(int64_t *)p = (int64_t)d->a + (int64_t)k;

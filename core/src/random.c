@@ -10,34 +10,71 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* One generator for the process: threads draw disjoint blocks of it. */
-static _Atomic uint64_t g_seed = 67280421310721ULL;
-static _Atomic uint64_t g_offset;   /* next unused 128-bit block */
+/* A generator: a Philox stream (its seed, the key) and the next unused
+   128-bit counter block; threads draw disjoint blocks of it. The process
+   has one default generator; ember_generator_new makes private ones whose
+   draws leave every other stream where it was. */
+struct ember_generator {
+    _Atomic uint64_t seed;
+    _Atomic uint64_t offset; /* next unused 128-bit block */
+};
 
-void ember_manual_seed(uint64_t seed)
+static ember_generator g_default = {67280421310721ULL, 0};
+
+static ember_generator *gen_or_default(ember_generator *g) { return g ? g : &g_default; }
+
+ember_generator *ember_default_generator(void) { return &g_default; }
+
+int ember_generator_new(uint64_t seed, ember_generator **out)
 {
-    g_seed = seed;
-    g_offset = 0;
-}
-
-uint64_t ember_initial_seed(void) { return g_seed; }
-
-int ember_get_rng_state(uint64_t *seed, uint64_t *offset)
-{
-    if (!seed || !offset)
-        return ember__fail(EMBER_ERR_ARG, "get_rng_state: NULL %s", !seed ? "seed" : "offset");
-    *seed = g_seed;
-    *offset = g_offset;
+    if (!out) return ember__fail(EMBER_ERR_ARG, "generator_new: out is NULL");
+    *out = NULL;
+    ember_generator *g = malloc(sizeof *g);
+    if (!g) return ember__fail(EMBER_ERR_OOM, "generator_new: out of memory");
+    atomic_init(&g->seed, seed);
+    atomic_init(&g->offset, 0);
+    *out = g;
     return EMBER_OK;
 }
 
-void ember_set_rng_state(uint64_t seed, uint64_t offset)
+void ember_generator_free(ember_generator *g)
 {
-    g_seed = seed;
-    g_offset = offset;
+    if (g && g != &g_default) free(g);
 }
+
+void ember_generator_manual_seed(ember_generator *g, uint64_t seed)
+{
+    g = gen_or_default(g);
+    g->seed = seed;
+    g->offset = 0;
+}
+
+uint64_t ember_generator_initial_seed(ember_generator *g) { return gen_or_default(g)->seed; }
+
+int ember_generator_get_state(ember_generator *g, uint64_t *seed, uint64_t *offset)
+{
+    if (!seed || !offset)
+        return ember__fail(EMBER_ERR_ARG, "get_rng_state: NULL %s", !seed ? "seed" : "offset");
+    g = gen_or_default(g);
+    *seed = g->seed;
+    *offset = g->offset;
+    return EMBER_OK;
+}
+
+void ember_generator_set_state(ember_generator *g, uint64_t seed, uint64_t offset)
+{
+    g = gen_or_default(g);
+    g->seed = seed;
+    g->offset = offset;
+}
+
+void ember_manual_seed(uint64_t seed) { ember_generator_manual_seed(NULL, seed); }
+uint64_t ember_initial_seed(void) { return g_default.seed; }
+int ember_get_rng_state(uint64_t *seed, uint64_t *offset) { return ember_generator_get_state(NULL, seed, offset); }
+void ember_set_rng_state(uint64_t seed, uint64_t offset) { ember_generator_set_state(NULL, seed, offset); }
 
 typedef struct {
     ember__draw d;
@@ -70,13 +107,14 @@ static int draw_into(ember_tensor *t, const ember__draw *d)
 
 /* Fills t (any layout, any device) with draws; goes through a contiguous
    buffer on t's device when needed. */
-static int fill_random(ember_tensor *t, int dist, double a, double b)
+static int fill_random(ember_generator *g, ember_tensor *t, int dist, double a, double b)
 {
+    g = gen_or_default(g);
     ember_tensor *buf = t;
     if (!t->is_contiguous) EMBER_TRY(ember__new(t->ndim, t->shape, t->dtype, t->storage->device, &buf));
     /* claim this draw's blocks at once, so concurrent draws never share one */
-    uint64_t first = atomic_fetch_add(&g_offset, ember__draw_blocks(dist, t->numel));
-    ember__draw d = {dist, t->dtype, g_seed, first, a, b};
+    uint64_t first = atomic_fetch_add(&g->offset, ember__draw_blocks(dist, t->numel));
+    ember__draw d = {dist, t->dtype, g->seed, first, a, b};
     int rc = draw_into(buf, &d);
     if (buf != t) {
         if (rc == EMBER_OK) rc = ember__copy_into(t, buf);
@@ -107,20 +145,22 @@ static int finish(int rc, ember_tensor **out)
     return rc;
 }
 
-int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+int ember_rand_gen(ember_generator *g, int ndim, const int64_t *shape, int dtype, int device,
+                   ember_tensor **out)
 {
     EMBER_TRY(make("rand", ndim, shape, dtype, device, true, out));
-    return finish(fill_random(*out, EMBER__DRAW_UNIFORM, 0, 1), out);
+    return finish(fill_random(g, *out, EMBER__DRAW_UNIFORM, 0, 1), out);
 }
 
-int ember_randn(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+int ember_randn_gen(ember_generator *g, int ndim, const int64_t *shape, int dtype, int device,
+                    ember_tensor **out)
 {
     EMBER_TRY(make("randn", ndim, shape, dtype, device, true, out));
-    return finish(fill_random(*out, EMBER__DRAW_NORMAL, 0, 1), out);
+    return finish(fill_random(g, *out, EMBER__DRAW_NORMAL, 0, 1), out);
 }
 
-int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int dtype, int device,
-                  ember_tensor **out)
+int ember_randint_gen(ember_generator *g, int64_t low, int64_t high, int ndim, const int64_t *shape,
+                      int dtype, int device, ember_tensor **out)
 {
     if (high <= low)
         return ember__fail(EMBER_ERR_ARG, "randint: expected low < high, got low=%lld high=%lld",
@@ -131,38 +171,85 @@ int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int
         EMBER_TRY(ember__check_value("randint", (double)(high - 1), dtype));
     }
     EMBER_TRY(make("randint", ndim, shape, dtype, device, false, out));
-    return finish(fill_random(*out, EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)), out);
+    return finish(fill_random(g, *out, EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)),
+                  out);
+}
+
+int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+{
+    return ember_rand_gen(NULL, ndim, shape, dtype, device, out);
+}
+
+int ember_randn(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
+{
+    return ember_randn_gen(NULL, ndim, shape, dtype, device, out);
+}
+
+int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int dtype, int device,
+                  ember_tensor **out)
+{
+    return ember_randint_gen(NULL, low, high, ndim, shape, dtype, device, out);
 }
 
 /* A random fill in place: the old value and its history are gone. */
-static int overwrite(const char *name, ember_tensor *t, int dist, double a, double b)
+static int overwrite(ember_generator *g, const char *name, ember_tensor *t, int dist, double a, double b)
 {
     EMBER_TRY(ember__check_writable(name, t));
     int rec = ember__ag_write_recorded(name, t, NULL);
     EMBER_TRY(rec);
-    EMBER_TRY(fill_random(t, dist, a, b));
+    EMBER_TRY(fill_random(g, t, dist, a, b));
     t->storage->version++;
     return rec ? ember__ag_commit(t, NULL) : EMBER_OK;
 }
 
-int ember_uniform_(ember_tensor *t, double low, double high)
+static int need_float(const char *name, const ember_tensor *t)
 {
-    if (!t) return ember__fail(EMBER_ERR_ARG, "uniform_: argument is NULL");
+    if (!t) return ember__fail(EMBER_ERR_ARG, "%s: argument is NULL", name);
     if (!ember__is_float(t->dtype))
-        return ember__fail(EMBER_ERR_DTYPE, "uniform_: expected a floating point tensor, got %s",
+        return ember__fail(EMBER_ERR_DTYPE, "%s: expected a floating point tensor, got %s", name,
                            ember_dtype_name(t->dtype));
-    if (!(low <= high)) return ember__fail(EMBER_ERR_ARG, "uniform_: expected low <= high, got %g > %g", low, high);
-    return overwrite("uniform", t, EMBER__DRAW_UNIFORM, low, high);
+    return EMBER_OK;
 }
 
-int ember_normal_(ember_tensor *t, double mean, double std)
+int ember_uniform_gen_(ember_generator *g, ember_tensor *t, double low, double high)
 {
-    if (!t) return ember__fail(EMBER_ERR_ARG, "normal_: argument is NULL");
-    if (!ember__is_float(t->dtype))
-        return ember__fail(EMBER_ERR_DTYPE, "normal_: expected a floating point tensor, got %s",
-                           ember_dtype_name(t->dtype));
+    EMBER_TRY(need_float("uniform_", t));
+    if (!(low <= high)) return ember__fail(EMBER_ERR_ARG, "uniform_: expected low <= high, got %g > %g", low, high);
+    return overwrite(g, "uniform", t, EMBER__DRAW_UNIFORM, low, high);
+}
+
+int ember_normal_gen_(ember_generator *g, ember_tensor *t, double mean, double std)
+{
+    EMBER_TRY(need_float("normal_", t));
     if (!(std >= 0)) return ember__fail(EMBER_ERR_ARG, "normal_: expected std >= 0, got %g", std);
-    return overwrite("normal", t, EMBER__DRAW_NORMAL, mean, std);
+    return overwrite(g, "normal", t, EMBER__DRAW_NORMAL, mean, std);
+}
+
+int ember_uniform_(ember_tensor *t, double low, double high) { return ember_uniform_gen_(NULL, t, low, high); }
+int ember_normal_(ember_tensor *t, double mean, double std) { return ember_normal_gen_(NULL, t, mean, std); }
+
+int ember_exponential_gen_(ember_generator *g, ember_tensor *t, double lambd)
+{
+    EMBER_TRY(need_float("exponential_", t));
+    if (!(lambd > 0 && lambd < INFINITY))
+        return ember__fail(EMBER_ERR_ARG, "exponential_: expected a finite lambd > 0, got %g", lambd);
+    return overwrite(g, "exponential", t, EMBER__DRAW_EXPONENTIAL, lambd, 0);
+}
+
+int ember_geometric_gen_(ember_generator *g, ember_tensor *t, double p)
+{
+    if (!t) return ember__fail(EMBER_ERR_ARG, "geometric_: argument is NULL");
+    if (t->dtype == EMBER_BOOL)
+        return ember__fail(EMBER_ERR_DTYPE, "geometric_: expected a numeric tensor, got bool");
+    if (!(p > 0 && p <= 1)) return ember__fail(EMBER_ERR_ARG, "geometric_: expected 0 < p <= 1, got %g", p);
+    return overwrite(g, "geometric", t, EMBER__DRAW_GEOMETRIC, p, 0);
+}
+
+int ember_bernoulli_gen_(ember_generator *g, ember_tensor *t, double p)
+{
+    if (!t) return ember__fail(EMBER_ERR_ARG, "bernoulli_: argument is NULL");
+    if (!(p >= 0 && p <= 1)) return ember__fail(EMBER_ERR_ARG, "bernoulli_: expected 0 <= p <= 1, got %g", p);
+    return overwrite(g, "bernoulli", t, EMBER__DRAW_BERNOULLI, p, 0);
 }
 
 /* ------------------------------------------------------------------ ranges */

@@ -126,6 +126,12 @@ int main(void)
     uint64_t seed = 0, offset = 0;
     BAD(ember_get_rng_state(NULL, &offset));
     BAD(ember_get_rng_state(&seed, NULL));
+    BAD(ember_generator_new(1, NULL));
+    BAD(ember_generator_get_state(NULL, NULL, &offset));
+    BAD(ember_rand_gen(NULL, 2, s23, EMBER_FLOAT32, EMBER_CPU, NULL));
+    BAD(ember_exponential_gen_(NULL, NULL, 1));
+    BAD(ember_geometric_gen_(NULL, NULL, 0.5));
+    BAD(ember_bernoulli_gen_(NULL, NULL, 0.5));
     CHECK(o == NULL);
 
     /* ---- reading */

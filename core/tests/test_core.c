@@ -226,6 +226,44 @@ static void test_rng_state(void)
     ember_tensor_release(c);
 }
 
+/* a private generator: the same seed gives the default generator's stream,
+   its draws leave the default one where it was, and its state repeats */
+static void test_generator(void)
+{
+    const int64_t n[1] = {5};
+    ember_tensor *a = NULL, *b = NULL, *c = NULL, *e = NULL;
+    ember_generator *g = NULL;
+    uint64_t s0, o0, s1, o1, gs, go;
+    CHECK(ember_generator_new(11, &g) == EMBER_OK && g != NULL);
+    CHECK(ember_generator_initial_seed(g) == 11);
+    ember_manual_seed(4);
+    CHECK(ember_get_rng_state(&s0, &o0) == EMBER_OK);
+    CHECK(ember_rand_gen(g, 1, n, EMBER_FLOAT64, EMBER_CPU, &a) == EMBER_OK);
+    CHECK(ember_generator_get_state(g, &gs, &go) == EMBER_OK && gs == 11 && go == 3);
+    CHECK(ember_exponential_gen_(g, a, 2.0) == EMBER_OK);
+    CHECK(ember_geometric_gen_(g, a, 0.5) == EMBER_OK);
+    CHECK(ember_bernoulli_gen_(g, a, 0.5) == EMBER_OK);
+    CHECK(ember_get_rng_state(&s1, &o1) == EMBER_OK && s1 == s0 && o1 == o0);
+    ember_generator_set_state(g, 11, 0);
+    CHECK(ember_rand_gen(g, 1, n, EMBER_FLOAT64, EMBER_CPU, &b) == EMBER_OK);
+    ember_manual_seed(11);
+    CHECK(ember_rand(1, n, EMBER_FLOAT64, EMBER_CPU, &c) == EMBER_OK);
+    CHECK(memcmp(ember_tensor_data(b), ember_tensor_data(c), 5 * sizeof(double)) == 0);
+    CHECK(ember_generator_get_state(ember_default_generator(), &gs, &go) == EMBER_OK && gs == 11 && go == 3);
+    /* geometric draws of p = 1 are all 1; a bad probability is refused */
+    CHECK(ember_randint_gen(g, 0, 10, 1, n, EMBER_INT64, EMBER_CPU, &e) == EMBER_OK);
+    CHECK(ember_geometric_gen_(g, e, 1.0) == EMBER_OK);
+    for (int i = 0; i < 5; i++) CHECK(((const int64_t *)ember_tensor_data(e))[i] == 1);
+    CHECK(ember_geometric_gen_(g, e, 0.0) == EMBER_ERR_ARG);
+    CHECK(ember_exponential_gen_(g, e, 1.0) == EMBER_ERR_DTYPE);
+    ember_generator_free(g);
+    ember_generator_free(ember_default_generator());   /* never freed: a no-op */
+    ember_tensor_release(a);
+    ember_tensor_release(b);
+    ember_tensor_release(c);
+    ember_tensor_release(e);
+}
+
 int main(void)
 {
     test_creation();
@@ -234,6 +272,7 @@ int main(void)
     test_backward();
     test_budgeted_backward();
     test_rng_state();
+    test_generator();
     ember_memory_stats_t m;
     ember_memory_stats(&m);
     CHECK(m.live_tensors == 0);

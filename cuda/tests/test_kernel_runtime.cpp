@@ -43,6 +43,12 @@ static const random_case RANDOM_CASES[] = {
     {"randint", EMBER__DRAW_INT, EMBER_INT32, 3, 1000},
     {"randint", EMBER__DRAW_INT, EMBER_UINT8, 0, 256},
     {"randint", EMBER__DRAW_INT, EMBER_FLOAT32, -100, 200},
+    {"exponential_", EMBER__DRAW_EXPONENTIAL, EMBER_FLOAT32, 2, 0},
+    {"exponential_", EMBER__DRAW_EXPONENTIAL, EMBER_FLOAT64, 0.5, 0},
+    {"geometric_", EMBER__DRAW_GEOMETRIC, EMBER_INT64, 0.25, 0},
+    {"geometric_", EMBER__DRAW_GEOMETRIC, EMBER_FLOAT32, 0.9, 0},
+    {"bernoulli_", EMBER__DRAW_BERNOULLI, EMBER_FLOAT32, 0.3, 0},
+    {"bernoulli_", EMBER__DRAW_BERNOULLI, EMBER_UINT8, 0.7, 0},
 };
 
 /* the CPU's draw of case c into a fresh tensor of n elements */
@@ -56,6 +62,9 @@ static ember_tensor *cpu_draw(const random_case &c, int64_t n)
     else {
         OK(ember_empty(1, &n, c.dtype, EMBER_CPU, &t));
         if (!strcmp(c.name, "uniform_")) OK(ember_uniform_(t, c.a, c.b));
+        else if (!strcmp(c.name, "exponential_")) OK(ember_exponential_gen_(NULL, t, c.a));
+        else if (!strcmp(c.name, "geometric_")) OK(ember_geometric_gen_(NULL, t, c.a));
+        else if (!strcmp(c.name, "bernoulli_")) OK(ember_bernoulli_gen_(NULL, t, c.a));
         else OK(ember_normal_(t, c.a, c.b));
     }
     return t;

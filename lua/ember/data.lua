@@ -299,11 +299,12 @@ return function(ember)
   end
 
   -- ember.data.DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false, seed = ?,
-  --                            distributed = false, pin_memory = false})
+  --                            generator = ?, distributed = false, pin_memory = false})
   -- ds: a TensorDataset (batches cut from ds.x / ds.y), or any object with
   -- `#ds` or ds:size() and ds:get(i) (samples stacked). Without a seed, a
-  -- shuffling loader draws one from ember's generator (so ember.manual_seed
-  -- makes it reproducible). pin_memory: CPU batches in pinned memory where
+  -- shuffling loader draws one from opts.generator (an ember.Generator) or
+  -- else ember's default generator (so ember.manual_seed makes it
+  -- reproducible). pin_memory: CPU batches in pinned memory where
   -- CUDA can be used (ordinary ones where it cannot, as PyTorch's loader).
   function M.DataLoader(ds, opts)
     opts = opts or {}
@@ -331,8 +332,15 @@ return function(ember)
     if seed ~= nil and (type(seed) ~= "number" or seed ~= floor(seed) or seed < 0) then
       fail("DataLoader", "seed must be a non-negative integer, got " .. tostring(seed))
     end
+    local generator = opts.generator
+    if generator ~= nil and not ember.is_generator(generator) then
+      fail("DataLoader", "generator must be an ember.Generator, got " .. type(generator))
+    end
+    if generator ~= nil and seed ~= nil then
+      fail("DataLoader", "give a seed or a generator, not both")
+    end
     if seed == nil and opts.shuffle then
-      seed = ember.randint(0, 2 ^ 31, { 1 }):item()
+      seed = ember.randint(0, 2 ^ 31, { 1 }, { generator = generator }):item()
     end
     local rank, world
     if opts.distributed then

@@ -76,17 +76,25 @@ return function(ember, H)
     return wrap(out1[0])
   end
 
-  -- factories take an optional last {dtype =, device =} table
-  local function split_opts(...)
+  -- factories take an optional last {dtype =, device =} table (the random
+  -- ones also {generator =}, an ember.Generator: see random.lua)
+  local function split_opts(random, ...)
     local n = select("#", ...)
-    local last = select(n, ...)
-    if n > 0 and opts_of(last) then return last, n - 1 end
+    local last = n > 0 and select(n, ...) or nil
+    if n > 0 and (opts_of(last) or random and type(last) == "table" and not is_tensor(last)
+        and last.generator ~= nil) then
+      return last, n - 1
+    end
     return nil, n
   end
 
-  local function shape_factory(name, fn)
+  -- the C generator of a random factory's options, checking their keys
+  local RANDOM_OPTS = { dtype = true, device = true }
+  local function gen(name, opts) return H.gen_of(name, opts, RANDOM_OPTS) end
+
+  local function shape_factory(name, fn, random)
     ember[name] = function(...)
-      local opts, n = split_opts(...)
+      local opts, n = split_opts(random, ...)
       local first = ...
       local nd, s
       if n == 0 then fail(name, "expected a shape") end
@@ -108,14 +116,18 @@ return function(ember, H)
       if span > 2 ^ 50 then
         fail(name, "shape {" .. table.concat(sizes, ", ") .. "} is too large: its sizes multiply past 2^50 elements")
       end
-      return fn(nd, s, dt, dev)
+      return fn(nd, s, dt, dev, random and gen(name, opts))
     end
   end
   shape_factory("empty", function(nd, s, dt, dev) check(C.ember_empty(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
   shape_factory("zeros", function(nd, s, dt, dev) check(C.ember_full(nd, s, 0, dt, dev, out1)); return wrap(out1[0]) end)
   shape_factory("ones", function(nd, s, dt, dev) check(C.ember_full(nd, s, 1, dt, dev, out1)); return wrap(out1[0]) end)
-  shape_factory("rand", function(nd, s, dt, dev) check(C.ember_rand(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
-  shape_factory("randn", function(nd, s, dt, dev) check(C.ember_randn(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
+  shape_factory("rand", function(nd, s, dt, dev, g)
+    check(C.ember_rand_gen(g, nd, s, dt, dev, out1)); return wrap(out1[0])
+  end, true)
+  shape_factory("randn", function(nd, s, dt, dev, g)
+    check(C.ember_randn_gen(g, nd, s, dt, dev, out1)); return wrap(out1[0])
+  end, true)
 
   function ember.full(shape, value, opts)
     local nd, s = shape_arg("full", shape)
@@ -144,10 +156,14 @@ return function(ember, H)
   function ember.full_like(t, v, opts) return like("full_like", v)(t, opts) end
   function ember.empty_like(t, opts) return like("empty_like", 0)(t, opts) end
   function ember.rand_like(t, opts)
-    return ember.rand(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = t.device })
+    gen("rand_like", opts)
+    return ember.rand(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device,
+      generator = opts and opts.generator })
   end
   function ember.randn_like(t, opts)
-    return ember.randn(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = t.device })
+    gen("randn_like", opts)
+    return ember.randn(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device,
+      generator = opts and opts.generator })
   end
 
   local function is_int(x) return type(x) == "number" and x == floor(x) end
@@ -190,7 +206,32 @@ return function(ember, H)
     end
     local nd, s = shape_arg("randint", shape)
     local dt = opts and opts.dtype and dtype_id("randint", opts.dtype) or I64
-    check(C.ember_randint(low, high, nd, s, dt, device_id("randint", opts and opts.device), out1))
+    check(C.ember_randint_gen(gen("randint", opts), low, high, nd, s, dt, device_id("randint", opts and opts.device), out1))
+    return wrap(out1[0])
+  end
+
+  -- ember.randperm(n, opts?): a random permutation of 1..n (int64 unless
+  -- opts.dtype): a Fisher-Yates shuffle driven by n - 1 uniforms of the generator
+  function ember.randperm(n, opts)
+    if not is_int(n) or n < 0 or n > 2 ^ 53 then
+      fail("randperm", "expected a non-negative integer n, got " .. tostring(n))
+    end
+    local g = gen("randperm", opts)
+    local dt = opts and opts.dtype and dtype_id("randperm", opts.dtype) or I64
+    local dev = device_id("randperm", opts and opts.device)
+    local perm = ffi.new("double[?]", math.max(n, 1))
+    for i = 0, n - 1 do perm[i] = i + 1 end
+    if n > 1 then
+      local us = n - 1
+      check(C.ember_rand_gen(g, 1, ffi.new("int64_t[1]", us), F64, device_id("randperm", nil), out1))
+      local u = wrap(out1[0])
+      local up = ffi.cast("const double *", u:data_ptr())
+      for i = n - 1, 1, -1 do
+        local j = floor(up[n - 1 - i] * (i + 1))
+        perm[i], perm[j] = perm[j], perm[i]
+      end
+    end
+    check(C.ember_from_data(perm, F64, 1, ffi.new("int64_t[1]", n), dt, dev, out1))
     return wrap(out1[0])
   end
 

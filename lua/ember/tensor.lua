@@ -363,7 +363,42 @@ return function(ember)
     local f = index_fields[k]
     if f then return f(t) end
     if type(k) ~= "string" then return ember._index_read(t, k) end   -- brackets (indexing.lua)
-    return nil
+    return Tensor._miss(t, k)
+  end
+  -- A name no tensor has: private ones ('_' first) read as nil, any other
+  -- raises naming the closest methods, or what to write instead of a
+  -- PyTorch idiom that cannot work here. Only reached on a miss, so the
+  -- methods that exist pay nothing for it.
+  local IDIOMS = {
+    backward = "gradients come from a GradManager: write gm:backward(loss) (gm = ember.autodiff.GradManager(), "
+      .. "gm:attach(params), the forward pass inside gm:record() ... gm:release())",
+    requires_grad_ = "a GradManager tracks the tensors to differentiate: gm:attach(t)",
+    requires_grad = "a GradManager tracks the tensors to differentiate: gm:attach(t)",
+    numpy = "t:tolist() gives the values as nested Lua tables",
+    len = "#t does not reach a tensor in LuaJIT: write t:size(1)",
+    ndim = "t:dim() gives the number of dims",
+    T = "t:t() transposes a 2-D tensor; t:permute(dims) any other",
+  }
+  local method_names
+  function Tensor._miss(t, k)
+    if k:byte(1) == 95 and not IDIOMS[k] then return nil end
+    local suggest = require("ember.suggest")
+    local hint = IDIOMS[k]
+    if hint then
+      hint = ": " .. hint
+    else
+      if not method_names then
+        method_names = suggest.public_names(Tensor)
+        for f in pairs(index_fields) do method_names[#method_names + 1] = f end
+        for f in pairs(IDIOMS) do method_names[#method_names + 1] = f end
+      end
+      local near = suggest.closest(k, method_names)
+      hint = suggest.phrase(near)
+      for _, name in ipairs(near) do
+        if IDIOMS[name] then hint = hint .. "; " .. name .. ": " .. IDIOMS[name] end
+      end
+    end
+    errors.raise(("ember.Tensor: no method or field '%s'%s"):format(k, hint))
   end
   local function same_dims(a, b)
     local na, nb = C.ember_tensor_ndim(a), C.ember_tensor_ndim(b)

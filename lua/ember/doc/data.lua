@@ -25,8 +25,9 @@ A data set over tensors whose first dim indexes samples: `#ds`, `ds:get(i)`,
 ### `ember.data.DataLoader(ds, opts?)`
 Batches of a data set: `for x, y in loader:iter() do ... end`;
 `opts = {batch_size = 1, shuffle = false, drop_last = false, seed,
-distributed = false, pin_memory = false}`; `#loader` is the number of
-batches. With `pin_memory`, CPU batches come in pinned memory (for
+generator, distributed = false, pin_memory = false}`; `#loader` is the number of
+batches. A shuffling loader without a seed draws one from `generator` (an
+`ember.Generator`) or else from the default generator. With `pin_memory`, CPU batches come in pinned memory (for
 `x:to("cuda", {non_blocking = true})`) where CUDA can be used, and as
 ordinary tensors where it cannot (as PyTorch's loader does).
 

@@ -140,7 +140,14 @@ As the tensor methods.
 
 ### `ember.nn.functional.dropout(x, p?, training?)`
 Zeroes elements with probability `p` (0.5) and scales the rest by
-`1/(1-p)`; returns `x` when `training` is false.
+`1/(1-p)`; returns `x` when `training` is false. Also `dropout(x, {p =,
+training =, generator =})`: the mask drawn from an `ember.Generator`.
+
+### `ember.nn.functional.one_hot(t, num_classes?, opts?)`
+`t` (an integer tensor of 1-based class indices) as one-hot rows: `t`'s
+shape plus a last dim of `num_classes` (default -1: the largest index in
+`t`), 1 at each class. int64 as PyTorch's unless `opts = {dtype =}` (e.g.
+`"float32"`); an index outside `1..num_classes` raises.
 
 ### `ember.nn.functional.dropout1d(x, p?, training?, inplace?, opts?)`, `ember.nn.functional.dropout2d(x, p?, training?, inplace?, opts?)`
 Zeroes whole channels of `(N, C, L)` / `(C, L)` or `(N, C, H, W)` with

@@ -12,18 +12,20 @@ local M = {}
 
 -- the section files, in the order of docs/api.md
 M.SECTIONS = { "tensor", "ops", "tensorlib", "autodiff", "amp", "graph", "nn", "functional", "optim", "data",
-  "io", "distributed", "runtime", "loader" }
+  "io", "distributed", "distributions", "runtime", "loader" }
 
 -- Tables whose every public key is a public name, written "<path>.<key>"
 -- (plain tables of functions found in them, such as ember.io.json, too).
 M.TABLES = { "ember", "ember.linalg", "ember.nn", "ember.nn.functional", "ember.optim",
   "ember.optim.lr_scheduler", "ember.autodiff", "ember.amp", "ember.autodiff.graph", "ember.data", "ember.io",
-  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame" }
+  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame", "ember.distributions" }
 
 -- Classes whose methods are public names, written "<Class>:<method>": the
 -- class and the path of the table holding its methods.
 M.CLASSES = {
   { "Tensor", "ember.Tensor" },
+  { "Generator", "ember.Generator_class" },
+  { "Distribution", "ember.distributions.Distribution" },
   { "Module", "ember.nn.Module" },
   { "Optimizer", "ember.optim.Optimizer" },
   { "LRScheduler", "ember.optim.lr_scheduler.LRScheduler" },

@@ -401,4 +401,21 @@ Two numbers, `fan_in, fan_out = size(2) * r, size(1) * r`, `r` the product
 of the dims after the second (`{out, in}` for Linear, `{out, in / groups, kh,
 kw}` for Conv2d); 2 or more dims. PyTorch's private
 `_calculate_fan_in_and_fan_out`.
+
+## `ember.nn.utils`: parameter-list helpers
+
+PyTorch's `torch.nn.utils` helpers for a list of tensors (or a Module's
+`parameters()`).
+
+### `ember.nn.utils.parameters_to_vector(params)`
+The parameters flattened and concatenated in order into one 1-D tensor,
+with gradients to them; all must share a dtype and device.
+
+### `ember.nn.utils.vector_to_parameters(vec, params)`
+Copies consecutive slices of the 1-D `vec` into the parameters in place, in
+order, outside any recording; `vec` must hold exactly as many elements.
+
+### `ember.nn.utils.clip_grad_norm_(params, max_norm, norm_type?)`, `ember.nn.utils.clip_grad_value_(params, clip_value)`
+`ember.optim.clip_grad_norm` and `ember.optim.clip_grad_value` under
+PyTorch's names.
 ]==]

@@ -124,9 +124,21 @@ Sets every element to `value` (or 0); cuts the autograd history.
 Copies `src` (broadcast, converted to this dtype) into the tensor; the
 history comes from `src`.
 
-### `Tensor:uniform_(lo?, hi?)`, `Tensor:normal_(mean?, std?)`
+### `Tensor:uniform_(lo?, hi?, opts?)`, `Tensor:normal_(mean?, std?, opts?)`
 Refills the tensor from U[lo, hi) (default [0, 1)) or N(mean, std^2)
-(default N(0, 1)).
+(default N(0, 1)). `opts = {generator =}` draws from an `ember.Generator`.
+
+### `Tensor:exponential_(lambd?, opts?)`
+Refills a floating point tensor with exponential draws of rate `lambd`
+(default 1; mean 1/lambd).
+
+### `Tensor:geometric_(p, opts?)`
+Refills the tensor with the trial of the first success of probability `p`
+(1, 2, ...; mean 1/p), any numeric dtype.
+
+### `Tensor:bernoulli_(p?, opts?)`
+Refills the tensor with 1 with probability `p` (a number, default 0.5, or a
+tensor of probabilities broadcast to it) and 0 otherwise.
 
 ### `Tensor:sum(dim?, keepdim?)`, `ember.sum(t, dim?, keepdim?)`
 The sum over all elements (0-d), or over `dim` (a dim or a list of dims),

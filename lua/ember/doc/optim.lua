@@ -99,6 +99,36 @@ comes back to `initial_lr` first. With `cycle_momentum` the `momentum` (or
 `max_lr` and the momenta may be lists, one per group; a step past
 `total_steps` raises and changes nothing.
 
+### `ember.optim.lr_scheduler.ExponentialLR(opt, {gamma, last_epoch = -1})`
+`lr = initial_lr * gamma ^ epoch`.
+
+### `ember.optim.lr_scheduler.MultiStepLR(opt, {milestones, gamma = 0.1, last_epoch = -1})`
+`lr = initial_lr * gamma ^ k`, `k` the number of milestones (a list of
+epochs; a repeated one counts twice) at or before the epoch.
+
+### `ember.optim.lr_scheduler.PolynomialLR(opt, {total_iters = 5, power = 1, last_epoch = -1})`
+`lr = initial_lr * (1 - min(epoch, total_iters) / total_iters) ^ power`.
+
+### `ember.optim.lr_scheduler.LambdaLR(opt, {lr_lambda, last_epoch = -1})`
+`lr = initial_lr * lr_lambda(epoch)`; `lr_lambda` is a function or a list
+of them, one per group, returning a finite number. `state_dict` leaves the
+functions out (as PyTorch's leaves lambdas out): a loaded state keeps the
+scheduler's own.
+
+### `ember.optim.lr_scheduler.MultiplicativeLR(opt, {lr_lambda, last_epoch = -1})`
+`lr = initial_lr * lr_lambda(1) * ... * lr_lambda(epoch)`: PyTorch's
+`lr *= lr_lambda(epoch)` at each step, also after `step(epoch)` jumps.
+
+### `ember.optim.lr_scheduler.CyclicLR(opt, {base_lr, max_lr, step_size_up = 2000, step_size_down, mode = "triangular", gamma = 1, scale_fn, scale_mode = "cycle", cycle_momentum = true, base_momentum = 0.8, max_momentum = 0.9, last_epoch = -1})`
+Smith's cyclical lr, stepped every batch: from `base_lr` up to `max_lr` in
+`step_size_up` steps and back down in `step_size_down` (default the same),
+the height scaled by `mode` (`"triangular"`: 1, `"triangular2"`: halved each
+cycle, `"exp_range"`: `gamma ^ step`) or by `scale_fn(cycle or step)` with
+`scale_mode`. With `cycle_momentum` (the optimizer needs a `momentum`
+option) the momentum moves the other way between `max_momentum` and
+`base_momentum`. The lrs and momenta may be lists, one per group; as
+PyTorch's, construction sets each group's lr to `base_lr`.
+
 ### `ember.optim.lr_scheduler.SequentialLR(opt, schedulers, milestones)`
 `schedulers[1]` (each made on `opt`) sets the lrs until epoch
 `milestones[1]`, where `schedulers[2]` starts at its own epoch 0, and so on;

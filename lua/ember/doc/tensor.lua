@@ -47,10 +47,61 @@ The `n` x `m` identity matrix (`m` defaults to `n`).
 
 ### `ember.rand(shape, opts?)`, `ember.randn(shape, opts?)`
 Samples from U[0, 1) or N(0, 1) drawn from ember's Philox generator.
+Every random function takes `opts.generator`, an `ember.Generator`, to draw
+from it instead of the default generator.
 
 ### `ember.randint(low, high, shape, opts?)`
 Integers uniformly from `low` to `high - 1` (int64 unless `opts.dtype`);
 `randint(high, shape)` starts at 0.
+
+### `ember.randperm(n, opts?)`
+A random permutation of `1..n` (int64 unless `opts.dtype`); `opts =
+{dtype =, device =, generator =}`.
+
+### `ember.bernoulli(p, opts?)`, `ember.bernoulli(t, p, opts?)`, `Tensor:bernoulli(p?, opts?)`
+1 with probability `p` and 0 otherwise, elementwise for a floating point
+tensor of probabilities (in its dtype); with a tensor `t` and a number `p`,
+`t`'s shape and dtype. Probabilities outside [0, 1] raise. No gradient.
+`opts = {generator =}`.
+
+### `ember.multinomial(probs, n, opts?)`, `Tensor:multinomial(n, opts?)`
+`n` 1-based category indices (int64) drawn with the weights in each row of
+`probs` (1-D, or 2-D for a row each; non-negative and finite, not
+necessarily summing to 1). `opts = {replacement = false, generator =}`:
+without replacement a row needs `n` categories of positive weight, and each
+draw is made among the categories left, as PyTorch's.
+
+### `ember.Generator(seed?)`, `ember.Generator{seed =, device =}`
+A random number generator of its own: a Philox stream (a seed and a counter)
+held in C, which the random functions draw from when given
+`{generator = g}`, leaving every other stream where it was. The seed
+defaults to PyTorch's default, 67280421310721. One generator serves every
+device (CUDA draws come from the same Philox stream), so `device` is only
+checked to be one ember knows.
+
+### `ember.default_generator`
+The process's generator (the one `manual_seed` seeds), as a Generator.
+
+### `ember.is_generator(x)`
+True when `x` is an `ember.Generator`.
+
+## `ember.Generator_class`: what ember.Generator returns
+
+`tostring(g)` shows its seed and offset.
+
+### `Generator:manual_seed(seed)`
+Seeds the generator and starts its stream over; returns it.
+
+### `Generator:seed()`
+Seeds the generator from the clock and returns the seed.
+
+### `Generator:initial_seed()`
+The seed last given to the generator.
+
+### `Generator:get_state()`, `Generator:set_state(state)`
+The state `{seed = n, offset = m}` (the Philox seed and the next unused
+counter block), and its restoring: the draws after `set_state` repeat those
+made after the state was read.
 
 ### `ember.manual_seed(seed)`
 Seeds the generator: the same seed gives the same numbers on every run and
@@ -86,7 +137,12 @@ unary `-` work elementwise with broadcasting, numbers on either side;
 `a == b` compares identity (elementwise: `a:eq(b)`). Brackets follow Torch7:
 `x[i]` selects along dim 1, `x[{i, j}]` with every dim given is a Lua number,
 `x[{{}, {2, 4}}]` a range view, `x[mask]` and `x[idx]` gather, and
-assignment writes in place (docs/indexing.md). `#t` is the size of dim 1.
+assignment writes in place (docs/indexing.md). LuaJIT (Lua 5.1) never
+calls a table's `__len`, `__lt` or `__le`, so `#t` is not the size of a
+tensor (write `t:size(1)`) and `t < x` raises (write `t:lt(x)`, `t:le(x)`,
+`t:gt(x)`, `t:ge(x)`). Reading a method or field that tensors do not have
+raises with the closest names; `t:backward()` says to write
+`gm:backward(t)` (docs/pytorch_users.md).
 `tostring(t)` lays the numbers out as PyTorch does (one format for all,
 rows wrapped at 80 columns, more than 1000 elements summarised with the first
 and last 3 of each dim) and ends with the dtype and shape:

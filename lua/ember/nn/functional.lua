@@ -168,17 +168,54 @@ function F.silu(x) return x:silu() end
 function F.softmax(x, dim) return x:softmax(dim) end
 function F.log_softmax(x, dim) return x:log_softmax(dim) end
 
--- F.dropout(x, p = 0.5, training = true); also F.dropout(x, {p =, training =})
+-- F.dropout(x, p = 0.5, training = true); also F.dropout(x, {p =, training =,
+-- generator =}) and F.dropout(x, p, {training =, generator =})
+local DROPOUT_OPTS = { p = true, training = true, generator = true }
 function F.dropout(x, p, training)
-  if type(p) == "table" then p, training = p.p, p.training end
-  if type(training) == "table" then training = training.training end
+  local generator
+  if type(p) == "table" then
+    opts_of("dropout", p, DROPOUT_OPTS)
+    p, training, generator = p.p, p.training, p.generator
+  end
+  if type(training) == "table" then
+    opts_of("dropout", training, { training = true, generator = true })
+    training, generator = training.training, training.generator
+  end
   p = p == nil and 0.5 or p
   if type(p) ~= "number" or not (p >= 0 and p <= 1) then fail("dropout", "p must be in [0, 1], got %s", tostring(p)) end
   need_tensor("dropout", "input", x)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
-  local keep = ember.rand_like(x):ge(p)   -- drawn from the seeded generator
+  local keep = ember.rand_like(x, { generator = generator }):ge(p)   -- the seeded generator, or opts.generator
   return x * keep:to(x.dtype) * (1 / (1 - p))
+end
+
+-- F.one_hot(t, num_classes = -1, {dtype = "int64"}): t holds 1-based class
+-- indices (an integer tensor); the result has t's shape and one more last
+-- dim of num_classes (max(t) when -1), 1 at each class and 0 elsewhere
+local ONE_HOT_OPTS = { dtype = true }
+function F.one_hot(t, num_classes, opts)
+  if type(num_classes) == "table" then num_classes, opts = nil, num_classes end
+  opts = opts_of("one_hot", opts, ONE_HOT_OPTS)
+  need_tensor("one_hot", "input", t)
+  if t.dtype ~= "int64" and t.dtype ~= "int32" and t.dtype ~= "uint8" then
+    fail("one_hot", "expected an integer tensor of class indices, got %s", t.dtype)
+  end
+  num_classes = num_classes == nil and -1 or num_classes
+  if type(num_classes) ~= "number" or num_classes ~= math.floor(num_classes) or (num_classes < 1 and num_classes ~= -1) then
+    fail("one_hot", "num_classes must be a positive integer or -1, got %s", tostring(num_classes))
+  end
+  local n = t:numel()
+  local lo, hi = n > 0 and t:min():item() or 1, n > 0 and t:max():item() or 0
+  if num_classes == -1 then
+    if n == 0 then fail("one_hot", "cannot infer num_classes from an empty tensor; pass it") end
+    num_classes = hi
+  end
+  if n > 0 and (lo < 1 or hi > num_classes) then
+    fail("one_hot", "class indices must lie in 1..%d, got values in %d..%d", num_classes, lo, hi)
+  end
+  local classes = ember.arange(1, num_classes + 1, { dtype = t.dtype, device = t.device })
+  return t:unsqueeze(-1):eq(classes):to(opts.dtype or "int64")
 end
 
 ---------------------------------------------------------------- normalisation

@@ -1033,6 +1033,7 @@ for _, file in ipairs({ "loss", "conv", "norm", "resize", "activation", "pool", 
   require("ember.nn." .. file).register(nn)   -- nn.MSELoss, nn.Conv1d, ...
 end
 nn.init = require("ember.nn.initializers")
+nn.utils = require("ember.nn.utils")
 -- RNN, LSTM, GRU and their cells (nn/rnn.lua), built on the helpers above
 require("ember.nn.rnn")(nn, { check_int = check_int, check_opts = check_opts, uniform = uniform, need_input = need_input })
 -- MultiheadAttention, the Transformer layers and stacks, nn.causal_mask (nn/transformer.lua)

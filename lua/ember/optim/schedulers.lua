@@ -1,5 +1,6 @@
--- ember.optim.lr_scheduler: LinearLR and OneCycleLR (closed forms on the
--- machinery in optim.lua), SequentialLR (hands the epochs to one scheduler
+-- ember.optim.lr_scheduler: LinearLR, OneCycleLR, ExponentialLR,
+-- MultiStepLR, PolynomialLR, LambdaLR, MultiplicativeLR and CyclicLR
+-- (closed forms on the machinery in optim.lua), SequentialLR (hands the epochs to one scheduler
 -- after another) and ReduceLROnPlateau (lowers the lr when a metric stalls),
 -- with PyTorch 1.13's arguments, defaults and values.
 local ember = require("ember")
@@ -372,5 +373,184 @@ return function(optim, I)
     self.last_epoch = s.last_epoch
     self._milestones = copy_value(s._milestones or self._milestones)
     self._last_lr = copy_value(s._last_lr or self._last_lr)
+  end
+
+  ---------------------------------------------------------------- ExponentialLR, MultiStepLR, PolynomialLR
+  local function nonneg(v)
+    if not nonneg_number(v) then return "must be a non-negative number" end
+  end
+  -- lr = base_lr * gamma ^ epoch
+  lr_scheduler.ExponentialLR = I.sched_class("ExponentialLR", {
+    { "gamma", nil, nonneg },
+  }, function(self, base, epoch) return base * self.gamma ^ epoch end)
+
+  -- a sorted copy of a list of non-negative integer epochs (repeats count
+  -- twice, as PyTorch's Counter of milestones)
+  local function milestone_list(v)
+    if type(v) ~= "table" or ember.is_tensor(v) then return "must be a list of epochs" end
+    for i = 1, #v do
+      if not (finite(v[i]) and v[i] >= 0 and v[i] == floor(v[i])) then
+        return "must be a list of non-negative integer epochs"
+      end
+    end
+  end
+  -- lr = base_lr * gamma ^ (the number of milestones <= epoch)
+  lr_scheduler.MultiStepLR = I.sched_class("MultiStepLR", {
+    { "milestones", nil, milestone_list },
+    { "gamma", 0.1, nonneg },
+  }, function(self, base, epoch)
+    return base * self.gamma ^ passed(self._sorted, epoch)
+  end, function(self)
+    self.milestones = copy_value(self.milestones)
+    self._sorted = copy_value(self.milestones)
+    table.sort(self._sorted)
+  end)
+  -- the milestones of a loaded state are sorted again
+  function lr_scheduler.MultiStepLR:load_state_dict(s)
+    Scheduler.load_state_dict(self, s)
+    self.milestones = copy_value(self.milestones)
+    self._sorted = copy_value(self.milestones)
+    table.sort(self._sorted)
+  end
+
+  -- lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ^ power
+  lr_scheduler.PolynomialLR = I.sched_class("PolynomialLR", {
+    { "total_iters", 5, I.positive_int },
+    { "power", 1, function(v) if not finite(v) then return "must be a number" end end },
+  }, function(self, base, epoch)
+    return base * (1 - min(epoch, self.total_iters) / self.total_iters) ^ self.power
+  end)
+
+  ---------------------------------------------------------------- LambdaLR, MultiplicativeLR
+  -- a function, or a list of functions with one per parameter group
+  local function fn_or_list(v)
+    if type(v) == "function" then return end
+    if type(v) == "table" and #v > 0 then
+      for i = 1, #v do if type(v[i]) ~= "function" then return "must be a function or a list of functions" end end
+      return
+    end
+    return "must be a function or a list of functions, one for each parameter group"
+  end
+  local function lambda_of(self, gi)
+    local f = self.lr_lambda
+    return type(f) == "table" and f[gi] or f
+  end
+  local function lambda_value(self, gi, epoch)
+    local v = lambda_of(self, gi)(epoch)
+    if not finite(v) then
+      fail(self._name, "lr_lambda(%d) for group %d returned %s; expected a finite number", epoch, gi, show(v))
+    end
+    return v
+  end
+  local function lambda_setup(self, opt)
+    per_group(self._name, "lr_lambda", self.lr_lambda, #opt.param_groups)
+  end
+  -- the state without the functions (PyTorch leaves lambdas out too): a
+  -- loaded state keeps the scheduler's own functions
+  local function lambda_state(self)
+    local s = Scheduler.state_dict(self)
+    s.lr_lambda = nil
+    return s
+  end
+
+  -- lr = base_lr * lr_lambda(epoch)
+  lr_scheduler.LambdaLR = I.sched_class("LambdaLR", {
+    { "lr_lambda", nil, fn_or_list },
+  }, function(self, base, epoch, gi)
+    return base * lambda_value(self, gi, epoch)
+  end, lambda_setup)
+  lr_scheduler.LambdaLR.state_dict = lambda_state
+
+  -- lr = base_lr * lr_lambda(1) * ... * lr_lambda(epoch): PyTorch's
+  -- lr <- lr * lr_lambda(epoch) from epoch 1 on, as a product kept per group
+  -- (recomputed from epoch 1 when step jumps)
+  lr_scheduler.MultiplicativeLR = I.sched_class("MultiplicativeLR", {
+    { "lr_lambda", nil, fn_or_list },
+  }, function(self, base, epoch, gi)
+    self._prod = self._prod or {}
+    local p = self._prod[gi]
+    if p == nil or p.epoch > epoch then p = { epoch = 0, value = 1 } end
+    for e = p.epoch + 1, epoch do p.value = p.value * lambda_value(self, gi, e) end
+    p.epoch = epoch
+    self._prod[gi] = p
+    return base * p.value
+  end, lambda_setup)
+  lr_scheduler.MultiplicativeLR.state_dict = lambda_state
+
+  ---------------------------------------------------------------- CyclicLR
+  -- Smith's cyclical lr: from base_lr up to max_lr in step_size_up
+  -- iterations and back in step_size_down (default the same), scaled per
+  -- cycle ("triangular": 1, "triangular2": halved each cycle) or per
+  -- iteration ("exp_range": gamma ^ iteration); momentum moves the other way
+  -- between max_momentum and base_momentum. As PyTorch's, it sets each
+  -- group's lr to base_lr (and momentum to base_momentum) at the start.
+  local CYCLIC_SCALE = {
+    triangular = { function() return 1 end, "cycle" },
+    triangular2 = { function(_, x) return 1 / 2 ^ (x - 1) end, "cycle" },
+    exp_range = { function(self, x) return self.gamma ^ x end, "iterations" },
+  }
+  local function cyclic_factor(self, epoch)
+    local up = self.step_size_up
+    local total = up + (self.step_size_down or up)
+    local ratio = up / total
+    local cycle = floor(1 + epoch / total)
+    local x = 1 + epoch / total - cycle
+    local f = x <= ratio and x / ratio or (x - 1) / (ratio - 1)
+    local scale, by = CYCLIC_SCALE[self.mode][1], CYCLIC_SCALE[self.mode][2]
+    if self.scale_fn then scale, by = function(_, v) return self.scale_fn(v) end, self.scale_mode end
+    return f, scale(self, by == "cycle" and cycle or epoch)
+  end
+  local CyclicLR = I.sched_class("CyclicLR", {
+    { "base_lr", nil, number_or_list(nonneg_number, "a non-negative number") },
+    { "max_lr", nil, number_or_list(nonneg_number, "a non-negative number") },
+    { "step_size_up", 2000, I.positive_int },
+    { "step_size_down", nil, optional_positive_int },
+    { "mode", "triangular", one_of("triangular", "triangular2", "exp_range") },
+    { "gamma", 1, positive },
+    { "scale_fn", nil, function(v) if v ~= nil and type(v) ~= "function" then return "must be a function" end end },
+    { "scale_mode", "cycle", one_of("cycle", "iterations") },
+    { "cycle_momentum", true, I.boolean },
+    { "base_momentum", 0.8, number_or_list(finite, "a number") },
+    { "max_momentum", 0.9, number_or_list(finite, "a number") },
+  }, function(self, _, epoch, gi)
+    local f, scale = cyclic_factor(self, epoch)
+    local lo = pick(self.base_lr, gi)
+    return lo + (pick(self.max_lr, gi) - lo) * f * scale
+  end, function(self, opt, last_epoch)
+    local name, n = "CyclicLR", #opt.param_groups
+    local lrs = per_group(name, "base_lr", self.base_lr, n)
+    per_group(name, "max_lr", self.max_lr, n)
+    if self.cycle_momentum then
+      if opt.defaults.momentum == nil then
+        fail(name, "cycle_momentum needs an optimizer with a momentum option (%s has none); "
+          .. "pass cycle_momentum = false", tostring((getmetatable(opt) or {})._name))
+      end
+      local ms = per_group(name, "base_momentum", self.base_momentum, n)
+      per_group(name, "max_momentum", self.max_momentum, n)
+      if last_epoch == -1 then
+        for gi, g in ipairs(opt.param_groups) do g.momentum = ms[gi] end
+      end
+    end
+    if last_epoch == -1 then
+      for gi, g in ipairs(opt.param_groups) do g.lr, g.initial_lr = lrs[gi], lrs[gi] end
+    end
+  end)
+  lr_scheduler.CyclicLR = CyclicLR
+  CyclicLR.state_dict = function(self)
+    local s = Scheduler.state_dict(self)
+    s.scale_fn = nil
+    return s
+  end
+
+  -- as Scheduler:step, and sets each group's momentum when cycle_momentum
+  function CyclicLR:step(epoch)
+    Scheduler.step(self, epoch)
+    if self.cycle_momentum then
+      local f, scale = cyclic_factor(self, self.last_epoch)
+      for gi, g in ipairs(self.optimizer.param_groups) do
+        local hi = pick(self.max_momentum, gi)
+        g.momentum = hi - (hi - pick(self.base_momentum, gi)) * f * scale
+      end
+    end
   end
 end
