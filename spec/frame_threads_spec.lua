@@ -1,5 +1,6 @@
--- The thread policy (docs/frame_loop.md, "Threads"): "auto" by default,
--- fixed by set_num_threads(n), back with set_num_threads("auto"); small jobs
+-- The thread policy (docs/frame_loop.md, "Threads"): fixed at every usable
+-- CPU by default (runs repeat to the bit), another count with
+-- set_num_threads(n), "auto" with set_num_threads("auto"); under auto small jobs
 -- run on the calling thread; results do not depend on the setting.
 local H = require("helpers")
 local ember = H.ember
@@ -23,10 +24,10 @@ describe("thread policy", function()
     if was_auto then ember.set_num_threads("auto") else ember.set_num_threads(threads_before) end
   end)
 
-  it("is auto by default, fixed by set_num_threads(n), auto again with \"auto\"", function()
+  it("is fixed at the usable CPUs by default, set by set_num_threads(n), auto with \"auto\"", function()
     local out = child([[local e = require("ember"); local s = e.thread_stats()
       io.write(s.policy, " ", s.threads, " ", tostring(s.threads == e.get_num_threads()))]])
-    assert.matches("^auto %d+ true$", out)
+    assert.matches("^fixed %d+ true$", out)
     out = child([[local e = require("ember"); local s = e.thread_stats(); io.write(s.policy, " ", s.threads)]],
       "EMBER_NUM_THREADS=1")
     assert.are.equal("fixed 1", out)

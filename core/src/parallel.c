@@ -18,10 +18,12 @@
    starts a pool of its own when it first needs one.
 
    How many threads a job takes is the thread policy's (below, and
-   docs/frame_loop.md, "Threads"): by default ("auto") a job runs on the
-   calling thread when it is small, or when the machine has no core to spare
-   for a worker (a host's busy thread, another process), or when workers
-   came late to the last jobs; ember_set_num_threads(n) fixes the count. */
+   docs/frame_loop.md, "Threads"): by default every job large enough for its
+   grain takes the pool's count, so a run repeats to the bit; under "auto"
+   (ember_set_num_threads_auto, EMBER_NUM_THREADS=auto) a job runs on the
+   calling thread when it is small, or when the machine has no core to
+   spare for a worker (a host's busy thread, another process), or when
+   workers came late to the last jobs. */
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "internal.h"
 
@@ -29,6 +31,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +143,9 @@ static void forget_pool_in_child(void)
 }
 
 /* ------------------------------------------------------------------ thread policy */
-/* Policy "auto" (the default) decides per job, in ember__job_threads:
+/* Policy "auto" (ember_set_num_threads_auto or EMBER_NUM_THREADS=auto;
+   the default is a fixed count, start_default_pool says why) decides per
+   job, in ember__job_threads:
    - a job of fewer than SMALL_WORK multiply-adds or element operations runs
      on the calling thread: a few microseconds of work cannot pay for a
      fork and join (2-5 us with the team awake, 60-70 us to wake it);
@@ -363,20 +368,20 @@ static void start_pool(int want)
 }
 
 /* EMBER_NUM_THREADS=n (a whole number >= 1) fixes the count (as
-   ember_set_num_threads(n)); unset, "auto" or anything else, the pool is as
-   large as the CPUs this process may use, under the auto policy (the Lua
-   package refuses any other value when it loads). */
+   ember_set_num_threads(n)); "auto" turns the auto policy on over a pool as
+   large as the CPUs this process may use; unset (or anything else: the Lua
+   package refuses other values when it loads), the count is fixed at that
+   size. Fixed is the default because the auto policy's count follows the
+   machine's load, and oneDNN's rounding follows the count: two runs of the
+   same script would differ in the last bits (docs/frame_loop.md, "Threads"). */
 static void start_default_pool(void)
 {
     const char *env = getenv("EMBER_NUM_THREADS");
     char *end = NULL;
     long want = env ? strtol(env, &end, 10) : 0;
-    if (env && end != env && *end == 0 && want > 0) {
-        atomic_store(&policy_fixed, 1);
-        start_pool((int)want);
-    } else {
-        start_pool(usable_cpus());
-    }
+    bool want_auto = env && strcmp(env, "auto") == 0;
+    atomic_store(&policy_fixed, want_auto ? 0 : 1);
+    start_pool(env && end != env && *end == 0 && want > 0 ? (int)want : usable_cpus());
 }
 
 static void ensure_pool(void)

@@ -19,15 +19,16 @@ limit; `nil` removes the limit.
 Returns the allocator's cached blocks to the system.
 
 ### `ember.set_num_threads(n)`, `ember.get_num_threads()`
-The threads of ember's kernels (and of OpenBLAS). By default (`"auto"`)
-a job takes up to `get_num_threads()` threads (the CPUs the process may
-use), but runs on the calling thread when it is small, when no core is
-spare (a host's busy thread, another busy process) or while workers have
-lately come late; `set_num_threads(n)` (a whole number from 1 to the
-maximum, or `EMBER_NUM_THREADS=n`) gives every job `n` (`EMBER_NUM_THREADS`
-may also be `auto`; any other value makes `require("ember")` raise);
-`set_num_threads("auto")` goes back to the default (docs/frame_loop.md,
-"Threads").
+The threads of ember's kernels (and of OpenBLAS). By default every job
+large enough for its grain takes `get_num_threads()` threads (the CPUs the
+process may use), so runs repeat to the bit; `set_num_threads(n)` (a whole
+number from 1 to the maximum, or `EMBER_NUM_THREADS=n`) gives every job
+`n`. `set_num_threads("auto")` (or `EMBER_NUM_THREADS=auto`; any other value
+makes `require("ember")` raise) turns on the policy for hosts and busy
+machines: a job runs on the calling thread when it is small, when no core
+is spare (a host's busy thread, another busy process) or while workers have
+lately come late, and results may then differ in the last bits from run to
+run (docs/frame_loop.md, "Threads").
 
 ### `ember.thread_stats()`
 `{policy, threads, max_threads, spare, online_cpus, jobs_parallel,
