@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,24 +64,63 @@ static void choose_library_env(char **argv)
 }
 
 /* ------------------------------------------------------------------ Ctrl-C */
-/* While Lua runs, SIGINT sets a count hook and the hook raises "interrupted"
-   at the next Lua instruction (lua.c's approach: lua_sethook is safe from a
-   signal handler). JIT-compiled loops and C calls do not reach the hook until
-   they end; a second Ctrl-C before the hook runs restores the default
-   action, so a third one ends the process. */
+/* While Lua runs, SIGINT sets a count hook (lua.c's approach: lua_sethook is
+   safe from a signal handler) and the hook raises "interrupted" at the next
+   instruction of the user's code. Inside ember's own Lua code (the package's
+   files, the functions it generates, the CLI's and ember_lua's chunks) the
+   hook only returns and stays armed: that code hands C references around
+   (an op's result between the C call and its wrapper, the slot table, a
+   backward run between begin and end), and an error raised between two of
+   its statements leaked or corrupted them. Finalizers and collection steps
+   never see the hook (LuaJIT runs __gc with hooks off). JIT-compiled loops
+   and C calls do not reach the hook until they end; a second Ctrl-C before
+   the hook raised restores the default action, so a third one ends the
+   process. The handler only touches the hook from the thread running Lua:
+   caught on another thread (an OpenBLAS or OpenMP worker), the signal is
+   passed on to it. */
 static lua_State *volatile running_L;
+static pthread_t lua_thread;
 static volatile sig_atomic_t hook_pending, sigint_seen;
+static char pkg_prefix[4096];   /* chunk names of the package's files start with this */
+
+/* Whether the innermost Lua function running is ember's own (C functions it
+   calls, collectgarbage say, count as their Lua caller). */
+static int in_ember_code(lua_State *L)
+{
+    lua_Debug ar;
+    for (int level = 0; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "S", &ar)) return 0;
+        if (ar.what && strcmp(ar.what, "C") == 0) continue;
+        const char *src = ar.source ? ar.source : "";
+        return strncmp(src, "=ember/", 7) == 0 || strncmp(src, "=[ember", 7) == 0 ||
+               (pkg_prefix[0] && strncmp(src, pkg_prefix, strlen(pkg_prefix)) == 0);
+    }
+    return 0;
+}
 
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
+    if (in_ember_code(L)) return;   /* deferred: the hook fires again at the next instruction */
     lua_sethook(L, NULL, 0, 0);
     hook_pending = 0;
-    luaL_error(L, "interrupted");
+    luaL_where(L, 0);   /* a C hook adds no frame: level 0 is the interrupted function */
+    lua_pushfstring(L, "%sinterrupted", lua_tostring(L, -1));
+    lua_error(L);
+}
+
+static void arm_hook(void)
+{
+    hook_pending = 1;
+    lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 static void on_sigint_running(int sig)
 {
+    if (!pthread_equal(pthread_self(), lua_thread)) {   /* a worker thread caught it */
+        pthread_kill(lua_thread, sig);
+        return;
+    }
     if (hook_pending) {
         static const char msg[] =
             "\nember: busy in compiled code or C; Ctrl-C again ends the process\n";
@@ -89,8 +129,7 @@ static void on_sigint_running(int sig)
         signal(sig, SIG_DFL);
         return;
     }
-    hook_pending = 1;
-    lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    arm_hook();
 }
 
 static void on_sigint_idle(int sig)
@@ -107,6 +146,23 @@ static void set_sigint(void (*fn)(int))
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;   /* no SA_RESTART: a blocking read returns EINTR */
     sigaction(SIGINT, &sa, NULL);
+}
+
+/* The package's chunk-name prefix (ember.errors.source_prefix), read once it is loaded. */
+static void find_package_prefix(lua_State *L)
+{
+    if (pkg_prefix[0]) return;
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "ember.errors");
+        if (lua_istable(L, -1)) {
+            lua_getfield(L, -1, "source_prefix");
+            const char *s = lua_tostring(L, -1);
+            if (s && s[0] == '@' && strlen(s) < sizeof pkg_prefix) strcpy(pkg_prefix, s);
+        }
+    }
+    lua_settop(L, top);
 }
 
 void cli_catch_sigint(void) { set_sigint(on_sigint_idle); }
@@ -135,9 +191,16 @@ int cli_docall(lua_State *L, int narg, int nres)
     int base = lua_gettop(L) - narg;
     lua_pushcfunction(L, msghandler);
     lua_insert(L, base);
+    find_package_prefix(L);
     running_L = L;
+    lua_thread = pthread_self();
     hook_pending = 0;
     set_sigint(on_sigint_running);
+    /* a Ctrl-C since the prompt (or during start-up) interrupts this chunk */
+    if (sigint_seen) {
+        sigint_seen = 0;
+        if (!hook_pending) arm_hook();
+    }
     int status = lua_pcall(L, narg, nres, base);
     set_sigint(on_sigint_idle);
     lua_sethook(L, NULL, 0, 0);   /* a Ctrl-C that came too late to raise */
