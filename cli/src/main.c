@@ -4,6 +4,7 @@
    libember_lua (ember_lua.c); this file is only the command line. */
 #include "cli.h"
 #include "ember_lua.h"
+#include "interrupt.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -80,28 +81,14 @@ static void choose_library_env(char **argv)
    passed on to it. */
 static lua_State *volatile running_L;
 static pthread_t lua_thread;
-static volatile sig_atomic_t hook_pending, sigint_seen;
-static char pkg_prefix[4096];   /* chunk names of the package's files start with this */
-
-/* Whether the innermost Lua function running is ember's own (C functions it
-   calls, collectgarbage say, count as their Lua caller). */
-static int in_ember_code(lua_State *L)
-{
-    lua_Debug ar;
-    for (int level = 0; lua_getstack(L, level, &ar); level++) {
-        if (!lua_getinfo(L, "S", &ar)) return 0;
-        if (ar.what && strcmp(ar.what, "C") == 0) continue;
-        const char *src = ar.source ? ar.source : "";
-        return strncmp(src, "=ember/", 7) == 0 || strncmp(src, "=[ember", 7) == 0 ||
-               (pkg_prefix[0] && strncmp(src, pkg_prefix, strlen(pkg_prefix)) == 0);
-    }
-    return 0;
-}
-
+static volatile sig_atomic_t hook_pending, hook_flushed, sigint_seen;
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    if (in_ember_code(L)) return;   /* deferred: the hook fires again at the next instruction */
+    if (interrupt_in_ember_code(L)) {   /* deferred: the hook fires again at the next instruction */
+        interrupt_defer(L, &hook_flushed);
+        return;
+    }
     lua_sethook(L, NULL, 0, 0);
     hook_pending = 0;
     luaL_where(L, 0);   /* a C hook adds no frame: level 0 is the interrupted function */
@@ -112,6 +99,7 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
 static void arm_hook(void)
 {
     hook_pending = 1;
+    hook_flushed = 0;
     lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -151,15 +139,14 @@ static void set_sigint(void (*fn)(int))
 /* The package's chunk-name prefix (ember.errors.source_prefix), read once it is loaded. */
 static void find_package_prefix(lua_State *L)
 {
-    if (pkg_prefix[0]) return;
+    if (interrupt_pkg_prefix[0]) return;
     int top = lua_gettop(L);
     lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
     if (lua_istable(L, -1)) {
         lua_getfield(L, -1, "ember.errors");
         if (lua_istable(L, -1)) {
             lua_getfield(L, -1, "source_prefix");
-            const char *s = lua_tostring(L, -1);
-            if (s && s[0] == '@' && strlen(s) < sizeof pkg_prefix) strcpy(pkg_prefix, s);
+            interrupt_set_prefix(lua_tostring(L, -1));
         }
     }
     lua_settop(L, top);
