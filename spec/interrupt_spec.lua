@@ -41,6 +41,9 @@ local function interrupt_once(dir, argv, env, delay)
   local sh = table.concat({
     "unset EMBER_LIB",
     env or "",
+    -- removed first: a "ready" left by the previous run would send SIGINT
+    -- before the program catches it (a background job starts with it ignored)
+    "rm -f " .. U.quote(dir .. "/out") .. " " .. U.quote(dir .. "/err") .. " " .. U.quote(dir .. "/rc"),
     table.concat(q, " ") .. " > " .. U.quote(dir .. "/out") .. " 2> " .. U.quote(dir .. "/err") .. " &",
     "pid=$!",
     "i=0; until grep -q ready " .. U.quote(dir .. "/out") .. " 2>/dev/null || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done",

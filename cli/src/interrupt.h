@@ -7,8 +7,6 @@
 #define EMBER_CLI_INTERRUPT_H
 
 #include <lua.h>
-#include <luajit.h>
-#include <signal.h>
 #include <string.h>
 
 /* chunk names of the package's files start with this (ember.errors.source_prefix) */
@@ -35,21 +33,6 @@ static int interrupt_in_ember_code(lua_State *L)
                 strncmp(src, interrupt_pkg_prefix, strlen(interrupt_pkg_prefix)) == 0);
     }
     return 0;
-}
-
-/* Called by the hook when it defers (the innermost Lua function is ember's).
-   The hook fires only in the interpreter: once a trace holds the user's loop,
-   the interpreter may run nothing but ember's code between traces (the call
-   of collectgarbage a trace cannot compile, say), and the interrupt would
-   wait forever. The first deferral of each interrupt therefore flushes the
-   compiled traces (jit.flush(): the JIT recompiles what stays hot), so the
-   user's code runs in the interpreter, where the hook reaches it. *flushed
-   is reset when the hook is armed. */
-static void interrupt_defer(lua_State *L, volatile sig_atomic_t *flushed)
-{
-    if (*flushed) return;
-    *flushed = 1;
-    luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_FLUSH);
 }
 
 #endif

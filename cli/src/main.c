@@ -81,14 +81,11 @@ static void choose_library_env(char **argv)
    passed on to it. */
 static lua_State *volatile running_L;
 static pthread_t lua_thread;
-static volatile sig_atomic_t hook_pending, hook_flushed, sigint_seen;
+static volatile sig_atomic_t hook_pending, sigint_seen;
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    if (interrupt_in_ember_code(L)) {   /* deferred: the hook fires again at the next instruction */
-        interrupt_defer(L, &hook_flushed);
-        return;
-    }
+    if (interrupt_in_ember_code(L)) return;   /* deferred: the hook fires again at the next instruction */
     lua_sethook(L, NULL, 0, 0);
     hook_pending = 0;
     luaL_where(L, 0);   /* a C hook adds no frame: level 0 is the interrupted function */
@@ -99,7 +96,6 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
 static void arm_hook(void)
 {
     hook_pending = 1;
-    hook_flushed = 0;
     lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 

@@ -24,15 +24,11 @@
 
 static lua_State *hook_L;   /* a thread pinned in the registry; hooks are per global state */
 static pthread_t lua_thread;
-static volatile sig_atomic_t flushed;
 
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    if (interrupt_in_ember_code(L)) {   /* stays armed: fires again at the next instruction */
-        interrupt_defer(L, &flushed);
-        return;
-    }
+    if (interrupt_in_ember_code(L)) return;   /* stays armed: fires again at the next instruction */
     lua_sethook(L, NULL, 0, 0);
     luaL_where(L, 0);
     lua_pushfstring(L, "%sinterrupted!", lua_tostring(L, -1));
@@ -46,7 +42,6 @@ static void on_sigint(int sig)
         return;
     }
     signal(sig, SIG_DFL);   /* as luajit: another Ctrl-C before the hook raised ends the process */
-    flushed = 0;
     lua_sethook(hook_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
