@@ -82,6 +82,7 @@ static void choose_library_env(char **argv)
 static lua_State *volatile running_L;
 static pthread_t lua_thread;
 static volatile sig_atomic_t hook_pending, sigint_seen;
+
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
@@ -107,7 +108,7 @@ static void on_sigint_running(int sig)
     }
     if (hook_pending) {
         static const char msg[] =
-            "\nember: busy in compiled code or C; Ctrl-C again ends the process\n";
+            "\nember: busy in compiled code, C or ember's own code; Ctrl-C again ends the process\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
         signal(sig, SIG_DFL);
@@ -182,7 +183,7 @@ int cli_docall(lua_State *L, int narg, int nres)
     /* a Ctrl-C since the prompt (or during start-up) interrupts this chunk */
     if (sigint_seen) {
         sigint_seen = 0;
-        if (!hook_pending) arm_hook();
+        arm_hook();
     }
     int status = lua_pcall(L, narg, nres, base);
     set_sigint(on_sigint_idle);
