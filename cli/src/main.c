@@ -4,10 +4,12 @@
    libember_lua (ember_lua.c); this file is only the command line. */
 #include "cli.h"
 #include "ember_lua.h"
+#include "interrupt.h"
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,34 +49,56 @@ static void choose_library_env(char **argv)
 }
 
 /* ------------------------------------------------------------------ Ctrl-C */
-/* While Lua runs, SIGINT sets a count hook and the hook raises "interrupted"
-   at the next Lua instruction (lua.c's approach: lua_sethook is safe from a
-   signal handler). JIT-compiled loops and C calls do not reach the hook until
-   they end; a second Ctrl-C before the hook runs restores the default
-   action, so a third one ends the process. */
+/* While Lua runs, SIGINT sets a count hook (lua.c's approach: lua_sethook is
+   safe from a signal handler) and the hook raises "interrupted" at the next
+   instruction of the user's code. Inside ember's own Lua code (the package's
+   files, the functions it generates, the CLI's and ember_lua's chunks) the
+   hook only returns and stays armed: that code hands C references around
+   (an op's result between the C call and its wrapper, the slot table, a
+   backward run between begin and end), and an error raised between two of
+   its statements leaked or corrupted them. Finalizers and collection steps
+   never see the hook (LuaJIT runs __gc with hooks off). JIT-compiled loops
+   and C calls do not reach the hook until they end; a second Ctrl-C before
+   the hook raised restores the default action, so a third one ends the
+   process. The handler only touches the hook from the thread running Lua:
+   caught on another thread (an OpenBLAS or OpenMP worker), the signal is
+   passed on to it. */
 static lua_State *volatile running_L;
+static pthread_t lua_thread;
 static volatile sig_atomic_t hook_pending, sigint_seen;
 
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
+    if (interrupt_in_ember_code(L)) return;   /* deferred: the hook fires again at the next instruction */
     lua_sethook(L, NULL, 0, 0);
     hook_pending = 0;
-    luaL_error(L, "interrupted");
+    luaL_where(L, 0);   /* a C hook adds no frame: level 0 is the interrupted function */
+    lua_pushfstring(L, "%sinterrupted", lua_tostring(L, -1));
+    lua_error(L);
+}
+
+static void arm_hook(void)
+{
+    hook_pending = 1;
+    lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 static void on_sigint_running(int sig)
 {
+    if (!pthread_equal(pthread_self(), lua_thread)) {   /* a worker thread caught it */
+        pthread_kill(lua_thread, sig);
+        return;
+    }
     if (hook_pending) {
         static const char msg[] =
-            "\nember: busy in compiled code or C; Ctrl-C again ends the process\n";
+            "\nember: busy in compiled code, C or ember's own code; Ctrl-C again ends the process\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
         signal(sig, SIG_DFL);
         return;
     }
-    hook_pending = 1;
-    lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    arm_hook();
 }
 
 static void on_sigint_idle(int sig)
@@ -91,6 +115,22 @@ static void set_sigint(void (*fn)(int))
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;   /* no SA_RESTART: a blocking read returns EINTR */
     sigaction(SIGINT, &sa, NULL);
+}
+
+/* The package's chunk-name prefix (ember.errors.source_prefix), read once it is loaded. */
+static void find_package_prefix(lua_State *L)
+{
+    if (interrupt_pkg_prefix[0]) return;
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "ember.errors");
+        if (lua_istable(L, -1)) {
+            lua_getfield(L, -1, "source_prefix");
+            interrupt_set_prefix(lua_tostring(L, -1));
+        }
+    }
+    lua_settop(L, top);
 }
 
 void cli_catch_sigint(void) { set_sigint(on_sigint_idle); }
@@ -119,9 +159,16 @@ int cli_docall(lua_State *L, int narg, int nres)
     int base = lua_gettop(L) - narg;
     lua_pushcfunction(L, msghandler);
     lua_insert(L, base);
+    find_package_prefix(L);
     running_L = L;
+    lua_thread = pthread_self();
     hook_pending = 0;
     set_sigint(on_sigint_running);
+    /* a Ctrl-C since the prompt (or during start-up) interrupts this chunk */
+    if (sigint_seen) {
+        sigint_seen = 0;
+        arm_hook();
+    }
     int status = lua_pcall(L, narg, nres, base);
     set_sigint(on_sigint_idle);
     lua_sethook(L, NULL, 0, 0);   /* a Ctrl-C that came too late to raise */

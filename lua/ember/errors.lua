@@ -13,6 +13,9 @@ local ffi = require("ffi")
 local errors = {}
 
 local here = debug.getinfo(1, "S").source:match("^(@.*[/\\])errors%.lua$") or "@ember/"
+-- the chunk names of the package's files start with this (the ember command
+-- defers a Ctrl-C while such code runs: cli/src/main.c, docs/hardening.md)
+errors.source_prefix = here
 
 local function is_ember(info)
   local src = info.source

@@ -177,6 +177,21 @@ return function(ember)
   end
   ember._closer = closer
 
+  -- Under the plain luajit binary, whose SIGINT handler raises "interrupted!"
+  -- at any instruction (between an op's C call and wrap above, say), the
+  -- ember_sigint module beside libember puts its own in its place: the same
+  -- error, raised only in the user's code (cli/src/sigint_module.c,
+  -- docs/hardening.md, "Ctrl-C"). Elsewhere it changes nothing.
+  do
+    local dir = type(ember._libpath) == "string" and ember._libpath:match("^(.*)/[^/]*$")
+    local open = dir and package.loadlib(dir .. "/ember_sigint.so", "luaopen_ember_sigint")
+    local ok, m = pcall(open or error)
+    if ok and type(m) == "table" then
+      ember._sigint = m
+      m.take_over(errors.source_prefix)
+    end
+  end
+
   local function is_tensor(x) return type(x) == "table" and getmetatable(x) == Tensor end
   ember.is_tensor = is_tensor
 
