@@ -239,13 +239,24 @@ local function probs_or_logits(op, probs, logits)
   return nil, t
 end
 
+-- D.X(probs, opts?) or D.X{probs =} / D.X{logits =}: the options, probs
+-- among them (the caller's table is not changed). After the options-table
+-- form a second value is an extra argument.
+local function probs_opts(op, a, opts)
+  if type(a) == "table" and not ember.is_tensor(a) then
+    if opts ~= nil then errors.extra_argument("ember.distributions." .. op, 2, opts, { "opts" }) end
+    return check_opts(op, a, { probs = true, logits = true, validate_args = true })
+  end
+  local o = check_opts(op, opts, { validate_args = true })
+  return { probs = a, validate_args = o.validate_args }
+end
+
 ---------------------------------------------------------------- Bernoulli
 local Bernoulli = class("Bernoulli")
 D.Bernoulli = Bernoulli
--- Bernoulli{probs =} or Bernoulli{logits =}, or Bernoulli(probs)
-function D.Bernoulli_new(a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then opts = a else opts = opts or {}; opts.probs = opts.probs or a end
-  opts = check_opts("Bernoulli", opts, { probs = true, logits = true, validate_args = true })
+-- Bernoulli{probs =} or Bernoulli{logits =}, or Bernoulli(probs, opts?)
+function D.Bernoulli_new(probs, opts)
+  opts = probs_opts("Bernoulli", probs, opts)
   local probs, logits = probs_or_logits("Bernoulli", opts.probs, opts.logits)
   local d = setmetatable({ batch_shape = (probs or logits):shape(), event_shape = {},
     validate_args = opts.validate_args ~= false, has_rsample = false }, Bernoulli)
@@ -289,10 +300,9 @@ function Bernoulli:entropy() return softplus(self.logits) - self.probs * self.lo
 local Categorical = class("Categorical")
 D.Categorical = Categorical
 -- Categorical{probs =} or Categorical{logits =} (the last dim holds the
--- categories), or Categorical(probs); values are 1-based category indices
-function D.Categorical_new(a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then opts = a else opts = opts or {}; opts.probs = opts.probs or a end
-  opts = check_opts("Categorical", opts, { probs = true, logits = true, validate_args = true })
+-- categories), or Categorical(probs, opts?); values are 1-based category indices
+function D.Categorical_new(probs, opts)
+  opts = probs_opts("Categorical", probs, opts)
   local probs, logits = probs_or_logits("Categorical", opts.probs, opts.logits)
   local t = probs or logits
   if t:dim() < 1 then fail("Categorical", "%s must have at least one dim", probs and "probs" or "logits") end
@@ -556,10 +566,9 @@ end
 ---------------------------------------------------------------- Beta
 local Beta = class("Beta")
 D.Beta = Beta
-function D.Beta_new(c1, c0, opts)
+function D.Beta_new(concentration1, concentration0, opts)
   opts = check_opts("Beta", opts, { validate_args = true })
-  local shape
-  shape, c1, c0 = params("Beta", { "concentration1", "concentration0" }, c1, c0)
+  local shape, c1, c0 = params("Beta", { "concentration1", "concentration0" }, concentration1, concentration0)
   local d = setmetatable({ concentration1 = c1, concentration0 = c0, batch_shape = shape, event_shape = {},
     validate_args = opts.validate_args ~= false, has_rsample = true }, Beta)
   positive_param("Beta", "concentration1", c1, d.validate_args)
@@ -897,7 +906,12 @@ for _, name in ipairs({ "Normal", "Uniform", "Bernoulli", "Categorical", "Indepe
   "MultivariateNormal" }) do
   local cls, new = D[name], D[name .. "_new"]
   D[name .. "_new"] = nil
-  setmetatable(cls, { __index = Distribution, __call = function(_, ...) return new(...) end })
+  local op, limit = "ember.distributions." .. name, errors.arity_limit(new, 0)
+  -- a value past new's parameters raises before any other check
+  setmetatable(cls, { __index = Distribution, __call = function(_, ...)
+    if select("#", ...) > limit then errors.check_arity(op, new, 0, nil, ...) end
+    return new(...)
+  end })
 end
 
 require("ember.suggest").guard(D, "ember.distributions")   -- D.Normla raises with a did-you-mean
