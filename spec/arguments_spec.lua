@@ -134,6 +134,11 @@ local CALLS = {
   ["ember.nn.functional.l1_loss"] = function() return { x2(), x2() } end,
   ["ember.nn.functional.mse_loss"] = function() return { x2(), x2() } end,
   ["ember.nn.functional.instance_norm"] = function() return { x4() } end,
+  ["ember.nn.functional.one_hot"] = function() return { labels(), 3, {} } end,
+  ["ember.nn.utils.parameters_to_vector"] = function() return { lin():parameters() } end,
+  ["ember.nn.utils.vector_to_parameters"] = function() return { ember.zeros({ 8 }), lin():parameters() } end,
+  ["ember.nn.utils.clip_grad_norm_"] = function() return { lin():parameters(), 1.0, 2 } end,
+  ["ember.nn.utils.clip_grad_value_"] = function() return { lin():parameters(), 1.0 } end,
   ["ember.nn.functional.interpolate"] = function() return { x4(), { scale_factor = 2 } } end,
   ["ember.nn.functional.layer_norm"] = function() return { x2(), { 3 } } end,
   ["ember.nn.functional.linear"] = function() return { x2(), ember.randn({ 2, 3 }) } end,
@@ -295,6 +300,9 @@ local VARIADIC = {
   ["Module:init"] = "a subclass's own constructor",
   ["Module:forward"] = "a subclass's own forward (m(...) checks against its parameters)",
   ["ember.frame.step"] = "the arguments after fn are fn's",
+  ["ember.einsum"] = "the operands come one by one after the equation (einsum('ij,jk->ik', a, b))",
+  ["ember.meshgrid"] = "the tensors come one by one, then an optional options table",
+  ["Tensor:repeat"] = "sizes may come one by one (t['repeat'](t, 2, 1)) or as a list",
 }
 
 -- walked for an extra argument only: their valid call needs what a test
