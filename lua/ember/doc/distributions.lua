@@ -12,7 +12,8 @@ from ember's ops, so gradients reach the parameters through `log_prob`,
 a scale that is not positive, probabilities outside [0, 1] and values outside
 the support raise. Categorical values are 1-based category indices (int64),
 as every index in ember. `sample` and `rsample` take an optional sample shape
-(a list, or a number) and `{generator =}` (an `ember.Generator`). Example:
+(a list, or a number) and `{generator =}` (an `ember.Generator`; another
+key raises). Example:
 docs/pytorch_users.md.
 
 ### `ember.distributions.Normal(loc, scale, opts?)`
