@@ -226,7 +226,15 @@ return function(ember, H)
     end
     return ember.empty_like(p):bernoulli_(p, opts)
   end
-  function Tensor.bernoulli(p, q, opts) return ember.bernoulli(p, q, opts) end
+  -- t:bernoulli(p?, opts?): t the probabilities, or with a number p t's shape and dtype
+  function Tensor.bernoulli(t, p, opts)
+    if type(p) == "table" and not is_tensor(p) then
+      if opts ~= nil then errors.extra_argument("ember.Tensor:bernoulli", 2, opts, { "opts" }) end
+      p, opts = nil, p
+    end
+    if p == nil then return ember.bernoulli(t, opts) end
+    return ember.bernoulli(t, p, opts)
+  end
 
   ---------------------------------------------------------------- multinomial
   local MULTI_OPTS = { replacement = true }
