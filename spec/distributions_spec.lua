@@ -282,6 +282,34 @@ describe("ember.distributions arguments", function()
     H.raises(function() D.kl_divergence(D.Normal(0, 1), D.Bernoulli(0.5)) end, "no KL divergence is registered for Normal || Bernoulli")
   end)
 
+  it("raises for a value past a call's parameters and for an unknown sample option", function()
+    local g = ember.Generator(3)
+    H.raises(function() D.Normal(0, 1, {}, 5) end,
+      "ember.distributions.Normal: extra argument 4 (5): it takes 3 (loc, scale, opts)")
+    H.raises(function() D.Beta(nil, nil, nil, 5) end, "ember.distributions.Beta: extra argument 4")
+    H.raises(function() D.Bernoulli({ probs = ember.tensor({ 0.5 }) }, { validate_args = false }) end,
+      "ember.distributions.Bernoulli: extra argument 2")
+    H.raises(function() D.Categorical(ember.tensor({ 0.5, 0.5 }), { logits = ember.tensor({ 0, 0 }) }) end,
+      "unknown option 'logits'")
+    local d = D.Normal(0, 1)
+    H.raises(function() d:sample({ 2 }, {}, 5) end, "ember.distributions.Normal:sample: extra argument 3 (5)")
+    H.raises(function() d:log_prob(ember.zeros({ 1 }), 5) end, "ember.distributions.Normal:log_prob: extra argument 2")
+    H.raises(function() d:sample({ 2 }, { generater = g }) end, "unknown option 'generater'")
+    H.raises(function() d:sample({ generator = g }) end, "an options table comes second")
+    H.raises(function() D.Bernoulli(0.5):sample(nil, 7) end, "options must be a table, got number")
+    H.raises(function() D.Independent(D.Normal(ember.zeros({ 2 }), 1), 1):rsample({ 1 }, { seed = 1 }) end,
+      "unknown option 'seed'")
+    -- the options table given with probs is the caller's, left as it was
+    local o = { validate_args = false }
+    local b = D.Bernoulli(ember.tensor({ 0.25 }), o)
+    assert.are.same({ validate_args = false }, o)
+    assert.is_false(b.validate_args)
+    H.same(b.probs, { 0.25 })
+    -- with the same generator state the base class's sample draws what Normal's does
+    local a = D.Distribution.sample(d, { 3 }, { generator = ember.Generator(9) })
+    assert.is_true(ember.equal(a, d:sample({ 3 }, { generator = ember.Generator(9) })))
+  end)
+
   it("Independent moves batch dims into the event", function()
     local d = D.Independent(D.Normal(ember.zeros({ 2, 3 }), 1), 1)
     assert.are.same({ 2 }, d.batch_shape)

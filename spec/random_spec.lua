@@ -76,7 +76,16 @@ describe("ember.Generator", function()
     H.raises(function() ember.rand({ 2 }, { generator = 5 }) end, "ember.rand", "generator must be an ember.Generator")
     H.raises(function() ember.rand({ 2 }, { generator = g, seed = 1 }) end, "unknown option 'seed'")
     H.raises(function() ember.randint(0, 5, { 2 }, { generator = g, replacement = true }) end, "unknown option 'replacement'")
-    H.raises(function() ember.empty({ 2 }):uniform_(0, 1, 2) end, "uniform_", "at most 2 numbers")
+    H.raises(function() ember.empty({ 2 }):uniform_(0, 1, 2) end, "uniform_", "options must be a table, got number")
+    H.raises(function() ember.empty({ 2 }):uniform_(0, 1, {}, 2) end,
+      "ember.Tensor:uniform_: extra argument 4 (2): it takes 3 (lo, hi, opts)")
+    H.raises(function() ember.empty({ 2 }):normal_({ generator = g }, 1) end,
+      "ember.Tensor:normal_: extra argument 2 (1): it takes 1 (opts)")
+    H.raises(function() ember.empty({ 2 }):exponential_("x") end, "exponential_", "lambd must be a number, got string")
+    H.raises(function() ember.empty({ 2 }):bernoulli_({ generator = g }, {}) end,
+      "ember.Tensor:bernoulli_: extra argument 2")
+    H.raises(function() ember.bernoulli(ember.ones({ 2 }), nil, {}) end, "ember.bernoulli: extra argument 3")
+    H.raises(function() ember.Generator(1, 2) end, "ember.Generator: extra argument 2 (2): it takes 1 (seed)")
     H.raises(function() ember.empty({ 2 }):normal_(0, 1, { generator = {} }) end, "generator must be an ember.Generator")
     H.raises(function() ember.nn.functional.dropout(ember.ones({ 2 }), { p = 0.5, generater = g }) end,
       "dropout", "unknown option 'generater'")

@@ -312,7 +312,7 @@ return function(ember)
       fail("DataLoader", "options must be a table, got " .. type(opts))
     end
     errors.known_options("DataLoader", opts, { "batch_size", "shuffle", "drop_last", "seed", "epoch",
-      "distributed", "pin_memory" })
+      "distributed", "pin_memory", "generator" })
     local bs = opts.batch_size or 1
     if type(bs) ~= "number" or bs ~= floor(bs) or bs < 1 or bs > 2 ^ 53 then
       fail("DataLoader", "batch_size must be a positive integer, got " .. tostring(bs))

@@ -48,10 +48,22 @@ local function broadcast_shape(op, a, b)
 end
 
 -- a sample shape: nil, a number or a list of sizes
-local function sample_shape(op, s)
+-- the sample shape (nil, a size or a list of sizes) of sample/rsample(shape?,
+-- opts?), after checking opts: only {generator =} (an ember.Generator,
+-- which the draws check)
+local function sample_shape(op, s, opts)
+  if opts ~= nil then
+    if type(opts) ~= "table" or ember.is_tensor(opts) then fail(op, "options must be a table, got %s", type(opts)) end
+    for k in pairs(opts) do
+      if k ~= "generator" then fail(op, "unknown option '%s' (known: generator)", tostring(k)) end
+    end
+  end
   if s == nil then return {} end
   if type(s) == "number" then s = { s } end
   if type(s) ~= "table" or ember.is_tensor(s) then fail(op, "sample_shape must be a list of sizes, got %s", type(s)) end
+  local n = 0
+  for _ in pairs(s) do n = n + 1 end
+  if n ~= #s then fail(op, "sample_shape must be a list of sizes (an options table comes second: sample(nil, opts))") end
   for i = 1, #s do
     if type(s[i]) ~= "number" or s[i] ~= math.floor(s[i]) or s[i] < 0 then
       fail(op, "sample_shape must hold non-negative integers, got %s", tostring(s[i]))
@@ -121,19 +133,21 @@ end
 -- what every distribution answers; a subclass that lacks one raises as
 -- PyTorch's base class does
 for _, m in ipairs({ "log_prob", "entropy", "mean", "variance", "cdf", "enumerate_support" }) do
-  Distribution[m] = function(self)
+  local function missing(self)
     fail((self.name or "Distribution") .. ":" .. m, "not implemented for %s", self.name or "this distribution")
   end
+  -- the documented parameters, so a value is counted against them
+  Distribution[m] = (m == "log_prob" or m == "cdf") and function(self, x) return missing(self, x) end or missing
 end
 
 function Distribution:_extended(shape)
   return concat(shape, self.batch_shape, self.event_shape)
 end
-function Distribution:sample(shape)
+function Distribution:sample(shape, opts)
   if not self.has_rsample then fail(self.name .. ":sample", "not implemented") end
-  return ember.no_grad(function() return self:rsample(shape) end)
+  return ember.no_grad(function() return self:rsample(shape, opts) end)
 end
-function Distribution:rsample()
+function Distribution:rsample(shape, opts)   -- the documented parameters (shape, opts unused)
   fail(self.name .. ":rsample", "%s is not reparameterisable; use sample() (and a score-function "
     .. "estimator: log_prob(x) * reward)", self.name)
 end
@@ -163,7 +177,7 @@ function Normal:mean() return self.loc end
 function Normal:variance() return self.scale:pow(2) end
 function Normal:stddev() return self.scale end
 function Normal:rsample(shape, opts)
-  local s = self:_extended(sample_shape("Normal:rsample", shape))
+  local s = self:_extended(sample_shape("Normal:rsample", shape, opts))
   local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
   return self.loc + eps * self.scale
 end
@@ -201,7 +215,7 @@ end
 function Uniform:mean() return (self.low + self.high) * 0.5 end
 function Uniform:variance() return (self.high - self.low):pow(2) * (1 / 12) end
 function Uniform:rsample(shape, opts)
-  local s = self:_extended(sample_shape("Uniform:rsample", shape))
+  local s = self:_extended(sample_shape("Uniform:rsample", shape, opts))
   local u = ember.rand(s, { dtype = self.low.dtype, device = self.low.device, generator = opts and opts.generator })
   return self.low + u * (self.high - self.low)
 end
@@ -239,13 +253,24 @@ local function probs_or_logits(op, probs, logits)
   return nil, t
 end
 
+-- D.X(probs, opts?) or D.X{probs =} / D.X{logits =}: the options, probs
+-- among them (the caller's table is not changed). After the options-table
+-- form a second value is an extra argument.
+local function probs_opts(op, a, opts)
+  if type(a) == "table" and not ember.is_tensor(a) then
+    if opts ~= nil then errors.extra_argument("ember.distributions." .. op, 2, opts, { "opts" }) end
+    return check_opts(op, a, { probs = true, logits = true, validate_args = true })
+  end
+  local o = check_opts(op, opts, { validate_args = true })
+  return { probs = a, validate_args = o.validate_args }
+end
+
 ---------------------------------------------------------------- Bernoulli
 local Bernoulli = class("Bernoulli")
 D.Bernoulli = Bernoulli
--- Bernoulli{probs =} or Bernoulli{logits =}, or Bernoulli(probs)
-function D.Bernoulli_new(a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then opts = a else opts = opts or {}; opts.probs = opts.probs or a end
-  opts = check_opts("Bernoulli", opts, { probs = true, logits = true, validate_args = true })
+-- Bernoulli{probs =} or Bernoulli{logits =}, or Bernoulli(probs, opts?)
+function D.Bernoulli_new(probs, opts)
+  opts = probs_opts("Bernoulli", probs, opts)
   local probs, logits = probs_or_logits("Bernoulli", opts.probs, opts.logits)
   local d = setmetatable({ batch_shape = (probs or logits):shape(), event_shape = {},
     validate_args = opts.validate_args ~= false, has_rsample = false }, Bernoulli)
@@ -273,7 +298,7 @@ end
 function Bernoulli:mean() return self.probs end
 function Bernoulli:variance() return self.probs * (-self.probs + 1) end
 function Bernoulli:sample(shape, opts)
-  local s = self:_extended(sample_shape("Bernoulli:sample", shape))
+  local s = self:_extended(sample_shape("Bernoulli:sample", shape, opts))
   return ember.no_grad(function()
     return ember.bernoulli(self.probs:detach():expand(s):contiguous(), { generator = opts and opts.generator })
   end)
@@ -289,10 +314,9 @@ function Bernoulli:entropy() return softplus(self.logits) - self.probs * self.lo
 local Categorical = class("Categorical")
 D.Categorical = Categorical
 -- Categorical{probs =} or Categorical{logits =} (the last dim holds the
--- categories), or Categorical(probs); values are 1-based category indices
-function D.Categorical_new(a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then opts = a else opts = opts or {}; opts.probs = opts.probs or a end
-  opts = check_opts("Categorical", opts, { probs = true, logits = true, validate_args = true })
+-- categories), or Categorical(probs, opts?); values are 1-based category indices
+function D.Categorical_new(probs, opts)
+  opts = probs_opts("Categorical", probs, opts)
   local probs, logits = probs_or_logits("Categorical", opts.probs, opts.logits)
   local t = probs or logits
   if t:dim() < 1 then fail("Categorical", "%s must have at least one dim", probs and "probs" or "logits") end
@@ -324,7 +348,7 @@ end
 function Categorical:mean() return ember.full(self.batch_shape, 0 / 0, { dtype = self.probs.dtype, device = self.probs.device }) end
 Categorical.variance = Categorical.mean
 function Categorical:sample(shape, opts)
-  local ss = sample_shape("Categorical:sample", shape)
+  local ss = sample_shape("Categorical:sample", shape, opts)
   local n = 1
   for i = 1, #ss do n = n * ss[i] end
   local k = self.num_events
@@ -537,7 +561,7 @@ end
 function Gamma:mean() return self.concentration / self.rate end
 function Gamma:variance() return self.concentration / self.rate:pow(2) end
 function Gamma:rsample(shape, opts)
-  local s = self:_extended(sample_shape("Gamma:rsample", shape))
+  local s = self:_extended(sample_shape("Gamma:rsample", shape, opts))
   return rsample_gamma(self.concentration:expand(s):contiguous(), opts) / self.rate
 end
 function Gamma:sample(shape, opts)
@@ -556,10 +580,9 @@ end
 ---------------------------------------------------------------- Beta
 local Beta = class("Beta")
 D.Beta = Beta
-function D.Beta_new(c1, c0, opts)
+function D.Beta_new(concentration1, concentration0, opts)
   opts = check_opts("Beta", opts, { validate_args = true })
-  local shape
-  shape, c1, c0 = params("Beta", { "concentration1", "concentration0" }, c1, c0)
+  local shape, c1, c0 = params("Beta", { "concentration1", "concentration0" }, concentration1, concentration0)
   local d = setmetatable({ concentration1 = c1, concentration0 = c0, batch_shape = shape, event_shape = {},
     validate_args = opts.validate_args ~= false, has_rsample = true }, Beta)
   positive_param("Beta", "concentration1", c1, d.validate_args)
@@ -577,7 +600,7 @@ function Beta:variance()
   return a * b / (t:pow(2) * (t + 1))
 end
 function Beta:rsample(shape, opts)
-  local s = self:_extended(sample_shape("Beta:rsample", shape))
+  local s = self:_extended(sample_shape("Beta:rsample", shape, opts))
   local x = rsample_gamma(self.concentration1:expand(s):contiguous(), opts)
   local y = rsample_gamma(self.concentration0:expand(s):contiguous(), opts)
   return x / (x + y)
@@ -626,7 +649,7 @@ function Dirichlet:variance()
   return c * (c0 - c) / (c0:pow(2) * (c0 + 1))
 end
 function Dirichlet:rsample(shape, opts)
-  local s = self:_extended(sample_shape("Dirichlet:rsample", shape))
+  local s = self:_extended(sample_shape("Dirichlet:rsample", shape, opts))
   local x = rsample_gamma(self.concentration:expand(s):contiguous(), opts)
   return x / x:sum(-1, true)
 end
@@ -749,7 +772,7 @@ function MultivariateNormal:mean() return self.loc end
 function MultivariateNormal:covariance_matrix() return self.scale_tril:matmul(self.scale_tril:transpose(-2, -1)) end
 function MultivariateNormal:variance() return self.scale_tril:pow(2):sum(-1) end
 function MultivariateNormal:rsample(shape, opts)
-  local s = self:_extended(sample_shape("MultivariateNormal:rsample", shape))
+  local s = self:_extended(sample_shape("MultivariateNormal:rsample", shape, opts))
   local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
   return self.loc + self.scale_tril:matmul(eps:unsqueeze(-1)):squeeze(-1)
 end
@@ -897,7 +920,19 @@ for _, name in ipairs({ "Normal", "Uniform", "Bernoulli", "Categorical", "Indepe
   "MultivariateNormal" }) do
   local cls, new = D[name], D[name .. "_new"]
   D[name .. "_new"] = nil
-  setmetatable(cls, { __index = Distribution, __call = function(_, ...) return new(...) end })
+  -- the methods raise for a value past their parameters as the base
+  -- class's (init.lua's wrappers) do
+  for k, v in pairs(cls) do
+    if type(k) == "string" and k:sub(1, 1) ~= "_" and type(v) == "function" then
+      cls[k] = errors.arity_checked("ember.distributions." .. name .. ":" .. k, v, 1)
+    end
+  end
+  local op, limit = "ember.distributions." .. name, errors.arity_limit(new, 0)
+  -- a value past new's parameters raises before any other check
+  setmetatable(cls, { __index = Distribution, __call = function(_, ...)
+    if select("#", ...) > limit then errors.check_arity(op, new, 0, nil, ...) end
+    return new(...)
+  end })
 end
 
 require("ember.suggest").guard(D, "ember.distributions")   -- D.Normla raises with a did-you-mean

@@ -5,6 +5,7 @@
 -- t:bernoulli_, t:exponential_, t:geometric_. Drawing from a private
 -- generator leaves the default one (ember.manual_seed's) where it was.
 local ffi = require("ffi")
+local errors = require("ember.errors")
 
 return function(ember, H)
   local C = ember._C
@@ -28,8 +29,7 @@ return function(ember, H)
   -- stream, seeded as the default generator is at start-up (67280421310721)
   -- unless a seed is given. One stream serves every device (the CUDA backend
   -- draws from the CPU's Philox stream), so a device is only checked.
-  function ember.Generator(seed, extra)
-    if extra ~= nil then fail("Generator", "expected at most one argument (a seed), got a second: " .. tostring(extra)) end
+  function ember.Generator(seed)
     if type(seed) == "table" and not is_tensor(seed) then
       local o = seed
       for k in pairs(o) do
@@ -130,46 +130,48 @@ return function(ember, H)
   end
   H.gen_of = gen_of
 
-  -- the in-place draws: t:uniform_(lo?, hi?, opts?), t:normal_(mean?, std?, opts?)
-  local function trailing_opts(...)
-    local n = select("#", ...)
-    if n == 0 then return nil, 0 end
-    local last = select(n, ...)
-    if type(last) == "table" and not is_tensor(last) then return last, n - 1 end
-    return nil, n
-  end
-  local function num_args(name, n, max, ...)
-    if n > max then fail(name, ("expected at most %d numbers and an options table, got %d arguments"):format(max, n)) end
-    for i = 1, n do
-      local v = select(i, ...)
-      if v ~= nil and type(v) ~= "number" then fail(name, ("argument %d must be a number, got %s"):format(i, type(v))) end
+  -- the in-place draws: t:uniform_(lo?, hi?, opts?), t:normal_(mean?, std?, opts?).
+  -- The options table may come early (t:uniform_({generator = g})): a value
+  -- after it is an extra argument; the numbers must be numbers. A value past
+  -- the parameters raises in init.lua's wrappers.
+  local function numbers_then_opts(name, names, x, y, opts)
+    local op = "ember.Tensor:" .. name
+    if type(x) == "table" and not is_tensor(x) then
+      if y ~= nil then errors.extra_argument(op, 2, y, { names[#names] }) end
+      if opts ~= nil then errors.extra_argument(op, 3, opts, { names[#names] }) end
+      x, opts = nil, x
+    elseif #names == 3 and type(y) == "table" and not is_tensor(y) then
+      if opts ~= nil then errors.extra_argument(op, 3, opts, { names[1], names[3] }) end
+      y, opts = nil, y
+    elseif #names == 2 then
+      if y ~= nil then opts = y end
+      y = nil
     end
+    if x ~= nil and type(x) ~= "number" then fail(name, ("%s must be a number, got %s"):format(names[1], type(x))) end
+    if y ~= nil and type(y) ~= "number" then fail(name, ("%s must be a number, got %s"):format(names[2], type(y))) end
+    return x, y, opts
   end
-  function Tensor.uniform_(a, ...)
-    local opts, n = trailing_opts(...)
-    num_args("uniform_", n, 2, ...)
-    local lo, hi = ...
+  local LO_HI, MEAN_STD = { "lo", "hi", "opts" }, { "mean", "std", "opts" }
+  local LAMBD, P = { "lambd", "opts" }, { "p", "opts" }
+  function Tensor.uniform_(a, lo, hi, opts)
+    lo, hi, opts = numbers_then_opts("uniform_", LO_HI, lo, hi, opts)
     check(C.ember_uniform_gen_(gen_of("uniform_", opts), tensor_arg("uniform_", a, 1), lo or 0, hi or 1))
     return a
   end
-  function Tensor.normal_(a, ...)
-    local opts, n = trailing_opts(...)
-    num_args("normal_", n, 2, ...)
-    local mean, std = ...
+  function Tensor.normal_(a, mean, std, opts)
+    mean, std, opts = numbers_then_opts("normal_", MEAN_STD, mean, std, opts)
     check(C.ember_normal_gen_(gen_of("normal_", opts), tensor_arg("normal_", a, 1), mean or 0, std or 1))
     return a
   end
-  function Tensor.exponential_(a, ...)
-    local opts, n = trailing_opts(...)
-    num_args("exponential_", n, 1, ...)
-    local lambd = ...
+  function Tensor.exponential_(a, lambd, opts)
+    local _
+    lambd, _, opts = numbers_then_opts("exponential_", LAMBD, lambd, opts)
     check(C.ember_exponential_gen_(gen_of("exponential_", opts), tensor_arg("exponential_", a, 1), lambd or 1))
     return a
   end
-  function Tensor.geometric_(a, ...)
-    local opts, n = trailing_opts(...)
-    num_args("geometric_", n, 1, ...)
-    local p = ...
+  function Tensor.geometric_(a, p, opts)
+    local _
+    p, _, opts = numbers_then_opts("geometric_", P, p, opts)
     if p == nil then fail("geometric_", "expected a probability p") end
     check(C.ember_geometric_gen_(gen_of("geometric_", opts), tensor_arg("geometric_", a, 1), p))
     return a
@@ -186,7 +188,10 @@ return function(ember, H)
 
   -- t:bernoulli_(p = 0.5, opts?): p a number or a tensor broadcast to t
   function Tensor.bernoulli_(a, p, opts)
-    if type(p) == "table" and not is_tensor(p) then p, opts = nil, p end
+    if type(p) == "table" and not is_tensor(p) then
+      if opts ~= nil then errors.extra_argument("ember.Tensor:bernoulli_", 2, opts, { "opts" }) end
+      p, opts = nil, p
+    end
     local g = gen_of("bernoulli_", opts)
     tensor_arg("bernoulli_", a, 1)
     if p == nil or type(p) == "number" then
@@ -203,7 +208,13 @@ return function(ember, H)
   -- ember.bernoulli(p, opts?): 1 with probability p elementwise, in p's dtype;
   -- ember.bernoulli(t, p, opts?): t's shape and dtype, probability p (a number)
   function ember.bernoulli(p, q, opts)
-    if type(q) == "table" and not is_tensor(q) then q, opts = nil, q end
+    if type(q) == "table" and not is_tensor(q) then
+      if opts ~= nil then errors.extra_argument("ember.bernoulli", 3, opts, { "p", "opts" }) end
+      q, opts = nil, q
+    elseif q == nil and opts ~= nil then
+      -- without a number p this is bernoulli(p, opts?): a third value is extra
+      errors.extra_argument("ember.bernoulli", 3, opts, { "p", "opts" })
+    end
     if not is_tensor(p) then fail("bernoulli", "expected a tensor of probabilities, got " .. type(p)) end
     gen_of("bernoulli", opts)
     if q ~= nil then
@@ -215,7 +226,15 @@ return function(ember, H)
     end
     return ember.empty_like(p):bernoulli_(p, opts)
   end
-  function Tensor.bernoulli(p, q, opts) return ember.bernoulli(p, q, opts) end
+  -- t:bernoulli(p?, opts?): t the probabilities, or with a number p t's shape and dtype
+  function Tensor.bernoulli(t, p, opts)
+    if type(p) == "table" and not is_tensor(p) then
+      if opts ~= nil then errors.extra_argument("ember.Tensor:bernoulli", 2, opts, { "opts" }) end
+      p, opts = nil, p
+    end
+    if p == nil then return ember.bernoulli(t, opts) end
+    return ember.bernoulli(t, p, opts)
+  end
 
   ---------------------------------------------------------------- multinomial
   local MULTI_OPTS = { replacement = true }

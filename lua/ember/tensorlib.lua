@@ -20,18 +20,15 @@ return function(ember, H)
   local function is_float(t) local d = t.dtype return d == "float32" or d == "float64" or d == "float16" or d == "bfloat16" end
 
   -- ember.<name> and t:<name>() (method = true) taking at most nargs
-  -- arguments: one more raises, naming the call
+  -- arguments: fn has exactly nargs parameters, and init.lua's wrappers
+  -- (errors.arity_checked) raise for a value past them, counted as the
+  -- caller counts ("ember.Tensor:sort: extra argument 3 (5): it takes 2
+  -- (dim, descending)").
   local function def(name, nargs, fn, method)
-    local f = function(...)
-      local n = select("#", ...)
-      if n > nargs then
-        fail(name, ("takes at most %d argument%s, got %d"):format(nargs, nargs == 1 and "" or "s", n))
-      end
-      return fn(...)
-    end
-    ember[name] = f
-    if method then Tensor[name] = f end
-    return f
+    assert(errors.nparams(fn) == nargs, name .. ": fn must have exactly nargs parameters")
+    ember[name] = fn
+    if method then Tensor[name] = fn end
+    return fn
   end
 
   -- an options table with only the keys allowed (a set); nil gives {}
@@ -315,9 +312,11 @@ return function(ember, H)
     end
     return close
   end
-  def("isclose", 5, function(...) return isclose("isclose", ...) end, true)
-  def("allclose", 5, function(a, b, ...)
-    local c = isclose("allclose", a, b, ...)
+  def("isclose", 5, function(a, b, rtol, atol, equal_nan)
+    return isclose("isclose", a, b, rtol, atol, equal_nan)
+  end, true)
+  def("allclose", 5, function(a, b, rtol, atol, equal_nan)
+    local c = isclose("allclose", a, b, rtol, atol, equal_nan)
     return c:numel() == 0 or c:all():item() == true or c:all():item() == 1
   end, true)
   -- same shape and the same values (a Lua boolean)
@@ -426,8 +425,23 @@ return function(ember, H)
     end
     return r == t and t:clone() or r
   end, true)
+  -- sizes as a list (nothing may follow it) or one by one
   local function sizes_arg(op, a, ...)
-    local s = type(a) == "table" and a or { a, ... }
+    local n = select("#", ...)
+    local s
+    if type(a) == "table" and not is_tensor(a) then
+      for i = 1, n do
+        local v = select(i, ...)
+        if v ~= nil then errors.extra_argument("ember.Tensor:" .. op, i + 1, v, { "sizes" }) end
+      end
+      s = a
+    else
+      s = { a, ... }
+      local last = 0
+      for i = 1, n + 1 do if s[i] ~= nil then last = i end end
+      for i = 1, last do need_int(op, "size " .. i, s[i], 0) end
+      for i = last + 1, n + 1 do s[i] = nil end
+    end
     for i = 1, #s do need_int(op, "size " .. i, s[i], 0) end
     return s
   end

@@ -12,7 +12,8 @@ from ember's ops, so gradients reach the parameters through `log_prob`,
 a scale that is not positive, probabilities outside [0, 1] and values outside
 the support raise. Categorical values are 1-based category indices (int64),
 as every index in ember. `sample` and `rsample` take an optional sample shape
-(a list, or a number) and `{generator =}` (an `ember.Generator`). Example:
+(a list, or a number) and `{generator =}` (an `ember.Generator`; another
+key raises). Example:
 docs/pytorch_users.md.
 
 ### `ember.distributions.Normal(loc, scale, opts?)`
@@ -22,12 +23,12 @@ The normal distribution; `rsample` is `loc + eps * scale`. Also `d:cdf(x)`.
 The uniform distribution on [low, high); `rsample` is `low + u * (high -
 low)`. Also `d:cdf(x)`.
 
-### `ember.distributions.Bernoulli(probs)`, `ember.distributions.Bernoulli{probs =}`, `ember.distributions.Bernoulli{logits =}`
+### `ember.distributions.Bernoulli(probs, opts?)`, `ember.distributions.Bernoulli{probs =}`, `ember.distributions.Bernoulli{logits =}`
 Values 0 and 1 (in the parameters' dtype) with probability `probs` of a 1
 (or `sigmoid(logits)`). `d.probs` and `d.logits` hold both forms. No
 `rsample`.
 
-### `ember.distributions.Categorical(probs)`, `ember.distributions.Categorical{probs =}`, `ember.distributions.Categorical{logits =}`
+### `ember.distributions.Categorical(probs, opts?)`, `ember.distributions.Categorical{probs =}`, `ember.distributions.Categorical{logits =}`
 Categories `1..k` along the last dim of `probs` (normalised to sum to 1) or
 `logits` (normalised by logsumexp); the other dims are the batch. `d.probs`
 and `d.logits` hold both forms, `d:enumerate_support()` every value, `{k,
