@@ -20,7 +20,8 @@ local function lines(path, name, comment)
 end
 
 local SECTION = { encoder_post = "encoder", encoder_pre = "encoder", gpt_tied = "gpt", gpt = "gpt",
-  lstm_lm = "rnn_lm", gru_lm = "rnn_lm", resnet18 = "resnet18", seq2seq = "seq2seq" }
+  lstm_lm = "rnn_lm", gru_lm = "rnn_lm", resnet18 = "resnet18", seq2seq = "seq2seq", mobilenet = "mobilenet",
+  unet = "unet" }
 for _, name in ipairs(Z.order) do
   local e64, e32 = Z.run(name, "float64"), Z.run(name, "float32")
   print(B.json({ bench = "zoo", model = name, lua_lines = lines("spec/support/zoo.lua", SECTION[name], "%-%-"),

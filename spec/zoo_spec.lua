@@ -4,7 +4,8 @@
 -- PyTorch's output, loss and the gradient of every parameter, the losses of
 -- five AdamW steps under CosineAnnealingLR and every parameter and buffer
 -- after them (BatchNorm's running statistics included), in float64 within
--- 1e-10 and in float32 within float32's rounding.
+-- 1e-10 and in float32 within float32's rounding. The fixtures' PyTorch
+-- runs have no dropout (p = 0), whose masks the frameworks draw apart.
 package.path = "./spec/support/?.lua;" .. package.path
 local H = require("helpers")
 local Z = require("zoo")
@@ -26,6 +27,10 @@ local DESCRIPTION = {
   gru_lm = "a GRU LM (2 layers, an initial state)",
   resnet18 = "ResNet-18 (width 4, 64x64 images, BatchNorm in training, then eval)",
   seq2seq = "nn.Transformer (2 + 2 layers, a float tgt_mask, bool key padding masks)",
+  mobilenet = "a MobileNetV3-style net (inverted residuals, depthwise convolutions, squeeze-and-excitation, "
+    .. "ReLU6, Hardswish, Hardsigmoid, label smoothing; BatchNorm in training, then eval)",
+  unet = "a U-Net (GroupNorm, in-place LeakyReLU, MaxPool2d, ConvTranspose2d and PixelShuffle up, skip cats, "
+    .. "a per-pixel cross entropy)",
 }
 
 describe("the model zoo against PyTorch 1.13", function()
@@ -47,6 +52,12 @@ describe("the model zoo against PyTorch 1.13", function()
         end
       end
       assert(err.key_bias <= 1e-8, ("%s: key bias after the steps differs by %g"):format(name, err.key_bias))
+      -- the parameters the model lists as having no gradient: rounding noise
+      -- on both sides, values after Adam's steps near (as the keys' bias)
+      for _, k in ipairs(Z.models[name].null_grads or {}) do
+        assert(fx.grad[k]:abs():max():item() < 1e-13 and err.grads[k] < 1e-13, k)
+      end
+      assert(err.null <= 1e-8, ("%s: the null_grads parameters after the steps differ by %g"):format(name, err.null))
     end)
 
     it(DESCRIPTION[name] .. ": float32 within float32's rounding", function()
@@ -75,6 +86,17 @@ describe("the model zoo against PyTorch 1.13", function()
     gm:backward(ember.nn.functional.cross_entropy(y:reshape(-1, 11), (fx["in"].targets + 1):reshape(-1)))
     assert.is_true(Z.max_err(y, fx[""].out) < 1e-10)
     assert.is_true(Z.max_err(model.tok_emb.weight.grad, fx.grad["tok_emb.weight"]) < 1e-10)
+  end)
+
+  it("MobileNet with its classifier's Dropout at p = 0.2 gives PyTorch's output in eval()", function()
+    -- the zoo's runs take p = 0 (the two frameworks draw different masks);
+    -- in eval() dropout is the identity, whatever p
+    local fx = Z.fixture("mobilenet")
+    local model = Z.MobileNet(5, 0.2):double()
+    model:load_state_dict(fx.after, { torch_names = true })
+    model:eval()
+    local y = ember.no_grad(function() return model(fx["in"].x) end)
+    assert.is_true(Z.max_err(y, fx[""].eval_out) < 1e-10)
   end)
 
   it("loads the fixtures' state_dicts by PyTorch's keys, unchanged", function()
