@@ -30,6 +30,8 @@ local MAKE = {
   Dirichlet = function(c) return D.Dirichlet(c) end,
   MultivariateNormal = function(loc, cov) return D.MultivariateNormal(loc, { covariance_matrix = cov }) end,
   MultivariateNormal_tril = function(loc, tril) return D.MultivariateNormal(loc, { scale_tril = tril }) end,
+  MultivariateNormal_tril_batched = function(loc, tril) return D.MultivariateNormal(loc, { scale_tril = tril }) end,
+  MultivariateNormal_precision = function(loc, p) return D.MultivariateNormal(loc, { precision_matrix = p }) end,
 }
 
 local function tensors(list)
@@ -202,10 +204,30 @@ describe("ember.distributions sampling", function()
     H.same(emp, { { 2, 0.6 }, { 0.6, 1 } }, 0.03)
     H.same(d:covariance_matrix(), { { 2, 0.6 }, { 0.6, 1 } }, 1e-12)
     H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.tensor({ { 1, 2 }, { 2, 1 } }) }) end,
-      "not positive definite (pivot 2")
+      "ember.distributions.MultivariateNormal", "covariance_matrix is not positive definite", "order 2")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { precision_matrix = ember.tensor({ { 1, 2 }, { 2, 1 } }) }) end,
+      "precision_matrix is not positive definite")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.tensor({ { 1, 0.5 }, { 0, 1 } }) }) end,
+      "covariance_matrix is not symmetric")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { scale_tril = ember.tensor({ { 1, 0.5 }, { 0, 1 } }) }) end,
+      "scale_tril must be lower triangular")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { scale_tril = ember.tensor({ { 1, 0 }, { 0.5, -1 } }) }) end,
+      "scale_tril must have a positive diagonal")
     H.raises(function() D.MultivariateNormal(ember.zeros({ 3 }), { covariance_matrix = ember.eye(2) }) end, "must end in {3, 3}")
-    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { precision_matrix = ember.eye(2) }) end, "precision_matrix")
-    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), {}) end, "exactly one of covariance_matrix and scale_tril")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), {}) end,
+      "exactly one of covariance_matrix, precision_matrix and scale_tril (got 0)")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.eye(2), scale_tril = ember.eye(2) }) end,
+      "exactly one of covariance_matrix, precision_matrix and scale_tril (got 2)")
+    -- the three forms of one distribution agree, and precision_matrix() inverts the covariance
+    local loc = ember.tensor({ 1, -1 }, F64)
+    local byp = D.MultivariateNormal(loc, { precision_matrix = ember.linalg.inv(cov) })
+    local byl = D.MultivariateNormal(loc, { scale_tril = ember.linalg.cholesky(cov) })
+    H.same(byp.scale_tril, d.scale_tril:tolist(), 1e-12)
+    H.same(byl:covariance_matrix(), cov:tolist(), 1e-12)
+    H.same(d:precision_matrix():matmul(cov), { { 1, 0 }, { 0, 1 } }, 1e-12)
+    local v = ember.tensor({ { 0.3, 0.2 }, { -1, 2 } }, F64)
+    H.same(byp:log_prob(v), d:log_prob(v):tolist(), 1e-12)
+    H.same(byl:log_prob(v), d:log_prob(v):tolist(), 1e-12)
   end)
 
   it("Gamma, Beta, Dirichlet rsample: implicit gradients, exact to 1e-7 and in expectation", function()

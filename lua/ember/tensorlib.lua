@@ -1265,6 +1265,49 @@ return function(ember, H)
     check(C.ember_linalg_cholesky(a._c, out1))
     return wrap(out1[0])
   end)
+  -- X with A X = B (X A = B with {left = false}) for a triangular A: its
+  -- lower triangle is read, or the upper one with {upper = true} (required,
+  -- as PyTorch's), and with {unitriangular = true} its diagonal is taken as
+  -- ones. Composed: the triangle (a mask, so A's gradient lies in it, as
+  -- PyTorch's) through linalg.solve; B (..., n, k) ((..., k, n) for
+  -- left = false), batch dims broadcast
+  named("solve_triangular", function(a, b, opts, ...)
+    local op = "linalg.solve_triangular"
+    if select("#", ...) > 0 then
+      fail(op, ("takes at most 3 arguments (A, B, opts), got %d"):format(3 + select("#", ...)))
+    end
+    square(op, a)
+    need_tensor(op, b, 2)
+    local o = options(op, opts, { upper = true, left = true, unitriangular = true })
+    if o.upper == nil then fail(op, "upper is required: {upper = true} or {upper = false}") end
+    local upper = need_bool(op, "upper", o.upper)
+    local left = o.left == nil or need_bool(op, "left", o.left)
+    local unit = need_bool(op, "unitriangular", o.unitriangular)
+    local n = a:size(-1)
+    if b:dim() < 2 or (left and b:size(-2) or b:size(-1)) ~= n then
+      fail(op, ("A of shape %s and B of shape %s do not fit (B: (..., %s))"):format(sh(a), sh(b),
+        left and (n .. ", k") or ("k, " .. n)))
+    end
+    if b.dtype ~= a.dtype then
+      fail(op, ("A is %s and B is %s: they must have the same dtype"):format(a.dtype, b.dtype))
+    end
+    local t
+    if unit then
+      t = (upper and a:triu(1) or a:tril(-1)) + ember.eye(n, n, { dtype = a.dtype, device = a.device })
+    else
+      t = upper and a:triu() or a:tril()
+    end
+    if not left then t, b = t:transpose(-1, -2), b:transpose(-1, -2) end
+    -- B with at least A's dims, so that solve never reads it as a batch of vectors
+    if b:dim() < t:dim() then
+      local s = b:shape()
+      for _ = 1, t:dim() - b:dim() do table.insert(s, 1, 1) end
+      b = b:reshape(s)
+    end
+    local ok, x = pcall(linalg.solve, t, b)
+    if not ok then error((tostring(x):gsub("linalg%.solve", op, 1)), 0) end
+    return left and x or x:transpose(-1, -2)
+  end)
   -- eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix:
   -- its lower triangle is read, or the upper one with UPLO = "U"
   named("eigh", function(a, uplo)
