@@ -111,6 +111,11 @@ describe("gradcheck and gradgradcheck (float64)", function()
         return unpack(outs) end, function() return { randn(4, 3), randn(2, 3), randn(3, 3) } end },
     { "linalg.lstsq", function(a, b) return ember.linalg.lstsq(a, b).solution end,
       function() return { randn(4, 2), randn(4, 2) } end },
+    { "linalg.solve_triangular", function(a, b)
+        local st = ember.linalg.solve_triangular
+        return st(a, b, { upper = false }), st(a, b:transpose(-1, -2), { upper = true, left = false }),
+          st(a, b, { upper = true, unitriangular = true }) end,
+      function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 3, randn(3, 2) } end },
   }
   for _, c in ipairs(checks) do
     it("gradcheck: " .. c[1], function()
@@ -333,6 +338,19 @@ describe("the tensor library's errors", function()
     H.raises(function() ember.linalg.inv(ember.ones({ 2, 2 }, { dtype = "int64" })) end, "ember.linalg.inv", "float32 or float64")
     H.raises(function() ember.linalg.solve(ember.eye(2, 2, F64), ember.ones({ 3 }, F64)) end, "ember.linalg.solve", "{2, 2}", "{3, 1}")
     H.raises(function() ember.linalg.norm(x, 3) end, "ember.linalg.norm", "not supported")
+    local st, I2 = ember.linalg.solve_triangular, ember.eye(2, 2, F64)
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64)) end, "ember.linalg.solve_triangular", "upper is required")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = 1 }) end, "upper must be a boolean")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true, lower = true }) end, "unknown option", "lower")
+    H.raises(function() st(I2, ember.ones({ 3, 1 }, F64), { upper = true }) end, "{2, 2}", "{3, 1}", "do not fit")
+    H.raises(function() st(I2, ember.ones({ 2 }, F64), { upper = true }) end, "do not fit")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }), { upper = true }) end, "float64", "float32", "same dtype")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true }, 4) end, "at most 3 arguments")
+    H.raises(function() st(ember.tensor({ { { 1, 0 }, { 0, 1 } }, { { 1, 0 }, { 2, 0 } } }, F64), ember.ones({ 2, 1 }, F64),
+      { upper = false }) end, "ember.linalg.solve_triangular", "batch element {2}", "singular")
+    -- unitriangular reads no diagonal: a zero there is not singular
+    H.same(st(ember.tensor({ { 0, 0 }, { 2, 0 } }, F64), ember.ones({ 2, 1 }, F64), { upper = false, unitriangular = true }),
+      { { 1 }, { -1 } }, 1e-15)
     H.raises(function() ember.linalg.svd(x) end, "ember.linalg.svd", "{2, 3}", "full_matrices = false")
     H.raises(function() ember.linalg.svd(x, { full = false }) end, "ember.linalg.svd", "unknown option 'full'")
     H.raises(function() ember.linalg.svdvals(ember.ones({ 2, 2 }, { dtype = "int32" })) end, "ember.linalg.svdvals", "float32 or float64")
