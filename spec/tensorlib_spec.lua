@@ -111,6 +111,7 @@ describe("gradcheck and gradgradcheck (float64)", function()
         return unpack(outs) end, function() return { randn(4, 3), randn(2, 3), randn(3, 3) } end },
     { "linalg.lstsq", function(a, b) return ember.linalg.lstsq(a, b).solution end,
       function() return { randn(4, 2), randn(4, 2) } end },
+    { "lgamma", function(x) return ember.lgamma(x) end, function() return { ember.rand({ 2, 3 }, F64) * 4 + 0.2 } end },
     { "linalg.solve_triangular", function(a, b)
         local st = ember.linalg.solve_triangular
         return st(a, b, { upper = false }), st(a, b:transpose(-1, -2), { upper = true, left = false }),
@@ -294,6 +295,44 @@ describe("the tensor library's dtypes and special values", function()
     H.same(i:trace(), 5)
     H.same(ember.bmm(i:unsqueeze(2), i:unsqueeze(3)), { { { 5 } }, { { 25 } } })
     H.same(ember.einsum("ij,jk->ik", i, i), { { 7, 10 }, { 15, 22 } })
+  end)
+end)
+
+describe("lgamma, digamma, trigamma", function()
+  local F32 = { dtype = "float32" }
+  it("float32 within a few ulp of float64, poles and infinities as PyTorch's, in place, integers in float32", function()
+    local v = { 1e-3, 0.1, 0.5, 1, 2.5, 5.99, 6, 40, -0.5, -2.7 }
+    for _, name in ipairs({ "lgamma", "digamma", "trigamma" }) do
+      -- against float64 of the same (float32-rounded) points
+      local x = ember.tensor(v, F32)
+      local f, d = x[name](x):tolist(), ember[name](x:double()):tolist()
+      for i = 1, #v do
+        assert.is_true(math.abs(f[i] - d[i]) <= 4e-7 * math.abs(d[i]) + 1e-7, name .. "(" .. v[i] .. "): " .. f[i] .. " vs " .. d[i])
+      end
+    end
+    local edge = ember.tensor({ 0, -1, -3, math.huge, -math.huge, 0 / 0 }, F64)
+    H.same(edge:lgamma(), { math.huge, math.huge, math.huge, math.huge, math.huge, 0 / 0 }, 0)
+    H.same(edge:digamma(), { -math.huge, 0 / 0, 0 / 0, math.huge, 0 / 0, 0 / 0 }, 0)
+    H.same(edge:trigamma(), { math.huge, math.huge, math.huge, 0, math.huge, 0 / 0 }, 0)
+    -- digamma(1) = -Euler's gamma; trigamma(1) = pi^2 / 6; lgamma(0.5) = log(sqrt(pi))
+    H.same(ember.tensor({ 1 }, F64):digamma(), { -0.57721566490153286 }, 1e-14)
+    H.same(ember.trigamma(ember.tensor({ 1 }, F64)), { math.pi ^ 2 / 6 }, 1e-14)
+    local w = ember.tensor({ 0.5, 3 }, F64)
+    assert.is_true(rawequal(w, w:lgamma_()))
+    H.same(w, { 0.5 * math.log(math.pi), math.log(2) }, 1e-15)
+    local i = ember.tensor({ 1, 2, 3 }, { dtype = "int64" })
+    assert.are.equal("float32", i:digamma().dtype)
+    H.same(ember.lgamma(i), { 0, 0, math.log(2) }, 1e-7)
+    -- strided input
+    local m = ember.tensor({ { 1, 2 }, { 3, 4 } }, F64):t()
+    H.same(m:lgamma(), { { 0, math.log(2) }, { 0, math.log(6) } }, 1e-15)
+  end)
+  it("digamma's gradient is trigamma (gradcheck); trigamma has no gradient, and says so", function()
+    assert.is_true(ember.autodiff.gradcheck(function(x) return x:digamma() end, { ember.rand({ 5 }, F64) * 3 + 0.3 }))
+    local x = ember.tensor({ 1.5, 2.5 }, F64)
+    H.same(ember.autodiff.grad(function(a) return a:lgamma():sum() end)(x), x:digamma():tolist(), 1e-15)
+    H.same(ember.autodiff.grad(function(a) return a:digamma():sum() end)(x), x:trigamma():tolist(), 1e-15)
+    H.raises(function() ember.autodiff.grad(function(a) return a:trigamma():sum() end)(x) end, "no grad rule for trigamma")
   end)
 end)
 

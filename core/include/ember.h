@@ -344,6 +344,9 @@ EMBER_API int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor
 EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
 EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_lgamma(ember_tensor *a, ember_tensor **out);     /* log|Gamma(a)| */
+EMBER_API int ember_digamma(ember_tensor *a, ember_tensor **out);    /* Gamma'(a) / Gamma(a) */
+EMBER_API int ember_trigamma(ember_tensor *a, ember_tensor **out);   /* digamma'(a), polygamma(1, a) */
 /* mish: a tanh(log(1 + e^a)) */
 EMBER_API int ember_mish(ember_tensor *a, ember_tensor **out);
 /* clamp to [lo, hi]; has_lo / has_hi say which bounds apply */

@@ -70,6 +70,7 @@ static bool have(arena *s, const void *a, const void *b)
     }
 BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(eq) BIN(gt) BIN(lt) BIN(ge) BIN(le) BIN(matmul)
 UN(neg) UN(exp) UN(log) UN(sign) UN(sin) UN(cos) UN(tanh) UN(sigmoid) UN(erf) UN(abs)
+UN(digamma) UN(trigamma)
 
 static ember_tensor *num(arena *s, double v)
 {
@@ -437,6 +438,19 @@ RULE(erf)
     RULE_LOCALS;
     ember_tensor *x = IN(0);
     give(s, &gi[0], t_mul(s, g, t_mul(s, num(s, 1.12837916709551257390), t_exp(s, t_neg(s, t_mul(s, x, x))))));
+}
+
+/* lgamma' = digamma, digamma' = trigamma (polygamma(1)), as PyTorch's */
+RULE(lgamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_digamma(s, IN(0))));
+}
+
+RULE(digamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_trigamma(s, IN(0))));
 }
 
 /* passes where lo <= x <= hi */

@@ -162,7 +162,7 @@ int main(void)
     for (size_t i = 0; i < sizeof binaries / sizeof *binaries; i++) each_binary(binaries[i], a, dead);
     unary_fn unaries[] = {ember_neg, ember_exp, ember_log, ember_log1p, ember_sqrt, ember_rsqrt, ember_abs,
                           ember_sign, ember_sin, ember_cos, ember_tanh, ember_sigmoid, ember_relu, ember_silu,
-                          ember_erf, ember_clone, ember_contiguous, ember_detach, ember_amax_all, ember_amin_all};
+                          ember_erf, ember_lgamma, ember_digamma, ember_trigamma, ember_clone, ember_contiguous, ember_detach, ember_amax_all, ember_amin_all};
     for (size_t i = 0; i < sizeof unaries / sizeof *unaries; i++) each_unary(unaries[i], a, dead);
     BAD(ember_where(NULL, a, a, &o));
     BAD(ember_linear_relu(a, NULL, a, &o));

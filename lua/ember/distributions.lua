@@ -359,29 +359,9 @@ function Categorical:enumerate_support()
 end
 
 ---------------------------------------------------------------- lgamma, digamma
--- Private compositions of tensor ops (so autograd differentiates them, and
--- they run wherever the ops do), for x > 0: the recurrence up to x + 8, then
--- Stirling's series (lgamma) and its derivative's (digamma), truncated where
--- the next term is below 1e-11 at 8. Accurate to about 1e-10 in float64.
-local SHIFT = 8
-local function lgamma(x)
-  local logs = x:log()
-  for k = 1, SHIFT - 1 do logs = logs + (x + k):log() end
-  local z = x + SHIFT
-  local r = z:pow(-1)
-  local r2 = r * r
-  local series = r * (1 / 12 + r2 * (-1 / 360 + r2 * (1 / 1260 + r2 * (-1 / 1680 + r2 * (1 / 1188 + r2 * (-691 / 360360))))))
-  return (z - 0.5) * z:log() - z + LOG_SQRT_2PI + series - logs
-end
-local function digamma(x)
-  local inv = x:pow(-1)
-  for k = 1, SHIFT - 1 do inv = inv + (x + k):pow(-1) end
-  local z = x + SHIFT
-  local r2 = z:pow(-2)
-  local series = r2 * (-1 / 12 + r2 * (1 / 120 + r2 * (-1 / 252 + r2 * (1 / 240 + r2 * (-1 / 132 + r2 * (691 / 32760))))))
-  return z:log() - z:pow(-1) * 0.5 + series - inv
-end
-D._lgamma, D._digamma = lgamma, digamma
+-- the elementwise ops (gradients digamma and trigamma)
+local function lgamma(x) return x:lgamma() end
+local function digamma(x) return x:digamma() end
 
 ---------------------------------------------------------------- Gamma sampling
 -- Standard gamma draws of shape alpha (a tensor, any shape) by Marsaglia and
