@@ -260,6 +260,20 @@ describe("ember.distributions sampling", function()
     H.same(c.grad, { 5 / 36, -1 / 36, -1 / 36 }, 0.005)
   end)
 
+  it("constructors: a value past the parameters raises first; probs first and opts together", function()
+    H.raises(function() D.Normal(0, 1, nil, 5) end, "ember.distributions.Normal", "extra argument 4 (5)")
+    H.raises(function() D.MultivariateNormal(nil, nil, "x") end, "ember.distributions.MultivariateNormal", "extra argument 3")
+    H.raises(function() D.Bernoulli({ probs = ember.tensor({ 0.5 }) }, {}) end, "ember.distributions.Bernoulli", "extra argument 2")
+    H.raises(function() D.Categorical(ember.tensor({ 0.5, 0.5 }), "x") end, "ember.distributions.Categorical",
+      "options must be a table, got string")
+    H.raises(function() D.Bernoulli(ember.tensor({ 0.5 }), { probs = ember.tensor({ 0.2 }) }) end, "probs is given twice")
+    local opts = { validate_args = false }
+    local d = D.Bernoulli(ember.tensor({ 0.25 }, F64), opts)
+    assert.is_nil(opts.probs)                                   -- the caller's table is not written to
+    assert.is_false(d.validate_args)
+    H.same(d.probs, { 0.25 }, 0)
+  end)
+
   it("a private generator repeats its draws and leaves the default stream alone", function()
     local d = D.Normal(ember.zeros({ 3 }), 1)
     ember.manual_seed(5)

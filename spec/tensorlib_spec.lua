@@ -384,7 +384,7 @@ describe("the tensor library's errors", function()
     H.raises(function() st(I2, ember.ones({ 3, 1 }, F64), { upper = true }) end, "{2, 2}", "{3, 1}", "do not fit")
     H.raises(function() st(I2, ember.ones({ 2 }, F64), { upper = true }) end, "do not fit")
     H.raises(function() st(I2, ember.ones({ 2, 1 }), { upper = true }) end, "float64", "float32", "same dtype")
-    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true }, 4) end, "at most 3 arguments")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true }, 4) end, "extra argument 4 (4): it takes 3 (A, B, opts)")
     H.raises(function() st(ember.tensor({ { { 1, 0 }, { 0, 1 } }, { { 1, 0 }, { 2, 0 } } }, F64), ember.ones({ 2, 1 }, F64),
       { upper = false }) end, "ember.linalg.solve_triangular", "batch element {2}", "singular")
     -- unitriangular reads no diagonal: a zero there is not singular

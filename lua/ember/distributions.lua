@@ -102,6 +102,25 @@ local function check_opts(op, opts, allowed)
   return opts
 end
 
+-- D.Bernoulli{probs =} / D.Bernoulli(probs, opts?): the options as one new
+-- table (the caller's is not written to); probs given twice raises
+local function probs_first(op, a, opts)
+  if type(a) == "table" and not ember.is_tensor(a) then
+    if opts ~= nil then errors.extra_argument("ember.distributions." .. op, 2, opts, { "opts" }) end
+    return a
+  end
+  local o = {}
+  if opts ~= nil then
+    if type(opts) ~= "table" or ember.is_tensor(opts) then fail(op, "options must be a table, got %s", type(opts)) end
+    for k, v in pairs(opts) do o[k] = v end
+  end
+  if a ~= nil then
+    if o.probs ~= nil then fail(op, "probs is given twice: as the first argument and in the options") end
+    o.probs = a
+  end
+  return o
+end
+
 local function all(t) return t:numel() == 0 or t:to("float32"):min():item() > 0 end
 
 ---------------------------------------------------------------- Distribution
@@ -243,9 +262,8 @@ end
 local Bernoulli = class("Bernoulli")
 D.Bernoulli = Bernoulli
 -- Bernoulli{probs =} or Bernoulli{logits =}, or Bernoulli(probs)
-function D.Bernoulli_new(a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then opts = a else opts = opts or {}; opts.probs = opts.probs or a end
-  opts = check_opts("Bernoulli", opts, { probs = true, logits = true, validate_args = true })
+function D.Bernoulli_new(probs, opts)
+  opts = check_opts("Bernoulli", probs_first("Bernoulli", probs, opts), { probs = true, logits = true, validate_args = true })
   local probs, logits = probs_or_logits("Bernoulli", opts.probs, opts.logits)
   local d = setmetatable({ batch_shape = (probs or logits):shape(), event_shape = {},
     validate_args = opts.validate_args ~= false, has_rsample = false }, Bernoulli)
@@ -290,9 +308,8 @@ local Categorical = class("Categorical")
 D.Categorical = Categorical
 -- Categorical{probs =} or Categorical{logits =} (the last dim holds the
 -- categories), or Categorical(probs); values are 1-based category indices
-function D.Categorical_new(a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then opts = a else opts = opts or {}; opts.probs = opts.probs or a end
-  opts = check_opts("Categorical", opts, { probs = true, logits = true, validate_args = true })
+function D.Categorical_new(probs, opts)
+  opts = check_opts("Categorical", probs_first("Categorical", probs, opts), { probs = true, logits = true, validate_args = true })
   local probs, logits = probs_or_logits("Categorical", opts.probs, opts.logits)
   local t = probs or logits
   if t:dim() < 1 then fail("Categorical", "%s must have at least one dim", probs and "probs" or "logits") end
@@ -862,7 +879,11 @@ for _, name in ipairs({ "Normal", "Uniform", "Bernoulli", "Categorical", "Indepe
   "MultivariateNormal" }) do
   local cls, new = D[name], D[name .. "_new"]
   D[name .. "_new"] = nil
-  setmetatable(cls, { __index = Distribution, __call = function(_, ...) return new(...) end })
+  local op = "ember.distributions." .. name
+  setmetatable(cls, { __index = Distribution, __call = function(_, ...)
+    errors.check_arity(op, new, 0, nil, ...)   -- a value past the parameters raises first
+    return new(...)
+  end })
 end
 
 require("ember.suggest").guard(D, "ember.distributions")   -- D.Normla raises with a did-you-mean

@@ -1274,7 +1274,7 @@ return function(ember, H)
   named("solve_triangular", function(a, b, opts, ...)
     local op = "linalg.solve_triangular"
     if select("#", ...) > 0 then
-      fail(op, ("takes at most 3 arguments (A, B, opts), got %d"):format(3 + select("#", ...)))
+      errors.extra_argument("ember." .. op, 4, (...), { "A", "B", "opts" })
     end
     square(op, a)
     need_tensor(op, b, 2)

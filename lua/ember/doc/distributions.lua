@@ -22,12 +22,13 @@ The normal distribution; `rsample` is `loc + eps * scale`. Also `d:cdf(x)`.
 The uniform distribution on [low, high); `rsample` is `low + u * (high -
 low)`. Also `d:cdf(x)`.
 
-### `ember.distributions.Bernoulli(probs)`, `ember.distributions.Bernoulli{probs =}`, `ember.distributions.Bernoulli{logits =}`
+### `ember.distributions.Bernoulli(probs, opts?)`, `ember.distributions.Bernoulli{probs =}`, `ember.distributions.Bernoulli{logits =}`
 Values 0 and 1 (in the parameters' dtype) with probability `probs` of a 1
 (or `sigmoid(logits)`). `d.probs` and `d.logits` hold both forms. No
-`rsample`.
+`rsample`. With `probs` first, `opts` may hold `validate_args` (`probs`
+again raises); the caller's table is not written to.
 
-### `ember.distributions.Categorical(probs)`, `ember.distributions.Categorical{probs =}`, `ember.distributions.Categorical{logits =}`
+### `ember.distributions.Categorical(probs, opts?)`, `ember.distributions.Categorical{probs =}`, `ember.distributions.Categorical{logits =}`
 Categories `1..k` along the last dim of `probs` (normalised to sum to 1) or
 `logits` (normalised by logsumexp); the other dims are the batch. `d.probs`
 and `d.logits` hold both forms, `d:enumerate_support()` every value, `{k,
