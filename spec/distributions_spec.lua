@@ -260,6 +260,24 @@ describe("ember.distributions sampling", function()
     H.same(c.grad, { 5 / 36, -1 / 36, -1 / 36 }, 0.005)
   end)
 
+  it("MultivariateNormal: gradcheck and gradgradcheck of log_prob and kl through each form (float64)", function()
+    local gc, ggc = ember.autodiff.gradcheck, ember.autodiff.gradgradcheck
+    local v = ember.tensor({ { 0.3, -0.2, 1 }, { 1, 0.5, -1 } }, F64)
+    local q = D.MultivariateNormal(ember.zeros({ 3 }, F64), { covariance_matrix = ember.eye(3, 3, F64) * 2 })
+    local function sym(a) return a:matmul(a:t()) + ember.eye(3, 3, F64) * 3 end
+    local forms = {
+      function(loc, a) return D.MultivariateNormal(loc, { covariance_matrix = sym(a) }) end,
+      function(loc, a) return D.MultivariateNormal(loc, { precision_matrix = sym(a) }) end,
+      function(loc, a) return D.MultivariateNormal(loc, { scale_tril = a:tril(-1) + ember.eye(3, 3, F64) * 1.5 }) end,
+    }
+    for _, make in ipairs(forms) do
+      local f = function(loc, a) local d = make(loc, a) return d:log_prob(v), D.kl_divergence(d, q) end
+      local inputs = { ember.tensor({ 0.1, -0.3, 0.2 }, F64), ember.tensor({ { 1, 0.2, -0.1 }, { 0.3, 0.9, 0 }, { -0.2, 0.4, 1.1 } }, F64) }
+      assert.is_true(gc(f, inputs))
+      assert.is_true(ggc(f, inputs))
+    end
+  end)
+
   it("constructors: a value past the parameters raises first; probs first and opts together", function()
     H.raises(function() D.Normal(0, 1, nil, 5) end, "ember.distributions.Normal", "extra argument 4 (5)")
     H.raises(function() D.MultivariateNormal(nil, nil, "x") end, "ember.distributions.MultivariateNormal", "extra argument 3")
