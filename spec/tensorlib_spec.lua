@@ -387,8 +387,15 @@ describe("the tensor library's errors", function()
     H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true }, 4) end, "extra argument 4 (4): it takes 3 (A, B, opts)")
     H.raises(function() st(ember.tensor({ { { 1, 0 }, { 0, 1 } }, { { 1, 0 }, { 2, 0 } } }, F64), ember.ones({ 2, 1 }, F64),
       { upper = false }) end, "ember.linalg.solve_triangular", "batch element {2}", "singular")
+    -- float32 as float64, batched and strided (a transposed A)
+    local A = (ember.randn({ 3, 4, 4 }, F64) * 0.3 + ember.eye(4, 4, F64) * 2):transpose(-1, -2)
+    local B = ember.randn({ 4, 2 }, F64)
+    local x64 = st(A, B, { upper = true })
+    H.same(x64:to("float32"):reshape({ -1 }), st(A:to("float32"), B:to("float32"), { upper = true }):double():reshape({ -1 }):tolist(), 1e-5)
+    H.same(A:triu():matmul(x64), B:expand({ 3, 4, 2 }):tolist(), 1e-12)
     -- unitriangular reads no diagonal: a zero there is not singular
-    H.same(st(ember.tensor({ { 0, 0 }, { 2, 0 } }, F64), ember.ones({ 2, 1 }, F64), { upper = false, unitriangular = true }),
+    H.same(ember.linalg.solve_triangular(ember.tensor({ { 0, 0 }, { 2, 0 } }, F64), ember.ones({ 2, 1 }, F64),
+      { upper = false, unitriangular = true }),
       { { 1 }, { -1 } }, 1e-15)
     H.raises(function() ember.linalg.svd(x) end, "ember.linalg.svd", "{2, 3}", "full_matrices = false")
     H.raises(function() ember.linalg.svd(x, { full = false }) end, "ember.linalg.svd", "unknown option 'full'")

@@ -1185,6 +1185,22 @@ RULE(linalg_cholesky)
     give(s, &gi[0], t_matmul(s, t_matmul(s, transpose_last(s, li), x), li));
 }
 
+/* gB = solve_triangular(A^T, g) (the other triangle), gA = -gB X^T in the
+   triangle read (strictly, for a unit diagonal), as PyTorch's */
+RULE(linalg_solve_triangular)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *gb = NULL, *at_ = transpose_last(s, IN(0));
+    bool upper = at->i[0] != 0, unit = at->i[1] != 0;
+    if (OK(s) && at_) gb = keep(s, ember_linalg_solve_triangular(at_, g, !upper, unit, &o), &o);
+    if (NEED(0)) {
+        ember_tensor *mask = lower_mask(s, in[nd - 1], unit, g);
+        if (upper) mask = transpose_last(s, mask);
+        give(s, &gi[0], t_mul(s, t_neg(s, t_matmul(s, gb, transpose_last(s, OUT(0)))), mask));
+    }
+    if (NEED(1)) give(s, &gi[1], gb);
+}
+
 /* the n x n identity in like's dtype and on its device */
 static ember_tensor *eye_like(arena *s, int64_t n, const ember_tensor *like)
 {

@@ -1230,6 +1230,24 @@ return function(ember, H)
     local s, l = linalg.slogdet(a)
     return s * l:exp()
   end)
+  -- A (..., n, n) and B (..., n, k) expanded to one batch shape
+  local function broadcast_batch(op, a, b)
+    local ab, bb = a:shape(), b:shape()
+    local nb = math.max(#ab, #bb) - 2
+    local sa, sb = {}, {}
+    for i = 1, nb do
+      local x = ab[#ab - 2 - nb + i] or 1
+      local y = bb[#bb - 2 - nb + i] or 1
+      if x ~= y and x ~= 1 and y ~= 1 then
+        fail(op, ("batch dims of A %s and B %s do not broadcast"):format(sh(a), sh(b)))
+      end
+      sa[i], sb[i] = math.max(x, y), math.max(x, y)
+    end
+    sa[#sa + 1], sa[#sa + 2] = a:size(-2), a:size(-1)
+    sb[#sb + 1], sb[#sb + 2] = b:size(-2), b:size(-1)
+    if #ab ~= #sa then a = a:reshape(a:shape()) end
+    return a:expand(sa), b:expand(sb)
+  end
   -- X with A X = B; B is (..., n, k), or (..., n) for vectors; batch dims broadcast
   named("solve", function(a, b)
     square("linalg.solve", a)
@@ -1240,22 +1258,7 @@ return function(ember, H)
       fail("linalg.solve", ("A of shape %s and B of shape %s do not fit"):format(sh(a), sh(b)))
     end
     if b.dtype ~= a.dtype then b = b:to(a.dtype) end
-    -- broadcast the batch dims
-    local ab, bb = a:shape(), b:shape()
-    local nb = math.max(#ab, #bb) - 2
-    local sa, sb = {}, {}
-    for i = 1, nb do
-      local x = ab[#ab - 2 - nb + i] or 1
-      local y = bb[#bb - 2 - nb + i] or 1
-      if x ~= y and x ~= 1 and y ~= 1 then
-        fail("linalg.solve", ("batch dims of A %s and B %s do not broadcast"):format(sh(a), sh(b)))
-      end
-      sa[i], sb[i] = math.max(x, y), math.max(x, y)
-    end
-    sa[#sa + 1], sa[#sa + 2] = a:size(-2), a:size(-1)
-    sb[#sb + 1], sb[#sb + 2] = b:size(-2), b:size(-1)
-    if #ab ~= #sa then a = a:reshape(a:shape()) end
-    a, b = a:expand(sa), b:expand(sb)
+    a, b = broadcast_batch("linalg.solve", a, b)
     check(C.ember_linalg_solve(a._c, b._c, out1))
     local x = wrap(out1[0])
     return vec and x:squeeze(-1) or x
@@ -1268,9 +1271,9 @@ return function(ember, H)
   -- X with A X = B (X A = B with {left = false}) for a triangular A: its
   -- lower triangle is read, or the upper one with {upper = true} (required,
   -- as PyTorch's), and with {unitriangular = true} its diagonal is taken as
-  -- ones. Composed: the triangle (a mask, so A's gradient lies in it, as
-  -- PyTorch's) through linalg.solve; B (..., n, k) ((..., k, n) for
-  -- left = false), batch dims broadcast
+  -- ones. LAPACK's trtrs; A's gradient lies in the triangle read, as
+  -- PyTorch's. B (..., n, k) ((..., k, n) for left = false), batch dims
+  -- broadcast
   named("solve_triangular", function(a, b, opts, ...)
     local op = "linalg.solve_triangular"
     if select("#", ...) > 0 then
@@ -1291,21 +1294,13 @@ return function(ember, H)
     if b.dtype ~= a.dtype then
       fail(op, ("A is %s and B is %s: they must have the same dtype"):format(a.dtype, b.dtype))
     end
-    local t
-    if unit then
-      t = (upper and a:triu(1) or a:tril(-1)) + ember.eye(n, n, { dtype = a.dtype, device = a.device })
-    else
-      t = upper and a:triu() or a:tril()
+    if not left then
+      -- X A = B is A^T X^T = B^T, the other triangle of A^T
+      a, b, upper = a:transpose(-1, -2), b:transpose(-1, -2), not upper
     end
-    if not left then t, b = t:transpose(-1, -2), b:transpose(-1, -2) end
-    -- B with at least A's dims, so that solve never reads it as a batch of vectors
-    if b:dim() < t:dim() then
-      local s = b:shape()
-      for _ = 1, t:dim() - b:dim() do table.insert(s, 1, 1) end
-      b = b:reshape(s)
-    end
-    local ok, x = pcall(linalg.solve, t, b)
-    if not ok then error((tostring(x):gsub("linalg%.solve", op, 1)), 0) end
+    a, b = broadcast_batch(op, a, b)
+    check(C.ember_linalg_solve_triangular(a._c, b._c, upper and 1 or 0, unit and 1 or 0, out1))
+    local x = wrap(out1[0])
     return left and x or x:transpose(-1, -2)
   end)
   -- eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix:

@@ -216,8 +216,8 @@ The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
 other is ignored; `{unitriangular = true}` takes the diagonal as ones. `B`
 is `(..., n, k)` (`(..., k, n)` with `left = false`), batch dims broadcast;
 `A` and `B` have one dtype. `A`'s gradient lies in the triangle read.
-Composed through `linalg.solve`; a zero on the diagonal raises as singular,
-naming the batch element.
+LAPACK's trtrs; a zero on the diagonal read raises as singular, naming the
+batch element.
 
 ### `ember.linalg.eigh(A, UPLO?)`, `ember.eigh(A, UPLO?)`
 The eigenvalues (ascending) and eigenvectors (as columns) of a symmetric
