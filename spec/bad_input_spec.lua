@@ -52,7 +52,7 @@ describe("bad input from Lua", function()
 
   it("unary ops: freed tensors, wrong argument types", function()
     for _, op in ipairs({ "neg", "exp", "log", "log1p", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh",
-      "sigmoid", "relu", "silu", "erf" }) do
+      "sigmoid", "relu", "silu", "erf", "lgamma", "digamma", "trigamma" }) do
       local t = ember.ones({ 2 })
       t:free()
       bad(function() return ember[op](t) end, op, "freed")

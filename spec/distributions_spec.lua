@@ -30,6 +30,8 @@ local MAKE = {
   Dirichlet = function(c) return D.Dirichlet(c) end,
   MultivariateNormal = function(loc, cov) return D.MultivariateNormal(loc, { covariance_matrix = cov }) end,
   MultivariateNormal_tril = function(loc, tril) return D.MultivariateNormal(loc, { scale_tril = tril }) end,
+  MultivariateNormal_tril_batched = function(loc, tril) return D.MultivariateNormal(loc, { scale_tril = tril }) end,
+  MultivariateNormal_precision = function(loc, p) return D.MultivariateNormal(loc, { precision_matrix = p }) end,
 }
 
 local function tensors(list)
@@ -202,10 +204,30 @@ describe("ember.distributions sampling", function()
     H.same(emp, { { 2, 0.6 }, { 0.6, 1 } }, 0.03)
     H.same(d:covariance_matrix(), { { 2, 0.6 }, { 0.6, 1 } }, 1e-12)
     H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.tensor({ { 1, 2 }, { 2, 1 } }) }) end,
-      "not positive definite (pivot 2")
+      "ember.distributions.MultivariateNormal", "covariance_matrix is not positive definite", "order 2")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { precision_matrix = ember.tensor({ { 1, 2 }, { 2, 1 } }) }) end,
+      "precision_matrix is not positive definite")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.tensor({ { 1, 0.5 }, { 0, 1 } }) }) end,
+      "covariance_matrix is not symmetric")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { scale_tril = ember.tensor({ { 1, 0.5 }, { 0, 1 } }) }) end,
+      "scale_tril must be lower triangular")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { scale_tril = ember.tensor({ { 1, 0 }, { 0.5, -1 } }) }) end,
+      "scale_tril must have a positive diagonal")
     H.raises(function() D.MultivariateNormal(ember.zeros({ 3 }), { covariance_matrix = ember.eye(2) }) end, "must end in {3, 3}")
-    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { precision_matrix = ember.eye(2) }) end, "precision_matrix")
-    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), {}) end, "exactly one of covariance_matrix and scale_tril")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), {}) end,
+      "exactly one of covariance_matrix, precision_matrix and scale_tril (got 0)")
+    H.raises(function() D.MultivariateNormal(ember.zeros({ 2 }), { covariance_matrix = ember.eye(2), scale_tril = ember.eye(2) }) end,
+      "exactly one of covariance_matrix, precision_matrix and scale_tril (got 2)")
+    -- the three forms of one distribution agree, and precision_matrix() inverts the covariance
+    local loc = ember.tensor({ 1, -1 }, F64)
+    local byp = D.MultivariateNormal(loc, { precision_matrix = ember.linalg.inv(cov) })
+    local byl = D.MultivariateNormal(loc, { scale_tril = ember.linalg.cholesky(cov) })
+    H.same(byp.scale_tril, d.scale_tril:tolist(), 1e-12)
+    H.same(byl:covariance_matrix(), cov:tolist(), 1e-12)
+    H.same(d:precision_matrix():matmul(cov), { { 1, 0 }, { 0, 1 } }, 1e-12)
+    local v = ember.tensor({ { 0.3, 0.2 }, { -1, 2 } }, F64)
+    H.same(byp:log_prob(v), d:log_prob(v):tolist(), 1e-12)
+    H.same(byl:log_prob(v), d:log_prob(v):tolist(), 1e-12)
   end)
 
   it("Gamma, Beta, Dirichlet rsample: implicit gradients, exact to 1e-7 and in expectation", function()
@@ -238,13 +260,36 @@ describe("ember.distributions sampling", function()
     H.same(c.grad, { 5 / 36, -1 / 36, -1 / 36 }, 0.005)
   end)
 
-  it("the private lgamma and digamma compositions match PyTorch's to 1e-10", function()
-    -- torch.lgamma / torch.digamma of these points (PyTorch 1.13, float64)
-    local x = ember.tensor({ 0.1, 0.5, 1, 2.5, 7, 30, 1000 }, F64)
-    H.same(D._lgamma(x), { 2.252712651734206, 0.5723649429247001, 0, 0.2846828704729192, 6.579251212010101,
-      71.25703896716801, 5905.220423209181 }, 1e-10)
-    H.same(D._digamma(x), { -10.423754940411076, -1.9635100260214229, -0.5772156649015328, 0.7031566406452431,
-      1.872784335098467, 3.384438132685525, 6.907255195648812 }, 1e-10)
+  it("MultivariateNormal: gradcheck and gradgradcheck of log_prob and kl through each form (float64)", function()
+    local gc, ggc = ember.autodiff.gradcheck, ember.autodiff.gradgradcheck
+    local v = ember.tensor({ { 0.3, -0.2, 1 }, { 1, 0.5, -1 } }, F64)
+    local q = D.MultivariateNormal(ember.zeros({ 3 }, F64), { covariance_matrix = ember.eye(3, 3, F64) * 2 })
+    local function sym(a) return a:matmul(a:t()) + ember.eye(3, 3, F64) * 3 end
+    local forms = {
+      function(loc, a) return D.MultivariateNormal(loc, { covariance_matrix = sym(a) }) end,
+      function(loc, a) return D.MultivariateNormal(loc, { precision_matrix = sym(a) }) end,
+      function(loc, a) return D.MultivariateNormal(loc, { scale_tril = a:tril(-1) + ember.eye(3, 3, F64) * 1.5 }) end,
+    }
+    for _, make in ipairs(forms) do
+      local f = function(loc, a) local d = make(loc, a) return d:log_prob(v), D.kl_divergence(d, q) end
+      local inputs = { ember.tensor({ 0.1, -0.3, 0.2 }, F64), ember.tensor({ { 1, 0.2, -0.1 }, { 0.3, 0.9, 0 }, { -0.2, 0.4, 1.1 } }, F64) }
+      assert.is_true(gc(f, inputs))
+      assert.is_true(ggc(f, inputs))
+    end
+  end)
+
+  it("constructors: a value past the parameters raises first; probs first and opts together", function()
+    H.raises(function() D.Normal(0, 1, nil, 5) end, "ember.distributions.Normal", "extra argument 4 (5)")
+    H.raises(function() D.MultivariateNormal(nil, nil, "x") end, "ember.distributions.MultivariateNormal", "extra argument 3")
+    H.raises(function() D.Bernoulli({ probs = ember.tensor({ 0.5 }) }, {}) end, "ember.distributions.Bernoulli", "extra argument 2")
+    H.raises(function() D.Categorical(ember.tensor({ 0.5, 0.5 }), "x") end, "ember.distributions.Categorical",
+      "options must be a table, got string")
+    H.raises(function() D.Bernoulli(ember.tensor({ 0.5 }), { probs = ember.tensor({ 0.2 }) }) end, "probs is given twice")
+    local opts = { validate_args = false }
+    local d = D.Bernoulli(ember.tensor({ 0.25 }, F64), opts)
+    assert.is_nil(opts.probs)                                   -- the caller's table is not written to
+    assert.is_false(d.validate_args)
+    H.same(d.probs, { 0.25 }, 0)
   end)
 
   it("a private generator repeats its draws and leaves the default stream alone", function()

@@ -19,6 +19,7 @@ describe("the op table", function()
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",
       linalg_inv = "linalg%.inv%(", linalg_slogdet = "linalg%.slogdet%(", linalg_solve = "linalg%.solve%(",
+      linalg_solve_triangular = "linalg%.solve_triangular%(",
       linalg_cholesky = "linalg%.cholesky%(", linalg_eigh = "linalg%.eigh%(", linalg_qr = "linalg%.qr%(",
       linalg_svd = "linalg%.svd%(" }
     local missing = {}

@@ -111,6 +111,12 @@ describe("gradcheck and gradgradcheck (float64)", function()
         return unpack(outs) end, function() return { randn(4, 3), randn(2, 3), randn(3, 3) } end },
     { "linalg.lstsq", function(a, b) return ember.linalg.lstsq(a, b).solution end,
       function() return { randn(4, 2), randn(4, 2) } end },
+    { "lgamma", function(x) return ember.lgamma(x) end, function() return { ember.rand({ 2, 3 }, F64) * 4 + 0.2 } end },
+    { "linalg.solve_triangular", function(a, b)
+        local st = ember.linalg.solve_triangular
+        return st(a, b, { upper = false }), st(a, b:transpose(-1, -2), { upper = true, left = false }),
+          st(a, b, { upper = true, unitriangular = true }) end,
+      function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 3, randn(3, 2) } end },
   }
   for _, c in ipairs(checks) do
     it("gradcheck: " .. c[1], function()
@@ -292,6 +298,44 @@ describe("the tensor library's dtypes and special values", function()
   end)
 end)
 
+describe("lgamma, digamma, trigamma", function()
+  local F32 = { dtype = "float32" }
+  it("float32 within a few ulp of float64, poles and infinities as PyTorch's, in place, integers in float32", function()
+    local v = { 1e-3, 0.1, 0.5, 1, 2.5, 5.99, 6, 40, -0.5, -2.7 }
+    for _, name in ipairs({ "lgamma", "digamma", "trigamma" }) do
+      -- against float64 of the same (float32-rounded) points
+      local x = ember.tensor(v, F32)
+      local f, d = x[name](x):tolist(), ember[name](x:double()):tolist()
+      for i = 1, #v do
+        assert.is_true(math.abs(f[i] - d[i]) <= 4e-7 * math.abs(d[i]) + 1e-7, name .. "(" .. v[i] .. "): " .. f[i] .. " vs " .. d[i])
+      end
+    end
+    local edge = ember.tensor({ 0, -1, -3, math.huge, -math.huge, 0 / 0 }, F64)
+    H.same(edge:lgamma(), { math.huge, math.huge, math.huge, math.huge, math.huge, 0 / 0 }, 0)
+    H.same(edge:digamma(), { -math.huge, 0 / 0, 0 / 0, math.huge, 0 / 0, 0 / 0 }, 0)
+    H.same(edge:trigamma(), { math.huge, math.huge, math.huge, 0, math.huge, 0 / 0 }, 0)
+    -- digamma(1) = -Euler's gamma; trigamma(1) = pi^2 / 6; lgamma(0.5) = log(sqrt(pi))
+    H.same(ember.tensor({ 1 }, F64):digamma(), { -0.57721566490153286 }, 1e-14)
+    H.same(ember.trigamma(ember.tensor({ 1 }, F64)), { math.pi ^ 2 / 6 }, 1e-14)
+    local w = ember.tensor({ 0.5, 3 }, F64)
+    assert.is_true(rawequal(w, w:lgamma_()))
+    H.same(w, { 0.5 * math.log(math.pi), math.log(2) }, 1e-15)
+    local i = ember.tensor({ 1, 2, 3 }, { dtype = "int64" })
+    assert.are.equal("float32", i:digamma().dtype)
+    H.same(ember.lgamma(i), { 0, 0, math.log(2) }, 1e-7)
+    -- strided input
+    local m = ember.tensor({ { 1, 2 }, { 3, 4 } }, F64):t()
+    H.same(m:lgamma(), { { 0, math.log(2) }, { 0, math.log(6) } }, 1e-15)
+  end)
+  it("digamma's gradient is trigamma (gradcheck); trigamma has no gradient, and says so", function()
+    assert.is_true(ember.autodiff.gradcheck(function(x) return x:digamma() end, { ember.rand({ 5 }, F64) * 3 + 0.3 }))
+    local x = ember.tensor({ 1.5, 2.5 }, F64)
+    H.same(ember.autodiff.grad(function(a) return a:lgamma():sum() end)(x), x:digamma():tolist(), 1e-15)
+    H.same(ember.autodiff.grad(function(a) return a:digamma():sum() end)(x), x:trigamma():tolist(), 1e-15)
+    H.raises(function() ember.autodiff.grad(function(a) return a:trigamma():sum() end)(x) end, "no grad rule for trigamma")
+  end)
+end)
+
 describe("the tensor library's errors", function()
   local x = ember.randn({ 2, 3 })
   it("names the call, the shapes and the dims", function()
@@ -337,6 +381,26 @@ describe("the tensor library's errors", function()
     H.raises(function() ember.linalg.inv(ember.ones({ 2, 2 }, { dtype = "int64" })) end, "ember.linalg.inv", "float32 or float64")
     H.raises(function() ember.linalg.solve(ember.eye(2, 2, F64), ember.ones({ 3 }, F64)) end, "ember.linalg.solve", "{2, 2}", "{3, 1}")
     H.raises(function() ember.linalg.norm(x, 3) end, "ember.linalg.norm", "not supported")
+    local st, I2 = ember.linalg.solve_triangular, ember.eye(2, 2, F64)
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64)) end, "ember.linalg.solve_triangular", "upper is required")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = 1 }) end, "upper must be a boolean")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true, lower = true }) end, "unknown option", "lower")
+    H.raises(function() st(I2, ember.ones({ 3, 1 }, F64), { upper = true }) end, "{2, 2}", "{3, 1}", "do not fit")
+    H.raises(function() st(I2, ember.ones({ 2 }, F64), { upper = true }) end, "do not fit")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }), { upper = true }) end, "float64", "float32", "same dtype")
+    H.raises(function() st(I2, ember.ones({ 2, 1 }, F64), { upper = true }, 4) end, "extra argument 4 (4): it takes 3 (A, B, opts)")
+    H.raises(function() st(ember.tensor({ { { 1, 0 }, { 0, 1 } }, { { 1, 0 }, { 2, 0 } } }, F64), ember.ones({ 2, 1 }, F64),
+      { upper = false }) end, "ember.linalg.solve_triangular", "batch element {2}", "singular")
+    -- float32 as float64, batched and strided (a transposed A)
+    local A = (ember.randn({ 3, 4, 4 }, F64) * 0.3 + ember.eye(4, 4, F64) * 2):transpose(-1, -2)
+    local B = ember.randn({ 4, 2 }, F64)
+    local x64 = st(A, B, { upper = true })
+    H.same(x64:to("float32"):reshape({ -1 }), st(A:to("float32"), B:to("float32"), { upper = true }):double():reshape({ -1 }):tolist(), 1e-5)
+    H.same(A:triu():matmul(x64), B:expand({ 3, 4, 2 }):tolist(), 1e-12)
+    -- unitriangular reads no diagonal: a zero there is not singular
+    H.same(ember.linalg.solve_triangular(ember.tensor({ { 0, 0 }, { 2, 0 } }, F64), ember.ones({ 2, 1 }, F64),
+      { upper = false, unitriangular = true }),
+      { { 1 }, { -1 } }, 1e-15)
     H.raises(function() ember.linalg.svd(x) end, "ember.linalg.svd", "{2, 3}", "full_matrices = false")
     H.raises(function() ember.linalg.svd(x, { full = false }) end, "ember.linalg.svd", "unknown option 'full'")
     H.raises(function() ember.linalg.svdvals(ember.ones({ 2, 2 }, { dtype = "int32" })) end, "ember.linalg.svdvals", "float32 or float64")

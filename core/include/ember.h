@@ -344,6 +344,9 @@ EMBER_API int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor
 EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
 EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);
+EMBER_API int ember_lgamma(ember_tensor *a, ember_tensor **out);     /* log|Gamma(a)| */
+EMBER_API int ember_digamma(ember_tensor *a, ember_tensor **out);    /* Gamma'(a) / Gamma(a) */
+EMBER_API int ember_trigamma(ember_tensor *a, ember_tensor **out);   /* digamma'(a), polygamma(1, a) */
 /* mish: a tanh(log(1 + e^a)) */
 EMBER_API int ember_mish(ember_tensor *a, ember_tensor **out);
 /* clamp to [lo, hi]; has_lo / has_hi say which bounds apply */
@@ -413,6 +416,11 @@ EMBER_API int ember_linalg_inv(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet);
 EMBER_API int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
+/* X with A X = B (B (..., n, k), A's batch dims) for the triangular A read
+   from its upper (upper != 0) or lower triangle; unitriangular != 0 takes its
+   diagonal as ones. A zero on the diagonal fails naming the batch element. */
+EMBER_API int ember_linalg_solve_triangular(ember_tensor *a, ember_tensor *b, int upper, int unitriangular,
+                                            ember_tensor **out);
 /* eigh: eigenvalues (..., n) ascending and eigenvectors (..., n, n) as columns
    of a symmetric matrix (its lower triangle is read); qr: the reduced Q
    (..., m, k) and R (..., k, n) of (..., m, n), k = min(m, n). */

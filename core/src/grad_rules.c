@@ -70,6 +70,7 @@ static bool have(arena *s, const void *a, const void *b)
     }
 BIN(add) BIN(sub) BIN(mul) BIN(div) BIN(pow) BIN(eq) BIN(gt) BIN(lt) BIN(ge) BIN(le) BIN(matmul)
 UN(neg) UN(exp) UN(log) UN(sign) UN(sin) UN(cos) UN(tanh) UN(sigmoid) UN(erf) UN(abs)
+UN(digamma) UN(trigamma)
 
 static ember_tensor *num(arena *s, double v)
 {
@@ -437,6 +438,19 @@ RULE(erf)
     RULE_LOCALS;
     ember_tensor *x = IN(0);
     give(s, &gi[0], t_mul(s, g, t_mul(s, num(s, 1.12837916709551257390), t_exp(s, t_neg(s, t_mul(s, x, x))))));
+}
+
+/* lgamma' = digamma, digamma' = trigamma (polygamma(1)), as PyTorch's */
+RULE(lgamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_digamma(s, IN(0))));
+}
+
+RULE(digamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_trigamma(s, IN(0))));
 }
 
 /* passes where lo <= x <= hi */
@@ -1169,6 +1183,22 @@ RULE(linalg_cholesky)
     x = t_mul(s, t_add(s, x, transpose_last(s, t_mul(s, x, lower_mask(s, sz, true, g)))), num(s, 0.5));
     ember_tensor *li = t_inv(s, L);
     give(s, &gi[0], t_matmul(s, t_matmul(s, transpose_last(s, li), x), li));
+}
+
+/* gB = solve_triangular(A^T, g) (the other triangle), gA = -gB X^T in the
+   triangle read (strictly, for a unit diagonal), as PyTorch's */
+RULE(linalg_solve_triangular)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *gb = NULL, *at_ = transpose_last(s, IN(0));
+    bool upper = at->i[0] != 0, unit = at->i[1] != 0;
+    if (OK(s) && at_) gb = keep(s, ember_linalg_solve_triangular(at_, g, !upper, unit, &o), &o);
+    if (NEED(0)) {
+        ember_tensor *mask = lower_mask(s, in[nd - 1], unit, g);
+        if (upper) mask = transpose_last(s, mask);
+        give(s, &gi[0], t_mul(s, t_neg(s, t_matmul(s, gb, transpose_last(s, OUT(0)))), mask));
+    }
+    if (NEED(1)) give(s, &gi[1], gb);
 }
 
 /* the n x n identity in like's dtype and on its device */

@@ -162,7 +162,7 @@ int main(void)
     for (size_t i = 0; i < sizeof binaries / sizeof *binaries; i++) each_binary(binaries[i], a, dead);
     unary_fn unaries[] = {ember_neg, ember_exp, ember_log, ember_log1p, ember_sqrt, ember_rsqrt, ember_abs,
                           ember_sign, ember_sin, ember_cos, ember_tanh, ember_sigmoid, ember_relu, ember_silu,
-                          ember_erf, ember_clone, ember_contiguous, ember_detach, ember_amax_all, ember_amin_all};
+                          ember_erf, ember_lgamma, ember_digamma, ember_trigamma, ember_clone, ember_contiguous, ember_detach, ember_amax_all, ember_amin_all};
     for (size_t i = 0; i < sizeof unaries / sizeof *unaries; i++) each_unary(unaries[i], a, dead);
     BAD(ember_where(NULL, a, a, &o));
     BAD(ember_linear_relu(a, NULL, a, &o));
@@ -242,6 +242,20 @@ int main(void)
         BAD(ember_linalg_solve(a, sq, &o));
         BAD(ember_linalg_solve(sq, sq, NULL));
         BAD(ember_linalg_solve(sq, sq, &o));                    /* singular */
+        {
+            ember_tensor *z = NULL;
+            CHECK(ember_full(2, s22, 0, EMBER_FLOAT64, EMBER_CPU, &z) == EMBER_OK);
+            BAD(ember_linalg_solve_triangular(sq, NULL, 0, 0, &o));
+            BAD(ember_linalg_solve_triangular(NULL, sq, 1, 0, &o));
+            BAD(ember_linalg_solve_triangular(sq, a, 0, 0, &o));      /* float64 A, float32 B */
+            BAD(ember_linalg_solve_triangular(a, sq, 0, 0, &o));      /* not square */
+            BAD(ember_linalg_solve_triangular(sq, sq, 0, 0, NULL));
+            BAD(ember_linalg_solve_triangular(z, sq, 1, 0, &o));      /* a zero diagonal: singular */
+            CHECK(ember_linalg_solve_triangular(z, sq, 1, 1, &o) == EMBER_OK);   /* unit diagonal: not read */
+            ember_tensor_release(o);
+            o = NULL;
+            ember_tensor_release(z);
+        }
         BAD(ember_linalg_cholesky(sq, &o));
         BAD(ember_linalg_cholesky(NULL, &o));
         BAD(ember_linalg_eigh(a, &o, &o2));

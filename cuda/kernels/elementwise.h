@@ -10,6 +10,8 @@
 
 #include <math.h>
 
+#include "hd.h"
+#include "polygamma.h"
 #include "dtype.h"
 #include "iter.h"
 #include "ops/ops.h"

@@ -114,6 +114,25 @@ local function check_opts(op, opts, allowed)
   return opts
 end
 
+-- D.Bernoulli{probs =} / D.Bernoulli(probs, opts?): the options as one new
+-- table (the caller's is not written to); probs given twice raises
+local function probs_first(op, a, opts)
+  if type(a) == "table" and not ember.is_tensor(a) then
+    if opts ~= nil then errors.extra_argument("ember.distributions." .. op, 2, opts, { "opts" }) end
+    return a
+  end
+  local o = {}
+  if opts ~= nil then
+    if type(opts) ~= "table" or ember.is_tensor(opts) then fail(op, "options must be a table, got %s", type(opts)) end
+    for k, v in pairs(opts) do o[k] = v end
+  end
+  if a ~= nil then
+    if o.probs ~= nil then fail(op, "probs is given twice: as the first argument and in the options") end
+    o.probs = a
+  end
+  return o
+end
+
 local function all(t) return t:numel() == 0 or t:to("float32"):min():item() > 0 end
 
 ---------------------------------------------------------------- Distribution
@@ -383,29 +402,9 @@ function Categorical:enumerate_support()
 end
 
 ---------------------------------------------------------------- lgamma, digamma
--- Private compositions of tensor ops (so autograd differentiates them, and
--- they run wherever the ops do), for x > 0: the recurrence up to x + 8, then
--- Stirling's series (lgamma) and its derivative's (digamma), truncated where
--- the next term is below 1e-11 at 8. Accurate to about 1e-10 in float64.
-local SHIFT = 8
-local function lgamma(x)
-  local logs = x:log()
-  for k = 1, SHIFT - 1 do logs = logs + (x + k):log() end
-  local z = x + SHIFT
-  local r = z:pow(-1)
-  local r2 = r * r
-  local series = r * (1 / 12 + r2 * (-1 / 360 + r2 * (1 / 1260 + r2 * (-1 / 1680 + r2 * (1 / 1188 + r2 * (-691 / 360360))))))
-  return (z - 0.5) * z:log() - z + LOG_SQRT_2PI + series - logs
-end
-local function digamma(x)
-  local inv = x:pow(-1)
-  for k = 1, SHIFT - 1 do inv = inv + (x + k):pow(-1) end
-  local z = x + SHIFT
-  local r2 = z:pow(-2)
-  local series = r2 * (-1 / 12 + r2 * (1 / 120 + r2 * (-1 / 252 + r2 * (1 / 240 + r2 * (-1 / 132 + r2 * (691 / 32760))))))
-  return z:log() - z:pow(-1) * 0.5 + series - inv
-end
-D._lgamma, D._digamma = lgamma, digamma
+-- the elementwise ops (gradients digamma and trigamma)
+local function lgamma(x) return x:lgamma() end
+local function digamma(x) return x:digamma() end
 
 ---------------------------------------------------------------- Gamma sampling
 -- Standard gamma draws of shape alpha (a tensor, any shape) by Marsaglia and
@@ -669,107 +668,104 @@ function Dirichlet:entropy()
 end
 
 ---------------------------------------------------------------- MultivariateNormal
--- Private helpers on the elements of batched n x n matrices, each element a
--- batch-shaped tensor (so autograd differentiates them and batches need no
--- loop): a Cholesky factor and forward substitution, O(n^3) and O(n^2)
--- element ops, for the small event sizes distributions have.
-local function elements(A, n)
-  local a = {}
-  for i = 1, n do
-    a[i] = {}
-    local row = A:select(-2, i)
-    for j = 1, n do a[i][j] = row:select(-1, j) end
-  end
-  return a
+-- Through ember.linalg: the Cholesky factor L of the covariance (its
+-- gradient symmetric, as PyTorch's), triangular solves against it, and its
+-- diagonal's logs for the log-determinant.
+local linalg = ember.linalg
+local function solve_lower(l, b) return linalg.solve_triangular(l, b, { upper = false }) end
+local function half_log_det(l) return l:diagonal(0, -2, -1):log():sum(-1) end
+-- the squared norm of L^-1 x over the last dim of x, L's batch dims broadcast
+-- against x's leading dims
+local function mahalanobis(l, x)
+  local y = solve_lower(l, x:unsqueeze(-1)):squeeze(-1)
+  return (y * y):sum(-1)
 end
-local function cholesky(op, A, n, validate)
-  local a, l = elements(A, n), {}
-  for i = 1, n do l[i] = {} end
-  for j = 1, n do
-    local s = a[j][j]
-    for k = 1, j - 1 do s = s - l[j][k] * l[j][k] end
-    if validate and s:numel() > 0 and not (s:detach():min():item() > 0) then
-      fail(op, "covariance_matrix is not positive definite (pivot %d is not positive)", j)
-    end
-    l[j][j] = s:sqrt()
-    for i = j + 1, n do
-      local t = a[i][j]
-      for k = 1, j - 1 do t = t - l[i][k] * l[j][k] end
-      l[i][j] = t / l[j][j]
-    end
+-- runs f, naming op and what for a matrix linalg finds not positive-definite
+local function factor(op, what, f, ...)
+  local ok, r = pcall(f, ...)
+  if not ok then
+    local msg = tostring(r)
+    local detail = msg:match("not positive%-definite.*$")
+    if detail then fail(op, "%s is not positive definite (ember.linalg.cholesky: %s)", what, detail) end
+    error(r, 0)
   end
-  return l
+  return r
 end
--- solves L y = b for b's last dim of size n (elements of b broadcast
--- against L's); returns y's elements
-local function forward_solve(l, b, n)
-  local y = {}
-  for i = 1, n do
-    local t = b:select(-1, i)
-    for k = 1, i - 1 do t = t - l[i][k] * y[k] end
-    y[i] = t / l[i][i]
-  end
-  return y
-end
-local function assemble(l, n, like)
-  local zero = ember.zeros_like(l[1][1])
-  local rows = {}
-  local d = like:dim()   -- the batch dims of an element, plus 1: where a new last dim goes
-  for i = 1, n do
-    local cols = {}
-    for j = 1, n do cols[j] = l[i][j] or zero end
-    rows[i] = ember.stack(cols, d + 1)
-  end
-  return ember.stack(rows, d + 1)
+-- the lower Cholesky factor of P^-1 from P, as PyTorch's
+-- _precision_to_scale_tril: flip(cholesky(flip(P)))^-T, triangular
+local function precision_to_scale_tril(op, P)
+  local lf = factor(op, "precision_matrix", linalg.cholesky, P:flip({ -2, -1 }))
+  local l_inv = lf:flip({ -2, -1 }):transpose(-2, -1)
+  local n = P:size(-1)
+  local id = ember.eye(n, n, { dtype = P.dtype, device = P.device }):expand(P:shape())
+  return solve_lower(l_inv, id)
 end
 
 local MultivariateNormal = class("MultivariateNormal")
 D.MultivariateNormal = MultivariateNormal
--- MultivariateNormal(loc, {covariance_matrix =} or {scale_tril =}, validate_args =)
+-- MultivariateNormal(loc, {covariance_matrix =} or {precision_matrix =} or
+-- {scale_tril =}, validate_args =)
 function D.MultivariateNormal_new(loc, opts)
   local name = "MultivariateNormal"
   opts = check_opts(name, opts, { covariance_matrix = true, scale_tril = true, precision_matrix = true,
     validate_args = true })
-  if opts.precision_matrix ~= nil then
-    fail(name, "precision_matrix needs a matrix inverse, which ember does not have yet; give covariance_matrix "
-      .. "or scale_tril")
+  local given, form = 0, nil
+  for _, k in ipairs({ "covariance_matrix", "precision_matrix", "scale_tril" }) do
+    if opts[k] ~= nil then given, form = given + 1, k end
   end
-  if (opts.covariance_matrix == nil) == (opts.scale_tril == nil) then
-    fail(name, "give exactly one of covariance_matrix and scale_tril")
+  if given ~= 1 then
+    fail(name, "give exactly one of covariance_matrix, precision_matrix and scale_tril (got %d)", given)
   end
   if not ember.is_tensor(loc) or loc:dim() < 1 then fail(name, "loc must be a tensor of at least one dim") end
-  local M = opts.covariance_matrix or opts.scale_tril
-  if not ember.is_tensor(M) or M:dim() < 2 then fail(name, "the matrix must be a tensor of at least two dims") end
+  local M = opts[form]
+  if not ember.is_tensor(M) or M:dim() < 2 then fail(name, "%s must be a tensor of at least two dims", form) end
+  if M.dtype ~= "float32" and M.dtype ~= "float64" then fail(name, "%s must be float32 or float64, got %s", form, M.dtype) end
   local ls, ms = loc:shape(), M:shape()
   local n = ls[#ls]
   if ms[#ms] ~= n or ms[#ms - 1] ~= n then
-    fail(name, "loc %s has %d dims of event, the matrix is %s: it must end in {%d, %d}", show(ls), n, show(ms), n, n)
+    fail(name, "loc %s has %d dims of event, %s is %s: it must end in {%d, %d}", show(ls), n, form, show(ms), n, n)
   end
   local batch = broadcast_shape(name, slice(ls, 1, #ls - 1), slice(ms, 1, #ms - 2))
   loc = loc:expand(concat(batch, { n }))
   M = M:expand(concat(batch, { n, n }))
   local validate = opts.validate_args ~= false
+  if validate and M:numel() > 0 and form ~= "scale_tril" then
+    local asym = (M - M:transpose(-2, -1)):abs():max():item()
+    local tol = 1e-6 * math.max(1, M:abs():max():item())
+    if not (asym <= tol) then fail(name, "%s is not symmetric (largest |M - M^T| is %g)", form, asym) end
+  end
   local l
-  if opts.covariance_matrix then
-    -- the symmetric part, so a gradient is symmetric as PyTorch's cholesky's
-    l = cholesky(name, (M + M:transpose(-2, -1)) * 0.5, n, validate)
+  if form == "covariance_matrix" then
+    l = factor(name, form, linalg.cholesky, M)
+  elseif form == "precision_matrix" then
+    l = precision_to_scale_tril(name, M)
   else
-    l = elements(M, n)
-    for i = 1, n do
-      for j = i + 1, n do l[i][j] = nil end
-      if validate and l[i][i]:numel() > 0 and not (l[i][i]:detach():min():item() > 0) then
-        fail(name, "scale_tril must have a positive diagonal (element %d is not)", i)
+    if validate and M:numel() > 0 then
+      if M:triu(1):abs():max():item() ~= 0 then
+        fail(name, "scale_tril must be lower triangular (it has a non-zero element above the diagonal)")
       end
+      local dmin = M:diagonal(0, -2, -1):min():item()
+      if not (dmin > 0) then fail(name, "scale_tril must have a positive diagonal (its smallest element is %g)", dmin) end
     end
+    -- as given, as PyTorch's (its upper part, zero once validated, reaches the
+    -- gradients of what multiplies by it: covariance_matrix, kl_divergence)
+    l = M
   end
   local d = setmetatable({ loc = loc, batch_shape = batch, event_shape = { n }, validate_args = validate,
-    has_rsample = true, _l = l, _n = n }, MultivariateNormal)
-  d.scale_tril = assemble(l, n, l[1][1])
+    has_rsample = true, _n = n, scale_tril = l }, MultivariateNormal)
   return d
 end
 function MultivariateNormal:_support() return true end
 function MultivariateNormal:mean() return self.loc end
 function MultivariateNormal:covariance_matrix() return self.scale_tril:matmul(self.scale_tril:transpose(-2, -1)) end
+-- (L L^T)^-1 = L^-T L^-1
+function MultivariateNormal:precision_matrix()
+  local n = self._n
+  local l = self.scale_tril
+  local id = ember.eye(n, n, { dtype = l.dtype, device = l.device }):expand(l:shape())
+  local li = solve_lower(l, id)
+  return li:transpose(-2, -1):matmul(li)
+end
 function MultivariateNormal:variance() return self.scale_tril:pow(2):sum(-1) end
 function MultivariateNormal:rsample(shape, opts)
   local s = self:_extended(sample_shape("MultivariateNormal:rsample", shape, opts))
@@ -779,22 +775,15 @@ end
 function MultivariateNormal:sample(shape, opts)
   return ember.no_grad(function() return self:rsample(shape, opts) end)
 end
-local function half_log_det(l, n)
-  local h = l[1][1]:log()
-  for i = 2, n do h = h + l[i][i]:log() end
-  return h
-end
 function MultivariateNormal:log_prob(v)
   self:_validate("log_prob", v)
   local n = self._n
-  local y = forward_solve(self._l, v - self.loc, n)
-  local m = y[1] * y[1]
-  for i = 2, n do m = m + y[i] * y[i] end
-  return (m + n * math.log(2 * math.pi)) * -0.5 - half_log_det(self._l, n)
+  local m = mahalanobis(self.scale_tril, v - self.loc)
+  return (m + n * math.log(2 * math.pi)) * -0.5 - half_log_det(self.scale_tril)
 end
 function MultivariateNormal:entropy()
   local n = self._n
-  return half_log_det(self._l, n) + 0.5 * n * (1 + math.log(2 * math.pi))
+  return half_log_det(self.scale_tril) + 0.5 * n * (1 + math.log(2 * math.pi))
 end
 
 ---------------------------------------------------------------- Independent
@@ -885,16 +874,11 @@ end)
 register(MultivariateNormal, MultivariateNormal, function(p, q)
   local n = p._n
   if q._n ~= n then fail("kl_divergence", "MultivariateNormal of %d and %d dims", n, q._n) end
-  -- tr(Sq^-1 Sp) = |Lq^-1 Lp|_F^2, column by column; the Mahalanobis term by one solve
-  local tr
-  for c = 1, n do
-    local y = forward_solve(q._l, p.scale_tril:select(-1, c), n)
-    for i = 1, n do tr = tr and tr + y[i] * y[i] or y[i] * y[i] end
-  end
-  local z = forward_solve(q._l, q.loc - p.loc, n)
-  local m = z[1] * z[1]
-  for i = 2, n do m = m + z[i] * z[i] end
-  return half_log_det(q._l, n) - half_log_det(p._l, n) + (tr + m - n) * 0.5
+  -- tr(Sq^-1 Sp) = |Lq^-1 Lp|_F^2, by one triangular solve; the Mahalanobis term by another
+  local y = solve_lower(q.scale_tril, p.scale_tril)
+  local tr = (y * y):sum(-1):sum(-1)
+  local m = mahalanobis(q.scale_tril, q.loc - p.loc)
+  return half_log_det(q.scale_tril) - half_log_det(p.scale_tril) + (tr + m - n) * 0.5
 end)
 register(Independent, Independent, function(p, q)
   if p.reinterpreted_batch_ndims ~= q.reinterpreted_batch_ndims then

@@ -1244,6 +1244,24 @@ return function(ember, H)
     local s, l = linalg.slogdet(a)
     return s * l:exp()
   end)
+  -- A (..., n, n) and B (..., n, k) expanded to one batch shape
+  local function broadcast_batch(op, a, b)
+    local ab, bb = a:shape(), b:shape()
+    local nb = math.max(#ab, #bb) - 2
+    local sa, sb = {}, {}
+    for i = 1, nb do
+      local x = ab[#ab - 2 - nb + i] or 1
+      local y = bb[#bb - 2 - nb + i] or 1
+      if x ~= y and x ~= 1 and y ~= 1 then
+        fail(op, ("batch dims of A %s and B %s do not broadcast"):format(sh(a), sh(b)))
+      end
+      sa[i], sb[i] = math.max(x, y), math.max(x, y)
+    end
+    sa[#sa + 1], sa[#sa + 2] = a:size(-2), a:size(-1)
+    sb[#sb + 1], sb[#sb + 2] = b:size(-2), b:size(-1)
+    if #ab ~= #sa then a = a:reshape(a:shape()) end
+    return a:expand(sa), b:expand(sb)
+  end
   -- X with A X = B; B is (..., n, k), or (..., n) for vectors; batch dims broadcast
   named("solve", function(a, b)
     square("linalg.solve", a)
@@ -1254,22 +1272,7 @@ return function(ember, H)
       fail("linalg.solve", ("A of shape %s and B of shape %s do not fit"):format(sh(a), sh(b)))
     end
     if b.dtype ~= a.dtype then b = b:to(a.dtype) end
-    -- broadcast the batch dims
-    local ab, bb = a:shape(), b:shape()
-    local nb = math.max(#ab, #bb) - 2
-    local sa, sb = {}, {}
-    for i = 1, nb do
-      local x = ab[#ab - 2 - nb + i] or 1
-      local y = bb[#bb - 2 - nb + i] or 1
-      if x ~= y and x ~= 1 and y ~= 1 then
-        fail("linalg.solve", ("batch dims of A %s and B %s do not broadcast"):format(sh(a), sh(b)))
-      end
-      sa[i], sb[i] = math.max(x, y), math.max(x, y)
-    end
-    sa[#sa + 1], sa[#sa + 2] = a:size(-2), a:size(-1)
-    sb[#sb + 1], sb[#sb + 2] = b:size(-2), b:size(-1)
-    if #ab ~= #sa then a = a:reshape(a:shape()) end
-    a, b = a:expand(sa), b:expand(sb)
+    a, b = broadcast_batch("linalg.solve", a, b)
     check(C.ember_linalg_solve(a._c, b._c, out1))
     local x = wrap(out1[0])
     return vec and x:squeeze(-1) or x
@@ -1278,6 +1281,41 @@ return function(ember, H)
     square("linalg.cholesky", a)
     check(C.ember_linalg_cholesky(a._c, out1))
     return wrap(out1[0])
+  end)
+  -- X with A X = B (X A = B with {left = false}) for a triangular A: its
+  -- lower triangle is read, or the upper one with {upper = true} (required,
+  -- as PyTorch's), and with {unitriangular = true} its diagonal is taken as
+  -- ones. LAPACK's trtrs; A's gradient lies in the triangle read, as
+  -- PyTorch's. B (..., n, k) ((..., k, n) for left = false), batch dims
+  -- broadcast
+  named("solve_triangular", function(a, b, opts, ...)
+    local op = "linalg.solve_triangular"
+    if select("#", ...) > 0 then
+      errors.extra_argument("ember." .. op, 4, (...), { "A", "B", "opts" })
+    end
+    square(op, a)
+    need_tensor(op, b, 2)
+    local o = options(op, opts, { upper = true, left = true, unitriangular = true })
+    if o.upper == nil then fail(op, "upper is required: {upper = true} or {upper = false}") end
+    local upper = need_bool(op, "upper", o.upper)
+    local left = o.left == nil or need_bool(op, "left", o.left)
+    local unit = need_bool(op, "unitriangular", o.unitriangular)
+    local n = a:size(-1)
+    if b:dim() < 2 or (left and b:size(-2) or b:size(-1)) ~= n then
+      fail(op, ("A of shape %s and B of shape %s do not fit (B: (..., %s))"):format(sh(a), sh(b),
+        left and (n .. ", k") or ("k, " .. n)))
+    end
+    if b.dtype ~= a.dtype then
+      fail(op, ("A is %s and B is %s: they must have the same dtype"):format(a.dtype, b.dtype))
+    end
+    if not left then
+      -- X A = B is A^T X^T = B^T, the other triangle of A^T
+      a, b, upper = a:transpose(-1, -2), b:transpose(-1, -2), not upper
+    end
+    a, b = broadcast_batch(op, a, b)
+    check(C.ember_linalg_solve_triangular(a._c, b._c, upper and 1 or 0, unit and 1 or 0, out1))
+    local x = wrap(out1[0])
+    return left and x or x:transpose(-1, -2)
   end)
   -- eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix:
   -- its lower triangle is read, or the upper one with UPLO = "U"

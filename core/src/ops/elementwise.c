@@ -5,6 +5,7 @@
    computes in double and rounds once on store. */
 #include "ops.h"
 #include "../backend.h"
+#include "../polygamma.h"
 
 #include <math.h>
 #include <string.h>

@@ -33,6 +33,8 @@ static struct {
     void (*dgesdd)(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t);
     void (*spotrf)(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
     void (*dpotrf)(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
+    void (*strtrs)(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const float *a, const int *lda, float *b, const int *ldb, int *info, size_t, size_t, size_t);
+    void (*dtrtrs)(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const double *a, const int *lda, double *b, const int *ldb, int *info, size_t, size_t, size_t);
 } lapack;
 static bool lapack_found;
 static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
@@ -62,6 +64,8 @@ static void find_lapack(void)
     LOOKUP(dgesdd);
     LOOKUP(spotrf);
     LOOKUP(dpotrf);
+    LOOKUP(strtrs);
+    LOOKUP(dtrtrs);
 #undef LOOKUP
     lapack_found = all;
 }
@@ -105,6 +109,15 @@ int ember__lapack_potrf(int dt, char uplo, int n, void *a)
     int info = 0, lda = n > 1 ? n : 1;
     if (dt == EMBER_FLOAT32) lapack.spotrf(&uplo, &n, a, &lda, &info, 1);
     else lapack.dpotrf(&uplo, &n, a, &lda, &info, 1);
+    return info;
+}
+
+int ember__lapack_trtrs(int dt, char uplo, char trans, char diag, int n, int nrhs, const void *a, void *b)
+{
+    if (!ember__have_lapack()) return -1;
+    int info = 0, ld = n > 1 ? n : 1;
+    if (dt == EMBER_FLOAT32) lapack.strtrs(&uplo, &trans, &diag, &n, &nrhs, a, &ld, b, &ld, &info, 1, 1, 1);
+    else lapack.dtrtrs(&uplo, &trans, &diag, &n, &nrhs, a, &ld, b, &ld, &info, 1, 1, 1);
     return info;
 }
 
@@ -159,6 +172,11 @@ int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, con
     return -1;
 }
 int ember__lapack_potrf(int dt, char uplo, int n, void *a) { (void)dt, (void)uplo, (void)n, (void)a; return -1; }
+int ember__lapack_trtrs(int dt, char uplo, char trans, char diag, int n, int nrhs, const void *a, void *b)
+{
+    (void)dt, (void)uplo, (void)trans, (void)diag, (void)n, (void)nrhs, (void)a, (void)b;
+    return -1;
+}
 int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, int lwork, int *iwork, int liwork)
 {
     (void)dt, (void)uplo, (void)n, (void)a, (void)w, (void)work, (void)lwork, (void)iwork, (void)liwork;

@@ -17,6 +17,10 @@ int ember__lapack_getrs(int dt, char trans, int n, int nrhs, const void *lu, con
 /* the Cholesky factor of the uplo ('L' or 'U') triangle, in place (the other
    triangle is left as it was) */
 int ember__lapack_potrf(int dt, char uplo, int n, void *a);
+/* solves op(A) X = B (trans 'N' or 'T') for the triangular A in a's uplo
+   triangle (diag 'U': unit diagonal, not read); b (n x nrhs) becomes X.
+   info k > 0: A[k,k] is zero */
+int ember__lapack_trtrs(int dt, char uplo, char trans, char diag, int n, int nrhs, const void *a, void *b);
 /* eigenvalues (ascending, into w) and eigenvectors (over a, as columns) of
    the symmetric matrix in a's uplo triangle; lwork = liwork = -1 asks for the
    workspace sizes (work[0], iwork[0]) */

@@ -1,5 +1,5 @@
 /* linalg.c: batched linear algebra through LAPACK (lapack.c): inv, slogdet,
-   solve, cholesky, eigh, qr, svd (ops.def's LINALG_*), on (..., n, n) matrices
+   solve, solve_triangular, cholesky, eigh, qr, svd (ops.def's LINALG_*), on (..., n, n) matrices
    ((..., m, n) for qr and svd) of float32 or float64. A row-major matrix is its transpose to column-major LAPACK, which
    each op uses rather than copy: getrf of A^T gives A's determinant, getri of
    A^T gives (A^-1)^T, that is A^-1 row-major, getrs with 'T' on A^T's factors
@@ -206,6 +206,69 @@ int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs
     x = NULL;
 done:
     free(ipiv);
+    ember_tensor_release(lu);
+    ember_tensor_release(bt);
+    ember_tensor_release(x);
+    return rc;
+}
+
+/* LINALG_SOLVE_TRIANGULAR: as LINALG_SOLVE for a triangular A, by trtrs. A
+   row-major is A^T column-major, so A's lower triangle is the upper one
+   there, solved transposed */
+int fwd_linalg_solve_triangular(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *a = in[0], *bm = in[1], *lu = NULL, *bt = NULL, *x = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int k = (int)bm->shape[bm->ndim - 1];
+    int64_t B = nbatch(a);
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
+    EMBER_CHECK(ember__copy_into(lu, a));
+    {
+        /* B^T contiguous: each batch's B column-major */
+        int64_t ts[EMBER_MAX_DIMS];
+        ember_tensor *btv = NULL;
+        memcpy(ts, bm->shape, sizeof ts);
+        ts[bm->ndim - 2] = k;
+        ts[bm->ndim - 1] = n;
+        EMBER_CHECK(ember__new(bm->ndim, ts, dt, EMBER_CPU, &bt));
+        int64_t vst[EMBER_MAX_DIMS];
+        memcpy(vst, bt->strides, sizeof vst);
+        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
+        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
+        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &btv));
+        rc = ember__copy_into(btv, bm);
+        ember_tensor_release(btv);
+        if (rc < 0) goto done;
+    }
+    char uplo = at->i[0] ? 'L' : 'U', diag = at->i[1] ? 'U' : 'N';
+    for (int64_t b = 0; b < B && n > 0; b++) {
+        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
+        int info = ember__lapack_trtrs(dt, uplo, 'T', diag, n, k > 0 ? k : 0, m, ember__ptr(bt) + b * (int64_t)n * k * es);
+        if (info < 0) EMBER_CHECK(ember__fail(EMBER_ERR_UNSUPPORTED, "linalg.solve_triangular: LAPACK's trtrs is not available"));
+        if (info > 0) {
+            char sb[200], sa[200];
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s%s of shape %s is singular "
+                                    "(its diagonal element %d is zero)", a->ndim > 2 ? " at batch element " : "",
+                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info));
+        }
+    }
+    {
+        /* X = (B^T solved)^T */
+        ember_tensor *xv = NULL;
+        int64_t vst[EMBER_MAX_DIMS];
+        memcpy(vst, bt->strides, sizeof vst);
+        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
+        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
+        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &xv));
+        rc = ember__new(bm->ndim, bm->shape, dt, EMBER_CPU, &x);
+        if (rc == EMBER_OK) rc = ember__copy_into(x, xv);
+        ember_tensor_release(xv);
+        if (rc < 0) goto done;
+    }
+    out[0] = x;
+    x = NULL;
+done:
     ember_tensor_release(lu);
     ember_tensor_release(bt);
     ember_tensor_release(x);
@@ -460,6 +523,29 @@ int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
     ember_tensor *in[2] = {a, b};
     ember_attrs at = {{0}, {0}};
     return ember__dispatch(EMBER_OP_LINALG_SOLVE, 2, in, &at, out);
+}
+
+int ember_linalg_solve_triangular(ember_tensor *a, ember_tensor *b, int upper, int unitriangular, ember_tensor **out)
+{
+    char sa[200], sb[200];
+    EMBER_TRY(square_ok("linalg.solve_triangular", a));
+    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: B is NULL");
+    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
+    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
+    if (!ok)
+        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve_triangular: A of shape %s and B of shape %s do not fit (B "
+                           "must be (..., n, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
+    if (b->dtype != a->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "linalg.solve_triangular: A is %s and B is %s (one dtype expected)",
+                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
+    if (b->shape[b->ndim - 1] > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve_triangular: B of shape %s has too many columns for LAPACK",
+                           ember__tshape(sb, b));
+    ember_tensor *in[2] = {a, b};
+    ember_attrs at = {{0}, {0}};
+    at.i[0] = upper != 0;
+    at.i[1] = unitriangular != 0;
+    return ember__dispatch(EMBER_OP_LINALG_SOLVE_TRIANGULAR, 2, in, &at, out);
 }
 
 int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out)

@@ -26,7 +26,8 @@ low)`. Also `d:cdf(x)`.
 ### `ember.distributions.Bernoulli(probs, opts?)`, `ember.distributions.Bernoulli{probs =}`, `ember.distributions.Bernoulli{logits =}`
 Values 0 and 1 (in the parameters' dtype) with probability `probs` of a 1
 (or `sigmoid(logits)`). `d.probs` and `d.logits` hold both forms. No
-`rsample`.
+`rsample`. With `probs` first, `opts` may hold `validate_args` (`probs`
+again raises); the caller's table is not written to.
 
 ### `ember.distributions.Categorical(probs, opts?)`, `ember.distributions.Categorical{probs =}`, `ember.distributions.Categorical{logits =}`
 Categories `1..k` along the last dim of `probs` (normalised to sum to 1) or
@@ -54,13 +55,17 @@ The Dirichlet distribution over the simplex of the last dim (the event);
 sampled as normalised gammas; `rsample` has Gamma's implicit gradients.
 
 ### `ember.distributions.MultivariateNormal(loc, opts)`
-The multivariate normal over the last dim of `loc`; `opts = {covariance_matrix
-=}` (symmetric positive definite; its Cholesky factor is computed by element
-ops, so gradients reach it, symmetric as PyTorch's) or `{scale_tril =}` (lower
-triangular, positive diagonal), and `validate_args`. `d.scale_tril`,
-`d:covariance_matrix()`; `rsample` is `loc + scale_tril @ eps`.
-`precision_matrix` raises (ember has no matrix inverse yet). Meant for the
-small event sizes of distributions (the factorisation costs O(n^3) ops).
+The multivariate normal over the last dim of `loc`; `opts` has exactly one
+of `covariance_matrix` (symmetric positive definite), `precision_matrix`
+(its inverse, symmetric positive definite) and `scale_tril` (lower
+triangular with a positive diagonal, used as given, as PyTorch's), and
+`validate_args` (default true: a matrix that is not symmetric, not
+positive definite or not lower triangular raises). The factor comes from
+`ember.linalg.cholesky` (from the precision as PyTorch's: the Cholesky of
+the flipped matrix, inverted by `linalg.solve_triangular`), and `log_prob`
+and `kl_divergence` solve against it, so gradients reach every form.
+`d.scale_tril`, `d:covariance_matrix()`, `d:precision_matrix()`; `rsample`
+is `loc + scale_tril @ eps`.
 
 ### `ember.distributions.Independent(base, n, opts?)`
 Reinterprets the last `n` batch dims of `base` as event dims: `log_prob` and

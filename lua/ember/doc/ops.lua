@@ -84,6 +84,20 @@ The cosine (radians), elementwise; `cos_` in place.
 ### `Tensor:erf()`, `ember.erf(t)`, `Tensor:erf_()`
 The error function, elementwise; `erf_` in place.
 
+### `Tensor:lgamma()`, `ember.lgamma(t)`, `Tensor:lgamma_()`
+`log|Gamma(t)|`, elementwise (the math library's; `inf` at 0 and the
+negative integers); `lgamma_` in place. Its gradient is `digamma`.
+
+### `Tensor:digamma()`, `ember.digamma(t)`, `Tensor:digamma_()`
+`Gamma'(t) / Gamma(t)`, elementwise, as PyTorch's: `-inf` at 0, NaN at the
+negative integers; `digamma_` in place. Its gradient is `trigamma`.
+
+### `Tensor:trigamma()`, `ember.trigamma(t)`, `Tensor:trigamma_()`
+The derivative of `digamma` (PyTorch's `polygamma(1, t)`), elementwise;
+`inf` at 0 and the negative integers; `trigamma_` in place. It has no
+gradient (PyTorch's `polygamma(2, t)`): a backward through it raises, so
+`digamma`'s second derivative does too.
+
 ### `Tensor:relu()`, `ember.relu(t)`, `Tensor:relu_()`
 `max(t, 0)`, elementwise, NaN kept (as PyTorch: `relu(NaN)` is NaN and
 `relu(-0)` is -0); `relu_` in place. Its gradient is 0 where the output is

@@ -210,6 +210,15 @@ broadcast.
 The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
 `A` (its lower triangle is read).
 
+### `ember.linalg.solve_triangular(A, B, opts)`
+`X` with `A X = B`, or `X A = B` with `{left = false}`, for a triangular
+`A`: `opts.upper` (required, as PyTorch's) says which triangle is read, the
+other is ignored; `{unitriangular = true}` takes the diagonal as ones. `B`
+is `(..., n, k)` (`(..., k, n)` with `left = false`), batch dims broadcast;
+`A` and `B` have one dtype. `A`'s gradient lies in the triangle read.
+LAPACK's trtrs; a zero on the diagonal read raises as singular, naming the
+batch element.
+
 ### `ember.linalg.eigh(A, UPLO?)`, `ember.eigh(A, UPLO?)`
 The eigenvalues (ascending) and eigenvectors (as columns) of a symmetric
 `A`, as two values; its lower triangle is read, or the upper one with
