@@ -118,7 +118,15 @@ describe("the shape factories", function()
       raises(function() ember[name]({ 2 }, { pin_memory = true }) end,
         "ember." .. name .. ": unknown option 'pin_memory' (known: device, dtype, generator)")
       raises(function() ember[name](2, { generator = ember.Generator(1), seed = 3 }) end, "unknown option 'seed'")
+      -- every key counts, the fourth of four as the first
+      local all = { dtype = "float64", device = "cpu", generator = ember.Generator(1) }
+      assert.are.equal("float64", ember[name]({ 2 }, all).dtype)
+      all.extra = 1
+      raises(function() ember[name]({ 2 }, all) end, "unknown option 'extra'")
     end
+    raises(function() ember.zeros({ 2 }, { dtype = "float64", device = "cpu", generator = 1 }) end,
+      "unknown option 'generator'")
+    raises(function() ember.zeros({ 2 }, { 3 }) end, "ember.zeros: unknown option '1' (known: device, dtype)")
   end)
 
   it("leave ember usable after an error", function()

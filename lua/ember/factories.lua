@@ -65,13 +65,30 @@ return function(ember, H)
   -- is its argument position, for the message about a value of another type.
   local BASIC = { "device", "dtype" }
   local RANDOM = { "device", "dtype", "generator" }
+  local KNOWN = { [BASIC] = { device = true, dtype = true }, [RANDOM] = { device = true, dtype = true, generator = true } }
   local function options(op, opts, pos, known)
     if opts == nil then return nil end
     if type(opts) ~= "table" or is_tensor(opts) then
       fail(op, ("expected an options table as argument %d, got %s"):format(pos, is_tensor(opts) and "a tensor"
         or type(opts) == "string" and ("'" .. opts .. "'") or tostring(opts)))
     end
-    return known_options(op, opts, known)
+    -- the keys against a set made once (known_options makes one per call),
+    -- without a loop (a loop here costs every call a trace abort: JIT, loop
+    -- unroll limit): the keys are distinct, so past #known of them one is
+    -- unknown
+    local set, k = KNOWN[known], next(opts)
+    if k ~= nil then
+      if not set[k] then return known_options(op, opts, known) end
+      k = next(opts, k)
+      if k ~= nil then
+        if not set[k] then return known_options(op, opts, known) end
+        k = next(opts, k)
+        if k ~= nil and (not set[k] or next(opts, k) ~= nil or #known < 3) then
+          return known_options(op, opts, known)
+        end
+      end
+    end
+    return opts
   end
 
   -- the C generator of a random factory's options (random.lua; their keys
@@ -120,8 +137,10 @@ return function(ember, H)
   -- the shape table s: its sizes, and no other key (a hole, a dtype = ...)
   local function shape_table(name, s)
     local nd, sb = shape_arg(name, s)
-    local keys = 0
-    for _ in pairs(s) do keys = keys + 1 end
+    -- counting the keys stops past nd: a loop over pairs costs a trace abort
+    -- on every call (JIT: inner loop in root trace), this one does not
+    local keys, k = 0, next(s)
+    while k ~= nil and keys <= nd do keys = keys + 1; k = next(s, k) end
     if keys ~= nd then
       for k, v in pairs(s) do
         if type(k) ~= "number" or k ~= floor(k) or k < 1 or k > nd then
