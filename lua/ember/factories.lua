@@ -6,9 +6,11 @@ local ffi = require("ffi")
 return function(ember, H)
   local C = ember._C
   local check, fail, wrap, tensor_arg, shape_arg, dtype_id = H.check, H.fail, H.wrap, H.tensor_arg, H.shape_arg, H.dtype_id
-  local device_id, opts_of, is_tensor, out1, shape_buf, F32 = H.device_id, H.opts_of, H.is_tensor, H.out1, H.shape_buf, H.F32
+  local device_id, is_tensor, out1, shape_buf, F32 = H.device_id, H.is_tensor, H.out1, H.shape_buf, H.F32
   local F64, I64, BOOL = H.F64, H.I64, H.BOOL
   local check_int_value, INT_RANGE = H.check_int_value, H.INT_RANGE
+  local errors = require("ember.errors")
+  local known_options = errors.known_options
   local ffi_new = ffi.new
   local floor = math.floor
 
@@ -58,8 +60,58 @@ return function(ember, H)
     return dims, flat, n_bool > 0 and n_bool == #flat
   end
 
+  -- A factory's options table: nil, or a table (not a tensor) whose keys are
+  -- all in known (errors.known_options raises naming one that is not); pos
+  -- is its argument position, for the message about a value of another type.
+  local BASIC = { "device", "dtype" }
+  local RANDOM = { "device", "dtype", "generator" }
+  local KNOWN = { [BASIC] = { device = true, dtype = true }, [RANDOM] = { device = true, dtype = true, generator = true } }
+  local function options(op, opts, pos, known)
+    if opts == nil then return nil end
+    if type(opts) ~= "table" or is_tensor(opts) then
+      fail(op, ("expected an options table as argument %d, got %s"):format(pos, is_tensor(opts) and "a tensor"
+        or type(opts) == "string" and ("'" .. opts .. "'") or tostring(opts)))
+    end
+    -- the keys against a set made once (known_options makes one per call),
+    -- without a loop (a loop here costs every call a trace abort: JIT, loop
+    -- unroll limit): the keys are distinct, so past #known of them one is
+    -- unknown
+    local set, k = KNOWN[known], next(opts)
+    if k ~= nil then
+      if not set[k] then return known_options(op, opts, known) end
+      k = next(opts, k)
+      if k ~= nil then
+        if not set[k] then return known_options(op, opts, known) end
+        k = next(opts, k)
+        if k ~= nil and (not set[k] or next(opts, k) ~= nil or #known < 3) then
+          return known_options(op, opts, known)
+        end
+      end
+    end
+    return opts
+  end
+
+  -- the C generator of a random factory's options (random.lua; their keys
+  -- are checked first, by options)
+  local GEN_KEYS = { dtype = true, device = true }
+  local function gen(name, opts) return H.gen_of(name, opts, GEN_KEYS) end
+
+  -- a value as a message shows it
+  local function show(v)
+    if type(v) == "string" then return "'" .. v .. "'" end
+    if is_tensor(v) then return "a tensor" end
+    return type(v) == "table" and "a table" or tostring(v)
+  end
+
   function ember.tensor(data, opts)
-    if is_tensor(data) then return data:clone() end
+    if opts ~= nil then options("tensor", opts, 2, BASIC) end
+    if is_tensor(data) then
+      if not (opts and (opts.dtype or opts.device)) then return data:clone() end
+      local dt = opts.dtype and dtype_id("tensor", opts.dtype) and opts.dtype
+      local dev = opts.device and device_id("tensor", opts.device) and opts.device
+      local r = data:to({ dtype = dt, device = dev })
+      return r == data and data:clone() or r
+    end
     local dims, flat, all_bool = infer(data, "tensor")
     local dt = opts and opts.dtype and dtype_id("tensor", opts.dtype) or (all_bool and BOOL or F32)
     local dev = device_id("tensor", opts and opts.device)
@@ -76,106 +128,186 @@ return function(ember, H)
     return wrap(out1[0])
   end
 
-  -- factories take an optional last {dtype =, device =} table (the random
-  -- ones also {generator =}, an ember.Generator: see random.lua)
-  local function split_opts(random, ...)
-    local n = select("#", ...)
-    local last = n > 0 and select(n, ...) or nil
-    if n > 0 and (opts_of(last) or random and type(last) == "table" and not is_tensor(last)
-        and last.generator ~= nil) then
-      return last, n - 1
+  -- The shape factories take a shape table and an optional options table,
+  -- zeros({2, 3}, opts), or the sizes one by one and then an optional
+  -- options table, zeros(2, 3, opts). A value after the options table, a
+  -- non-number among the sizes (nil included) and a shape table holding
+  -- anything besides its sizes 1..n raise naming it.
+  local SHAPE_NAMES = { "shape", "opts" }
+  -- the shape table s: its sizes, and no other key (a hole, a dtype = ...)
+  local function shape_table(name, s)
+    local nd, sb = shape_arg(name, s)
+    -- counting the keys stops past nd: a loop over pairs costs a trace abort
+    -- on every call (JIT: inner loop in root trace), this one does not
+    local keys, k = 0, next(s)
+    while k ~= nil and keys <= nd do keys = keys + 1; k = next(s, k) end
+    if keys ~= nd then
+      for k, v in pairs(s) do
+        if type(k) ~= "number" or k ~= floor(k) or k < 1 or k > nd then
+          fail(name, ("the shape table holds %s = %s besides its %d sizes: it is a list of sizes {2, 3}, "
+            .. "options go in a table after it (%s({2, 3}, {dtype = 'float64'}))")
+            :format(type(k) == "string" and k or "[" .. show(k) .. "]", show(v), nd, name))
+        end
+      end
     end
-    return nil, n
+    return nd, sb
+  end
+  -- the sizes given one by one: first (a number), then the values in ...
+  local function size_args(name, first, ...)
+    local n = select("#", ...)
+    local dims = { first }
+    local i = 1
+    while i <= n do
+      local v = select(i, ...)
+      if type(v) ~= "number" then break end
+      dims[i + 1] = v
+      i = i + 1
+    end
+    local opts
+    if i <= n then
+      local v = select(i, ...)
+      if type(v) == "table" and not is_tensor(v) then
+        opts = v
+      elseif v ~= nil then
+        fail(name, ("bad size %s at position %d of the shape"):format(show(v), i + 1))
+      end
+      for j = i + 1, n do
+        local w = select(j, ...)
+        if w ~= nil then
+          if not opts then fail(name, ("bad size nil at position %d of the shape"):format(i + 1)) end
+          local names = {}
+          for k = 1, #dims do names[k] = "size" .. k end
+          errors.extra_argument("ember." .. name, j + 1, w, names, ", then an options table")
+        end
+      end
+    end
+    local nd, sb = shape_arg(name, dims)
+    return nd, sb, opts
   end
 
-  -- the C generator of a random factory's options, checking their keys
-  local RANDOM_OPTS = { dtype = true, device = true }
-  local function gen(name, opts) return H.gen_of(name, opts, RANDOM_OPTS) end
+  -- (shape, opts?): a value past them raises before anything is checked
+  local function shape_and_options(name, shape, ...)
+    for i = 2, select("#", ...) do
+      local v = select(i, ...)
+      if v ~= nil then errors.extra_argument("ember." .. name, i + 1, v, SHAPE_NAMES) end
+    end
+    if type(shape) == "table" and not is_tensor(shape) then
+      local nd, s = shape_table(name, shape)
+      return nd, s, (...)
+    elseif is_tensor(shape) then
+      fail(name, "expected a shape, got a tensor (ember." .. name .. "_like(t) takes a tensor's shape)")
+    end
+    fail(name, "expected a shape (a table {2, 3} or sizes 2, 3), got " .. show(shape))
+  end
 
-  local function shape_factory(name, fn, random)
-    ember[name] = function(...)
-      local opts, n = split_opts(random, ...)
-      local first = ...
-      local nd, s
-      if n == 0 then fail(name, "expected a shape") end
-      if type(first) == "table" then
-        nd, s = shape_arg(name, first)
+  local function shape_factory(name, fn, known)
+    ember[name] = function(first, ...)
+      local nd, s, opts
+      if type(first) == "number" then
+        nd, s, opts = size_args(name, first, ...)
       else
-        local dims = {}
-        for i = 1, n do dims[i] = (select(i, ...)) end
-        nd, s = shape_arg(name, dims)
+        nd, s, opts = shape_and_options(name, first, ...)
       end
+      if opts ~= nil then options(name, opts, type(first) == "number" and nd + 1 or 2, known) end
       local dt = dtype_id(name, opts and opts.dtype)
       local dev = device_id(name, opts and opts.device)
-      local span, sizes = 1, {}
-      for i = 0, nd - 1 do sizes[i + 1] = tonumber(s[i]) end
+      local span = 1
       for i = 0, nd - 1 do
-        if s[i] < 0 then fail(name, "negative size in shape {" .. table.concat(sizes, ", ") .. "}") end
-        span = span * math.max(tonumber(s[i]), 1)
+        local d = tonumber(s[i])
+        if d < 0 or span * math.max(d, 1) > 2 ^ 50 then
+          local sizes = {}
+          for k = 0, nd - 1 do sizes[k + 1] = tonumber(s[k]) end
+          if d < 0 then fail(name, "negative size in shape {" .. table.concat(sizes, ", ") .. "}") end
+          fail(name, "shape {" .. table.concat(sizes, ", ") .. "} is too large: its sizes multiply past 2^50 elements")
+        end
+        span = span * math.max(d, 1)
       end
-      if span > 2 ^ 50 then
-        fail(name, "shape {" .. table.concat(sizes, ", ") .. "} is too large: its sizes multiply past 2^50 elements")
-      end
-      return fn(nd, s, dt, dev, random and gen(name, opts))
+      return fn(nd, s, dt, dev, known == RANDOM and gen(name, opts))
     end
   end
-  shape_factory("empty", function(nd, s, dt, dev) check(C.ember_empty(nd, s, dt, dev, out1)); return wrap(out1[0]) end)
-  shape_factory("zeros", function(nd, s, dt, dev) check(C.ember_full(nd, s, 0, dt, dev, out1)); return wrap(out1[0]) end)
-  shape_factory("ones", function(nd, s, dt, dev) check(C.ember_full(nd, s, 1, dt, dev, out1)); return wrap(out1[0]) end)
+  shape_factory("empty", function(nd, s, dt, dev) check(C.ember_empty(nd, s, dt, dev, out1)); return wrap(out1[0]) end,
+    BASIC)
+  shape_factory("zeros", function(nd, s, dt, dev) check(C.ember_full(nd, s, 0, dt, dev, out1)); return wrap(out1[0]) end,
+    BASIC)
+  shape_factory("ones", function(nd, s, dt, dev) check(C.ember_full(nd, s, 1, dt, dev, out1)); return wrap(out1[0]) end,
+    BASIC)
   shape_factory("rand", function(nd, s, dt, dev, g)
     check(C.ember_rand_gen(g, nd, s, dt, dev, out1)); return wrap(out1[0])
-  end, true)
+  end, RANDOM)
   shape_factory("randn", function(nd, s, dt, dev, g)
     check(C.ember_randn_gen(g, nd, s, dt, dev, out1)); return wrap(out1[0])
-  end, true)
+  end, RANDOM)
+
+  -- a fill value: a number, or a boolean (1 or 0)
+  local function fill_value(op, value, pos)
+    if type(value) == "boolean" then return value and 1 or 0 end
+    if type(value) ~= "number" then
+      fail(op, ("expected a number or a boolean fill value as argument %d, got %s"):format(pos, show(value)))
+    end
+    return value
+  end
 
   function ember.full(shape, value, opts)
+    options("full", opts, 3, BASIC)
     local nd, s = shape_arg("full", shape)
-    if type(value) ~= "number" and type(value) ~= "boolean" then
-      fail("full", "expected a number fill value, got " .. type(value))
-    end
+    local v = fill_value("full", value, 2)
     local dt = dtype_id("full", opts and opts.dtype)
-    if type(value) == "boolean" then
-      if not (opts and opts.dtype) then dt = BOOL end
-      value = value and 1 or 0
-    end
-    check(C.ember_full(nd, s, value, dt, device_id("full", opts and opts.device), out1))
+    if type(value) == "boolean" and not (opts and opts.dtype) then dt = BOOL end
+    check(C.ember_full(nd, s, v, dt, device_id("full", opts and opts.device), out1))
     return wrap(out1[0])
   end
 
-  local function like(name, v)
-    return function(t, opts)
-      local c = tensor_arg(name, t, 1)
-      local dt = opts and opts.dtype and dtype_id(name, opts.dtype) or C.ember_tensor_dtype(c)
-      local dev = opts and opts.device and device_id(name, opts.device) or C.ember_tensor_device(c)
-      check(C.ember_full(C.ember_tensor_ndim(c), C.ember_tensor_shape(c), v, dt, dev, out1))
-      return wrap(out1[0])
-    end
+  -- a tensor of t's shape, dtype and device (opts may change the last two) filled with v
+  local function like(name, t, v, opts, pos)
+    local c = tensor_arg(name, t, 1)
+    options(name, opts, pos, BASIC)
+    local dt = opts and opts.dtype and dtype_id(name, opts.dtype) or C.ember_tensor_dtype(c)
+    local dev = opts and opts.device and device_id(name, opts.device) or C.ember_tensor_device(c)
+    check(C.ember_full(C.ember_tensor_ndim(c), C.ember_tensor_shape(c), v, dt, dev, out1))
+    return wrap(out1[0])
   end
-  ember.zeros_like, ember.ones_like = like("zeros_like", 0), like("ones_like", 1)
-  function ember.full_like(t, v, opts) return like("full_like", v)(t, opts) end
-  function ember.empty_like(t, opts) return like("empty_like", 0)(t, opts) end
-  function ember.rand_like(t, opts)
-    gen("rand_like", opts)
-    return ember.rand(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device,
+  function ember.zeros_like(t, opts) return like("zeros_like", t, 0, opts, 2) end
+  function ember.ones_like(t, opts) return like("ones_like", t, 1, opts, 2) end
+  function ember.empty_like(t, opts) return like("empty_like", t, 0, opts, 2) end
+  function ember.full_like(t, value, opts)
+    tensor_arg("full_like", t, 1)
+    return like("full_like", t, fill_value("full_like", value, 2), opts, 3)
+  end
+  local function random_like(name, draw, t, opts)
+    tensor_arg(name, t, 1)
+    options(name, opts, 2, RANDOM)
+    return draw(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device,
       generator = opts and opts.generator })
   end
-  function ember.randn_like(t, opts)
-    gen("randn_like", opts)
-    return ember.randn(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device,
-      generator = opts and opts.generator })
-  end
+  function ember.rand_like(t, opts) return random_like("rand_like", ember.rand, t, opts) end
+  function ember.randn_like(t, opts) return random_like("randn_like", ember.randn, t, opts) end
 
   local function is_int(x) return type(x) == "number" and x == floor(x) end
+  local function number_arg(op, v, pos)
+    if type(v) ~= "number" then errors.argument(op, pos, "a number", v) end
+    return v
+  end
 
-  function ember.arange(a, b, c, opts)
-    if type(b) == "table" then opts, b = b, nil end
-    if type(c) == "table" then opts, c = c, nil end
-    local start, stop, step = a, b, c or 1
-    if stop == nil then start, stop = 0, a end
-    for _, v in ipairs({ start, stop, step }) do
-      if type(v) ~= "number" then fail("arange", "expected numbers, got " .. type(v)) end
+  -- ember.arange(n, opts?), ember.arange(a, b, opts?), ember.arange(a, b, step, opts?)
+  function ember.arange(a, b, step, opts)
+    local pos = 4
+    if type(b) == "table" and not is_tensor(b) then
+      if step ~= nil then errors.extra_argument("ember.arange", 3, step, { "n", "opts" }) end
+      if opts ~= nil then errors.extra_argument("ember.arange", 4, opts, { "n", "opts" }) end
+      opts, b, pos = b, nil, 2
+    elseif type(step) == "table" and not is_tensor(step) then
+      if opts ~= nil then errors.extra_argument("ember.arange", 4, opts, { "a", "b", "opts" }) end
+      opts, step, pos = step, nil, 3
     end
+    options("arange", opts, pos, BASIC)
+    local start, stop
+    if b == nil then
+      if step ~= nil then errors.argument("arange", 2, "a number", b) end
+      start, stop = 0, number_arg("arange", a, 1)
+    else
+      start, stop = number_arg("arange", a, 1), number_arg("arange", b, 2)
+    end
+    if step == nil then step = 1 else number_arg("arange", step, 3) end
     local dt = opts and opts.dtype and dtype_id("arange", opts.dtype)
       or ((is_int(start) and is_int(stop) and is_int(step)) and I64 or F32)
     check(C.ember_arange(start, stop, step, dt, device_id("arange", opts and opts.device), out1))
@@ -183,8 +315,11 @@ return function(ember, H)
   end
 
   function ember.linspace(a, b, steps, opts)
-    if type(a) ~= "number" or type(b) ~= "number" or not is_int(steps) then
-      fail("linspace", "expected (start, end, steps)")
+    options("linspace", opts, 4, BASIC)
+    number_arg("linspace", a, 1)
+    number_arg("linspace", b, 2)
+    if not is_int(steps) then
+      fail("linspace", "expected an integer count of steps as argument 3, got " .. show(steps))
     end
     check(C.ember_linspace(a, b, steps, dtype_id("linspace", opts and opts.dtype),
       device_id("linspace", opts and opts.device), out1))
@@ -192,17 +327,30 @@ return function(ember, H)
   end
 
   function ember.eye(n, m, opts)
-    if type(m) == "table" then opts, m = m, nil end
-    if not is_int(n) or (m ~= nil and not is_int(m)) then fail("eye", "expected integer sizes") end
+    local pos = 3
+    if type(m) == "table" and not is_tensor(m) then
+      if opts ~= nil then errors.extra_argument("ember.eye", 3, opts, { "n", "opts" }) end
+      opts, m, pos = m, nil, 2
+    end
+    options("eye", opts, pos, BASIC)
+    if not is_int(n) or (m ~= nil and not is_int(m)) then
+      fail("eye", ("expected integer sizes, got n = %s, m = %s"):format(show(n), show(m)))
+    end
     check(C.ember_eye(n, m or n, dtype_id("eye", opts and opts.dtype),
       device_id("eye", opts and opts.device), out1))
     return wrap(out1[0])
   end
 
+  -- ember.randint(low, high, shape, opts?), ember.randint(high, shape, opts?)
   function ember.randint(low, high, shape, opts)
-    if type(high) == "table" then low, high, shape, opts = 0, low, high, shape end
+    local pos = 4
+    if type(high) == "table" and not is_tensor(high) then
+      if opts ~= nil then errors.extra_argument("ember.randint", 4, opts, { "high", "shape", "opts" }) end
+      low, high, shape, opts, pos = 0, low, high, shape, 3
+    end
+    options("randint", opts, pos, RANDOM)
     if not is_int(low) or not is_int(high) or math.abs(low) >= 2 ^ 63 or math.abs(high) >= 2 ^ 63 then
-      fail("randint", ("expected finite integer bounds, got low=%s high=%s"):format(tostring(low), tostring(high)))
+      fail("randint", ("expected finite integer bounds, got low=%s high=%s"):format(show(low), show(high)))
     end
     local nd, s = shape_arg("randint", shape)
     local dt = opts and opts.dtype and dtype_id("randint", opts.dtype) or I64
@@ -213,8 +361,9 @@ return function(ember, H)
   -- ember.randperm(n, opts?): a random permutation of 1..n (int64 unless
   -- opts.dtype): a Fisher-Yates shuffle driven by n - 1 uniforms of the generator
   function ember.randperm(n, opts)
+    options("randperm", opts, 2, RANDOM)
     if not is_int(n) or n < 0 or n > 2 ^ 53 then
-      fail("randperm", "expected a non-negative integer n, got " .. tostring(n))
+      fail("randperm", "expected a non-negative integer n, got " .. show(n))
     end
     local g = gen("randperm", opts)
     local dt = opts and opts.dtype and dtype_id("randperm", opts.dtype) or I64
@@ -265,6 +414,12 @@ return function(ember, H)
       fail("set_rng_state", ("expected what get_rng_state returned ({seed = n, offset = m}), got %s")
         :format(type(state) ~= "table" and type(state)
           or ("seed = %s, offset = %s"):format(tostring(seed), tostring(offset))))
+    end
+    for k in pairs(state) do
+      if k ~= "seed" and k ~= "offset" then
+        fail("set_rng_state", ("unknown key %s = %s in the state: get_rng_state returns {seed = n, offset = m}")
+          :format(type(k) == "string" and k or "[" .. show(k) .. "]", show(state[k])))
+      end
     end
     C.ember_set_rng_state(seed, offset)
   end

@@ -13,46 +13,63 @@ names (`_C`) read as nil.
 
 ### `ember.tensor(data, opts?)`
 A tensor from a number (0-d), a nested table of numbers or booleans, or a
-tensor (copied). `opts = {dtype =, device =}`; the dtype defaults to float32,
-bool for booleans. `{}` is an empty tensor of shape `{0}` (`{{}, {}}`:
+tensor (copied, converted to `opts.dtype` and `opts.device` when given).
+`opts = {dtype =, device =}`; the dtype defaults to float32, bool for
+booleans. `{}` is an empty tensor of shape `{0}` (`{{}, {}}`:
 `{2, 0}`). With an integer dtype a number it cannot hold (NaN, an infinity,
 `2^70` as int64, 300 as uint8) raises naming the value and the dtype, as
 PyTorch; a fraction is truncated toward zero (docs/dtypes.md).
 
 ### `ember.zeros(shape, opts?)`, `ember.ones(shape, opts?)`, `ember.empty(shape, opts?)`
-A tensor of zeros or ones of the given shape (a list such as `{2, 3}`);
-`empty` leaves its memory uninitialised. `opts = {dtype =, device =}`.
+A tensor of zeros or ones of the given shape: a list such as `{2, 3}`, or
+the sizes one by one, `ember.zeros(2, 3, opts?)`; `empty` leaves its memory
+uninitialised. `opts = {dtype =, device =}`.
+
+Every factory raises naming the call for an option it does not take
+(`ember.zeros: unknown option 'requires_grad' (known: device, dtype)`), for a
+value after its options table (`ember.zeros({2, 3}, {}, 5)`: `extra argument
+3 (5): it takes 2 (shape, opts)`), for a non-number among the sizes
+(`nil` included) and for a shape table holding anything besides its sizes
+(`ember.zeros({2, 3, dtype = 'int64'})`).
 
 ### `ember.full(shape, value, opts?)`
 A tensor filled with `value` (a number, or a boolean for a bool tensor).
+`opts = {dtype =, device =}`.
 
 ### `ember.zeros_like(t, opts?)`, `ember.ones_like(t, opts?)`, `ember.empty_like(t, opts?)`
 A new tensor of `t`'s shape, dtype and device (overridable in `opts`).
 
 ### `ember.full_like(t, value, opts?)`
-A tensor of `t`'s shape, dtype and device filled with `value`.
+A tensor of `t`'s shape, dtype and device (overridable in `opts`) filled
+with `value` (a number, or a boolean: 1 or 0).
 
 ### `ember.rand_like(t, opts?)`, `ember.randn_like(t, opts?)`
-Uniform [0, 1) or standard normal samples of `t`'s shape, dtype and device.
+Uniform [0, 1) or standard normal samples of `t`'s shape, dtype and device;
+`opts = {dtype =, device =, generator =}`.
 
-### `ember.arange(n)`, `ember.arange(a, b, step?, opts?)`
-`0, 1, ..., n-1`, or `a, a+step, ...` stopping before `b`. int64 when every
-bound is an integer, else the default float dtype.
+### `ember.arange(a, b, step?, opts?)`, `ember.arange(n, opts?)`
+`a, a+step, ...` stopping before `b`, or `0, 1, ..., n-1`. int64 when every
+bound is an integer, else the default float dtype. `opts = {dtype =, device
+=}`; a value after it raises (`ember.arange(5, {}, 3)`).
 
 ### `ember.linspace(a, b, steps, opts?)`
-`steps` evenly spaced values from `a` to `b` inclusive.
+`steps` evenly spaced values from `a` to `b` inclusive. `opts = {dtype =,
+device =}`.
 
 ### `ember.eye(n, m?, opts?)`
-The `n` x `m` identity matrix (`m` defaults to `n`).
+The `n` x `m` identity matrix (`m` defaults to `n`); `ember.eye(n, opts)`
+also works. `opts = {dtype =, device =}`.
 
 ### `ember.rand(shape, opts?)`, `ember.randn(shape, opts?)`
-Samples from U[0, 1) or N(0, 1) drawn from ember's Philox generator.
-Every random function takes `opts.generator`, an `ember.Generator`, to draw
-from it instead of the default generator.
+Samples from U[0, 1) or N(0, 1) drawn from ember's Philox generator; the
+shape as for `ember.zeros`. `opts = {dtype =, device =, generator =}`: every
+random function takes `opts.generator`, an `ember.Generator`, to draw from it
+instead of the default generator.
 
 ### `ember.randint(low, high, shape, opts?)`
 Integers uniformly from `low` to `high - 1` (int64 unless `opts.dtype`);
-`randint(high, shape)` starts at 0.
+`randint(high, shape, opts?)` starts at 0. `opts = {dtype =, device =,
+generator =}`.
 
 ### `ember.randperm(n, opts?)`
 A random permutation of `1..n` (int64 unless `opts.dtype`); `opts =
@@ -117,7 +134,8 @@ PyTorch's byte tensor.
 
 ### `ember.set_rng_state(state)`
 Restores what `get_rng_state` returned, so the draws after it repeat the
-draws made after the state was read; anything else raises.
+draws made after the state was read; anything else (a key besides `seed` and
+`offset` included) raises.
 
 ### `ember.is_tensor(x)`
 True when `x` is an ember tensor.
