@@ -114,25 +114,6 @@ local function check_opts(op, opts, allowed)
   return opts
 end
 
--- D.Bernoulli{probs =} / D.Bernoulli(probs, opts?): the options as one new
--- table (the caller's is not written to); probs given twice raises
-local function probs_first(op, a, opts)
-  if type(a) == "table" and not ember.is_tensor(a) then
-    if opts ~= nil then errors.extra_argument("ember.distributions." .. op, 2, opts, { "opts" }) end
-    return a
-  end
-  local o = {}
-  if opts ~= nil then
-    if type(opts) ~= "table" or ember.is_tensor(opts) then fail(op, "options must be a table, got %s", type(opts)) end
-    for k, v in pairs(opts) do o[k] = v end
-  end
-  if a ~= nil then
-    if o.probs ~= nil then fail(op, "probs is given twice: as the first argument and in the options") end
-    o.probs = a
-  end
-  return o
-end
-
 local function all(t) return t:numel() == 0 or t:to("float32"):min():item() > 0 end
 
 ---------------------------------------------------------------- Distribution
