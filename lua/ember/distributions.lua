@@ -261,6 +261,9 @@ local function probs_opts(op, a, opts)
     if opts ~= nil then errors.extra_argument("ember.distributions." .. op, 2, opts, { "opts" }) end
     return check_opts(op, a, { probs = true, logits = true, validate_args = true })
   end
+  if type(opts) == "table" and opts.probs ~= nil and a ~= nil then
+    fail(op, "probs is given twice: as the first argument and in the options")
+  end
   local o = check_opts(op, opts, { validate_args = true })
   return { probs = a, validate_args = o.validate_args }
 end
