@@ -62,7 +62,10 @@ describe("the model zoo against PyTorch 1.13", function()
 
     it(DESCRIPTION[name] .. ": float32 within float32's rounding", function()
       local err = Z.run(name, "float32")
-      for what, tol in pairs({ out = 1e-4, loss = 1e-4, grad = 1e-4, losses = 1e-3, after = 1e-3, eval = 1e-4 }) do
+      -- eval runs the parameters after the steps, so it takes their
+      -- tolerance (MobileNet's BatchNorm in eval: 4.7e-5 with OpenBLAS's
+      -- Haswell kernels, 1.6e-4 with SkylakeX's)
+      for what, tol in pairs({ out = 1e-4, loss = 1e-4, grad = 1e-4, losses = 1e-3, after = 1e-3, eval = 1e-3 }) do
         local e = err[what]
         if e then assert(e <= tol, ("%s: float32 %s differs from PyTorch's float64 by %g"):format(name, what, e)) end
       end

@@ -306,6 +306,7 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
    now (1: run it on the calling thread), by the thread policy (parallel.c);
    work 0: large enough. What oneDNN's and OpenBLAS's calls are sized by. */
 int ember__job_threads(int64_t work);
+void ember__job_inline(void);   /* a job run on the calling thread by its own rule (counted as small) */
 /* A job just ran on `threads` of the OpenMP team (oneDNN's) or, with blas,
    of OpenBLAS's threads: their workers spin on for a while, which the
    policy's load samples must not take for another process's threads. */

@@ -296,6 +296,15 @@ int ember__job_threads(int64_t work)
     return n;
 }
 
+/* A job its caller runs on its own thread whatever the policy (a product too
+   small for OpenBLAS's threads): counted with the small jobs under auto, as
+   ember__job_threads counts those it keeps inline. */
+void ember__job_inline(void)
+{
+    if (!atomic_load_explicit(&policy_fixed, memory_order_relaxed))
+        atomic_fetch_add_explicit(&n_inline_small, 1, memory_order_relaxed);
+}
+
 /* After a job on `team` threads: late (the workers did not pay) or not. */
 static void job_ended(int team, bool late, long long end)
 {

@@ -57,7 +57,9 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
         return;
     /* as many OpenBLAS threads as the thread policy gives the product, at most */
     int blas_threads = ember__openblas_threads();
-    int use = M * N * K < BLAS_ONE_THREAD_MNK ? 1 : ember__job_threads(M * N * K);
+    int use = 1;
+    if (M * N * K < BLAS_ONE_THREAD_MNK) ember__job_inline();
+    else use = ember__job_threads(M * N * K);
     bool capped = use < blas_threads;
     if (capped) ember__openblas_set_threads(use);
     ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
