@@ -95,6 +95,26 @@ function errors.known_options(op, opts, known)
   return opts
 end
 
+-- An options table checked: nil gives {}, anything but a plain table raises
+-- "ember.<op>: options must be a table, got <type>", and a key not in
+-- allowed (a set) raises as known_options does.
+function errors.options(op, opts, allowed)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" or package.loaded.ember.is_tensor(opts) then
+    error(("ember.%s: options must be a table, got %s"):format(op, type(opts)), (user_frame()))
+  end
+  for k in pairs(opts) do
+    if not allowed[k] then
+      local names = {}
+      for a in pairs(allowed) do names[#names + 1] = a end
+      table.sort(names)
+      error(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")),
+        (user_frame()))
+    end
+  end
+  return opts
+end
+
 -- fn's parameter count, or false when fn is variadic (or C); through an
 -- arity_checked wrapper, the wrapped function's. Nothing is cached: the
 -- wrappers are many, and every table the Lua heap keeps makes each of the

@@ -13,6 +13,7 @@ return function(ember, H)
   local ffi_new = ffi.new
   local floor, huge = math.floor, math.huge
   local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
+  local errors = require("ember.errors")
   local function is_int(x) return type(x) == "number" and x == floor(x) end
 
   ---------------------------------------------------------------- elementwise ops
@@ -71,12 +72,9 @@ return function(ember, H)
     ember.add, ember.sub, ember.mul, ember.div, ember.pow
   Tensor.__unm = ember.neg
 
+  local GELU_OPTIONS = { approximate = true }
   function Tensor.gelu(a, opts)
-    if opts ~= nil and type(opts) ~= "table" then fail("gelu", "options must be a table, got " .. type(opts)) end
-    for k in pairs(opts or {}) do
-      if k ~= "approximate" then fail("gelu", "unknown option '" .. tostring(k) .. "'") end
-    end
-    local mode = opts and opts.approximate
+    local mode = errors.options("gelu", opts, GELU_OPTIONS).approximate
     if mode ~= nil and mode ~= "none" and mode ~= "tanh" then
       fail("gelu", "approximate must be \"none\" or \"tanh\", got " .. tostring(mode))
     end
@@ -164,7 +162,6 @@ return function(ember, H)
   -- PyTorch's memory formats: "preserve_format" and "contiguous_format" are
   -- ember's only layout; "channels_last" is not supported yet. Returns
   -- whether the result must be contiguous.
-  local errors = require("ember.errors")
   local MEMORY_FORMATS = { preserve_format = false, contiguous_format = true }
   function ember._memory_format(op, v)
     if v == nil then return false end
@@ -178,9 +175,7 @@ return function(ember, H)
   end
   local TO_OPTIONS = { dtype = true, device = true, non_blocking = true, memory_format = true }
   local function to_options(t, keys)
-    for k in pairs(t) do
-      if not keys[k] then fail("to", "unknown option '" .. tostring(k) .. "'") end
-    end
+    errors.options("to", t, keys)
     if t.non_blocking ~= nil and type(t.non_blocking) ~= "boolean" then
       fail("to", "non_blocking must be a boolean, got " .. tostring(t.non_blocking))
     end

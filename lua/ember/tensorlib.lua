@@ -32,19 +32,7 @@ return function(ember, H)
   end
 
   -- an options table with only the keys allowed (a set); nil gives {}
-  local function options(op, opts, allowed)
-    if opts == nil then return {} end
-    if type(opts) ~= "table" or is_tensor(opts) then fail(op, "options must be a table, got " .. type(opts)) end
-    for k in pairs(opts) do
-      if not allowed[k] then
-        local names = {}
-        for a in pairs(allowed) do names[#names + 1] = a end
-        table.sort(names)
-        fail(op, ("unknown option '%s' (known: %s)"):format(tostring(k), table.concat(names, ", ")))
-      end
-    end
-    return opts
-  end
+  local options = errors.options
 
   local function need_tensor(op, x, n)
     if not is_tensor(x) then errors.argument(op, n, "a tensor", x) end
