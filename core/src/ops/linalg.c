@@ -22,17 +22,18 @@ static bool on_cpu(int nin, ember_tensor *const *in)
     return true;
 }
 
-/* "{2, 1}": batch element b (0-based, over the flattened batch dims) of a,
-   1-based per dim */
-static const char *batch_name(char *buf, size_t len, const ember_tensor *a, int64_t b)
+/* " at batch element {2, 1}": batch element b (0-based, over the flattened
+   batch dims) of a, 1-based per dim; "" for a single matrix */
+static const char *at_batch(char *buf, size_t len, const ember_tensor *a, int64_t b)
 {
     int nb = a->ndim - 2;
     int64_t idx[EMBER_MAX_DIMS];
+    if (nb == 0) return "";
     for (int d = nb - 1; d >= 0; d--) {
         idx[d] = a->shape[d] ? b % a->shape[d] : 0;
         b = a->shape[d] ? b / a->shape[d] : 0;
     }
-    size_t k = (size_t)snprintf(buf, len, "{");
+    size_t k = (size_t)snprintf(buf, len, " at batch element {");
     for (int d = 0; d < nb && k < len; d++) k += (size_t)snprintf(buf + k, len - k, d ? ", %lld" : "%lld", (long long)idx[d] + 1);
     if (k < len) snprintf(buf + k, len - k, "}");
     return buf;
@@ -69,6 +70,31 @@ static int64_t nbatch(const ember_tensor *a)
     return b;
 }
 
+/* a new contiguous tensor holding x with its last two dims swapped: each of
+   its matrices is x's, column-major */
+static int new_transposed(const ember_tensor *x, ember_tensor **out)
+{
+    int nd = x->ndim;
+    int64_t ts[EMBER_MAX_DIMS], vst[EMBER_MAX_DIMS];
+    ember_tensor *t = NULL, *v = NULL;
+    memcpy(ts, x->shape, sizeof ts);
+    ts[nd - 2] = x->shape[nd - 1];
+    ts[nd - 1] = x->shape[nd - 2];
+    EMBER_TRY(ember__new(nd, ts, x->dtype, EMBER_CPU, &t));
+    memcpy(vst, t->strides, sizeof vst);
+    vst[nd - 2] = t->strides[nd - 1];
+    vst[nd - 1] = t->strides[nd - 2];
+    int rc = ember__make_view(t, nd, x->shape, vst, t->offset, &v);
+    if (rc == EMBER_OK) rc = ember__copy_into(v, x);
+    ember_tensor_release(v);
+    if (rc < 0) {
+        ember_tensor_release(t);
+        return rc;
+    }
+    *out = t;
+    return EMBER_OK;
+}
+
 /* LINALG_INV: A -> A^-1 */
 int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
@@ -87,9 +113,9 @@ int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *
         if (info == 0) info = ember__lapack_getri(dt, n, m, ipiv, work, n);
         if (info != 0) {
             char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.inv: the matrix%s%s of shape %s is singular (U[%d,%d] of its LU "
-                                    "factorisation is zero)", a->ndim > 2 ? " at batch element " : "",
-                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info, info));
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.inv: the matrix%s of shape %s is singular (U[%d,%d] of its LU "
+                                    "factorisation is zero)",
+                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info));
         }
     }
     out[0] = r;
@@ -111,13 +137,8 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     int64_t B = nbatch(a);
     int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
     if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.slogdet: out of memory"));
-    EMBER_CHECK(ember__contiguous_as(a, dt, &lu));
-    if (lu == a) {   /* a itself: factor a copy */
-        ember_tensor_release(lu);
-        lu = NULL;
-        EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
-        EMBER_CHECK(ember__copy_into(lu, a));
-    }
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
+    EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &sg));
     EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &la));
     for (int64_t b = 0; b < B; b++) {
@@ -161,47 +182,19 @@ int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs
     if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.solve: out of memory"));
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
-    {
-        /* B^T contiguous: each batch's B column-major */
-        int64_t ts[EMBER_MAX_DIMS];
-        ember_tensor *btv = NULL;
-        memcpy(ts, bm->shape, sizeof ts);
-        ts[bm->ndim - 2] = k;
-        ts[bm->ndim - 1] = n;
-        EMBER_CHECK(ember__new(bm->ndim, ts, dt, EMBER_CPU, &bt));
-        int64_t vst[EMBER_MAX_DIMS];
-        memcpy(vst, bt->strides, sizeof vst);
-        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
-        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
-        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &btv));
-        rc = ember__copy_into(btv, bm);
-        ember_tensor_release(btv);
-        if (rc < 0) goto done;
-    }
+    EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
     for (int64_t b = 0; b < B && n > 0; b++) {
         char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
         int info = ember__lapack_getrf(dt, n, m, ipiv);
         if (info != 0) {
             char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s%s of shape %s is singular (U[%d,%d] of its "
-                                    "LU factorisation is zero)", a->ndim > 2 ? " at batch element " : "",
-                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info, info));
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s of shape %s is singular (U[%d,%d] of its "
+                                    "LU factorisation is zero)",
+                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info));
         }
         if (k > 0) ember__lapack_getrs(dt, 'T', n, k, m, ipiv, ember__ptr(bt) + b * (int64_t)n * k * es);
     }
-    {
-        /* X = (B^T solved)^T */
-        ember_tensor *xv = NULL;
-        int64_t vst[EMBER_MAX_DIMS];
-        memcpy(vst, bt->strides, sizeof vst);
-        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
-        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
-        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &xv));
-        rc = ember__new(bm->ndim, bm->shape, dt, EMBER_CPU, &x);
-        if (rc == EMBER_OK) rc = ember__copy_into(x, xv);
-        ember_tensor_release(xv);
-        if (rc < 0) goto done;
-    }
+    EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
     out[0] = x;
     x = NULL;
 done:
@@ -224,23 +217,7 @@ int fwd_linalg_solve_triangular(int op, int nin, ember_tensor *const *in, const 
     int64_t B = nbatch(a);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
-    {
-        /* B^T contiguous: each batch's B column-major */
-        int64_t ts[EMBER_MAX_DIMS];
-        ember_tensor *btv = NULL;
-        memcpy(ts, bm->shape, sizeof ts);
-        ts[bm->ndim - 2] = k;
-        ts[bm->ndim - 1] = n;
-        EMBER_CHECK(ember__new(bm->ndim, ts, dt, EMBER_CPU, &bt));
-        int64_t vst[EMBER_MAX_DIMS];
-        memcpy(vst, bt->strides, sizeof vst);
-        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
-        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
-        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &btv));
-        rc = ember__copy_into(btv, bm);
-        ember_tensor_release(btv);
-        if (rc < 0) goto done;
-    }
+    EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
     char uplo = at->i[0] ? 'L' : 'U', diag = at->i[1] ? 'U' : 'N';
     for (int64_t b = 0; b < B && n > 0; b++) {
         char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
@@ -248,24 +225,12 @@ int fwd_linalg_solve_triangular(int op, int nin, ember_tensor *const *in, const 
         if (info < 0) EMBER_CHECK(ember__fail(EMBER_ERR_UNSUPPORTED, "linalg.solve_triangular: LAPACK's trtrs is not available"));
         if (info > 0) {
             char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s%s of shape %s is singular "
-                                    "(its diagonal element %d is zero)", a->ndim > 2 ? " at batch element " : "",
-                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info));
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s of shape %s is singular "
+                                    "(its diagonal element %d is zero)",
+                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info));
         }
     }
-    {
-        /* X = (B^T solved)^T */
-        ember_tensor *xv = NULL;
-        int64_t vst[EMBER_MAX_DIMS];
-        memcpy(vst, bt->strides, sizeof vst);
-        vst[bm->ndim - 2] = bt->strides[bm->ndim - 1];
-        vst[bm->ndim - 1] = bt->strides[bm->ndim - 2];
-        EMBER_CHECK(ember__make_view(bt, bm->ndim, bm->shape, vst, bt->offset, &xv));
-        rc = ember__new(bm->ndim, bm->shape, dt, EMBER_CPU, &x);
-        if (rc == EMBER_OK) rc = ember__copy_into(x, xv);
-        ember_tensor_release(xv);
-        if (rc < 0) goto done;
-    }
+    EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
     out[0] = x;
     x = NULL;
 done:
@@ -290,9 +255,9 @@ int fwd_linalg_cholesky(int op, int nin, ember_tensor *const *in, const ember_at
         int info = ember__lapack_potrf(dt, 'U', n, m);
         if (info != 0) {
             char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.cholesky: the matrix%s%s of shape %s is not positive-definite (its "
-                                    "leading minor of order %d is not)", a->ndim > 2 ? " at batch element " : "",
-                                    a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info));
+            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.cholesky: the matrix%s of shape %s is not positive-definite (its "
+                                    "leading minor of order %d is not)",
+                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info));
         }
         for (int i = 0; i < n; i++)   /* zero the upper triangle (row-major) */
             for (int j = i + 1; j < n; j++) ember__store(m + ((int64_t)i * n + j) * es, dt, 0);
@@ -302,31 +267,6 @@ int fwd_linalg_cholesky(int op, int nin, ember_tensor *const *in, const ember_at
 done:
     ember_tensor_release(r);
     return rc;
-}
-
-/* a new contiguous tensor holding x with its last two dims swapped: each of
-   its matrices is x's, column-major */
-static int new_transposed(const ember_tensor *x, ember_tensor **out)
-{
-    int nd = x->ndim;
-    int64_t ts[EMBER_MAX_DIMS], vst[EMBER_MAX_DIMS];
-    ember_tensor *t = NULL, *v = NULL;
-    memcpy(ts, x->shape, sizeof ts);
-    ts[nd - 2] = x->shape[nd - 1];
-    ts[nd - 1] = x->shape[nd - 2];
-    EMBER_TRY(ember__new(nd, ts, x->dtype, EMBER_CPU, &t));
-    memcpy(vst, t->strides, sizeof vst);
-    vst[nd - 2] = t->strides[nd - 1];
-    vst[nd - 1] = t->strides[nd - 2];
-    int rc = ember__make_view(t, nd, x->shape, vst, t->offset, &v);
-    if (rc == EMBER_OK) rc = ember__copy_into(v, x);
-    ember_tensor_release(v);
-    if (rc < 0) {
-        ember_tensor_release(t);
-        return rc;
-    }
-    *out = t;
-    return EMBER_OK;
 }
 
 /* LINALG_EIGH: symmetric A (its lower triangle is read) -> (eigenvalues
@@ -356,9 +296,9 @@ int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs 
                                            ember__ptr(w) + b * (int64_t)n * es, work, lwork, iwork, liwork);
             if (info != 0) {
                 char sb[200], sa[200];
-                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.eigh: the eigenvalues of the matrix%s%s of shape %s did "
-                                        "not converge (LAPACK info %d)", a->ndim > 2 ? " at batch element " : "",
-                                        a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a), info));
+                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.eigh: the eigenvalues of the matrix%s of shape %s did "
+                                        "not converge (LAPACK info %d)",
+                                        at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info));
             }
         }
     }
@@ -464,9 +404,8 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
                                            ember__ptr(u) + b * (int64_t)m * k * es, k, work, lwork, iwork);
             if (info != 0) {
                 char sb[200], sa[200];
-                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.svd: the matrix%s%s of shape %s %s (LAPACK info %d)",
-                                        a->ndim > 2 ? " at batch element " : "",
-                                        a->ndim > 2 ? batch_name(sb, sizeof sb, a, b) : "", ember__tshape(sa, a),
+                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.svd: the matrix%s of shape %s %s (LAPACK info %d)",
+                                        at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a),
                                         info > 0 ? "did not converge" : "holds NaN or another bad value", info));
             }
         }

@@ -181,85 +181,8 @@ static void merge_sort(const sort_keys *s, int64_t *idx, int64_t *tmp, int64_t n
     }
 }
 
-/* rows [begin, end) of a sort (row r: o = r / inner, j = r % inner), each
-   thread with its own buffers; a failed allocation is recorded, not raised */
-typedef struct {
-    const char *keys, *vals;   /* contiguous: keys as double or int64, values in the input's dtype */
-    char *vs;
-    int64_t *is;
-    int64_t n, inner;
-    int es, desc;
-    bool i64;
-    int failed;
-} sort_job;
-
-static void sort_range(void *ctx, int64_t begin, int64_t end)
-{
-    sort_job *jb = ctx;
-    int64_t n = jb->n, inner = jb->inner;
-    size_t cnt = (size_t)(n ? n : 1);
-    int64_t *idx = malloc(cnt * sizeof *idx), *tmp = malloc(cnt * sizeof *tmp);
-    char *row = malloc(cnt * 8);
-    if (!idx || !tmp || !row) {
-        __atomic_store_n(&jb->failed, 1, __ATOMIC_RELAXED);
-        goto out;
-    }
-    sort_keys s = {jb->i64 ? NULL : (const double *)(void *)row, jb->i64 ? (const int64_t *)(void *)row : NULL, jb->desc};
-    for (int64_t r = begin; r < end; r++) {
-        int64_t o = r / inner, j = r % inner;
-        for (int64_t k = 0; k < n; k++) {
-            memcpy(row + k * 8, jb->keys + ((o * n + k) * inner + j) * 8, 8);
-            idx[k] = k;
-        }
-        merge_sort(&s, idx, tmp, n);
-        for (int64_t k = 0; k < n; k++) {
-            int64_t at_out = (o * n + k) * inner + j;
-            jb->is[at_out] = idx[k];
-            memcpy(jb->vs + at_out * jb->es, jb->vals + ((o * n + idx[k]) * inner + j) * jb->es, (size_t)jb->es);
-        }
-    }
-out:
-    free(idx);
-    free(tmp);
-    free(row);
-}
-
-/* SORT: i[0] dim, i[1] descending -> values (a's dtype) and int64 0-based
-   indices; rows in parallel */
-int fwd_sort(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
-    ember_tensor *a = in[0], *c = NULL, *ac = NULL, *v = NULL, *ix = NULL;
-    int dim = (int)at->i[0], rc = EMBER_OK;
-    bool i64 = a->dtype == EMBER_INT64;
-    int64_t outer, n, inner;
-    split_dims(a, dim, &outer, &n, &inner);
-    EMBER_CHECK(ember__contiguous_as(a, i64 ? EMBER_INT64 : EMBER_FLOAT64, &c));
-    EMBER_CHECK(ember__contiguous_as(a, a->dtype, &ac));
-    EMBER_CHECK(ember__new(a->ndim, a->shape, a->dtype, EMBER_CPU, &v));
-    EMBER_CHECK(ember__new(a->ndim, a->shape, EMBER_INT64, EMBER_CPU, &ix));
-    {
-        sort_job jb = {ember__ptr(c), ember__ptr(ac), ember__ptr(v), (int64_t *)ember__ptr(ix), n, inner,
-                       ember_dtype_size(a->dtype), (int)at->i[1], i64, 0};
-        int64_t per = n > 0 ? n * 16 : 1;   /* a row costs about n log n */
-        ember__parallel_for(outer * inner, EMBER_PARALLEL_GRAIN / per + 1, sort_range, &jb);
-        if (jb.failed) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "sort: out of memory for rows of %lld", (long long)n));
-    }
-    out[0] = v;
-    out[1] = ix;
-    v = ix = NULL;
-done:
-    ember_tensor_release(c);
-    ember_tensor_release(ac);
-    ember_tensor_release(v);
-    ember_tensor_release(ix);
-    return rc;
-}
-
-/* TOPK: i[0] dim, i[1] k, i[2] largest -> the first k of sort's order
-   (descending when largest) and their int64 0-based indices: per row a heap
-   of the k best so far (its root the worst of them) under sort's total
-   order (ties by position), then those k sorted */
+/* TOPK's heap: the k best so far (its root the worst of them) under sort's
+   total order (ties by position) */
 static inline void sift_down(const sort_keys *s, int64_t *h, int64_t k, int64_t i)
 {
     for (;;) {
@@ -274,20 +197,28 @@ static inline void sift_down(const sort_keys *s, int64_t *h, int64_t k, int64_t 
     }
 }
 
+/* rows [begin, end) of a sort or topk (row r: o = r / inner, j = r % inner):
+   the first k of the row's order (all n for a sort; for k < n, per row a
+   heap of the k best, then those k sorted), each thread with its own
+   buffers; a failed allocation is recorded, not raised */
 typedef struct {
-    sort_job jb;
-    int64_t k;
-} topk_job;
+    const char *keys, *vals;   /* contiguous: keys as double or int64, values in the input's dtype */
+    char *vs;
+    int64_t *is;
+    int64_t n, inner, k;
+    int es, desc;
+    bool i64;
+    int failed;
+} sort_job;
 
-static void topk_range(void *ctx, int64_t begin, int64_t end)
+static void sort_range(void *ctx, int64_t begin, int64_t end)
 {
-    topk_job *tj = ctx;
-    sort_job *jb = &tj->jb;
-    int64_t n = jb->n, inner = jb->inner, k = tj->k;
+    sort_job *jb = ctx;
+    int64_t n = jb->n, inner = jb->inner, k = jb->k;
     size_t cnt = (size_t)(n ? n : 1);
-    int64_t *h = malloc(cnt * sizeof *h), *tmp = malloc(cnt * sizeof *tmp);
+    int64_t *idx = malloc(cnt * sizeof *idx), *tmp = malloc(cnt * sizeof *tmp);
     char *row = malloc(cnt * 8);
-    if (!h || !tmp || !row) {
+    if (!idx || !tmp || !row) {
         __atomic_store_n(&jb->failed, 1, __ATOMIC_RELAXED);
         goto out;
     }
@@ -295,33 +226,37 @@ static void topk_range(void *ctx, int64_t begin, int64_t end)
     for (int64_t r = begin; r < end; r++) {
         int64_t o = r / inner, j = r % inner;
         for (int64_t q = 0; q < n; q++) memcpy(row + q * 8, jb->keys + ((o * n + q) * inner + j) * 8, 8);
-        for (int64_t q = 0; q < k; q++) h[q] = q;
-        for (int64_t q = k / 2 - 1; q >= 0; q--) sift_down(&s, h, k, q);
-        for (int64_t q = k; q < n; q++)
-            if (k > 0 && before(&s, q, h[0])) {
-                h[0] = q;
-                sift_down(&s, h, k, 0);
-            }
-        merge_sort(&s, h, tmp, k);
+        for (int64_t q = 0; q < k; q++) idx[q] = q;
+        if (k < n) {
+            for (int64_t q = k / 2 - 1; q >= 0; q--) sift_down(&s, idx, k, q);
+            for (int64_t q = k; q < n; q++)
+                if (k > 0 && before(&s, q, idx[0])) {
+                    idx[0] = q;
+                    sift_down(&s, idx, k, 0);
+                }
+        }
+        merge_sort(&s, idx, tmp, k);
         for (int64_t q = 0; q < k; q++) {
             int64_t at_out = (o * k + q) * inner + j;
-            jb->is[at_out] = h[q];
-            memcpy(jb->vs + at_out * jb->es, jb->vals + ((o * n + h[q]) * inner + j) * jb->es, (size_t)jb->es);
+            jb->is[at_out] = idx[q];
+            memcpy(jb->vs + at_out * jb->es, jb->vals + ((o * n + idx[q]) * inner + j) * jb->es, (size_t)jb->es);
         }
     }
 out:
-    free(h);
+    free(idx);
     free(tmp);
     free(row);
 }
 
-int fwd_topk(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+/* the first k along dim of a's order (descending when desc): values (a's
+   dtype) and int64 0-based indices; rows in parallel, a row costing about
+   n * cost */
+static int sort_rows(const char *name, ember_tensor *a, int dim, int64_t k, int desc, int64_t cost, ember_tensor **out)
 {
-    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
-    ember_tensor *a = in[0], *c = NULL, *ac = NULL, *v = NULL, *ix = NULL;
-    int dim = (int)at->i[0], rc = EMBER_OK;
+    ember_tensor *c = NULL, *ac = NULL, *v = NULL, *ix = NULL;
+    int rc = EMBER_OK;
     bool i64 = a->dtype == EMBER_INT64;
-    int64_t outer, n, inner, k = at->i[1], shape[EMBER_MAX_DIMS];
+    int64_t outer, n, inner, shape[EMBER_MAX_DIMS];
     split_dims(a, dim, &outer, &n, &inner);
     memcpy(shape, a->shape, sizeof shape);
     shape[dim] = k;
@@ -330,11 +265,11 @@ int fwd_topk(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
     EMBER_CHECK(ember__new(a->ndim, shape, a->dtype, EMBER_CPU, &v));
     EMBER_CHECK(ember__new(a->ndim, shape, EMBER_INT64, EMBER_CPU, &ix));
     {
-        topk_job tj = {{ember__ptr(c), ember__ptr(ac), ember__ptr(v), (int64_t *)ember__ptr(ix), n, inner,
-                        ember_dtype_size(a->dtype), (int)at->i[2], i64, 0}, k};
-        int64_t per = n > 0 ? n * 4 : 1;
-        ember__parallel_for(outer * inner, EMBER_PARALLEL_GRAIN / per + 1, topk_range, &tj);
-        if (tj.jb.failed) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "topk: out of memory for rows of %lld", (long long)n));
+        sort_job jb = {ember__ptr(c), ember__ptr(ac), ember__ptr(v), (int64_t *)ember__ptr(ix), n, inner, k,
+                       ember_dtype_size(a->dtype), desc, i64, 0};
+        int64_t per = n > 0 ? n * cost : 1;
+        ember__parallel_for(outer * inner, EMBER_PARALLEL_GRAIN / per + 1, sort_range, &jb);
+        if (jb.failed) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "%s: out of memory for rows of %lld", name, (long long)n));
     }
     out[0] = v;
     out[1] = ix;
@@ -345,6 +280,23 @@ done:
     ember_tensor_release(v);
     ember_tensor_release(ix);
     return rc;
+}
+
+/* SORT: i[0] dim, i[1] descending -> values (a's dtype) and int64 0-based
+   indices */
+int fwd_sort(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    int dim = (int)at->i[0];
+    return sort_rows("sort", in[0], dim, in[0]->shape[dim], (int)at->i[1], 16, out);   /* a row costs about n log n */
+}
+
+/* TOPK: i[0] dim, i[1] k, i[2] largest -> the first k of sort's order
+   (descending when largest) and their int64 0-based indices */
+int fwd_topk(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    return sort_rows("topk", in[0], (int)at->i[0], at->i[1], (int)at->i[2], 4, out);
 }
 
 /* SEARCHSORTED: (sorted (..., n) or (n), values) -> int64 0-based insertion
