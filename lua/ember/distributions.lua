@@ -160,16 +160,21 @@ function Distribution:_validate(op, value)
 end
 
 ---------------------------------------------------------------- Normal
+-- the constructors of the reparameterised two-parameter families (Normal, Uniform,
+-- Gamma, Beta): opts checked, the parameters broadcast to one batch shape
+local function two_param_new(cls, names, a, b, opts)
+  opts = check_opts(cls.name, opts, { validate_args = true })
+  local shape
+  shape, a, b = params(cls.name, names, a, b)
+  return setmetatable({ [names[1]] = a, [names[2]] = b, batch_shape = shape, event_shape = {},
+    validate_args = opts.validate_args ~= false, has_rsample = true }, cls)
+end
 local Normal = class("Normal")
 D.Normal = Normal
 -- Normal(loc, scale, {validate_args =}): scale > 0
 function D.Normal_new(loc, scale, opts)
-  opts = check_opts("Normal", opts, { validate_args = true })
-  local shape
-  shape, loc, scale = params("Normal", { "loc", "scale" }, loc, scale)
-  local d = setmetatable({ loc = loc, scale = scale, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Normal)
-  if d.validate_args and not all(scale:detach()) then fail("Normal", "scale must be positive") end
+  local d = two_param_new(Normal, { "loc", "scale" }, loc, scale, opts)
+  if d.validate_args and not all(d.scale:detach()) then fail("Normal", "scale must be positive") end
   return d
 end
 function Normal:_support() return true end
@@ -199,12 +204,8 @@ end
 local Uniform = class("Uniform")
 D.Uniform = Uniform
 function D.Uniform_new(low, high, opts)
-  opts = check_opts("Uniform", opts, { validate_args = true })
-  local shape
-  shape, low, high = params("Uniform", { "low", "high" }, low, high)
-  local d = setmetatable({ low = low, high = high, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Uniform)
-  if d.validate_args and not all((high - low):detach()) then fail("Uniform", "low must be below high") end
+  local d = two_param_new(Uniform, { "low", "high" }, low, high, opts)
+  if d.validate_args and not all((d.high - d.low):detach()) then fail("Uniform", "low must be below high") end
   return d
 end
 function Uniform:_support(v)
@@ -528,13 +529,9 @@ end
 local Gamma = class("Gamma")
 D.Gamma = Gamma
 function D.Gamma_new(concentration, rate, opts)
-  opts = check_opts("Gamma", opts, { validate_args = true })
-  local shape
-  shape, concentration, rate = params("Gamma", { "concentration", "rate" }, concentration, rate)
-  local d = setmetatable({ concentration = concentration, rate = rate, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Gamma)
-  positive_param("Gamma", "concentration", concentration, d.validate_args)
-  positive_param("Gamma", "rate", rate, d.validate_args)
+  local d = two_param_new(Gamma, { "concentration", "rate" }, concentration, rate, opts)
+  positive_param("Gamma", "concentration", d.concentration, d.validate_args)
+  positive_param("Gamma", "rate", d.rate, d.validate_args)
   return d
 end
 function Gamma:_support(v)
@@ -564,12 +561,9 @@ end
 local Beta = class("Beta")
 D.Beta = Beta
 function D.Beta_new(concentration1, concentration0, opts)
-  opts = check_opts("Beta", opts, { validate_args = true })
-  local shape, c1, c0 = params("Beta", { "concentration1", "concentration0" }, concentration1, concentration0)
-  local d = setmetatable({ concentration1 = c1, concentration0 = c0, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Beta)
-  positive_param("Beta", "concentration1", c1, d.validate_args)
-  positive_param("Beta", "concentration0", c0, d.validate_args)
+  local d = two_param_new(Beta, { "concentration1", "concentration0" }, concentration1, concentration0, opts)
+  positive_param("Beta", "concentration1", d.concentration1, d.validate_args)
+  positive_param("Beta", "concentration0", d.concentration0, d.validate_args)
   return d
 end
 function Beta:_support(v)
