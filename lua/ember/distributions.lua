@@ -143,9 +143,14 @@ end
 function Distribution:_extended(shape)
   return concat(shape, self.batch_shape, self.event_shape)
 end
+-- sample() of a reparameterisable distribution: rsample() without the graph.
+-- Its classes take it as their own sample (so that the arity check names them)
+local function sample_by_rsample(self, shape, opts)
+  return ember.no_grad(function() return self:rsample(shape, opts) end)
+end
 function Distribution:sample(shape, opts)
   if not self.has_rsample then fail(self.name .. ":sample", "not implemented") end
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
+  return sample_by_rsample(self, shape, opts)
 end
 function Distribution:rsample(shape, opts)   -- the documented parameters (shape, opts unused)
   fail(self.name .. ":rsample", "%s is not reparameterisable; use sample() (and a score-function "
@@ -186,9 +191,7 @@ function Normal:rsample(shape, opts)
   local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
   return self.loc + eps * self.scale
 end
-function Normal:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Normal.sample = sample_by_rsample
 function Normal:log_prob(v)
   self:_validate("log_prob", v)
   local z = (v - self.loc) / self.scale
@@ -220,9 +223,7 @@ function Uniform:rsample(shape, opts)
   local u = ember.rand(s, { dtype = self.low.dtype, device = self.low.device, generator = opts and opts.generator })
   return self.low + u * (self.high - self.low)
 end
-function Uniform:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Uniform.sample = sample_by_rsample
 function Uniform:log_prob(v)
   self:_validate("log_prob", v)
   local inside = v:ge(self.low):mul(v:lt(self.high)):to(self.low.dtype)
@@ -544,9 +545,7 @@ function Gamma:rsample(shape, opts)
   local s = self:_extended(sample_shape("Gamma:rsample", shape, opts))
   return rsample_gamma(self.concentration:expand(s):contiguous(), opts) / self.rate
 end
-function Gamma:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Gamma.sample = sample_by_rsample
 function Gamma:log_prob(v)
   self:_validate("log_prob", v)
   local a, b = self.concentration, self.rate
@@ -582,9 +581,7 @@ function Beta:rsample(shape, opts)
   local y = rsample_gamma(self.concentration0:expand(s):contiguous(), opts)
   return x / (x + y)
 end
-function Beta:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Beta.sample = sample_by_rsample
 local function lbeta(a, b) return lgamma(a) + lgamma(b) - lgamma(a + b) end
 function Beta:log_prob(v)
   self:_validate("log_prob", v)
@@ -630,9 +627,7 @@ function Dirichlet:rsample(shape, opts)
   local x = rsample_gamma(self.concentration:expand(s):contiguous(), opts)
   return x / x:sum(-1, true)
 end
-function Dirichlet:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Dirichlet.sample = sample_by_rsample
 function Dirichlet:log_prob(v)
   self:_validate("log_prob", v)
   local c = self.concentration
@@ -750,9 +745,7 @@ function MultivariateNormal:rsample(shape, opts)
   local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
   return self.loc + self.scale_tril:matmul(eps:unsqueeze(-1)):squeeze(-1)
 end
-function MultivariateNormal:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+MultivariateNormal.sample = sample_by_rsample
 function MultivariateNormal:log_prob(v)
   self:_validate("log_prob", v)
   local n = self._n
