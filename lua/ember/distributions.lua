@@ -143,9 +143,14 @@ end
 function Distribution:_extended(shape)
   return concat(shape, self.batch_shape, self.event_shape)
 end
+-- sample() of a reparameterisable distribution: rsample() without the graph.
+-- Its classes take it as their own sample (so that the arity check names them)
+local function sample_by_rsample(self, shape, opts)
+  return ember.no_grad(function() return self:rsample(shape, opts) end)
+end
 function Distribution:sample(shape, opts)
   if not self.has_rsample then fail(self.name .. ":sample", "not implemented") end
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
+  return sample_by_rsample(self, shape, opts)
 end
 function Distribution:rsample(shape, opts)   -- the documented parameters (shape, opts unused)
   fail(self.name .. ":rsample", "%s is not reparameterisable; use sample() (and a score-function "
@@ -160,16 +165,21 @@ function Distribution:_validate(op, value)
 end
 
 ---------------------------------------------------------------- Normal
+-- the constructors of the reparameterised two-parameter families (Normal, Uniform,
+-- Gamma, Beta): opts checked, the parameters broadcast to one batch shape
+local function two_param_new(cls, names, a, b, opts)
+  opts = check_opts(cls.name, opts, { validate_args = true })
+  local shape
+  shape, a, b = params(cls.name, names, a, b)
+  return setmetatable({ [names[1]] = a, [names[2]] = b, batch_shape = shape, event_shape = {},
+    validate_args = opts.validate_args ~= false, has_rsample = true }, cls)
+end
 local Normal = class("Normal")
 D.Normal = Normal
 -- Normal(loc, scale, {validate_args =}): scale > 0
 function D.Normal_new(loc, scale, opts)
-  opts = check_opts("Normal", opts, { validate_args = true })
-  local shape
-  shape, loc, scale = params("Normal", { "loc", "scale" }, loc, scale)
-  local d = setmetatable({ loc = loc, scale = scale, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Normal)
-  if d.validate_args and not all(scale:detach()) then fail("Normal", "scale must be positive") end
+  local d = two_param_new(Normal, { "loc", "scale" }, loc, scale, opts)
+  if d.validate_args and not all(d.scale:detach()) then fail("Normal", "scale must be positive") end
   return d
 end
 function Normal:_support() return true end
@@ -181,9 +191,7 @@ function Normal:rsample(shape, opts)
   local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
   return self.loc + eps * self.scale
 end
-function Normal:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Normal.sample = sample_by_rsample
 function Normal:log_prob(v)
   self:_validate("log_prob", v)
   local z = (v - self.loc) / self.scale
@@ -199,12 +207,8 @@ end
 local Uniform = class("Uniform")
 D.Uniform = Uniform
 function D.Uniform_new(low, high, opts)
-  opts = check_opts("Uniform", opts, { validate_args = true })
-  local shape
-  shape, low, high = params("Uniform", { "low", "high" }, low, high)
-  local d = setmetatable({ low = low, high = high, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Uniform)
-  if d.validate_args and not all((high - low):detach()) then fail("Uniform", "low must be below high") end
+  local d = two_param_new(Uniform, { "low", "high" }, low, high, opts)
+  if d.validate_args and not all((d.high - d.low):detach()) then fail("Uniform", "low must be below high") end
   return d
 end
 function Uniform:_support(v)
@@ -219,9 +223,7 @@ function Uniform:rsample(shape, opts)
   local u = ember.rand(s, { dtype = self.low.dtype, device = self.low.device, generator = opts and opts.generator })
   return self.low + u * (self.high - self.low)
 end
-function Uniform:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Uniform.sample = sample_by_rsample
 function Uniform:log_prob(v)
   self:_validate("log_prob", v)
   local inside = v:ge(self.low):mul(v:lt(self.high)):to(self.low.dtype)
@@ -528,13 +530,9 @@ end
 local Gamma = class("Gamma")
 D.Gamma = Gamma
 function D.Gamma_new(concentration, rate, opts)
-  opts = check_opts("Gamma", opts, { validate_args = true })
-  local shape
-  shape, concentration, rate = params("Gamma", { "concentration", "rate" }, concentration, rate)
-  local d = setmetatable({ concentration = concentration, rate = rate, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Gamma)
-  positive_param("Gamma", "concentration", concentration, d.validate_args)
-  positive_param("Gamma", "rate", rate, d.validate_args)
+  local d = two_param_new(Gamma, { "concentration", "rate" }, concentration, rate, opts)
+  positive_param("Gamma", "concentration", d.concentration, d.validate_args)
+  positive_param("Gamma", "rate", d.rate, d.validate_args)
   return d
 end
 function Gamma:_support(v)
@@ -547,9 +545,7 @@ function Gamma:rsample(shape, opts)
   local s = self:_extended(sample_shape("Gamma:rsample", shape, opts))
   return rsample_gamma(self.concentration:expand(s):contiguous(), opts) / self.rate
 end
-function Gamma:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Gamma.sample = sample_by_rsample
 function Gamma:log_prob(v)
   self:_validate("log_prob", v)
   local a, b = self.concentration, self.rate
@@ -564,12 +560,9 @@ end
 local Beta = class("Beta")
 D.Beta = Beta
 function D.Beta_new(concentration1, concentration0, opts)
-  opts = check_opts("Beta", opts, { validate_args = true })
-  local shape, c1, c0 = params("Beta", { "concentration1", "concentration0" }, concentration1, concentration0)
-  local d = setmetatable({ concentration1 = c1, concentration0 = c0, batch_shape = shape, event_shape = {},
-    validate_args = opts.validate_args ~= false, has_rsample = true }, Beta)
-  positive_param("Beta", "concentration1", c1, d.validate_args)
-  positive_param("Beta", "concentration0", c0, d.validate_args)
+  local d = two_param_new(Beta, { "concentration1", "concentration0" }, concentration1, concentration0, opts)
+  positive_param("Beta", "concentration1", d.concentration1, d.validate_args)
+  positive_param("Beta", "concentration0", d.concentration0, d.validate_args)
   return d
 end
 function Beta:_support(v)
@@ -588,9 +581,7 @@ function Beta:rsample(shape, opts)
   local y = rsample_gamma(self.concentration0:expand(s):contiguous(), opts)
   return x / (x + y)
 end
-function Beta:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Beta.sample = sample_by_rsample
 local function lbeta(a, b) return lgamma(a) + lgamma(b) - lgamma(a + b) end
 function Beta:log_prob(v)
   self:_validate("log_prob", v)
@@ -636,9 +627,7 @@ function Dirichlet:rsample(shape, opts)
   local x = rsample_gamma(self.concentration:expand(s):contiguous(), opts)
   return x / x:sum(-1, true)
 end
-function Dirichlet:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+Dirichlet.sample = sample_by_rsample
 function Dirichlet:log_prob(v)
   self:_validate("log_prob", v)
   local c = self.concentration
@@ -756,9 +745,7 @@ function MultivariateNormal:rsample(shape, opts)
   local eps = ember.randn(s, { dtype = self.loc.dtype, device = self.loc.device, generator = opts and opts.generator })
   return self.loc + self.scale_tril:matmul(eps:unsqueeze(-1)):squeeze(-1)
 end
-function MultivariateNormal:sample(shape, opts)
-  return ember.no_grad(function() return self:rsample(shape, opts) end)
-end
+MultivariateNormal.sample = sample_by_rsample
 function MultivariateNormal:log_prob(v)
   self:_validate("log_prob", v)
   local n = self._n

@@ -394,27 +394,38 @@ return function(ember, H)
   -- as Lua numbers: setting a state got earlier repeats the draws made after
   -- it, and getting it draws nothing. A part past 2^53 that a Lua number
   -- cannot hold exactly (only a seed set from C can be one) is refused.
+  -- (random.lua's Generator:get_state and set_state take these helpers from H.)
   local rng_state = ffi.new("uint64_t[2]")
-  local function exact(v, what)
-    local n = tonumber(v)
-    if ffi.cast("uint64_t", n) ~= v then
-      fail("get_rng_state", ("the generator's %s %s is past what a Lua number holds exactly")
-        :format(what, (tostring(v):gsub("ULL$", ""))))
+  -- the state {seed, offset} of the uint64_t pair p as Lua numbers (op names the call)
+  local function state_of(op, p)
+    local function exact(v, what)
+      local n = tonumber(v)
+      if ffi.cast("uint64_t", n) ~= v then
+        fail(op, ("the generator's %s %s is past what a Lua number holds exactly")
+          :format(what, (tostring(v):gsub("ULL$", ""))))
+      end
+      return n
     end
-    return n
+    return { seed = exact(p[0], "seed"), offset = exact(p[1], "offset") }
   end
   function ember.get_rng_state()
     check(C.ember_get_rng_state(rng_state, rng_state + 1))
-    return { seed = exact(rng_state[0], "seed"), offset = exact(rng_state[1], "offset") }
+    return state_of("get_rng_state", rng_state)
   end
   local function uint64(v) return is_int(v) and v >= 0 and v < 2 ^ 64 end
-  function ember.set_rng_state(state)
+  -- state's seed and offset, each an integer in [0, 2^64) (getter: the function whose result it should be)
+  local function state_parts(op, getter, state)
     local seed, offset = type(state) == "table" and state.seed, type(state) == "table" and state.offset
     if not (uint64(seed) and uint64(offset)) then
-      fail("set_rng_state", ("expected what get_rng_state returned ({seed = n, offset = m}), got %s")
-        :format(type(state) ~= "table" and type(state)
+      fail(op, ("expected what %s returned ({seed = n, offset = m}), got %s")
+        :format(getter, type(state) ~= "table" and type(state)
           or ("seed = %s, offset = %s"):format(tostring(seed), tostring(offset))))
     end
+    return seed, offset
+  end
+  H.state_of, H.state_parts = state_of, state_parts
+  function ember.set_rng_state(state)
+    local seed, offset = state_parts("set_rng_state", "get_rng_state", state)
     for k in pairs(state) do
       if k ~= "seed" and k ~= "offset" then
         fail("set_rng_state", ("unknown key %s = %s in the state: get_rng_state returns {seed = n, offset = m}")

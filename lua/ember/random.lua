@@ -77,26 +77,13 @@ return function(ember, H)
   function Generator.initial_seed(g) return tonumber(C.ember_generator_initial_seed(self_arg("initial_seed", g))) end
 
   local state = ffi.new("uint64_t[2]")
-  local function exact(v, what)
-    local n = tonumber(v)
-    if ffi.cast("uint64_t", n) ~= v then
-      fail("get_state", ("the generator's %s %s is past what a Lua number holds exactly")
-        :format(what, (tostring(v):gsub("ULL$", ""))))
-    end
-    return n
-  end
   function Generator.get_state(g)
     check(C.ember_generator_get_state(self_arg("get_state", g), state, state + 1))
-    return { seed = exact(state[0], "seed"), offset = exact(state[1], "offset") }
+    return H.state_of("get_state", state)
   end
   function Generator.set_state(g, st)
     local p = self_arg("set_state", g)
-    local seed, offset = type(st) == "table" and st.seed, type(st) == "table" and st.offset
-    if not (uint64(seed) and uint64(offset)) then
-      fail("Generator:set_state", ("expected what get_state returned ({seed = n, offset = m}), got %s")
-        :format(type(st) ~= "table" and type(st)
-          or ("seed = %s, offset = %s"):format(tostring(seed), tostring(offset))))
-    end
+    local seed, offset = H.state_parts("Generator:set_state", "get_state", st)
     C.ember_generator_set_state(p, seed, offset)
     return g
   end
@@ -186,12 +173,19 @@ return function(ember, H)
     end
   end
 
+  -- f(..., p, opts) as well as f(..., opts): a table that is not a tensor in
+  -- p's place holds the options (and then nothing may follow it)
+  local function p_opts(op, pos, names, p, opts)
+    if type(p) == "table" and not is_tensor(p) then
+      if opts ~= nil then errors.extra_argument(op, pos, opts, names) end
+      return nil, p
+    end
+    return p, opts
+  end
+
   -- t:bernoulli_(p = 0.5, opts?): p a number or a tensor broadcast to t
   function Tensor.bernoulli_(a, p, opts)
-    if type(p) == "table" and not is_tensor(p) then
-      if opts ~= nil then errors.extra_argument("ember.Tensor:bernoulli_", 2, opts, { "opts" }) end
-      p, opts = nil, p
-    end
+    p, opts = p_opts("ember.Tensor:bernoulli_", 2, { "opts" }, p, opts)
     local g = gen_of("bernoulli_", opts)
     tensor_arg("bernoulli_", a, 1)
     if p == nil or type(p) == "number" then
@@ -208,13 +202,11 @@ return function(ember, H)
   -- ember.bernoulli(p, opts?): 1 with probability p elementwise, in p's dtype;
   -- ember.bernoulli(t, p, opts?): t's shape and dtype, probability p (a number)
   function ember.bernoulli(p, q, opts)
-    if type(q) == "table" and not is_tensor(q) then
-      if opts ~= nil then errors.extra_argument("ember.bernoulli", 3, opts, { "p", "opts" }) end
-      q, opts = nil, q
-    elseif q == nil and opts ~= nil then
+    if q == nil and opts ~= nil then
       -- without a number p this is bernoulli(p, opts?): a third value is extra
       errors.extra_argument("ember.bernoulli", 3, opts, { "p", "opts" })
     end
+    q, opts = p_opts("ember.bernoulli", 3, { "p", "opts" }, q, opts)
     if not is_tensor(p) then fail("bernoulli", "expected a tensor of probabilities, got " .. type(p)) end
     gen_of("bernoulli", opts)
     if q ~= nil then
@@ -228,10 +220,7 @@ return function(ember, H)
   end
   -- t:bernoulli(p?, opts?): t the probabilities, or with a number p t's shape and dtype
   function Tensor.bernoulli(t, p, opts)
-    if type(p) == "table" and not is_tensor(p) then
-      if opts ~= nil then errors.extra_argument("ember.Tensor:bernoulli", 2, opts, { "opts" }) end
-      p, opts = nil, p
-    end
+    p, opts = p_opts("ember.Tensor:bernoulli", 2, { "opts" }, p, opts)
     if p == nil then return ember.bernoulli(t, opts) end
     return ember.bernoulli(t, p, opts)
   end

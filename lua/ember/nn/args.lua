@@ -14,6 +14,17 @@ local L = require("ember.nn.loss")
 local A = { fail = L.fail, options = L.options, one_of = L.one_of }
 local is_tensor = ember.is_tensor
 
+-- the C calls of the layers (conv.lua, conv3d.lua, pool.lua, rnn.lua): check
+-- raises a failed call's C error at the line that called the layer's function,
+-- int64s is a list as a C array, ptr the C tensor of argument n of the call op
+-- ("ember.nn.functional.conv1d")
+local ffi = require("ffi")
+function A.check(rc)
+  if rc < 0 then error("ember." .. ffi.string(ember._C.ember_last_error()), 3) end
+end
+function A.int64s(list) return ffi.new("int64_t[?]", #list, list) end
+function A.ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
+
 -- v as an error message shows it: 'text', {1, 2}, 0.5, a tensor as its
 -- dtype and shape, a module by its class
 function A.value_str(v)

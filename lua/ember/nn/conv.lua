@@ -23,12 +23,7 @@ local M = { functional = {} }
 local F = M.functional
 
 local out1 = ffi.new("ember_tensor*[1]")
-local function check(rc)
-  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
-end
-local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
--- the C tensor of argument n of the call op ("ember.nn.functional.conv1d")
-local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
+local check, int64s, ptr = A.check, A.int64s, A.ptr
 
 -- x and w of nd dims, w's first dim a multiple of groups, x's channels what
 -- w takes, b nil or one per output channel, one dtype for all; returns the
@@ -62,12 +57,14 @@ local function check_layout(op, x, w, b, nd, groups, transposed)
   return cout
 end
 
+-- y (N, Cout, ...) plus b (nil, or one per output channel); conv3d.lua's too
 local function add_bias(y, b)
   if b == nil then return y end
   local shape = { 1, -1 }
   for d = 3, y:dim() do shape[d] = 1 end
   return y + b:view(shape)
 end
+M.add_bias = add_bias
 
 -- F[name](x, w, b, opts), also F[name](x, w, opts): fn(op, x, w, b, o) with
 -- the options checked against spec

@@ -24,7 +24,8 @@ local A = require("ember.nn.args")
 local S = require("ember.nn.signature")
 local amp = require("ember.amp")
 local pad = require("ember.nn.resize").functional.pad
-local conv_transpose2d = require("ember.nn.conv").functional.conv_transpose2d
+local conv = require("ember.nn.conv")
+local conv_transpose2d, add_bias = conv.functional.conv_transpose2d, conv.add_bias
 
 local C = ember._C
 local fail, spread, shape_str, value_str = A.fail, A.spread, A.shape_str, A.value_str
@@ -32,11 +33,7 @@ local M = { functional = {} }
 local F = M.functional
 
 local out1 = ffi.new("ember_tensor*[1]")
-local function check(rc)
-  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
-end
-local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
-local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
+local check, int64s, ptr = A.check, A.int64s, A.ptr
 
 local BIAS_ARG = { "bias", nil, A.optional_tensor }
 local LEAD = { "input", "weight" }   -- the functions' arguments before their own (S.parse's lead)
@@ -70,13 +67,6 @@ local function check_layout(op, x, w, b, nd, groups, transposed)
     fail(op, "bias must have shape {%d}, got %s", cout, shape_str(b))
   end
   return cout
-end
-
-local function add_bias(y, b)
-  if b == nil then return y end
-  local shape = { 1, -1 }
-  for d = 3, y:dim() do shape[d] = 1 end
-  return y + b:view(shape)
 end
 
 -- the unbatched form (C, ...) as a batch of one

@@ -41,19 +41,12 @@ local F = M.functional
 
 local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
-local function check(rc)
-  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
-end
-local function int64s(list) return ffi.new("int64_t[?]", #list, list) end
-local function ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
+local check, int64s, ptr = A.check, A.int64s, A.ptr
 
 ---------------------------------------------------------------- arguments
 local INPUT = { "input" }   -- the argument before a function's own (S.parse's lead)
-local function ints(nd, lo) return S.ints(nd, lo) end
-local function optional_ints(nd, lo)
-  local c = S.ints(nd, lo)
-  return function(v) if v ~= nil then return c(v) end end
-end
+local ints = S.ints
+local function optional_ints(nd, lo) return S.optional(S.ints(nd, lo)) end
 
 local function max_spec(nd)
   return { { "kernel_size", nil, ints(nd, 1) }, { "stride", nil, optional_ints(nd, 1) },

@@ -18,12 +18,9 @@ local C = ember._C
 local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
 
-local function check(rc)
-  if rc < 0 then error("ember." .. ffi.string(C.ember_last_error()), 3) end
-end
-
 local shape_str = require("ember.errors").shape
 local A = require("ember.nn.args")
+local check = A.check
 
 -- x (T, ...) -> its T slices (views)
 local function slices(ctx, x)

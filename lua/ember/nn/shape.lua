@@ -32,14 +32,11 @@ function F.pixel_shuffle(x, ...)
   if nd < 3 or s[nd - 2] % (r * r) ~= 0 then
     fail(op, "input must be (*, C r^2, H, W) for upscale_factor r = %d, got %s", r, shape_str(x))
   end
-  local lead = {}
-  for i = 1, nd - 3 do lead[i] = s[i] end
   local c, h, w = s[nd - 2] / (r * r), s[nd - 1], s[nd]
-  local n = #lead
   local t = x:reshape({ -1, c, r, r, h, w }):permute({ 1, 2, 5, 3, 6, 4 })
   local shape = {}
-  for i = 1, n do shape[i] = lead[i] end
-  shape[n + 1], shape[n + 2], shape[n + 3] = c, h * r, w * r
+  for i = 1, nd - 3 do shape[i] = s[i] end
+  shape[nd - 2], shape[nd - 1], shape[nd] = c, h * r, w * r
   return t:reshape(shape)
 end
 
