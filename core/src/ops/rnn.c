@@ -4,7 +4,7 @@
    gate nonlinearities and updates the state in one pass. The gate layout is
    PyTorch's: i, f, g, o for the LSTM, r, z, n for the GRU. Not here: the
    products themselves, and the backward passes, which are rules of public
-   ops in grad_rules.c (so second derivatives work).
+   ops in grad_rules_nn.c (so second derivatives work).
    N batch, H hidden size; every operand is (N, k H) row-major. */
 #include "ops.h"
 

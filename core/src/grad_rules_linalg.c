@@ -1,0 +1,227 @@
+/* grad_rules_linalg.c: the grad rules of the scans, sort and linear algebra
+   (see grad_rules.c), the adjoints PyTorch uses. */
+#include "grad_rules_impl.h"
+
+/* ------------------------------------------------------------------ scans, sort, linalg */
+static ember_tensor *t_cumsum(arena *s, ember_tensor *a, int dim, int reverse)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_cumsum(a, dim, reverse, &o), &o);
+}
+
+static ember_tensor *t_cumprod(arena *s, ember_tensor *a, int dim)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_cumprod(a, dim, &o), &o);
+}
+
+static ember_tensor *t_inv(arena *s, ember_tensor *a)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_linalg_inv(a, &o), &o);
+}
+
+/* the n x n lower-triangular mask (ones on and below the diagonal, or below
+   only when strict) in like's dtype and on its device */
+static ember_tensor *lower_mask(arena *s, int64_t n, bool strict, const ember_tensor *like)
+{
+    ember_tensor *o = NULL, *d = NULL;
+    int64_t sh[2] = {n, n};
+    if (!OK(s)) return NULL;
+    ember_tensor *m = keep(s, ember_full(2, sh, 0, EMBER_FLOAT64, EMBER_CPU, &o), &o);
+    if (!m) return NULL;
+    double *p = (double *)ember__ptr(m);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) p[i * n + j] = j < i || (!strict && j == i);
+    m = keep(s, ember_to_dtype(m, ember_tensor_dtype(like), &d), &d);
+    if (m && ember_tensor_device(like) != EMBER_CPU) {
+        ember_tensor *dv = NULL;
+        m = keep(s, ember_to_device(m, ember_tensor_device(like), &dv), &dv);
+    }
+    return m;
+}
+
+RULE(cumsum)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_cumsum(s, g, (int)at->i[0], !at->i[1]));
+}
+
+/* x_i != 0: sum_{j >= i} g_j y_j / x_i. At a zero x_i, the products that
+   skip it: with the zeros made ones (y' = cumprod of x'), the sum of g_j y'_j
+   over the j from i on that see no other zero, which is nonzero only at a
+   row's first zero (exact with any number of zeros) */
+RULE(cumprod)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0];
+    ember_tensor *x = IN(0), *y = OUT(0);
+    if (!have(s, x, y)) return;
+    ember_tensor *z = t_eq(s, x, num(s, 0));
+    ember_tensor *xs = where3(s, z, num(s, 1), x);
+    ember_tensor *nonzero = t_div(s, t_cumsum(s, t_mul(s, g, y), dim, 1), xs);
+    ember_tensor *first = as(s, t_eq(s, t_cumsum(s, z, dim, 0), num(s, 1)), g);
+    ember_tensor *zero = t_mul(s, t_cumsum(s, t_mul(s, t_mul(s, g, t_cumprod(s, xs, dim)), first), dim, 1), first);
+    give(s, &gi[0], where3(s, z, zero, nonzero));
+}
+
+/* the values' gradient goes back to where each came from */
+RULE(sort)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *idx = OUT(1);
+    if (!have(s, idx, g)) return;
+    give(s, &gi[0], keep(s, ember_scatter_add(nd, in, (int)at->i[0], idx, g, &o), &o));
+}
+
+/* -Y^T g Y^T, Y = A^-1 */
+RULE(linalg_inv)
+{
+    RULE_LOCALS;
+    ember_tensor *yt = transpose_last(s, OUT(0));
+    give(s, &gi[0], t_neg(s, t_matmul(s, t_matmul(s, yt, g), yt)));
+}
+
+/* g_logabsdet A^-T (the sign has no gradient) */
+RULE(linalg_slogdet)
+{
+    RULE_LOCALS;
+    ember_tensor *gl = r->go[1];
+    int64_t sh[EMBER_MAX_DIMS];
+    memcpy(sh, in, sizeof sh);
+    sh[nd - 1] = sh[nd - 2] = 1;
+    give(s, &gi[0], t_mul(s, reshape(s, gl, nd, sh), transpose_last(s, t_inv(s, IN(0)))));
+}
+
+/* gB = solve(A^T, g), gA = -gB X^T */
+RULE(linalg_solve)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *gb = NULL, *at_ = transpose_last(s, IN(0));
+    if (OK(s) && at_) gb = keep(s, ember_linalg_solve(at_, g, &o), &o);
+    if (NEED(0)) give(s, &gi[0], t_neg(s, t_matmul(s, gb, transpose_last(s, OUT(0)))));
+    if (NEED(1)) give(s, &gi[1], gb);
+}
+
+/* PyTorch's: X = tril(L^T g), made symmetric with its diagonal halved,
+   then L^-T X L^-1 */
+RULE(linalg_cholesky)
+{
+    RULE_LOCALS;
+    ember_tensor *L = OUT(0);
+    if (!have(s, L, g)) return;
+    int64_t sz = in[nd - 1];
+    ember_tensor *x = t_mul(s, t_matmul(s, transpose_last(s, L), g), lower_mask(s, sz, false, g));
+    x = t_mul(s, t_add(s, x, transpose_last(s, t_mul(s, x, lower_mask(s, sz, true, g)))), num(s, 0.5));
+    ember_tensor *li = t_inv(s, L);
+    give(s, &gi[0], t_matmul(s, t_matmul(s, transpose_last(s, li), x), li));
+}
+
+/* gB = solve_triangular(A^T, g) (the other triangle), gA = -gB X^T in the
+   triangle read (strictly, for a unit diagonal), as PyTorch's */
+RULE(linalg_solve_triangular)
+{
+    RULE_LOCALS;
+    ember_tensor *o = NULL, *gb = NULL, *at_ = transpose_last(s, IN(0));
+    bool upper = at->i[0] != 0, unit = at->i[1] != 0;
+    if (OK(s) && at_) gb = keep(s, ember_linalg_solve_triangular(at_, g, !upper, unit, &o), &o);
+    if (NEED(0)) {
+        ember_tensor *mask = lower_mask(s, in[nd - 1], unit, g);
+        if (upper) mask = transpose_last(s, mask);
+        give(s, &gi[0], t_mul(s, t_neg(s, t_matmul(s, gb, transpose_last(s, OUT(0)))), mask));
+    }
+    if (NEED(1)) give(s, &gi[1], gb);
+}
+
+/* the n x n identity in like's dtype and on its device */
+static ember_tensor *eye_like(arena *s, int64_t n, const ember_tensor *like)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s)) return NULL;
+    return keep(s, ember_eye(n, n, ember_tensor_dtype(like), ember_tensor_device(like), &o), &o);
+}
+
+static ember_tensor *unsqueeze_at(arena *s, ember_tensor *a, int dim)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_unsqueeze(a, dim, &o), &o);
+}
+
+/* PyTorch's: with the skew part K of V^T gV, E_ij = L_j - L_i,
+   gA = V (K / E off the diagonal, gL on it) V^T */
+RULE(linalg_eigh)
+{
+    RULE_LOCALS;
+    ember_tensor *L = OUT(0), *V = OUT(1), *gL = r->go[0], *gV = r->go[1];
+    if (!have(s, L, V) || !have(s, gL, gV)) return;
+    int64_t sz = in[nd - 1];
+    ember_tensor *I = eye_like(s, sz, V), *off = t_sub(s, num(s, 1), I);
+    ember_tensor *vg = t_matmul(s, transpose_last(s, V), gV);
+    ember_tensor *k = t_mul(s, t_sub(s, vg, transpose_last(s, vg)), num(s, 0.5));
+    ember_tensor *e = t_add(s, t_sub(s, unsqueeze_at(s, L, nd - 2), unsqueeze_at(s, L, nd - 1)), I);
+    ember_tensor *mid = t_add(s, t_mul(s, t_div(s, k, e), off), t_mul(s, I, unsqueeze_at(s, gL, nd - 2)));
+    give(s, &gi[0], t_matmul(s, t_matmul(s, V, mid), transpose_last(s, V)));
+}
+
+/* m >= n (Liao et al. 2019): M = R gR^T - gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T,
+   copyltu(M) the symmetric matrix of M's lower triangle */
+RULE(linalg_qr)
+{
+    RULE_LOCALS;
+    ember_tensor *Q = OUT(0), *R = OUT(1), *gQ = r->go[0], *gR = r->go[1];
+    if (!have(s, Q, R) || !have(s, gQ, gR)) return;
+    int64_t m = in[nd - 2], sz = in[nd - 1];
+    if (m < sz) {
+        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "backward: the gradient of linalg.qr is implemented for m >= n, "
+                            "got a %lld x %lld matrix", (long long)m, (long long)sz);
+        return;
+    }
+    ember_tensor *M = t_sub(s, t_matmul(s, R, transpose_last(s, gR)), t_matmul(s, transpose_last(s, gQ), Q));
+    ember_tensor *c = t_add(s, t_mul(s, M, lower_mask(s, sz, false, M)),
+                            transpose_last(s, t_mul(s, M, lower_mask(s, sz, true, M))));
+    ember_tensor *lhs = t_add(s, gQ, t_matmul(s, Q, c));
+    give(s, &gi[0], t_matmul(s, lhs, transpose_last(s, t_inv(s, R))));
+}
+
+/* PyTorch's svd_backward, with S = diag(U^T A Vh^T) read from the input:
+   only gS: U diag(gS) Vh; else with skew(X) = X - X^T and E_jk = S_k^2 - S_j^2,
+   G = (skew(U^T gU) S + S skew(Vh gV)) / E + diag(gS), gA = U G Vh plus, for
+   m > n, (I - U U^T) gU S^-1 Vh, for m < n, U S^-1 gVh (I - V Vh) */
+RULE(linalg_svd)
+{
+    RULE_LOCALS;
+    ember_tensor *A = IN(0), *U = OUT(0), *Vh = OUT(1), *gU = r->go[0], *gVh = r->go[1], *gS = r->go[2];
+    if (!have(s, A, U) || !have(s, Vh, gS) || !have(s, gU, gVh)) return;
+    int64_t m = in[nd - 2], sz = in[nd - 1], k = m < sz ? m : sz;
+    int last = nd - 1;
+    ember_tensor *S = sum_dims(s, t_mul(s, t_matmul(s, transpose_last(s, U), A), Vh), 1, &last, 0);
+    if (all_zero(gU) && all_zero(gVh)) {
+        give(s, &gi[0], t_matmul(s, U, t_mul(s, unsqueeze_at(s, gS, nd - 1), Vh)));
+        return;
+    }
+    ember_tensor *I = eye_like(s, k, U), *V = transpose_last(s, Vh), *gV = transpose_last(s, gVh);
+    ember_tensor *x = t_matmul(s, transpose_last(s, U), gU), *y = t_matmul(s, Vh, gV);
+    ember_tensor *uu = t_sub(s, x, transpose_last(s, x)), *vv = t_sub(s, y, transpose_last(s, y));
+    ember_tensor *s2 = t_mul(s, S, S);
+    ember_tensor *e = t_add(s, t_sub(s, unsqueeze_at(s, s2, nd - 2), unsqueeze_at(s, s2, nd - 1)), I);
+    ember_tensor *G = t_div(s, t_add(s, t_mul(s, uu, unsqueeze_at(s, S, nd - 2)), t_mul(s, unsqueeze_at(s, S, nd - 1), vv)), e);
+    G = t_add(s, G, t_mul(s, I, unsqueeze_at(s, gS, nd - 2)));
+    ember_tensor *gA;
+    if (m > sz) {
+        ember_tensor *gus = t_div(s, gU, unsqueeze_at(s, S, nd - 2));
+        gA = t_add(s, t_matmul(s, U, G), t_sub(s, gus, t_matmul(s, U, t_matmul(s, transpose_last(s, U), gus))));
+        gA = t_matmul(s, gA, Vh);
+    } else if (m < sz) {
+        ember_tensor *sgv = t_div(s, gVh, unsqueeze_at(s, S, nd - 1));
+        gA = t_add(s, t_matmul(s, G, Vh), t_sub(s, sgv, t_matmul(s, t_matmul(s, sgv, V), Vh)));
+        gA = t_matmul(s, U, gA);
+    } else {
+        gA = t_matmul(s, U, t_matmul(s, G, Vh));
+    }
+    give(s, &gi[0], gA);
+}
+
