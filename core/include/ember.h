@@ -17,8 +17,9 @@
  *     output pointers, shapes whose sizes multiply past 2^50 elements (a zero
  *     size counting as one), ranges that overflow, and a tensor already
  *     released (as long as its header was not reused for a new tensor;
- *     releasing one twice is ignored). core/tests/test_bad_args.c makes 348
- *     such calls. Passing a shape array shorter than ndim cannot be detected.
+ *     releasing one twice is ignored). core/tests/test_bad_args.c makes such
+ *     calls at every entry point. Passing a shape array shorter than ndim
+ *     cannot be detected.
  *   - Threads. Several host threads may call ember at the same time, each on
  *     its own tensors, and each may own an ember_lua state. What is shared,
  *     and safe to share: the allocator's counters (ember_memory_stats), the
