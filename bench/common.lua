@@ -41,6 +41,43 @@ function M.time_pair(fa, fb, iters, reps)
   return M.median(ta), M.median(tb), M.median(ratio)
 end
 
+-- ember's step against a PyTorch script run as `cmd` (which prints JSON
+-- with "seconds_per_step"), in alternating rounds of `iters` steps: the
+-- medians of ember's and PyTorch's seconds per step and of the per-round
+-- ratios. `step` runs once first to warm up.
+function M.against_torch(step, cmd, iters, rounds)
+  local function torch_round()
+    local p = io.popen(cmd)
+    local s = p:read("*a")
+    p:close()
+    local v = s:match('"seconds_per_step": ([%d%.e%-]+)')
+    if not v then error(cmd .. " printed no time: " .. s) end
+    return tonumber(v)
+  end
+  step()
+  local te, tt, ratio = {}, {}, {}
+  for r = 1, rounds do
+    local t0 = M.now()
+    for _ = 1, iters do step() end
+    te[r] = (M.now() - t0) / iters
+    tt[r] = torch_round()
+    ratio[r] = te[r] / tt[r]
+  end
+  return te, tt, ratio
+end
+
+-- one training step of a classifier on a fixed batch: record, cross-entropy
+-- backward, optimizer step, zero the gradients
+function M.classifier_step(ember, model, opt, gm, x, y)
+  local F = ember.nn.functional
+  return function()
+    gm:record()
+    gm:backward(F.cross_entropy(model(x), y))
+    opt:step()
+    opt:zero_grad()
+  end
+end
+
 -- peak resident set size of this process in MB (VmHWM from /proc)
 function M.peak_rss_mb()
   local f = io.open("/proc/self/status", "r")

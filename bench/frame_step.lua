@@ -27,18 +27,14 @@ local in_run = best_ns(function() assert(ember.frame.step(loop):resume(math.huge
 local slicer = ember._slicer   -- the check as the ops make it
 local check = best_ns(function() for _ = 1, N do if slicer.active then slicer.point() end end end)
 
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
+local B = require("common")
 ember.manual_seed(0)
 local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
 local opt = ember.optim.Adam(model:parameters(), { lr = 1e-3 })
 local gm = ember.autodiff.GradManager():attach(model:parameters())
 local x, y = ember.randn({ 128, 784 }), ember.randint(1, 11, { 128 })
-local function step()
-  gm:record()
-  gm:backward(F.cross_entropy(model(x), y))
-  opt:step()
-  opt:zero_grad()
-end
+local step = B.classifier_step(ember, model, opt, gm, x, y)
 for _ = 1, 3 do step() end
 local t0 = ember.clock()
 for _ = 1, 20 do step() end

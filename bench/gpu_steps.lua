@@ -13,7 +13,7 @@
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
 
 local device = arg and arg[1] or "cuda"
 local rounds, iters = tonumber(arg and arg[2]) or 5, tonumber(arg and arg[3]) or 20
@@ -73,12 +73,7 @@ for _, name in ipairs({ "mlp", "cnn" }) do
   local gm = ember.autodiff.GradManager():attach(params)
   local x = ember.rand({ r.batch, 1, 28, 28 }):to(device)
   local y = ember.randint(1, 11, { r.batch }, { dtype = "int64" }):to(device)
-  local function step()
-    gm:record()
-    gm:backward(F.cross_entropy(model(x), y))
-    opt:step()
-    opt:zero_grad()
-  end
+  local step = B.classifier_step(ember, model, opt, gm, x, y)
   for _ = 1, 5 do step() end
   sync()
   local te, tt, ratio, version = {}, {}, {}, nil

@@ -4,8 +4,9 @@ same way. Run by bench/lstm.lua once per round, alternating with ember:
     /usr/bin/python3 bench/lstm_torch.py ITERS THREADS
 Prints one JSON line: seconds per step over ITERS steps (after one warm-up).
 """
-import json, os, sys, time
+import sys
 import torch
+from torch_steps import report_steps
 
 iters, threads = int(sys.argv[1]), int(sys.argv[2])
 torch.set_num_threads(threads)
@@ -21,9 +22,4 @@ def step():
     (out * out).mean().backward()
 
 
-step()
-t0 = time.perf_counter()
-for _ in range(iters):
-    step()
-print(json.dumps({"seconds_per_step": (time.perf_counter() - t0) / iters, "threads": torch.get_num_threads(),
-                  "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto")}))
+report_steps(step, iters)

@@ -36,24 +36,7 @@ end
 local threads, core = ember.get_num_threads(), B.blas_core(ember)
 local torch_cmd = ("OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=%s /usr/bin/python3 bench/resnet18_torch.py %d %d %d %d %d %d")
   :format(core, iters, threads, width, classes, batch, size)
-local function torch_round()
-  local p = io.popen(torch_cmd)
-  local s = p:read("*a")
-  p:close()
-  local v = s:match('"seconds_per_step": ([%d%.e%-]+)')
-  if not v then error("bench/resnet18_torch.py printed no time: " .. s) end
-  return tonumber(v)
-end
-
-step()
-local te, tt, ratio = {}, {}, {}
-for r = 1, rounds do
-  local t0 = B.now()
-  for _ = 1, iters do step() end
-  te[r] = (B.now() - t0) / iters
-  tt[r] = torch_round()
-  ratio[r] = te[r] / tt[r]
-end
+local te, tt, ratio = B.against_torch(step, torch_cmd, iters, rounds)
 print(B.json({ bench = "resnet18_step", width = width, classes = classes, batch = batch, size = size,
   threads = threads, openblas_core = core, ember_s = B.median(te), torch_s = B.median(tt),
   ratio = B.median(ratio), ember_min_s = math.min(unpack(te)), torch_min_s = math.min(unpack(tt)),

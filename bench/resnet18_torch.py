@@ -5,9 +5,10 @@ alternating with ember:
     /usr/bin/python3 bench/resnet18_torch.py ITERS THREADS WIDTH CLASSES BATCH SIZE
 Prints one JSON line: seconds per step over ITERS steps (after one warm-up).
 """
-import json, os, sys, time
+import sys
 
 import torch
+from torch_steps import report_steps
 
 sys.path.insert(0, "spec/fixtures/zoo")
 import gen  # noqa: E402  (the zoo's ResNet18; importing it writes nothing)
@@ -25,9 +26,4 @@ def step():
     torch.nn.functional.cross_entropy(model(x), labels).backward()
 
 
-step()
-t0 = time.perf_counter()
-for _ in range(iters):
-    step()
-print(json.dumps({"seconds_per_step": (time.perf_counter() - t0) / iters, "threads": torch.get_num_threads(),
-                  "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto")}))
+report_steps(step, iters)

@@ -1,0 +1,14 @@
+"""What the PyTorch sides of the step benchmarks share: time `step` over
+`iters` calls after one warm-up and print the JSON line the Lua side reads
+(bench/common.lua, against_torch)."""
+import json, os, time
+import torch
+
+
+def report_steps(step, iters):
+    step()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    print(json.dumps({"seconds_per_step": (time.perf_counter() - t0) / iters, "threads": torch.get_num_threads(),
+                      "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto")}))
