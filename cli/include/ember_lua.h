@@ -103,6 +103,16 @@ EMBER_LUA_API int ember_lua_call(ember_lua *E, const char *fn, int nin, ember_te
 
 /* Sets the global `name` (dotted paths allowed: "model.input") to a Lua
    tensor sharing t (nil when t is NULL). */
+/* Stops the Lua code E is running (in ember_lua_dofile, _dostring or _call)
+   at its next instruction outside ember's own Lua code: that call then
+   returns EMBER_ERR_LUA with "interrupted (ember_lua_interrupt)" at the
+   user's line, and E stays usable. Safe from a signal handler (a host's
+   Ctrl-C) and from any thread. When E runs nothing it does nothing. Like
+   the ember command's Ctrl-C, it cannot reach a JIT-compiled loop or a
+   long C call until they end. Returns EMBER_OK, or EMBER_ERR_ARG for NULL
+   (with no message, to stay signal-safe). */
+EMBER_LUA_API int ember_lua_interrupt(ember_lua *E);
+
 EMBER_LUA_API int ember_lua_set_tensor(ember_lua *E, const char *name, ember_tensor *t);
 /* The tensor held by the global `name` (dotted paths allowed); *out gets a
    new reference. Fails with EMBER_ERR_ARG if it is not a live tensor. */

@@ -12,12 +12,14 @@
 #include <lualib.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "boot_lua.h"     /* generated from boot.lua: boot_lua[], boot_lua_len */
+#include "interrupt.h"
 #include "bridge_lua.h"   /* generated from bridge.lua */
 
 #ifndef EMBER_LUA_SOURCE_DIR
@@ -39,6 +41,7 @@
 struct ember_lua {
     lua_State *L;
     char *err;           /* the last failure's message (malloc'd), NULL if none */
+    atomic_int running;  /* a call into Lua is under way (ember_lua_interrupt arms only then) */
 };
 
 static const char BRIDGE_KEY[] = "ember_lua.bridge";   /* registry: bridge.lua's table */
@@ -214,6 +217,32 @@ static int push_bridge(lua_State *L)
     return EMBER_OK;
 }
 
+/* ------------------------------------------------------------------ interrupts */
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    interrupt_raise(L, "interrupted (ember_lua_interrupt)");
+}
+
+int ember_lua_interrupt(ember_lua *E)
+{
+    if (!E) return EMBER_ERR_ARG;   /* no message: this may run in a signal handler */
+    if (atomic_load(&E->running)) lua_sethook(E->L, interrupt_hook, INTERRUPT_HOOK_MASK, 1);
+    return EMBER_OK;
+}
+
+/* lua_pcall, interruptible by ember_lua_interrupt while it runs. A hook left
+   armed by an interrupt that came as the last call ended is cleared first. */
+static int pcall(ember_lua *E, int nargs, int handler)
+{
+    lua_sethook(E->L, NULL, 0, 0);
+    atomic_store(&E->running, 1);
+    int lrc = lua_pcall(E->L, nargs, 0, handler);
+    atomic_store(&E->running, 0);
+    lua_sethook(E->L, NULL, 0, 0);
+    return lrc;
+}
+
 /* Pushes the traceback handler and bridge function `name`; returns the
    handler's index, or a status < 0 with nothing pushed. */
 static int prepare(ember_lua *E, const char *name)
@@ -237,7 +266,7 @@ static int prepare(ember_lua *E, const char *name)
 static int finish(ember_lua *E, int handler, int nargs)
 {
     lua_State *L = E->L;
-    int lrc = lua_pcall(L, nargs, 0, handler);
+    int lrc = pcall(E, nargs, handler);
     int rc = lrc == 0 ? EMBER_OK : lua_failure(E, L, lrc);
     lua_settop(L, handler - 1);
     return rc;
@@ -306,6 +335,7 @@ ember_lua *ember_lua_open_ex(int flags)
     }
     ember_set_error("");
     lua_settop(L, 0);
+    interrupt_find_prefix(L);
     return E;
 
 fail: {
@@ -347,7 +377,7 @@ int ember_lua_dofile(ember_lua *E, const char *path)
     lua_pushcfunction(L, traceback);
     int handler = lua_gettop(L);
     int lrc = luaL_loadfile(L, path);
-    if (lrc == 0) lrc = lua_pcall(L, 0, 0, handler);
+    if (lrc == 0) lrc = pcall(E, 0, handler);
     rc = lrc == 0 ? EMBER_OK : lua_failure(E, L, lrc);
     lua_settop(L, handler - 1);
     return rc;
@@ -362,7 +392,7 @@ int ember_lua_dostring(ember_lua *E, const char *code)
     lua_pushcfunction(L, traceback);
     int handler = lua_gettop(L);
     int lrc = luaL_loadbuffer(L, code, strlen(code), "=(ember_lua_dostring)");
-    if (lrc == 0) lrc = lua_pcall(L, 0, 0, handler);
+    if (lrc == 0) lrc = pcall(E, 0, handler);
     rc = lrc == 0 ? EMBER_OK : lua_failure(E, L, lrc);
     lua_settop(L, handler - 1);
     return rc;
@@ -464,7 +494,7 @@ int ember_lua_push_tensor(struct lua_State *L, ember_tensor *t)
     lua_pushlightuserdata(L, t);
     int lrc = lua_pcall(L, 2, 1, top + 1);
     if (lrc != 0) {
-        ember_lua tmp = { L, NULL };
+        ember_lua tmp = { .L = L };
         rc = lua_failure(&tmp, L, lrc);
         free(tmp.err);
         lua_settop(L, top);

@@ -71,17 +71,14 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     if (interrupt_in_ember_code(L)) return;   /* deferred: the hook fires again at the next instruction */
-    lua_sethook(L, NULL, 0, 0);
     hook_pending = 0;
-    luaL_where(L, 0);   /* a C hook adds no frame: level 0 is the interrupted function */
-    lua_pushfstring(L, "%sinterrupted", lua_tostring(L, -1));
-    lua_error(L);
+    interrupt_raise(L, "interrupted");
 }
 
 static void arm_hook(void)
 {
     hook_pending = 1;
-    lua_sethook(running_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    lua_sethook(running_L, stop_hook, INTERRUPT_HOOK_MASK, 1);
 }
 
 static void on_sigint_running(int sig)
@@ -117,22 +114,6 @@ static void set_sigint(void (*fn)(int))
     sigaction(SIGINT, &sa, NULL);
 }
 
-/* The package's chunk-name prefix (ember.errors.source_prefix), read once it is loaded. */
-static void find_package_prefix(lua_State *L)
-{
-    if (interrupt_pkg_prefix[0]) return;
-    int top = lua_gettop(L);
-    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
-    if (lua_istable(L, -1)) {
-        lua_getfield(L, -1, "ember.errors");
-        if (lua_istable(L, -1)) {
-            lua_getfield(L, -1, "source_prefix");
-            interrupt_set_prefix(lua_tostring(L, -1));
-        }
-    }
-    lua_settop(L, top);
-}
-
 void cli_catch_sigint(void) { set_sigint(on_sigint_idle); }
 
 int cli_take_interrupt(void)
@@ -159,7 +140,7 @@ int cli_docall(lua_State *L, int narg, int nres)
     int base = lua_gettop(L) - narg;
     lua_pushcfunction(L, msghandler);
     lua_insert(L, base);
-    find_package_prefix(L);
+    interrupt_find_prefix(L);
     running_L = L;
     lua_thread = pthread_self();
     hook_pending = 0;

@@ -28,11 +28,7 @@ static pthread_t lua_thread;
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    if (interrupt_in_ember_code(L)) return;   /* stays armed: fires again at the next instruction */
-    lua_sethook(L, NULL, 0, 0);
-    luaL_where(L, 0);
-    lua_pushfstring(L, "%sinterrupted!", lua_tostring(L, -1));
-    lua_error(L);
+    interrupt_raise(L, "interrupted!");   /* as luajit's own */
 }
 
 static void on_sigint(int sig)
@@ -42,7 +38,7 @@ static void on_sigint(int sig)
         return;
     }
     signal(sig, SIG_DFL);   /* as luajit: another Ctrl-C before the hook raised ends the process */
-    lua_sethook(hook_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    lua_sethook(hook_L, stop_hook, INTERRUPT_HOOK_MASK, 1);
 }
 
 /* Whether h is the luajit binary's own handler: a function of the main

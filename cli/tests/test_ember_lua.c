@@ -6,8 +6,12 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
 
 #include "../../core/tests/check.h"
 #define HAS(E, text) CHECK(strstr(ember_lua_error(E), (text)) != NULL)
@@ -198,6 +202,85 @@ static void test_raw_state(ember_lua *E)
     ember_tensor_release(t);
 }
 
+/* ------------------------------------------------------------------ interrupts */
+/* A training-like loop that would run for 30 s; the interrupt must end it. */
+static const char LONG_LOOP[] =
+    "local a, t0 = ember.randn({32, 32}), os.time()\n"
+    "steps = 0\n"
+    "while os.time() - t0 < 30 do\n"
+    "  a = (a:matmul(a) * 0.03):tanh()\n"
+    "  steps = steps + 1\n"
+    "end\n";
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    ember_lua *E;
+    int rc;
+    double seconds;
+} loop_run;
+
+static void *run_loop(void *arg)
+{
+    loop_run *r = arg;
+    double t0 = now();
+    r->rc = ember_lua_dostring(r->E, LONG_LOOP);
+    r->seconds = now() - t0;
+    return NULL;
+}
+
+static ember_lua *alarm_target;
+static void on_alarm(int sig)
+{
+    (void)sig;
+    ember_lua_interrupt(alarm_target);
+}
+
+/* Another thread, then a signal handler, stop a running loop; the state
+   keeps working, and an interrupt while nothing runs changes nothing. */
+static void test_interrupt(ember_lua *E)
+{
+    CHECK(ember_lua_interrupt(NULL) == EMBER_ERR_ARG);
+    CHECK(ember_lua_interrupt(E) == EMBER_OK);   /* nothing runs: no effect on the next call */
+    CHECK(ember_lua_dostring(E, "x = 1") == EMBER_OK);
+
+    for (int round = 0; round < 3; round++) {
+        loop_run r = {E, 0, 0};
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, run_loop, &r) == 0);
+        nanosleep(&(struct timespec){0, 300000000}, NULL);
+        CHECK(ember_lua_interrupt(E) == EMBER_OK);
+        pthread_join(th, NULL);
+        CHECK(r.rc == EMBER_ERR_LUA);
+        HAS(E, "interrupted (ember_lua_interrupt)");
+        HAS(E, "ember_lua_dostring");   /* the user's chunk, not ember's files */
+        CHECK(r.seconds < 10);
+        CHECK(ember_lua_dostring(E, "assert(steps > 0); y = (ember.ones({3}) * 2):sum():item()") == EMBER_OK);
+        CHECK(ember_lua_dostring(E, "assert(y == 6)") == EMBER_OK);
+    }
+
+    /* from a signal handler, on the thread running Lua */
+    alarm_target = E;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, &old) == 0);
+    struct itimerval it = {{0, 0}, {0, 300000}};
+    CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+    double t0 = now();
+    CHECK(ember_lua_dostring(E, LONG_LOOP) == EMBER_ERR_LUA);
+    CHECK(now() - t0 < 10);
+    HAS(E, "interrupted (ember_lua_interrupt)");
+    sigaction(SIGALRM, &old, NULL);
+    CHECK(ember_lua_dostring(E, "collectgarbage(); assert(ember.ones({2}):sum():item() == 2)") == EMBER_OK);
+}
+
 int main(void)
 {
     CHECK(ember_lua_error(NULL) != NULL);
@@ -212,6 +295,7 @@ int main(void)
     test_bad_results(E);
     test_two_states(E);
     test_raw_state(E);
+    test_interrupt(E);
     ember_lua_close(E);
 
     ember_memory_stats_t m;
