@@ -258,6 +258,8 @@ int ember__as_dtype(ember_tensor *t, int dtype, ember_tensor **out);
 /* A contiguous copy of t in dtype on t's device, made inside a forward (not
    an op of its own): a new reference, t itself when it already is one. */
 int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
+/* Fails naming op unless 0 <= dim < a's ndim + extra (a NULL a fails too). */
+int ember__check_dim(const char *op, const ember_tensor *a, int dim, int extra);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);

@@ -1,8 +1,6 @@
 /* shape.c: views (reshape, view, transpose, permute, squeeze, unsqueeze,
-   expand, narrow, select), indexing (index_select, gather and their adjoints
-   index_add and scatter_add) and cat / stack. Views share storage with their
-   base (and so its version counter); indexing copies elements by size, so it
-   works for every dtype. Index tensors here are 0-based int64 or int32. */
+   expand, narrow, select) and cat / stack. Views share storage with their
+   base (and so its version counter). The indexing ops are in index.c. */
 #include "ops.h"
 #include "../backend.h"
 
@@ -227,199 +225,6 @@ int fwd_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     return view_of(a, a->ndim - 1, shape, strides, a->offset + at->i[1] * a->strides[dim], out);
 }
 
-/* ------------------------------------------------------------------ indexing */
-static int check_index(const char *op, const ember_tensor *idx)
-{
-    if (idx->dtype != EMBER_INT64 && idx->dtype != EMBER_INT32)
-        return ember__fail(EMBER_ERR_DTYPE, "%s: index tensor must be int64 or int32, got %s", op,
-                           ember_dtype_name(idx->dtype));
-    return EMBER_OK;
-}
-
-/* the indices as a contiguous int64 buffer, each checked against size */
-static int read_indices(const char *op, ember_tensor *idx, int dim, int64_t size, ember_tensor **out)
-{
-    EMBER_TRY(check_index(op, idx));
-    ember_tensor *c;
-    EMBER_TRY(ember__contiguous_as(idx, EMBER_INT64, &c));
-    const int64_t *p = (const int64_t *)ember__ptr(c);
-    for (int64_t i = 0; i < c->numel; i++) {
-        if (p[i] < 0 || p[i] >= size) {
-            int64_t bad = p[i];
-            ember_tensor_release(c);
-            return ember__fail(EMBER_ERR_ARG, "%s: index %lld out of range for dim %d of size %lld", op,
-                               (long long)bad + 1, dim + 1, (long long)size);
-        }
-    }
-    *out = c;
-    return EMBER_OK;
-}
-
-/* element offset (in elements) of a multi-index */
-static int64_t offset_of(const ember_tensor *t, const int64_t *ix)
-{
-    int64_t off = t->offset;
-    for (int d = 0; d < t->ndim; d++) off += ix[d] * t->strides[d];
-    return off;
-}
-
-static void next_index(int64_t *ix, const int64_t *shape, int nd)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        if (++ix[d] < shape[d]) return;
-        ix[d] = 0;
-    }
-}
-
-/* INDEX_SELECT: i[0] dim; inputs (a, idx 1-D). The shapes are checked by
-   ember_index_select, for every device; the index values here. */
-int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    ember_tensor *a = in[0], *ix = NULL;
-    int dim = (int)at->i[0], rc = EMBER_OK;
-    EMBER_TRY(read_indices("index_select", in[1], dim, a->shape[dim], &ix));
-    int64_t shape[EMBER_MAX_DIMS];
-    memcpy(shape, a->shape, sizeof shape);
-    shape[dim] = ix->numel;
-    EMBER_CHECK(ember__new(a->ndim, shape, a->dtype, EMBER_CPU, out));
-    {
-        const int64_t *p = (const int64_t *)ember__ptr(ix);
-        int es = ember_dtype_size(a->dtype);
-        char *dst = ember__ptr(*out), *src = a->storage->data;
-        if (a->is_contiguous) {   /* rows of `inner` elements: one memcpy each (a batch of images) */
-            int64_t outer = 1, inner = 1, n = ix->numel;
-            for (int d = 0; d < dim; d++) outer *= a->shape[d];
-            for (int d = dim + 1; d < a->ndim; d++) inner *= a->shape[d];
-            size_t row = (size_t)(inner * es);
-            const char *base = src + a->offset * es;
-            for (int64_t o = 0; o < outer; o++)
-                for (int64_t k = 0; k < n; k++)
-                    memcpy(dst + (o * n + k) * row, base + (o * a->shape[dim] + p[k]) * row, row);
-            goto done;
-        }
-        int64_t pos[EMBER_MAX_DIMS] = {0};
-        for (int64_t i = 0; i < (*out)->numel; i++) {
-            int64_t keep = pos[dim];
-            pos[dim] = p[keep];
-            memcpy(dst + i * es, src + offset_of(a, pos) * es, (size_t)es);
-            pos[dim] = keep;
-            next_index(pos, shape, a->ndim);
-        }
-    }
-done:
-    ember_tensor_release(ix);
-    return rc;
-}
-
-/* GATHER: i[0] dim; inputs (a, idx of a's ndim): out[i][j] = a[i][idx[i][j]] along
-   dim (shapes checked by ember_gather) */
-int fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    ember_tensor *a = in[0], *ix = NULL;
-    int dim = (int)at->i[0], rc = EMBER_OK;
-    EMBER_TRY(read_indices("gather", in[1], dim, a->shape[dim], &ix));
-    EMBER_CHECK(ember__new(ix->ndim, ix->shape, a->dtype, EMBER_CPU, out));
-    {
-        const int64_t *p = (const int64_t *)ember__ptr(ix);
-        int es = ember_dtype_size(a->dtype);
-        char *dst = ember__ptr(*out), *src = a->storage->data;
-        int64_t pos[EMBER_MAX_DIMS] = {0};
-        for (int64_t i = 0; i < ix->numel; i++) {
-            int64_t keep = pos[dim];
-            pos[dim] = p[i];
-            memcpy(dst + i * es, src + offset_of(a, pos) * es, (size_t)es);
-            pos[dim] = keep;
-            next_index(pos, ix->shape, ix->ndim);
-        }
-    }
-done:
-    ember_tensor_release(ix);
-    return rc;
-}
-
-/* index_add of a contiguous float source s into the contiguous result dst
-   (of the given shape): row k of s along dim adds into row p[k], a row being
-   the `inner` elements after dim. Each element of dst gets its terms in the
-   order of k, as the general loop adds them. */
-#define INDEX_ADD_ROWS(T)                                                           \
-    for (int64_t b = 0; b < outer; b++)                                             \
-        for (int64_t k = 0; k < n; k++) {                                           \
-            T *d = (T *)dst + (b * rows + p[k]) * inner;                            \
-            const T *x = (const T *)ember__ptr(s) + (b * n + k) * inner;            \
-            for (int64_t j = 0; j < inner; j++) d[j] += x[j];                       \
-        }
-static void index_add_rows(int dt, int nd, const int64_t *shape, int dim, const int64_t *p,
-                           const ember_tensor *s, char *dst)
-{
-    int64_t outer = 1, inner = 1, rows = shape[dim], n = s->shape[dim];
-    for (int d = 0; d < dim; d++) outer *= shape[d];
-    for (int d = dim + 1; d < nd; d++) inner *= shape[d];
-    if (dt == EMBER_FLOAT32) {
-        INDEX_ADD_ROWS(float)
-    } else {
-        INDEX_ADD_ROWS(double)
-    }
-}
-#undef INDEX_ADD_ROWS
-
-/* adds src into a zero tensor of the given shape at the indexed positions
-   (shapes checked by scatter_api) */
-static int scatter_impl(const char *op, bool gather_like, int nd, const int64_t *shape, int dim,
-                        ember_tensor *idx, ember_tensor *src, ember_tensor **out)
-{
-    ember_tensor *ix = NULL, *s = NULL;
-    int rc = EMBER_OK;
-    EMBER_TRY(read_indices(op, idx, dim, shape[dim], &ix));
-    EMBER_CHECK(ember__contiguous_as(src, src->dtype, &s));
-    EMBER_CHECK(ember_full(nd, shape, 0, src->dtype, EMBER_CPU, out));
-    {
-        const int64_t *p = (const int64_t *)ember__ptr(ix);
-        int dt = src->dtype, es = ember_dtype_size(dt);
-        char *dst = ember__ptr(*out);
-        const char *sp = ember__ptr(s);
-        ember_tensor *o = *out;
-        if (!gather_like && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64)) {
-            index_add_rows(dt, nd, shape, dim, p, s, dst);
-            goto done;
-        }
-        int64_t pos[EMBER_MAX_DIMS] = {0};
-        for (int64_t i = 0; i < s->numel; i++) {
-            int64_t keep = pos[dim];
-            pos[dim] = gather_like ? p[i] : p[keep];
-            char *d = dst + (offset_of(o, pos) - o->offset) * es;
-            if (dt == EMBER_FLOAT32) *(float *)d += ((const float *)sp)[i];
-            else if (dt == EMBER_FLOAT64) *(double *)d += ((const double *)sp)[i];
-            else if (dt == EMBER_INT64) *(int64_t *)d = (int64_t)((uint64_t) * (int64_t *)d + (uint64_t)((const int64_t *)sp)[i]);
-            else ember__store(d, dt, ember__load(d, dt) + ember__load(sp + i * es, dt));
-            pos[dim] = keep;
-            next_index(pos, s->shape, s->ndim);
-        }
-    }
-done:
-    ember_tensor_release(ix);
-    ember_tensor_release(s);
-    return rc;
-}
-
-/* SCATTER_ADD, INDEX_ADD: i[0] dim, i[1] ndim, i[2..] result shape; inputs (idx, src) */
-int fwd_scatter_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    return scatter_impl("scatter_add", true, (int)at->i[1], &at->i[2], (int)at->i[0], in[0], in[1], out);
-}
-
-int fwd_index_add(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    return scatter_impl("index_add", false, (int)at->i[1], &at->i[2], (int)at->i[0], in[0], in[1], out);
-}
-
 /* ------------------------------------------------------------------ cat, stack */
 static int cat_impl(const char *op, int n, ember_tensor *const *ts, int dim, bool stack, ember_tensor **out)
 {
@@ -501,6 +306,11 @@ static int dim_ok(const char *op, const ember_tensor *a, int dim, int extra)
     if (dim < 0 || dim >= a->ndim + extra)
         return ember__fail(EMBER_ERR_ARG, "%s: dim %d out of range for shape %s", op, dim + 1, ember__tshape(sa, a));
     return EMBER_OK;
+}
+
+int ember__check_dim(const char *op, const ember_tensor *a, int dim, int extra)
+{
+    return dim_ok(op, a, dim, extra);
 }
 
 static int shape_op(int op, ember_tensor *a, int nd, const int64_t *shape, ember_tensor **out)
@@ -611,37 +421,6 @@ int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out)
     return ember__dispatch(EMBER_OP_SELECT, 1, &a, &at, out);
 }
 
-int ember_index_select(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
-{
-    char sb[200];
-    EMBER_TRY(dim_ok("index_select", a, dim, 0));
-    if (!idx) return ember__fail(EMBER_ERR_ARG, "index_select: index is NULL");
-    EMBER_TRY(check_index("index_select", idx));
-    if (idx->ndim > 1)
-        return ember__fail(EMBER_ERR_SHAPE, "index_select: index must be 1-D, got shape %s", ember__tshape(sb, idx));
-    ember_tensor *in[2] = {a, idx};
-    ember_attrs at = {{dim}, {0}};
-    return ember__dispatch(EMBER_OP_INDEX_SELECT, 2, in, &at, out);
-}
-
-int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
-{
-    EMBER_TRY(dim_ok("gather", a, dim, 0));
-    if (!idx) return ember__fail(EMBER_ERR_ARG, "gather: index is NULL");
-    EMBER_TRY(check_index("gather", idx));
-    char sa[200], sb[200];
-    if (idx->ndim != a->ndim)
-        return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s must have the %d dims of the input %s",
-                           ember__tshape(sb, idx), a->ndim, ember__tshape(sa, a));
-    for (int d = 0; d < a->ndim; d++)
-        if (d != dim && idx->shape[d] > a->shape[d])
-            return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s does not fit the input %s",
-                               ember__tshape(sb, idx), ember__tshape(sa, a));
-    ember_tensor *in[2] = {a, idx};
-    ember_attrs at = {{dim}, {0}};
-    return ember__dispatch(EMBER_OP_GATHER, 2, in, &at, out);
-}
-
 /* AS_STRIDED, AS_STRIDED_SCATTER: a region of a tensor given by a geometry
    over its contiguous layout (ember__geometry_of). They are what autograd
    records for writes through views: the root's new value is
@@ -705,55 +484,6 @@ int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_at
 {
     ember_tensor *in[2] = {x, src};
     return ember__dispatch(EMBER_OP_AS_STRIDED_SCATTER, 2, in, geometry, out);
-}
-
-/* What scatter_impl walks must lie inside the result: index_add's source
-   matches the result's shape except along dim (its index is 1-D, one entry
-   per source row); scatter_add's index has the source's shape, which fits in
-   the result except along dim. */
-static int scatter_fits(const char *name, bool gather_like, const int64_t *shape, int dim,
-                        const ember_tensor *idx, const ember_tensor *src)
-{
-    char sr[200], ss[200], si[200];
-    int nd = src->ndim;
-    bool ok = gather_like ? idx->ndim == nd : idx->ndim == 1 && idx->numel == src->shape[dim];
-    for (int d = 0; ok && d < nd; d++) {
-        if (gather_like && idx->shape[d] != src->shape[d]) ok = false;
-        if (d != dim && (gather_like ? src->shape[d] > shape[d] : src->shape[d] != shape[d])) ok = false;
-    }
-    if (ok) return EMBER_OK;
-    ember__shape_str(sr, nd, shape);
-    return ember__fail(EMBER_ERR_SHAPE, "%s: index %s and source %s do not fit a result of shape %s along dim %d",
-                       name, ember__tshape(si, idx), ember__tshape(ss, src), sr, dim + 1);
-}
-
-static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
-                       ember_tensor **out)
-{
-    const char *name = ember__ops[op].name;
-    if (!idx || !src || (ndim > 0 && !shape)) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
-    EMBER_TRY(ember__check_shape(name, ndim, shape, NULL));
-    if (ndim != src->ndim || dim < 0 || dim >= ndim)
-        return ember__fail(EMBER_ERR_ARG, "%s: dim %d or %d dims do not fit the source", name, dim, ndim);
-    EMBER_TRY(check_index(name, idx));
-    EMBER_TRY(scatter_fits(name, op == EMBER_OP_SCATTER_ADD, shape, dim, idx, src));
-    ember_tensor *in[2] = {idx, src};
-    ember_attrs at = {{dim, ndim}, {0}};
-    for (int d = 0; d < ndim; d++) at.i[2 + d] = shape[d];
-    if (ndim > EMBER_MAX_ATTRS - 2) return ember__fail(EMBER_ERR_SHAPE, "%s: too many dims", name);
-    return ember__dispatch(op, 2, in, &at, out);
-}
-
-int ember_scatter_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
-                      ember_tensor **out)
-{
-    return scatter_api(EMBER_OP_SCATTER_ADD, ndim, shape, dim, idx, src, out);
-}
-
-int ember_index_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
-                    ember_tensor **out)
-{
-    return scatter_api(EMBER_OP_INDEX_ADD, ndim, shape, dim, idx, src, out);
 }
 
 static int list_api(int op, int n, ember_tensor *const *ts, int dim, ember_tensor **out)

@@ -1,0 +1,50 @@
+"""PyTorch's side of bench/index_ops.lua: the same calls, ms per call
+(medians of 7 rounds), indices 0-based. Run with ember's threads:
+    OMP_NUM_THREADS=2 /usr/bin/python3 bench/index_ops_torch.py
+"""
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+out = {"bench": "torch_index_ops", "threads": torch.get_num_threads()}
+
+
+def ms(name, fn, iters=5):
+    fn()
+    t = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        t.append((time.perf_counter() - t0) / iters)
+    t.sort()
+    out[name] = t[3] * 1e3
+
+
+torch.manual_seed(0)
+x = torch.randn(4096, 1024)
+i2 = torch.randint(0, 1024, (4096, 1024))
+i1 = torch.randint(0, 4096, (4096, 1024))
+ms("gather_dim2_ms", lambda: x.gather(1, i2))
+ms("gather_dim1_ms", lambda: x.gather(0, i1))
+w = torch.randn(30000, 256)
+rows = torch.randint(0, 30000, (4096,))
+ms("index_select_rows_ms", lambda: w.index_select(0, rows))
+cols = torch.randint(0, 1024, (1024,))
+ms("index_select_cols_ms", lambda: x.index_select(1, cols))
+tok = torch.randint(0, 30000, (32, 128))
+ms("embedding_fwd_ms", lambda: F.embedding(tok, w))
+wg = w.clone().requires_grad_()
+
+
+def fwd_bwd():
+    F.embedding(tok, wg).sum().backward()
+    wg.grad = None
+
+
+ms("embedding_fwd_bwd_ms", fwd_bwd)
+base = torch.zeros(4096, 1024)
+ms("scatter_add_dim2_ms", lambda: base.scatter_add(1, i2, x))
+print(json.dumps(out))
