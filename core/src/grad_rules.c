@@ -411,12 +411,20 @@ RULE(narrow)
     if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
 }
 
-/* the region of zeros shaped like the input */
+/* the region of zeros shaped like the input; dims that repeat one element
+   (stride 0, from ember_as_strided) add up first */
 RULE(as_strided)
 {
     RULE_LOCALS;
-    ember_tensor *o = NULL, *z = zeros(s, nd, in, g);
-    if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, g, at, &o), &o));
+    ember_attrs geo = *at;
+    int dims[EMBER_MAX_DIMS], k = 0;
+    for (int d = 0; d < (int)at->i[0]; d++)
+        if (at->i[2 + EMBER_MAX_DIMS + d] == 0 && at->i[2 + d] > 1) {
+            dims[k++] = d;
+            geo.i[2 + d] = 1;
+        }
+    ember_tensor *o = NULL, *z = zeros(s, nd, in, g), *gg = k ? sum_dims(s, g, k, dims, 1) : g;
+    if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, gg, &geo, &o), &o));
 }
 
 /* the region goes to the source, the rest to the input */

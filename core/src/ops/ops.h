@@ -91,7 +91,12 @@ int ember__on_host(int op, int nin, ember_tensor *const *in, const ember_attrs *
     int fwd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 #include "ops.def"
 
-/* ------------------------------------------------------------------ regions (shape.c)
+/* A differentiable view of a with the given geometry of a's memory: it holds
+   a's root (see ember_tensor.base). shape.c */
+int ember__view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
+                   ember_tensor **out);
+
+/* ------------------------------------------------------------------ regions (strided.c)
    A view's geometry over its root's contiguous layout (attrs: i[0] ndim, i[1]
    offset, i[2..] shape, i[2 + EMBER_MAX_DIMS..] strides); fails for a root
    that is not contiguous. */

@@ -115,7 +115,19 @@ The upper / lower triangle of the last two dims, from diagonal `diagonal`
 
 ### `Tensor:diagonal(offset?, dim1?, dim2?)`, `ember.diagonal(t, offset?, dim1?, dim2?)`
 The diagonal at `offset` of the plane of `dim1` and `dim2` (1 and 2), as the
-result's last dim; a copy, not a view.
+result's last dim: a view, as PyTorch's (an `as_strided` of `t`), so writes
+through it reach `t`, of a contiguous or a strided `t` alike.
+
+### `Tensor:as_strided(size, stride, offset?)`, `ember.as_strided(t, size, stride, offset?)`
+A view of `t`'s elements taken in row-major order: `size[i]` elements
+`stride[i]` apart along dim `i`, starting at element `offset` (0-based,
+default 0). For a contiguous `t` it is PyTorch's `as_strided` with the
+storage offset counted from `t`'s first element; for a strided `t` it is a
+view of `t`'s memory where those steps are a strided pattern of it, and
+raises otherwise (`contiguous()` first). Strides and offset are >= 0 and
+every element reached must lie in `t`, or it raises naming the geometry.
+Differentiable; under recording, elements may repeat only along dims of
+stride 0 (others that may overlap raise).
 
 ### `Tensor:diag(k?)`, `ember.diag(t, k?)`
 Of a 1-D tensor the square matrix with it on diagonal `k`; of a 2-D one its
