@@ -99,3 +99,101 @@ describe("diagonal is a view", function()
     H.same(g, { { 3, 1, 1 }, { 1, 3, 1 }, { 1, 1, 3 } })
   end)
 end)
+
+describe("prod", function()
+  it("multiplies every element, or along a dim, with keepdim", function()
+    local x = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, F64)
+    H.same(x:prod(), 720)
+    H.shape_is(x:prod(), {})
+    H.same(x:prod(1), { 4, 10, 18 })
+    H.same(x:prod(2), { 6, 120 })
+    H.same(x:prod(-1, true), { { 6 }, { 120 } })
+    H.same(ember.prod(x, 1, true), { { 4, 10, 18 } })
+    H.same(ember.arange(24, F64):reshape({ 2, 3, 4 }):add(1):prod(2),
+      { { 1 * 5 * 9, 2 * 6 * 10, 3 * 7 * 11, 4 * 8 * 12 }, { 13 * 17 * 21, 14 * 18 * 22, 15 * 19 * 23, 16 * 20 * 24 } })
+    -- a 0-d tensor, empty products, a strided input
+    H.same(ember.tensor(3.5, F64):prod(1), 3.5)
+    H.shape_is(ember.tensor(3.5, F64):prod(1, true), {})
+    H.same(ember.zeros({ 0 }, F64):prod(), 1)
+    H.same(ember.zeros({ 2, 0 }, F64):prod(2), { 1, 1 })
+    H.shape_is(ember.zeros({ 2, 0 }, F64):prod(1), { 0 })
+    H.same(x:t():prod(2), { 4, 10, 18 })
+    -- NaN and inf propagate as in the sequential product
+    H.same(ember.tensor({ 2, 0 / 0, 3 }, F64):prod(), 0 / 0)
+    H.same(ember.tensor({ 0, 1 / 0 }, F64):prod(), 0 / 0)
+    H.same(ember.tensor({ -2, 1 / 0 }, F64):prod(), -1 / 0)
+  end)
+  it("takes every dtype: floats keep theirs, integers and bools give int64 (wrapping)", function()
+    for _, dt in ipairs({ "float32", "float16", "bfloat16" }) do
+      local r = ember.tensor({ 1.5, 2, -3 }, { dtype = dt }):prod()
+      assert.are.equal(dt, r.dtype)
+      H.same(r, -9)
+    end
+    for _, dt in ipairs({ "int32", "int64", "uint8" }) do
+      local r = ember.tensor({ { 3, 4 }, { 5, 6 } }, { dtype = dt }):prod(1)
+      assert.are.equal("int64", r.dtype)
+      H.same(r, { 15, 24 })
+    end
+    local b = ember.tensor({ { true, true }, { true, false } }, { dtype = "bool" })
+    H.same(b:prod(2), { 1, 0 })
+    assert.are.equal("int64", b:prod().dtype)
+    -- 2^62 * 4 wraps to 0 in int64, as PyTorch's
+    H.same(ember.tensor({ 2 ^ 62, 4 }, { dtype = "int64" }):prod(), 0)
+    H.same(ember.tensor({ 3, 5 }, { dtype = "int32" }):prod({ dtype = "float64" }), 15)
+    assert.are.equal("float64", ember.tensor({ 3, 5 }, { dtype = "int32" }):prod({ dtype = "float64" }).dtype)
+  end)
+  it("agrees with cumprod's last element on the threaded paths (long rows, columns, many rows)", function()
+    ember.manual_seed(3)
+    local function close_to_one(...) return (ember.rand({ ... }, F64) * 0.02 + 0.99) end
+    local long = close_to_one(100003)                       -- one row of 7 blocks
+    H.same(long:prod(), long:cumprod(1)[100003]:item(), 1e-9)
+    local wide = close_to_one(3, 700, 300)                  -- columns: inner 300 (two tiles)
+    H.same(wide:prod(2), wide:cumprod(2):select(2, 700):tolist(), 1e-11)
+    local rows = close_to_one(3000, 50)                     -- many short rows
+    H.same(rows:prod(2), rows:cumprod(2):select(2, 50):tolist(), 1e-12)
+    local f32 = close_to_one(1000, 1000):to("float32")
+    H.same(f32:prod(1), f32:double():cumprod(1):select(1, 1000):tolist(), 1e-5)
+  end)
+  it("raises naming the call", function()
+    local x = ember.randn({ 2, 3 })
+    H.raises(function() x:prod(3) end, "ember.prod", "dim 3 out of range")
+    H.raises(function() x:prod(nil, true) end, "ember.prod", "keepdim needs a dim")
+    H.raises(function() x:prod(1, "yes") end, "ember.prod", "keepdim must be a boolean")
+    H.raises(function() x:prod(1, false, { dtyp = "float64" }) end, "ember.prod", "unknown option 'dtyp'")
+  end)
+  it("has PyTorch's gradient: g y / x, the product of the others at a lone zero, 0 with two", function()
+    local grad = ember.autodiff.grad
+    local x = ember.tensor({ { 2, 3, 4 }, { 0, 5, 6 }, { 0, 7, 0 } }, F64)
+    H.same(grad(function(a) return a:prod(2):sum() end)(x), { { 12, 8, 6 }, { 30, 0, 0 }, { 0, 0, 0 } })
+    H.same(grad(function(a) return (a:prod(1, true) * ember.tensor({ { 1, 2, 3 } }, F64)):sum() end)(x),
+      { { 0, 2 * 5 * 7, 0 }, { 0, 2 * 3 * 7, 0 }, { 0, 2 * 3 * 5, 3 * 4 * 6 } })
+    H.same(grad(function(a) return a:prod() end)(ember.tensor({ 2, 0, 5 }, F64)), { 0, 10, 0 })
+    H.same(grad(function(a) return a:prod() end)(ember.tensor({ 2, 3, 5 }, F64)), { 15, 10, 6 })
+  end)
+  it("differentiates twice with any number of zeros (gradcheck, gradgradcheck)", function()
+    local rows = ember.tensor({ { 0.5, -1.2, 0.8, 1.3 }, { 0, 0.7, -0.9, 1.1 }, { 0, 1.4, 0, 0.6 },
+      { 0, 0, 0.9, 0 } }, F64)
+    for _, f in ipairs({ function(a) return a:prod(2) end, function(a) return a:prod(1, true) end,
+      function(a) return a:narrow(1, 3, 2):prod() end, function(a) return a:narrow(1, 1, 1):prod() end }) do
+      assert.is_true(gradcheck(f, { rows:clone() }))
+      assert.is_true(gradgradcheck(f, { rows:clone() }))
+    end
+  end)
+end)
+
+describe("gradients at the edges", function()
+  it("cumprod differentiates twice with two and more zeros in a row", function()
+    local x = ember.tensor({ { 0.5, 0, 1.5, 0, 0.7, -1.1 }, { 0, 0.8, 0, -0.6, 0, 1.2 }, { 1.3, 0.4, -0.9, 0.6, 1.1, 0.2 } }, F64)
+    for _, d in ipairs({ 1, 2 }) do
+      local f = function(a) return a:cumprod(d) end
+      assert.is_true(gradcheck(f, { x:clone() }))
+      assert.is_true(gradgradcheck(f, { x:clone() }))
+    end
+    -- the mixed second derivative of y_3 = x1 x2 x3 in x1 and x3 at x = {0, 2, 0}: x2 = 2
+    local h = ember.autodiff.grad(function(a)
+      local g = ember.autodiff.grad(function(b) return b:cumprod(1)[3] end)(a)
+      return g[1]
+    end)(ember.tensor({ 0, 2, 0 }, F64))
+    H.same(h, { 0, 0, 2 })
+  end)
+end)

@@ -398,6 +398,10 @@ EMBER_API int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor *
    integer and bool inputs give int64. */
 EMBER_API int ember_cumsum(ember_tensor *a, int dim, int reverse, ember_tensor **out);
 EMBER_API int ember_cumprod(ember_tensor *a, int dim, ember_tensor **out);
+/* The product of every element (dim -1) or along dim (0-based), keepdim
+   keeping it as size 1; integers and bools give int64 (wrapping), floats
+   their dtype. The product of nothing is 1. */
+EMBER_API int ember_prod(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
 /* Stable sort along dim: values and int64 0-based indices; NaN sorts largest. */
 EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values,
                          ember_tensor **indices);
