@@ -196,4 +196,76 @@ describe("gradients at the edges", function()
     end)(ember.tensor({ 0, 2, 0 }, F64))
     H.same(h, { 0, 0, 2 })
   end)
+  it("logcumsumexp's gradient at -inf inputs is finite: 0 after a finite value, as PyTorch's", function()
+    local inf = 1 / 0
+    local x = ember.tensor({ { 1, -inf, -inf, 3 }, { 0.5, -inf, 2, -inf } }, F64)
+    local w = ember.tensor({ { 0.3, -0.7, 1.1, 0.4 }, { -0.2, 0.9, 0.6, -1.3 } }, F64)
+    local g = ember.autodiff.grad(function(a) return (a:logcumsumexp(2) * w):sum() end)(x)
+    -- a second method: d/dx_i sum_j w_j y_j = sum_{j >= i} w_j exp(x_i - y_j)
+    local y, xs, ws = x:logcumsumexp(2):tolist(), x:tolist(), w:tolist()
+    local want = {}
+    for r = 1, 2 do
+      want[r] = {}
+      for i = 1, 4 do
+        local acc = 0
+        for j = i, 4 do acc = acc + ws[r][j] * math.exp(xs[r][i] - y[r][j]) end
+        want[r][i] = acc
+      end
+    end
+    H.same(g, want, 1e-12)
+    H.same(g:select(1, 1):narrow(1, 2, 2), { 0, 0 })
+    -- where the running result is still -inf each step's gradient goes to
+    -- its newest element (PyTorch's is NaN there); inf and NaN stay in the values
+    H.same(ember.autodiff.grad(function(a) return (a:logcumsumexp(1) * ember.tensor({ 0.3, -0.7, 1.1 }, F64)):sum() end)(
+      ember.tensor({ -inf, -inf, 2 }, F64)), { 0.3, -0.7, 1.1 })
+    H.same(ember.tensor({ inf, inf, 1, 0 / 0, 2 }, F64):logcumsumexp(1), { inf, inf, inf, 0 / 0, 0 / 0 })
+    H.same(ember.tensor({ 1, 1 }, F64):logcumsumexp(1), { 1, 1 + math.log(2) }, 1e-15)
+    assert.is_true(gradcheck(function(a) return a:logcumsumexp(2) end, { x:clone() }))
+    assert.is_true(gradgradcheck(function(a) return a:logcumsumexp(2) end, { ember.randn({ 2, 5 }, F64) }))
+  end)
+end)
+
+describe("polygamma", function()
+  local zeta3, pi = 1.2020569031595942854, math.pi
+  it("has the values of digamma's derivatives", function()
+    local x = ember.tensor({ 1, 0.5, 2 }, F64)
+    -- psi2(1) = -2 zeta(3), psi2(1/2) = -14 zeta(3), psi2(2) = psi2(1) + 2
+    H.same(ember.polygamma(2, x), { -2 * zeta3, -14 * zeta3, -2 * zeta3 + 2 }, 1e-14)
+    -- psi3(1) = pi^4 / 15, psi3(1/2) = pi^4, psi3(2) = psi3(1) - 6
+    H.same(x:polygamma(3), { pi ^ 4 / 15, pi ^ 4, pi ^ 4 / 15 - 6 }, 1e-14)
+    H.same(ember.polygamma(0, x), x:digamma():tolist(), 0)
+    H.same(ember.polygamma(1, x), x:trigamma():tolist(), 0)
+    -- reflection: psi2(1 - x) - psi2(x) = pi d^2/dx^2 cot(pi x) = 2 pi^3 cot(pi x) / sin^2(pi x)
+    local v = 0.3
+    local lhs = ember.polygamma(2, ember.tensor({ 1 - v }, F64)):item() - ember.polygamma(2, ember.tensor({ v }, F64)):item()
+    local c, sn = math.cos(pi * v), math.sin(pi * v)
+    H.same(ember.tensor({ lhs }, F64), { 2 * pi ^ 3 * c / sn ^ 3 }, 1e-12)
+    -- a large order and a large x: psi_n(x) ~ (-1)^(n+1) (n-1)! / x^n
+    H.same(ember.polygamma(5, ember.tensor({ 1e6 }, F64)), { 24 / 1e24 }, 1e-5)
+  end)
+  it("at the edges, in every dtype", function()
+    local inf = 1 / 0
+    H.same(ember.polygamma(2, ember.tensor({ 0, -1, -inf, inf, 0 / 0 }, F64)), { -inf, -inf, -inf, 0, 0 / 0 })
+    H.same(ember.polygamma(3, ember.tensor({ 0, -2 }, F64)), { inf, inf })
+    local i = ember.tensor({ 1, 2 }, { dtype = "int64" })
+    assert.are.equal("float32", ember.polygamma(2, i).dtype)
+    H.same(ember.polygamma(2, i), { -2 * zeta3, -2 * zeta3 + 2 }, 1e-6)
+    assert.are.equal("float16", ember.polygamma(2, ember.tensor({ 1 }, { dtype = "float16" })).dtype)
+    H.same(ember.polygamma(2, ember.tensor({ { 1, 2 }, { 3, 4 } }, F64):t()),
+      ember.polygamma(2, ember.tensor({ { 1, 3 }, { 2, 4 } }, F64)):tolist(), 0)
+    H.raises(function() ember.polygamma(-1, i) end, "ember.polygamma", "n must be an integer >= 0")
+    H.raises(function() ember.polygamma(1.5, i) end, "ember.polygamma", "n must be an integer")
+    H.raises(function() ember.polygamma(0 / 0, i) end, "ember.polygamma", "n must be an integer")
+    H.raises(function() ember.polygamma(2 ^ 40, i) end, "ember.polygamma", "below 2^31")
+    H.raises(function() ember.polygamma(2, 3) end, "ember.polygamma", "argument 2")
+    H.raises(function() ember.polygamma(2, i, 1) end, "extra argument")
+  end)
+  it("differentiates to the next order, trigamma too (gradcheck, gradgradcheck)", function()
+    local x = ember.tensor({ 0.4, 1.7, 3.2, -0.6, 9.5 }, F64)
+    for _, f in ipairs({ function(a) return a:trigamma() end, function(a) return ember.polygamma(2, a) end,
+      function(a) return a:polygamma(4) end }) do
+      assert.is_true(gradcheck(f, { x:clone() }))
+      assert.is_true(gradgradcheck(f, { x:clone() }))
+    end
+  end)
 end)

@@ -402,6 +402,9 @@ EMBER_API int ember_cumprod(ember_tensor *a, int dim, ember_tensor **out);
    keeping it as size 1; integers and bools give int64 (wrapping), floats
    their dtype. The product of nothing is 1. */
 EMBER_API int ember_prod(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+/* The n-th derivative of digamma (n >= 0), elementwise: floats keep their
+   dtype, integers and bools give float32. */
+EMBER_API int ember_polygamma(int n, ember_tensor *a, ember_tensor **out);
 /* Stable sort along dim: values and int64 0-based indices; NaN sorts largest. */
 EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values,
                          ember_tensor **indices);

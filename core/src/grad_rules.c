@@ -225,6 +225,26 @@ RULE(digamma)
     give(s, &gi[0], t_mul(s, g, t_trigamma(s, IN(0))));
 }
 
+static ember_tensor *t_polygamma(arena *s, int n, ember_tensor *a)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_polygamma(n, a, &o), &o);
+}
+
+/* trigamma' = polygamma(2), polygamma(n)' = polygamma(n + 1) */
+RULE(trigamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_polygamma(s, 2, IN(0))));
+}
+
+RULE(polygamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_polygamma(s, (int)at->i[0] + 1, IN(0))));
+}
+
 /* passes where lo <= x <= hi */
 RULE(clamp)
 {
