@@ -85,6 +85,13 @@ int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attr
    the op's CPU forward there (not recorded) and copies its nout results
    back (scan_sort.c). */
 int ember__on_host(int op, int nin, ember_tensor *const *in, const ember_attrs *at, int nout, ember_tensor **out);
+/* The result of a CPU kernel that computes in dtype cdt (prod.c): *out of
+   dtype rdt and *work to write, *out itself (one more reference) when the
+   dtypes agree, else a new tensor of cdt. ember__kernel_result_end copies
+   work into *out (when rc >= 0), releases work and `in` (the kernel's
+   input copy, may be NULL), and *out on failure; it returns rc. */
+int ember__kernel_result(int nd, const int64_t *shape, int rdt, int cdt, ember_tensor **out, ember_tensor **work);
+int ember__kernel_result_end(int rc, ember_tensor *work, ember_tensor *in, ember_tensor **out);
 
 /* forwards, by family */
 #define OP(E, n, ni, no, fwd, ...) \

@@ -132,6 +132,34 @@ static int one_row(prod_job *j)
     return EMBER_OK;
 }
 
+int ember__kernel_result(int nd, const int64_t *shape, int rdt, int cdt, ember_tensor **out, ember_tensor **work)
+{
+    EMBER_TRY(ember__new(nd, shape, rdt, EMBER_CPU, out));
+    if (rdt == cdt) {
+        *work = *out;
+        ember_tensor_retain(*work);
+        return EMBER_OK;
+    }
+    int rc = ember__new(nd, shape, cdt, EMBER_CPU, work);
+    if (rc < 0) {
+        ember_tensor_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int ember__kernel_result_end(int rc, ember_tensor *work, ember_tensor *in, ember_tensor **out)
+{
+    if (rc >= 0 && work != *out) rc = ember__copy_into(*out, work);
+    ember_tensor_release(work);
+    ember_tensor_release(in);
+    if (rc < 0) {
+        ember_tensor_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 /* PROD: i[0] keepdim, i[1] mask (one dim, or every dim) */
 int fwd_prod(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
@@ -141,7 +169,7 @@ int fwd_prod(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
     bool all = a->ndim == 0 || mask == (1u << a->ndim) - 1;
     int dt = a->dtype, cdt = dt == EMBER_FLOAT64 ? dt : ember__is_float(dt) ? EMBER_FLOAT32 : EMBER_INT64;
     int rdt = ember__is_float(dt) ? dt : EMBER_INT64, nd = 0, rc = EMBER_OK;
-    int64_t shape[EMBER_MAX_DIMS], outer = 1, n = 1, inner = 1;
+    int64_t shape[EMBER_MAX_DIMS] = {0}, outer = 1, n = 1, inner = 1;
     for (int d = 0; d < a->ndim; d++) {
         bool red = (mask >> d) & 1;
         if (!red || at->i[0]) shape[nd++] = red ? 1 : a->shape[d];
@@ -149,17 +177,11 @@ int fwd_prod(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
         else if (all || d < __builtin_ctz(mask)) outer *= a->shape[d];
         else inner *= a->shape[d];
     }
-    EMBER_TRY(ember__new(nd, shape, rdt, EMBER_CPU, out));
-    if ((*out)->numel == 0) return EMBER_OK;
-    if (n == 0) return ember__fill_raw(*out, 1);
-    EMBER_CHECK(ember__contiguous_as(a, cdt, &c));
-    if (rdt == cdt) {
-        y = *out;
-        ember_tensor_retain(y);
-    } else {
-        EMBER_CHECK(ember__new(nd, shape, cdt, EMBER_CPU, &y));
-    }
-    {
+    EMBER_TRY(ember__kernel_result(nd, shape, rdt, cdt, out, &y));
+    if (y->numel == 0) return ember__kernel_result_end(rc, y, c, out);
+    if (n == 0) return ember__kernel_result_end(ember__fill_raw(y, 1), y, c, out);
+    rc = ember__contiguous_as(a, cdt, &c);
+    if (rc == EMBER_OK) {
         prod_job j = {ember__ptr(c), ember__ptr(y), cdt, n, inner, (inner + TILE - 1) / TILE, NULL, NULL};
         if (inner > 1) {
             int64_t per = n * TILE;
@@ -167,18 +189,10 @@ int fwd_prod(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
         } else if (outer > 1) {
             ember__parallel_for(outer, EMBER_PARALLEL_GRAIN / n + 1, rows_range, &j);
         } else {
-            EMBER_CHECK(one_row(&j));
+            rc = one_row(&j);
         }
     }
-    if (y != *out) EMBER_CHECK(ember__copy_into(*out, y));
-done:
-    ember_tensor_release(c);
-    ember_tensor_release(y);
-    if (rc < 0) {
-        ember_tensor_release(*out);
-        *out = NULL;
-    }
-    return rc;
+    return ember__kernel_result_end(rc, y, c, out);
 }
 
 int ember_prod(ember_tensor *a, int dim, int keepdim, ember_tensor **out)

@@ -25,29 +25,15 @@ int fwd_polygamma(int op, int nin, ember_tensor *const *in, const ember_attrs *a
 {
     ember_tensor *a = in[0], *c = NULL, *y = NULL;
     if (a->storage->device != EMBER_CPU) return ember__on_host(op, nin, in, at, 1, out);
-    int rdt = ember__is_float(a->dtype) ? a->dtype : EMBER_FLOAT32, rc = EMBER_OK;
-    EMBER_TRY(ember__new(a->ndim, a->shape, rdt, EMBER_CPU, out));
-    EMBER_CHECK(ember__contiguous_as(a, EMBER_FLOAT64, &c));
-    if (rdt == EMBER_FLOAT64) {
-        y = *out;
-        ember_tensor_retain(y);
-    } else {
-        EMBER_CHECK(ember__new(a->ndim, a->shape, EMBER_FLOAT64, EMBER_CPU, &y));
-    }
-    {
+    int rdt = ember__is_float(a->dtype) ? a->dtype : EMBER_FLOAT32;
+    EMBER_TRY(ember__kernel_result(a->ndim, a->shape, rdt, EMBER_FLOAT64, out, &y));
+    int rc = ember__contiguous_as(a, EMBER_FLOAT64, &c);
+    if (rc == EMBER_OK) {
         poly_job j = {(const double *)ember__ptr(c), (double *)ember__ptr(y), (int)at->i[0]};
         /* a term costs some tens of operations: a smaller grain than elementwise work */
         ember__parallel_for(a->numel, EMBER_PARALLEL_GRAIN / 32, poly_range, &j);
     }
-    if (y != *out) EMBER_CHECK(ember__copy_into(*out, y));
-done:
-    ember_tensor_release(c);
-    ember_tensor_release(y);
-    if (rc < 0) {
-        ember_tensor_release(*out);
-        *out = NULL;
-    }
-    return rc;
+    return ember__kernel_result_end(rc, y, c, out);
 }
 
 int ember_polygamma(int n, ember_tensor *a, ember_tensor **out)
