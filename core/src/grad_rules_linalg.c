@@ -64,8 +64,22 @@ static ember_tensor *kth_zero(arena *s, ember_tensor *zf, int dim, int nd, const
     return t_eq(s, t_mul(s, zf, seen), num(s, k));
 }
 
-/* x_i != 0: sum_{j >= i} g_j y_j / x_i. At a row's first and second zero,
-   the products that skip it: with that zero alone made one (x'),
+/* Whether zf (x == 0 in g's dtype) has a one: read back, as PyTorch's rules
+   do, to take the plain formula when x has no zero. */
+static bool any_zero(arena *s, ember_tensor *zf)
+{
+    if (!OK(s) || !zf) return false;
+    ember_tensor *o = NULL, *count = keep(s, ember_sum(zf, 0, NULL, 0, &o), &o);
+    double n = 0;
+    if (OK(s) && count) {
+        int rc = ember_item(count, &n);
+        if (rc < 0) s->rc = rc;
+    }
+    return n != 0;
+}
+
+/* x_i != 0: sum_{j >= i} g_j y_j / x_i (the whole rule when x has no
+   zero). At a row's first and second zero, the products that skip it: with that zero alone made one (x'),
    sum_{j >= i} g_j cumprod(x')_j, which still reads the other zeros, so its
    derivative in them is the mixed second derivative; 0 at later zeros,
    whose every product holds two zeros. Exact twice with any zeros. */
@@ -75,9 +89,12 @@ RULE(cumprod)
     int dim = (int)at->i[0];
     ember_tensor *x = IN(0), *y = OUT(0);
     if (!have(s, x, y)) return;
-    ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g);
-    ember_tensor *after = t_div(s, t_cumsum(s, t_mul(s, g, y), dim, 1), where3(s, z, num(s, 1), x));
-    ember_tensor *res = where3(s, z, num(s, 0), after);
+    ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g), *rev = t_cumsum(s, t_mul(s, g, y), dim, 1);
+    if (!any_zero(s, zf)) {
+        give(s, &gi[0], t_div(s, rev, x));
+        return;
+    }
+    ember_tensor *res = where3(s, z, num(s, 0), t_div(s, rev, where3(s, z, num(s, 1), x)));
     for (int k = 1; k <= 2; k++) {
         ember_tensor *first = kth_zero(s, zf, dim, nd, in, k);
         ember_tensor *skip = t_cumsum(s, t_mul(s, g, t_cumprod(s, where3(s, first, num(s, 1), x), dim)), dim, 1);
@@ -102,14 +119,11 @@ RULE(prod)
     RULE_LOCALS;
     unsigned mask = (unsigned)at->i[1];
     int dim = nd > 0 && mask != (1u << nd) - 1 ? __builtin_ctz(mask) : -1;
-    ember_tensor *x = IN(0), *y = OUT(0), *o = NULL;
+    ember_tensor *x = IN(0), *y = OUT(0);
     if (!have(s, x, y)) return;
     ember_tensor *gy = expand_back(s, t_mul(s, g, y), nd, in, mask);
     ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g);
-    ember_tensor *count = keep(s, ember_sum(zf, 0, NULL, 0, &o), &o);
-    double zeros = 0;
-    if (!OK(s) || ember_item(count, &zeros) < 0) return;
-    if (zeros == 0) {
+    if (!any_zero(s, zf)) {
         give(s, &gi[0], t_div(s, gy, x));
         return;
     }
