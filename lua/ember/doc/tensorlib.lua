@@ -131,7 +131,7 @@ stride 0 (others that may overlap raise).
 
 ### `Tensor:diag(k?)`, `ember.diag(t, k?)`
 Of a 1-D tensor the square matrix with it on diagonal `k`; of a 2-D one its
-diagonal `k`.
+diagonal `k`, a copy (as PyTorch's; `diagonal` is the view).
 
 ### `Tensor:trace()`, `ember.trace(t)`
 The sum of a matrix's diagonal.

@@ -275,12 +275,12 @@ return function(ember, L)
     return ember.as_strided(t, size, stride, at)
   end, true)
   -- of a 1-D tensor: the square matrix with it on diagonal k; of a 2-D one:
-  -- its diagonal k
+  -- its diagonal k (a copy)
   def("diag", 2, function(t, k)
     need_tensor("diag", t, 1)
     k = k or 0
     need_int("diag", "diagonal", k)
-    if t:dim() == 2 then return ember.diagonal(t, k) end
+    if t:dim() == 2 then return ember.diagonal(t, k):clone() end   -- a copy, as PyTorch's
     if t:dim() ~= 1 then fail("diag", "expects a 1-D or 2-D tensor, got shape " .. sh(t)) end
     local n = t:size(1)
     local N = n + math.abs(k)
