@@ -399,6 +399,13 @@ EMBER_API int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor *
    integer and bool inputs give int64. */
 EMBER_API int ember_cumsum(ember_tensor *a, int dim, int reverse, ember_tensor **out);
 EMBER_API int ember_cumprod(ember_tensor *a, int dim, ember_tensor **out);
+/* The product of every element (dim -1) or along dim (0-based), keepdim
+   keeping it as size 1; integers and bools give int64 (wrapping), floats
+   their dtype. The product of nothing is 1. */
+EMBER_API int ember_prod(ember_tensor *a, int dim, int keepdim, ember_tensor **out);
+/* The n-th derivative of digamma (n >= 0), elementwise: floats keep their
+   dtype, integers and bools give float32. */
+EMBER_API int ember_polygamma(int n, ember_tensor *a, ember_tensor **out);
 /* Stable sort along dim: values and int64 0-based indices; NaN sorts largest. */
 EMBER_API int ember_sort(ember_tensor *a, int dim, int descending, ember_tensor **values,
                          ember_tensor **indices);
@@ -454,6 +461,14 @@ EMBER_API int ember_unsqueeze(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_expand(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out);
 EMBER_API int ember_narrow(ember_tensor *a, int dim, int64_t start, int64_t length, ember_tensor **out);
 EMBER_API int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out);
+/* A view of a's elements taken in row-major order (a's contiguous layout):
+   size[d] elements `stride[d]` apart along dim d, from element `offset`;
+   strides and offset >= 0 and every element reached inside a. Of a
+   contiguous a it shares a's memory, as PyTorch's as_strided with the
+   storage offset counted from a's; of a non-contiguous a too where those
+   steps are a strided pattern of a's memory (else EMBER_ERR_UNSUPPORTED). */
+EMBER_API int ember_as_strided(ember_tensor *a, int ndim, const int64_t *size, const int64_t *stride,
+                               int64_t offset, ember_tensor **out);
 /* idx: int64 or int32, 0-based */
 EMBER_API int ember_index_select(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out);
 EMBER_API int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out);

@@ -225,6 +225,26 @@ RULE(digamma)
     give(s, &gi[0], t_mul(s, g, t_trigamma(s, IN(0))));
 }
 
+static ember_tensor *t_polygamma(arena *s, int n, ember_tensor *a)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_polygamma(n, a, &o), &o);
+}
+
+/* trigamma' = polygamma(2), polygamma(n)' = polygamma(n + 1) */
+RULE(trigamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_polygamma(s, 2, IN(0))));
+}
+
+RULE(polygamma)
+{
+    RULE_LOCALS;
+    give(s, &gi[0], t_mul(s, g, t_polygamma(s, (int)at->i[0] + 1, IN(0))));
+}
+
 /* passes where lo <= x <= hi */
 RULE(clamp)
 {
@@ -411,12 +431,20 @@ RULE(narrow)
     if (OK(s)) give(s, &gi[0], np == 1 ? gg : keep(s, ember_cat(np, parts, dim, &o), &o));
 }
 
-/* the region of zeros shaped like the input */
+/* the region of zeros shaped like the input; dims that repeat one element
+   (stride 0, from ember_as_strided) add up first */
 RULE(as_strided)
 {
     RULE_LOCALS;
-    ember_tensor *o = NULL, *z = zeros(s, nd, in, g);
-    if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, g, at, &o), &o));
+    ember_attrs geo = *at;
+    int dims[EMBER_MAX_DIMS], k = 0;
+    for (int d = 0; d < (int)at->i[0]; d++)
+        if (at->i[2 + EMBER_MAX_DIMS + d] == 0 && at->i[2 + d] > 1) {
+            dims[k++] = d;
+            geo.i[2 + d] = 1;
+        }
+    ember_tensor *o = NULL, *z = zeros(s, nd, in, g), *gg = k ? sum_dims(s, g, k, dims, 1) : g;
+    if (OK(s)) give(s, &gi[0], keep(s, ember__as_strided_scatter(z, gg, &geo, &o), &o));
 }
 
 /* the region goes to the source, the rest to the input */

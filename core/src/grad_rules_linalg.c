@@ -50,22 +50,90 @@ RULE(cumsum)
     give(s, &gi[0], t_cumsum(s, g, (int)at->i[0], !at->i[1]));
 }
 
-/* x_i != 0: sum_{j >= i} g_j y_j / x_i. At a zero x_i, the products that
-   skip it: with the zeros made ones (y' = cumprod of x'), the sum of g_j y'_j
-   over the j from i on that see no other zero, which is nonzero only at a
-   row's first zero (exact with any number of zeros) */
+/* The k-th zero (k = 1, 2) of each run of x along dim (every dim: in
+   row-major order) as a bool mask, from zf (x == 0 in g's dtype). */
+static ember_tensor *kth_zero(arena *s, ember_tensor *zf, int dim, int nd, const int64_t *in, int k)
+{
+    ember_tensor *seen;
+    if (dim >= 0) {
+        seen = t_cumsum(s, zf, dim, 0);
+    } else {
+        int64_t n = ember_tensor_numel(zf);
+        seen = reshape(s, t_cumsum(s, reshape(s, zf, 1, &n), 0, 0), nd, in);
+    }
+    return t_eq(s, t_mul(s, zf, seen), num(s, k));
+}
+
+/* Whether zf (x == 0 in g's dtype) has a one: read back, as PyTorch's rules
+   do, to take the plain formula when x has no zero. */
+static bool any_zero(arena *s, ember_tensor *zf)
+{
+    if (!OK(s) || !zf) return false;
+    ember_tensor *o = NULL, *count = keep(s, ember_sum(zf, 0, NULL, 0, &o), &o);
+    double n = 0;
+    if (OK(s) && count) {
+        int rc = ember_item(count, &n);
+        if (rc < 0) s->rc = rc;
+    }
+    return n != 0;
+}
+
+/* x_i != 0: sum_{j >= i} g_j y_j / x_i (the whole rule when x has no
+   zero). At a row's first and second zero, the products that skip it: with that zero alone made one (x'),
+   sum_{j >= i} g_j cumprod(x')_j, which still reads the other zeros, so its
+   derivative in them is the mixed second derivative; 0 at later zeros,
+   whose every product holds two zeros. Exact twice with any zeros. */
 RULE(cumprod)
 {
     RULE_LOCALS;
     int dim = (int)at->i[0];
     ember_tensor *x = IN(0), *y = OUT(0);
     if (!have(s, x, y)) return;
-    ember_tensor *z = t_eq(s, x, num(s, 0));
-    ember_tensor *xs = where3(s, z, num(s, 1), x);
-    ember_tensor *nonzero = t_div(s, t_cumsum(s, t_mul(s, g, y), dim, 1), xs);
-    ember_tensor *first = as(s, t_eq(s, t_cumsum(s, z, dim, 0), num(s, 1)), g);
-    ember_tensor *zero = t_mul(s, t_cumsum(s, t_mul(s, t_mul(s, g, t_cumprod(s, xs, dim)), first), dim, 1), first);
-    give(s, &gi[0], where3(s, z, zero, nonzero));
+    ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g), *rev = t_cumsum(s, t_mul(s, g, y), dim, 1);
+    if (!any_zero(s, zf)) {
+        give(s, &gi[0], t_div(s, rev, x));
+        return;
+    }
+    ember_tensor *res = where3(s, z, num(s, 0), t_div(s, rev, where3(s, z, num(s, 1), x)));
+    for (int k = 1; k <= 2; k++) {
+        ember_tensor *first = kth_zero(s, zf, dim, nd, in, k);
+        ember_tensor *skip = t_cumsum(s, t_mul(s, g, t_cumprod(s, where3(s, first, num(s, 1), x), dim)), dim, 1);
+        res = where3(s, first, skip, res);
+    }
+    give(s, &gi[0], res);
+}
+
+static ember_tensor *t_prod(arena *s, ember_tensor *a, int dim, int keepdim)
+{
+    ember_tensor *o = NULL;
+    if (!OK(s) || !a) return NULL;
+    return keep(s, ember_prod(a, dim, keepdim, &o), &o);
+}
+
+/* PyTorch's: g y / x when x has no zero. Else g y / x at the nonzero x; at
+   a slice's first and second zero the product of the others: prod of x with
+   that zero alone made one, which still reads the other zeros (so the
+   second derivative is exact); 0 at later zeros. */
+RULE(prod)
+{
+    RULE_LOCALS;
+    unsigned mask = (unsigned)at->i[1];
+    int dim = nd > 0 && mask != (1u << nd) - 1 ? __builtin_ctz(mask) : -1;
+    ember_tensor *x = IN(0), *y = OUT(0);
+    if (!have(s, x, y)) return;
+    ember_tensor *gy = expand_back(s, t_mul(s, g, y), nd, in, mask);
+    ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g);
+    if (!any_zero(s, zf)) {
+        give(s, &gi[0], t_div(s, gy, x));
+        return;
+    }
+    ember_tensor *res = where3(s, z, num(s, 0), t_div(s, gy, where3(s, z, num(s, 1), x)));
+    for (int k = 1; k <= 2; k++) {
+        ember_tensor *kth = kth_zero(s, zf, dim, nd, in, k);
+        ember_tensor *others = t_prod(s, where3(s, kth, num(s, 1), x), dim, 1);
+        res = where3(s, kth, t_mul(s, expand_back(s, g, nd, in, mask), expand(s, others, nd, in)), res);
+    }
+    give(s, &gi[0], res);
 }
 
 /* the values' gradient goes back to where each came from */

@@ -1,4 +1,6 @@
-/* polygamma.h: digamma and trigamma (the first two polygamma functions), one
+/* polygamma.h: digamma and trigamma (the first two polygamma functions), the
+   Hurwitz zeta function and the polygamma functions of higher order built on
+   it (ops/special.c), one
    definition for the CPU kernels (ops.def's UNARY lines, expanded in
    ops/elementwise.c) and the CUDA ones (cuda/kernels/elementwise.h, which
    includes hd.h first so EMBER_HD marks them host and device); lgamma is the
@@ -66,6 +68,60 @@ EMBER_HD double ember__trigamma(double x)
         return EMBER__PI * EMBER__PI / (sn * sn) - ember__trigamma_pos(1 - x);
     }
     return ember__trigamma_pos(x);
+}
+
+/* The Hurwitz zeta function zeta(x, q) = sum_k (q + k)^-x for x > 1 (Cephes'
+   zeta, as PyTorch's): the terms to q + k > 9 (and at least nine), then the
+   Euler-Maclaurin tail. q at a pole (0, a negative integer, -inf) gives
+   inf; q < 0 needs an integer x (else NaN); q = inf gives 0. */
+EMBER_HD double ember__zeta(double x, double q)
+{
+    const double A[12] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+                          7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+                          -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+    const double eps = 1.11022302462515654042e-16;
+    if (x != x || q != q) return x + q;
+    if (x == 1) return INFINITY;
+    if (x < 1) return NAN;
+    if (q == INFINITY) return 0;
+    if (q <= 0) {
+        if (q == floor(q)) return INFINITY;
+        if (x != floor(x)) return NAN;
+    }
+    double s = pow(q, -x), a = q, b = 0;
+    int i = 0;
+    while (i < 9 || a <= 9) {
+        i++;
+        a += 1;
+        b = pow(a, -x);
+        s += b;
+        if (fabs(b / s) < eps) return s;
+    }
+    double w = a, k = 0;
+    s += b * w / (x - 1) - 0.5 * b;
+    a = 1;
+    for (i = 0; i < 12; i++) {
+        a *= x + k;
+        b /= w;
+        double t = a * b / A[i];
+        s += t;
+        if (fabs(t / s) < eps) return s;
+        k += 1;
+        a *= x + k;
+        b /= w;
+        k += 1;
+    }
+    return s;
+}
+
+/* The n-th derivative of digamma: digamma, trigamma, and for n >= 2
+   (-1)^(n+1) n! zeta(n + 1, x), as PyTorch's (its poles give +-inf by that
+   sign; +inf gives 0 where PyTorch's gives NaN) */
+EMBER_HD double ember__polygamma(int n, double x)
+{
+    if (n == 0) return ember__digamma(x);
+    if (n == 1) return ember__trigamma(x);
+    return (n % 2 ? 1.0 : -1.0) * exp(lgamma(n + 1.0)) * ember__zeta(n + 1.0, x);
 }
 
 EMBER_HD float ember__digammaf(float x) { return (float)ember__digamma((double)x); }

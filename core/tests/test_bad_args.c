@@ -295,6 +295,18 @@ int main(void)
     BAD(ember_select(a, 0, INT64_MAX, &o));
     BAD(ember_select(a, 0, -1, &o));
     BAD(ember_select(a, 0, 0, NULL));
+    const int64_t st_big[2] = {INT64_MAX, 1}, st_neg[2] = {3, -1}, st_ok[2] = {3, 1}, sz_neg[2] = {-1, 3};
+    BAD(ember_as_strided(a, 2, s23, st_big, 0, &o));           /* (2 - 1) * INT64_MAX + ... overflows */
+    BAD(ember_as_strided(a, 2, s23, st_ok, INT64_MAX, &o));
+    BAD(ember_as_strided(a, 2, s23, st_ok, 1, &o));            /* reaches element 6 of 6 */
+    BAD(ember_as_strided(a, 2, s23, st_neg, 0, &o));
+    BAD(ember_as_strided(a, 2, sz_neg, st_ok, 0, &o));
+    BAD(ember_as_strided(a, 2, s23, st_ok, -1, &o));
+    BAD(ember_as_strided(a, 9, s23, st_ok, 0, &o));
+    BAD(ember_as_strided(a, 2, s23, NULL, 0, &o));
+    BAD(ember_as_strided(a, 2, NULL, st_ok, 0, &o));
+    BAD(ember_as_strided(NULL, 2, s23, st_ok, 0, &o));
+    BAD(ember_as_strided(a, 2, s23, st_ok, 0, NULL));
     BAD(ember_index_select(a, 0, NULL, &o));
     BAD(ember_index_select(a, 0, idx, NULL));
     BAD(ember_index_select(a, 0, a, &o));                      /* a float index */

@@ -61,9 +61,10 @@ return function(ember, H)
   -- bool_of, for the parts after them
   local L = { C = C, Tensor = Tensor, check = check, fail = fail, wrap = wrap,
     tensor_arg = tensor_arg, dim0 = dim0, is_tensor = is_tensor, out1 = out1, out2 = out2,
-    errors = errors, floor = floor, huge = huge, unpack = unpack, sh = sh, is_float = is_float,
-    def = def, options = options, need_tensor = need_tensor, need_bool = need_bool,
-    need_int = need_int, pdim = pdim, idx0 = idx0, like_opts = like_opts, arange_on = arange_on }
+    errors = errors, floor = floor, huge = huge, unpack = unpack, sh = sh, is_int = is_int,
+    is_float = is_float, def = def, options = options, need_tensor = need_tensor,
+    need_bool = need_bool, need_int = need_int, pdim = pdim, idx0 = idx0, like_opts = like_opts,
+    arange_on = arange_on }
   for _, part in ipairs({ "scans", "logic", "shape", "products" }) do
     require("ember.tensorlib." .. part)(ember, L)
   end

@@ -85,13 +85,25 @@ int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attr
    the op's CPU forward there (not recorded) and copies its nout results
    back (scan_sort.c). */
 int ember__on_host(int op, int nin, ember_tensor *const *in, const ember_attrs *at, int nout, ember_tensor **out);
+/* The result of a CPU kernel that computes in dtype cdt (prod.c): *out of
+   dtype rdt and *work to write, *out itself (one more reference) when the
+   dtypes agree, else a new tensor of cdt. ember__kernel_result_end copies
+   work into *out (when rc >= 0), releases work and `in` (the kernel's
+   input copy, may be NULL), and *out on failure; it returns rc. */
+int ember__kernel_result(int nd, const int64_t *shape, int rdt, int cdt, ember_tensor **out, ember_tensor **work);
+int ember__kernel_result_end(int rc, ember_tensor *work, ember_tensor *in, ember_tensor **out);
 
 /* forwards, by family */
 #define OP(E, n, ni, no, fwd, ...) \
     int fwd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
 #include "ops.def"
 
-/* ------------------------------------------------------------------ regions (shape.c)
+/* A differentiable view of a with the given geometry of a's memory: it holds
+   a's root (see ember_tensor.base). shape.c */
+int ember__view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
+                   ember_tensor **out);
+
+/* ------------------------------------------------------------------ regions (strided.c)
    A view's geometry over its root's contiguous layout (attrs: i[0] ndim, i[1]
    offset, i[2..] shape, i[2 + EMBER_MAX_DIMS..] strides); fails for a root
    that is not contiguous. */

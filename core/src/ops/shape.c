@@ -9,7 +9,7 @@
 
 
 /* A differentiable view of a: it holds a's root (see ember_tensor.base). */
-static int view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
+int ember__view_of(ember_tensor *a, int nd, const int64_t *shape, const int64_t *strides, int64_t offset,
                    ember_tensor **out)
 {
     EMBER_TRY(ember__make_view(a, nd, shape, strides, offset, out));
@@ -89,7 +89,7 @@ int fwd_reshape(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
     ember_tensor *a = in[0];
     int nd = (int)at->i[0];
     int64_t strides[EMBER_MAX_DIMS];
-    if (view_strides(a, nd, &at->i[1], strides)) return view_of(a, nd, &at->i[1], strides, a->offset, out);
+    if (view_strides(a, nd, &at->i[1], strides)) return ember__view_of(a, nd, &at->i[1], strides, a->offset, out);
     ember_tensor *c;
     EMBER_TRY(ember__contiguous_as(a, a->dtype, &c));
     ember__contiguous_strides(nd, &at->i[1], strides);
@@ -111,7 +111,7 @@ int fwd_view(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
                            "view: shape %s is not compatible with the strides %s of a %s tensor; use reshape",
                            ember__shape_str(ss, nd, &at->i[1]), ember__shape_str(st, a->ndim, a->strides),
                            ember__tshape(sa, a));
-    return view_of(a, nd, &at->i[1], strides, a->offset, out);
+    return ember__view_of(a, nd, &at->i[1], strides, a->offset, out);
 }
 
 /* TRANSPOSE: i[0], i[1] */
@@ -128,7 +128,7 @@ int fwd_transpose(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     shape[d1] = a->shape[d0];
     strides[d0] = a->strides[d1];
     strides[d1] = a->strides[d0];
-    return view_of(a, a->ndim, shape, strides, a->offset, out);
+    return ember__view_of(a, a->ndim, shape, strides, a->offset, out);
 }
 
 /* PERMUTE: i[0] ndim, i[1..] perm */
@@ -142,7 +142,7 @@ int fwd_permute(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
         shape[d] = a->shape[at->i[1 + d]];
         strides[d] = a->strides[at->i[1 + d]];
     }
-    return view_of(a, a->ndim, shape, strides, a->offset, out);
+    return ember__view_of(a, a->ndim, shape, strides, a->offset, out);
 }
 
 /* SQUEEZE: i[0] dim (-1: every size-1 dim) */
@@ -158,7 +158,7 @@ int fwd_squeeze(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
         shape[k] = a->shape[d];
         strides[k++] = a->strides[d];
     }
-    return view_of(a, k, shape, strides, a->offset, out);
+    return ember__view_of(a, k, shape, strides, a->offset, out);
 }
 
 /* UNSQUEEZE: i[0] dim in 0..ndim */
@@ -178,7 +178,7 @@ int fwd_unsqueeze(int op, int nin, ember_tensor *const *in, const ember_attrs *a
         shape[d] = a->shape[k];
         strides[d] = a->strides[k++];
     }
-    return view_of(a, a->ndim + 1, shape, strides, a->offset, out);
+    return ember__view_of(a, a->ndim + 1, shape, strides, a->offset, out);
 }
 
 /* EXPAND: i[0] ndim, i[1..] shape (resolved) */
@@ -193,7 +193,7 @@ int fwd_expand(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         int ad = d - (nd - a->ndim);
         strides[d] = ad >= 0 && a->shape[ad] == at->i[1 + d] ? a->strides[ad] : 0;
     }
-    return view_of(a, nd, &at->i[1], strides, a->offset, out);
+    return ember__view_of(a, nd, &at->i[1], strides, a->offset, out);
 }
 
 /* NARROW: i[0] dim, i[1] start, i[2] length */
@@ -206,7 +206,7 @@ int fwd_narrow(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     memcpy(shape, a->shape, sizeof shape);
     int dim = (int)at->i[0];
     shape[dim] = at->i[2];
-    return view_of(a, a->ndim, shape, a->strides, a->offset + at->i[1] * a->strides[dim], out);
+    return ember__view_of(a, a->ndim, shape, a->strides, a->offset + at->i[1] * a->strides[dim], out);
 }
 
 /* SELECT: i[0] dim, i[1] index */
@@ -222,7 +222,7 @@ int fwd_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         shape[k] = a->shape[d];
         strides[k++] = a->strides[d];
     }
-    return view_of(a, a->ndim - 1, shape, strides, a->offset + at->i[1] * a->strides[dim], out);
+    return ember__view_of(a, a->ndim - 1, shape, strides, a->offset + at->i[1] * a->strides[dim], out);
 }
 
 /* ------------------------------------------------------------------ cat, stack */
@@ -419,71 +419,6 @@ int ember_select(ember_tensor *a, int dim, int64_t index, ember_tensor **out)
                            (long long)index + (index < INT64_MAX), dim + 1, (long long)a->shape[dim]);
     ember_attrs at = {{dim, index}, {0}};
     return ember__dispatch(EMBER_OP_SELECT, 1, &a, &at, out);
-}
-
-/* AS_STRIDED, AS_STRIDED_SCATTER: a region of a tensor given by a geometry
-   over its contiguous layout (ember__geometry_of). They are what autograd
-   records for writes through views: the root's new value is
-   as_strided_scatter(root, value) and the view's is as_strided(root). */
-static int region_of(ember_tensor *t, const ember_attrs *at, ember_tensor **out)
-{
-    int nd = (int)at->i[0];
-    return ember__make_view(t, nd, &at->i[2], &at->i[2 + EMBER_MAX_DIMS], t->offset + at->i[1], out);
-}
-
-int fwd_as_strided(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    ember_tensor *x = in[0], *c;
-    if (x->is_contiguous)   /* a view of the input itself */
-        return view_of(x, (int)at->i[0], &at->i[2], &at->i[2 + EMBER_MAX_DIMS], x->offset + at->i[1], out);
-    EMBER_TRY(ember__contiguous_as(x, x->dtype, &c));
-    int rc = region_of(c, at, out);
-    ember_tensor_release(c);
-    return rc;
-}
-
-int fwd_as_strided_scatter(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(op);
-    EMBER_UNUSED(nin);
-    ember_tensor *x = in[0], *region = NULL;
-    EMBER_TRY(ember__new(x->ndim, x->shape, x->dtype, x->storage->device, out));
-    int rc = ember__copy_into(*out, x);
-    if (rc == EMBER_OK) rc = region_of(*out, at, &region);
-    if (rc == EMBER_OK) rc = ember__copy_into(region, in[1]);
-    ember_tensor_release(region);
-    return rc;
-}
-
-int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember_attrs *at)
-{
-    char sv[200], sr[200];
-    if (!root->is_contiguous)
-        return ember__fail(EMBER_ERR_UNSUPPORTED,
-                           "in-place write into a view of a non-contiguous tensor of shape %s under recording "
-                           "(the view %s): write into a contiguous() copy", ember__tshape(sr, root),
-                           ember__tshape(sv, view));
-    memset(at, 0, sizeof *at);
-    at->i[0] = view->ndim;
-    at->i[1] = view->offset - root->offset;
-    for (int d = 0; d < view->ndim; d++) {
-        at->i[2 + d] = view->shape[d];
-        at->i[2 + EMBER_MAX_DIMS + d] = view->strides[d];
-    }
-    return EMBER_OK;
-}
-
-int ember__as_strided(ember_tensor *x, const ember_attrs *geometry, ember_tensor **out)
-{
-    return ember__dispatch(EMBER_OP_AS_STRIDED, 1, &x, geometry, out);
-}
-
-int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_attrs *geometry, ember_tensor **out)
-{
-    ember_tensor *in[2] = {x, src};
-    return ember__dispatch(EMBER_OP_AS_STRIDED_SCATTER, 2, in, geometry, out);
 }
 
 static int list_api(int op, int n, ember_tensor *const *ts, int dim, ember_tensor **out)

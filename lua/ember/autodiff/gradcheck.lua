@@ -29,6 +29,15 @@ return function(ember, autodiff)
     for _, y in ipairs(out) do if ember.is_tensor(y) then list[#list + 1] = y end end
     return list
   end
+  -- the outputs' values as flat lists, taken at once: an output that is a
+  -- view of an input (diagonal) changes when the input is perturbed next
+  local function values_of(fn, inputs)
+    local r = {}
+    for o, y in ipairs(ember.no_grad(outputs_of, fn, inputs)) do
+      r[o] = y:double():reshape({ y:numel() }):tolist()
+    end
+    return r
+  end
 
   return function(fn, inputs, opts)
     opts = opts or {}
@@ -88,13 +97,12 @@ return function(ember, autodiff)
       for e, p in ipairs(ptrs) do
         local orig = p[0]
         p[0] = orig + eps
-        local plus = ember.no_grad(outputs_of, fn, inputs)
+        local plus = values_of(fn, inputs)
         p[0] = orig - eps
-        local minus = ember.no_grad(outputs_of, fn, inputs)
+        local minus = values_of(fn, inputs)
         p[0] = orig
         for o = 1, #ys do
-          local a = plus[o]:double():reshape({ plus[o]:numel() }):tolist()
-          local b = minus[o]:double():reshape({ minus[o]:numel() }):tolist()
+          local a, b = plus[o], minus[o]
           for k = 1, #a do
             local num = (a[k] - b[k]) / (2 * eps)
             local ag = analytical[o][i][k]

@@ -94,9 +94,16 @@ negative integers; `digamma_` in place. Its gradient is `trigamma`.
 
 ### `Tensor:trigamma()`, `ember.trigamma(t)`, `Tensor:trigamma_()`
 The derivative of `digamma` (PyTorch's `polygamma(1, t)`), elementwise;
-`inf` at 0 and the negative integers; `trigamma_` in place. It has no
-gradient (PyTorch's `polygamma(2, t)`): a backward through it raises, so
-`digamma`'s second derivative does too.
+`inf` at 0 and the negative integers; `trigamma_` in place. Its gradient
+is `polygamma(2, t)`.
+
+### `ember.polygamma(n, t)`, `Tensor:polygamma(n)`
+The `n`-th derivative of `digamma` (`n` an integer >= 0), elementwise, as
+PyTorch's: `digamma` and `trigamma` for 0 and 1, `(-1)^(n+1) n! zeta(n + 1,
+t)` (the Hurwitz zeta function) beyond; `+-inf` at 0 and the negative
+integers (by that sign), 0 at `inf` (PyTorch's gives NaN there). Computed
+in double; floats keep their dtype, integers and bools give float32. Its
+gradient is `polygamma(n + 1, t)`, so every order differentiates again.
 
 ### `Tensor:relu()`, `ember.relu(t)`, `Tensor:relu_()`
 `max(t, 0)`, elementwise, NaN kept (as PyTorch: `relu(NaN)` is NaN and

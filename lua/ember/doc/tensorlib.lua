@@ -4,8 +4,8 @@ return [==[
 
 PyTorch's everyday tensor functions, each as `ember.<name>` and, where
 PyTorch has one, `t:<name>()`. Dims, index arguments and index results are
-1-based, as everywhere in ember. `cumsum`, `cumprod`, `sort`, `topk` and
-`searchsorted` are ops of the table (CPU kernels; on a GPU they run on the host), the rest are composed
+1-based, as everywhere in ember. `cumsum`, `cumprod`, `prod`, `sort`, `topk`
+and `searchsorted` are ops of the table (CPU kernels; on a GPU they run on the host), the rest are composed
 from ops and so run on every device. Gradients flow wherever PyTorch defines
 one. A call with an unknown option or one argument too many raises, naming
 it. Details and the behaviour at the edges: docs/tensorlib.md.
@@ -15,8 +15,8 @@ The running sums along `dim`; `{dtype =}` casts first. Integer and bool
 tensors give int64.
 
 ### `Tensor:cumprod(dim, opts?)`, `ember.cumprod(t, dim, opts?)`
-The running products along `dim`, as `cumsum`; the gradient is exact with
-zeros in the input.
+The running products along `dim`, as `cumsum`; the gradient, and its own
+gradient, are exact with any number of zeros in the input.
 
 ### `Tensor:logcumsumexp(dim)`, `ember.logcumsumexp(t, dim)`
 `log(cumsum(exp(t)))` along `dim`, computed stably over any range of values.
@@ -115,11 +115,23 @@ The upper / lower triangle of the last two dims, from diagonal `diagonal`
 
 ### `Tensor:diagonal(offset?, dim1?, dim2?)`, `ember.diagonal(t, offset?, dim1?, dim2?)`
 The diagonal at `offset` of the plane of `dim1` and `dim2` (1 and 2), as the
-result's last dim; a copy, not a view.
+result's last dim: a view, as PyTorch's (an `as_strided` of `t`), so writes
+through it reach `t`, of a contiguous or a strided `t` alike.
+
+### `Tensor:as_strided(size, stride, offset?)`, `ember.as_strided(t, size, stride, offset?)`
+A view of `t`'s elements taken in row-major order: `size[i]` elements
+`stride[i]` apart along dim `i`, starting at element `offset` (0-based,
+default 0). For a contiguous `t` it is PyTorch's `as_strided` with the
+storage offset counted from `t`'s first element; for a strided `t` it is a
+view of `t`'s memory where those steps are a strided pattern of it, and
+raises otherwise (`contiguous()` first). Strides and offset are >= 0 and
+every element reached must lie in `t`, or it raises naming the geometry.
+Differentiable; under recording, elements may repeat only along dims of
+stride 0 (others that may overlap raise).
 
 ### `Tensor:diag(k?)`, `ember.diag(t, k?)`
 Of a 1-D tensor the square matrix with it on diagonal `k`; of a 2-D one its
-diagonal `k`.
+diagonal `k`, a copy (as PyTorch's; `diagonal` is the view).
 
 ### `Tensor:trace()`, `ember.trace(t)`
 The sum of a matrix's diagonal.
@@ -144,8 +156,12 @@ index writing one place twice raises. Differentiable in `t` and `src`.
 `t` with the slices at the 1-based indices along `dim` set to `value`.
 
 ### `Tensor:prod(dim?, keepdim?, opts?)`, `ember.prod(t, dim?, keepdim?, opts?)`
-The product of all elements (0-d) or along `dim`; `{dtype =}` casts first,
-integer and bool give int64. The gradient is exact with zeros.
+The product of all elements (0-d) or along `dim` (`keepdim` keeps it as
+size 1), a reduction of its own (threads as `sum`'s); `{dtype =}` casts
+first; floats keep their dtype, integers and bools give int64 (wrapping, as
+PyTorch's), the product of nothing is 1. The gradient is PyTorch's (`g y /
+x` without zeros, the product of the others at a lone zero, 0 with two or
+more) and differentiates again exactly with any zeros.
 
 ### `Tensor:bmm(b)`, `ember.bmm(a, b)`
 Batched matrix products `(b, n, m) x (b, m, p)`, shapes checked.

@@ -8,33 +8,20 @@ return function(ember, L)
   local sh, is_float, def, options, need_tensor = L.sh, L.is_float, L.def, L.options, L.need_tensor
   local need_bool, need_int, pdim, like_opts = L.need_bool, L.need_int, L.pdim, L.like_opts
   local arange_on, with_dtype, sort_raw = L.arange_on, L.with_dtype, L.sort_raw
+  local C, check, wrap, out1, dim0 = L.C, L.check, L.wrap, L.out1, L.dim0
   ---------------------------------------------------------------- products
-  -- the product of every element (0-d) or along dim; integer and bool give int64
+  -- the product of every element (0-d) or along dim (a reduction of the op
+  -- table); integer and bool give int64
   def("prod", 4, function(t, dim, keepdim, opts)
     need_tensor("prod", t, 1)
     if type(dim) == "table" then dim, opts = nil, dim end
     if type(keepdim) == "table" then keepdim, opts = nil, keepdim end
     t = with_dtype("prod", t, opts)
     keepdim = need_bool("prod", "keepdim", keepdim)
-    if dim == nil then
-      if keepdim then fail("prod", "keepdim needs a dim") end
-      local f = t:reshape({ -1 })
-      if f:numel() == 0 then return ember.ones({}, like_opts(f, f:cumprod(1).dtype)) end
-      return f:cumprod(1):select(1, f:numel())
-    end
-    local x = t:dim() == 0 and t:reshape({ 1 }) or t
-    local d = pdim("prod", dim, x:dim())
-    local n = x:size(d)
-    local r
-    if n == 0 then
-      local s = x:shape()
-      s[d] = 1
-      r = ember.ones(s, like_opts(x, x:cumprod(d).dtype)):squeeze(d)
-    else
-      r = x:cumprod(d):select(d, n)
-    end
-    if t:dim() == 0 then return r:reshape({}) end
-    return keepdim and r:unsqueeze(d) or r
+    if dim == nil and keepdim then fail("prod", "keepdim needs a dim") end
+    local d = dim == nil and -1 or dim0("prod", dim, math.max(t:dim(), 1))
+    check(C.ember_prod(t._c, t:dim() == 0 and -1 or d, keepdim and 1 or 0, out1))
+    return wrap(out1[0])
   end, true)
   local function need_dims(op, t, n, what)
     if t:dim() ~= n then fail(op, ("%s must be %d-D, got shape %s"):format(what, n, sh(t))) end

@@ -1,5 +1,5 @@
--- The tensor library's scans (cumsum, cumprod, logcumsumexp) and sorting
--- (sort, argsort, topk, kthvalue, median, mode).
+-- The tensor library's scans (cumsum, cumprod, logcumsumexp), polygamma,
+-- and sorting (sort, argsort, topk, kthvalue, median, mode).
 -- Part of the everyday tensor library: lua/ember/tensorlib.lua passes
 -- the helpers the parts share as L. Dims, index arguments and index
 -- results are 1-based, as everywhere in ember.
@@ -8,6 +8,7 @@ return function(ember, L)
   local out1, out2, floor, huge, sh, is_float = L.out1, L.out2, L.floor, L.huge, L.sh, L.is_float
   local def, options, need_tensor, need_bool = L.def, L.options, L.need_tensor, L.need_bool
   local need_int, pdim, like_opts, arange_on = L.need_int, L.pdim, L.like_opts, L.arange_on
+  local Tensor = L.Tensor
   ---------------------------------------------------------------- scans
   local function with_dtype(op, t, opts)
     opts = options(op, opts, { dtype = true })
@@ -45,9 +46,10 @@ return function(ember, L)
   local function logaddexp(a, b)
     local ge = a:ge(b)
     local m, d = ember.where(ge, a, b), ember.where(ge, b - a, a - b)
-    -- both -inf: d is NaN; the sum is -inf
-    local r = m + d:exp():log1p()
-    return ember.where(m:eq(-huge), m, r)
+    -- both -inf (or both inf): d is NaN; the sum is m, and its gradient goes
+    -- to a (no NaN reaches it through d); NaN inputs stay NaN
+    d = ember.where(a:eq(b):logical_and(m:abs():eq(huge)), 0, d)
+    return m + d:exp():log1p()
   end
   def("logcumsumexp", 2, function(t, dim)
     need_tensor("logcumsumexp", t, 1)
@@ -63,6 +65,17 @@ return function(ember, L)
       return y == a and a:clone() or y
     end)
   end, true)
+
+  -- the n-th derivative of digamma (PyTorch's torch.polygamma(n, t) and
+  -- t.polygamma(n)); its gradient is polygamma(n + 1)
+  function ember.polygamma(n, t)
+    need_int("polygamma", "n", n, 0)
+    if n >= 2 ^ 31 then fail("polygamma", "n must be below 2^31, got " .. n) end
+    need_tensor("polygamma", t, 2)
+    check(C.ember_polygamma(n, t._c, out1))
+    return wrap(out1[0])
+  end
+  function Tensor.polygamma(t, n) return ember.polygamma(n, t) end
 
   ---------------------------------------------------------------- sorting
   -- sort(t, dim = -1, descending = false) or sort(t, {dim =, descending =, stable =});

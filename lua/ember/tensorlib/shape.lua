@@ -11,7 +11,7 @@ return function(ember, L)
   local tensor_arg, is_tensor, out1, errors = L.tensor_arg, L.is_tensor, L.out1, L.errors
   local unpack, sh, def, options, need_tensor = L.unpack, L.sh, L.def, L.options, L.need_tensor
   local need_bool, need_int, pdim, idx0 = L.need_bool, L.need_int, L.pdim, L.idx0
-  local like_opts, arange_on, bool_of = L.like_opts, L.arange_on, L.bool_of
+  local like_opts, arange_on, bool_of, is_int = L.like_opts, L.arange_on, L.bool_of, L.is_int
   ---------------------------------------------------------------- splitting and arranging
   -- `chunks` pieces of ceil(n / chunks) along dim (the last may be smaller, and
   -- fewer come back when n is small), as views
@@ -221,8 +221,38 @@ return function(ember, L)
   end
   def("tril", 2, function(t, k) return band("tril", t, k, function(off, kk) return off:le(kk) end) end, true)
   def("triu", 2, function(t, k) return band("triu", t, k, function(off, kk) return off:ge(kk) end) end, true)
+  -- a view of t's elements taken in row-major order: size[i] elements
+  -- stride[i] apart along dim i, from element offset (0-based, default 0);
+  -- shares t's memory (for a contiguous t, PyTorch's as_strided with the
+  -- storage offset counted from t's first element)
+  local geometry = { ffi.new("int64_t[8]"), ffi.new("int64_t[8]") }
+  local function int_list(op, what, list, buf)
+    if type(list) ~= "table" or is_tensor(list) then
+      fail(op, what .. " must be a table of integers, got " .. type(list))
+    end
+    if #list > 8 then fail(op, ("%s has %d entries; at most 8 dims are supported"):format(what, #list)) end
+    for i = 1, #list do
+      local v = list[i]
+      if not is_int(v) or v < 0 or v > 2 ^ 53 then
+        fail(op, ("%s[%d] must be an integer >= 0, got %s"):format(what, i, tostring(v)))
+      end
+      buf[i - 1] = v
+    end
+    return #list
+  end
+  def("as_strided", 4, function(t, size, stride, offset)
+    need_tensor("as_strided", t, 1)
+    local n = int_list("as_strided", "size", size, geometry[1])
+    if int_list("as_strided", "stride", stride, geometry[2]) ~= n then
+      fail("as_strided", ("size has %d entries and stride %d"):format(n, #stride))
+    end
+    if offset ~= nil then need_int("as_strided", "offset", offset, 0) end
+    check(C.ember_as_strided(t._c, n, geometry[1], geometry[2], offset or 0, out1))
+    return wrap(out1[0])
+  end, true)
   -- the diagonal at offset (above the main one when > 0) of the plane of dims
-  -- dim1 and dim2, as the result's last dim (a copy)
+  -- dim1 and dim2, as the result's last dim: a view (as_strided over t's
+  -- row-major layout)
   def("diagonal", 4, function(t, offset, dim1, dim2)
     need_tensor("diagonal", t, 1)
     local nd = t:dim()
@@ -231,31 +261,26 @@ return function(ember, L)
     need_int("diagonal", "offset", offset)
     local d1, d2 = pdim("diagonal", dim1 or 1, nd), pdim("diagonal", dim2 or 2, nd)
     if d1 == d2 then fail("diagonal", "dim1 and dim2 are both " .. d1) end
-    local perm = {}
-    for d = 1, nd do if d ~= d1 and d ~= d2 then perm[#perm + 1] = d end end
-    perm[#perm + 1], perm[#perm + 2] = d1, d2
-    local x = t:permute(perm)
-    local n, m = t:size(d1), t:size(d2)
-    local len = offset >= 0 and math.max(math.min(n, m - offset), 0) or math.max(math.min(n + offset, m), 0)
-    local lead = x:shape()
-    lead[#lead] = nil
-    lead[#lead] = nil
-    local flat_shape = {}
-    for i = 1, #lead do flat_shape[i] = lead[i] end
-    flat_shape[#flat_shape + 1] = n * m
-    local flat = x:reshape(flat_shape)
-    local i = arange_on(len, t)
-    local r0 = offset >= 0 and i or i - offset
-    local c0 = offset >= 0 and i + offset or i
-    return flat:index_select(#flat_shape, r0 * m + c0 + 1)
+    local shape, cs = t:shape(), {}
+    cs[nd] = 1
+    for d = nd - 1, 1, -1 do cs[d] = cs[d + 1] * shape[d + 1] end
+    local size, stride = {}, {}
+    for d = 1, nd do
+      if d ~= d1 and d ~= d2 then size[#size + 1], stride[#stride + 1] = shape[d], cs[d] end
+    end
+    local n, m = shape[d1], shape[d2]
+    size[#size + 1] = offset >= 0 and math.max(math.min(n, m - offset), 0) or math.max(math.min(n + offset, m), 0)
+    stride[#stride + 1] = cs[d1] + cs[d2]
+    local at = size[#size] == 0 and 0 or offset >= 0 and offset * cs[d2] or -offset * cs[d1]
+    return ember.as_strided(t, size, stride, at)
   end, true)
   -- of a 1-D tensor: the square matrix with it on diagonal k; of a 2-D one:
-  -- its diagonal k
+  -- its diagonal k (a copy)
   def("diag", 2, function(t, k)
     need_tensor("diag", t, 1)
     k = k or 0
     need_int("diag", "diagonal", k)
-    if t:dim() == 2 then return ember.diagonal(t, k) end
+    if t:dim() == 2 then return ember.diagonal(t, k):clone() end   -- a copy, as PyTorch's
     if t:dim() ~= 1 then fail("diag", "expects a 1-D or 2-D tensor, got shape " .. sh(t)) end
     local n = t:size(1)
     local N = n + math.abs(k)
