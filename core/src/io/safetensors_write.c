@@ -85,17 +85,6 @@ static void put_string(text *t, const char *s, size_t n)
     put(t, "\"", 1);
 }
 
-static void put_fmt(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put_fmt(text *t, const char *fmt, ...)
-{
-    char buf[64];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (k > 0) put(t, buf, (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
-}
-
 /* ------------------------------------------------------------------ checks */
 static int cmp_str(const char *a, size_t an, const char *b, size_t bn)
 {
@@ -195,9 +184,11 @@ static void build_header(text *t, int n, const ember_st_named *entries, int nmet
         puts_(t, ":{\"dtype\":\"");
         puts_(t, ember_st_dtype_name(x->dtype));
         puts_(t, "\",\"shape\":[");
-        for (int d = 0; d < x->ndim; d++) put_fmt(t, "%s%lld", d ? "," : "", (long long)x->shape[d]);
-        put_fmt(t, "],\"data_offsets\":[%llu,", (unsigned long long)offset);
-        put_fmt(t, "%llu]}", (unsigned long long)(offset + bytes));
+        char num[96];   /* at most 63 bytes: numbers below 2^64 have at most 20 digits */
+        for (int d = 0; d < x->ndim; d++)
+            put(t, num, (size_t)snprintf(num, sizeof num, "%s%lld", d ? "," : "", (long long)x->shape[d]));
+        put(t, num, (size_t)snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+                                     (unsigned long long)(offset + bytes)));
         offset += bytes;
     }
     put(t, "}", 1);
