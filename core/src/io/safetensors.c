@@ -372,14 +372,15 @@ int ember_st_read(ember_st_file *f, int i, ember_tensor **out)
     if (!f || i < 0 || i >= f->n) return ember__fail(EMBER_ERR_ARG, "st_read: no entry %d", i);
     const st_entry *e = &f->entries[i];
     ember_tensor *t = NULL;
-    if (ember__new(e->ndim, e->shape, e->dtype, EMBER_CPU, &t) < 0) {
+    int rc = ember__new(e->ndim, e->shape, e->dtype, EMBER_CPU, &t);
+    if (rc < 0) {   /* out of memory, or a shape ember cannot make */
         char inner[512];
         snprintf(inner, sizeof inner, "%s", ember_last_error());
-        return ember__fail(EMBER_ERR_OOM, "load: %s: tensor '%s': %s", f->what, e->name, inner);
+        return ember__fail(rc == EMBER_ERR_OOM ? rc : EMBER_ERR_IO, "load: %s: tensor '%s': %s", f->what, e->name, inner);
     }
     unsigned char *p = (unsigned char *)ember__ptr(t);
     uint64_t n = e->end - e->begin;
-    int rc = read_at(f, p, n, f->data_start + e->begin);
+    rc = read_at(f, p, n, f->data_start + e->begin);
     if (rc < 0) {
         ember_tensor_release(t);
         return rc;
