@@ -216,6 +216,16 @@ describe("ember.save writes the bytes it wrote before the codec moved to C", fun
     assert.are.same({}, (ember.load("spec/fixtures/io/empty.safetensors")))
   end)
 
+  it("reads the file PyTorch's state_dict was written to (spec/fixtures/gen_torch_state.py)", function()
+    local header, md = ember.io.header("spec/fixtures/torch_sequential.safetensors")
+    assert.are.same({ format = "pt" }, md)
+    assert.are.same({ dtype = "float32", shape = { 3, 2, 3, 3 }, data_offsets = header["0.weight"].data_offsets },
+      header["0.weight"])
+    assert.are.equal("int64", header["1.num_batches_tracked"].dtype)
+    local sd = ember.load("spec/fixtures/torch_sequential.safetensors")
+    assert.are.same({ 2, 5 }, sd["6.weight"]:shape())
+  end)
+
   it("keeps names and metadata holding a NUL", function()
     local path = dir .. "/nul.safetensors"
     ember.save(path, { ["a\0b"] = ember.tensor({ 1 }), a = ember.tensor({ 2 }) }, { ["k\0"] = "v\0w" })
