@@ -525,6 +525,16 @@ describe("ember.load on hostile files", function()
     assert.is_truthy(tostring(err):find("ember.load: " .. dir .. ": ", 1, true), err)
   end)
 
+  it("a FIFO or a device instead of a file, without blocking", function()
+    local fifo = dir .. "/fifo"
+    assert.is_true(os.execute("mkfifo '" .. fifo .. "'") == 0)
+    for _, p in ipairs({ fifo, "/dev/null" }) do
+      local ok, err = pcall(ember.load, p)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(err):find("ember.load: " .. p .. ": not a regular file", 1, true), err)
+    end
+  end)
+
   it("files too short for the length field", function()
     expect("", "file too short")
     expect("\8\0\0", "file too short")

@@ -314,12 +314,13 @@ int ember_st_open(const char *path, ember_st_file **out)
     if (!path) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");
     ember_st_file *f;
     EMBER_TRY(st_new(path, &f));
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block the open */
     struct stat st;
     int rc = EMBER_OK;
     if (f->fd < 0) rc = load_fail(path, "cannot open: %s", strerror(errno));
     else if (fstat(f->fd, &st) != 0) rc = load_fail(path, "cannot read its size: %s", strerror(errno));
     else if (S_ISDIR(st.st_mode)) rc = load_fail(path, "read failed: %s", strerror(EISDIR));
+    else if (!S_ISREG(st.st_mode)) rc = load_fail(path, "not a regular file (a safetensors file is read by offset)");
     if (rc < 0) {
         ember_st_close(f);
         return rc;
