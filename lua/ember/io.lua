@@ -117,7 +117,6 @@ return function(ember)
     local function tensor_ref(t, name, path)
       if tensor_ptr(t) == nil then raise("the tensor at %s was freed", path) end
       if not name_of[t] then
-        if name == "__metadata__" then raise("'__metadata__' is reserved and cannot name a tensor") end
         if path_of[name] then
           raise("the tensors at %s and %s would both be named '%s'", path_of[name], path, name)
         end
