@@ -142,8 +142,9 @@ void ember__free_thread_pools(void);       /* tensor.c */
 void ember__free_thread_autograd(void);    /* autograd.c */
 
 /* ------------------------------------------------------------------ files (io/) */
-/* Parses a whole safetensors file held in memory; `what` names it in errors. */
-int ember__safetensors_parse(const unsigned char *buf, size_t len, const char *what, ember_named_tensors **out);
+/* ember_st_open over a whole safetensors file held in memory (the fuzzer's
+   entry); `what` names it in errors. */
+int ember__st_open_mem(const unsigned char *buf, size_t len, const char *what, ember_st_file **out);
 
 /* ------------------------------------------------------------------ allocator (alloc.c) */
 void *ember__alloc(size_t nbytes);        /* 64-byte aligned; NULL on failure */

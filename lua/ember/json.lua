@@ -1,6 +1,9 @@
--- ember.json: a small strict JSON codec (RFC 8259), the one the safetensors
--- header and ember.save's metadata need. Not a general-purpose library: no
--- streaming, no options beyond what the header needs.
+-- ember.json: a small strict JSON codec (RFC 8259), for what only Lua holds:
+-- the structure of nested tables ember.save keeps in the metadata (io.lua),
+-- ember.io.json's users, the JSON the benchmarks print and the fixtures specs
+-- read. The safetensors header itself is read in C (core/src/io/json.c) by the
+-- same rules, with the same messages. Not a general-purpose library: no
+-- streaming, no options.
 local byte, char, sub, find, format = string.byte, string.char, string.sub, string.find,
   string.format
 local concat, sort = table.concat, table.sort

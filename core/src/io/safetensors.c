@@ -1,32 +1,32 @@
-/* safetensors.c: the safetensors format from C, so a host can load weights
-   trained in Lua and save its own: an 8-byte little-endian header length, a
-   JSON header {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets":
-   [begin, end]}, ..., "__metadata__": {...}}, then the data. The reader
-   trusts nothing in the file: every length, offset, shape and string is
-   checked against the bytes actually there before anything is allocated
-   (core/tests/fuzz_safetensors.c fuzzes it). Writes are atomic: a temporary
-   file beside the target, renamed over it. */
+/* safetensors.c: ember's one safetensors codec (ember.save / ember.load from
+   Lua go through it too). File layout (little-endian): an 8-byte header
+   length N, N bytes of JSON header {"__metadata__": {"k": "v", ...}, "name":
+   {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
+   padded with spaces to a multiple of 8, then the tensors' bytes tiling the
+   rest of the file. The reader trusts nothing: the header is strict JSON
+   (json.c), every entry is checked, and the ranges must tile the data
+   exactly, before a byte of tensor data is read or allocated
+   (core/tests/fuzz/fuzz_safetensors.c fuzzes it). The writer writes a
+   temporary file beside the target, fsyncs it and renames it over it, so a
+   failure at any point leaves the old file as it was. Messages read
+   "load: <path>: <what>" and "save: <path>: <what>". */
 #include "../internal.h"
+#include "json.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_HEADER ((uint64_t)100 << 20)   /* as the reference implementation */
-
-struct ember_named_tensors {
-    int n;
-    char **names;
-    ember_tensor **tensors;
-};
+#define MAX_INT 9007199254740992.0   /* 2^53: offsets and sizes are exact below it */
+#define IO_CHUNK ((size_t)1 << 30)
 
 static const struct {
     const char *code;
@@ -34,126 +34,371 @@ static const struct {
 } DTYPES[] = {{"F32", EMBER_FLOAT32}, {"F64", EMBER_FLOAT64}, {"F16", EMBER_FLOAT16}, {"BF16", EMBER_BFLOAT16},
               {"I32", EMBER_INT32},   {"I64", EMBER_INT64},   {"U8", EMBER_UINT8},    {"BOOL", EMBER_BOOL}};
 
-/* ------------------------------------------------------------------ a strict little JSON reader */
+const char *ember_st_dtype_name(int dtype)
+{
+    for (size_t i = 0; i < sizeof DTYPES / sizeof *DTYPES; i++)
+        if (DTYPES[i].dtype == dtype) return DTYPES[i].code;
+    return NULL;
+}
+
+/* "<op>: <what>: <message>" as the error, with status */
+static int failv(int status, const char *op, const char *what, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return ember__fail(status, "%s: %s: %s", op, what, msg);
+}
+
+static int load_fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int load_fail(const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = failv(EMBER_ERR_IO, "load", what, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ reading */
 typedef struct {
-    const char *p, *end;
-    const char *what;   /* for messages: the file */
-} cursor;
+    char *name;
+    size_t name_len;
+    int dtype, ndim;
+    int64_t shape[EMBER_MAX_DIMS];
+    uint64_t begin, end;
+} st_entry;
 
-static void skip_ws(cursor *c)
-{
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
-}
+typedef struct {
+    char *key, *value;
+    size_t key_len, value_len;
+} st_meta;
 
-static int expect(cursor *c, char ch)
+struct ember_st_file {
+    int fd;                     /* -1: the bytes are mem[0, mem_len) */
+    const unsigned char *mem;
+    uint64_t size, data_start;
+    char *what;                 /* the path, for messages */
+    int n, nmeta;
+    st_entry *entries;          /* sorted by offset */
+    st_meta *meta;
+};
+
+/* Reads exactly n bytes at off; retries partial reads and EINTR. */
+static int read_at(ember_st_file *f, void *buf, uint64_t n, uint64_t off)
 {
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != ch)
-        return ember__fail(EMBER_ERR_IO, "load: %s: bad header: expected '%c'%s", c->what, ch,
-                           c->p >= c->end ? " before its end" : "");
-    c->p++;
+    if (f->fd < 0) {
+        if (off > f->size || n > f->size - off)
+            return load_fail(f->what, "truncated: expected %llu bytes at offset %llu", (unsigned long long)n,
+                             (unsigned long long)off);
+        if (n) memcpy(buf, f->mem + off, (size_t)n);
+        return EMBER_OK;
+    }
+    uint64_t done = 0;
+    while (done < n) {
+        size_t chunk = n - done < IO_CHUNK ? (size_t)(n - done) : IO_CHUNK;
+        ssize_t r = pread(f->fd, (char *)buf + done, chunk, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return load_fail(f->what, "read failed: %s", strerror(errno));
+        if (r == 0)
+            return load_fail(f->what, "truncated: expected %llu bytes at offset %llu, got %llu", (unsigned long long)n,
+                             (unsigned long long)off, (unsigned long long)done);
+        done += (uint64_t)r;
+    }
     return EMBER_OK;
 }
 
-/* A JSON string into out (at most cap - 1 bytes, NUL-terminated); escapes
-   other than \" \\ \/ are refused (tensor names do not need them). */
-static int read_string(cursor *c, char *out, size_t cap)
+static int is_uint(const json_node *v)
 {
-    EMBER_TRY(expect(c, '"'));
-    size_t n = 0;
-    while (c->p < c->end && *c->p != '"') {
-        char ch = *c->p++;
-        if ((unsigned char)ch < 0x20) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: control character in a string", c->what);
-        if (ch == '\\') {
-            if (c->p >= c->end) break;
-            ch = *c->p++;
-            if (ch != '"' && ch != '\\' && ch != '/')
-                return ember__fail(EMBER_ERR_IO, "load: %s: bad header: unsupported escape \\%c in a string", c->what, ch);
-        }
-        if (n + 1 >= cap) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: a string longer than %zu bytes", c->what, cap - 1);
-        out[n++] = ch;
+    return v->type == JSON_NUMBER && v->num >= 0 && v->num <= MAX_INT && v->num == (double)(uint64_t)v->num;
+}
+
+/* a JSON value as Lua's tostring would show the decoded value, for messages */
+static const char *shown(char *buf, size_t cap, const json_node *v)
+{
+    if (v->type == JSON_NUMBER) snprintf(buf, cap, "%.14g", v->num);
+    else if (v->type == JSON_STRING) snprintf(buf, cap, "%s", v->str);
+    else snprintf(buf, cap, "%.*s", (int)(v->text_len < 40 ? v->text_len : 40), v->text);
+    return buf;
+}
+
+/* One header entry {"dtype", "shape", "data_offsets"} into e; other keys are ignored. */
+static int check_entry(ember_st_file *f, const json_node *it, st_entry *e)
+{
+    const char *name = it->key;
+    if (it->type != JSON_OBJECT) return load_fail(f->what, "entry '%s' is not an object", name);
+    const json_node *dt = json_get(it, "dtype"), *shape = json_get(it, "shape"), *offs = json_get(it, "data_offsets");
+    if (!dt || dt->type != JSON_STRING) return load_fail(f->what, "tensor '%s': dtype missing or not a string", name);
+    e->dtype = -1;
+    for (size_t i = 0; i < sizeof DTYPES / sizeof *DTYPES; i++)
+        if (strlen(DTYPES[i].code) == dt->len && memcmp(DTYPES[i].code, dt->str, dt->len) == 0) e->dtype = DTYPES[i].dtype;
+    if (e->dtype < 0) return load_fail(f->what, "tensor '%s': unknown dtype '%s'", name, dt->str);
+    if (!shape || shape->type != JSON_ARRAY) return load_fail(f->what, "tensor '%s': shape missing or not an array", name);
+    if (shape->n > EMBER_MAX_DIMS)
+        return load_fail(f->what, "tensor '%s': %d dims (at most %d are supported)", name, shape->n, EMBER_MAX_DIMS);
+    double numel = 1;
+    char sb[64], dims[EMBER_MAX_DIMS * 22 + 1] = "";
+    size_t dl = 0;
+    for (int d = 0; d < shape->n; d++) {
+        const json_node *v = &shape->items[d];
+        if (!is_uint(v))
+            return load_fail(f->what, "tensor '%s': bad size %s at position %d of the shape", name, shown(sb, sizeof sb, v),
+                             d + 1);
+        e->shape[d] = (int64_t)v->num;
+        numel *= v->num;
+        dl += (size_t)snprintf(dims + dl, sizeof dims - dl, "%s%lld", d ? "," : "", (long long)e->shape[d]);
     }
-    if (c->p >= c->end) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: unterminated string", c->what);
-    c->p++;
-    out[n] = 0;
+    e->ndim = shape->n;
+    if (numel > MAX_INT) return load_fail(f->what, "tensor '%s': absurd shape (%g elements)", name, numel);
+    if (!offs || offs->type != JSON_ARRAY || offs->n != 2 || !is_uint(&offs->items[0]) || !is_uint(&offs->items[1]))
+        return load_fail(f->what, "tensor '%s': data_offsets must be an array of two non-negative integers", name);
+    e->begin = (uint64_t)offs->items[0].num;
+    e->end = (uint64_t)offs->items[1].num;
+    unsigned long long b = e->begin, en = e->end;
+    if (en < b) return load_fail(f->what, "tensor '%s': data_offsets [%llu,%llu] end before they begin", name, b, en);
+    uint64_t need = (uint64_t)numel * (uint64_t)ember_dtype_size(e->dtype);
+    if (en - b != need)
+        return load_fail(f->what, "tensor '%s': data_offsets [%llu,%llu] hold %llu bytes but %s of shape {%s} needs %llu",
+                         name, b, en, en - b, dt->str, dims, (unsigned long long)need);
     return EMBER_OK;
 }
 
-static int read_uint(cursor *c, uint64_t *v)
+static int name_cmp(const char *a, size_t an, const char *b, size_t bn)
 {
-    skip_ws(c);
-    if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-        return ember__fail(EMBER_ERR_IO, "load: %s: bad header: expected a non-negative integer", c->what);
-    uint64_t x = 0;
-    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-        unsigned d = (unsigned)(*c->p++ - '0');
-        if (x > (UINT64_MAX - d) / 10) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: an integer overflows", c->what);
-        x = x * 10 + d;
-    }
-    *v = x;
-    return EMBER_OK;
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
 }
 
-/* Skips a JSON string of any length (metadata values hold free text and
-   ember.save's nested structure), checking its escapes as RFC 8259 does. */
-static int skip_string(cursor *c)
+static int by_offset(const void *pa, const void *pb)
 {
-    EMBER_TRY(expect(c, '"'));
-    while (c->p < c->end && *c->p != '"') {
-        unsigned char ch = (unsigned char)*c->p++;
-        if (ch < 0x20) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: control character in a string", c->what);
-        if (ch != '\\' || c->p >= c->end) continue;
-        ch = (unsigned char)*c->p++;
-        if (ch == 'u') {
-            for (int i = 0; i < 4; i++, c->p++)
-                if (c->p >= c->end || !isxdigit((unsigned char)*c->p))
-                    return ember__fail(EMBER_ERR_IO, "load: %s: bad header: bad \\u escape in a string", c->what);
-        } else if (ch == 0 || !strchr("\"\\/bfnrt", ch)) {
-            return ember__fail(EMBER_ERR_IO, "load: %s: bad header: unsupported escape \\%c in a string", c->what, ch);
-        }
-    }
-    return expect(c, '"');
+    const st_entry *a = pa, *b = pb;
+    if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
+    if (a->end != b->end) return a->end < b->end ? -1 : 1;
+    return name_cmp(a->name, a->name_len, b->name, b->name_len);
 }
 
-/* skips any JSON value (for __metadata__), nesting at most 64 deep */
-static int skip_value(cursor *c, int depth)
+/* Moves a string out of the tree (the tree is freed after). */
+static char *take(char **s)
 {
-    if (depth > 64) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: nested too deeply", c->what);
-    skip_ws(c);
-    if (c->p >= c->end) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: truncated", c->what);
-    char ch = *c->p;
-    if (ch == '"') return skip_string(c);
-    if (ch == '{' || ch == '[') {
-        char close = ch == '{' ? '}' : ']';
-        c->p++;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == close) {
-            c->p++;
-            return EMBER_OK;
-        }
-        for (;;) {
-            if (ch == '{') {
-                EMBER_TRY(skip_string(c));
-                EMBER_TRY(expect(c, ':'));
+    char *r = *s;
+    *s = NULL;
+    return r;
+}
+
+/* The entries and metadata of the header object root. */
+static int read_entries(ember_st_file *f, json_node *root)
+{
+    f->entries = calloc((size_t)root->n + 1, sizeof *f->entries);
+    if (!f->entries) return ember__fail(EMBER_ERR_OOM, "load: %s: out of memory", f->what);
+    for (int i = 0; i < root->n; i++) {
+        json_node *it = &root->items[i];
+        if (strcmp(it->key, "__metadata__") == 0 && it->key_len == 12) {
+            if (it->type != JSON_OBJECT) return load_fail(f->what, "__metadata__ is not an object");
+            for (int k = 0; k < it->n; k++)
+                if (it->items[k].type != JSON_STRING)
+                    return load_fail(f->what, "__metadata__ value of '%s' is not a string", it->items[k].key);
+            f->meta = calloc((size_t)it->n + 1, sizeof *f->meta);
+            if (!f->meta) return ember__fail(EMBER_ERR_OOM, "load: %s: out of memory", f->what);
+            for (int k = 0; k < it->n; k++) {
+                json_node *m = &it->items[k];
+                f->meta[k] = (st_meta){take(&m->key), take(&m->str), m->key_len, m->len};
+                f->nmeta++;
             }
-            EMBER_TRY(skip_value(c, depth + 1));
-            skip_ws(c);
-            if (c->p < c->end && *c->p == ',') {
-                c->p++;
-                continue;
-            }
-            return expect(c, close);
+            continue;
         }
+        st_entry *e = &f->entries[f->n];
+        EMBER_TRY(check_entry(f, it, e));
+        e->name_len = it->key_len;
+        e->name = take(&it->key);
+        f->n++;
     }
-    /* numbers, true, false, null */
-    const char *start = c->p;
-    while (c->p < c->end && (strchr("+-.eE", *c->p) || (*c->p >= '0' && *c->p <= '9') || (*c->p >= 'a' && *c->p <= 'z')))
-        c->p++;
-    if (c->p == start) return ember__fail(EMBER_ERR_IO, "load: %s: bad header: unexpected character '%c'", c->what, ch);
+    qsort(f->entries, (size_t)f->n, sizeof *f->entries, by_offset);
+    /* safetensors: the ranges tile the data buffer exactly, in order */
+    unsigned long long data_len = f->size - f->data_start, cursor = 0;
+    for (int i = 0; i < f->n; i++) {
+        const st_entry *e = &f->entries[i];
+        unsigned long long b = e->begin, en = e->end;
+        if (en > data_len)
+            return load_fail(f->what, "tensor '%s': data_offsets [%llu,%llu] go past the end of the data "
+                             "(%llu bytes; truncated file?)", e->name, b, en, data_len);
+        if (b < cursor)
+            return load_fail(f->what, "tensor '%s': data_offsets [%llu,%llu] overlap the previous tensor (which ends at %llu)",
+                             e->name, b, en, cursor);
+        if (b > cursor)
+            return load_fail(f->what, "tensor '%s': data_offsets [%llu,%llu] leave a gap after byte %llu", e->name, b, en,
+                             cursor);
+        cursor = en;
+    }
+    if (cursor != data_len)
+        return load_fail(f->what, "%llu unexpected bytes after the last tensor (data is %llu bytes, tensors cover %llu)",
+                         data_len - cursor, data_len, cursor);
     return EMBER_OK;
 }
 
-/* ------------------------------------------------------------------ parsing */
+static int read_header(ember_st_file *f)
+{
+    if (f->size < 8)
+        return load_fail(f->what, "file too short (%llu bytes) to hold a safetensors header", (unsigned long long)f->size);
+    unsigned char b8[8];
+    EMBER_TRY(read_at(f, b8, 8, 0));
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | b8[i];
+    if (n > EMBER_ST_MAX_HEADER)
+        return load_fail(f->what, "header length %.0f exceeds the %d MB limit", (double)n, EMBER_ST_MAX_HEADER / 1000000);
+    if (n > f->size - 8)
+        return load_fail(f->what, "header length %llu exceeds the file size (%llu bytes)", (unsigned long long)n,
+                         (unsigned long long)f->size);
+    if (n < 2) return load_fail(f->what, "header length %llu is too small", (unsigned long long)n);
+    f->data_start = 8 + n;
+    char *text = malloc((size_t)n);
+    if (!text) return ember__fail(EMBER_ERR_OOM, "load: %s: out of memory reading a header of %llu bytes", f->what,
+                                  (unsigned long long)n);
+    int rc = read_at(f, text, n, 8);
+    if (rc == EMBER_OK && text[0] != '{')
+        rc = load_fail(f->what, "header is not a JSON object (it does not start with '{')");
+    json_node root;
+    char msg[256];
+    int jrc = rc == EMBER_OK ? json_parse(text, (size_t)n, &root, msg, sizeof msg) : 0;
+    free(text);
+    if (rc < 0) return rc;
+    if (jrc == -2) return ember__fail(EMBER_ERR_OOM, "load: %s: out of memory reading the header", f->what);
+    if (jrc < 0) return load_fail(f->what, "header: %s", msg);
+    rc = root.type == JSON_OBJECT ? read_entries(f, &root) : load_fail(f->what, "header is not a JSON object");
+    json_free(&root);
+    return rc;
+}
+
+void ember_st_close(ember_st_file *f)
+{
+    if (!f) return;
+    if (f->fd >= 0) close(f->fd);
+    for (int i = 0; i < f->n; i++) free(f->entries[i].name);
+    for (int i = 0; i < f->nmeta; i++) {
+        free(f->meta[i].key);
+        free(f->meta[i].value);
+    }
+    free(f->entries);
+    free(f->meta);
+    free(f->what);
+    free(f);
+}
+
+static int st_new(const char *what, ember_st_file **out)
+{
+    *out = NULL;
+    ember_st_file *f = calloc(1, sizeof *f);
+    if (f) f->what = strdup(what);
+    if (!f || !f->what) {
+        free(f);
+        return ember__fail(EMBER_ERR_OOM, "load: %s: out of memory", what);
+    }
+    f->fd = -1;
+    *out = f;
+    return EMBER_OK;
+}
+
+static int st_finish(ember_st_file *f, ember_st_file **out)
+{
+    int rc = read_header(f);
+    if (rc < 0) {
+        ember_st_close(f);
+        return rc;
+    }
+    *out = f;
+    return EMBER_OK;
+}
+
+int ember_st_open(const char *path, ember_st_file **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");
+    *out = NULL;
+    if (!path) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");
+    ember_st_file *f;
+    EMBER_TRY(st_new(path, &f));
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block the open */
+    struct stat st;
+    int rc = EMBER_OK;
+    if (f->fd < 0) rc = load_fail(path, "cannot open: %s", strerror(errno));
+    else if (fstat(f->fd, &st) != 0) rc = load_fail(path, "cannot read its size: %s", strerror(errno));
+    else if (S_ISDIR(st.st_mode)) rc = load_fail(path, "read failed: %s", strerror(EISDIR));
+    else if (!S_ISREG(st.st_mode)) rc = load_fail(path, "not a regular file (a safetensors file is read by offset)");
+    if (rc < 0) {
+        ember_st_close(f);
+        return rc;
+    }
+    f->size = (uint64_t)st.st_size;
+    return st_finish(f, out);
+}
+
+int ember__st_open_mem(const unsigned char *buf, size_t len, const char *what, ember_st_file **out)
+{
+    ember_st_file *f;
+    EMBER_TRY(st_new(what, &f));
+    f->mem = buf;
+    f->size = len;
+    return st_finish(f, out);
+}
+
+int ember_st_count(const ember_st_file *f) { return f ? f->n : 0; }
+int ember_st_meta_count(const ember_st_file *f) { return f ? f->nmeta : 0; }
+
+int ember_st_entry(const ember_st_file *f, int i, const char **name, size_t *name_len, int *dtype, int *ndim,
+                   const int64_t **shape, uint64_t *begin, uint64_t *end)
+{
+    if (!f || i < 0 || i >= f->n) return ember__fail(EMBER_ERR_ARG, "st_entry: no entry %d", i);
+    const st_entry *e = &f->entries[i];
+    if (name) *name = e->name;
+    if (name_len) *name_len = e->name_len;
+    if (dtype) *dtype = e->dtype;
+    if (ndim) *ndim = e->ndim;
+    if (shape) *shape = e->shape;
+    if (begin) *begin = e->begin;
+    if (end) *end = e->end;
+    return EMBER_OK;
+}
+
+int ember_st_meta(const ember_st_file *f, int i, const char **key, size_t *key_len, const char **value, size_t *value_len)
+{
+    if (!f || i < 0 || i >= f->nmeta) return ember__fail(EMBER_ERR_ARG, "st_meta: no metadata entry %d", i);
+    if (key) *key = f->meta[i].key;
+    if (key_len) *key_len = f->meta[i].key_len;
+    if (value) *value = f->meta[i].value;
+    if (value_len) *value_len = f->meta[i].value_len;
+    return EMBER_OK;
+}
+
+int ember_st_read(ember_st_file *f, int i, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "st_read: NULL argument");
+    *out = NULL;
+    if (!f || i < 0 || i >= f->n) return ember__fail(EMBER_ERR_ARG, "st_read: no entry %d", i);
+    const st_entry *e = &f->entries[i];
+    ember_tensor *t = NULL;
+    int rc = ember__new(e->ndim, e->shape, e->dtype, EMBER_CPU, &t);
+    if (rc < 0) {   /* out of memory, or a shape ember cannot make */
+        char inner[512];
+        snprintf(inner, sizeof inner, "%s", ember_last_error());
+        return ember__fail(rc == EMBER_ERR_OOM ? rc : EMBER_ERR_IO, "load: %s: tensor '%s': %s", f->what, e->name, inner);
+    }
+    unsigned char *p = (unsigned char *)ember__ptr(t);
+    uint64_t n = e->end - e->begin;
+    rc = read_at(f, p, n, f->data_start + e->begin);
+    if (rc < 0) {
+        ember_tensor_release(t);
+        return rc;
+    }
+    if (e->dtype == EMBER_BOOL)   /* any nonzero byte is true, as a cast to bool makes it */
+        for (uint64_t k = 0; k < n; k++) p[k] = p[k] != 0;
+    *out = t;
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ the list API over the reader */
+struct ember_named_tensors {
+    int n;
+    char **names;
+    ember_tensor **tensors;
+};
+
 void ember_named_free(ember_named_tensors *l)
 {
     if (!l) return;
@@ -173,314 +418,30 @@ ember_tensor *ember_named_tensor(const ember_named_tensors *l, int i)
     return l && i >= 0 && i < l->n ? l->tensors[i] : NULL;
 }
 
-static int add_entry(ember_named_tensors *l, const char *name, ember_tensor *t)
+int ember_load(const char *path, ember_named_tensors **out)
 {
-    for (int i = 0; i < l->n; i++)
-        if (strcmp(l->names[i], name) == 0) return ember__fail(EMBER_ERR_IO, "load: tensor '%s' appears twice", name);
-    char **nn = realloc(l->names, (size_t)(l->n + 1) * sizeof *nn);
-    if (nn) l->names = nn;
-    ember_tensor **nt = realloc(l->tensors, (size_t)(l->n + 1) * sizeof *nt);
-    if (nt) l->tensors = nt;
-    char *copy = strdup(name);
-    if (!nn || !nt || !copy) {
-        free(copy);
-        return ember__fail(EMBER_ERR_OOM, "load: out of memory");
-    }
-    l->names[l->n] = copy;
-    l->tensors[l->n] = t;
-    l->n++;
-    return EMBER_OK;
-}
-
-/* One entry: {"dtype": ..., "shape": [...], "data_offsets": [b, e]} over data[0, data_len). */
-static int parse_entry(cursor *c, const char *name, const unsigned char *data, uint64_t data_len, ember_tensor **out)
-{
-    char key[64], code[16] = "";
-    int64_t shape[EMBER_MAX_DIMS];
-    int ndim = -1, have_offsets = 0;
-    uint64_t begin = 0, end = 0;
-    EMBER_TRY(expect(c, '{'));
-    for (;;) {
-        EMBER_TRY(read_string(c, key, sizeof key));
-        EMBER_TRY(expect(c, ':'));
-        if (strcmp(key, "dtype") == 0) {
-            EMBER_TRY(read_string(c, code, sizeof code));
-        } else if (strcmp(key, "shape") == 0 || strcmp(key, "data_offsets") == 0) {
-            int is_shape = key[0] == 's', n = 0;
-            uint64_t v[EMBER_MAX_DIMS];
-            EMBER_TRY(expect(c, '['));
-            skip_ws(c);
-            if (c->p < c->end && *c->p == ']') {
-                c->p++;
-            } else {
-                for (;;) {
-                    if (n == (is_shape ? EMBER_MAX_DIMS : 2))
-                        return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': too many entries in %s", c->what, name, key);
-                    EMBER_TRY(read_uint(c, &v[n++]));
-                    skip_ws(c);
-                    if (c->p < c->end && *c->p == ',') {
-                        c->p++;
-                        continue;
-                    }
-                    EMBER_TRY(expect(c, ']'));
-                    break;
-                }
-            }
-            if (is_shape) {
-                ndim = n;
-                for (int d = 0; d < n; d++) {
-                    if (v[d] > ((uint64_t)1 << 50))
-                        return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': a size of %llu", c->what, name,
-                                           (unsigned long long)v[d]);
-                    shape[d] = (int64_t)v[d];
-                }
-            } else {
-                if (n != 2) return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': data_offsets needs two numbers", c->what, name);
-                begin = v[0];
-                end = v[1];
-                have_offsets = 1;
-            }
-        } else {
-            EMBER_TRY(skip_value(c, 1));
-        }
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
-            continue;
-        }
-        EMBER_TRY(expect(c, '}'));
-        break;
-    }
-    int dtype = -1;
-    for (size_t i = 0; i < sizeof DTYPES / sizeof *DTYPES; i++)
-        if (strcmp(DTYPES[i].code, code) == 0) dtype = DTYPES[i].dtype;
-    if (dtype < 0) return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': dtype '%s' is not one ember reads", c->what, name, code);
-    if (ndim < 0 || !have_offsets)
-        return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': shape or data_offsets missing", c->what, name);
-    int64_t numel;
-    if (ember__check_shape("load", ndim, shape, &numel) < 0) {
-        char sb[200];
-        return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': shape %s is too large", c->what, name,
-                           ember__shape_str(sb, ndim, shape));
-    }
-    uint64_t need = (uint64_t)numel * (uint64_t)ember_dtype_size(dtype);
-    if (begin > end || end > data_len || end - begin != need)
-        return ember__fail(EMBER_ERR_IO,
-                           "load: %s: tensor '%s': data_offsets [%llu, %llu] do not hold its %llu bytes within the %llu "
-                           "bytes of data", c->what, name, (unsigned long long)begin, (unsigned long long)end,
-                           (unsigned long long)need, (unsigned long long)data_len);
-    if (dtype == EMBER_BOOL)
-        for (uint64_t i = begin; i < end; i++)
-            if (data[i] > 1) return ember__fail(EMBER_ERR_IO, "load: %s: tensor '%s': a bool that is neither 0 nor 1", c->what, name);
-    EMBER_TRY(ember__new(ndim, shape, dtype, EMBER_CPU, out));
-    if (need) memcpy(ember__ptr(*out), data + begin, (size_t)need);   /* little-endian, as this machine */
-    return EMBER_OK;
-}
-
-int ember__safetensors_parse(const unsigned char *buf, size_t len, const char *what, ember_named_tensors **out)
-{
+    if (!path || !out) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");
     *out = NULL;
-    if (len < 8) return ember__fail(EMBER_ERR_IO, "load: %s: %zu bytes is too short for a safetensors file", what, len);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
-    if (hlen > MAX_HEADER || hlen > len - 8)
-        return ember__fail(EMBER_ERR_IO, "load: %s: a header of %llu bytes does not fit a file of %zu bytes", what,
-                           (unsigned long long)hlen, len);
-    cursor c = {(const char *)buf + 8, (const char *)buf + 8 + hlen, what};
-    const unsigned char *data = buf + 8 + hlen;
-    uint64_t data_len = len - 8 - hlen;
+    ember_st_file *f;
+    EMBER_TRY(ember_st_open(path, &f));
     ember_named_tensors *l = calloc(1, sizeof *l);
-    if (!l) return ember__fail(EMBER_ERR_OOM, "load: out of memory");
-    int rc = expect(&c, '{');
-    skip_ws(&c);
-    if (rc == EMBER_OK && c.p < c.end && *c.p == '}') {
-        c.p++;
-    } else {
-        while (rc == EMBER_OK) {
-            char name[1024];
-            rc = read_string(&c, name, sizeof name);
-            if (rc == EMBER_OK) rc = expect(&c, ':');
-            if (rc < 0) break;
-            if (strcmp(name, "__metadata__") == 0) {
-                rc = skip_value(&c, 1);
-            } else {
-                ember_tensor *t = NULL;
-                rc = parse_entry(&c, name, data, data_len, &t);
-                if (rc == EMBER_OK) rc = add_entry(l, name, t);
-                if (rc < 0) ember_tensor_release(t);
-            }
-            if (rc < 0) break;
-            skip_ws(&c);
-            if (c.p < c.end && *c.p == ',') {
-                c.p++;
-                continue;
-            }
-            rc = expect(&c, '}');
-            break;
-        }
+    if (l) {
+        l->names = calloc((size_t)f->n + 1, sizeof *l->names);
+        l->tensors = calloc((size_t)f->n + 1, sizeof *l->tensors);
     }
-    if (rc == EMBER_OK) {
-        skip_ws(&c);
-        if (c.p != c.end) rc = ember__fail(EMBER_ERR_IO, "load: %s: bad header: bytes after the closing brace", what);
+    int rc = l && l->names && l->tensors ? EMBER_OK : ember__fail(EMBER_ERR_OOM, "load: %s: out of memory", path);
+    for (int i = 0; rc == EMBER_OK && i < f->n; i++) {
+        rc = ember_st_read(f, i, &l->tensors[i]);
+        if (rc < 0) break;
+        l->names[i] = strdup(f->entries[i].name);
+        l->n++;
+        if (!l->names[i]) rc = ember__fail(EMBER_ERR_OOM, "load: %s: out of memory", path);
     }
+    ember_st_close(f);
     if (rc < 0) {
         ember_named_free(l);
         return rc;
     }
     *out = l;
-    return EMBER_OK;
-}
-
-int ember_load(const char *path, ember_named_tensors **out)
-{
-    if (!path || !out) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ember__fail(EMBER_ERR_IO, "load: cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
-        fclose(f);
-        return ember__fail(EMBER_ERR_IO, "load: cannot read the size of %s", path);
-    }
-    size_t len = (size_t)st.st_size;
-    unsigned char *buf = malloc(len ? len : 1);
-    if (!buf) {
-        fclose(f);
-        return ember__fail(EMBER_ERR_OOM, "load: %s: out of memory reading %zu bytes", path, len);
-    }
-    size_t got = fread(buf, 1, len, f);
-    fclose(f);
-    int rc = got == len ? ember__safetensors_parse(buf, len, path, out)
-                        : ember__fail(EMBER_ERR_IO, "load: %s: read %zu of %zu bytes", path, got, len);
-    free(buf);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ writing */
-/* Temporaries `<path>.tmp.<pid>.<n>` whose writer is gone (killed mid-write)
-   are removed; those of live processes are left alone. */
-int ember_remove_stale_temps(const char *path)
-{
-    if (!path) return ember__fail(EMBER_ERR_ARG, "remove_stale_temps: path is NULL");
-    char dir[PATH_MAX], prefix[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1, path);
-    else snprintf(dir, sizeof dir, ".");
-    int np = snprintf(prefix, sizeof prefix, "%s.tmp.", base);
-    if (np <= 0 || (size_t)np >= sizeof prefix) return EMBER_OK;
-    DIR *d = opendir(dir);
-    if (!d) return EMBER_OK;
-    int removed = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, (size_t)np) != 0) continue;
-        char *endp = NULL;
-        long pid = strtol(e->d_name + np, &endp, 10);
-        if (pid <= 0 || !endp || *endp != '.') continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* its writer may still be at work */
-        char full[PATH_MAX * 2];
-        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        if (unlink(full) == 0) removed++;
-    }
-    closedir(d);
-    return removed;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-int ember_save(const char *path, int n, const char *const *names, ember_tensor *const *tensors)
-{
-    if (!path || n < 0 || (n > 0 && (!names || !tensors))) return ember__fail(EMBER_ERR_ARG, "save: NULL argument");
-    for (int i = 0; i < n; i++) {
-        if (!names[i] || !tensors[i] || tensors[i]->refcount <= 0)
-            return ember__fail(EMBER_ERR_ARG, "save: entry %d has no name or no live tensor", i + 1);
-        for (const char *s = names[i]; *s; s++)
-            if ((unsigned char)*s < 0x20 || *s == '"' || *s == '\\')
-                return ember__fail(EMBER_ERR_ARG, "save: name '%s' has a character safetensors names cannot hold", names[i]);
-        if (tensors[i]->storage->device != EMBER_CPU)
-            return ember__fail(EMBER_ERR_DEVICE, "save: '%s' is not on the CPU; copy it there first", names[i]);
-        for (int j = 0; j < i; j++)
-            if (strcmp(names[i], names[j]) == 0) return ember__fail(EMBER_ERR_ARG, "save: name '%s' appears twice", names[i]);
-    }
-    /* the header, padded with spaces to a multiple of 8 as the format asks */
-    size_t cap = 64, len = 0;
-    char *h = malloc(cap);
-    uint64_t offset = 0;
-    int rc = EMBER_OK;
-#define APPEND(...)                                                                              \
-    do {                                                                                         \
-        int k_ = snprintf(h ? h + len : NULL, h ? cap - len : 0, __VA_ARGS__);                   \
-        if (h && k_ >= 0 && (size_t)k_ >= cap - len) {                                           \
-            size_t nc = (cap + (size_t)k_) * 2;                                                  \
-            char *nh = realloc(h, nc);                                                           \
-            if (!nh) { free(h); h = NULL; } else { h = nh; cap = nc; }                           \
-            if (h) k_ = snprintf(h + len, cap - len, __VA_ARGS__);                               \
-        }                                                                                        \
-        if (h && k_ > 0) len += (size_t)k_;                                                      \
-    } while (0)
-    APPEND("{");
-    for (int i = 0; i < n && h; i++) {
-        const ember_tensor *t = tensors[i];
-        const char *code = NULL;
-        for (size_t k = 0; k < sizeof DTYPES / sizeof *DTYPES; k++)
-            if (DTYPES[k].dtype == t->dtype) code = DTYPES[k].code;
-        uint64_t bytes = (uint64_t)t->numel * (uint64_t)ember_dtype_size(t->dtype);
-        APPEND("%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", names[i], code ? code : "?");
-        for (int d = 0; d < t->ndim; d++) APPEND("%s%lld", d ? "," : "", (long long)t->shape[d]);
-        APPEND("],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset, (unsigned long long)(offset + bytes));
-        offset += bytes;
-    }
-    APPEND("}");
-    while (h && len % 8) APPEND(" ");
-#undef APPEND
-    if (!h) return ember__fail(EMBER_ERR_OOM, "save: out of memory building the header");
-    ember_remove_stale_temps(path);
-    char tmp[PATH_MAX + 64];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lx", path, (long)getpid(), (unsigned long)(uintptr_t)h & 0xffffff);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        free(h);
-        return ember__fail(EMBER_ERR_IO, "save: cannot create %s: %s", tmp, strerror(errno));
-    }
-    unsigned char le[8];
-    for (int i = 0; i < 8; i++) le[i] = (unsigned char)((uint64_t)len >> (8 * i));
-    if (write_all(fd, le, 8) < 0 || write_all(fd, h, len) < 0) rc = EMBER_ERR_IO;
-    for (int i = 0; i < n && rc == EMBER_OK; i++) {
-        ember_tensor *c = NULL;
-        if (ember_contiguous(tensors[i], &c) < 0) {
-            rc = EMBER_ERR_OOM;
-            break;
-        }
-        size_t bytes = (size_t)c->numel * (size_t)ember_dtype_size(c->dtype);
-        if (bytes && write_all(fd, ember__ptr(c), bytes) < 0) rc = EMBER_ERR_IO;
-        ember_tensor_release(c);
-    }
-    int err = errno;
-    if (rc == EMBER_OK && fsync(fd) != 0) {
-        rc = EMBER_ERR_IO;
-        err = errno;
-    }
-    if (close(fd) != 0 && rc == EMBER_OK) rc = EMBER_ERR_IO;
-    free(h);
-    if (rc == EMBER_OK && rename(tmp, path) != 0) {
-        err = errno;
-        rc = EMBER_ERR_IO;
-    }
-    if (rc < 0) {
-        unlink(tmp);
-        return ember__fail(rc, "save: %s: %s", path, rc == EMBER_ERR_OOM ? "out of memory" : strerror(err));
-    }
     return EMBER_OK;
 }

@@ -3,7 +3,8 @@ return [==[
 ## `ember.io`: checkpoints
 
 Tensors to and from files in the safetensors format, written atomically and
-validated before anything is allocated when read. Details: docs/io_data.md.
+validated before anything is allocated when read, through the C core's codec
+(the C API's `ember_st_save`, `ember_st_open`). Details: docs/io_data.md.
 
 ### `ember.save(path, tensors, metadata?)`, `ember.io.save(path, tensors, metadata?)`
 Writes a table name -> tensor (`model:state_dict()`) and optional string
@@ -18,7 +19,9 @@ Reads a safetensors file: the table name -> tensor and the metadata table;
 The header alone: name -> `{dtype, shape, data_offsets}`, and the metadata.
 
 ### `ember.io.json`
-The strict JSON codec (RFC 8259) the safetensors header goes through.
+The strict JSON codec (RFC 8259) of the structure of nested tables that
+`ember.save` keeps in the metadata (the codec in C reads the header by the same
+rules, with the same messages).
 
 ### `ember.io.json.decode(s)`
 A Lua value from JSON text: objects and arrays become tables marked with

@@ -1,0 +1,335 @@
+/* safetensors_write.c: the writer of the safetensors codec (safetensors.c
+   reads). The header is written as ember has always written it, byte for
+   byte: compact JSON, "__metadata__" first when there is one, then the
+   entries in the caller's order (ember.save sorts them by name), strings
+   escaped as ember.json.encode_string escapes them, the whole padded with
+   spaces to a multiple of 8. The file is written beside the target under
+   `<path>.tmp.<pid>.<n>`, fsynced, renamed over it and its folder fsynced. */
+#include "../internal.h"
+#include "json.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IO_CHUNK ((size_t)1 << 30)
+
+static int save_fail(int status, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int save_fail(int status, const char *path, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ember__fail(status, "save: %s: %s", path, msg);
+}
+
+/* ------------------------------------------------------------------ the header text */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} text;
+
+static void put(text *t, const char *s, size_t n)
+{
+    if (t->oom) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t nc = (t->len + n + 1) * 2;
+        char *np = realloc(t->p, nc);
+        if (!np) {
+            t->oom = 1;
+            return;
+        }
+        t->p = np;
+        t->cap = nc;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+}
+
+static void puts_(text *t, const char *s) { put(t, s, strlen(s)); }
+
+/* s as a JSON string literal: '"' and '\' escaped, \n \t \r as such, other
+   bytes below 0x20 as \u00XX; everything else (UTF-8 included) as it is */
+static void put_string(text *t, const char *s, size_t n)
+{
+    put(t, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        put(t, s + run, i - run);
+        run = i + 1;
+        char esc[8];
+        if (c == '"') puts_(t, "\\\"");
+        else if (c == '\\') puts_(t, "\\\\");
+        else if (c == '\n') puts_(t, "\\n");
+        else if (c == '\t') puts_(t, "\\t");
+        else if (c == '\r') puts_(t, "\\r");
+        else {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            puts_(t, esc);
+        }
+    }
+    put(t, s + run, n - run);
+    put(t, "\"", 1);
+}
+
+/* ------------------------------------------------------------------ checks */
+static int cmp_str(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
+
+typedef struct {
+    const char *s;
+    size_t n;
+} str_ref;
+
+static int by_str(const void *a, const void *b)
+{
+    const str_ref *x = a, *y = b;
+    return cmp_str(x->s, x->n, y->s, y->n);
+}
+
+/* The first of strs[0, n) met twice, or NULL; -1 in *oom when memory ran out. */
+static const char *duplicate(const str_ref *strs, int n, int *oom)
+{
+    *oom = 0;
+    if (n < 2) return NULL;
+    str_ref *v = malloc((size_t)n * sizeof *v);
+    if (!v) {
+        *oom = 1;
+        return NULL;
+    }
+    memcpy(v, strs, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, by_str);
+    const char *dup = NULL;
+    for (int i = 1; i < n && !dup; i++)
+        if (by_str(&v[i - 1], &v[i]) == 0) dup = v[i].s;
+    free(v);
+    return dup;
+}
+
+static int check_args(const char *path, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
+{
+    if (!path || n < 0 || (n > 0 && !entries) || (nmeta > 0 && !meta))
+        return ember__fail(EMBER_ERR_ARG, "save: NULL argument");
+    str_ref *names = malloc(((size_t)n + (size_t)(nmeta > 0 ? nmeta : 0) + 1) * sizeof *names);
+    if (!names) return save_fail(EMBER_ERR_OOM, path, "out of memory");
+    int rc = EMBER_OK, oom;
+    for (int i = 0; i < n && rc == EMBER_OK; i++) {
+        const ember_st_named *e = &entries[i];
+        if (!e->name || !e->tensor || e->tensor->refcount <= 0)
+            rc = save_fail(EMBER_ERR_ARG, path, "entry %d has no name or no live tensor", i + 1);
+        else if (e->name_len == 12 && memcmp(e->name, "__metadata__", 12) == 0)
+            rc = save_fail(EMBER_ERR_ARG, path, "'__metadata__' is reserved and cannot name a tensor");
+        else if (!json_valid_utf8(e->name, e->name_len))
+            rc = save_fail(EMBER_ERR_ARG, path, "tensor name '%.*s' is not valid UTF-8", (int)e->name_len, e->name);
+        else if (!ember_st_dtype_name(e->tensor->dtype))
+            rc = save_fail(EMBER_ERR_DTYPE, path, "tensor '%s': dtype %s has no safetensors name", e->name,
+                           ember_dtype_name(e->tensor->dtype));
+        names[i] = (str_ref){e->name, e->name_len};
+    }
+    const char *dup = rc == EMBER_OK ? duplicate(names, n, &oom) : NULL;
+    if (rc == EMBER_OK && oom) rc = save_fail(EMBER_ERR_OOM, path, "out of memory");
+    if (dup) rc = save_fail(EMBER_ERR_ARG, path, "name '%s' appears twice", dup);
+    for (int i = 0; i < nmeta && rc == EMBER_OK; i++) {
+        const ember_st_kv *m = &meta[i];
+        if (!m->key || !m->value) rc = ember__fail(EMBER_ERR_ARG, "save: NULL argument");
+        else if (!json_valid_utf8(m->key, m->key_len))
+            rc = save_fail(EMBER_ERR_ARG, path, "metadata key '%.*s' is not valid UTF-8", (int)m->key_len, m->key);
+        else if (!json_valid_utf8(m->value, m->value_len))
+            rc = save_fail(EMBER_ERR_ARG, path, "metadata value of '%s' is not valid UTF-8", m->key);
+        names[i] = (str_ref){m->key, m->key_len};
+    }
+    dup = rc == EMBER_OK ? duplicate(names, nmeta, &oom) : NULL;
+    if (rc == EMBER_OK && oom) rc = save_fail(EMBER_ERR_OOM, path, "out of memory");
+    if (dup) rc = save_fail(EMBER_ERR_ARG, path, "metadata key '%s' appears twice", dup);
+    free(names);
+    return rc;
+}
+
+/* The 8-byte length and the padded header, in t. */
+static void build_header(text *t, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
+{
+    put(t, "\0\0\0\0\0\0\0\0{", 9);
+    if (nmeta >= 0) {
+        puts_(t, "\"__metadata__\":{");
+        for (int i = 0; i < nmeta; i++) {
+            if (i) put(t, ",", 1);
+            put_string(t, meta[i].key, meta[i].key_len);
+            put(t, ":", 1);
+            put_string(t, meta[i].value, meta[i].value_len);
+        }
+        puts_(t, n ? "}," : "}");
+    }
+    uint64_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        const ember_tensor *x = entries[i].tensor;
+        uint64_t bytes = (uint64_t)x->numel * (uint64_t)ember_dtype_size(x->dtype);
+        if (i) put(t, ",", 1);
+        put_string(t, entries[i].name, entries[i].name_len);
+        puts_(t, ":{\"dtype\":\"");
+        puts_(t, ember_st_dtype_name(x->dtype));
+        puts_(t, "\",\"shape\":[");
+        char num[96];   /* at most 63 bytes: numbers below 2^64 have at most 20 digits */
+        for (int d = 0; d < x->ndim; d++)
+            put(t, num, (size_t)snprintf(num, sizeof num, "%s%lld", d ? "," : "", (long long)x->shape[d]));
+        put(t, num, (size_t)snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+                                     (unsigned long long)(offset + bytes)));
+        offset += bytes;
+    }
+    put(t, "}", 1);
+    while ((t->len - 8) % 8) put(t, " ", 1);
+    if (t->oom) return;
+    uint64_t hl = t->len - 8;
+    for (int i = 0; i < 8; i++) t->p[i] = (char)(unsigned char)(hl >> (8 * i));
+}
+
+/* ------------------------------------------------------------------ the file */
+/* Temporaries `<path>.tmp.<pid>.<n>` whose writer is gone (killed mid-write)
+   are removed; those of live processes are left alone. */
+int ember_remove_stale_temps(const char *path)
+{
+    if (!path) return ember__fail(EMBER_ERR_ARG, "remove_stale_temps: path is NULL");
+    char dir[PATH_MAX], prefix[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1, path);
+    else snprintf(dir, sizeof dir, ".");
+    int np = snprintf(prefix, sizeof prefix, "%s.tmp.", base);
+    if (np <= 0 || (size_t)np >= sizeof prefix) return EMBER_OK;
+    DIR *d = opendir(dir);
+    if (!d) return EMBER_OK;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, (size_t)np) != 0) continue;
+        char *endp = NULL;
+        long pid = strtol(e->d_name + np, &endp, 10);
+        if (pid <= 0 || !endp || *endp != '.') continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* its writer may still be at work */
+        char full[PATH_MAX * 2];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        if (unlink(full) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+/* Writes exactly n bytes; retries partial writes and EINTR. */
+static int write_all(int fd, const char *path, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t r = write(fd, p, n < IO_CHUNK ? n : IO_CHUNK);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return save_fail(EMBER_ERR_IO, path, "write failed: %s", strerror(errno));
+        if (r == 0) return save_fail(EMBER_ERR_IO, path, "write failed: no progress");
+        p += r;
+        n -= (size_t)r;
+    }
+    return EMBER_OK;
+}
+
+static int open_temp(const char *path, char *tmp, size_t cap)
+{
+    static unsigned counter;
+    for (int tries = 0; tries < 16; tries++) {
+        unsigned k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        int w = snprintf(tmp, cap, "%s.tmp.%ld.%x%04x", path, (long)getpid(), k,
+                         (unsigned)((unsigned long)clock() ^ (unsigned long)time(NULL)) & 0xffff);
+        if (w < 0 || (size_t)w >= cap) return save_fail(EMBER_ERR_IO, path, "the path is too long");
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST) return save_fail(EMBER_ERR_IO, path, "cannot create %s: %s", tmp, strerror(errno));
+    }
+    return save_fail(EMBER_ERR_IO, path, "cannot create a temporary file next to it");
+}
+
+/* One tensor's bytes, from the CPU (a copy from another device first) in its logical order. */
+static int write_tensor(int fd, const char *path, const ember_st_named *e)
+{
+    ember_tensor *host = NULL, *c = NULL;
+    int rc = EMBER_OK;
+    if (e->tensor->numel == 0) return EMBER_OK;
+    if (e->tensor->storage->device != EMBER_CPU) rc = ember_to_device(e->tensor, EMBER_CPU, &host);
+    if (rc == EMBER_OK) rc = ember_contiguous(host ? host : e->tensor, &c);
+    if (rc < 0) {
+        char inner[512];
+        snprintf(inner, sizeof inner, "%s", ember_last_error());
+        rc = save_fail(rc, path, "tensor '%s': %s", e->name, inner);
+    } else {
+        rc = write_all(fd, path, ember__ptr(c), (size_t)c->numel * (size_t)ember_dtype_size(c->dtype));
+    }
+    ember_tensor_release(c);
+    ember_tensor_release(host);
+    return rc;
+}
+
+static void fsync_dir(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    else snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);   /* best effort: some file systems refuse a folder's fsync */
+        close(fd);
+    }
+}
+
+int ember_st_save(const char *path, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
+{
+    EMBER_TRY(check_args(path, n, entries, nmeta, meta));
+    text h = {0};
+    build_header(&h, n, entries, nmeta, meta);
+    if (h.oom) {
+        free(h.p);
+        return save_fail(EMBER_ERR_OOM, path, "out of memory building the header");
+    }
+    ember_remove_stale_temps(path);   /* what a writer killed mid-save left beside the file */
+    char tmp[PATH_MAX + 64];
+    int fd = open_temp(path, tmp, sizeof tmp);
+    if (fd < 0) {
+        free(h.p);
+        return fd;
+    }
+    int rc = write_all(fd, path, h.p, h.len);
+    free(h.p);
+    for (int i = 0; i < n && rc == EMBER_OK; i++) rc = write_tensor(fd, path, &entries[i]);
+    if (rc == EMBER_OK && fsync(fd) != 0) rc = save_fail(EMBER_ERR_IO, path, "fsync failed: %s", strerror(errno));
+    if (close(fd) != 0 && rc == EMBER_OK) rc = save_fail(EMBER_ERR_IO, path, "close failed: %s", strerror(errno));
+    if (rc == EMBER_OK && rename(tmp, path) != 0)
+        rc = save_fail(EMBER_ERR_IO, path, "cannot rename %s over it: %s", tmp, strerror(errno));
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    fsync_dir(path);
+    return EMBER_OK;
+}
+
+int ember_save(const char *path, int n, const char *const *names, ember_tensor *const *tensors)
+{
+    if (!path || n < 0 || (n > 0 && (!names || !tensors))) return ember__fail(EMBER_ERR_ARG, "save: NULL argument");
+    ember_st_named *e = calloc((size_t)n + 1, sizeof *e);
+    if (!e) return save_fail(EMBER_ERR_OOM, path, "out of memory");
+    for (int i = 0; i < n; i++) e[i] = (ember_st_named){names[i], names[i] ? strlen(names[i]) : 0, tensors[i]};
+    int rc = ember_st_save(path, n, e, -1, NULL);
+    free(e);
+    return rc;
+}
