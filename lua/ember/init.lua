@@ -65,9 +65,22 @@ ember.help = require("ember.doc").help
 -- of the API reference's tables (and of the plain tables of functions in
 -- them, such as ember.io.json), every constructor (a class's __call) and
 -- every method of its classes raises for one (errors.arity_checked;
--- variadic functions are left as they are).
+-- variadic functions are left as they are), and the options tables listed
+-- in lua/ember/options.lua raise for an unknown key.
 do
   local doc, errors = require("ember.doc"), require("ember.errors")
+  local OPTIONS = require("ember.options")
+  -- fn behind the check of its options table (OPTIONS[name]: position, known keys)
+  local function options_checked(name, fn, skip)
+    local spec = OPTIONS[name]
+    if not spec then return fn end
+    local pos, allowed, op = spec[1] + skip, {}, name:gsub("^ember%.", "")
+    for _, k in ipairs(spec[2]) do allowed[k] = true end
+    return function(...)
+      if select("#", ...) >= pos then errors.options(op, (select(pos, ...)), allowed) end
+      return fn(...)
+    end
+  end
   local class_name = setmetatable({}, { __mode = "k" })
   local function wrap_call(mt)
     local call = mt.__call
@@ -86,7 +99,7 @@ do
     for k, v in pairs(t) do
       if type(k) == "string" and k:sub(1, 1) ~= "_" then
         if type(v) == "function" then
-          t[k] = errors.arity_checked(prefix .. sep .. k, v, skip, hot[t])
+          t[k] = options_checked(prefix .. sep .. k, errors.arity_checked(prefix .. sep .. k, v, skip, hot[t]), skip)
         elseif type(v) == "table" and skip == 0 and not ember.is_tensor(v) then
           local mt = getmetatable(v)
           if mt == nil then
