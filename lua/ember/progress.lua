@@ -69,6 +69,10 @@ end
 
 -- "4:05", "1:02:03"
 function P.format_time(s)
+  if type(s) ~= "number" then
+    local errors = require("ember.errors")
+    errors.fail("progress.format_time", "expected a number of seconds, got " .. errors.show(s))
+  end
   if s ~= s or s == math.huge or s < 0 then return "?" end
   s = floor(s + 0.5)
   local h, m, sec = floor(s / 3600), floor(s / 60) % 60, s % 60

@@ -40,7 +40,7 @@ return function(ember, H)
     return x
   end
   local function need_bool(op, what, v)
-    if v ~= nil and type(v) ~= "boolean" then fail(op, what .. " must be a boolean, got " .. type(v)) end
+    if v ~= nil and type(v) ~= "boolean" then fail(op, what .. " must be a boolean, got " .. errors.show(v)) end
     return v == true
   end
   local function need_int(op, what, v, lo)
@@ -266,7 +266,7 @@ return function(ember, H)
     return function(a, b)
       need_tensor(op, a, 1)
       need_tensor(op, b, 2)
-      return f(bool_of(a), bool_of(b))
+      return (f(bool_of(a), bool_of(b)))   -- not a tail call: an error names this op (errors.lua)
     end
   end
   def("logical_and", 2, logical("logical_and", function(a, b) return a:mul(b) end), true)
@@ -471,7 +471,7 @@ return function(ember, H)
     local r = {}
     for i = 1, t:dim() - #reps do r[i] = 1 end
     for i = 1, #reps do r[#r + 1] = reps[i] end
-    return t["repeat"](t, r)
+    return (t["repeat"](t, r))
   end, true)
   -- each element (or slice along dim) repeated repeats times, or repeats[i]
   -- times for a list or an integer tensor

@@ -23,7 +23,8 @@ The strict JSON codec (RFC 8259) the safetensors header goes through.
 ### `ember.io.json.decode(s)`
 A Lua value from JSON text: objects and arrays become tables marked with
 `json.OBJECT`/`json.ARRAY`, `null` becomes `json.null`; anything not strict
-JSON raises `invalid JSON: <what> at byte <k>`.
+JSON raises `ember.io.json.decode: invalid JSON: <what> at byte <k>` (called
+by ember's own code, such as `ember.load`, the error is worded by that call).
 
 ### `ember.io.json.encode(v)`
 Compact JSON text of a Lua value (object keys sorted).
