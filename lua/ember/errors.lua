@@ -38,29 +38,44 @@ local function user_frame()
 end
 
 -- The public functions by the names the user calls them: init.lua
--- registers its wrappers and the functions they call (one function may have
--- several names: ember.std and Tensor:std, ember.inverse and
--- ember.linalg.inv), and the constructors of classes with a function that
--- names the class from the constructor's first argument.
-local public_fn = setmetatable({}, { __mode = "k" })   -- fn -> {names..., [name] = true} or resolver
-local public_names = {}                                 -- every public name -> true
-local by_last                                           -- last part -> the one name ending so, or false
+-- registers the functions its wrappers call (one function may have several
+-- names: ember.std and Tensor:std, ember.inverse and ember.linalg.inv), and
+-- the constructors of classes with a function that names the class from the
+-- constructor's first argument. About 70 KB of heap.
+local public_fn = setmetatable({}, { __mode = "k" })   -- fn -> its name, {names...}, or a resolver
+local class_names = {}                                  -- the classes' names (constructors)
+local public_names, by_last   -- every public name -> true, last part -> the one name ending so or false (built
+                              -- at the first error that needs them, from public_fn and class_names)
 function errors.register_public(fn, name)
-  if fn == nil then public_names[name], by_last = true, nil return end   -- a class: its name only
   if type(name) == "function" then public_fn[fn] = name return end
-  local names = public_fn[fn]
-  if type(names) ~= "table" then names = {} public_fn[fn] = names end
-  if not names[name] then
-    -- a function's name first: both ember.std(x) and x:std() read as it
-    if name:find(":", 1, true) or not names[1] or not names[1]:find(":", 1, true) then
-      names[#names + 1] = name
-    else
-      table.insert(names, 1, name)
-    end
-    names[name] = true
+  public_names, by_last = nil, nil
+  if fn == nil then class_names[#class_names + 1] = name return end   -- a class: its name only
+  local had = public_fn[fn]
+  if had == nil then public_fn[fn] = name return end
+  if had == name or type(had) == "function" then return end
+  if type(had) == "table" then
+    for _, n in ipairs(had) do if n == name then return end end
   end
-  public_names[name] = true
-  by_last = nil
+  -- several names (a table only then: one per public function would weigh on every collection);
+  -- a function's name first: both ember.std(x) and x:std() read as it
+  local names = type(had) == "table" and had or { had }
+  if name:find(":", 1, true) or names[1]:find(":", 1, true) == nil then
+    names[#names + 1] = name
+  else
+    table.insert(names, 1, name)
+  end
+  public_fn[fn] = names
+end
+
+-- fn's names as a list that is also a set, or nil
+local function names_of(fn)
+  local v = public_fn[fn]
+  if type(v) == "string" then return { v, [v] = true } end
+  if type(v) == "table" then
+    local set = {}
+    for i, n in ipairs(v) do set[i], set[n] = n, true end
+    return set
+  end
 end
 
 local function last_part(name) return name:match("[^.:]+$") end
@@ -72,15 +87,20 @@ local function class_method(op) return op:match("[.:]%u[%w_]*[.:][%w_]+$") ~= ni
 -- (ember.linear -> ember.nn.functional.linear, ember.optim.StepLR ->
 -- ember.optim.lr_scheduler.StepLR, ember.t -> ember.Tensor:t)
 local function qualified(op)
-  if public_names[op] or class_method(op) then return op end
-  if not by_last then
-    by_last = {}
+  if not public_names then
+    public_names, by_last = {}, {}
+    for _, v in pairs(public_fn) do
+      if type(v) == "string" then public_names[v] = true end
+      if type(v) == "table" then for _, n in ipairs(v) do public_names[n] = true end end
+    end
+    for _, n in ipairs(class_names) do public_names[n] = true end
     for n in pairs(public_names) do
       local l = last_part(n)
       if n:sub(1, 13) == "ember.Tensor:" then l = false end   -- a method's errors read ember.<op> (the header)
       if l then by_last[l] = by_last[l] == nil and n or false end
     end
   end
+  if public_names[op] or class_method(op) then return op end
   return by_last[last_part(op)] or op
 end
 
@@ -122,7 +142,7 @@ local function called_from(level)
       v = v(first)
       if v then names = { v, [v] = true } end
     elseif v then
-      names = v
+      names = names_of(info.func)
     end
   end
   return names
@@ -137,8 +157,8 @@ function errors.called()
   for l = level - 1, 2, -1 do   -- past C frames (the user's pcall)
     local info = debug.getinfo(l, "fS")
     if info.what ~= "C" then
-      local names = public_fn[info.func]
-      return type(names) == "table" and names[1] or nil
+      local names = type(public_fn[info.func]) ~= "function" and names_of(info.func)
+      return names and names[1] or nil
     end
   end
 end

@@ -122,9 +122,7 @@ do
       return call(c, ...)
     end
     -- a constructor's errors name its class (errors.lua)
-    local function named(c) return class_name[c] end
-    errors.register_public(mt.__call, named)
-    errors.register_public(call, named)
+    errors.register_public(call, function(c) return class_name[c] end)
   end
   local done = {}
   local hot = { [ember] = true, [ember.Tensor] = true }   -- the ops: their own prototypes (errors.lua)
@@ -136,11 +134,10 @@ do
         if type(v) == "function" then
           local name = prefix .. sep .. k
           t[k] = checked(name, errors.arity_checked(name, v, skip, hot[t]), skip)
-          -- its errors name what the user called (errors.lua); the wrappers tail-call v, so v's frame is
-          -- the one below the user's. A class's new is named by the class it makes (nn.Linear).
-          local as = k == "new" and function(c) return class_name[c] end or name
-          errors.register_public(t[k], as)
-          errors.register_public(errors.unwrapped(v), as)   -- v may be a wrapper already (nn's layers make some)
+          -- its errors name what the user called (errors.lua): the wrappers tail-call v (v may be a wrapper
+          -- already: nn's layers make some), so v's frame is the one below the user's, and the wrappers'
+          -- own errors name the call. A class's new is named by the class it makes (nn.Linear).
+          errors.register_public(errors.unwrapped(v), k == "new" and function(c) return class_name[c] end or name)
         elseif type(v) == "table" and skip == 0 and not ember.is_tensor(v) then
           local mt = getmetatable(v)
           if mt == nil then
