@@ -498,6 +498,7 @@ case("optim.clip_grad_value", function() return optim.clip_grad_value(p3(), -1) 
 case("Optimizer:step|optim.SGD", function() return optim.SGD(p3(), { lr = 0.1 }):step(5) end, "closure", "5")
 case("Optimizer:add_param_group|optim.SGD", function() return optim.SGD(p3(), { lr = 0.1 }):add_param_group({}) end,
   "params")
+case("Optimizer:zero_grad", function() return optim.SGD(p3(), { lr = 0.1 }):zero_grad("no") end, "set_to_none", "'no'")
 case("Optimizer:load_state_dict|optim.SGD", function() return optim.SGD(p3(), { lr = 0.1 }):load_state_dict(5) end,
   "5")
 case("optim.lr_scheduler.StepLR", function() return optim.lr_scheduler.StepLR(optim.SGD(p3(), { lr = 0.1 }), {}) end,
@@ -530,7 +531,8 @@ case("autodiff.Function", function() return A.Function(5) end, "name")
 case("autodiff.Function", function() return A.Function({ name = "f" }) end, "forward")
 known("a Function whose forward returns a number returns it (lua/ember/autodiff/init.lua, not this task's file)",
   "autodiff.Function", function()
-    local five = A.Function({ name = "five", forward = function() return 5 end, backward = function(_, g) return g end })
+    local five = A.Function({ name = "five", forward = function() return 5 end,
+      backward = function(_, g) return g end })
     return five(x23())
   end, "five", "number")
 case("autodiff.checkpoint", function() return A.checkpoint(5) end, "number")
