@@ -34,6 +34,7 @@ M.ARGUMENTS = {
   ["ember.autodiff.set_debug"] = { "boolean" },
   ["ember.autodiff.graph.register_multi_grad_hook"] = { "tensors", "function" },
   ["ember.set_grad_enabled"] = { "boolean" },
+  ["ember.Module:train"] = { "boolean?" },
   ["ember.Tensor:register_hook"] = { "function" },
   ["ember.Tensor:register_post_accumulate_grad_hook"] = { "function" },
 }
