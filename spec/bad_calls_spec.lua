@@ -111,6 +111,9 @@ end
 for _, op in ipairs({ "sum", "mean", "max", "min", "argmax", "argmin", "logsumexp", "all", "any", "median", "mode" }) do
   case("Tensor:" .. op, function() return x23()[op](x23(), 1, "yes") end, "keepdim", "'yes'")
 end
+for _, op in ipairs({ "sum", "mean", "std", "var" }) do   -- an options table where the dims go
+  case("Tensor:" .. op, function() return x23()[op](x23(), { dim = 2 }) end, "dim", "'dim'")
+end
 for _, op in ipairs({ "std", "var" }) do
   case("Tensor:" .. op, function() return x23()[op](x23(), 1, true, "no") end, "unbiased", "'no'")
 end

@@ -252,6 +252,11 @@ return function(ember, H)
       return 1, dims_buf
     end
     if type(dim) ~= "table" then fail(op, "dim must be a number or a list, got " .. errors.show(dim)) end
+    for k in pairs(dim) do   -- x:sum({dim = 2}) would reduce every dim
+      if type(k) ~= "number" then
+        fail(op, ("dim must be a number or a list of dims, got a table with key %s"):format(errors.show(k)))
+      end
+    end
     for i = 1, #dim do dims_buf[i - 1] = dim0(op, dim[i], nd) end
     return #dim, dims_buf
   end
