@@ -230,6 +230,10 @@ function Bar:set_postfix(postfix)
 end
 
 function Bar:set_description(desc)
+  if desc ~= nil and type(desc) ~= "string" then
+    local errors = require("ember.errors")
+    errors.fail("Bar:set_description", "desc must be a string or nil, got " .. errors.show(desc))
+  end
   self.desc = desc
   return self
 end

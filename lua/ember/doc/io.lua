@@ -85,7 +85,8 @@ Advances the count by `k` (1) and remembers the `postfix` values
 (`{loss = 0.12}`: numbers or one-element tensors); redraws when due.
 
 ### `Bar:set_postfix(postfix)`, `Bar:set_description(desc)`
-Replaces the values shown after the rate, or the text before the bar.
+Replaces the values shown after the rate, or the text before the bar (a
+string, or nil for none).
 
 ### `Bar:line()`
 The status text: `desc:  45%|####      | 450/1000 [00:03<00:04, 123.40 it/s, loss=0.12]`.
