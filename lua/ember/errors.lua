@@ -85,7 +85,8 @@ local function class_method(op) return op:match("[.:]%u[%w_]*[.:][%w_]+$") ~= ni
 
 -- op as a public name: itself, or the one public name ending as it does
 -- (ember.linear -> ember.nn.functional.linear, ember.optim.StepLR ->
--- ember.optim.lr_scheduler.StepLR, ember.t -> ember.Tensor:t)
+-- ember.optim.lr_scheduler.StepLR); Tensor's methods are left out: their
+-- errors keep reading "ember.<op>" (ember.add_, ember.t), as the docs write them
 local function qualified(op)
   if not public_names then
     public_names, by_last = {}, {}
@@ -149,9 +150,9 @@ local function called_from(level)
 end
 
 -- The name of the public function the user's line called when its frame
--- is the one right below the user's, C frames aside (nil otherwise): a function that words
--- its errors for ember's own callers can tell a call of the user's
--- (json.lua).
+-- is the one right below the user's, C frames aside (nil otherwise): a
+-- function that words its errors for ember's own callers can tell a call of
+-- the user's (json.lua).
 function errors.called()
   local level = user_frame()
   for l = level - 1, 2, -1 do   -- past C frames (the user's pcall)
