@@ -71,7 +71,7 @@ do
   local doc, errors = require("ember.doc"), require("ember.errors")
   local checks = require("ember.options")
   local is_tensor = ember.is_tensor
-  -- whether v is of kind (lua/ember/options.lua's ARGUMENTS), and the kind in words
+  -- whether v is of kind (lua/ember/options.lua's ARGUMENTS); WORDS: the kinds in words
   local function fits(kind, v)
     if kind == "tensor" then return is_tensor(v) end
     if kind == "tensors" then
