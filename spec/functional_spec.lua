@@ -568,7 +568,8 @@ describe("activations, normalisation and embedding", function()
     ember.manual_seed(9)
     assert.is_true(gradcheck(function(t, ww, bb) return (F.layer_norm(t, { 2, 3 }, ww, bb) ^ 2 * t):sum() end,
       { randn({ 2, 2, 3 }), randn({ 2, 3 }), randn({ 2, 3 }) }))
-    assert.has_error(function() F.layer_norm(x, { 4 }) end, "ember.layer_norm: input {2, 3} does not end with normalized_shape {4}")
+    assert.has_error(function() F.layer_norm(x, { 4 }) end,
+      "ember.nn.functional.layer_norm: input {2, 3} does not end with normalized_shape {4}")
   end)
 
   it("batch_norm uses batch statistics in training and updates the running ones", function()
@@ -595,7 +596,7 @@ describe("activations, normalisation and embedding", function()
     H.same(F.embedding(idx, w), { { { 5, 6 }, { 1, 2 } }, { { 3, 4 }, { 3, 4 } } }, 0, { 2, 2, 2 })
     assert.is_true(gradcheck(function(ww) return (F.embedding(idx, ww) ^ 2):sum() end, { w }))
     assert.has_error(function() F.embedding(ember.tensor({ 1.5 }), w) end,
-      "ember.embedding: indices must be int64 or int32, got float32")
+      "ember.nn.functional.embedding: indices must be int64 or int32, got float32")
   end)
 end)
 

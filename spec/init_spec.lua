@@ -151,7 +151,7 @@ describe("nn.init", function()
       { function() init.kaiming_normal_(w, { mode = "fan_avg" }) end,
         "ember.nn.init.kaiming_normal_: mode must be 'fan_in' or 'fan_out', got fan_avg" },
       { function() init.kaiming_uniform_(w, { nonlinearity = "swish" }) end,
-        "ember.nn.init.calculate_gain: unsupported nonlinearity swish" },
+        "ember.nn.init.kaiming_uniform_: unsupported nonlinearity swish (in ember.nn.init.calculate_gain)" },
       { function() init.calculate_gain("leaky_relu", "steep") end,
         "ember.nn.init.calculate_gain: negative_slope steep is not a valid number" },
       { function() init.orthogonal_(ember.empty({ 5 })) end,

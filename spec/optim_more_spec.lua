@@ -409,7 +409,7 @@ describe("lr schedulers", function()
     assert.are.equal(0.04, opt.param_groups[1].initial_lr)
     for _ = 1, 10 do s:step() end
     assert.has_error(function() s:step() end,
-      "ember.optim.OneCycleLR: step: the schedule ends at total_steps = 10; epoch 11 is past it")
+      "ember.optim.lr_scheduler.OneCycleLR: step: the schedule ends at total_steps = 10; epoch 11 is past it")
     assert.are.equal(10, s.last_epoch)
   end)
 
@@ -509,54 +509,54 @@ describe("errors of the new optimizers and schedulers", function()
       o:load_state_dict(sd)
     end, "ember.optim.LBFGS: load_state_dict: state[1] has n_iter = 2 but no H_diag" },
     { function() sched.LinearLR(sgd(), { start_factor = 1.5 }) end,
-      "ember.optim.LinearLR: start_factor must be a number in [0, 1], got 1.5" },
+      "ember.optim.lr_scheduler.LinearLR: start_factor must be a number in [0, 1], got 1.5" },
     { function() sched.LinearLR(sgd(), { total_iters = 0 }) end,
-      "ember.optim.LinearLR: total_iters must be a positive integer, got 0" },
+      "ember.optim.lr_scheduler.LinearLR: total_iters must be a positive integer, got 0" },
     { function() sched.OneCycleLR(sgd(), { total_steps = 10 }) end,
-      "ember.optim.OneCycleLR: max_lr must be a non-negative number or a list of them, one for each parameter group, got nil" },
+      "ember.optim.lr_scheduler.OneCycleLR: max_lr must be a non-negative number or a list of them, one for each parameter group, got nil" },
     { function() sched.OneCycleLR(sgd(), { max_lr = 1 }) end,
-      "ember.optim.OneCycleLR: give total_steps, or epochs and steps_per_epoch" },
+      "ember.optim.lr_scheduler.OneCycleLR: give total_steps, or epochs and steps_per_epoch" },
     { function() sched.OneCycleLR(sgd(), { max_lr = { 1, 2 }, total_steps = 5 }) end,
-      "ember.optim.OneCycleLR: max_lr lists 2 values; the optimizer has 1 parameter group(s)" },
+      "ember.optim.lr_scheduler.OneCycleLR: max_lr lists 2 values; the optimizer has 1 parameter group(s)" },
     { function() sched.OneCycleLR(sgd(), { max_lr = 1, total_steps = 5, anneal_strategy = "exp" }) end,
-      'ember.optim.OneCycleLR: anneal_strategy must be "cos" or "linear", got "exp"' },
+      'ember.optim.lr_scheduler.OneCycleLR: anneal_strategy must be "cos" or "linear", got "exp"' },
     { function() sched.OneCycleLR(sgd(), { max_lr = 1, total_steps = 5, pct_start = 1.2 }) end,
-      "ember.optim.OneCycleLR: pct_start must be a number in [0, 1], got 1.2" },
+      "ember.optim.lr_scheduler.OneCycleLR: pct_start must be a number in [0, 1], got 1.2" },
     { function() sched.OneCycleLR(optim.Adagrad({ w }), { max_lr = 1, total_steps = 5 }) end,
-      "ember.optim.OneCycleLR: cycle_momentum needs an optimizer with a momentum or betas option "
+      "ember.optim.lr_scheduler.OneCycleLR: cycle_momentum needs an optimizer with a momentum or betas option "
         .. "(Adagrad has neither); pass cycle_momentum = false" },
     { function() sched.ReduceLROnPlateau(sgd(), { mode = "minimum" }) end,
-      'ember.optim.ReduceLROnPlateau: mode must be "min" or "max", got "minimum"' },
+      'ember.optim.lr_scheduler.ReduceLROnPlateau: mode must be "min" or "max", got "minimum"' },
     { function() sched.ReduceLROnPlateau(sgd(), { factor = 1 }) end,
-      "ember.optim.ReduceLROnPlateau: factor must be a number in [0, 1), got 1" },
+      "ember.optim.lr_scheduler.ReduceLROnPlateau: factor must be a number in [0, 1), got 1" },
     { function() sched.ReduceLROnPlateau(sgd(), { min_lr = { 0, 0 } }) end,
-      "ember.optim.ReduceLROnPlateau: min_lr lists 2 values; the optimizer has 1 parameter group(s)" },
+      "ember.optim.lr_scheduler.ReduceLROnPlateau: min_lr lists 2 values; the optimizer has 1 parameter group(s)" },
     { function() sched.ReduceLROnPlateau(sgd(), { patience = -1 }) end,
-      "ember.optim.ReduceLROnPlateau: patience must be a non-negative integer, got -1" },
+      "ember.optim.lr_scheduler.ReduceLROnPlateau: patience must be a non-negative integer, got -1" },
     { function() sched.ReduceLROnPlateau(sgd(), { verbose = true }) end,
-      "ember.optim.ReduceLROnPlateau: unknown option 'verbose'" },
+      "ember.optim.lr_scheduler.ReduceLROnPlateau: unknown option 'verbose'" },
     { function() sched.ReduceLROnPlateau(sgd()):step("low") end,
-      'ember.optim.ReduceLROnPlateau: step: the metric must be a number or a one-element tensor, got "low"' },
+      'ember.optim.lr_scheduler.ReduceLROnPlateau: step: the metric must be a number or a one-element tensor, got "low"' },
     { function() sched.ReduceLROnPlateau(sgd()):load_state_dict({ best = 1 }) end,
-      "ember.optim.ReduceLROnPlateau: load_state_dict: num_bad_epochs must be a number, got nil" },
+      "ember.optim.lr_scheduler.ReduceLROnPlateau: load_state_dict: num_bad_epochs must be a number, got nil" },
     { function()
       local o = sgd()
       sched.SequentialLR(o, { sched.LinearLR(o), sched.LinearLR(o) }, { 2, 3 })
-    end, "ember.optim.SequentialLR: milestones must list 1 epoch(s), one fewer than the schedulers, got a table" },
+    end, "ember.optim.lr_scheduler.SequentialLR: milestones must list 1 epoch(s), one fewer than the schedulers, got a table" },
     { function()
       local o = sgd()
       sched.SequentialLR(o, { sched.LinearLR(o), sched.LinearLR(sgd()) }, { 2 })
-    end, "ember.optim.SequentialLR: schedulers[2] belongs to another optimizer" },
+    end, "ember.optim.lr_scheduler.SequentialLR: schedulers[2] belongs to another optimizer" },
     { function()
       local o = sgd()
       sched.SequentialLR(o, { sched.LinearLR(o), sched.ReduceLROnPlateau(o) }, { 2 })
-    end, "ember.optim.SequentialLR: schedulers[2] is a ReduceLROnPlateau, which steps on a metric" },
+    end, "ember.optim.lr_scheduler.SequentialLR: schedulers[2] is a ReduceLROnPlateau, which steps on a metric" },
     { function()
       local o = sgd()
       sched.SequentialLR(o, { sched.LinearLR(o), sched.LinearLR(o), sched.LinearLR(o) }, { 3, 3 })
-    end, "ember.optim.SequentialLR: milestones must be increasing positive integers (milestones[2] is 3)" },
+    end, "ember.optim.lr_scheduler.SequentialLR: milestones must be increasing positive integers (milestones[2] is 3)" },
     { function() sched.SequentialLR(sgd(), {}, {}) end,
-      "ember.optim.SequentialLR: schedulers must be a non-empty list of lr schedulers, got a table" },
+      "ember.optim.lr_scheduler.SequentialLR: schedulers must be a non-empty list of lr schedulers, got a table" },
   }
   for i, case in ipairs(cases) do
     it(("%d: %s"):format(i, case[2]), function()

@@ -462,7 +462,7 @@ end)
 describe("ember.optim.lr_scheduler", function()
   local function sgd(lr) return optim.SGD({ ember.zeros({ 1 }) }, { lr = lr }) end
 
-  it("ember.optim.StepLR: lr = base * gamma^floor(epoch/step_size)", function()
+  it("ember.optim.lr_scheduler.StepLR: lr = base * gamma^floor(epoch/step_size)", function()
     local opt = sgd(1)
     local s = optim.lr_scheduler.StepLR(opt, { step_size = 2, gamma = 0.5 })
     assert.are.same({ 1 }, s:get_last_lr())
@@ -484,7 +484,7 @@ describe("ember.optim.lr_scheduler", function()
     assert.is_true(math.abs(lrs[1] - 0.1) < 1e-15 and math.abs(lrs[2] - 0.05) < 1e-15)
   end)
 
-  it("ember.optim.CosineAnnealingLR: eta_min + (base - eta_min)(1 + cos(pi t/T_max))/2", function()
+  it("ember.optim.lr_scheduler.CosineAnnealingLR: eta_min + (base - eta_min)(1 + cos(pi t/T_max))/2", function()
     local opt = sgd(1)
     local s = optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = 4, eta_min = 0.1 })
     -- t = 0..5: 1, 0.1 + 0.9*0.8535534, 0.55, 0.1 + 0.9*0.1464466, 0.1, back up
@@ -535,17 +535,17 @@ describe("ember.optim.lr_scheduler", function()
   it("rejects bad arguments", function()
     local opt = sgd(1)
     assert.has_error(function() optim.lr_scheduler.StepLR(opt, {}) end,
-      "ember.optim.StepLR: step_size must be a positive integer, got nil")
+      "ember.optim.lr_scheduler.StepLR: step_size must be a positive integer, got nil")
     assert.has_error(function() optim.lr_scheduler.StepLR(opt, { step_size = 0 }) end,
-      "ember.optim.StepLR: step_size must be a positive integer, got 0")
+      "ember.optim.lr_scheduler.StepLR: step_size must be a positive integer, got 0")
     assert.has_error(function() optim.lr_scheduler.StepLR(opt, { step_size = 1, gama = 1 }) end,
-      "ember.optim.StepLR: unknown option 'gama'")
+      "ember.optim.lr_scheduler.StepLR: unknown option 'gama'")
     assert.has_error(function() optim.lr_scheduler.StepLR({}, { step_size = 1 }) end,
-      "ember.optim.StepLR: expected an optimizer, got a table")
+      "ember.optim.lr_scheduler.StepLR: expected an optimizer, got a table")
     assert.has_error(function() optim.lr_scheduler.CosineAnnealingLR(opt, { eta_min = 0 }) end,
-      "ember.optim.CosineAnnealingLR: T_max must be a positive integer, got nil")
+      "ember.optim.lr_scheduler.CosineAnnealingLR: T_max must be a positive integer, got nil")
     assert.has_error(function() optim.lr_scheduler.CosineAnnealingLR(opt, { T_max = 2, eta_min = "0" }) end,
-      'ember.optim.CosineAnnealingLR: eta_min must be a finite number, got "0"')
+      'ember.optim.lr_scheduler.CosineAnnealingLR: eta_min must be a finite number, got "0"')
   end)
 end)
 

@@ -221,6 +221,15 @@ return function(ember)
       local x, y = ds:get(i)
       if type(x) == "number" then x = ember.tensor(x) end
       if type(y) == "number" then y = ember.tensor(y, { dtype = "int64" }) end
+      -- a sample the batch cannot hold is the data set's, named here rather than by ember.stack
+      if not ember.is_tensor(x) then
+        errors.fail("data.DataLoader", ("the data set's get(%d) returned %s as its sample, not a tensor or a number")
+          :format(i, errors.show(x)))
+      end
+      if (y ~= nil and not ember.is_tensor(y)) or (k > 1 and (y == nil) ~= (ys[1] == nil)) then
+        errors.fail("data.DataLoader", ("the data set's get(%d) returned %s as its label, not a tensor or a number")
+          :format(i, errors.show(y)))
+      end
       xs[k], ys[k] = x, y
     end
     return ember.stack(xs, 1), ys[1] ~= nil and ember.stack(ys, 1) or nil

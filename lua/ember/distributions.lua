@@ -9,10 +9,9 @@
 -- tensor ops, so gradients flow through log_prob, entropy and rsample.
 local ember = require("ember")
 local errors = require("ember.errors")
-
 local D = {}
 local LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-
+local function min_of(t) return (errors.extremes(t)) end   -- a tensor's smallest value, for messages
 local function fail(op, fmt, ...)
   errors.fail("distributions." .. op, select("#", ...) > 0 and fmt:format(...) or fmt)
 end
@@ -115,7 +114,6 @@ local function check_opts(op, opts, allowed)
 end
 
 local function all(t) return t:numel() == 0 or t:to("float32"):min():item() > 0 end
-
 ---------------------------------------------------------------- Distribution
 local Distribution = {}
 Distribution.__index = Distribution
@@ -179,7 +177,7 @@ D.Normal = Normal
 -- Normal(loc, scale, {validate_args =}): scale > 0
 function D.Normal_new(loc, scale, opts)
   local d = two_param_new(Normal, { "loc", "scale" }, loc, scale, opts)
-  if d.validate_args and not all(d.scale:detach()) then fail("Normal", "scale must be positive") end
+  if d.validate_args and not all(d.scale:detach()) then fail("Normal", "scale must be positive, got %s", min_of(d.scale)) end
   return d
 end
 function Normal:_support() return true end
@@ -208,7 +206,9 @@ local Uniform = class("Uniform")
 D.Uniform = Uniform
 function D.Uniform_new(low, high, opts)
   local d = two_param_new(Uniform, { "low", "high" }, low, high, opts)
-  if d.validate_args and not all((d.high - d.low):detach()) then fail("Uniform", "low must be below high") end
+  if d.validate_args and not all((d.high - d.low):detach()) then
+    fail("Uniform", "low must be below high, got low - high up to %s", select(2, errors.extremes(d.low - d.high)))
+  end
   return d
 end
 function Uniform:_support(v)
@@ -283,7 +283,7 @@ function D.Bernoulli_new(probs, opts)
     if d.validate_args then
       local p = probs:detach()
       if p:numel() > 0 and not (p:min():item() >= 0 and p:max():item() <= 1) then
-        fail("Bernoulli", "probs must lie in [0, 1]")
+        fail("Bernoulli", "probs must lie in [0, 1], got values in [%s, %s]", errors.extremes(p))
       end
     end
     local eps = probs.dtype == "float64" and 2.220446049250313e-16 or 1.1920928955078125e-07
@@ -329,7 +329,7 @@ function D.Categorical_new(probs, opts)
   if probs then
     if d.validate_args then
       local p = probs:detach()
-      if p:numel() > 0 and not (p:min():item() >= 0) then fail("Categorical", "probs must be non-negative") end
+      if p:numel() > 0 and not (p:min():item() >= 0) then fail("Categorical", "probs must be non-negative, got %s", min_of(p)) end
     end
     d.probs = probs / probs:sum(-1, true)
     local tiny = probs.dtype == "float64" and 2.2250738585072014e-308 or 1.1754943508222875e-38
@@ -523,7 +523,7 @@ end
 
 local function positive_param(op, name, t, validate)
   if validate and t:numel() > 0 and not (t:detach():min():item() > 0) then
-    fail(op, "%s must be positive", name)
+    fail(op, "%s must be positive, got %s", name, min_of(t))
   end
 end
 ---------------------------------------------------------------- Gamma

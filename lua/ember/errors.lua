@@ -7,7 +7,9 @@
 -- silently ignored: check_arity and arity_checked (the wrappers init.lua puts
 -- over the public API) raise for a value past a function's parameters,
 -- extra_argument is the one wording of that error for every caller, and
--- known_options raises for an unknown key of an options table.
+-- known_options raises for an unknown key of an options table. An error
+-- names the public function the user's line called (init.lua registers
+-- them, register_public): "ember.std: dim 3 out of range ... (in ember.var)".
 local ffi = require("ffi")
 
 local errors = {}
@@ -35,20 +37,161 @@ local function user_frame()
   end
 end
 
+-- The public functions by the names the user calls them: init.lua
+-- registers the functions its wrappers call (one function may have several
+-- names: ember.std and Tensor:std, ember.inverse and ember.linalg.inv), and
+-- the constructors of classes with a function that names the class from the
+-- constructor's first argument. About 70 KB of heap.
+local public_fn = setmetatable({}, { __mode = "k" })   -- fn -> its name, {names...}, or a resolver
+local class_names = {}                                  -- the classes' names (constructors)
+local public_names, by_last   -- every public name -> true, last part -> the one name ending so or false (built
+                              -- at the first error that needs them, from public_fn and class_names)
+function errors.register_public(fn, name)
+  if type(name) == "function" then public_fn[fn] = name return end
+  public_names, by_last = nil, nil
+  if fn == nil then class_names[#class_names + 1] = name return end   -- a class: its name only
+  local had = public_fn[fn]
+  if had == nil then public_fn[fn] = name return end
+  if had == name or type(had) == "function" then return end
+  if type(had) == "table" then
+    for _, n in ipairs(had) do if n == name then return end end
+  end
+  -- several names (a table only then: one per public function would weigh on every collection);
+  -- a function's name first: both ember.std(x) and x:std() read as it
+  local names = type(had) == "table" and had or { had }
+  if name:find(":", 1, true) or names[1]:find(":", 1, true) == nil then
+    names[#names + 1] = name
+  else
+    table.insert(names, 1, name)
+  end
+  public_fn[fn] = names
+end
+
+-- fn's names as a list that is also a set, or nil
+local function names_of(fn)
+  local v = public_fn[fn]
+  if type(v) == "string" then return { v, [v] = true } end
+  if type(v) == "table" then
+    local set = {}
+    for i, n in ipairs(v) do set[i], set[n] = n, true end
+    return set
+  end
+end
+
+local function last_part(name) return name:match("[^.:]+$") end
+-- a method named by its class, dotted or not ("ember.GradManager.backward",
+-- "ember.nn.Linear:to"): already what the user called, as the class writes it
+local function class_method(op) return op:match("[.:]%u[%w_]*[.:][%w_]+$") ~= nil end
+
+-- op as a public name: itself, or the one public name ending as it does
+-- (ember.linear -> ember.nn.functional.linear, ember.optim.StepLR ->
+-- ember.optim.lr_scheduler.StepLR); Tensor's methods are left out: their
+-- errors keep reading "ember.<op>" (ember.add_, ember.t), as the docs write them
+local function qualified(op)
+  if not public_names then
+    public_names, by_last = {}, {}
+    for _, v in pairs(public_fn) do
+      if type(v) == "string" then public_names[v] = true end
+      if type(v) == "table" then for _, n in ipairs(v) do public_names[n] = true end end
+    end
+    for _, n in ipairs(class_names) do public_names[n] = true end
+    for n in pairs(public_names) do
+      local l = last_part(n)
+      if n:sub(1, 13) == "ember.Tensor:" then l = false end   -- a method's errors read ember.<op> (the header)
+      if l then by_last[l] = by_last[l] == nil and n or false end
+    end
+  end
+  if public_names[op] or class_method(op) then return op end
+  return by_last[last_part(op)] or op
+end
+
+-- msg ("ember.<op>: text") as the user called it: names, the names of the
+-- public function the user's line called (or nil). A message naming
+-- another function (ember.std raising through ember.var, F.linear through
+-- ember.linear) names the called one, "ember.std: text (in ember.var)",
+-- without the "(in ...)" when both end alike (the same op under its public
+-- path). A method raising under its object's class ("ember.nn.Linear: ..."
+-- from a module's load_state_dict) keeps it; so does a message naming one of
+-- the called function's own names.
+local function as_called(msg, names)
+  local op, text = msg:match("^(ember%.[%w_.:]+): (.*)$")
+  if not op then return msg end
+  if names and not names[op] then
+    local name = names[1]
+    local same = last_part(op) == last_part(name)
+    if same and (name:sub(1, 13) == "ember.Tensor:" or class_method(op)) then return msg end   -- "ember.add_: ..."
+    if not (name:find(":", 1, true) and last_part(op):match("^%u")) then
+      return name .. ": " .. text .. (same and "" or " (in " .. qualified(op) .. ")")
+    end
+  end
+  local q = qualified(op)
+  return q == op and msg or q .. ": " .. text
+end
+
+-- The names of the public function the user's line called: of ember's
+-- frames below the user's (level, as the caller counts it), the one nearest
+-- the user's that is public (a tail call replaces a frame by the callee's:
+-- then the callee is the nearest).
+local function called_from(level)
+  local names
+  for l = 3, level > 0 and level or math.huge do   -- 0: no user frame (a coroutine of ember's calls)
+    local info = debug.getinfo(l, "f")
+    if not info then break end
+    local v = public_fn[info.func]
+    if type(v) == "function" then
+      local _, first = debug.getlocal(l, 1)
+      v = v(first)
+      if v then names = { v, [v] = true } end
+    elseif v then
+      names = names_of(info.func)
+    end
+  end
+  return names
+end
+
+-- The name of the public function the user's line called when its frame
+-- is the one right below the user's, C frames aside (nil otherwise): a
+-- function that words its errors for ember's own callers can tell a call of
+-- the user's (json.lua).
+function errors.called()
+  local level = user_frame()
+  for l = level - 1, 2, -1 do   -- past C frames (the user's pcall)
+    local info = debug.getinfo(l, "fS")
+    if info.what ~= "C" then
+      local names = type(public_fn[info.func]) ~= "function" and names_of(info.func)
+      return names and names[1] or nil
+    end
+  end
+end
+
+-- Raises msg at the user's line, naming the public function called there.
+local function throw(msg)
+  local level = user_frame()
+  error(as_called(msg, called_from(level)), level)
+end
+
 -- Raises msg (already "ember.<op>: ...") at the user's line.
 function errors.raise(msg)
-  error(msg, (user_frame()))
+  throw(msg)
 end
 
 -- Raises "ember.<op>: <msg>" at the user's line.
 function errors.fail(op, msg)
-  error("ember." .. op .. ": " .. msg, (user_frame()))
+  throw("ember." .. op .. ": " .. msg)
 end
 
 -- A shape as {2, 3}, from a list of sizes or a tensor.
 function errors.shape(s)
   if type(s) == "table" and type(s.shape) == "function" then s = s:shape() end
   return "{" .. table.concat(s, ", ") .. "}"
+end
+
+-- The smallest and largest values of a tensor as messages show them ("-1",
+-- "1.5"; "none" for an empty tensor).
+function errors.extremes(t)
+  if t:numel() == 0 then return "none", "none" end
+  local f = t:detach():to("float64")
+  return ("%.6g"):format(f:min():item()), ("%.6g"):format(f:max():item())
 end
 
 -- Whether two shapes (lists of sizes or tensors) are equal.
@@ -74,7 +217,7 @@ function errors.argument(op, n, what, value)
         .. "(...))"
     end
   end
-  error("ember." .. op .. ": " .. msg, level)
+  error(as_called("ember." .. op .. ": " .. msg, called_from(level)), level)
 end
 
 -- Raises "ember.<op>: unknown option 'k' (known: a, b, ...)" for a key of
@@ -88,8 +231,7 @@ function errors.known_options(op, opts, known)
       local names = {}
       for i, n in ipairs(known) do names[i] = n end
       table.sort(names)
-      error(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")),
-        (user_frame()))
+      throw(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")))
     end
   end
   return opts
@@ -101,15 +243,14 @@ end
 function errors.options(op, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" or package.loaded.ember.is_tensor(opts) then
-    error(("ember.%s: options must be a table, got %s"):format(op, type(opts)), (user_frame()))
+    throw(("ember.%s: options must be a table, got %s"):format(op, type(opts)))
   end
   for k in pairs(opts) do
     if not allowed[k] then
       local names = {}
       for a in pairs(allowed) do names[#names + 1] = a end
       table.sort(names)
-      error(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")),
-        (user_frame()))
+      throw(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")))
     end
   end
   return opts
@@ -134,11 +275,25 @@ local function param_names(fn)
   return out
 end
 errors.nparams = nparams
+-- the function behind an arity_checked wrapper (fn itself when it is none)
+function errors.unwrapped(fn) return original[fn] or fn end
 
+-- a value as a message shows it: 'text', 5, nil, a table, a tensor
 local function short(v)
   if type(v) == "string" then return "'" .. v .. "'" end
   if type(v) == "table" and package.loaded.ember and package.loaded.ember.is_tensor(v) then return "a tensor" end
   return type(v) == "table" and "a table" or tostring(v)
+end
+errors.show = short
+
+-- A flag: nil (false) or a boolean, anything else raises "ember.<op>: <what>
+-- must be a boolean, got <value>" (a truthy "yes" or 0 is not taken as
+-- true). Returns the flag as a boolean.
+function errors.boolean(op, what, v)
+  if v ~= nil and type(v) ~= "boolean" then
+    throw(("ember.%s: %s must be a boolean, got %s"):format(op, what, short(v)))
+  end
+  return v == true
 end
 
 -- The one wording of a value past a call's arguments, raised at the user's

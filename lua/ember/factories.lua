@@ -96,12 +96,7 @@ return function(ember, H)
   local GEN_KEYS = { dtype = true, device = true }
   local function gen(name, opts) return H.gen_of(name, opts, GEN_KEYS) end
 
-  -- a value as a message shows it
-  local function show(v)
-    if type(v) == "string" then return "'" .. v .. "'" end
-    if is_tensor(v) then return "a tensor" end
-    return type(v) == "table" and "a table" or tostring(v)
-  end
+  local show = errors.show   -- a value as a message shows it
 
   function ember.tensor(data, opts)
     if opts ~= nil then options("tensor", opts, 2, BASIC) end
@@ -222,7 +217,8 @@ return function(ember, H)
         end
         span = span * math.max(d, 1)
       end
-      return fn(nd, s, dt, dev, known == RANDOM and gen(name, opts))
+      -- not a tail call: a C error ("full: out of memory" under ember.ones) names this factory (errors.lua)
+      return (fn(nd, s, dt, dev, known == RANDOM and gen(name, opts)))
     end
   end
   shape_factory("empty", function(nd, s, dt, dev) check(C.ember_empty(nd, s, dt, dev, out1)); return wrap(out1[0]) end,
@@ -279,8 +275,9 @@ return function(ember, H)
     return draw(t:shape(), { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device,
       generator = opts and opts.generator })
   end
-  function ember.rand_like(t, opts) return random_like("rand_like", ember.rand, t, opts) end
-  function ember.randn_like(t, opts) return random_like("randn_like", ember.randn, t, opts) end
+  -- (not tail calls, as random_like's draw: an error names the function called, errors.lua)
+  function ember.rand_like(t, opts) return (random_like("rand_like", ember.rand, t, opts)) end
+  function ember.randn_like(t, opts) return (random_like("randn_like", ember.randn, t, opts)) end
 
   local function is_int(x) return type(x) == "number" and x == floor(x) end
   local function number_arg(op, v, pos)
@@ -362,13 +359,13 @@ return function(ember, H)
   -- opts.dtype): a Fisher-Yates shuffle driven by n - 1 uniforms of the generator
   function ember.randperm(n, opts)
     options("randperm", opts, 2, RANDOM)
-    if not is_int(n) or n < 0 or n > 2 ^ 53 then
-      fail("randperm", "expected a non-negative integer n, got " .. show(n))
-    end
+    if not is_int(n) or n < 0 then fail("randperm", "expected a non-negative integer n, got " .. show(n)) end
+    if n > 2 ^ 50 then fail("randperm", "n = " .. show(n) .. " is too large: past 2^50 elements") end
     local g = gen("randperm", opts)
     local dt = opts and opts.dtype and dtype_id("randperm", opts.dtype) or I64
     local dev = device_id("randperm", opts and opts.device)
-    local perm = ffi.new("double[?]", math.max(n, 1))
+    local ok, perm = pcall(ffi.new, "double[?]", math.max(n, 1))
+    if not ok then fail("randperm", "out of memory for a permutation of n = " .. show(n)) end
     for i = 0, n - 1 do perm[i] = i + 1 end
     if n > 1 then
       local us = n - 1
@@ -385,7 +382,7 @@ return function(ember, H)
   end
 
   function ember.manual_seed(seed)
-    if not is_int(seed) or seed < 0 then fail("manual_seed", "expected a non-negative integer seed") end
+    if not is_int(seed) or seed < 0 then fail("manual_seed", "expected a non-negative integer seed, got " .. show(seed)) end
     C.ember_manual_seed(seed)
   end
   function ember.initial_seed() return tonumber(C.ember_initial_seed()) end

@@ -65,9 +65,53 @@ ember.help = require("ember.doc").help
 -- of the API reference's tables (and of the plain tables of functions in
 -- them, such as ember.io.json), every constructor (a class's __call) and
 -- every method of its classes raises for one (errors.arity_checked;
--- variadic functions are left as they are).
+-- variadic functions are left as they are), and the argument kinds and
+-- options tables listed in lua/ember/options.lua are checked.
 do
   local doc, errors = require("ember.doc"), require("ember.errors")
+  local checks = require("ember.options")
+  local is_tensor = ember.is_tensor
+  -- whether v is of kind (lua/ember/options.lua's ARGUMENTS); WORDS: the kinds in words
+  local function fits(kind, v)
+    if kind == "tensor" then return is_tensor(v) end
+    if kind == "tensors" then
+      if type(v) ~= "table" or is_tensor(v) then return false end
+      for _, t in ipairs(v) do if not is_tensor(t) then return false end end
+      return true
+    end
+    return type(v) == kind
+  end
+  local WORDS = { tensors = "a list of tensors", ["function"] = "a function", table = "a table", tensor = "a tensor",
+    boolean = "a boolean", string = "a string", number = "a number" }
+  -- fn behind the checks of checks.OPTIONS[name] and checks.ARGUMENTS[name]
+  local function checked(name, fn, skip)
+    local o, kinds = checks.OPTIONS[name], checks.ARGUMENTS[name]
+    if not o and not kinds then return fn end
+    local op, pos, allowed = name:gsub("^ember%.", ""), nil, {}
+    if o then
+      pos = o[1] + skip
+      for _, k in ipairs(o[2]) do allowed[k] = true end
+    end
+    return function(...)
+      errors.check_arity(name, fn, skip, nil, select(skip + 1, ...))   -- an extra argument is named first
+      for i, kind in ipairs(kinds or {}) do
+        local v = select(i + skip, ...)
+        local want, optional = kind:match("^(%a+)(%??)$")
+        if not (fits(want, v) or (optional == "?" and v == nil)) then
+          if want == "tensors" and type(v) == "table" then   -- the entry that is not a tensor
+            for k, t in ipairs(v) do
+              if not is_tensor(t) then
+                errors.fail(op, ("argument %d: entry %d is %s, not a tensor"):format(i, k, errors.show(t)))
+              end
+            end
+          end
+          errors.argument(op, i, WORDS[want] .. (optional == "?" and " or nil" or ""), v)
+        end
+      end
+      if pos and select("#", ...) >= pos then errors.options(op, (select(pos, ...)), allowed) end
+      return fn(...)
+    end
+  end
   local class_name = setmetatable({}, { __mode = "k" })
   local function wrap_call(mt)
     local call = mt.__call
@@ -77,6 +121,8 @@ do
       if select("#", ...) > limit then errors.check_arity(class_name[c] or "ember.call", call, 1, nil, ...) end
       return call(c, ...)
     end
+    -- a constructor's errors name its class (errors.lua)
+    errors.register_public(call, function(c) return class_name[c] end)
   end
   local done = {}
   local hot = { [ember] = true, [ember.Tensor] = true }   -- the ops: their own prototypes (errors.lua)
@@ -86,13 +132,19 @@ do
     for k, v in pairs(t) do
       if type(k) == "string" and k:sub(1, 1) ~= "_" then
         if type(v) == "function" then
-          t[k] = errors.arity_checked(prefix .. sep .. k, v, skip, hot[t])
+          local name = prefix .. sep .. k
+          t[k] = checked(name, errors.arity_checked(name, v, skip, hot[t]), skip)
+          -- its errors name what the user called (errors.lua): the wrappers tail-call v (v may be a wrapper
+          -- already: nn's layers make some), so v's frame is the one below the user's, and the wrappers'
+          -- own errors name the call. A class's new is named by the class it makes (nn.Linear).
+          errors.register_public(errors.unwrapped(v), k == "new" and function(c) return class_name[c] end or name)
         elseif type(v) == "table" and skip == 0 and not ember.is_tensor(v) then
           local mt = getmetatable(v)
           if mt == nil then
             wrap_all(v, prefix .. sep .. k, ".", 0)   -- a plain table of functions (ember.io.json)
           elseif type(mt) == "table" and rawget(mt, "__call") and not class_name[v] then
             class_name[v] = prefix .. sep .. k
+            errors.register_public(nil, class_name[v])
             wrap_call(mt)
           end
         end

@@ -34,8 +34,19 @@ local function utf8_char(cp)
     0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
+-- f(v) as the public json.decode or json.encode (op): json.lua's errors are
+-- bare strings for io.lua to word, and name ember.io.json.<op> when that is
+-- the call the user's line made (errors.called)
+local function public(op, f, v)
+  local ok, r = pcall(f, v)
+  if ok then return r end
+  local errors = require("ember.errors")
+  if errors.called() == "ember.io.json." .. op then errors.fail("io.json." .. op, (r:gsub("^json%.encode: ", ""))) end
+  error(r, 0)
+end
+
 -- Raises a string "invalid JSON: <what> at byte <k>" (level 0: no position prefix).
-function json.decode(s)
+local function decode(s)
   if type(s) ~= "string" then error("invalid JSON: expected a string, got " .. type(s), 0) end
   local pos, len, depth = 1, #s, 0
 
@@ -218,9 +229,12 @@ json.encode_string = encode_string
 
 -- Compact encoding. Tables with the ARRAY metatable, or a [1], are arrays; the
 -- rest are objects, written with their keys sorted (deterministic output).
+function json.decode(s) return (public("decode", decode, s)) end   -- (not a tail call: its frame tells)
+
 local encode
 -- json.encode(v): v as JSON text
-function json.encode(v) return encode(v, 0) end
+local function encode_top(v) return encode(v, 0) end
+function json.encode(v) return (public("encode", encode_top, v)) end
 function encode(v, depth)
   if depth > MAX_DEPTH then error("json.encode: nesting deeper than " .. MAX_DEPTH, 0) end
   local tv = type(v)

@@ -15,6 +15,8 @@ return function(ember, H)
   local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
   local errors = require("ember.errors")
   local function is_int(x) return type(x) == "number" and x == floor(x) end
+  -- a boolean argument (nil is false) as the C API's 0 or 1; anything else raises naming it
+  local function flag(op, what, v) return errors.boolean(op, what, v) and 1 or 0 end
 
   ---------------------------------------------------------------- elementwise ops
   -- Generated from source text so each wrapper calls C.ember_<op> by a
@@ -84,7 +86,15 @@ return function(ember, H)
   end
   ember.gelu = Tensor.gelu
 
+  -- a bound of clamp: nil, a number or a tensor
+  local function bound(op, what, v)
+    if v ~= nil and type(v) ~= "number" and not is_tensor(v) then
+      fail(op, what .. " must be a number or a tensor, got " .. errors.show(v))
+    end
+  end
   function Tensor.clamp(a, lo, hi)
+    bound("clamp", "min", lo)
+    bound("clamp", "max", hi)
     if type(lo) == "table" or type(hi) == "table" then   -- tensor bounds
       local r = a
       if lo ~= nil then r = ember.maximum(r, lo) end
@@ -97,6 +107,8 @@ return function(ember, H)
   end
   ember.clamp = Tensor.clamp
   function Tensor.clamp_(a, lo, hi)
+    bound("clamp_", "min", lo)
+    bound("clamp_", "max", hi)
     if type(lo) == "table" or type(hi) == "table" then
       -- maximum and minimum keep their operands: under recording they read a
       -- copy of the old value, which the write leaves alone
@@ -239,7 +251,12 @@ return function(ember, H)
       dims_buf[0] = dim0(op, dim, nd)
       return 1, dims_buf
     end
-    if type(dim) ~= "table" then fail(op, "dim must be a number or a list, got " .. type(dim)) end
+    if type(dim) ~= "table" then fail(op, "dim must be a number or a list, got " .. errors.show(dim)) end
+    for k in pairs(dim) do   -- x:sum({dim = 2}) would reduce every dim
+      if type(k) ~= "number" then
+        fail(op, ("dim must be a number or a list of dims, got a table with key %s"):format(errors.show(k)))
+      end
+    end
     for i = 1, #dim do dims_buf[i - 1] = dim0(op, dim[i], nd) end
     return #dim, dims_buf
   end
@@ -248,19 +265,20 @@ return function(ember, H)
     if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("sum", a, 1)
     local n, d = dims_arg("sum", c, dim)
-    check(C.ember_sum(c, n, d, keepdim and 1 or 0, out1))
+    check(C.ember_sum(c, n, d, flag("sum", "keepdim", keepdim), out1))
     return wrap(out1[0])
   end
   function Tensor.mean(a, dim, keepdim)
     local c = tensor_arg("mean", a, 1)
     local n, d = dims_arg("mean", c, dim)
-    check(C.ember_mean(c, n, d, keepdim and 1 or 0, out1))
+    check(C.ember_mean(c, n, d, flag("mean", "keepdim", keepdim), out1))
     return wrap(out1[0])
   end
   function Tensor.var(a, dim, keepdim, unbiased)
     local c = tensor_arg("var", a, 1)
     local n, d = dims_arg("var", c, dim)
-    check(C.ember_var(c, n, d, keepdim and 1 or 0, unbiased == false and 0 or 1, out1))
+    local corrected = unbiased == nil and 1 or flag("var", "unbiased", unbiased)
+    check(C.ember_var(c, n, d, flag("var", "keepdim", keepdim), corrected, out1))
     return wrap(out1[0])
   end
   function Tensor.std(a, dim, keepdim, unbiased) return a:var(dim, keepdim, unbiased):sqrt() end
@@ -269,15 +287,17 @@ return function(ember, H)
     local c = tensor_arg("norm", a, 1)
     if p == "fro" or p == nil then p = 2 end
     if p == "inf" then p = huge end
+    if type(p) ~= "number" then fail("norm", "p must be a number, 'fro' or 'inf', got " .. errors.show(p)) end
     local n, d = dims_arg("norm", c, dim)
-    check(C.ember_norm(c, p, n, d, keepdim and 1 or 0, out1))
+    check(C.ember_norm(c, p, n, d, flag("norm", "keepdim", keepdim), out1))
     return wrap(out1[0])
   end
   function Tensor.logsumexp(a, dim, keepdim)
     if amp._dtype then a = amp._up(a) end
     local c = tensor_arg("logsumexp", a, 1)
     if dim == nil then fail("logsumexp", "dim is required") end
-    check(C.ember_logsumexp(c, dim0("logsumexp", dim, C.ember_tensor_ndim(c)), keepdim and 1 or 0, out1))
+    local d = dim0("logsumexp", dim, C.ember_tensor_ndim(c))
+    check(C.ember_logsumexp(c, d, flag("logsumexp", "keepdim", keepdim), out1))
     return wrap(out1[0])
   end
   local function minmax(op, all_name, dim_name)
@@ -287,7 +307,7 @@ return function(ember, H)
         check(C[all_name](c, out1))
         return wrap(out1[0])
       end
-      check(C[dim_name](c, dim0(op, dim, C.ember_tensor_ndim(c)), keepdim and 1 or 0, out2, out2 + 1))
+      check(C[dim_name](c, dim0(op, dim, C.ember_tensor_ndim(c)), flag(op, "keepdim", keepdim), out2, out2 + 1))
       local values, idx = wrap(out2[0]), wrap(out2[1])
       return values, idx + 1
     end
@@ -298,7 +318,7 @@ return function(ember, H)
     return function(a, dim, keepdim)
       local c = tensor_arg(op, a, 1)
       local d = dim == nil and -1 or dim0(op, dim, C.ember_tensor_ndim(c))
-      check(C[fname](c, d, keepdim and 1 or 0, out1))
+      check(C[fname](c, d, flag(op, "keepdim", keepdim), out1))
       return wrap(out1[0]) + 1
     end
   end
@@ -353,9 +373,10 @@ return function(ember, H)
     end
   end
   Tensor.reshape, Tensor.view, Tensor.expand = to_shape("reshape"), to_shape("view"), to_shape("expand")
-  function Tensor.view_as(a, b) return a:view(b:shape()) end
-  function Tensor.reshape_as(a, b) return a:reshape(b:shape()) end
-  function Tensor.expand_as(a, b) return a:expand(b:shape()) end
+  -- (not tail calls: an error names the op called, errors.lua)
+  function Tensor.view_as(a, b) return (a:view(b:shape())) end
+  function Tensor.reshape_as(a, b) return (a:reshape(b:shape())) end
+  function Tensor.expand_as(a, b) return (a:expand(b:shape())) end
   function Tensor.transpose(a, d1, d2)
     local c = tensor_arg("transpose", a, 1)
     local nd = C.ember_tensor_ndim(c)
@@ -366,12 +387,20 @@ return function(ember, H)
   function Tensor.permute(a, dims, ...)
     local c = tensor_arg("permute", a, 1)
     if type(dims) == "number" then dims = { dims, ... } end
-    if type(dims) ~= "table" then fail("permute", "expected a list of dims") end
+    if type(dims) ~= "table" then fail("permute", "expected a list of dims, got " .. errors.show(dims)) end
     local nd = C.ember_tensor_ndim(c)
+    local given = "{" .. table.concat(dims, ", ") .. "}"
     if #dims ~= nd then
-      fail("permute", "expected " .. nd .. " dims for a tensor of " .. nd .. " dims, got " .. #dims)
+      fail("permute", ("dims %s: expected %d dims for a tensor of %d dims, got %d"):format(given, nd, nd, #dims))
     end
-    for i = 1, nd do perm_buf[i - 1] = dim0("permute", dims[i], nd) end
+    local seen = {}
+    for i = 1, nd do
+      local d = dim0("permute", dims[i], nd)
+      if seen[d] then   -- 1-based, as the user wrote them (the C check would say a 0-based dim)
+        fail("permute", ("dims %s are not a permutation of 1..%d: dim %d appears twice"):format(given, nd, d + 1))
+      end
+      seen[d], perm_buf[i - 1] = true, d
+    end
     check(C.ember_permute(c, nd, perm_buf, out1))
     return wrap(out1[0])
   end

@@ -196,6 +196,7 @@ end
 
 -- opt:zero_grad(set_to_none = true): p.grad = nil, or zero it in place
 function Optimizer:zero_grad(set_to_none)
+  errors.boolean("Optimizer:zero_grad", "set_to_none", set_to_none)   -- nil: true, as PyTorch's default
   for _, group in ipairs(self.param_groups) do
     for _, p in ipairs(group.params) do
       if set_to_none == false then

@@ -91,6 +91,12 @@ end
 -- and at least min_step (1 for integer data such as epochs: no tick at 1.5).
 function P.ticks(lo, hi, n, min_step)
   n = n or 5
+  for i, v in ipairs({ lo, hi, n, min_step or 0 }) do
+    if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+      errors.fail("plot.ticks", ("expected finite numbers (lo, hi, n, min_step), got %s as argument %d")
+        :format(errors.show(v), i))
+    end
+  end
   local span = hi - lo
   if span <= 0 then span = abs(lo) > 0 and abs(lo) or 1 end
   local raw = span / n

@@ -69,6 +69,10 @@ end
 
 -- "4:05", "1:02:03"
 function P.format_time(s)
+  if type(s) ~= "number" then
+    local errors = require("ember.errors")
+    errors.fail("progress.format_time", "expected a number of seconds, got " .. errors.show(s))
+  end
   if s ~= s or s == math.huge or s < 0 then return "?" end
   s = floor(s + 0.5)
   local h, m, sec = floor(s / 3600), floor(s / 60) % 60, s % 60
@@ -226,6 +230,10 @@ function Bar:set_postfix(postfix)
 end
 
 function Bar:set_description(desc)
+  if desc ~= nil and type(desc) ~= "string" then
+    local errors = require("ember.errors")
+    errors.fail("Bar:set_description", "desc must be a string or nil, got " .. errors.show(desc))
+  end
   self.desc = desc
   return self
 end

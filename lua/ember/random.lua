@@ -39,7 +39,7 @@ return function(ember, H)
       seed = o.seed
     end
     if seed ~= nil and not uint64(seed) then
-      fail("Generator", "expected a non-negative integer seed, got " .. tostring(seed))
+      fail("Generator", "expected a non-negative integer seed, got " .. errors.show(seed))
     end
     local p = ffi.new("ember_generator *[1]")
     check(C.ember_generator_new(seed or 67280421310721, p))
@@ -211,12 +211,12 @@ return function(ember, H)
     gen_of("bernoulli", opts)
     if q ~= nil then
       if type(q) ~= "number" then fail("bernoulli", "p must be a number, got " .. type(q)) end
-      return ember.empty_like(p):bernoulli_(q, opts)
+      return (ember.empty_like(p):bernoulli_(q, opts))   -- (not tail calls: errors name ember.bernoulli)
     end
     if p.dtype ~= "float32" and p.dtype ~= "float64" and p.dtype ~= "float16" and p.dtype ~= "bfloat16" then
       fail("bernoulli", "expected a floating point tensor of probabilities, got " .. p.dtype)
     end
-    return ember.empty_like(p):bernoulli_(p, opts)
+    return (ember.empty_like(p):bernoulli_(p, opts))
   end
   -- t:bernoulli(p?, opts?): t the probabilities, or with a number p t's shape and dtype
   function Tensor.bernoulli(t, p, opts)

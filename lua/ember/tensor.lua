@@ -304,7 +304,7 @@ return function(ember)
     for i = 1, n do
       local v = s[i]
       if type(v) ~= "number" or v ~= floor(v) or v < -1 or v > 2 ^ 53 then
-        fail(op, "bad size " .. tostring(v) .. " at position " .. i .. " of the shape")
+        fail(op, "bad size " .. errors.show(v) .. " at position " .. i .. " of the shape")
       end
       shape_buf[i - 1] = v
     end
@@ -314,7 +314,7 @@ return function(ember)
   -- 1-based (or negative) dim -> 0-based; `extra` allows ndim + 1 (unsqueeze)
   local function dim0(op, d, ndim, extra)
     local n = ndim + (extra or 0)
-    if type(d) ~= "number" or d ~= floor(d) then fail(op, "dim must be an integer, got " .. tostring(d)) end
+    if type(d) ~= "number" or d ~= floor(d) then fail(op, "dim must be an integer, got " .. errors.show(d)) end
     local r = d < 0 and d + n or d - 1
     if r < 0 or r >= n or d == 0 then
       fail(op, "dim " .. d .. " out of range for a tensor of " .. ndim .. " dims")
@@ -517,7 +517,7 @@ return function(ember)
   -- naming itself, the bytes and the limit, and everything stays usable
   function ember.set_memory_limit(bytes)
     if bytes ~= nil and (type(bytes) ~= "number" or not (bytes >= 0) or bytes ~= floor(bytes) or bytes >= 2 ^ 63) then
-      fail("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. tostring(bytes))
+      fail("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. errors.show(bytes))
     end
     check(C.ember_set_memory_limit(bytes or 0))
     limited = (bytes or 0) > 0
@@ -549,7 +549,7 @@ return function(ember)
       inline_seconds_left = s.inline_seconds_left, backoff_seconds = s.backoff_seconds }
   end
   -- bit-identical results for any thread count (docs/design.md, "Determinism")
-  function ember.set_deterministic(on) C.ember_set_deterministic(on and 1 or 0) end
+  function ember.set_deterministic(on) C.ember_set_deterministic(errors.boolean("set_deterministic", "on", on) and 1 or 0) end
   function ember.is_deterministic() return C.ember_is_deterministic() ~= 0 end
   -- seconds on a monotonic clock (what run:step budgets are measured on)
   function ember.clock() return C.ember_clock() end
@@ -558,10 +558,10 @@ return function(ember)
   function ember.blas_info() return ffi_string(C.ember_blas_info()) end
   -- oneDNN for float32 convolutions, when built with it (docs/nn.md, "Kernels")
   function ember.dnnl_info() return ffi_string(C.ember_dnnl_info()) end
-  function ember.set_dnnl_enabled(on) C.ember_set_dnnl_enabled(on and 1 or 0) end
+  function ember.set_dnnl_enabled(on) C.ember_set_dnnl_enabled(errors.boolean("set_dnnl_enabled", "on", on) and 1 or 0) end
   function ember.dnnl_enabled() return C.ember_dnnl_enabled() ~= 0 end
   -- and for the float32 matrix products where it beats OpenBLAS (docs/nn.md, "Matrix products")
-  function ember.set_dnnl_matmul_enabled(on) C.ember_set_dnnl_matmul_enabled(on and 1 or 0) end
+  function ember.set_dnnl_matmul_enabled(on) C.ember_set_dnnl_matmul_enabled(errors.boolean("set_dnnl_matmul_enabled", "on", on) and 1 or 0) end
   function ember.dnnl_matmul_enabled() return C.ember_dnnl_matmul_enabled() ~= 0 end
 
   Tensor.__len = function(t) return t:dim() > 0 and t:size(1) or 0 end

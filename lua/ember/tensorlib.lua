@@ -42,7 +42,7 @@ return function(ember, H)
     return x
   end
   local function need_bool(op, what, v)
-    if v ~= nil and type(v) ~= "boolean" then fail(op, what .. " must be a boolean, got " .. type(v)) end
+    if v ~= nil and type(v) ~= "boolean" then fail(op, what .. " must be a boolean, got " .. errors.show(v)) end
     return v == true
   end
   local function need_int(op, what, v, lo)

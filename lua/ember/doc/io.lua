@@ -26,7 +26,8 @@ rules, with the same messages).
 ### `ember.io.json.decode(s)`
 A Lua value from JSON text: objects and arrays become tables marked with
 `json.OBJECT`/`json.ARRAY`, `null` becomes `json.null`; anything not strict
-JSON raises `invalid JSON: <what> at byte <k>`.
+JSON raises `ember.io.json.decode: invalid JSON: <what> at byte <k>` (called
+by ember's own code, such as `ember.load`, the error is worded by that call).
 
 ### `ember.io.json.encode(v)`
 Compact JSON text of a Lua value (object keys sorted).
@@ -87,7 +88,8 @@ Advances the count by `k` (1) and remembers the `postfix` values
 (`{loss = 0.12}`: numbers or one-element tensors); redraws when due.
 
 ### `Bar:set_postfix(postfix)`, `Bar:set_description(desc)`
-Replaces the values shown after the rate, or the text before the bar.
+Replaces the values shown after the rate, or the text before the bar (a
+string, or nil for none).
 
 ### `Bar:line()`
 The status text: `desc:  45%|####      | 450/1000 [00:03<00:04, 123.40 it/s, loss=0.12]`.

@@ -163,7 +163,8 @@ tensor of probabilities broadcast to it) and 0 otherwise.
 
 ### `Tensor:sum(dim?, keepdim?)`, `ember.sum(t, dim?, keepdim?)`
 The sum over all elements (0-d), or over `dim` (a dim or a list of dims),
-dropping it unless `keepdim`.
+dropping it unless `keepdim`. As in every reduction, `keepdim` (and
+`unbiased`) is a boolean or nil: another value (`"yes"`, `1`) raises naming it.
 
 ### `Tensor:mean(dim?, keepdim?)`, `ember.mean(t, dim?, keepdim?)`
 The mean over all elements or over `dim`.

@@ -40,6 +40,7 @@ jobs whose workers came late, the cores the last load sample left ember.
 
 ### `ember.set_deterministic(on)`, `ember.is_deterministic()`
 With `true`, every op gives the same bits for any thread count and run.
+`on` is a boolean (as for every `set_*(on)` switch; another value raises).
 
 ### `ember.clock()`
 Seconds from a monotonic clock, as a number.

@@ -160,13 +160,15 @@ function F.conv2d_relu_max_pool2d(x, w, b, opts, kernel, pool_opts)
 end
 
 ---------------------------------------------------------------- activations
-function F.relu(x) return x:relu() end
-function F.gelu(x, opts) return x:gelu(opts) end
-function F.tanh(x) return x:tanh() end
-function F.sigmoid(x) return x:sigmoid() end
-function F.silu(x) return x:silu() end
-function F.softmax(x, dim) return x:softmax(dim) end
-function F.log_softmax(x, dim) return x:log_softmax(dim) end
+-- (the input is checked here: x:relu() of a non-tensor would be Lua's error; a
+-- call in parentheses is not a tail call, so an error names F's function, errors.lua)
+function F.relu(x) need_tensor("relu", "input", x) return x:relu() end
+function F.gelu(x, opts) need_tensor("gelu", "input", x) return (x:gelu(opts)) end
+function F.tanh(x) need_tensor("tanh", "input", x) return x:tanh() end
+function F.sigmoid(x) need_tensor("sigmoid", "input", x) return x:sigmoid() end
+function F.silu(x) need_tensor("silu", "input", x) return x:silu() end
+function F.softmax(x, dim) need_tensor("softmax", "input", x) return (x:softmax(dim)) end
+function F.log_softmax(x, dim) need_tensor("log_softmax", "input", x) return (x:log_softmax(dim)) end
 
 -- F.dropout(x, p = 0.5, training = true); also F.dropout(x, {p =, training =,
 -- generator =}) and F.dropout(x, p, {training =, generator =})
@@ -182,7 +184,7 @@ function F.dropout(x, p, training)
     training, generator = training.training, training.generator
   end
   p = p == nil and 0.5 or p
-  if type(p) ~= "number" or not (p >= 0 and p <= 1) then fail("dropout", "p must be in [0, 1], got %s", tostring(p)) end
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then fail("dropout", "p must be in [0, 1], got %s", errors.show(p)) end
   need_tensor("dropout", "input", x)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
@@ -259,6 +261,14 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
   local Cn = x:size(2)
   local shape = { 1, Cn }
   for _ = 3, nd do shape[#shape + 1] = 1 end
+  -- the statistics and the affine parameters: one value per channel
+  for i, t in pairs({ [2] = running_mean, [3] = running_var, [4] = w, [5] = b }) do
+    need_tensor("batch_norm", "argument " .. i, t)
+    if t:numel() ~= Cn then
+      fail("batch_norm", "argument %d of shape %s does not fit input %s: expected %d values, one per channel (dim 2)",
+        i, shape_str(t), shape_str(x), Cn)
+    end
+  end
   local eps, training = opts.eps or 1e-5, opts.training
   if training == nil then training = running_mean == nil end
   if training then
@@ -381,7 +391,15 @@ end
 -- as PyTorch's attn_mask) or an additive float tensor; is_causal masks j > i.
 local SDPA_OPTS = { attn_mask = true, is_causal = true, scale = true, dropout = true, training = true }
 function F.scaled_dot_product_attention(q, k, v, opts)
-  opts = opts_of("scaled_dot_product_attention", opts, SDPA_OPTS)
+  local op = "scaled_dot_product_attention"
+  opts = opts_of(op, opts, SDPA_OPTS)
+  need_tensor(op, "query", q)
+  need_tensor(op, "key", k)
+  need_tensor(op, "value", v)
+  if q:dim() < 2 or k:dim() ~= q:dim() or v:dim() ~= q:dim() or q:size(-1) ~= k:size(-1) or k:size(-2) ~= v:size(-2) then
+    fail(op, "query %s, key %s and value %s do not fit: expected (..., L, E), (..., S, E) and (..., S, Ev)",
+      shape_str(q), shape_str(k), shape_str(v))
+  end
   local d = q:size(-1)
   local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(d))
   local Lq, Lk = q:size(-2), k:size(-2)

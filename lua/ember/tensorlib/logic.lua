@@ -41,7 +41,7 @@ return function(ember, L)
     return function(a, b)
       need_tensor(op, a, 1)
       need_tensor(op, b, 2)
-      return f(bool_of(a), bool_of(b))
+      return (f(bool_of(a), bool_of(b)))   -- not a tail call: an error names this op (errors.lua)
     end
   end
   def("logical_and", 2, logical("logical_and", function(a, b) return a:mul(b) end), true)

@@ -166,7 +166,7 @@ return function(ember, L)
     local r = {}
     for i = 1, t:dim() - #reps do r[i] = 1 end
     for i = 1, #reps do r[#r + 1] = reps[i] end
-    return t["repeat"](t, r)
+    return (t["repeat"](t, r))
   end, true)
   -- each element (or slice along dim) repeated repeats times, or repeats[i]
   -- times for a list or an integer tensor
