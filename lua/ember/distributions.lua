@@ -13,9 +13,7 @@ local errors = require("ember.errors")
 local D = {}
 local LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
-local function fail(op, fmt, ...)
-  errors.fail("distributions." .. op, select("#", ...) > 0 and fmt:format(...) or fmt)
-end
+local function fail(op, fmt, ...) errors.fail("distributions." .. op, fmt, ...) end
 
 ---------------------------------------------------------------- shapes
 local function concat(...)

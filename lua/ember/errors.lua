@@ -40,9 +40,12 @@ function errors.raise(msg)
   error(msg, (user_frame()))
 end
 
--- Raises "ember.<op>: <msg>" at the user's line.
-function errors.fail(op, msg)
-  error("ember." .. op .. ": " .. msg, (user_frame()))
+-- Raises "ember.<op>: <msg>" at the user's line; op may carry the "ember."
+-- already. With more arguments msg is a format: fail(op, "got %d", n).
+function errors.fail(op, msg, ...)
+  if select("#", ...) > 0 then msg = msg:format(...) end
+  if op:sub(1, 6) ~= "ember." then op = "ember." .. op end
+  error(op .. ": " .. msg, (user_frame()))
 end
 
 -- A shape as {2, 3}, from a list of sizes or a tensor.

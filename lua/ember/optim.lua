@@ -16,7 +16,7 @@ local optim = {}
 
 ---------------------------------------------------------------- checks
 local errors = require("ember.errors")
-local function fail(name, fmt, ...) errors.fail("optim." .. name, fmt:format(...)) end
+local function fail(name, fmt, ...) errors.fail("optim." .. name, fmt, ...) end
 
 local function show(v)
   if type(v) == "number" then return tostring(v) end

@@ -20,9 +20,6 @@ local DONE = C.EMBER_DONE
 local REQ_LEAF = C.EMBER_REQ_LEAF
 autodiff.FALLBACK = setmetatable({}, { __tostring = function() return "ember.autodiff.FALLBACK" end })
 
--- raises the core's last error (at the user's line)
-local function fail() errors.raise("ember." .. ffi_string(C.ember_last_error())) end
-
 ---------------------------------------------------------------- grad mode
 function ember.is_grad_enabled() return C.ember_is_grad_enabled() ~= 0 end
 
@@ -181,9 +178,10 @@ function GradManager:record()
   local order = attach_order(self)
   for i = 1, order.n do
     local t = order[i]
-    if t ~= nil and C.ember_key_track(self._key, t._c) < 0 then
+    local rc = t ~= nil and C.ember_key_track(self._key, t._c) or 0
+    if rc < 0 then
       C.ember_key_release(self._key)
-      fail()
+      check(rc)
     end
   end
   return self

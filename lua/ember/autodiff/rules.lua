@@ -11,8 +11,6 @@ return function(ember, autodiff)
   local ffi_new, ffi_string = ffi.new, ffi.string
   local type, select, setmetatable, rawequal = type, select, setmetatable, rawequal
   local function pack(...) return { n = select("#", ...), ... } end
-  -- raises the core's last error (at the user's line)
-  local function fail() errors.raise("ember." .. ffi_string(C.ember_last_error())) end
 
   ---------------------------------------------------------------- the rule registry (Lua side)
   -- rules[id] = { name =, fn = function(ctx, grads) -> grads, kind = "function" | "override" }
@@ -261,7 +259,7 @@ return function(ember, autodiff)
       local made = C.ember_record_custom(self.name, self.rule_id, next_ctx, nin, in_buf, nout, out_buf)
       if made < 0 then
         ctx_store[next_ctx] = nil
-        fail()
+        check(made)
       end
       if made == 0 then ctx_store[next_ctx] = nil else ctx_nodes[next_ctx] = made end
     end
