@@ -139,7 +139,8 @@ return function(ember, autodiff)
     local nout = req.num_grads
     local grads = {}
     for k = 1, nout do grads[k] = wrap_borrowed(req.grads[k - 1]) end
-    local name = ffi_string(C.ember_node_name(node))
+    -- the op's or Function's own name, then the node's: "log_softmax (LogSoftmaxBackward)"
+    local name = ffi_string(C.ember_node_label(node))
     local G = autodiff._graph
     if G then grads = G.before_node(node, name, grads, nout) end
     local spec = rules[req.rule_id]
@@ -155,7 +156,7 @@ return function(ember, autodiff)
       if rawequal(r, autodiff.FALLBACK) then
         list, n = builtin_grads(run, node, grads, nout)
       else
-        list, n = normalise_grads(("%s (the rule registered for '%s')"):format(name, spec.name), node, nin,
+        list, n = normalise_grads("the rule registered for " .. name, node, nin,
           r == nil and {} or r)
       end
     else
@@ -164,7 +165,7 @@ return function(ember, autodiff)
         errors.raise(("ember.autodiff: no grad rule for %s (a Function without backward)"):format(spec.name))
       end
       ctx.needs_input_grad = node_needs(node)
-      local label = ("%s (Function '%s')"):format(name, spec.name)
+      local label = "Function " .. name
       if ctx.closure then
         list, n = normalise_grads(label, node, nin, ctx.backward(unpack(grads, 1, nout)))
       else
@@ -176,7 +177,7 @@ return function(ember, autodiff)
     end
     if G then
       list = G.after_node(node, name, list, grads, nin)
-      list, n = check_grads(name .. " (after its hooks)", node, nin, list, nin)
+      list, n = check_grads(name .. ", after its hooks,", node, nin, list, nin)
     end
     supply(run, node, list, n)
   end
@@ -185,12 +186,22 @@ return function(ember, autodiff)
   local Function = {}
   Function.__index = Function
 
+  -- a Function's name: what its node and its errors show, verbatim
+  local function check_name(name)
+    if type(name) ~= "string" or name == "" or #name > C.EMBER_NODE_NAME_MAX then
+      errors.raise(("ember.autodiff.Function: name must be a string of 1 to %d bytes, got %s")
+        :format(C.EMBER_NODE_NAME_MAX, type(name) == "string" and ("'%s' (%d bytes)"):format(name, #name)
+          or type(name)))
+    end
+  end
+
   -- Function(name, fn) (MegEngine's shape: fn returns outputs, then a backward
   -- closure) or Function{name =, forward =, backward =} (PyTorch's shape).
   function autodiff.Function(a, b)
     local self = setmetatable({}, Function)
     if type(a) == "table" then
       self.name = a.name or "function"
+      check_name(self.name)
       self.forward = a.forward
       self.backward = a.backward
       if type(self.forward) ~= "function" then errors.raise("ember.autodiff.Function: forward must be a function") end
@@ -199,6 +210,7 @@ return function(ember, autodiff)
         errors.raise("ember.autodiff.Function: expected (name, fn) or {name =, forward =, backward =}")
       end
       self.name = a
+      check_name(a)
       self.closure_fn = b
     end
     self.rule_id = new_rule({ name = self.name, kind = "function" })
