@@ -242,13 +242,16 @@ function Module:named_children()
   return own(self, "module")
 end
 
--- walks self and its children depth first: fn(prefix, module)
-local function walk(self, prefix, fn, seen)
+-- walks self and its children depth first: fn(prefix, module), a module
+-- reached twice once; every: under each of its names, as PyTorch's
+-- state_dict does (a module holding itself is not entered again)
+local function walk(self, prefix, fn, seen, every)
   seen = seen or {}
   if seen[self] then return end
   seen[self] = true
   fn(prefix, self)
-  for _, e in ipairs(own(self, "module")) do walk(e[2], prefix .. e[1] .. ".", fn, seen) end
+  for _, e in ipairs(own(self, "module")) do walk(e[2], prefix .. e[1] .. ".", fn, seen, every) end
+  if every then seen[self] = nil end
 end
 
 function Module:modules()
@@ -300,16 +303,17 @@ local function name_opts(self, fn, opts, allowed)
   return opts or {}
 end
 
--- the list of kind's tensors; persistent: only those state_dict holds
--- (every: a parameter shared under several names under each of them, as
--- PyTorch's state_dict keeps a tied weight)
+-- the list of kind's tensors; persistent: only those state_dict holds.
+-- A tensor or module reached twice (a tied weight, a shared block) is listed
+-- once, under its first name, unless every: then under each name, as
+-- PyTorch's state_dict and named_parameters(remove_duplicate=False) do.
 local function named(self, kind, torch, persistent, every)
   local list, seen = setmetatable({ _pos = {} }, NamedList), {}
   walk(self, "", function(prefix, m)
     local transient = fields(m).transient
     for _, e in ipairs(own(m, kind)) do
       local t = e[2]
-      if (every or kind == "buffer" or not seen[t]) and not (persistent and transient[e[1]]) then
+      if (every or not seen[t]) and not (persistent and transient[e[1]]) then
         seen[t] = true
         local name = prefix .. e[1]
         if torch then name = torch_key(self, name) end
@@ -318,17 +322,23 @@ local function named(self, kind, torch, persistent, every)
         rawset(list, name, t)
       end
     end
-  end)
+  end, nil, every)
   return list
 end
 
--- opts: {torch_names = true} names them as PyTorch does (lists from 0)
-function Module:named_parameters(opts)
-  return named(self, "param", name_opts(self, "named_parameters", opts, { torch_names = true }).torch_names)
+-- opts: {torch_names = true} names them as PyTorch does (lists from 0);
+-- {remove_duplicate = false} lists a shared tensor under each of its names
+local NAMED_OPTS = { torch_names = true, remove_duplicate = true }
+local function named_of(self, kind, fn, opts)
+  opts = name_opts(self, fn, opts, NAMED_OPTS)
+  if opts.remove_duplicate ~= nil and type(opts.remove_duplicate) ~= "boolean" then
+    A.fail("ember.nn." .. self.__name .. ":" .. fn, "remove_duplicate must be a boolean, got %s",
+      A.value_str(opts.remove_duplicate))
+  end
+  return named(self, kind, opts.torch_names, false, opts.remove_duplicate == false)
 end
-function Module:named_buffers(opts)
-  return named(self, "buffer", name_opts(self, "named_buffers", opts, { torch_names = true }).torch_names)
-end
+function Module:named_parameters(opts) return named_of(self, "param", "named_parameters", opts) end
+function Module:named_buffers(opts) return named_of(self, "buffer", "named_buffers", opts) end
 
 function Module:parameters()
   local out = {}
@@ -355,14 +365,17 @@ function Module:zero_grad()
 end
 
 -- key -> tensor for every parameter and persistent buffer, keys in ember's
--- naming or (opts.torch_names) PyTorch's
+-- naming or (opts.torch_names) PyTorch's, and the keys in the module's order
 local function own_state(self, fn, opts)
   opts = name_opts(self, fn, opts, { torch_names = true, strict = fn == "load_state_dict" or nil })
-  local out = {}
+  local out, order = {}, {}
   for _, kind in ipairs({ "param", "buffer" }) do
-    for _, e in ipairs(named(self, kind, opts.torch_names, true, true)) do out[e[1]] = e[2] end
+    for _, e in ipairs(named(self, kind, opts.torch_names, true, true)) do
+      out[e[1]] = e[2]
+      order[#order + 1] = e[1]
+    end
   end
-  return out
+  return out, order
 end
 
 -- name -> tensor for every parameter and buffer; the tensors share storage
@@ -395,7 +408,7 @@ function Module:load_state_dict(sd, strict)
   local opts = type(strict) == "table" and strict or nil
   if opts then strict = opts.strict end
   if strict == nil then strict = true end
-  local mine = own_state(self, "load_state_dict", opts)
+  local mine, order = own_state(self, "load_state_dict", opts)
   local missing, unexpected, bad = {}, {}, {}
   for k, t in pairs(mine) do
     local v = sd[k]
@@ -427,8 +440,8 @@ function Module:load_state_dict(sd, strict)
     errors.raise(("ember.nn.%s: load_state_dict failed: %s"):format(self.__name, table.concat(problems, "; ")))
   end
   ember.no_grad(function()
-    for k, t in pairs(mine) do
-      if sd[k] ~= nil then t:copy_(sd[k]) end
+    for _, k in ipairs(order) do   -- in the module's order: of a shared tensor's names the last wins, as in PyTorch
+      if sd[k] ~= nil then mine[k]:copy_(sd[k]) end
     end
   end)
   return { missing_keys = missing, unexpected_keys = unexpected }
