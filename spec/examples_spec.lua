@@ -87,6 +87,20 @@ describe("examples", function()
     end
   end)
 
+  it("each training example stops on an unknown option, a missing value or a non-number, naming it", function()
+    for _, script in ipairs({ "fashion_mnist_mlp", "fashion_mnist_cnn", "char_lm", "char_lstm", "cartpole_reinforce" }) do
+      local out = run("examples/" .. script .. ".lua --bogus 1")
+      assert.truthy(out:find(script .. ".lua: unknown option --bogus (options: ", 1, true), out)
+      assert.truthy(out:find("exit=2", 1, true), out)
+    end
+    local out = run("examples/fashion_mnist_mlp.lua --lr fast")
+    assert.truthy(out:find("fashion_mnist_mlp.lua: --lr takes a number, got fast", 1, true), out)
+    assert.truthy(out:find("--resume, ", 1, true), out)   -- a flag, listed without a value
+    out = run("examples/char_lstm.lua --out")
+    assert.truthy(out:find("char_lstm.lua: --out needs a value", 1, true), out)
+    assert.truthy(out:find("exit=2", 1, true), out)
+  end)
+
   it("char_lstm.lua trains a small LSTM briefly, samples with its carried state and saves PyTorch's names", function()
     local which = io.popen("command -v bible")
     local found = which:read("*a") ~= ""
