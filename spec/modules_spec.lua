@@ -228,9 +228,7 @@ describe("BatchNorm's momentum = false (PyTorch's None)", function()
   end)
 
   it("matches PyTorch's momentum=None (spec/fixtures/modules/gen.py)", function()
-    local f = assert(io.open("spec/fixtures/modules/bn_momentum_none.json"))
-    local fx = ember.io.json.decode(f:read("*a"))
-    f:close()
+    local fx = H.read_json("spec/fixtures/modules/bn_momentum_none.json")
     local bn = nn.BatchNorm1d(2, { momentum = false, dtype = "float64" })
     local y
     for _, rows in ipairs(fx.batches) do y = bn(ember.tensor(rows, { dtype = "float64" })) end
@@ -440,9 +438,7 @@ end)
 describe("a module reused under two names", function()
   -- PyTorch 1.13's values from spec/fixtures/modules/gen_shared.py: one block
   -- (Linear then BatchNorm1d) held as both a and b
-  local f = assert(io.open("spec/fixtures/modules/shared_module.json"))
-  local fx = ember.io.json.decode(f:read("*a"))
-  f:close()
+  local fx = H.read_json("spec/fixtures/modules/shared_module.json")
   local F64 = { dtype = "float64" }
   local Net = nn.Module:extend("SharedNet")
   function Net:init()
