@@ -13,26 +13,13 @@
 --
 -- It stops when the average length of the last 20 episodes reaches
 -- --target (150 by default; CartPole-v1's best is 500) or after --seconds.
-package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, D = ember.nn, ember.distributions
 
 ---------------------------------------------------------------- options
-local opts = { target = 150, seconds = 60, seed = 0, envs = 8, lr = 0.01, hidden = 32, gamma = 0.99 }
-do
-  local i = 1
-  while arg and arg[i] do
-    local key = arg[i]:match("^%-%-([%w_]+)$")
-    local v = tonumber(arg[i + 1])
-    if not key or opts[key] == nil or v == nil then
-      io.stderr:write(("cartpole_reinforce.lua: unknown or incomplete option %s (options: --target, --seconds, "
-        .. "--seed, --envs, --lr, --hidden, --gamma, each with a number)\n"):format(tostring(arg[i])))
-      os.exit(2)
-    end
-    opts[key] = v
-    i = i + 2
-  end
-end
+local opts = require("options").parse("cartpole_reinforce.lua", { target = 150, seconds = 60, seed = 0, envs = 8,
+  lr = 0.01, hidden = 32, gamma = 0.99 }, arg)
 
 ---------------------------------------------------------------- the cart and pole
 local GRAVITY, MASSCART, MASSPOLE, LENGTH, FORCE, TAU = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02

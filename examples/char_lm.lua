@@ -13,7 +13,7 @@ package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn = ember.nn
 
-local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, dim = 96, heads = 4, layers = 2,
+local opts = require("options").parse("char_lm.lua", { steps = 1500, batch = 32, context = 64, dim = 96, heads = 4, layers = 2,
   lr = 3e-3, out = "runs/char_lm", seed = 0, device = "cpu" }, arg)
 local device = require("device").check(ember, opts.device)
 os.execute("mkdir -p '" .. opts.out .. "'")

@@ -14,7 +14,7 @@ package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn = ember.nn
 
-local opts = require("kjv").options({ steps = 1500, batch = 32, context = 64, embed = 64, hidden = 256,
+local opts = require("options").parse("char_lstm.lua", { steps = 1500, batch = 32, context = 64, embed = 64, hidden = 256,
   layers = 1, lr = 3e-3, out = "runs/char_lstm", seed = 0, device = "cpu", sample = 300 }, arg)
 local device = require("device").check(ember, opts.device)
 os.execute("mkdir -p '" .. opts.out .. "'")

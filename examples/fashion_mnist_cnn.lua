@@ -18,23 +18,8 @@ package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
-local opts = { epochs = 4, batch = 64, lr = 1e-3, out = "runs/fashion_mnist_cnn", seed = 0, autocast = "off",
-  limit = 0, device = "cpu" }
-do
-  local i = 1
-  while i <= #arg do
-    local a = arg[i]
-    if a == "--resume" then opts.resume = true
-    elseif a:match("^%-%-") and arg[i + 1] and opts[a:sub(3)] ~= nil then
-      local k = a:sub(3)
-      opts[k] = type(opts[k]) == "number" and tonumber(arg[i + 1]) or arg[i + 1]
-      i = i + 1
-    else
-      error("unknown argument " .. a)
-    end
-    i = i + 1
-  end
-end
+local opts = require("options").parse("fashion_mnist_cnn.lua", { epochs = 4, batch = 64, lr = 1e-3,
+  out = "runs/fashion_mnist_cnn", seed = 0, autocast = "off", limit = 0, device = "cpu", resume = false }, arg)
 local AUTOCAST = { off = false, bf16 = "bfloat16" }
 if AUTOCAST[opts.autocast] == nil then error("--autocast takes off or bf16, got " .. opts.autocast) end
 local autocast = AUTOCAST[opts.autocast]

@@ -26,25 +26,9 @@ package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
-local opts = { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9, out = "runs/fashion_mnist_mlp", seed = 0,
-  stop = math.huge, threads = 0, bucket_mb = 25, device = "cpu" }
-do
-  local i = 1
-  while i <= #arg do
-    local a = arg[i]
-    if a == "--resume" then opts.resume = true
-    elseif a == "--distributed" then opts.distributed = true
-    elseif a:match("^%-%-") and arg[i + 1] then
-      local k = a:sub(3)
-      if opts[k] == nil then error("unknown option " .. a) end
-      opts[k] = type(opts[k]) == "number" and tonumber(arg[i + 1]) or arg[i + 1]
-      i = i + 1
-    else
-      error("unknown argument " .. a)
-    end
-    i = i + 1
-  end
-end
+local opts = require("options").parse("fashion_mnist_mlp.lua", { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9,
+  out = "runs/fashion_mnist_mlp", seed = 0, stop = math.huge, threads = 0, bucket_mb = 25, device = "cpu",
+  resume = false, distributed = false }, arg)
 if opts.threads > 0 then ember.set_num_threads(opts.threads) end
 local device = require("device").check(ember, opts.device)
 local dist = ember.distributed

@@ -3,22 +3,9 @@
 -- package bible-kjv (its `bible` program prints it) without verse labels,
 -- its sorted vocabulary, the text as 1-based int64 ids, a 95/5
 -- train/validation split, the unigram entropy, and batches of random
--- windows; and the examples' option parsing.
---   local opts = require("kjv").options({ steps = 1500, ... }, arg)
+-- windows.
 --   local kjv = require("kjv").load(ember, "char_lstm")
 local M = {}
-
--- `--name value` pairs over the defaults (numbers stay numbers); unknown names fail
-function M.options(defaults, args)
-  local opts = {}
-  for k, v in pairs(defaults) do opts[k] = v end
-  for i = 1, #args - 1, 2 do
-    local k = args[i]:match("^%-%-(.+)$")
-    if not k or opts[k] == nil then error("unknown option " .. tostring(args[i])) end
-    opts[k] = type(opts[k]) == "number" and tonumber(args[i + 1]) or args[i + 1]
-  end
-  return opts
-end
 
 function M.load(ember, who)
   local p = io.popen('bible -f "gen1:1-rev22:21" 2>/dev/null')

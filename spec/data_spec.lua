@@ -10,13 +10,7 @@ int ember_spec_setenv(const char *name, const char *value, int overwrite) __asm_
 int ember_spec_unsetenv(const char *name) __asm__("unsetenv");
 ]])
 
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  os.execute("mkdir -p '" .. p .. "'")
-  return p
-end
-local function rmdir(d) os.execute("rm -rf '" .. d .. "'") end
+local tmpdir, rmdir = H.tmpdir, H.rm_rf
 
 local function be32(n)
   return string.char(math.floor(n / 2 ^ 24) % 256, math.floor(n / 2 ^ 16) % 256,

@@ -8,12 +8,7 @@ local ember = H.ember
 local D = ember.distributions
 local GradManager = ember.autodiff.GradManager
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return require("ember.json").decode(s)
-end
+local read = H.read_json
 local FIX = read("spec/fixtures/distributions/cases.json")
 
 local F64 = { dtype = "float64" }

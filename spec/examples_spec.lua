@@ -4,6 +4,8 @@
 -- agent trains to its target (about 250 episodes, a second or two); each training example stops
 -- with the backend's reason when --device cuda cannot be used. (The CNN and the character
 -- models' default runs take minutes: they are run by hand, see README.md.)
+local H = require("helpers")
+
 local function run(script)
   local p = assert(io.popen("luajit " .. script .. " 2>&1; echo \"exit=$?\""))
   local out = p:read("*a")
@@ -37,8 +39,7 @@ describe("examples", function()
   end)
 
   it("fashion_mnist_mlp.lua stopped and resumed ends exactly where a whole run ends", function()
-    local dir = os.tmpname()
-    os.remove(dir)
+    local dir = H.tmpdir()
     local function epoch_lines(out)   -- "epoch N: train loss ..., test accuracy ...%", less the time
       local lines = {}
       for l in out:gmatch("epoch %d+: train loss [^\n]-%%") do lines[#lines + 1] = l end
@@ -55,7 +56,7 @@ describe("examples", function()
       return s
     end
     local ckpt_whole, ckpt_resumed = bytes(dir .. "/a/checkpoint.safetensors"), bytes(dir .. "/b/checkpoint.safetensors")
-    os.execute("rm -rf '" .. dir .. "'")
+    H.rm_rf(dir)
     for _, out in ipairs({ whole, first, rest }) do assert.truthy(out:find("exit=0", 1, true), out) end
     assert.truthy(rest:find("resumed from .- after epoch 1"), rest)
     local w, a, b = epoch_lines(whole), epoch_lines(first), epoch_lines(rest)
@@ -87,18 +88,31 @@ describe("examples", function()
     end
   end)
 
+  it("each training example stops on an unknown option, a missing value or a non-number, naming it", function()
+    for _, script in ipairs({ "fashion_mnist_mlp", "fashion_mnist_cnn", "char_lm", "char_lstm", "cartpole_reinforce" }) do
+      local out = run("examples/" .. script .. ".lua --bogus 1")
+      assert.truthy(out:find(script .. ".lua: unknown option --bogus (options: ", 1, true), out)
+      assert.truthy(out:find("exit=2", 1, true), out)
+    end
+    local out = run("examples/fashion_mnist_mlp.lua --lr fast")
+    assert.truthy(out:find("fashion_mnist_mlp.lua: --lr takes a number, got fast", 1, true), out)
+    assert.truthy(out:find("--resume, ", 1, true), out)   -- a flag, listed without a value
+    out = run("examples/char_lstm.lua --out")
+    assert.truthy(out:find("char_lstm.lua: --out needs a value", 1, true), out)
+    assert.truthy(out:find("exit=2", 1, true), out)
+  end)
+
   it("char_lstm.lua trains a small LSTM briefly, samples with its carried state and saves PyTorch's names", function()
     local which = io.popen("command -v bible")
     local found = which:read("*a") ~= ""
     which:close()
     if not found then pending("bible-kjv is not installed") return end
     local ember = require("ember")
-    local dir = os.tmpname()
-    os.remove(dir)
+    local dir = H.tmpdir()
     local out = run("examples/char_lstm.lua --steps 40 --batch 8 --context 32 --hidden 64 --embed 16 --sample 40 --out "
       .. dir)
     local sd = ember.load(dir .. "/char_lstm.safetensors")
-    os.execute("rm -rf '" .. dir .. "'")
+    H.rm_rf(dir)
     assert.truthy(out:find("exit=0", 1, true), out)
     local val, h1 = out:match("validation loss ([%d%.]+) nats/char %(unigram entropy ([%d%.]+)%) after 40 steps")
     assert.is_true(tonumber(val) < math.log(80) and tonumber(h1) > 2.5, out)   -- below a uniform guess

@@ -117,4 +117,25 @@ function H.in_forked_child(what, fn, seconds)
   assert(status[0] == 0, ("the forked child's %s failed (wait status %d)"):format(what, status[0]))
 end
 
+-- A new empty folder under /tmp, and its removal (only such a folder)
+function H.tmpdir()
+  local p = assert(io.popen("mktemp -d /tmp/ember_spec.XXXXXX"))
+  local dir = p:read("*l")
+  p:close()
+  assert(dir and dir:match("^/tmp/ember_spec%."), "mktemp -d failed")
+  return dir
+end
+function H.rm_rf(dir)
+  if dir and dir:match("^/tmp/ember_spec%.[%w]+$") then os.execute("rm -rf '" .. dir .. "'") end
+end
+
+-- A file's bytes, and a JSON file (a fixture) decoded
+function H.read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+function H.read_json(path) return require("ember.json").decode(H.read(path)) end
+
 return H

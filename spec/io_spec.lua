@@ -5,21 +5,7 @@ local H = require("helpers")
 local ember = H.ember
 local ffi = require("ffi")
 
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  os.execute("mkdir -p '" .. p .. "'")
-  return p
-end
-
-local function rmdir(d) os.execute("rm -rf '" .. d .. "'") end
-
-local function read_bytes(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local tmpdir, rmdir, read_bytes = H.tmpdir, H.rm_rf, H.read
 
 local function write_bytes(path, s)
   local f = assert(io.open(path, "wb"))

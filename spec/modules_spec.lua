@@ -228,9 +228,7 @@ describe("BatchNorm's momentum = false (PyTorch's None)", function()
   end)
 
   it("matches PyTorch's momentum=None (spec/fixtures/modules/gen.py)", function()
-    local f = assert(io.open("spec/fixtures/modules/bn_momentum_none.json"))
-    local fx = ember.io.json.decode(f:read("*a"))
-    f:close()
+    local fx = H.read_json("spec/fixtures/modules/bn_momentum_none.json")
     local bn = nn.BatchNorm1d(2, { momentum = false, dtype = "float64" })
     local y
     for _, rows in ipairs(fx.batches) do y = bn(ember.tensor(rows, { dtype = "float64" })) end
@@ -434,5 +432,81 @@ describe("buffers and plain tensor fields", function()
       "register_parameter('bad') needs a floating point tensor", 1, true)
     assert.error_matches(function() m:register_parameter("a.b", ember.ones({ 2 })) end,
       "name must be a non-empty string without '.'", 1, true)
+  end)
+end)
+
+describe("a module reused under two names", function()
+  -- PyTorch 1.13's values from spec/fixtures/modules/gen_shared.py: one block
+  -- (Linear then BatchNorm1d) held as both a and b
+  local fx = H.read_json("spec/fixtures/modules/shared_module.json")
+  local F64 = { dtype = "float64" }
+  local Net = nn.Module:extend("SharedNet")
+  function Net:init()
+    local block = nn.Sequential(nn.Linear(3, 3, F64), nn.BatchNorm1d(3, F64))
+    self.a = block
+    self.mid = nn.Linear(3, 3, F64)
+    self.b = block
+    self.head = nn.Linear(3, 2, F64)
+  end
+  function Net:forward(x) return self.head(self.b(self.mid(self.a(x)):tanh())) end
+  local function torch_state()
+    local sd = {}
+    for k, v in pairs(fx.state) do
+      sd[k] = ember.tensor(v, { dtype = k:find("num_batches_tracked", 1, true) and "int64" or "float64" })
+    end
+    return sd
+  end
+  local function sorted(list) table.sort(list) return list end
+
+  it("is in state_dict under each name, and named_parameters lists it once unless remove_duplicate = false", function()
+    local net = Net()
+    local keys = {}
+    for k in pairs(net:state_dict({ torch_names = true })) do keys[#keys + 1] = k end
+    assert.are.same(sorted(fx.state_keys), sorted(keys))
+    local T = { torch_names = true }
+    assert.are.same(fx.named_parameters, names(net:named_parameters(T)))
+    assert.are.same(fx.named_buffers, names(net:named_buffers(T)))
+    assert.are.same(fx.named_parameters_all, names(net:named_parameters({ torch_names = true, remove_duplicate = false })))
+    assert.are.same(fx.named_buffers_all, names(net:named_buffers({ torch_names = true, remove_duplicate = false })))
+    assert.equal(8, #net:parameters())   -- the tensors, each once
+    -- both names hold the one tensor
+    local sd = net:state_dict()
+    assert.is_true(sd["a.1.weight"]:data_ptr() == sd["b.1.weight"]:data_ptr())
+    assert.error_matches(function() net:named_parameters({ remove_duplicate = "no" }) end,
+      "ember.nn.SharedNet:named_parameters: remove_duplicate must be a boolean, got 'no'", 1, true)
+  end)
+
+  it("loads PyTorch's state_dict, computes its output and gradients", function()
+    local net = Net()
+    net:load_state_dict(torch_state(), { torch_names = true })
+    net:eval()
+    local gm = GradManager():attach(net:parameters())
+    gm:record()
+    local y = net(ember.tensor(fx.x, F64))
+    gm:backward((y * ember.tensor(fx.r, F64)):sum())
+    H.same(y, fx.y, 1e-12)
+    local n = 0
+    for name, p in net:named_parameters({ torch_names = true }) do
+      H.same(p.grad, fx.grad[name], 1e-12)
+      n = n + 1
+    end
+    assert.equal(8, n)
+    H.same(net.b[2].running_mean, fx.state["a.1.running_mean"], 0)
+  end)
+
+  it("needs every name when strict, as PyTorch does", function()
+    local sd = torch_state()
+    sd["b.0.weight"] = nil
+    local net = Net()
+    assert.error_matches(function() net:load_state_dict(sd, { torch_names = true }) end,
+      "missing keys: b.0.weight", 1, true)
+    local r = net:load_state_dict(sd, { torch_names = true, strict = false })
+    assert.are.same({ "b.0.weight" }, r.missing_keys)
+    H.same(net.a[1].weight, fx.state["a.0.weight"], 0)   -- a's name loaded the shared weight
+    -- given two values, the later name (b, after a) wins, as PyTorch's copies in module order
+    sd = torch_state()
+    sd["b.0.weight"] = sd["a.0.weight"] * 2
+    net:load_state_dict(sd, { torch_names = true })
+    H.same(net.a[1].weight, (ember.tensor(fx.state["a.0.weight"], F64) * 2):tolist(), 0)
   end)
 end)

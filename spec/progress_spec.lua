@@ -209,19 +209,9 @@ end
 
 describe("ember.plot.svg", function()
   local dir
-  before_each(function()
-    dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p '" .. dir .. "'")
-  end)
-  after_each(function() os.execute("rm -rf '" .. dir .. "'") end)
-
-  local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-  end
+  before_each(function() dir = H.tmpdir() end)
+  after_each(function() H.rm_rf(dir) end)
+  local read = H.read
   local function polylines_of(svg, name)
     local group = svg:match('<g class="line" stroke="[^"]*" data%-name="' .. name:gsub("%p", "%%%0")
       .. '" data%-axis="[a-z]+">(.-)</g>')

@@ -7,12 +7,7 @@ local ember = H.ember
 local optim = ember.optim
 local sched = optim.lr_scheduler
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return require("ember.json").decode(s)
-end
+local read = H.read_json
 local CASES = read("spec/fixtures/schedulers/cases.json")
 
 -- the fixture's lambdas, by name

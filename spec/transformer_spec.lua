@@ -112,6 +112,38 @@ describe("nn.MultiheadAttention", function()
     raises(function() nn.Transformer.generate_square_subsequent_mask(3, {}, 5) end,
       "ember.nn.Transformer.generate_square_subsequent_mask: extra argument 3 (5): it takes 2 (n, opts)")
   end)
+
+  it("names the module's forward, the argument and the shapes the user gave, never an inner op", function()
+    local function raises(f, text)
+      local ok, msg = pcall(f)
+      assert.is_false(ok)
+      msg = tostring(msg)
+      assert(msg:find("ember.nn.MultiheadAttention: " .. text, 1, true), msg)
+      assert.is_nil(msg:find("ember.reshape", 1, true), msg)
+    end
+    local m = nn.MultiheadAttention(4, 2, F64)
+    local bf = nn.MultiheadAttention(4, 2, { batch_first = true, dtype = "float64" })
+    local function r(...) return ember.randn({ ... }, F64) end
+    raises(function() m(r(3, 2, 4), r(3, 5, 4), r(3, 5, 4)) end,
+      "query {3, 2, 4}, key {3, 5, 4} and value {3, 5, 4} do not fit: key and value must have the query's batch size 2")
+    raises(function() m(r(3, 2, 4), r(6, 2, 4), r(5, 2, 4)) end,
+      "query {3, 2, 4}, key {6, 2, 4} and value {5, 2, 4} do not fit")
+    -- batch_first: the shapes as given, not as transposed inside
+    raises(function() bf(r(2, 3, 4), r(5, 3, 4), r(5, 3, 4)) end,
+      "query {2, 3, 4}, key {5, 3, 4} and value {5, 3, 4} do not fit: key and value must have the query's "
+      .. "batch size 2 and one length (batch_first: {N, L, E})")
+    raises(function() m(r(3, 2, 4), r(3, 2, 4):float(), r(3, 2, 4)) end,
+      "query (float64), key (float32) and value (float64) must have one dtype")
+    raises(function() m(r(3, 4), nil, nil, { key_padding_mask = ember.zeros({ 2 }):gt(0) }) end,
+      "key_padding_mask of shape {2} does not fit: expected {1, 3} (N, S) or {3}")
+    -- an empty target sequence is an empty answer, as in PyTorch
+    local y, w = m(r(0, 2, 4), r(3, 2, 4), r(3, 2, 4))
+    assert.are.same({ 0, 2, 4 }, y:shape())
+    assert.are.same({ 2, 0, 3 }, w:shape())
+    -- (the product under it: a batch dim of 0 against a broadcast 1 stays 0)
+    assert.are.same({ 0, 2, 4 }, ember.zeros({ 0, 2, 3 }):matmul(ember.zeros({ 3, 4 })):shape())
+    assert.are.same({ 3, 0, 2, 4 }, ember.zeros({ 3, 0, 2, 3 }):matmul(ember.zeros({ 1, 3, 4 })):shape())
+  end)
 end)
 
 describe("the Transformer modules", function()

@@ -611,6 +611,10 @@ EMBER_API int ember_drain_node_journal(ember_node **nodes, int cap);
 
 /* Node inspection. */
 EMBER_API const char *ember_node_name(const ember_node *n);   /* "MulBackward", "AccumulateGrad" */
+/* The op's or Function's own name, as written, then the node's name:
+   "log_softmax (LogSoftmaxBackward)", "my_op (MyOpBackward)", "AccumulateGrad".
+   Error messages name a node by it. */
+EMBER_API const char *ember_node_label(const ember_node *n);
 EMBER_API uint64_t ember_node_id(const ember_node *n);         /* unique for the process */
 EMBER_API int ember_node_num_inputs(const ember_node *n);
 EMBER_API int ember_node_num_outputs(const ember_node *n);
@@ -643,7 +647,9 @@ EMBER_API int ember_set_rule_override(const char *op, int rule_id);
 /* Records a custom op on every visible key that tracks one of the inputs.
    ctx_id identifies the caller's saved state; the node's rule is rule_id.
    Returns the number of nodes made (one per such key, all holding ctx_id),
-   or a status < 0. */
+   or a status < 0. The node keeps a copy of name, at most
+   EMBER_NODE_NAME_MAX bytes (a longer one is an error). */
+enum { EMBER_NODE_NAME_MAX = 48 };
 EMBER_API int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin,
                                   ember_tensor *const *in, int nout, ember_tensor *const *out);
 /* ctx ids of nodes freed since the last call (up to cap): an id comes back

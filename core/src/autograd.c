@@ -18,6 +18,7 @@
    gradient is complete, are handed to the caller as requests of a pull loop. */
 #include "tape.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Autograd state is per thread: each thread records, and runs backward on,
@@ -508,7 +509,7 @@ static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const 
     if (!n) return EMBER_OK;
     n->rule_id = rule_id > 0 ? rule_id : (op >= 0 ? override_rule[op] : 0);
     n->ctx_id = ctx_id;
-    n->custom_name = custom_name;
+    if (custom_name) snprintf(n->custom_name, sizeof n->custom_name, "%s", custom_name);
     if (at) n->attrs = *at;
     for (int i = 0; i < nin; i++) ember__node_meta_of(&n->in_meta[i], in[i]);
     for (int j = 0; j < nout; j++) ember__node_meta_of(&n->out_meta[j], out[j]);
@@ -575,6 +576,9 @@ int ember_record_custom(const char *name, int rule_id, int ctx_id, int nin, embe
                         int nout, ember_tensor *const *out)
 {
     if (!name) return ember__fail(EMBER_ERR_ARG, "Function: the name is NULL");
+    if (strlen(name) > EMBER_NODE_NAME_MAX)
+        return ember__fail(EMBER_ERR_ARG, "Function %.32s...: the name is %zu bytes, longer than %d", name,
+                           strlen(name), EMBER_NODE_NAME_MAX);
     if (nin < 0 || nout < 1 || (nin && !in) || !out)
         return ember__fail(EMBER_ERR_ARG, "Function %s: bad inputs or outputs", name);
     if (!ember__ag_active) return EMBER_OK;

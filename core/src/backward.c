@@ -59,7 +59,7 @@ static int conform(const ember_node *n, int i, ember_tensor *g, ember_tensor **o
         if (ember_sum_to(cur, m->ndim, m->shape, &tmp) < 0) {
             ember_tensor_release(cur);
             return ember__fail(EMBER_ERR_SHAPE, "backward: %s returned a gradient of shape %s for input %d of shape %s",
-                               ember_node_name(n), ember__tshape(sg, g), i + 1,
+                               ember_node_label(n), ember__tshape(sg, g), i + 1,
                                ember__shape_str(si, m->ndim, m->shape));
         }
         ember_tensor_release(cur);
@@ -110,7 +110,7 @@ static int check_version(const ember_node *n, const ember_tensor *t, int64_t sav
     return ember__fail(EMBER_ERR_VERSION,
                        "backward: one of the tensors needed by %s (%s %d) was modified in place: "
                        "it is at version %lld, but backward needs version %lld",
-                       ember_node_name(n), what, k + 1, (long long)t->storage->version, (long long)saved);
+                       ember_node_label(n), what, k + 1, (long long)t->storage->version, (long long)saved);
 }
 
 static int check_versions(const ember_node *n)
@@ -136,7 +136,7 @@ static int fill_missing_grads(ember_node *n)
 static int run_builtin(ember_backward_run *r, ember_node *n)
 {
     if (n->op == NODE_CUSTOM)
-        return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", n->custom_name);
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember_node_label(n));
     EMBER_TRY(fill_missing_grads(n));
     int nin = n->nin;
     ember_tensor *small[8] = {0}, **gin = small;
@@ -409,7 +409,7 @@ static int answer(ember_backward_run *r, int n, ember_tensor *const *grads, bool
     } else {
         if (n > node->nin)
             rc = ember__fail(EMBER_ERR_ARG, "backward: %s: wrong number of grads: %d for %d inputs",
-                             ember_node_name(node), n, node->nin);
+                             ember_node_label(node), n, node->nin);
         else
             rc = route(r, node, n, grads);
     }
@@ -425,7 +425,7 @@ int ember_backward_builtin_grads(ember_backward_run *r, int n, ember_tensor *con
 {
     ember_node *node = r ? r->waiting : NULL;
     if (!node) return ember__fail(EMBER_ERR_STATE, "backward: no request is waiting for an answer");
-    if (node->op < 0) return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember_node_name(node));
+    if (node->op < 0) return ember__fail(EMBER_ERR_UNSUPPORTED, "backward: no grad rule for %s", ember_node_label(node));
     for (int i = 0; i < node->nin; i++) grad_in[i] = NULL;
     for (int j = 0; j < node->nout && j < n; j++) {
         if (grads && grads[j] != node->grads[j]) {

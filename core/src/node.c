@@ -3,6 +3,7 @@
    and the C API that inspects them (ember_node_*). What a node holds: node.h. */
 #include "tape.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void ember__node_meta_of(ag_meta_io *m, const ember_tensor *t)
@@ -180,15 +181,20 @@ int ember_drain_freed_ctx(int *ids, int cap)
 }
 
 /* ------------------------------------------------------------------ node inspection */
+/* ember_node_name's and ember_node_label's answer (one buffer: static TLS is
+   scarce when the library is loaded with dlopen) */
 static _Thread_local char name_buf[128];
+_Static_assert(2 * EMBER_NODE_NAME_MAX + sizeof " (Backward)" <= sizeof name_buf, "name_buf holds a label");
 
-const char *ember_node_name(const ember_node *n)
+/* the op's or Function's own name, as written */
+static const char *base_name(const ember_node *n)
 {
-    if (!n) return "";
-    if (n->op == NODE_ACCUMULATE || n->op == NODE_RETAIN) return "AccumulateGrad";
-    const char *base = n->op == NODE_CUSTOM ? n->custom_name : ember__ops[n->op].name;
-    /* "log_softmax" -> "LogSoftmaxBackward" */
-    char *p = name_buf;
+    return n->op == NODE_CUSTOM ? n->custom_name : ember__ops[n->op].name;
+}
+
+/* "log_softmax" -> "LogSoftmaxBackward", written at p */
+static void camel_name(const char *base, char *p)
+{
     bool up = true;
     for (const char *s = base; *s && p < name_buf + sizeof name_buf - 10; s++) {
         if (*s == '_') {
@@ -199,6 +205,25 @@ const char *ember_node_name(const ember_node *n)
         up = false;
     }
     strcpy(p, "Backward");
+}
+
+const char *ember_node_name(const ember_node *n)
+{
+    if (!n) return "";
+    if (n->op == NODE_ACCUMULATE || n->op == NODE_RETAIN) return "AccumulateGrad";
+    camel_name(base_name(n), name_buf);
+    return name_buf;
+}
+
+/* "log_softmax (LogSoftmaxBackward)": errors name a node by it */
+const char *ember_node_label(const ember_node *n)
+{
+    if (!n) return "";
+    if (n->op == NODE_ACCUMULATE || n->op == NODE_RETAIN) return "AccumulateGrad";
+    const char *base = base_name(n);
+    int k = snprintf(name_buf, sizeof name_buf, "%s (", base);
+    camel_name(base, name_buf + k);
+    strcat(name_buf, ")");
     return name_buf;
 }
 

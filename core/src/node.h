@@ -44,7 +44,7 @@ struct ember_node {
     int pinned;              /* an open backward run still needs what it saved */
     int64_t refs;            /* live tracking entries and edges of other nodes that point here */
     uint64_t id;
-    const char *custom_name;
+    char custom_name[EMBER_NODE_NAME_MAX + 1];   /* a Function's name, copied */
     ember_attrs attrs;
     ag_edge *next;           /* [nin] */
     uint8_t *needs;          /* [nin] */

@@ -174,6 +174,8 @@ static void test_backward(void)
     int key = G.key;
     CHECK(ember_grad_fn(y, NULL) != NULL);
     CHECK(strcmp(ember_node_name(ember_grad_fn(y, NULL)), "SumBackward") == 0);
+    CHECK(strcmp(ember_node_label(ember_grad_fn(y, NULL)), "sum (SumBackward)") == 0);
+    CHECK(strcmp(ember_node_label(NULL), "") == 0);
 
     ember_backward_run *run = NULL;
     ember_backward_req req;

@@ -13,9 +13,7 @@ function cuda.is_available() return C.ember_cuda_device_count() > 0 end
 function cuda.status() return ffi.string(C.ember_cuda_status()) end
 
 local errors = require("ember.errors")
-local function check(rc)
-  if rc < 0 then errors.raise("ember." .. ffi.string(C.ember_last_error())) end
-end
+local check = errors.check
 
 -- {bytes_in_use, peak_bytes, bytes_cached, device_allocs, cache_hits}
 function cuda.memory_stats()

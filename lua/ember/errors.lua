@@ -175,9 +175,12 @@ function errors.raise(msg)
   throw(msg)
 end
 
--- Raises "ember.<op>: <msg>" at the user's line.
-function errors.fail(op, msg)
-  throw("ember." .. op .. ": " .. msg)
+-- Raises "ember.<op>: <msg>" at the user's line; op may carry the "ember."
+-- already. With more arguments msg is a format: fail(op, "got %d", n).
+function errors.fail(op, msg, ...)
+  if select("#", ...) > 0 then msg = msg:format(...) end
+  if op:sub(1, 6) ~= "ember." then op = "ember." .. op end
+  throw(op .. ": " .. msg)
 end
 
 -- A shape as {2, 3}, from a list of sizes or a tensor.

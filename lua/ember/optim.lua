@@ -16,7 +16,7 @@ local optim = {}
 
 ---------------------------------------------------------------- checks
 local errors = require("ember.errors")
-local function fail(name, fmt, ...) errors.fail("optim." .. name, fmt:format(...)) end
+local function fail(name, fmt, ...) errors.fail("optim." .. name, fmt, ...) end
 
 local function show(v)
   if type(v) == "number" then return tostring(v) end
@@ -437,6 +437,17 @@ end)
 -- (Adam: g = g + wd*p; AdamW: p = p*(1 - lr*wd))
 -- m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; (amsgrad: vmax = max(vmax, v), used for v)
 -- p = p - lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
+-- p's Adam state, made zero on first use (max_exp_avg_sq with amsgrad)
+local function adam_state(state, p, amsgrad)
+  local st = state[p]
+  if st == nil then
+    st = { step = 0, exp_avg = ember.zeros_like(p), exp_avg_sq = ember.zeros_like(p) }
+    state[p] = st
+  end
+  if amsgrad and st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
+  return st
+end
+
 local function adam_update(self, decoupled)
   local state = self.state
   for _, group in ipairs(self.param_groups) do
@@ -446,12 +457,7 @@ local function adam_update(self, decoupled)
     for _, p in ipairs(group.params) do
       local g = rawget(p, "_grad")
       if g ~= nil then
-        local st = state[p]
-        if st == nil then
-          st = { step = 0, exp_avg = ember.zeros_like(p), exp_avg_sq = ember.zeros_like(p) }
-          state[p] = st
-        end
-        if amsgrad and st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
+        local st = adam_state(state, p, amsgrad)
         local vmax = amsgrad and st.max_exp_avg_sq or nil
         if fused(C.ember_adam_step_(p._c, g._c, st.exp_avg._c, st.exp_avg_sq._c, vmax and vmax._c, lr, b1, b2,
             eps, wd, decoupled and 1 or 0, maximize and 1 or 0, st.step + 1)) then
@@ -465,12 +471,7 @@ local function adam_update(self, decoupled)
           if decoupled then p:mul_(1 - lr * wd)
           else local d = p * wd; d:add_(g); g = d end
         end
-        local st = state[p]
-        if st == nil then
-          st = { step = 0, exp_avg = ember.zeros_like(p), exp_avg_sq = ember.zeros_like(p) }
-          state[p] = st
-        end
-        if amsgrad and st.max_exp_avg_sq == nil then st.max_exp_avg_sq = ember.zeros_like(p) end
+        local st = adam_state(state, p, amsgrad)
         local t = st.step + 1
         st.step = t
         local m, v = st.exp_avg, st.exp_avg_sq

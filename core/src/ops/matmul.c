@@ -178,7 +178,7 @@ int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p)
                              ember__tshape(sa, A), ember__tshape(sb, B));
             goto done;
         }
-        p->bshape[d] = x > y ? x : y;
+        p->bshape[d] = x == 1 ? y : x;   /* a 0 against a 1 is 0 */
     }
     /* result shape, with the added 1-D dims dropped */
     for (int d = 0; d < p->nbatch; d++) p->oshape[p->ond++] = p->bshape[d];

@@ -252,7 +252,7 @@ return function(ember, autodiff)
         local n = C.ember_drain_node_journal(journal_buf, 64)
         for i = 0, n - 1 do
           local p = journal_buf[i]
-          local name = ffi_string(C.ember_node_name(p))
+          local name = ffi_string(C.ember_node_label(p))
           if anomaly > 0 then node_state(p, true).location = caller_location() end
           if #disabled > 0 then
             errors.raise("ember.autodiff.graph.disable_saved_tensors_hooks: " .. disabled[#disabled]

@@ -24,7 +24,9 @@ A differentiable op defined in Lua. MegEngine's form: `fn(...)` returns the
 outputs and a backward function taking one gradient per output. PyTorch's
 form: `forward(ctx, ...)` and `backward(ctx, ...)`, with
 `ctx:save_for_backward(...)`, `ctx.saved_tensors` and
-`ctx.needs_input_grad`. Call the result like a function.
+`ctx.needs_input_grad`. Call the result like a function. `name` (1 to 48
+bytes, default `"function"`) is what errors give verbatim, followed by the
+node's name (`my_op (MyOpBackward)`).
 
 ### `ember.autodiff.Function_mt`
 The metatable of the ops `Function` makes (for `getmetatable(f) ==` tests).

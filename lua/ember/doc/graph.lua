@@ -39,7 +39,9 @@ cloned first, so backward uses the values as they were.
 What `t:grad_fn()` returns inside a recording.
 
 ### `Node:name()`
-The node's name (`"MulBackward"`, `"AccumulateGrad"`).
+The node's name (`"MulBackward"`, `"AccumulateGrad"`; a `Function` named
+`my_op` makes `"MyOpBackward"`). Errors name a node by the op's own name
+first: `mul (MulBackward)`, `my_op (MyOpBackward)`.
 
 ### `Node:next_functions()`
 One `{node =, output_nr =}` per input (`node` nil for an untracked one).

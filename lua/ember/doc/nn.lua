@@ -311,11 +311,13 @@ Registers state that is converted by `:to()` but is not a parameter
 removes the parameter).
 
 ### `Module:parameters()`, `Module:named_parameters(opts?)`
-Every parameter of the tree (shared ones once), in registration order; the
-named form is a list of `{name, t}` that also answers `list["fc.weight"]`
-and iterates as `for name, t in m:named_parameters() do`. `opts =
-{torch_names = true}` gives PyTorch's names (list entries from 0, as
-`state_dict`'s), so `t.grad` can be matched with PyTorch's gradients by name.
+Every parameter of the tree (shared ones once, under their first name), in
+registration order; the named form is a list of `{name, t}` that also
+answers `list["fc.weight"]` and iterates as `for name, t in
+m:named_parameters() do`. `opts = {torch_names = true}` gives PyTorch's
+names (list entries from 0, as `state_dict`'s), so `t.grad` can be matched
+with PyTorch's gradients by name; `{remove_duplicate = false}` lists a
+shared tensor under each of its names (PyTorch 2's `remove_duplicate`).
 
 ### `Module:buffers()`, `Module:named_buffers(opts?)`
 Every buffer of the tree, likewise.
@@ -335,7 +337,8 @@ Clears every parameter's `.grad`.
 
 ### `Module:state_dict(opts?)`
 A table name -> tensor of the parameters and persistent buffers (sharing
-storage); `opts = {torch_names = true}` for PyTorch's names. Save this, not
+storage), a shared tensor or module under each of its names as in PyTorch;
+`opts = {torch_names = true}` for PyTorch's names. Save this, not
 the module: `ember.save(path, m)` raises.
 
 ### `Module:load_state_dict(sd, strict?)`

@@ -1,6 +1,6 @@
 -- ember.nn.args: the argument checks shared by the layers of conv.lua,
 -- norm.lua and resize.lua: errors at the caller's line that name the call
--- (loss.lua's fail), option tables checked against a spec with defaults
+-- (errors.fail), option tables checked against a spec with defaults
 -- (loss.lua's options), and PyTorch's spatial arguments (a number, or one
 -- number per spatial dim), PyTorch's positional arguments mixed with an
 -- options table (A.positional; nn/signature.lua's S.parse adds the checks of
@@ -11,17 +11,14 @@
 local ember = require("ember")
 local L = require("ember.nn.loss")
 
-local A = { fail = L.fail, options = L.options, one_of = L.one_of }
+local errors = require("ember.errors")
+local A = { fail = errors.fail, options = L.options, one_of = L.one_of }
 local is_tensor = ember.is_tensor
 
--- the C calls of the layers (conv.lua, conv3d.lua, pool.lua, rnn.lua): check
--- raises a failed call's C error at the line that called the layer's function,
--- int64s is a list as a C array, ptr the C tensor of argument n of the call op
--- ("ember.nn.functional.conv1d")
+-- the C calls of the layers (conv.lua, conv3d.lua, pool.lua, rnn.lua; their
+-- status check is errors.check): int64s is a list as a C array, ptr the C
+-- tensor of argument n of the call op ("ember.nn.functional.conv1d")
 local ffi = require("ffi")
-function A.check(rc)
-  if rc < 0 then error("ember." .. ffi.string(ember._C.ember_last_error()), 3) end
-end
 function A.int64s(list) return ffi.new("int64_t[?]", #list, list) end
 function A.ptr(op, t, n) return ember._ptr(op:sub(#"ember." + 1), t, n, 2) end
 
@@ -35,7 +32,6 @@ function A.value_str(v)
   return L.value_str(v)
 end
 
-local errors = require("ember.errors")
 A.shape_str = errors.shape
 
 function A.need_tensor(op, what, x)

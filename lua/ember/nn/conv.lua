@@ -23,7 +23,7 @@ local M = { functional = {} }
 local F = M.functional
 
 local out1 = ffi.new("ember_tensor*[1]")
-local check, int64s, ptr = A.check, A.int64s, A.ptr
+local check, int64s, ptr = require("ember.errors").check, A.int64s, A.ptr
 
 -- x and w of nd dims, w's first dim a multiple of groups, x's channels what
 -- w takes, b nil or one per output channel, one dtype for all; returns the

@@ -33,7 +33,7 @@ local M = { functional = {} }
 local F = M.functional
 
 local out1 = ffi.new("ember_tensor*[1]")
-local check, int64s, ptr = A.check, A.int64s, A.ptr
+local check, int64s, ptr = require("ember.errors").check, A.int64s, A.ptr
 
 local BIAS_ARG = { "bias", nil, A.optional_tensor }
 local LEAD = { "input", "weight" }   -- the functions' arguments before their own (S.parse's lead)

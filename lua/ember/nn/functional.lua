@@ -15,7 +15,7 @@ local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
 local errors = require("ember.errors")
 local positional = require("ember.nn.args").positional   -- PyTorch's positional arguments and a last options table
-local function fail(op, fmt, ...) errors.fail(op, fmt:format(...)) end
+local fail = errors.fail
 
 local shape_str = errors.shape
 

@@ -14,8 +14,8 @@ local init = {}
 local is_tensor = ember.is_tensor
 local F64 = { dtype = "float64" }
 
-local raise = require("ember.nn.loss").fail   -- at the user's line
-local function fail(name, fmt, ...) raise("ember.nn.init." .. name, fmt, ...) end
+local errors = require("ember.errors")
+local function fail(name, fmt, ...) errors.fail("nn.init." .. name, fmt, ...) end
 
 local shape_str = require("ember.errors").shape
 

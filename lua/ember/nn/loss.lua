@@ -17,9 +17,8 @@ local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 -- "<op>: <message>" raised at the user's line (ember.errors finds it; nn.init
 -- and the layers raise through this too)
 local errors = require("ember.errors")
-local function fail(op, fmt, ...) errors.raise(op .. ": " .. fmt:format(...)) end
+local fail = errors.fail
 
-L.fail = fail
 
 local shape_str, same_shape = errors.shape, errors.same_shape
 

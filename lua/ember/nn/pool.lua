@@ -41,7 +41,7 @@ local F = M.functional
 
 local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
-local check, int64s, ptr = A.check, A.int64s, A.ptr
+local check, int64s, ptr = require("ember.errors").check, A.int64s, A.ptr
 
 ---------------------------------------------------------------- arguments
 local INPUT = { "input" }   -- the argument before a function's own (S.parse's lead)

@@ -18,9 +18,9 @@ local C = ember._C
 local out1 = ffi.new("ember_tensor*[1]")
 local out2 = ffi.new("ember_tensor*[2]")
 
-local shape_str = require("ember.errors").shape
+local errors = require("ember.errors")
+local shape_str, check = errors.shape, errors.check
 local A = require("ember.nn.args")
-local check = A.check
 
 -- x (T, ...) -> its T slices (views)
 local function slices(ctx, x)
@@ -162,9 +162,7 @@ return function(nn, h)
     return p
   end
 
-  local function fail(layer, fmt, ...)
-    error(("ember.nn.%s: " .. fmt):format(layer, ...), 4)
-  end
+  local function fail(layer, fmt, ...) errors.fail("nn." .. layer, fmt, ...) end
 
   local function check_dtype(layer, what, t, w)
     if t.dtype ~= w.dtype then

@@ -148,13 +148,17 @@ local function mha_class(nn)
       fail(op, "query %s, key %s and value %s must all be batched (3-D) or all unbatched (2-D)",
         shape_str(q), shape_str(k), shape_str(v))
     end
+    if k.dtype ~= q.dtype or v.dtype ~= q.dtype then
+      fail(op, "query (%s), key (%s) and value (%s) must have one dtype", q.dtype, k.dtype, v.dtype)
+    end
+    local shown = ("query %s, key %s and value %s"):format(shape_str(q), shape_str(k), shape_str(v))
     if unbatched then q, k, v = q:unsqueeze(2), k:unsqueeze(2), v:unsqueeze(2)
     elseif self.batch_first then q, k, v = q:transpose(1, 2), k:transpose(1, 2), v:transpose(1, 2) end
     -- now (L, N, E)
     local L, N, S = q:size(1), q:size(2), k:size(1)
     if k:size(2) ~= N or v:size(2) ~= N or v:size(1) ~= S then
-      fail(op, "key %s and value %s must have the query's batch size %d and one length", shape_str(k),
-        shape_str(v), N)
+      fail(op, "%s do not fit: key and value must have the query's batch size %d and one length%s", shown, N,
+        self.batch_first and " (batch_first: {N, L, E})" or "")
     end
     local dtype = q.dtype
     local am, kpm = o.attn_mask, o.key_padding_mask

@@ -6,7 +6,7 @@ local errors = require("ember.errors")
 
 local U = {}
 
-local function fail(op, fmt, ...) errors.fail("nn.utils." .. op, fmt:format(...)) end
+local function fail(op, fmt, ...) errors.fail("nn.utils." .. op, fmt, ...) end
 
 -- a list of tensors from a tensor or a list (a Module's parameters())
 local function tensor_list(op, params)
