@@ -33,9 +33,12 @@ return function(ember, H, T)
     check(C.ember_linalg_slogdet(a._c, out2, out2 + 1))
     return wrap(out2[0]), wrap(out2[1])
   end)
+  -- the product of the LU pivots; its gradient (adjugate^T) holds at
+  -- singular matrices too
   named("det", function(a)
-    local s, l = linalg.slogdet(a)
-    return s * l:exp()
+    square("linalg.det", a)
+    check(C.ember_linalg_det(a._c, out1))
+    return wrap(out1[0])
   end)
   -- A (..., n, n) and B (..., n, k) expanded to one batch shape
   local function broadcast_batch(op, a, b)
@@ -125,70 +128,186 @@ return function(ember, H, T)
     local w = linalg.eigh(a, uplo)
     return w
   end)
-  -- the reduced QR (Q (..., m, k), R (..., k, n), k = min(m, n)); mode
-  -- "reduced" or "r" (R alone)
+  -- QR: mode "reduced" (Q (..., m, k), R (..., k, n), k = min(m, n)),
+  -- "complete" (Q (..., m, m), R (..., m, n)) or "r" (R alone, no gradient,
+  -- as PyTorch's)
+  local QR_MODES = { reduced = 0, complete = 1, r = 2 }
   named("qr", function(a, mode)
     need_tensor("linalg.qr", a, 1)
     if a:dim() < 2 then fail("linalg.qr", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
     if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.qr", "expects float32 or float64, got " .. a.dtype) end
     mode = mode or "reduced"
-    if mode ~= "reduced" and mode ~= "r" then
-      fail("linalg.qr", "mode must be \"reduced\" or \"r\", got " .. tostring(mode)
-        .. (mode == "complete" and " (the complete Q is not supported)" or ""))
+    if QR_MODES[mode] == nil then
+      fail("linalg.qr", "mode must be \"reduced\", \"complete\" or \"r\", got " .. tostring(mode))
     end
-    check(C.ember_linalg_qr(a._c, out2, out2 + 1))
+    check(C.ember_linalg_qr_mode(a._c, QR_MODES[mode], out2, out2 + 1))
     local q, r = wrap(out2[0]), wrap(out2[1])
     if mode == "r" then return r end
     return q, r
   end)
-  -- the SVD A = U diag(S) Vh as (U, S, Vh), S descending. Reduced only: for a
-  -- non-square A PyTorch's default full_matrices = true raises, asking for
-  -- {full_matrices = false}
-  local function svd_raw(op, a)
+  -- the SVD A = U diag(S) Vh as (U, S, Vh), S descending: the full U (..., m,
+  -- m) and Vh (..., n, n) (full_matrices, PyTorch's default) or the reduced
+  -- ones (k = min(m, n) columns of U, rows of Vh)
+  local function svd_raw(op, a, full)
     need_tensor(op, a, 1)
     if a:dim() < 2 then fail(op, "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
     if a.dtype ~= "float32" and a.dtype ~= "float64" then fail(op, "expects float32 or float64, got " .. a.dtype) end
     local o3 = ffi.new("ember_tensor *[3]")
-    check(C.ember_linalg_svd(a._c, o3, o3 + 1, o3 + 2))
+    check(C.ember_linalg_svd_full(a._c, full and 1 or 0, o3, o3 + 1, o3 + 2))
     return wrap(o3[0]), wrap(o3[1]), wrap(o3[2])
   end
   named("svd", function(a, opts)
     local o = options("linalg.svd", opts, { full_matrices = true })
     local full = o.full_matrices == nil or need_bool("linalg.svd", "full_matrices", o.full_matrices)
-    need_tensor("linalg.svd", a, 1)
-    if full and a:dim() >= 2 and a:size(-1) ~= a:size(-2) then
-      fail("linalg.svd", ("the full U and Vh of a non-square %s are not supported; pass {full_matrices = false} "
-        .. "for the reduced SVD"):format(sh(a)))
-    end
-    return svd_raw("linalg.svd", a)
+    return svd_raw("linalg.svd", a, full)
   end)
   named("svdvals", function(a)
-    local _, sv = svd_raw("linalg.svdvals", a)
+    local _, sv = svd_raw("linalg.svdvals", a, false)
     return sv
   end)
-  -- the least-squares solution of A X = B for a full-rank A (..., m, n),
-  -- through QR: of A when m >= n, of A^T (the minimum-norm solution) when
-  -- m < n. Returns {solution = X}, as PyTorch's result's field
-  named("lstsq", function(a, b)
-    need_tensor("linalg.lstsq", a, 1)
-    need_tensor("linalg.lstsq", b, 2)
-    if a:dim() < 2 then fail("linalg.lstsq", "A must be a matrix or a batch of them, got shape " .. sh(a)) end
+  -- the cutoff of pinv and matrix_rank: max(atol, rtol * the largest
+  -- singular value), rtol eps * max(m, n) when neither is given and 0 when
+  -- only atol is, as PyTorch's
+  local EPS = { float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16 }
+  local function tolerances(op, a, opts)
+    local o = options(op, opts, { atol = true, rtol = true, hermitian = true })
+    for _, k in ipairs({ "atol", "rtol" }) do
+      if o[k] ~= nil and (type(o[k]) ~= "number" or o[k] ~= o[k] or o[k] < 0) then
+        fail(op, k .. " must be a number >= 0, got " .. tostring(o[k]))
+      end
+    end
+    local herm = need_bool(op, "hermitian", o.hermitian)
+    local atol, rtol = o.atol or 0, o.rtol
+    if rtol == nil then rtol = (o.atol ~= nil and o.atol > 0) and 0 or EPS[a.dtype] * math.max(a:size(-1), a:size(-2)) end
+    return atol, rtol, herm
+  end
+  -- the singular values (or |eigenvalues|, hermitian) of a, and U, Vh with
+  -- pinv = Vh^T diag(1/S) U^T
+  local function spectrum(a, herm)
+    if not herm then return linalg.svd(a, { full_matrices = false }) end
+    local w, v = linalg.eigh(a)
+    return v * w:sign():unsqueeze(-2), w:abs(), v:transpose(-1, -2)
+  end
+  -- the Moore-Penrose pseudo-inverse (..., n, m) through the SVD (through eigh
+  -- with {hermitian = true}): singular values at or below the cutoff count as
+  -- zero; differentiable where the rank is constant and the kept singular
+  -- values are distinct
+  named("pinv", function(a, opts)
+    need_tensor("linalg.pinv", a, 1)
+    if a:dim() < 2 then fail("linalg.pinv", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
+    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.pinv", "expects float32 or float64, got " .. a.dtype) end
+    local atol, rtol, herm = tolerances("linalg.pinv", a, opts)
+    if herm then square("linalg.pinv", a) end
+    local u, sv, vh = spectrum(a, herm)
+    if sv:numel() == 0 then return ember.zeros(a:transpose(-1, -2):shape(), { dtype = a.dtype, device = a.device }) end
+    local cut = (sv:detach():max(-1, true) * rtol):clamp(atol)
+    local keep = sv:gt(cut)
+    local inv = ember.where(keep, 1 / ember.where(keep, sv, 1), 0)
+    return (vh:transpose(-1, -2) * inv:unsqueeze(-2)):matmul(u:transpose(-1, -2))
+  end)
+  -- the number of singular values above the cutoff (int64, batch shape)
+  named("matrix_rank", function(a, opts)
+    need_tensor("linalg.matrix_rank", a, 1)
+    if a:dim() < 2 then fail("linalg.matrix_rank", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
+    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.matrix_rank", "expects float32 or float64, got " .. a.dtype) end
+    local atol, rtol, herm = tolerances("linalg.matrix_rank", a, opts)
+    if herm then square("linalg.matrix_rank", a) end
+    local sv = herm and linalg.eigvalsh(a):abs() or linalg.svdvals(a)
+    if sv:size(-1) == 0 then return ember.zeros(sv:shape(), { dtype = "int64", device = a.device }):sum(-1) end
+    sv = sv:detach()
+    local cut = (sv:max(-1, true) * rtol):clamp(atol)
+    return sv:gt(cut):to("int64"):sum(-1)
+  end)
+  -- least squares: X minimising ||A X - B|| per batch element, A (..., m, n),
+  -- B (..., m, k) or (..., m); batch dims broadcast. opts: rcond (the
+  -- singular values below rcond times the largest count as zero; default eps
+  -- * max(m, n)) and driver ("gelsy", the default, "gels" for full-rank A,
+  -- "gelsd", "gelss"). Returns {solution =, residuals =, rank =,
+  -- singular_values =} as PyTorch's: residuals (the squared residual norm per
+  -- column) when m > n and every A has full rank (not with gelsy), else empty;
+  -- rank (int64) except with gels; singular_values with gelsd and gelss. The
+  -- solution differentiates as pinv(A) B, PyTorch's rule
+  local DRIVERS = { gels = 0, gelsy = 1, gelsd = 2, gelss = 3 }
+  named("lstsq", function(a, b, opts)
+    local op = "linalg.lstsq"
+    need_tensor(op, a, 1)
+    need_tensor(op, b, 2)
+    local o = options(op, opts, { rcond = true, driver = true })
+    if a:dim() < 2 then fail(op, "A must be a matrix or a batch of them, got shape " .. sh(a)) end
+    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail(op, "expects float32 or float64, got " .. a.dtype) end
+    local driver = o.driver or "gelsy"
+    if DRIVERS[driver] == nil then
+      fail(op, "driver must be \"gels\", \"gelsy\", \"gelsd\" or \"gelss\", got " .. tostring(driver))
+    end
+    if o.rcond ~= nil and (type(o.rcond) ~= "number" or o.rcond ~= o.rcond) then
+      fail(op, "rcond must be a number, got " .. tostring(o.rcond))
+    end
     local vec = b:dim() == a:dim() - 1
     if vec then b = b:unsqueeze(-1) end
     if b:dim() < 2 or b:size(-2) ~= a:size(-2) then
-      fail("linalg.lstsq", ("A of shape %s and B of shape %s do not fit (B: (..., m, k) or (..., m))"):format(sh(a), sh(b)))
+      fail(op, ("A of shape %s and B of shape %s do not fit (B: (..., m, k) or (..., m))"):format(sh(a), sh(b)))
     end
     if b.dtype ~= a.dtype then b = b:to(a.dtype) end
     local m, n = a:size(-2), a:size(-1)
-    local x
-    if m >= n then
-      local q, r = linalg.qr(a)
-      x = linalg.solve(r, q:transpose(-1, -2):matmul(b))
-    else
-      local q, r = linalg.qr(a:transpose(-1, -2))
-      x = q:matmul(linalg.solve(r:transpose(-1, -2), b))
+    local rcond = o.rcond or EPS[a.dtype] * math.max(m, n)
+    local ab, bb = broadcast_batch(op, a, b)
+    local o3 = ffi.new("ember_tensor *[3]")
+    check(C.ember_linalg_lstsq(ab:detach()._c, bb:detach()._c, DRIVERS[driver], rcond, o3, o3 + 1, o3 + 2))
+    local x, rank, sv = wrap(o3[0]), wrap(o3[1]), wrap(o3[2])
+    if ember.is_grad_enabled and ember.is_grad_enabled() and (C.ember_is_tracked(a._c) ~= 0 or C.ember_is_tracked(b._c) ~= 0) then
+      local y = linalg.pinv(ab):matmul(bb)   -- X's value, pinv(A) B's gradient
+      x = x + (y - y:detach())
     end
-    return { solution = vec and x:squeeze(-1) or x }
+    local like = { dtype = a.dtype, device = a.device }
+    local empty = ember.zeros({ 0 }, like)
+    local res = empty
+    local full = driver ~= "gelsy" and m > n and (driver == "gels" or rank:eq(n):all():item())
+    if full then
+      res = (ab:matmul(x) - bb):pow(2):sum(-2)
+      if vec then res = res:squeeze(-1) end
+    end
+    return {
+      solution = vec and x:squeeze(-1) or x,
+      residuals = res,
+      rank = driver == "gels" and ember.zeros({ 0 }, { dtype = "int64", device = a.device }) or rank,
+      singular_values = (driver == "gelsd" or driver == "gelss") and sv or empty,
+    }
+  end)
+  -- A^n for an integer n: repeated squaring; n = 0 the identity, n < 0 the
+  -- inverse's power
+  named("matrix_power", function(a, k)
+    square("linalg.matrix_power", a)
+    if type(k) ~= "number" or k ~= math.floor(k) or k ~= k or math.abs(k) >= 2 ^ 53 then
+      fail("linalg.matrix_power", "n must be an integer, got " .. tostring(k))
+    end
+    if k == 0 then
+      return ember.eye(a:size(-1), a:size(-1), { dtype = a.dtype, device = a.device }):expand(a:shape()):clone()
+    end
+    if k < 0 then a, k = linalg.inv(a), -k end
+    local r, p = nil, a
+    while true do
+      if k % 2 == 1 then r = r and r:matmul(p) or p end
+      k = math.floor(k / 2)
+      if k == 0 then break end
+      p = p:matmul(p)
+    end
+    return r
+  end)
+  -- the cross product of 3-vectors along dim (default: the last dim of size
+  -- 3, as linalg.cross's -1), batch dims broadcast
+  named("cross", function(x, y, dim)
+    need_tensor("linalg.cross", x, 1)
+    need_tensor("linalg.cross", y, 2)
+    if x:dim() ~= y:dim() then
+      fail("linalg.cross", ("x of shape %s and y of shape %s must have the same number of dims"):format(sh(x), sh(y)))
+    end
+    local d = pdim("linalg.cross", dim == nil and -1 or dim, x:dim())
+    if x:size(d) ~= 3 or y:size(d) ~= 3 then
+      fail("linalg.cross", ("dim %d of x %s and y %s must have size 3"):format(d, sh(x), sh(y)))
+    end
+    local function c(t, i) return t:narrow(d, i, 1) end
+    return ember.cat({ c(x, 2) * c(y, 3) - c(x, 3) * c(y, 2), c(x, 3) * c(y, 1) - c(x, 1) * c(y, 3),
+      c(x, 1) * c(y, 2) - c(x, 2) * c(y, 1) }, d)
   end)
   -- vector norms (ord a number, "inf", "-inf"), or for 2-D input / two dims
   -- the matrix norms "fro", 1, -1, "inf", "-inf"
@@ -244,17 +363,52 @@ return function(ember, H, T)
     end
     return r
   end)
+  -- linalg.vector_norm(x, ord?, dim?, keepdim?): x flattened (or reduced
+  -- over dim, a dim or a list) as one vector, ord a number or "inf"/"-inf"
+  named("vector_norm", function(a, ord, dim, keepdim)
+    need_tensor("linalg.vector_norm", a, 1)
+    if ord ~= nil and type(ord) ~= "number" and ord ~= "inf" and ord ~= "-inf" then
+      fail("linalg.vector_norm", "ord must be a number, \"inf\" or \"-inf\", got " .. tostring(ord))
+    end
+    if type(dim) == "table" and #dim ~= 1 then
+      if not is_float(a) then fail("linalg.vector_norm", "expects a floating-point tensor, got " .. a.dtype) end
+      keepdim = need_bool("linalg.vector_norm", "keepdim", keepdim)
+      local o = ord == "-inf" and -huge or ord
+      if o == 0 then return a:ne(0):to(a.dtype):sum(dim, keepdim) end
+      if type(o) == "number" and o < 0 then
+        local x = a:abs()
+        if o == -huge then
+          local ds = {}
+          for i, d0 in ipairs(dim) do ds[i] = pdim("linalg.vector_norm", d0, a:dim()) end
+          table.sort(ds, function(p, q) return p > q end)
+          for _, d0 in ipairs(ds) do x = (x:min(d0, true)) end
+          if not keepdim then for _, d0 in ipairs(ds) do x = x:squeeze(d0) end end
+          return x
+        end
+        return x:pow(o):sum(dim, keepdim):pow(1 / o)
+      end
+      return a:norm(ord or 2, dim, keepdim)
+    end
+    if type(dim) == "table" then dim = dim[1] end
+    return linalg.norm(a, ord, dim, keepdim)
+  end)
+  -- linalg.matrix_norm(A, ord?, dim?, keepdim?): ord "fro" (default), "nuc",
+  -- 1, -1, 2, -2, "inf", "-inf" over the dims {-2, -1} (or dim, two dims)
+  named("matrix_norm", function(a, ord, dim, keepdim)
+    need_tensor("linalg.matrix_norm", a, 1)
+    if a:dim() < 2 then fail("linalg.matrix_norm", "expects a matrix or a batch of them, got shape " .. sh(a)) end
+    if dim ~= nil and (type(dim) ~= "table" or #dim ~= 2) then
+      fail("linalg.matrix_norm", "dim must be a list of two dims, got " .. tostring(dim))
+    end
+    return linalg.norm(a, ord or "fro", dim or { -2, -1 }, keepdim)
+  end)
   ember.inverse, ember.det, ember.slogdet, ember.solve, ember.cholesky, ember.qr, ember.lstsq =
     linalg.inv, linalg.det, linalg.slogdet, linalg.solve, linalg.cholesky, linalg.qr, linalg.lstsq
   ember.eigh = linalg.eigh
-  -- torch.svd: (U, S, V) with V, not Vh; reduced unless some = false (not supported for non-square)
+  -- torch.svd: (U, S, V) with V, not Vh; reduced unless some = false
   function ember.svd(a, some)
     if some ~= nil and type(some) ~= "boolean" then fail("svd", "some must be a boolean, got " .. type(some)) end
-    need_tensor("svd", a, 1)
-    if some == false and a:dim() >= 2 and a:size(-1) ~= a:size(-2) then
-      fail("svd", "some = false (the full U and V) of a non-square " .. sh(a) .. " is not supported")
-    end
-    local u, sv, vh = svd_raw("svd", a)
+    local u, sv, vh = svd_raw("svd", a, some == false)
     return u, sv, vh:transpose(-1, -2)
   end
   Tensor.svd = ember.svd
