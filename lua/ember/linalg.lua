@@ -62,7 +62,12 @@ return function(ember, H, T)
   named("solve", function(a, b)
     square("linalg.solve", a)
     need_tensor("linalg.solve", b, 2)
-    local vec = b:dim() == 1 or b:dim() == a:dim() - 1
+    -- a vector B: 1-D, or A's shape without its last dim (PyTorch's rule)
+    local vec = b:dim() == 1
+    if not vec and b:dim() == a:dim() - 1 then
+      vec = true
+      for d = 1, b:dim() do vec = vec and b:size(d) == a:size(d) end
+    end
     if vec then b = b:unsqueeze(-1) end
     if b:dim() < 2 or b:size(-2) ~= a:size(-1) then
       fail("linalg.solve", ("A of shape %s and B of shape %s do not fit"):format(sh(a), sh(b)))
@@ -264,7 +269,6 @@ return function(ember, H, T)
     local full = driver ~= "gelsy" and m > n and (driver == "gels" or rank:eq(n):all():item())
     if full then
       res = (ab:matmul(x) - bb):pow(2):sum(-2)
-      if vec then res = res:squeeze(-1) end
     end
     return {
       solution = vec and x:squeeze(-1) or x,
