@@ -46,6 +46,8 @@ describe("ember.linalg gradcheck and gradgradcheck (float64)", function()
         r[#r + 1] = L.lstsq(c, d, { driver = "gelsd" }).solution
         return unpack(r) end, function() return { randn(5, 3), randn(5, 2), randn(2, 4), randn(2) } end, true },
     { "pinv", function(a, b) return L.pinv(a), L.pinv(b) end, function() return { randn(3, 4), randn(2, 4, 2) } end, true },
+    { "pinverse dropping a nonzero singular value", function(a) return a:pinverse(0.3) end,
+      function() return { ember.tensor({ { 3, 0, 0 }, { 0, 0.5, 0 } }, F64) + randn(2, 3) * 0.05 } end, true },
     { "matrix_power", function(a) return L.matrix_power(a, 3), L.matrix_power(a, -2) end,
       function() return { randn(3, 3) + ember.eye(3, 3, F64) * 3 } end, true },
     { "cross", function(a, b) return L.cross(a, b) end, function() return { randn(2, 3), randn(2, 3) } end, true },

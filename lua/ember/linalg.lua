@@ -367,34 +367,37 @@ return function(ember, H, T)
     end
     return r
   end)
-  -- linalg.vector_norm(x, ord?, dim?, keepdim?): x flattened (or reduced
-  -- over dim, a dim or a list) as one vector, ord a number or "inf"/"-inf"
+  -- linalg.vector_norm(x, ord?, dim?, keepdim?): x (or each slice over dim,
+  -- a dim or a list of them; all dims when nil) as one vector; ord a number
+  -- (0 counts the nonzeros, negative ones are sum(|x|^ord)^(1/ord)) or
+  -- "inf"/"-inf"
   named("vector_norm", function(a, ord, dim, keepdim)
-    need_tensor("linalg.vector_norm", a, 1)
+    local op = "linalg.vector_norm"
+    need_tensor(op, a, 1)
+    if not is_float(a) then fail(op, "expects a floating-point tensor, got " .. a.dtype) end
     if ord ~= nil and type(ord) ~= "number" and ord ~= "inf" and ord ~= "-inf" then
-      fail("linalg.vector_norm", "ord must be a number, \"inf\" or \"-inf\", got " .. tostring(ord))
+      fail(op, "ord must be a number, \"inf\" or \"-inf\", got " .. tostring(ord))
     end
-    if type(dim) == "table" and #dim ~= 1 then
-      if not is_float(a) then fail("linalg.vector_norm", "expects a floating-point tensor, got " .. a.dtype) end
-      keepdim = need_bool("linalg.vector_norm", "keepdim", keepdim)
-      local o = ord == "-inf" and -huge or ord
-      if o == 0 then return a:ne(0):to(a.dtype):sum(dim, keepdim) end
-      if type(o) == "number" and o < 0 then
-        local x = a:abs()
-        if o == -huge then
-          local ds = {}
-          for i, d0 in ipairs(dim) do ds[i] = pdim("linalg.vector_norm", d0, a:dim()) end
-          table.sort(ds, function(p, q) return p > q end)
-          for _, d0 in ipairs(ds) do x = (x:min(d0, true)) end
-          if not keepdim then for _, d0 in ipairs(ds) do x = x:squeeze(d0) end end
-          return x
-        end
-        return x:pow(o):sum(dim, keepdim):pow(1 / o)
-      end
-      return a:norm(ord or 2, dim, keepdim)
+    keepdim = need_bool(op, "keepdim", keepdim)
+    local ds = {}
+    if dim == nil then
+      for d = 1, a:dim() do ds[d] = d end
+    else
+      for i, d in ipairs(type(dim) == "table" and dim or { dim }) do ds[i] = pdim(op, d, a:dim()) end
     end
-    if type(dim) == "table" then dim = dim[1] end
-    return linalg.norm(a, ord, dim, keepdim)
+    if #ds == 0 then   -- a 0-d tensor
+      local r = linalg.vector_norm(a:reshape({ 1 }), ord, 1)
+      return r
+    end
+    local o = ord == "-inf" and -huge or (ord == "inf" and huge or (ord or 2))
+    if o == 0 then return a:ne(0):to(a.dtype):sum(ds, keepdim) end
+    if o > 0 then return a:norm(o == huge and "inf" or o, ds, keepdim) end
+    local x = a:abs()
+    if o > -huge then return x:pow(o):sum(ds, keepdim):pow(1 / o) end
+    table.sort(ds, function(p, q) return p > q end)
+    for _, d in ipairs(ds) do x = (x:min(d, true)) end
+    if not keepdim then for _, d in ipairs(ds) do x = x:squeeze(d) end end
+    return x
   end)
   -- linalg.matrix_norm(A, ord?, dim?, keepdim?): ord "fro" (default), "nuc",
   -- 1, -1, 2, -2, "inf", "-inf" over the dims {-2, -1} (or dim, two dims)
@@ -409,6 +412,15 @@ return function(ember, H, T)
   ember.inverse, ember.det, ember.slogdet, ember.solve, ember.cholesky, ember.qr, ember.lstsq =
     linalg.inv, linalg.det, linalg.slogdet, linalg.solve, linalg.cholesky, linalg.qr, linalg.lstsq
   ember.eigh = linalg.eigh
+  ember.matrix_power, Tensor.matrix_power = linalg.matrix_power, linalg.matrix_power
+  -- torch.pinverse: the cutoff rcond relative to the largest singular value
+  function ember.pinverse(a, rcond)
+    if rcond ~= nil and (type(rcond) ~= "number" or rcond ~= rcond or rcond < 0) then
+      fail("pinverse", "rcond must be a number >= 0, got " .. tostring(rcond))
+    end
+    return linalg.pinv(a, { rtol = rcond or 1e-15 })
+  end
+  Tensor.pinverse = ember.pinverse
   -- torch.svd: (U, S, V) with V, not Vh; reduced unless some = false
   function ember.svd(a, some)
     if some ~= nil and type(some) ~= "boolean" then fail("svd", "some must be a boolean, got " .. type(some)) end

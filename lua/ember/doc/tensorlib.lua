@@ -184,27 +184,31 @@ finite range); elements outside and NaN are left out.
 
 ## `ember.linalg`: linear algebra
 
-LAPACK (through OpenBLAS) on square matrices or batches of them `(..., n,
-n)`, float32 and float64, with gradients (and second derivatives). A
-singular or not positive-definite matrix raises naming its batch element. On
-a GPU the factorisations run on the host. The top-level names `ember.inverse`,
-`det`, `slogdet`, `solve`, `cholesky`, `eigh`, `qr`, `lstsq` and the methods
-`t:inverse()`, `t:det()`, `t:slogdet()`, `t:cholesky()`, `t:qr()` are the
-same functions.
+LAPACK (through OpenBLAS) on matrices or batches of them `(..., m, n)`,
+float32 and float64, with gradients (and second derivatives) wherever
+PyTorch defines them. A singular or not positive-definite matrix raises
+naming its batch element. On a GPU the factorisations run on the host. The
+top-level names `ember.inverse`, `det`, `slogdet`, `solve`, `cholesky`,
+`eigh`, `qr`, `lstsq`, `matrix_power`, `pinverse` and the methods
+`t:inverse()`, `t:det()`, `t:slogdet()`, `t:cholesky()`, `t:qr()`,
+`t:matrix_power(n)`, `t:pinverse()` are the same functions.
 
 ### `ember.linalg.inv(A)`, `ember.inverse(A)`, `Tensor:inverse()`
 `A^-1`.
 
 ### `ember.linalg.det(A)`, `ember.det(A)`, `Tensor:det()`
-The determinant (0 for a singular matrix), as `sign * exp(logabsdet)`.
+The determinant: the product of the LU pivots, exactly 0 for a singular
+matrix. Its gradient is the transposed adjugate at every rank (through the
+SVD where `det A = 0`: nonzero for rank `n - 1`, where PyTorch 1.13 returns
+zero).
 
 ### `ember.linalg.slogdet(A)`, `ember.slogdet(A)`, `Tensor:slogdet()`
 The sign and the log of the absolute value of the determinant (`0, -inf`
 for a singular matrix); the gradient flows through the second.
 
 ### `ember.linalg.solve(A, B)`, `ember.solve(A, B)`
-`X` with `A X = B`: `B` `(..., n, k)`, or `(..., n)` for vectors; batch dims
-broadcast.
+`X` with `A X = B`: `B` `(..., n, k)`, or a vector: `(n)` or `A`'s shape
+without its last dim (PyTorch's rule); batch dims broadcast.
 
 ### `ember.linalg.cholesky(A)`, `ember.cholesky(A)`, `Tensor:cholesky()`
 The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
@@ -229,30 +233,71 @@ infinities there too).
 The eigenvalues of `eigh`.
 
 ### `ember.linalg.qr(A, mode?)`, `ember.qr(A, mode?)`, `Tensor:qr(mode?)`
-The reduced QR of `(..., m, n)`: `Q (..., m, k)` and `R (..., k, n)`,
-`k = min(m, n)`; `mode = "r"` gives `R` alone. Differentiable for `m >= n`.
+The QR of `(..., m, n)`, `k = min(m, n)`: `mode = "reduced"` (the default)
+gives `Q (..., m, k)` and `R (..., k, n)`, `"complete"` `Q (..., m, m)` and
+`R (..., m, n)`, `"r"` `R` alone. Differentiable as PyTorch's: for every
+shape in `"reduced"` mode and for `m <= n` in `"complete"`; backward raises
+PyTorch's error for `"complete"` with `m > n` and for `"r"`.
 
 ### `ember.linalg.svd(A, opts?)`
-The SVD `A = U diag(S) Vh` as `U (..., m, k)`, `S (..., k)` descending and
-`Vh (..., k, n)`, `k = min(m, n)`, with PyTorch's gradients (repeated
-singular values give infinities there too). Only the reduced form: for a
-non-square `A`, pass `{full_matrices = false}` (PyTorch's default, the full
-`U` and `Vh`, raises).
+The SVD `A = U diag(S) Vh` as `U`, `S (..., k)` descending and `Vh`, `k =
+min(m, n)`: the full `U (..., m, m)` and `Vh (..., n, n)` (the default, as
+PyTorch's) or with `{full_matrices = false}` the reduced `U (..., m, k)` and
+`Vh (..., k, n)`. PyTorch's gradients (repeated singular values give
+infinities there too); the full factors' extra columns get none, as
+PyTorch's.
 
 ### `ember.linalg.svdvals(A)`
 The singular values of `svd`.
 
 ### `ember.svd(A, some?)`, `Tensor:svd(some?)`
-PyTorch's `torch.svd`: `U, S, V` (`V`, not `Vh`), reduced (`some = false`
-raises for a non-square `A`).
+PyTorch's `torch.svd`: `U, S, V` (`V`, not `Vh`), reduced unless `some =
+false`.
 
-### `ember.linalg.lstsq(A, B)`, `ember.lstsq(A, B)`
-The least-squares solution of `A X = B` for a full-rank `A`, through QR
-(the minimum-norm one for a wide `A`), as `{solution = X}`; `B` `(..., m,
-k)` or `(..., m)`.
+### `ember.linalg.lstsq(A, B, opts?)`, `ember.lstsq(A, B, opts?)`
+The least-squares solution of `A X = B` for any `A (..., m, n)` (tall,
+wide, rank-deficient: the minimum-norm solution), `B` `(..., m, k)` or
+`(..., m)`, batch dims broadcast. `opts.driver`: `"gelsy"` (the default),
+`"gelsd"`, `"gelss"` (rank-revealing) or `"gels"` (QR, full rank only);
+`opts.rcond`: singular values below `rcond` times the largest count as zero
+(default `eps * max(m, n)`). Returns `{solution =, residuals =, rank =,
+singular_values =}` as PyTorch's: `residuals` (squared residual norm per
+column of `B`) when `m > n`, every `A` has full rank and the driver is not
+gelsy, else empty; `rank` (int64) except with gels; `singular_values` with
+gelsd and gelss. The gradient of `solution` is that of `pinv(A) B`, as
+PyTorch's; `residuals` are differentiable too.
+
+### `ember.linalg.pinv(A, opts?)`, `ember.pinverse(A, rcond?)`, `Tensor:pinverse(rcond?)`
+The Moore-Penrose pseudo-inverse `(..., n, m)` through the SVD (through
+`eigh` with `{hermitian = true}`): singular values at or below `max(atol,
+rtol * largest)` count as zero (`opts.atol`, `opts.rtol`; `rtol` defaults to
+`eps * max(m, n)`, or 0 when only `atol` is given). `pinverse` is
+`torch.pinverse`: `rtol = rcond` (default `1e-15`). Differentiable where the
+rank is constant.
+
+### `ember.linalg.matrix_rank(A, opts?)`
+The number of singular values above the cutoff of `pinv` (same options), as
+int64 of the batch shape.
+
+### `ember.linalg.matrix_power(A, n)`, `ember.matrix_power(A, n)`, `Tensor:matrix_power(n)`
+`A^n` for an integer `n` by repeated squaring: the identity for `n = 0`,
+`inv(A)^-n` for `n < 0`.
+
+### `ember.linalg.cross(x, y, dim?)`
+The cross product of 3-vectors along `dim` (default -1, which must have
+size 3); `x` and `y` have the same number of dims, the others broadcast.
 
 ### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
 Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
 element) and, for a matrix or two `dim`s, the matrix norms `"fro"` (the
 default), `"nuc"`, 1, -1, 2, -2, `"inf"`, `"-inf"`.
+
+### `ember.linalg.vector_norm(x, ord?, dim?, keepdim?)`
+The vector norm of every element (or of each slice over `dim`, a dim or a
+list of them): `ord` 2 by default, any number (0 counts the nonzeros,
+negative ones are `sum(|x|^ord)^(1/ord)`), `"inf"` or `"-inf"`.
+
+### `ember.linalg.matrix_norm(A, ord?, dim?, keepdim?)`
+The matrix norms of `norm` (`"fro"` by default) over `dim` (two dims,
+default `{-2, -1}`).
 ]==]
