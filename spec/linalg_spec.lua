@@ -54,6 +54,16 @@ describe("ember.linalg gradcheck and gradgradcheck (float64)", function()
     { "vector_norm and matrix_norm", function(a)
         return L.vector_norm(a, 3, { 1, 3 }), L.matrix_norm(a, "nuc"), L.matrix_norm(a, 2), L.matrix_norm(a, -1)
       end, function() return { randn(2, 3, 4) } end, true },
+    { "cond, every ord", function(a)
+        local r = {}
+        for _, p in ipairs({ 2, -2, "fro", "nuc", 1, -1, "inf", "-inf" }) do r[#r + 1] = L.cond(a, p) end
+        return unpack(r) end, function() return { randn(3, 3) + ember.eye(3, 3, F64) * 2 } end, false },
+    { "matrix_exp", function(a) return L.matrix_exp(a) end, function() return { randn(2, 3, 3) } end, true },
+    { "multi_dot and vecdot", function(a, b, c) return L.multi_dot({ a, b, c }), L.vecdot(b, c:t()) end,
+      function() return { randn(3), randn(3, 4), randn(4, 3) } end, true },
+    { "solve left = false, cholesky upper", function(a, b, c)
+        return L.solve(a, b, { left = false }), L.cholesky((c + c:t()) * 0.5, { upper = true }) end,
+      function() return { randn(3, 3) + ember.eye(3, 3, F64) * 3, randn(2, 3), randn(3, 3) * 0.3 + ember.eye(3, 3, F64) * 2 } end, true },
     { "solve with broadcast batches and a vector B", function(a, b, c)
         return L.solve(a, b), L.solve(a, c) end,
       function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 3, randn(3, 2), randn(2, 3) } end, true },
@@ -135,6 +145,24 @@ describe("ember.linalg's factors and values", function()
     local r = L.lstsq(c, b, { driver = "gelsd" })
     close(r.residuals, (c:matmul(x) - b):pow(2):sum(1), 1e-12)
   end)
+  it("float32 factors and solutions agree with float64 ones", function()
+    local a, b = randn(2, 5, 3), randn(2, 5, 2)
+    local a32, b32 = a:to("float32"), b:to("float32")
+    local function near(x32, x64) close(x32:to("float64"), x64, 1e-4) end
+    for _, drv in ipairs({ "gels", "gelsy", "gelsd", "gelss" }) do
+      local r = L.lstsq(a32, b32, { driver = drv })
+      assert.are.equal("float32", r.solution.dtype)
+      near(r.solution, L.lstsq(a, b, { driver = drv }).solution)
+    end
+    local q, r = L.qr(a32, "complete")
+    near(q:matmul(r), a)
+    local u, s, vh = L.svd(a32:transpose(-1, -2))
+    near(s, L.svdvals(a))
+    near((u * s:unsqueeze(-2)):matmul(vh:narrow(-2, 1, 3)), t(a))
+    near(L.pinv(a32), L.pinv(a))
+    near(L.det(a32:narrow(-2, 1, 3)), L.det(a:narrow(-2, 1, 3)))
+    near(L.matrix_exp(a32:narrow(-2, 1, 3) * 0.3), L.matrix_exp(a:narrow(-2, 1, 3) * 0.3))
+  end)
   it("matrix_rank, pinv's Penrose conditions, matrix_power and cross by hand", function()
     H.same(L.matrix_rank(ember.tensor({ { 1, 2 }, { 2, 4 } }, F64)), 1)
     H.same(L.matrix_rank(ember.zeros({ 2, 3, 0 }, F64)), { 0, 0 })
@@ -192,6 +220,13 @@ describe("ember.linalg's errors", function()
     H.raises(function() L.vector_norm(x, "fro") end, "ember.linalg.vector_norm", "ord")
     H.raises(function() L.matrix_norm(x, 2, 1) end, "ember.linalg.matrix_norm", "two dims")
     H.raises(function() L.matrix_norm(x, 3) end, "ember.linalg.norm", "not supported")
+    H.raises(function() L.solve(ember.eye(2, 2, F64), ember.ones({ 2, 1 }, F64), { right = true }) end, "ember.linalg.solve", "right")
+    H.raises(function() L.cholesky(ember.eye(2, 2, F64), { upper = 1 }) end, "ember.linalg.cholesky", "upper", "boolean")
+    H.raises(function() L.cond(x, "fro") end, "ember.linalg.cond", "square")
+    H.raises(function() L.multi_dot({ x }) end, "ember.linalg.multi_dot", "at least 2")
+    H.raises(function() L.multi_dot({ x, x }) end, "ember.linalg.multi_dot", "tensor 2", "{4, 2}")
+    H.raises(function() L.multi_dot({ x, ember.ones({ 2 }, F64), x }) end, "ember.linalg.multi_dot", "tensor 2", "2-D")
+    H.raises(function() L.matrix_exp(x) end, "ember.linalg.matrix_exp", "square")
     -- still usable afterwards
     H.same(L.det(ember.eye(2, 2, F64)), 1)
   end)

@@ -58,10 +58,17 @@ return function(ember, H, T)
     if #ab ~= #sa then a = a:reshape(a:shape()) end
     return a:expand(sa), b:expand(sb)
   end
-  -- X with A X = B; B is (..., n, k), or (..., n) for vectors; batch dims broadcast
-  named("solve", function(a, b)
+  -- X with A X = B (X A = B with {left = false}); B is (..., n, k), or
+  -- (..., n) for vectors; batch dims broadcast
+  named("solve", function(a, b, opts)
     square("linalg.solve", a)
     need_tensor("linalg.solve", b, 2)
+    local o = options("linalg.solve", opts, { left = true })
+    if o.left ~= nil and not need_bool("linalg.solve", "left", o.left) then
+      -- X A = B is A^T X^T = B^T
+      if b:dim() < 2 then fail("linalg.solve", "with left = false B must be (..., k, n), got shape " .. sh(b)) end
+      return linalg.solve(a:transpose(-1, -2), b:transpose(-1, -2)):transpose(-1, -2)
+    end
     -- a vector B: 1-D, or A's shape without its last dim (PyTorch's rule)
     local vec = b:dim() == 1
     if not vec and b:dim() == a:dim() - 1 then
@@ -78,10 +85,13 @@ return function(ember, H, T)
     local x = wrap(out1[0])
     return vec and x:squeeze(-1) or x
   end)
-  named("cholesky", function(a)
+  -- L lower with A = L L^T, or with {upper = true} U = L^T (A = U^T U)
+  named("cholesky", function(a, opts)
     square("linalg.cholesky", a)
+    local o = options("linalg.cholesky", opts, { upper = true })
     check(C.ember_linalg_cholesky(a._c, out1))
-    return wrap(out1[0])
+    local l = wrap(out1[0])
+    return need_bool("linalg.cholesky", "upper", o.upper) and l:transpose(-1, -2) or l
   end)
   -- X with A X = B (X A = B with {left = false}) for a triangular A: its
   -- lower triangle is read, or the upper one with {upper = true} (required,
@@ -257,7 +267,8 @@ return function(ember, H, T)
     local rcond = o.rcond or EPS[a.dtype] * math.max(m, n)
     local ab, bb = broadcast_batch(op, a, b)
     local o3 = ffi.new("ember_tensor *[3]")
-    check(C.ember_linalg_lstsq(ab:detach()._c, bb:detach()._c, DRIVERS[driver], rcond, o3, o3 + 1, o3 + 2))
+    local ad, bd = ab:detach(), bb:detach()   -- held in locals: the call must not outlive them
+    check(C.ember_linalg_lstsq(ad._c, bd._c, DRIVERS[driver], rcond, o3, o3 + 1, o3 + 2))
     local x, rank, sv = wrap(o3[0]), wrap(o3[1]), wrap(o3[2])
     if ember.is_grad_enabled and ember.is_grad_enabled() and (C.ember_is_tracked(a._c) ~= 0 or C.ember_is_tracked(b._c) ~= 0) then
       local y = linalg.pinv(ab):matmul(bb)   -- X's value, pinv(A) B's gradient
@@ -365,6 +376,80 @@ return function(ember, H, T)
       local hi, lo = math.max(d1, d2), math.min(d1, d2)
       r = r:squeeze(hi):squeeze(lo)
     end
+    return r
+  end)
+  -- the condition number: S_max / S_min for p = nil, 2 (S_min / S_max for
+  -- -2), else norm(A, p) norm(inv(A), p) (a square A) for "fro", "nuc",
+  -- 1, -1, "inf", "-inf"
+  named("cond", function(a, p)
+    need_tensor("linalg.cond", a, 1)
+    if a:dim() < 2 then fail("linalg.cond", "expects a matrix or a batch of them, got shape " .. sh(a)) end
+    if p == nil or p == 2 or p == -2 then
+      local sv = linalg.svdvals(a)
+      local hi, lo = sv:narrow(-1, 1, 1):squeeze(-1), sv:narrow(-1, sv:size(-1), 1):squeeze(-1)
+      return p == -2 and lo / hi or hi / lo
+    end
+    square("linalg.cond", a)
+    return linalg.matrix_norm(a, p) * linalg.matrix_norm(linalg.inv(a), p)
+  end)
+  -- the product of a list of matrices, the first and last of which may be
+  -- vectors (a row and a column), left to right
+  named("multi_dot", function(list)
+    if type(list) ~= "table" or #list < 2 then
+      fail("linalg.multi_dot", "expects a list of at least 2 tensors, got " .. tostring(type(list) == "table" and #list or list))
+    end
+    local n = #list
+    for i, t in ipairs(list) do
+      need_tensor("linalg.multi_dot", t, i)
+      local ok = t:dim() == 2 or (t:dim() == 1 and (i == 1 or i == n))
+      if not ok then
+        fail("linalg.multi_dot", ("tensor %d must be 2-D (the first and last may be 1-D), got shape %s"):format(i, sh(t)))
+      end
+    end
+    local first, last = list[1]:dim() == 1, list[n]:dim() == 1
+    local r = first and list[1]:unsqueeze(1) or list[1]
+    for i = 2, n do
+      local t = list[i]
+      if i == n and last then t = t:unsqueeze(2) end
+      if r:size(2) ~= t:size(1) then
+        fail("linalg.multi_dot", ("tensor %d of shape %s does not follow the product so far %s"):format(i, sh(list[i]), sh(r)))
+      end
+      r = r:matmul(t)
+    end
+    if first then r = r:squeeze(1) end
+    if last then r = r:squeeze(-1) end
+    return r
+  end)
+  -- sum(x * y) along dim (default -1), batch dims broadcast
+  named("vecdot", function(x, y, dim)
+    need_tensor("linalg.vecdot", x, 1)
+    need_tensor("linalg.vecdot", y, 2)
+    local p = x * y
+    return p:sum(pdim("linalg.vecdot", dim == nil and -1 or dim, p:dim()))
+  end)
+  -- the diagonals of the last two dims (offset > 0 above the main one)
+  named("diagonal", function(a, offset)
+    need_tensor("linalg.diagonal", a, 1)
+    return ember.diagonal(a, offset or 0, -2, -1)
+  end)
+  -- exp(A) by scaling and squaring: a Taylor series of degree 18 of A / 2^s,
+  -- ||A / 2^s||_1 <= 1/2 (s the largest over the batch), squared s times;
+  -- composed of matmuls, so differentiable to any order
+  named("matrix_exp", function(a)
+    square("linalg.matrix_exp", a)
+    local n = a:size(-1)
+    local I = ember.eye(n, n, { dtype = a.dtype, device = a.device }):expand(a:shape())
+    if a:numel() == 0 then return I:clone() end
+    local norm1 = a:detach():abs():sum(-2):max():item()
+    -- (a NaN or infinite A: no squaring, the series carries them through)
+    local sq = (norm1 > 0.5 and norm1 < huge) and math.ceil(math.log(norm1 / 0.5) / math.log(2)) or 0
+    local x = sq > 0 and a / 2 ^ sq or a
+    local term, r = I, I
+    for k = 1, 18 do
+      term = term:matmul(x) / k
+      r = r + term
+    end
+    for _ = 1, sq do r = r:matmul(r) end
     return r
   end)
   -- linalg.vector_norm(x, ord?, dim?, keepdim?): x (or each slice over dim,

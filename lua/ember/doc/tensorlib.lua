@@ -206,13 +206,14 @@ zero).
 The sign and the log of the absolute value of the determinant (`0, -inf`
 for a singular matrix); the gradient flows through the second.
 
-### `ember.linalg.solve(A, B)`, `ember.solve(A, B)`
-`X` with `A X = B`: `B` `(..., n, k)`, or a vector: `(n)` or `A`'s shape
+### `ember.linalg.solve(A, B, opts?)`, `ember.solve(A, B, opts?)`
+`X` with `A X = B`, or `X A = B` with `{left = false}`: `B` `(..., n, k)`
+(`(..., k, n)` with `left = false`), or a vector: `(n)` or `A`'s shape
 without its last dim (PyTorch's rule); batch dims broadcast.
 
-### `ember.linalg.cholesky(A)`, `ember.cholesky(A)`, `Tensor:cholesky()`
+### `ember.linalg.cholesky(A, opts?)`, `ember.cholesky(A, opts?)`, `Tensor:cholesky(opts?)`
 The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
-`A` (its lower triangle is read).
+`A` (its lower triangle is read); with `{upper = true}` `U = L^T`.
 
 ### `ember.linalg.solve_triangular(A, B, opts)`
 `X` with `A X = B`, or `X A = B` with `{left = false}`, for a triangular
@@ -286,6 +287,25 @@ int64 of the batch shape.
 ### `ember.linalg.cross(x, y, dim?)`
 The cross product of 3-vectors along `dim` (default -1, which must have
 size 3); `x` and `y` have the same number of dims, the others broadcast.
+
+### `ember.linalg.cond(A, p?)`
+The condition number: `S_max / S_min` for `p` nil or 2 (`S_min / S_max`
+for -2, any shape), else `norm(A, p) * norm(inv(A), p)` for a square `A`,
+`p` one of `"fro"`, `"nuc"`, 1, -1, `"inf"`, `"-inf"`.
+
+### `ember.linalg.multi_dot(list)`
+The product of a list of 2-D tensors, the first and the last of which may be
+1-D (a row and a column vector; the result drops their dims).
+
+### `ember.linalg.vecdot(x, y, dim?)`
+`sum(x * y)` along `dim` (default -1), shapes broadcast.
+
+### `ember.linalg.diagonal(A, offset?)`
+`ember.diagonal(A, offset, -2, -1)`: the diagonals of the last two dims.
+
+### `ember.linalg.matrix_exp(A)`
+`exp(A)` of a square matrix or batch, by scaling and squaring a Taylor
+series; differentiable to any order.
 
 ### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
 Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
