@@ -21,6 +21,12 @@ return function(ember, H, T)
       fail(op, "expects float32 or float64, got " .. a.dtype)
     end
   end
+  -- a matrix or a batch of them (..., m, n), float32 or float64
+  local function matrix(op, a)
+    need_tensor(op, a, 1)
+    if a:dim() < 2 then fail(op, "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
+    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail(op, "expects float32 or float64, got " .. a.dtype) end
+  end
   -- the C messages read "linalg.<op>: ...", raised as "ember.linalg.<op>: ..."
   local function named(op, fn) linalg[op] = fn end
   named("inv", function(a)
@@ -148,9 +154,7 @@ return function(ember, H, T)
   -- as PyTorch's)
   local QR_MODES = { reduced = 0, complete = 1, r = 2 }
   named("qr", function(a, mode)
-    need_tensor("linalg.qr", a, 1)
-    if a:dim() < 2 then fail("linalg.qr", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
-    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.qr", "expects float32 or float64, got " .. a.dtype) end
+    matrix("linalg.qr", a)
     mode = mode or "reduced"
     if QR_MODES[mode] == nil then
       fail("linalg.qr", "mode must be \"reduced\", \"complete\" or \"r\", got " .. tostring(mode))
@@ -164,9 +168,7 @@ return function(ember, H, T)
   -- m) and Vh (..., n, n) (full_matrices, PyTorch's default) or the reduced
   -- ones (k = min(m, n) columns of U, rows of Vh)
   local function svd_raw(op, a, full)
-    need_tensor(op, a, 1)
-    if a:dim() < 2 then fail(op, "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
-    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail(op, "expects float32 or float64, got " .. a.dtype) end
+    matrix(op, a)
     local o3 = ffi.new("ember_tensor *[3]")
     check(C.ember_linalg_svd_full(a._c, full and 1 or 0, o3, o3 + 1, o3 + 2))
     return wrap(o3[0]), wrap(o3[1]), wrap(o3[2])
@@ -208,9 +210,7 @@ return function(ember, H, T)
   -- zero; differentiable where the rank is constant and the kept singular
   -- values are distinct
   named("pinv", function(a, opts)
-    need_tensor("linalg.pinv", a, 1)
-    if a:dim() < 2 then fail("linalg.pinv", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
-    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.pinv", "expects float32 or float64, got " .. a.dtype) end
+    matrix("linalg.pinv", a)
     local atol, rtol, herm = tolerances("linalg.pinv", a, opts)
     if herm then square("linalg.pinv", a) end
     local u, sv, vh = spectrum(a, herm)
@@ -222,9 +222,7 @@ return function(ember, H, T)
   end)
   -- the number of singular values above the cutoff (int64, batch shape)
   named("matrix_rank", function(a, opts)
-    need_tensor("linalg.matrix_rank", a, 1)
-    if a:dim() < 2 then fail("linalg.matrix_rank", "expects a matrix or a batch of them (..., m, n), got shape " .. sh(a)) end
-    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail("linalg.matrix_rank", "expects float32 or float64, got " .. a.dtype) end
+    matrix("linalg.matrix_rank", a)
     local atol, rtol, herm = tolerances("linalg.matrix_rank", a, opts)
     if herm then square("linalg.matrix_rank", a) end
     local sv = herm and linalg.eigvalsh(a):abs() or linalg.svdvals(a)
@@ -245,11 +243,9 @@ return function(ember, H, T)
   local DRIVERS = { gels = 0, gelsy = 1, gelsd = 2, gelss = 3 }
   named("lstsq", function(a, b, opts)
     local op = "linalg.lstsq"
-    need_tensor(op, a, 1)
+    matrix(op, a)
     need_tensor(op, b, 2)
     local o = options(op, opts, { rcond = true, driver = true })
-    if a:dim() < 2 then fail(op, "A must be a matrix or a batch of them, got shape " .. sh(a)) end
-    if a.dtype ~= "float32" and a.dtype ~= "float64" then fail(op, "expects float32 or float64, got " .. a.dtype) end
     local driver = o.driver or "gelsy"
     if DRIVERS[driver] == nil then
       fail(op, "driver must be \"gels\", \"gelsy\", \"gelsd\" or \"gelss\", got " .. tostring(driver))

@@ -539,6 +539,25 @@ done:
 }
 
 /* ------------------------------------------------------------------ the C API */
+/* B of A X = B for A (..., m, n): (..., r, k) with A's batch dims, r = m
+   (rows: lstsq) or n (solve), A's dtype, k within LAPACK's int */
+static int rhs_ok(const char *op, const ember_tensor *a, const ember_tensor *b, bool rows)
+{
+    char sa[200], sb[200];
+    if (!b) return ember__fail(EMBER_ERR_ARG, "%s: B is NULL", op);
+    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - (rows ? 2 : 1)];
+    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
+    if (!ok)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: A of shape %s and B of shape %s do not fit (B must be (..., %s, k) "
+                           "with A's batch dims)", op, ember__tshape(sa, a), ember__tshape(sb, b), rows ? "m" : "n");
+    if (b->dtype != a->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "%s: A is %s and B is %s (one dtype expected)", op,
+                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
+    if (b->shape[b->ndim - 1] > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: B of shape %s has too many columns for LAPACK", op, ember__tshape(sb, b));
+    return EMBER_OK;
+}
+
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
     EMBER_TRY(square_ok("linalg.inv", a));
@@ -567,19 +586,8 @@ int ember_linalg_det(ember_tensor *a, ember_tensor **out)
 
 int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
 {
-    char sa[200], sb[200];
     EMBER_TRY(square_ok("linalg.solve", a));
-    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.solve: B is NULL");
-    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
-    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
-    if (!ok)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve: A of shape %s and B of shape %s do not fit (B must be "
-                           "(..., n, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
-    if (b->dtype != a->dtype)
-        return ember__fail(EMBER_ERR_DTYPE, "linalg.solve: A is %s and B is %s (one dtype expected)",
-                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
-    if (b->shape[b->ndim - 1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve: B of shape %s has too many columns for LAPACK", ember__tshape(sb, b));
+    EMBER_TRY(rhs_ok("linalg.solve", a, b, false));
     ember_tensor *in[2] = {a, b};
     ember_attrs at = {{0}, {0}};
     return ember__dispatch(EMBER_OP_LINALG_SOLVE, 2, in, &at, out);
@@ -587,20 +595,8 @@ int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
 
 int ember_linalg_solve_triangular(ember_tensor *a, ember_tensor *b, int upper, int unitriangular, ember_tensor **out)
 {
-    char sa[200], sb[200];
     EMBER_TRY(square_ok("linalg.solve_triangular", a));
-    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: B is NULL");
-    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
-    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
-    if (!ok)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve_triangular: A of shape %s and B of shape %s do not fit (B "
-                           "must be (..., n, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
-    if (b->dtype != a->dtype)
-        return ember__fail(EMBER_ERR_DTYPE, "linalg.solve_triangular: A is %s and B is %s (one dtype expected)",
-                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
-    if (b->shape[b->ndim - 1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve_triangular: B of shape %s has too many columns for LAPACK",
-                           ember__tshape(sb, b));
+    EMBER_TRY(rhs_ok("linalg.solve_triangular", a, b, false));
     ember_tensor *in[2] = {a, b};
     ember_attrs at = {{0}, {0}};
     at.i[0] = upper != 0;
@@ -665,20 +661,9 @@ int ember_linalg_svd_full(ember_tensor *a, int full_matrices, ember_tensor **u, 
 int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, double rcond, ember_tensor **solution,
                        ember_tensor **rank, ember_tensor **singular_values)
 {
-    char sa[200], sb[200];
     EMBER_TRY(matrix_ok("linalg.lstsq", a, false));
-    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: B is NULL");
+    EMBER_TRY(rhs_ok("linalg.lstsq", a, b, true));
     if (!solution || !rank || !singular_values) return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: NULL output");
-    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 2];
-    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
-    if (!ok)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.lstsq: A of shape %s and B of shape %s do not fit (B must be "
-                           "(..., m, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
-    if (b->dtype != a->dtype)
-        return ember__fail(EMBER_ERR_DTYPE, "linalg.lstsq: A is %s and B is %s (one dtype expected)",
-                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
-    if (b->shape[b->ndim - 1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.lstsq: B of shape %s has too many columns for LAPACK", ember__tshape(sb, b));
     if (driver < EMBER_LSTSQ_GELS || driver > EMBER_LSTSQ_GELSS)
         return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: driver must be 0 (gels), 1 (gelsy), 2 (gelsd) or 3 (gelss), got %d", driver);
     if (!(rcond == rcond))
