@@ -64,6 +64,9 @@ describe("ember.linalg gradcheck and gradgradcheck (float64)", function()
     { "solve left = false, cholesky upper", function(a, b, c)
         return L.solve(a, b, { left = false }), L.cholesky((c + c:t()) * 0.5, { upper = true }) end,
       function() return { randn(3, 3) + ember.eye(3, 3, F64) * 3, randn(2, 3), randn(3, 3) * 0.3 + ember.eye(3, 3, F64) * 2 } end, true },
+    { "tensorinv, tensorsolve, vander", function(a, b, x)
+        return L.tensorinv(a), L.tensorsolve(a, b), L.vander(x) end,
+      function() return { randn(2, 3, 6) + ember.eye(6, 6, F64):reshape({ 2, 3, 6 }) * 3, randn(2, 3), randn(2, 3) } end, true },
     { "solve with broadcast batches and a vector B", function(a, b, c)
         return L.solve(a, b), L.solve(a, c) end,
       function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 3, randn(3, 2), randn(2, 3) } end, true },
@@ -227,6 +230,11 @@ describe("ember.linalg's errors", function()
     H.raises(function() L.multi_dot({ x, x }) end, "ember.linalg.multi_dot", "tensor 2", "{4, 2}")
     H.raises(function() L.multi_dot({ x, ember.ones({ 2 }, F64), x }) end, "ember.linalg.multi_dot", "tensor 2", "2-D")
     H.raises(function() L.matrix_exp(x) end, "ember.linalg.matrix_exp", "square")
+    H.raises(function() L.tensorinv(ember.ones({ 2, 3 }, F64)) end, "ember.linalg.tensorinv", "{2, 3} (6)", "rest (1)")
+    H.raises(function() L.tensorinv(x, 3) end, "ember.linalg.tensorinv", "ind", "[1, 2]")
+    H.raises(function() L.tensorsolve(ember.ones({ 2, 3 }, F64), ember.ones({ 2 }, F64)) end, "ember.linalg.tensorsolve", "{2, 3}", "{2}")
+    H.raises(function() L.vander(x, { n = 2 }) end, "ember.linalg.vander", "unknown option 'n'")
+    H.raises(function() L.vander(x, { N = -1 }) end, "ember.linalg.vander", "N", "-1")
     -- still usable afterwards
     H.same(L.det(ember.eye(2, 2, F64)), 1)
   end)

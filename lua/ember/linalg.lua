@@ -374,6 +374,73 @@ return function(ember, H, T)
     end
     return r
   end)
+  local function numel_of(shape, i, j)
+    local p = 1
+    for d = i, j do p = p * shape[d] end
+    return p
+  end
+  -- the inverse of A seen as a map from its last dims to its first ind
+  -- (default 2): A^-1 of shape (A's dims after ind, then its first ind)
+  named("tensorinv", function(a, ind)
+    need_tensor("linalg.tensorinv", a, 1)
+    ind = ind == nil and 2 or ind
+    if type(ind) ~= "number" or ind ~= math.floor(ind) or ind < 1 or ind > a:dim() then
+      fail("linalg.tensorinv", ("ind must be an integer in [1, %d], got %s"):format(a:dim(), tostring(ind)))
+    end
+    local shape = a:shape()
+    local p, q = numel_of(shape, 1, ind), numel_of(shape, ind + 1, #shape)
+    if p ~= q then
+      fail("linalg.tensorinv", ("the product of the first %d dims of %s (%d) must equal that of the rest (%d)"):format(
+        ind, sh(a), p, q))
+    end
+    local out = {}
+    for d = ind + 1, #shape do out[#out + 1] = shape[d] end
+    for d = 1, ind do out[#out + 1] = shape[d] end
+    return linalg.inv(a:reshape({ p, p })):reshape(out)
+  end)
+  -- X with tensordot(A, X, X:dim()) = B: A's shape is B's followed by X's
+  -- (after moving the dims listed in dims, 1-based, to the end)
+  named("tensorsolve", function(a, b, dims)
+    need_tensor("linalg.tensorsolve", a, 1)
+    need_tensor("linalg.tensorsolve", b, 2)
+    if dims ~= nil then
+      if type(dims) ~= "table" then fail("linalg.tensorsolve", "dims must be a list of dims, got " .. tostring(dims)) end
+      local moved, perm = {}, {}
+      for i, d in ipairs(dims) do moved[pdim("linalg.tensorsolve", d, a:dim())] = i end
+      for d = 1, a:dim() do if not moved[d] then perm[#perm + 1] = d end end
+      for _, d in ipairs(dims) do perm[#perm + 1] = pdim("linalg.tensorsolve", d, a:dim()) end
+      a = a:permute(perm)
+    end
+    local shape, nb = a:shape(), b:dim()
+    local ok = a:dim() >= nb
+    for d = 1, nb do ok = ok and shape[d] == b:size(d) end
+    local p, q = numel_of(shape, 1, nb), numel_of(shape, nb + 1, #shape)
+    if not ok or p ~= q then
+      fail("linalg.tensorsolve", ("A of shape %s must be B's shape %s followed by dims of as many elements"):format(
+        sh(a), sh(b)))
+    end
+    local xs = {}
+    for d = nb + 1, #shape do xs[#xs + 1] = shape[d] end
+    return linalg.solve(a:reshape({ p, q }), b:reshape({ p })):reshape(xs)
+  end)
+  -- the Vandermonde matrix (..., n, N) of x (..., n): columns x^0 .. x^(N-1)
+  -- (N defaults to n)
+  named("vander", function(x, opts)
+    need_tensor("linalg.vander", x, 1)
+    local o = options("linalg.vander", opts, { N = true })
+    if x:dim() < 1 then fail("linalg.vander", "expects at least 1 dim, got shape " .. sh(x)) end
+    local n = o.N == nil and x:size(-1) or o.N
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 0 then
+      fail("linalg.vander", "N must be an integer >= 0, got " .. tostring(n))
+    end
+    local col = x:unsqueeze(-1)
+    local shape = col:shape()
+    shape[#shape] = 1
+    local one = ember.ones(shape, { dtype = x.dtype, device = x.device })
+    if n <= 1 then return one:narrow(-1, 1, n) end
+    shape[#shape] = n - 1
+    return ember.cat({ one, col:expand(shape):cumprod(-1) }, -1)
+  end)
   -- the condition number: S_max / S_min for p = nil, 2 (S_min / S_max for
   -- -2), else norm(A, p) norm(inv(A), p) (a square A) for "fro", "nuc",
   -- 1, -1, "inf", "-inf"

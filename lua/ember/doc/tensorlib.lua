@@ -307,6 +307,18 @@ The product of a list of 2-D tensors, the first and the last of which may be
 `exp(A)` of a square matrix or batch, by scaling and squaring a Taylor
 series; differentiable to any order.
 
+### `ember.linalg.tensorinv(A, ind?)`
+The inverse of `A` read as a map from its dims after `ind` (default 2) to
+its first `ind`: shape `A`'s last dims, then its first `ind`.
+
+### `ember.linalg.tensorsolve(A, B, dims?)`
+`X` with `tensordot(A, X, X:dim()) = B`: `A`'s shape is `B`'s followed by
+`X`'s, after moving the dims listed in `dims` (1-based) to the end.
+
+### `ember.linalg.vander(x, opts?)`
+The Vandermonde matrix `(..., n, N)` of `x (..., n)`: columns `x^0`, ...,
+`x^(N-1)`, `opts.N` defaulting to `n`.
+
 ### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
 Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
 element) and, for a matrix or two `dim`s, the matrix norms `"fro"` (the
