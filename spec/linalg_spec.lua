@@ -210,6 +210,14 @@ describe("ember.linalg's errors", function()
     H.raises(function() L.lstsq(low, ember.ones({ 2, 4, 1 }, F64), { driver = "gels" }) end,
       "ember.linalg.lstsq", "batch element {1}", "full rank")
     H.raises(function() L.lstsq(x, ember.ones({ 3, 1 }, F64)) end, "ember.linalg.lstsq", "{4, 2}", "{3, 1}")
+    local bad = ember.ones({ 2, 4, 2 }, F64)
+    bad[2][3][1] = 0 / 0
+    for _, drv in ipairs({ "gelsd", "gelss" }) do
+      H.raises(function() L.lstsq(bad, ember.ones({ 2, 4, 1 }, F64), { driver = drv }) end,
+        "ember.linalg.lstsq", "batch element {2}", "NaN or infinity")
+    end
+    -- gelsy, as PyTorch's, carries NaN through
+    assert.is_true(L.lstsq(bad, ember.ones({ 2, 4, 1 }, F64)).solution[2]:isnan():all():item())
   end)
   it("pinv, matrix_rank, matrix_power, cross and the norms name their bad arguments", function()
     H.raises(function() L.pinv(x, { atol = -1 }) end, "ember.linalg.pinv", "atol")

@@ -504,6 +504,17 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
             for (int j = 0; j < k; j++)
                 memcpy(buf + (int64_t)j * ld * es, ember__ptr(bt) + (b * (int64_t)m * k + (int64_t)j * m) * es, (size_t)m * (size_t)es);
             memset(iwork, 0, (size_t)liwork * sizeof *iwork);
+            if (driver == EMBER_LSTSQ_GELSD || driver == EMBER_LSTSQ_GELSS) {
+                /* their SVD fails on NaN or infinity (LAPACK prints to stdout first): say so */
+                const char *ab = ember__ptr(ac) + b * (int64_t)m * n * es;
+                for (int64_t i = 0; i < (int64_t)m * n; i++)
+                    if (!isfinite(ember__load(ab + i * es, dt))) {
+                        char sb[200], sa[200];
+                        EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.lstsq: the matrix A%s of shape %s holds NaN or "
+                                                "infinity (the SVD of drivers gelsd and gelss needs finite values)",
+                                                at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a)));
+                    }
+            }
             int rank = mn;
             int info = ember__lapack_lstsq(dt, driver, m, n, k, ember__ptr(ac) + b * (int64_t)m * n * es, buf, ld,
                                            ember__ptr(sv) + b * (int64_t)mn * es, at->f[0], &rank, work, lwork, iwork);
