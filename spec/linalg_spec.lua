@@ -67,6 +67,19 @@ describe("ember.linalg gradcheck and gradgradcheck (float64)", function()
     { "tensorinv, tensorsolve, vander", function(a, b, x)
         return L.tensorinv(a), L.tensorsolve(a, b), L.vander(x) end,
       function() return { randn(2, 3, 6) + ember.eye(6, 6, F64):reshape({ 2, 3, 6 }) * 3, randn(2, 3), randn(2, 3) } end, true },
+    { "lu square, wide and tall", function(a, b, c)
+        local r = {}
+        for _, x in ipairs({ a, b, c }) do
+          local _, l, u = ember.linalg.lu(x)
+          r[#r + 1], r[#r + 2] = l, u
+        end
+        return unpack(r) end, function() return { randn(2, 3, 3), randn(3, 5), randn(5, 3) } end, true },
+    { "lu_factor and lu_solve, every mode", function(a, b)
+        local lu, piv = L.lu_factor(a)
+        local bt = b:transpose(-1, -2)
+        return L.lu_solve(lu, piv, b), L.lu_solve(lu, piv, b, { adjoint = true }), L.lu_solve(lu, piv, bt, { left = false }),
+          L.lu_solve(lu, piv, bt, { left = false, adjoint = true }) end,
+      function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 2, randn(2, 3, 2) } end, true },
     { "solve with broadcast batches and a vector B", function(a, b, c)
         return L.solve(a, b), L.solve(a, c) end,
       function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 3, randn(3, 2), randn(2, 3) } end, true },
@@ -243,6 +256,18 @@ describe("ember.linalg's errors", function()
     H.raises(function() L.tensorsolve(ember.ones({ 2, 3 }, F64), ember.ones({ 2 }, F64)) end, "ember.linalg.tensorsolve", "{2, 3}", "{2}")
     H.raises(function() L.vander(x, { n = 2 }) end, "ember.linalg.vander", "unknown option 'n'")
     H.raises(function() L.vander(x, { N = -1 }) end, "ember.linalg.vander", "N", "-1")
+    H.raises(function() L.lu_factor(ember.stack({ ember.eye(2, 2, F64), ember.ones({ 2, 2 }, F64) })) end,
+      "ember.linalg.lu_factor", "U[2,2]", "batch element {2}", "{2, 2, 2}")
+    H.raises(function() L.lu(x, { pivot = false }) end, "ember.linalg.lu_factor_ex", "without pivoting")
+    H.raises(function() L.lu_solve(ember.eye(2, 2, F64), ember.ones({ 2 }, { dtype = "int64" }), ember.ones({ 2, 1 }, F64)) end,
+      "ember.linalg.lu_solve", "int32")
+    H.raises(function() L.lu_solve(ember.eye(2, 2, F64), ember.ones({ 2 }, { dtype = "int32" }), ember.ones({ 3, 1 }, F64)) end,
+      "ember.linalg.lu_solve", "{3, 1}")
+    H.raises(function() L.lu_solve(ember.eye(2, 2, F64), ember.full({ 2 }, 5, { dtype = "int32" }), ember.ones({ 2, 1 }, F64)) end,
+      "ember.linalg.lu_solve", "pivot 1 is 5")
+    -- lu of a singular matrix works (no raise), as PyTorch's
+    local p, l, u = L.lu(ember.ones({ 2, 2 }, F64))
+    close(p:matmul(l):matmul(u), ember.ones({ 2, 2 }, F64))
     -- still usable afterwards
     H.same(L.det(ember.eye(2, 2, F64)), 1)
   end)

@@ -438,6 +438,12 @@ EMBER_API int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor *
 /* full_matrices != 0: U (..., m, m) and Vh (..., n, n) */
 EMBER_API int ember_linalg_svd_full(ember_tensor *a, int full_matrices, ember_tensor **u, ember_tensor **s,
                                     ember_tensor **vh);
+/* The LU factorisation with partial pivoting A = P L U of A (..., m, n):
+   the packed LU (..., m, n) (L's strict lower part, its unit diagonal
+   implied, and U), the int32 1-based pivots (..., min(m, n)) (row i was
+   swapped with row pivots[i], in order) and the int32 info (...): 0, or i >
+   0 where U[i, i] is zero (not an error). */
+EMBER_API int ember_linalg_lu_factor(ember_tensor *a, ember_tensor **lu, ember_tensor **pivots, ember_tensor **info);
 /* least squares: X (..., n, k) minimising ||A X - B|| for A (..., m, n), B
    (..., m, k) (A's batch dims), the rank (int64 (...)) and singular values
    (..., min(m, n)) of A; driver 0 gels (full rank; rank min(m, n)), 1 gelsy,

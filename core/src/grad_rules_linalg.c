@@ -2,6 +2,8 @@
    (see grad_rules.c), the adjoints PyTorch uses. */
 #include "grad_rules_impl.h"
 
+#include <stdlib.h>
+
 /* ------------------------------------------------------------------ scans, sort, linalg */
 static ember_tensor *t_cumsum(arena *s, ember_tensor *a, int dim, int reverse)
 {
@@ -24,19 +26,22 @@ static ember_tensor *t_inv(arena *s, ember_tensor *a)
     return keep(s, ember_linalg_inv(a, &o), &o);
 }
 
-/* an n x n constant in like's dtype and on its device: the lower-triangular
-   mask (kind 0: ones on and below the diagonal; 1: below only) or (kind 2)
-   diag(1, ..., n) */
-static ember_tensor *const_matrix(arena *s, int64_t n, int kind, const ember_tensor *like)
+/* a rows x cols constant in like's dtype and on its device, by kind: the
+   lower-triangular mask (0: ones on and below the diagonal; 1: below only),
+   2: diag(1, ..., n), 3: the upper-triangular mask (on and above), 4: the
+   (rectangular) identity */
+static ember_tensor *const_matrix(arena *s, int64_t rows, int64_t cols, int kind, const ember_tensor *like)
 {
     ember_tensor *o = NULL, *d = NULL;
-    int64_t sh[2] = {n, n};
+    int64_t sh[2] = {rows, cols};
     if (!OK(s)) return NULL;
     ember_tensor *m = keep(s, ember_full(2, sh, 0, EMBER_FLOAT64, EMBER_CPU, &o), &o);
     if (!m) return NULL;
     double *p = (double *)ember__ptr(m);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < n; j++) p[i * n + j] = kind == 2 ? (i == j ? (double)(i + 1) : 0) : (j < i || (kind == 0 && j == i));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            p[i * cols + j] = kind == 2 ? (i == j ? (double)(i + 1) : 0)
+                            : kind == 3 ? (j >= i) : kind == 4 ? (j == i) : (j < i || (kind == 0 && j == i));
     m = keep(s, ember_to_dtype(m, ember_tensor_dtype(like), &d), &d);
     if (m && ember_tensor_device(like) != EMBER_CPU) {
         ember_tensor *dv = NULL;
@@ -47,7 +52,7 @@ static ember_tensor *const_matrix(arena *s, int64_t n, int kind, const ember_ten
 
 static ember_tensor *lower_mask(arena *s, int64_t n, bool strict, const ember_tensor *like)
 {
-    return const_matrix(s, n, strict ? 1 : 0, like);
+    return const_matrix(s, n, n, strict ? 1 : 0, like);
 }
 
 RULE(cumsum)
@@ -298,7 +303,7 @@ RULE(linalg_det)
         give(s, &gi[0], gn);
         return;
     }
-    ember_tensor *as_ = expand(s, where3(s, zero, A, const_matrix(s, sz, 2, A)), nd, in);
+    ember_tensor *as_ = expand(s, where3(s, zero, A, const_matrix(s, sz, sz, 2, A)), nd, in);
     ember_tensor *u = NULL, *sv = NULL, *vh = NULL, *su = NULL, *lu = NULL, *sw = NULL, *lw = NULL;
     if (!OK(s) || !as_) return;
     if ((s->rc = ember_linalg_svd(as_, &u, &sv, &vh)) < 0) return;
@@ -315,4 +320,103 @@ RULE(linalg_det)
     ember_tensor *coef = t_mul(s, reshape(s, t_mul(s, g, t_mul(s, su, sw)), nd, sh), transpose_last(s, p));
     ember_tensor *gsing = t_matmul(s, t_mul(s, u, coef), vh);
     give(s, &gi[0], where3(s, zero, gsing, gn));
+}
+
+/* the triangle (kind of const_matrix) of the last two dims of x */
+static ember_tensor *tri(arena *s, ember_tensor *x, int kind)
+{
+    if (!OK(s) || !x) return NULL;
+    int nd = ember_tensor_ndim(x);
+    const int64_t *sh = ember_tensor_shape(x);
+    return t_mul(s, x, const_matrix(s, sh[nd - 2], sh[nd - 1], kind, x));
+}
+
+/* X with A X = B (left) or X A = B for the triangular A */
+static ember_tensor *tri_solve(arena *s, ember_tensor *a, ember_tensor *b, bool upper, bool unit, bool left)
+{
+    ember_tensor *o = NULL;
+    if (!have(s, a, b)) return NULL;
+    if (left) return keep(s, ember_linalg_solve_triangular(a, b, upper, unit, &o), &o);
+    ember_tensor *at_ = transpose_last(s, a), *bt = transpose_last(s, b);
+    if (!have(s, at_, bt)) return NULL;
+    return transpose_last(s, keep(s, ember_linalg_solve_triangular(at_, bt, !upper, unit, &o), &o));
+}
+
+/* the permutation matrices P (..., m, m) with A = P L U of getrf's 1-based
+   pivots (..., k): row j of L U is row perm[j] of A */
+static ember_tensor *pivot_matrix(arena *s, ember_tensor *piv, int64_t m, const ember_tensor *like)
+{
+    ember_tensor *o = NULL, *c = NULL;
+    if (!OK(s) || !piv) return NULL;
+    int nd = ember_tensor_ndim(piv);
+    int64_t sh[EMBER_MAX_DIMS], k = ember_tensor_shape(piv)[nd - 1];
+    memcpy(sh, ember_tensor_shape(piv), (size_t)nd * sizeof *sh);
+    sh[nd - 1] = m;
+    sh[nd] = m;
+    if (ember_tensor_device(piv) != EMBER_CPU) piv = keep(s, ember_to_device(piv, EMBER_CPU, &c), &c);
+    if (piv && !ember_tensor_is_contiguous(piv)) piv = keep(s, ember_contiguous(piv, &c), &c);
+    ember_tensor *p = piv ? keep(s, ember_full(nd + 1, sh, 0, EMBER_FLOAT64, EMBER_CPU, &o), &o) : NULL;
+    int64_t *perm = p ? malloc((size_t)(m ? m : 1) * sizeof *perm) : NULL;
+    if (p && !perm) s->rc = ember__fail(EMBER_ERR_OOM, "backward: out of memory");
+    if (!OK(s) || !p) {
+        free(perm);
+        return NULL;
+    }
+    int64_t B = ember_tensor_numel(piv) / (k ? k : 1);
+    if (k == 0) B = ember_tensor_numel(p) / (m ? m * m : 1);
+    const int32_t *pv = ember_tensor_data(piv);
+    double *pp = (double *)ember__ptr(p);
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t j = 0; j < m; j++) perm[j] = j;
+        for (int64_t i = 0; i < k; i++) {
+            int64_t r = pv[b * k + i] - 1, t = perm[i];
+            if (r < 0 || r >= m) continue;
+            perm[i] = perm[r];
+            perm[r] = t;
+        }
+        for (int64_t j = 0; j < m; j++) pp[b * m * m + perm[j] * m + j] = 1;
+    }
+    free(perm);
+    ember_tensor *d = NULL;
+    p = keep(s, ember_to_dtype(p, ember_tensor_dtype(like), &d), &d);
+    if (p && ember_tensor_device(like) != EMBER_CPU) {
+        ember_tensor *dv = NULL;
+        p = keep(s, ember_to_device(p, ember_tensor_device(like), &dv), &dv);
+    }
+    return p;
+}
+
+/* PyTorch's linalg_lu_backward on the packed LU, with L = tril(LU, -1) + I
+   (m x k), U = triu(LU) (k x n), gL and gU the same parts of g:
+   m = n: P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T;
+   m < n: P L^-T (tril(L^T gL - gU U^T, -1) U1^-T + triu(gU1), gU2);
+   m > n: P ((L1^-T triu(gU U^T - L^T gL) + gL1) ; gL2) U^-T */
+RULE(linalg_lu)
+{
+    RULE_LOCALS;
+    ember_tensor *LU = OUT(0), *piv = OUT(1), *gLU = r->go[0];
+    if (!have(s, LU, piv) || !have(s, gLU, gLU)) return;
+    int64_t m = in[nd - 2], sz = in[nd - 1], k = m < sz ? m : sz;
+    ember_tensor *L = t_add(s, slice(s, tri(s, LU, 1), nd - 1, 0, k), const_matrix(s, m, k, 4, LU));
+    ember_tensor *U = slice(s, tri(s, LU, 3), nd - 2, 0, k);
+    ember_tensor *gL = slice(s, tri(s, gLU, 1), nd - 1, 0, k), *gU = slice(s, tri(s, gLU, 3), nd - 2, 0, k);
+    ember_tensor *Lt = transpose_last(s, L), *Ut = transpose_last(s, U), *x;
+    if (m == sz) {
+        x = t_add(s, tri(s, t_matmul(s, Lt, gL), 1), tri(s, t_matmul(s, gU, Ut), 3));
+        x = tri_solve(s, Ut, x, false, false, false);
+        x = tri_solve(s, Lt, x, true, true, true);
+    } else if (m < sz) {
+        x = tri(s, t_sub(s, t_matmul(s, Lt, gL), t_matmul(s, gU, Ut)), 1);
+        x = tri_solve(s, transpose_last(s, slice(s, U, nd - 1, 0, k)), x, false, false, false);
+        ember_tensor *parts[2] = {t_add(s, x, slice(s, gU, nd - 1, 0, k)), slice(s, gU, nd - 1, k, sz - k)};
+        if (!have(s, parts[0], parts[1])) return;
+        x = tri_solve(s, Lt, cat_of(s, 2, parts, nd - 1), true, true, true);
+    } else {
+        x = tri(s, t_sub(s, t_matmul(s, gU, Ut), t_matmul(s, Lt, gL)), 3);
+        x = tri_solve(s, transpose_last(s, slice(s, L, nd - 2, 0, k)), x, true, true, true);
+        ember_tensor *parts[2] = {t_add(s, x, slice(s, gL, nd - 2, 0, k)), slice(s, gL, nd - 2, k, m - k)};
+        if (!have(s, parts[0], parts[1])) return;
+        x = tri_solve(s, Ut, cat_of(s, 2, parts, nd - 2), false, false, false);
+    }
+    give(s, &gi[0], t_matmul(s, pivot_matrix(s, piv, m, LU), x));
 }

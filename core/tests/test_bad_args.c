@@ -274,6 +274,9 @@ int main(void)
         BAD(ember_linalg_qr_mode(sq, -1, &o, &o2));
         BAD(ember_linalg_qr_mode(idx, 1, &o, &o2));
         BAD(ember_linalg_qr_mode(sq, 1, NULL, &o2));
+        BAD(ember_linalg_lu_factor(NULL, &o, &o2, &o3));
+        BAD(ember_linalg_lu_factor(idx, &o, &o2, &o3));         /* 1-D */
+        BAD(ember_linalg_lu_factor(sq, &o, NULL, &o3));
         BAD(ember_linalg_lstsq(NULL, sq, 1, 0, &o, &o2, &o3));
         BAD(ember_linalg_lstsq(sq, NULL, 1, 0, &o, &o2, &o3));
         BAD(ember_linalg_lstsq(sq, a, 1, 0, &o, &o2, &o3));     /* float64 A, float32 B */
@@ -288,6 +291,11 @@ int main(void)
             CHECK(ember_linalg_det(sq, &o) == EMBER_OK && ember_item(o, &d) == EMBER_OK && d == 0);
             ember_tensor_release(o);
             CHECK(ember_linalg_lstsq(sq, sq, 2, 1e-12, &o, &o2, &o3) == EMBER_OK && ember_item(o2, &r) == EMBER_OK && r == 1);
+            ember_tensor_release(o);
+            ember_tensor_release(o2);
+            ember_tensor_release(o3);
+            /* LU of the singular sq: not an error, info 2 (U[2,2] = 0) */
+            CHECK(ember_linalg_lu_factor(sq, &o, &o2, &o3) == EMBER_OK && ember_item(o3, &r) == EMBER_OK && r == 2);
         }
         ember_tensor_release(o);
         ember_tensor_release(o2);

@@ -441,6 +441,116 @@ return function(ember, H, T)
     shape[#shape] = n - 1
     return ember.cat({ one, col:expand(shape):cumprod(-1) }, -1)
   end)
+  -- LU with partial pivoting, A = P L U: the packed LU (..., m, n), the
+  -- int32 1-based pivots (..., k) and the int32 info (...) (0, or i where
+  -- U[i, i] = 0); pivot = false raises, as PyTorch's on the CPU
+  named("lu_factor_ex", function(a, opts)
+    local op = "linalg.lu_factor_ex"
+    matrix(op, a)
+    local o = options(op, opts, { pivot = true, check_errors = true })
+    if o.pivot ~= nil and not need_bool(op, "pivot", o.pivot) then fail(op, "LU without pivoting is not implemented") end
+    local o3 = ffi.new("ember_tensor *[3]")
+    check(C.ember_linalg_lu_factor(a._c, o3, o3 + 1, o3 + 2))
+    local lu, piv, info = wrap(o3[0]), wrap(o3[1]), wrap(o3[2])
+    if need_bool(op, "check_errors", o.check_errors) then
+      local bad = info:reshape({ -1 }):tolist()
+      for b, v in ipairs(bad) do
+        if v < 0 then fail(op, ("LAPACK's getrf failed (info %d) at batch element %d"):format(v, b)) end
+      end
+    end
+    return lu, piv, info
+  end)
+  -- (LU, pivots) of lu_factor_ex; a zero on U's diagonal raises (lu_solve
+  -- would divide by it), naming the batch element
+  named("lu_factor", function(a, opts)
+    local op = "linalg.lu_factor"
+    matrix(op, a)
+    local o = options(op, opts, { pivot = true })
+    local lu, piv, info = linalg.lu_factor_ex(a, { pivot = o.pivot })
+    local flat = info:reshape({ -1 }):tolist()
+    for b, v in ipairs(flat) do
+      if v > 0 then
+        -- the batch element as 1-based indices, as the C ops name it
+        local idx, rest = {}, b - 1
+        for d = a:dim() - 2, 1, -1 do idx[d], rest = rest % a:size(d) + 1, math.floor(rest / a:size(d)) end
+        fail(op, ("U[%d,%d] of the matrix%s of shape %s is zero and using it in lu_solve would divide by zero; "
+          .. "linalg.lu or linalg.lu_factor_ex factor it all the same"):format(v, v,
+          a:dim() > 2 and (" at batch element {" .. table.concat(idx, ", ") .. "}") or "", sh(a)))
+      end
+    end
+    return lu, piv
+  end)
+  -- P (..., m, m), L (..., m, k) and U (..., k, n) of a packed LU and its
+  -- pivots: L and U differentiate back to LU, P is a constant
+  local function lu_unpack(op, lu, piv)
+    need_tensor(op, lu, 1)
+    need_tensor(op, piv, 2)
+    local m, n = lu:size(-2), lu:size(-1)
+    local k = math.min(m, n)
+    if piv.dtype ~= "int32" or piv:dim() ~= lu:dim() - 1 or piv:size(-1) ~= k then
+      fail(op, ("pivots must be int32 of shape (..., %d) for LU %s, got %s %s"):format(k, sh(lu), piv.dtype, sh(piv)))
+    end
+    local like = { dtype = lu.dtype, device = lu.device }
+    local l = lu:tril(-1):narrow(-1, 1, k) + ember.eye(m, k, like)
+    local u = lu:narrow(-2, 1, k):triu()
+    local pv, vals = piv:reshape({ -1 }):tolist(), {}
+    local nb = k > 0 and #pv / k or lu:numel() / math.max(m * n, 1)
+    for b = 0, nb - 1 do
+      local perm = {}
+      for j = 1, m do perm[j] = j end
+      for i = 1, k do
+        local r = pv[b * k + i]
+        if r < 1 or r > m then fail(op, ("pivot %d is %d, outside 1..%d"):format(i, r, m)) end
+        perm[i], perm[r] = perm[r], perm[i]
+      end
+      local base = b * m * m
+      for q = 1, m * m do vals[base + q] = 0 end
+      for j = 1, m do vals[base + (perm[j] - 1) * m + j] = 1 end
+    end
+    local pshape = lu:shape()
+    pshape[#pshape] = m
+    local p = ember.tensor(#vals > 0 and vals or { 0 }, like):narrow(1, 1, #vals):reshape(pshape)
+    return p, l, u
+  end
+  function ember.lu_unpack(lu, pivots) return lu_unpack("lu_unpack", lu, pivots) end
+  -- A = P L U: P (..., m, m), L (..., m, k) unit lower, U (..., k, n);
+  -- differentiable as PyTorch's
+  named("lu", function(a, opts)
+    local op = "linalg.lu"
+    matrix(op, a)
+    local o = options(op, opts, { pivot = true })
+    local lu, piv = linalg.lu_factor_ex(a, { pivot = o.pivot })
+    return lu_unpack(op, lu, piv)
+  end)
+  -- X with A X = B (X A = B with {left = false}; A^T for {adjoint = true})
+  -- from lu_factor's LU and pivots of a square A; differentiable in LU and B
+  named("lu_solve", function(lu, piv, b, opts)
+    local op = "linalg.lu_solve"
+    matrix(op, lu)
+    need_tensor(op, b, 3)
+    local o = options(op, opts, { left = true, adjoint = true })
+    local left = o.left == nil or need_bool(op, "left", o.left)
+    local adj = need_bool(op, "adjoint", o.adjoint)
+    if lu:size(-1) ~= lu:size(-2) then fail(op, "expects the LU of a square matrix, got shape " .. sh(lu)) end
+    local n = lu:size(-1)
+    if b:dim() < 2 or (left and b:size(-2) or b:size(-1)) ~= n then
+      fail(op, ("LU of shape %s and B of shape %s do not fit (B: (..., %s))"):format(sh(lu), sh(b),
+        left and (n .. ", k") or ("k, " .. n)))
+    end
+    local p, l, u = lu_unpack(op, lu, piv)
+    local st, pt = linalg.solve_triangular, p:transpose(-1, -2)
+    if left and not adj then   -- U^-1 L^-1 P^T B
+      return st(u, st(l, pt:matmul(b), { upper = false, unitriangular = true }), { upper = true })
+    elseif left then           -- A^T X = B: P L^-T U^-T B
+      local lt, ut = l:transpose(-1, -2), u:transpose(-1, -2)
+      return p:matmul(st(lt, st(ut, b, { upper = false }), { upper = true, unitriangular = true }))
+    elseif not adj then        -- X P L U = B: B U^-1 L^-1 P^T
+      return st(l, st(u, b, { upper = true, left = false }), { upper = false, unitriangular = true, left = false }):matmul(pt)
+    end
+    -- X A^T = B: X U^T L^T P^T = B, X = B P L^-T U^-T
+    local lt, ut = l:transpose(-1, -2), u:transpose(-1, -2)
+    return st(ut, st(lt, b:matmul(p), { upper = true, unitriangular = true, left = false }), { upper = false, left = false })
+  end)
   -- the condition number: S_max / S_min for p = nil, 2 (S_min / S_max for
   -- -2), else norm(A, p) norm(inv(A), p) (a square A) for "fro", "nuc",
   -- 1, -1, "inf", "-inf"

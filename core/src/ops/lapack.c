@@ -92,10 +92,12 @@ bool ember__have_lapack(void)
     return lapack_found;
 }
 
-int ember__lapack_getrf(int dt, int n, void *a, int *ipiv)
+int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { return ember__lapack_getrf_mn(dt, n, n, a, ipiv); }
+
+int ember__lapack_getrf_mn(int dt, int m, int n, void *a, int *ipiv)
 {
     if (!ember__have_lapack()) return -1;
-    int info = 0, m = n, lda = n > 1 ? n : 1;
+    int info = 0, lda = m > 1 ? m : 1;
     if (dt == EMBER_FLOAT32) lapack.sgetrf(&m, &n, a, &lda, ipiv, &info);
     else lapack.dgetrf(&m, &n, a, &lda, ipiv, &info);
     return info;
@@ -204,6 +206,11 @@ int ember__lapack_lstsq(int dt, int driver, int m, int n, int nrhs, void *a, voi
 
 #else
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
+int ember__lapack_getrf_mn(int dt, int m, int n, void *a, int *ipiv)
+{
+    (void)dt, (void)m, (void)n, (void)a, (void)ipiv;
+    return -1;
+}
 int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
 {
     (void)dt, (void)n, (void)a, (void)ipiv, (void)work, (void)lwork;

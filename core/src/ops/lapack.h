@@ -9,6 +9,8 @@
 
 bool ember__have_lapack(void);
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv);
+/* the LU of the m x n a (ipiv: min(m, n) 1-based row interchanges) */
+int ember__lapack_getrf_mn(int dt, int m, int n, void *a, int *ipiv);
 /* work of lwork elements of dt (n is enough) */
 int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork);
 /* solves op(A) X = B with getrf's factorisation of A (trans 'N' or 'T'): b

@@ -549,6 +549,39 @@ done:
     return rc;
 }
 
+/* LINALG_LU: A (..., m, n) -> the packed LU (..., m, n) (L's strict lower
+   part, its unit diagonal implied, and U), the int32 1-based pivots (...,
+   k) of getrf's row interchanges (A = P L U) and the int32 info (...):
+   0, or i > 0 for U[i, i] = 0 (not an error here) */
+int fwd_linalg_lu(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 3, out);
+    ember_tensor *a = in[0], *c = NULL, *lu = NULL, *pv = NULL, *inf = NULL;
+    int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = m < n ? m : n;
+    int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a), ps[EMBER_MAX_DIMS];
+    memcpy(ps, a->shape, sizeof ps);
+    ps[nd - 2] = k;
+    EMBER_CHECK(new_transposed(a, &c));   /* each A column-major */
+    EMBER_CHECK(ember_full(nd - 1, ps, 0, EMBER_INT32, EMBER_CPU, &pv));
+    EMBER_CHECK(ember_full(nd - 2, a->shape, 0, EMBER_INT32, EMBER_CPU, &inf));
+    for (int64_t b = 0; b < B && k > 0; b++) {
+        int32_t *ip = (int32_t *)ember__ptr(pv) + b * k;
+        ((int32_t *)ember__ptr(inf))[b] = ember__lapack_getrf_mn(dt, m, n, ember__ptr(c) + b * (int64_t)m * n * es, ip);
+    }
+    EMBER_CHECK(new_transposed(c, &lu));
+    out[0] = lu;
+    out[1] = pv;
+    out[2] = inf;
+    lu = pv = inf = NULL;
+done:
+    ember_tensor_release(c);
+    ember_tensor_release(lu);
+    ember_tensor_release(pv);
+    ember_tensor_release(inf);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the C API */
 /* B of A X = B for A (..., m, n): (..., r, k) with A's batch dims, r = m
    (rows: lstsq) or n (solve), A's dtype, k within LAPACK's int */
@@ -687,5 +720,18 @@ int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, double rcon
     *solution = rc < 0 ? NULL : o[0];
     *rank = rc < 0 ? NULL : o[1];
     *singular_values = rc < 0 ? NULL : o[2];
+    return rc;
+}
+
+int ember_linalg_lu_factor(ember_tensor *a, ember_tensor **lu, ember_tensor **pivots, ember_tensor **info)
+{
+    EMBER_TRY(matrix_ok("linalg.lu_factor", a, false));
+    if (!lu || !pivots || !info) return ember__fail(EMBER_ERR_ARG, "linalg.lu_factor: NULL output");
+    ember_attrs at = {{0}, {0}};
+    ember_tensor *o[3];
+    int rc = ember__dispatch(EMBER_OP_LINALG_LU, 1, &a, &at, o);
+    *lu = rc < 0 ? NULL : o[0];
+    *pivots = rc < 0 ? NULL : o[1];
+    *info = rc < 0 ? NULL : o[2];
     return rc;
 }

@@ -288,6 +288,27 @@ int64 of the batch shape.
 The cross product of 3-vectors along `dim` (default -1, which must have
 size 3); `x` and `y` have the same number of dims, the others broadcast.
 
+### `ember.linalg.lu(A, opts?)`
+`P, L, U` with `A = P L U` for `A (..., m, n)`, `k = min(m, n)`: `P (...,
+m, m)` a permutation, `L (..., m, k)` unit lower triangular, `U (..., k, n)`
+upper triangular (getrf, partial pivoting; a singular `A` is factored too).
+Differentiable in `L` and `U` as PyTorch's, for every shape. `{pivot =
+false}` raises, as PyTorch's on the CPU.
+
+### `ember.linalg.lu_factor(A, opts?)`, `ember.linalg.lu_factor_ex(A, opts?)`
+The packed `LU (..., m, n)` (`L`'s strict lower part and `U`) and the int32
+1-based `pivots (..., k)` (row `i` was swapped with row `pivots[i]`, in
+order); `lu_factor_ex` adds the int32 `info (...)` (0, or `i` where `U[i,
+i] = 0`), while `lu_factor` raises there, naming the batch element.
+
+### `ember.linalg.lu_solve(LU, pivots, B, opts?)`
+`X` with `A X = B` from `lu_factor`'s `LU` and `pivots` of a square `A`;
+`{left = false}` solves `X A = B`, `{adjoint = true}` uses `A^T`.
+Differentiable in `LU` and `B`.
+
+### `ember.lu_unpack(LU, pivots)`
+`P, L, U` of a packed `LU` and its pivots, as `torch.lu_unpack`.
+
 ### `ember.linalg.cond(A, p?)`
 The condition number: `S_max / S_min` for `p` nil or 2 (`S_min / S_max`
 for -2, any shape), else `norm(A, p) * norm(inv(A), p)` for a square `A`,
