@@ -64,6 +64,16 @@ return function(ember, H, T)
     if #ab ~= #sa then a = a:reshape(a:shape()) end
     return a:expand(sa), b:expand(sb)
   end
+  -- whether B of solve(A, B) is a vector: 1-D, or A's shape without its
+  -- last dim (PyTorch's rule)
+  local function vector_rhs(a, b)
+    if b:dim() == 1 then return true end
+    if b:dim() ~= a:dim() - 1 then return false end
+    for d = 1, b:dim() do
+      if b:size(d) ~= a:size(d) then return false end
+    end
+    return true
+  end
   -- X with A X = B (X A = B with {left = false}); B is (..., n, k), or
   -- (..., n) for vectors; batch dims broadcast
   named("solve", function(a, b, opts)
@@ -75,12 +85,7 @@ return function(ember, H, T)
       if b:dim() < 2 then fail("linalg.solve", "with left = false B must be (..., k, n), got shape " .. sh(b)) end
       return linalg.solve(a:transpose(-1, -2), b:transpose(-1, -2)):transpose(-1, -2)
     end
-    -- a vector B: 1-D, or A's shape without its last dim (PyTorch's rule)
-    local vec = b:dim() == 1
-    if not vec and b:dim() == a:dim() - 1 then
-      vec = true
-      for d = 1, b:dim() do vec = vec and b:size(d) == a:size(d) end
-    end
+    local vec = vector_rhs(a, b)
     if vec then b = b:unsqueeze(-1) end
     if b:dim() < 2 or b:size(-2) ~= a:size(-1) then
       fail("linalg.solve", ("A of shape %s and B of shape %s do not fit"):format(sh(a), sh(b)))
@@ -550,6 +555,30 @@ return function(ember, H, T)
     -- X A^T = B: X U^T L^T P^T = B, X = B P L^-T U^-T
     local lt, ut = l:transpose(-1, -2), u:transpose(-1, -2)
     return st(ut, st(lt, b:matmul(p), { upper = true, unitriangular = true, left = false }), { upper = false, left = false })
+  end)
+  -- inv and solve that report a singular matrix in an int32 info (...)
+  -- (i > 0: U[i, i] of its LU is zero) instead of raising; the result there
+  -- is NaN. {check_errors = true} raises as inv and solve do
+  local function ex(op, a, opts, trailing, run)
+    square(op, a)
+    local o = options(op, opts, { check_errors = true })
+    local batch = a:shape()
+    batch[#batch], batch[#batch - 1] = nil, nil
+    if need_bool(op, "check_errors", o.check_errors) then
+      return run(a), ember.zeros(batch, { dtype = "int32", device = a.device })
+    end
+    local _, _, info = linalg.lu_factor_ex(a:detach())
+    local bad = info:gt(0)
+    local n = a:size(-1)
+    local r = run(ember.where(bad:unsqueeze(-1):unsqueeze(-1), ember.eye(n, n, { dtype = a.dtype, device = a.device }), a))
+    for _ = 1, trailing do bad = bad:unsqueeze(-1) end   -- over r's matrix (or vector) dims
+    return ember.where(bad, 0 / 0, r), info
+  end
+  named("inv_ex", function(a, opts) return ex("linalg.inv_ex", a, opts, 2, linalg.inv) end)
+  named("solve_ex", function(a, b, opts)
+    square("linalg.solve_ex", a)
+    need_tensor("linalg.solve_ex", b, 2)
+    return ex("linalg.solve_ex", a, opts, vector_rhs(a, b) and 1 or 2, function(x) return linalg.solve(x, b) end)
   end)
   -- the condition number: S_max / S_min for p = nil, 2 (S_min / S_max for
   -- -2), else norm(A, p) norm(inv(A), p) (a square A) for "fro", "nuc",

@@ -202,6 +202,13 @@ matrix. Its gradient is the transposed adjugate at every rank (through the
 SVD where `det A = 0`: nonzero for rank `n - 1`, where PyTorch 1.13 returns
 zero).
 
+### `ember.linalg.inv_ex(A, opts?)`, `ember.linalg.solve_ex(A, B, opts?)`
+`inv` and `solve` that report a singular matrix instead of raising: they
+return the result and an int32 `info` of the batch shape (0, or `i` where
+`U[i, i]` of the LU is zero); the result of a singular matrix is NaN (PyTorch
+leaves LAPACK's infinities or NaN there). `{check_errors = true}` raises as
+`inv` and `solve` do.
+
 ### `ember.linalg.slogdet(A)`, `ember.slogdet(A)`, `Tensor:slogdet()`
 The sign and the log of the absolute value of the determinant (`0, -inf`
 for a singular matrix); the gradient flows through the second.
