@@ -80,6 +80,8 @@ describe("ember.linalg gradcheck and gradgradcheck (float64)", function()
         return L.lu_solve(lu, piv, b), L.lu_solve(lu, piv, b, { adjoint = true }), L.lu_solve(lu, piv, bt, { left = false }),
           L.lu_solve(lu, piv, bt, { left = false, adjoint = true }) end,
       function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 2, randn(2, 3, 2) } end, true },
+    { "householder_product", function(a, t) return L.householder_product(a, t) end,
+      function() return { randn(2, 4, 3), randn(2, 3) } end, true },
     { "solve with broadcast batches and a vector B", function(a, b, c)
         return L.solve(a, b), L.solve(a, c) end,
       function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 3, randn(3, 2), randn(2, 3) } end, true },
@@ -278,6 +280,10 @@ describe("ember.linalg's errors", function()
     H.same(sol:narrow(2, 1, 1), ember.full({ 3, 1, 2, 1 }, 0.5, F64):tolist())
     H.raises(function() L.inv_ex(two, { check_errors = true }) end, "ember.linalg.inv", "batch element {2}", "singular")
     H.raises(function() L.inv_ex(two, { check = true }) end, "ember.linalg.inv_ex", "unknown option 'check'")
+    H.raises(function() L.householder_product(x:t(), ember.ones({ 2 }, F64)) end,
+      "ember.linalg.householder_product", "m >= n", "{2, 4}")
+    H.raises(function() L.householder_product(x, ember.ones({ 3 }, F64)) end,
+      "ember.linalg.householder_product", "k <= n", "{3}")
     -- lu of a singular matrix works (no raise), as PyTorch's
     local p, l, u = L.lu(ember.ones({ 2, 2 }, F64))
     close(p:matmul(l):matmul(u), ember.ones({ 2, 2 }, F64))

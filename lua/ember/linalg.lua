@@ -580,6 +580,30 @@ return function(ember, H, T)
     need_tensor("linalg.solve_ex", b, 2)
     return ex("linalg.solve_ex", a, opts, vector_rhs(a, b) and 1 or 2, function(x) return linalg.solve(x, b) end)
   end)
+  -- the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i
+  -- column i of A (..., m, n) below the diagonal and 1 on it (LAPACK's
+  -- reflectors, as geqrf leaves them); tau (..., k), k <= n <= m
+  named("householder_product", function(a, tau)
+    local op = "linalg.householder_product"
+    matrix(op, a)
+    need_tensor(op, tau, 2)
+    local m, n = a:size(-2), a:size(-1)
+    local k = tau:dim() >= 1 and tau:size(-1) or -1
+    if n > m or k > n or k < 0 or tau:dim() ~= a:dim() - 1 then
+      fail(op, ("A (..., m, n) with m >= n and tau (..., k) with k <= n expected, got %s and %s"):format(sh(a), sh(tau)))
+    end
+    local like = { dtype = a.dtype, device = a.device }
+    local below = ember.ones({ m, n }, like):tril(-1)
+    local vs = a * below + ember.eye(m, n, like)   -- the reflectors as columns
+    local shape = a:shape()
+    shape[#shape] = m
+    local q = ember.eye(m, m, like):expand(shape)
+    for i = 1, k do
+      local v = vs:narrow(-1, i, 1)   -- (..., m, 1)
+      q = q - q:matmul(v):matmul(v:transpose(-1, -2)) * tau:narrow(-1, i, 1):unsqueeze(-1)
+    end
+    return q:narrow(-1, 1, n)
+  end)
   -- the condition number: S_max / S_min for p = nil, 2 (S_min / S_max for
   -- -2), else norm(A, p) norm(inv(A), p) (a square A) for "fro", "nuc",
   -- 1, -1, "inf", "-inf"

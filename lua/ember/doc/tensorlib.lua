@@ -316,6 +316,12 @@ Differentiable in `LU` and `B`.
 ### `ember.lu_unpack(LU, pivots)`
 `P, L, U` of a packed `LU` and its pivots, as `torch.lu_unpack`.
 
+### `ember.linalg.householder_product(A, tau)`
+The first `n` columns of `H_1 ... H_k`, `H_i = I - tau_i v_i v_i^T`, `v_i`
+column `i` of `A (..., m, n)` below the diagonal with 1 on it (the
+reflectors LAPACK's geqrf leaves), `tau (..., k)`, `k <= n <= m`;
+differentiable in `A` and `tau`.
+
 ### `ember.linalg.cond(A, p?)`
 The condition number: `S_max / S_min` for `p` nil or 2 (`S_min / S_max`
 for -2, any shape), else `norm(A, p) * norm(inv(A), p)` for a square `A`,
