@@ -80,6 +80,10 @@ describe("ember.linalg gradcheck and gradgradcheck (float64)", function()
         return L.lu_solve(lu, piv, b), L.lu_solve(lu, piv, b, { adjoint = true }), L.lu_solve(lu, piv, bt, { left = false }),
           L.lu_solve(lu, piv, bt, { left = false, adjoint = true }) end,
       function() return { randn(2, 3, 3) + ember.eye(3, 3, F64) * 2, randn(2, 3, 2) } end, true },
+    { "cholesky_ex and inv_ex", function(a)
+        local s = (a + a:t()) * 0.5
+        return (L.cholesky_ex(s)), (L.inv_ex(a)) end,
+      function() return { randn(3, 3) * 0.3 + ember.eye(3, 3, F64) * 2 } end, true },
     { "householder_product", function(a, t) return L.householder_product(a, t) end,
       function() return { randn(2, 4, 3), randn(2, 3) } end, true },
     { "solve with broadcast batches and a vector B", function(a, b, c)
@@ -284,6 +288,12 @@ describe("ember.linalg's errors", function()
       "ember.linalg.householder_product", "m >= n", "{2, 4}")
     H.raises(function() L.householder_product(x, ember.ones({ 3 }, F64)) end,
       "ember.linalg.householder_product", "k <= n", "{3}")
+    local l, cinfo = L.cholesky_ex(ember.stack({ ember.eye(2, 2, F64) * 4, -ember.eye(2, 2, F64) }))
+    H.same(cinfo, { 0, 1 })
+    H.same(l[1], { { 2, 0 }, { 0, 2 } })
+    assert.is_true(l[2]:isnan():all():item())
+    H.raises(function() L.cholesky_ex(-ember.eye(2, 2, F64), { check_errors = true }) end, "ember.linalg.cholesky", "not positive-definite")
+    H.raises(function() L.cholesky_ex(x) end, "ember.linalg.cholesky_ex", "square")
     -- lu of a singular matrix works (no raise), as PyTorch's
     local p, l, u = L.lu(ember.ones({ 2, 2 }, F64))
     close(p:matmul(l):matmul(u), ember.ones({ 2, 2 }, F64))

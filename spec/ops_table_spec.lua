@@ -21,7 +21,7 @@ describe("the op table", function()
       linalg_inv = "linalg%.inv%(", linalg_slogdet = "linalg%.slogdet%(", linalg_solve = "linalg%.solve%(",
       linalg_solve_triangular = "linalg%.solve_triangular%(",
       linalg_cholesky = "linalg%.cholesky%(", linalg_eigh = "linalg%.eigh%(", linalg_qr = "linalg%.qr%(",
-      linalg_svd = "linalg%.svd%(", linalg_det = "linalg%.det%(", linalg_lstsq = "linalg%.lstsq%(", linalg_lu = "linalg%.lu%(" }
+      linalg_svd = "linalg%.svd%(", linalg_det = "linalg%.det%(", linalg_lstsq = "linalg%.lstsq%(", linalg_lu = "linalg%.lu%(", linalg_cholesky_info = "cholesky_ex%(" }
     local missing = {}
     for _, op in ipairs(require("ember.optable")) do   -- written from ops.def by the build
       local name = op.name

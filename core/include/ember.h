@@ -419,6 +419,9 @@ EMBER_API int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_t
 EMBER_API int ember_linalg_det(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
+/* int32 (...): 0 where A (its lower triangle) is positive-definite, else the
+   order of its first leading minor that is not (no error) */
+EMBER_API int ember_linalg_cholesky_info(ember_tensor *a, ember_tensor **info);
 /* X with A X = B (B (..., n, k), A's batch dims) for the triangular A read
    from its upper (upper != 0) or lower triangle; unitriangular != 0 takes its
    diagonal as ones. A zero on the diagonal fails naming the batch element. */

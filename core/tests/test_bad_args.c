@@ -274,6 +274,8 @@ int main(void)
         BAD(ember_linalg_qr_mode(sq, -1, &o, &o2));
         BAD(ember_linalg_qr_mode(idx, 1, &o, &o2));
         BAD(ember_linalg_qr_mode(sq, 1, NULL, &o2));
+        BAD(ember_linalg_cholesky_info(NULL, &o));
+        BAD(ember_linalg_cholesky_info(a, &o));                 /* not square */
         BAD(ember_linalg_lu_factor(NULL, &o, &o2, &o3));
         BAD(ember_linalg_lu_factor(idx, &o, &o2, &o3));         /* 1-D */
         BAD(ember_linalg_lu_factor(sq, &o, NULL, &o3));
@@ -294,6 +296,9 @@ int main(void)
             ember_tensor_release(o);
             ember_tensor_release(o2);
             ember_tensor_release(o3);
+            /* sq (all 1.5) is not positive-definite from order 2 on: info 2, no error */
+            CHECK(ember_linalg_cholesky_info(sq, &o2) == EMBER_OK && ember_item(o2, &r) == EMBER_OK && r == 2);
+            ember_tensor_release(o2);
             /* LU of the singular sq: not an error, info 2 (U[2,2] = 0) */
             CHECK(ember_linalg_lu_factor(sq, &o, &o2, &o3) == EMBER_OK && ember_item(o3, &r) == EMBER_OK && r == 2);
         }

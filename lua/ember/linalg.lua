@@ -556,10 +556,10 @@ return function(ember, H, T)
     local lt, ut = l:transpose(-1, -2), u:transpose(-1, -2)
     return st(ut, st(lt, b:matmul(p), { upper = true, unitriangular = true, left = false }), { upper = false, left = false })
   end)
-  -- inv and solve that report a singular matrix in an int32 info (...)
-  -- (i > 0: U[i, i] of its LU is zero) instead of raising; the result there
-  -- is NaN. {check_errors = true} raises as inv and solve do
-  local function ex(op, a, opts, trailing, run)
+  -- the _ex forms: run(a) with each matrix that find_info flags (int32
+  -- info (...) > 0) replaced by I and its result made NaN, and the info;
+  -- {check_errors = true} runs run(a) itself, which raises
+  local function ex(op, a, opts, trailing, run, find_info)
     square(op, a)
     local o = options(op, opts, { check_errors = true })
     local batch = a:shape()
@@ -567,18 +567,32 @@ return function(ember, H, T)
     if need_bool(op, "check_errors", o.check_errors) then
       return run(a), ember.zeros(batch, { dtype = "int32", device = a.device })
     end
-    local _, _, info = linalg.lu_factor_ex(a:detach())
+    local info = find_info(a:detach())
     local bad = info:gt(0)
     local n = a:size(-1)
     local r = run(ember.where(bad:unsqueeze(-1):unsqueeze(-1), ember.eye(n, n, { dtype = a.dtype, device = a.device }), a))
     for _ = 1, trailing do bad = bad:unsqueeze(-1) end   -- over r's matrix (or vector) dims
     return ember.where(bad, 0 / 0, r), info
   end
-  named("inv_ex", function(a, opts) return ex("linalg.inv_ex", a, opts, 2, linalg.inv) end)
+  -- inv and solve that report a singular matrix in info (i > 0: U[i, i]
+  -- of its LU is zero) instead of raising
+  local function lu_info(a) return select(3, linalg.lu_factor_ex(a)) end
+  named("inv_ex", function(a, opts) return ex("linalg.inv_ex", a, opts, 2, linalg.inv, lu_info) end)
+  -- cholesky that reports a matrix that is not positive-definite in info
+  -- (the order of its first leading minor that is not), with NaN for its L
+  named("cholesky_ex", function(a, opts)
+    local o = options("linalg.cholesky_ex", opts, { upper = true, check_errors = true })
+    return ex("linalg.cholesky_ex", a, { check_errors = o.check_errors }, 2, function(x)
+      return linalg.cholesky(x, { upper = o.upper })
+    end, function(x)
+      check(C.ember_linalg_cholesky_info(x._c, out1))
+      return wrap(out1[0])
+    end)
+  end)
   named("solve_ex", function(a, b, opts)
     square("linalg.solve_ex", a)
     need_tensor("linalg.solve_ex", b, 2)
-    return ex("linalg.solve_ex", a, opts, vector_rhs(a, b) and 1 or 2, function(x) return linalg.solve(x, b) end)
+    return ex("linalg.solve_ex", a, opts, vector_rhs(a, b) and 1 or 2, function(x) return linalg.solve(x, b) end, lu_info)
   end)
   -- the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i
   -- column i of A (..., m, n) below the diagonal and 1 on it (LAPACK's

@@ -286,6 +286,28 @@ done:
     return rc;
 }
 
+/* LINALG_CHOLESKY_INFO: A -> int32 (...): 0 where A (its lower triangle) is
+   positive-definite, else the order of its first leading minor that is not
+   (potrf's info; no error) */
+int fwd_linalg_cholesky_info(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *a = in[0], *c = NULL, *inf = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a);
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &c));
+    EMBER_CHECK(ember__copy_into(c, a));
+    EMBER_CHECK(ember_full(a->ndim - 2, a->shape, 0, EMBER_INT32, EMBER_CPU, &inf));
+    for (int64_t b = 0; b < B && n > 0; b++)
+        ((int32_t *)ember__ptr(inf))[b] = ember__lapack_potrf(dt, 'U', n, ember__ptr(c) + b * (int64_t)n * n * es);
+    out[0] = inf;
+    inf = NULL;
+done:
+    ember_tensor_release(c);
+    ember_tensor_release(inf);
+    return rc;
+}
+
 /* LINALG_EIGH: symmetric A (its lower triangle is read) -> (eigenvalues
    (..., n) ascending, eigenvectors (..., n, n) as columns) */
 int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -653,6 +675,13 @@ int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out)
     EMBER_TRY(square_ok("linalg.cholesky", a));
     ember_attrs at = {{0}, {0}};
     return ember__dispatch(EMBER_OP_LINALG_CHOLESKY, 1, &a, &at, out);
+}
+
+int ember_linalg_cholesky_info(ember_tensor *a, ember_tensor **info)
+{
+    EMBER_TRY(square_ok("linalg.cholesky_ex", a));
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(EMBER_OP_LINALG_CHOLESKY_INFO, 1, &a, &at, info);
 }
 
 int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors)

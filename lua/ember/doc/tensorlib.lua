@@ -209,6 +209,13 @@ return the result and an int32 `info` of the batch shape (0, or `i` where
 leaves LAPACK's infinities or NaN there). `{check_errors = true}` raises as
 `inv` and `solve` do.
 
+### `ember.linalg.cholesky_ex(A, opts?)`
+`cholesky` that reports a matrix that is not positive-definite instead of
+raising: `L` (or `U` with `{upper = true}`) and an int32 `info` of the batch
+shape (0, or the order of the first leading minor that is not
+positive-definite); `L` of such a matrix is NaN (PyTorch leaves the partial
+factor). `{check_errors = true}` raises as `cholesky` does.
+
 ### `ember.linalg.slogdet(A)`, `ember.slogdet(A)`, `Tensor:slogdet()`
 The sign and the log of the absolute value of the determinant (`0, -inf`
 for a singular matrix); the gradient flows through the second.
