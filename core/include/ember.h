@@ -422,8 +422,14 @@ EMBER_API int ember_searchsorted(ember_tensor *sorted, ember_tensor *values, int
    solve: B is (..., n, k) with A's batch dims. */
 EMBER_API int ember_linalg_inv(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet);
+/* det A (exactly 0 where an LU pivot is); its gradient is the adjugate's
+   transpose, correct at singular matrices too */
+EMBER_API int ember_linalg_det(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out);
 EMBER_API int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out);
+/* int32 (...): 0 where A (its lower triangle) is positive-definite, else the
+   order of its first leading minor that is not (no error) */
+EMBER_API int ember_linalg_cholesky_info(ember_tensor *a, ember_tensor **info);
 /* X with A X = B (B (..., n, k), A's batch dims) for the triangular A read
    from its upper (upper != 0) or lower triangle; unitriangular != 0 takes its
    diagonal as ones. A zero on the diagonal fails naming the batch element. */
@@ -434,9 +440,28 @@ EMBER_API int ember_linalg_solve_triangular(ember_tensor *a, ember_tensor *b, in
    (..., m, k) and R (..., k, n) of (..., m, n), k = min(m, n). */
 EMBER_API int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors);
 EMBER_API int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r);
+/* mode 0: as ember_linalg_qr; 1 (complete): Q (..., m, m), R (..., m, n);
+   2 ("r"): the reduced factors, whose backward fails as PyTorch's */
+EMBER_API int ember_linalg_qr_mode(ember_tensor *a, int mode, ember_tensor **q, ember_tensor **r);
 /* The reduced SVD A = U diag(S) Vh: U (..., m, k), S (..., k) descending,
    Vh (..., k, n), k = min(m, n). */
 EMBER_API int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor **s, ember_tensor **vh);
+/* full_matrices != 0: U (..., m, m) and Vh (..., n, n) */
+EMBER_API int ember_linalg_svd_full(ember_tensor *a, int full_matrices, ember_tensor **u, ember_tensor **s,
+                                    ember_tensor **vh);
+/* The LU factorisation with partial pivoting A = P L U of A (..., m, n):
+   the packed LU (..., m, n) (L's strict lower part, its unit diagonal
+   implied, and U), the int32 1-based pivots (..., min(m, n)) (row i was
+   swapped with row pivots[i], in order) and the int32 info (...): 0, or i >
+   0 where U[i, i] is zero (not an error). */
+EMBER_API int ember_linalg_lu_factor(ember_tensor *a, ember_tensor **lu, ember_tensor **pivots, ember_tensor **info);
+/* least squares: X (..., n, k) minimising ||A X - B|| for A (..., m, n), B
+   (..., m, k) (A's batch dims), the rank (int64 (...)) and singular values
+   (..., min(m, n)) of A; driver 0 gels (full rank; rank min(m, n)), 1 gelsy,
+   2 gelsd, 3 gelss (singular values from gelsd and gelss only, else zero);
+   singular values below rcond times the largest count as zero */
+EMBER_API int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, double rcond, ember_tensor **solution,
+                                 ember_tensor **rank, ember_tensor **singular_values);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
 

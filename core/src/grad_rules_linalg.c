@@ -2,6 +2,8 @@
    (see grad_rules.c), the adjoints PyTorch uses. */
 #include "grad_rules_impl.h"
 
+#include <stdlib.h>
+
 /* ------------------------------------------------------------------ scans, sort, linalg */
 static ember_tensor *t_cumsum(arena *s, ember_tensor *a, int dim, int reverse)
 {
@@ -24,24 +26,33 @@ static ember_tensor *t_inv(arena *s, ember_tensor *a)
     return keep(s, ember_linalg_inv(a, &o), &o);
 }
 
-/* the n x n lower-triangular mask (ones on and below the diagonal, or below
-   only when strict) in like's dtype and on its device */
-static ember_tensor *lower_mask(arena *s, int64_t n, bool strict, const ember_tensor *like)
+/* a rows x cols constant in like's dtype and on its device, by kind: the
+   lower-triangular mask (0: ones on and below the diagonal; 1: below only),
+   2: diag(1, ..., n), 3: the upper-triangular mask (on and above), 4: the
+   (rectangular) identity */
+static ember_tensor *const_matrix(arena *s, int64_t rows, int64_t cols, int kind, const ember_tensor *like)
 {
     ember_tensor *o = NULL, *d = NULL;
-    int64_t sh[2] = {n, n};
+    int64_t sh[2] = {rows, cols};
     if (!OK(s)) return NULL;
     ember_tensor *m = keep(s, ember_full(2, sh, 0, EMBER_FLOAT64, EMBER_CPU, &o), &o);
     if (!m) return NULL;
     double *p = (double *)ember__ptr(m);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < n; j++) p[i * n + j] = j < i || (!strict && j == i);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            p[i * cols + j] = kind == 2 ? (i == j ? (double)(i + 1) : 0)
+                            : kind == 3 ? (j >= i) : kind == 4 ? (j == i) : (j < i || (kind == 0 && j == i));
     m = keep(s, ember_to_dtype(m, ember_tensor_dtype(like), &d), &d);
     if (m && ember_tensor_device(like) != EMBER_CPU) {
         ember_tensor *dv = NULL;
         m = keep(s, ember_to_device(m, ember_tensor_device(like), &dv), &dv);
     }
     return m;
+}
+
+static ember_tensor *lower_mask(arena *s, int64_t n, bool strict, const ember_tensor *like)
+{
+    return const_matrix(s, n, n, strict ? 1 : 0, like);
 }
 
 RULE(cumsum)
@@ -237,22 +248,47 @@ RULE(linalg_eigh)
 
 /* m >= n (Liao et al. 2019): M = R gR^T - gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T,
    copyltu(M) the symmetric matrix of M's lower triangle */
+static ember_tensor *qr_tall(arena *s, ember_tensor *Q, ember_tensor *R, ember_tensor *gQ, ember_tensor *gR, int64_t n)
+{
+    ember_tensor *M = t_sub(s, t_matmul(s, R, transpose_last(s, gR)), t_matmul(s, transpose_last(s, gQ), Q));
+    ember_tensor *c = t_add(s, t_mul(s, M, lower_mask(s, n, false, M)),
+                            transpose_last(s, t_mul(s, M, lower_mask(s, n, true, M))));
+    ember_tensor *lhs = t_add(s, gQ, t_matmul(s, Q, c));
+    return t_matmul(s, lhs, transpose_last(s, t_inv(s, R)));
+}
+
+/* the reduced QR's (PyTorch's): m >= n as qr_tall; m < n with A = (X Y), R =
+   (R1 R2), X = Q R1 square: gY = Q gR2, gX = qr_tall(Q, R1, gQ + Y gR2^T,
+   gR1). None for mode "r" nor for the complete Q of m > n, as PyTorch's */
 RULE(linalg_qr)
 {
     RULE_LOCALS;
     ember_tensor *Q = OUT(0), *R = OUT(1), *gQ = r->go[0], *gR = r->go[1];
-    if (!have(s, Q, R) || !have(s, gQ, gR)) return;
     int64_t m = in[nd - 2], sz = in[nd - 1];
-    if (m < sz) {
-        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "backward: the gradient of linalg.qr is implemented for m >= n, "
-                            "got a %lld x %lld matrix", (long long)m, (long long)sz);
+    if (at->i[0] == 2) {
+        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "backward: the derivative of linalg.qr depends on Q, which is not "
+                            "computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                            "differentiate through linalg.qr.");
         return;
     }
-    ember_tensor *M = t_sub(s, t_matmul(s, R, transpose_last(s, gR)), t_matmul(s, transpose_last(s, gQ), Q));
-    ember_tensor *c = t_add(s, t_mul(s, M, lower_mask(s, sz, false, M)),
-                            transpose_last(s, t_mul(s, M, lower_mask(s, sz, true, M))));
-    ember_tensor *lhs = t_add(s, gQ, t_matmul(s, Q, c));
-    give(s, &gi[0], t_matmul(s, lhs, transpose_last(s, t_inv(s, R))));
+    if (at->i[0] == 1 && m > sz) {
+        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "backward: the QR decomposition is not differentiable when "
+                            "mode='complete' and nrows > ncols (got a %lld x %lld matrix)", (long long)m, (long long)sz);
+        return;
+    }
+    if (!have(s, Q, R) || !have(s, gQ, gR)) return;
+    if (m >= sz) {
+        give(s, &gi[0], qr_tall(s, Q, R, gQ, gR, sz));
+        return;
+    }
+    ember_tensor *A = IN(0);
+    if (!have(s, A, A)) return;
+    ember_tensor *Y = slice(s, A, nd - 1, m, sz - m), *gR2 = slice(s, gR, nd - 1, m, sz - m);
+    ember_tensor *gX = qr_tall(s, Q, slice(s, R, nd - 1, 0, m), t_add(s, gQ, t_matmul(s, Y, transpose_last(s, gR2))),
+                               slice(s, gR, nd - 1, 0, m), m);
+    ember_tensor *parts[2] = {gX, t_matmul(s, Q, gR2)};
+    if (!have(s, parts[0], parts[1])) return;
+    give(s, &gi[0], cat_of(s, 2, parts, nd - 1));
 }
 
 /* PyTorch's svd_backward, with S = diag(U^T A Vh^T) read from the input:
@@ -266,6 +302,13 @@ RULE(linalg_svd)
     if (!have(s, A, U) || !have(s, Vh, gS) || !have(s, gU, gVh)) return;
     int64_t m = in[nd - 2], sz = in[nd - 1], k = m < sz ? m : sz;
     int last = nd - 1;
+    if (at->i[0]) {   /* full_matrices: the first k columns of U and rows of Vh, as PyTorch's */
+        U = slice(s, U, nd - 1, 0, k);
+        gU = slice(s, gU, nd - 1, 0, k);
+        Vh = slice(s, Vh, nd - 2, 0, k);
+        gVh = slice(s, gVh, nd - 2, 0, k);
+        if (!have(s, U, gU) || !have(s, Vh, gVh)) return;
+    }
     ember_tensor *S = sum_dims(s, t_mul(s, t_matmul(s, transpose_last(s, U), A), Vh), 1, &last, 0);
     if (all_zero(gU) && all_zero(gVh)) {
         give(s, &gi[0], t_matmul(s, U, t_mul(s, unsqueeze_at(s, gS, nd - 1), Vh)));
@@ -293,3 +336,155 @@ RULE(linalg_svd)
     give(s, &gi[0], gA);
 }
 
+
+static int64_t count_zeros(const ember_tensor *t)
+{
+    if (!t || ember_tensor_device(t) != EMBER_CPU || !ember_tensor_is_contiguous(t)) return 1;   /* unknown: maybe */
+    int64_t n = ember_tensor_numel(t), z = 0;
+    const char *p = ember_tensor_data(t);
+    int dt = ember_tensor_dtype(t), es = ember_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) z += ember__load(p + i * es, dt) == 0;
+    return z;
+}
+
+/* g times the adjugate's transpose: g det(A) A^-T (solve) where det A != 0,
+   PyTorch's; where det A = 0, from A = U diag(S) Vh: g det(U) det(Vh) U
+   diag(prod_{j != i} S_j) Vh, correct at any rank (PyTorch 1.13 gives zero
+   there, its det = 0 factor). Matrices of the other kind go through each
+   branch as I (solve) or diag(1..n) (SVD), so that no branch sees a
+   singular or degenerate input */
+RULE(linalg_det)
+{
+    RULE_LOCALS;
+    ember_tensor *A = IN(0), *d = OUT(0), *o = NULL;
+    if (!have(s, A, d)) return;
+    int64_t sz = in[nd - 1], sh[EMBER_MAX_DIMS];
+    memcpy(sh, in, sizeof sh);
+    sh[nd - 1] = sh[nd - 2] = 1;
+    ember_tensor *I = eye_like(s, sz, A);
+    ember_tensor *zero = reshape(s, t_eq(s, d, num(s, 0)), nd, sh);
+    ember_tensor *gd = reshape(s, t_mul(s, g, d), nd, sh);
+    ember_tensor *an = expand(s, where3(s, zero, I, A), nd, in);
+    ember_tensor *gn = NULL;
+    if (OK(s) && an) gn = keep(s, ember_linalg_solve(transpose_last(s, an), expand(s, t_mul(s, gd, I), nd, in), &o), &o);
+    if (!OK(s) || count_zeros(d) == 0) {
+        give(s, &gi[0], gn);
+        return;
+    }
+    ember_tensor *as_ = expand(s, where3(s, zero, A, const_matrix(s, sz, sz, 2, A)), nd, in);
+    ember_tensor *u = NULL, *sv = NULL, *vh = NULL, *su = NULL, *lu = NULL, *sw = NULL, *lw = NULL;
+    if (!OK(s) || !as_) return;
+    if ((s->rc = ember_linalg_svd(as_, &u, &sv, &vh)) < 0) return;
+    keep(s, 0, &u), keep(s, 0, &sv), keep(s, 0, &vh);
+    if (!OK(s)) return;
+    if ((s->rc = ember_linalg_slogdet(u, &su, &lu)) < 0) return;
+    keep(s, 0, &su), keep(s, 0, &lu);
+    if (!OK(s)) return;
+    if ((s->rc = ember_linalg_slogdet(vh, &sw, &lw)) < 0) return;
+    keep(s, 0, &sw), keep(s, 0, &lw);
+    /* row i of M: S with S_i made 1; the product of its row by cumprod */
+    ember_tensor *M = t_add(s, t_mul(s, unsqueeze_at(s, sv, nd - 2), t_sub(s, num(s, 1), I)), I);
+    ember_tensor *p = slice(s, t_cumprod(s, M, nd - 1), nd - 1, sz - 1, 1);   /* (..., n, 1) */
+    ember_tensor *coef = t_mul(s, reshape(s, t_mul(s, g, t_mul(s, su, sw)), nd, sh), transpose_last(s, p));
+    ember_tensor *gsing = t_matmul(s, t_mul(s, u, coef), vh);
+    give(s, &gi[0], where3(s, zero, gsing, gn));
+}
+
+/* the triangle (kind of const_matrix) of the last two dims of x */
+static ember_tensor *tri(arena *s, ember_tensor *x, int kind)
+{
+    if (!OK(s) || !x) return NULL;
+    int nd = ember_tensor_ndim(x);
+    const int64_t *sh = ember_tensor_shape(x);
+    return t_mul(s, x, const_matrix(s, sh[nd - 2], sh[nd - 1], kind, x));
+}
+
+/* X with A X = B (left) or X A = B for the triangular A */
+static ember_tensor *tri_solve(arena *s, ember_tensor *a, ember_tensor *b, bool upper, bool unit, bool left)
+{
+    ember_tensor *o = NULL;
+    if (!have(s, a, b)) return NULL;
+    if (left) return keep(s, ember_linalg_solve_triangular(a, b, upper, unit, &o), &o);
+    ember_tensor *at_ = transpose_last(s, a), *bt = transpose_last(s, b);
+    if (!have(s, at_, bt)) return NULL;
+    return transpose_last(s, keep(s, ember_linalg_solve_triangular(at_, bt, !upper, unit, &o), &o));
+}
+
+/* the permutation matrices P (..., m, m) with A = P L U of getrf's 1-based
+   pivots (..., k): row j of L U is row perm[j] of A */
+static ember_tensor *pivot_matrix(arena *s, ember_tensor *piv, int64_t m, const ember_tensor *like)
+{
+    ember_tensor *o = NULL, *c = NULL;
+    if (!OK(s) || !piv) return NULL;
+    int nd = ember_tensor_ndim(piv);
+    int64_t sh[EMBER_MAX_DIMS], k = ember_tensor_shape(piv)[nd - 1];
+    memcpy(sh, ember_tensor_shape(piv), (size_t)nd * sizeof *sh);
+    sh[nd - 1] = m;
+    sh[nd] = m;
+    if (ember_tensor_device(piv) != EMBER_CPU) piv = keep(s, ember_to_device(piv, EMBER_CPU, &c), &c);
+    if (piv && !ember_tensor_is_contiguous(piv)) piv = keep(s, ember_contiguous(piv, &c), &c);
+    ember_tensor *p = piv ? keep(s, ember_full(nd + 1, sh, 0, EMBER_FLOAT64, EMBER_CPU, &o), &o) : NULL;
+    int64_t *perm = p ? malloc((size_t)(m ? m : 1) * sizeof *perm) : NULL;
+    if (p && !perm) s->rc = ember__fail(EMBER_ERR_OOM, "backward: out of memory");
+    if (!OK(s) || !p) {
+        free(perm);
+        return NULL;
+    }
+    int64_t B = ember_tensor_numel(piv) / (k ? k : 1);
+    if (k == 0) B = ember_tensor_numel(p) / (m ? m * m : 1);
+    const int32_t *pv = ember_tensor_data(piv);
+    double *pp = (double *)ember__ptr(p);
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t j = 0; j < m; j++) perm[j] = j;
+        for (int64_t i = 0; i < k; i++) {
+            int64_t r = pv[b * k + i] - 1, t = perm[i];
+            if (r < 0 || r >= m) continue;
+            perm[i] = perm[r];
+            perm[r] = t;
+        }
+        for (int64_t j = 0; j < m; j++) pp[b * m * m + perm[j] * m + j] = 1;
+    }
+    free(perm);
+    ember_tensor *d = NULL;
+    p = keep(s, ember_to_dtype(p, ember_tensor_dtype(like), &d), &d);
+    if (p && ember_tensor_device(like) != EMBER_CPU) {
+        ember_tensor *dv = NULL;
+        p = keep(s, ember_to_device(p, ember_tensor_device(like), &dv), &dv);
+    }
+    return p;
+}
+
+/* PyTorch's linalg_lu_backward on the packed LU, with L = tril(LU, -1) + I
+   (m x k), U = triu(LU) (k x n), gL and gU the same parts of g:
+   m = n: P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T;
+   m < n: P L^-T (tril(L^T gL - gU U^T, -1) U1^-T + triu(gU1), gU2);
+   m > n: P ((L1^-T triu(gU U^T - L^T gL) + gL1) ; gL2) U^-T */
+RULE(linalg_lu)
+{
+    RULE_LOCALS;
+    ember_tensor *LU = OUT(0), *piv = OUT(1), *gLU = r->go[0];
+    if (!have(s, LU, piv) || !have(s, gLU, gLU)) return;
+    int64_t m = in[nd - 2], sz = in[nd - 1], k = m < sz ? m : sz;
+    ember_tensor *L = t_add(s, slice(s, tri(s, LU, 1), nd - 1, 0, k), const_matrix(s, m, k, 4, LU));
+    ember_tensor *U = slice(s, tri(s, LU, 3), nd - 2, 0, k);
+    ember_tensor *gL = slice(s, tri(s, gLU, 1), nd - 1, 0, k), *gU = slice(s, tri(s, gLU, 3), nd - 2, 0, k);
+    ember_tensor *Lt = transpose_last(s, L), *Ut = transpose_last(s, U), *x;
+    if (m == sz) {
+        x = t_add(s, tri(s, t_matmul(s, Lt, gL), 1), tri(s, t_matmul(s, gU, Ut), 3));
+        x = tri_solve(s, Ut, x, false, false, false);
+        x = tri_solve(s, Lt, x, true, true, true);
+    } else if (m < sz) {
+        x = tri(s, t_sub(s, t_matmul(s, Lt, gL), t_matmul(s, gU, Ut)), 1);
+        x = tri_solve(s, transpose_last(s, slice(s, U, nd - 1, 0, k)), x, false, false, false);
+        ember_tensor *parts[2] = {t_add(s, x, slice(s, gU, nd - 1, 0, k)), slice(s, gU, nd - 1, k, sz - k)};
+        if (!have(s, parts[0], parts[1])) return;
+        x = tri_solve(s, Lt, cat_of(s, 2, parts, nd - 1), true, true, true);
+    } else {
+        x = tri(s, t_sub(s, t_matmul(s, gU, Ut), t_matmul(s, Lt, gL)), 3);
+        x = tri_solve(s, transpose_last(s, slice(s, L, nd - 2, 0, k)), x, true, true, true);
+        ember_tensor *parts[2] = {t_add(s, x, slice(s, gL, nd - 2, 0, k)), slice(s, gL, nd - 2, k, m - k)};
+        if (!have(s, parts[0], parts[1])) return;
+        x = tri_solve(s, Ut, cat_of(s, 2, parts, nd - 2), false, false, false);
+    }
+    give(s, &gi[0], t_matmul(s, pivot_matrix(s, piv, m, LU), x));
+}

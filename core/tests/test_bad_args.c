@@ -265,6 +265,47 @@ int main(void)
         BAD(ember_linalg_svd(NULL, &o, &o2, &o3));
         BAD(ember_linalg_svd(sq, &o, NULL, &o3));
         BAD(ember_linalg_svd(idx, &o, &o2, &o3));
+        BAD(ember_linalg_svd_full(sq, 1, &o, &o2, NULL));
+        BAD(ember_linalg_svd_full(idx, 1, &o, &o2, &o3));
+        BAD(ember_linalg_det(NULL, &o));
+        BAD(ember_linalg_det(a, &o));                           /* not square */
+        BAD(ember_linalg_det(sq, NULL));
+        BAD(ember_linalg_qr_mode(sq, 3, &o, &o2));
+        BAD(ember_linalg_qr_mode(sq, -1, &o, &o2));
+        BAD(ember_linalg_qr_mode(idx, 1, &o, &o2));
+        BAD(ember_linalg_qr_mode(sq, 1, NULL, &o2));
+        BAD(ember_linalg_cholesky_info(NULL, &o));
+        BAD(ember_linalg_cholesky_info(a, &o));                 /* not square */
+        BAD(ember_linalg_lu_factor(NULL, &o, &o2, &o3));
+        BAD(ember_linalg_lu_factor(idx, &o, &o2, &o3));         /* 1-D */
+        BAD(ember_linalg_lu_factor(sq, &o, NULL, &o3));
+        BAD(ember_linalg_lstsq(NULL, sq, 1, 0, &o, &o2, &o3));
+        BAD(ember_linalg_lstsq(sq, NULL, 1, 0, &o, &o2, &o3));
+        BAD(ember_linalg_lstsq(sq, a, 1, 0, &o, &o2, &o3));     /* float64 A, float32 B */
+        BAD(ember_linalg_lstsq(sq, idx, 1, 0, &o, &o2, &o3));   /* B 1-D */
+        BAD(ember_linalg_lstsq(sq, sq, 4, 0, &o, &o2, &o3));    /* no driver 4 */
+        BAD(ember_linalg_lstsq(sq, sq, 1, NAN, &o, &o2, &o3));
+        BAD(ember_linalg_lstsq(sq, sq, 1, 0, &o, NULL, &o3));
+        BAD(ember_linalg_lstsq(sq, sq, 0, 0, &o, &o2, &o3));    /* gels of a rank-1 matrix */
+        /* what works: det of the singular sq is exactly 0; gelsd finds its rank 1 */
+        {
+            double d = -1, r = -1;
+            CHECK(ember_linalg_det(sq, &o) == EMBER_OK && ember_item(o, &d) == EMBER_OK && d == 0);
+            ember_tensor_release(o);
+            CHECK(ember_linalg_lstsq(sq, sq, 2, 1e-12, &o, &o2, &o3) == EMBER_OK && ember_item(o2, &r) == EMBER_OK && r == 1);
+            ember_tensor_release(o);
+            ember_tensor_release(o2);
+            ember_tensor_release(o3);
+            /* sq (all 1.5) is not positive-definite from order 2 on: info 2, no error */
+            CHECK(ember_linalg_cholesky_info(sq, &o2) == EMBER_OK && ember_item(o2, &r) == EMBER_OK && r == 2);
+            ember_tensor_release(o2);
+            /* LU of the singular sq: not an error, info 2 (U[2,2] = 0) */
+            CHECK(ember_linalg_lu_factor(sq, &o, &o2, &o3) == EMBER_OK && ember_item(o3, &r) == EMBER_OK && r == 2);
+        }
+        ember_tensor_release(o);
+        ember_tensor_release(o2);
+        ember_tensor_release(o3);
+        o = o2 = o3 = NULL;
         ember_tensor_release(sq);
     }
 

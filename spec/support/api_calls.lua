@@ -146,6 +146,37 @@ return function(ember)
   calls["ember.linalg.norm"] = function() return { x2(), 2, 2, true } end
   calls["ember.linalg.qr"] = OPS.qr
   calls["ember.linalg.svd"] = function() return { x2(), { full_matrices = false } } end
+  local function lu_of() return ember.linalg.lu_factor(spd()) end
+  calls["ember.lu_unpack"] = function() local LU, piv = lu_of() return { LU, piv } end
+  for _, name in ipairs({ "ember.matrix_power", "ember.linalg.matrix_power", "Tensor:matrix_power" }) do
+    calls[name] = function() return { spd(), 2 } end
+  end
+  calls["ember.pinverse"] = function() return { x2(), 1e-15 } end
+  calls["Tensor:pinverse"] = calls["ember.pinverse"]
+  calls["ember.linalg.pinv"] = function() return { x2(), { rtol = 1e-12 } } end
+  calls["ember.linalg.matrix_rank"] = calls["ember.linalg.pinv"]
+  calls["ember.linalg.cholesky_ex"] = function() return { spd(), { upper = false } } end
+  calls["ember.linalg.inv_ex"] = function() return { spd(), { check_errors = false } } end
+  calls["ember.linalg.solve_ex"] = function() return { spd(), ember.randn({ 3, 2 }), { check_errors = false } } end
+  calls["ember.linalg.cond"] = function() return { spd(), 2 } end
+  calls["ember.linalg.cross"] = function() return { ember.randn({ 2, 3 }), ember.randn({ 2, 3 }), 2 } end
+  calls["ember.linalg.diagonal"] = function() return { x2(), 0 } end
+  calls["ember.linalg.householder_product"] = function() return { ember.randn({ 4, 3 }), ember.rand({ 3 }) } end
+  calls["ember.linalg.lu"] = function() return { spd(), { pivot = true } } end
+  calls["ember.linalg.lu_factor"] = calls["ember.linalg.lu"]
+  calls["ember.linalg.lu_factor_ex"] = calls["ember.linalg.lu"]
+  calls["ember.linalg.lu_solve"] = function()
+    local LU, piv = lu_of()
+    return { LU, piv, ember.randn({ 3, 2 }), { left = true, adjoint = false } }
+  end
+  calls["ember.linalg.matrix_exp"] = function() return { spd() } end
+  calls["ember.linalg.multi_dot"] = function() return { { x2(), ember.randn({ 3, 2 }), ember.randn({ 2, 2 }) } } end
+  calls["ember.linalg.vecdot"] = function() return { x2(), x2(), 2 } end
+  calls["ember.linalg.tensorinv"] = function() return { ember.eye(4):reshape({ 4, 2, 2 }), 1 } end
+  calls["ember.linalg.tensorsolve"] = function() return { ember.eye(4):reshape({ 2, 2, 4 }), ember.randn({ 2, 2 }) } end
+  calls["ember.linalg.vander"] = function() return { t3(), { N = 3 } } end
+  calls["ember.linalg.vector_norm"] = function() return { x2(), 2, 2, true } end
+  calls["ember.linalg.matrix_norm"] = function() return { x2(), "fro", { 1, 2 }, true } end
   calls["ember.linalg.solve_triangular"] = function() return { spd(), ember.randn({ 3, 2 }), { upper = true } } end
 
   -- the runtime: queries and settings (each set to what it is)

@@ -31,6 +31,14 @@ static struct {
     void (*dorgqr)(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work, const int *lwork, int *info);
     void (*sgesdd)(const char *jobz, const int *m, const int *n, float *a, const int *lda, float *s, float *u, const int *ldu, float *vt, const int *ldvt, float *work, const int *lwork, int *iwork, int *info, size_t);
     void (*dgesdd)(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s, double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork, int *iwork, int *info, size_t);
+    void (*sgels)(const char *trans, const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b, const int *ldb, float *work, const int *lwork, int *info, size_t);
+    void (*dgels)(const char *trans, const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb, double *work, const int *lwork, int *info, size_t);
+    void (*sgelsy)(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b, const int *ldb, int *jpvt, const float *rcond, int *rank, float *work, const int *lwork, int *info);
+    void (*dgelsy)(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb, int *jpvt, const double *rcond, int *rank, double *work, const int *lwork, int *info);
+    void (*sgelsd)(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b, const int *ldb, float *s, const float *rcond, int *rank, float *work, const int *lwork, int *iwork, int *info);
+    void (*dgelsd)(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb, double *s, const double *rcond, int *rank, double *work, const int *lwork, int *iwork, int *info);
+    void (*sgelss)(const int *m, const int *n, const int *nrhs, float *a, const int *lda, float *b, const int *ldb, float *s, const float *rcond, int *rank, float *work, const int *lwork, int *info);
+    void (*dgelss)(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb, double *s, const double *rcond, int *rank, double *work, const int *lwork, int *info);
     void (*spotrf)(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t);
     void (*dpotrf)(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
     void (*strtrs)(const char *uplo, const char *trans, const char *diag, const int *n, const int *nrhs, const float *a, const int *lda, float *b, const int *ldb, int *info, size_t, size_t, size_t);
@@ -62,6 +70,14 @@ static void find_lapack(void)
     LOOKUP(dorgqr);
     LOOKUP(sgesdd);
     LOOKUP(dgesdd);
+    LOOKUP(sgels);
+    LOOKUP(dgels);
+    LOOKUP(sgelsy);
+    LOOKUP(dgelsy);
+    LOOKUP(sgelsd);
+    LOOKUP(dgelsd);
+    LOOKUP(sgelss);
+    LOOKUP(dgelss);
     LOOKUP(spotrf);
     LOOKUP(dpotrf);
     LOOKUP(strtrs);
@@ -76,10 +92,12 @@ bool ember__have_lapack(void)
     return lapack_found;
 }
 
-int ember__lapack_getrf(int dt, int n, void *a, int *ipiv)
+int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { return ember__lapack_getrf_mn(dt, n, n, a, ipiv); }
+
+int ember__lapack_getrf_mn(int dt, int m, int n, void *a, int *ipiv)
 {
     if (!ember__have_lapack()) return -1;
-    int info = 0, m = n, lda = n > 1 ? n : 1;
+    int info = 0, lda = m > 1 ? m : 1;
     if (dt == EMBER_FLOAT32) lapack.sgetrf(&m, &n, a, &lda, ipiv, &info);
     else lapack.dgetrf(&m, &n, a, &lda, ipiv, &info);
     return info;
@@ -149,18 +167,50 @@ int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, v
     return info;
 }
 
-int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+int ember__lapack_gesdd(int dt, char jobz, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
                         int lwork, int *iwork)
 {
     if (!ember__have_lapack()) return -1;
     int info = 0, lda = m > 1 ? m : 1;
-    if (dt == EMBER_FLOAT32) lapack.sgesdd("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
-    else lapack.dgesdd("S", &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    if (dt == EMBER_FLOAT32) lapack.sgesdd(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    else lapack.dgesdd(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
+    return info;
+}
+
+int ember__lapack_lstsq(int dt, int driver, int m, int n, int nrhs, void *a, void *b, int ldb, void *s, double rcond,
+                        int *rank, void *work, int lwork, int *iwork)
+{
+    if (!ember__have_lapack()) return -1;
+    int info = 0, lda = m > 1 ? m : 1;
+    float rf = (float)rcond;
+    bool f = dt == EMBER_FLOAT32;
+    switch (driver) {
+    case EMBER_LSTSQ_GELS:
+        if (f) lapack.sgels("N", &m, &n, &nrhs, a, &lda, b, &ldb, work, &lwork, &info, 1);
+        else lapack.dgels("N", &m, &n, &nrhs, a, &lda, b, &ldb, work, &lwork, &info, 1);
+        break;
+    case EMBER_LSTSQ_GELSY:
+        if (f) lapack.sgelsy(&m, &n, &nrhs, a, &lda, b, &ldb, iwork, &rf, rank, work, &lwork, &info);
+        else lapack.dgelsy(&m, &n, &nrhs, a, &lda, b, &ldb, iwork, &rcond, rank, work, &lwork, &info);
+        break;
+    case EMBER_LSTSQ_GELSD:
+        if (f) lapack.sgelsd(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rf, rank, work, &lwork, iwork, &info);
+        else lapack.dgelsd(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork, &info);
+        break;
+    default:
+        if (f) lapack.sgelss(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rf, rank, work, &lwork, &info);
+        else lapack.dgelss(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, &info);
+    }
     return info;
 }
 
 #else
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv) { (void)dt, (void)n, (void)a, (void)ipiv; return -1; }
+int ember__lapack_getrf_mn(int dt, int m, int n, void *a, int *ipiv)
+{
+    (void)dt, (void)m, (void)n, (void)a, (void)ipiv;
+    return -1;
+}
 int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork)
 {
     (void)dt, (void)n, (void)a, (void)ipiv, (void)work, (void)lwork;
@@ -192,11 +242,18 @@ int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, v
     (void)dt, (void)m, (void)n, (void)k, (void)a, (void)tau, (void)work, (void)lwork;
     return -1;
 }
-int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+int ember__lapack_gesdd(int dt, char jobz, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
                         int lwork, int *iwork)
 {
-    (void)dt, (void)m, (void)n, (void)a, (void)s, (void)u, (void)ldu, (void)vt, (void)ldvt, (void)work, (void)lwork;
+    (void)dt, (void)jobz, (void)m, (void)n, (void)a, (void)s, (void)u, (void)ldu, (void)vt, (void)ldvt, (void)work, (void)lwork;
     (void)iwork;
+    return -1;
+}
+int ember__lapack_lstsq(int dt, int driver, int m, int n, int nrhs, void *a, void *b, int ldb, void *s, double rcond,
+                        int *rank, void *work, int lwork, int *iwork)
+{
+    (void)dt, (void)driver, (void)m, (void)n, (void)nrhs, (void)a, (void)b, (void)ldb, (void)s, (void)rcond, (void)rank;
+    (void)work, (void)lwork, (void)iwork;
     return -1;
 }
 bool ember__have_lapack(void) { return false; }

@@ -9,6 +9,8 @@
 
 bool ember__have_lapack(void);
 int ember__lapack_getrf(int dt, int n, void *a, int *ipiv);
+/* the LU of the m x n a (ipiv: min(m, n) 1-based row interchanges) */
+int ember__lapack_getrf_mn(int dt, int m, int n, void *a, int *ipiv);
 /* work of lwork elements of dt (n is enough) */
 int ember__lapack_getri(int dt, int n, void *a, const int *ipiv, void *work, int lwork);
 /* solves op(A) X = B with getrf's factorisation of A (trans 'N' or 'T'): b
@@ -30,10 +32,22 @@ int ember__lapack_syevd(int dt, char uplo, int n, void *a, void *w, void *work, 
    columns of Q from k reflectors. lwork = -1 asks for the workspace size */
 int ember__lapack_geqrf(int dt, int m, int n, void *a, void *tau, void *work, int lwork);
 int ember__lapack_orgqr(int dt, int m, int n, int k, void *a, const void *tau, void *work, int lwork);
-/* the reduced SVD of the m x n column-major a (destroyed): s (min(m, n)),
-   u (m x k, leading dim ldu) and vt (k x n, leading dim ldvt); iwork of
+/* the SVD of the m x n column-major a (destroyed): s (min(m, n)), with
+   jobz 'S' the reduced u (m x k, leading dim ldu) and vt (k x n, leading dim
+   ldvt), with 'A' the full u (m x m) and vt (n x n); iwork of
    8 min(m, n); lwork = -1 asks for the workspace size */
-int ember__lapack_gesdd(int dt, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
+int ember__lapack_gesdd(int dt, char jobz, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt, void *work,
                         int lwork, int *iwork);
+
+/* least squares min ||A X - B|| of the m x n column-major a (destroyed) by
+   driver (EMBER_LSTSQ_*): b (ldb >= max(m, n), nrhs columns) holds B and
+   becomes X in its first n rows; gelsy, gelsd and gelss find the rank
+   (singular values below rcond times the largest count as zero), gelsd and
+   gelss write the singular values to s (min(m, n)); iwork: gelsy's n column
+   pivots (zeroed: all free), gelsd's integer workspace. lwork = -1 asks for
+   the workspace size (work[0]; gelsd's iwork size in iwork[0]) */
+enum { EMBER_LSTSQ_GELS, EMBER_LSTSQ_GELSY, EMBER_LSTSQ_GELSD, EMBER_LSTSQ_GELSS };
+int ember__lapack_lstsq(int dt, int driver, int m, int n, int nrhs, void *a, void *b, int ldb, void *s, double rcond,
+                        int *rank, void *work, int lwork, int *iwork);
 
 #endif

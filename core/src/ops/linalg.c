@@ -127,11 +127,33 @@ done:
     return rc;
 }
 
+/* the sign and log|det| of the matrix m (n x n) in place through getrf: a
+   singular matrix gives (0, -inf) */
+static void lu_slogdet(int dt, int n, char *m, int *ipiv, double *sign, double *logabs)
+{
+    int info = n > 0 ? ember__lapack_getrf(dt, n, m, ipiv) : 0;
+    *sign = 1;
+    *logabs = 0;
+    if (info > 0) {
+        *sign = 0;
+        *logabs = -INFINITY;
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        double u = dt == EMBER_FLOAT32 ? ((float *)m)[(int64_t)i * n + i] : ((double *)m)[(int64_t)i * n + i];
+        if (u < 0) *sign = -*sign;
+        if (ipiv[i] != i + 1) *sign = -*sign;
+        *logabs += log(fabs(u));
+    }
+}
+
 /* LINALG_SLOGDET: A -> (sign, log|det A|), both of the batch shape; a singular
-   matrix gives (0, -inf) */
+   matrix gives (0, -inf). LINALG_DET (one output): A -> det A, the product of
+   its LU pivots (exactly 0 for a zero pivot) */
 int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
+    bool det = op == EMBER_OP_LINALG_DET;
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, det ? 1 : 2, out);
     ember_tensor *a = in[0], *lu = NULL, *sg = NULL, *la = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a);
@@ -140,27 +162,22 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &sg));
-    EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &la));
+    if (!det) EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &la));
     for (int64_t b = 0; b < B; b++) {
         char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
-        double sign = 1, logabs = 0;
-        int info = n > 0 ? ember__lapack_getrf(dt, n, m, ipiv) : 0;
-        if (info > 0) {
-            sign = 0;
-            logabs = -INFINITY;
-        } else {
-            for (int i = 0; i < n; i++) {
-                double u = dt == EMBER_FLOAT32 ? ((float *)m)[(int64_t)i * n + i] : ((double *)m)[(int64_t)i * n + i];
-                if (u < 0) sign = -sign;
-                if (ipiv[i] != i + 1) sign = -sign;
-                logabs += log(fabs(u));
-            }
+        double sign, logabs;
+        lu_slogdet(dt, n, m, ipiv, &sign, &logabs);
+        if (det) {
+            double d = sign;
+            for (int i = 0; i < n && sign != 0; i++) d *= fabs(ember__load(m + ((int64_t)i * n + i) * es, dt));
+            ember__store(ember__ptr(sg) + b * es, dt, d);
+            continue;
         }
         ember__store(ember__ptr(sg) + b * es, dt, sign);
         ember__store(ember__ptr(la) + b * es, dt, logabs);
     }
     out[0] = sg;
-    out[1] = la;
+    if (!det) out[1] = la;
     sg = la = NULL;
 done:
     free(ipiv);
@@ -269,6 +286,28 @@ done:
     return rc;
 }
 
+/* LINALG_CHOLESKY_INFO: A -> int32 (...): 0 where A (its lower triangle) is
+   positive-definite, else the order of its first leading minor that is not
+   (potrf's info; no error) */
+int fwd_linalg_cholesky_info(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
+    ember_tensor *a = in[0], *c = NULL, *inf = NULL;
+    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a);
+    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &c));
+    EMBER_CHECK(ember__copy_into(c, a));
+    EMBER_CHECK(ember_full(a->ndim - 2, a->shape, 0, EMBER_INT32, EMBER_CPU, &inf));
+    for (int64_t b = 0; b < B && n > 0; b++)
+        ((int32_t *)ember__ptr(inf))[b] = ember__lapack_potrf(dt, 'U', n, ember__ptr(c) + b * (int64_t)n * n * es);
+    out[0] = inf;
+    inf = NULL;
+done:
+    ember_tensor_release(c);
+    ember_tensor_release(inf);
+    return rc;
+}
+
 /* LINALG_EIGH: symmetric A (its lower triangle is read) -> (eigenvalues
    (..., n) ascending, eigenvectors (..., n, n) as columns) */
 int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -315,44 +354,55 @@ done:
     return rc;
 }
 
-/* LINALG_QR: A (..., m, n) -> the reduced Q (..., m, k) and R (..., k, n), k = min(m, n) */
+/* LINALG_QR: A (..., m, n) -> Q (..., m, c) and R (..., c, n), c = k = min(m, n)
+   (i[0] 0, reduced; 2, mode "r", the same factors) or c = m (i[0] 1, complete) */
 int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
     ember_tensor *a = in[0], *c = NULL, *q = NULL, *r = NULL;
     int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = m < n ? m : n;
+    int qc = at->i[0] == 1 ? m : k;   /* Q's columns, R's rows */
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), qs[EMBER_MAX_DIMS], rs[EMBER_MAX_DIMS];
     void *tau = NULL, *work = NULL;
+    char *qb_ = NULL;
     memcpy(qs, a->shape, sizeof qs);
     memcpy(rs, a->shape, sizeof rs);
-    qs[nd - 1] = k;
-    rs[nd - 2] = k;
+    qs[nd - 1] = qc;
+    rs[nd - 2] = qc;
     EMBER_CHECK(new_transposed(a, &c));
     EMBER_CHECK(ember__new(nd, qs, dt, EMBER_CPU, &q));
     EMBER_CHECK(ember__new(nd, rs, dt, EMBER_CPU, &r));
-    if (k > 0) {
+    if (m > 0 && qc > 0) {
         union { float f[2]; double d[1]; } wq = {{0, 0}}, tq = {{0, 0}};   /* the size queries' answers */
-        ember__lapack_geqrf(dt, m, n, ember__ptr(c), tq.d, wq.d, -1);
-        int l1 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
+        int l1 = 0;
+        if (k > 0) {
+            ember__lapack_geqrf(dt, m, n, ember__ptr(c), tq.d, wq.d, -1);
+            l1 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
+        }
         wq.d[0] = 0;
-        ember__lapack_orgqr(dt, m, k, k, ember__ptr(c), tq.d, wq.d, -1);
+        qb_ = malloc((size_t)m * (size_t)qc * (size_t)es);
+        if (!qb_) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
+        ember__lapack_orgqr(dt, m, qc, k, qb_, tq.d, wq.d, -1);
         int l2 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
-        int lwork = (l1 > l2 ? l1 : l2) + n + 1;
-        tau = malloc((size_t)k * (size_t)es);
+        int lwork = (l1 > l2 ? l1 : l2) + n + qc + 1;
+        tau = malloc((size_t)(k ? k : 1) * (size_t)es);
         work = malloc((size_t)lwork * (size_t)es);
         if (!tau || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
         for (int64_t b = 0; b < B; b++) {
             char *ab = ember__ptr(c) + b * (int64_t)m * n * es;
-            char *qb = ember__ptr(q) + b * (int64_t)m * k * es, *rb = ember__ptr(r) + b * (int64_t)k * n * es;
-            ember__lapack_geqrf(dt, m, n, ab, tau, work, lwork);
-            for (int i = 0; i < k; i++)
+            char *qb = ember__ptr(q) + b * (int64_t)m * qc * es, *rb = ember__ptr(r) + b * (int64_t)qc * n * es;
+            if (k > 0) ember__lapack_geqrf(dt, m, n, ab, tau, work, lwork);
+            for (int i = 0; i < qc; i++)
                 for (int j = 0; j < n; j++)
                     ember__store(rb + ((int64_t)i * n + j) * es, dt, j >= i ? ember__load(ab + ((int64_t)j * m + i) * es, dt) : 0);
-            ember__lapack_orgqr(dt, m, k, k, ab, tau, work, lwork);
+            /* the reflectors (the first k columns) into the m x qc buffer orgqr fills */
+            memset(qb_, 0, (size_t)m * (size_t)qc * (size_t)es);
+            memcpy(qb_, ab, (size_t)m * (size_t)k * (size_t)es);
+            ember__lapack_orgqr(dt, m, qc, k, qb_, tau, work, lwork);
             for (int i = 0; i < m; i++)
-                for (int j = 0; j < k; j++)
-                    ember__store(qb + ((int64_t)i * k + j) * es, dt, ember__load(ab + ((int64_t)j * m + i) * es, dt));
+                for (int j = 0; j < qc; j++)
+                    ember__store(qb + ((int64_t)i * qc + j) * es, dt, ember__load(qb_ + ((int64_t)j * m + i) * es, dt));
         }
     }
     out[0] = q;
@@ -361,6 +411,7 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
 done:
     free(tau);
     free(work);
+    free(qb_);
     ember_tensor_release(c);
     ember_tensor_release(q);
     ember_tensor_release(r);
@@ -368,13 +419,15 @@ done:
 }
 
 /* LINALG_SVD: A (..., m, n) -> U (..., m, k), Vh (..., k, n), S (..., k)
-   descending, k = min(m, n). LAPACK sees A^T = V S U^T: its U is our V,
+   descending, k = min(m, n); with i[0] (full_matrices) U (..., m, m) and Vh
+   (..., n, n). LAPACK sees A^T = V S U^T: its U is our V,
    which read row-major is Vh, and its V^T is our U^T, read row-major U */
 int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 3, out);
     ember_tensor *a = in[0], *c = NULL, *u = NULL, *sv = NULL, *vh = NULL;
     int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = m < n ? m : n;
+    int uc = at->i[0] ? m : k, vr = at->i[0] ? n : k;   /* U's columns, Vh's rows */
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), us[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS], vs[EMBER_MAX_DIMS];
     void *work = NULL;
@@ -382,9 +435,9 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
     memcpy(us, a->shape, sizeof us);
     memcpy(ss, a->shape, sizeof ss);
     memcpy(vs, a->shape, sizeof vs);
-    us[nd - 1] = k;
+    us[nd - 1] = uc;
     ss[nd - 2] = k;
-    vs[nd - 2] = k;
+    vs[nd - 2] = vr;
     EMBER_CHECK(ember__new(nd, a->shape, dt, EMBER_CPU, &c));
     EMBER_CHECK(ember__copy_into(c, a));
     EMBER_CHECK(ember__new(nd, us, dt, EMBER_CPU, &u));
@@ -394,14 +447,15 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
         union { float f[2]; double d[1]; } wq = {{0, 0}};
         iwork = malloc((size_t)8 * (size_t)k * sizeof *iwork);
         if (!iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
-        ember__lapack_gesdd(dt, n, m, ember__ptr(c), ember__ptr(sv), ember__ptr(vh), n, ember__ptr(u), k, wq.d, -1, iwork);
+        ember__lapack_gesdd(dt, at->i[0] ? 'A' : 'S', n, m, ember__ptr(c), ember__ptr(sv), ember__ptr(vh), n, ember__ptr(u), uc, wq.d,
+                            -1, iwork);
         int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
         work = malloc((size_t)lwork * (size_t)es);
         if (!work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
         for (int64_t b = 0; b < B; b++) {
-            int info = ember__lapack_gesdd(dt, n, m, ember__ptr(c) + b * (int64_t)m * n * es,
-                                           ember__ptr(sv) + b * (int64_t)k * es, ember__ptr(vh) + b * (int64_t)k * n * es, n,
-                                           ember__ptr(u) + b * (int64_t)m * k * es, k, work, lwork, iwork);
+            int info = ember__lapack_gesdd(dt, at->i[0] ? 'A' : 'S', n, m, ember__ptr(c) + b * (int64_t)m * n * es,
+                                           ember__ptr(sv) + b * (int64_t)k * es, ember__ptr(vh) + b * (int64_t)vr * n * es, n,
+                                           ember__ptr(u) + b * (int64_t)m * uc * es, uc, work, lwork, iwork);
             if (info != 0) {
                 char sb[200], sa[200];
                 EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.svd: the matrix%s of shape %s %s (LAPACK info %d)",
@@ -410,6 +464,13 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
             }
         }
     }
+    if (k == 0 && at->i[0])   /* the full factors of an empty matrix: identities */
+        for (int64_t b = 0; b < B; b++) {
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < m; j++) ember__store(ember__ptr(u) + (b * (int64_t)m * m + (int64_t)i * m + j) * es, dt, i == j);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++) ember__store(ember__ptr(vh) + (b * (int64_t)n * n + (int64_t)i * n + j) * es, dt, i == j);
+        }
     out[0] = u;
     out[1] = vh;
     out[2] = sv;
@@ -424,7 +485,145 @@ done:
     return rc;
 }
 
+/* LINALG_LSTSQ: (A (..., m, n), B (..., m, k), one batch shape) -> X
+   (..., n, k) minimising ||A X - B||, the rank (int64, (...)) and the
+   singular values (..., min(m, n)) of A, by the driver i[0] (EMBER_LSTSQ_*,
+   lapack.h) with cutoff f[0] (rcond); gels leaves the rank at min(m, n), gels
+   and gelsy leave the singular values zero */
+int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 3, out);
+    ember_tensor *a = in[0], *bm = in[1], *ac = NULL, *bt = NULL, *x = NULL, *rk = NULL, *sv = NULL;
+    int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = (int)bm->shape[nd - 1];
+    int mn = m < n ? m : n, ld = m > n ? m : n, driver = (int)at->i[0];
+    int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a), xs[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS];
+    char *buf = NULL;
+    void *work = NULL;
+    int *iwork = NULL;
+    if (ld < 1) ld = 1;
+    memcpy(xs, bm->shape, sizeof xs);
+    memcpy(ss, a->shape, sizeof ss);
+    xs[nd - 2] = n;
+    ss[nd - 2] = mn;
+    EMBER_CHECK(new_transposed(a, &ac));   /* each A column-major (m x n) */
+    EMBER_CHECK(new_transposed(bm, &bt));  /* each B column-major (m x k) */
+    EMBER_CHECK(ember_full(nd, xs, 0, dt, EMBER_CPU, &x));
+    EMBER_CHECK(ember_full(nd - 2, a->shape, 0, EMBER_INT64, EMBER_CPU, &rk));
+    EMBER_CHECK(ember_full(nd - 1, ss, 0, dt, EMBER_CPU, &sv));
+    buf = calloc((size_t)ld * (size_t)(k ? k : 1), (size_t)es);
+    if (!buf) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.lstsq: out of memory"));
+    if (mn > 0 && k > 0) {
+        union { float f[2]; double d[1]; } wq = {{0, 0}};
+        int iq[2] = {0, 0}, r0 = 0;
+        ember__lapack_lstsq(dt, driver, m, n, k, ember__ptr(ac), buf, ld, ember__ptr(sv), at->f[0], &r0, wq.d, -1, iq);
+        int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
+        int liwork = (driver == EMBER_LSTSQ_GELSD ? iq[0] : 0) + n + 1;
+        work = malloc((size_t)lwork * (size_t)es);
+        iwork = malloc((size_t)liwork * sizeof *iwork);
+        if (!work || !iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.lstsq: out of memory"));
+        for (int64_t b = 0; b < B; b++) {
+            for (int j = 0; j < k; j++)
+                memcpy(buf + (int64_t)j * ld * es, ember__ptr(bt) + (b * (int64_t)m * k + (int64_t)j * m) * es, (size_t)m * (size_t)es);
+            memset(iwork, 0, (size_t)liwork * sizeof *iwork);
+            if (driver == EMBER_LSTSQ_GELSD || driver == EMBER_LSTSQ_GELSS) {
+                /* their SVD fails on NaN or infinity (LAPACK prints to stdout first): say so */
+                const char *ab = ember__ptr(ac) + b * (int64_t)m * n * es;
+                for (int64_t i = 0; i < (int64_t)m * n; i++)
+                    if (!isfinite(ember__load(ab + i * es, dt))) {
+                        char sb[200], sa[200];
+                        EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.lstsq: the matrix A%s of shape %s holds NaN or "
+                                                "infinity (the SVD of drivers gelsd and gelss needs finite values)",
+                                                at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a)));
+                    }
+            }
+            int rank = mn;
+            int info = ember__lapack_lstsq(dt, driver, m, n, k, ember__ptr(ac) + b * (int64_t)m * n * es, buf, ld,
+                                           ember__ptr(sv) + b * (int64_t)mn * es, at->f[0], &rank, work, lwork, iwork);
+            if (info != 0) {
+                char sb[200], sa[200];
+                EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.lstsq: the matrix A%s of shape %s %s (LAPACK info %d)",
+                                        at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a),
+                                        info < 0 ? "holds a bad value" : driver == EMBER_LSTSQ_GELS
+                                        ? "does not have full rank (driver gels needs it; gelsy, gelsd and gelss do not)"
+                                        : "did not converge", info));
+            }
+            ((int64_t *)ember__ptr(rk))[b] = rank;
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < k; j++)
+                    ember__store(ember__ptr(x) + (b * (int64_t)n * k + (int64_t)i * k + j) * es, dt,
+                                 ember__load(buf + ((int64_t)j * ld + i) * es, dt));
+        }
+    }
+    out[0] = x;
+    out[1] = rk;
+    out[2] = sv;
+    x = rk = sv = NULL;
+done:
+    free(buf);
+    free(work);
+    free(iwork);
+    ember_tensor_release(ac);
+    ember_tensor_release(bt);
+    ember_tensor_release(x);
+    ember_tensor_release(rk);
+    ember_tensor_release(sv);
+    return rc;
+}
+
+/* LINALG_LU: A (..., m, n) -> the packed LU (..., m, n) (L's strict lower
+   part, its unit diagonal implied, and U), the int32 1-based pivots (...,
+   k) of getrf's row interchanges (A = P L U) and the int32 info (...):
+   0, or i > 0 for U[i, i] = 0 (not an error here) */
+int fwd_linalg_lu(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 3, out);
+    ember_tensor *a = in[0], *c = NULL, *lu = NULL, *pv = NULL, *inf = NULL;
+    int nd = a->ndim, m = (int)a->shape[nd - 2], n = (int)a->shape[nd - 1], k = m < n ? m : n;
+    int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
+    int64_t B = nbatch(a), ps[EMBER_MAX_DIMS];
+    memcpy(ps, a->shape, sizeof ps);
+    ps[nd - 2] = k;
+    EMBER_CHECK(new_transposed(a, &c));   /* each A column-major */
+    EMBER_CHECK(ember_full(nd - 1, ps, 0, EMBER_INT32, EMBER_CPU, &pv));
+    EMBER_CHECK(ember_full(nd - 2, a->shape, 0, EMBER_INT32, EMBER_CPU, &inf));
+    for (int64_t b = 0; b < B && k > 0; b++) {
+        int32_t *ip = (int32_t *)ember__ptr(pv) + b * k;
+        ((int32_t *)ember__ptr(inf))[b] = ember__lapack_getrf_mn(dt, m, n, ember__ptr(c) + b * (int64_t)m * n * es, ip);
+    }
+    EMBER_CHECK(new_transposed(c, &lu));
+    out[0] = lu;
+    out[1] = pv;
+    out[2] = inf;
+    lu = pv = inf = NULL;
+done:
+    ember_tensor_release(c);
+    ember_tensor_release(lu);
+    ember_tensor_release(pv);
+    ember_tensor_release(inf);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the C API */
+/* B of A X = B for A (..., m, n): (..., r, k) with A's batch dims, r = m
+   (rows: lstsq) or n (solve), A's dtype, k within LAPACK's int */
+static int rhs_ok(const char *op, const ember_tensor *a, const ember_tensor *b, bool rows)
+{
+    char sa[200], sb[200];
+    if (!b) return ember__fail(EMBER_ERR_ARG, "%s: B is NULL", op);
+    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - (rows ? 2 : 1)];
+    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
+    if (!ok)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: A of shape %s and B of shape %s do not fit (B must be (..., %s, k) "
+                           "with A's batch dims)", op, ember__tshape(sa, a), ember__tshape(sb, b), rows ? "m" : "n");
+    if (b->dtype != a->dtype)
+        return ember__fail(EMBER_ERR_DTYPE, "%s: A is %s and B is %s (one dtype expected)", op,
+                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
+    if (b->shape[b->ndim - 1] > INT32_MAX)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: B of shape %s has too many columns for LAPACK", op, ember__tshape(sb, b));
+    return EMBER_OK;
+}
+
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
     EMBER_TRY(square_ok("linalg.inv", a));
@@ -444,21 +643,17 @@ int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **lo
     return rc;
 }
 
+int ember_linalg_det(ember_tensor *a, ember_tensor **out)
+{
+    EMBER_TRY(square_ok("linalg.det", a));
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(EMBER_OP_LINALG_DET, 1, &a, &at, out);
+}
+
 int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
 {
-    char sa[200], sb[200];
     EMBER_TRY(square_ok("linalg.solve", a));
-    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.solve: B is NULL");
-    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
-    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
-    if (!ok)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve: A of shape %s and B of shape %s do not fit (B must be "
-                           "(..., n, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
-    if (b->dtype != a->dtype)
-        return ember__fail(EMBER_ERR_DTYPE, "linalg.solve: A is %s and B is %s (one dtype expected)",
-                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
-    if (b->shape[b->ndim - 1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve: B of shape %s has too many columns for LAPACK", ember__tshape(sb, b));
+    EMBER_TRY(rhs_ok("linalg.solve", a, b, false));
     ember_tensor *in[2] = {a, b};
     ember_attrs at = {{0}, {0}};
     return ember__dispatch(EMBER_OP_LINALG_SOLVE, 2, in, &at, out);
@@ -466,20 +661,8 @@ int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
 
 int ember_linalg_solve_triangular(ember_tensor *a, ember_tensor *b, int upper, int unitriangular, ember_tensor **out)
 {
-    char sa[200], sb[200];
     EMBER_TRY(square_ok("linalg.solve_triangular", a));
-    if (!b) return ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: B is NULL");
-    bool ok = b->ndim == a->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
-    for (int d = 0; ok && d < a->ndim - 2; d++) ok = a->shape[d] == b->shape[d];
-    if (!ok)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve_triangular: A of shape %s and B of shape %s do not fit (B "
-                           "must be (..., n, k) with A's batch dims)", ember__tshape(sa, a), ember__tshape(sb, b));
-    if (b->dtype != a->dtype)
-        return ember__fail(EMBER_ERR_DTYPE, "linalg.solve_triangular: A is %s and B is %s (one dtype expected)",
-                           ember_dtype_name(a->dtype), ember_dtype_name(b->dtype));
-    if (b->shape[b->ndim - 1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "linalg.solve_triangular: B of shape %s has too many columns for LAPACK",
-                           ember__tshape(sb, b));
+    EMBER_TRY(rhs_ok("linalg.solve_triangular", a, b, false));
     ember_tensor *in[2] = {a, b};
     ember_attrs at = {{0}, {0}};
     at.i[0] = upper != 0;
@@ -494,6 +677,13 @@ int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out)
     return ember__dispatch(EMBER_OP_LINALG_CHOLESKY, 1, &a, &at, out);
 }
 
+int ember_linalg_cholesky_info(ember_tensor *a, ember_tensor **info)
+{
+    EMBER_TRY(square_ok("linalg.cholesky_ex", a));
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(EMBER_OP_LINALG_CHOLESKY_INFO, 1, &a, &at, info);
+}
+
 int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors)
 {
     EMBER_TRY(square_ok("linalg.eigh", a));
@@ -506,11 +696,15 @@ int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor 
     return rc;
 }
 
-int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r)
+int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r) { return ember_linalg_qr_mode(a, 0, q, r); }
+
+int ember_linalg_qr_mode(ember_tensor *a, int mode, ember_tensor **q, ember_tensor **r)
 {
     EMBER_TRY(matrix_ok("linalg.qr", a, false));
     if (!q || !r) return ember__fail(EMBER_ERR_ARG, "linalg.qr: NULL output");
+    if (mode < 0 || mode > 2) return ember__fail(EMBER_ERR_ARG, "linalg.qr: mode must be 0 (reduced), 1 (complete) or 2 (r), got %d", mode);
     ember_attrs at = {{0}, {0}};
+    at.i[0] = mode;
     ember_tensor *o[2];
     int rc = ember__dispatch(EMBER_OP_LINALG_QR, 1, &a, &at, o);
     *q = rc < 0 ? NULL : o[0];
@@ -520,13 +714,53 @@ int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r)
 
 int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor **s, ember_tensor **vh)
 {
+    return ember_linalg_svd_full(a, 0, u, s, vh);
+}
+
+int ember_linalg_svd_full(ember_tensor *a, int full_matrices, ember_tensor **u, ember_tensor **s, ember_tensor **vh)
+{
     EMBER_TRY(matrix_ok("linalg.svd", a, false));
     if (!u || !s || !vh) return ember__fail(EMBER_ERR_ARG, "linalg.svd: NULL output");
     ember_attrs at = {{0}, {0}};
+    at.i[0] = full_matrices != 0;
     ember_tensor *o[3];
     int rc = ember__dispatch(EMBER_OP_LINALG_SVD, 1, &a, &at, o);
     *u = rc < 0 ? NULL : o[0];
     *vh = rc < 0 ? NULL : o[1];
     *s = rc < 0 ? NULL : o[2];
+    return rc;
+}
+
+int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, double rcond, ember_tensor **solution,
+                       ember_tensor **rank, ember_tensor **singular_values)
+{
+    EMBER_TRY(matrix_ok("linalg.lstsq", a, false));
+    EMBER_TRY(rhs_ok("linalg.lstsq", a, b, true));
+    if (!solution || !rank || !singular_values) return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: NULL output");
+    if (driver < EMBER_LSTSQ_GELS || driver > EMBER_LSTSQ_GELSS)
+        return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: driver must be 0 (gels), 1 (gelsy), 2 (gelsd) or 3 (gelss), got %d", driver);
+    if (!(rcond == rcond))
+        return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: rcond is NaN");
+    ember_tensor *in[2] = {a, b}, *o[3];
+    ember_attrs at = {{0}, {0}};
+    at.i[0] = driver;
+    at.f[0] = rcond;
+    int rc = ember__dispatch(EMBER_OP_LINALG_LSTSQ, 2, in, &at, o);
+    *solution = rc < 0 ? NULL : o[0];
+    *rank = rc < 0 ? NULL : o[1];
+    *singular_values = rc < 0 ? NULL : o[2];
+    return rc;
+}
+
+int ember_linalg_lu_factor(ember_tensor *a, ember_tensor **lu, ember_tensor **pivots, ember_tensor **info)
+{
+    EMBER_TRY(matrix_ok("linalg.lu_factor", a, false));
+    if (!lu || !pivots || !info) return ember__fail(EMBER_ERR_ARG, "linalg.lu_factor: NULL output");
+    ember_attrs at = {{0}, {0}};
+    ember_tensor *o[3];
+    int rc = ember__dispatch(EMBER_OP_LINALG_LU, 1, &a, &at, o);
+    *lu = rc < 0 ? NULL : o[0];
+    *pivots = rc < 0 ? NULL : o[1];
+    *info = rc < 0 ? NULL : o[2];
     return rc;
 }

@@ -200,31 +200,50 @@ finite range); elements outside and NaN are left out.
 
 ## `ember.linalg`: linear algebra
 
-LAPACK (through OpenBLAS) on square matrices or batches of them `(..., n,
-n)`, float32 and float64, with gradients (and second derivatives). A
-singular or not positive-definite matrix raises naming its batch element. On
-a GPU the factorisations run on the host. The top-level names `ember.inverse`,
-`det`, `slogdet`, `solve`, `cholesky`, `eigh`, `qr`, `lstsq` and the methods
-`t:inverse()`, `t:det()`, `t:slogdet()`, `t:cholesky()`, `t:qr()` are the
-same functions.
+LAPACK (through OpenBLAS) on matrices or batches of them `(..., m, n)`,
+float32 and float64, with gradients (and second derivatives) wherever
+PyTorch defines them. A singular or not positive-definite matrix raises
+naming its batch element. On a GPU the factorisations run on the host. The
+top-level names `ember.inverse`, `det`, `slogdet`, `solve`, `cholesky`,
+`eigh`, `qr`, `lstsq`, `matrix_power`, `pinverse` and the methods
+`t:inverse()`, `t:det()`, `t:slogdet()`, `t:cholesky()`, `t:qr()`,
+`t:matrix_power(n)`, `t:pinverse()` are the same functions.
 
 ### `ember.linalg.inv(A)`, `ember.inverse(A)`, `Tensor:inverse()`
 `A^-1`.
 
 ### `ember.linalg.det(A)`, `ember.det(A)`, `Tensor:det()`
-The determinant (0 for a singular matrix), as `sign * exp(logabsdet)`.
+The determinant: the product of the LU pivots, exactly 0 for a singular
+matrix. Its gradient is the transposed adjugate at every rank (through the
+SVD where `det A = 0`: nonzero for rank `n - 1`, where PyTorch 1.13 returns
+zero).
+
+### `ember.linalg.inv_ex(A, opts?)`, `ember.linalg.solve_ex(A, B, opts?)`
+`inv` and `solve` that report a singular matrix instead of raising: they
+return the result and an int32 `info` of the batch shape (0, or `i` where
+`U[i, i]` of the LU is zero); the result of a singular matrix is NaN (PyTorch
+leaves LAPACK's infinities or NaN there). `{check_errors = true}` raises as
+`inv` and `solve` do.
+
+### `ember.linalg.cholesky_ex(A, opts?)`
+`cholesky` that reports a matrix that is not positive-definite instead of
+raising: `L` (or `U` with `{upper = true}`) and an int32 `info` of the batch
+shape (0, or the order of the first leading minor that is not
+positive-definite); `L` of such a matrix is NaN (PyTorch leaves the partial
+factor). `{check_errors = true}` raises as `cholesky` does.
 
 ### `ember.linalg.slogdet(A)`, `ember.slogdet(A)`, `Tensor:slogdet()`
 The sign and the log of the absolute value of the determinant (`0, -inf`
 for a singular matrix); the gradient flows through the second.
 
-### `ember.linalg.solve(A, B)`, `ember.solve(A, B)`
-`X` with `A X = B`: `B` `(..., n, k)`, or `(..., n)` for vectors; batch dims
-broadcast.
+### `ember.linalg.solve(A, B, opts?)`, `ember.solve(A, B, opts?)`
+`X` with `A X = B`, or `X A = B` with `{left = false}`: `B` `(..., n, k)`
+(`(..., k, n)` with `left = false`), or a vector: `(n)` or `A`'s shape
+without its last dim (PyTorch's rule); batch dims broadcast.
 
-### `ember.linalg.cholesky(A)`, `ember.cholesky(A)`, `Tensor:cholesky()`
+### `ember.linalg.cholesky(A, opts?)`, `ember.cholesky(A, opts?)`, `Tensor:cholesky(opts?)`
 The lower triangular `L` with `A = L L^T` of a symmetric positive-definite
-`A` (its lower triangle is read).
+`A` (its lower triangle is read); with `{upper = true}` `U = L^T`.
 
 ### `ember.linalg.solve_triangular(A, B, opts)`
 `X` with `A X = B`, or `X A = B` with `{left = false}`, for a triangular
@@ -245,30 +264,129 @@ infinities there too).
 The eigenvalues of `eigh`.
 
 ### `ember.linalg.qr(A, mode?)`, `ember.qr(A, mode?)`, `Tensor:qr(mode?)`
-The reduced QR of `(..., m, n)`: `Q (..., m, k)` and `R (..., k, n)`,
-`k = min(m, n)`; `mode = "r"` gives `R` alone. Differentiable for `m >= n`.
+The QR of `(..., m, n)`, `k = min(m, n)`: `mode = "reduced"` (the default)
+gives `Q (..., m, k)` and `R (..., k, n)`, `"complete"` `Q (..., m, m)` and
+`R (..., m, n)`, `"r"` `R` alone. Differentiable as PyTorch's: for every
+shape in `"reduced"` mode and for `m <= n` in `"complete"`; backward raises
+PyTorch's error for `"complete"` with `m > n` and for `"r"`.
 
 ### `ember.linalg.svd(A, opts?)`
-The SVD `A = U diag(S) Vh` as `U (..., m, k)`, `S (..., k)` descending and
-`Vh (..., k, n)`, `k = min(m, n)`, with PyTorch's gradients (repeated
-singular values give infinities there too). Only the reduced form: for a
-non-square `A`, pass `{full_matrices = false}` (PyTorch's default, the full
-`U` and `Vh`, raises).
+The SVD `A = U diag(S) Vh` as `U`, `S (..., k)` descending and `Vh`, `k =
+min(m, n)`: the full `U (..., m, m)` and `Vh (..., n, n)` (the default, as
+PyTorch's) or with `{full_matrices = false}` the reduced `U (..., m, k)` and
+`Vh (..., k, n)`. PyTorch's gradients (repeated singular values give
+infinities there too); the full factors' extra columns get none, as
+PyTorch's.
 
 ### `ember.linalg.svdvals(A)`
 The singular values of `svd`.
 
 ### `ember.svd(A, some?)`, `Tensor:svd(some?)`
-PyTorch's `torch.svd`: `U, S, V` (`V`, not `Vh`), reduced (`some = false`
-raises for a non-square `A`).
+PyTorch's `torch.svd`: `U, S, V` (`V`, not `Vh`), reduced unless `some =
+false`.
 
-### `ember.linalg.lstsq(A, B)`, `ember.lstsq(A, B)`
-The least-squares solution of `A X = B` for a full-rank `A`, through QR
-(the minimum-norm one for a wide `A`), as `{solution = X}`; `B` `(..., m,
-k)` or `(..., m)`.
+### `ember.linalg.lstsq(A, B, opts?)`, `ember.lstsq(A, B, opts?)`
+The least-squares solution of `A X = B` for any `A (..., m, n)` (tall,
+wide, rank-deficient: the minimum-norm solution), `B` `(..., m, k)` or
+`(..., m)`, batch dims broadcast. `opts.driver`: `"gelsy"` (the default),
+`"gelsd"`, `"gelss"` (rank-revealing) or `"gels"` (QR, full rank only);
+`opts.rcond`: singular values below `rcond` times the largest count as zero
+(default `eps * max(m, n)`). Returns `{solution =, residuals =, rank =,
+singular_values =}` as PyTorch's: `residuals` (squared residual norm per
+column of `B`) when `m > n`, every `A` has full rank and the driver is not
+gelsy, else empty; `rank` (int64) except with gels; `singular_values` with
+gelsd and gelss. The gradient of `solution` is that of `pinv(A) B`, as
+PyTorch's; `residuals` are differentiable too.
+
+### `ember.linalg.pinv(A, opts?)`, `ember.pinverse(A, rcond?)`, `Tensor:pinverse(rcond?)`
+The Moore-Penrose pseudo-inverse `(..., n, m)` through the SVD (through
+`eigh` with `{hermitian = true}`): singular values at or below `max(atol,
+rtol * largest)` count as zero (`opts.atol`, `opts.rtol`; `rtol` defaults to
+`eps * max(m, n)`, or 0 when only `atol` is given). `pinverse` is
+`torch.pinverse`: `rtol = rcond` (default `1e-15`). Differentiable where the
+rank is constant.
+
+### `ember.linalg.matrix_rank(A, opts?)`
+The number of singular values above the cutoff of `pinv` (same options), as
+int64 of the batch shape.
+
+### `ember.linalg.matrix_power(A, n)`, `ember.matrix_power(A, n)`, `Tensor:matrix_power(n)`
+`A^n` for an integer `n` by repeated squaring: the identity for `n = 0`,
+`inv(A)^-n` for `n < 0`.
+
+### `ember.linalg.cross(x, y, dim?)`
+The cross product of 3-vectors along `dim` (default -1, which must have
+size 3); `x` and `y` have the same number of dims, the others broadcast.
+
+### `ember.linalg.lu(A, opts?)`
+`P, L, U` with `A = P L U` for `A (..., m, n)`, `k = min(m, n)`: `P (...,
+m, m)` a permutation, `L (..., m, k)` unit lower triangular, `U (..., k, n)`
+upper triangular (getrf, partial pivoting; a singular `A` is factored too).
+Differentiable in `L` and `U` as PyTorch's, for every shape. `{pivot =
+false}` raises, as PyTorch's on the CPU.
+
+### `ember.linalg.lu_factor(A, opts?)`, `ember.linalg.lu_factor_ex(A, opts?)`
+The packed `LU (..., m, n)` (`L`'s strict lower part and `U`) and the int32
+1-based `pivots (..., k)` (row `i` was swapped with row `pivots[i]`, in
+order); `lu_factor_ex` adds the int32 `info (...)` (0, or `i` where `U[i,
+i] = 0`), while `lu_factor` raises there, naming the batch element.
+
+### `ember.linalg.lu_solve(LU, pivots, B, opts?)`
+`X` with `A X = B` from `lu_factor`'s `LU` and `pivots` of a square `A`;
+`{left = false}` solves `X A = B`, `{adjoint = true}` uses `A^T`.
+Differentiable in `LU` and `B`.
+
+### `ember.lu_unpack(LU, pivots)`
+`P, L, U` of a packed `LU` and its pivots, as `torch.lu_unpack`.
+
+### `ember.linalg.householder_product(A, tau)`
+The first `n` columns of `H_1 ... H_k`, `H_i = I - tau_i v_i v_i^T`, `v_i`
+column `i` of `A (..., m, n)` below the diagonal with 1 on it (the
+reflectors LAPACK's geqrf leaves), `tau (..., k)`, `k <= n <= m`;
+differentiable in `A` and `tau`.
+
+### `ember.linalg.cond(A, p?)`
+The condition number: `S_max / S_min` for `p` nil or 2 (`S_min / S_max`
+for -2, any shape), else `norm(A, p) * norm(inv(A), p)` for a square `A`,
+`p` one of `"fro"`, `"nuc"`, 1, -1, `"inf"`, `"-inf"`.
+
+### `ember.linalg.multi_dot(list)`
+The product of a list of 2-D tensors, the first and the last of which may be
+1-D (a row and a column vector; the result drops their dims).
+
+### `ember.linalg.vecdot(x, y, dim?)`
+`sum(x * y)` along `dim` (default -1), shapes broadcast.
+
+### `ember.linalg.diagonal(A, offset?)`
+`ember.diagonal(A, offset, -2, -1)`: the diagonals of the last two dims.
+
+### `ember.linalg.matrix_exp(A)`
+`exp(A)` of a square matrix or batch, by scaling and squaring a Taylor
+series; differentiable to any order.
+
+### `ember.linalg.tensorinv(A, ind?)`
+The inverse of `A` read as a map from its dims after `ind` (default 2) to
+its first `ind`: shape `A`'s last dims, then its first `ind`.
+
+### `ember.linalg.tensorsolve(A, B, dims?)`
+`X` with `tensordot(A, X, X:dim()) = B`: `A`'s shape is `B`'s followed by
+`X`'s, after moving the dims listed in `dims` (1-based) to the end.
+
+### `ember.linalg.vander(x, opts?)`
+The Vandermonde matrix `(..., n, N)` of `x (..., n)`: columns `x^0`, ...,
+`x^(N-1)`, `opts.N` defaulting to `n`.
 
 ### `ember.linalg.norm(A, ord?, dim?, keepdim?)`
 Vector norms (`ord` a number, `"inf"`, `"-inf"`; default 2 over every
 element) and, for a matrix or two `dim`s, the matrix norms `"fro"` (the
 default), `"nuc"`, 1, -1, 2, -2, `"inf"`, `"-inf"`.
+
+### `ember.linalg.vector_norm(x, ord?, dim?, keepdim?)`
+The vector norm of every element (or of each slice over `dim`, a dim or a
+list of them): `ord` 2 by default, any number (0 counts the nonzeros,
+negative ones are `sum(|x|^ord)^(1/ord)`), `"inf"` or `"-inf"`.
+
+### `ember.linalg.matrix_norm(A, ord?, dim?, keepdim?)`
+The matrix norms of `norm` (`"fro"` by default) over `dim` (two dims,
+default `{-2, -1}`).
 ]==]
