@@ -59,19 +59,20 @@ static bool dnnl_wins(int64_t M, int64_t N, int64_t K)
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    /* not under deterministic mode: its reductions depend on the thread count */
+    /* not under deterministic mode (docs/design.md, "Determinism": its
+       products run on OpenBLAS there) */
     if (forked_child || ember_is_deterministic() || !dnnl_wins(M, N, K) || !ember_dnnl_matmul_enabled())
         return false;
 #ifdef DNNL_OMP
-    /* oneDNN runs on the caller's OpenMP team: as many threads as the
-       thread policy gives a product of this size (parallel.c) */
-    int omp_before = omp_get_max_threads(), nthr = ember__job_threads(M * N * K);
-    omp_set_num_threads(nthr);
+    /* one thread: oneDNN may split the sum over k between its threads, and
+       so round by their number; matmul.c runs a large product's blocks in
+       parallel instead. Inside ember's team this is the worker's own count. */
+    int omp_before = omp_get_max_threads();
+    omp_set_num_threads(1);
 #endif
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
-    ember__team_done(nthr, false);
 #endif
     return st == dnnl_success;
 }
