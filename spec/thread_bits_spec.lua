@@ -101,14 +101,7 @@ local cases = {
 }
 
 describe("results and the thread count", function()
-  local was_auto, threads_before
-  before_each(function()
-    local st = ember.thread_stats()
-    was_auto, threads_before = st.policy == "auto", st.threads
-  end)
-  after_each(function()
-    if was_auto then ember.set_num_threads("auto") else ember.set_num_threads(threads_before) end
-  end)
+  H.keep_thread_setting(before_each, after_each)
 
   for _, c in ipairs(cases) do
     it(c[1] .. ": the same bits on 1 and 2 threads", function()
@@ -140,17 +133,7 @@ describe("results and the thread count", function()
           nn.Conv2d(8, 16, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
         x, y = ember.randn({ 32, 1, 28, 28 }), ember.randint(1, 11, { 32 })
       end
-      local opt = ember.optim.Adam(model:parameters(), { lr = 1e-3 })
-      local gm = ember.autodiff.GradManager():attach(model:parameters())
-      for _ = 1, 3 do
-        gm:record()
-        gm:backward(F.cross_entropy(model(x), y))
-        opt:step()
-        opt:zero_grad()
-      end
-      local out = {}
-      for i, p in ipairs(model:parameters()) do out[i] = p:tolist() end
-      return out
+      return H.train_steps(model, x, y, 3)
     end
     for _, recipe in ipairs({ "mlp", "cnn" }) do
       local one = train(1, recipe)
