@@ -53,11 +53,12 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
    any thread count and any load. */
 #define PRODUCT_SPLIT_MNK ((int64_t)1 << 18)
 
-/* C = op(A) op(B) + beta C on the calling thread, C (M, N) with row stride ldc */
+/* C = op(A) op(B) + beta C on the calling thread, C (M, N) with row stride
+   ldc, through oneDNN where dnnl (it wins at the whole product), else BLAS */
 static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c,
-                        int64_t ldc)
+                        int64_t ldc, bool dnnl)
 {
-    if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
+    if (dnnl && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
                                                  (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;
     ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
@@ -70,6 +71,7 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
 typedef struct {
     int dt;
     int64_t M, N, K, rows, cols;   /* rows == M: column blocks */
+    bool dnnl;
     const mat *a, *b;
     double beta;
     char *c;
@@ -112,7 +114,7 @@ static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
             b.p = (const char *)b.p + (b.trans ? c0 * b.ld : c0) * es;
             c += c0 * es;
         }
-        gemm_direct(j->dt, rows, cols, j->K, &a, &b, j->beta, c, j->N > 0 ? j->N : 1);
+        gemm_direct(j->dt, rows, cols, j->K, &a, &b, j->beta, c, j->N > 0 ? j->N : 1, j->dnnl);
     }
 }
 
@@ -123,11 +125,11 @@ static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const ma
     if (dt == EMBER_FLOAT32 && ember__sgemm_skinny(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
                                                    (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;
-    gemm_job j = {dt, M, N, K, M, N, a, b, beta, c};
+    gemm_job j = {dt, M, N, K, M, N, dt == EMBER_FLOAT32 && ember__dnnl_sgemm_wins(M, N, K), a, b, beta, c};
     int64_t nblocks = M * N * K < PRODUCT_SPLIT_MNK ? 1 : product_blocks(M, N, &j.rows, &j.cols);
     if (nblocks < 2) {
         ember__job_inline();
-        gemm_direct(dt, M, N, K, a, b, beta, c, ldc);
+        gemm_direct(dt, M, N, K, a, b, beta, c, ldc, j.dnnl);
         return;
     }
     ember__parallel_for(nblocks, 1, gemm_blocks, &j);

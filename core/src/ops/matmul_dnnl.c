@@ -32,6 +32,12 @@ int ember_dnnl_matmul_enabled(void) { return dnnl_matmul_enabled && ember_dnnl_e
 
 #ifndef EMBER_HAVE_DNNL
 
+bool ember__dnnl_sgemm_wins(int64_t M, int64_t N, int64_t K)
+{
+    EMBER_UNUSED(M), EMBER_UNUSED(N), EMBER_UNUSED(K);
+    return false;
+}
+
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
@@ -56,13 +62,17 @@ static bool dnnl_wins(int64_t M, int64_t N, int64_t K)
     return M >= 16 && M * N * K >= 64 * 64 * 64 && (M < 512 || N < 512 || K < 512);
 }
 
+/* not under deterministic mode (docs/design.md, "Determinism": its
+   products run on OpenBLAS there). matmul.c asks for the whole product and
+   runs its blocks where the whole wins. */
+bool ember__dnnl_sgemm_wins(int64_t M, int64_t N, int64_t K)
+{
+    return !forked_child && !ember_is_deterministic() && dnnl_wins(M, N, K) && ember_dnnl_matmul_enabled();
+}
+
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    /* not under deterministic mode (docs/design.md, "Determinism": its
-       products run on OpenBLAS there) */
-    if (forked_child || ember_is_deterministic() || !dnnl_wins(M, N, K) || !ember_dnnl_matmul_enabled())
-        return false;
 #ifdef DNNL_OMP
     /* one thread: oneDNN may split the sum over k between its threads, and
        so round by their number; matmul.c runs a large product's blocks in
