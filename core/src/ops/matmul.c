@@ -64,13 +64,15 @@ static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, c
     ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
 }
 
-/* The blocks of a product, from its shape alone: rows of C in blocks of
-   `rows` (at least 32, a multiple of 16, at most 16 blocks) where C has 64
-   rows or more, else columns in blocks of `cols` (at least 128) where it has
-   256 columns or more, else one block. */
+/* The blocks of a product, from its shape alone. A block's call packs the
+   operand it shares with the others again, so the product is cut along the
+   larger of M and N (rows of C repack B, K x N; columns repack A, M x K):
+   blocks of at least 64 (128 from 256 on) and at most 16 of them, of even
+   sizes, multiples of 16; a product with fewer than 128 rows and columns is
+   one block. */
 typedef struct {
     int dt;
-    int64_t M, N, K, rows, cols;   /* rows == M: column blocks */
+    int64_t M, N, K, rows, cols;   /* rows < M: row blocks, else column blocks */
     bool dnnl;
     const mat *a, *b;
     double beta;
@@ -82,17 +84,15 @@ static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 static int64_t product_blocks(int64_t M, int64_t N, int64_t *rows, int64_t *cols)
 {
     *rows = M, *cols = N;
-    if (M >= 64) {
-        int64_t want = (M + 15) / 16, least = M / 2 < 64 ? M / 2 : 64;
-        *rows = round16(want > least ? want : least);
-        return (M + *rows - 1) / *rows;
-    }
-    if (N >= 256) {
-        int64_t want = (N + 15) / 16, least = N / 2 < 256 ? N / 2 : 256;
-        *cols = round16(want > least ? want : least);
-        return (N + *cols - 1) / *cols;
-    }
-    return 1;
+    int64_t D = M >= N ? M : N;
+    if (D < 128) return 1;
+    int64_t least = D >= 256 ? 128 : 64, size = round16((D + 15) / 16);
+    if (size < least) size = least;
+    int64_t n = (D + size - 1) / size;
+    size = round16((D + n - 1) / n);   /* even blocks */
+    if (M >= N) *rows = size;
+    else *cols = size;
+    return (D + size - 1) / size;
 }
 
 static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
