@@ -45,7 +45,7 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
    and oneDNN's sgemm can split the sum over k between threads. The thread
    policy gives a product as many threads as the machine's load leaves free
    (parallel.c), so ember never lets a library choose a split: OpenBLAS runs
-   on one thread (parallel.c sets it when the pool starts), oneDNN's sgemm
+   on one thread (blas.c sets it when it loads OpenBLAS), oneDNN's sgemm
    on one thread, and a product of PRODUCT_SPLIT_MNK multiply-adds or more
    is cut into blocks fixed by its shape alone (product_blocks), each block
    one single-threaded library call, which ember's pool runs on however many
