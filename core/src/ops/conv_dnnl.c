@@ -358,9 +358,11 @@ fail:
    count its primitives are made for, with the caller's OpenMP team (which
    oneDNN runs on) set to the thread policy's count for a job, and the team's size
    before in *omp_before for dnnl_leave. */
+static bool dnnl_usable(void) { return dnnl_enabled && !ember_is_deterministic() && ember_dnnl_enabled(); }
+
 static bool dnnl_enter(const conv_geom *g, int *nthr, int *omp_before)
 {
-    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
+    if (!dnnl_usable()) return false;
     *nthr = forked_child ? 1 : ember__job_threads(g->N * g->O * g->Ho * g->Wo * g->K);   /* multiply-adds */
 #ifdef DNNL_OMP
     *omp_before = omp_get_max_threads();
@@ -444,12 +446,9 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
 {
     int nthr, omp_before;
     if (bias && !relu_post_op_exact(g, a, b, bias)) return false;
+    /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c) */
+    if (kind == CONV_BWD_WEIGHT) return dnnl_usable() && ember__dnnl_weight_grad(g, a, b, 0, res);
     if (!dnnl_enter(g, &nthr, &omp_before)) return false;
-    if (kind == CONV_BWD_WEIGHT) {
-        bool done = ember__dnnl_weight_grad(g, a, b, 0, res);
-        dnnl_leave(nthr, omp_before);
-        return done;
-    }
     int64_t key[KEY_LEN];
     ember__dnnl_conv_key(kind, bias != NULL, g, nthr, key);
     bool owned, ok = false;

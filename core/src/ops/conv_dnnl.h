@@ -43,8 +43,8 @@ bool ember__dnnl_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g);
 
 /* gw from x and gy, gy in ember's layout (gy_layout 0) or in GZ_NCHW /
    GZ_BLOCKED as the full batch's primitive reads it; false where a group's
-   primitive is missing or wants gy in another layout. Called with the
-   caller's OpenMP team set up by conv_dnnl.c's dnnl_enter. */
+   primitive is missing or wants gy in another layout. The groups run as
+   one job of ember's pool, each on one thread. */
 bool ember__dnnl_weight_grad(const conv_geom *g, const float *x, const void *gy, int gy_layout, float *gw);
 #endif
 
