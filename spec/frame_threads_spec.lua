@@ -1,10 +1,10 @@
--- The thread policy (docs/frame_loop.md, "Threads"): fixed at every usable
--- CPU by default (runs repeat to the bit), another count with
--- set_num_threads(n), "auto" with set_num_threads("auto"); under auto small jobs
--- run on the calling thread; results do not depend on the setting.
+-- The thread policy (docs/frame_loop.md, "Threads"): "auto" by default (and
+-- with set_num_threads("auto")), a fixed count with set_num_threads(n); under
+-- auto small jobs run on the calling thread; results do not depend on the
+-- setting (spec/thread_bits_spec.lua checks each op).
 local H = require("helpers")
 local ember = H.ember
-local nn, F = ember.nn, ember.nn.functional
+local nn = ember.nn
 
 local function child(code, env)
   local cmd = ("%s LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' luajit -e %q 2>&1"):format(env or "", code)
@@ -15,19 +15,12 @@ local function child(code, env)
 end
 
 describe("thread policy", function()
-  local was_auto, threads_before
-  before_each(function()
-    local st = ember.thread_stats()
-    was_auto, threads_before = st.policy == "auto", st.threads
-  end)
-  after_each(function()
-    if was_auto then ember.set_num_threads("auto") else ember.set_num_threads(threads_before) end
-  end)
+  H.keep_thread_setting(before_each, after_each)
 
-  it("is fixed at the usable CPUs by default, set by set_num_threads(n), auto with \"auto\"", function()
+  it("is auto over the usable CPUs by default, fixed by set_num_threads(n), auto again with \"auto\"", function()
     local out = child([[local e = require("ember"); local s = e.thread_stats()
       io.write(s.policy, " ", s.threads, " ", tostring(s.threads == e.get_num_threads()))]])
-    assert.matches("^fixed %d+ true$", out)
+    assert.matches("^auto %d+ true$", out)
     out = child([[local e = require("ember"); local s = e.thread_stats(); io.write(s.policy, " ", s.threads)]],
       "EMBER_NUM_THREADS=1")
     assert.are.equal("fixed 1", out)
@@ -46,14 +39,14 @@ describe("thread policy", function()
   end)
 
   it("refuses a count that is not a whole number from 1 to the maximum", function()
-    local max = ember.thread_stats().max_threads
+    local max, policy = ember.thread_stats().max_threads, ember.thread_stats().policy
     local msg = "ember.set_num_threads: expected a whole number of threads from 1 to " .. max .. " or \"auto\", got "
     for _, bad in ipairs({ 0, -1, 1.5, max + 1, 0 / 0 }) do
       assert.has_error(function() ember.set_num_threads(bad) end, msg .. tostring(bad))
     end
     assert.has_error(function() ember.set_num_threads("two") end, msg .. '"two"')
     assert.has_error(function() ember.set_num_threads() end, msg .. "nil")
-    assert.are.equal(was_auto and "auto" or "fixed", ember.thread_stats().policy)   -- unchanged
+    assert.are.equal(policy, ember.thread_stats().policy)   -- unchanged
   end)
 
   it("runs small jobs on the calling thread and counts what it decided", function()
@@ -81,9 +74,8 @@ describe("thread policy", function()
     assert.are.equal(f0.jobs_inline_small, f1.jobs_inline_small)
   end)
 
-  -- a step whose every job is small runs all of it on the calling thread under
-  -- auto; under deterministic mode every setting gives the same bits
-  it("gives the same bits as 1 thread to a small step under auto, and to any step under deterministic mode", function()
+  -- every setting gives the same bits, with deterministic mode and without
+  it("gives the same bits as 1 thread to a small and a medium step under auto, and under deterministic mode", function()
     local function train(setting, widths, batch)
       ember.set_num_threads(setting)
       ember.manual_seed(5)
@@ -93,23 +85,12 @@ describe("thread policy", function()
         if i < #widths - 1 then layers[#layers + 1] = nn.ReLU() end
       end
       local model = nn.Sequential(unpack(layers))
-      local opt = ember.optim.Adam(model:parameters(), { lr = 1e-3 })
-      local gm = ember.autodiff.GradManager():attach(model:parameters())
-      local x = ember.randn({ batch, widths[1] })
-      local y = ember.randint(1, widths[#widths] + 1, { batch })
-      for _ = 1, 3 do
-        gm:record()
-        gm:backward(F.cross_entropy(model(x), y))
-        opt:step()
-        opt:zero_grad()
-      end
-      local out = {}
-      for i, p in ipairs(model:parameters()) do out[i] = p:tolist() end
-      return out
+      return H.train_steps(model, ember.randn({ batch, widths[1] }), ember.randint(1, widths[#widths] + 1, { batch }), 3)
     end
     local small = { 32, 64, 64, 10 }
     assert.are.same(train(1, small, 32), train("auto", small, 32))
     local medium = { 784, 256, 128, 10 }
+    assert.are.same(train(1, medium, 128), train("auto", medium, 128))
     ember.set_deterministic(true)
     local ok, err = pcall(function()
       local one = train(1, medium, 128)

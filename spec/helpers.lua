@@ -138,4 +138,34 @@ function H.read(path)
 end
 function H.read_json(path) return require("ember.json").decode(H.read(path)) end
 
+-- `steps` training steps of model on (x, y) (cross-entropy, Adam at lr 1e-3):
+-- every parameter's values afterwards, as nested tables
+function H.train_steps(model, x, y, steps)
+  local F = ember.nn.functional
+  local opt = ember.optim.Adam(model:parameters(), { lr = 1e-3 })
+  local gm = ember.autodiff.GradManager():attach(model:parameters())
+  for _ = 1, steps do
+    gm:record()
+    gm:backward(F.cross_entropy(model(x), y))
+    opt:step()
+    opt:zero_grad()
+  end
+  local out = {}
+  for i, p in ipairs(model:parameters()) do out[i] = p:tolist() end
+  return out
+end
+
+-- inside a describe block: each test starts with the thread setting as it
+-- was before it and leaves it so (busted's before_each and after_each)
+function H.keep_thread_setting(before_each, after_each)
+  local was_auto, threads_before
+  before_each(function()
+    local st = ember.thread_stats()
+    was_auto, threads_before = st.policy == "auto", st.threads
+  end)
+  after_each(function()
+    if was_auto then ember.set_num_threads("auto") else ember.set_num_threads(threads_before) end
+  end)
+end
+
 return H

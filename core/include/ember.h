@@ -138,7 +138,8 @@ EMBER_API void ember_set_num_threads(int n);         /* 1 disables the pool */
    ember_set_num_threads(n), and EMBER_NUM_THREADS=n (a whole number >= 1;
    "auto" or any other value leaves the default), fix every job at n
    threads; ember_set_num_threads_auto() goes back to the default (as many
-   threads as the CPUs the process may use, or EMBER_NUM_THREADS). */
+   threads as the CPUs the process may use, or EMBER_NUM_THREADS). No
+   result depends on the count: every setting gives the same bits. */
 EMBER_API void ember_set_num_threads_auto(void);
 EMBER_API int ember_threads_auto(void);
 EMBER_API int ember_max_threads(void);   /* the most ember_set_num_threads takes */

@@ -158,6 +158,9 @@ static void load_blas(void)
         if (chosen && strcmp(core, chosen) != 0)
             snprintf(differs, sizeof differs, ", but OpenBLAS runs %s", core);
         snprintf(blas_info, sizeof blas_info, "%s (core %s); %s%s; %s", blas.config(), core, how, differs, file);
+        /* one thread: its split of a product over threads changes the
+           rounding; ember splits large products itself (matmul.c) */
+        if (blas.set_threads) blas.set_threads(1);
     } else {
         blas.get_threads = NULL;   /* not OpenBLAS: its thread control is not ours to guess */
         blas.set_threads = NULL;

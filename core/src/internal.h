@@ -132,7 +132,6 @@ static inline char *ember__ptr(const ember_tensor *t)
 }
 
 /* ------------------------------------------------------------------ threads (deterministic.c) */
-void ember__set_blas_threads(int n);
 /* The calling thread has per-thread state to free when it exits (caches,
    pools, autograd): registers the exit hook once per thread (threads.c). */
 void ember__thread_uses_state(void);
@@ -305,13 +304,13 @@ typedef void (*ember__range_fn)(void *ctx, int64_t begin, int64_t end);
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx);
 /* The threads a job of `work` multiply-adds or element operations may take
    now (1: run it on the calling thread), by the thread policy (parallel.c);
-   work 0: large enough. What oneDNN's and OpenBLAS's calls are sized by. */
+   work 0: large enough. What oneDNN's convolutions are sized by. */
 int ember__job_threads(int64_t work);
 void ember__job_inline(void);   /* a job run on the calling thread by its own rule (counted as small) */
-/* A job just ran on `threads` of the OpenMP team (oneDNN's) or, with blas,
-   of OpenBLAS's threads: their workers spin on for a while, which the
-   policy's load samples must not take for another process's threads. */
-void ember__team_done(int threads, bool blas);
+/* A job just ran on `threads` of the OpenMP team (oneDNN's): their workers
+   spin on for a while, which the policy's load samples must not take for
+   another process's threads. */
+void ember__team_done(int threads);
 /* Elements below which elementwise work stays on the calling thread. */
 #define EMBER_PARALLEL_GRAIN 131072
 

@@ -1,7 +1,9 @@
 /* parallel.c: the thread pool for kernels on large tensors. The calling
-   thread takes chunks too, and work is split into contiguous ranges, so
-   results never depend on the number of threads. EMBER_NUM_THREADS sets the
-   size (default: the number of online CPUs).
+   thread takes chunks too, and work is split into contiguous ranges whose
+   results never depend on how many threads take them: a kernel that sums
+   over pieces fixes the pieces by the shape (docs/frame_loop.md, "Threads",
+   lists how each does). EMBER_NUM_THREADS fixes the count; by default it
+   follows the thread policy below, up to the CPUs the process may use.
 
    Where libember runs oneDNN on OpenMP (EMBER_OMP_POOL), the pool is
    libgomp's team: ember's kernels and oneDNN's products and convolutions
@@ -18,12 +20,12 @@
    starts a pool of its own when it first needs one.
 
    How many threads a job takes is the thread policy's (below, and
-   docs/frame_loop.md, "Threads"): by default every job large enough for its
-   grain takes the pool's count, so a run repeats to the bit; under "auto"
-   (ember_set_num_threads_auto, EMBER_NUM_THREADS=auto) a job runs on the
+   docs/frame_loop.md, "Threads"): by default ("auto") a job runs on the
    calling thread when it is small, or when the machine has no core to
    spare for a worker (a host's busy thread, another process), or when
-   workers came late to the last jobs. */
+   workers came late to the last jobs; ember_set_num_threads(n) fixes it.
+   Since no kernel's bits depend on the count, a run repeats to the bit
+   under either, whatever the load. */
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "internal.h"
 
@@ -143,9 +145,9 @@ static void forget_pool_in_child(void)
 }
 
 /* ------------------------------------------------------------------ thread policy */
-/* Policy "auto" (ember_set_num_threads_auto or EMBER_NUM_THREADS=auto;
-   the default is a fixed count, start_default_pool says why) decides per
-   job, in ember__job_threads:
+/* Policy "auto" (the default; ember_set_num_threads_auto or
+   EMBER_NUM_THREADS=auto turn it back on) decides per job, in
+   ember__job_threads:
    - a job of fewer than SMALL_WORK multiply-adds or element operations runs
      on the calling thread: a few microseconds of work cannot pay for a
      fork and join (2-5 us with the team awake, 60-70 us to wake it);
@@ -171,8 +173,8 @@ static void forget_pool_in_child(void)
    A sample counts as busy only when the one before it was too (the larger
    of the two is used), so a daemon's moment on a core does not stop the
    team for 10 ms; lateness answers sudden contention at once.
-   ember_set_num_threads(n) (or EMBER_NUM_THREADS) switches this off: every
-   job large enough for its grain takes n threads, as before 2026-11-27. */
+   ember_set_num_threads(n) (or EMBER_NUM_THREADS=n) switches this off:
+   every job large enough for its grain takes n threads. */
 #define SMALL_WORK ((int64_t)1 << 18)
 #define SAMPLE_NS 10000000LL          /* 10 ms between load samples */
 #define BACKOFF_MIN_NS 4000000LL
@@ -187,9 +189,6 @@ static atomic_int spare = MAX_THREADS;   /* cores the last two samples left embe
 static atomic_int spare_prev = MAX_THREADS;   /* the last sample's own count */
 static atomic_llong last_join_end;   /* when ember's last team job ended (oneDNN's too) */
 static atomic_int last_team;         /* and how many threads it had */
-static atomic_llong last_blas_end;   /* when OpenBLAS last ran on several threads */
-static atomic_int last_blas;         /* and how many */
-#define BLAS_SPIN_NS 150000000LL     /* OpenBLAS's workers spin (yielding) about 0.1 s after a job */
 static atomic_llong n_parallel, n_inline_small, n_inline_busy, n_late, n_samples;
 static int online_cpus = 1;
 static long long spin_ns;            /* how long libgomp's workers spin after a job; <0: for ever */
@@ -258,8 +257,6 @@ static int sample_spare(long long now)
     long long since = now - atomic_load_explicit(&last_join_end, memory_order_relaxed);
     int team = atomic_load_explicit(&last_team, memory_order_relaxed);
     if (team > 1 && omp_pool() && (spin_ns < 0 || since < spin_ns)) ours += team - 1;   /* still spinning */
-    int blas = atomic_load_explicit(&last_blas, memory_order_relaxed);
-    if (blas > 1 && now - atomic_load_explicit(&last_blas_end, memory_order_relaxed) < BLAS_SPIN_NS) ours += blas - 1;
     int others = r - ours;
     if (others < 0) others = 0;
     int s = online_cpus - others;
@@ -296,8 +293,8 @@ int ember__job_threads(int64_t work)
     return n;
 }
 
-/* A job its caller runs on its own thread whatever the policy (a product too
-   small for OpenBLAS's threads): counted with the small jobs under auto, as
+/* A job its caller runs on its own thread whatever the policy (a product
+   too small to be cut into blocks, matmul.c): counted with the small jobs under auto, as
    ember__job_threads counts those it keeps inline. */
 void ember__job_inline(void)
 {
@@ -321,17 +318,11 @@ static void job_ended(int team, bool late, long long end)
     }
 }
 
-void ember__team_done(int threads, bool blas)
+void ember__team_done(int threads)
 {
     if (threads <= 1) return;
-    long long now = now_ns();
-    if (blas) {
-        atomic_store_explicit(&last_blas_end, now, memory_order_relaxed);
-        atomic_store_explicit(&last_blas, threads, memory_order_relaxed);
-    } else {
-        atomic_store_explicit(&last_join_end, now, memory_order_relaxed);
-        atomic_store_explicit(&last_team, threads, memory_order_relaxed);
-    }
+    atomic_store_explicit(&last_join_end, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&last_team, threads, memory_order_relaxed);
 }
 
 /* The CPUs this process may run on (its affinity mask), else the online ones. */
@@ -377,20 +368,17 @@ static void start_pool(int want)
 }
 
 /* EMBER_NUM_THREADS=n (a whole number >= 1) fixes the count (as
-   ember_set_num_threads(n)); "auto" turns the auto policy on over a pool as
-   large as the CPUs this process may use; unset (or anything else: the Lua
-   package refuses other values when it loads), the count is fixed at that
-   size. Fixed is the default because the auto policy's count follows the
-   machine's load, and oneDNN's rounding follows the count: two runs of the
-   same script would differ in the last bits (docs/frame_loop.md, "Threads"). */
+   ember_set_num_threads(n)); unset or "auto" (anything else: the Lua package
+   refuses other values when it loads), the auto policy runs over a pool as
+   large as the CPUs this process may use. */
 static void start_default_pool(void)
 {
     const char *env = getenv("EMBER_NUM_THREADS");
     char *end = NULL;
     long want = env ? strtol(env, &end, 10) : 0;
-    bool want_auto = env && strcmp(env, "auto") == 0;
-    atomic_store(&policy_fixed, want_auto ? 0 : 1);
-    start_pool(env && end != env && *end == 0 && want > 0 ? (int)want : usable_cpus());
+    bool fixed = env && end != env && *end == 0 && want > 0;
+    atomic_store(&policy_fixed, fixed ? 1 : 0);
+    start_pool(fixed ? (int)want : usable_cpus());
 }
 
 static void ensure_pool(void)
@@ -422,7 +410,6 @@ void ember_set_num_threads(int n)
     if (n > max_threads) n = max_threads;
     n_threads = n;
     atomic_store(&policy_fixed, 1);
-    ember__set_blas_threads(n);
 }
 
 void ember_set_num_threads_auto(void)
@@ -438,7 +425,6 @@ void ember_set_num_threads_auto(void)
     int n = env && end != env && *end == 0 && want > 0 ? (int)want : usable_cpus();
     if (n > max_threads) n = max_threads;
     n_threads = n;
-    ember__set_blas_threads(n);
 }
 
 int ember_threads_auto(void)

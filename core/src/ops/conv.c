@@ -354,15 +354,18 @@ static void conv_tasks(void *ctx, int64_t t0, int64_t t1)
     }
 }
 
+#define CONV_TASKS 8
+
 static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a, ember_tensor *b, ember_tensor *res)
 {
     const int es = ember_dtype_size(cdt);
     const int64_t HW = g->Ho * g->Wo;
-    /* one task per thread; a fixed number in deterministic mode, since a
-       weight gradient sums the tasks' partial sums */
-    int64_t ntasks = ember_is_deterministic() ? 4 : ember_num_threads();
+    /* a number of tasks fixed by the shape, never by the thread count: a
+       weight gradient sums the tasks' partial sums in task order, so its
+       bits follow the tasks (docs/frame_loop.md, "Threads"); each task's
+       products run on one OpenBLAS thread */
+    int64_t ntasks = CONV_TASKS;
     if (ntasks > g->N) ntasks = g->N;
-    if (ntasks > 16) ntasks = 16;
     int64_t per_task = (g->N + ntasks - 1) / ntasks;
     ntasks = (g->N + per_task - 1) / per_task;
     int64_t nbmax = chunk_of(g);
@@ -386,10 +389,7 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
                   kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL,
                   ember__ptr(res), cols, gl, acc, cols_bytes, gl_bytes};
     if (kind == CONV_BWD_INPUT) memset(ember__ptr(res), 0, (size_t)(res->numel * es));
-    int blas_threads = ember__openblas_threads();
-    if (ntasks > 1) ember__openblas_set_threads(1);
     ember__parallel_for(ntasks, 1, conv_tasks, &j);
-    if (ntasks > 1) ember__openblas_set_threads(blas_threads);
     if (kind == CONV_BWD_WEIGHT)
         for (int64_t t = 1; t < ntasks; t++) {
             int64_t n = g->O * g->K;

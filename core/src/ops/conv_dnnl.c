@@ -10,10 +10,12 @@
    are ember's blocks (scratchpad_mode_user), so one primitive can run on
    several host threads at once.
 
-   oneDNN's reductions (the weight gradient over the batch, some forward
-   splits) depend on its thread count, so under deterministic mode the
-   convolutions run on ember's kernels. */
-#include "conv.h"
+   oneDNN's weight gradient sums over the batch in a split that follows its
+   thread count, so ember fixes the split itself (weight_grad, below); the
+   forward and the data gradient gave the same bits on 1 and 2 threads
+   (spec/thread_bits_spec.lua). Under deterministic mode the convolutions
+   run on ember's kernels. */
+#include "conv_dnnl.h"
 
 #include <pthread.h>
 #include <float.h>
@@ -113,31 +115,15 @@ const char *ember_dnnl_info(void)
 
 /* ------------------------------------------------------------------ primitives, by geometry */
 
-enum { ARG_A, ARG_B, ARG_RES, NARGS };
-enum { KEY_LEN = 17, MAX_CACHED = 256 };
 
-typedef struct {
-    int64_t key[KEY_LEN];
-    dnnl_primitive_t conv;
-    bool fused;                   /* a forward with a bias and a ReLU post-op */
-    dnnl_memory_desc_t bias;
-    /* ember's layout and the primitive's for a, b and res; a reorder between
-       them where they differ (into the primitive for a and b, out of it for res) */
-    dnnl_memory_desc_t user[NARGS], inner[NARGS];
-    dnnl_primitive_t reorder[NARGS];
-    size_t inner_bytes[NARGS];
-    dnnl_memory_desc_t scratch;   /* the primitive's scratchpad, taken from ember's blocks */
-    size_t scratch_bytes;
-} dnnl_conv;
-
-static void conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key)
+void ember__dnnl_conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key)
 {
     const int64_t k[KEY_LEN] = {kind, fused, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
                                 g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
     memcpy(key, k, sizeof k);
 }
 
-static void conv_destroy(dnnl_conv *c)
+void ember__dnnl_conv_destroy(dnnl_conv *c)
 {
     if (!c) return;
     dnnl_primitive_destroy(c->conv);
@@ -259,7 +245,7 @@ fail:
     dnnl_primitive_desc_destroy(fwd_pd);
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
-    conv_destroy(c);
+    ember__dnnl_conv_destroy(c);
     return NULL;
 }
 
@@ -278,7 +264,7 @@ static dnnl_conv *cache_find(const int64_t *key)
 
 /* the primitive for the key (conv NULL where oneDNN declined the geometry:
    it is not asked again), and whether the caller must destroy it */
-static dnnl_conv *conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned)
+dnnl_conv *ember__dnnl_conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned)
 {
     pthread_mutex_lock(&cache_mu);
     dnnl_conv *c = cache_find(key);
@@ -293,7 +279,7 @@ static dnnl_conv *conv_get(conv_kind kind, bool fused, const conv_geom *g, const
     if (!c && ncached < MAX_CACHED) c = cache[ncached++] = made, made = NULL;
     pthread_mutex_unlock(&cache_mu);
     if (!c) c = made, made = NULL, *owned = true;
-    conv_destroy(made);
+    ember__dnnl_conv_destroy(made);
     return c;
 }
 
@@ -313,7 +299,7 @@ static int args_of(conv_kind kind, int i)
    primitive wants in another layout; an operand given in inner[] is in the
    primitive's layout already and is read as it is (the result, written so
    and left there). */
-static bool conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner, const float *bias)
+bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner, const float *bias)
 {
     dnnl_stream_t stream = NULL;
     dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL, bmem = NULL;
@@ -372,9 +358,11 @@ fail:
    count its primitives are made for, with the caller's OpenMP team (which
    oneDNN runs on) set to the thread policy's count for a job, and the team's size
    before in *omp_before for dnnl_leave. */
+static bool dnnl_usable(void) { return dnnl_enabled && !ember_is_deterministic() && ember_dnnl_enabled(); }
+
 static bool dnnl_enter(const conv_geom *g, int *nthr, int *omp_before)
 {
-    if (!dnnl_enabled || ember_is_deterministic() || !ember_dnnl_enabled()) return false;
+    if (!dnnl_usable()) return false;
     *nthr = forked_child ? 1 : ember__job_threads(g->N * g->O * g->Ho * g->Wo * g->K);   /* multiply-adds */
 #ifdef DNNL_OMP
     *omp_before = omp_get_max_threads();
@@ -389,7 +377,7 @@ static void dnnl_leave(int nthr, int omp_before)
 {
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
-    ember__team_done(nthr, false);
+    ember__team_done(nthr);
 #else
     EMBER_UNUSED(nthr);
     EMBER_UNUSED(omp_before);
@@ -458,16 +446,18 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
 {
     int nthr, omp_before;
     if (bias && !relu_post_op_exact(g, a, b, bias)) return false;
+    /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c) */
+    if (kind == CONV_BWD_WEIGHT) return dnnl_usable() && ember__dnnl_weight_grad(g, a, b, 0, res);
     if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
-    conv_key(kind, bias != NULL, g, nthr, key);
+    ember__dnnl_conv_key(kind, bias != NULL, g, nthr, key);
     bool owned, ok = false;
-    dnnl_conv *c = conv_get(kind, bias != NULL, g, key, &owned);
+    dnnl_conv *c = ember__dnnl_conv_get(kind, bias != NULL, g, key, &owned);
     if (c && c->conv) {
         void *user[NARGS] = {(void *)a, (void *)b, res};
-        ok = conv_execute(c, kind, user, NULL, bias);
+        ok = ember__dnnl_conv_execute(c, kind, user, NULL, bias);
     }
-    if (owned) conv_destroy(c);
+    if (owned) ember__dnnl_conv_destroy(c);
     dnnl_leave(nthr, omp_before);
     return ok;
 }
@@ -576,7 +566,7 @@ EMBER_SIMD static bool fill_masked(void *vctx, const gz_target *t, int64_t n0, i
 
 /* md is the convolution's output (N, O, Ho, Wo) in aBcd16b: 16 channels to
    a block, the count padded with zeros */
-static bool is_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g)
+bool ember__dnnl_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g)
 {
     dnnl_memory_desc_t blk;
     const dnnl_dims_t d = {g->N, g->O, g->Ho, g->Wo};
@@ -584,8 +574,6 @@ static bool is_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g)
            dnnl_memory_desc_equal(md, &blk);
 }
 
-/* the layouts a gradient writer may be asked for */
-enum { GZ_NCHW = 1 << 0, GZ_BLOCKED = 1 << 1 };
 
 /* the layout both adjoints read gz in: GZ_NCHW, GZ_BLOCKED (aBcd16b), or 0
    for neither or not the same */
@@ -594,7 +582,7 @@ static int shared_layout(const dnnl_conv *cw, const dnnl_conv *cd, const conv_ge
     const dnnl_memory_desc_t *mw = &cw->inner[ARG_B];   /* bwd_weights' diff_dst */
     if (cd && !dnnl_memory_desc_equal(mw, &cd->inner[ARG_A])) return 0;
     if (dnnl_memory_desc_equal(mw, &cw->user[ARG_B])) return GZ_NCHW;
-    return is_blocked16(mw, g) ? GZ_BLOCKED : 0;
+    return ember__dnnl_blocked16(mw, g) ? GZ_BLOCKED : 0;
 }
 
 /* A writer of gz: fill(ctx, t, n0, n1) writes samples [n0, n1) of gz and
@@ -624,11 +612,11 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
     int nthr, omp_before;
     if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t kw[KEY_LEN], kd[KEY_LEN];
-    conv_key(CONV_BWD_WEIGHT, false, g, nthr, kw);
-    conv_key(CONV_BWD_INPUT, false, g, nthr, kd);
+    ember__dnnl_conv_key(CONV_BWD_WEIGHT, false, g, nthr, kw);
+    ember__dnnl_conv_key(CONV_BWD_INPUT, false, g, nthr, kd);
     bool own_w = false, own_d = false, ok = false;
-    dnnl_conv *cw = conv_get(CONV_BWD_WEIGHT, false, g, kw, &own_w);
-    dnnl_conv *cd = gx ? conv_get(CONV_BWD_INPUT, false, g, kd, &own_d) : NULL;
+    dnnl_conv *cw = ember__dnnl_conv_get(CONV_BWD_WEIGHT, false, g, kw, &own_w);
+    dnnl_conv *cd = gx ? ember__dnnl_conv_get(CONV_BWD_INPUT, false, g, kd, &own_d) : NULL;
     const int layout = cw && cw->conv && (!gx || (cd && cd->conv)) ? shared_layout(cw, cd, g) & layouts : 0;
     size_t zbytes = layout ? cw->inner_bytes[ARG_B] : 0, sbytes = (size_t)(g->N * g->O) * sizeof(double);
     float *gz = layout ? ember__alloc(zbytes) : NULL;
@@ -644,17 +632,16 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
             for (int64_t n = 0; n < g->N; n++) acc += sums[n * g->O + o];
             gb[o] = (float)acc;
         }
-        void *uw[NARGS] = {(void *)x, NULL, gw}, *iw[NARGS] = {NULL, gz, NULL};
-        ok = conv_execute(cw, CONV_BWD_WEIGHT, uw, iw, NULL);
+        ok = ember__dnnl_weight_grad(g, x, gz, layout, gw);
         if (ok && gx) {
             void *ud[NARGS] = {NULL, (void *)w, gx}, *id[NARGS] = {gz, NULL, NULL};
-            ok = conv_execute(cd, CONV_BWD_INPUT, ud, id, NULL);
+            ok = ember__dnnl_conv_execute(cd, CONV_BWD_INPUT, ud, id, NULL);
         }
     }
     if (gz) ember__free(gz, zbytes);
     if (sums) ember__free(sums, sbytes);
-    if (own_w) conv_destroy(cw);
-    if (own_d) conv_destroy(cd);
+    if (own_w) ember__dnnl_conv_destroy(cw);
+    if (own_d) ember__dnnl_conv_destroy(cd);
     dnnl_leave(nthr, omp_before);
     return ok;
 }
@@ -797,14 +784,14 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
     if (!relu_post_op_exact(g, x, w, bias)) return false;
     if (!dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
-    conv_key(CONV_FWD, true, g, nthr, key);
+    ember__dnnl_conv_key(CONV_FWD, true, g, nthr, key);
     bool owned, ok = false;
-    dnnl_conv *c = conv_get(CONV_FWD, true, g, key, &owned);
-    size_t ybytes = c && c->conv && is_blocked16(&c->inner[ARG_RES], g) ? c->inner_bytes[ARG_RES] : 0;
+    dnnl_conv *c = ember__dnnl_conv_get(CONV_FWD, true, g, key, &owned);
+    size_t ybytes = c && c->conv && ember__dnnl_blocked16(&c->inner[ARG_RES], g) ? c->inner_bytes[ARG_RES] : 0;
     float *y = ybytes ? ember__alloc(ybytes) : NULL;
     if (y) {
         void *user[NARGS] = {(void *)x, (void *)w, NULL}, *inner[NARGS] = {NULL, NULL, y};
-        ok = conv_execute(c, CONV_FWD, user, inner, bias);
+        ok = ember__dnnl_conv_execute(c, CONV_FWD, user, inner, bias);
     }
     if (ok) {
         const int64_t Hp = (g->Ho - kh) / kh + 1, Wp = (g->Wo - kw) / kw + 1;
@@ -816,7 +803,7 @@ bool ember__dnnl_conv_relu_pool(const conv_geom *g, const float *x, const float 
         ember__parallel_for(g->N * ((g->O + 15) / 16), 1, kernel, &j);
     }
     if (y) ember__free(y, ybytes);
-    if (owned) conv_destroy(c);
+    if (owned) ember__dnnl_conv_destroy(c);
     dnnl_leave(nthr, omp_before);
     return ok;
 }

@@ -3,7 +3,8 @@
    a strided matrix with a unit stride in either dim is passed as is (as a
    transposed operand when needed), anything else is copied first. float16 and
    bfloat16 compute in float32; integers use a blocked loop with wrapping int64
-   accumulation. OpenBLAS threads itself: no kernel pool around it. */
+   accumulation. Every library call runs on one thread; ember's pool runs a
+   large product's fixed blocks in parallel (gemm, below). */
 #include "ops.h"
 
 #include <string.h>
@@ -37,68 +38,101 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
     return false;
 }
 
-/* Products below this many multiply-adds run on one OpenBLAS thread (OpenBLAS
-   itself threads from 2^18). Such a product takes 5-20 us on one core; handing
-   half of it to OpenBLAS's worker costs that worker's wake-up, and afterwards
-   the worker spins for about 0.1 s (OpenBLAS's thread timeout) beside the
-   OpenMP team that runs oneDNN and ember's kernels. The CNN recipe's
-   10-class weight gradient (10 x 1568 x 64) is one. */
-#define BLAS_ONE_THREAD_MNK ((int64_t)1 << 22)
+/* Threads and bits. A library that splits one product over its threads
+   may change the rounding with their number: OpenBLAS's sgemm does (a
+   128 x 784 x 256 product differs in 4840 of its 32768 values between 1 and
+   2 threads on the 2-core Xeon of 2026-11-27, spec/thread_bits_spec.lua),
+   and oneDNN's sgemm can split the sum over k between threads. The thread
+   policy gives a product as many threads as the machine's load leaves free
+   (parallel.c), so ember never lets a library choose a split: OpenBLAS runs
+   on one thread (blas.c sets it when it loads OpenBLAS), oneDNN's sgemm
+   on one thread, and a product of PRODUCT_SPLIT_MNK multiply-adds or more
+   is cut into blocks fixed by its shape alone (product_blocks), each block
+   one single-threaded library call, which ember's pool runs on however many
+   threads the policy gives the job. The same blocks, so the same bits, with
+   any thread count and any load. */
+#define PRODUCT_SPLIT_MNK ((int64_t)1 << 18)
 
-/* C = op(A) op(B) + beta C, C contiguous (M, N) */
-static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
+/* C = op(A) op(B) + beta C on the calling thread, C (M, N) with row stride
+   ldc, through oneDNN where dnnl (it wins at the whole product), else BLAS */
+static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c,
+                        int64_t ldc, bool dnnl)
 {
-    int64_t ldc = N > 0 ? N : 1;
-    if (dt == EMBER_FLOAT32 && ember__sgemm_skinny(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
-                                                   (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
-        return;
-    if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
+    if (dnnl && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
                                                  (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
         return;
-    /* as many OpenBLAS threads as the thread policy gives the product, at most */
-    int blas_threads = ember__openblas_threads();
-    int use = 1;
-    if (M * N * K < BLAS_ONE_THREAD_MNK) ember__job_inline();
-    else use = ember__job_threads(M * N * K);
-    bool capped = use < blas_threads;
-    if (capped) ember__openblas_set_threads(use);
     ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
-    if (capped) ember__openblas_set_threads(blas_threads);
-    ember__team_done(capped ? use : blas_threads, true);
 }
 
-/* Deterministic mode: fixed blocks of DET_ROWS rows of the product, each a
-   single-threaded BLAS call, spread over ember's pool. A block's rows read the
-   same data in the same order whoever runs it. */
-#define DET_ROWS 64
+/* The blocks of a product, from its shape alone. A block's call packs the
+   operand it shares with the others again, so the product is cut along the
+   larger of M and N (rows of C repack B, K x N; columns repack A, M x K):
+   blocks of at least 64 (128 from 256 on) and at most 16 of them, of even
+   sizes, multiples of 16; a product with fewer than 128 rows and columns is
+   one block. */
 typedef struct {
     int dt;
-    int64_t M, N, K;
+    int64_t M, N, K, rows, cols;   /* rows < M: row blocks, else column blocks */
+    bool dnnl;
     const mat *a, *b;
     double beta;
     char *c;
 } gemm_job;
+
+static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
+
+static int64_t product_blocks(int64_t M, int64_t N, int64_t *rows, int64_t *cols)
+{
+    *rows = M, *cols = N;
+    int64_t D = M >= N ? M : N;
+    if (D < 128) return 1;
+    int64_t least = D >= 256 ? 128 : 64, size = round16((D + 15) / 16);
+    if (size < least) size = least;
+    int64_t n = (D + size - 1) / size;
+    size = round16((D + n - 1) / n);   /* even blocks */
+    if (M >= N) *rows = size;
+    else *cols = size;
+    return (D + size - 1) / size;
+}
 
 static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
 {
     const gemm_job *j = vctx;
     int es = ember_dtype_size(j->dt);
     for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t r0 = blk * DET_ROWS, rows = j->M - r0 < DET_ROWS ? j->M - r0 : DET_ROWS;
-        mat a = *j->a;   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
-        a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
-        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->beta, j->c + r0 * j->N * es);
+        mat a = *j->a, b = *j->b;
+        char *c = j->c;
+        int64_t rows = j->M, cols = j->N;
+        if (j->rows < j->M) {   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
+            int64_t r0 = blk * j->rows;
+            rows = j->M - r0 < j->rows ? j->M - r0 : j->rows;
+            a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
+            c += r0 * j->N * es;
+        } else {                /* columns c0.. of op(B) */
+            int64_t c0 = blk * j->cols;
+            cols = j->N - c0 < j->cols ? j->N - c0 : j->cols;
+            b.p = (const char *)b.p + (b.trans ? c0 * b.ld : c0) * es;
+            c += c0 * es;
+        }
+        gemm_direct(j->dt, rows, cols, j->K, &a, &b, j->beta, c, j->N > 0 ? j->N : 1, j->dnnl);
     }
 }
 
 static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
 {
-    if (!ember_is_deterministic() || M <= DET_ROWS) {
-        gemm_direct(dt, M, N, K, a, b, beta, c);
+    int64_t ldc = N > 0 ? N : 1;
+    /* gemm_skinny.c's loops fix their own split: every C element one thread's sequence */
+    if (dt == EMBER_FLOAT32 && ember__sgemm_skinny(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
+                                                   (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
+        return;
+    gemm_job j = {dt, M, N, K, M, N, dt == EMBER_FLOAT32 && ember__dnnl_sgemm_wins(M, N, K), a, b, beta, c};
+    int64_t nblocks = M * N * K < PRODUCT_SPLIT_MNK ? 1 : product_blocks(M, N, &j.rows, &j.cols);
+    if (nblocks < 2) {
+        ember__job_inline();
+        gemm_direct(dt, M, N, K, a, b, beta, c, ldc, j.dnnl);
         return;
     }
-    gemm_job j = {dt, M, N, K, a, b, beta, c};
-    ember__parallel_for((M + DET_ROWS - 1) / DET_ROWS, 1, gemm_blocks, &j);
+    ember__parallel_for(nblocks, 1, gemm_blocks, &j);
 }
 
 static void gemm_int(int dt, int64_t M, int64_t N, int64_t K, const ember_tensor *a, int64_t aoff,

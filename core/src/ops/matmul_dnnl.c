@@ -32,6 +32,12 @@ int ember_dnnl_matmul_enabled(void) { return dnnl_matmul_enabled && ember_dnnl_e
 
 #ifndef EMBER_HAVE_DNNL
 
+bool ember__dnnl_sgemm_wins(int64_t M, int64_t N, int64_t K)
+{
+    EMBER_UNUSED(M), EMBER_UNUSED(N), EMBER_UNUSED(K);
+    return false;
+}
+
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
@@ -56,22 +62,27 @@ static bool dnnl_wins(int64_t M, int64_t N, int64_t K)
     return M >= 16 && M * N * K >= 64 * 64 * 64 && (M < 512 || N < 512 || K < 512);
 }
 
+/* not under deterministic mode (docs/design.md, "Determinism": its
+   products run on OpenBLAS there). matmul.c asks for the whole product and
+   runs its blocks where the whole wins. */
+bool ember__dnnl_sgemm_wins(int64_t M, int64_t N, int64_t K)
+{
+    return !forked_child && !ember_is_deterministic() && dnnl_wins(M, N, K) && ember_dnnl_matmul_enabled();
+}
+
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    /* not under deterministic mode: its reductions depend on the thread count */
-    if (forked_child || ember_is_deterministic() || !dnnl_wins(M, N, K) || !ember_dnnl_matmul_enabled())
-        return false;
 #ifdef DNNL_OMP
-    /* oneDNN runs on the caller's OpenMP team: as many threads as the
-       thread policy gives a product of this size (parallel.c) */
-    int omp_before = omp_get_max_threads(), nthr = ember__job_threads(M * N * K);
-    omp_set_num_threads(nthr);
+    /* one thread: oneDNN may split the sum over k between its threads, and
+       so round by their number; matmul.c runs a large product's blocks in
+       parallel instead. Inside ember's team this is the worker's own count. */
+    int omp_before = omp_get_max_threads();
+    omp_set_num_threads(1);
 #endif
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
-    ember__team_done(nthr, false);
 #endif
     return st == dnnl_success;
 }

@@ -153,9 +153,11 @@ typedef struct ember__matmul_plan {
 int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p);
 void ember__matmul_plan_release(ember__matmul_plan *p);
 
-/* C = op(A) op(B) + beta C in float32 through oneDNN (row-major, op a
-   transpose where ta / tb), when it is built in, switched on and faster than
-   OpenBLAS at the shape (matmul_dnnl.c); false, with C untouched, otherwise. */
+/* Whether oneDNN is built in, switched on and faster than OpenBLAS at a
+   float32 product of this shape (matmul_dnnl.c). */
+bool ember__dnnl_sgemm_wins(int64_t M, int64_t N, int64_t K);
+/* C = op(A) op(B) + beta C in float32 through oneDNN on the calling thread
+   (row-major, op a transpose where ta / tb); false where oneDNN failed. */
 bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* The same product by gemm_skinny.c's AVX-512 loops at the two skinny

@@ -19,16 +19,17 @@ limit; `nil` removes the limit.
 Returns the allocator's cached blocks to the system.
 
 ### `ember.set_num_threads(n)`, `ember.get_num_threads()`
-The threads of ember's kernels (and of OpenBLAS). By default every job
-large enough for its grain takes `get_num_threads()` threads (the CPUs the
-process may use), so runs repeat to the bit; `set_num_threads(n)` (a whole
-number from 1 to the maximum, or `EMBER_NUM_THREADS=n`) gives every job
-`n`. `set_num_threads("auto")` (or `EMBER_NUM_THREADS=auto`; any other value
-makes `require("ember")` raise) turns on the policy for hosts and busy
-machines: a job runs on the calling thread when it is small, when no core
-is spare (a host's busy thread, another busy process) or while workers have
-lately come late, and results may then differ in the last bits from run to
-run (docs/frame_loop.md, "Threads").
+The threads of ember's kernels (oneDNN's and OpenBLAS's calls each run on
+one of them). By default the policy for hosts and busy machines, `"auto"`,
+decides per job, up to `get_num_threads()` (the CPUs the process may use):
+a job runs on the calling thread when it is small, when no core is spare (a
+host's busy thread, another busy process) or while workers have lately come
+late. `set_num_threads(n)` (a whole number from 1 to the maximum, or
+`EMBER_NUM_THREADS=n`) gives every job large enough for its grain `n`;
+`set_num_threads("auto")` (or `EMBER_NUM_THREADS=auto`; any other value
+makes `require("ember")` raise) turns the default back on. No op's result
+depends on the count, so every setting gives the same bits, on a busy
+machine and an idle one (docs/frame_loop.md, "Threads").
 
 ### `ember.thread_stats()`
 `{policy, threads, max_threads, spare, online_cpus, jobs_parallel,
@@ -39,8 +40,10 @@ several threads, run inline as small or as the machine was busy, parallel
 jobs whose workers came late, the cores the last load sample left ember.
 
 ### `ember.set_deterministic(on)`, `ember.is_deterministic()`
-With `true`, every op gives the same bits for any thread count and run.
-`on` is a boolean (as for every `set_*(on)` switch; another value raises).
+With `true`, every op gives the same bits for any thread count and run (as
+every op does anyway), and the products and convolutions that oneDNN would
+run run on OpenBLAS and ember's kernels instead. `on` is a boolean (as for
+every `set_*(on)` switch; another value raises).
 
 ### `ember.clock()`
 Seconds from a monotonic clock, as a number.
