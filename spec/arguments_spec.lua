@@ -416,9 +416,6 @@ local EXTRA_ONLY = {
   -- the IDX files of the Debian package dataset-fashion-mnist
   ["ember.data.fashion_mnist"] = function() return { "test", "/nonexistent" } end,
   ["ember.data.mnist_idx"] = function() return { "/nonexistent/images", "/nonexistent/labels" } end,
-  -- GradManager.new() takes no receiver, so GradManager:new() as documented raises (lua/ember/autodiff/
-  -- init.lua, not this walk's to change): the extra argument is all that is checked
-  ["GradManager:new"] = function() return {} end,
   ["Module:cuda"] = function() return { lin() } end,
   ["Distribution:rsample"] = function() return { normal(), { 2 }, {} } end,
   ["Distribution:log_prob"] = function() return { normal(), t3() } end,

@@ -54,7 +54,11 @@ autodiff.GradManager = setmetatable({}, {
 })
 
 local live_key = ffi_new("int[1]")
-function GradManager.new()
+-- GradManager.new() or GradManager:new() (the class as receiver)
+function GradManager.new(cls)
+  if cls ~= nil and cls ~= autodiff.GradManager and cls ~= GradManager then
+    errors.raise(("ember.autodiff.GradManager.new: takes no arguments, got %s"):format(errors.show(cls)))
+  end
   if C.ember_key_new(0, live_key) < 0 then
     -- every key is taken: managers dropped but not yet collected still hold
     -- theirs (a key goes back in its finaliser), so collect and try again

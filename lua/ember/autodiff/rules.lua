@@ -261,7 +261,12 @@ return function(ember, autodiff)
         outputs[#outputs + 1] = y
       end
     end
-    if C.ember_is_grad_enabled() ~= 0 and #outputs > 0 then
+    if #outputs == 0 then   -- nothing to differentiate: a forward that forgot to return its tensor
+      local first = res.n > 0 and res[1] or nil
+      errors.raise(("ember.autodiff.Function: %s's forward returned no tensor (%s)"):format(self.name,
+        res.n == 0 and "nothing" or type(first) .. " " .. tostring(first)))
+    end
+    if C.ember_is_grad_enabled() ~= 0 then
       local nin, nout = #inputs, #outputs
       local in_buf, out_buf = in_buffer(nin), out_buffer(nout)
       for i = 1, nin do in_buf[i - 1] = inputs[i]._c end

@@ -56,6 +56,9 @@ nn.Linear = Linear
 function Linear:init(in_features, out_features, opts)
   if type(opts) == "boolean" then opts = { bias = opts } end
   opts = check_opts("Linear", opts, { bias = true, dtype = true })
+  if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
+    errors.raise(("ember.nn.Linear: bias must be a boolean, got %s"):format(A.value_str(opts.bias)))
+  end
   local nin = check_int("Linear", "in_features", in_features, 0)
   local nout = check_int("Linear", "out_features", out_features, 0)
   self.in_features, self.out_features = nin, nout
