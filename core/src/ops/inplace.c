@@ -91,8 +91,9 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
             return rc;
         }
     }
-    ember__run_binary(op, ct, a, a, cb);
+    int rc = ember__run_binary(op, ct, a, a, cb);
     ember_tensor_release(cb);
+    if (rc < 0) return rc;
     a->storage->version++;
     return EMBER_OK;
 }

@@ -30,7 +30,7 @@ enum {
 /* ops.def's flags */
 enum {
     OPF_INPLACE = 1 << 0,     /* has an in-place form <name>_ */
-    OPF_KEEPS_INT = 1 << 1,   /* unary: integer inputs keep their dtype */
+    OPF_KEEPS_INT = 1 << 1,   /* integer inputs keep their dtype (BINARY and COMPARE lines, some UNARY ones) */
     OPF_BOOL_OUT = 1 << 2,    /* the result is bool */
     OPF_LUA = 1 << 3,         /* a generated Lua wrapper (BINARY and UNARY lines) */
     OPF_ANY_DEVICE = 1 << 4   /* the forward makes views, runs other ops or copies: any device runs it */
@@ -109,8 +109,9 @@ int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute);
 int ember__clamp_bounds(const char *op, const ember_tensor *a, const ember_attrs *at);
 /* Fails for a negative exponent of an integer pow, as PyTorch does. */
 int ember__no_negative_exponent(const ember_tensor *e);
-/* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype dt. */
-void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
+/* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype
+   dt. Fails for an op or dtype with no kernel. */
+int ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
 /* Runs a unary op's kernel from a into o (same shape). */
 void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
 
