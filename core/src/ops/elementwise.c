@@ -391,9 +391,6 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 }
 
 /* ------------------------------------------------------------------ unary kernels */
-#define SQRT_HALF 0.70710678118654752440
-#define SQRT_2_OVER_PI 0.79788456080286535588
-
 #define UN_LOOP(NAME, T, EXPR)                                                             \
     EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
@@ -427,12 +424,26 @@ UN_LOOP(relu_i64, int64_t, x > 0 ? x : 0)
 UN_LOOP(sign_i32, int32_t, (x > 0) - (x < 0))
 UN_LOOP(sign_i64, int64_t, (x > 0) - (x < 0))
 
+/* gelu's form (approx: tanh) and clamp's bounds (an absent one infinite) */
 typedef struct {
     int op, dtype;
     int approx;
-    int has_lo, has_hi;
     double lo, hi;
 } un_ctx;
+
+/* the ops ember__run_unary computes: ops.def's UNARY lines, gelu and clamp */
+static bool is_unary(int op)
+{
+    switch (op) {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, ...) case EMBER_OP_##E:
+#include "ops.def"
+    case EMBER_OP_GELU: case EMBER_OP_CLAMP:
+        return true;
+    default: return false;
+    }
+}
 
 /* the generic path: every dtype but float32 and float64, computed in double */
 static double unary_double(const un_ctx *c, double x)
@@ -442,15 +453,9 @@ static double unary_double(const un_ctx *c, double x)
 #define BINARY(...)
 #define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return (F64);
 #include "ops.def"
-    case EMBER_OP_GELU:
-        if (c->approx) return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
-        return 0.5 * x * (1 + erf(x * SQRT_HALF));
-    case EMBER_OP_CLAMP:
-        if (x != x) return x;
-        if (c->has_lo && x < c->lo) x = c->lo;
-        if (c->has_hi && x > c->hi) x = c->hi;
-        return x;
-    default: return x;
+    case EMBER_OP_GELU: return ember__gelu_f64(x, c->approx);
+    case EMBER_OP_CLAMP: return ember__clamp_f64(x, c->lo, c->hi);
+    default: return NAN;   /* never: ember__run_unary refuses any other op */
     }
 }
 
@@ -461,13 +466,7 @@ static void unary_generic(char **p, const int64_t *s, int64_t n, const void *vct
         ember__store(p[0] + i * s[0], c->dtype, unary_double(c, ember__load(p[1] + i * s[1], c->dtype)));
 }
 
-EMBER_INLINE float gelu_tanh_f32(float x)
-{
-    return 0.5f * x * (1.0f + ember__tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
-}
-
-EMBER_INLINE float gelu_erf_f32(float x) { return 0.5f * x * (1.0f + ember__erff(x * (float)SQRT_HALF)); }
-
+/* gelu in float32 (formulas.h's) */
 EMBER_SIMD static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const un_ctx *c = vctx;
@@ -475,45 +474,35 @@ EMBER_SIMD static void gelu_f32(char **p, const int64_t *s, int64_t n, const voi
         float *restrict o = (float *)p[0];
         const float *restrict a = (const float *)p[1];
         if (c->approx)
-            for (int64_t i = 0; i < n; i++) o[i] = gelu_tanh_f32(a[i]);
+            for (int64_t i = 0; i < n; i++) o[i] = ember__gelu_tanh_f32(a[i]);
         else
-            for (int64_t i = 0; i < n; i++) o[i] = gelu_erf_f32(a[i]);
+            for (int64_t i = 0; i < n; i++) o[i] = ember__gelu_erf_f32(a[i]);
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        float x = *(const float *)(p[1] + i * s[1]), y;
-        y = c->approx ? gelu_tanh_f32(x) : gelu_erf_f32(x);
-        *(float *)(p[0] + i * s[0]) = y;
+        float x = *(const float *)(p[1] + i * s[1]);
+        *(float *)(p[0] + i * s[0]) = ember__gelu_f32(x, c->approx);
     }
 }
 
-/* clamp in the tensor's float dtype: the bounds rounded to it compare as the
-   exact ones do (no value of the dtype lies between a bound and its rounding),
-   NaN stays NaN, and lo > hi gives hi, as the generic path and PyTorch */
-#define CLAMP_LOOP(NAME, T)                                                                \
-    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *vctx)              \
+/* clamp in the tensor's float dtype (formulas.h's), the bounds rounded to it */
+#define CLAMP_LOOP(T, SUF)                                                                 \
+    EMBER_SIMD static void clamp_##SUF(char **p, const int64_t *s, int64_t n, const void *vctx) \
     {                                                                                      \
         const un_ctx *c = vctx;                                                            \
-        const T lo = c->has_lo ? (T)c->lo : -(T)INFINITY, hi = c->has_hi ? (T)c->hi : (T)INFINITY; \
+        const T lo = (T)c->lo, hi = (T)c->hi;                                              \
         const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z) {                                                      \
             T *restrict o = (T *)p[0];                                                     \
             const T *restrict a = (const T *)p[1];                                         \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = a[i], y = x < lo ? lo : x;                                           \
-                y = y > hi ? hi : y;                                                       \
-                o[i] = x != x ? x : y;                                                     \
-            }                                                                              \
+            for (int64_t i = 0; i < n; i++) o[i] = ember__clamp_##SUF(a[i], lo, hi);       \
         } else {                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = *(const T *)(p[1] + i * s[1]), y = x < lo ? lo : x;                  \
-                y = y > hi ? hi : y;                                                       \
-                *(T *)(p[0] + i * s[0]) = x != x ? x : y;                                  \
-            }                                                                              \
+            for (int64_t i = 0; i < n; i++)                                                \
+                *(T *)(p[0] + i * s[0]) = ember__clamp_##SUF(*(const T *)(p[1] + i * s[1]), lo, hi); \
         }                                                                                  \
     }
-CLAMP_LOOP(clamp_f32, float)
-CLAMP_LOOP(clamp_f64, double)
+CLAMP_LOOP(float, f32)
+CLAMP_LOOP(double, f64)
 
 static ember__loop_fn unary_kernel(int op, int dt)
 {
@@ -526,10 +515,10 @@ static ember__loop_fn unary_kernel(int op, int dt)
 #define UNARY(E, n, ...) case EMBER_OP_##E: return f ? n##_f32 : n##_f64;
 #include "ops.def"
         case EMBER_OP_CLAMP: return f ? clamp_f32 : clamp_f64;
-        default: return NULL;
+        default: return NULL;   /* gelu in float64: the generic path */
         }
     }
-    if (dt == EMBER_INT32 || dt == EMBER_INT64) {
+    if (dt == EMBER_INT32 || dt == EMBER_INT64) {   /* the others through double */
         bool w = dt == EMBER_INT64;
         switch (op) {
         case EMBER_OP_NEG: return w ? neg_i64 : neg_i32;
@@ -549,21 +538,22 @@ int ember__unary_dtype(int op, int dt)
     return EMBER_FLOAT32;
 }
 
-void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
+int ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
 {
-    un_ctx c = {op, a->dtype, 0, 0, 0, 0, 0};
+    if (!is_unary(op))
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: not an elementwise op of one operand", ember__ops[op].name);
+    un_ctx c = {op, a->dtype, 0, -INFINITY, INFINITY};
     if (op == EMBER_OP_GELU) c.approx = (int)at->i[0];
     if (op == EMBER_OP_CLAMP) {
-        c.has_lo = (int)at->i[0];
-        c.has_hi = (int)at->i[1];
-        c.lo = at->f[0];
-        c.hi = at->f[1];
+        if (at->i[0]) c.lo = at->f[0];
+        if (at->i[1]) c.hi = at->f[1];
     }
     ember__loop_fn fn = unary_kernel(op, a->dtype);
     ember_iter it;
     ember_tensor *ts[2] = {o, a};
     ember__iter_init(&it, 2, ts);
     ember__iter_run(&it, fn ? fn : unary_generic, &c);
+    return EMBER_OK;
 }
 
 int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -574,7 +564,7 @@ int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
     int dt = ember__unary_dtype(op, in[0]->dtype);
     EMBER_TRY(ember__as_dtype(in[0], dt, &a));
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
-    ember__run_unary(op, at, *out, a);
+    EMBER_CHECK(ember__run_unary(op, at, *out, a));
 done:
     ember_tensor_release(a);
     return rc;

@@ -121,7 +121,7 @@ static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
         EMBER_TRY(ember__dispatch(op, 1, &a, at, &r));
         return inplace_finish(a, r, mark);
     }
-    ember__run_unary(op, at, a, a);
+    EMBER_TRY(ember__run_unary(op, at, a, a));
     a->storage->version++;
     return EMBER_OK;
 }

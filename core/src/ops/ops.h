@@ -112,8 +112,9 @@ int ember__no_negative_exponent(const ember_tensor *e);
 /* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype
    dt. Fails for an op or dtype with no kernel. */
 int ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
-/* Runs a unary op's kernel from a into o (same shape). */
-void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
+/* Runs a unary op's kernel from a into o (same shape); fails for an op that
+   is not one (a UNARY line, gelu, clamp). */
+int ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
 
 /* ------------------------------------------------------------------ recurrent cells (rnn.c)
    The cells' first-order backward as kernels, not ops, for their rules when
