@@ -35,23 +35,10 @@ EMBER_HD double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
    ember__tanhf and ember__erff above */
 #include "formulas.h"
 
-/* The ops the device kernels compute, from ops.def's lines: has_unary's and
-   has_binary's. The host launches no other (the forwards check), so the
-   kernels' switches have no case to fall back on: their default is never
-   taken. */
-inline bool has_unary(int op)
-{
-    switch (op) {
-#define OP(...)
-#define BINARY(...)
-#define UNARY(E, ...) case EMBER_OP_##E:
-#include "ops/ops.def"
-    case EMBER_OP_GELU: case EMBER_OP_CLAMP:
-        return true;
-    default: return false;
-    }
-}
-
+/* The ops the device kernels compute come from ops.def's lines: the core's
+   ember__is_unary_op and has_binary below. The host launches no other (the
+   forwards check), so the kernels' switches have no case to fall back on:
+   their default is never taken. */
 EMBER_HD float unary(int op, float x)
 {
     switch (op) {
@@ -59,7 +46,7 @@ EMBER_HD float unary(int op, float x)
 #define BINARY(...)
 #define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F32;
 #include "ops/ops.def"
-    default: return NAN;   /* never: has_unary */
+    default: return NAN;   /* never: ember__is_unary_op */
     }
 }
 
@@ -70,7 +57,7 @@ EMBER_HD double unary(int op, double x)
 #define BINARY(...)
 #define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F64;
 #include "ops/ops.def"
-    default: return NAN;   /* never: has_unary */
+    default: return NAN;   /* never: ember__is_unary_op */
     }
 }
 
@@ -112,30 +99,18 @@ EMBER_HD int64_t unary(int op, int64_t x)
    A BINARY_FLOAT line has no integer form: integers compute in float32
    (ember__binary_types). relu_backward (x the gradient, y relu's output) is
    formulas.h's. */
-EMBER_HD float binary(int op, float x, float y)
+template <class T> EMBER_HD T binary(int op, T x, T y)   /* T float or double */
 {
+    constexpr bool f32 = sizeof(T) == sizeof(float);
     switch (op) {
 #define OP(...)
 #define UNARY(...)
-#define BINARY(E, n, grad, flags, save, F32, F64, INT) case EMBER_OP_##E: return F32;
-#define BINARY_FLOAT(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F32;
+#define BINARY(E, n, grad, flags, save, F32, F64, INT) \
+    case EMBER_OP_##E: if constexpr (f32) return F32; else return F64;
+#define BINARY_FLOAT(E, n, grad, flags, save, F32, F64) BINARY(E, n, grad, flags, save, F32, F64, ~)
 #define COMPARE(...)
 #include "ops/ops.def"
-    case EMBER_OP_RELU_BACKWARD: return EMBER_RELU_BACKWARD(float, x, y);
-    default: return NAN;   /* never: has_binary */
-    }
-}
-
-EMBER_HD double binary(int op, double x, double y)
-{
-    switch (op) {
-#define OP(...)
-#define UNARY(...)
-#define BINARY(E, n, grad, flags, save, F32, F64, INT) case EMBER_OP_##E: return F64;
-#define BINARY_FLOAT(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F64;
-#define COMPARE(...)
-#include "ops/ops.def"
-    case EMBER_OP_RELU_BACKWARD: return EMBER_RELU_BACKWARD(double, x, y);
+    case EMBER_OP_RELU_BACKWARD: return EMBER_RELU_BACKWARD(T, x, y);
     default: return NAN;   /* never: has_binary */
     }
 }

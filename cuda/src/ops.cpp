@@ -21,7 +21,7 @@ int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *a
 {
     EMBER_UNUSED(nin);
     const ember_tensor *a = in[0];
-    if (!ember_cuda::has_unary(op)) return no_kernel(op);
+    if (!ember__is_unary_op(op)) return no_kernel(op);
     int dt = ecu_core->unary_dtype(op, a->dtype);
     EMBER_TRY(ecu_core->new_tensor(a->ndim, a->shape, dt, a->storage->device, out));
     ember_tensor *ts[2] = {*out, in[0]};

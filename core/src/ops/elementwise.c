@@ -431,20 +431,6 @@ typedef struct {
     double lo, hi;
 } un_ctx;
 
-/* the ops ember__run_unary computes: ops.def's UNARY lines, gelu and clamp */
-static bool is_unary(int op)
-{
-    switch (op) {
-#define OP(...)
-#define BINARY(...)
-#define UNARY(E, ...) case EMBER_OP_##E:
-#include "ops.def"
-    case EMBER_OP_GELU: case EMBER_OP_CLAMP:
-        return true;
-    default: return false;
-    }
-}
-
 /* the generic path: every dtype but float32 and float64, computed in double */
 static double unary_double(const un_ctx *c, double x)
 {
@@ -540,7 +526,7 @@ int ember__unary_dtype(int op, int dt)
 
 int ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
 {
-    if (!is_unary(op))
+    if (!ember__is_unary_op(op))
         return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: not an elementwise op of one operand", ember__ops[op].name);
     un_ctx c = {op, a->dtype, 0, -INFINITY, INFINITY};
     if (op == EMBER_OP_GELU) c.approx = (int)at->i[0];

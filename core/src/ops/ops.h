@@ -264,6 +264,21 @@ int ember__contiguous_as(ember_tensor *t, int dtype, ember_tensor **out);
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);
 
+/* the ops of fwd_unary, which both devices' elementwise kernels compute:
+   ops.def's UNARY lines, gelu and clamp */
+static inline bool ember__is_unary_op(int op)
+{
+    switch (op) {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, ...) case EMBER_OP_##E:
+#include "ops.def"
+    case EMBER_OP_GELU: case EMBER_OP_CLAMP:
+        return true;
+    default: return false;
+    }
+}
+
 /* the logistic function for kernels (sigmoid, silu, the recurrent cells) */
 EMBER_INLINE float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }
 EMBER_INLINE double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
