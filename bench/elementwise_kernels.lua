@@ -4,11 +4,13 @@
 -- Adam, SGD and LSTM steps, on one thread, as seconds per call.
 --   luajit bench/elementwise_kernels.lua
 --     this checkout's libember: one JSON object, case -> seconds per call
---   luajit bench/elementwise_kernels.lua BEFORE.so AFTER.so [rounds]
+--   luajit bench/elementwise_kernels.lua BEFORE.so AFTER.so [rounds [only]]
 --     two builds compared: runs of this script with EMBER_LIB set to each, in
 --     alternating pairs (BEFORE then AFTER, then AFTER then BEFORE, ...) so
 --     that a noisy neighbour, or a trend in the load, slows both alike; per case the median seconds of each and the median of the
 --     per-round ratios AFTER / BEFORE (below 1: AFTER is faster), as JSON.
+--     `only` (or $EMBER_BENCH_ONLY), words separated by commas, keeps the
+--     cases whose names contain one of them.
 -- Run from the repository root.
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
@@ -22,10 +24,11 @@ local function json_object(keys, value_of)
 end
 
 if arg[1] then   -- compare two libraries
-  local before, after, rounds = arg[1], arg[2], tonumber(arg[3] or 5)
+  local before, after, rounds, only = arg[1], arg[2], tonumber(arg[3] or 5), arg[4]
   assert(after, "usage: luajit bench/elementwise_kernels.lua [BEFORE.so AFTER.so [rounds]]")
   local function run(lib)
-    local h = assert(io.popen("EMBER_LIB=" .. quote(lib) .. " luajit bench/elementwise_kernels.lua"))
+    local h = assert(io.popen("EMBER_LIB=" .. quote(lib) .. (only and " EMBER_BENCH_ONLY=" .. quote(only) or "")
+      .. " luajit bench/elementwise_kernels.lua"))
     local out = h:read("*a")
     h:close()
     local t, keys = {}, {}
@@ -67,7 +70,19 @@ ember.manual_seed(1)
 
 local N = 1000000
 local cases, order = {}, {}
-local function case(name, fn) cases[name] = fn; order[#order + 1] = name end
+local only = os.getenv("EMBER_BENCH_ONLY")
+local function wanted(name)
+  if not only then return true end
+  for word in only:gmatch("[^,]+") do
+    if name:find(word, 1, true) then return true end
+  end
+  return false
+end
+local function case(name, fn)
+  if not wanted(name) then return end
+  cases[name] = fn
+  order[#order + 1] = name
+end
 
 local x32, y32 = ember.randn({ 1000, 1000 }), ember.randn({ 1000, 1000 }) + 3
 local x64, y64 = x32:to("float64"), y32:to("float64")
