@@ -7,8 +7,9 @@
 --   luajit bench/elementwise_kernels.lua BEFORE.so AFTER.so [rounds [only]]
 --     two builds compared: runs of this script with EMBER_LIB set to each, in
 --     alternating pairs (BEFORE then AFTER, then AFTER then BEFORE, ...) so
---     that a noisy neighbour, or a trend in the load, slows both alike; per case the median seconds of each and the median of the
---     per-round ratios AFTER / BEFORE (below 1: AFTER is faster), as JSON.
+--     that a noisy neighbour, or a trend in the load, slows both alike; per
+--     case the median seconds of each and the median of the per-round
+--     ratios AFTER / BEFORE (below 1: AFTER is faster), as JSON.
 --     `only` (or $EMBER_BENCH_ONLY), words separated by commas, keeps the
 --     cases whose names contain one of them.
 -- Run from the repository root.

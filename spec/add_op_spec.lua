@@ -67,7 +67,8 @@ local i = ember.hypot(ember.tensor({ 3, 6 }, { dtype = "int32" }), ember.tensor(
 assert(i.dtype == "float32", i.dtype)
 near(i:tolist(), { 5, 10 }, 0)
 -- float16 and a broadcast (2, 1) x (3)
-local c = ember.hypot(ember.tensor({ { 3 }, { 5 } }, { dtype = "float16" }), ember.tensor({ 4, 12, 0 }, { dtype = "float16" }))
+local c = ember.hypot(ember.tensor({ { 3 }, { 5 } }, { dtype = "float16" }),
+  ember.tensor({ 4, 12, 0 }, { dtype = "float16" }))
 assert(c.dtype == "float16" and c:size(1) == 2 and c:size(2) == 3)
 local sq = math.sqrt
 near(c:reshape({ 6 }):to("float64"):tolist(), { 5, sq(153), 3, sq(41), 13, 5 }, 1e-3)
@@ -102,7 +103,8 @@ describe("adding a binary op #noasan", function()
     assert.are.equal(0, copy.rc, copy.err)
     for _, e in ipairs(EDITS) do edit(src, e) end
     build = U.run("cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF -DEMBER_WERROR=ON > /dev/null"
-      .. " && cmake --build build -j 2 --target ember ember_cdef ember_optable dist_cdef nccl_cdef test_bad_args", { cwd = src })
+      .. " && cmake --build build -j 2 --target ember ember_cdef ember_optable dist_cdef nccl_cdef test_bad_args",
+      { cwd = src })
     if build.rc == 0 then
       check = U.run({ "luajit", "-e", CHECK }, { cwd = src, env = { EMBER_BUILD_DIR = "build" } })
     end

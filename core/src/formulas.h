@@ -50,7 +50,10 @@ EMBER_FORMULA float ember__gelu_tanh_f32(float x)
     return 0.5f * x * (1.0f + ember__tanhf((float)EMBER_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
 }
 
-EMBER_FORMULA float ember__gelu_erf_f32(float x) { return 0.5f * x * (1.0f + ember__erff(x * (float)EMBER_SQRT_HALF)); }
+EMBER_FORMULA float ember__gelu_erf_f32(float x)
+{
+    return 0.5f * x * (1.0f + ember__erff(x * (float)EMBER_SQRT_HALF));
+}
 
 EMBER_FORMULA float ember__gelu_f32(float x, int tanh_form)
 {

@@ -23,7 +23,8 @@ namespace ember_cuda {
 template <class T> EMBER_HD void lstm_at(const ecu_cell &c, int64_t j)
 {
     int64_t H = c.H, k = j % H;
-    const T *a = (const T *)c.gi + (j / H) * 4 * H, *b = (const T *)c.gh + (j / H) * 4 * H, s = ((const T *)c.state)[j];
+    const T *a = (const T *)c.gi + (j / H) * 4 * H, *b = (const T *)c.gh + (j / H) * 4 * H;
+    const T s = ((const T *)c.state)[j];
     T *cn = (T *)c.out1 + j;
     if constexpr (sizeof(T) == sizeof(float)) ((T *)c.out0)[j] = ember__lstm_f32(a, b, H, k, s, cn);
     else ((T *)c.out0)[j] = ember__lstm_f64(a, b, H, k, s, cn);
@@ -33,7 +34,8 @@ template <class T> EMBER_HD void lstm_at(const ecu_cell &c, int64_t j)
 template <class T> EMBER_HD void gru_at(const ecu_cell &c, int64_t j)
 {
     int64_t H = c.H, k = j % H;
-    const T *a = (const T *)c.gi + (j / H) * 3 * H, *b = (const T *)c.gh + (j / H) * 3 * H, h = ((const T *)c.state)[j];
+    const T *a = (const T *)c.gi + (j / H) * 3 * H, *b = (const T *)c.gh + (j / H) * 3 * H;
+    const T h = ((const T *)c.state)[j];
     if constexpr (sizeof(T) == sizeof(float)) ((T *)c.out0)[j] = ember__gru_f32(a, b, H, k, h);
     else ((T *)c.out0)[j] = ember__gru_f64(a, b, H, k, h);
 }

@@ -13,7 +13,8 @@ static int launched(cudaError_t err, int op) { return ecu_check(err, ecu_core->o
 /* an op the elementwise kernels do not compute (a table entry pointing here by mistake) */
 static int no_kernel(int op)
 {
-    return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "%s: no elementwise device kernel computes it", ecu_core->op_names[op]);
+    return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "%s: no elementwise device kernel computes it",
+                          ecu_core->op_names[op]);
 }
 
 /* UNARY lines, GELU (i[0] tanh form) and CLAMP (i[0] has_lo, i[1] has_hi, f[0] lo, f[1] hi) */

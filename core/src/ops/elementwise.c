@@ -104,7 +104,7 @@
 #define OP(...)
 #define UNARY(...)
 #define BINARY(E, n, grad, flags, save, F32, F64, INT)                                     \
-    _Static_assert((flags) & OPF_KEEPS_INT, #n ": a BINARY line keeps integers (one without an integer form is BINARY_FLOAT)"); \
+    _Static_assert((flags) & OPF_KEEPS_INT, #n ": a BINARY line keeps integers (else BINARY_FLOAT)"); \
     FLOAT_LOOPS(E, n, flags, F32, F64)                                                     \
     BIN_LOOP(n##_i32, int32_t, uint32_t, INT)                                              \
     BIN_LOOP(n##_i64, int64_t, uint64_t, INT)                                              \
