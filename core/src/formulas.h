@@ -84,6 +84,16 @@ EMBER_FORMULA double ember__clamp_f64(double x, double lo, double hi)
     return x != x ? x : y;
 }
 
+/* The integer forms of the OPF_KEEPS_INT unary ops that have one (the
+   others compute in double on both devices): X(ENUM, expression of x), x of
+   the integer type T, U its unsigned twin, wrapping as integer arithmetic
+   does (-INT_MIN is INT_MIN) */
+#define EMBER_UNARY_INT_FORMS(X)                                                           \
+    X(NEG, (T)(0u - (U)x))                                                                 \
+    X(ABS, x < 0 ? (T)(0u - (U)x) : x)                                                     \
+    X(SIGN, (T)((x > 0) - (x < 0)))                                                        \
+    X(RELU, x > 0 ? x : (T)0)
+
 /* relu's adjoint (relu_backward(g, y), y relu's output): 0 where y <= 0,
    whatever g is, and g where y is NaN (relu passed the NaN on), as PyTorch's
    threshold_backward. A select of loaded operands, so it vectorises. */

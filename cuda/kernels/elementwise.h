@@ -75,20 +75,28 @@ EMBER_HD double clamp_to(double x, const ecu_unary_attrs &a)
     return ember__clamp_f64(x, a.has_lo ? a.lo : -INFINITY, a.has_hi ? a.hi : INFINITY);
 }
 
-/* The integer forms of the OPF_KEEPS_INT unary ops that have one, wrapping
-   as the CPU's do; the others compute in double (unary_compute) */
+/* formulas.h's integer forms of the unary ops, in int64_t, wrapping to the
+   output's width as the CPU's do; the others compute in double
+   (unary_compute) */
 inline bool has_int_unary(int op)
 {
-    return op == EMBER_OP_NEG || op == EMBER_OP_ABS || op == EMBER_OP_SIGN || op == EMBER_OP_RELU;
+    switch (op) {
+#define INT_FORM(E, EXPR) case EMBER_OP_##E:
+        EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
+        return true;
+    default: return false;
+    }
 }
 
 EMBER_HD int64_t unary(int op, int64_t x)
 {
+    typedef int64_t T;
+    typedef uint64_t U;
     switch (op) {
-    case EMBER_OP_NEG: return (int64_t)(0u - (uint64_t)x);
-    case EMBER_OP_ABS: return x < 0 ? (int64_t)(0u - (uint64_t)x) : x;
-    case EMBER_OP_SIGN: return (x > 0) - (x < 0);
-    case EMBER_OP_RELU: return x > 0 ? x : 0;
+#define INT_FORM(E, EXPR) case EMBER_OP_##E: return EXPR;
+        EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
     default: return 0;   /* never: has_int_unary */
     }
 }

@@ -391,9 +391,11 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 }
 
 /* ------------------------------------------------------------------ unary kernels */
-#define UN_LOOP(NAME, T, EXPR)                                                             \
+#define UN_LOOP(NAME, TY, UT, EXPR)                                                        \
     EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
+        typedef TY T;                                                                      \
+        typedef UT U __attribute__((unused));                                              \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z) {                                                      \
@@ -413,16 +415,13 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 
 #define OP(...)
 #define BINARY(...)
-#define UNARY(E, n, grad, flags, save, F32, F64) UN_LOOP(n##_f32, float, F32) UN_LOOP(n##_f64, double, F64)
+#define UNARY(E, n, grad, flags, save, F32, F64) \
+    UN_LOOP(n##_f32, float, float, F32) UN_LOOP(n##_f64, double, double, F64)
 #include "ops.def"
-UN_LOOP(neg_i32, int32_t, (int32_t)(0u - (uint32_t)x))
-UN_LOOP(neg_i64, int64_t, (int64_t)(0u - (uint64_t)x))
-UN_LOOP(abs_i32, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
-UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0u - (uint64_t)x) : x)
-UN_LOOP(relu_i32, int32_t, x > 0 ? x : 0)
-UN_LOOP(relu_i64, int64_t, x > 0 ? x : 0)
-UN_LOOP(sign_i32, int32_t, (x > 0) - (x < 0))
-UN_LOOP(sign_i64, int64_t, (x > 0) - (x < 0))
+/* formulas.h's integer forms, in int32 and int64 */
+#define INT_FORM(E, EXPR) UN_LOOP(int_##E##_i32, int32_t, uint32_t, EXPR) UN_LOOP(int_##E##_i64, int64_t, uint64_t, EXPR)
+EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
 
 /* gelu's form (approx: tanh) and clamp's bounds (an absent one infinite) */
 typedef struct {
@@ -507,10 +506,9 @@ static ember__loop_fn unary_kernel(int op, int dt)
     if (dt == EMBER_INT32 || dt == EMBER_INT64) {   /* the others through double */
         bool w = dt == EMBER_INT64;
         switch (op) {
-        case EMBER_OP_NEG: return w ? neg_i64 : neg_i32;
-        case EMBER_OP_ABS: return w ? abs_i64 : abs_i32;
-        case EMBER_OP_RELU: return w ? relu_i64 : relu_i32;
-        case EMBER_OP_SIGN: return w ? sign_i64 : sign_i32;
+#define INT_FORM(E, EXPR) case EMBER_OP_##E: return w ? int_##E##_i64 : int_##E##_i32;
+            EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
         default: return NULL;
         }
     }
