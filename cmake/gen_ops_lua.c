@@ -27,7 +27,7 @@ int main(int argc, char **argv)
     }
     fprintf(f, "-- Generated from core/src/ops/ops.def by cmake/gen_ops_lua.c; do not edit.\nreturn {\n");
 #define OP(E, n, ni, no, fwd, grad, flags, save) op(f, #n, ni, no, flags, "");
-#define BINARY(E, n, grad, flags, save) op(f, #n, 2, 1, (flags) | OPF_LUA, "binary");
+#define BINARY(E, n, grad, flags, save, ...) op(f, #n, 2, 1, (flags) | OPF_LUA, "binary");
 #define UNARY(E, n, grad, flags, save, f32, f64) op(f, #n, 1, 1, (flags) | OPF_LUA | OPF_INPLACE, "unary");
 #include "ops/ops.def"
     fprintf(f, "}\n");

@@ -233,11 +233,11 @@ describe("the fused cell ops", function()
 
   it("reject mismatched shapes and dtypes, naming them", function()
     assert.error_matches(function() F.lstm_cell(ember.zeros({ 2, 8 }), ember.zeros({ 2, 8 }), ember.zeros({ 2, 3 })) end,
-      "ember.lstm_cell: gates {2, 8} and {2, 8} and state {2, 3} do not fit: expected (N, 4 H), (N, 4 H), (N, H)", 1, true)
+      "ember.nn.functional.lstm_cell: gates {2, 8} and {2, 8} and state {2, 3} do not fit: expected (N, 4 H), (N, 4 H), (N, H)", 1, true)
     assert.error_matches(function() F.gru_cell(ember.zeros({ 2, 6 }), ember.zeros({ 2, 6 }, F64), ember.zeros({ 2, 2 })) end,
-      "ember.gru_cell: gates float32 and float64 and state float32 must share one dtype, float32 or float64", 1, true)
+      "ember.nn.functional.gru_cell: gates float32 and float64 and state float32 must share one dtype, float32 or float64", 1, true)
     assert.error_matches(function() F.gru_cell(ember.zeros({ 6 }), ember.zeros({ 6 }), ember.zeros({ 2 })) end,
-      "ember.gru_cell: gates {6} and {6} and state {2} do not fit", 1, true)
+      "ember.nn.functional.gru_cell: gates {6} and {6} and state {2} do not fit", 1, true)
     assert.error_matches(function() F.lstm_cell(ember.zeros({ 1, 4 }, { dtype = "int64" }),
       ember.zeros({ 1, 4 }, { dtype = "int64" }), ember.zeros({ 1, 1 }, { dtype = "int64" })) end,
       "must share one dtype, float32 or float64", 1, true)

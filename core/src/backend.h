@@ -19,6 +19,8 @@ typedef struct ember_core_services {
     const char *(*dtype_name)(int dtype);
     int (*result_type)(int n, ember_tensor *const *ts);   /* PyTorch's promotion */
     int (*unary_dtype)(int op, int dt);                   /* what a unary op computes in */
+    /* what a binary op computes in (*compute) and its result's dtype (returned) */
+    int (*binary_types)(int op, ember_tensor *a, ember_tensor *b, int *compute);
     int (*matmul_plan)(ember_tensor *const *in, ember__matmul_plan *p);   /* matmul's shapes */
     int (*reduce_plan)(int op, const ember_tensor *a, const ember_attrs *at, ember__reduce_plan *p);
     /* conv2d's and pooling's geometry and result shape */
@@ -32,7 +34,7 @@ typedef struct ember_core_services {
     const char *const *op_names;
 } ember_core_services;
 
-#define EMBER_BACKEND_ABI 3
+#define EMBER_BACKEND_ABI 4
 
 struct ember__draw;   /* philox.h */
 

@@ -47,7 +47,8 @@ static const char *const OP_NAMES[EMBER_OP_COUNT] = {
 
 static const ember_core_services SERVICES = {
     EMBER_BACKEND_ABI,  ember__fail,        ember__new,     ember_tensor_release, ember__broadcast_shape,
-    ember_dtype_size,   ember_dtype_name,   ember__result_type, ember__unary_dtype, ember__matmul_plan_make,
+    ember_dtype_size,   ember_dtype_name,   ember__result_type, ember__unary_dtype, ember__binary_types,
+    ember__matmul_plan_make,
     ember__reduce_plan_make, ember__conv_plan_make, ember__pool_plan_make, ember_cuda_allow_tf32,
     ember_is_deterministic, EMBER_OP_COUNT, OP_NAMES,
 };

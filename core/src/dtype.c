@@ -16,7 +16,6 @@
 
 static const char *const DTYPE_NAMES[EMBER_DTYPE_COUNT] = {
     "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"};
-static const int DTYPE_SIZES[EMBER_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1, 1};
 
 bool ember__valid_dtype(int dt) { return dt >= 0 && dt < EMBER_DTYPE_COUNT; }
 
@@ -25,7 +24,7 @@ const char *ember_dtype_name(int dtype)
     return ember__valid_dtype(dtype) ? DTYPE_NAMES[dtype] : "?";
 }
 
-int ember_dtype_size(int dtype) { return ember__valid_dtype(dtype) ? DTYPE_SIZES[dtype] : 0; }
+int ember_dtype_size(int dtype) { return ember__valid_dtype(dtype) ? ember__dtype_bytes(dtype) : 0; }
 
 static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 1 : 2; }
 

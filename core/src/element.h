@@ -81,6 +81,17 @@ EMBER_HD uint16_t ember__float_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
+/* the bytes of one element of a valid dtype (ember_dtype_size checks it first) */
+EMBER_HD int ember__dtype_bytes(int dtype)
+{
+    switch (dtype) {
+    case EMBER_FLOAT64: case EMBER_INT64: return 8;
+    case EMBER_FLOAT32: case EMBER_INT32: return 4;
+    case EMBER_FLOAT16: case EMBER_BFLOAT16: return 2;
+    default: return 1;   /* uint8, bool */
+    }
+}
+
 EMBER_HD double ember__load(const void *p, int dtype)
 {
     switch (dtype) {

@@ -1,7 +1,7 @@
-/* cells.h: the arithmetic of the fused recurrent cells (lstm_cell,
-   gru_cell) as the CPU computes them (core/src/ops/rnn.c): gates in
-   PyTorch's order (LSTM i, f, g, o; GRU r, z, n), float32 over sigmoidf_
-   and ember__tanhf, float64 over sigmoid_ and tanh. Element j of the (N, H)
+/* cells.h: the fused recurrent cells (lstm_cell, gru_cell) on the device:
+   the core's core/src/cell_math.h, which core/src/ops/rnn.c runs on the
+   CPU: gates in PyTorch's order (LSTM i, f, g, o; GRU r, z, n), float32
+   over sigmoidf_ and ember__tanhf, float64 over sigmoid_ and tanh. Element j of the (N, H)
    result is row n = j / H, unit k = j % H; every operand is contiguous. */
 #ifndef EMBER_CUDA_CELLS_H
 #define EMBER_CUDA_CELLS_H
@@ -16,21 +16,18 @@ typedef struct ecu_cell {
 
 namespace ember_cuda {
 
-EMBER_HD float cell_sigmoid(float x) { return sigmoidf_(x); }
-EMBER_HD double cell_sigmoid(double x) { return sigmoid_(x); }
-EMBER_HD float cell_tanh(float x) { return ember__tanhf(x); }
-EMBER_HD double cell_tanh(double x) { return tanh(x); }
+/* the core's cell math over this namespace's sigmoidf_ and ember__tanhf */
+#include "cell_math.h"
 
 /* c' = f c + i g, h' = o tanh(c') */
 template <class T> EMBER_HD void lstm_at(const ecu_cell &c, int64_t j)
 {
     int64_t H = c.H, k = j % H;
     const T *a = (const T *)c.gi + (j / H) * 4 * H, *b = (const T *)c.gh + (j / H) * 4 * H;
-    T i = cell_sigmoid(a[k] + b[k]), f = cell_sigmoid(a[H + k] + b[H + k]);
-    T g = cell_tanh(a[2 * H + k] + b[2 * H + k]), o = cell_sigmoid(a[3 * H + k] + b[3 * H + k]);
-    T cy = f * ((const T *)c.state)[j] + i * g;
-    ((T *)c.out1)[j] = cy;
-    ((T *)c.out0)[j] = o * cell_tanh(cy);
+    const T s = ((const T *)c.state)[j];
+    T *cn = (T *)c.out1 + j;
+    if constexpr (sizeof(T) == sizeof(float)) ((T *)c.out0)[j] = ember__lstm_f32(a, b, H, k, s, cn);
+    else ((T *)c.out0)[j] = ember__lstm_f64(a, b, H, k, s, cn);
 }
 
 /* h' = n + z (h - n), n = tanh(gi_n + r gh_n) */
@@ -38,9 +35,9 @@ template <class T> EMBER_HD void gru_at(const ecu_cell &c, int64_t j)
 {
     int64_t H = c.H, k = j % H;
     const T *a = (const T *)c.gi + (j / H) * 3 * H, *b = (const T *)c.gh + (j / H) * 3 * H;
-    T r = cell_sigmoid(a[k] + b[k]), z = cell_sigmoid(a[H + k] + b[H + k]);
-    T nv = cell_tanh(a[2 * H + k] + r * b[2 * H + k]);
-    ((T *)c.out0)[j] = nv + z * (((const T *)c.state)[j] - nv);
+    const T h = ((const T *)c.state)[j];
+    if constexpr (sizeof(T) == sizeof(float)) ((T *)c.out0)[j] = ember__gru_f32(a, b, H, k, h);
+    else ((T *)c.out0)[j] = ember__gru_f64(a, b, H, k, h);
 }
 
 }   // namespace ember_cuda

@@ -31,6 +31,14 @@ EMBER_HD float ember__erff(float x) { return erff(x); }
 EMBER_HD float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 EMBER_HD double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* the core's formulas (ipow, pow, gelu, clamp, relu's adjoint) over the
+   ember__tanhf and ember__erff above */
+#include "formulas.h"
+
+/* The ops the device kernels compute come from ops.def's lines: the core's
+   ember__is_unary_op and has_binary below. The host launches no other (the
+   forwards check), so the kernels' switches have no case to fall back on:
+   their default is never taken. */
 EMBER_HD float unary(int op, float x)
 {
     switch (op) {
@@ -38,7 +46,7 @@ EMBER_HD float unary(int op, float x)
 #define BINARY(...)
 #define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F32;
 #include "ops/ops.def"
-    default: return x;
+    default: return NAN;   /* never: ember__is_unary_op */
     }
 }
 
@@ -49,129 +57,127 @@ EMBER_HD double unary(int op, double x)
 #define BINARY(...)
 #define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F64;
 #include "ops/ops.def"
-    default: return x;
+    default: return NAN;   /* never: ember__is_unary_op */
     }
 }
 
-/* gelu as the CPU computes it: float32 in float over ember__tanhf/erff,
-   every other dtype in double */
-EMBER_HD float gelu(float x, bool tanh_form)
+EMBER_HD float gelu(float x, bool tanh_form) { return ember__gelu_f32(x, tanh_form); }
+EMBER_HD double gelu(double x, bool tanh_form) { return ember__gelu_f64(x, tanh_form); }
+
+/* clamp in float for float32, in double for every other dtype, as the CPU */
+EMBER_HD float clamp_to(float x, const ecu_unary_attrs &a)
 {
-    const float k = 0.79788456080286535588f, r = 0.70710678118654752440f;   /* sqrt(2/pi), sqrt(1/2) */
-    return tanh_form ? 0.5f * x * (1.0f + ember__tanhf(k * (x + 0.044715f * x * x * x)))
-                     : 0.5f * x * (1.0f + ember__erff(x * r));
+    return ember__clamp_f32(x, a.has_lo ? (float)a.lo : -INFINITY, a.has_hi ? (float)a.hi : INFINITY);
 }
 
-EMBER_HD double gelu(double x, bool tanh_form)
+EMBER_HD double clamp_to(double x, const ecu_unary_attrs &a)
 {
-    const double k = 0.79788456080286535588, r = 0.70710678118654752440;
-    return tanh_form ? 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x))) : 0.5 * x * (1 + erf(x * r));
+    return ember__clamp_f64(x, a.has_lo ? a.lo : -INFINITY, a.has_hi ? a.hi : INFINITY);
 }
 
-/* clamp in T (float for float32, double for every other dtype, as the CPU):
-   NaN stays NaN, and lo > hi gives hi */
-template <class T> EMBER_HD T clamp_to(T x, const ecu_unary_attrs &a)
+/* formulas.h's integer forms of the unary ops, in int64_t, wrapping to the
+   output's width as the CPU's do; the others compute in double
+   (unary_compute) */
+inline bool has_int_unary(int op)
 {
-    T lo = a.has_lo ? (T)a.lo : -(T)INFINITY, hi = a.has_hi ? (T)a.hi : (T)INFINITY;
-    T y = x < lo ? lo : x;
-    y = y > hi ? hi : y;
-    return x != x ? x : y;
+    switch (op) {
+#define INT_FORM(E, EXPR) case EMBER_OP_##E:
+        EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
+        return true;
+    default: return false;
+    }
 }
 
-/* the integer forms of the OPF_KEEPS_INT ops, wrapping as the CPU's do */
 EMBER_HD int64_t unary(int op, int64_t x)
 {
+    typedef int64_t T;
+    typedef uint64_t U;
     switch (op) {
-    case EMBER_OP_NEG: return (int64_t)(0u - (uint64_t)x);
-    case EMBER_OP_ABS: return x < 0 ? (int64_t)(0u - (uint64_t)x) : x;
-    case EMBER_OP_SIGN: return (x > 0) - (x < 0);
-    case EMBER_OP_RELU: return x > 0 ? x : 0;
-    default: return x;
+#define INT_FORM(E, EXPR) case EMBER_OP_##E: return EXPR;
+        EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
+    default: return 0;   /* never: has_int_unary */
     }
 }
 
-/* x to an integer power y >= 0 (fwd_binary refuses negative ones), wrapping */
-EMBER_HD int64_t ipow(int64_t x, int64_t y)
+/* The binary ops, made of ops.def's expressions: float32's in float,
+   float64's in double, the integer forms in int64_t (T; U its unsigned
+   twin), whose results wrap to the output's width as the CPU's kernels do.
+   A BINARY_FLOAT line has no integer form: integers compute in float32
+   (ember__binary_types). relu_backward (x the gradient, y relu's output) is
+   formulas.h's. */
+template <class T> EMBER_HD T binary(int op, T x, T y)   /* T float or double */
 {
-    uint64_t r = 1, b = (uint64_t)x;
-    while (y > 0) {
-        if (y & 1) r *= b;
-        b *= b;
-        y >>= 1;
+    constexpr bool f32 = sizeof(T) == sizeof(float);
+    switch (op) {
+#define OP(...)
+#define UNARY(...)
+#define BINARY(E, n, grad, flags, save, F32, F64, INT) \
+    case EMBER_OP_##E: if constexpr (f32) return F32; else return F64;
+#define BINARY_FLOAT(E, n, grad, flags, save, F32, F64) BINARY(E, n, grad, flags, save, F32, F64, ~)
+#define COMPARE(...)
+#include "ops/ops.def"
+    case EMBER_OP_RELU_BACKWARD: return EMBER_RELU_BACKWARD(T, x, y);
+    default: return NAN;   /* never: has_binary */
     }
-    return (int64_t)r;
 }
 
-EMBER_HD float power(float x, float y) { return y == 2.0f ? x * x : powf(x, y); }
-EMBER_HD double power(double x, double y) { return y == 2.0 ? x * x : pow(x, y); }
-EMBER_HD int64_t power(int64_t x, int64_t y) { return ipow(x, y); }
+EMBER_HD int64_t binary(int op, int64_t x, int64_t y)
+{
+    typedef int64_t T;
+    typedef uint64_t U;
+    switch (op) {
+#define OP(...)
+#define UNARY(...)
+#define BINARY(E, n, grad, flags, save, F32, F64, INT) case EMBER_OP_##E: return INT;
+#define BINARY_FLOAT(...)
+#define COMPARE(...)
+#include "ops/ops.def"
+    case EMBER_OP_RELU_BACKWARD: return EMBER_RELU_BACKWARD(T, x, y);
+    default: return 0;   /* never: has_binary, and no integer compute for BINARY_FLOAT lines */
+    }
+}
 
-/* maximum and minimum propagate NaN from either side */
+/* maximum and minimum (and the reductions) propagate NaN from either side */
 template <class T> EMBER_HD bool is_nan(T x) { return x != x; }
 
-template <class T> EMBER_HD T binary(int op, T x, T y)
-{
-    switch (op) {
-    case EMBER_OP_ADD: return x + y;
-    case EMBER_OP_SUB: return x - y;
-    case EMBER_OP_MUL: return x * y;
-    case EMBER_OP_DIV: return x / y;   /* float types only: integer division is true division */
-    case EMBER_OP_POW: return power(x, y);
-    case EMBER_OP_MAXIMUM: return (is_nan(x) || x > y) ? x : y;
-    case EMBER_OP_RELU_BACKWARD: return y <= 0 ? (T)0 : x;   /* x the gradient, y relu's output (NaN passes x) */
-    default: return (is_nan(x) || x < y) ? x : y;     /* MINIMUM */
-    }
-}
-
-/* integer add, sub and mul wrap instead of overflowing */
-template <> EMBER_HD int64_t binary<int64_t>(int op, int64_t x, int64_t y)
-{
-    uint64_t a = (uint64_t)x, b = (uint64_t)y;
-    switch (op) {
-    case EMBER_OP_ADD: return (int64_t)(a + b);
-    case EMBER_OP_SUB: return (int64_t)(a - b);
-    case EMBER_OP_MUL: return (int64_t)(a * b);
-    case EMBER_OP_POW: return ipow(x, y);
-    case EMBER_OP_MAXIMUM: return x > y ? x : y;
-    case EMBER_OP_RELU_BACKWARD: return y <= 0 ? 0 : x;
-    default: return x < y ? x : y;   /* MINIMUM (DIV never computes in integers) */
-    }
-}
-
-/* the BINARY lines flagged OPF_BOOL_OUT */
+/* the COMPARE lines */
 EMBER_HD bool is_comparison(int op)
 {
     switch (op) {
 #define OP(...)
 #define UNARY(...)
-#define BINARY(E, n, grad, flags, save) case EMBER_OP_##E: return ((flags) & OPF_BOOL_OUT) != 0;
+#define BINARY(...)
+#define COMPARE(E, ...) case EMBER_OP_##E: return true;
 #include "ops/ops.def"
     default: return false;
-    }
-}
-
-/* The ops binary() and compare() compute: a BINARY line without its case
-   here gets no device kernel (its slot stays NULL), and test_kernel_math
-   fails until it has one. */
-inline bool has_binary(int op)
-{
-    switch (op) {
-    case EMBER_OP_ADD: case EMBER_OP_SUB: case EMBER_OP_MUL: case EMBER_OP_DIV: case EMBER_OP_POW:
-    case EMBER_OP_MAXIMUM: case EMBER_OP_MINIMUM: case EMBER_OP_RELU_BACKWARD:
-        return true;
-    default: return is_comparison(op);
     }
 }
 
 template <class T> EMBER_HD bool compare(int op, T x, T y)
 {
     switch (op) {
-    case EMBER_OP_EQ: return x == y;
-    case EMBER_OP_NE: return x != y;
-    case EMBER_OP_LT: return x < y;
-    case EMBER_OP_LE: return x <= y;
-    case EMBER_OP_GT: return x > y;
-    default: return x >= y;   /* GE */
+#define OP(...)
+#define UNARY(...)
+#define BINARY(...)
+#define COMPARE(E, n, EXPR) case EMBER_OP_##E: return EXPR;
+#include "ops/ops.def"
+    default: return false;   /* never: has_binary */
+    }
+}
+
+/* every line of ops.def's binary kinds, and relu_backward */
+inline bool has_binary(int op)
+{
+    switch (op) {
+#define OP(...)
+#define UNARY(...)
+#define BINARY(E, ...) case EMBER_OP_##E:
+#include "ops/ops.def"
+    case EMBER_OP_RELU_BACKWARD:
+        return true;
+    default: return false;
     }
 }
 
@@ -190,7 +196,7 @@ inline ecu_compute unary_compute(int op, int dt)
 {
     if (op == EMBER_OP_CLAMP) return dt == EMBER_FLOAT32 ? ECU_FLOAT : ECU_DOUBLE;
     if (is_float_dtype(dt)) return float_compute(dt);
-    return dt == EMBER_INT32 || dt == EMBER_INT64 ? ECU_INT64 : ECU_DOUBLE;
+    return (dt == EMBER_INT32 || dt == EMBER_INT64) && has_int_unary(op) ? ECU_INT64 : ECU_DOUBLE;
 }
 
 /* x through unary op, gelu and clamp with their attrs (in float or double:
@@ -241,12 +247,6 @@ EMBER_HD void convert_at(const ecu_iter &it, Index i)
 /* where(cond, a, b) into an output of a's and b's common dtype: a value
    already of that dtype is copied as it is, any other converted as
    ember__convert does; cond is true where it is not 0 (NaN included) */
-EMBER_HD int dtype_bytes(int dt)
-{
-    return dt == EMBER_FLOAT64 || dt == EMBER_INT64 ? 8 : dt == EMBER_FLOAT32 || dt == EMBER_INT32 ? 4
-           : dt == EMBER_UINT8 || dt == EMBER_BOOL ? 1 : 2;
-}
-
 template <class Index>
 EMBER_HD void where_at(const ecu_iter &it, Index i)
 {
@@ -255,7 +255,7 @@ EMBER_HD void where_at(const ecu_iter &it, Index i)
     int k = ember__load(it.data[1] + off[1], it.dtype[1]) != 0 ? 2 : 3;
     const char *src = it.data[k] + off[k];
     char *dst = it.data[0] + off[0];
-    if (it.dtype[k] == it.dtype[0]) memcpy(dst, src, (size_t)dtype_bytes(it.dtype[0]));
+    if (it.dtype[k] == it.dtype[0]) memcpy(dst, src, (size_t)ember__dtype_bytes(it.dtype[0]));
     else ember__store(dst, it.dtype[0], ember__load(src, it.dtype[k]));
 }
 

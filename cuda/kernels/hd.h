@@ -6,8 +6,8 @@
 #ifndef EMBER_CUDA_HD_H
 #define EMBER_CUDA_HD_H
 
-#ifdef EMBER_HD
-#error "cuda/kernels/hd.h must be included before the core's element.h and philox.h"
+#if defined(EMBER_HD) || defined(EMBER_FORMULA)
+#error "cuda/kernels/hd.h must be included before the core's element.h, philox.h and formulas.h"
 #endif
 
 #ifdef __CUDACC__
@@ -15,5 +15,7 @@
 #else
 #define EMBER_HD inline
 #endif
+/* the core's formulas.h, optim_math.h and cell_math.h (always_inline on the CPU) */
+#define EMBER_FORMULA EMBER_HD
 
 #endif

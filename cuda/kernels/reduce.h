@@ -30,12 +30,20 @@ template <> EMBER_HD int64_t reduce_identity<int64_t>(int op)
     return op == EMBER_OP_AMAX_ALL ? INT64_MIN : op == EMBER_OP_AMIN_ALL ? INT64_MAX : 0;
 }
 
+/* the reductions reduce_combine folds: the forward refuses any other, so
+   its switch has no case to fall back on */
+inline bool has_combine(int op)
+{
+    return op == EMBER_OP_SUM || op == EMBER_OP_MEAN || op == EMBER_OP_AMAX_ALL || op == EMBER_OP_AMIN_ALL;
+}
+
 template <class Acc> EMBER_HD Acc reduce_combine(int op, Acc a, Acc b)
 {
     switch (op) {
     case EMBER_OP_AMAX_ALL: return (is_nan(a) || a > b) ? a : b;
     case EMBER_OP_AMIN_ALL: return (is_nan(a) || a < b) ? a : b;
-    default: return a + b;   /* SUM, MEAN */
+    case EMBER_OP_SUM: case EMBER_OP_MEAN: return a + b;
+    default: return a;   /* never: has_combine */
     }
 }
 

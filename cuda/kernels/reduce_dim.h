@@ -35,7 +35,8 @@ EMBER_HD double stat_term(const ecu_stat &s, int pass, double x, double c)
     switch (s.op) {
     case EMBER_OP_VAR: return pass == 0 ? x : (x - c) * (x - c);
     case EMBER_OP_LOGSUMEXP: return pass == 0 ? x : exp(x - c);
-    default: return isinf(s.p) || s.p == 1 ? fabs(x) : s.p == 2 ? x * x : pow(fabs(x), s.p);
+    case EMBER_OP_NORM: return isinf(s.p) || s.p == 1 ? fabs(x) : s.p == 2 ? x * x : pow(fabs(x), s.p);
+    default: return NAN;   /* never: the forward runs VAR, LOGSUMEXP and NORM alone here */
     }
 }
 
@@ -57,7 +58,8 @@ EMBER_HD double stat_finish(const ecu_stat &s, double first, double second, int6
     switch (s.op) {
     case EMBER_OP_VAR: return second / (double)(len - (s.unbiased ? 1 : 0));
     case EMBER_OP_LOGSUMEXP: return is_nan(first) || isinf(first) ? first : first + log(second);
-    default: return isinf(s.p) || s.p == 1 ? first : s.p == 2 ? sqrt(first) : pow(first, 1 / s.p);
+    case EMBER_OP_NORM: return isinf(s.p) || s.p == 1 ? first : s.p == 2 ? sqrt(first) : pow(first, 1 / s.p);
+    default: return NAN;   /* never: the forward runs VAR, LOGSUMEXP and NORM alone here */
     }
 }
 

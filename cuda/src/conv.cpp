@@ -153,9 +153,10 @@ static int convolve(int op, const ecu_conv_desc &d, const void *a, const void *b
     case EMBER_OP_CONV2D_BACKWARD_INPUT:
         return run_best(c, cudnnGetConvolutionBackwardDataAlgorithm_v7, cudnnConvolutionBackwardData, s.w, b, s.y, a,
                         s.x);
-    default:
+    case EMBER_OP_CONV2D_BACKWARD_WEIGHT:
         return run_best(c, cudnnGetConvolutionBackwardFilterAlgorithm_v7, cudnnConvolutionBackwardFilter, s.x, a, s.y,
                         b, s.w);
+    default: return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "%s: not a convolution", name);
     }
 }
 

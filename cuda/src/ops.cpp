@@ -10,11 +10,19 @@ using ember_cuda::is_float_dtype;
 
 static int launched(cudaError_t err, int op) { return ecu_check(err, ecu_core->op_names[op]); }
 
+/* an op the elementwise kernels do not compute (a table entry pointing here by mistake) */
+static int no_kernel(int op)
+{
+    return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "%s: no elementwise device kernel computes it",
+                          ecu_core->op_names[op]);
+}
+
 /* UNARY lines, GELU (i[0] tanh form) and CLAMP (i[0] has_lo, i[1] has_hi, f[0] lo, f[1] hi) */
 int ecu_fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
     const ember_tensor *a = in[0];
+    if (!ember__is_unary_op(op)) return no_kernel(op);
     int dt = ecu_core->unary_dtype(op, a->dtype);
     EMBER_TRY(ecu_core->new_tensor(a->ndim, a->shape, dt, a->storage->device, out));
     ember_tensor *ts[2] = {*out, in[0]};
@@ -45,10 +53,11 @@ int ecu_fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *
     int nd;
     int64_t shape[EMBER_MAX_DIMS];
     EMBER_TRY(ecu_core->broadcast_shape(name, 2, in, &nd, shape));
-    int ct = ecu_core->result_type(2, in);
-    if (op == EMBER_OP_DIV && !is_float_dtype(ct)) ct = EMBER_FLOAT32;   /* true division */
+    if (!ember_cuda::has_binary(op)) return no_kernel(op);
+    int ct, odt;   /* relu_backward: its operands' common dtype, as the CPU's */
+    if (op == EMBER_OP_RELU_BACKWARD) odt = ct = ecu_core->result_type(2, in);
+    else odt = ecu_core->binary_types(op, in[0], in[1], &ct);
     if (op == EMBER_OP_POW && !is_float_dtype(ct)) EMBER_TRY(no_negative_exponent(in[1], ct));
-    int odt = ember_cuda::is_comparison(op) ? EMBER_BOOL : ct;
     EMBER_TRY(ecu_core->new_tensor(nd, shape, odt, in[0]->storage->device, out));
     ember_tensor *ts[3] = {*out, in[0], in[1]};
     ecu_iter it;

@@ -40,25 +40,27 @@ __global__ void cuda_max_pool_backward(pool_args a, const char *g, const int64_t
     }
 }
 
-template <class T> void launch_pool(int op, const pool_args &a, const char *src, char *dst, int64_t *idx)
+template <class T> cudaError_t launch_pool(int op, const pool_args &a, const char *src, char *dst, int64_t *idx)
 {
     const ember__pool_geom &p = a.p;
     int64_t n = p.N * p.C * (op == EMBER_OP_AVG_POOL2D_BACKWARD ? p.H * p.W : p.Ho * p.Wo);
-    if (n == 0) return;
-    switch (op) {
-    case EMBER_OP_MAX_POOL2D: cuda_max_pool<T><<<grid_for(n), THREADS>>>(a, src, dst, idx, n); break;
-    case EMBER_OP_AVG_POOL2D: cuda_avg_pool<T><<<grid_for(n), THREADS>>>(a, src, dst, n); break;
-    default: cuda_avg_pool_backward<T><<<grid_for(n), THREADS>>>(a, src, dst, n); break;
+    switch (op) {   /* max_pool2d_backward: ecu_launch_max_pool_backward */
+    case EMBER_OP_MAX_POOL2D: if (n) cuda_max_pool<T><<<grid_for(n), THREADS>>>(a, src, dst, idx, n); break;
+    case EMBER_OP_AVG_POOL2D: if (n) cuda_avg_pool<T><<<grid_for(n), THREADS>>>(a, src, dst, n); break;
+    case EMBER_OP_AVG_POOL2D_BACKWARD:
+        if (n) cuda_avg_pool_backward<T><<<grid_for(n), THREADS>>>(a, src, dst, n);
+        break;
+    default: return cudaErrorNotSupported;
     }
+    return cudaGetLastError();
 }
 
 }   // namespace
 
 extern "C" cudaError_t ecu_launch_pool(int op, const pool_args *a, const char *src, char *dst, int64_t *idx)
 {
-    if (a->dt == EMBER_FLOAT64) launch_pool<double>(op, *a, src, dst, idx);
-    else launch_pool<float>(op, *a, src, dst, idx);
-    return cudaGetLastError();
+    if (a->dt == EMBER_FLOAT64) return launch_pool<double>(op, *a, src, dst, idx);
+    return launch_pool<float>(op, *a, src, dst, idx);
 }
 
 extern "C" cudaError_t ecu_launch_max_pool_backward(const pool_args *a, const char *g, const int64_t *idx, void *gx,

@@ -21,6 +21,9 @@ static cudaError_t launch_reduce(int op, const ecu_reduce &r, const ember__reduc
 int ecu_fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
+    if (!is_stat(op) && !ember_cuda::has_combine(op))
+        return ecu_core->fail(EMBER_ERR_UNSUPPORTED, "%s: no device reduction kernel computes it",
+                              ecu_core->op_names[op]);
     ember__reduce_plan p;
     const ember_tensor *a = in[0];
     EMBER_TRY(ecu_core->reduce_plan(op, a, at, &p));

@@ -267,7 +267,8 @@ static void binary_one(const binary_case &c, int dt)
 static void check_binary(void)
 {
     for (const binary_case &c : BINARY_CASES) {
-        CHECK(has_binary(c.op), "%s has no device kernel: give it its case in kernels/elementwise.h", c.name);
+        CHECK(has_binary(c.op), "%s has no device kernel (elementwise.h makes them of ops.def's lines)",
+              c.name);
         for (int dt = 0; dt < EMBER_DTYPE_COUNT; dt++) binary_one(c, dt);
     }
 }

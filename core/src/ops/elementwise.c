@@ -6,29 +6,22 @@
 #include "ops.h"
 #include "../backend.h"
 #include "../polygamma.h"
+#include "../formulas.h"
 
 #include <math.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ binary kernels */
-static inline double pow_d(double x, double y) { return pow(x, y); }
-static inline int64_t ipow(int64_t x, int64_t y)
-{
-    if (y < 0) return x == 1 ? 1 : x == -1 ? (y & 1 ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x;
-    while (y) {
-        if (y & 1) r *= b;
-        b *= b;
-        y >>= 1;
-    }
-    return (int64_t)r;
-}
-
-/* EXPR reads x and y of type T. The three branches give the vectoriser
-   unit-stride loops for the common layouts. */
-#define BIN_LOOP(NAME, T, EXPR)                                                            \
-    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+/* ------------------------------------------------------------------ binary kernels
+   Made of ops.def's BINARY, BINARY_FLOAT and COMPARE lines: each line's
+   expressions of x and y become its typed loops here and its device kernels
+   in cuda/kernels/elementwise.h. EXPR reads x and y of type T (and U, T's
+   unsigned twin, for the integer forms). The three branches give the
+   vectoriser unit-stride loops for the common layouts. */
+#define BIN_LOOP(NAME, TY, UT, EXPR)                                                       \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)    \
     {                                                                                      \
+        typedef TY T;                                                                      \
+        typedef UT U __attribute__((unused));                                              \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z && s[2] == z) {                                         \
@@ -63,7 +56,7 @@ static inline int64_t ipow(int64_t x, int64_t y)
     }
 
 #define CMP_LOOP(NAME, T, EXPR)                                                            \
-    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)    \
     {                                                                                      \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
@@ -91,133 +84,97 @@ static inline int64_t ipow(int64_t x, int64_t y)
         }                                                                                  \
     }
 
-/* integer arithmetic wraps (through unsigned types) instead of being undefined */
-#define IADD(T, U) (T)((U)x + (U)y)
-#define ISUB(T, U) (T)((U)x - (U)y)
-#define IMUL(T, U) (T)((U)x * (U)y)
-
-#define FLOAT_BINARY(T, SUF, POW)                                                          \
-    BIN_LOOP(add_##SUF, T, x + y)                                                          \
-    BIN_LOOP(sub_##SUF, T, x - y)                                                          \
-    BIN_LOOP(mul_##SUF, T, x * y)                                                          \
-    BIN_LOOP(div_##SUF, T, x / y)                                                          \
-    BIN_LOOP(pow_##SUF, T, POW(x, y))                                                      \
-    BIN_LOOP(maximum_##SUF, T, (x != x || x > y) ? x : y)                                  \
-    BIN_LOOP(minimum_##SUF, T, (x != x || x < y) ? x : y)
-
-#define INT_BINARY(T, U, SUF)                                                              \
-    BIN_LOOP(add_##SUF, T, IADD(T, U))                                                     \
-    BIN_LOOP(sub_##SUF, T, ISUB(T, U))                                                     \
-    BIN_LOOP(mul_##SUF, T, IMUL(T, U))                                                     \
-    BIN_LOOP(pow_##SUF, T, (T)ipow(x, y))                                                  \
-    BIN_LOOP(maximum_##SUF, T, x > y ? x : y)                                              \
-    BIN_LOOP(minimum_##SUF, T, x < y ? x : y)
-
-#define CMP_ALL(T, SUF)                                                                    \
-    CMP_LOOP(eq_##SUF, T, x == y)                                                          \
-    CMP_LOOP(ne_##SUF, T, x != y)                                                          \
-    CMP_LOOP(lt_##SUF, T, x < y)                                                           \
-    CMP_LOOP(le_##SUF, T, x <= y)                                                          \
-    CMP_LOOP(gt_##SUF, T, x > y)                                                           \
-    CMP_LOOP(ge_##SUF, T, x >= y)
-
-FLOAT_BINARY(float, f32, powf)
-FLOAT_BINARY(double, f64, pow_d)
-/* x ^ 2, the common power (squared errors, norms): one multiply, which is what
-   pow rounds to as well, instead of a call to pow per element */
-BIN_LOOP(square_f32, float, ((void)y, x * x))
-BIN_LOOP(square_f64, double, ((void)y, x * x))
-INT_BINARY(int32_t, uint32_t, i32)
-INT_BINARY(int64_t, uint64_t, i64)
-INT_BINARY(uint8_t, uint8_t, u8)
-CMP_ALL(float, f32)
-CMP_ALL(double, f64)
-CMP_ALL(int32_t, i32)
-CMP_ALL(int64_t, i64)
-CMP_ALL(uint8_t, u8)
-
-typedef struct {
-    int op, dtype;
-} gen_ctx;
-
-static double binary_double(int op, double x, double y)
-{
-    switch (op) {
-    case EMBER_OP_ADD: return x + y;
-    case EMBER_OP_SUB: return x - y;
-    case EMBER_OP_MUL: return x * y;
-    case EMBER_OP_DIV: return x / y;
-    case EMBER_OP_POW: return pow(x, y);
-    case EMBER_OP_MAXIMUM: return (x != x || x > y) ? x : y;
-    case EMBER_OP_MINIMUM: return (x != x || x < y) ? x : y;
-    case EMBER_OP_EQ: return x == y;
-    case EMBER_OP_NE: return x != y;
-    case EMBER_OP_LT: return x < y;
-    case EMBER_OP_LE: return x <= y;
-    case EMBER_OP_GT: return x > y;
-    default: return x >= y;
+/* float16, bfloat16 (in place: fwd_binary widens them) and bool, through
+   double, rounded once on store (bool arithmetic is logical: the store
+   makes any nonzero true); ctx is the dtype */
+#define GEN_LOOP(NAME, EXPR, OUT_BOOL)                                                     \
+    static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    {                                                                                      \
+        int dt = *(const int *)ctx, odt = (OUT_BOOL) ? EMBER_BOOL : dt;                    \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            double x = ember__load(p[1] + i * s[1], dt), y = ember__load(p[2] + i * s[2], dt); \
+            ember__store(p[0] + i * s[0], odt, (double)(EXPR));                            \
+        }                                                                                  \
     }
-}
+
+#define FLOAT_LOOPS(E, n, flags, F32, F64)                                                 \
+    BIN_LOOP(n##_f32, float, float, F32)                                                   \
+    BIN_LOOP(n##_f64, double, double, F64)                                                 \
+    GEN_LOOP(n##_gen, F64, 0)
+#define OP(...)
+#define UNARY(...)
+#define BINARY(E, n, grad, flags, save, F32, F64, INT)                                     \
+    _Static_assert((flags) & OPF_KEEPS_INT, #n ": a BINARY line keeps integers (else BINARY_FLOAT)"); \
+    FLOAT_LOOPS(E, n, flags, F32, F64)                                                     \
+    BIN_LOOP(n##_i32, int32_t, uint32_t, INT)                                              \
+    BIN_LOOP(n##_i64, int64_t, uint64_t, INT)                                              \
+    BIN_LOOP(n##_u8, uint8_t, uint8_t, INT)
+#define BINARY_FLOAT(E, n, grad, flags, save, F32, F64)                                    \
+    _Static_assert(!((flags) & OPF_KEEPS_INT), #n ": a BINARY_FLOAT line has no integer form"); \
+    FLOAT_LOOPS(E, n, flags, F32, F64)
+#define COMPARE(E, n, EXPR)                                                                \
+    CMP_LOOP(n##_f32, float, EXPR)                                                         \
+    CMP_LOOP(n##_f64, double, EXPR)                                                        \
+    CMP_LOOP(n##_i32, int32_t, EXPR)                                                       \
+    CMP_LOOP(n##_i64, int64_t, EXPR)                                                       \
+    CMP_LOOP(n##_u8, uint8_t, EXPR)                                                        \
+    GEN_LOOP(n##_gen, EXPR, 1)
+#include "ops.def"
+/* x ^ 2, the common power (squared errors, norms): one multiply, which is what
+   pow rounds to as well (ember__powf), instead of a call to pow per element */
+BIN_LOOP(square_f32, float, float, ((void)y, x * x))
+BIN_LOOP(square_f64, double, double, ((void)y, x * x))
 
 static bool is_cmp(int op) { return ember__ops[op].flags & OPF_BOOL_OUT; }
 
-static void binary_generic(char **p, const int64_t *s, int64_t n, const void *vctx)
+/* the loop of one line for dtype dt (NULL: none; the integer forms are NULL
+   for a BINARY_FLOAT line) */
+static ember__loop_fn pick(int dt, ember__loop_fn f32, ember__loop_fn f64, ember__loop_fn i32, ember__loop_fn i64,
+                           ember__loop_fn u8, ember__loop_fn gen)
 {
-    const gen_ctx *c = vctx;
-    bool cmp = is_cmp(c->op);
-    int odt = cmp ? EMBER_BOOL : c->dtype;
-    for (int64_t i = 0; i < n; i++) {
-        double x = ember__load(p[1] + i * s[1], c->dtype), y = ember__load(p[2] + i * s[2], c->dtype);
-        double v = binary_double(c->op, x, y);
-        if (c->dtype == EMBER_BOOL && !cmp) v = v != 0;   /* bool arithmetic is logical */
-        ember__store(p[0] + i * s[0], odt, v);
+    switch (dt) {
+    case EMBER_FLOAT32: return f32;
+    case EMBER_FLOAT64: return f64;
+    case EMBER_INT32: return i32;
+    case EMBER_INT64: return i64;
+    case EMBER_UINT8: return u8;
+    case EMBER_FLOAT16: case EMBER_BFLOAT16: case EMBER_BOOL: return gen;
+    default: return NULL;
     }
 }
 
-#define PICK(OPNAME, SUFFIXES)                                                             \
-    case EMBER_OP_##OPNAME:                                                                \
-        switch (dt) { SUFFIXES }                                                           \
-        break;
-#define F(op) case EMBER_FLOAT32: return op##_f32; case EMBER_FLOAT64: return op##_f64;
-#define I(op) case EMBER_INT32: return op##_i32; case EMBER_INT64: return op##_i64; \
-              case EMBER_UINT8: return op##_u8;
-
-/* the kernel for op on operands of dtype dt; b (the second operand) picks a
-   faster kernel for some values, as x ^ 2 */
+/* the kernel for op on operands of dtype dt, NULL where there is none; b
+   (the second operand) picks a faster kernel for some values, as x ^ 2 */
 static ember__loop_fn binary_kernel(int op, int dt, const ember_tensor *b)
 {
     if (op == EMBER_OP_POW && b->numel == 1 && (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) &&
         ember__load(ember__ptr(b), dt) == 2.0)
         return dt == EMBER_FLOAT32 ? square_f32 : square_f64;
     switch (op) {
-        PICK(ADD, F(add) I(add))
-        PICK(SUB, F(sub) I(sub))
-        PICK(MUL, F(mul) I(mul))
-        PICK(DIV, F(div))
-        PICK(POW, F(pow) I(pow))
-        PICK(MAXIMUM, F(maximum) I(maximum))
-        PICK(MINIMUM, F(minimum) I(minimum))
-        PICK(EQ, F(eq) I(eq))
-        PICK(NE, F(ne) I(ne))
-        PICK(LT, F(lt) I(lt))
-        PICK(LE, F(le) I(le))
-        PICK(GT, F(gt) I(gt))
-        PICK(GE, F(ge) I(ge))
-    default: break;
+#define OP(...)
+#define UNARY(...)
+#define BINARY(E, n, ...) case EMBER_OP_##E: return pick(dt, n##_f32, n##_f64, n##_i32, n##_i64, n##_u8, n##_gen);
+#define BINARY_FLOAT(E, n, ...) case EMBER_OP_##E: return pick(dt, n##_f32, n##_f64, NULL, NULL, NULL, n##_gen);
+#define COMPARE(E, n, ...) case EMBER_OP_##E: return pick(dt, n##_f32, n##_f64, n##_i32, n##_i64, n##_u8, n##_gen);
+#include "ops.def"
+    default: return NULL;
     }
-    return NULL;
 }
 
 /* Runs a binary kernel into an output of the broadcast shape; `a` and `b`
-   already have dtype dt. */
-void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
+   already have dtype dt. Fails for an op or dtype with no kernel (a
+   fwd_binary that let one through). */
+int ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
 {
+    ember__loop_fn fn = binary_kernel(op, dt, b);
+    if (!fn)
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: no CPU kernel for dtype %s", ember__ops[op].name,
+                           ember_dtype_name(dt));
     ember_iter it;
     ember_tensor *ts[3] = {o, a, b};
     ember__iter_init(&it, 3, ts);
-    ember__loop_fn fn = binary_kernel(op, dt, b);
-    gen_ctx c = {op, dt};
-    ember__iter_run(&it, fn ? fn : binary_generic, &c);
+    ember__iter_run(&it, fn, &dt);
+    return EMBER_OK;
 }
 
 /* Small contiguous operands of the output's shape (or a scalar b) skip the
@@ -233,17 +190,18 @@ static bool run_binary_small(int op, int dt, ember_tensor *o, ember_tensor *a, e
     int64_t es = ember_dtype_size(dt), eo = ember_dtype_size(o->dtype);
     char *p[3] = {ember__ptr(o), ember__ptr(a), ember__ptr(b)};
     int64_t st[3] = {eo, es, b->numel == n ? es : 0};
-    gen_ctx c = {op, dt};
-    fn(p, st, n, &c);
+    fn(p, st, n, &dt);
     return true;
 }
 
-/* The dtype a binary op computes in, and the dtype of its result. */
+/* The dtype a binary op computes in, and the dtype of its result: PyTorch's
+   promotion, integers to float32 for a BINARY_FLOAT line (true division),
+   bool for a COMPARE line. The CUDA backend borrows this one definition. */
 int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute)
 {
     ember_tensor *ts[2] = {a, b};
     int rt = ember__result_type(2, ts);
-    if (op == EMBER_OP_DIV && !ember__is_float(rt)) rt = EMBER_FLOAT32;   /* true division */
+    if (!(ember__ops[op].flags & OPF_KEEPS_INT) && !ember__is_float(rt)) rt = EMBER_FLOAT32;
     *compute = rt;
     return is_cmp(op) ? EMBER_BOOL : rt;
 }
@@ -291,7 +249,7 @@ int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     EMBER_CHECK(ember__as_dtype(b, ct, &cb));
     if (op == EMBER_OP_POW && ember__is_int(ct)) EMBER_CHECK(ember__no_negative_exponent(cb));
     EMBER_CHECK(ember__new(nd, shape, odt == EMBER_BOOL ? odt : ct, EMBER_CPU, &o));
-    if (!run_binary_small(op, ct, o, ca, cb)) ember__run_binary(op, ct, o, ca, cb);
+    if (!run_binary_small(op, ct, o, ca, cb)) EMBER_CHECK(ember__run_binary(op, ct, o, ca, cb));
     if (o->dtype == odt) {
         *out = o;
         o = NULL;
@@ -402,8 +360,8 @@ int fwd_where(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
    0 where y <= 0, whatever g is (a NaN gradient included), and g where y is
    NaN (relu passed the NaN on), as PyTorch's threshold_backward.
    BIN_LOOP loads both operands, so this is a vector select, not a branch. */
-BIN_LOOP(relu_bwd_f32, float, y <= 0 ? 0.0f : x)
-BIN_LOOP(relu_bwd_f64, double, y <= 0 ? 0.0 : x)
+BIN_LOOP(relu_bwd_f32, float, float, EMBER_RELU_BACKWARD(T, x, y))
+BIN_LOOP(relu_bwd_f64, double, double, EMBER_RELU_BACKWARD(T, x, y))
 
 /* other dtypes, through double; ctx is the dtype */
 static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
@@ -411,7 +369,7 @@ static void relu_bwd_any(char **p, const int64_t *s, int64_t n, const void *ctx)
     int dt = *(const int *)ctx;
     for (int64_t i = 0; i < n; i++) {
         double y = ember__load(p[2] + i * s[2], dt);
-        ember__store(p[0] + i * s[0], dt, y <= 0 ? 0.0 : ember__load(p[1] + i * s[1], dt));
+        ember__store(p[0] + i * s[0], dt, EMBER_RELU_BACKWARD(double, ember__load(p[1] + i * s[1], dt), y));
     }
 }
 
@@ -433,12 +391,11 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 }
 
 /* ------------------------------------------------------------------ unary kernels */
-#define SQRT_HALF 0.70710678118654752440
-#define SQRT_2_OVER_PI 0.79788456080286535588
-
-#define UN_LOOP(NAME, T, EXPR)                                                             \
+#define UN_LOOP(NAME, TY, UT, EXPR)                                                        \
     EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
     {                                                                                      \
+        typedef TY T;                                                                      \
+        typedef UT U __attribute__((unused));                                              \
         EMBER_UNUSED(ctx);                                                                 \
         const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z) {                                                      \
@@ -458,21 +415,18 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 
 #define OP(...)
 #define BINARY(...)
-#define UNARY(E, n, grad, flags, save, F32, F64) UN_LOOP(n##_f32, float, F32) UN_LOOP(n##_f64, double, F64)
+#define UNARY(E, n, grad, flags, save, F32, F64) \
+    UN_LOOP(n##_f32, float, float, F32) UN_LOOP(n##_f64, double, double, F64)
 #include "ops.def"
-UN_LOOP(neg_i32, int32_t, (int32_t)(0u - (uint32_t)x))
-UN_LOOP(neg_i64, int64_t, (int64_t)(0u - (uint64_t)x))
-UN_LOOP(abs_i32, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
-UN_LOOP(abs_i64, int64_t, x < 0 ? (int64_t)(0u - (uint64_t)x) : x)
-UN_LOOP(relu_i32, int32_t, x > 0 ? x : 0)
-UN_LOOP(relu_i64, int64_t, x > 0 ? x : 0)
-UN_LOOP(sign_i32, int32_t, (x > 0) - (x < 0))
-UN_LOOP(sign_i64, int64_t, (x > 0) - (x < 0))
+/* formulas.h's integer forms, in int32 and int64 */
+#define INT_FORM(E, EXPR) UN_LOOP(int_##E##_i32, int32_t, uint32_t, EXPR) UN_LOOP(int_##E##_i64, int64_t, uint64_t, EXPR)
+EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
 
+/* gelu's form (approx: tanh) and clamp's bounds (an absent one infinite) */
 typedef struct {
     int op, dtype;
     int approx;
-    int has_lo, has_hi;
     double lo, hi;
 } un_ctx;
 
@@ -484,15 +438,9 @@ static double unary_double(const un_ctx *c, double x)
 #define BINARY(...)
 #define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return (F64);
 #include "ops.def"
-    case EMBER_OP_GELU:
-        if (c->approx) return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
-        return 0.5 * x * (1 + erf(x * SQRT_HALF));
-    case EMBER_OP_CLAMP:
-        if (x != x) return x;
-        if (c->has_lo && x < c->lo) x = c->lo;
-        if (c->has_hi && x > c->hi) x = c->hi;
-        return x;
-    default: return x;
+    case EMBER_OP_GELU: return ember__gelu_f64(x, c->approx);
+    case EMBER_OP_CLAMP: return ember__clamp_f64(x, c->lo, c->hi);
+    default: return NAN;   /* never: ember__run_unary refuses any other op */
     }
 }
 
@@ -503,13 +451,7 @@ static void unary_generic(char **p, const int64_t *s, int64_t n, const void *vct
         ember__store(p[0] + i * s[0], c->dtype, unary_double(c, ember__load(p[1] + i * s[1], c->dtype)));
 }
 
-EMBER_INLINE float gelu_tanh_f32(float x)
-{
-    return 0.5f * x * (1.0f + ember__tanhf((float)SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
-}
-
-EMBER_INLINE float gelu_erf_f32(float x) { return 0.5f * x * (1.0f + ember__erff(x * (float)SQRT_HALF)); }
-
+/* gelu in float32 (formulas.h's) */
 EMBER_SIMD static void gelu_f32(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const un_ctx *c = vctx;
@@ -517,45 +459,35 @@ EMBER_SIMD static void gelu_f32(char **p, const int64_t *s, int64_t n, const voi
         float *restrict o = (float *)p[0];
         const float *restrict a = (const float *)p[1];
         if (c->approx)
-            for (int64_t i = 0; i < n; i++) o[i] = gelu_tanh_f32(a[i]);
+            for (int64_t i = 0; i < n; i++) o[i] = ember__gelu_tanh_f32(a[i]);
         else
-            for (int64_t i = 0; i < n; i++) o[i] = gelu_erf_f32(a[i]);
+            for (int64_t i = 0; i < n; i++) o[i] = ember__gelu_erf_f32(a[i]);
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        float x = *(const float *)(p[1] + i * s[1]), y;
-        y = c->approx ? gelu_tanh_f32(x) : gelu_erf_f32(x);
-        *(float *)(p[0] + i * s[0]) = y;
+        float x = *(const float *)(p[1] + i * s[1]);
+        *(float *)(p[0] + i * s[0]) = ember__gelu_f32(x, c->approx);
     }
 }
 
-/* clamp in the tensor's float dtype: the bounds rounded to it compare as the
-   exact ones do (no value of the dtype lies between a bound and its rounding),
-   NaN stays NaN, and lo > hi gives hi, as the generic path and PyTorch */
-#define CLAMP_LOOP(NAME, T)                                                                \
-    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *vctx)              \
+/* clamp in the tensor's float dtype (formulas.h's), the bounds rounded to it */
+#define CLAMP_LOOP(T, SUF)                                                                 \
+    EMBER_SIMD static void clamp_##SUF(char **p, const int64_t *s, int64_t n, const void *vctx) \
     {                                                                                      \
         const un_ctx *c = vctx;                                                            \
-        const T lo = c->has_lo ? (T)c->lo : -(T)INFINITY, hi = c->has_hi ? (T)c->hi : (T)INFINITY; \
+        const T lo = (T)c->lo, hi = (T)c->hi;                                              \
         const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z) {                                                      \
             T *restrict o = (T *)p[0];                                                     \
             const T *restrict a = (const T *)p[1];                                         \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = a[i], y = x < lo ? lo : x;                                           \
-                y = y > hi ? hi : y;                                                       \
-                o[i] = x != x ? x : y;                                                     \
-            }                                                                              \
+            for (int64_t i = 0; i < n; i++) o[i] = ember__clamp_##SUF(a[i], lo, hi);       \
         } else {                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                T x = *(const T *)(p[1] + i * s[1]), y = x < lo ? lo : x;                  \
-                y = y > hi ? hi : y;                                                       \
-                *(T *)(p[0] + i * s[0]) = x != x ? x : y;                                  \
-            }                                                                              \
+            for (int64_t i = 0; i < n; i++)                                                \
+                *(T *)(p[0] + i * s[0]) = ember__clamp_##SUF(*(const T *)(p[1] + i * s[1]), lo, hi); \
         }                                                                                  \
     }
-CLAMP_LOOP(clamp_f32, float)
-CLAMP_LOOP(clamp_f64, double)
+CLAMP_LOOP(float, f32)
+CLAMP_LOOP(double, f64)
 
 static ember__loop_fn unary_kernel(int op, int dt)
 {
@@ -568,16 +500,15 @@ static ember__loop_fn unary_kernel(int op, int dt)
 #define UNARY(E, n, ...) case EMBER_OP_##E: return f ? n##_f32 : n##_f64;
 #include "ops.def"
         case EMBER_OP_CLAMP: return f ? clamp_f32 : clamp_f64;
-        default: return NULL;
+        default: return NULL;   /* gelu in float64: the generic path */
         }
     }
-    if (dt == EMBER_INT32 || dt == EMBER_INT64) {
+    if (dt == EMBER_INT32 || dt == EMBER_INT64) {   /* the others through double */
         bool w = dt == EMBER_INT64;
         switch (op) {
-        case EMBER_OP_NEG: return w ? neg_i64 : neg_i32;
-        case EMBER_OP_ABS: return w ? abs_i64 : abs_i32;
-        case EMBER_OP_RELU: return w ? relu_i64 : relu_i32;
-        case EMBER_OP_SIGN: return w ? sign_i64 : sign_i32;
+#define INT_FORM(E, EXPR) case EMBER_OP_##E: return w ? int_##E##_i64 : int_##E##_i32;
+            EMBER_UNARY_INT_FORMS(INT_FORM)
+#undef INT_FORM
         default: return NULL;
         }
     }
@@ -591,21 +522,22 @@ int ember__unary_dtype(int op, int dt)
     return EMBER_FLOAT32;
 }
 
-void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
+int ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a)
 {
-    un_ctx c = {op, a->dtype, 0, 0, 0, 0, 0};
+    if (!ember__is_unary_op(op))
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: not an elementwise op of one operand", ember__ops[op].name);
+    un_ctx c = {op, a->dtype, 0, -INFINITY, INFINITY};
     if (op == EMBER_OP_GELU) c.approx = (int)at->i[0];
     if (op == EMBER_OP_CLAMP) {
-        c.has_lo = (int)at->i[0];
-        c.has_hi = (int)at->i[1];
-        c.lo = at->f[0];
-        c.hi = at->f[1];
+        if (at->i[0]) c.lo = at->f[0];
+        if (at->i[1]) c.hi = at->f[1];
     }
     ember__loop_fn fn = unary_kernel(op, a->dtype);
     ember_iter it;
     ember_tensor *ts[2] = {o, a};
     ember__iter_init(&it, 2, ts);
     ember__iter_run(&it, fn ? fn : unary_generic, &c);
+    return EMBER_OK;
 }
 
 int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
@@ -616,7 +548,7 @@ int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
     int dt = ember__unary_dtype(op, in[0]->dtype);
     EMBER_TRY(ember__as_dtype(in[0], dt, &a));
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
-    ember__run_unary(op, at, *out, a);
+    EMBER_CHECK(ember__run_unary(op, at, *out, a));
 done:
     ember_tensor_release(a);
     return rc;

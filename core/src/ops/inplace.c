@@ -91,8 +91,9 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
             return rc;
         }
     }
-    ember__run_binary(op, ct, a, a, cb);
+    int rc = ember__run_binary(op, ct, a, a, cb);
     ember_tensor_release(cb);
+    if (rc < 0) return rc;
     a->storage->version++;
     return EMBER_OK;
 }
@@ -120,7 +121,7 @@ static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
         EMBER_TRY(ember__dispatch(op, 1, &a, at, &r));
         return inplace_finish(a, r, mark);
     }
-    ember__run_unary(op, at, a, a);
+    EMBER_TRY(ember__run_unary(op, at, a, a));
     a->storage->version++;
     return EMBER_OK;
 }

@@ -30,7 +30,7 @@ enum {
 /* ops.def's flags */
 enum {
     OPF_INPLACE = 1 << 0,     /* has an in-place form <name>_ */
-    OPF_KEEPS_INT = 1 << 1,   /* unary: integer inputs keep their dtype */
+    OPF_KEEPS_INT = 1 << 1,   /* integer inputs keep their dtype (BINARY and COMPARE lines, some UNARY ones) */
     OPF_BOOL_OUT = 1 << 2,    /* the result is bool */
     OPF_LUA = 1 << 3,         /* a generated Lua wrapper (BINARY and UNARY lines) */
     OPF_ANY_DEVICE = 1 << 4   /* the forward makes views, runs other ops or copies: any device runs it */
@@ -121,10 +121,12 @@ int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute);
 int ember__clamp_bounds(const char *op, const ember_tensor *a, const ember_attrs *at);
 /* Fails for a negative exponent of an integer pow, as PyTorch does. */
 int ember__no_negative_exponent(const ember_tensor *e);
-/* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype dt. */
-void ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
-/* Runs a unary op's kernel from a into o (same shape). */
-void ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
+/* Runs a binary op's kernel into o (the broadcast shape); a and b have dtype
+   dt. Fails for an op or dtype with no kernel. */
+int ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b);
+/* Runs a unary op's kernel from a into o (same shape); fails for an op that
+   is not one (a UNARY line, gelu, clamp). */
+int ember__run_unary(int op, const ember_attrs *at, ember_tensor *o, ember_tensor *a);
 
 /* ------------------------------------------------------------------ recurrent cells (rnn.c)
    The cells' first-order backward as kernels, not ops, for their rules when
@@ -277,6 +279,21 @@ int ember__check_dim(const char *op, const ember_tensor *a, int dim, int extra);
 /* Normalises a dims list into a bitmask; fails on out-of-range or repeated dims. */
 int ember__dims_mask(const char *op, const ember_tensor *t, int ndims, const int *dims,
                      unsigned *mask);
+
+/* the ops of fwd_unary, which both devices' elementwise kernels compute:
+   ops.def's UNARY lines, gelu and clamp */
+static inline bool ember__is_unary_op(int op)
+{
+    switch (op) {
+#define OP(...)
+#define BINARY(...)
+#define UNARY(E, ...) case EMBER_OP_##E:
+#include "ops.def"
+    case EMBER_OP_GELU: case EMBER_OP_CLAMP:
+        return true;
+    default: return false;
+    }
+}
 
 /* the logistic function for kernels (sigmoid, silu, the recurrent cells) */
 EMBER_INLINE float sigmoidf_(float x) { return 1.0f / (1.0f + ember__expf(-x)); }

@@ -12,7 +12,8 @@
    These are not recorded by autograd: an update is a write to a leaf. They
    bump the version of every tensor they write, so a recording that saved
    one of them still detects the change. Parameters on a device go to its
-   backend's kernels (cuda/kernels/optim.h, the same arithmetic). Operands
+   backend's kernels; the arithmetic of one element, for both devices, is
+   optim_math.h's. Operands
    they do not take (other dtypes or layouts) fail with EMBER_ERR_UNSUPPORTED,
    and callers fall back to composed ops.
 
@@ -24,15 +25,10 @@
    parameter it would be added to. */
 #include "ops.h"
 #include "../backend.h"
+#include "../optim_math.h"
 
-#include <float.h>
 #include <math.h>
 #include <string.h>
-
-/* x, or 0 where |x| is subnormal (a compare and a select: vectorises) */
-#define FLUSH(T, x) ((x) > -(T)T##_NORMAL_MIN && (x) < (T)T##_NORMAL_MIN ? (T)0 : (x))
-#define float_NORMAL_MIN FLT_MIN
-#define double_NORMAL_MIN DBL_MIN
 
 /* p, g and each state tensor: float32 or float64, one dtype, one shape,
    contiguous, on one device, no two sharing storage. */
@@ -87,40 +83,29 @@ typedef struct {
     int f64;
 } sgd_ctx;
 
-/* d = g + wd p; b = d (first step) or mom b + (1 - damp) d;
-   p -= lr (nesterov ? d + mom b : b); without momentum p -= lr d */
-#define SGD_BODY(T)                                                                            \
+/* optim_math.h's step over elements [b, e), each loop with one form of the
+   step (none, the first or a later with momentum) so that it vectorises */
+#define SGD_BODY(T, SUF)                                                                       \
     do {                                                                                       \
         T *restrict p = (T *)c->p + b;                                                         \
         T *restrict buf = c->buf ? (T *)c->buf + b : NULL;                                     \
         const T *restrict g = (const T *)c->g + b;                                             \
-        const T lr = (T)c->a.lr, mom = (T)c->a.momentum, damp1 = (T)(1 - c->a.dampening);      \
-        const T wd = (T)c->a.weight_decay, sgn = c->a.maximize ? (T)-1 : (T)1;                 \
+        const ember__sgd_consts_##SUF k = ember__sgd_consts_of_##SUF(&c->a);                   \
         const int64_t n = e - b;                                                               \
         if (!buf) {                                                                            \
-            for (int64_t i = 0; i < n; i++) p[i] -= lr * (sgn * g[i] + wd * p[i]);             \
-        } else if (c->a.first) {                                                                 \
-            for (int64_t i = 0; i < n; i++) {                                                  \
-                T d = sgn * g[i] + wd * p[i];                                                  \
-                buf[i] = d;                                                                    \
-                p[i] -= lr * (c->a.nesterov ? d + mom * d : d);                                  \
-            }                                                                                  \
+            for (int64_t i = 0; i < n; i++) p[i] = ember__sgd_##SUF(&k, p[i], g[i]);           \
+        } else if (c->a.first) {                                                               \
+            for (int64_t i = 0; i < n; i++) p[i] = ember__sgd_momentum_##SUF(&k, 1, p[i], g[i], &buf[i]); \
         } else {                                                                               \
-            for (int64_t i = 0; i < n; i++) {                                                  \
-                T d = sgn * g[i] + wd * p[i];                                                  \
-                T v = mom * buf[i] + damp1 * d;                                                \
-                v = FLUSH(T, v);                                                               \
-                buf[i] = v;                                                                    \
-                p[i] -= lr * (c->a.nesterov ? d + mom * v : v);                                  \
-            }                                                                                  \
+            for (int64_t i = 0; i < n; i++) p[i] = ember__sgd_momentum_##SUF(&k, 0, p[i], g[i], &buf[i]); \
         }                                                                                      \
     } while (0)
 
 EMBER_SIMD static void sgd_range(void *vctx, int64_t b, int64_t e)
 {
     const sgd_ctx *c = vctx;
-    if (c->f64) SGD_BODY(double);
-    else SGD_BODY(float);
+    if (c->f64) SGD_BODY(double, f64);
+    else SGD_BODY(float, f32);
 }
 
 int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
@@ -150,43 +135,31 @@ typedef struct {
     int f64;
 } adam_ctx;
 
-/* Adam: g += wd p. AdamW: p *= 1 - lr wd. Then m = b1 m + (1 - b1) g;
-   v = b2 v + (1 - b2) g^2 (amsgrad: vmax = max(vmax, v), used as v);
-   p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), bc = 1 - beta^step. */
-/* element i: the decayed weight pi and the new moments mi, vi (stored) */
-#define ADAM_MOMENTS(T)                                                                        \
-    T pi = p[i] * decay;                                                                       \
-    T gi = sgn * g[i] + l2 * p[i];                                                             \
-    T mi = FLUSH(T, b1 * m[i] + omb1 * gi);                                                    \
-    T vi = FLUSH(T, b2 * v[i] + omb2 * gi * gi);                                               \
-    m[i] = mi;                                                                                 \
-    v[i] = vi
-
-#define ADAM_BODY(T, SQRT)                                                                     \
+/* optim_math.h's step over elements [b, e): two loops, so that the common
+   one (no amsgrad) has no store under a condition and the compiler
+   vectorises it */
+#define ADAM_BODY(T, SUF)                                                                      \
     do {                                                                                       \
         T *restrict p = (T *)c->p + b, *restrict m = (T *)c->m + b, *restrict v = (T *)c->v + b; \
         T *restrict vmax = c->vmax ? (T *)c->vmax + b : NULL;                                  \
         const T *restrict g = (const T *)c->g + b;                                             \
-        const ember__adam_args *a = &c->a;                                                     \
-        const T b1 = (T)a->beta1, b2 = (T)a->beta2, eps = (T)a->eps, wd = (T)a->weight_decay;  \
-        const T omb1 = (T)(1 - a->beta1), omb2 = (T)(1 - a->beta2); /* in double, rounded once */ \
-        const T step = (T)(a->lr / a->bc1), inv_bc2 = (T)(1 / a->bc2_sqrt);                    \
-        const T decay = a->decoupled ? (T)(1 - a->lr * a->weight_decay) : (T)1;                \
-        const T l2 = a->decoupled ? (T)0 : wd, sgn = a->maximize ? (T)-1 : (T)1;               \
+        const ember__adam_consts_##SUF k = ember__adam_consts_of_##SUF(&c->a);                 \
         const int64_t n = e - b;                                                               \
-        /* two loops, so that the common one (no amsgrad) has no store under a condition     \
-           and the compiler vectorises it */                                                 \
         if (vmax) {                                                                            \
             for (int64_t i = 0; i < n; i++) {                                                  \
-                ADAM_MOMENTS(T);                                                               \
-                vi = vmax[i] > vi ? vmax[i] : vi;                                              \
+                T mi = m[i], vi = v[i], pd = ember__adam_moments_##SUF(&k, p[i], g[i], &mi, &vi); \
+                m[i] = mi;                                                                     \
+                v[i] = vi;                                                                     \
+                vi = ember__amsgrad_##SUF(vmax[i], vi);                                        \
                 vmax[i] = vi;                                                                  \
-                p[i] = pi - step * mi / (SQRT(vi) * inv_bc2 + eps);                            \
+                p[i] = ember__adam_weight_##SUF(&k, pd, mi, vi);                               \
             }                                                                                  \
         } else {                                                                               \
             for (int64_t i = 0; i < n; i++) {                                                  \
-                ADAM_MOMENTS(T);                                                               \
-                p[i] = pi - step * mi / (SQRT(vi) * inv_bc2 + eps);                            \
+                T mi = m[i], vi = v[i], pd = ember__adam_moments_##SUF(&k, p[i], g[i], &mi, &vi); \
+                m[i] = mi;                                                                     \
+                v[i] = vi;                                                                     \
+                p[i] = ember__adam_weight_##SUF(&k, pd, mi, vi);                               \
             }                                                                                  \
         }                                                                                      \
     } while (0)
@@ -194,8 +167,8 @@ typedef struct {
 EMBER_SIMD static void adam_range(void *vctx, int64_t b, int64_t e)
 {
     const adam_ctx *c = vctx;
-    if (c->f64) ADAM_BODY(double, sqrt);
-    else ADAM_BODY(float, sqrtf);
+    if (c->f64) ADAM_BODY(double, f64);
+    else ADAM_BODY(float, f32);
 }
 
 int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,

@@ -446,10 +446,11 @@ int ember__pool_plan_make(int op, ember_tensor *const *in, const ember_attrs *at
     switch (op) {
     case EMBER_OP_MAX_POOL2D_BACKWARD: return max_pool_bwd_geom(name, in[0], in[1], at, rs, p);
     case EMBER_OP_AVG_POOL2D_BACKWARD: return pool_bwd_geom(name, in[0], at, rs, p);
-    default:
+    case EMBER_OP_MAX_POOL2D: case EMBER_OP_AVG_POOL2D:
         EMBER_TRY(pool_fwd_geom(name, in[0], at, p));
         rs[0] = p->N, rs[1] = p->C, rs[2] = p->Ho, rs[3] = p->Wo;
         return EMBER_OK;
+    default: return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: not a pooling op", name);
     }
 }
 

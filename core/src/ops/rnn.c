@@ -7,6 +7,7 @@
    ops in grad_rules_nn.c (so second derivatives work).
    N batch, H hidden size; every operand is (N, k H) row-major. */
 #include "ops.h"
+#include "../cell_math.h"
 
 #include <math.h>
 
@@ -15,47 +16,31 @@
    ivdep), so the loop over H vectorises in float32 (float64 calls libm). */
 typedef void (*row_fn)(const void *gi, const void *gh, const void *state, void *out0, void *out1, int64_t H);
 
-/* c' = f c + i g, h = o tanh(c'), (i, f, g, o) = (sigmoid, sigmoid, tanh,
-   sigmoid) of gi + gh */
-#define LSTM_ROW(NAME, T, SIG, TANH)                                                       \
-    EMBER_SIMD static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
-                     void *out1, int64_t H)                                                \
+/* a row of cell_math.h's cells */
+#define LSTM_ROW(T, SUF)                                                                   \
+    EMBER_SIMD static void lstm_row_##SUF(const void *gi, const void *gh, const void *state, void *out0, \
+                                          void *out1, int64_t H)                           \
     {                                                                                      \
         const T *a = gi, *b = gh, *c = state;                                              \
         T *h = out0, *cn = out1;                                                           \
-        const T *ai = a, *af = a + H, *ag = a + 2 * H, *ao = a + 3 * H;                    \
-        const T *bi = b, *bf = b + H, *bg = b + 2 * H, *bo = b + 3 * H;                    \
         _Pragma("GCC ivdep")                                                               \
-        for (int64_t k = 0; k < H; k++) {                                                  \
-            T i = SIG(ai[k] + bi[k]), f = SIG(af[k] + bf[k]);                              \
-            T g = TANH(ag[k] + bg[k]), o = SIG(ao[k] + bo[k]);                             \
-            T cy = f * c[k] + i * g;                                                       \
-            cn[k] = cy;                                                                    \
-            h[k] = o * TANH(cy);                                                           \
-        }                                                                                  \
+        for (int64_t k = 0; k < H; k++) h[k] = ember__lstm_##SUF(a, b, H, k, c[k], &cn[k]); \
     }
-LSTM_ROW(lstm_row_f32, float, sigmoidf_, ember__tanhf)
-LSTM_ROW(lstm_row_f64, double, sigmoid_, tanh)
+LSTM_ROW(float, f32)
+LSTM_ROW(double, f64)
 
-/* h' = (1 - z) n + z h, (r, z) = sigmoid(gi + gh), n = tanh(gi_n + r gh_n):
-   r scales gh_n with its bias, as in PyTorch */
-#define GRU_ROW(NAME, T, SIG, TANH)                                                        \
-    EMBER_SIMD static void NAME(const void *gi, const void *gh, const void *state, void *out0,        \
-                     void *out1, int64_t H)                                                \
+#define GRU_ROW(T, SUF)                                                                    \
+    EMBER_SIMD static void gru_row_##SUF(const void *gi, const void *gh, const void *state, void *out0, \
+                                         void *out1, int64_t H)                            \
     {                                                                                      \
         EMBER_UNUSED(out1);                                                                \
         const T *a = gi, *b = gh, *hp = state;                                             \
         T *h = out0;                                                                       \
-        const T *ar = a, *az = a + H, *an = a + 2 * H, *br = b, *bz = b + H, *bn = b + 2 * H; \
         _Pragma("GCC ivdep")                                                               \
-        for (int64_t k = 0; k < H; k++) {                                                  \
-            T r = SIG(ar[k] + br[k]), z = SIG(az[k] + bz[k]);                              \
-            T nv = TANH(an[k] + r * bn[k]);                                                \
-            h[k] = nv + z * (hp[k] - nv);                                                  \
-        }                                                                                  \
+        for (int64_t k = 0; k < H; k++) h[k] = ember__gru_##SUF(a, b, H, k, hp[k]);        \
     }
-GRU_ROW(gru_row_f32, float, sigmoidf_, ember__tanhf)
-GRU_ROW(gru_row_f64, double, sigmoid_, tanh)
+GRU_ROW(float, f32)
+GRU_ROW(double, f64)
 
 /* Gate elements per task: each costs several exp, so a batch of 64 rows of a
    256-unit LSTM (65536 gates) is already worth both cores. */
