@@ -3,7 +3,7 @@
    did not, and follow the flag:
    - matrix products: OpenBLAS splits a product over its own threads, and the
      split changes the rounding. Under the flag OpenBLAS runs on one thread and
-     ember splits each product into fixed blocks of rows (matmul.c), which its
+     ember splits each product into fixed blocks of rows (gemm.c), which its
      own pool runs in parallel: the same blocks, so the same bits, for any
      number of threads.
    - conv2d: a weight gradient is summed over per-task partial sums, one task

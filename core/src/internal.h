@@ -62,7 +62,8 @@ const char *ember__tshape(char *buf, const ember_tensor *t);
 bool ember__blas_avx512(void);   /* OpenBLAS's core runs AVX-512 kernels */
 bool ember__cpu_avx512f(void);   /* the CPU runs AVX-512F (ember's own intrinsics kernels may run) */
 /* C = op(A) op(B) + beta C, row-major, dt EMBER_FLOAT32 or EMBER_FLOAT64: the
-   BLAS libember loaded (sgemm/dgemm), or reference loops without one */
+   BLAS libember loaded (sgemm/dgemm), or reference loops without one. Kernels
+   call ops/gemm.c's ember__gemm_run, which decides how a product runs. */
 void ember__gemm(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                  const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* a symbol of the BLAS blas.c loaded (LAPACK's: ops/lapack.c); NULL without it */

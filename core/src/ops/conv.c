@@ -5,8 +5,8 @@
    each group is one large GEMM instead of nb small ones; the chunk is sized
    so cols stays near 16M elements. The two adjoints reuse the same unfolding:
    the input gradient is W^T g folded back (col2im), the weight gradient is
-   g cols^T summed over chunks. OpenBLAS threads the GEMMs itself; the
-   unfolding runs on ember's pool, which sleeps while BLAS works.
+   g cols^T summed over chunks. The GEMMs go through gemm.c's one entry;
+   the batch is split into tasks on ember's pool (conv_run).
    Dtypes: nn.h. */
 #include "conv.h"
 
@@ -291,8 +291,8 @@ static bool is_pointwise(const conv_geom *g)
 
 /* One driver for the three products (conv.h); a and b are the op's inputs. */
 /* The batch is split into one task per thread; each task unfolds its own
-   chunks and calls a single-threaded GEMM on them, with OpenBLAS held at one
-   thread meanwhile. On these thin products (a few dozen output channels)
+   chunks and runs its products through gemm.c on the task's thread, with
+   OpenBLAS held at one thread meanwhile. On these thin products (a few dozen output channels)
    OpenBLAS's own threading gains little, while independent per-task GEMMs on
    cache-sized chunks use both cores. The weight gradient is summed from one
    accumulator per task, in task order, so results do not depend on timing. */
@@ -307,6 +307,14 @@ typedef struct {
     char **cols, **gl, **acc;
     size_t cols_bytes, gl_bytes;
 } conv_job;
+
+/* C (M x N, contiguous) = op(A) op(B) + beta C through gemm.c's entry */
+static void product(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda,
+                    const char *B, int64_t ldb, double beta, char *C)
+{
+    const ember__mat a = {A, ta, lda}, b = {B, tb, ldb};
+    ember__gemm_run(dt, M, N, K, &a, &b, beta, C);
+}
 
 static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, bool first)
 {
@@ -324,20 +332,20 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
         switch (j->kind) {
         case CONV_FWD:   /* y_g (Og x L) = w_g (Og x K) cols (K x L) */
             if (!pw) unfold(&u);
-            ember__gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
+            product(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg);
             break;
         case CONV_BWD_INPUT:   /* cols (K x L) = w_g^T gy_g, folded back into gx */
             if (pw) {
-                ember__gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
+                product(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm);
             } else {
-                ember__gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
+                product(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols);
                 fold(&u);
             }
             break;
         case CONV_BWD_WEIGHT:   /* gw_g (Og x K) += gy_g (Og x L) cols^T */
             if (!pw) unfold(&u);
-            ember__gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
-                 j->acc[task] + gi * g->Og * g->K * es, g->K);
+            product(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
+                    j->acc[task] + gi * g->Og * g->K * es);
             break;
         }
     }
@@ -386,10 +394,9 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
                   kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL,
                   ember__ptr(res), cols, gl, acc, cols_bytes, gl_bytes};
     if (kind == CONV_BWD_INPUT) memset(ember__ptr(res), 0, (size_t)(res->numel * es));
-    int blas_threads = ember__openblas_threads();
-    if (ntasks > 1) ember__openblas_set_threads(1);
+    int blas_threads = ember__gemm_hold_one_thread(ntasks > 1);
     ember__parallel_for(ntasks, 1, conv_tasks, &j);
-    if (ntasks > 1) ember__openblas_set_threads(blas_threads);
+    ember__gemm_release_hold(blas_threads);
     if (kind == CONV_BWD_WEIGHT)
         for (int64_t t = 1; t < ntasks; t++) {
             int64_t n = g->O * g->K;

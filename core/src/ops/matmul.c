@@ -1,23 +1,16 @@
 /* matmul.c: matmul with PyTorch's semantics (1-D dot, matrix-vector, batched
-   with broadcast batch dims). float32 / float64 go to OpenBLAS (sgemm/dgemm, through blas.c);
-   a strided matrix with a unit stride in either dim is passed as is (as a
-   transposed operand when needed), anything else is copied first. float16 and
-   bfloat16 compute in float32; integers use a blocked loop with wrapping int64
-   accumulation. OpenBLAS threads itself: no kernel pool around it. */
+   with broadcast batch dims). float32 / float64 go to gemm.c's one product
+   entry (oneDNN, AVX-512 loops or OpenBLAS by its policy); a strided matrix
+   with a unit stride in either dim is passed as is (as a transposed operand
+   when needed), anything else is copied first. float16 and bfloat16 compute
+   in float32; integers use a blocked loop with wrapping int64 accumulation. */
 #include "ops.h"
 
 #include <string.h>
 
-/* A 2-D operand as BLAS sees it: base pointer, transposed or not, leading dim. */
-typedef struct {
-    const char *p;
-    bool trans;
-    int64_t ld;
-} mat;
-
 /* m x k matrix at element offset off with strides (rs, cs) */
 static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
-                    mat *m)
+                    ember__mat *m)
 {
     m->p = base + off * es;
     /* the stride of a dim of size 1 is never stepped: a (3, 1, 1) tensor
@@ -35,70 +28,6 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
         return true;
     }
     return false;
-}
-
-/* Products below this many multiply-adds run on one OpenBLAS thread (OpenBLAS
-   itself threads from 2^18). Such a product takes 5-20 us on one core; handing
-   half of it to OpenBLAS's worker costs that worker's wake-up, and afterwards
-   the worker spins for about 0.1 s (OpenBLAS's thread timeout) beside the
-   OpenMP team that runs oneDNN and ember's kernels. The CNN recipe's
-   10-class weight gradient (10 x 1568 x 64) is one. */
-#define BLAS_ONE_THREAD_MNK ((int64_t)1 << 22)
-
-/* C = op(A) op(B) + beta C, C contiguous (M, N) */
-static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
-{
-    int64_t ldc = N > 0 ? N : 1;
-    if (dt == EMBER_FLOAT32 && ember__sgemm_skinny(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
-                                                   (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
-        return;
-    if (dt == EMBER_FLOAT32 && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
-                                                 (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
-        return;
-    /* as many OpenBLAS threads as the thread policy gives the product, at most */
-    int blas_threads = ember__openblas_threads();
-    int use = 1;
-    if (M * N * K < BLAS_ONE_THREAD_MNK) ember__job_inline();
-    else use = ember__job_threads(M * N * K);
-    bool capped = use < blas_threads;
-    if (capped) ember__openblas_set_threads(use);
-    ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
-    if (capped) ember__openblas_set_threads(blas_threads);
-    ember__team_done(capped ? use : blas_threads, true);
-}
-
-/* Deterministic mode: fixed blocks of DET_ROWS rows of the product, each a
-   single-threaded BLAS call, spread over ember's pool. A block's rows read the
-   same data in the same order whoever runs it. */
-#define DET_ROWS 64
-typedef struct {
-    int dt;
-    int64_t M, N, K;
-    const mat *a, *b;
-    double beta;
-    char *c;
-} gemm_job;
-
-static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
-{
-    const gemm_job *j = vctx;
-    int es = ember_dtype_size(j->dt);
-    for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t r0 = blk * DET_ROWS, rows = j->M - r0 < DET_ROWS ? j->M - r0 : DET_ROWS;
-        mat a = *j->a;   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
-        a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
-        gemm_direct(j->dt, rows, j->N, j->K, &a, j->b, j->beta, j->c + r0 * j->N * es);
-    }
-}
-
-static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
-{
-    if (!ember_is_deterministic() || M <= DET_ROWS) {
-        gemm_direct(dt, M, N, K, a, b, beta, c);
-        return;
-    }
-    gemm_job j = {dt, M, N, K, a, b, beta, c};
-    ember__parallel_for((M + DET_ROWS - 1) / DET_ROWS, 1, gemm_blocks, &j);
 }
 
 static void gemm_int(int dt, int64_t M, int64_t N, int64_t K, const ember_tensor *a, int64_t aoff,
@@ -237,7 +166,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
             ember__matmul_offsets(p.nbatch, idx, ca, cb, &aoff, &boff);
             char *c = obuf + bi * M * N * es;
             if (ember__is_float(cdt)) {
-                mat ma, mb;
+                ember__mat ma, mb;
                 bool ok_a = as_blas(ca->storage->data, es, aoff, M, K, ca->strides[ca->ndim - 2],
                                     ca->strides[ca->ndim - 1], &ma);
                 bool ok_b = as_blas(cb->storage->data, es, boff, K, N, cb->strides[cb->ndim - 2],
@@ -256,7 +185,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
                     bi--;   /* redo this batch with the contiguous operands */
                     continue;
                 }
-                gemm(cdt, M, N, K, &ma, &mb, 0, c);
+                ember__gemm_run(cdt, M, N, K, &ma, &mb, 0, c);
             } else {
                 gemm_int(cdt, M, N, K, ca, aoff, cb, boff, c);
             }
@@ -375,7 +304,7 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(x->ndim, shape, dt, EMBER_CPU, &o));
     if (o->numel > 0) {
-        mat mx, mw;
+        ember__mat mx, mw;
         if (!(x->ndim == 2 || x->is_contiguous) ||
             !as_blas(x->storage->data, es, x->offset, M, K, x->ndim == 2 ? x->strides[0] : K,
                      x->strides[x->ndim - 1], &mx)) {
@@ -389,7 +318,7 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
         char *c = ember__ptr(o);
         const char *bias = ember__ptr(b);
         for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
-        gemm(dt, M, N, K, &mx, &mw, 1, c);
+        ember__gemm_run(dt, M, N, K, &mx, &mw, 1, c);
         relu_inplace(dt, c, o->numel);
     }
     *out = o;

@@ -141,6 +141,23 @@ typedef struct ember__matmul_plan {
 int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p);
 void ember__matmul_plan_release(ember__matmul_plan *p);
 
+/* ------------------------------------------------------------------ products (gemm.c)
+   A 2-D operand as BLAS sees it: base pointer, read transposed or not, leading dim. */
+typedef struct ember__mat {
+    const char *p;
+    bool trans;
+    int64_t ld;
+} ember__mat;
+/* C = op(A) op(B) + beta C, C contiguous (M, N), in float32 or float64: the
+   one entry for matmul's and conv2d's products, with the one policy (skinny
+   loops, oneDNN, OpenBLAS's threads, deterministic blocks) gemm.c describes. */
+void ember__gemm_run(int dt, int64_t M, int64_t N, int64_t K, const ember__mat *a, const ember__mat *b,
+                     double beta, char *c);
+/* Holds OpenBLAS at one thread (when hold) around a pool job whose tasks each
+   run products; returns what ember__gemm_release_hold restores. */
+int ember__gemm_hold_one_thread(bool hold);
+void ember__gemm_release_hold(int before);
+
 /* C = op(A) op(B) + beta C in float32 through oneDNN (row-major, op a
    transpose where ta / tb), when it is built in, switched on and faster than
    OpenBLAS at the shape (matmul_dnnl.c); false, with C untouched, otherwise. */
