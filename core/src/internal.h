@@ -96,7 +96,7 @@ struct ember_tensor {
     int64_t numel;
     int64_t offset;           /* in elements */
     ember_storage *storage;
-    struct ember_autograd_meta *ag;   /* NULL unless some recording tracks it */
+    struct ember_autograd_meta *ag;   /* NULL unless some recording tracks it (ember__on_release) */
     /* A differentiable view (narrow, select, transpose, view, ...) holds the
        tensor it views: the root, never another view. An in-place write through
        the view moves the root's history; ag_epoch counts such moves on a root,
@@ -140,6 +140,11 @@ void ember__thread_uses_state(void);
 void ember__free_thread_caches(void);      /* alloc.c */
 void ember__flush_stats(void);             /* alloc.c: this thread's batched counters */
 void ember__free_thread_pools(void);       /* tensor.c */
+/* The one way the tensor layer tells the tape of a release: a tensor whose
+   ag is set calls this hook as it is freed. autograd.c registers its own
+   (before it tracks any tensor); tensor.c knows nothing else of autograd. */
+typedef void (*ember__release_hook)(ember_tensor *t);
+void ember__on_release(ember__release_hook hook);
 void ember__free_thread_autograd(void);    /* autograd.c */
 
 /* ------------------------------------------------------------------ files (io/) */

@@ -1,7 +1,6 @@
 /* tensor.c: tensors and storages: creation, refcounts, views, versions and the
    accessors the FFI reads. Kernels live in ops/; autograd state in autograd.c. */
 #include "internal.h"
-#include "autograd.h"
 #include "backend.h"
 
 #include <math.h>
@@ -127,11 +126,15 @@ void ember_tensor_retain(ember_tensor *t)
     if (t && t->refcount > 0) t->refcount++;
 }
 
+static ember__release_hook release_hook;
+
+void ember__on_release(ember__release_hook hook) { release_hook = hook; }
+
 void ember_tensor_release(ember_tensor *t)
 {
     if (!t || t->refcount <= 0) return;   /* NULL, or released already (a pooled header) */
     if (--t->refcount > 0) return;
-    if (t->ag) ember__ag_forget(t);
+    if (t->ag) release_hook(t);   /* the tape drops its entries */
     storage_release(t->storage);
     ember_tensor *base = t->base;
     header_free(t);

@@ -18,6 +18,7 @@
    bn_backward_composed, which grad_rules.c's rule also runs where a
    recording sees the backward (higher-order gradients). */
 #include "ops.h"
+#include "../autograd_ops.h"
 
 #include <string.h>
 
@@ -466,14 +467,13 @@ int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_
 }
 
 /* the composed forms inside an op's forward, where nothing is recorded (the
-   op itself is, by dispatch) */
+   op itself is, by dispatch): autograd_ops.h's pause */
 static int no_recording(int (*fn)(ember_tensor *const *, double, ember_tensor **), ember_tensor *const *in,
                         double eps, ember_tensor **out)
 {
-    int was = ember_is_grad_enabled();
-    ember_set_grad_enabled(0);
+    int paused = ember__ag_pause();
     int rc = fn(in, eps, out);
-    ember_set_grad_enabled(was);
+    ember__ag_resume(paused);
     return rc;
 }
 
