@@ -6,7 +6,7 @@
 --     EMBER_LIB=/path/to/old/libember.so luajit bench/core_kernels.lua > old.$i.json
 --     luajit bench/core_kernels.lua > new.$i.json
 --   done
--- Arguments: [group] [reps]; group is all (default), gemm, conv, pool, norm or reduce.
+-- Arguments: [group] [reps]; group is all (default), gemm, conv, conv_pool, pool, norm or reduce.
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -58,6 +58,12 @@ if want("conv") then
   ember.set_dnnl_enabled(true)
   local xd, wd, bd = x:to("float64"), w:to("float64"), b:to("float64")
   bench("conv_fwd_bwd_f64", fwd_bwd(conv, { xd, wd, bd }), 3)
+end
+
+if want("pool") or want("conv_pool") then
+  -- conv2d_relu_max_pool2d's forward: oneDNN's convolution, then conv_dnnl.c's pooling
+  local xr, wr, br = ember.randn({ 64, 16, 28, 28 }), ember.randn({ 32, 16, 3, 3 }), ember.randn({ 32 })
+  bench("conv_relu_pool_fwd", function() return F.conv2d_relu_max_pool2d(xr, wr, br, { padding = 1 }, 2) end, 10)
 end
 
 if want("pool") then

@@ -693,95 +693,85 @@ EMBER_INLINE void store_tile(float *p, int32_t *idx, int64_t HpWp, int live, int
         for (int t = 0; t < m; t++) p[c * HpWp + t] = tv[t][c], idx[c * HpWp + t] = ti[t][c];
 }
 
-/* blocks q0 .. q1 of y, q = n * OB + ob, pooled 16 windows of a row at a
-   time: a window's positions compared 16 channels at once as pool.c
-   compares (a > b, or a is NaN: the first maximum in window order kept,
-   or the last NaN, as PyTorch), written as (a > b) | !(a == a) with no
-   branch; the results gather in a 16 x 16 tile written a channel's run
-   at a time */
-EMBER_SIMD static void pool_blocks(void *vctx, int64_t q0, int64_t q1)
+/* One window of kh x kw positions from (h0, w0) in a block of y (16
+   channels a position, rows Wo positions long): its maximum and position
+   for each of the 16 channels into bv and bi, compared as pool.c compares
+   (a > b, or a is NaN: the first maximum in window order kept, or the last
+   NaN, as PyTorch), written as (a > b) | !(a == a) with no branch. */
+EMBER_INLINE void window_max(const float *yb, int64_t Wo, int64_t h0, int64_t w0, int64_t kh, int64_t kw,
+                             float *bv, int32_t *bi)
 {
-    const pool_job *j = vctx;
-    const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;
-    const int64_t kh = j->kh, kw = j->kw;
-    for (int64_t q = q0; q < q1; q++) {
-        const int64_t n = q / OB, ob = q % OB;
-        const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
-        const float *yb = j->y + q * Ho * Wo * 16;
-        float *pb = j->p + (n * O + ob * 16) * HpWp;
-        int32_t *ib = j->idx + (n * O + ob * 16) * HpWp;
-        for (int64_t oh = 0; oh < j->Hp; oh++)
-            for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {
-                const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;
-                float tv[16][16];
-                int32_t ti[16][16];
-                for (int t = 0; t < m; t++) {
-                    const int64_t h0 = oh * kh, w0 = (ow0 + t) * kw;
-                    float *bv = tv[t];
-                    int32_t *bi = ti[t];
-                    const int32_t p0 = (int32_t)(h0 * Wo + w0);
-                    for (int c = 0; c < 16; c++) bv[c] = yb[(int64_t)p0 * 16 + c], bi[c] = p0;
-                    for (int64_t h = h0; h < h0 + kh; h++)
-                        for (int64_t w = w0; w < w0 + kw; w++) {
-                            const int32_t pos = (int32_t)(h * Wo + w);
-                            const float *v = yb + (int64_t)pos * 16;
-                            for (int c = 0; c < 16; c++) {
-                                const float a = v[c], b = bv[c];
-                                const int gt = (a > b) | !(a == a);
-                                bv[c] = gt ? a : b;
-                                bi[c] = gt ? pos : bi[c];
-                            }
-                        }
-                }
-                store_tile(pb + oh * j->Wp + ow0, ib + oh * j->Wp + ow0, HpWp, live, m, tv, ti);
+    const int32_t p0 = (int32_t)(h0 * Wo + w0);
+    for (int c = 0; c < 16; c++) bv[c] = yb[(int64_t)p0 * 16 + c], bi[c] = p0;
+    for (int64_t h = h0; h < h0 + kh; h++)
+        for (int64_t w = w0; w < w0 + kw; w++) {
+            const int32_t pos = (int32_t)(h * Wo + w);
+            const float *v = yb + (int64_t)pos * 16;
+            for (int c = 0; c < 16; c++) {
+                const float a = v[c], b = bv[c];
+                const int gt = (a > b) | !(a == a);
+                bv[c] = gt ? a : b;
+                bi[c] = gt ? pos : bi[c];
             }
-    }
+        }
 }
+
+/* blocks q0 .. q1 of y, q = n * OB + ob, pooled 16 windows of a row at a
+   time by WINDOW (window_max or its AVX-512 twin); the results gather in a
+   16 x 16 tile written a channel's run at a time */
+#define POOL_BLOCKS(NAME, WINDOW)                                                                              \
+    static void NAME(void *vctx, int64_t q0, int64_t q1)                                                      \
+    {                                                                                                         \
+        const pool_job *j = vctx;                                                                             \
+        const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;    \
+        for (int64_t q = q0; q < q1; q++) {                                                                   \
+            const int64_t n = q / OB, ob = q % OB;                                                            \
+            const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;                                      \
+            const float *yb = j->y + q * Ho * Wo * 16;                                                        \
+            float *pb = j->p + (n * O + ob * 16) * HpWp;                                                      \
+            int32_t *ib = j->idx + (n * O + ob * 16) * HpWp;                                                  \
+            for (int64_t oh = 0; oh < j->Hp; oh++)                                                            \
+                for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {                                               \
+                    const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;                                 \
+                    float tv[16][16];                                                                         \
+                    int32_t ti[16][16];                                                                       \
+                    for (int t = 0; t < m; t++)                                                               \
+                        WINDOW(yb, Wo, oh * j->kh, (ow0 + t) * j->kw, j->kh, j->kw, tv[t], ti[t]);            \
+                    store_tile(pb + oh * j->Wp + ow0, ib + oh * j->Wp + ow0, HpWp, live, m, tv, ti);          \
+                }                                                                                             \
+        }                                                                                                     \
+    }
+
+EMBER_SIMD POOL_BLOCKS(pool_blocks, window_max)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_POOL512 1
 
-/* the same pooling with AVX-512 intrinsics: a window's 16 channels are one
+/* window_max with AVX-512 intrinsics: a window's 16 channels are one
    register (GCC leaves the loop above scalar: it unrolls the 16 channels
    and its straight-line vectoriser does not take the NaN-aware compare) */
-__attribute__((target("avx512f"))) static void pool_blocks_512(void *vctx, int64_t q0, int64_t q1)
+__attribute__((target("avx512f"))) EMBER_INLINE void window_max_512(const float *yb, int64_t Wo, int64_t h0,
+                                                                     int64_t w0, int64_t kh, int64_t kw,
+                                                                     float *tv, int32_t *ti)
 {
-    const pool_job *j = vctx;
-    const int64_t O = j->g->O, Ho = j->g->Ho, Wo = j->g->Wo, OB = (O + 15) / 16, HpWp = j->Hp * j->Wp;
-    const int64_t kh = j->kh, kw = j->kw;
-    for (int64_t q = q0; q < q1; q++) {
-        const int64_t n = q / OB, ob = q % OB;
-        const int live = O - ob * 16 < 16 ? (int)(O - ob * 16) : 16;
-        const float *yb = j->y + q * Ho * Wo * 16;
-        float *pb = j->p + (n * O + ob * 16) * HpWp;
-        int32_t *ib = j->idx + (n * O + ob * 16) * HpWp;
-        for (int64_t oh = 0; oh < j->Hp; oh++)
-            for (int64_t ow0 = 0; ow0 < j->Wp; ow0 += 16) {
-                const int m = j->Wp - ow0 < 16 ? (int)(j->Wp - ow0) : 16;
-                float tv[16][16];
-                int32_t ti[16][16];
-                for (int t = 0; t < m; t++) {
-                    const int64_t h0 = oh * kh, w0 = (ow0 + t) * kw;
-                    const int32_t p0 = (int32_t)(h0 * Wo + w0);
-                    __m512 bv = _mm512_loadu_ps(yb + (int64_t)p0 * 16);
-                    __m512i bi = _mm512_set1_epi32(p0);
-                    for (int64_t h = h0; h < h0 + kh; h++)
-                        for (int64_t w = w0; w < w0 + kw; w++) {
-                            const int32_t pos = (int32_t)(h * Wo + w);
-                            const __m512 a = _mm512_loadu_ps(yb + (int64_t)pos * 16);
-                            const __mmask16 gt = _mm512_cmp_ps_mask(a, bv, _CMP_GT_OQ) |
-                                                 _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-                            bv = _mm512_mask_mov_ps(bv, gt, a);
-                            bi = _mm512_mask_mov_epi32(bi, gt, _mm512_set1_epi32(pos));
-                        }
-                    _mm512_storeu_ps(tv[t], bv);
-                    _mm512_storeu_si512(ti[t], bi);
-                }
-                store_tile(pb + oh * j->Wp + ow0, ib + oh * j->Wp + ow0, HpWp, live, m, tv, ti);
-            }
-    }
+    const int32_t p0 = (int32_t)(h0 * Wo + w0);
+    __m512 bv = _mm512_loadu_ps(yb + (int64_t)p0 * 16);
+    __m512i bi = _mm512_set1_epi32(p0);
+    for (int64_t h = h0; h < h0 + kh; h++)
+        for (int64_t w = w0; w < w0 + kw; w++) {
+            const int32_t pos = (int32_t)(h * Wo + w);
+            const __m512 a = _mm512_loadu_ps(yb + (int64_t)pos * 16);
+            const __mmask16 gt = _mm512_cmp_ps_mask(a, bv, _CMP_GT_OQ) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+            bv = _mm512_mask_mov_ps(bv, gt, a);
+            bi = _mm512_mask_mov_epi32(bi, gt, _mm512_set1_epi32(pos));
+        }
+    _mm512_storeu_ps(tv, bv);
+    _mm512_storeu_si512(ti, bi);
 }
+
+__attribute__((target("avx512f"))) POOL_BLOCKS(pool_blocks_512, window_max_512)
+#undef POOL_BLOCKS
 
 /* the CPU has AVX-512F, and EMBER_NO_AVX512 is not set (it keeps these
    kernels off, so that the portable ones can be tested on such a CPU) */
