@@ -1,7 +1,7 @@
 -- bench/core_kernels.lua: milliseconds per call (median of rounds) of the CPU
 -- kernels whose code was moved or restructured: matrix products, conv2d
 -- forward + backward (oneDNN's and conv.c's im2col path), pooling, batch
--- norm and the dim-reductions. Compares two builds run in alternation:
+-- norm, the dim-reductions and softmax. Compares two builds run in alternation:
 --   for i in 1 2 3; do
 --     EMBER_LIB=/path/to/old/libember.so luajit bench/core_kernels.lua > old.$i.json
 --     luajit bench/core_kernels.lua > new.$i.json
@@ -93,6 +93,8 @@ if want("reduce") then
     bench("argmax_dim" .. d, function() return r:argmax(d) end, 20)
     bench("max_dim" .. d, function() return r:max(d) end, 20)
     bench("var_dim" .. d, function() return r:var(d) end, 20)
+    bench("softmax_dim" .. d, function() return r:softmax(d) end, 10)
+    bench("log_softmax_dim" .. d, function() return r:log_softmax(d) end, 10)
   end
   bench("sum_all", function() return r:sum() end, 20)
 end
