@@ -1,0 +1,53 @@
+/* conv_dnnl_impl.h: what conv_dnnl.c (the engine, the primitives' table,
+   running one product) lends conv_dnnl_fused.c (the fused ops). Built only
+   with oneDNN (EMBER_HAVE_DNNL). */
+#ifndef EMBER_CONV_DNNL_IMPL_H
+#define EMBER_CONV_DNNL_IMPL_H
+
+#include "conv.h"
+#include "dnnl_inc.h"
+
+#ifdef EMBER_HAVE_DNNL
+
+/* a product's operands: ARG_A and ARG_B in, ARG_RES out */
+enum { ARG_A, ARG_B, ARG_RES, NARGS };
+enum { KEY_LEN = 17, MAX_CACHED = 256 };
+
+typedef struct {
+    int64_t key[KEY_LEN];
+    dnnl_primitive_t conv;
+    bool fused;                   /* a forward with a bias and a ReLU post-op */
+    dnnl_memory_desc_t bias;
+    /* ember's layout and the primitive's for a, b and res; a reorder between
+       them where they differ (into the primitive for a and b, out of it for res) */
+    dnnl_memory_desc_t user[NARGS], inner[NARGS];
+    dnnl_primitive_t reorder[NARGS];
+    size_t inner_bytes[NARGS];
+    dnnl_memory_desc_t scratch;   /* the primitive's scratchpad, taken from ember's blocks */
+    size_t scratch_bytes;
+} dnnl_conv;
+
+/* A product's key in the table of primitives: its kind, fused or not, the
+   geometry and the thread count the primitive is made for. */
+void ember__dnnl_conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key);
+/* The primitive for the key (conv NULL where oneDNN declined the geometry:
+   it is not asked again), and whether the caller must destroy it. */
+dnnl_conv *ember__dnnl_conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned);
+void ember__dnnl_conv_destroy(dnnl_conv *c);
+/* Runs the product on user[] (ember's layouts), reordering what the
+   primitive wants in another layout; an operand given in inner[] is in the
+   primitive's layout already and is read as it is (the result, written so
+   and left there). */
+bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner,
+                              const float *bias);
+/* Every call into oneDNN's convolutions starts with ember__dnnl_enter (false:
+   oneDNN is off; else *nthr the primitives' thread count, the caller's
+   OpenMP team set to it) and ends with ember__dnnl_leave. */
+bool ember__dnnl_enter(const conv_geom *g, int *nthr, int *omp_before);
+void ember__dnnl_leave(int nthr, int omp_before);
+/* Whether relu's post-op gives relu's values on these operands (no NaN can
+   arise in the sums). */
+bool ember__dnnl_relu_exact(const conv_geom *g, const float *x, const float *w, const float *bias);
+
+#endif
+#endif
