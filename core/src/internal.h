@@ -140,12 +140,12 @@ void ember__thread_uses_state(void);
 void ember__free_thread_caches(void);      /* alloc.c */
 void ember__flush_stats(void);             /* alloc.c: this thread's batched counters */
 void ember__free_thread_pools(void);       /* tensor.c */
+void ember__free_thread_autograd(void);    /* autograd.c */
 /* The one way the tensor layer tells the tape of a release: a tensor whose
    ag is set calls this hook as it is freed. autograd.c registers its own
    (before it tracks any tensor); tensor.c knows nothing else of autograd. */
 typedef void (*ember__release_hook)(ember_tensor *t);
 void ember__on_release(ember__release_hook hook);
-void ember__free_thread_autograd(void);    /* autograd.c */
 
 /* ------------------------------------------------------------------ files (io/) */
 /* Parses a whole safetensors file held in memory; `what` names it in errors. */

@@ -4,6 +4,7 @@
 #include "backend.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,15 +127,17 @@ void ember_tensor_retain(ember_tensor *t)
     if (t && t->refcount > 0) t->refcount++;
 }
 
-static ember__release_hook release_hook;
+/* set by every new autograd key (always to the same function): atomic, since
+   keys are made on any host thread while others release tensors */
+static _Atomic(ember__release_hook) release_hook;
 
-void ember__on_release(ember__release_hook hook) { release_hook = hook; }
+void ember__on_release(ember__release_hook hook) { atomic_store_explicit(&release_hook, hook, memory_order_relaxed); }
 
 void ember_tensor_release(ember_tensor *t)
 {
     if (!t || t->refcount <= 0) return;   /* NULL, or released already (a pooled header) */
     if (--t->refcount > 0) return;
-    if (t->ag) release_hook(t);   /* the tape drops its entries */
+    if (t->ag) atomic_load_explicit(&release_hook, memory_order_relaxed)(t);   /* the tape drops its entries */
     storage_release(t->storage);
     ember_tensor *base = t->base;
     header_free(t);

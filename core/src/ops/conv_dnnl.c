@@ -299,7 +299,8 @@ static int args_of(conv_kind kind, int i)
    primitive wants in another layout; an operand given in inner[] is in the
    primitive's layout already and is read as it is (the result, written so
    and left there). */
-bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner, const float *bias)
+bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner,
+                              const float *bias)
 {
     dnnl_stream_t stream = NULL;
     dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL, bmem = NULL;
