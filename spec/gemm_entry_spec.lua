@@ -21,33 +21,30 @@ local function with_threads(n, fn)
   return r
 end
 
+-- an a x b x c x d table of zeros
+local function zeros4(a, b, c, d)
+  local t = {}
+  for i = 1, a do
+    t[i] = {}
+    for j = 1, b do
+      t[i][j] = {}
+      for k = 1, c do
+        t[i][j][k] = {}
+        for l = 1, d do t[i][j][k][l] = 0 end
+      end
+    end
+  end
+  return t
+end
+
 -- y, gx, gw of a stride-1 convolution without padding, written out
 local function conv_by_loops(x, w, gy)
   local N, C, Hh, W = #x, #x[1], #x[1][1], #x[1][1][1]
   local O, kH, kW = #w, #w[1][1], #w[1][1][1]
   local Ho, Wo = Hh - kH + 1, W - kW + 1
-  local y, gx, gw = {}, {}, {}
+  local y, gx, gw = {}, zeros4(N, C, Hh, W), zeros4(O, C, kH, kW)
   for n = 1, N do
-    y[n], gx[n] = {}, {}
-    for c = 1, C do
-      gx[n][c] = {}
-      for h = 1, Hh do
-        gx[n][c][h] = {}
-        for v = 1, W do gx[n][c][h][v] = 0 end
-      end
-    end
-  end
-  for o = 1, O do
-    gw[o] = {}
-    for c = 1, C do
-      gw[o][c] = {}
-      for i = 1, kH do
-        gw[o][c][i] = {}
-        for j = 1, kW do gw[o][c][i][j] = 0 end
-      end
-    end
-  end
-  for n = 1, N do
+    y[n] = {}
     for o = 1, O do
       y[n][o] = {}
       for oh = 1, Ho do
