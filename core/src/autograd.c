@@ -42,6 +42,7 @@ ag_thread *ember__ag_state_new(void)
 
 /* ------------------------------------------------------------------ keys */
 static EMBER_TLS int n_recording;
+static void ag_forget(ember_tensor *t);
 
 static void set_recording(int key, int on)
 {
@@ -75,6 +76,15 @@ void ember_set_grad_enabled(int enabled)
 
 int ember_is_grad_enabled(void) { return grad_enabled; }
 
+int ember__ag_pause(void)
+{
+    int was = grad_enabled;
+    ember_set_grad_enabled(0);
+    return was;
+}
+
+void ember__ag_resume(int paused) { ember_set_grad_enabled(paused); }
+
 int ember_num_recording(void) { return ember__ag_active ? n_recording : 0; }
 
 int ember_key_new(int group, int *key)
@@ -87,6 +97,7 @@ int ember_key_new(int group, int *key)
             keys[k].in_use = 1;
             keys[k].gen = gen + 1;
             keys[k].group = group > 0 ? group : -k;   /* a group of its own */
+            ember__on_release(ag_forget);   /* before the key tracks any tensor */
             *key = k;
             return EMBER_OK;
         }
@@ -163,7 +174,8 @@ static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
     return EMBER_OK;
 }
 
-void ember__ag_forget(ember_tensor *t)
+/* the release hook (ember__on_release): a tensor is being freed, drop its tracking entries */
+static void ag_forget(ember_tensor *t)
 {
     struct ember_autograd_meta *m = t->ag;
     ember_node *drop[8];

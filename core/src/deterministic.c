@@ -2,9 +2,9 @@
    into pieces fixed by the shapes, never by the thread count, so results do
    not depend on how many threads run them, under any setting (parallel.c,
    and docs/frame_loop.md, "Threads"): matrix products are cut into fixed
-   blocks, each one single-threaded library call (matmul.c); conv2d's weight
+   blocks, each one single-threaded library call (gemm.c); conv2d's weight
    gradient sums a fixed number of per-task partial sums (conv.c) and
-   oneDNN's a fixed number of per-sample-group ones (conv_dnnl.c). The flag
+   oneDNN's a fixed number of per-sample-group ones (conv_dnnl_wgrad.c). The flag
    also keeps oneDNN's products and convolutions off, so that the bits are
    those of ember's own kernels and OpenBLAS. */
 #include "internal.h"

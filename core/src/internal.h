@@ -62,7 +62,8 @@ const char *ember__tshape(char *buf, const ember_tensor *t);
 bool ember__blas_avx512(void);   /* OpenBLAS's core runs AVX-512 kernels */
 bool ember__cpu_avx512f(void);   /* the CPU runs AVX-512F (ember's own intrinsics kernels may run) */
 /* C = op(A) op(B) + beta C, row-major, dt EMBER_FLOAT32 or EMBER_FLOAT64: the
-   BLAS libember loaded (sgemm/dgemm), or reference loops without one */
+   BLAS libember loaded (sgemm/dgemm), or reference loops without one. Kernels
+   call ops/gemm.c's ember__gemm_run, which decides how a product runs. */
 void ember__gemm(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                  const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* a symbol of the BLAS blas.c loaded (LAPACK's: ops/lapack.c); NULL without it */
@@ -95,7 +96,7 @@ struct ember_tensor {
     int64_t numel;
     int64_t offset;           /* in elements */
     ember_storage *storage;
-    struct ember_autograd_meta *ag;   /* NULL unless some recording tracks it */
+    struct ember_autograd_meta *ag;   /* NULL unless some recording tracks it (ember__on_release) */
     /* A differentiable view (narrow, select, transpose, view, ...) holds the
        tensor it views: the root, never another view. An in-place write through
        the view moves the root's history; ag_epoch counts such moves on a root,
@@ -139,6 +140,11 @@ void ember__free_thread_caches(void);      /* alloc.c */
 void ember__flush_stats(void);             /* alloc.c: this thread's batched counters */
 void ember__free_thread_pools(void);       /* tensor.c */
 void ember__free_thread_autograd(void);    /* autograd.c */
+/* The one way the tensor layer tells the tape of a release: a tensor whose
+   ag is set calls this hook as it is freed. autograd.c registers its own
+   (before it tracks any tensor); tensor.c knows nothing else of autograd. */
+typedef void (*ember__release_hook)(ember_tensor *t);
+void ember__on_release(ember__release_hook hook);
 
 /* ------------------------------------------------------------------ files (io/) */
 /* ember_st_open over a whole safetensors file held in memory (the fuzzer's

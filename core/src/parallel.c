@@ -294,11 +294,13 @@ int ember__job_threads(int64_t work)
 }
 
 /* A job its caller runs on its own thread whatever the policy (a product
-   too small to be cut into blocks, matmul.c): counted with the small jobs under auto, as
-   ember__job_threads counts those it keeps inline. */
+   too small to be cut into blocks, gemm.c): counted with the small jobs
+   under auto, as ember__job_threads counts those it keeps inline. Inside a
+   pool task (a product of conv2d's tasks) it is part of that job, as there,
+   and not counted. */
 void ember__job_inline(void)
 {
-    if (!atomic_load_explicit(&policy_fixed, memory_order_relaxed))
+    if (!in_parallel && !atomic_load_explicit(&policy_fixed, memory_order_relaxed))
         atomic_fetch_add_explicit(&n_inline_small, 1, memory_order_relaxed);
 }
 

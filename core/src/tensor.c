@@ -1,10 +1,10 @@
 /* tensor.c: tensors and storages: creation, refcounts, views, versions and the
    accessors the FFI reads. Kernels live in ops/; autograd state in autograd.c. */
 #include "internal.h"
-#include "autograd.h"
 #include "backend.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,11 +127,17 @@ void ember_tensor_retain(ember_tensor *t)
     if (t && t->refcount > 0) t->refcount++;
 }
 
+/* set by every new autograd key (always to the same function): atomic, since
+   keys are made on any host thread while others release tensors */
+static _Atomic(ember__release_hook) release_hook;
+
+void ember__on_release(ember__release_hook hook) { atomic_store_explicit(&release_hook, hook, memory_order_relaxed); }
+
 void ember_tensor_release(ember_tensor *t)
 {
     if (!t || t->refcount <= 0) return;   /* NULL, or released already (a pooled header) */
     if (--t->refcount > 0) return;
-    if (t->ag) ember__ag_forget(t);
+    if (t->ag) atomic_load_explicit(&release_hook, memory_order_relaxed)(t);   /* the tape drops its entries */
     storage_release(t->storage);
     ember_tensor *base = t->base;
     header_free(t);

@@ -5,8 +5,9 @@
    each group is one large GEMM instead of nb small ones; the chunk is sized
    so cols stays near 16M elements. The two adjoints reuse the same unfolding:
    the input gradient is W^T g folded back (col2im), the weight gradient is
-   g cols^T summed over chunks. OpenBLAS threads the GEMMs itself; the
-   unfolding runs on ember's pool, which sleeps while BLAS works.
+   g cols^T summed over chunks. The GEMMs go through gemm.c's one entry;
+   the batch is split into tasks on ember's pool (conv_run). The fused ops'
+   backward and conv2d_relu_max_pool2d are in conv_fused.c.
    Dtypes: nn.h. */
 #include "conv.h"
 
@@ -18,7 +19,7 @@
 
 /* ------------------------------------------------------------------ conv geometry */
 
-static int conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
+int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
                           const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g)
 {
     char sx[200], sw[200];
@@ -291,8 +292,8 @@ static bool is_pointwise(const conv_geom *g)
 
 /* One driver for the three products (conv.h); a and b are the op's inputs. */
 /* The batch is split into one task per thread; each task unfolds its own
-   chunks and calls a single-threaded GEMM on them, with OpenBLAS held at one
-   thread meanwhile. On these thin products (a few dozen output channels)
+   chunks and runs its products through gemm.c on the task's thread, with
+   OpenBLAS held at one thread meanwhile. On these thin products (a few dozen output channels)
    OpenBLAS's own threading gains little, while independent per-task GEMMs on
    cache-sized chunks use both cores. The weight gradient is summed from one
    accumulator per task, in task order, so results do not depend on timing. */
@@ -307,6 +308,14 @@ typedef struct {
     char **cols, **gl, **acc;
     size_t cols_bytes, gl_bytes;
 } conv_job;
+
+/* C (M x N, contiguous) = op(A) op(B) + beta C through gemm.c's entry */
+static void product(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda,
+                    const char *B, int64_t ldb, double beta, char *C)
+{
+    const ember__mat a = {A, ta, lda}, b = {B, tb, ldb};
+    ember__gemm_run(dt, M, N, K, &a, &b, beta, C);
+}
 
 static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, bool first)
 {
@@ -324,20 +333,20 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
         switch (j->kind) {
         case CONV_FWD:   /* y_g (Og x L) = w_g (Og x K) cols (K x L) */
             if (!pw) unfold(&u);
-            ember__gemm(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg, L);
+            product(cdt, false, false, g->Og, L, g->K, wg, g->K, colm, L, 0.0, glg);
             break;
         case CONV_BWD_INPUT:   /* cols (K x L) = w_g^T gy_g, folded back into gx */
             if (pw) {
-                ember__gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm, L);
+                product(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 1.0, colm);
             } else {
-                ember__gemm(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols, L);
+                product(cdt, true, false, g->K, L, g->Og, wg, g->K, glg, L, 0.0, cols);
                 fold(&u);
             }
             break;
         case CONV_BWD_WEIGHT:   /* gw_g (Og x K) += gy_g (Og x L) cols^T */
             if (!pw) unfold(&u);
-            ember__gemm(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
-                 j->acc[task] + gi * g->Og * g->K * es, g->K);
+            product(cdt, false, true, g->Og, g->K, L, glg, L, colm, L, first ? 0.0 : 1.0,
+                    j->acc[task] + gi * g->Og * g->K * es);
             break;
         }
     }
@@ -416,15 +425,14 @@ done:
     return rc;
 }
 
-static void conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const int64_t **pd, const int64_t **dl)
+void ember__conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const int64_t **pd, const int64_t **dl)
 {
     *st = &at->i[0];
     *pd = &at->i[2];
     *dl = &at->i[4];
 }
 
-/* conv2d_relu's bias: one per output channel, in the operands' dtype */
-static int bias_check(const char *name, const ember_tensor *b, const ember_tensor *x, int64_t O)
+int ember__conv_bias_check(const char *name, const ember_tensor *b, const ember_tensor *x, int64_t O)
 {
     char sb[200], sx[200];
     if (b->ndim != 1 || b->shape[0] != O)
@@ -468,7 +476,7 @@ int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at
     const char *name = ember__ops[op].name;
     const conv_kind kind = kind_of(op);
     const int64_t *st, *pd, *dl;
-    conv_attrs_unpack(at, &st, &pd, &dl);
+    ember__conv_attrs_unpack(at, &st, &pd, &dl);
     ember_tensor *a = in[0], *b = in[1];
     char sa[200], sb[200];
     EMBER_TRY(ember__nn_need_4d(name, kind == CONV_BWD_INPUT ? "grad_output" : "input", a));
@@ -494,7 +502,7 @@ int ember__conv_plan_make(int op, ember_tensor *const *in, const ember_attrs *at
         EMBER_TRY(ember__nn_attr_shape(name, at, ws));
         break;
     }
-    EMBER_TRY(conv_geom_init(name, xs, ws, st, pd, dl, at->i[6], g));
+    EMBER_TRY(ember__conv_geom_init(name, xs, ws, st, pd, dl, at->i[6], g));
     ys[0] = g->N, ys[1] = g->O, ys[2] = g->Ho, ys[3] = g->Wo;
     const int64_t *gys = kind == CONV_BWD_INPUT ? a->shape : kind == CONV_BWD_WEIGHT ? b->shape : NULL;
     if (gys && memcmp(gys, ys, sizeof ys) != 0)
@@ -536,7 +544,7 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     EMBER_TRY(ember__conv_plan_make(op, in, at, &g, rs));
     const bool fused = op == EMBER_OP_CONV2D_RELU;
     if (fused) {
-        EMBER_TRY(bias_check(ember__ops[op].name, in[2], a, g.O));
+        EMBER_TRY(ember__conv_bias_check(ember__ops[op].name, in[2], a, g.O));
         if (a->storage->device != EMBER_CPU) return conv2d_relu_composed(in, at, out);
     }
     int dt = a->dtype, cdt = nn_compute_dtype(dt);
@@ -565,248 +573,6 @@ done:
     ember_tensor_release(cb);
     ember_tensor_release(cbias);
     ember_tensor_release(res);
-    return rc;
-}
-
-/* CONV2D_RELU_BACKWARD (g, y, x, w) -> (gx, gw, gb): conv2d_relu's gradient
-   from g and its output y, with conv2d's attrs and i[12] whether gx is
-   wanted (else out[0] stays NULL). On the CPU in float32 through oneDNN,
-   relu's mask is applied as the gradient is written in the layout both
-   adjoints read (conv_dnnl.c); otherwise relu_backward, its sums per
-   channel and the two adjoint ops. Not differentiable: conv2d_relu's rule
-   runs it only where no recording sees the backward. */
-/* The composed tail of the fused convolutions' backward ops: b's gradient
-   out[2], the sums of gb_of over all but the channels, then conv2d's
-   adjoints of gz, w's into out[1] and, wanted, x's into out[0]; at is the
-   convolution's attrs, name the op for errors about the result shapes */
-static int conv_grads_composed(const char *name, ember_tensor *gb_of, ember_tensor *gz, ember_tensor *x,
-                               ember_tensor *w, const ember_attrs *at, bool want_gx, ember_tensor **out)
-{
-    static const ember_attrs per_channel = {{0, (1u << 0) | (1u << 2) | (1u << 3), 0}, {0}};   /* sum over N, H, W */
-    ember_attrs aw = *at, ad = *at;
-    EMBER_TRY(ember__nn_set_shape(&aw, name, w->shape));
-    EMBER_TRY(ember__nn_set_shape(&ad, name, x->shape));
-    EMBER_TRY(ember__run_nograd(EMBER_OP_SUM, 1, &gb_of, &per_channel, &out[2]));
-    ember_tensor *xg[2] = {x, gz}, *gw[2] = {gz, w};
-    EMBER_TRY(ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_WEIGHT, 2, xg, &aw, &out[1]));
-    return want_gx ? ember__run_nograd(EMBER_OP_CONV2D_BACKWARD_INPUT, 2, gw, &ad, &out[0]) : EMBER_OK;
-}
-
-static int conv_relu_backward_composed(ember_tensor *const *in, const ember_attrs *at, bool want_gx,
-                                       ember_tensor **out)
-{
-    ember_tensor *gz = NULL;
-    int rc = ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gz);
-    if (rc >= 0) rc = conv_grads_composed("conv2d_relu_backward", gz, gz, in[2], in[3], at, want_gx, out);
-    ember_tensor_release(gz);
-    return rc;
-}
-
-int fwd_conv2d_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    const char *name = ember__ops[op].name;
-    ember_tensor *gy = in[0], *y = in[1], *x = in[2], *w = in[3];
-    const bool want_gx = at->i[12] != 0;
-    char sg[200], sy[200];
-    EMBER_TRY(ember__nn_need_4d(name, "grad_output", gy));
-    EMBER_TRY(ember__nn_need_4d(name, "output", y));
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_4d(name, "weight", w));
-    conv_geom g;
-    const int64_t *st, *pd, *dl;
-    conv_attrs_unpack(at, &st, &pd, &dl);
-    EMBER_TRY(conv_geom_init(name, x->shape, w->shape, st, pd, dl, at->i[6], &g));
-    const int64_t ys[4] = {g.N, g.O, g.Ho, g.Wo};
-    if (memcmp(gy->shape, ys, sizeof ys) != 0 || memcmp(y->shape, ys, sizeof ys) != 0)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s and output %s must both be the convolution's "
-                           "{%lld, %lld, %lld, %lld}", name, ember__tshape(sg, gy), ember__tshape(sy, y),
-                           (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3]);
-    bool fast = true;
-    for (int i = 0; i < 4; i++)
-        fast = fast && in[i]->storage->device == EMBER_CPU && in[i]->dtype == EMBER_FLOAT32;
-    if (!fast || g.N == 0 || g.K == 0 || g.Og == 0 || g.Ho == 0 || g.Wo == 0)
-        return conv_relu_backward_composed(in, at, want_gx, out);
-    ember_tensor *c[4] = {NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
-    int rc = EMBER_OK;
-    for (int i = 0; i < 4; i++) EMBER_CHECK(ember__contiguous_as(in[i], EMBER_FLOAT32, &c[i]));
-    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
-    EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
-    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
-    if (!ember__dnnl_conv_relu_backward(&g, (const float *)ember__ptr(c[0]), (const float *)ember__ptr(c[1]),
-                                        (const float *)ember__ptr(c[2]), (const float *)ember__ptr(c[3]),
-                                        gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
-                                        (float *)ember__ptr(gb))) {
-        rc = conv_relu_backward_composed(in, at, want_gx, out);
-        goto done;
-    }
-    out[0] = gx, out[1] = gw, out[2] = gb;
-    gx = gw = gb = NULL;
-done:
-    for (int i = 0; i < 4; i++) ember_tensor_release(c[i]);
-    ember_tensor_release(gx);
-    ember_tensor_release(gw);
-    ember_tensor_release(gb);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ conv2d_relu_max_pool2d */
-/* the pool's window from attrs i[12..15] (kernel, stride), checked against
-   the convolution's output: max_pool2d's own checks, named for op */
-static int pool_window(const char *name, const ember_attrs *at, const conv_geom *g, int64_t *Hp, int64_t *Wp)
-{
-    const int64_t *k = &at->i[12], *st = &at->i[14];
-    if (k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1 || k[0] > INT32_MAX || k[1] > INT32_MAX ||
-        st[0] > INT32_MAX || st[1] > INT32_MAX)
-        return ember__fail(EMBER_ERR_ARG, "%s: pool kernel {%lld, %lld} and stride {%lld, %lld} must be positive "
-                           "and below 2^31", name, (long long)k[0], (long long)k[1], (long long)st[0],
-                           (long long)st[1]);
-    if (g->Ho < k[0] || g->Wo < k[1])
-        return ember__fail(EMBER_ERR_SHAPE, "%s: the convolution's output {%lld, %lld, %lld, %lld} is smaller than "
-                           "the pool kernel {%lld, %lld}", name, (long long)g->N, (long long)g->O, (long long)g->Ho,
-                           (long long)g->Wo, (long long)k[0], (long long)k[1]);
-    *Hp = (g->Ho - k[0]) / st[0] + 1;
-    *Wp = (g->Wo - k[1]) / st[1] + 1;
-    return EMBER_OK;
-}
-
-/* max_pool2d's attrs from the fused op's */
-static ember_attrs pool_attrs(const ember_attrs *at)
-{
-    ember_attrs pa;
-    memset(&pa, 0, sizeof pa);
-    pa.i[0] = at->i[12], pa.i[1] = at->i[13], pa.i[2] = at->i[14], pa.i[3] = at->i[15];
-    return pa;
-}
-
-/* the fused path's conditions: float32 on the CPU, windows that tile */
-static bool pool_fusable(int n, ember_tensor *const *t, const ember_attrs *at)
-{
-    for (int i = 0; i < n; i++)
-        if (t[i]->storage->device != EMBER_CPU || t[i]->dtype != EMBER_FLOAT32) return false;
-    return at->i[12] == at->i[14] && at->i[13] == at->i[15];
-}
-
-int fwd_conv2d_relu_pool(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    const char *name = ember__ops[op].name;
-    conv_geom g;
-    int64_t rs[4], Hp, Wp;
-    EMBER_TRY(ember__conv_plan_make(op, in, at, &g, rs));
-    EMBER_TRY(bias_check(name, in[2], in[0], g.O));
-    EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
-    if (g.Ho * g.Wo > INT32_MAX)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: the convolution's output planes of %lld x %lld hold more than 2^31 "
-                           "positions (its positions are int32)", name, (long long)g.Ho, (long long)g.Wo);
-    const ember_attrs pa = pool_attrs(at);
-    ember_tensor *c[3] = {NULL, NULL, NULL}, *p = NULL, *ix = NULL, *y = NULL, *pi[2] = {NULL, NULL};
-    int rc = EMBER_OK;
-    if (pool_fusable(3, in, at) && g.N > 0 && g.K > 0 && g.Og > 0) {
-        const int64_t ps[4] = {g.N, g.O, Hp, Wp};
-        for (int i = 0; i < 3; i++) EMBER_CHECK(ember__contiguous_as(in[i], EMBER_FLOAT32, &c[i]));
-        EMBER_CHECK(ember__new(4, ps, EMBER_FLOAT32, EMBER_CPU, &p));
-        EMBER_CHECK(ember__new(4, ps, EMBER_INT32, EMBER_CPU, &ix));
-        if (ember__dnnl_conv_relu_pool(&g, (const float *)ember__ptr(c[0]), (const float *)ember__ptr(c[1]),
-                                       (const float *)ember__ptr(c[2]), at->i[12], at->i[13],
-                                       (float *)ember__ptr(p), (int32_t *)ember__ptr(ix))) {
-            out[0] = p, out[1] = ix;
-            p = ix = NULL;
-            goto done;
-        }
-    }
-    /* conv2d_relu, then max_pool2d over its output, its positions as int32 */
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_CONV2D_RELU, 3, in, at, &y));
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D, 1, &y, &pa, pi));
-    EMBER_CHECK(ember__as_dtype(pi[1], EMBER_INT32, &out[1]));
-    out[0] = pi[0], pi[0] = NULL;
-done:
-    ember_tensor_release(pi[0]);
-    ember_tensor_release(pi[1]);
-    for (int i = 0; i < 3; i++) ember_tensor_release(c[i]);
-    ember_tensor_release(p);
-    ember_tensor_release(ix);
-    ember_tensor_release(y);
-    return rc;
-}
-
-/* the backward as ops: gp masked by p > 0, put back at the positions, its
-   sums per channel, and the two adjoints */
-static int conv_relu_pool_backward_composed(ember_tensor *const *in, const ember_attrs *at, const conv_geom *g,
-                                            bool want_gx, ember_tensor **out)
-{
-    const char *name = "conv2d_relu_max_pool2d_backward";
-    ember_tensor *gq = NULL, *gz = NULL, *ix = NULL, *two[2];
-    ember_attrs ap;
-    const int64_t ys[4] = {g->N, g->O, g->Ho, g->Wo};
-    int rc = EMBER_OK;
-    memset(&ap, 0, sizeof ap);
-    EMBER_CHECK(ember__nn_set_shape(&ap, name, ys));
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_RELU_BACKWARD, 2, in, NULL, &gq));
-    EMBER_CHECK(ember__as_dtype(in[2], EMBER_INT64, &ix));
-    two[0] = gq, two[1] = ix;
-    EMBER_CHECK(ember__run_nograd(EMBER_OP_MAX_POOL2D_BACKWARD, 2, two, &ap, &gz));
-    /* b's gradient from the pooled values: the same numbers as from gz */
-    rc = conv_grads_composed(name, gq, gz, in[3], in[4], at, want_gx, out);
-done:
-    ember_tensor_release(gq);
-    ember_tensor_release(gz);
-    ember_tensor_release(ix);
-    return rc;
-}
-
-/* CONV2D_RELU_POOL_BACKWARD (gp, p, idx, x, w) -> (gx, gw, gb) */
-int fwd_conv2d_relu_pool_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
-                                  ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    const char *name = ember__ops[op].name;
-    ember_tensor *gp = in[0], *p = in[1], *idx = in[2], *x = in[3], *w = in[4];
-    const bool want_gx = at->i[16] != 0;
-    char s1[200], s2[200], s3[200];
-    EMBER_TRY(ember__nn_need_4d(name, "grad_output", gp));
-    EMBER_TRY(ember__nn_need_4d(name, "output", p));
-    EMBER_TRY(ember__nn_need_4d(name, "indices", idx));
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_4d(name, "weight", w));
-    conv_geom g;
-    const int64_t *st, *pd, *dl;
-    int64_t Hp, Wp;
-    conv_attrs_unpack(at, &st, &pd, &dl);
-    EMBER_TRY(conv_geom_init(name, x->shape, w->shape, st, pd, dl, at->i[6], &g));
-    EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
-    const int64_t ps[4] = {g.N, g.O, Hp, Wp};
-    if (memcmp(gp->shape, ps, sizeof ps) != 0 || memcmp(p->shape, ps, sizeof ps) != 0 ||
-        memcmp(idx->shape, ps, sizeof ps) != 0 || idx->dtype != EMBER_INT32)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s, output %s and int32 indices %s %s must all be the "
-                           "pooled {%lld, %lld, %lld, %lld}", name, ember__tshape(s1, gp), ember__tshape(s2, p),
-                           ember_dtype_name(idx->dtype), ember__tshape(s3, idx), (long long)ps[0],
-                           (long long)ps[1], (long long)ps[2], (long long)ps[3]);
-    ember_tensor *f[4] = {gp, p, x, w};
-    if (!pool_fusable(4, f, at) || idx->storage->device != EMBER_CPU || g.N == 0 || g.K == 0 || g.Og == 0)
-        return conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
-    ember_tensor *c[5] = {NULL, NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
-    int rc = EMBER_OK;
-    for (int i = 0; i < 5; i++)
-        EMBER_CHECK(ember__contiguous_as(in[i], i == 2 ? EMBER_INT32 : EMBER_FLOAT32, &c[i]));
-    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
-    EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
-    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
-    if (!ember__dnnl_conv_relu_pool_backward(&g, at->i[12], at->i[13], (const float *)ember__ptr(c[0]),
-                                             (const float *)ember__ptr(c[1]), (const int32_t *)ember__ptr(c[2]),
-                                             (const float *)ember__ptr(c[3]), (const float *)ember__ptr(c[4]),
-                                             gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
-                                             (float *)ember__ptr(gb))) {
-        rc = conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
-        goto done;
-    }
-    out[0] = gx, out[1] = gw, out[2] = gb;
-    gx = gw = gb = NULL;
-done:
-    for (int i = 0; i < 5; i++) ember_tensor_release(c[i]);
-    ember_tensor_release(gx);
-    ember_tensor_release(gw);
-    ember_tensor_release(gb);
     return rc;
 }
 

@@ -11,6 +11,15 @@ typedef ember__conv_geom conv_geom;   /* ops.h */
 /* FWD (x, w) -> y;  BWD_INPUT (gy, w) -> gx;  BWD_WEIGHT (x, gy) -> gw */
 typedef enum { CONV_FWD, CONV_BWD_INPUT, CONV_BWD_WEIGHT } conv_kind;
 
+/* conv.c's checks, shared with conv_fused.c: the geometry of input shape xs
+   and weight shape ws at stride st, padding pd, dilation dl and groups
+   (failing naming op on any bad value); the attrs' stride, padding and
+   dilation; a conv2d_relu bias (one per output channel, in x's dtype). */
+int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
+                          const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g);
+void ember__conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const int64_t **pd, const int64_t **dl);
+int ember__conv_bias_check(const char *name, const ember_tensor *b, const ember_tensor *x, int64_t O);
+
 /* Runs one product through oneDNN on contiguous float32 operands a and b,
    writing all of res (contiguous float32 of the product's shape); with a
    bias (FWD only, one per output channel) res is relu(a * b + bias), the

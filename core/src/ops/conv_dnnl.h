@@ -1,5 +1,7 @@
-/* conv_dnnl.h: conv_dnnl.c's primitives (made per geometry and thread
-   count, cached), as conv_dnnl_wgrad.c uses them too. */
+/* conv_dnnl.h: what conv_dnnl.c (the engine, the primitives' table, running
+   one product) lends conv_dnnl_fused.c (the fused ops) and
+   conv_dnnl_wgrad.c (the weight gradient in fixed sample groups).
+   Built only with oneDNN (EMBER_HAVE_DNNL). */
 #ifndef EMBER_CONV_DNNL_H
 #define EMBER_CONV_DNNL_H
 
@@ -7,6 +9,8 @@
 #include "dnnl_inc.h"
 
 #ifdef EMBER_HAVE_DNNL
+
+/* a product's operands: ARG_A and ARG_B in, ARG_RES out */
 enum { ARG_A, ARG_B, ARG_RES, NARGS };
 enum { KEY_LEN = 17, MAX_CACHED = 256 };
 
@@ -27,25 +31,34 @@ typedef struct {
 /* the layouts a gradient writer may be asked for */
 enum { GZ_NCHW = 1 << 0, GZ_BLOCKED = 1 << 1 };
 
-/* the cache key of a primitive for kind, geometry and thread count */
+/* A product's key in the table of primitives: its kind, fused or not, the
+   geometry and the thread count the primitive is made for. */
 void ember__dnnl_conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key);
-/* the primitive for the key (conv NULL where oneDNN declined the geometry:
-   it is not asked again), and whether the caller must destroy it */
+/* The primitive for the key (conv NULL where oneDNN declined the geometry:
+   it is not asked again), and whether the caller must destroy it. */
 dnnl_conv *ember__dnnl_conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned);
 void ember__dnnl_conv_destroy(dnnl_conv *c);
 /* Runs the product on user[] (ember's layouts), reordering what the
    primitive wants in another layout; an operand given in inner[] is in the
-   primitive's layout already and is read as it is. */
+   primitive's layout already and is read as it is (the result, written so
+   and left there). */
 bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner,
                               const float *bias);
-/* md is the convolution's output (N, O, Ho, Wo) in aBcd16b */
+/* Every call into oneDNN's convolutions starts with ember__dnnl_enter (false:
+   oneDNN is off; else *nthr the primitives' thread count, the caller's
+   OpenMP team set to it) and ends with ember__dnnl_leave. */
+bool ember__dnnl_enter(const conv_geom *g, int *nthr, int *omp_before);
+void ember__dnnl_leave(int nthr, int omp_before);
+/* Whether relu's post-op gives relu's values on these operands (no NaN can
+   arise in the sums). */
+bool ember__dnnl_relu_exact(const conv_geom *g, const float *x, const float *w, const float *bias);
+/* md is the convolution's output (N, O, Ho, Wo) in aBcd16b (conv_dnnl_fused.c) */
 bool ember__dnnl_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g);
-
 /* gw from x and gy, gy in ember's layout (gy_layout 0) or in GZ_NCHW /
    GZ_BLOCKED as the full batch's primitive reads it; false where a group's
    primitive is missing or wants gy in another layout. The groups run as
-   one job of ember's pool, each on one thread. */
+   one job of ember's pool, each on one thread (conv_dnnl_wgrad.c). */
 bool ember__dnnl_weight_grad(const conv_geom *g, const float *x, const void *gy, int gy_layout, float *gw);
-#endif
 
+#endif
 #endif

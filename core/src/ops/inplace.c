@@ -1,16 +1,16 @@
 /* inplace.c: the in-place forms of the elementwise ops (add_ ... pow_, the
    unary ones through ember_unary_, clamp_), copy_ and fill_. Untracked, they
    run elementwise.c's kernels into self; under recording they compute the
-   value out of place as an ordinary op and write it in (autograd.h). */
+   value out of place as an ordinary op and write it in (autograd_ops.h). */
 #include "ops.h"
-#include "../autograd.h"
+#include "../autograd_ops.h"
 #include "../backend.h"
 
 #include <string.h>
 
 static int category(int dt) { return dt == EMBER_BOOL ? 0 : ember__is_int(dt) ? 1 : 2; }
 
-/* The recorded form of an in-place op (see autograd.h): `r` is the value
+/* The recorded form of an in-place op (see autograd_ops.h): `r` is the value
    computed out of place since `mark`; it is copied into a, whose history
    moves to r's. */
 static int inplace_finish(ember_tensor *a, ember_tensor *r, uint64_t mark)

@@ -1,24 +1,16 @@
 /* matmul.c: matmul with PyTorch's semantics (1-D dot, matrix-vector, batched
-   with broadcast batch dims). float32 / float64 go to OpenBLAS (sgemm/dgemm, through blas.c);
-   a strided matrix with a unit stride in either dim is passed as is (as a
-   transposed operand when needed), anything else is copied first. float16 and
-   bfloat16 compute in float32; integers use a blocked loop with wrapping int64
-   accumulation. Every library call runs on one thread; ember's pool runs a
-   large product's fixed blocks in parallel (gemm, below). */
+   with broadcast batch dims). float32 / float64 go to gemm.c's one product
+   entry (oneDNN, AVX-512 loops or OpenBLAS by its policy); a strided matrix
+   with a unit stride in either dim is passed as is (as a transposed operand
+   when needed), anything else is copied first. float16 and bfloat16 compute
+   in float32; integers use a blocked loop with wrapping int64 accumulation. */
 #include "ops.h"
 
 #include <string.h>
 
-/* A 2-D operand as BLAS sees it: base pointer, transposed or not, leading dim. */
-typedef struct {
-    const char *p;
-    bool trans;
-    int64_t ld;
-} mat;
-
 /* m x k matrix at element offset off with strides (rs, cs) */
 static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
-                    mat *m)
+                    ember__mat *m)
 {
     m->p = base + off * es;
     /* the stride of a dim of size 1 is never stepped: a (3, 1, 1) tensor
@@ -36,103 +28,6 @@ static bool as_blas(const char *base, int es, int64_t off, int64_t rows, int64_t
         return true;
     }
     return false;
-}
-
-/* Threads and bits. A library that splits one product over its threads
-   may change the rounding with their number: OpenBLAS's sgemm does (a
-   128 x 784 x 256 product differs in 4840 of its 32768 values between 1 and
-   2 threads on the 2-core Xeon of 2026-11-27, spec/thread_bits_spec.lua),
-   and oneDNN's sgemm can split the sum over k between threads. The thread
-   policy gives a product as many threads as the machine's load leaves free
-   (parallel.c), so ember never lets a library choose a split: OpenBLAS runs
-   on one thread (blas.c sets it when it loads OpenBLAS), oneDNN's sgemm
-   on one thread, and a product of PRODUCT_SPLIT_MNK multiply-adds or more
-   is cut into blocks fixed by its shape alone (product_blocks), each block
-   one single-threaded library call, which ember's pool runs on however many
-   threads the policy gives the job. The same blocks, so the same bits, with
-   any thread count and any load. */
-#define PRODUCT_SPLIT_MNK ((int64_t)1 << 18)
-
-/* C = op(A) op(B) + beta C on the calling thread, C (M, N) with row stride
-   ldc, through oneDNN where dnnl (it wins at the whole product), else BLAS */
-static void gemm_direct(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c,
-                        int64_t ldc, bool dnnl)
-{
-    if (dnnl && ember__dnnl_sgemm(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
-                                                 (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
-        return;
-    ember__gemm(dt, a->trans, b->trans, M, N, K, a->p, a->ld, b->p, b->ld, beta, c, ldc);
-}
-
-/* The blocks of a product, from its shape alone. A block's call packs the
-   operand it shares with the others again, so the product is cut along the
-   larger of M and N (rows of C repack B, K x N; columns repack A, M x K):
-   blocks of at least 64 (128 from 256 on) and at most 16 of them, of even
-   sizes, multiples of 16; a product with fewer than 128 rows and columns is
-   one block. */
-typedef struct {
-    int dt;
-    int64_t M, N, K, rows, cols;   /* rows < M: row blocks, else column blocks */
-    bool dnnl;
-    const mat *a, *b;
-    double beta;
-    char *c;
-} gemm_job;
-
-static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
-
-static int64_t product_blocks(int64_t M, int64_t N, int64_t *rows, int64_t *cols)
-{
-    *rows = M, *cols = N;
-    int64_t D = M >= N ? M : N;
-    if (D < 128) return 1;
-    int64_t least = D >= 256 ? 128 : 64, size = round16((D + 15) / 16);
-    if (size < least) size = least;
-    int64_t n = (D + size - 1) / size;
-    size = round16((D + n - 1) / n);   /* even blocks */
-    if (M >= N) *rows = size;
-    else *cols = size;
-    return (D + size - 1) / size;
-}
-
-static void gemm_blocks(void *vctx, int64_t lo, int64_t hi)
-{
-    const gemm_job *j = vctx;
-    int es = ember_dtype_size(j->dt);
-    for (int64_t blk = lo; blk < hi; blk++) {
-        mat a = *j->a, b = *j->b;
-        char *c = j->c;
-        int64_t rows = j->M, cols = j->N;
-        if (j->rows < j->M) {   /* rows r0.. of op(A): a row offset, or a column offset when A is read transposed */
-            int64_t r0 = blk * j->rows;
-            rows = j->M - r0 < j->rows ? j->M - r0 : j->rows;
-            a.p = (const char *)a.p + (a.trans ? r0 : r0 * a.ld) * es;
-            c += r0 * j->N * es;
-        } else {                /* columns c0.. of op(B) */
-            int64_t c0 = blk * j->cols;
-            cols = j->N - c0 < j->cols ? j->N - c0 : j->cols;
-            b.p = (const char *)b.p + (b.trans ? c0 * b.ld : c0) * es;
-            c += c0 * es;
-        }
-        gemm_direct(j->dt, rows, cols, j->K, &a, &b, j->beta, c, j->N > 0 ? j->N : 1, j->dnnl);
-    }
-}
-
-static void gemm(int dt, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, double beta, char *c)
-{
-    int64_t ldc = N > 0 ? N : 1;
-    /* gemm_skinny.c's loops fix their own split: every C element one thread's sequence */
-    if (dt == EMBER_FLOAT32 && ember__sgemm_skinny(a->trans, b->trans, M, N, K, (const float *)a->p, a->ld,
-                                                   (const float *)b->p, b->ld, (float)beta, (float *)c, ldc))
-        return;
-    gemm_job j = {dt, M, N, K, M, N, dt == EMBER_FLOAT32 && ember__dnnl_sgemm_wins(M, N, K), a, b, beta, c};
-    int64_t nblocks = M * N * K < PRODUCT_SPLIT_MNK ? 1 : product_blocks(M, N, &j.rows, &j.cols);
-    if (nblocks < 2) {
-        ember__job_inline();
-        gemm_direct(dt, M, N, K, a, b, beta, c, ldc, j.dnnl);
-        return;
-    }
-    ember__parallel_for(nblocks, 1, gemm_blocks, &j);
 }
 
 static void gemm_int(int dt, int64_t M, int64_t N, int64_t K, const ember_tensor *a, int64_t aoff,
@@ -271,7 +166,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
             ember__matmul_offsets(p.nbatch, idx, ca, cb, &aoff, &boff);
             char *c = obuf + bi * M * N * es;
             if (ember__is_float(cdt)) {
-                mat ma, mb;
+                ember__mat ma, mb;
                 bool ok_a = as_blas(ca->storage->data, es, aoff, M, K, ca->strides[ca->ndim - 2],
                                     ca->strides[ca->ndim - 1], &ma);
                 bool ok_b = as_blas(cb->storage->data, es, boff, K, N, cb->strides[cb->ndim - 2],
@@ -290,7 +185,7 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
                     bi--;   /* redo this batch with the contiguous operands */
                     continue;
                 }
-                gemm(cdt, M, N, K, &ma, &mb, 0, c);
+                ember__gemm_run(cdt, M, N, K, &ma, &mb, 0, c);
             } else {
                 gemm_int(cdt, M, N, K, ca, aoff, cb, boff, c);
             }
@@ -409,7 +304,7 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(x->ndim, shape, dt, EMBER_CPU, &o));
     if (o->numel > 0) {
-        mat mx, mw;
+        ember__mat mx, mw;
         if (!(x->ndim == 2 || x->is_contiguous) ||
             !as_blas(x->storage->data, es, x->offset, M, K, x->ndim == 2 ? x->strides[0] : K,
                      x->strides[x->ndim - 1], &mx)) {
@@ -423,7 +318,7 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
         char *c = ember__ptr(o);
         const char *bias = ember__ptr(b);
         for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
-        gemm(dt, M, N, K, &mx, &mw, 1, c);
+        ember__gemm_run(dt, M, N, K, &mx, &mw, 1, c);
         relu_inplace(dt, c, o->numel);
     }
     *out = o;

@@ -1,5 +1,5 @@
 /* matmul_dnnl.c: float32 GEMMs through oneDNN's sgemm, at the shapes where
-   it beats OpenBLAS (built when CMake finds oneDNN; matmul.c calls OpenBLAS
+   it beats OpenBLAS (built when CMake finds oneDNN; gemm.c calls OpenBLAS
    for every other shape, and for all of them without oneDNN).
 
    oneDNN picks its AVX-512 kernels from the CPU whatever OPENBLAS_CORETYPE
@@ -10,7 +10,7 @@
    - an output narrower than 16 columns (the 10-class layer's forward):
      1.5-3.8 with either core; 8^3: 5-14 (oneDNN's call costs about 0.3 us).
      Those stay on OpenBLAS (or, on AVX-512 CPUs at the shapes it wins,
-     gemm_skinny.c's loops, which matmul.c tries first).
+     gemm_skinny.c's loops, which gemm.c tries first).
    - OpenBLAS on an AVX2 core (Haswell): oneDNN wins the rest from 32^3 on,
      the MLP's products 0.16-0.93, squares of 256-1024 0.25-1.0.
    - OpenBLAS on an AVX-512 core (SkylakeX): the MLP's products of 64^3 and

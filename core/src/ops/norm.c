@@ -18,6 +18,7 @@
    bn_backward_composed, which grad_rules.c's rule also runs where a
    recording sees the backward (higher-order gradients). */
 #include "ops.h"
+#include "../autograd_ops.h"
 
 #include <string.h>
 
@@ -210,12 +211,76 @@ static int64_t channel_grain(int64_t per_channel)
    S columns in order. Values are computed as the kernels above compute them. */
 #define COLUMN_S 32
 
-#define BN_FWD_COLUMNS(T)                                                                                  EMBER_SIMD static void bn_fwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                             {                                                                                                          const bn_job *j = vctx;                                                                                const T *x = (const T *)j->x, *w = (const T *)j->w, *b = (const T *)j->b;                              T *y = (T *)j->y, *st = (T *)j->stats;                                                                 int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                             double *a = j->ws, *m = j->ws + CS, M = (double)(j->N * S);                                            for (int64_t k = k0; k < k1; k++) a[k] = 0;                                                            for (int64_t n = 0; n < j->N; n++)                                                                         for (int64_t k = k0; k < k1; k++) a[k] += (double)x[n * CS + k];                                   for (int64_t c = c0; c < c1; c++) {                                                                        double sum = 0;                                                                                        for (int64_t i = 0; i < S; i++) sum += a[c * S + i], a[c * S + i] = 0;                                  for (int64_t i = 0; i < S; i++) m[c * S + i] = sum / M;                                            }                                                                                                      for (int64_t n = 0; n < j->N; n++)                                                                         for (int64_t k = k0; k < k1; k++) {                                                                        double d = (double)x[n * CS + k] - m[k];                                                               a[k] += d * d;                                                                                     }                                                                                                  for (int64_t c = c0; c < c1; c++) {                                                                        double sum = 0, mean = m[c * S];                                                                       for (int64_t i = 0; i < S; i++) sum += a[c * S + i];                                                   double var = sum / M, scale = (double)w[c] / sqrt(var + j->eps);                                       for (int64_t i = 0; i < S; i++) a[c * S + i] = scale, m[c * S + i] = (double)b[c] - mean * scale;             st[c] = (T)mean;                                                                                       st[j->C + c] = (T)var;                                                                             }                                                                                                      for (int64_t n = 0; n < j->N; n++)                                                                         for (int64_t k = k0; k < k1; k++) y[n * CS + k] = x[n * CS + k] * (T)a[k] + (T)m[k];           }
+#define BN_FWD_COLUMNS(T)                                                                                     \
+    EMBER_SIMD static void bn_fwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                                \
+    {                                                                                                         \
+        const bn_job *j = vctx;                                                                               \
+        const T *x = (const T *)j->x, *w = (const T *)j->w, *b = (const T *)j->b;                             \
+        T *y = (T *)j->y, *st = (T *)j->stats;                                                                \
+        int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                            \
+        double *a = j->ws, *m = j->ws + CS, M = (double)(j->N * S);                                           \
+        /* the columns' sums, then each channel's mean in its S columns of m */                               \
+        for (int64_t k = k0; k < k1; k++) a[k] = 0;                                                           \
+        for (int64_t n = 0; n < j->N; n++)                                                                    \
+            for (int64_t k = k0; k < k1; k++) a[k] += (double)x[n * CS + k];                                  \
+        for (int64_t c = c0; c < c1; c++) {                                                                   \
+            double sum = 0;                                                                                   \
+            for (int64_t i = 0; i < S; i++) sum += a[c * S + i], a[c * S + i] = 0;                            \
+            for (int64_t i = 0; i < S; i++) m[c * S + i] = sum / M;                                           \
+        }                                                                                                     \
+        /* the columns' squared deviations, then scale and shift per column */                                \
+        for (int64_t n = 0; n < j->N; n++)                                                                    \
+            for (int64_t k = k0; k < k1; k++) {                                                               \
+                double d = (double)x[n * CS + k] - m[k];                                                      \
+                a[k] += d * d;                                                                                \
+            }                                                                                                 \
+        for (int64_t c = c0; c < c1; c++) {                                                                   \
+            double sum = 0, mean = m[c * S];                                                                  \
+            for (int64_t i = 0; i < S; i++) sum += a[c * S + i];                                              \
+            double var = sum / M, scale = (double)w[c] / sqrt(var + j->eps);                                  \
+            for (int64_t i = 0; i < S; i++) a[c * S + i] = scale, m[c * S + i] = (double)b[c] - mean * scale; \
+            st[c] = (T)mean;                                                                                  \
+            st[j->C + c] = (T)var;                                                                            \
+        }                                                                                                     \
+        for (int64_t n = 0; n < j->N; n++)                                                                    \
+            for (int64_t k = k0; k < k1; k++) y[n * CS + k] = x[n * CS + k] * (T)a[k] + (T)m[k];              \
+    }
 BN_FWD_COLUMNS(float)
 BN_FWD_COLUMNS(double)
 #undef BN_FWD_COLUMNS
 
-#define BN_BWD_COLUMNS(T)                                                                                       EMBER_SIMD static void bn_bwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                                  {                                                                                                               const bn_job *j = vctx;                                                                                     const T *x = (const T *)j->x, *g = (const T *)j->g, *w = (const T *)j->w, *st = (const T *)j->stats;         T *gx = (T *)j->y, *gwb = (T *)j->gwb;                                                                      int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                                  double *sg = j->ws, *sgx = j->ws + CS, *m = j->ws + 2 * CS, M = (double)(j->N * S);                         for (int64_t k = k0; k < k1; k++) sg[k] = sgx[k] = 0, m[k] = (double)st[k / S];                             for (int64_t n = 0; n < j->N; n++)                                                                              for (int64_t k = k0; k < k1; k++) {                                                                             double gv = (double)g[n * CS + k];                                                                          sg[k] += gv;                                                                                                sgx[k] += gv * ((double)x[n * CS + k] - m[k]);                                                          }                                                                                                       for (int64_t c = c0; c < c1; c++) {                                                                             double mean = (double)st[c], invstd = 1.0 / sqrt((double)st[j->C + c] + j->eps);                            double sum_g = 0, sum_gx = 0;                                                                               for (int64_t i = 0; i < S; i++) sum_g += sg[c * S + i], sum_gx += sgx[c * S + i];                           sum_gx *= invstd;                                                                                           double a = (double)w[c] * invstd, kx = -a * invstd * sum_gx / M;                                            for (int64_t i = 0; i < S; i++)                                                                                 sg[c * S + i] = a, sgx[c * S + i] = kx, m[c * S + i] = -a * sum_g / M - kx * mean;                      gwb[c] = (T)sum_gx;                                                                                         gwb[j->C + c] = (T)sum_g;                                                                               }                                                                                                           for (int64_t n = 0; n < j->N; n++)                                                                              for (int64_t k = k0; k < k1; k++)                                                                               gx[n * CS + k] = g[n * CS + k] * (T)sg[k] + x[n * CS + k] * (T)sgx[k] + (T)m[k];               }
+#define BN_BWD_COLUMNS(T)                                                                                    \
+    EMBER_SIMD static void bn_bwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                               \
+    {                                                                                                        \
+        const bn_job *j = vctx;                                                                              \
+        const T *x = (const T *)j->x, *g = (const T *)j->g, *w = (const T *)j->w, *st = (const T *)j->stats; \
+        T *gx = (T *)j->y, *gwb = (T *)j->gwb;                                                               \
+        int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                           \
+        double *sg = j->ws, *sgx = j->ws + CS, *m = j->ws + 2 * CS, M = (double)(j->N * S);                  \
+        /* the columns' sum(g) and sum(g (x - mean)) */                                                      \
+        for (int64_t k = k0; k < k1; k++) sg[k] = sgx[k] = 0, m[k] = (double)st[k / S];                      \
+        for (int64_t n = 0; n < j->N; n++)                                                                   \
+            for (int64_t k = k0; k < k1; k++) {                                                              \
+                double gv = (double)g[n * CS + k];                                                           \
+                sg[k] += gv;                                                                                 \
+                sgx[k] += gv * ((double)x[n * CS + k] - m[k]);                                               \
+            }                                                                                                \
+        /* each channel's sums, then its coefficients a, kx, k0 in its S columns */                          \
+        for (int64_t c = c0; c < c1; c++) {                                                                  \
+            double mean = (double)st[c], invstd = 1.0 / sqrt((double)st[j->C + c] + j->eps);                 \
+            double sum_g = 0, sum_gx = 0;                                                                    \
+            for (int64_t i = 0; i < S; i++) sum_g += sg[c * S + i], sum_gx += sgx[c * S + i];                \
+            sum_gx *= invstd;                                                                                \
+            double a = (double)w[c] * invstd, kx = -a * invstd * sum_gx / M;                                 \
+            for (int64_t i = 0; i < S; i++)                                                                  \
+                sg[c * S + i] = a, sgx[c * S + i] = kx, m[c * S + i] = -a * sum_g / M - kx * mean;           \
+            gwb[c] = (T)sum_gx;                                                                              \
+            gwb[j->C + c] = (T)sum_g;                                                                        \
+        }                                                                                                    \
+        for (int64_t n = 0; n < j->N; n++)                                                                   \
+            for (int64_t k = k0; k < k1; k++)                                                                \
+                gx[n * CS + k] = g[n * CS + k] * (T)sg[k] + x[n * CS + k] * (T)sgx[k] + (T)m[k];             \
+    }
 BN_BWD_COLUMNS(float)
 BN_BWD_COLUMNS(double)
 #undef BN_BWD_COLUMNS
@@ -364,7 +429,8 @@ int ember__batch_norm_composed(ember_tensor *x, ember_tensor *w, ember_tensor *b
     ember_tensor *mean = ch_reduce(&ch, x, true), *xc = ch_sub(&ch, x, mean);
     ember_tensor *var = ch_reduce(&ch, ch_mul(&ch, xc, xc), true);
     ember_tensor *invstd = ch_rsqrt(&ch, ch_add(&ch, var, ch_num(&ch, eps)));
-    ember_tensor *out = ch_add(&ch, ch_mul(&ch, ch_mul(&ch, xc, invstd), ch_view(&ch, w, nd, cs)), ch_view(&ch, b, nd, cs));
+    ember_tensor *out =
+        ch_add(&ch, ch_mul(&ch, ch_mul(&ch, xc, invstd), ch_view(&ch, w, nd, cs)), ch_view(&ch, b, nd, cs));
     int rc = chain_result(&ch, out, y);
     if (rc >= 0) rc = chain_result(&ch, ch_rows(&ch, mean, var), stats);
     if (rc < 0 && *y) {
@@ -401,14 +467,13 @@ int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_
 }
 
 /* the composed forms inside an op's forward, where nothing is recorded (the
-   op itself is, by dispatch) */
+   op itself is, by dispatch): autograd_ops.h's pause */
 static int no_recording(int (*fn)(ember_tensor *const *, double, ember_tensor **), ember_tensor *const *in,
                         double eps, ember_tensor **out)
 {
-    int was = ember_is_grad_enabled();
-    ember_set_grad_enabled(0);
+    int paused = ember__ag_pause();
     int rc = fn(in, eps, out);
-    ember_set_grad_enabled(was);
+    ember__ag_resume(paused);
     return rc;
 }
 
@@ -438,8 +503,9 @@ int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
     EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &st));
-    bn_job j = {x->dtype, x->shape[0], C, x->numel / (x->shape[0] * C), ember__ptr(c[0]), NULL, ember__ptr(c[1]),
-                ember__ptr(c[2]), ember__ptr(y), ember__ptr(st), NULL, eps, NULL};
+    bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
+                .x = ember__ptr(c[0]), .w = ember__ptr(c[1]), .b = ember__ptr(c[2]),
+                .y = ember__ptr(y), .stats = ember__ptr(st), .eps = eps};
     EMBER_CHECK(bn_run("batch_norm", &j, false));
     out[0] = y;
     out[1] = st;
@@ -473,8 +539,9 @@ int fwd_batch_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &gx));
     EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &gwb));
-    bn_job j = {x->dtype, x->shape[0], C, x->numel / (x->shape[0] * C), ember__ptr(c[1]), ember__ptr(c[0]),
-                ember__ptr(c[2]), NULL, ember__ptr(gx), ember__ptr(c[3]), ember__ptr(gwb), eps, NULL};
+    bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
+                .x = ember__ptr(c[1]), .g = ember__ptr(c[0]), .w = ember__ptr(c[2]),
+                .y = ember__ptr(gx), .stats = ember__ptr(c[3]), .gwb = ember__ptr(gwb), .eps = eps};
     EMBER_CHECK(bn_run("batch_norm_backward", &j, true));
     out[0] = gx;
     out[1] = gwb;

@@ -155,6 +155,20 @@ typedef struct ember__matmul_plan {
 int ember__matmul_plan_make(ember_tensor *const *in, ember__matmul_plan *p);
 void ember__matmul_plan_release(ember__matmul_plan *p);
 
+/* ------------------------------------------------------------------ products (gemm.c)
+   A 2-D operand as BLAS sees it: base pointer, read transposed or not, leading dim. */
+typedef struct ember__mat {
+    const char *p;
+    bool trans;
+    int64_t ld;
+} ember__mat;
+/* C = op(A) op(B) + beta C, C contiguous (M, N), in float32 or float64: the
+   one entry for matmul's and conv2d's products, with the one policy (skinny
+   loops, blocks fixed by the shape, oneDNN or OpenBLAS on one thread each)
+   gemm.c describes. */
+void ember__gemm_run(int dt, int64_t M, int64_t N, int64_t K, const ember__mat *a, const ember__mat *b,
+                     double beta, char *c);
+
 /* Whether oneDNN is built in, switched on and faster than OpenBLAS at a
    float32 product of this shape (matmul_dnnl.c). */
 bool ember__dnnl_sgemm_wins(int64_t M, int64_t N, int64_t K);

@@ -1,5 +1,6 @@
-/* reduce.c: reductions (sum, mean, var, logsumexp, norm, max/min, argmax/argmin),
-   softmax / log_softmax along a dim, and sum_to (the adjoint of broadcasting).
+/* reduce.c: reductions (sum, mean, var, logsumexp, norm, max/min, argmax/argmin)
+   and sum_to (the adjoint of broadcasting); softmax.c reuses its row kernels
+   (reduce.h).
 
    Strategy: the reduced dims are permuted to the end (a view), made contiguous
    when they are not, and each output element reduces one contiguous row of
@@ -10,10 +11,10 @@
    Long rows are split into fixed blocks whose partials are combined in order,
    so results never depend on the number of threads.
 
-   dtypes: sum of integers and bools is int64; mean, var, logsumexp, norm,
-   softmax and log_softmax compute integers in float32; max/min keep the dtype.
+   dtypes: sum of integers and bools is int64; mean, var, logsumexp and norm
+   compute integers in float32; max/min keep the dtype.
    Empty reductions: sum 0, mean nan, max/min/argmax fail. */
-#include "ops.h"
+#include "reduce.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,27 +22,6 @@
 #define BLOCK 16384
 
 /* ------------------------------------------------------------------ row kernels */
-/* Partial sums kept side by side: one 512-bit vector of float32 (of double
-   for F64_LANES), two AVX2 and four SSE2 ones, so each width vectorises the
-   loops below and all add in the order the source gives (docs/dtypes.md). */
-#define F32_LANES 16
-#define F64_LANES 8
-
-/* acc[0] + ... + acc[n - 1] as a fixed tree of pairs; n a power of two */
-EMBER_INLINE double fold_f64(double *acc, int n)
-{
-    for (int w = n / 2; w > 0; w /= 2)
-        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
-    return acc[0];
-}
-
-EMBER_INLINE float fold_f32(float *acc, int n)
-{
-    for (int w = n / 2; w > 0; w /= 2)
-        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
-    return acc[0];
-}
-
 EMBER_SIMD static double sum_f32(const float *x, int64_t n)
 {
     /* F32_LANES independent sums per block, blocks combined in double */
@@ -69,15 +49,6 @@ EMBER_SIMD static double sum_f64(const double *x, int64_t n)
     return s;
 }
 
-static inline double at(const char *p, int dt, int64_t i)
-{
-    switch (dt) {
-    case EMBER_FLOAT32: return ((const float *)p)[i];
-    case EMBER_FLOAT64: return ((const double *)p)[i];
-    default: return ember__load(p + i * ember_dtype_size(dt), dt);
-    }
-}
-
 static double row_sum(const char *p, int dt, int64_t n)
 {
     if (dt == EMBER_FLOAT32) return sum_f32((const float *)p, n);
@@ -97,41 +68,10 @@ static int64_t row_isum(const char *p, int dt, int64_t n)
     return (int64_t)s;
 }
 
-/* A float32 as an unsigned key in the floats' order (-0 below +0): the bits
-   with the sign flipped for positive floats, all flipped for negative ones.
-   An unsigned max, unlike a float one that must mind NaN and -0, vectorises
-   at every width and gives the same result in any order. */
-EMBER_INLINE uint32_t order_key(float f)
-{
-    uint32_t b = ember__bits_of_float(f);
-    return b ^ ((0u - (b >> 31)) | 0x80000000u);
-}
-
-EMBER_INLINE float from_order_key(uint32_t k)
-{
-    return ember__float_of_bits(k & 0x80000000u ? k ^ 0x80000000u : ~k);
-}
-
-/* The largest of sign x[i] over n > 0 floats (sign 1 for the maximum, -1
-   for the minimum as -max(-x), negation being exact), NaN if any is NaN;
-   +0 where the largest are -0 and +0. */
-EMBER_INLINE float row_max_f32(const float *x, int64_t n, float sign)
-{
-    uint32_t best = 0;
-    int nan = 0;
-    for (int64_t i = 0; i < n; i++) {
-        float v = sign * x[i];
-        uint32_t k = order_key(v);
-        nan |= v != v;
-        best = k > best ? k : best;
-    }
-    return nan ? NAN : from_order_key(best);
-}
-
 EMBER_SIMD static float max_f32(const float *x, int64_t n, float sign) { return row_max_f32(x, n, sign); }
 
 /* max (sign = 1) or min (sign = -1): a NaN wins; *idx gets the first position */
-static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *idx)
+double ember__row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *idx)
 {
     double best = at(p, dt, 0);
     int64_t bi = 0;
@@ -157,7 +97,7 @@ static double row_extreme(const char *p, int dt, int64_t n, int sign, int64_t *i
 static double extreme(const char *p, int dt, int64_t n, int sign)
 {
     if (dt == EMBER_FLOAT32) return sign * (double)max_f32((const float *)p, n, (float)sign);
-    return row_extreme(p, dt, n, sign, NULL);
+    return ember__row_extreme(p, dt, n, sign, NULL);
 }
 
 static double row_var(const char *p, int dt, int64_t n, int unbiased)
@@ -173,7 +113,7 @@ static double row_var(const char *p, int dt, int64_t n, int unbiased)
 static double row_logsumexp(const char *p, int dt, int64_t n)
 {
     if (n == 0) return -INFINITY;
-    double m = row_extreme(p, dt, n, 1, NULL);
+    double m = ember__row_extreme(p, dt, n, 1, NULL);
     if (m != m) return m;
     if (isinf(m)) return m;
     double s = 0;
@@ -209,7 +149,7 @@ static double row_norm(const char *p, int dt, int64_t n, double pw)
 /* ------------------------------------------------------------------ layout */
 /* A contiguous tensor whose last r dims are a's reduced dims (mask) and whose
    leading dims are the kept ones, in order; *rows and *len describe it. */
-static int reduced_last(ember_tensor *a, unsigned mask, ember_tensor **out, int64_t *rows, int64_t *len)
+int ember__reduced_last(ember_tensor *a, unsigned mask, ember_tensor **out, int64_t *rows, int64_t *len)
 {
     int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
     int k = 0;
@@ -484,7 +424,7 @@ int fwd_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     if (leading_sum(op, a, p.mask, o) || around_sum(op, a, p.mask, o)) return EMBER_OK;
     ember_tensor *r = NULL;
     int64_t rows, rlen;
-    int rc = reduced_last(a, p.mask, &r, &rows, &rlen);
+    int rc = ember__reduced_last(a, p.mask, &r, &rows, &rlen);
     if (rc < 0) {
         ember_tensor_release(o);
         *out = NULL;
@@ -519,7 +459,7 @@ static void arg_range(void *vctx, int64_t b, int64_t e)
     for (int64_t r = b; r < e; r++) {
         const char *row = c->src + r * c->len * es;
         int64_t bi;
-        row_extreme(row, c->dt, c->len, c->sign, &bi);
+        ember__row_extreme(row, c->dt, c->len, c->sign, &bi);
         if (c->idx) c->idx[r] = bi;
         if (c->want_vals) memcpy(c->vals + r * es, row + bi * es, (size_t)es);
     }
@@ -534,7 +474,7 @@ static int arg_impl(int op, ember_tensor *a, const ember_attrs *at, int sign, em
     int rc = EMBER_OK;
     if (vals) EMBER_CHECK(ember__new(p.ndim, p.shape, a->dtype, EMBER_CPU, vals));
     EMBER_CHECK(ember__new(p.ndim, p.shape, EMBER_INT64, EMBER_CPU, idx));
-    EMBER_CHECK(reduced_last(a, p.mask, &r, &rows, &rlen));
+    EMBER_CHECK(ember__reduced_last(a, p.mask, &r, &rows, &rlen));
     arg_ctx c = {ember__ptr(r), vals ? ember__ptr(*vals) : NULL, (int64_t *)ember__ptr(*idx), rlen,
                  r->dtype, sign, vals != NULL};
     ember__parallel_for(rows, rlen >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / rlen + 1, arg_range, &c);
@@ -555,100 +495,6 @@ int fwd_arg_reduce(int op, int nin, ember_tensor *const *in, const ember_attrs *
 {
     EMBER_UNUSED(nin);
     return arg_impl(op, in[0], at, op == EMBER_OP_ARGMAX ? 1 : -1, NULL, out);
-}
-
-/* ------------------------------------------------------------------ softmax */
-typedef struct {
-    const char *src;
-    char *dst;
-    int64_t len;
-    int dt, log;
-} sm_ctx;
-
-/* The sum of n floats in double, over F64_LANES running sums. */
-EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
-{
-    double acc[F64_LANES] = {0};
-    int64_t i = 0;
-    for (; i + F64_LANES <= n; i += F64_LANES)
-        for (int k = 0; k < F64_LANES; k++) acc[k] += x[i + k];
-    for (; i < n; i++) acc[0] += x[i];
-    return fold_f64(acc, F64_LANES);
-}
-
-EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
-{
-    const sm_ctx *c = vctx;
-    int es = ember_dtype_size(c->dt);
-    for (int64_t r = b; r < e; r++) {
-        const char *x = c->src + r * c->len * es;
-        char *y = c->dst + r * c->len * es;
-        if (c->dt == EMBER_FLOAT32) {   /* loops without a serial dependence, so they vectorise */
-            const float *xf = (const float *)x;
-            float *yf = (float *)y;
-            float mf = row_max_f32(xf, c->len, 1.0f);
-            if (isinf(mf) && mf < 0) mf = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
-            for (int64_t i = 0; i < c->len; i++) yf[i] = ember__expf(xf[i] - mf);
-            double sum = row_sum_f32(yf, c->len);
-            if (c->log) {
-                float ls = (float)log(sum);
-                for (int64_t i = 0; i < c->len; i++) yf[i] = xf[i] - mf - ls;
-            } else {
-                float inv = (float)(1.0 / sum);
-                for (int64_t i = 0; i < c->len; i++) yf[i] *= inv;
-            }
-            continue;
-        }
-        double m = row_extreme(x, c->dt, c->len, 1, NULL), s = 0;
-        if (isinf(m) && m < 0) m = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
-        for (int64_t i = 0; i < c->len; i++) s += exp(at(x, c->dt, i) - m);
-        double ls = log(s);
-        for (int64_t i = 0; i < c->len; i++) {
-            double v = at(x, c->dt, i) - m;
-            ember__store(y + i * es, c->dt, c->log ? v - ls : exp(v) / s);
-        }
-    }
-}
-
-/* SOFTMAX, LOG_SOFTMAX: i[0] dim */
-int fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
-{
-    EMBER_UNUSED(nin);
-    int dim = (int)at->i[0], rc = EMBER_OK;
-    ember_tensor *a = NULL, *r = NULL, *tmp = NULL, *back = NULL;
-    int dt = ember__is_float(in[0]->dtype) ? in[0]->dtype : EMBER_FLOAT32;
-    EMBER_TRY(ember__as_dtype(in[0], dt, &a));
-    if (a->ndim == 0) {   /* a single element: softmax 1, log_softmax 0 */
-        EMBER_CHECK(ember_full(0, NULL, op == EMBER_OP_SOFTMAX ? 1 : 0, dt, EMBER_CPU, out));
-        goto done;
-    }
-    int64_t rows, len;
-    EMBER_CHECK(reduced_last(a, 1u << dim, &r, &rows, &len));
-    EMBER_CHECK(ember__new(r->ndim, r->shape, dt, EMBER_CPU, &tmp));
-    sm_ctx c = {ember__ptr(r), ember__ptr(tmp), len, dt, op == EMBER_OP_LOG_SOFTMAX};
-    if (len > 0) ember__parallel_for(rows, len >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / len + 1, sm_range, &c);
-    if (dim == a->ndim - 1) {   /* already in the input's layout */
-        *out = tmp;
-        tmp = NULL;
-        goto done;
-    }
-    /* tmp has dim last: view it back in the input's order, then make it contiguous */
-    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
-    int k = 0;
-    for (int d = 0; d < a->ndim; d++) {
-        int src = d < dim ? d : d == dim ? a->ndim - 1 : d - 1;
-        shape[k] = tmp->shape[src];
-        strides[k++] = tmp->strides[src];
-    }
-    EMBER_CHECK(ember__make_view(tmp, a->ndim, shape, strides, 0, &back));
-    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
-    ember__copy_kernel(*out, back);
-done:
-    ember_tensor_release(a);
-    ember_tensor_release(r);
-    ember_tensor_release(tmp);
-    ember_tensor_release(back);
-    return rc;
 }
 
 /* ------------------------------------------------------------------ sum_to */
@@ -743,7 +589,7 @@ int ember_amin_all(ember_tensor *a, ember_tensor **out)
     return ember__dispatch(EMBER_OP_AMIN_ALL, 1, &a, NULL, out);
 }
 
-static int check_dim(const char *name, const ember_tensor *a, int dim, bool allow_all)
+int ember__reduce_check_dim(const char *name, const ember_tensor *a, int dim, bool allow_all)
 {
     char sa[200];
     if (!a) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
@@ -753,7 +599,7 @@ static int check_dim(const char *name, const ember_tensor *a, int dim, bool allo
 
 static int minmax_api(int op, ember_tensor *a, int dim, int keepdim, ember_tensor **values, ember_tensor **indices)
 {
-    EMBER_TRY(check_dim(ember__ops[op].name, a, dim, false));
+    EMBER_TRY(ember__reduce_check_dim(ember__ops[op].name, a, dim, false));
     if (!values || !indices) return ember__fail(EMBER_ERR_ARG, "%s: NULL output", ember__ops[op].name);
     ember_attrs at = {{dim, keepdim != 0}, {0}};
     ember_tensor *o[2];
@@ -775,30 +621,16 @@ int ember_min_dim(ember_tensor *a, int dim, int keepdim, ember_tensor **values, 
 
 int ember_argmax(ember_tensor *a, int dim, int keepdim, ember_tensor **out)
 {
-    EMBER_TRY(check_dim("argmax", a, dim, true));
+    EMBER_TRY(ember__reduce_check_dim("argmax", a, dim, true));
     ember_attrs at = {{dim, keepdim != 0}, {0}};
     return ember__dispatch(EMBER_OP_ARGMAX, 1, &a, &at, out);
 }
 
 int ember_argmin(ember_tensor *a, int dim, int keepdim, ember_tensor **out)
 {
-    EMBER_TRY(check_dim("argmin", a, dim, true));
+    EMBER_TRY(ember__reduce_check_dim("argmin", a, dim, true));
     ember_attrs at = {{dim, keepdim != 0}, {0}};
     return ember__dispatch(EMBER_OP_ARGMIN, 1, &a, &at, out);
-}
-
-int ember_softmax(ember_tensor *a, int dim, ember_tensor **out)
-{
-    if (!a || a->ndim > 0) EMBER_TRY(check_dim("softmax", a, dim, false));
-    ember_attrs at = {{dim}, {0}};
-    return ember__dispatch(EMBER_OP_SOFTMAX, 1, &a, &at, out);
-}
-
-int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out)
-{
-    if (!a || a->ndim > 0) EMBER_TRY(check_dim("log_softmax", a, dim, false));
-    ember_attrs at = {{dim}, {0}};
-    return ember__dispatch(EMBER_OP_LOG_SOFTMAX, 1, &a, &at, out);
 }
 
 int ember_sum_to(ember_tensor *a, int ndim, const int64_t *shape, ember_tensor **out)
