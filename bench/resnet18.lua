@@ -20,7 +20,7 @@ local Z = require("zoo")
 local a = {}
 for i, default in ipairs({ 5, 2, 64, 1000, 8, 112 }) do a[i] = tonumber(arg and arg[i]) or default end
 local rounds, iters, width, classes, batch, size = unpack(a)
-if arg and arg[7] then ember.set_num_threads(assert(tonumber(arg[7]), "threads must be a number")) end
+if arg and arg[7] then ember.set_num_threads((assert(tonumber(arg[7]), "threads must be a number"))) end
 ember.manual_seed(0)
 local model = Z.ResNet18(width, classes)
 local x = ember.randn({ batch, 3, size, size })
