@@ -320,8 +320,26 @@ typedef struct {
             }                                                                              \
         }
 
+/* index_add of floats: whole rows, the result's row as contiguous as the
+   source's (its shape off dim is the source's), so the loop vectorises */
+#define ROWS_LOOP(T)                                                                       \
+    for (int64_t b = b0; b < b1; b++)                                                      \
+        for (int64_t k = 0; k < j->n; k++) {                                               \
+            const T *x = (const T *)j->src + (b * j->n + k) * j->inner;                    \
+            T *d = (T *)j->dst + j->dst_outer[b] + j->p[k] * j->dst_dim_stride;            \
+            for (int64_t c = c0; c < c1; c++) d[c] += x[c];                                \
+        }
+
 static void scatter_block(const scatter_job *j, int64_t b0, int64_t b1, int64_t c0, int64_t c1)
 {
+    if (!j->per_element && j->dt == EMBER_FLOAT32) {
+        ROWS_LOOP(float)
+        return;
+    }
+    if (!j->per_element && j->dt == EMBER_FLOAT64) {
+        ROWS_LOOP(double)
+        return;
+    }
     switch (j->dt) {
     case EMBER_FLOAT32: SCATTER_LOOP(float, *e += x[c]) break;
     case EMBER_FLOAT64: SCATTER_LOOP(double, *e += x[c]) break;
@@ -343,6 +361,7 @@ static void scatter_block(const scatter_job *j, int64_t b0, int64_t b1, int64_t 
     }
 }
 #undef SCATTER_LOOP
+#undef ROWS_LOOP
 
 static void scatter_over_outer(void *ctx, int64_t b0, int64_t b1)
 {
