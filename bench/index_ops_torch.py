@@ -3,24 +3,16 @@
     OMP_NUM_THREADS=2 /usr/bin/python3 bench/index_ops_torch.py
 """
 import json
-import time
 
 import torch
+from torch_steps import median_ms
 import torch.nn.functional as F
 
 out = {"bench": "torch_index_ops", "threads": torch.get_num_threads()}
 
 
 def ms(name, fn, iters=5):
-    fn()
-    t = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        t.append((time.perf_counter() - t0) / iters)
-    t.sort()
-    out[name] = t[3] * 1e3
+    out[name] = median_ms(fn, iters)
 
 
 torch.manual_seed(0)

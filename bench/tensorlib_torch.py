@@ -3,23 +3,15 @@
     OMP_NUM_THREADS=2 /usr/bin/python3 bench/tensorlib_torch.py
 """
 import json
-import time
 
 import torch
+from torch_steps import median_ms
 
 out = {"bench": "torch_tensorlib", "threads": torch.get_num_threads()}
 
 
 def ms(name, fn, iters=5):
-    fn()
-    t = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        t.append((time.perf_counter() - t0) / iters)
-    t.sort()
-    out[name] = t[3] * 1e3
+    out[name] = median_ms(fn, iters)
 
 
 torch.manual_seed(0)

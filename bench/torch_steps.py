@@ -12,3 +12,16 @@ def report_steps(step, iters):
         step()
     print(json.dumps({"seconds_per_step": (time.perf_counter() - t0) / iters, "threads": torch.get_num_threads(),
                       "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto")}))
+
+
+def median_ms(fn, iters=5):
+    """ms per call of fn: the median of 7 rounds of iters calls, after one."""
+    fn()
+    t = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        t.append((time.perf_counter() - t0) / iters)
+    t.sort()
+    return t[3] * 1e3

@@ -89,6 +89,16 @@ static void copy_strided(char *dst, const char *src, int64_t n, int64_t ss, int 
 #undef COPY
 }
 
+/* Runs the loop macro M(T) with T the unsigned type of an element's es
+   bytes (a copy by size serves every dtype); M ends with a break. */
+#define BY_ELEMENT_SIZE(es, M)                                                             \
+    switch (es) {                                                                          \
+    case 8: M(uint64_t)                                                                    \
+    case 4: M(uint32_t)                                                                    \
+    case 2: M(uint16_t)                                                                    \
+    default: M(uint8_t)                                                                    \
+    }
+
 /* ------------------------------------------------------------------ gather */
 /* out[.., j] = a[.., idx[.., j] (along dim), ..]: out has idx's shape, a row
    is idx's last dim. */
@@ -131,12 +141,7 @@ static void gather_rows(void *ctx, int64_t r0, int64_t r1)
         ((T *)dst)[j] = ((const T *)src)[ao + k * sd];                                     \
     }                                                                                      \
     break;
-            switch (es) {
-            case 8: PICK(uint64_t)
-            case 4: PICK(uint32_t)
-            case 2: PICK(uint16_t)
-            default: PICK(uint8_t)
-            }
+            BY_ELEMENT_SIZE(es, PICK)
 #undef PICK
         } else {   /* each element of the row is in its own row of a along dim */
 #define ACROSS(T)                                                                          \
@@ -149,12 +154,7 @@ static void gather_rows(void *ctx, int64_t r0, int64_t r1)
         ((T *)dst)[j] = ((const T *)src)[ao + k * sd + j * sl];                            \
     }                                                                                      \
     break;
-            switch (es) {
-            case 8: ACROSS(uint64_t)
-            case 4: ACROSS(uint32_t)
-            case 2: ACROSS(uint16_t)
-            default: ACROSS(uint8_t)
-            }
+            BY_ELEMENT_SIZE(es, ACROSS)
 #undef ACROSS
         }
     }
@@ -252,12 +252,7 @@ static void select_rows(void *ctx, int64_t r0, int64_t r1)
 #define PICK(T)                                                                            \
     for (int64_t k = 0; k < L; k++) ((T *)dst)[k] = ((const T *)src)[ao + j->p[k] * sd];     \
     break;
-            switch (es) {
-            case 8: PICK(uint64_t)
-            case 4: PICK(uint32_t)
-            case 2: PICK(uint16_t)
-            default: PICK(uint8_t)
-            }
+            BY_ELEMENT_SIZE(es, PICK)
 #undef PICK
         } else {   /* a whole row of a, chosen along dim */
             int64_t ao = a->offset;
