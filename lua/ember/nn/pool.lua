@@ -24,8 +24,8 @@
 -- sum over the offsets, so gradients of any order come from those ops'
 -- rules. Adaptive max pooling reduces one dim at a time (a window's maximum
 -- is the maximum of its rows' maxima, and the first in row-major order
--- stays first), adaptive average pooling is a matmul with an averaging
--- matrix along each dim. Indices are the int64 0-based flat positions
+-- stays first), adaptive average pooling is nn/adaptive.lua's (one mean
+-- for global pooling, else a matmul with an averaging matrix along each dim). Indices are the int64 0-based flat positions
 -- within each input plane (of nd dims), as F.max_pool2d has always
 -- returned them and PyTorch does.
 local ember = require("ember")
@@ -376,7 +376,8 @@ local function output_sizes(op, nd, v, x)
 end
 
 -- PyTorch's window of output i of n over L positions: [floor(i L / n), ceil((i + 1) L / n))
-local function window(i, L, n) return math.floor(i * L / n), math.ceil((i + 1) * L / n) end
+local adaptive = require("ember.nn.adaptive")
+local window = adaptive.window
 
 local function adaptive_input(op, x, nd)
   local unbatched
@@ -420,28 +421,11 @@ local function adaptive_max(op, nd, x, o)
 end
 
 -- (n, L): row i averages PyTorch's window i
-local function pool_matrix(L, n, x)
-  local rows = {}
-  for i = 0, n - 1 do
-    local lo, hi = window(i, L, n)
-    local row = {}
-    for j = 0, L - 1 do row[j + 1] = (j >= lo and j < hi) and 1 / (hi - lo) or 0 end
-    rows[i + 1] = row
-  end
-  return ember.tensor(rows, { dtype = x.dtype, device = x.device })
-end
-
 local function adaptive_avg(op, nd, x, o)
   local unbatched
   x, unbatched = adaptive_input(op, x, nd)
   local size = output_sizes(op, nd, o.output_size, x)
-  local last = x:dim()
-  for i = 1, nd do
-    local dim = 2 + i
-    local P = pool_matrix(x:size(dim), size[i], x)
-    if dim == last then x = x:matmul(P:t())
-    else x = x:transpose(dim, last):matmul(P:t()):transpose(dim, last) end
-  end
+  x = adaptive.average(x, size)
   if unbatched then x = x:squeeze(1) end
   return x
 end

@@ -13,6 +13,7 @@ local ember = require("ember")
 local ffi = require("ffi")
 local A = require("ember.nn.args")
 local amp = require("ember.amp")
+local adaptive = require("ember.nn.adaptive")
 
 local fail, spread, shape_str = A.fail, A.spread, A.shape_str
 local M = { functional = {} }
@@ -223,18 +224,6 @@ function F.interpolate(x, opts)
 end
 
 ---------------------------------------------------------------- adaptive_avg_pool2d
--- (out, n): row i averages positions floor(i n / out) .. ceil((i + 1) n / out) - 1
-local function pool_matrix(n, out, dtype)
-  local rows = {}
-  for i = 0, out - 1 do
-    local lo, hi = math.floor(i * n / out), math.ceil((i + 1) * n / out)
-    local row = {}
-    for j = 0, n - 1 do row[j + 1] = (j >= lo and j < hi) and 1 / (hi - lo) or 0 end
-    rows[i + 1] = row
-  end
-  return ember.tensor(rows, { dtype = dtype })
-end
-
 -- output_size: a number, or {h, w} where nil keeps the input's size
 local function output_pair(op, output_size)
   local size = spread(output_size, 2)
@@ -257,9 +246,7 @@ local function adaptive_avg_pool2d(op, x, output_size)
     fail(op, "input must be a floating point (N, C, H, W) or (C, H, W) with H, W >= 1, got %s %s",
       x.dtype, shape_str(x))
   end
-  local H, W = x:size(-2), x:size(-1)
-  local rows, cols = pool_matrix(H, size[1] or H, x.dtype), pool_matrix(W, size[2] or W, x.dtype)
-  return rows:matmul(x):matmul(cols:t())
+  return adaptive.average(x, { size[1] or x:size(-2), size[2] or x:size(-1) })
 end
 
 function F.adaptive_avg_pool2d(x, output_size)
