@@ -293,7 +293,16 @@ int main(void)
         BAD(ember_linalg_lstsq(sq, sq, 4, 0, &o, &o2, &o3));    /* no driver 4 */
         BAD(ember_linalg_lstsq(sq, sq, 1, NAN, &o, &o2, &o3));
         BAD(ember_linalg_lstsq(sq, sq, 1, 0, &o, NULL, &o3));
-        BAD(ember_linalg_lstsq(sq, sq, 0, 0, &o, &o2, &o3));    /* gels of a rank-1 matrix */
+        {   /* gels of a singular matrix: {{1, 0}, {1, 0}}, whose zero column leaves an
+               exact 0 on R's diagonal on every kernel (the rank-1 sq leaves a rounding
+               residue there with OpenBLAS's SkylakeX kernels, and gels then solves; an
+               all-zero matrix is gels's own special case, solved with zeros) */
+            const double zcv[4] = {1, 0, 1, 0};
+            ember_tensor *zc = NULL;
+            CHECK(ember_from_data(zcv, EMBER_FLOAT64, 2, s22, EMBER_FLOAT64, EMBER_CPU, &zc) == EMBER_OK);
+            BAD(ember_linalg_lstsq(zc, sq, 0, 0, &o, &o2, &o3));
+            ember_tensor_release(zc);
+        }
         /* what works: det of the singular sq is exactly 0; gelsd finds its rank 1 */
         {
             double d = -1, r = -1;
