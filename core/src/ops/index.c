@@ -130,33 +130,28 @@ static void gather_rows(void *ctx, int64_t r0, int64_t r1)
             if (d != dim) ao += ix[d] * a->strides[d];
         const char *q = xi + xo * xs;
         char *dst = g->out + r * L * es;
-        if (last) {   /* the row's indices pick elements of a's row */
-#define PICK(T)                                                                            \
+        /* element j of the row: a's row picked along dim, at column j unless
+           dim is the last (then the row's indices pick within a's row) */
+#define GATHER_ROW(T, COLUMN)                                                              \
     for (int64_t j = 0; j < L; j++) {                                                      \
         int64_t k = INDEX_AT(is64, q, j, is);                                              \
         if ((uint64_t)k >= (uint64_t)g->size) {                                            \
             if (r < *g->bad_row) *g->bad_row = r;                                          \
             k = 0;                                                                         \
         }                                                                                  \
-        ((T *)dst)[j] = ((const T *)src)[ao + k * sd];                                     \
+        ((T *)dst)[j] = ((const T *)src)[ao + k * sd + (COLUMN)];                          \
     }                                                                                      \
     break;
+#define PICK(T) GATHER_ROW(T, 0)
+#define ACROSS(T) GATHER_ROW(T, j * sl)
+        if (last) {
             BY_ELEMENT_SIZE(es, PICK)
-#undef PICK
-        } else {   /* each element of the row is in its own row of a along dim */
-#define ACROSS(T)                                                                          \
-    for (int64_t j = 0; j < L; j++) {                                                      \
-        int64_t k = INDEX_AT(is64, q, j, is);                                              \
-        if ((uint64_t)k >= (uint64_t)g->size) {                                            \
-            if (r < *g->bad_row) *g->bad_row = r;                                          \
-            k = 0;                                                                         \
-        }                                                                                  \
-        ((T *)dst)[j] = ((const T *)src)[ao + k * sd + j * sl];                            \
-    }                                                                                      \
-    break;
+        } else {
             BY_ELEMENT_SIZE(es, ACROSS)
-#undef ACROSS
         }
+#undef PICK
+#undef ACROSS
+#undef GATHER_ROW
     }
 }
 
