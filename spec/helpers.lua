@@ -22,6 +22,17 @@ function H.sorted_keys(t)
   return keys
 end
 
+-- an options table as "k=v" words, sorted, joined by sep (a list value as {a,b}):
+-- the name of a test that runs with those options
+function H.opts_str(o, sep)
+  local words = {}
+  for k, v in pairs(o) do
+    words[#words + 1] = k .. "=" .. (type(v) == "table" and "{" .. table.concat(v, ",") .. "}" or tostring(v))
+  end
+  table.sort(words)
+  return table.concat(words, sep)
+end
+
 -- assert that tensor t has the given shape and values (nested table or number)
 function H.same(t, expected, tol, shape)
   tol = tol or 1e-5

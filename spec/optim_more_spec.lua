@@ -77,12 +77,7 @@ local function run_case(case, dtype, check)
 end
 
 local function describe_opts(case)
-  local desc = {}
-  for k, v in pairs(case.opts) do
-    desc[#desc + 1] = k .. "=" .. (type(v) == "table" and "{" .. table.concat(v, ",") .. "}" or tostring(v))
-  end
-  table.sort(desc)
-  return case.problem .. (case.groups and ", 2 groups" or "") .. ", " .. table.concat(desc, " ")
+  return case.problem .. (case.groups and ", 2 groups" or "") .. ", " .. H.opts_str(case.opts, " ")
 end
 
 describe("optimizers against PyTorch 1.13 (20 steps, float64)", function()

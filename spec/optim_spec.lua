@@ -136,10 +136,7 @@ describe("ember.optim.SGD", function()
     { lr = 0.1, momentum = 0.8, maximize = true },
     { lr = 0.1, weight_decay = 0.2, maximize = true },
   }) do
-    local desc = {}
-    for k, v in pairs(o) do desc[#desc + 1] = k .. "=" .. tostring(v) end
-    table.sort(desc)
-    it("matches the scalar oracle (" .. table.concat(desc, ", ") .. ")", function()
+    it("matches the scalar oracle (" .. H.opts_str(o, ", ") .. ")", function()
       local w = ember.tensor(W0, F64)
       run(optim.SGD({ w }, o), w, GRADS)
       H.same(w, ref_sgd(copy(W0), GRADS, o), 1e-12)
@@ -310,12 +307,7 @@ describe("ember.optim.Adam", function()
     { lr = 0.01, amsgrad = true, weight_decay = 0.05, betas = { 0.5, 0.9 } },
     { lr = 0.1, maximize = true },
   }) do
-    local desc = {}
-    for k, v in pairs(o) do
-      desc[#desc + 1] = k .. "=" .. (type(v) == "table" and "{" .. table.concat(v, ",") .. "}" or tostring(v))
-    end
-    table.sort(desc)
-    it("matches the scalar oracle (" .. table.concat(desc, ", ") .. ")", function()
+    it("matches the scalar oracle (" .. H.opts_str(o, ", ") .. ")", function()
       local w = ember.tensor(W0, F64)
       run(optim.Adam({ w }, o), w, GRADS)
       H.same(w, ref_adam(copy(W0), GRADS, o, false), 1e-12)
@@ -386,12 +378,7 @@ describe("ember.optim.AdamW", function()
     { lr = 0.1, weight_decay = 0.3, betas = { 0.8, 0.9 } },
     { lr = 0.05, weight_decay = 0.1, amsgrad = true },
   }) do
-    local desc = {}
-    for k, v in pairs(o) do
-      desc[#desc + 1] = k .. "=" .. (type(v) == "table" and "{" .. table.concat(v, ",") .. "}" or tostring(v))
-    end
-    table.sort(desc)
-    it("matches the scalar oracle (" .. table.concat(desc, ", ") .. ")", function()
+    it("matches the scalar oracle (" .. H.opts_str(o, ", ") .. ")", function()
       local w = ember.tensor(W0, F64)
       run(optim.AdamW({ w }, o), w, GRADS)
       H.same(w, ref_adam(copy(W0), GRADS, o, true), 1e-12)

@@ -401,14 +401,17 @@ local function positive_param(op, name, t, validate)
     fail(op, "%s must be positive, got %s", name, min_of(t))
   end
 end
+-- a two-parameter family whose parameters are both positive (Gamma, Beta)
+local function positive_pair_new(cls, names, a, b, opts)
+  local d = two_param_new(cls, names, a, b, opts)
+  for _, name in ipairs(names) do positive_param(cls.name, name, d[name], d.validate_args) end
+  return d
+end
 ---------------------------------------------------------------- Gamma
 local Gamma = class("Gamma")
 D.Gamma = Gamma
 function D.Gamma_new(concentration, rate, opts)
-  local d = two_param_new(Gamma, { "concentration", "rate" }, concentration, rate, opts)
-  positive_param("Gamma", "concentration", d.concentration, d.validate_args)
-  positive_param("Gamma", "rate", d.rate, d.validate_args)
-  return d
+  return positive_pair_new(Gamma, { "concentration", "rate" }, concentration, rate, opts)
 end
 function Gamma:_support(v)
   if v:numel() > 0 and not (v:min():item() >= 0) then return false, "values must be non-negative" end
@@ -435,10 +438,7 @@ end
 local Beta = class("Beta")
 D.Beta = Beta
 function D.Beta_new(concentration1, concentration0, opts)
-  local d = two_param_new(Beta, { "concentration1", "concentration0" }, concentration1, concentration0, opts)
-  positive_param("Beta", "concentration1", d.concentration1, d.validate_args)
-  positive_param("Beta", "concentration0", d.concentration0, d.validate_args)
-  return d
+  return positive_pair_new(Beta, { "concentration1", "concentration0" }, concentration1, concentration0, opts)
 end
 function Beta:_support(v)
   if v:numel() > 0 and not (v:min():item() > 0 and v:max():item() < 1) then return false, "values must lie in (0, 1)" end

@@ -223,20 +223,26 @@ function errors.argument(op, n, what, value)
   error(as_called("ember." .. op .. ": " .. msg, called_from(level)), level)
 end
 
--- Raises "ember.<op>: unknown option 'k' (known: a, b, ...)" for a key of
--- the options table opts that is not in the list known; returns opts.
-function errors.known_options(op, opts, known)
-  if type(opts) ~= "table" then return opts end
-  local set = {}
-  for _, k in ipairs(known) do set[k] = true end
+-- Raises "ember.<op>: unknown option 'k' (known: a, b, ...)" for the first key of
+-- opts that is not in the set allowed
+local function only_allowed(op, opts, allowed)
   for k in pairs(opts) do
-    if not set[k] then
+    if not allowed[k] then
       local names = {}
-      for i, n in ipairs(known) do names[i] = n end
+      for a in pairs(allowed) do names[#names + 1] = a end
       table.sort(names)
       throw(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")))
     end
   end
+end
+
+-- Raises as only_allowed does for a key of the options table opts that is not
+-- in the list known; returns opts.
+function errors.known_options(op, opts, known)
+  if type(opts) ~= "table" then return opts end
+  local set = {}
+  for _, k in ipairs(known) do set[k] = true end
+  only_allowed(op, opts, set)
   return opts
 end
 
@@ -248,14 +254,7 @@ function errors.options(op, opts, allowed)
   if type(opts) ~= "table" or package.loaded.ember.is_tensor(opts) then
     throw(("ember.%s: options must be a table, got %s"):format(op, type(opts)))
   end
-  for k in pairs(opts) do
-    if not allowed[k] then
-      local names = {}
-      for a in pairs(allowed) do names[#names + 1] = a end
-      table.sort(names)
-      throw(("ember.%s: unknown option '%s' (known: %s)"):format(op, tostring(k), table.concat(names, ", ")))
-    end
-  end
+  only_allowed(op, opts, allowed)
   return opts
 end
 

@@ -624,6 +624,17 @@ static int rhs_ok(const char *op, const ember_tensor *a, const ember_tensor *b, 
     return EMBER_OK;
 }
 
+/* Runs op and hands its outputs to the caller's pointers in dst, in the op's output order;
+   every one is NULL when it fails. */
+static int dispatch_outs(int op, int nin, ember_tensor *const *in, const ember_attrs *at, int nout,
+                         ember_tensor **const *dst)
+{
+    ember_tensor *o[3];
+    int rc = ember__dispatch(op, nin, in, at, o);
+    for (int i = 0; i < nout; i++) *dst[i] = rc < 0 ? NULL : o[i];
+    return rc;
+}
+
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
     EMBER_TRY(square_ok("linalg.inv", a));
@@ -635,12 +646,8 @@ int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **lo
 {
     EMBER_TRY(square_ok("linalg.slogdet", a));
     if (!sign || !logabsdet) return ember__fail(EMBER_ERR_ARG, "linalg.slogdet: NULL output");
-    ember_tensor *o[2];
     ember_attrs at = {{0}, {0}};
-    int rc = ember__dispatch(EMBER_OP_LINALG_SLOGDET, 1, &a, &at, o);
-    *sign = rc < 0 ? NULL : o[0];
-    *logabsdet = rc < 0 ? NULL : o[1];
-    return rc;
+    return dispatch_outs(EMBER_OP_LINALG_SLOGDET, 1, &a, &at, 2, (ember_tensor **const[]){sign, logabsdet});
 }
 
 int ember_linalg_det(ember_tensor *a, ember_tensor **out)
@@ -689,11 +696,7 @@ int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor 
     EMBER_TRY(square_ok("linalg.eigh", a));
     if (!eigenvalues || !eigenvectors) return ember__fail(EMBER_ERR_ARG, "linalg.eigh: NULL output");
     ember_attrs at = {{0}, {0}};
-    ember_tensor *o[2];
-    int rc = ember__dispatch(EMBER_OP_LINALG_EIGH, 1, &a, &at, o);
-    *eigenvalues = rc < 0 ? NULL : o[0];
-    *eigenvectors = rc < 0 ? NULL : o[1];
-    return rc;
+    return dispatch_outs(EMBER_OP_LINALG_EIGH, 1, &a, &at, 2, (ember_tensor **const[]){eigenvalues, eigenvectors});
 }
 
 int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r) { return ember_linalg_qr_mode(a, 0, q, r); }
@@ -705,11 +708,7 @@ int ember_linalg_qr_mode(ember_tensor *a, int mode, ember_tensor **q, ember_tens
     if (mode < 0 || mode > 2) return ember__fail(EMBER_ERR_ARG, "linalg.qr: mode must be 0 (reduced), 1 (complete) or 2 (r), got %d", mode);
     ember_attrs at = {{0}, {0}};
     at.i[0] = mode;
-    ember_tensor *o[2];
-    int rc = ember__dispatch(EMBER_OP_LINALG_QR, 1, &a, &at, o);
-    *q = rc < 0 ? NULL : o[0];
-    *r = rc < 0 ? NULL : o[1];
-    return rc;
+    return dispatch_outs(EMBER_OP_LINALG_QR, 1, &a, &at, 2, (ember_tensor **const[]){q, r});
 }
 
 int ember_linalg_svd(ember_tensor *a, ember_tensor **u, ember_tensor **s, ember_tensor **vh)
@@ -723,12 +722,7 @@ int ember_linalg_svd_full(ember_tensor *a, int full_matrices, ember_tensor **u, 
     if (!u || !s || !vh) return ember__fail(EMBER_ERR_ARG, "linalg.svd: NULL output");
     ember_attrs at = {{0}, {0}};
     at.i[0] = full_matrices != 0;
-    ember_tensor *o[3];
-    int rc = ember__dispatch(EMBER_OP_LINALG_SVD, 1, &a, &at, o);
-    *u = rc < 0 ? NULL : o[0];
-    *vh = rc < 0 ? NULL : o[1];
-    *s = rc < 0 ? NULL : o[2];
-    return rc;
+    return dispatch_outs(EMBER_OP_LINALG_SVD, 1, &a, &at, 3, (ember_tensor **const[]){u, vh, s});
 }
 
 int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, double rcond, ember_tensor **solution,
@@ -741,15 +735,11 @@ int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, double rcon
         return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: driver must be 0 (gels), 1 (gelsy), 2 (gelsd) or 3 (gelss), got %d", driver);
     if (!(rcond == rcond))
         return ember__fail(EMBER_ERR_ARG, "linalg.lstsq: rcond is NaN");
-    ember_tensor *in[2] = {a, b}, *o[3];
+    ember_tensor *in[2] = {a, b};
     ember_attrs at = {{0}, {0}};
     at.i[0] = driver;
     at.f[0] = rcond;
-    int rc = ember__dispatch(EMBER_OP_LINALG_LSTSQ, 2, in, &at, o);
-    *solution = rc < 0 ? NULL : o[0];
-    *rank = rc < 0 ? NULL : o[1];
-    *singular_values = rc < 0 ? NULL : o[2];
-    return rc;
+    return dispatch_outs(EMBER_OP_LINALG_LSTSQ, 2, in, &at, 3, (ember_tensor **const[]){solution, rank, singular_values});
 }
 
 int ember_linalg_lu_factor(ember_tensor *a, ember_tensor **lu, ember_tensor **pivots, ember_tensor **info)
@@ -757,10 +747,5 @@ int ember_linalg_lu_factor(ember_tensor *a, ember_tensor **lu, ember_tensor **pi
     EMBER_TRY(matrix_ok("linalg.lu_factor", a, false));
     if (!lu || !pivots || !info) return ember__fail(EMBER_ERR_ARG, "linalg.lu_factor: NULL output");
     ember_attrs at = {{0}, {0}};
-    ember_tensor *o[3];
-    int rc = ember__dispatch(EMBER_OP_LINALG_LU, 1, &a, &at, o);
-    *lu = rc < 0 ? NULL : o[0];
-    *pivots = rc < 0 ? NULL : o[1];
-    *info = rc < 0 ? NULL : o[2];
-    return rc;
+    return dispatch_outs(EMBER_OP_LINALG_LU, 1, &a, &at, 3, (ember_tensor **const[]){lu, pivots, info});
 }

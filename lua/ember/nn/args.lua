@@ -53,14 +53,15 @@ function A.spread(v, n)
   return list
 end
 
-local function is_int(v, lo) return type(v) == "number" and v == math.floor(v) and v >= lo end
+-- an integer >= lo (and below 2^53: no inf)
+local function is_int(v, lo) return type(v) == "number" and v == math.floor(v) and v >= lo and v < 2 ^ 53 end
 
 -- an option check (loss.lua's form): an integer >= lo, or a list of n of them
 function A.ints(n, lo)
   local want = ("an integer >= %d or a list of %d of them"):format(lo, n)
   return function(v)
     if is_int(v, lo) then return nil end
-    if type(v) ~= "table" or is_tensor(v) or #v ~= n then return want end
+    if type(v) ~= "table" or is_tensor(v) or #v ~= n or table.maxn(v) ~= n then return want end
     for i = 1, n do if not is_int(v[i], lo) then return want end end
   end
 end

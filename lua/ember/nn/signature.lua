@@ -36,18 +36,7 @@ function S.integer(v)
   if type(v) ~= "number" or v ~= math.floor(v) or v ~= v or math.abs(v) >= 2 ^ 53 then return "an integer" end
 end
 
--- an integer >= lo (and below 2^53: no inf), or a list of n of them
-local function is_int(v, lo) return type(v) == "number" and v == math.floor(v) and v >= lo and v < 2 ^ 53 end
-function S.ints(n, lo)
-  local want = ("an integer >= %d or a list of %d of them"):format(lo, n)
-  return function(v)
-    if is_int(v, lo) then return nil end
-    if type(v) ~= "table" or ember.is_tensor(v) or #v ~= n or table.maxn(v) ~= n then return want end
-    for i = 1, n do if not is_int(v[i], lo) then return want end end
-  end
-end
-function S.int(lo)
-  return function(v) if not is_int(v, lo) then return ("an integer >= %d"):format(lo) end end
-end
+-- an integer >= lo (below 2^53), or a list of n of them; args.lua's checks
+S.ints, S.int = A.ints, A.int
 
 return S
