@@ -24,6 +24,12 @@ function M.time(fn, iters, reps)
   return M.median(t)
 end
 
+-- ms per call of fn: one warm-up call, then the median of reps rounds of iters calls
+function M.ms_per_call(fn, iters, reps)
+  fn()
+  return M.time(function(n) for _ = 1, n do fn() end end, iters, reps) * 1e3
+end
+
 -- Two ways of doing the same work, timed in alternation so that a noisy
 -- neighbour slows both alike: the medians of seconds per iteration of fa and
 -- of fb, and the median of the per-round ratios fa / fb.

@@ -17,10 +17,7 @@ local reps = tonumber(arg and arg[2]) or 9
 ember.manual_seed(0)
 local res = {}
 
-local function bench(name, fn, iters)
-  fn()   -- warm up
-  res[name] = B.time(function(n) for _ = 1, n do fn() end end, iters, reps) * 1e3
-end
+local function bench(name, fn, iters) res[name] = B.ms_per_call(fn, iters, reps) end
 
 -- forward and backward of f(inputs...) with a GradManager, as a training step does
 local function fwd_bwd(f, inputs)

@@ -11,10 +11,7 @@ local ember = require("ember")
 local F = ember.nn.functional
 local out = { bench = "index_ops", threads = ember.get_num_threads() }
 
-local function ms(name, fn, iters)
-  fn()
-  out[name] = B.time(function(n) for _ = 1, n do fn() end end, iters or 5, 7) * 1e3
-end
+local function ms(name, fn, iters) out[name] = B.ms_per_call(fn, iters or 5, 7) end
 
 ember.manual_seed(0)
 local x = ember.randn({ 4096, 1024 })

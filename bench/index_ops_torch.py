@@ -5,14 +5,10 @@
 import json
 
 import torch
-from torch_steps import median_ms
+from torch_steps import ms_table
 import torch.nn.functional as F
 
-out = {"bench": "torch_index_ops", "threads": torch.get_num_threads()}
-
-
-def ms(name, fn, iters=5):
-    out[name] = median_ms(fn, iters)
+out, ms = ms_table("torch_index_ops")
 
 
 torch.manual_seed(0)

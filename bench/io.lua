@@ -14,10 +14,7 @@ local out = { bench = "io", threads = ember.get_num_threads() }
 local dir = os.getenv("TMPDIR") or "/tmp"
 local path = dir .. "/ember_bench_io." .. tostring(os.time()) .. ".safetensors"
 
-local function ms(name, fn)
-  fn()
-  out[name] = B.time(function(n) for _ = 1, n do fn() end end, 1, 5) * 1e3
-end
+local function ms(name, fn) out[name] = B.ms_per_call(fn, 1, 5) end
 
 ember.manual_seed(0)
 local big = {}

@@ -15,8 +15,7 @@ for _, dt in ipairs({ "float32", "float64" }) do
   local x = ember.randn({ 1000, 1000 }, { dtype = dt })
   for name, fn in pairs({ rows = function() return x:prod(2) end, cols = function() return x:prod(1) end,
     all = function() return x:prod() end }) do
-    fn()
-    out[("%s_%s_ms"):format(name, dt)] = B.time(function(n) for _ = 1, n do fn() end end, 20, 7) * 1e3
+    out[("%s_%s_ms"):format(name, dt)] = B.ms_per_call(fn, 20, 7)
   end
 end
 print(json.encode(out))

@@ -5,13 +5,9 @@
 import json
 
 import torch
-from torch_steps import median_ms
+from torch_steps import ms_table
 
-out = {"bench": "torch_tensorlib", "threads": torch.get_num_threads()}
-
-
-def ms(name, fn, iters=5):
-    out[name] = median_ms(fn, iters)
+out, ms = ms_table("torch_tensorlib")
 
 
 torch.manual_seed(0)

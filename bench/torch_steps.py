@@ -25,3 +25,13 @@ def median_ms(fn, iters=5):
         t.append((time.perf_counter() - t0) / iters)
     t.sort()
     return t[3] * 1e3
+
+
+def ms_table(bench):
+    """A bench's JSON table and its timer: ms(name, fn, iters=5) stores
+    median_ms(fn, iters) under name."""
+    out = {"bench": bench, "threads": torch.get_num_threads()}
+
+    def ms(name, fn, iters=5):
+        out[name] = median_ms(fn, iters)
+    return out, ms
