@@ -164,6 +164,15 @@ function M.accuracy(ember, model, test, batch_size)
   return correct / #test
 end
 
+-- what every training bench reports (o: B.train_args's table; times: the
+-- epochs' seconds; n: samples in an epoch)
+function M.train_fields(ember, bench, o, times, n)
+  local med = M.median(times)
+  return { bench = bench, epochs = o.epochs, seconds_per_epoch = med, samples_per_s = n / med,
+    peak_rss_mb = M.peak_rss_mb(), seed = o.seed, threads = ember.get_num_threads(), deterministic = o.det or false,
+    openblas_core = M.blas_core(ember) }
+end
+
 -- the JSON text of tbl and then of each extra table's fields
 function M.json(tbl, ...)
   for _, extra in ipairs({ ... }) do

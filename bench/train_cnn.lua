@@ -29,16 +29,5 @@ local loader = ember.data.DataLoader(train, { batch_size = 64, shuffle = true, s
 local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
   B.train_epoch(ember, model, loader, gm, opt)
 end)
-local med = B.median(times)
-print(B.json({
-  bench = "train_cnn",
-  epochs = epochs,
-  seconds_per_epoch = med,
-  samples_per_s = #train / med,
-  test_accuracy = B.accuracy(ember, model, test, 500),
-  peak_rss_mb = B.peak_rss_mb(),
-  seed = seed,
-  threads = ember.get_num_threads(),
-  deterministic = det,
-  openblas_core = B.blas_core(ember),
-}, breakdown))
+local acc = B.accuracy(ember, model, test, 500)
+print(B.json(B.train_fields(ember, "train_cnn", o, times, #train), { test_accuracy = acc }, breakdown))

@@ -29,18 +29,8 @@ local acc = {}
 local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
   B.train_epoch(ember, model, loader, gm, opt)
 end, function(e) acc[e] = B.accuracy(ember, model, test, 1000) end)
-local med = B.median(times)
-print(B.json({
-  bench = "train_mlp",
-  epochs = epochs,
-  seconds_per_epoch = med,
-  samples_per_s = #train / med,
+print(B.json(B.train_fields(ember, "train_mlp", o, times, #train), {
   test_accuracy_epoch1 = acc[1],
   test_accuracy_epoch3 = acc[3] or acc[#acc],
-  peak_rss_mb = B.peak_rss_mb(),
-  seed = seed,
-  threads = ember.get_num_threads(),
-  deterministic = det,
-  openblas_core = B.blas_core(ember),
   dnnl_matmul = ember.dnnl_matmul_enabled(),
 }, breakdown))
