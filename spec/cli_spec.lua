@@ -9,10 +9,7 @@ local U = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "
 local ember_bin, missing = U.built("cli/ember")
 
 describe("the ember command", function()
-  if not ember_bin then
-    pending(missing)
-    return
-  end
+  if not ember_bin then pending(missing) return end
 
   local tmp
   setup(function() tmp = U.tmpdir() end)
@@ -183,10 +180,7 @@ describe("the ember command", function()
   end)
 
   describe("the REPL on a terminal", function()
-    if not U.have_script() then
-      pending("util-linux `script` is not installed: no pseudo-terminal test")
-      return
-    end
+    if not U.have_script() then pending("util-linux `script` is not installed: no pseudo-terminal test") return end
 
     -- runs fn(s, expect) against the REPL on a pseudo-terminal with a HOME of
     -- its own; returns the exit status and what the history file holds

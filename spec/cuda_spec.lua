@@ -85,10 +85,7 @@ describe("ember.cuda", function()
 end)
 
 describe("the CUDA caching allocator", function()
-  if not cuda.is_available() then
-    pending("needs a CUDA device [" .. cuda.status() .. "]")
-    return
-  end
+  if not cuda.is_available() then pending("needs a CUDA device [" .. cuda.status() .. "]") return end
 
   it("hands a freed block to the next request of its size class, without cudaMalloc", function()
     cuda.synchronize()

@@ -219,10 +219,7 @@ describe("on " .. device .. ": a small CNN's step", function()
       ember.tensor({ 1, 3 }, { dtype = "int64" }):to(device))
     if not ok then missing = tostring(err) end
   end
-  if missing then
-    pending(name .. " [cross_entropy is not on " .. device .. " yet: " .. missing .. "]")
-    return
-  end
+  if missing then pending(name .. " [cross_entropy is not on " .. device .. " yet: " .. missing .. "]") return end
   case(name, function()
     local inputs = { normal(50, { 4, 3, 8, 8 }, "float32"), normal(51, { 5, 3, 3, 3 }, "float32"),
       normal(52, { 5 }, "float32"), normal(53, { 4, 80 }, "float32"), normal(54, { 4 }, "float32") }

@@ -21,11 +21,8 @@ end
 
 -- runs a Lua chunk in a fresh luajit with env set; returns its output
 local function run_lua(env, code)
-  local p = io.popen(("%s luajit -e %q 2>&1"):format(env,
+  return H.output(("%s luajit -e %q 2>&1"):format(env,
     "package.path = './lua/?.lua;./lua/?/init.lua;' .. package.path; " .. code))
-  local out = p:read("*a")
-  p:close()
-  return out
 end
 
 describe("ember.distributed with NCCL: without a GPU", function()

@@ -5,12 +5,7 @@ local H = require("helpers")
 local ember = H.ember
 local dist = ember.distributed
 
-local function have_mpirun()
-  local p = io.popen("command -v mpirun 2>/dev/null")
-  local out = p:read("*a")
-  p:close()
-  return out ~= ""
-end
+local function have_mpirun() return H.output("command -v mpirun 2>/dev/null") ~= "" end
 local available, why = dist.is_available()
 local missing = not have_mpirun() and "mpirun is not installed (scripts/setup.sh installs openmpi-bin)"
   or not available and ("libember_dist is not built: " .. tostring(why)) or nil
@@ -21,9 +16,7 @@ local function launch(scenario, limit)
   local cmd = ("timeout -k 5 %d mpirun -np 2 --oversubscribe --allow-run-as-root "
     .. "--mca btl self,vader luajit spec/support/dist_worker.lua %s 2>&1; echo \"rc=$?\"")
     :format(limit or 120, scenario)
-  local p = io.popen(cmd)
-  local out = p:read("*a")
-  p:close()
+  local out = H.output(cmd)
   local rc = tonumber(out:match("rc=(%d+)%s*$"))
   return rc, out, os.time() - t0
 end

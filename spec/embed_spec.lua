@@ -14,10 +14,7 @@ end
 
 describe("a pure C host (no Lua)", function()
   local bin, missing = U.built("examples/embed/pure_c_mlp")
-  if not bin then
-    pending(missing)
-    return
-  end
+  if not bin then pending(missing) return end
 
   it("runs forward and backward of an MLP and matches finite differences", function()
     local r = U.run({ bin })
@@ -30,10 +27,7 @@ end)
 
 describe("a C host driving a Lua model", function()
   local bin, missing = U.built("examples/embed/game_loop")
-  if not bin then
-    pending(missing)
-    return
-  end
+  if not bin then pending(missing) return end
   local regressor = U.root .. "/examples/embed/regressor.lua"
 
   it("trains frame by frame on a zero-copy frame buffer, and the loss falls", function()
@@ -85,10 +79,7 @@ end)
 
 describe("the embedding API from C", function()
   local bin, missing = U.built("cli/test_ember_lua")
-  if not bin then
-    pending(missing)
-    return
-  end
+  if not bin then pending(missing) return end
 
   it("passes its checks: statuses for bad input, zero-copy both ways, no leaks", function()
     local r = U.run({ bin })
@@ -100,10 +91,7 @@ end)
 describe("a C host running weights Lua trained and saved", function()
   local bin, missing = U.built("examples/embed/load_weights")
   local cmd, missing_cmd = U.built("cli/ember")
-  if not (bin and cmd) then
-    pending(missing or missing_cmd)
-    return
-  end
+  if not (bin and cmd) then pending(missing or missing_cmd) return end
   local dir
   before_each(function() dir = U.tmpdir() end)
   after_each(function() U.rm_rf(dir) end)
@@ -161,15 +149,9 @@ describe("every host runs the kernels libember chose", function()
   local host, missing = U.built("examples/embed/pure_c_mlp")
   local cmd, missing_cmd = U.built("cli/ember")
   local weights_host, missing_w = U.built("examples/embed/load_weights")
-  if not (host and cmd and weights_host) then
-    pending(missing or missing_cmd or missing_w)
-    return
-  end
+  if not (host and cmd and weights_host) then pending(missing or missing_cmd or missing_w) return end
   local expected = core_for_flags()
-  if not expected then
-    pending("not an x86-64 CPU with AVX: OpenBLAS chooses its own core")
-    return
-  end
+  if not expected then pending("not an x86-64 CPU with AVX: OpenBLAS chooses its own core") return end
   local lua_path = U.root .. "/lua/?.lua;" .. U.root .. "/lua/?/init.lua;;"
 
   -- ember_blas_info() as a C host linking libember, the Lua package under
@@ -235,10 +217,7 @@ end)
 
 describe("host threads that load ember in Lua states of their own", function()
   local bin, missing = U.built("examples/embed/thread_states")
-  if not bin then
-    pending(missing)
-    return
-  end
+  if not bin then pending(missing) return end
 
   -- before libember was kept mapped, the first thread to exit after its
   -- lua_close jumped to the unloaded TSD destructor (SIGSEGV)

@@ -6,12 +6,7 @@
 -- models' default runs take minutes: they are run by hand, see README.md.)
 local H = require("helpers")
 
-local function run(script)
-  local p = assert(io.popen("luajit " .. script .. " 2>&1; echo \"exit=$?\""))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
+local function run(script) return H.output("luajit " .. script .. " 2>&1; echo \"exit=$?\"") end
 
 describe("examples", function()
   it("higher_order.lua gets 18 for d2/dx2 of x^3 at 3 and a Hessian-vector product", function()
@@ -103,9 +98,7 @@ describe("examples", function()
   end)
 
   it("char_lstm.lua trains a small LSTM briefly, samples with its carried state and saves PyTorch's names", function()
-    local which = io.popen("command -v bible")
-    local found = which:read("*a") ~= ""
-    which:close()
+    local found = H.output("command -v bible") ~= ""
     if not found then pending("bible-kjv is not installed") return end
     local ember = require("ember")
     local dir = H.tmpdir()

@@ -8,10 +8,7 @@ local nn = ember.nn
 
 local function child(code, env)
   local cmd = ("%s LUA_PATH='./lua/?.lua;./lua/?/init.lua;;' luajit -e %q 2>&1"):format(env or "", code)
-  local p = io.popen(cmd)
-  local out = p:read("*a")
-  p:close()
-  return out
+  return H.output(cmd)
 end
 
 describe("thread policy", function()

@@ -33,6 +33,12 @@ function H.opts_str(o, sep)
   return table.concat(words, sep)
 end
 
+-- assert that f's gradients and second derivatives at inputs match finite differences
+function H.gradchecks(f, inputs)
+  assert(ember.autodiff.gradcheck(f, inputs) == true, "gradcheck failed")
+  assert(ember.autodiff.gradgradcheck(f, inputs) == true, "gradgradcheck failed")
+end
+
 -- assert that tensor t has the given shape and values (nested table or number)
 function H.same(t, expected, tol, shape)
   tol = tol or 1e-5
@@ -128,11 +134,17 @@ function H.in_forked_child(what, fn, seconds)
   assert(status[0] == 0, ("the forked child's %s failed (wait status %d)"):format(what, status[0]))
 end
 
+-- what the shell command cmd writes to stdout, all of it
+function H.output(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
 -- A new empty folder under /tmp, and its removal (only such a folder)
 function H.tmpdir()
-  local p = assert(io.popen("mktemp -d /tmp/ember_spec.XXXXXX"))
-  local dir = p:read("*l")
-  p:close()
+  local dir = H.output("mktemp -d /tmp/ember_spec.XXXXXX"):match("^[^\n]+")
   assert(dir and dir:match("^/tmp/ember_spec%."), "mktemp -d failed")
   return dir
 end

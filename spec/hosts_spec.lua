@@ -65,10 +65,7 @@ end
 
 describe("the library loader", function()
   local built, missing = U.built("libember.so")
-  if not built then
-    pending(missing)
-    return
-  end
+  if not built then pending(missing) return end
   local work
   setup(function() work = U.tmpdir() end)
   teardown(function() U.rm_rf(work) end)
@@ -185,10 +182,7 @@ end)
 -- scripts/test.sh's ASan pass would do: #noasan
 describe("LÖVE 11, headless, with ember vendored in the game #noasan", function()
   local built, missing = U.built("libember.so")
-  if not built then
-    pending(missing)
-    return
-  end
+  if not built then pending(missing) return end
   if not (have("love") and have("xvfb-run")) then
     pending("love or xvfb-run is not installed (scripts/setup.sh installs love, xvfb, xauth)")
     return
@@ -312,14 +306,8 @@ end)
 
 describe("Neovim, headless, with ember vendored in a plugin #noasan", function()
   local built, missing = U.built("libember.so")
-  if not built then
-    pending(missing)
-    return
-  end
-  if not have("nvim") then
-    pending("nvim is not installed (scripts/setup.sh installs neovim)")
-    return
-  end
+  if not built then pending(missing) return end
+  if not have("nvim") then pending("nvim is not installed (scripts/setup.sh installs neovim)") return end
   local plugin
   setup(function()
     plugin = U.tmpdir()

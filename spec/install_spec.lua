@@ -20,10 +20,7 @@ end
 
 describe("cmake --install into a fresh prefix", function()
   local built, missing = U.built("cli/ember")
-  if not built then
-    pending(missing)
-    return
-  end
+  if not built then pending(missing) return end
 
   local prefix, work, install
   setup(function()
@@ -95,10 +92,7 @@ describe("cmake --install into a fresh prefix", function()
   it("gives pkg-config flags for the prefix", function()
     local pc_dir = find("ember.pc"):match("^(.*)/[^/]*$")
     local r = U.run({ "pkg-config", "--cflags", "--libs", "ember" }, { env = { PKG_CONFIG_PATH = pc_dir } })
-    if r.rc == 127 then
-      pending("pkg-config is not installed")
-      return
-    end
+    if r.rc == 127 then pending("pkg-config is not installed") return end
     assert.are.equal(0, r.rc, r.err)
     local libdir = find("libember.so"):match("^(.*)/[^/]*$")
     assert.matches("-I" .. prefix .. "/include", r.out, 1, true)
@@ -166,10 +160,7 @@ end
 
 describe("another project built against ember #noasan", function()
   local built, missing = U.built("cli/ember")
-  if not built then
-    pending(missing)
-    return
-  end
+  if not built then pending(missing) return end
   local work, prefix
   setup(function()
     work, prefix = U.tmpdir(), U.tmpdir()

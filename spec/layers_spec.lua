@@ -8,7 +8,6 @@ local H = require("helpers")
 local ember = H.ember
 local nn, F = ember.nn, ember.nn.functional
 local GradManager = ember.autodiff.GradManager
-local gradcheck, gradgradcheck = ember.autodiff.gradcheck, ember.autodiff.gradgradcheck
 local CASES = dofile("spec/fixtures/layers_torch.lua")
 
 local F64 = { dtype = "float64" }
@@ -85,10 +84,7 @@ describe("convolutions, norms and resizing against PyTorch 1.13", function()
 end)
 
 describe("second derivatives and finite differences", function()
-  local function check(f, inputs)
-    assert.is_true(gradcheck(f, inputs))
-    assert.is_true(gradgradcheck(f, inputs))
-  end
+  local check = H.gradchecks
 
   it("conv1d with stride, padding, dilation and groups", function()
     local o = { stride = 2, padding = 1, dilation = 2, groups = 2 }

@@ -86,9 +86,7 @@ describe("ember.progress", function()
     local script = "package.path = './lua/?.lua;./lua/?/init.lua;' .. package.path; "
       .. "local ember = require('ember'); local b = ember.progress(4, {desc = 'p'}); "
       .. "for i = 1, 4 do b:update(1, {loss = i}) end; b:close()"
-    local p = io.popen('luajit -e "' .. script .. '"')
-    local text = p:read("*a")
-    p:close()
+    local text = H.output('luajit -e "' .. script .. '"')
     assert.is_nil(text:find("\r", 1, true))
     local l = lines(text)
     assert.are.equal(4, #l)
@@ -113,10 +111,7 @@ describe("ember.progress", function()
   -- The bar under a real terminal: `script` (util-linux) gives the program a
   -- pty, `stty cols` sets its width; the terminal turns \n into \r\n.
   describe("on a pseudo-terminal", function()
-    if not U.have_script() then
-      pending("util-linux `script` is not installed: no pseudo-terminal test")
-      return
-    end
+    if not U.have_script() then pending("util-linux `script` is not installed: no pseudo-terminal test") return end
     local dir
     setup(function()
       dir = U.tmpdir()
