@@ -26,6 +26,16 @@ local function products(c, dtype)
   return { y, gx, gw }
 end
 
+-- gradcheck (of the sum) and gradgradcheck of f(x, w, b) in float64: x of
+-- shape xs, w {4, 1, 3, 3} and b {4} (a grouped convolution's)
+local function conv_gradchecks(xs, f)
+  local f64 = { dtype = "float64" }
+  ember.manual_seed(6)
+  local x, w, b = ember.randn(xs, f64), ember.randn({ 4, 1, 3, 3 }, f64), ember.randn({ 4 }, f64)
+  assert.is_true(ember.autodiff.gradcheck(function(...) return f(...):sum() end, { x, w, b }))
+  assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+end
+
 local function with_dnnl(on, f) return H.with_switch(ember.set_dnnl_enabled, ember.dnnl_enabled, on, f) end
 
 -- the three products of one geometry, through oneDNN (on) or ember's kernels
@@ -177,12 +187,9 @@ describe("conv2d with its bias and ReLU fused", function()
   end)
 
   it("pass gradcheck and gradgradcheck", function()
-    local f64 = { dtype = "float64" }
-    ember.manual_seed(6)
-    local x, w, b = ember.randn({ 2, 2, 5, 5 }, f64), ember.randn({ 4, 1, 3, 3 }, f64), ember.randn({ 4 }, f64)
-    local function f(x_, w_, b_) return F.conv2d_relu(x_, w_, b_, { padding = 1, stride = { 2, 1 }, groups = 2 }) end
-    assert.is_true(ember.autodiff.gradcheck(function(...) return f(...):sum() end, { x, w, b }))
-    assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+    conv_gradchecks({ 2, 2, 5, 5 }, function(x, w, b)
+      return F.conv2d_relu(x, w, b, { padding = 1, stride = { 2, 1 }, groups = 2 })
+    end)
   end)
 
   it("keep its output for backward: an in-place change raises the version error", function()
@@ -353,12 +360,7 @@ describe("conv2d, bias, ReLU and max pooling fused (conv2d_relu_max_pool2d)", fu
   end)
 
   it("pass gradcheck and gradgradcheck", function()
-    local f64 = { dtype = "float64" }
-    ember.manual_seed(6)
-    local x, w, b = ember.randn({ 2, 2, 6, 6 }, f64), ember.randn({ 4, 1, 3, 3 }, f64), ember.randn({ 4 }, f64)
-    local function f(x_, w_, b_) return fused(x_, w_, b_, { padding = 1, groups = 2 }, 2) end
-    assert.is_true(ember.autodiff.gradcheck(function(...) return f(...):sum() end, { x, w, b }))
-    assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+    conv_gradchecks({ 2, 2, 6, 6 }, function(x, w, b) return fused(x, w, b, { padding = 1, groups = 2 }, 2) end)
   end)
 
   it("keeps x, w and its two results for backward, and sees an in-place change", function()

@@ -29,6 +29,14 @@ describe("a C host driving a Lua model", function()
   local bin, missing = U.built("examples/embed/game_loop")
   if not bin then pending(missing) return end
   local regressor = U.root .. "/examples/embed/regressor.lua"
+  -- the host run on a Lua model file whose text is source
+  local function run_model(source)
+    local dir = U.tmpdir()
+    U.write(dir .. "/model.lua", source)
+    local r = U.run({ bin, dir .. "/model.lua" })
+    U.rm_rf(dir)
+    return r
+  end
 
   it("trains frame by frame on a zero-copy frame buffer, and the loss falls", function()
     local r = U.run({ bin, regressor, "300" })
@@ -47,10 +55,7 @@ describe("a C host driving a Lua model", function()
   end)
 
   it("reports an error inside the Lua model with its traceback", function()
-    local dir = U.tmpdir()
-    U.write(dir .. "/bad.lua", "function step(frame)\n  return frame:matmul(frame)\nend\n")
-    local r = U.run({ bin, dir .. "/bad.lua" })
-    U.rm_rf(dir)
+    local r = run_model("function step(frame)\n  return frame:matmul(frame)\nend\n")
     assert.are.equal(1, r.rc)
     assert.matches("frame 0:", r.err, 1, true)
     assert.matches("cannot be multiplied", r.err, 1, true)
@@ -58,10 +63,7 @@ describe("a C host driving a Lua model", function()
   end)
 
   it("reports a model that returns no tensor", function()
-    local dir = U.tmpdir()
-    U.write(dir .. "/none.lua", "function step(frame) return 'not a tensor' end\n")
-    local r = U.run({ bin, dir .. "/none.lua" })
-    U.rm_rf(dir)
+    local r = run_model("function step(frame) return 'not a tensor' end\n")
     assert.are.equal(1, r.rc)
     assert.matches("result 1 of 'step' is a string, not a tensor", r.err, 1, true)
   end)
