@@ -29,19 +29,25 @@ return function(ember, H)
   local slicer = ember._slicer   -- yield points of a sliced step (ember.frame)
   local genv = { C = C, ptr = ptr, out1 = out1, wrap = wrap, check = check, tensor_arg = tensor_arg, slicer = slicer }
 
+  -- the wrapper of op that returns a new tensor: ARGS its parameters, INPUTS
+  -- what it passes C.ember_<op> before the output
+  local function out_of_place(op, args, inputs)
+    local f = gen(([[
+      local C, ptr, tensor_arg, out1, wrap, check, slicer = C, ptr, tensor_arg, out1, wrap, check, slicer
+      return function(ARGS)
+        local rc = C.ember_OP(INPUTS, out1)
+        if rc < 0 then check(rc) end
+        local r = wrap(out1[0])
+        if slicer.active then slicer.point() end
+        return r
+      end]]):gsub("ARGS", args):gsub("INPUTS", inputs):gsub("OP", op.name), genv)
+    Tensor[op.name], ember[op.name] = f, f
+  end
+
   -- BINARY and UNARY lines of ops.def, written to ember/optable.lua at build time
   for _, op in ipairs(require("ember.optable")) do
     if op.lua == "binary" then
-      local f = gen(([[
-        local C, ptr, out1, wrap, check, slicer = C, ptr, out1, wrap, check, slicer
-        return function(a, b)
-          local rc = C.ember_OP(ptr("OP", a, 1), ptr("OP", b, 2), out1)
-          if rc < 0 then check(rc) end
-          local r = wrap(out1[0])
-          if slicer.active then slicer.point() end
-          return r
-        end]]):gsub("OP", op.name), genv)
-      Tensor[op.name], ember[op.name] = f, f
+      out_of_place(op, "a, b", 'ptr("OP", a, 1), ptr("OP", b, 2)')
       if op.inplace then
         Tensor[op.name .. "_"] = gen(([[
           local C, ptr, tensor_arg, check, slicer = C, ptr, tensor_arg, check, slicer
@@ -53,16 +59,7 @@ return function(ember, H)
           end]]):gsub("OP", op.name), genv)
       end
     elseif op.lua == "unary" then
-      local f = gen(([[
-        local C, tensor_arg, out1, wrap, check, slicer = C, tensor_arg, out1, wrap, check, slicer
-        return function(a)
-          local rc = C.ember_OP(tensor_arg("OP", a, 1), out1)
-          if rc < 0 then check(rc) end
-          local r = wrap(out1[0])
-          if slicer.active then slicer.point() end
-          return r
-        end]]):gsub("OP", op.name), genv)
-      Tensor[op.name], ember[op.name] = f, f
+      out_of_place(op, "a", 'tensor_arg("OP", a, 1)')
       local name, iname = op.name, op.name .. "_"
       Tensor[iname] = function(a)
         check(C.ember_unary_(tensor_arg(iname, a, 1), name))
