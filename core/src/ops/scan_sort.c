@@ -299,6 +299,23 @@ int fwd_topk(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
     return sort_rows("topk", in[0], (int)at->i[0], at->i[1], (int)at->i[2], 4, out);
 }
 
+/* the insertion point of x in the sorted sp[0..n): the count of elements < x
+   (right: <= x), by binary search */
+#define BISECT(T)                                                                  \
+    static int64_t bisect_##T(const T *sp, int64_t n, T x, bool right)            \
+    {                                                                              \
+        int64_t lo = 0, hi = n;                                                    \
+        while (lo < hi) {                                                          \
+            int64_t mid = lo + (hi - lo) / 2;                                      \
+            if (right ? sp[mid] <= x : sp[mid] < x) lo = mid + 1;                  \
+            else hi = mid;                                                         \
+        }                                                                          \
+        return lo;                                                                 \
+    }
+BISECT(int64_t)
+BISECT(double)
+#undef BISECT
+
 /* SEARCHSORTED: (sorted (..., n) or (n), values) -> int64 0-based insertion
    points of values in their row of sorted: the count of elements < v (i[0]
    right: <= v), by binary search; compared as int64 when both are int64,
@@ -317,25 +334,13 @@ int fwd_searchsorted(int op, int nin, ember_tensor *const *in, const ember_attrs
     {
         int64_t *o = (int64_t *)ember__ptr(r), total = v->numel;
         for (int64_t q = 0; q < total; q++) {
-            int64_t row = seq->ndim == 1 ? 0 : q / (m ? m : 1), lo = 0, hi = n;
-            if (i64) {
-                const int64_t *sp = (const int64_t *)ember__ptr(cs) + row * n;
-                int64_t x = ((const int64_t *)ember__ptr(cv))[q];
-                while (lo < hi) {
-                    int64_t mid = lo + (hi - lo) / 2;
-                    if (right ? sp[mid] <= x : sp[mid] < x) lo = mid + 1;
-                    else hi = mid;
-                }
-            } else {
-                const double *sp = (const double *)ember__ptr(cs) + row * n;
-                double x = ((const double *)ember__ptr(cv))[q];
-                while (lo < hi) {
-                    int64_t mid = lo + (hi - lo) / 2;
-                    if (right ? sp[mid] <= x : sp[mid] < x) lo = mid + 1;
-                    else hi = mid;
-                }
-            }
-            o[q] = lo;
+            int64_t row = seq->ndim == 1 ? 0 : q / (m ? m : 1);
+            if (i64)
+                o[q] = bisect_int64_t((const int64_t *)ember__ptr(cs) + row * n, n,
+                                      ((const int64_t *)ember__ptr(cv))[q], right);
+            else
+                o[q] = bisect_double((const double *)ember__ptr(cs) + row * n, n, ((const double *)ember__ptr(cv))[q],
+                                     right);
         }
     }
     out[0] = r;
