@@ -42,13 +42,10 @@ local function conv_by_loops(x, w, gy)
   local N, C, Hh, W = #x, #x[1], #x[1][1], #x[1][1][1]
   local O, kH, kW = #w, #w[1][1], #w[1][1][1]
   local Ho, Wo = Hh - kH + 1, W - kW + 1
-  local y, gx, gw = {}, zeros4(N, C, Hh, W), zeros4(O, C, kH, kW)
+  local y, gx, gw = zeros4(N, O, Ho, Wo), zeros4(N, C, Hh, W), zeros4(O, C, kH, kW)
   for n = 1, N do
-    y[n] = {}
     for o = 1, O do
-      y[n][o] = {}
       for oh = 1, Ho do
-        y[n][o][oh] = {}
         for ow = 1, Wo do
           local s, g = 0, gy[n][o][oh][ow]
           for c = 1, C do

@@ -39,6 +39,14 @@ function H.gradchecks(f, inputs)
   assert(ember.autodiff.gradgradcheck(f, inputs) == true, "gradgradcheck failed")
 end
 
+-- inside a describe block: for each {f, message} of cases a test (busted's it)
+-- that f raises exactly message
+function H.error_cases(it, cases)
+  for i, case in ipairs(cases) do
+    it(("%d: %s"):format(i, case[2]), function() require("luassert").has_error(case[1], case[2]) end)
+  end
+end
+
 -- assert that tensor t has the given shape and values (nested table or number)
 function H.same(t, expected, tol, shape)
   tol = tol or 1e-5

@@ -553,11 +553,7 @@ describe("errors of the new optimizers and schedulers", function()
     { function() sched.SequentialLR(sgd(), {}, {}) end,
       "ember.optim.lr_scheduler.SequentialLR: schedulers must be a non-empty list of lr schedulers, got a table" },
   }
-  for i, case in ipairs(cases) do
-    it(("%d: %s"):format(i, case[2]), function()
-      assert.has_error(case[1], case[2])
-    end)
-  end
+  H.error_cases(it, cases)
 
   it("a failed load leaves the optimizer as it was", function()
     local params, _, loss_fn = problem("rosenbrock", "float64")

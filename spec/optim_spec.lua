@@ -665,11 +665,7 @@ describe("optimizer argument errors", function()
     { function() optim.AdamW(nil) end, "ember.optim.AdamW: params must be a list of tensors or of parameter groups, got nil" },
     { function() optim.SGD({ w }):step(5) end, "ember.optim.SGD: step: closure must be a function, got 5" },
   }
-  for i, case in ipairs(cases) do
-    it(("%d: %s"):format(i, case[2]), function()
-      assert.has_error(case[1], case[2])
-    end)
-  end
+  H.error_cases(it, cases)
 
   it("accepts a single tensor as params, as GradManager:attach does", function()
     local t = ember.tensor({ 1 })
