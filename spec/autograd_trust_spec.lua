@@ -284,9 +284,7 @@ describe("the custom-rule contract", function()
   end)
 
   it("keeps the Function's name after the Function is collected, and checks its length", function()
-    local x = ember.tensor({ 1, 2 }, { dtype = "float64" })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 }, { dtype = "float64" })
     local y = (function()
       local name = "collected_" .. ("op"):rep(5)   -- a string made here, collected with the Function
       return ember.autodiff.Function(name, function(t) return t * 2, function(dy) return dy * 2 end end)(x)
@@ -305,9 +303,7 @@ describe("the custom-rule contract", function()
   end)
 
   it("backward with a different number of dy than y raises", function()
-    local x = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 })
     local y1, y2 = x * 2, x * 3
     local ok, err = pcall(function() gm:backward({ y1, y2 }, { ember.ones({ 2 }) }) end)
     assert.is_false(ok)
@@ -323,9 +319,7 @@ end)
 
 describe("attaching a tracked intermediate during a recording", function()
   it("keeps the gradients of tensors attached upstream; its own .grad counts uses after the attach", function()
-    local x = ember.tensor({ 1, 2 }, { dtype = "float64" })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 }, { dtype = "float64" })
     local y = x * x
     local before = y * 10                         -- before the attach: not in y.grad
     local seen

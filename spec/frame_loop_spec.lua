@@ -73,9 +73,7 @@ describe("budgeted backward", function()
   end)
 
   it("refuses record, attach, another backward and in-place writes to what the run needs", function()
-    local w = ember.tensor({ 1, 2, 3 })
-    local gm = GradManager():attach(w)
-    gm:record()
+    local w, gm = H.recording({ 1, 2, 3 })
     local y = w * w
     local e = y:exp()                 -- kept by exp (its output) and by the product
     local z = (e * w):sum()
@@ -164,9 +162,7 @@ describe("budgeted backward", function()
   end)
 
   it("checks its budget argument", function()
-    local w = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(w)
-    gm:record()
+    local w, gm = H.recording({ 1, 2 })
     local run = gm:backward_steps((w * 3):sum())
     for _, bad in ipairs({ -1, 0 / 0, "1", {} }) do
       local ok, err = pcall(function() run:step(bad) end)

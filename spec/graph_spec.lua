@@ -41,9 +41,7 @@ describe("nodes", function()
   end)
 
   it("run hooks and prehooks that may replace gradients, removable", function()
-    local x = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 })
     local y = x * 3
     local n = y:grad_fn()
     local seen = {}
@@ -59,9 +57,7 @@ describe("nodes", function()
   end)
 
   it("keep a hook removed during backward running for the executing node", function()
-    local x = ember.tensor({ 1 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1 })
     local y = x * 5
     local n = y:grad_fn()
     local h
@@ -73,9 +69,7 @@ describe("nodes", function()
   end)
 
   it("report a hook returning the wrong shape or type, and leave the manager usable", function()
-    local x = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 })
     local y = x * 3
     y:grad_fn():register_hook(function() return { ember.ones({ 5 }) } end)
     local ok, err = pcall(gm.backward, gm, y, ember.ones({ 2 }))
@@ -110,9 +104,7 @@ describe("tensor hooks", function()
   end)
 
   it("registered before an in-place op stay with the old node", function()
-    local x = ember.tensor({ 1 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1 })
     local y = x * 2
     local got = {}
     y:register_hook(function(g) got[#got + 1] = g:item() end)
@@ -125,9 +117,7 @@ end)
 
 describe("gradient edges and versions", function()
   it("get_gradient_edge gives the node a tensor's gradient flows into", function()
-    local x = ember.tensor({ 1 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1 })
     local y = x * 2
     local e = graph.get_gradient_edge(y)
     assert.is_true(rawequal(e.node, y:grad_fn()))
@@ -147,9 +137,7 @@ describe("gradient edges and versions", function()
   end)
 
   it("make a saved tensor modified in place fail with both versions", function()
-    local x = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 })
     local a = x:exp()          -- ExpBackward keeps its output
     local y = a * 1
     a:mul_(2)
@@ -161,9 +149,7 @@ end)
 
 describe("saved-tensor hooks", function()
   it("pack once per saved tensor at forward and unpack at backward", function()
-    local x = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 })
     local packed, unpacked = 0, 0
     local y = graph.saved_tensors_hooks(
       function(t) packed = packed + 1; return { t:clone() } end,
@@ -177,9 +163,7 @@ describe("saved-tensor hooks", function()
   end)
 
   it("raise at forward when a pack hook modifies its argument, naming the op", function()
-    local x = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2 })
     local ok, err = pcall(graph.saved_tensors_hooks,
       function(t) t:add_(1); return t end, function(t) return t end,
       function() return x:exp() end)
@@ -189,18 +173,14 @@ describe("saved-tensor hooks", function()
   end)
 
   it("save_on_cpu is the identity for CPU tensors", function()
-    local x = ember.tensor({ 3 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 3 })
     local y = graph.save_on_cpu({ pin_memory = false }, function() return x * x end)
     gm:backward(y, ember.ones({ 1 }))
     H.same(x.grad, { 6 })
   end)
 
   it("disable_saved_tensors_hooks raises with its message", function()
-    local x = ember.tensor({ 1 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1 })
     local ok, err = pcall(graph.disable_saved_tensors_hooks, "no hooks here", function()
       return graph.saved_tensors_hooks(function(t) return t end, function(t) return t end, function() return x * x end)
     end)
@@ -270,9 +250,7 @@ end)
 
 describe("debug and anomaly", function()
   it("detect_anomaly names the node and the forward's file:line", function()
-    local x = ember.tensor({ 0 })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 0 })
     local ok, err = pcall(ad.detect_anomaly, function()
       local y = x:sqrt()   -- d sqrt at 0 is inf
       gm:backward(y:sum())
@@ -297,9 +275,7 @@ end)
 describe("checkpoint and functional forms", function()
   it("checkpoint recomputes, with the same gradients and fewer saved tensors", function()
     local function block(a) return ((a * a):exp() * a):sin() end
-    local x = ember.tensor({ 0.1, 0.2, 0.3 }, F64)
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 0.1, 0.2, 0.3 }, F64)
     local y = block(x):sum()
     local plain_saved = ad.stats().saved_tensors
     gm:backward(y)

@@ -47,6 +47,14 @@ function H.error_cases(it, cases)
   end
 end
 
+-- ember.tensor(values, opts) and a GradManager attached to it, recording
+function H.recording(values, opts)
+  local x = ember.tensor(values, opts)
+  local gm = ember.autodiff.GradManager():attach(x)
+  gm:record()
+  return x, gm
+end
+
 -- assert that tensor t has the given shape and values (nested table or number)
 function H.same(t, expected, tol, shape)
   tol = tol or 1e-5

@@ -2,7 +2,6 @@
 -- calls, through autograd, and its errors.
 local H = require("helpers")
 local ember = H.ember
-local GradManager = ember.autodiff.GradManager
 
 local function x23() return ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }) end
 
@@ -48,9 +47,7 @@ describe("bracket indexing", function()
   end)
 
   it("is recorded by autograd, reading and writing", function()
-    local w = ember.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" })
-    local gm = GradManager():attach(w)
-    gm:record()
+    local w, gm = H.recording({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" })
     local y = w * 3
     y[{ 1, 2 }] = 0                            -- cut: no gradient to w[1][2]
     y[2] = w[1] * w[1]                         -- row 2 becomes w[1]^2

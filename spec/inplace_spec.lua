@@ -77,9 +77,7 @@ describe("in-place ops, views and overwrites under recording (against PyTorch)",
   end
 
   it("gives the version error when a different node saved the overwritten tensor", function()
-    local x = ember.tensor(FX.x, { dtype = "float64" })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording(FX.x, { dtype = "float64" })
     local y = x * 2
     local z = y * y           -- MulBackward saves y
     y:add_(1)                 -- y's own node is fine, z's saved y is stale
@@ -106,9 +104,7 @@ describe("in-place ops, views and overwrites under recording (against PyTorch)",
 
   it("cuts the history at fill_, zero_, uniform_ and normal_ (the issue's z = x * 1; z:zero_())", function()
     for _, fill in ipairs({ "zero_", "fill_", "uniform_", "normal_" }) do
-      local x = ember.tensor({ 1, 2 })
-      local gm = GradManager():attach(x)
-      gm:record()
+      local x, gm = H.recording({ 1, 2 })
       local z = x * 1
       z[fill](z, fill == "fill_" and 5 or nil)
       gm:backward((z + x * 3):sum())
@@ -117,9 +113,7 @@ describe("in-place ops, views and overwrites under recording (against PyTorch)",
   end)
 
   it("keeps the gradient of an attached tensor at its snapshot when it is written in place", function()
-    local x = ember.tensor({ 1, 2, 3 }, { dtype = "float64" })
-    local gm = GradManager():attach(x)
-    gm:record()
+    local x, gm = H.recording({ 1, 2, 3 }, { dtype = "float64" })
     local a = x * 2           -- uses x before the write
     x:mul_(3)                 -- recorded like any op: later uses see 3x
     local b = x * x           -- (3x)^2

@@ -43,9 +43,7 @@ describe("relu keeps NaN (issue 26)", function()
       end
     end
     for _, dt in ipairs({ "float32", "float64" }) do
-      local x = ember.tensor(T.relu.x, { dtype = dt })
-      local gm = GradManager():attach(x)
-      gm:record()
+      local x, gm = H.recording(T.relu.x, { dtype = dt })
       gm:backward(x:relu(), ember.tensor(T.relu.g, { dtype = dt }))
       close(x.grad, T.relu.gx, 0, 0, "relu's gradient " .. dt)   -- {1, 0, 0, 0, 5, 0, 7}
     end
@@ -349,9 +347,7 @@ describe("gm:backward reaching no attached tensor (issue 26)", function()
   end)
 
   it("runs as before when one y reaches an attached tensor, or y is attached itself", function()
-    local w = ember.tensor({ 1, 2 })
-    local gm = GradManager():attach(w)
-    gm:record()
+    local w, gm = H.recording({ 1, 2 })
     local c = ember.no_grad(function() return (w * 2):sum() end)
     gm:backward({ (w * w):sum(), c })   -- d/dw sum(w^2) = 2w; c adds nothing
     assert.are.same({ 2, 4 }, w.grad:tolist())
