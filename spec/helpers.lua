@@ -168,6 +168,16 @@ function H.rm_rf(dir)
   if dir and dir:match("^/tmp/ember_spec%.[%w]+$") then os.execute("rm -rf '" .. dir .. "'") end
 end
 
+-- inside a describe block: a new folder under /tmp for each test, removed
+-- after it (busted's before_each and after_each); the function returned
+-- gives the path of the file name in it (of the folder itself without name)
+function H.tmp_each(before_each, after_each)
+  local dir
+  before_each(function() dir = H.tmpdir() end)
+  after_each(function() H.rm_rf(dir) end)
+  return function(name) return name and dir .. "/" .. name or dir end
+end
+
 -- A file's bytes, and a JSON file (a fixture) decoded
 function H.read(path)
   local f = assert(io.open(path, "rb"))

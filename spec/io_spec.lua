@@ -5,7 +5,7 @@ local H = require("helpers")
 local ember = H.ember
 local ffi = require("ffi")
 
-local tmpdir, rmdir, read_bytes = H.tmpdir, H.rm_rf, H.read
+local read_bytes = H.read
 
 local function write_bytes(path, s)
   local f = assert(io.open(path, "wb"))
@@ -38,9 +38,7 @@ end
 local F32_1, F32_2 = "\0\0\128\63", "\0\0\0\64"   -- 1.0f, 2.0f little-endian
 
 describe("ember.save / ember.load round trip", function()
-  local dir
-  before_each(function() dir = tmpdir() end)
-  after_each(function() rmdir(dir) end)
+  local tmp = H.tmp_each(before_each, after_each)
 
   local values = {
     float32 = { 1.5, -2.25, 0, 3e38, 1e-30 },
@@ -56,7 +54,7 @@ describe("ember.save / ember.load round trip", function()
   it("keeps every dtype, its values and shape", function()
     local sd = {}
     for dt, v in pairs(values) do sd[dt] = ember.tensor(v, { dtype = dt }) end
-    local path = dir .. "/all.safetensors"
+    local path = tmp("all.safetensors")
     assert.are.equal(path, ember.save(path, sd))
     local got, md = ember.load(path)
     assert.are.same({}, md)
@@ -80,7 +78,7 @@ describe("ember.save / ember.load round trip", function()
       sd[dt] = base:t()
       assert.is_false(sd[dt]:is_contiguous())
     end
-    local path = dir .. "/nc.safetensors"
+    local path = tmp("nc.safetensors")
     ember.save(path, sd)
     local got = ember.load(path)
     for dt in pairs(values) do
@@ -93,7 +91,7 @@ describe("ember.save / ember.load round trip", function()
   end)
 
   it("keeps 0-d and empty tensors", function()
-    local path = dir .. "/odd.safetensors"
+    local path = tmp("odd.safetensors")
     ember.save(path, { s = ember.tensor(3.5), i = ember.tensor(7, { dtype = "int64" }),
       e = ember.zeros({ 0, 3 }), b = ember.tensor(true) })
     local got = ember.load(path)
@@ -106,7 +104,7 @@ describe("ember.save / ember.load round trip", function()
   end)
 
   it("keeps names that need escaping and an empty table", function()
-    local path = dir .. "/names.safetensors"
+    local path = tmp("names.safetensors")
     local name = 'we"ird\\name\n\1 é'
     ember.save(path, { [name] = ember.tensor({ 1, 2 }), ["layer.0.weight"] = ember.ones({ 2, 2 }) })
     local got = ember.load(path)
@@ -119,7 +117,7 @@ describe("ember.save / ember.load round trip", function()
   end)
 
   it("loads what it saved over and over (a state_dict)", function()
-    local path = dir .. "/sd.safetensors"
+    local path = tmp("sd.safetensors")
     local sd = { ["fc.weight"] = ember.randn({ 4, 3 }), ["fc.bias"] = ember.randn({ 4 }) }
     for _ = 1, 3 do
       ember.save(path, sd)
@@ -132,12 +130,10 @@ describe("ember.save / ember.load round trip", function()
 end)
 
 describe("ember.save file format", function()
-  local dir
-  before_each(function() dir = tmpdir() end)
-  after_each(function() rmdir(dir) end)
+  local tmp = H.tmp_each(before_each, after_each)
 
   it("writes exactly the bytes of the format, keys sorted", function()
-    local path = dir .. "/tiny.safetensors"
+    local path = tmp("tiny.safetensors")
     ember.save(path, { b = ember.tensor({ 1, 2 }), a = ember.tensor({ -1 }, { dtype = "int32" }) })
     local header = '{"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]},'
       .. '"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}'
@@ -148,7 +144,7 @@ describe("ember.save file format", function()
   end)
 
   it("pads the header with spaces to a multiple of 8 and puts metadata first", function()
-    local path = dir .. "/md.safetensors"
+    local path = tmp("md.safetensors")
     ember.save(path, { x = ember.tensor(1, { dtype = "uint8" }) }, { format = "pt" })
     local header = '{"__metadata__":{"format":"pt"},'
       .. '"x":{"dtype":"U8","shape":[],"data_offsets":[0,1]}}'
@@ -159,7 +155,7 @@ describe("ember.save file format", function()
   end)
 
   it("loads a file built by hand (other key order, whitespace, unicode escapes)", function()
-    local path = dir .. "/hand.safetensors"
+    local path = tmp("hand.safetensors")
     local header = '{ "w\\u00e9" : { "shape" : [ 2 , 1 ], "data_offsets" : [ 0 , 8 ],'
       .. ' "dtype" : "F32" } ,\n "__metadata__" : { "k" : "v\\ud83d\\ude00" } }'
     write_bytes(path, st_bytes(header, F32_1 .. F32_2))
@@ -173,13 +169,11 @@ describe("ember.save writes the bytes it wrote before the codec moved to C", fun
   -- spec/fixtures/io: the files ember.save wrote at commit 3206899 (io.lua and
   -- json.lua encoding the header), from the tables of tables.lua
   local cases = dofile("spec/fixtures/io/tables.lua")(ember)
-  local dir
-  before_each(function() dir = tmpdir() end)
-  after_each(function() rmdir(dir) end)
+  local tmp = H.tmp_each(before_each, after_each)
 
   for _, c in ipairs(cases) do
     it(c.file, function()
-      local path = dir .. "/" .. c.file
+      local path = tmp(c.file)
       ember.save(path, c.tbl, c.metadata)
       local want = read_bytes("spec/fixtures/io/" .. c.file)
       assert.are.equal(#want, #read_bytes(path))
@@ -213,7 +207,7 @@ describe("ember.save writes the bytes it wrote before the codec moved to C", fun
   end)
 
   it("keeps names and metadata holding a NUL", function()
-    local path = dir .. "/nul.safetensors"
+    local path = tmp("nul.safetensors")
     ember.save(path, { ["a\0b"] = ember.tensor({ 1 }), a = ember.tensor({ 2 }) }, { ["k\0"] = "v\0w" })
     local got, md = ember.load(path)
     H.same(got["a\0b"], { 1 })
@@ -223,12 +217,10 @@ describe("ember.save writes the bytes it wrote before the codec moved to C", fun
 end)
 
 describe("ember.save metadata", function()
-  local dir
-  before_each(function() dir = tmpdir() end)
-  after_each(function() rmdir(dir) end)
+  local tmp = H.tmp_each(before_each, after_each)
 
   it("round-trips string metadata; numbers and booleans become strings", function()
-    local path = dir .. "/m.safetensors"
+    local path = tmp("m.safetensors")
     ember.save(path, { w = ember.ones({ 2 }) }, { format = "pt", epoch = 3, lr = 0.5, best = true })
     local got, md = ember.load(path)
     H.same(got.w, { 1, 1 })
@@ -236,23 +228,19 @@ describe("ember.save metadata", function()
   end)
 
   it("rejects metadata that is not string -> string", function()
-    local path = dir .. "/m.safetensors"
+    local path = tmp("m.safetensors")
     assert.error_matches(function() ember.save(path, {}, { a = {} }) end,
       "ember.save: " .. path .. ": metadata value of 'a' must be a string", 1, true)
     assert.error_matches(function() ember.save(path, {}, { [1] = "x" }) end,
       "metadata keys must be strings", 1, true)
     assert.error_matches(function() ember.save(path, {}, "x") end, "metadata must be a table", 1, true)
-    assert.are.same({}, listdir(dir))
+    assert.are.same({}, listdir(tmp()))
   end)
 end)
 
 describe("ember.save / ember.load of nested tables", function()
-  local dir, path
-  before_each(function()
-    dir = tmpdir()
-    path = dir .. "/ckpt.safetensors"
-  end)
-  after_each(function() rmdir(dir) end)
+  local tmp, path = H.tmp_each(before_each, after_each)
+  before_each(function() path = tmp("ckpt.safetensors") end)
 
   local function bits(x) return string.format("%a", x) end   -- hex float: tells -0 from 0
 
@@ -388,18 +376,16 @@ describe("ember.save / ember.load of nested tables", function()
 end)
 
 describe("ember.save atomicity", function()
-  local dir, path, old
+  local tmp, path, old = H.tmp_each(before_each, after_each)
   before_each(function()
-    dir = tmpdir()
-    path = dir .. "/model.safetensors"
+    path = tmp("model.safetensors")
     ember.save(path, { w = ember.tensor({ 1, 2, 3 }) })
     old = read_bytes(path)
   end)
-  after_each(function() rmdir(dir) end)
 
   local function intact()
     assert.are.equal(old, read_bytes(path))
-    assert.are.same({ "model.safetensors" }, listdir(dir))   -- no temp file left
+    assert.are.same({ "model.safetensors" }, listdir(tmp()))   -- no temp file left
   end
 
   it("keeps the old file when the table holds a value it cannot write", function()
@@ -432,16 +418,16 @@ describe("ember.save atomicity", function()
   end)
 
   it("keeps the target when the rename fails and removes the temp file", function()
-    local target = dir .. "/adir"
+    local target = tmp("adir")
     os.execute("mkdir '" .. target .. "'")
     assert.error_matches(function() ember.save(target, { w = ember.ones({ 2 }) }) end,
       "ember.save: " .. target .. ": cannot rename", 1, true)
-    assert.are.same({ "adir", "model.safetensors" }, listdir(dir))
+    assert.are.same({ "adir", "model.safetensors" }, listdir(tmp()))
     assert.are.same({}, listdir(target))
   end)
 
   it("names the path when the folder does not exist", function()
-    local p = dir .. "/no/such/dir/m.safetensors"
+    local p = tmp("no/such/dir/m.safetensors")
     assert.error_matches(function() ember.save(p, { w = ember.ones({ 2 }) }) end,
       "ember.save: " .. p .. ": cannot create", 1, true)
     intact()
@@ -452,7 +438,7 @@ describe("ember.save atomicity", function()
     local got = ember.load(path)
     assert.is_nil(got.w)
     H.same(got.v, { 9 })
-    assert.are.same({ "model.safetensors" }, listdir(dir))
+    assert.are.same({ "model.safetensors" }, listdir(tmp()))
   end)
 
   it("rejects bad arguments with clear errors", function()
@@ -475,12 +461,8 @@ describe("ember.save atomicity", function()
 end)
 
 describe("ember.load on hostile files", function()
-  local dir, path
-  before_each(function()
-    dir = tmpdir()
-    path = dir .. "/bad.safetensors"
-  end)
-  after_each(function() rmdir(dir) end)
+  local tmp, path = H.tmp_each(before_each, after_each)
+  before_each(function() path = tmp("bad.safetensors") end)
 
   -- loads `bytes` and returns the error message (which must name the path)
   local function load_err(bytes)
@@ -500,19 +482,19 @@ describe("ember.load on hostile files", function()
   end
 
   it("a missing file", function()
-    local ok, err = pcall(ember.load, dir .. "/nope.safetensors")
+    local ok, err = pcall(ember.load, tmp("nope.safetensors"))
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("ember.load: " .. dir .. "/nope.safetensors: cannot open", 1, true))
+    assert.is_truthy(tostring(err):find("ember.load: " .. tmp("nope.safetensors: cannot open"), 1, true))
   end)
 
   it("a folder instead of a file", function()
-    local ok, err = pcall(ember.load, dir)
+    local ok, err = pcall(ember.load, tmp())
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("ember.load: " .. dir .. ": ", 1, true), err)
+    assert.is_truthy(tostring(err):find("ember.load: " .. tmp() .. ": ", 1, true), err)
   end)
 
   it("a FIFO or a device instead of a file, without blocking", function()
-    local fifo = dir .. "/fifo"
+    local fifo = tmp("fifo")
     assert.is_true(os.execute("mkfifo '" .. fifo .. "'") == 0)
     for _, p in ipairs({ fifo, "/dev/null" }) do
       local ok, err = pcall(ember.load, p)
@@ -599,7 +581,7 @@ describe("ember.load on hostile files", function()
     expect(st_bytes("{" .. entry("a", "F32", "[2]", 0, 8) .. "}", F32_1), "go past the end of the data")
     expect(st_bytes("{" .. entry("a", "F32", "[1]", "1000000000000000", "1000000000000004") .. "}", F32_1), "past the end")
     -- a valid file cut short at every length loads nothing and raises
-    local good = dir .. "/good.safetensors"
+    local good = tmp("good.safetensors")
     ember.save(good, { a = ember.ones({ 3 }), b = ember.ones({ 2 }, { dtype = "int64" }) })
     local bytes = read_bytes(good)
     for cut = 0, #bytes - 1 do load_err(bytes:sub(1, cut)) end
@@ -622,7 +604,7 @@ describe("ember.load on hostile files", function()
   end)
 
   it("survives random damage: each load succeeds or raises an error naming the path", function()
-    local good = dir .. "/good.safetensors"
+    local good = tmp("good.safetensors")
     ember.save(good, { a = ember.randn({ 3, 2 }), b = ember.tensor({ 1, 2 }, { dtype = "int64" }),
       c = ember.tensor({ true }) }, { note = "x" })
     local bytes = read_bytes(good)

@@ -203,9 +203,7 @@ local function check_xml(s)
 end
 
 describe("ember.plot.svg", function()
-  local dir
-  before_each(function() dir = H.tmpdir() end)
-  after_each(function() H.rm_rf(dir) end)
+  local tmp = H.tmp_each(before_each, after_each)
   local read = H.read
   local function polylines_of(svg, name)
     local group = svg:match('<g class="line" stroke="[^"]*" data%-name="' .. name:gsub("%p", "%%%0")
@@ -217,7 +215,7 @@ describe("ember.plot.svg", function()
   end
 
   it("writes a well-formed SVG with axes, ticks, legend, title and a line per series", function()
-    local path = dir .. "/curves.svg"
+    local path = tmp("curves.svg")
     local loss, acc = {}, {}
     for i = 1, 30 do loss[i] = 2 / i; acc[i] = 1 - 1 / (i + 1) end
     local text = ember.plot.svg(path, { loss = loss, ["test acc"] = acc },
@@ -245,7 +243,7 @@ describe("ember.plot.svg", function()
   end)
 
   it("breaks a line at non-finite values and accepts other series forms", function()
-    local path = dir .. "/p.svg"
+    local path = tmp("p.svg")
     ember.plot.svg(path, { { name = "a", y = { 1, 2, 0 / 0, 3, 4 } },
       { name = "b", x = { 0, 10, 20 }, values = { 5, 4, 3 } } }, { logy = true })
     local svg = read(path)
@@ -402,7 +400,7 @@ describe("ember.plot.svg", function()
       "series 'a': value 2 is a string, not a number", 1, true)
     assert.error_matches(function() ember.plot.svg(nil, { { name = "a", x = { 1 }, y = { 1, 2 } } }) end,
       "series 'a' has 1 x values and 2 y values", 1, true)
-    assert.error_matches(function() ember.plot.svg(dir .. "/no/such/x.svg", { 1, 2 }) end,
+    assert.error_matches(function() ember.plot.svg(tmp("no/such/x.svg"), { 1, 2 }) end,
       "cannot open", 1, true)
     assert.error_matches(function() ember.plot.svg(nil, { { name = "a", y = { 1 }, axis = "up" } }) end,
       'ember.plot.svg: series \'a\': axis must be "left" or "right", got up', 1, true)
