@@ -267,6 +267,8 @@ describe("bad input", function()
       "ember.nn.functional.conv_transpose2d: unknown option 'strides'")
     raises(function() F.conv_transpose2d(x4, w, { padding = { 1, 2, 3 } }) end,
       "padding must be an integer >= 0 or a list of 2 of them, got {1, 2, 3}")
+    raises(function() F.conv3d(ember.zeros({ 1, 1, 3, 3, 3 }, { dtype = "int64" }), ember.zeros({ 1, 1, 2, 2, 2 },
+      { dtype = "int64" })) end, "ember.nn.functional.conv3d: input and weight must be floating point, got int64 {1, 1, 3, 3, 3}")
     raises(function() F.conv1d(ember.randn({ 1, 1, 5 }), ember.randn({ 1, 1, 2 }), { stride = math.huge }) end,
       "ember.nn.functional.conv1d: stride must be an integer >= 1 or a list of 1 of them, got inf")
     raises(function() F.group_norm(ember.randn({ 2, 6, 4 }), 4) end,

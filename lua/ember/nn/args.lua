@@ -53,6 +53,40 @@ function A.spread(v, n)
   return list
 end
 
+-- a convolution's tensors (conv3d.lua's; conv.lua has its own copy still):
+-- x and w of nd dims, w's first dim a multiple of groups, x's channels what
+-- w takes, b nil or one per output channel, one floating dtype for all;
+-- returns the output channels
+function A.conv_layout(op, x, w, b, nd, groups, transposed)
+  local shape_str, fail = A.shape_str, A.fail
+  A.need_tensor(op, "input", x)
+  A.need_tensor(op, "weight", w)
+  if b ~= nil then A.need_tensor(op, "bias", b) end
+  if x:dim() ~= nd or w:dim() ~= nd then
+    fail(op, "input %s and weight %s must both be %d-D", shape_str(x), shape_str(w), nd)
+  end
+  if x.dtype ~= w.dtype or (b and b.dtype ~= x.dtype) then
+    fail(op, "input, weight and bias must share a dtype, got %s, %s and %s", x.dtype, w.dtype,
+      b and b.dtype or "none")
+  end
+  if not x.dtype:find("float") then
+    fail(op, "input and weight must be floating point, got %s %s", x.dtype, shape_str(x))
+  end
+  if w:size(1) % groups ~= 0 then
+    fail(op, "groups = %d must divide the weight's first dim, weight %s", groups, shape_str(w))
+  end
+  local cin = transposed and w:size(1) or w:size(2) * groups
+  local cout = transposed and w:size(2) * groups or w:size(1)
+  if x:size(2) ~= cin then
+    fail(op, "input %s has %d channels but weight %s with groups = %d takes %d", shape_str(x),
+      x:size(2), shape_str(w), groups, cin)
+  end
+  if b and (b:dim() ~= 1 or b:size(1) ~= cout) then
+    fail(op, "bias must have shape {%d}, got %s", cout, shape_str(b))
+  end
+  return cout
+end
+
 -- an integer >= lo (and below 2^53: no inf)
 local function is_int(v, lo) return type(v) == "number" and v == math.floor(v) and v >= lo and v < 2 ^ 53 end
 

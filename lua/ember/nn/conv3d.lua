@@ -42,32 +42,7 @@ local CONV3D = { BIAS_ARG, { "stride", 1, S.ints(3, 1) }, { "padding", 0, S.ints
 local CONVT1D = { BIAS_ARG, { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.ints(1, 0) },
   { "output_padding", 0, S.ints(1, 0) }, { "groups", 1, S.int(1) }, { "dilation", 1, S.ints(1, 1) } }
 
--- x and w nd-D, floating point, one dtype with b; x's channels what w takes
--- with groups; b one per output channel. Returns the output channels.
-local function check_layout(op, x, w, b, nd, groups, transposed)
-  A.need_tensor(op, "input", x)
-  A.need_tensor(op, "weight", w)
-  if x:dim() ~= nd or w:dim() ~= nd then
-    fail(op, "input %s and weight %s must both be %d-D", shape_str(x), shape_str(w), nd)
-  end
-  if x.dtype ~= w.dtype or (b and b.dtype ~= x.dtype) then
-    fail(op, "input, weight and bias must share a dtype, got %s, %s and %s", x.dtype, w.dtype, b and b.dtype or "none")
-  end
-  if not x.dtype:find("float") then fail(op, "input and weight must be floating point, got %s", x.dtype) end
-  if w:size(1) % groups ~= 0 then
-    fail(op, "groups = %d must divide the weight's first dim, weight %s", groups, shape_str(w))
-  end
-  local cin = transposed and w:size(1) or w:size(2) * groups
-  local cout = transposed and w:size(2) * groups or w:size(1)
-  if x:size(2) ~= cin then
-    fail(op, "input %s has %d channels but weight %s with groups = %d takes %d", shape_str(x), x:size(2),
-      shape_str(w), groups, cin)
-  end
-  if b and (b:dim() ~= 1 or b:size(1) ~= cout) then
-    fail(op, "bias must have shape {%d}, got %s", cout, shape_str(b))
-  end
-  return cout
-end
+local check_layout = A.conv_layout
 
 -- the unbatched form (C, ...) as a batch of one
 local function batched(x, nd)
