@@ -635,11 +635,17 @@ static int dispatch_outs(int op, int nin, ember_tensor *const *in, const ember_a
     return rc;
 }
 
+/* an op of one square matrix (or batch of them) with one output */
+static int square_op(const char *name, int op, ember_tensor *a, ember_tensor **out)
+{
+    EMBER_TRY(square_ok(name, a));
+    ember_attrs at = {{0}, {0}};
+    return ember__dispatch(op, 1, &a, &at, out);
+}
+
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
-    EMBER_TRY(square_ok("linalg.inv", a));
-    ember_attrs at = {{0}, {0}};
-    return ember__dispatch(EMBER_OP_LINALG_INV, 1, &a, &at, out);
+    return square_op("linalg.inv", EMBER_OP_LINALG_INV, a, out);
 }
 
 int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet)
@@ -652,9 +658,7 @@ int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **lo
 
 int ember_linalg_det(ember_tensor *a, ember_tensor **out)
 {
-    EMBER_TRY(square_ok("linalg.det", a));
-    ember_attrs at = {{0}, {0}};
-    return ember__dispatch(EMBER_OP_LINALG_DET, 1, &a, &at, out);
+    return square_op("linalg.det", EMBER_OP_LINALG_DET, a, out);
 }
 
 int ember_linalg_solve(ember_tensor *a, ember_tensor *b, ember_tensor **out)
@@ -679,16 +683,12 @@ int ember_linalg_solve_triangular(ember_tensor *a, ember_tensor *b, int upper, i
 
 int ember_linalg_cholesky(ember_tensor *a, ember_tensor **out)
 {
-    EMBER_TRY(square_ok("linalg.cholesky", a));
-    ember_attrs at = {{0}, {0}};
-    return ember__dispatch(EMBER_OP_LINALG_CHOLESKY, 1, &a, &at, out);
+    return square_op("linalg.cholesky", EMBER_OP_LINALG_CHOLESKY, a, out);
 }
 
 int ember_linalg_cholesky_info(ember_tensor *a, ember_tensor **info)
 {
-    EMBER_TRY(square_ok("linalg.cholesky_ex", a));
-    ember_attrs at = {{0}, {0}};
-    return ember__dispatch(EMBER_OP_LINALG_CHOLESKY_INFO, 1, &a, &at, info);
+    return square_op("linalg.cholesky_ex", EMBER_OP_LINALG_CHOLESKY_INFO, a, info);
 }
 
 int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors)
