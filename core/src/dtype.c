@@ -76,6 +76,10 @@ int ember__result_type(int n, ember_tensor *const *ts)
     return EMBER_FLOAT32;
 }
 
+/* ember__convert's typed loops: d[i] = CONV(s[i]) from ST to DT over the strides */
+#define CAST_LOOP(DT, ST, CONV)                                                                \
+    for (int64_t i = 0; i < n; i++) ((DT *)d)[i * dstride] = CONV(((const ST *)s)[i * sstride])
+
 void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sdt,
                     int64_t sstride, int64_t n)
 {
@@ -99,18 +103,13 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
     }
     /* masks into floats (the gradient of relu, dropout, comparisons) */
     if ((sdt == EMBER_BOOL || sdt == EMBER_UINT8) && (ddt == EMBER_FLOAT32 || ddt == EMBER_FLOAT64)) {
-        const uint8_t *u = (const uint8_t *)s;
-        if (ddt == EMBER_FLOAT32)
-            for (int64_t i = 0; i < n; i++) ((float *)d)[i * dstride] = (float)u[i * sstride];
-        else
-            for (int64_t i = 0; i < n; i++) ((double *)d)[i * dstride] = (double)u[i * sstride];
+        if (ddt == EMBER_FLOAT32) CAST_LOOP(float, uint8_t, (float));
+        else CAST_LOOP(double, uint8_t, (double));
         return;
     }
     if ((sdt == EMBER_INT64 || sdt == EMBER_INT32) && ddt == EMBER_FLOAT32) {
-        if (sdt == EMBER_INT64)
-            for (int64_t i = 0; i < n; i++) ((float *)d)[i * dstride] = (float)((const int64_t *)s)[i * sstride];
-        else
-            for (int64_t i = 0; i < n; i++) ((float *)d)[i * dstride] = (float)((const int32_t *)s)[i * sstride];
+        if (sdt == EMBER_INT64) CAST_LOOP(float, int64_t, (float));
+        else CAST_LOOP(float, int32_t, (float));
         return;
     }
     /* int64 <-> int64-like paths keep full precision */
@@ -128,35 +127,26 @@ void ember__convert(void *dst, int ddt, int64_t dstride, const void *src, int sd
         return;
     }
     if (ddt == EMBER_FLOAT32 && sdt == EMBER_FLOAT64) {
-        for (int64_t i = 0; i < n; i++)
-            ((float *)d)[i * dstride] = (float)((const double *)s)[i * sstride];
+        CAST_LOOP(float, double, (float));
         return;
     }
     if (ddt == EMBER_FLOAT64 && sdt == EMBER_FLOAT32) {
-        for (int64_t i = 0; i < n; i++)
-            ((double *)d)[i * dstride] = ((const float *)s)[i * sstride];
+        CAST_LOOP(double, float, (double));
         return;
     }
     /* the 16-bit floats and float32: autocast's casts, and the operands and
        results of the kernels that compute the 16-bit floats in float32 */
     if (sdt == EMBER_FLOAT32 && (ddt == EMBER_BFLOAT16 || ddt == EMBER_FLOAT16)) {
-        const float *f = (const float *)s;
-        uint16_t *h = (uint16_t *)d;
-        if (ddt == EMBER_BFLOAT16)
-            for (int64_t i = 0; i < n; i++) h[i * dstride] = ember__float_to_bf16(f[i * sstride]);
-        else
-            for (int64_t i = 0; i < n; i++) h[i * dstride] = ember__float_to_half(f[i * sstride]);
+        if (ddt == EMBER_BFLOAT16) CAST_LOOP(uint16_t, float, ember__float_to_bf16);
+        else CAST_LOOP(uint16_t, float, ember__float_to_half);
         return;
     }
     if (ddt == EMBER_FLOAT32 && (sdt == EMBER_BFLOAT16 || sdt == EMBER_FLOAT16)) {
-        const uint16_t *h = (const uint16_t *)s;
-        float *f = (float *)d;
-        if (sdt == EMBER_BFLOAT16)
-            for (int64_t i = 0; i < n; i++) f[i * dstride] = ember__bf16_to_float(h[i * sstride]);
-        else
-            for (int64_t i = 0; i < n; i++) f[i * dstride] = ember__half_to_float(h[i * sstride]);
+        if (sdt == EMBER_BFLOAT16) CAST_LOOP(float, uint16_t, ember__bf16_to_float);
+        else CAST_LOOP(float, uint16_t, ember__half_to_float);
         return;
     }
+#undef CAST_LOOP
     for (int64_t i = 0; i < n; i++)
         ember__store(d + i * dstride * ds, ddt, ember__load(s + i * sstride * ss, sdt));
 }
