@@ -55,6 +55,17 @@ function H.recording(values, opts)
   return x, gm
 end
 
+-- assert that each key of fns names a function of ember.nn.functional that
+-- has a case in cases (a fixture's list, each case naming its .fn)
+function H.has_cases(cases, fns)
+  local seen = {}
+  for _, c in ipairs(cases) do seen[c.fn] = true end
+  for fn in pairs(fns) do
+    assert(type(ember.nn.functional[fn]) == "function", fn .. " is not a function of ember.nn.functional")
+    assert(seen[fn], "no case for " .. fn)
+  end
+end
+
 -- assert that tensor t has the given shape and values (nested table or number)
 function H.same(t, expected, tol, shape)
   tol = tol or 1e-5
