@@ -572,6 +572,20 @@ EMBER_API int ember_batch_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b
 EMBER_API int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         double eps, ember_tensor **gx, ember_tensor **gwb);
 
+/* layer normalisation (nn.LayerNorm, F.layer_norm) over x's last k =
+   normalized_dims dims, w and b of their shape -> y = (x - mean) rstd w + b
+   and stats (2, R) for R rows of normalised values: each row's mean and
+   rstd = 1 / sqrt(var + eps), var biased. With rms set (F.rms_norm) no mean
+   is subtracted (row 0 of stats is zeros) and var is the mean of x^2. One
+   float dtype, float32 or float64. The adjoint takes the gradient of y, x, w
+   and those stats -> gx and, where gwb is not NULL, gwb (2, w's shape): w's
+   gradient and b's (it records no node of its own: it is not differentiable). */
+EMBER_API int ember_layer_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b, int normalized_dims, int rms,
+                               double eps, ember_tensor **y, ember_tensor **stats);
+EMBER_API int ember_layer_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                        int normalized_dims, int rms, double eps, ember_tensor **gx,
+                                        ember_tensor **gwb);
+
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */
 EMBER_API int ember_add_(ember_tensor *a, ember_tensor *b);

@@ -550,6 +550,23 @@ int main(void)
         BAD(ember_batch_norm_backward(w3, a, w3, st, 1e-5, &o, &o2));   /* gradient (3) for input (2, 3) */
         BAD(ember_batch_norm_backward(a, a, w3, w3, 1e-5, &o, &o2));    /* stats (3) */
         BAD(ember_batch_norm_backward(a, a, w3, st, -2, &o, &o2));
+        /* layer norm over a's last dim: w and b (3) */
+        BAD(ember_layer_norm(NULL, w3, w3, 1, 0, 1e-5, &o, &o2));
+        BAD(ember_layer_norm(a, w3, w3, 1, 0, 1e-5, NULL, &o2));
+        BAD(ember_layer_norm(a, w3, w3, 0, 0, 1e-5, &o, &o2));    /* no normalised dim */
+        BAD(ember_layer_norm(a, w3, w3, 3, 0, 1e-5, &o, &o2));    /* more dims than a has */
+        BAD(ember_layer_norm(a, a, w3, 1, 0, 1e-5, &o, &o2));     /* weight (2, 3) */
+        BAD(ember_layer_norm(a, w3, idx, 1, 0, 1e-5, &o, &o2));   /* bias (2), int64 */
+        BAD(ember_layer_norm(a, w3, w3, 1, 0, NAN, &o, &o2));
+        ember_tensor *lst = NULL, *ly = NULL;
+        CHECK(ember_layer_norm(a, w3, w3, 1, 0, 1e-5, &ly, &lst) == EMBER_OK);
+        BAD(ember_layer_norm_backward(NULL, a, w3, lst, 1, 0, 1e-5, &o, &o2));
+        BAD(ember_layer_norm_backward(a, a, w3, lst, 1, 0, 1e-5, NULL, &o2));
+        BAD(ember_layer_norm_backward(w3, a, w3, lst, 1, 0, 1e-5, &o, &o2));   /* gradient (3) for input (2, 3) */
+        BAD(ember_layer_norm_backward(a, a, w3, w3, 1, 0, 1e-5, &o, &o2));     /* stats (3) */
+        BAD(ember_layer_norm_backward(a, a, w3, lst, 1, 0, -2, &o, &o2));
+        ember_tensor_release(lst);
+        ember_tensor_release(ly);
         ember_tensor_release(w3);
         ember_tensor_release(st);
         ember_tensor_release(y);

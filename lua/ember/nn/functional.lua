@@ -221,6 +221,29 @@ function F.one_hot(t, num_classes, opts)
 end
 
 ---------------------------------------------------------------- normalisation
+-- On the CPU, float32 or float64 operands of one dtype whose weight and bias
+-- (where given) have normalized_shape are one op (C ember_layer_norm, with
+-- rms for RMS norm) whose backward is one kernel; nil elsewhere (other
+-- devices and dtypes, weights that only broadcast), where the callers
+-- compose recorded ops.
+local function norm_op(x, shape, w, b, rms, eps)
+  local dt = x.dtype
+  if #shape == 0 or x.device ~= "cpu" or (dt ~= "float32" and dt ~= "float64") then return nil end
+  for _, t in pairs({ w, b }) do
+    if not is_tensor(t) or t.dtype ~= dt or t.device ~= "cpu" or t:dim() ~= #shape then return nil end
+    for i = 1, #shape do
+      if t:size(i) ~= shape[i] then return nil end
+    end
+  end
+  w = w or ember.ones(shape, { dtype = dt })
+  b = b or ember.zeros(shape, { dtype = dt })
+  local op = rms and "rms_norm" or "layer_norm"
+  check(C.ember_layer_norm(ember._ptr(op, x, 1), ember._ptr(op, w, 3), ember._ptr(op, b, 4), #shape, rms and 1 or 0,
+    eps, out2, out2 + 1))
+  C.ember_tensor_release(out2[1])   -- the stats: the node keeps its own reference where one is recorded
+  return ember._wrap(out2[0])
+end
+
 local LN_OPTS = { eps = true }
 function F.layer_norm(x, normalized_shape, w, b, opts)
   if amp._dtype then x, w, b = amp._up(x, w, b) end
@@ -236,12 +259,15 @@ function F.layer_norm(x, normalized_shape, w, b, opts)
     fail("layer_norm", "input %s does not end with normalized_shape {%s}", shape_str(x),
       table.concat(normalized_shape, ", "))
   end
+  local eps = opts.eps or 1e-5
+  local y = norm_op(x, normalized_shape, w, b, false, eps)
+  if y then return y end
   local dims = {}
   for i = 1, n do dims[i] = #xs - n + i end
   local mean = x:mean(dims, true)
   local xc = x - mean
   local var = (xc * xc):mean(dims, true)
-  local y = xc * (var + (opts.eps or 1e-5)):rsqrt()
+  y = xc * (var + eps):rsqrt()
   if w ~= nil then y = y * w end
   if b ~= nil then y = y + b end
   return y

@@ -1,0 +1,182 @@
+-- The fused nn kernels against the compositions of recorded ops they
+-- replace: layer norm (and RMS norm) forward and backward. Values agree
+-- within rounding (the kernels add in another order), gradients by finite
+-- differences to second order, the statistics' own gradient, bits that do
+-- not depend on the thread count, and bad input.
+local H = require("helpers")
+local ember = H.ember
+local ffi = require("ffi")
+local F = ember.nn.functional
+local C = ember._C
+local F64 = { dtype = "float64" }
+
+local out2 = ffi.new("ember_tensor*[2]")
+local function check(rc) if rc ~= 0 then error(ffi.string(C.ember_last_error()), 2) end end
+
+local function max_diff(a, b)
+  return (a:to("float64") - b:to("float64")):abs():max():item()
+end
+
+-- the last k dims of x's shape, and their numbers (1-based)
+local function last_dims(x, k)
+  local xs, shape, dims = x:shape(), {}, {}
+  for i = 1, k do
+    shape[i] = xs[#xs - k + i]
+    dims[i] = #xs - k + i
+  end
+  return shape, dims
+end
+
+-- the compositions the kernels replace
+local function composed_ln(x, k, w, b, eps, rms)
+  local _, dims = last_dims(x, k)
+  local xc = rms and x or x - x:mean(dims, true)
+  local y = xc * ((xc * xc):mean(dims, true) + eps):rsqrt()
+  if w then y = y * w end
+  if b then y = y + b end
+  return y
+end
+
+-- the op itself: y and stats
+local function ln(x, k, w, b, eps, rms)
+  check(C.ember_layer_norm(x._c, w._c, b._c, k, rms and 1 or 0, eps or 1e-5, out2, out2 + 1))
+  return ember._wrap(out2[0]), ember._wrap(out2[1])
+end
+
+describe("layer_norm kernel", function()
+  local cases = {
+    { "float64", { 4, 3, 5 }, 1, 1e-14 }, { "float64", { 2, 3, 4, 6 }, 2, 1e-14 },
+    { "float32", { 32, 77 }, 1, 3e-6 }, { "float32", { 3, 5, 768 }, 1, 3e-6 }, { "float32", { 6, 1 }, 1, 3e-6 },
+  }
+  for _, case in ipairs(cases) do
+    local dt, shape, k, tol = case[1], case[2], case[3], case[4]
+    for _, rms in ipairs({ false, true }) do
+      it(("gives the composition's y, mean and rstd (%s, {%s}, %d dims%s)"):format(dt,
+        table.concat(shape, ", "), k, rms and ", rms" or ""), function()
+        ember.manual_seed(#shape + k)
+        local x = (ember.randn(shape, F64) * 2 + 0.7):to(dt)
+        local ws = last_dims(x, k)
+        local w, b = ember.randn(ws, F64):to(dt), rms and ember.zeros(ws, F64):to(dt) or ember.randn(ws, F64):to(dt)
+        local y, st = ln(x, k, w, b, 1e-5, rms)
+        assert.are.equal(dt, y.dtype)
+        assert.are.same(shape, y:shape())
+        local x64, ref = x:to("float64"), composed_ln(x:to("float64"), k, w:to("float64"), b:to("float64"), 1e-5, rms)
+        assert.is_true(max_diff(y, ref) <= tol * 10, "y " .. max_diff(y, ref))
+        local _, dims = last_dims(x, k)
+        local rows = x:numel() / w:numel()
+        assert.are.same({ 2, rows }, st:shape())
+        local mean = rms and ember.zeros({ rows }, F64) or x64:mean(dims):reshape({ rows })
+        local xc = x64 - (rms and 0 or x64:mean(dims, true))
+        local rstd = ((xc * xc):mean(dims) + 1e-5):rsqrt():reshape({ rows })
+        assert.is_true(max_diff(st[1], mean) <= tol * 10)
+        assert.is_true(max_diff(st[2], rstd) <= math.max(tol, 1e-14) * 10 * rstd:abs():max():item())
+      end)
+    end
+  end
+
+  it("F.layer_norm without weights, strided input and nn.LayerNorm go through the kernel", function()
+    ember.manual_seed(5)
+    local x = ember.randn({ 5, 8, 6 }, F64):transpose(2, 3)   -- (5, 6, 8), strided
+    assert.is_false(x:is_contiguous())
+    local ref = composed_ln(x, 1, nil, nil, 1e-5)
+    assert.is_true(max_diff(F.layer_norm(x, { 8 }), ref) <= 1e-14)
+    local m = ember.nn.LayerNorm(8, { dtype = "float64", eps = 1e-3 })
+    assert.is_true(max_diff(m(x), composed_ln(x, 1, nil, nil, 1e-3)) <= 1e-14)
+    -- a weight that only broadcasts, or of another dtype, is the composition's case
+    local w1 = ember.randn({ 1 }, F64)
+    assert.is_true(max_diff(F.layer_norm(x, { 8 }, w1), ref * w1) <= 1e-14)
+    local w32 = ember.randn({ 8 })
+    assert.is_true(max_diff(F.layer_norm(x, { 8 }, w32), composed_ln(x, 1, w32, nil, 1e-5)) <= 1e-14)
+  end)
+
+  it("backward gives the composition's gradients of x, w and b", function()
+    ember.manual_seed(6)
+    for _, dt in ipairs({ "float64", "float32" }) do
+      local tol = dt == "float64" and 1e-13 or 2e-5
+      for _, rms in ipairs({ false, true }) do
+        local function grads(fused)
+          local x = ember.randn({ 7, 3, 40 }, F64):to(dt)
+          local w, b = ember.randn({ 3, 40 }, F64):to(dt), ember.randn({ 3, 40 }, F64):to(dt)
+          local r = ember.randn({ 7, 3, 40 }, F64):to(dt)
+          local gm = ember.autodiff.GradManager():attach({ x, w, b })
+          gm:record()
+          local y = fused and ln(x, 2, w, b, 1e-5, rms) or composed_ln(x, 2, w, b, 1e-5, rms)
+          gm:backward((y * r):sum())
+          return { x.grad, w.grad, b.grad }
+        end
+        ember.manual_seed(7)
+        local a = grads(true)
+        ember.manual_seed(7)
+        local c = grads(false)
+        for i = 1, 3 do
+          local scale = math.max(1, c[i]:abs():max():item())
+          assert.is_true(max_diff(a[i], c[i]) <= tol * scale, ("%s %s grad %d: %g"):format(dt, tostring(rms), i,
+            max_diff(a[i], c[i])))
+        end
+      end
+    end
+  end)
+
+  it("gradients by finite differences, first and second order (layer norm and RMS norm)", function()
+    ember.manual_seed(8)
+    local x, w, b = ember.randn({ 3, 2, 5 }, F64), ember.randn({ 5 }, F64), ember.randn({ 5 }, F64)
+    local r = ember.randn({ 3, 2, 5 }, F64)
+    local function f(x_, w_, b_) return F.layer_norm(x_, 5, w_, b_) end
+    assert.is_true(ember.autodiff.gradcheck(function(...) return (f(...) ^ 3 * r):sum() end, { x, w, b }))
+    assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+    local x2, w2 = ember.randn({ 2, 3, 4 }, F64), ember.randn({ 3, 4 }, F64)
+    local function g(x_, w_, b_) return (ln(x_, 2, w_, b_, 1e-5, true)) end
+    local z = ember.zeros({ 3, 4 }, F64)
+    assert.is_true(ember.autodiff.gradcheck(g, { x2, w2, z }))
+    assert.is_true(ember.autodiff.gradgradcheck(g, { x2, w2, z }))
+  end)
+
+  it("backward through the statistics output adds their gradient", function()
+    ember.manual_seed(9)
+    local x, w, b = ember.randn({ 4, 6 }, F64), ember.randn({ 6 }, F64), ember.randn({ 6 }, F64)
+    local cm, cr = ember.randn({ 4 }, F64), ember.randn({ 4 }, F64)
+    for _, rms in ipairs({ false, true }) do
+      assert.is_true(ember.autodiff.gradcheck(function(x_, w_, b_)
+        local y, st = ln(x_, 1, w_, b_, 1e-5, rms)
+        return (y * y):sum() + (st[1] * cm):sum() + (st[2] * cr):sum()
+      end, { x, w, b }))
+      assert.is_true(ember.autodiff.gradcheck(function(x_)
+        local _, st = ln(x_, 1, w, b, 1e-5, rms)
+        return (st[2] * cr):sum()
+      end, { x }))
+    end
+  end)
+
+  it("gives the same bits on one thread and on many", function()
+    local threads = ember.get_num_threads()
+    local function run(n)
+      ember.set_num_threads(n)
+      ember.manual_seed(10)
+      local x, w, b = ember.randn({ 300, 256 }), ember.randn({ 256 }), ember.randn({ 256 })
+      local g = ember.randn({ 300, 256 })
+      local y, st = ln(x, 1, w, b)
+      check(C.ember_layer_norm_backward(g._c, x._c, w._c, st._c, 1, 0, 1e-5, out2, out2 + 1))
+      return { y, st, ember._wrap(out2[0]), ember._wrap(out2[1]) }
+    end
+    local one, many = run(1), run(4)
+    ember.set_num_threads(threads)
+    for i = 1, 4 do assert.are.equal(0, max_diff(one[i], many[i]), "result " .. i) end
+  end)
+
+  it("fails on bad input naming the op and leaves the tensors usable", function()
+    local x, w = ember.randn({ 2, 3 }), ember.ones({ 3 })
+    local function err(f) local ok, e = pcall(f); assert.is_false(ok); return tostring(e) end
+    assert.truthy(err(function() ln(x, 1, ember.ones({ 2 }), w) end):find(
+      "layer_norm: weight {2} and bias {3} must have the shape of input {2, 3}'s last 1 dims", 1, true))
+    assert.truthy(err(function() ln(x, 3, w, w) end):find("layer_norm: 3 normalised dims for input {2, 3}", 1, true))
+    assert.truthy(err(function() ln(x, 1, w:to("float64"), w) end):find(
+      "layer_norm: expected float32 or float64 tensors of one dtype, got input float32, weight float64", 1, true))
+    assert.truthy(err(function() ln(x, 1, w, w, -1) end):find("layer_norm: eps must be >= 0, got -1", 1, true))
+    local y, st = ln(x, 1, w, w)
+    assert.truthy(err(function()
+      check(C.ember_layer_norm_backward(w._c, x._c, w._c, st._c, 1, 0, 1e-5, out2, out2 + 1))
+    end):find("layer_norm_backward: gradient {3}, input {2, 3} and stats {2, 2} do not match", 1, true))
+    assert.truthy(err(function() F.layer_norm(x, { 3 }, w, nil, { eps = -1 }) end):find("eps must be >= 0", 1, true))
+    assert.are.same({ 2, 3 }, (y + x):shape())
+  end)
+end)
