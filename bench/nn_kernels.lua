@@ -1,6 +1,9 @@
 -- bench/nn_kernels.lua: the fused nn kernels against the compositions of
 -- recorded ops they replace, timed in alternation (common.time_pair), ms
--- per call: layer norm at {32, 128, 768} forward and forward + backward.
+-- per call: layer norm at {32, 128, 768} forward and forward + backward;
+-- softmax's and log_softmax's backward alone (the adjoint op against the
+-- four ops the rules composed) at {4096, 1024} along the last dim and at
+-- {64, 256, 64} along the middle one.
 -- Each case prints the kernel's ms, the composition's (baseline_ms) and
 -- their ratio. bench/nn_kernels_torch.py times the same calls in PyTorch.
 -- From the repository root:
@@ -46,5 +49,25 @@ local cot = ember.randn({ 32, 128, 768 })
 pair("layer_norm_fwd", function() return F.layer_norm(x, 768, w, b) end, function() return ln_composed(x, w, b) end)
 pair("layer_norm_fwd_bwd", fwd_bwd(function() return F.layer_norm(x, 768, w, b) end, { x, w, b }, cot),
   fwd_bwd(function() return ln_composed(x, w, b) end, { x, w, b }, cot))
+
+---------------------------------------------------------------- softmax backward
+local out1 = require("ffi").new("ember_tensor*[1]")
+local C = ember._C
+local function adjoint(log, g, y, dim)
+  assert((log and C.ember_log_softmax_backward or C.ember_softmax_backward)(g._c, y._c, dim - 1, out1) == 0)
+  return ember._wrap(out1[0])
+end
+local function composed(log, g, y, dim)
+  if log then return g - y:exp() * g:sum(dim, true) end
+  return y * (g - (g * y):sum(dim, true))
+end
+for _, case in ipairs({ { "rows", { 4096, 1024 }, 2 }, { "mid", { 64, 256, 64 }, 2 } }) do
+  local sx, sg = ember.randn(case[2]), ember.randn(case[2])
+  for _, log in ipairs({ false, true }) do
+    local y = log and sx:log_softmax(case[3]) or sx:softmax(case[3])
+    pair((log and "log_softmax" or "softmax") .. "_bwd_" .. case[1], function() return adjoint(log, sg, y, case[3]) end,
+      function() return composed(log, sg, y, case[3]) end)
+  end
+end
 
 print(json.encode(out))

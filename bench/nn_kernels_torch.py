@@ -32,4 +32,12 @@ with torch.no_grad():
     ms("layer_norm_fwd", lambda: F.layer_norm(x, (768,), w, b))
 ms("layer_norm_fwd_bwd", fwd_bwd(lambda: F.layer_norm(x, (768,), w, b), [x, w, b], cot))
 
+# softmax's and log_softmax's backward alone
+for name, shape, dim in (("rows", (4096, 1024), 1), ("mid", (64, 256, 64), 1)):
+    sx, sg = torch.randn(*shape), torch.randn(*shape)
+    y = torch.softmax(sx, dim)
+    ms("softmax_bwd_" + name, lambda: torch._softmax_backward_data(sg, y, dim, sx.dtype))
+    ly = torch.log_softmax(sx, dim)
+    ms("log_softmax_bwd_" + name, lambda: torch._log_softmax_backward_data(sg, ly, dim, sx.dtype))
+
 print(json.dumps(out))

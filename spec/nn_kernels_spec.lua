@@ -180,3 +180,92 @@ describe("layer_norm kernel", function()
     assert.are.same({ 2, 3 }, (y + x):shape())
   end)
 end)
+
+describe("softmax and log_softmax backward kernels", function()
+  local out1 = ffi.new("ember_tensor*[1]")
+  local function adjoint(log, g, y, dim)
+    check((log and C.ember_log_softmax_backward or C.ember_softmax_backward)(g._c, y._c, dim - 1, out1))
+    return ember._wrap(out1[0])
+  end
+  -- the four ops the rules composed before
+  local function composed(log, g, y, dim)
+    if log then return g - y:exp() * g:sum(dim, true) end
+    return y * (g - (g * y):sum(dim, true))
+  end
+
+  for _, dt in ipairs({ "float64", "float32" }) do
+    for _, case in ipairs({ { { 6, 37 }, 2 }, { { 6, 37 }, 1 }, { { 3, 4, 300 }, 2 }, { { 5, 2, 3 }, 3 }, { { 2, 1, 9 }, 2 } }) do
+      local shape, dim = case[1], case[2]
+      it(("give the composition's values (%s, {%s}, dim %d)"):format(dt, table.concat(shape, ", "), dim), function()
+        ember.manual_seed(dim + #shape)
+        local x, g = ember.randn(shape, F64):to(dt), ember.randn(shape, F64):to(dt)
+        for _, log in ipairs({ false, true }) do
+          local y = log and x:log_softmax(dim) or x:softmax(dim)
+          local got, ref = adjoint(log, g, y, dim), composed(log, g:to("float64"), y:to("float64"), dim)
+          assert.are.equal(dt, got.dtype)
+          local tol = (dt == "float64" and 1e-15 or 1e-6) * math.max(1, ref:abs():max():item())
+          assert.is_true(max_diff(got, ref) <= tol, ("%s: %g"):format(tostring(log), max_diff(got, ref)))
+        end
+      end)
+    end
+  end
+
+  it("take strided operands, other dtypes and mixed dtypes (composed), and 0-d ones", function()
+    ember.manual_seed(21)
+    local x = ember.randn({ 7, 5 }, F64):t()   -- (5, 7), strided
+    local g = ember.randn({ 7, 5 }, F64):t()
+    for _, log in ipairs({ false, true }) do
+      local y = log and x:log_softmax(2) or x:softmax(2)
+      local ref = composed(log, g, y, 2)
+      assert.is_true(max_diff(adjoint(log, g, y, 2), ref) <= 1e-15)
+      assert.is_true(max_diff(adjoint(log, g:to("float32"), y, 2), ref) <= 1e-6)
+      local h = adjoint(log, g:to("float16"), y:to("float16"), 2)
+      assert.are.equal("float16", h.dtype)
+      assert.is_true(max_diff(h, ref) <= 1e-2)
+      local z = ember.tensor(2.5, F64)
+      assert.are.equal(0, adjoint(log, z, log and ember.tensor(0, F64) or ember.tensor(1, F64), 1):item())
+    end
+  end)
+
+  it("are what softmax's and log_softmax's gradients run, to second order", function()
+    ember.manual_seed(22)
+    local x, r = ember.randn({ 3, 4, 5 }, F64), ember.randn({ 3, 4, 5 }, F64)
+    for dim = 1, 3 do
+      for _, op in ipairs({ "softmax", "log_softmax" }) do
+        local function f(a) return a[op](a, dim) end
+        assert.is_true(ember.autodiff.gradcheck(function(a) return (f(a) * r):sum() end, { x }))
+        assert.is_true(ember.autodiff.gradgradcheck(f, { x }))
+      end
+    end
+    -- the adjoints' own rules, in g and in y
+    local g = ember.randn({ 3, 4, 5 }, F64)
+    local y = x:softmax(2)
+    assert.is_true(ember.autodiff.gradcheck(function(a, b) return adjoint(false, a, b, 2) end, { g, y }))
+    assert.is_true(ember.autodiff.gradcheck(function(a, b) return adjoint(true, a, b, 2) end, { g, x:log_softmax(2) }))
+  end)
+
+  it("give the same bits on one thread and on many", function()
+    local threads = ember.get_num_threads()
+    local function run(n)
+      ember.set_num_threads(n)
+      ember.manual_seed(23)
+      local x, g = ember.randn({ 512, 300 }), ember.randn({ 512, 300 })
+      return { adjoint(false, g, x:softmax(2), 2), adjoint(true, g, x:log_softmax(1), 1) }
+    end
+    local one, many = run(1), run(4)
+    ember.set_num_threads(threads)
+    for i = 1, 2 do assert.are.equal(0, max_diff(one[i], many[i])) end
+  end)
+
+  it("fail on bad input naming the op", function()
+    local y = ember.randn({ 2, 3 })
+    local ok, e = pcall(adjoint, false, ember.randn({ 3 }), y, 2)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("softmax_backward: gradient {3} and output {2, 3} differ in shape", 1, true))
+    ok, e = pcall(adjoint, true, y, y, 3)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("log_softmax_backward: dim 3 out of range for shape {2, 3}", 1, true))
+    ok, e = pcall(adjoint, true, y:to("int32"), y, 1)
+    assert.truthy(tostring(e):find("expected floating tensors, got gradient int32 and output float32", 1, true))
+  end)
+end)

@@ -465,6 +465,11 @@ EMBER_API int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, d
                                  ember_tensor **rank, ember_tensor **singular_values);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
+/* their adjoints: g, the gradient of y = softmax(a, dim) (log_softmax(a, dim)),
+   and y -> y (g - sum(g y)) (g - exp(y) sum(g)), sums along dim; g and y of one
+   shape. Differentiable (second derivatives go through them). */
+EMBER_API int ember_softmax_backward(ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out);
+EMBER_API int ember_log_softmax_backward(ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out);
 
 /* linear algebra: matmul of 1-D, 2-D and batched (broadcast) operands */
 EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);

@@ -351,20 +351,49 @@ RULE(max_dim)
 }
 
 /* y (g - sum(g y)) */
+/* softmax's and log_softmax's adjoints, ops of their own (ops/softmax.c) */
+static ember_tensor *sm_adjoint(arena *s, int log, ember_tensor *g, ember_tensor *y, int dim)
+{
+    ember_tensor *o = NULL;
+    if (!have(s, g, y)) return NULL;
+    return keep(s, (log ? ember_log_softmax_backward : ember_softmax_backward)(g, y, dim, &o), &o);
+}
+
 RULE(softmax)
 {
     RULE_LOCALS;
-    int dim = (int)at->i[0];
-    ember_tensor *y = OUT(0);
-    give(s, &gi[0], t_mul(s, y, t_sub(s, g, sum_dims(s, t_mul(s, g, y), 1, &dim, 1))));
+    give(s, &gi[0], sm_adjoint(s, 0, g, OUT(0), (int)at->i[0]));
 }
 
-/* g - exp(y) sum(g) */
 RULE(log_softmax)
 {
     RULE_LOCALS;
-    int dim = (int)at->i[0];
-    give(s, &gi[0], t_sub(s, g, t_mul(s, t_exp(s, OUT(0)), sum_dims(s, g, 1, &dim, 1))));
+    give(s, &gi[0], sm_adjoint(s, 1, g, OUT(0), (int)at->i[0]));
+}
+
+/* out = y (gy - sum(gy y)): linear in gy, whose gradient is the same adjoint
+   of G; y's is G (gy - sum(gy y)) - gy sum(G y) */
+RULE(softmax_backward)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0], k = nd > 0;
+    ember_tensor *gy = IN(0), *y = IN(1);
+    if (NEED(0)) give(s, &gi[0], sm_adjoint(s, 0, g, y, dim));
+    if (NEED(1)) {
+        ember_tensor *a = t_mul(s, g, t_sub(s, gy, sum_dims(s, t_mul(s, gy, y), k, &dim, 1)));
+        give(s, &gi[1], t_sub(s, a, t_mul(s, gy, sum_dims(s, t_mul(s, g, y), k, &dim, 1))));
+    }
+}
+
+/* out = gy - exp(y) sum(gy): gy's gradient is G - sum(G exp(y)), y's
+   -G exp(y) sum(gy) */
+RULE(log_softmax_backward)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0], k = nd > 0;
+    ember_tensor *gy = IN(0), *e = t_exp(s, IN(1));
+    if (NEED(0)) give(s, &gi[0], t_sub(s, g, sum_dims(s, t_mul(s, g, e), k, &dim, 1)));
+    if (NEED(1)) give(s, &gi[1], t_neg(s, t_mul(s, t_mul(s, g, e), sum_dims(s, gy, k, &dim, 1))));
 }
 
 RULE(sum_to)
