@@ -3,7 +3,9 @@
 -- per call: layer norm at {32, 128, 768} forward and forward + backward;
 -- softmax's and log_softmax's backward alone (the adjoint op against the
 -- four ops the rules composed) at {4096, 1024} along the last dim and at
--- {64, 256, 64} along the middle one.
+-- {64, 256, 64} along the middle one; cross-entropy of {4096, 1000} logits
+-- forward and forward + backward, plain and with label smoothing 0.1 and
+-- ignore_index (the composition F.cross_entropy ran before as the baseline).
 -- Each case prints the kernel's ms, the composition's (baseline_ms) and
 -- their ratio. bench/nn_kernels_torch.py times the same calls in PyTorch.
 -- From the repository root:
@@ -68,6 +70,43 @@ for _, case in ipairs({ { "rows", { 4096, 1024 }, 2 }, { "mid", { 64, 256, 64 },
     pair((log and "log_softmax" or "softmax") .. "_bwd_" .. case[1], function() return adjoint(log, sg, y, case[3]) end,
       function() return composed(log, sg, y, case[3]) end)
   end
+end
+
+---------------------------------------------------------------- cross-entropy
+-- the composition F.cross_entropy ran before: range checks through :item(),
+-- log_softmax, gather, the smoothing's sum and the mean over the weights
+local function ce_composed(lx, labels, o)
+  local Cn = lx:size(2)
+  local lab = labels:to("int64")
+  local lo, hi = lab:min():item(), lab:max():item()
+  local mask
+  if o.ignore_index >= lo and o.ignore_index <= hi then
+    mask = lab:ne(o.ignore_index)
+    lab = ember.where(mask, lab, 1)
+    lo, hi = lab:min():item(), lab:max():item()
+  end
+  assert(lo >= 1 and hi <= Cn)
+  local w = mask and mask:to(lx.dtype)
+  local logp = lx:log_softmax(2)
+  local rows = -logp:gather(2, lab:view(-1, 1)):view(-1)
+  if w then rows = rows * w end
+  if o.label_smoothing > 0 then
+    local smooth = -logp:sum(2)
+    if w then smooth = smooth * w end
+    rows = rows * (1 - o.label_smoothing) + smooth * (o.label_smoothing / Cn)
+  end
+  return w and rows:sum() / w:sum() or rows:mean()
+end
+local lx = ember.randn({ 4096, 1000 })
+local labels = ember.randint(1, 1001, { 4096 }, { dtype = "int64" })
+local one = ember.tensor(1)
+for _, case in ipairs({ { "", { ignore_index = -100, label_smoothing = 0 } },
+  { "_smooth_ignore", { ignore_index = 7, label_smoothing = 0.1 } } }) do
+  local o = case[2]
+  pair("cross_entropy_fwd" .. case[1], function() return F.cross_entropy(lx, labels, o) end,
+    function() return ce_composed(lx, labels, o) end)
+  pair("cross_entropy_fwd_bwd" .. case[1], fwd_bwd(function() return F.cross_entropy(lx, labels, o) end, { lx }, one),
+    fwd_bwd(function() return ce_composed(lx, labels, o) end, { lx }, one))
 end
 
 print(json.encode(out))

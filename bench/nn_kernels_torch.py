@@ -40,4 +40,12 @@ for name, shape, dim in (("rows", (4096, 1024), 1), ("mid", (64, 256, 64), 1)):
     ly = torch.log_softmax(sx, dim)
     ms("log_softmax_bwd_" + name, lambda: torch._log_softmax_backward_data(sg, ly, dim, sx.dtype))
 
+# cross-entropy
+lx = torch.randn(4096, 1000, requires_grad=True)
+labels = torch.randint(0, 1000, (4096,))
+for name, o in (("", {}), ("_smooth_ignore", {"ignore_index": 6, "label_smoothing": 0.1})):
+    with torch.no_grad():
+        ms("cross_entropy_fwd" + name, lambda: F.cross_entropy(lx, labels, **o))
+    ms("cross_entropy_fwd_bwd" + name, fwd_bwd(lambda: F.cross_entropy(lx, labels, **o), [lx], torch.tensor(1.0)))
+
 print(json.dumps(out))

@@ -269,3 +269,143 @@ describe("softmax and log_softmax backward kernels", function()
     assert.truthy(tostring(e):find("expected floating tensors, got gradient int32 and output float32", 1, true))
   end)
 end)
+
+describe("cross_entropy kernel", function()
+  local I = function(t) return ember.tensor(t, { dtype = "int64" }) end
+  -- the composition F.cross_entropy ran before (class dim 2, labels 1-based)
+  local function reference(x, labels, o)
+    o = o or {}
+    local Cn = x:size(2)
+    local perm = { 1 }
+    for d = 3, x:dim() do perm[#perm + 1] = d end
+    perm[#perm + 1] = 2
+    local rows = x:permute(perm):reshape(-1, Cn)
+    local lab = labels:reshape(-1):to("int64")
+    local ig = o.ignore_index or -100
+    local mask = lab:ne(ig):to(x.dtype)
+    lab = ember.where(lab:ne(ig), lab, 1)
+    local wc = o.weight or ember.ones({ Cn }, { dtype = x.dtype })
+    local w = wc:index_select(1, lab) * mask
+    local logp = rows:log_softmax(2)
+    local l = -logp:gather(2, lab:view(-1, 1)):view(-1) * w
+    local ls = o.label_smoothing or 0
+    if ls > 0 then l = l * (1 - ls) + (-(logp * wc:view(1, Cn)):sum(2) * mask) * (ls / Cn) end
+    local red = o.reduction or "mean"
+    if red == "none" then return l:view(labels:shape()) end
+    if red == "sum" then return l:sum() end
+    return l:sum() / w:sum()
+  end
+
+  local cases = {
+    { "plain", {} }, { "sum", { reduction = "sum" } }, { "none", { reduction = "none" } },
+    { "ignore_index", { ignore_index = 3 } }, { "smoothing", { label_smoothing = 0.2 } },
+    { "weights, smoothing and ignore_index", { weight = true, label_smoothing = 0.1, ignore_index = -1 } },
+  }
+  for _, dt in ipairs({ "float64", "float32" }) do
+    for _, case in ipairs(cases) do
+      it(("gives the composition's loss and gradient (%s, %s)"):format(dt, case[1]), function()
+        ember.manual_seed(31)
+        local o = {}
+        for k, v in pairs(case[2]) do o[k] = v end
+        if o.weight then o.weight = ember.rand({ 37 }, F64):add(0.5):to(dt) end
+        for _, shape in ipairs({ { 50, 37 }, { 4, 37, 3 } }) do
+          local x = ember.randn(shape, F64):mul(3):to(dt)
+          local lshape = { shape[1], shape[3] }
+          local labels = ember.randint(1, 38, lshape, { dtype = "int64" })
+          if o.ignore_index then labels[1]:fill_(o.ignore_index) end
+          local function run(f)
+            local xx = x:clone()
+            local gm = ember.autodiff.GradManager():attach({ xx })
+            gm:record()
+            local l = f(xx)
+            gm:backward((l * ember.randn(l:shape(), F64):to(dt)):sum())
+            return l, xx.grad
+          end
+          ember.manual_seed(32)
+          local l1, g1 = run(function(xx) return F.cross_entropy(xx, labels, o) end)
+          ember.manual_seed(32)
+          local l2, g2 = run(function(xx) return reference(xx, labels, o) end)
+          local tol = dt == "float64" and 1e-13 or 2e-5
+          assert.are.equal(dt, l1.dtype)
+          assert.are.same(l2:shape(), l1:shape())
+          assert.is_true(max_diff(l1, l2) <= tol * math.max(1, l2:abs():max():item()), "loss " .. max_diff(l1, l2))
+          assert.is_true(max_diff(g1, g2) <= tol, "grad " .. max_diff(g1, g2))
+          -- int32 labels alike
+          assert.is_true(max_diff(F.cross_entropy(x, labels:to("int32"), o), l1) <= 0)
+        end
+      end)
+    end
+  end
+
+  it("gradients by finite differences, first and second order", function()
+    ember.manual_seed(33)
+    local x = ember.randn({ 5, 4 }, F64)
+    local labels = I({ 2, -100, 4, 1, 3 })
+    local w = ember.tensor({ 0.5, 2, 1, 3 }, F64)
+    for _, o in ipairs({ {}, { weight = w, label_smoothing = 0.2 }, { reduction = "none", label_smoothing = 0.3 } }) do
+      local function f(a) return F.cross_entropy(a, labels, o) end
+      assert.is_true(ember.autodiff.gradcheck(f, { x }))
+      assert.is_true(ember.autodiff.gradgradcheck(f, { x }))
+    end
+    -- the log-sum-exp in stats carries its gradient (C API)
+    local lab0 = I({ 1, 0, 3, 0, 2 })
+    local cr = ember.randn({ 5 }, F64)
+    assert.is_true(ember.autodiff.gradcheck(function(a)
+      check(C.ember_cross_entropy(a._c, lab0._c, w._c, 0, -100, 0.1, out2, out2 + 1))
+      local rows, st = ember._wrap(out2[0]), ember._wrap(out2[1])
+      return (rows * rows):sum() + (st[1] * cr):sum()
+    end, { x }))
+  end)
+
+  it("gives tracked class weights their gradient through the composition", function()
+    ember.manual_seed(34)
+    local x = ember.randn({ 6, 3 }, F64)
+    local labels = I({ 1, 2, 3, 3, 2, 1 })
+    local w = ember.tensor({ 0.5, 2, 1 }, F64)
+    assert.is_true(ember.autodiff.gradcheck(function(a, b)
+      return F.cross_entropy(a, labels, { weight = b, label_smoothing = 0.1 })
+    end, { x, w }))
+  end)
+
+  it("gives the same bits on one thread and on many", function()
+    local threads = ember.get_num_threads()
+    local function run(n)
+      ember.set_num_threads(n)
+      ember.manual_seed(35)
+      local x = ember.randn({ 2048, 100 })
+      local labels = ember.randint(1, 101, { 2048 }, { dtype = "int64" })
+      local gm = ember.autodiff.GradManager():attach({ x })
+      gm:record()
+      local l = F.cross_entropy(x, labels, { label_smoothing = 0.1 })
+      gm:backward(l)
+      return { l, x.grad }
+    end
+    local one, many = run(1), run(4)
+    ember.set_num_threads(threads)
+    for i = 1, 2 do assert.are.equal(0, max_diff(one[i], many[i])) end
+  end)
+
+  it("fails on a label out of range, naming the first one, and on bad shapes", function()
+    local x = ember.randn({ 4, 3 })
+    local function err(f) local ok, e = pcall(f); assert.is_false(ok); return tostring(e) end
+    assert.truthy(err(function() F.cross_entropy(x, I({ 1, 5, 0, 2 })) end):find(
+      "ember.nn.functional.cross_entropy: label 5 is out of range 1..3 (labels are 1-based class indices)", 1, true))
+    assert.truthy(err(function() F.cross_entropy(x, I({ 1, -100, -7, 2 })) end):find("label -7 is out of range", 1, true))
+    local w3 = ember.ones({ 3 })
+    assert.truthy(err(function()
+      check(C.ember_cross_entropy(x._c, I({ 1, 2 })._c, w3._c, 0, -100, 0, out2, out2 + 1))
+    end):find("cross_entropy: logits {4, 3}, labels {2} and weight {3} do not match", 1, true))
+    assert.truthy(err(function()
+      check(C.ember_cross_entropy(x._c, I({ 1, 2, 0, 0 })._c, w3._c, 0, -100, 2, out2, out2 + 1))
+    end):find("label_smoothing must be in [0, 1], got 2", 1, true))
+    local lab = I({ 0, 1, 2, 0 })
+    check(C.ember_cross_entropy(x._c, lab._c, w3._c, 0, -100, 0, out2, out2 + 1))
+    local st = ember._wrap(out2[1])
+    local gx = ffi.new("ember_tensor*[1]")
+    assert.truthy(err(function()
+      check(C.ember_cross_entropy_backward(w3._c, x._c, lab._c, w3._c, st._c, 0, -100, 0, gx))
+    end):find("cross_entropy_backward: gradient {3} and stats {2, 4} do not fit logits {4, 3}", 1, true))
+    -- everything stays usable
+    assert.are.equal(0, F.cross_entropy(x, I({ 1, 2, 3, 1 }), { reduction = "none" }):lt(0):sum():item())
+  end)
+end)

@@ -16,7 +16,8 @@ describe("the op table", function()
       max_pool2d_backward = "max_pool2d", avg_pool2d_backward = "avg_pool2d", clone = ":clone%(",
       relu_backward = "ember_relu_backward%(", relu_bias_backward = "ember_relu_bias_backward%(",
       batch_norm_backward = "ember_batch_norm_backward%(", layer_norm_backward = "ember_layer_norm_backward%(",
-      softmax_backward = "ember_softmax_backward", log_softmax_backward = "ember_log_softmax_backward", conv2d_relu_backward = "conv2d_relu%(",
+      softmax_backward = "ember_softmax_backward", log_softmax_backward = "ember_log_softmax_backward",
+      cross_entropy_backward = "ember_cross_entropy_backward%(", conv2d_relu_backward = "conv2d_relu%(",
       conv2d_relu_max_pool2d_backward = "conv2d_relu_max_pool2d%(",
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",

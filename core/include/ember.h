@@ -590,6 +590,21 @@ EMBER_API int ember_layer_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b
 EMBER_API int ember_layer_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         int normalized_dims, int rms, double eps, ember_tensor **gx,
                                         ember_tensor **gwb);
+/* cross-entropy of logits x (M, C) against labels (M), int64 or int32 class
+   indices counting from first_class (0 here, 1 from Lua), with class weights
+   w (C) and label smoothing ls in [0, 1] -> rows (M), each row's
+   (1 - ls) w_l (lse - x_l) + ls / C sum_c w_c (lse - x_c) with lse its
+   log-sum-exp and l its label (0 where the label is ignore_index), and stats
+   (2, M): each row's lse and weight w_l (0 where ignored; a mean divides by
+   their sum). A label out of range fails (EMBER_ERR_ARG, naming it). The
+   adjoint takes the rows' gradient g (M) -> gx (M, C); it records no node
+   of its own (it is not differentiable); w gets no gradient. */
+EMBER_API int ember_cross_entropy(ember_tensor *x, ember_tensor *labels, ember_tensor *w, int64_t first_class,
+                                  int64_t ignore_index, double label_smoothing, ember_tensor **rows,
+                                  ember_tensor **stats);
+EMBER_API int ember_cross_entropy_backward(ember_tensor *g, ember_tensor *x, ember_tensor *labels, ember_tensor *w,
+                                           ember_tensor *stats, int64_t first_class, int64_t ignore_index,
+                                           double label_smoothing, ember_tensor **gx);
 
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */

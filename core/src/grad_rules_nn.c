@@ -398,3 +398,33 @@ RULE(layer_norm)
     if (NEED(1)) give(s, &gi[1], t_mul(s, g, xhat));   /* the engine sums both over the leading dims */
     if (NEED(2)) give(s, &gi[2], g);
 }
+
+/* rows = cross_entropy(x, labels, w), stats = (lse, row weights). Where no
+   recording sees this backward and stats got no gradient, the fused adjoint;
+   else g (a p - b) with p = softmax(x) recorded and a, b constants, plus
+   lse's gradient times p (the row weights are constants). w gets none. */
+RULE(cross_entropy)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *lab = IN(1), *w = IN(2), *st = OUT(1), *gst = r->go[1];
+    if (!have(s, x, lab) || !have(s, w, st)) return;
+    if (NEED(2)) {
+        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "cross_entropy: the class weights get no gradient "
+                            "(F.cross_entropy composes ops for weights that need one)");
+        return;
+    }
+    if (!NEED(0)) return;
+    ember_tensor *seen[5] = {g, x, w, st, gst}, *o = NULL;
+    if (!ember__ag_would_record(5, seen) && all_zero(gst)) {
+        give(s, &gi[0], keep(s, ember_cross_entropy_backward(g, x, lab, w, st, at->i[0], at->i[1], at->f[0], &o), &o));
+        return;
+    }
+    int64_t m1[2] = {in[0], 1};
+    ember_tensor *ca = NULL, *cb = NULL, *p = NULL;
+    int rc = ember__cross_entropy_coefs(x, lab, w, at, &ca, &cb);
+    ember_tensor *a = keep(s, rc, &ca), *b = rc < 0 ? NULL : keep(s, rc, &cb);
+    ember_tensor *pr = OK(s) ? keep(s, ember_softmax(x, 1, &p), &p) : NULL;
+    ember_tensor *gx = t_mul(s, reshape(s, g, 2, m1), t_sub(s, t_mul(s, a, pr), b));
+    if (!all_zero(gst)) gx = t_add(s, gx, t_mul(s, reshape(s, slice(s, gst, 0, 0, 1), 2, m1), pr));
+    give(s, &gi[0], gx);
+}
