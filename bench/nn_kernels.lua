@@ -5,7 +5,9 @@
 -- four ops the rules composed) at {4096, 1024} along the last dim and at
 -- {64, 256, 64} along the middle one; cross-entropy of {4096, 1000} logits
 -- forward and forward + backward, plain and with label smoothing 0.1 and
--- ignore_index (the composition F.cross_entropy ran before as the baseline).
+-- ignore_index (the composition F.cross_entropy ran before as the baseline);
+-- gelu's forward + backward at {4096, 1024}, both forms, the adjoint op
+-- against the slope composed as the rule did before.
 -- Each case prints the kernel's ms, the composition's (baseline_ms) and
 -- their ratio. bench/nn_kernels_torch.py times the same calls in PyTorch.
 -- From the repository root:
@@ -107,6 +109,27 @@ for _, case in ipairs({ { "", { ignore_index = -100, label_smoothing = 0 } },
     function() return ce_composed(lx, labels, o) end)
   pair("cross_entropy_fwd_bwd" .. case[1], fwd_bwd(function() return F.cross_entropy(lx, labels, o) end, { lx }, one),
     fwd_bwd(function() return ce_composed(lx, labels, o) end, { lx }, one))
+end
+
+---------------------------------------------------------------- gelu
+-- gelu with the backward the rule composed before, as a Function
+local function slope(x, tanh_form)
+  if tanh_form then
+    local k, c = math.sqrt(2 / math.pi), 0.044715
+    local t = ((x + x * x * x * c) * k):tanh()
+    return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * c) + 1) * k)
+  end
+  return ((x * math.sqrt(0.5)):erf() + 1) * 0.5 + x * (x * x * -0.5):exp() * (1 / math.sqrt(2 * math.pi))
+end
+local gx = ember.randn({ 4096, 1024 })
+local gcot = ember.randn({ 4096, 1024 })
+for _, form in ipairs({ "none", "tanh" }) do
+  local o = { approximate = form }
+  local composed = ember.autodiff.Function("gelu_composed", function(a)
+    return a:gelu(o), function(g) return g * slope(a, form == "tanh") end
+  end)
+  pair("gelu_" .. form .. "_fwd_bwd", fwd_bwd(function() return gx:gelu(o) end, { gx }, gcot),
+    fwd_bwd(function() return composed(gx) end, { gx }, gcot))
 end
 
 print(json.encode(out))

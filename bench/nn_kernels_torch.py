@@ -48,4 +48,10 @@ for name, o in (("", {}), ("_smooth_ignore", {"ignore_index": 6, "label_smoothin
         ms("cross_entropy_fwd" + name, lambda: F.cross_entropy(lx, labels, **o))
     ms("cross_entropy_fwd_bwd" + name, fwd_bwd(lambda: F.cross_entropy(lx, labels, **o), [lx], torch.tensor(1.0)))
 
+# gelu forward + backward
+gx = torch.randn(4096, 1024, requires_grad=True)
+gcot = torch.randn(4096, 1024)
+for form in ("none", "tanh"):
+    ms("gelu_" + form + "_fwd_bwd", fwd_bwd(lambda: F.gelu(gx, approximate=form), [gx], gcot))
+
 print(json.dumps(out))

@@ -409,3 +409,78 @@ describe("cross_entropy kernel", function()
     assert.are.equal(0, F.cross_entropy(x, I({ 1, 2, 3, 1 }), { reduction = "none" }):lt(0):sum():item())
   end)
 end)
+
+describe("gelu backward kernel", function()
+  local out1 = ffi.new("ember_tensor*[1]")
+  local function adjoint(g, x, tanh_form)
+    check(C.ember_gelu_backward(g._c, x._c, tanh_form and 1 or 0, out1))
+    return ember._wrap(out1[0])
+  end
+  -- the slope as the rule composed it before, in float64
+  local function slope(x, tanh_form)
+    if tanh_form then
+      local k, c = math.sqrt(2 / math.pi), 0.044715
+      local t = ((x + x * x * x * c) * k):tanh()
+      return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * c) + 1) * k)
+    end
+    return ((x * math.sqrt(0.5)):erf() + 1) * 0.5 + x * (x * x * -0.5):exp() * (1 / math.sqrt(2 * math.pi))
+  end
+
+  for _, dt in ipairs({ "float64", "float32", "float16" }) do
+    for _, tanh_form in ipairs({ false, true }) do
+      it(("gives g times the composed slope (%s, %s form)"):format(dt, tanh_form and "tanh" or "erf"), function()
+        ember.manual_seed(41)
+        local x = (ember.randn({ 1000, 37 }, F64) * 3):to(dt)
+        local g = ember.randn({ 1000, 37 }, F64):to(dt)
+        local got = adjoint(g, x, tanh_form)
+        assert.are.equal(dt, got.dtype)
+        local ref = g:to("float64") * slope(x:to("float64"), tanh_form)
+        local tol = ({ float64 = 1e-14, float32 = 2e-6, float16 = 2e-3 })[dt]
+        assert.is_true(max_diff(got, ref) <= tol * math.max(1, ref:abs():max():item()), tostring(max_diff(got, ref)))
+      end)
+    end
+  end
+
+  it("takes broadcast and strided gradients and mixed dtypes", function()
+    ember.manual_seed(42)
+    local x = ember.randn({ 6, 5 }, F64):t()   -- (5, 6), strided
+    local g = ember.randn({ 6 }, F64):expand({ 5, 6 })
+    local ref = g * slope(x, false)
+    assert.is_true(max_diff(adjoint(g, x, false), ref) <= 1e-15)
+    local mixed = adjoint(g:to("float32"), x, false)
+    assert.are.equal("float64", mixed.dtype)
+    assert.is_true(max_diff(mixed, ref) <= 1e-6)
+  end)
+
+  it("is gelu's gradient, and differentiable itself, in both forms", function()
+    ember.manual_seed(43)
+    local x, g = ember.randn({ 4, 5 }, F64) * 2, ember.randn({ 4, 5 }, F64)
+    for _, ap in ipairs({ "none", "tanh" }) do
+      local function f(a) return a:gelu({ approximate = ap }) end
+      assert.is_true(ember.autodiff.gradcheck(f, { x }))
+      assert.is_true(ember.autodiff.gradgradcheck(f, { x }))
+      assert.is_true(ember.autodiff.gradcheck(function(a, b) return adjoint(a, b, ap == "tanh") end, { g, x }))
+    end
+  end)
+
+  it("gives the same bits on one thread and on many", function()
+    local threads = ember.get_num_threads()
+    local function run(n)
+      ember.set_num_threads(n)
+      ember.manual_seed(44)
+      local x, g = ember.randn({ 300000 }), ember.randn({ 300000 })
+      return { adjoint(g, x, false), adjoint(g, x, true) }
+    end
+    local one, many = run(1), run(4)
+    ember.set_num_threads(threads)
+    for i = 1, 2 do assert.are.equal(0, max_diff(one[i], many[i])) end
+  end)
+
+  it("fails on bad input naming the op", function()
+    local ok, e = pcall(adjoint, ember.randn({ 3 }), ember.randn({ 2, 3 }), false)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("gelu_backward: gradient {3} and input {2, 3} differ in shape", 1, true))
+    ok, e = pcall(adjoint, ember.ones({ 3 }, { dtype = "int32" }), ember.randn({ 3 }), false)
+    assert.truthy(tostring(e):find("gelu_backward: expected floating tensors, got gradient int32", 1, true))
+  end)
+end)

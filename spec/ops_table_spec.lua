@@ -17,7 +17,7 @@ describe("the op table", function()
       relu_backward = "ember_relu_backward%(", relu_bias_backward = "ember_relu_bias_backward%(",
       batch_norm_backward = "ember_batch_norm_backward%(", layer_norm_backward = "ember_layer_norm_backward%(",
       softmax_backward = "ember_softmax_backward", log_softmax_backward = "ember_log_softmax_backward",
-      cross_entropy_backward = "ember_cross_entropy_backward%(", conv2d_relu_backward = "conv2d_relu%(",
+      cross_entropy_backward = "ember_cross_entropy_backward%(", gelu_backward = "ember_gelu_backward%(", conv2d_relu_backward = "conv2d_relu%(",
       conv2d_relu_max_pool2d_backward = "conv2d_relu_max_pool2d%(",
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",

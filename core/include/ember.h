@@ -344,6 +344,8 @@ EMBER_API int ember_relu(ember_tensor *a, ember_tensor **out);
 /* relu's adjoint: g where y > 0, else 0, with y = relu(x) (0 also where g is NaN) */
 EMBER_API int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor **out);
 EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
+/* gelu's adjoint: g gelu'(x) for g and x of one shape (differentiable) */
+EMBER_API int ember_gelu_backward(ember_tensor *g, ember_tensor *x, int approximate_tanh, ember_tensor **out);
 EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_lgamma(ember_tensor *a, ember_tensor **out);     /* log|Gamma(a)| */

@@ -589,6 +589,9 @@ int main(void)
         ember_tensor_release(lab);
         ember_tensor_release(rows);
         ember_tensor_release(cst);
+        BAD(ember_gelu_backward(NULL, a, 0, &o));
+        BAD(ember_gelu_backward(w3, a, 0, &o));     /* gradient (3) for input (2, 3) */
+        BAD(ember_gelu_backward(idx, idx, 1, &o));  /* int64 */
         ember_tensor_release(w3);
         ember_tensor_release(st);
         ember_tensor_release(y);
