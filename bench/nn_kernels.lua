@@ -7,7 +7,9 @@
 -- forward and forward + backward, plain and with label smoothing 0.1 and
 -- ignore_index (the composition F.cross_entropy ran before as the baseline);
 -- gelu's forward + backward at {4096, 1024}, both forms, the adjoint op
--- against the slope composed as the rule did before.
+-- against the slope composed as the rule did before; max and average
+-- pooling 3x3 stride 2 padding 1 of {32, 64, 56, 56}, forward and forward +
+-- backward (ms only: time another build's with EMBER_LIB=path/libember.so).
 -- Each case prints the kernel's ms, the composition's (baseline_ms) and
 -- their ratio. bench/nn_kernels_torch.py times the same calls in PyTorch.
 -- From the repository root:
@@ -131,5 +133,18 @@ for _, form in ipairs({ "none", "tanh" }) do
   pair("gelu_" .. form .. "_fwd_bwd", fwd_bwd(function() return gx:gelu(o) end, { gx }, gcot),
     fwd_bwd(function() return composed(gx) end, { gx }, gcot))
 end
+
+---------------------------------------------------------------- pooling
+local function alone(name, f, iters)
+  local function loop(n) for _ = 1, n do f() end end
+  f()
+  out[name] = { ms = B.time(loop, iters or 3, reps) * 1e3 }
+end
+local px = ember.randn({ 32, 64, 56, 56 })
+local pcot = ember.randn({ 32, 64, 28, 28 })
+alone("max_pool2d_3x3s2_fwd", function() return F.max_pool2d(px, 3, 2, 1) end)
+alone("max_pool2d_3x3s2_fwd_bwd", fwd_bwd(function() return F.max_pool2d(px, 3, 2, 1) end, { px }, pcot))
+alone("avg_pool2d_3x3s2_fwd", function() return F.avg_pool2d(px, 3, 2, 1) end)
+alone("avg_pool2d_3x3s2_fwd_bwd", fwd_bwd(function() return F.avg_pool2d(px, 3, 2, 1) end, { px }, pcot))
 
 print(json.encode(out))

@@ -54,4 +54,13 @@ gcot = torch.randn(4096, 1024)
 for form in ("none", "tanh"):
     ms("gelu_" + form + "_fwd_bwd", fwd_bwd(lambda: F.gelu(gx, approximate=form), [gx], gcot))
 
+# pooling 3x3 stride 2 padding 1
+px = torch.randn(32, 64, 56, 56, requires_grad=True)
+pcot = torch.randn(32, 64, 28, 28)
+with torch.no_grad():
+    ms("max_pool2d_3x3s2_fwd", lambda: F.max_pool2d(px, 3, 2, 1), 3)
+    ms("avg_pool2d_3x3s2_fwd", lambda: F.avg_pool2d(px, 3, 2, 1), 3)
+ms("max_pool2d_3x3s2_fwd_bwd", fwd_bwd(lambda: F.max_pool2d(px, 3, 2, 1), [px], pcot), 3)
+ms("avg_pool2d_3x3s2_fwd_bwd", fwd_bwd(lambda: F.avg_pool2d(px, 3, 2, 1), [px], pcot), 3)
+
 print(json.dumps(out))

@@ -484,3 +484,119 @@ describe("gelu backward kernel", function()
     assert.truthy(tostring(e):find("gelu_backward: expected floating tensors, got gradient int32", 1, true))
   end)
 end)
+
+describe("max pooling for any window", function()
+  -- one window at a time, in row-major order: the first maximum, or the last NaN
+  local function reference(x, k, s, pd)
+    local N, Cn, H, W = unpack(x:shape())
+    local Ho, Wo = math.floor((H + 2 * pd[1] - k[1]) / s[1]) + 1, math.floor((W + 2 * pd[2] - k[2]) / s[2]) + 1
+    local v = x:contiguous():view(-1):tolist()
+    local ys, is = {}, {}
+    for q = 0, N * Cn - 1 do
+      for oh = 0, Ho - 1 do
+        for ow = 0, Wo - 1 do
+          local best, at
+          for h = math.max(0, oh * s[1] - pd[1]), math.min(H, oh * s[1] - pd[1] + k[1]) - 1 do
+            for w = math.max(0, ow * s[2] - pd[2]), math.min(W, ow * s[2] - pd[2] + k[2]) - 1 do
+              local e = v[q * H * W + h * W + w + 1]
+              if best == nil or e > best or e ~= e then best, at = e, h * W + w end
+            end
+          end
+          ys[#ys + 1], is[#is + 1] = best, at
+        end
+      end
+    end
+    return ys, is, { N, Cn, Ho, Wo }
+  end
+  local function same_values(got, want)
+    for i = 1, #want do
+      local a, b = got[i], want[i]
+      if not ((a ~= a and b ~= b) or a == b) then return false, i end
+    end
+    return #got == #want
+  end
+
+  local geoms = { { { 3, 3 }, { 2, 2 }, { 1, 1 } }, { { 3, 3 }, { 2, 2 }, { 0, 0 } }, { { 2, 3 }, { 1, 2 }, { 1, 0 } },
+    { { 5, 4 }, { 3, 1 }, { 2, 2 } }, { { 1, 1 }, { 2, 3 }, { 0, 0 } }, { { 7, 7 }, { 1, 1 }, { 3, 3 } },
+    { { 2, 2 }, { 2, 2 }, { 0, 0 } } }
+  for _, dt in ipairs({ "float32", "float64" }) do
+    for _, gm in ipairs(geoms) do
+      local k, s, pd = gm[1], gm[2], gm[3]
+      it(("gives the window scan's values and positions, ties and NaNs too (%s, kernel {%d, %d}, stride {%d, %d}, "
+        .. "padding {%d, %d})"):format(dt, k[1], k[2], s[1], s[2], pd[1], pd[2]), function()
+        ember.manual_seed(51)
+        -- few distinct values (ties everywhere), some NaNs, a width past a vector
+        local x = ember.randint(-3, 4, { 2, 3, 11, 37 }):to(dt)
+        x:view(-1):narrow(1, 100, 1):fill_(0 / 0)
+        x:view(-1):narrow(1, 777, 1):fill_(0 / 0)
+        x:view(-1):narrow(1, 779, 1):fill_(0 / 0)
+        local y, idx = F.max_pool2d(x, k, s, pd, 1, false, true)
+        local ry, ri, shape = reference(x, k, s, pd)
+        assert.are.same(shape, y:shape())
+        assert.is_true(same_values(y:contiguous():view(-1):tolist(), ry))
+        -- positions are 0-based flat positions in the plane, as PyTorch's
+        assert.is_true(same_values(idx:view(-1):tolist(), ri))
+      end)
+    end
+  end
+
+  it("passes gradcheck through its positions", function()
+    ember.manual_seed(52)
+    local x = ember.randn({ 2, 2, 9, 8 }, F64)
+    assert.is_true(ember.autodiff.gradcheck(function(a) return F.max_pool2d(a, 3, 2, 1) end, { x }))
+  end)
+end)
+
+describe("average pooling for any window", function()
+  -- one window at a time: the sum of the window clipped to the plane (padding adds zeros) over kh kw
+  local function reference(x, k, s, pd)
+    local N, Cn, H, W = unpack(x:shape())
+    local Ho, Wo = math.floor((H + 2 * pd[1] - k[1]) / s[1]) + 1, math.floor((W + 2 * pd[2] - k[2]) / s[2]) + 1
+    local v, ys = x:contiguous():view(-1):tolist(), {}
+    for q = 0, N * Cn - 1 do
+      for oh = 0, Ho - 1 do
+        for ow = 0, Wo - 1 do
+          local sum = 0
+          for h = math.max(0, oh * s[1] - pd[1]), math.min(H, oh * s[1] - pd[1] + k[1]) - 1 do
+            for w = math.max(0, ow * s[2] - pd[2]), math.min(W, ow * s[2] - pd[2] + k[2]) - 1 do
+              sum = sum + v[q * H * W + h * W + w + 1]
+            end
+          end
+          ys[#ys + 1] = sum / (k[1] * k[2])
+        end
+      end
+    end
+    return ember.tensor(ys, F64):view(N, Cn, Ho, Wo)
+  end
+
+  for _, dt in ipairs({ "float32", "float64" }) do
+    for _, gm in ipairs({ { { 3, 3 }, { 2, 2 }, { 1, 1 } }, { { 2, 3 }, { 1, 2 }, { 1, 0 } }, { { 5, 4 }, { 3, 1 }, { 2, 2 } },
+      { { 2, 2 }, { 2, 2 }, { 0, 0 } }, { { 1, 1 }, { 1, 1 }, { 0, 0 } } }) do
+      local k, s, pd = gm[1], gm[2], gm[3]
+      it(("gives the window sums and its adjoint's (%s, kernel {%d, %d}, stride {%d, %d}, padding {%d, %d})")
+        :format(dt, k[1], k[2], s[1], s[2], pd[1], pd[2]), function()
+        ember.manual_seed(61)
+        local x = ember.randn({ 2, 3, 11, 37 }, F64):to(dt)
+        local y = F.avg_pool2d(x, k, s, pd)
+        local tol = dt == "float64" and 1e-14 or 2e-6
+        assert.is_true(max_diff(y, reference(x:to("float64"), k, s, pd)) <= tol)
+        -- the adjoint: <avg(x), g> = <x, avg'(g)>
+        local g = ember.randn(y:shape(), F64):to(dt)
+        local gm_ = ember.autodiff.GradManager():attach({ x })
+        gm_:record()
+        gm_:backward((F.avg_pool2d(x, k, s, pd) * g):sum())
+        local lhs = (y:to("float64") * g:to("float64")):sum():item()
+        local rhs = (x:to("float64") * x.grad:to("float64")):sum():item()
+        assert.is_true(math.abs(lhs - rhs) <= tol * 100 * math.max(1, math.abs(lhs)), lhs .. " " .. rhs)
+      end)
+    end
+  end
+
+  it("passes gradcheck and gradgradcheck", function()
+    ember.manual_seed(62)
+    local x = ember.randn({ 1, 2, 7, 9 }, F64)
+    local function f(a) return F.avg_pool2d(a, 3, 2, 1) end
+    assert.is_true(ember.autodiff.gradcheck(f, { x }))
+    assert.is_true(ember.autodiff.gradgradcheck(f, { x }))
+  end)
+end)
