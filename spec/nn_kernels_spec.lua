@@ -89,6 +89,33 @@ describe("layer_norm kernel", function()
     assert.is_true(max_diff(F.layer_norm(x, { 8 }, w32), composed_ln(x, 1, w32, nil, 1e-5)) <= 1e-14)
   end)
 
+  it("F.rms_norm and nn.RMSNorm: the kernel and the composition, eps the dtype's epsilon by default", function()
+    ember.manual_seed(4)
+    for _, dt in ipairs({ "float64", "float32" }) do
+      local x = ember.randn({ 3, 4, 10 }, F64):to(dt)
+      local w = ember.randn({ 4, 10 }, F64):to(dt)
+      local eps = dt == "float64" and 2 ^ -52 or 2 ^ -23
+      local tol = dt == "float64" and 1e-14 or 3e-6
+      local ref = composed_ln(x:to("float64"), 2, w:to("float64"), nil, eps, true)
+      assert.is_true(max_diff(F.rms_norm(x, { 4, 10 }, w), ref) <= tol * 10)
+      assert.is_true(max_diff(F.rms_norm(x, { 4, 10 }, w, { eps = 0.5 }),
+        composed_ln(x:to("float64"), 2, w:to("float64"), nil, 0.5, true)) <= tol * 10)
+      -- a weight that only broadcasts is the composition's case
+      local w1 = ember.randn({ 1 }, F64):to(dt)
+      assert.is_true(max_diff(F.rms_norm(x, 10, w1), composed_ln(x:to("float64"), 1, w1:to("float64"), nil, eps, true))
+        <= tol * 10)
+      local m = ember.nn.RMSNorm({ 4, 10 }, { dtype = dt })
+      assert.are.same({ 4, 10 }, m.weight:shape())
+      assert.is_true(max_diff(m(x), composed_ln(x:to("float64"), 2, nil, nil, eps, true)) <= tol * 10)
+      assert.are.equal("RMSNorm({4, 10}, eps=None)", tostring(m))
+    end
+    local x, w = ember.randn({ 3, 5 }, F64), ember.randn({ 5 }, F64)
+    assert.is_true(ember.autodiff.gradgradcheck(function(a, b) return F.rms_norm(a, 5, b) end, { x, w }))
+    local ok, e = pcall(F.rms_norm, x, { 4 })
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("rms_norm: input {3, 5} does not end with normalized_shape {4}", 1, true))
+  end)
+
   it("backward gives the composition's gradients of x, w and b", function()
     ember.manual_seed(6)
     for _, dt in ipairs({ "float64", "float32" }) do
