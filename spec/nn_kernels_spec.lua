@@ -17,6 +17,17 @@ local function max_diff(a, b)
   return (a:to("float64") - b:to("float64")):abs():max():item()
 end
 
+-- run() (a list of tensors) on one thread and on four gives the same bits
+local function same_bits_on_threads(run)
+  local threads = ember.get_num_threads()
+  ember.set_num_threads(1)
+  local one = run()
+  ember.set_num_threads(4)
+  local many = run()
+  ember.set_num_threads(threads)
+  for i = 1, #one do assert.are.equal(0, max_diff(one[i], many[i]), "result " .. i) end
+end
+
 -- the last k dims of x's shape, and their numbers (1-based)
 local function last_dims(x, k)
   local xs, shape, dims = x:shape(), {}, {}
@@ -175,19 +186,14 @@ describe("layer_norm kernel", function()
   end)
 
   it("gives the same bits on one thread and on many", function()
-    local threads = ember.get_num_threads()
-    local function run(n)
-      ember.set_num_threads(n)
+    same_bits_on_threads(function()
       ember.manual_seed(10)
       local x, w, b = ember.randn({ 300, 256 }), ember.randn({ 256 }), ember.randn({ 256 })
       local g = ember.randn({ 300, 256 })
       local y, st = ln(x, 1, w, b)
       check(C.ember_layer_norm_backward(g._c, x._c, w._c, st._c, 1, 0, 1e-5, out2, out2 + 1))
       return { y, st, ember._wrap(out2[0]), ember._wrap(out2[1]) }
-    end
-    local one, many = run(1), run(4)
-    ember.set_num_threads(threads)
-    for i = 1, 4 do assert.are.equal(0, max_diff(one[i], many[i]), "result " .. i) end
+    end)
   end)
 
   it("fails on bad input naming the op and leaves the tensors usable", function()
@@ -272,16 +278,11 @@ describe("softmax and log_softmax backward kernels", function()
   end)
 
   it("give the same bits on one thread and on many", function()
-    local threads = ember.get_num_threads()
-    local function run(n)
-      ember.set_num_threads(n)
+    same_bits_on_threads(function()
       ember.manual_seed(23)
       local x, g = ember.randn({ 512, 300 }), ember.randn({ 512, 300 })
       return { adjoint(false, g, x:softmax(2), 2), adjoint(true, g, x:log_softmax(1), 1) }
-    end
-    local one, many = run(1), run(4)
-    ember.set_num_threads(threads)
-    for i = 1, 2 do assert.are.equal(0, max_diff(one[i], many[i])) end
+    end)
   end)
 
   it("fail on bad input naming the op", function()
@@ -395,9 +396,7 @@ describe("cross_entropy kernel", function()
   end)
 
   it("gives the same bits on one thread and on many", function()
-    local threads = ember.get_num_threads()
-    local function run(n)
-      ember.set_num_threads(n)
+    same_bits_on_threads(function()
       ember.manual_seed(35)
       local x = ember.randn({ 2048, 100 })
       local labels = ember.randint(1, 101, { 2048 }, { dtype = "int64" })
@@ -406,10 +405,7 @@ describe("cross_entropy kernel", function()
       local l = F.cross_entropy(x, labels, { label_smoothing = 0.1 })
       gm:backward(l)
       return { l, x.grad }
-    end
-    local one, many = run(1), run(4)
-    ember.set_num_threads(threads)
-    for i = 1, 2 do assert.are.equal(0, max_diff(one[i], many[i])) end
+    end)
   end)
 
   it("fails on a label out of range, naming the first one, and on bad shapes", function()
@@ -491,16 +487,11 @@ describe("gelu backward kernel", function()
   end)
 
   it("gives the same bits on one thread and on many", function()
-    local threads = ember.get_num_threads()
-    local function run(n)
-      ember.set_num_threads(n)
+    same_bits_on_threads(function()
       ember.manual_seed(44)
       local x, g = ember.randn({ 300000 }), ember.randn({ 300000 })
       return { adjoint(g, x, false), adjoint(g, x, true) }
-    end
-    local one, many = run(1), run(4)
-    ember.set_num_threads(threads)
-    for i = 1, 2 do assert.are.equal(0, max_diff(one[i], many[i])) end
+    end)
   end)
 
   it("fails on bad input naming the op", function()

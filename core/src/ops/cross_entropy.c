@@ -20,6 +20,7 @@
    the host. The rule (grad_rules_nn.c) runs the adjoint where no recording
    sees the backward and composes softmax with the constant coefficients
    (ember__cross_entropy_coefs) where one does. */
+#include "nn.h"
 #include "reduce.h"
 
 #include <stdatomic.h>
@@ -43,30 +44,6 @@ static int ce_check(const char *op, const ember_tensor *x, const ember_tensor *l
     if (!(ls >= 0 && ls <= 1))
         return ember__fail(EMBER_ERR_ARG, "%s: label_smoothing must be in [0, 1], got %g", op, ls);
     return EMBER_OK;
-}
-
-static bool ce_on_cpu(int n, ember_tensor *const *in)
-{
-    for (int i = 0; i < n; i++)
-        if (in[i]->storage->device != EMBER_CPU) return false;
-    return true;
-}
-
-static int ce_contiguous(ember_tensor *const *in, int n, ember_tensor **c)
-{
-    for (int i = 0; i < n; i++) {
-        int rc = ember__contiguous_as(in[i], in[i]->dtype, &c[i]);
-        if (rc < 0) {
-            for (int k = 0; k < i; k++) ember_tensor_release(c[k]);
-            return rc;
-        }
-    }
-    return EMBER_OK;
-}
-
-static void ce_release(ember_tensor **c, int n)
-{
-    for (int i = 0; i < n; i++) ember_tensor_release(c[i]);
 }
 
 /* ------------------------------------------------------------------ CPU kernels */
@@ -216,10 +193,10 @@ int fwd_cross_entropy(int op, int nin, ember_tensor *const *in, const ember_attr
 {
     ember_tensor *x = in[0];
     EMBER_TRY(ce_check("cross_entropy", x, in[1], in[2], at->f[0]));
-    if (!ce_on_cpu(3, in)) return ember__on_host(op, nin, in, at, 2, out);
+    if (!ember__nn_on_cpu(3, in)) return ember__on_host(op, nin, in, at, 2, out);
     int64_t M = x->shape[0], two_m[2] = {2, M};
     ember_tensor *c[3], *rows = NULL, *st = NULL;
-    EMBER_TRY(ce_contiguous(in, 3, c));
+    EMBER_TRY(ember__nn_contiguous(in, 3, c));
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(1, &M, x->dtype, EMBER_CPU, &rows));
     EMBER_CHECK(ember__new(2, two_m, x->dtype, EMBER_CPU, &st));
@@ -233,7 +210,7 @@ int fwd_cross_entropy(int op, int nin, ember_tensor *const *in, const ember_attr
     out[1] = st;
     rows = st = NULL;
 done:
-    ce_release(c, 3);
+    ember__nn_release(c, 3);
     ember_tensor_release(rows);
     ember_tensor_release(st);
     return rc;
@@ -253,9 +230,9 @@ int fwd_cross_entropy_backward(int op, int nin, ember_tensor *const *in, const e
         return ember__fail(EMBER_ERR_DTYPE, "cross_entropy_backward: gradient %s and stats %s for logits %s (expected "
                            "one dtype)", ember_dtype_name(g->dtype), ember_dtype_name(st->dtype),
                            ember_dtype_name(x->dtype));
-    if (!ce_on_cpu(5, in)) return ember__on_host(op, nin, in, at, 1, out);
+    if (!ember__nn_on_cpu(5, in)) return ember__on_host(op, nin, in, at, 1, out);
     ember_tensor *c[5], *gx = NULL;
-    EMBER_TRY(ce_contiguous(in, 5, c));
+    EMBER_TRY(ember__nn_contiguous(in, 5, c));
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(2, x->shape, x->dtype, EMBER_CPU, &gx));
     ce_job j;
@@ -268,7 +245,7 @@ int fwd_cross_entropy_backward(int op, int nin, ember_tensor *const *in, const e
     out[0] = gx;
     gx = NULL;
 done:
-    ce_release(c, 5);
+    ember__nn_release(c, 5);
     ember_tensor_release(gx);
     return rc;
 }
@@ -330,7 +307,7 @@ int ember__cross_entropy_coefs(ember_tensor *x, ember_tensor *lab, ember_tensor 
     *b = hb;
     ha = hb = NULL;
 done:
-    ce_release(h, 3);
+    ember__nn_release(h, 3);
     ember_tensor_release(ha);
     ember_tensor_release(hb);
     return rc;

@@ -21,6 +21,7 @@
    a bit. On other devices both ops run on the host (ember__on_host); the
    autograd rule (grad_rules_nn.c) composes public ops where a recording sees
    the backward, so gradients of any order come out. */
+#include "nn.h"
 #include "reduce.h"
 
 #include <string.h>
@@ -48,31 +49,6 @@ static int ln_check(const char *op, const ember_tensor *x, const ember_tensor *w
                            b ? " and bias " : "", b ? ember_dtype_name(b->dtype) : "");
     if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "%s: eps must be >= 0, got %g", op, eps);
     return EMBER_OK;
-}
-
-static bool all_on_cpu(int n, ember_tensor *const *in)
-{
-    for (int i = 0; i < n; i++)
-        if (in[i]->storage->device != EMBER_CPU) return false;
-    return true;
-}
-
-/* contiguous copies of the operands that are not (the others retained) */
-static int contiguous_all(ember_tensor *const *in, int n, ember_tensor **c)
-{
-    for (int i = 0; i < n; i++) {
-        int rc = ember__contiguous_as(in[i], in[i]->dtype, &c[i]);
-        if (rc < 0) {
-            for (int k = 0; k < i; k++) ember_tensor_release(c[k]);
-            return rc;
-        }
-    }
-    return EMBER_OK;
-}
-
-static void release_all(ember_tensor **c, int n)
-{
-    for (int i = 0; i < n; i++) ember_tensor_release(c[i]);
 }
 
 /* ------------------------------------------------------------------ CPU kernels */
@@ -237,12 +213,12 @@ int fwd_layer_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     ember_tensor *x = in[0];
     int k = (int)at->i[0];
     EMBER_TRY(ln_check("layer_norm", x, in[1], in[2], k, at->f[0]));
-    if (!all_on_cpu(3, in)) return ember__on_host(op, nin, in, at, 2, out);
+    if (!ember__nn_on_cpu(3, in)) return ember__on_host(op, nin, in, at, 2, out);
     int64_t R, D;
     rows_of(x, k, &R, &D);
     int64_t two_r[2] = {2, R};
     ember_tensor *c[3], *y = NULL, *st = NULL;
-    EMBER_TRY(contiguous_all(in, 3, c));
+    EMBER_TRY(ember__nn_contiguous(in, 3, c));
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
     EMBER_CHECK(ember__new(2, two_r, x->dtype, EMBER_CPU, &st));
@@ -253,7 +229,7 @@ int fwd_layer_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     out[1] = st;
     y = st = NULL;
 done:
-    release_all(c, 3);
+    ember__nn_release(c, 3);
     ember_tensor_release(y);
     ember_tensor_release(st);
     return rc;
@@ -276,13 +252,13 @@ int fwd_layer_norm_backward(int op, int nin, ember_tensor *const *in, const embe
         return ember__fail(EMBER_ERR_DTYPE, "layer_norm_backward: gradient %s and stats %s for input %s (expected one "
                            "dtype)", ember_dtype_name(g->dtype), ember_dtype_name(st->dtype),
                            ember_dtype_name(x->dtype));
-    if (!all_on_cpu(4, in)) return ember__on_host(op, nin, in, at, 2, out);
+    if (!ember__nn_on_cpu(4, in)) return ember__on_host(op, nin, in, at, 2, out);
     bool want = at->i[2] != 0;
     int64_t gs[EMBER_MAX_DIMS + 1];
     gs[0] = 2;
     memcpy(gs + 1, w->shape, (size_t)w->ndim * sizeof *gs);
     ember_tensor *c[4], *gx = NULL, *gwb = NULL;
-    EMBER_TRY(contiguous_all(in, 4, c));
+    EMBER_TRY(ember__nn_contiguous(in, 4, c));
     int rc = EMBER_OK;
     ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0],
                 .x = ember__ptr(c[1]), .g = ember__ptr(c[0]), .w = ember__ptr(c[2]), .st = ember__ptr(c[3])};
@@ -305,7 +281,7 @@ int fwd_layer_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     out[1] = gwb;
     gx = gwb = NULL;
 done:
-    release_all(c, 4);
+    ember__nn_release(c, 4);
     ember_tensor_release(gx);
     ember_tensor_release(gwb);
     return rc;

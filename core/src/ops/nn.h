@@ -34,6 +34,12 @@ static inline int64_t nn_out_size(int64_t in, int64_t k, int64_t stride, int64_t
 int ember__nn_finish(ember_tensor *res, int dt, ember_tensor **out);
 int ember__nn_need_float(const char *op, const char *what, const ember_tensor *t);
 int ember__nn_need_4d(const char *op, const char *what, const ember_tensor *t);
+/* The operands of a CPU kernel (layer_norm.c, cross_entropy.c): true when all
+   n are on the CPU; contiguous copies of those that are not (in their own
+   dtype, the others retained), released by ember__nn_release. */
+bool ember__nn_on_cpu(int n, ember_tensor *const *in);
+int ember__nn_contiguous(ember_tensor *const *in, int n, ember_tensor **c);
+void ember__nn_release(ember_tensor **c, int n);
 /* grain in rows so a task moves at least ~32K elements */
 int64_t ember__nn_rows_grain(int64_t row_elems);
 
