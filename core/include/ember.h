@@ -344,6 +344,8 @@ EMBER_API int ember_relu(ember_tensor *a, ember_tensor **out);
 /* relu's adjoint: g where y > 0, else 0, with y = relu(x) (0 also where g is NaN) */
 EMBER_API int ember_relu_backward(ember_tensor *g, ember_tensor *y, ember_tensor **out);
 EMBER_API int ember_gelu(ember_tensor *a, int approximate_tanh, ember_tensor **out);
+/* gelu's adjoint: g gelu'(x) for g and x of one shape (differentiable) */
+EMBER_API int ember_gelu_backward(ember_tensor *g, ember_tensor *x, int approximate_tanh, ember_tensor **out);
 EMBER_API int ember_silu(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_erf(ember_tensor *a, ember_tensor **out);
 EMBER_API int ember_lgamma(ember_tensor *a, ember_tensor **out);     /* log|Gamma(a)| */
@@ -465,6 +467,11 @@ EMBER_API int ember_linalg_lstsq(ember_tensor *a, ember_tensor *b, int driver, d
                                  ember_tensor **rank, ember_tensor **singular_values);
 EMBER_API int ember_softmax(ember_tensor *a, int dim, ember_tensor **out);
 EMBER_API int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out);
+/* their adjoints: g, the gradient of y = softmax(a, dim) (log_softmax(a, dim)),
+   and y -> y (g - sum(g y)) (g - exp(y) sum(g)), sums along dim; g and y of one
+   shape. Differentiable (second derivatives go through them). */
+EMBER_API int ember_softmax_backward(ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out);
+EMBER_API int ember_log_softmax_backward(ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out);
 
 /* linear algebra: matmul of 1-D, 2-D and batched (broadcast) operands */
 EMBER_API int ember_matmul(ember_tensor *a, ember_tensor *b, ember_tensor **out);
@@ -571,6 +578,35 @@ EMBER_API int ember_batch_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b
                                ember_tensor **stats);
 EMBER_API int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         double eps, ember_tensor **gx, ember_tensor **gwb);
+
+/* layer normalisation (nn.LayerNorm, F.layer_norm) over x's last k =
+   normalized_dims dims, w and b of their shape -> y = (x - mean) rstd w + b
+   and stats (2, R) for R rows of normalised values: each row's mean and
+   rstd = 1 / sqrt(var + eps), var biased. With rms set (F.rms_norm) no mean
+   is subtracted (row 0 of stats is zeros) and var is the mean of x^2. One
+   float dtype, float32 or float64. The adjoint takes the gradient of y, x, w
+   and those stats -> gx and, where gwb is not NULL, gwb (2, w's shape): w's
+   gradient and b's (it records no node of its own: it is not differentiable). */
+EMBER_API int ember_layer_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b, int normalized_dims, int rms,
+                               double eps, ember_tensor **y, ember_tensor **stats);
+EMBER_API int ember_layer_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                        int normalized_dims, int rms, double eps, ember_tensor **gx,
+                                        ember_tensor **gwb);
+/* cross-entropy of logits x (M, C) against labels (M), int64 or int32 class
+   indices counting from first_class (0 here, 1 from Lua), with class weights
+   w (C) and label smoothing ls in [0, 1] -> rows (M), each row's
+   (1 - ls) w_l (lse - x_l) + ls / C sum_c w_c (lse - x_c) with lse its
+   log-sum-exp and l its label (0 where the label is ignore_index), and stats
+   (2, M): each row's lse and weight w_l (0 where ignored; a mean divides by
+   their sum). A label out of range fails (EMBER_ERR_ARG, naming it). The
+   adjoint takes the rows' gradient g (M) -> gx (M, C); it records no node
+   of its own (it is not differentiable); w gets no gradient. */
+EMBER_API int ember_cross_entropy(ember_tensor *x, ember_tensor *labels, ember_tensor *w, int64_t first_class,
+                                  int64_t ignore_index, double label_smoothing, ember_tensor **rows,
+                                  ember_tensor **stats);
+EMBER_API int ember_cross_entropy_backward(ember_tensor *g, ember_tensor *x, ember_tensor *labels, ember_tensor *w,
+                                           ember_tensor *stats, int64_t first_class, int64_t ignore_index,
+                                           double label_smoothing, ember_tensor **gx);
 
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */

@@ -66,6 +66,34 @@ EMBER_FORMULA double ember__gelu_f64(double x, int tanh_form)
     return 0.5 * x * (1 + erf(x * EMBER_SQRT_HALF));
 }
 
+/* gelu's slope, gelu_backward's factor: Phi(x) + x phi(x) for the exact form;
+   0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) with t = tanh(k (x + c x^3)),
+   k = sqrt(2/pi), c = 0.044715, for the tanh form */
+#define EMBER_INV_SQRT_2PI 0.39894228040143267794
+
+EMBER_FORMULA float ember__gelu_slope_tanh_f32(float x)
+{
+    const float k = (float)EMBER_SQRT_2_OVER_PI, c = 0.044715f;
+    float x2 = x * x, t = ember__tanhf(k * (x + c * x2 * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x2);
+}
+
+EMBER_FORMULA float ember__gelu_slope_erf_f32(float x)
+{
+    return 0.5f * (1.0f + ember__erff(x * (float)EMBER_SQRT_HALF)) +
+           x * (float)EMBER_INV_SQRT_2PI * ember__expf(-0.5f * x * x);
+}
+
+EMBER_FORMULA double ember__gelu_slope_f64(double x, int tanh_form)
+{
+    if (tanh_form) {
+        const double k = EMBER_SQRT_2_OVER_PI, c = 0.044715;
+        double x2 = x * x, t = tanh(k * (x + c * x2 * x));
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x2);
+    }
+    return 0.5 * (1 + erf(x * EMBER_SQRT_HALF)) + x * EMBER_INV_SQRT_2PI * exp(-0.5 * x * x);
+}
+
 /* clamp to [lo, hi] (an absent bound is an infinity), in the tensor's float
    dtype: NaN stays NaN, and lo > hi gives hi, as PyTorch. Bounds rounded to
    the dtype compare as the exact ones (no value of the dtype lies between a

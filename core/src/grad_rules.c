@@ -166,23 +166,63 @@ RULE(relu_backward)
     if (NEED(0)) give(s, &gi[0], relu_bwd(s, g, IN(1)));
 }
 
-RULE(gelu)
+/* gelu's slope as recorded ops: Phi(x) + x phi(x), or for the tanh form
+   (k = sqrt(2/pi), c = 0.044715, t = tanh(k (x + c x^3)))
+   0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
+static ember_tensor *gelu_slope(arena *s, ember_tensor *x, int tanh_form)
 {
-    RULE_LOCALS;
-    ember_tensor *x = IN(0), *d;
-    if (at->i[0]) {   /* tanh form: k = sqrt(2/pi), c = 0.044715 */
+    if (tanh_form) {
         const double k = 0.79788456080286535588, c = 0.044715;
         ember_tensor *x2 = t_mul(s, x, x);
         ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
         ember_tensor *dt = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)),
                                t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2))));
-        d = t_add(s, t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t)), t_mul(s, t_mul(s, num(s, 0.5), x), dt));
-    } else {          /* Phi(x) + x phi(x) */
-        ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, 0.70710678118654752440)))));
-        ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
-        d = t_add(s, cdf, t_mul(s, x, pdf));
+        return t_add(s, t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t)), t_mul(s, t_mul(s, num(s, 0.5), x), dt));
     }
-    give(s, &gi[0], t_mul(s, g, d));
+    ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, 0.70710678118654752440)))));
+    ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
+    return t_add(s, cdf, t_mul(s, x, pdf));
+}
+
+static ember_tensor *gelu_adjoint(arena *s, ember_tensor *g, ember_tensor *x, int tanh_form)
+{
+    ember_tensor *o = NULL;
+    if (!have(s, g, x)) return NULL;
+    return keep(s, ember_gelu_backward(g, x, tanh_form, &o), &o);
+}
+
+/* the adjoint op on the CPU; on a device, where it would run on the host,
+   the slope as recorded ops */
+RULE(gelu)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0);
+    if (x && ember_tensor_device(x) == EMBER_CPU) give(s, &gi[0], gelu_adjoint(s, g, x, (int)at->i[0]));
+    else give(s, &gi[0], t_mul(s, g, gelu_slope(s, x, (int)at->i[0])));
+}
+
+/* out = gy gelu'(x): gy's gradient is the same adjoint of G, x's G gy
+   gelu''(x), with gelu'' = phi(x) (2 - x^2) for the exact form and
+   (1 - t^2) (u' + 0.5 x (u'' - 2 t u'^2)) for the tanh form (u = k (x + c
+   x^3), u' = k (1 + 3 c x^2), u'' = 6 k c x) */
+RULE(gelu_backward)
+{
+    RULE_LOCALS;
+    ember_tensor *gy = IN(0), *x = IN(1), *d2;
+    if (NEED(0)) give(s, &gi[0], gelu_adjoint(s, g, x, (int)at->i[0]));
+    if (!NEED(1)) return;
+    ember_tensor *x2 = t_mul(s, x, x);
+    if (at->i[0]) {
+        const double k = 0.79788456080286535588, c = 0.044715;
+        ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
+        ember_tensor *u1 = t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2)));
+        ember_tensor *inner = t_sub(s, t_mul(s, num(s, 6 * k * c), x), t_mul(s, t_mul(s, num(s, 2), t), t_mul(s, u1, u1)));
+        d2 = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)), t_add(s, u1, t_mul(s, t_mul(s, num(s, 0.5), x), inner)));
+    } else {
+        ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, x2, num(s, -0.5))));
+        d2 = t_mul(s, pdf, t_sub(s, num(s, 2), x2));
+    }
+    give(s, &gi[1], t_mul(s, t_mul(s, g, gy), d2));
 }
 
 /* s (1 + x (1 - s)) */
@@ -351,20 +391,49 @@ RULE(max_dim)
 }
 
 /* y (g - sum(g y)) */
+/* softmax's and log_softmax's adjoints, ops of their own (ops/softmax.c) */
+static ember_tensor *sm_adjoint(arena *s, int log, ember_tensor *g, ember_tensor *y, int dim)
+{
+    ember_tensor *o = NULL;
+    if (!have(s, g, y)) return NULL;
+    return keep(s, (log ? ember_log_softmax_backward : ember_softmax_backward)(g, y, dim, &o), &o);
+}
+
 RULE(softmax)
 {
     RULE_LOCALS;
-    int dim = (int)at->i[0];
-    ember_tensor *y = OUT(0);
-    give(s, &gi[0], t_mul(s, y, t_sub(s, g, sum_dims(s, t_mul(s, g, y), 1, &dim, 1))));
+    give(s, &gi[0], sm_adjoint(s, 0, g, OUT(0), (int)at->i[0]));
 }
 
-/* g - exp(y) sum(g) */
 RULE(log_softmax)
 {
     RULE_LOCALS;
-    int dim = (int)at->i[0];
-    give(s, &gi[0], t_sub(s, g, t_mul(s, t_exp(s, OUT(0)), sum_dims(s, g, 1, &dim, 1))));
+    give(s, &gi[0], sm_adjoint(s, 1, g, OUT(0), (int)at->i[0]));
+}
+
+/* out = y (gy - sum(gy y)): linear in gy, whose gradient is the same adjoint
+   of G; y's is G (gy - sum(gy y)) - gy sum(G y) */
+RULE(softmax_backward)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0], k = nd > 0;
+    ember_tensor *gy = IN(0), *y = IN(1);
+    if (NEED(0)) give(s, &gi[0], sm_adjoint(s, 0, g, y, dim));
+    if (NEED(1)) {
+        ember_tensor *a = t_mul(s, g, t_sub(s, gy, sum_dims(s, t_mul(s, gy, y), k, &dim, 1)));
+        give(s, &gi[1], t_sub(s, a, t_mul(s, gy, sum_dims(s, t_mul(s, g, y), k, &dim, 1))));
+    }
+}
+
+/* out = gy - exp(y) sum(gy): gy's gradient is G - sum(G exp(y)), y's
+   -G exp(y) sum(gy) */
+RULE(log_softmax_backward)
+{
+    RULE_LOCALS;
+    int dim = (int)at->i[0], k = nd > 0;
+    ember_tensor *gy = IN(0), *e = t_exp(s, IN(1));
+    if (NEED(0)) give(s, &gi[0], t_sub(s, g, sum_dims(s, t_mul(s, g, e), k, &dim, 1)));
+    if (NEED(1)) give(s, &gi[1], t_neg(s, t_mul(s, t_mul(s, g, e), sum_dims(s, gy, k, &dim, 1))));
 }
 
 RULE(sum_to)

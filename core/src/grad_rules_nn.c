@@ -348,3 +348,83 @@ RULE(batch_norm)
     if (NEED(2)) give(s, &gi[2], reshape(s, slice(s, dwb, 0, 1, 1), 1, &C));
 }
 
+
+/* y = (x - mean) rstd w + b over the last k dims, stats = (mean, rstd) an
+   output too. Where no recording sees this backward and stats got no
+   gradient, the fused adjoint layer_norm_backward; else its formulas as
+   recorded ops, gx = rstd (g w - mean(g w) - xhat mean(g w xhat)) (RMS norm:
+   no mean(g w)), plus what the stats' gradient adds: (gmean - grstd rstd^2
+   xhat) / D (RMS norm: no gmean, its mean is the constant 0). */
+RULE(layer_norm)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *w = IN(1), *st = OUT(1), *gst = r->go[1];
+    if (!have(s, x, w) || !have(s, st, g)) return;
+    int k = (int)at->i[0], rms = (int)at->i[1], lead = nd - k;
+    int64_t ws[EMBER_MAX_DIMS];
+    int nw = ember__node_in_shape(n, 1, ws);
+    ember_tensor *seen[5] = {g, x, w, st, gst};
+    bool stats_quiet = all_zero(gst);
+    if (!ember__ag_would_record(5, seen) && stats_quiet) {
+        ember_tensor *gx = NULL, *gwb = NULL;
+        int rc = ember_layer_norm_backward(g, x, w, st, k, rms, at->f[0], &gx, NEED(1) || NEED(2) ? &gwb : NULL);
+        ember_tensor *dx = keep(s, rc, &gx), *dwb = rc < 0 || !gwb ? NULL : keep(s, rc, &gwb);
+        if (NEED(0)) give(s, &gi[0], dx);
+        if (NEED(1)) give(s, &gi[1], reshape(s, slice(s, dwb, 0, 0, 1), nw, ws));
+        if (NEED(2)) give(s, &gi[2], reshape(s, slice(s, dwb, 0, 1, 1), nw, ws));
+        return;
+    }
+    int64_t kd[EMBER_MAX_DIMS];
+    int dims[EMBER_MAX_DIMS];
+    double D = 1;
+    for (int d = 0; d < nd; d++) kd[d] = d < lead ? in[d] : 1;
+    for (int d = lead; d < nd; d++) dims[d - lead] = d, D *= (double)in[d];
+    ember_tensor *mean = reshape(s, slice(s, st, 0, 0, 1), nd, kd), *rstd = reshape(s, slice(s, st, 0, 1, 1), nd, kd);
+    ember_tensor *xhat = t_mul(s, t_sub(s, x, mean), rstd), *inv_d = num(s, 1 / D);
+    if (NEED(0)) {
+        ember_tensor *gw = t_mul(s, g, w);
+        ember_tensor *inner = t_sub(s, gw, t_mul(s, xhat, t_mul(s, sum_dims(s, t_mul(s, gw, xhat), k, dims, 1), inv_d)));
+        if (!rms) inner = t_sub(s, inner, t_mul(s, sum_dims(s, gw, k, dims, 1), inv_d));
+        ember_tensor *gx = t_mul(s, rstd, inner);
+        if (!stats_quiet) {
+            ember_tensor *gmean = reshape(s, slice(s, gst, 0, 0, 1), nd, kd);
+            ember_tensor *grstd = reshape(s, slice(s, gst, 0, 1, 1), nd, kd);
+            ember_tensor *extra = t_neg(s, t_mul(s, grstd, t_mul(s, t_mul(s, rstd, rstd), xhat)));
+            if (!rms) extra = t_add(s, extra, gmean);
+            gx = t_add(s, gx, t_mul(s, extra, inv_d));
+        }
+        give(s, &gi[0], gx);
+    }
+    if (NEED(1)) give(s, &gi[1], t_mul(s, g, xhat));   /* the engine sums both over the leading dims */
+    if (NEED(2)) give(s, &gi[2], g);
+}
+
+/* rows = cross_entropy(x, labels, w), stats = (lse, row weights). Where no
+   recording sees this backward and stats got no gradient, the fused adjoint;
+   else g (a p - b) with p = softmax(x) recorded and a, b constants, plus
+   lse's gradient times p (the row weights are constants). w gets none. */
+RULE(cross_entropy)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *lab = IN(1), *w = IN(2), *st = OUT(1), *gst = r->go[1];
+    if (!have(s, x, lab) || !have(s, w, st)) return;
+    if (NEED(2)) {
+        s->rc = ember__fail(EMBER_ERR_UNSUPPORTED, "cross_entropy: the class weights get no gradient "
+                            "(F.cross_entropy composes ops for weights that need one)");
+        return;
+    }
+    if (!NEED(0)) return;
+    ember_tensor *seen[5] = {g, x, w, st, gst}, *o = NULL;
+    if (!ember__ag_would_record(5, seen) && all_zero(gst)) {
+        give(s, &gi[0], keep(s, ember_cross_entropy_backward(g, x, lab, w, st, at->i[0], at->i[1], at->f[0], &o), &o));
+        return;
+    }
+    int64_t m1[2] = {in[0], 1};
+    ember_tensor *ca = NULL, *cb = NULL, *p = NULL;
+    int rc = ember__cross_entropy_coefs(x, lab, w, at, &ca, &cb);
+    ember_tensor *a = keep(s, rc, &ca), *b = rc < 0 ? NULL : keep(s, rc, &cb);
+    ember_tensor *pr = OK(s) ? keep(s, ember_softmax(x, 1, &p), &p) : NULL;
+    ember_tensor *gx = t_mul(s, reshape(s, g, 2, m1), t_sub(s, t_mul(s, a, pr), b));
+    if (!all_zero(gst)) gx = t_add(s, gx, t_mul(s, reshape(s, slice(s, gst, 0, 0, 1), 2, m1), pr));
+    give(s, &gi[0], gx);
+}

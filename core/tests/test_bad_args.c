@@ -550,6 +550,48 @@ int main(void)
         BAD(ember_batch_norm_backward(w3, a, w3, st, 1e-5, &o, &o2));   /* gradient (3) for input (2, 3) */
         BAD(ember_batch_norm_backward(a, a, w3, w3, 1e-5, &o, &o2));    /* stats (3) */
         BAD(ember_batch_norm_backward(a, a, w3, st, -2, &o, &o2));
+        /* layer norm over a's last dim: w and b (3) */
+        BAD(ember_layer_norm(NULL, w3, w3, 1, 0, 1e-5, &o, &o2));
+        BAD(ember_layer_norm(a, w3, w3, 1, 0, 1e-5, NULL, &o2));
+        BAD(ember_layer_norm(a, w3, w3, 0, 0, 1e-5, &o, &o2));    /* no normalised dim */
+        BAD(ember_layer_norm(a, w3, w3, 3, 0, 1e-5, &o, &o2));    /* more dims than a has */
+        BAD(ember_layer_norm(a, a, w3, 1, 0, 1e-5, &o, &o2));     /* weight (2, 3) */
+        BAD(ember_layer_norm(a, w3, idx, 1, 0, 1e-5, &o, &o2));   /* bias (2), int64 */
+        BAD(ember_layer_norm(a, w3, w3, 1, 0, NAN, &o, &o2));
+        ember_tensor *lst = NULL, *ly = NULL;
+        CHECK(ember_layer_norm(a, w3, w3, 1, 0, 1e-5, &ly, &lst) == EMBER_OK);
+        BAD(ember_layer_norm_backward(NULL, a, w3, lst, 1, 0, 1e-5, &o, &o2));
+        BAD(ember_layer_norm_backward(a, a, w3, lst, 1, 0, 1e-5, NULL, &o2));
+        BAD(ember_layer_norm_backward(w3, a, w3, lst, 1, 0, 1e-5, &o, &o2));   /* gradient (3) for input (2, 3) */
+        BAD(ember_layer_norm_backward(a, a, w3, w3, 1, 0, 1e-5, &o, &o2));     /* stats (3) */
+        BAD(ember_layer_norm_backward(a, a, w3, lst, 1, 0, -2, &o, &o2));
+        ember_tensor_release(lst);
+        ember_tensor_release(ly);
+        /* softmax's adjoints: g and y of one shape, a dim of theirs */
+        BAD(ember_softmax_backward(NULL, a, 1, &o));
+        BAD(ember_softmax_backward(w3, a, 1, &o));       /* gradient (3) for output (2, 3) */
+        BAD(ember_log_softmax_backward(a, a, 2, &o));    /* dim out of range */
+        BAD(ember_log_softmax_backward(idx, idx, 0, &o));   /* int64 */
+        /* cross-entropy: a (2, 3) logits, labels (2), weight (3) */
+        const int64_t s1[1] = {2};
+        ember_tensor *lab = NULL, *rows = NULL, *cst = NULL;
+        CHECK(ember_full(1, s1, 1, EMBER_INT64, EMBER_CPU, &lab) == EMBER_OK);
+        BAD(ember_cross_entropy(NULL, lab, w3, 0, -100, 0, &o, &o2));
+        BAD(ember_cross_entropy(a, lab, w3, 0, -100, 0, NULL, &o2));
+        BAD(ember_cross_entropy(a, w3, w3, 0, -100, 0, &o, &o2));    /* float labels (3) */
+        BAD(ember_cross_entropy(a, lab, lab, 0, -100, 0, &o, &o2));  /* weight (2), int64 */
+        BAD(ember_cross_entropy(a, lab, w3, 2, -100, 0, &o, &o2));   /* label 1 below the first class 2 */
+        BAD(ember_cross_entropy(a, lab, w3, 0, -100, NAN, &o, &o2));
+        CHECK(ember_cross_entropy(a, lab, w3, 0, -100, 0, &rows, &cst) == EMBER_OK);
+        BAD(ember_cross_entropy_backward(NULL, a, lab, w3, cst, 0, -100, 0, &o));
+        BAD(ember_cross_entropy_backward(w3, a, lab, w3, cst, 0, -100, 0, &o));   /* gradient (3) for 2 rows */
+        BAD(ember_cross_entropy_backward(rows, a, lab, w3, w3, 0, -100, 0, &o));  /* stats (3) */
+        ember_tensor_release(lab);
+        ember_tensor_release(rows);
+        ember_tensor_release(cst);
+        BAD(ember_gelu_backward(NULL, a, 0, &o));
+        BAD(ember_gelu_backward(w3, a, 0, &o));     /* gradient (3) for input (2, 3) */
+        BAD(ember_gelu_backward(idx, idx, 1, &o));  /* int64 */
         ember_tensor_release(w3);
         ember_tensor_release(st);
         ember_tensor_release(y);

@@ -59,3 +59,27 @@ int ember__nn_attr_shape(const char *op, const ember_attrs *at, int64_t *shape)
     }
     return ember__check_shape(op, 4, shape, NULL);
 }
+
+bool ember__nn_on_cpu(int n, ember_tensor *const *in)
+{
+    for (int i = 0; i < n; i++)
+        if (in[i]->storage->device != EMBER_CPU) return false;
+    return true;
+}
+
+int ember__nn_contiguous(ember_tensor *const *in, int n, ember_tensor **c)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = ember__contiguous_as(in[i], in[i]->dtype, &c[i]);
+        if (rc < 0) {
+            ember__nn_release(c, i);
+            return rc;
+        }
+    }
+    return EMBER_OK;
+}
+
+void ember__nn_release(ember_tensor **c, int n)
+{
+    for (int i = 0; i < n; i++) ember_tensor_release(c[i]);
+}

@@ -34,8 +34,24 @@ static inline int64_t nn_out_size(int64_t in, int64_t k, int64_t stride, int64_t
 int ember__nn_finish(ember_tensor *res, int dt, ember_tensor **out);
 int ember__nn_need_float(const char *op, const char *what, const ember_tensor *t);
 int ember__nn_need_4d(const char *op, const char *what, const ember_tensor *t);
+/* The operands of a CPU kernel (layer_norm.c, cross_entropy.c): true when all
+   n are on the CPU; contiguous copies of those that are not (in their own
+   dtype, the others retained), released by ember__nn_release. */
+bool ember__nn_on_cpu(int n, ember_tensor *const *in);
+int ember__nn_contiguous(ember_tensor *const *in, int n, ember_tensor **c);
+void ember__nn_release(ember_tensor **c, int n);
 /* grain in rows so a task moves at least ~32K elements */
 int64_t ember__nn_rows_grain(int64_t row_elems);
+
+/* max pooling of planes [q0, q1) of x (float32 or float64) into y and the
+   positions ix at the vector width, for any window (pool_window.c); false,
+   having done nothing, when its workspace is not to be had */
+bool ember__maxpool_sweeps(const ember__pool_geom *p, int dt, const void *x, void *y, int64_t *ix, int64_t q0,
+                           int64_t q1);
+/* average pooling of planes [q0, q1) of src into dst, or with bwd its adjoint
+   added into dst (zeroed), the same way */
+bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, void *dst, int64_t q0, int64_t q1,
+                           bool bwd);
 
 /* attrs: i[0..1], i[2..3] and i[4..5] from three pairs (c may be NULL) */
 void ember__nn_set_pairs(ember_attrs *at, const int64_t *a, const int64_t *b, const int64_t *c);

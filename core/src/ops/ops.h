@@ -256,6 +256,10 @@ int ember__batch_norm_composed(ember_tensor *x, ember_tensor *w, ember_tensor *b
                                ember_tensor **stats);
 int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         double eps, ember_tensor **gx, ember_tensor **gwb);
+/* cross_entropy's adjoint as g (a p - b) with p = softmax(x) (ops/cross_entropy.c):
+   the constant coefficients a (M, 1) and b (M, C), on x's device */
+int ember__cross_entropy_coefs(ember_tensor *x, ember_tensor *lab, ember_tensor *w, const ember_attrs *attr,
+                               ember_tensor **a, ember_tensor **b);
 
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
                            int64_t *shape);

@@ -6,7 +6,10 @@
    counts padding as zeros. The 2x2 stride-2 float32 case, the common one,
    has SSE2 kernels both ways (four windows per step, the last step
    overlapping the one before instead of a scalar tail), so that the
-   selects are vector masks, not mispredicted branches.
+   selects are vector masks, not mispredicted branches; every other max
+   pooling, and average pooling both ways, sweep rows and then columns at
+   the vector width (pool_window.c), the window-at-a-time loops below kept
+   for where its workspace is not to be had.
    Dtypes: nn.h. */
 #include "nn.h"
 
@@ -240,12 +243,14 @@ static void pool_range(void *ctx, int64_t q0, int64_t q1)
     switch (t->kind) {
     case POOL_MAX:
         if (is_maxpool2(&t->c)) maxpool2_f32(&t->c, q0, q1);
+        else if (ember__maxpool_sweeps(t->c.p, t->c.dt, t->c.x, t->c.y, t->c.idx, q0, q1)) break;
         else if (f) maxpool_f32(&t->c, q0, q1);
         else maxpool_f64(&t->c, q0, q1);
         break;
     case POOL_MAX_BWD: f ? maxpool_bwd_f32(&t->c, q0, q1) : maxpool_bwd_f64(&t->c, q0, q1); break;
     default: {
         bool bwd = t->kind == POOL_AVG_BWD;
+        if (ember__avgpool_sweeps(t->c.p, t->c.dt, t->c.x, t->c.y, q0, q1, bwd)) break;
         f ? avgpool_f32(&t->c, q0, q1, bwd) : avgpool_f64(&t->c, q0, q1, bwd);
         break;
     }

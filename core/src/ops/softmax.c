@@ -4,8 +4,21 @@
    log's shift), and the result is viewed back in the input's order. float32
    rows run typed loops without a serial dependence (they vectorise), the
    sum in double over F64_LANES running sums; other float dtypes go through
-   double; integers compute in float32. */
+   double; integers compute in float32.
+
+   Their adjoints are ops too, each differentiable (grad_rules.c):
+   softmax_backward(g, y) = y (g - sum(g y)) and log_softmax_backward(g, y)
+   = g - exp(y) sum(g), sums along the dim, y the forward's output. On the
+   CPU, for float32 / float64 operands of one dtype (strided ones copied
+   first), one pass for the sum and one for the values over each row, or,
+   where the dim is not the last, over each block of columns of the
+   (outer, n, inner) layout, the sums in double (on F64_LANES lanes added in
+   a fixed order along a row); elsewhere the same formulas as ember's ops,
+   unrecorded. */
 #include "reduce.h"
+#include "../autograd_ops.h"
+
+#include <string.h>
 
 typedef struct {
     const char *src;
@@ -112,4 +125,169 @@ int ember_log_softmax(ember_tensor *a, int dim, ember_tensor **out)
     if (!a || a->ndim > 0) EMBER_TRY(ember__reduce_check_dim("log_softmax", a, dim, false));
     ember_attrs at = {{dim}, {0}};
     return ember__dispatch(EMBER_OP_LOG_SOFTMAX, 1, &a, &at, out);
+}
+
+/* ------------------------------------------------------------------ adjoints */
+/* g and y as outer blocks of n x inner values; a task is one block's
+   columns [c0, c0 + COLS) (a row when inner is 1) */
+#define COLS 256
+
+typedef struct {
+    const char *g, *y;
+    char *gx;
+    int64_t outer, n, inner, col_tasks;
+    int log;
+} smb_ctx;
+
+/* sum of g y (softmax) or of g (log_softmax) along one row */
+#define SMB_ROW(T, EXP)                                                                                        \
+    EMBER_INLINE void smb_row_##T(const T *restrict g, const T *restrict y, T *restrict gx, int64_t n, int log) \
+    {                                                                                                          \
+        double acc[F64_LANES] = {0};                                                                           \
+        int64_t i = 0;                                                                                         \
+        if (log) {                                                                                             \
+            for (; i + F64_LANES <= n; i += F64_LANES)                                                         \
+                for (int l = 0; l < F64_LANES; l++) acc[l] += (double)g[i + l];                                \
+            for (; i < n; i++) acc[0] += (double)g[i];                                                         \
+            T s = (T)fold_f64(acc, F64_LANES);                                                                 \
+            for (i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;                                              \
+            return;                                                                                            \
+        }                                                                                                      \
+        for (; i + F64_LANES <= n; i += F64_LANES)                                                             \
+            for (int l = 0; l < F64_LANES; l++) acc[l] += (double)g[i + l] * (double)y[i + l];                 \
+        for (; i < n; i++) acc[0] += (double)g[i] * (double)y[i];                                              \
+        T s = (T)fold_f64(acc, F64_LANES);                                                                     \
+        for (i = 0; i < n; i++) gx[i] = y[i] * (g[i] - s);                                                     \
+    }
+SMB_ROW(float, ember__expf)
+SMB_ROW(double, exp)
+#undef SMB_ROW
+
+/* the same along the middle dim of a block, for columns [c0, c1) */
+#define SMB_COLS(T, EXP)                                                                                       \
+    EMBER_INLINE void smb_cols_##T(const T *restrict g, const T *restrict y, T *restrict gx, int64_t n,         \
+                                   int64_t inner, int64_t c0, int64_t c1, int log)                              \
+    {                                                                                                          \
+        double acc[COLS];                                                                                      \
+        T s[COLS];                                                                                             \
+        int64_t w = c1 - c0;                                                                                   \
+        for (int64_t c = 0; c < w; c++) acc[c] = 0;                                                            \
+        for (int64_t k = 0; k < n; k++) {                                                                      \
+            const T *gk = g + k * inner + c0, *yk = y + k * inner + c0;                                        \
+            if (log)                                                                                           \
+                for (int64_t c = 0; c < w; c++) acc[c] += (double)gk[c];                                       \
+            else                                                                                               \
+                for (int64_t c = 0; c < w; c++) acc[c] += (double)gk[c] * (double)yk[c];                       \
+        }                                                                                                      \
+        for (int64_t c = 0; c < w; c++) s[c] = (T)acc[c];                                                      \
+        for (int64_t k = 0; k < n; k++) {                                                                      \
+            const T *gk = g + k * inner + c0, *yk = y + k * inner + c0;                                        \
+            T *ok = gx + k * inner + c0;                                                                       \
+            if (log)                                                                                           \
+                for (int64_t c = 0; c < w; c++) ok[c] = gk[c] - EXP(yk[c]) * s[c];                             \
+            else                                                                                               \
+                for (int64_t c = 0; c < w; c++) ok[c] = yk[c] * (gk[c] - s[c]);                                \
+        }                                                                                                      \
+    }
+SMB_COLS(float, ember__expf)
+SMB_COLS(double, exp)
+#undef SMB_COLS
+
+#define SMB_RANGE(T)                                                                                           \
+    EMBER_SIMD static void smb_range_##T(void *vctx, int64_t t0, int64_t t1)                                  \
+    {                                                                                                          \
+        const smb_ctx *c = vctx;                                                                               \
+        const T *g = (const T *)c->g, *y = (const T *)c->y;                                                    \
+        T *gx = (T *)c->gx;                                                                                    \
+        int64_t block = c->n * c->inner;                                                                       \
+        for (int64_t t = t0; t < t1; t++) {                                                                    \
+            int64_t o = t / c->col_tasks, c0 = (t % c->col_tasks) * COLS;                                      \
+            int64_t c1 = c0 + COLS < c->inner ? c0 + COLS : c->inner;                                          \
+            if (c->inner == 1)                                                                                 \
+                smb_row_##T(g + o * block, y + o * block, gx + o * block, c->n, c->log);                       \
+            else                                                                                               \
+                smb_cols_##T(g + o * block, y + o * block, gx + o * block, c->n, c->inner, c0, c1, c->log);    \
+        }                                                                                                      \
+    }
+SMB_RANGE(float)
+SMB_RANGE(double)
+#undef SMB_RANGE
+
+/* the formulas as ember's ops, unrecorded (the op itself is, by dispatch) */
+static int smb_composed(ember_tensor *g, ember_tensor *y, int dim, int log, ember_tensor **out)
+{
+    ember_tensor *t[4] = {NULL, NULL, NULL, NULL};
+    int paused = ember__ag_pause(), nd = y->ndim > 0, rc = EMBER_OK;
+    if (log) {
+        EMBER_CHECK(ember_sum(g, nd, &dim, 1, &t[0]));
+        EMBER_CHECK(ember_exp(y, &t[1]));
+        EMBER_CHECK(ember_mul(t[1], t[0], &t[2]));
+        EMBER_CHECK(ember_sub(g, t[2], out));
+    } else {
+        EMBER_CHECK(ember_mul(g, y, &t[0]));
+        EMBER_CHECK(ember_sum(t[0], nd, &dim, 1, &t[1]));
+        EMBER_CHECK(ember_sub(g, t[1], &t[2]));
+        EMBER_CHECK(ember_mul(y, t[2], out));
+    }
+done:
+    for (int i = 0; i < 4; i++) ember_tensor_release(t[i]);
+    ember__ag_resume(paused);
+    return rc;
+}
+
+/* SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD (g, y): i[0] dim */
+int fwd_softmax_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    EMBER_UNUSED(nin);
+    ember_tensor *g = in[0], *y = in[1];
+    int dim = (int)at->i[0], log = op == EMBER_OP_LOG_SOFTMAX_BACKWARD, dt = y->dtype;
+    const char *name = ember__ops[op].name;
+    char sg[200], sy[200];
+    if (g->ndim != y->ndim || memcmp(g->shape, y->shape, (size_t)y->ndim * sizeof *y->shape) != 0)
+        return ember__fail(EMBER_ERR_SHAPE, "%s: gradient %s and output %s differ in shape", name,
+                           ember__tshape(sg, g), ember__tshape(sy, y));
+    if (!ember__is_float(g->dtype) || !ember__is_float(dt))
+        return ember__fail(EMBER_ERR_DTYPE, "%s: expected floating tensors, got gradient %s and output %s", name,
+                           ember_dtype_name(g->dtype), ember_dtype_name(dt));
+    if (g->storage->device != EMBER_CPU || y->storage->device != EMBER_CPU || g->dtype != dt ||
+        (dt != EMBER_FLOAT32 && dt != EMBER_FLOAT64))
+        return smb_composed(g, y, dim, log, out);
+    ember_tensor *gc = NULL, *yc = NULL, *o = NULL;
+    int rc = EMBER_OK;
+    EMBER_CHECK(ember__contiguous_as(g, dt, &gc));
+    EMBER_CHECK(ember__contiguous_as(y, dt, &yc));
+    EMBER_CHECK(ember__new(y->ndim, y->shape, dt, EMBER_CPU, &o));
+    smb_ctx c = {ember__ptr(gc), ember__ptr(yc), ember__ptr(o), 1, y->ndim ? y->shape[dim] : 1, 1, 1, log};
+    for (int d = 0; d < y->ndim; d++)
+        if (d != dim) *(d < dim ? &c.outer : &c.inner) *= y->shape[d];
+    c.col_tasks = (c.inner + COLS - 1) / COLS;
+    int64_t tasks = c.outer * c.col_tasks, per = c.n * (c.inner < COLS ? c.inner : COLS);
+    if (y->numel > 0)
+        ember__parallel_for(tasks, per >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / (per > 0 ? per : 1) + 1,
+                            dt == EMBER_FLOAT32 ? smb_range_float : smb_range_double, &c);
+    *out = o;
+    o = NULL;
+done:
+    ember_tensor_release(gc);
+    ember_tensor_release(yc);
+    ember_tensor_release(o);
+    return rc;
+}
+
+static int smb_api(int op, ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out)
+{
+    if (!g || !y || y->ndim > 0) EMBER_TRY(ember__reduce_check_dim(ember__ops[op].name, y, dim, false));
+    ember_tensor *in[2] = {g, y};
+    ember_attrs at = {{dim}, {0}};
+    return ember__dispatch(op, 2, in, &at, out);
+}
+
+int ember_softmax_backward(ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out)
+{
+    return smb_api(EMBER_OP_SOFTMAX_BACKWARD, g, y, dim, out);
+}
+
+int ember_log_softmax_backward(ember_tensor *g, ember_tensor *y, int dim, ember_tensor **out)
+{
+    return smb_api(EMBER_OP_LOG_SOFTMAX_BACKWARD, g, y, dim, out);
 }

@@ -191,6 +191,10 @@ large `|x|`).
 ### `ember.nn.functional.layer_norm(x, normalized_shape, w?, b?, opts?)`
 Normalises over the last dims; `opts = {eps = 1e-5}`.
 
+### `ember.nn.functional.rms_norm(x, normalized_shape, w?, opts?)`
+`x / sqrt(mean(x^2) + eps) * w` over the last dims; `opts = {eps =}`, by
+default the dtype's machine epsilon (PyTorch's `eps=None`).
+
 ### `ember.nn.functional.group_norm(x, num_groups, w?, b?, opts?)`
 Normalises `(N, C, ...)` over each group of `C/num_groups` channels (mean
 and biased variance), then scales by `w` and shifts by `b` (`{C}` each);

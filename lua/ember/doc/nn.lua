@@ -84,6 +84,11 @@ update weighted `1 / num_batches_tracked`).
 Normalises over the last dims `normalized_shape`; `opts = {eps = 1e-5,
 elementwise_affine = true}`.
 
+### `ember.nn.RMSNorm(normalized_shape, opts?)`
+`F.rms_norm` over the last dims `normalized_shape` with a `weight` of ones;
+`opts = {eps =, elementwise_affine = true}` (`eps` by default the input's
+machine epsilon).
+
 ### `ember.nn.GroupNorm(num_groups, num_channels, opts?)`
 Normalises each of `num_groups` channel groups of `(N, C, ...)` input by its
 own mean and biased variance; `opts = {eps = 1e-5, affine = true}`

@@ -221,29 +221,79 @@ function F.one_hot(t, num_classes, opts)
 end
 
 ---------------------------------------------------------------- normalisation
-local LN_OPTS = { eps = true }
-function F.layer_norm(x, normalized_shape, w, b, opts)
-  if amp._dtype then x, w, b = amp._up(x, w, b) end
-  need_tensor("layer_norm", "input", x)
+-- On the CPU, float32 or float64 operands of one dtype whose weight and bias
+-- (where given) have normalized_shape are one op (C ember_layer_norm, with
+-- rms for RMS norm) whose backward is one kernel; nil elsewhere (other
+-- devices and dtypes, weights that only broadcast), where the callers
+-- compose recorded ops.
+local function norm_op(x, shape, w, b, rms, eps)
+  local dt = x.dtype
+  if #shape == 0 or x.device ~= "cpu" or (dt ~= "float32" and dt ~= "float64") then return nil end
+  for _, t in pairs({ w, b }) do
+    if not is_tensor(t) or t.dtype ~= dt or t.device ~= "cpu" or t:dim() ~= #shape then return nil end
+    for i = 1, #shape do
+      if t:size(i) ~= shape[i] then return nil end
+    end
+  end
+  w = w or ember.ones(shape, { dtype = dt })
+  b = b or ember.zeros(shape, { dtype = dt })
+  local op = rms and "rms_norm" or "layer_norm"
+  check(C.ember_layer_norm(ember._ptr(op, x, 1), ember._ptr(op, w, 3), ember._ptr(op, b, 4), #shape, rms and 1 or 0,
+    eps, out2, out2 + 1))
+  C.ember_tensor_release(out2[1])   -- the stats: the node keeps its own reference where one is recorded
+  return ember._wrap(out2[0])
+end
+
+-- the dims of x that normalized_shape (a number or a list) names, its last
+-- ones, or an error naming op
+local function trailing_dims(op, x, normalized_shape)
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
-  if type(w) == "table" and not is_tensor(w) and b == nil and opts == nil then w, opts = nil, w end
-  if type(b) == "table" and not is_tensor(b) and opts == nil then b, opts = nil, b end
-  opts = opts_of("layer_norm", opts, LN_OPTS)
   local xs, n = x:shape(), #normalized_shape
   local ok = n <= #xs
   for i = 1, n do ok = ok and xs[#xs - n + i] == normalized_shape[i] end
   if not ok then
-    fail("layer_norm", "input %s does not end with normalized_shape {%s}", shape_str(x),
-      table.concat(normalized_shape, ", "))
+    fail(op, "input %s does not end with normalized_shape {%s}", shape_str(x), table.concat(normalized_shape, ", "))
   end
   local dims = {}
   for i = 1, n do dims[i] = #xs - n + i end
+  return normalized_shape, dims
+end
+
+local LN_OPTS = { eps = true }
+function F.layer_norm(x, normalized_shape, w, b, opts)
+  if amp._dtype then x, w, b = amp._up(x, w, b) end
+  need_tensor("layer_norm", "input", x)
+  if type(w) == "table" and not is_tensor(w) and b == nil and opts == nil then w, opts = nil, w end
+  if type(b) == "table" and not is_tensor(b) and opts == nil then b, opts = nil, b end
+  opts = opts_of("layer_norm", opts, LN_OPTS)
+  local shape, dims = trailing_dims("layer_norm", x, normalized_shape)
+  local eps = opts.eps or 1e-5
+  local y = norm_op(x, shape, w, b, false, eps)
+  if y then return y end
   local mean = x:mean(dims, true)
   local xc = x - mean
   local var = (xc * xc):mean(dims, true)
-  local y = xc * (var + (opts.eps or 1e-5)):rsqrt()
+  y = xc * (var + eps):rsqrt()
   if w ~= nil then y = y * w end
   if b ~= nil then y = y + b end
+  return y
+end
+
+-- x / sqrt(mean(x^2) + eps) * w over the last dims; eps defaults to the
+-- dtype's machine epsilon, as PyTorch's rms_norm
+local FINFO_EPS = { float32 = 2 ^ -23, float64 = 2 ^ -52, float16 = 2 ^ -10, bfloat16 = 2 ^ -7 }
+local RMS_OPTS = { eps = true }
+function F.rms_norm(x, normalized_shape, w, opts)
+  if amp._dtype then x, w = amp._up(x, w) end
+  need_tensor("rms_norm", "input", x)
+  if type(w) == "table" and not is_tensor(w) and opts == nil then w, opts = nil, w end
+  opts = opts_of("rms_norm", opts, RMS_OPTS)
+  local shape, dims = trailing_dims("rms_norm", x, normalized_shape)
+  local eps = opts.eps or FINFO_EPS[x.dtype] or FINFO_EPS.float32
+  local y = norm_op(x, shape, w, nil, true, eps)
+  if y then return y end
+  y = x * ((x * x):mean(dims, true) + eps):rsqrt()
+  if w ~= nil then y = y * w end
   return y
 end
 

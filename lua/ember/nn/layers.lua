@@ -208,6 +208,23 @@ function LayerNorm:forward(x)
 end
 function LayerNorm:extra_repr() return shape_str(self.normalized_shape) .. (", eps=%g"):format(self.eps) end
 
+local RMSNorm = Module:extend("RMSNorm")
+nn.RMSNorm = RMSNorm
+-- nn.RMSNorm(normalized_shape, {eps = the dtype's machine epsilon, elementwise_affine = true})
+function RMSNorm:init(shape, opts)
+  opts = check_opts("RMSNorm", opts, { eps = true, elementwise_affine = true, dtype = true })
+  if type(shape) == "number" then shape = { shape } end
+  if type(shape) ~= "table" then errors.raise("ember.nn.RMSNorm: normalized_shape must be a number or a list") end
+  self.normalized_shape, self.eps = shape, opts.eps
+  if opts.elementwise_affine ~= false then self.weight = ember.ones(shape, { dtype = opts.dtype or "float32" }) end
+end
+function RMSNorm:forward(x)
+  return F.rms_norm(x, self.normalized_shape, self.weight, { eps = self.eps })
+end
+function RMSNorm:extra_repr()
+  return shape_str(self.normalized_shape) .. (self.eps and (", eps=%g"):format(self.eps) or ", eps=None")
+end
+
 local Dropout = Module:extend("Dropout")
 nn.Dropout = Dropout
 function Dropout:init(p)

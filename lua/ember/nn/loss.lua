@@ -2,12 +2,16 @@
 -- function (ember.nn.functional re-exports L.functional) and as a module
 -- (L.register(nn) makes nn.MSELoss and the others). Every loss is a
 -- composition of recorded tensor ops, so gradients of any order come from the
--- rule registry; none has a kernel of its own.
+-- rule registry, except cross_entropy's common case, one op with its own rule.
 --
 -- Signatures and defaults are PyTorch's, with options in a last table:
 -- F.cross_entropy(logits, labels, {weight =, ignore_index = -100,
 -- reduction = "mean", label_smoothing = 0}). Class labels are 1-based.
 local ember = require("ember")
+
+local ffi = require("ffi")
+local C = ember._C
+local out2 = ffi.new("ember_tensor*[2]")
 
 local L = { functional = {} }
 local F = L.functional
@@ -314,6 +318,29 @@ local function soft_cross_entropy(input, target, o)
   return -prod:sum() / (input:numel() / Cn)
 end
 
+-- The common case in one op (C ember_cross_entropy: log-softmax, the picked
+-- label's loss, smoothing, weights and the label range check in one pass
+-- per row, its adjoint one more): logits (M, C) float32 or float64 on the
+-- CPU, class weights (if any) of their dtype that need no gradient. nil
+-- elsewhere, where the caller composes recorded ops.
+local function fused_cross_entropy(op, x, lab, Cn, o, labels)
+  local dt, w = x.dtype, o.weight
+  if x.device ~= "cpu" or (dt ~= "float32" and dt ~= "float64") or lab.device ~= "cpu" then return nil end
+  if w and (w.dtype ~= dt or w.device ~= "cpu" or C.ember_is_tracked(w._c) ~= 0) then return nil end
+  w = w or ember.ones({ Cn }, { dtype = dt })
+  local rc = C.ember_cross_entropy(ember._ptr(op, x, 1), ember._ptr(op, lab, 2), ember._ptr(op, w, 3), 1,
+    o.ignore_index, o.label_smoothing, out2, out2 + 1)
+  if rc < 0 then
+    local range = ffi.string(C.ember_last_error()):match("^cross_entropy: (label .* is out of range .*)$")
+    if range then fail(op, "%s (labels are 1-based class indices)", range) end
+    errors.check(rc)
+  end
+  local rows, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
+  if o.reduction == "none" then return rows:view(labels:shape()) end
+  if o.reduction == "sum" then return rows:sum() end
+  return rows:sum() / stats:detach()[2]:sum()   -- the rows' weights: a mean over the labels that count
+end
+
 -- class indices: (1 - ls) nll + ls / C * (-sum_c w_c log p_c), both over the
 -- non-ignored rows and divided by the same weight in a mean (PyTorch 1.13)
 loss("cross_entropy", "CrossEntropyLoss",
@@ -328,6 +355,8 @@ loss("cross_entropy", "CrossEntropyLoss",
     need_labels(op, input, labels)
     local x, lab, Cn = class_layout(op, input, labels)
     check_weight(op, o.weight, Cn)
+    local fused = fused_cross_entropy(op, x, lab, Cn, o, labels)
+    if fused then return fused end
     local w, mask
     lab, w, mask = targets(op, lab, Cn, o, x.dtype)
     local logp = x:log_softmax(2)
