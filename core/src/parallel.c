@@ -342,14 +342,6 @@ static void policy_done(uint64_t key, int arm, long long ns)
     pthread_mutex_unlock(&policy_mu);
 }
 
-static void policy_reset(void)
-{
-    pthread_mutex_lock(&policy_mu);
-    ember__policy_init(&policy, EMBER__ARM_SAMPLED);
-    atomic_store_explicit(&policy_arm, policy.arm, memory_order_relaxed);
-    pthread_mutex_unlock(&policy_mu);
-}
-
 int ember__job_threads(int64_t work)
 {
     ensure_pool();
@@ -500,7 +492,6 @@ void ember_set_num_threads_auto(void)
     atomic_store(&inline_until, 0);
     atomic_store(&backoff_ns, BACKOFF_MIN_NS);
     atomic_store(&next_sample, 0);
-    policy_reset();
     const char *env = getenv("EMBER_NUM_THREADS");
     char *end = NULL;
     long want = env ? strtol(env, &end, 10) : 0;
@@ -538,6 +529,11 @@ void ember_thread_stats(ember_thread_stats_t *out)
 /* ------------------------------------------------------------------ jobs */
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx)
 {
+    ember__parallel_for_kind(n, grain, fn, ctx, 0);
+}
+
+void ember__parallel_for_kind(int64_t n, int64_t grain, ember__range_fn fn, void *ctx, uint64_t kind)
+{
     if (n <= 0) return;
     ensure_pool();
     if (grain < 1) grain = 1;
@@ -548,7 +544,7 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     /* grain is the smallest piece worth a thread: the job is not small */
     int arm = -1, use = n_threads;
     if (!atomic_load_explicit(&policy_fixed, memory_order_relaxed)) use = large_job_threads(use, &arm);
-    const uint64_t key = (uint64_t)(uintptr_t)fn ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)grain << 40);
+    const uint64_t key = kind ? kind : (uint64_t)(uintptr_t)fn ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)grain << 40);
     long long t0 = now_ns();
     if (n / grain < use) use = (int)(n / grain);
     if (use <= 1) {

@@ -39,25 +39,16 @@ static bool recent(const ember__policy *p, const ember__policy_kind *k, int arm)
     return k->n[arm] > 0 && p->jobs - k->at[arm] <= EMBER__POLICY_RECENT;
 }
 
-static void end_phase(ember__policy *p)
+/* The next phase: after a trial, the winner's exploit phase, `grow` times
+   longer than the last (up to the longest; 0: as long as a trial); after
+   an exploit phase, a trial of the other arm. */
+static void next_phase(ember__policy *p, bool after_trial, int grow)
 {
-    if (p->arm != p->winner) {   /* a trial: against the winner's recent times of the same kinds */
-        double trial = 0, win = 0;
-        int both = 0;
-        for (int i = 0; i < EMBER__POLICY_KINDS; i++) {
-            const ember__policy_kind *k = &p->kinds[i];
-            if (!k->key || k->phase[p->arm] != p->phase || !recent(p, k, p->winner)) continue;
-            trial += k->ns[p->arm];
-            win += k->ns[p->winner];
-            both++;
-        }
+    if (after_trial) {
         p->trials++;
-        if (both && trial < win) {
-            p->winner = p->arm;
-            p->interval = 1;
-            p->flips++;
-        } else if (p->interval < EMBER__POLICY_MAX_INTERVAL) {   /* confirmed, or nothing to compare */
-            p->interval *= 2;
+        if (grow) {
+            p->interval *= grow;
+            if (p->interval > EMBER__POLICY_MAX_INTERVAL) p->interval = EMBER__POLICY_MAX_INTERVAL;
         }
         p->arm = p->winner;
         p->left = (int64_t)EMBER__POLICY_TRIAL * p->interval;
@@ -67,6 +58,28 @@ static void end_phase(ember__policy *p)
     }
     p->phase++;
     p->skip = 1;
+}
+
+/* A trial's end: its arm against the winner's recent times of the same kinds. */
+static void end_trial(ember__policy *p)
+{
+    double trial = 0, win = 0;
+    int both = 0;
+    for (int i = 0; i < EMBER__POLICY_KINDS; i++) {
+        const ember__policy_kind *k = &p->kinds[i];
+        if (!k->key || k->phase[p->arm] != p->phase || !recent(p, k, p->winner)) continue;
+        trial += k->ns[p->arm];
+        win += k->ns[p->winner];
+        both++;
+    }
+    if (both && trial < win) {
+        p->winner = p->arm;
+        p->interval = 1;
+        p->flips++;
+        next_phase(p, true, 0);
+    } else {
+        next_phase(p, true, 2);   /* confirmed, or nothing to compare */
+    }
 }
 
 /* A team job twice its kind's time in an exploit phase of the team: the
@@ -84,10 +97,18 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
 {
     if (arm != p->arm) return false;   /* decided in the phase before */
     p->jobs++;
+    ember__policy_kind *k = policy_kind(p, key);
+    if (arm != p->winner && recent(p, k, p->winner) && ns > 2 * k->ns[p->winner] + EMBER__POLICY_WAKE_NS) {
+        /* a trial job twice the winner's time (and a wake-up): the trial
+           has lost, whatever its other jobs would say; end it now, and wait
+           longer for the next */
+        p->aborts++;
+        next_phase(p, true, 4);
+        return true;
+    }
     if (p->skip > 0) {
         p->skip--;
     } else {
-        ember__policy_kind *k = policy_kind(p, key);
         if (arm == EMBER__ARM_TEAM && arm == p->winner && k->n[arm] >= 2 && ns > 2 * k->ns[arm]) cut(p);
         /* a trial's mean starts with the trial; the winner's runs on while recent */
         if (arm != p->winner ? k->phase[arm] != p->phase : !recent(p, k, arm)) k->n[arm] = 0;
@@ -98,6 +119,7 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
         k->at[arm] = p->jobs;
     }
     if (--p->left > 0) return false;
-    end_phase(p);
+    if (p->arm != p->winner) end_trial(p);
+    else next_phase(p, false, 0);
     return true;
 }

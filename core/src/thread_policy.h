@@ -15,9 +15,10 @@ enum { EMBER__ARM_SAMPLED = 0, EMBER__ARM_TEAM = 1 };
 
 #define EMBER__POLICY_KINDS 256     /* kinds of job remembered */
 #define EMBER__POLICY_TRIAL 16      /* large jobs in a trial phase */
-#define EMBER__POLICY_MAX_INTERVAL 64   /* the longest exploit phase, in trial lengths */
+#define EMBER__POLICY_MAX_INTERVAL 256  /* the longest exploit phase, in trial lengths */
+#define EMBER__POLICY_WAKE_NS 100000.0  /* what waking a sleeping team may add to a job */
 /* a winner's time older than this many large jobs is not compared */
-#define EMBER__POLICY_RECENT (4 * EMBER__POLICY_TRIAL * EMBER__POLICY_MAX_INTERVAL)
+#define EMBER__POLICY_RECENT (2 * EMBER__POLICY_TRIAL * EMBER__POLICY_MAX_INTERVAL)
 
 typedef struct {
     uint64_t key;      /* 0: free */
@@ -35,7 +36,7 @@ typedef struct {
     int64_t jobs;        /* large jobs recorded */
     int interval;        /* an exploit phase's length, in trial lengths */
     int skip;            /* jobs left unmeasured at the phase's start */
-    int64_t trials, flips, cuts;
+    int64_t trials, flips, cuts, aborts;
     ember__policy_kind kinds[EMBER__POLICY_KINDS];
 } ember__policy;
 

@@ -106,5 +106,8 @@ void ember__gemm_run(int dt, int64_t M, int64_t N, int64_t K, const ember__mat *
         gemm_direct(dt, M, N, K, a, b, beta, c, ldc, j.dnnl);
         return;
     }
-    ember__parallel_for(nblocks, 1, gemm_blocks, &j);
+    /* the policy times each shape as its own kind of job */
+    uint64_t kind = ((uint64_t)M * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)N * 0xC2B2AE3D27D4EB4FULL) ^
+                    ((uint64_t)K * 0x165667B19E3779F9ULL) ^ (uint64_t)(dt * 4 + a->trans * 2 + b->trans);
+    ember__parallel_for_kind(nblocks, 1, gemm_blocks, &j, kind | 1);
 }
