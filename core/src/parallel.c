@@ -23,7 +23,9 @@
    docs/frame_loop.md, "Threads"): by default ("auto") a job runs on the
    calling thread when it is small, or when the machine has no core to
    spare for a worker (a host's busy thread, another process), or when
-   workers came late to the last jobs; ember_set_num_threads(n) fixes it.
+   workers came late to the last jobs, unless running large jobs on the
+   whole team anyway measured faster ("the measured choice", below);
+   ember_set_num_threads(n) fixes it.
    Since no kernel's bits depend on the count, a run repeats to the bit
    under either, whatever the load. */
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
@@ -176,6 +178,8 @@ static void forget_pool_in_child(void)
    A sample counts as busy only when the one before it was too (the larger
    of the two is used), so a daemon's moment on a core does not stop the
    team for 10 ms; lateness answers sudden contention at once.
+   These rules are one arm of the measured choice below; its other arm
+   gives every large job the whole team.
    ember_set_num_threads(n) (or EMBER_NUM_THREADS=n) switches this off:
    every job large enough for its grain takes n threads. */
 #define SMALL_WORK ((int64_t)1 << 18)
