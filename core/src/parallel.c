@@ -304,22 +304,25 @@ static int sampled_threads(int n)
    back-off say). Any thread count gives the same bits, so switching arms
    changes only the time.
 
-   Large jobs are counted in phases. An exploit phase runs the arm that won
-   the last comparison for `interval` trial lengths (16 large jobs each); a
-   trial phase then runs the other arm for 16. Each large job's time (the
-   caller's, from the decision to the join) goes into its kind's mean for
-   the phase (a kind: the kernel and its job size, or a convolution's
-   multiply-adds); the first job of a phase is not counted (it may find the
-   team asleep or still spinning from the other arm). When a trial ends,
-   the kinds timed in both it and the exploit phase before it are summed
-   under each arm: if the trial's sum is smaller its arm wins and the
-   interval goes back to 1, else the interval doubles, up to 64 (1024
-   jobs). A trial of a losing arm thus costs its excess over 1/65 of the
-   jobs or less, and arms that are near each other are compared often. A
-   team job in an exploit phase that takes more than twice its kind's mean
-   in that phase ends the phase (the machine got busy: try the sample's
-   rules now). Times are per kind because phases do not line up with a
-   step's sequence of jobs. */
+   Large jobs are counted in phases (thread_policy.c keeps the count). An
+   exploit phase runs the arm that won the last comparison for `interval`
+   trial lengths (16 large jobs each, 1 to 256 of them); a trial phase then
+   runs the other arm for 16. Each large job's time (the caller's, from the
+   decision to the join) goes to its kind (a product's shape, else the
+   kernel with its job's size and grain, or a convolution's multiply-adds):
+   the winner's as a moving average, the trial's as its mean over the
+   trial. The first job of a phase is not counted (it may find the team
+   asleep, or still spinning from the other arm). When a trial ends, the
+   kinds it timed are summed against the same kinds' winner times of the
+   last 8192 large jobs: a smaller sum makes its arm the winner and the
+   interval 1; else the interval doubles. A trial job slower than twice its
+   kind's winner time (plus 100 us for waking the team) ends the trial at
+   once and quadruples the interval, so an arm many times slower costs one
+   job in up to 4096; arms near each other are compared often. A team job
+   twice its kind's time in a team exploit phase (the machine got busy)
+   ends the phase, and the team's older times are forgotten, so the trial
+   after it compares against the new times alone. Times are per kind
+   because phases do not line up with a step's sequence of jobs. */
 static ember__policy policy;         /* under policy_mu */
 static atomic_int policy_arm;        /* policy.arm, read without the lock */
 /* a job ember__job_threads sized, until ember__team_done ends it */
