@@ -318,11 +318,12 @@ static int sampled_threads(int n)
    interval 1; else the interval doubles. A trial job slower than twice its
    kind's winner time (plus 100 us for waking the team) ends the trial at
    once and quadruples the interval, so an arm many times slower costs one
-   job in up to 4096; arms near each other are compared often. A team job
-   twice its kind's time in a team exploit phase (the machine got busy)
-   ends the phase, and the team's older times are forgotten, so the trial
-   after it compares against the new times alone. Times are per kind
-   because phases do not line up with a step's sequence of jobs. */
+   job in up to 4096; arms near each other are compared often. Two team
+   jobs in a row each twice its kind's time in a team exploit phase (the
+   machine got busy; one alone may be a preempted worker) end the phase,
+   and the team's older times are forgotten, so the trial after it
+   compares against the new times alone. Times are per kind because
+   phases do not line up with a step's sequence of jobs. */
 static ember__policy policy;         /* under policy_mu */
 static atomic_int policy_arm;        /* policy.arm, read without the lock */
 /* a job ember__job_threads sized, until ember__team_done ends it */

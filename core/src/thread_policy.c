@@ -82,14 +82,16 @@ static void end_trial(ember__policy *p)
     }
 }
 
-/* A team job twice its kind's time in an exploit phase of the team: the
-   machine got busier. Its older times say nothing now: forget them, and
-   end the phase with this job. */
+/* Two team jobs in a row, each twice its kind's time, in an exploit phase
+   of the team: the machine got busier (one alone may be a worker
+   preempted once). The older times say nothing now: forget them, and end
+   the phase with this job. */
 static void cut(ember__policy *p)
 {
     for (int i = 0; i < EMBER__POLICY_KINDS; i++) p->kinds[i].n[EMBER__ARM_TEAM] = 0;
     p->left = 1;
     p->interval = 1;
+    p->slow = 0;
     p->cuts++;
 }
 
@@ -109,7 +111,10 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
     if (p->skip > 0) {
         p->skip--;
     } else {
-        if (arm == EMBER__ARM_TEAM && arm == p->winner && k->n[arm] >= 2 && ns > 2 * k->ns[arm]) cut(p);
+        if (arm == EMBER__ARM_TEAM && arm == p->winner && k->n[arm] >= 2) {
+            p->slow = ns > 2 * k->ns[arm] ? p->slow + 1 : 0;
+            if (p->slow >= 2) cut(p);
+        }
         /* a trial's mean starts with the trial; the winner's runs on while recent */
         if (arm != p->winner ? k->phase[arm] != p->phase : !recent(p, k, arm)) k->n[arm] = 0;
         if (k->n[arm] == 0) k->ns[arm] = 0;

@@ -36,6 +36,7 @@ typedef struct {
     int64_t jobs;        /* large jobs recorded */
     int interval;        /* an exploit phase's length, in trial lengths */
     int skip;            /* jobs left unmeasured at the phase's start */
+    int slow;            /* team jobs in a row twice their kind's time, in a team exploit phase */
     int64_t trials, flips, cuts, aborts;
     ember__policy_kind kinds[EMBER__POLICY_KINDS];
 } ember__policy;
