@@ -9,7 +9,8 @@
 --         its own work before each step
 -- and under two conditions: idle, and beside a neighbour process that keeps
 -- one core busy. Prints one JSON object: per place, condition and size the
--- median step time (ms) of each setting and auto over the best fixed one.
+-- median step time (ms) of each setting and auto over the best fixed one, and
+-- the same from the mean of every timed step.
 --   luajit bench/thread_policy.lua [rounds (5)] [host binary (build/examples/embed/busy_host)]
 package.path = "./bench/?.lua;./lua/?.lua;./lua/?/init.lua;" .. package.path
 

@@ -113,4 +113,23 @@ describe("one GEMM entry for matmul and conv2d", function()
     assert.are.same(one, two)
     H.same(a:to("float64"):matmul(b:to("float64")), one, 2e-4)   -- 300 float32 terms of about 1
   end)
+
+  -- gemm.c cuts a product of 2^18 multiply-adds or more into a power of two
+  -- of blocks, dealt in pieces of 16 along its larger side: 784 columns in 4
+  -- blocks of 192-208, 130 rows in 2 of 64 and 66, 1000 in 8 of 112-128.
+  -- Every element must come from the block that owns it, with either operand
+  -- read transposed, on 1 and on 2 threads alike.
+  it("a product cut into uneven blocks agrees with float64, read transposed or not, on 1 and 2 threads", function()
+    ember.manual_seed(5)
+    for _, s in ipairs({ { 256, 784, 128, true, false }, { 784, 96, 130, false, true }, { 130, 1000, 300, false, false },
+      { 1000, 130, 300, true, true }, { 130, 120, 64, false, false } }) do
+      local M, N, K, ta, tb = unpack(s)
+      local a = ta and ember.randn({ K, M }):t() or ember.randn({ M, K })
+      local b = tb and ember.randn({ N, K }):t() or ember.randn({ K, N })
+      local function run(n) return with_threads(n, function() return a:matmul(b):tolist() end) end
+      local one, two = run(1), run(2)
+      assert.are.same(one, two)
+      H.same(a:to("float64"):matmul(b:to("float64")), one, 4e-4)   -- up to 300 float32 terms of about 1
+    end
+  end)
 end)

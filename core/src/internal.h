@@ -308,6 +308,9 @@ int ember__same_device(const char *op, int n, ember_tensor *const *ts);
    pool's threads when n is large enough, else inline. fn must not fail. */
 typedef void (*ember__range_fn)(void *ctx, int64_t begin, int64_t end);
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx);
+/* The same, naming the job's kind for the thread policy's times (nonzero;
+   0: the kernel, n and grain name it): a product's shape, say. */
+void ember__parallel_for_kind(int64_t n, int64_t grain, ember__range_fn fn, void *ctx, uint64_t kind);
 /* The threads a job of `work` multiply-adds or element operations may take
    now (1: run it on the calling thread), by the thread policy (parallel.c);
    work 0: large enough. What oneDNN's convolutions are sized by. */

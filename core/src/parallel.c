@@ -23,11 +23,14 @@
    docs/frame_loop.md, "Threads"): by default ("auto") a job runs on the
    calling thread when it is small, or when the machine has no core to
    spare for a worker (a host's busy thread, another process), or when
-   workers came late to the last jobs; ember_set_num_threads(n) fixes it.
+   workers came late to the last jobs, unless running large jobs on the
+   whole team anyway measured faster ("the measured choice", below);
+   ember_set_num_threads(n) fixes it.
    Since no kernel's bits depend on the count, a run repeats to the bit
    under either, whatever the load. */
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "internal.h"
+#include "thread_policy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +58,7 @@ static int n_threads = 1;      /* how many of them take jobs (ember_set_num_thre
 static uint64_t generation;
 static int quitting;           /* set by stop_pool, under mu */
 static EMBER_TLS int in_parallel;
+static pthread_mutex_t policy_mu = PTHREAD_MUTEX_INITIALIZER;   /* the measured choice (thread policy) */
 
 /* One parallel_for call. It lives on the caller's stack; workers join it
    only while it is `current` (under mu), so a worker that wakes late never
@@ -138,6 +142,7 @@ static void forget_pool_in_child(void)
     pthread_mutex_init(&start_mu, NULL);
     pthread_cond_init(&wake, NULL);
     pthread_cond_init(&done_cv, NULL);
+    pthread_mutex_init(&policy_mu, NULL);
     current = NULL;
     n_workers = -1;
     n_threads = 1;
@@ -173,6 +178,8 @@ static void forget_pool_in_child(void)
    A sample counts as busy only when the one before it was too (the larger
    of the two is used), so a daemon's moment on a core does not stop the
    team for 10 ms; lateness answers sudden contention at once.
+   These rules are one arm of the measured choice below; its other arm
+   gives every large job the whole team.
    ember_set_num_threads(n) (or EMBER_NUM_THREADS=n) switches this off:
    every job large enough for its grain takes n threads. */
 #define SMALL_WORK ((int64_t)1 << 18)
@@ -263,16 +270,9 @@ static int sample_spare(long long now)
     return s < 1 ? 1 : s;
 }
 
-int ember__job_threads(int64_t work)
+/* The threads for a large job under auto, by the sample and the back-off. */
+static int sampled_threads(int n)
 {
-    ensure_pool();
-    int n = n_threads;
-    if (n <= 1 || in_parallel) return 1;
-    if (atomic_load_explicit(&policy_fixed, memory_order_relaxed)) return n;
-    if (work > 0 && work < SMALL_WORK) {
-        atomic_fetch_add_explicit(&n_inline_small, 1, memory_order_relaxed);
-        return 1;
-    }
     long long now = now_ns();
     if (now < atomic_load_explicit(&inline_until, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&n_inline_busy, 1, memory_order_relaxed);
@@ -290,6 +290,80 @@ int ember__job_threads(int64_t work)
         return 1;
     }
     atomic_fetch_add_explicit(&n_parallel, 1, memory_order_relaxed);
+    return n;
+}
+
+/* ------------------------------------------------------------------ the measured choice */
+/* The load sample guesses; it cannot see how the kernel's scheduler will
+   share a core. Beside one busy process a second thread still gets half a
+   core, and a medium step ran 15% faster on two threads than on the one
+   the sample left; beside a busy host thread and a busy process, two
+   threads made the same step 4.4 times slower. So auto measures which of
+   two arms is faster and runs that one: "sampled" (the rules above) or
+   "team" (every large job on all n threads, whatever the sample and the
+   back-off say). Any thread count gives the same bits, so switching arms
+   changes only the time.
+
+   Large jobs are counted in phases (thread_policy.c keeps the count). An
+   exploit phase runs the arm that won the last comparison for `interval`
+   trial lengths (16 large jobs each, 1 to 256 of them); a trial phase then
+   runs the other arm for 16. Each large job's time (the caller's, from the
+   decision to the join) goes to its kind (a product's shape, else the
+   kernel with its job's size and grain, or a convolution's multiply-adds):
+   the winner's as a moving average, the trial's as its mean over the
+   trial. The first job of a phase is not counted (it may find the team
+   asleep, or still spinning from the other arm). When a trial ends, the
+   kinds it timed are summed against the same kinds' winner times of the
+   last 8192 large jobs: a smaller sum makes its arm the winner and the
+   interval 1; else the interval doubles. A trial job slower than twice its
+   kind's winner time (plus 100 us for waking the team) ends the trial at
+   once and quadruples the interval, so an arm many times slower costs one
+   job in up to 4096; arms near each other are compared often. Two team
+   jobs in a row each twice its kind's time in a team exploit phase (the
+   machine got busy; one alone may be a preempted worker) end the phase,
+   and the team's older times are forgotten, so the trial after it
+   compares against the new times alone. Times are per kind because
+   phases do not line up with a step's sequence of jobs. */
+static ember__policy policy;         /* under policy_mu */
+static atomic_int policy_arm;        /* policy.arm, read without the lock */
+/* a job ember__job_threads sized, until ember__team_done ends it */
+static EMBER_TLS struct {
+    uint64_t key;
+    int arm;
+    long long t0;
+} pending;
+
+/* Threads for a large job under auto, and the arm that chose them. */
+static int large_job_threads(int n, int *arm)
+{
+    *arm = atomic_load_explicit(&policy_arm, memory_order_relaxed);
+    if (*arm == EMBER__ARM_SAMPLED) return sampled_threads(n);
+    atomic_fetch_add_explicit(&n_parallel, 1, memory_order_relaxed);
+    return n;
+}
+
+static void policy_done(uint64_t key, int arm, long long ns)
+{
+    pthread_mutex_lock(&policy_mu);
+    if (ember__policy_record(&policy, key | 1, arm, (double)ns))
+        atomic_store_explicit(&policy_arm, policy.arm, memory_order_relaxed);
+    pthread_mutex_unlock(&policy_mu);
+}
+
+int ember__job_threads(int64_t work)
+{
+    ensure_pool();
+    pending.key = 0;
+    int n = n_threads;
+    if (n <= 1 || in_parallel) return 1;
+    if (atomic_load_explicit(&policy_fixed, memory_order_relaxed)) return n;
+    if (work > 0 && work < SMALL_WORK) {
+        atomic_fetch_add_explicit(&n_inline_small, 1, memory_order_relaxed);
+        return 1;
+    }
+    n = large_job_threads(n, &pending.arm);
+    pending.key = (uint64_t)work * 0xD6E8FEB86659FD93ULL + 0x5851F42D4C957F2DULL;
+    pending.t0 = now_ns();
     return n;
 }
 
@@ -322,6 +396,10 @@ static void job_ended(int team, bool late, long long end)
 
 void ember__team_done(int threads)
 {
+    if (pending.key) {
+        policy_done(pending.key, pending.arm, now_ns() - pending.t0);
+        pending.key = 0;
+    }
     if (threads <= 1) return;
     atomic_store_explicit(&last_join_end, now_ns(), memory_order_relaxed);
     atomic_store_explicit(&last_team, threads, memory_order_relaxed);
@@ -348,6 +426,7 @@ static void start_pool(int want)
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, forget_pool_in_child);
         atfork_done = 1;
+        ember__policy_init(&policy, EMBER__ARM_SAMPLED);
         long on = sysconf(_SC_NPROCESSORS_ONLN);
         online_cpus = on > 0 ? (int)on : 1;
         read_spin_policy();
@@ -458,6 +537,11 @@ void ember_thread_stats(ember_thread_stats_t *out)
 /* ------------------------------------------------------------------ jobs */
 void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx)
 {
+    ember__parallel_for_kind(n, grain, fn, ctx, 0);
+}
+
+void ember__parallel_for_kind(int64_t n, int64_t grain, ember__range_fn fn, void *ctx, uint64_t kind)
+{
     if (n <= 0) return;
     ensure_pool();
     if (grain < 1) grain = 1;
@@ -466,17 +550,21 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
         return;
     }
     /* grain is the smallest piece worth a thread: the job is not small */
-    int use = ember__job_threads(0);
+    int arm = -1, use = n_threads;
+    if (!atomic_load_explicit(&policy_fixed, memory_order_relaxed)) use = large_job_threads(use, &arm);
+    const uint64_t key = kind ? kind : (uint64_t)(uintptr_t)fn ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)grain << 40);
+    long long t0 = now_ns();
     if (n / grain < use) use = (int)(n / grain);
     if (use <= 1) {
         fn(ctx, 0, n);
+        if (arm >= 0) policy_done(key, arm, now_ns() - t0);
         return;
     }
     /* a few chunks per thread balance uneven cores without much overhead */
     int64_t chunk = (n + (int64_t)use * 4 - 1) / ((int64_t)use * 4);
     if (chunk < grain) chunk = grain;
     job_t j = {fn, ctx, n, chunk, 0, use - 1, 0};
-    long long t0 = now_ns(), t_caller = 0;
+    long long t_caller = 0;
 #ifdef EMBER_OMP_POOL
     if (omp_pool()) {
         /* the team's workers are spinning: they should come at once */
@@ -484,6 +572,7 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
         bool warm = atomic_load_explicit(&last_team, memory_order_relaxed) > 1 && (spin_ns < 0 || since_last < spin_ns);
         if (atomic_flag_test_and_set(&omp_busy)) {   /* another host thread's job holds the team */
             fn(ctx, 0, n);
+            if (arm >= 0) policy_done(key, arm, now_ns() - t0);
             return;
         }
         atomic_int idle_workers = 0;   /* workers that arrived to find every chunk taken */
@@ -501,6 +590,7 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
         atomic_flag_clear(&omp_busy);
         long long t1 = now_ns(), wait = t1 - t_caller;
         job_ended(use, (warm && atomic_load(&idle_workers) > 0) || (wait > LATE_WAIT_NS && wait > t_caller - t0), t1);
+        if (arm >= 0) policy_done(key, arm, t1 - t0);
         return;
     }
 #endif
@@ -508,6 +598,7 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     if (current) {   /* another thread's job holds the pool: run this one inline */
         pthread_mutex_unlock(&mu);
         fn(ctx, 0, n);
+        if (arm >= 0) policy_done(key, arm, now_ns() - t0);
         return;
     }
     current = &j;
@@ -527,4 +618,5 @@ void ember__parallel_for(int64_t n, int64_t grain, ember__range_fn fn, void *ctx
     /* ember's own workers sleep between jobs: only a wait at the join is late */
     long long t1 = now_ns(), wait = t1 - t_caller;
     job_ended(1, wait > LATE_WAIT_NS && wait > t_caller - t0, t1);
+    if (arm >= 0) policy_done(key, arm, t1 - t0);
 }

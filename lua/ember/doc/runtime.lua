@@ -24,7 +24,8 @@ one of them). By default the policy for hosts and busy machines, `"auto"`,
 decides per job, up to `get_num_threads()` (the CPUs the process may use):
 a job runs on the calling thread when it is small, when no core is spare (a
 host's busy thread, another busy process) or while workers have lately come
-late. `set_num_threads(n)` (a whole number from 1 to the maximum, or
+late, unless short trials measured large jobs faster on all the threads
+anyway. `set_num_threads(n)` (a whole number from 1 to the maximum, or
 `EMBER_NUM_THREADS=n`) gives every job large enough for its grain `n`;
 `set_num_threads("auto")` (or `EMBER_NUM_THREADS=auto`; any other value
 makes `require("ember")` raise) turns the default back on. No op's result

@@ -1,0 +1,49 @@
+/* thread_policy.h: the measured choice of the auto thread policy
+   (parallel.c, "thread policy"; docs/frame_loop.md, "Threads"). Pure logic
+   on a state the caller locks, with the times given, so that
+   core/tests/test_thread_policy.c can drive it without a clock or a load. */
+#ifndef EMBER_THREAD_POLICY_H
+#define EMBER_THREAD_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The two ways a large job may run under auto: as the load sample and the
+   lateness back-off say (often on the calling thread alone), or on the
+   whole team whatever they say. */
+enum { EMBER__ARM_SAMPLED = 0, EMBER__ARM_TEAM = 1 };
+
+#define EMBER__POLICY_KINDS 256     /* kinds of job remembered */
+#define EMBER__POLICY_TRIAL 16      /* large jobs in a trial phase */
+#define EMBER__POLICY_MAX_INTERVAL 256  /* the longest exploit phase, in trial lengths */
+#define EMBER__POLICY_WAKE_NS 100000.0  /* what waking a sleeping team may add to a job */
+/* a winner's time older than this many large jobs is not compared */
+#define EMBER__POLICY_RECENT (2 * EMBER__POLICY_TRIAL * EMBER__POLICY_MAX_INTERVAL)
+
+typedef struct {
+    uint64_t key;      /* 0: free */
+    double ns[2];      /* the kind's time under each arm: the trial's mean, the winner's running mean */
+    int32_t n[2];      /* jobs behind each (the winner's counts up to 4: then a moving average) */
+    uint32_t phase[2]; /* the phase of each arm's last job */
+    int64_t at[2];     /* and its number among large jobs */
+} ember__policy_kind;
+
+typedef struct {
+    int winner;          /* the arm exploit phases run */
+    int arm;             /* the arm of the current phase */
+    uint32_t phase;      /* counts phases from 1 */
+    int64_t left;        /* large jobs left in the current phase */
+    int64_t jobs;        /* large jobs recorded */
+    int interval;        /* an exploit phase's length, in trial lengths */
+    int skip;            /* jobs left unmeasured at the phase's start */
+    int slow;            /* team jobs in a row twice their kind's time, in a team exploit phase */
+    int64_t trials, flips, cuts, aborts;
+    ember__policy_kind kinds[EMBER__POLICY_KINDS];
+} ember__policy;
+
+void ember__policy_init(ember__policy *p, int winner);
+/* One large job of kind `key` (nonzero) ran `ns` nanoseconds under `arm`;
+   true when this ended the phase (the caller then reads p->arm again). */
+bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns);
+
+#endif
