@@ -129,6 +129,30 @@ describe("reductions", function()
     end
   end)
 
+  it("sum and mean over leading dims against sums down each column in Lua", function()
+    -- below 2048 rows, each column is added in order in double: a Lua loop's bits;
+    -- longer and narrower ones add blocks of rows, then the blocks in order
+    for _, c in ipairs({ { 37, 300, 0 }, { 2047, 5, 0 }, { 3000, 3, 1e-12 }, { 9, 513, 0 } }) do
+      local rows, width, tol = c[1], c[2], c[3]
+      local x = ember.randn({ rows, width }, { dtype = "float64" })
+      local xs, want = x:tolist(), {}
+      for j = 1, width do
+        local s = 0
+        for i = 1, rows do s = s + xs[i][j] end
+        want[j] = s
+      end
+      H.same(x:sum(1), want, tol)
+      local mean = {}
+      for j = 1, width do mean[j] = want[j] / rows end
+      H.same(x:mean(1), mean, 1e-15)   -- times 1 / rows, not divided by rows
+      -- float32 sums in double and rounds once: the float64 sum of the same numbers, rounded
+      local xf = x:float()
+      assert.are.same(xf:double():sum(1):float():tolist(), xf:sum(1):tolist())
+      assert.are.same(xf:double():view(rows, 1, width):mean({ 1, 2 }):float():tolist(),
+        xf:view(rows, 1, width):mean({ 1, 2 }):tolist())
+    end
+  end)
+
   it("give the same results on non-contiguous inputs", function()
     local t = a:t()   -- {3, 2}
     H.same(t:sum(1), { 6, 15 })
