@@ -50,6 +50,39 @@ describe("reductions", function()
     assert.is_true(n:max():item() ~= n:max():item())   -- NaN propagates
   end)
 
+  it("float32 max and min along a dim against a Lua loop: first of ties, NaN first, -0 against +0", function()
+    -- rows of small integers (many ties), some with NaN, some of zeros of both signs
+    local rows, len = 40, 37
+    local vals = {}
+    for r = 1, rows do
+      vals[r] = {}
+      for j = 1, len do vals[r][j] = ((r * 31 + j * 17) % 11) - 5 end
+      if r % 5 == 0 then vals[r][(r * 7) % len + 1] = 0 / 0 end
+      if r % 7 == 0 then for j = 1, len do vals[r][j] = (j % 3 == 0) and 0 or -0.0 end end
+    end
+    local x = ember.tensor(vals, { dtype = "float32" })
+    for _, sign in ipairs({ 1, -1 }) do
+      local v, i
+      if sign > 0 then v, i = x:max(2) else v, i = x:min(2) end
+      local vs, is = v:tolist(), i:tolist()
+      for r = 1, rows do
+        local best, bi = vals[r][1], 1   -- the first NaN, else the first strictly better
+        if best == best then
+          for j = 2, len do
+            local y = vals[r][j]
+            if y ~= y then best, bi = y, j; break end
+            if sign * y > sign * best then best, bi = y, j end
+          end
+        end
+        assert.are.equal(bi, is[r], "row " .. r)
+        if best ~= best then assert.is_true(vs[r] ~= vs[r]) else
+          assert.are.equal(1 / best, 1 / vs[r], "row " .. r)   -- the sign of a zero too
+        end
+      end
+      assert.are.same(is, (sign > 0 and x:argmax(2) or x:argmin(2)):tolist())
+    end
+  end)
+
   it("float32 max and min of whole tensors: signs, infinities, NaN, -0 against +0", function()
     -- 100003 elements: several blocks and a ragged tail; values by hand
     local x = ember.arange(0, 100003):mul(0.5):sub(25000)   -- -25000 .. 25001

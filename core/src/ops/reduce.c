@@ -494,6 +494,20 @@ typedef struct {
     int dt, sign, want_vals;
 } arg_ctx;
 
+/* ember__row_extreme's position for float32: the vectorised max_f32, then
+   the first element equal to it (-0 and +0 alike, so the first of them, as
+   there), or the first NaN */
+static int64_t first_extreme_f32(const float *x, int64_t n, int sign)
+{
+    float m = (float)sign * max_f32(x, n, (float)sign);
+    int64_t i = 0;
+    if (m != m)
+        while (x[i] == x[i]) i++;
+    else
+        while (x[i] != m) i++;
+    return i;
+}
+
 static void arg_range(void *vctx, int64_t b, int64_t e)
 {
     const arg_ctx *c = vctx;
@@ -501,7 +515,8 @@ static void arg_range(void *vctx, int64_t b, int64_t e)
     for (int64_t r = b; r < e; r++) {
         const char *row = c->src + r * c->len * es;
         int64_t bi;
-        ember__row_extreme(row, c->dt, c->len, c->sign, &bi);
+        if (c->dt == EMBER_FLOAT32) bi = first_extreme_f32((const float *)row, c->len, c->sign);
+        else ember__row_extreme(row, c->dt, c->len, c->sign, &bi);
         if (c->idx) c->idx[r] = bi;
         if (c->want_vals) memcpy(c->vals + r * es, row + bi * es, (size_t)es);
     }
