@@ -55,8 +55,7 @@ describe("elementwise results laid out as PyTorch's TensorIterator lays them out
     end)
   end
 
-  it("runs a transposed sum at the speed of a contiguous one's order (same loop, no strided reads)", function()
-    -- the values of a large case, where the iterator splits the work over threads
+  it("lays out large transposed and permuted results (split over threads) as their inputs, with the same values", function()
     local a = ember.randn({ 300, 200 }, { dtype = "float64" })
     local b = ember.randn({ 300, 200 }, { dtype = "float64" })
     local r = a:t() + b:t()
