@@ -50,6 +50,39 @@ describe("reductions", function()
     assert.is_true(n:max():item() ~= n:max():item())   -- NaN propagates
   end)
 
+  it("float32 max and min along a dim against a Lua loop: first of ties, NaN first, -0 against +0", function()
+    -- rows of small integers (many ties), some with NaN, some of zeros of both signs
+    local rows, len = 40, 37
+    local vals = {}
+    for r = 1, rows do
+      vals[r] = {}
+      for j = 1, len do vals[r][j] = ((r * 31 + j * 17) % 11) - 5 end
+      if r % 5 == 0 then vals[r][(r * 7) % len + 1] = 0 / 0 end
+      if r % 7 == 0 then for j = 1, len do vals[r][j] = (j % 3 == 0) and 0 or -0.0 end end
+    end
+    local x = ember.tensor(vals, { dtype = "float32" })
+    for _, sign in ipairs({ 1, -1 }) do
+      local v, i
+      if sign > 0 then v, i = x:max(2) else v, i = x:min(2) end
+      local vs, is = v:tolist(), i:tolist()
+      for r = 1, rows do
+        local best, bi = vals[r][1], 1   -- the first NaN, else the first strictly better
+        if best == best then
+          for j = 2, len do
+            local y = vals[r][j]
+            if y ~= y then best, bi = y, j; break end
+            if sign * y > sign * best then best, bi = y, j end
+          end
+        end
+        assert.are.equal(bi, is[r], "row " .. r)
+        if best ~= best then assert.is_true(vs[r] ~= vs[r]) else
+          assert.are.equal(1 / best, 1 / vs[r], "row " .. r)   -- the sign of a zero too
+        end
+      end
+      assert.are.same(is, (sign > 0 and x:argmax(2) or x:argmin(2)):tolist())
+    end
+  end)
+
   it("float32 max and min of whole tensors: signs, infinities, NaN, -0 against +0", function()
     -- 100003 elements: several blocks and a ragged tail; values by hand
     local x = ember.arange(0, 100003):mul(0.5):sub(25000)   -- -25000 .. 25001
@@ -126,6 +159,30 @@ describe("reductions", function()
       H.same(x:mean({ 1, 3, 4 }), mean, 1e-6)
       H.same(x:sum({ 1, 4 }), want_ch, 0, { 3, 4 })   -- two kept dims
       H.same(H.noncontig(x):sum({ 1, 3, 4 }), want, 0)   -- the general path
+    end
+  end)
+
+  it("sum and mean over leading dims against sums down each column in Lua", function()
+    -- below 2048 rows, each column is added in order in double: a Lua loop's bits;
+    -- longer and narrower ones add blocks of rows, then the blocks in order
+    for _, c in ipairs({ { 37, 300, 0 }, { 2047, 5, 0 }, { 3000, 3, 1e-12 }, { 9, 513, 0 } }) do
+      local rows, width, tol = c[1], c[2], c[3]
+      local x = ember.randn({ rows, width }, { dtype = "float64" })
+      local xs, want = x:tolist(), {}
+      for j = 1, width do
+        local s = 0
+        for i = 1, rows do s = s + xs[i][j] end
+        want[j] = s
+      end
+      H.same(x:sum(1), want, tol)
+      local mean = {}
+      for j = 1, width do mean[j] = want[j] / rows end
+      H.same(x:mean(1), mean, 1e-15)   -- times 1 / rows, not divided by rows
+      -- float32 sums in double and rounds once: the float64 sum of the same numbers, rounded
+      local xf = x:float()
+      assert.are.same(xf:double():sum(1):float():tolist(), xf:sum(1):tolist())
+      assert.are.same(xf:double():view(rows, 1, width):mean({ 1, 2 }):float():tolist(),
+        xf:view(rows, 1, width):mean({ 1, 2 }):tolist())
     end
   end)
 

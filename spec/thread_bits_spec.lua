@@ -70,7 +70,8 @@ local cases = {
     return with_grads(function(x) return F.max_pool2d(x, 2) + F.avg_pool2d(x, 2) end, ember.randn({ 64, 16, 32, 32 })) end },
   { "sum, mean, var, sums over each dim", function()
     local x = ember.randn({ 2048, 1024 })
-    return { x:sum(), x:mean(), x:var(), x:sum(1), x:sum(2) } end },
+    return { x:sum(), x:mean(), x:var(), x:sum(1), x:sum(2), ember.randn({ 50000, 6 }):sum(1),
+      ember.randn({ 3000, 700 }, { dtype = "float64" }):mean(1) } end },
   { "log_softmax and its backward, cumsum", function()
     local out = with_grads(function(x) return x:log_softmax(2) end, ember.randn({ 1024, 1000 }))
     out[#out + 1] = ember.randn({ 1024, 1024 }):cumsum(2)

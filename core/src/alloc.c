@@ -1,9 +1,16 @@
-/* alloc.c: the host allocator. Blocks up to 64 MiB come from power-of-two size
-   classes whose freed blocks are kept for reuse (a small caching allocator), so
-   a loop of small tensors does not call malloc each time; larger blocks go to
-   the C library directly. Sanitizer builds (EMBER_NO_CACHE) allocate each
-   block at its exact size and free it at once, so ASan sees every overrun and
-   every use after free. Also the counters behind ember_memory_stats(). */
+/* alloc.c: the host allocator. Blocks up to 64 MiB come from size classes
+   (64 B, 96 B, 128 B, 192 B, ...: powers of two and the halfway steps, so a
+   block wastes at most a third) whose freed blocks are kept for reuse (a
+   small caching allocator), so a loop of tensors does not call malloc, nor
+   fault in fresh pages, each time; larger blocks go to the C library
+   directly. The cache holds at most CACHE_LIMIT bytes and forgets by age:
+   past the cap, or once a block has waited through AGE_LIMIT later frees
+   without being reused, the blocks freed longest ago go back to the C
+   library, so what a process ran before (a few large tensors) does not keep
+   the cache full of sizes nothing asks for. Sanitizer builds (EMBER_NO_CACHE)
+   allocate each block at its exact size and free it at once, so ASan sees
+   every overrun and every use after free. Also the counters behind
+   ember_memory_stats(). */
 #include "internal.h"
 
 #include <stdatomic.h>
@@ -12,16 +19,28 @@
 
 #define MIN_CLASS 6    /* 64 B */
 #define MAX_CLASS 26   /* 64 MiB */
+#define NCLASS (2 * MAX_CLASS + 1)
 #define CACHE_LIMIT ((size_t)256 << 20)
+#define AGE_LIMIT ((uint64_t)1 << 16)
 
-typedef struct free_block { struct free_block *next; } free_block;
+/* a cached block: in its class's list (newest first) and in the cache's age
+   order (by the time it was freed); the smallest block (64 B) holds it */
+typedef struct free_block {
+    struct free_block *next, *prev;
+    struct free_block *older, *newer;
+    uint64_t stamp;   /* the cache's clock when it was freed */
+    int cls;
+} free_block;
 
 /* The cache of freed blocks is per thread (a block freed by another thread
    than the one that allocated it joins the freeing thread's cache); the
    counters are shared and atomic. */
 typedef struct thread_cache {
-    free_block *lists[MAX_CLASS + 1];
+    free_block *lists[NCLASS];
+    free_block *oldest, *newest;
     size_t bytes;
+    uint64_t clock;   /* frees into this cache */
+    int64_t hits, misses, evictions;
 } thread_cache;
 static EMBER_TLS thread_cache *tc;
 
@@ -33,17 +52,45 @@ static thread_cache *cache(void)
     if (tc) ember__thread_uses_state();
     return tc;
 }
-#endif
-static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
 
-#ifndef EMBER_NO_CACHE
-static int size_class(size_t n)
+/* the class of an n-byte block (n <= 2^MAX_CLASS) and its size */
+static int size_class(size_t n, size_t *size)
 {
     int c = MIN_CLASS;
     while (((size_t)1 << c) < n) c++;
-    return c;
+    size_t half = (size_t)3 << (c - 2);   /* 0.75 * 2^c */
+    if (c > MIN_CLASS && n <= half) {
+        *size = half;
+        return 2 * c - 1;
+    }
+    *size = (size_t)1 << c;
+    return 2 * c;
+}
+
+static size_t class_size(int cls) { return cls & 1 ? (size_t)3 << (cls / 2 - 1) : (size_t)1 << (cls / 2); }
+
+/* takes b out of its class list and the age order */
+static void unlink_block(thread_cache *k, free_block *b)
+{
+    if (b->prev) b->prev->next = b->next;
+    else k->lists[b->cls] = b->next;
+    if (b->next) b->next->prev = b->prev;
+    if (b->older) b->older->newer = b->newer;
+    else k->oldest = b->newer;
+    if (b->newer) b->newer->older = b->older;
+    else k->newest = b->older;
+    k->bytes -= class_size(b->cls);
+}
+
+static void evict_oldest(thread_cache *k)
+{
+    free_block *b = k->oldest;
+    unlink_block(k, b);
+    k->evictions++;
+    free(b);
 }
 #endif
+static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
 
 void *ember__alloc(size_t nbytes)
 {
@@ -55,15 +102,17 @@ void *ember__alloc(size_t nbytes)
     return posix_memalign(&p, 64, nbytes) == 0 ? p : NULL;
 #else
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
-        int c = size_class(nbytes);
+        size_t size;
+        int c = size_class(nbytes, &size);
         thread_cache *k = cache();
         free_block *b = k ? k->lists[c] : NULL;
         if (b) {
-            k->lists[c] = b->next;
-            k->bytes -= (size_t)1 << c;
+            unlink_block(k, b);
+            k->hits++;
             return b;
         }
-        return aligned_alloc(64, (size_t)1 << c);
+        if (k) k->misses++;
+        return aligned_alloc(64, size);
     }
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
@@ -77,13 +126,26 @@ void ember__free(void *p, size_t nbytes)
     if (nbytes == 0) nbytes = 1;
 #ifndef EMBER_NO_CACHE   /* sanitizer builds free every block, so ASan sees reuse */
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
-        int c = size_class(nbytes);
+        size_t size;
+        int c = size_class(nbytes, &size);
         thread_cache *k = cache();
-        if (k && k->bytes + ((size_t)1 << c) <= CACHE_LIMIT) {
+        if (k) {
             free_block *b = p;
+            b->cls = c;
+            b->stamp = ++k->clock;
+            b->prev = NULL;
             b->next = k->lists[c];
+            if (b->next) b->next->prev = b;
             k->lists[c] = b;
-            k->bytes += (size_t)1 << c;
+            b->newer = NULL;
+            b->older = k->newest;
+            if (b->older) b->older->newer = b;
+            else k->oldest = b;
+            k->newest = b;
+            k->bytes += size;
+            /* past the cap, and once they are old, the oldest go (b last of all) */
+            while (k->bytes > CACHE_LIMIT) evict_oldest(k);
+            while (k->oldest && k->clock - k->oldest->stamp > AGE_LIMIT) evict_oldest(k);
             return;
         }
     }
@@ -93,17 +155,14 @@ void ember__free(void *p, size_t nbytes)
 
 void ember_empty_cache(void)
 {
+#ifndef EMBER_NO_CACHE
     if (!tc) return;
-    for (int c = MIN_CLASS; c <= MAX_CLASS; c++) {
-        free_block *b = tc->lists[c];
-        while (b) {
-            free_block *next = b->next;
-            free(b);
-            b = next;
-        }
-        tc->lists[c] = NULL;
+    while (tc->oldest) {
+        free_block *b = tc->oldest;
+        unlink_block(tc, b);
+        free(b);
     }
-    tc->bytes = 0;
+#endif
 }
 
 void ember__free_thread_caches(void)
@@ -175,6 +234,14 @@ void ember_memory_stats(ember_memory_stats_t *out)
     out->peak_bytes = peak_bytes;
     out->bytes_cached = tc ? (int64_t)tc->bytes : 0;   /* the calling thread's cache */
     out->limit = memory_limit;
+    out->cache_hits = tc ? tc->hits : 0;
+    out->cache_misses = tc ? tc->misses : 0;
+    out->cache_evictions = tc ? tc->evictions : 0;
+#ifdef EMBER_NO_CACHE
+    out->cache_limit = 0;   /* no cache: sanitizer builds */
+#else
+    out->cache_limit = (int64_t)CACHE_LIMIT;
+#endif
 }
 
 void ember_reset_peak(void)

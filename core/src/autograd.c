@@ -656,7 +656,8 @@ int ember__ag_write_recorded(const char *name, const ember_tensor *self, const e
     if (!ember__ag_active) return 0;
     bool rec = ember__ag_involved(self) || (other && ember__ag_involved(other)) || (self->base && self->base->ag);
     if (!rec) return 0;
-    if (self->base && !self->base->is_contiguous) {
+    ember_attrs geo;   /* a dense root in another order (a transposed result) maps too */
+    if (self->base && !self->base->is_contiguous && ember__geometry_of(self, self->base, &geo) < 0) {
         char sv[200], sr[200];
         return ember__fail(EMBER_ERR_UNSUPPORTED,
                            "%s_: in-place write under recording into a view (shape %s) of a non-contiguous "

@@ -511,7 +511,9 @@ return function(ember)
     C.ember_memory_stats(s)
     return { live_tensors = tonumber(s.live_tensors), bytes_in_use = tonumber(s.bytes_in_use),
       peak_bytes = tonumber(s.peak_bytes), bytes_cached = tonumber(s.bytes_cached),
-      limit = s.limit > 0 and tonumber(s.limit) or nil }
+      limit = s.limit > 0 and tonumber(s.limit) or nil, cache_hits = tonumber(s.cache_hits),
+      cache_misses = tonumber(s.cache_misses), cache_evictions = tonumber(s.cache_evictions),
+      cache_limit = tonumber(s.cache_limit) }
   end
   -- a ceiling on the bytes tensors hold (nil or 0: none); past it an op raises
   -- naming itself, the bytes and the limit, and everything stays usable

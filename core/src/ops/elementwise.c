@@ -182,7 +182,7 @@ int ember__run_binary(int op, int dt, ember_tensor *o, ember_tensor *a, ember_te
 static bool run_binary_small(int op, int dt, ember_tensor *o, ember_tensor *a, ember_tensor *b)
 {
     int64_t n = o->numel;
-    if (n >= EMBER_PARALLEL_GRAIN || !a->is_contiguous || !b->is_contiguous || a->numel != n ||
+    if (n >= EMBER_PARALLEL_GRAIN || !o->is_contiguous || !a->is_contiguous || !b->is_contiguous || a->numel != n ||
         (b->numel != n && b->numel != 1))
         return false;
     ember__loop_fn fn = binary_kernel(op, dt, b);
@@ -248,7 +248,8 @@ int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     EMBER_CHECK(ember__as_dtype(a, ct, &ca));
     EMBER_CHECK(ember__as_dtype(b, ct, &cb));
     if (op == EMBER_OP_POW && ember__is_int(ct)) EMBER_CHECK(ember__no_negative_exponent(cb));
-    EMBER_CHECK(ember__new(nd, shape, odt == EMBER_BOOL ? odt : ct, EMBER_CPU, &o));
+    ember_tensor *ins[2] = {ca, cb};
+    EMBER_CHECK(ember__new_result(nd, shape, odt == EMBER_BOOL ? odt : ct, 2, ins, &o));
     if (!run_binary_small(op, ct, o, ca, cb)) EMBER_CHECK(ember__run_binary(op, ct, o, ca, cb));
     if (o->dtype == odt) {
         *out = o;
@@ -334,10 +335,12 @@ static int select_op(const char *name, int nin, ember_tensor *const *in, int *dt
     *dt = ember__result_type(2, in + nin - 2);
     EMBER_CHECK(ember__as_dtype(in[nin - 2], *dt, &ca));
     EMBER_CHECK(ember__as_dtype(in[nin - 1], *dt, &cb));
-    EMBER_CHECK(ember__new(nd, shape, *dt, EMBER_CPU, out));
-    ember_iter it;
-    ember_tensor *ts[4] = {*out, in[0], ca, cb};
+    ember_tensor *ts[4] = {NULL, in[0], ca, cb};
+    if (nin == 2) ts[1] = cb, ts[2] = ca;   /* relu_backward: laid out by y, then g, as PyTorch's */
+    EMBER_CHECK(ember__new_result(nd, shape, *dt, nin, ts + 1, out));
     if (nin == 2) ts[1] = ca, ts[2] = cb;
+    ts[0] = *out;
+    ember_iter it;
     ember__iter_init(&it, nin + 1, ts);
     ember__iter_run(&it, fn, ctx);
 done:
@@ -547,7 +550,7 @@ int fwd_unary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, e
     int rc;
     int dt = ember__unary_dtype(op, in[0]->dtype);
     EMBER_TRY(ember__as_dtype(in[0], dt, &a));
-    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
+    EMBER_CHECK(ember__new_result(a->ndim, a->shape, dt, 1, &a, out));
     EMBER_CHECK(ember__run_unary(op, at, *out, a));
 done:
     ember_tensor_release(a);
@@ -569,15 +572,25 @@ int fwd_to_dtype(int op, int nin, ember_tensor *const *in, const ember_attrs *at
         EMBER_TRY(ember__new(a->ndim, a->shape, dt, a->storage->device, out));
         return be->copy(*out, a);
     }
-    EMBER_TRY(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
+    /* PyTorch's preserve_format: a dense tensor's strides kept, others contiguous */
+    if (ember__dense(a)) EMBER_TRY(ember__new_result(a->ndim, a->shape, dt, 1, &a, out));
+    else EMBER_TRY(ember__new(a->ndim, a->shape, dt, EMBER_CPU, out));
     return ember__copy_kernel(*out, a);
 }
 
+/* a contiguous copy (contiguous() is made of it) */
 int fwd_clone(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    ember_attrs a2 = {{in[0]->dtype}, {0}};
+    EMBER_UNUSED(op);
+    EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
-    return fwd_to_dtype(op, nin, in, &a2, out);
+    ember_tensor *a = in[0];
+    if (a->storage->device != EMBER_CPU) {
+        ember_attrs a2 = {{a->dtype}, {0}};
+        return fwd_to_dtype(op, nin, in, &a2, out);
+    }
+    EMBER_TRY(ember__new(a->ndim, a->shape, a->dtype, EMBER_CPU, out));
+    return ember__copy_kernel(*out, a);
 }
 
 /* i[0] = device, i[1] = non_blocking: a copy from pinned host memory to a

@@ -1,47 +1,198 @@
-/* iter.c: the CPU elementwise iterator shared by every elementwise kernel, plus
-   the strided copy with dtype conversion built on it. */
+/* iter.c: the CPU elementwise iterator shared by every elementwise kernel, the
+   layout of the results it writes, and the strided copy with dtype conversion
+   built on it. */
 #include "ops.h"
 #include "../backend.h"
 
 #include <string.h>
 
+/* ------------------------------------------------------------------ dim order
+   PyTorch's TensorIterator rule (reorder_dimensions): dims sorted by stride,
+   operand by operand, the first operand that tells two dims apart deciding
+   (a 0 stride tells nothing; equal strides put the smaller dim first). The
+   result, perm, lists the dims fastest first. st[k][d] are operand k's strides
+   over the broadcast shape (0 on a broadcast dim). */
+static int order_cmp(int n, const int64_t (*st)[EMBER_MAX_DIMS], const int64_t *shape, int d0, int d1)
+{
+    for (int k = 0; k < n; k++) {
+        int64_t s0 = st[k][d0], s1 = st[k][d1];
+        if (s0 == 0 || s1 == 0) continue;
+        if (s0 < s1) return -1;
+        if (s0 > s1) return 1;
+        if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+}
+
+static void order_dims(int nd, int n, const int64_t (*st)[EMBER_MAX_DIMS], const int64_t *shape, int *perm)
+{
+    for (int i = 0; i < nd; i++) perm[i] = nd - 1 - i;
+    for (int i = 1; i < nd; i++) {   /* insertion sort that stops at an undecided pair, as PyTorch's */
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int c = order_cmp(n, st, shape, perm[d0], perm[d1]);
+            if (c > 0) {
+                int t = perm[d0];
+                perm[d0] = perm[d1];
+                perm[d1] = t;
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+}
+
+/* t's strides over the broadcast shape, in elements (PyTorch's compute_strides:
+   0 where t has size 1 and the shape does not, and on leading dims t lacks) */
+static void broadcast_strides(const ember_tensor *t, int nd, const int64_t *shape, int64_t *st, int64_t scale)
+{
+    for (int d = 0; d < nd; d++) {
+        int td = d - (nd - t->ndim);
+        st[d] = td < 0 || (t->shape[td] == 1 && shape[d] != 1) ? 0 : t->strides[td] * scale;
+    }
+}
+
+static bool same_shape(const ember_tensor *t, int nd, const int64_t *shape)
+{
+    if (t->ndim != nd) return false;
+    for (int d = 0; d < nd; d++)
+        if (t->shape[d] != shape[d]) return false;
+    return true;
+}
+
+/* PyTorch's is_contiguous(channels_last): a 4-D tensor whose dims 1, 3, 2, 0
+   (size-1 dims skipped) are dense in that order */
+static bool channels_last(const ember_tensor *t)
+{
+    if (t->ndim != 4) return false;
+    static const int order[4] = {1, 3, 2, 0};
+    int64_t expect = 1;
+    for (int i = 0; i < 4; i++) {
+        int d = order[i];
+        if (t->shape[d] == 1) continue;
+        if (t->strides[d] != expect) return false;
+        expect *= t->shape[d];
+    }
+    return true;
+}
+
+/* PyTorch's is_non_overlapping_and_dense: sorted by stride (dims of size < 2
+   last), each stride is the product of the sizes before it */
+bool ember__dense(const ember_tensor *t)
+{
+    if (t->is_contiguous) return true;
+    int nd = t->ndim, perm[EMBER_MAX_DIMS];
+    for (int i = 0; i < nd; i++) perm[i] = i;
+    for (int i = 1; i < nd; i++)
+        for (int j = i; j > 0; j--) {
+            int a = perm[j - 1], b = perm[j];
+            bool after = t->shape[a] < 2 ? t->shape[b] >= 2 : t->shape[b] >= 2 && t->strides[b] < t->strides[a];
+            if (!after) break;
+            perm[j - 1] = b;
+            perm[j] = a;
+        }
+    int64_t need = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t sz = t->shape[perm[i]];
+        if (sz < 2) return true;
+        if (t->strides[perm[i]] != need) return false;
+        need *= sz;
+    }
+    return true;
+}
+
+void ember__result_strides(int nd, const int64_t *shape, int n, ember_tensor *const *ins, int64_t *strides)
+{
+    int64_t numel = 1;
+    for (int d = 0; d < nd; d++) numel *= shape[d];
+    ember__contiguous_strides(nd, shape, strides);
+    if (numel == 0 || nd < 2) return;
+    /* the fast setups: operands of the output's shape, all contiguous, all
+       channels-last, or all dense with one set of strides (the last input's) */
+    bool same = true, contig = true, cl = true, dense = true;
+    for (int k = 0; k < n; k++) {
+        const ember_tensor *t = ins[k];
+        same = same && same_shape(t, nd, shape);
+        contig = contig && t->is_contiguous;
+        cl = cl && channels_last(t);
+        dense = dense && ember__dense(t);
+    }
+    if (same) {
+        if (contig) return;
+        if (cl) {
+            strides[1] = 1;
+            strides[3] = shape[1];
+            strides[2] = strides[3] * shape[3];
+            strides[0] = strides[2] * shape[2];
+            return;
+        }
+        bool equal = dense;
+        for (int k = 0; equal && k + 1 < n; k++)
+            equal = memcmp(ins[k]->strides, ins[n - 1]->strides, (size_t)nd * sizeof *strides) == 0;
+        if (equal) {
+            memcpy(strides, ins[n - 1]->strides, (size_t)nd * sizeof *strides);
+            return;
+        }
+    }
+    /* the general rule: dense in the order of the inputs' strides */
+    int64_t st[ITER_MAX][EMBER_MAX_DIMS];
+    int perm[EMBER_MAX_DIMS];
+    for (int k = 0; k < n; k++) broadcast_strides(ins[k], nd, shape, st[k], 1);
+    order_dims(nd, n, (const int64_t (*)[EMBER_MAX_DIMS])st, shape, perm);
+    int64_t s = 1;
+    for (int i = 0; i < nd; i++) {
+        strides[perm[i]] = s;
+        s *= shape[perm[i]];
+    }
+}
+
+int ember__new_result(int nd, const int64_t *shape, int dtype, int n, ember_tensor *const *ins, ember_tensor **out)
+{
+    EMBER_TRY(ember__new(nd, shape, dtype, EMBER_CPU, out));
+    ember__result_strides(nd, shape, n, ins, (*out)->strides);
+    ember__refresh_geometry(*out);
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ the iterator */
 void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts)
 {
     const ember_tensor *out = ts[0];
     int nd = out->ndim;
     it->ntensors = n;
     it->numel = out->numel;
+    int64_t st[ITER_MAX][EMBER_MAX_DIMS], shape[EMBER_MAX_DIMS] = {0};
     for (int k = 0; k < n; k++) {
-        const ember_tensor *t = ts[k];
-        int es = ember_dtype_size(t->dtype);
-        it->ptr[k] = ember__ptr(t);
-        for (int d = 0; d < nd; d++) {
-            int td = d - (nd - t->ndim);
-            it->strides[k][d] = (td < 0 || t->shape[td] == 1) ? 0 : t->strides[td] * es;
-        }
+        it->ptr[k] = ember__ptr(ts[k]);
+        broadcast_strides(ts[k], nd, out->shape, st[k], ember_dtype_size(ts[k]->dtype));
     }
-    /* drop size-1 dims, then merge neighbours that are contiguous for every operand */
+    /* drop size-1 dims, order the rest by stride (the output's first, then the
+       inputs'), then merge neighbours that are contiguous for every operand */
     int m = 0;
     for (int d = 0; d < nd; d++) {
         if (out->shape[d] == 1) continue;
-        it->shape[m] = out->shape[d];
-        for (int k = 0; k < n; k++) it->strides[k][m] = it->strides[k][d];
+        shape[m] = out->shape[d];
+        for (int k = 0; k < n; k++) st[k][m] = st[k][d];
         m++;
     }
+    int perm[EMBER_MAX_DIMS];
+    order_dims(m, n, (const int64_t (*)[EMBER_MAX_DIMS])st, shape, perm);
     int w = 0;
-    for (int d = 0; d < m; d++) {
+    for (int i = m - 1; i >= 0; i--) {   /* slowest first: the innermost dim is it->ndim - 1 */
+        int d = perm[i];
         if (w > 0) {
             bool merge = true;
             for (int k = 0; k < n; k++)
-                if (it->strides[k][w - 1] != it->strides[k][d] * it->shape[d]) merge = false;
+                if (it->strides[k][w - 1] != st[k][d] * shape[d]) merge = false;
             if (merge) {
-                it->shape[w - 1] *= it->shape[d];
-                for (int k = 0; k < n; k++) it->strides[k][w - 1] = it->strides[k][d];
+                it->shape[w - 1] *= shape[d];
+                for (int k = 0; k < n; k++) it->strides[k][w - 1] = st[k][d];
                 continue;
             }
         }
-        it->shape[w] = it->shape[d];
-        for (int k = 0; k < n; k++) it->strides[k][w] = it->strides[k][d];
+        it->shape[w] = shape[d];
+        for (int k = 0; k < n; k++) it->strides[k][w] = st[k][d];
         w++;
     }
     if (w == 0) {   /* a single element */

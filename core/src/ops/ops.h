@@ -281,7 +281,18 @@ typedef struct ember_iter {
 /* kernel over n elements: ptrs[k] advance by strides[k] bytes */
 typedef void (*ember__loop_fn)(char **ptrs, const int64_t *strides, int64_t n, const void *ctx);
 
-/* out must already have the broadcast shape; inputs broadcast to it. */
+/* The strides PyTorch's TensorIterator gives a new result of this shape
+   computed from inputs ins (n <= ITER_MAX): contiguous when they all are,
+   their layout when they share one (channels-last, or dense with equal
+   strides), otherwise dense in the order of their strides. */
+void ember__result_strides(int nd, const int64_t *shape, int n, ember_tensor *const *ins, int64_t *strides);
+/* A new CPU tensor laid out by ember__result_strides. */
+int ember__new_result(int nd, const int64_t *shape, int dtype, int n, ember_tensor *const *ins, ember_tensor **out);
+/* PyTorch's is_non_overlapping_and_dense. */
+bool ember__dense(const ember_tensor *t);
+/* out must already have the broadcast shape; inputs broadcast to it. Dims
+   are walked in the order of the operands' strides (the output's first), so
+   the innermost loop is unit-stride where an operand allows it. */
 void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts);
 /* Runs the loop over the whole iteration space, in parallel when large. */
 void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);

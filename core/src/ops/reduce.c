@@ -5,7 +5,7 @@
    Strategy: the reduced dims are permuted to the end (a view), made contiguous
    when they are not, and each output element reduces one contiguous row of
    length R. Reducing the leading dims of a contiguous tensor (a bias gradient)
-   instead accumulates whole rows into the output, which stays in cache.
+   instead adds rows down blocks of columns, on all threads (leading_sum).
    float32 and float64 have typed loops with several accumulators; every other
    dtype goes through double (int64 sums through int64, so they stay exact).
    Long rows are split into fixed blocks whose partials are combined in order,
@@ -283,8 +283,51 @@ static int reduce_one_row(row_ctx *c)
     return EMBER_OK;
 }
 
-/* sum or mean over the leading dims of a contiguous float tensor: rows of the
-   trailing size are added into the output, which stays in cache */
+/* sum or mean over the leading dims of a contiguous float tensor: each
+   column's sum runs down the rows in order in double (float32 too), four rows
+   per pass over a block of LEAD_COLS columns whose sums stay in L1. Tasks are
+   blocks of columns, and, where the columns are too few to share out, also
+   blocks of LEAD_ROWS rows whose partial sums are added in order after: the
+   split is fixed by the shape, so the bits are the same on any thread count. */
+#define LEAD_COLS 256
+#define LEAD_ROWS 1024
+
+#define ADD_ROWS(NAME, T)                                                                  \
+    EMBER_SIMD static void NAME(double *restrict acc, const T *restrict x, int64_t n, int64_t rows, int64_t w) \
+    {                                                                                      \
+        int64_t r = 0;                                                                     \
+        for (; r + 4 <= rows; r += 4) {                                                    \
+            const T *x0 = x + r * w, *x1 = x0 + w, *x2 = x1 + w, *x3 = x2 + w;             \
+            for (int64_t j = 0; j < n; j++)                                                \
+                acc[j] = (((acc[j] + (double)x0[j]) + (double)x1[j]) + (double)x2[j]) + (double)x3[j]; \
+        }                                                                                  \
+        for (; r < rows; r++)                                                              \
+            for (int64_t j = 0; j < n; j++) acc[j] += (double)x[r * w + j];                \
+    }
+ADD_ROWS(add_rows_f32, float)
+ADD_ROWS(add_rows_f64, double)
+
+typedef struct {
+    const char *x;
+    double *part;   /* [row block][width] */
+    int64_t rows, width, rb, ncb;
+    int f64;
+} lead_ctx;
+
+static void lead_range(void *vctx, int64_t b, int64_t e)
+{
+    const lead_ctx *c = vctx;
+    for (int64_t t = b; t < e; t++) {
+        int64_t s = t / c->ncb, j0 = t % c->ncb * LEAD_COLS, r0 = s * c->rb;
+        int64_t n = c->width - j0 < LEAD_COLS ? c->width - j0 : LEAD_COLS;
+        int64_t m = c->rows - r0 < c->rb ? c->rows - r0 : c->rb;
+        double *acc = c->part + s * c->width + j0;
+        memset(acc, 0, (size_t)n * sizeof *acc);
+        if (c->f64) add_rows_f64(acc, (const double *)c->x + r0 * c->width + j0, n, m, c->width);
+        else add_rows_f32(acc, (const float *)c->x + r0 * c->width + j0, n, m, c->width);
+    }
+}
+
 static bool leading_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
 {
     if (!a->is_contiguous || (op != EMBER_OP_SUM && op != EMBER_OP_MEAN)) return false;
@@ -297,24 +340,23 @@ static bool leading_sum(int op, ember_tensor *a, unsigned mask, ember_tensor *o)
     for (int d = lead; d < a->ndim; d++) width *= a->shape[d];
     if (rows < 2) return false;
     double scale = op == EMBER_OP_MEAN ? 1.0 / (double)rows : 1.0;
-    if (a->dtype == EMBER_FLOAT32) {
-        const float *x = (const float *)ember__ptr(a);
-        float *y = (float *)ember__ptr(o);
-        double *acc = ember__alloc((size_t)width * sizeof(double));
-        if (!acc) return false;
-        memset(acc, 0, (size_t)width * sizeof(double));
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < width; j++) acc[j] += x[r * width + j];
-        for (int64_t j = 0; j < width; j++) y[j] = (float)(acc[j] * scale);
-        ember__free(acc, (size_t)width * sizeof(double));
-    } else {
-        const double *x = (const double *)ember__ptr(a);
-        double *y = (double *)ember__ptr(o);
-        memset(y, 0, (size_t)width * sizeof(double));
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < width; j++) y[j] += x[r * width + j];
-        for (int64_t j = 0; j < width; j++) y[j] *= scale;
+    lead_ctx c = {ember__ptr(a), NULL, rows, width, rows, (width + LEAD_COLS - 1) / LEAD_COLS,
+                  a->dtype == EMBER_FLOAT64};
+    if (c.ncb < 16 && rows >= 2 * LEAD_ROWS) c.rb = LEAD_ROWS;
+    int64_t nrb = (rows + c.rb - 1) / c.rb;
+    size_t bytes = (size_t)(nrb * width) * sizeof(double);
+    bool in_place = nrb == 1 && c.f64;   /* float64 sums straight into the output */
+    c.part = in_place ? (double *)ember__ptr(o) : ember__alloc(bytes);
+    if (!c.part) return false;
+    int64_t per = c.rb * (width < LEAD_COLS ? width : LEAD_COLS);
+    ember__parallel_for(nrb * c.ncb, per >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / per + 1, lead_range, &c);
+    for (int64_t j = 0; j < width; j++) {
+        double v = c.part[j];
+        for (int64_t s = 1; s < nrb; s++) v += c.part[s * width + j];
+        if (c.f64) ((double *)ember__ptr(o))[j] = v * scale;
+        else ((float *)ember__ptr(o))[j] = (float)(v * scale);
     }
+    if (!in_place) ember__free(c.part, bytes);
     return true;
 }
 
@@ -452,6 +494,20 @@ typedef struct {
     int dt, sign, want_vals;
 } arg_ctx;
 
+/* ember__row_extreme's position for float32: the vectorised max_f32, then
+   the first element equal to it (-0 and +0 alike, so the first of them, as
+   there), or the first NaN */
+static int64_t first_extreme_f32(const float *x, int64_t n, int sign)
+{
+    float m = (float)sign * max_f32(x, n, (float)sign);
+    int64_t i = 0;
+    if (m != m)
+        while (x[i] == x[i]) i++;
+    else
+        while (x[i] != m) i++;
+    return i;
+}
+
 static void arg_range(void *vctx, int64_t b, int64_t e)
 {
     const arg_ctx *c = vctx;
@@ -459,7 +515,8 @@ static void arg_range(void *vctx, int64_t b, int64_t e)
     for (int64_t r = b; r < e; r++) {
         const char *row = c->src + r * c->len * es;
         int64_t bi;
-        ember__row_extreme(row, c->dt, c->len, c->sign, &bi);
+        if (c->dt == EMBER_FLOAT32) bi = first_extreme_f32((const float *)row, c->len, c->sign);
+        else ember__row_extreme(row, c->dt, c->len, c->sign, &bi);
         if (c->idx) c->idx[r] = bi;
         if (c->want_vals) memcpy(c->vals + r * es, row + bi * es, (size_t)es);
     }

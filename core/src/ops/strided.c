@@ -96,14 +96,53 @@ int fwd_as_strided_scatter(int op, int nin, ember_tensor *const *in, const ember
     return rc;
 }
 
+/* For a dense root in another order than row-major (a transposed or
+   permuted result, as elementwise ops give for such inputs): a step of
+   `mem` elements in its memory as a step over its row-major layout. The
+   step is written in the root's memory strides (largest first) as whole
+   indices of its dims; reach[] adds them up, times n, to check the far
+   corner stays inside (no carry from one dim into the next). */
+static bool logical_step(const ember_tensor *root, const int *order, int n_order, const int64_t *cs, int64_t mem,
+                         int64_t times, int64_t *reach, int64_t *logical)
+{
+    *logical = 0;
+    if (mem < 0) return false;
+    for (int j = 0; j < n_order; j++) {
+        int k = order[j];
+        int64_t digit = mem / root->strides[k];
+        mem -= digit * root->strides[k];
+        reach[k] += digit * times;
+        *logical += digit * cs[k];
+    }
+    return mem == 0;
+}
+
+static bool dense_geometry(const ember_tensor *view, const ember_tensor *root, ember_attrs *at)
+{
+    int order[EMBER_MAX_DIMS], n = 0;
+    int64_t cs[EMBER_MAX_DIMS], reach[EMBER_MAX_DIMS] = {0}, v;
+    for (int k = 0; k < root->ndim; k++) {   /* dims of size > 1, largest memory stride first */
+        if (root->shape[k] < 2) continue;
+        int j = n++;
+        for (; j > 0 && root->strides[order[j - 1]] < root->strides[k]; j--) order[j] = order[j - 1];
+        order[j] = k;
+    }
+    ember__contiguous_strides(root->ndim, root->shape, cs);
+    if (!logical_step(root, order, n, cs, view->offset - root->offset, 1, reach, &v)) return false;
+    at->i[1] = v;
+    for (int d = 0; d < view->ndim; d++) {
+        if (view->shape[d] < 2) continue;   /* a single index: its stride is never used */
+        if (!logical_step(root, order, n, cs, view->strides[d], view->shape[d] - 1, reach, &v)) return false;
+        at->i[2 + EMBER_MAX_DIMS + d] = v;
+    }
+    for (int k = 0; k < root->ndim; k++)
+        if (reach[k] >= (root->shape[k] > 0 ? root->shape[k] : 1)) return false;
+    return true;
+}
+
 int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember_attrs *at)
 {
     char sv[200], sr[200];
-    if (!root->is_contiguous)
-        return ember__fail(EMBER_ERR_UNSUPPORTED,
-                           "in-place write into a view of a non-contiguous tensor of shape %s under recording "
-                           "(the view %s): write into a contiguous() copy", ember__tshape(sr, root),
-                           ember__tshape(sv, view));
     memset(at, 0, sizeof *at);
     at->i[0] = view->ndim;
     at->i[1] = view->offset - root->offset;
@@ -111,7 +150,12 @@ int ember__geometry_of(const ember_tensor *view, const ember_tensor *root, ember
         at->i[2 + d] = view->shape[d];
         at->i[2 + EMBER_MAX_DIMS + d] = view->strides[d];
     }
-    return EMBER_OK;
+    if (root->is_contiguous || (view->numel > 0 && ember__dense(root) && dense_geometry(view, root, at)))
+        return EMBER_OK;
+    return ember__fail(EMBER_ERR_UNSUPPORTED,
+                       "in-place write into a view of a non-contiguous tensor of shape %s under recording "
+                       "(the view %s): write into a contiguous() copy", ember__tshape(sr, root),
+                       ember__tshape(sv, view));
 }
 
 /* the internal region (gradients: a region of a gradient, which may be a
