@@ -1,0 +1,117 @@
+/* plan.h: traces and plans (docs/plans.md). A trace records every op that
+   runs on the tracing thread while it is open: the ops of the dispatch funnel
+   (forward ops and the ops grad rules run), the in-place writes, the fused
+   optimizer updates and the random draws, each as one entry over slots. A
+   plan replays the entries in C: slots are the call's inputs, the live
+   tensors the traced function closed over (parameters, optimizer state:
+   read and written in place), constants made during the trace (snapshots)
+   and temporaries, released after their last use. */
+#ifndef EMBER_PLAN_H
+#define EMBER_PLAN_H
+
+#include "../ops/ops.h"
+
+/* What an entry does: an op of the funnel, or one of the calls that write or
+   make tensor data outside it. */
+enum {
+    PE_OP = 0,     /* ember__run_nograd(op, ...) */
+    PE_BINARY_,    /* add_ ... pow_ (op): slots a, b */
+    PE_UNARY_,     /* the unary in-place ops and clamp_ (op, attrs): slot a */
+    PE_COPY_,      /* copy_: slots a, src */
+    PE_FILL_,      /* fill_ (f[0]): slot a */
+    PE_SGD,        /* sgd_step_: slots p, g, buf (-1: none); f lr, momentum, dampening, wd; i nesterov, maximize */
+    PE_ADAM,       /* adam_step_: slots p, g, m, v, vmax (-1); f lr, b1, b2, eps, wd; i decoupled, maximize,
+                      the step counter's index */
+    PE_RANDOM,     /* a random tensor of the default generator: i dist, dtype, device, ndim, shape...; f a, b;
+                      one output */
+    PE_RANDOM_,    /* a random fill in place of the default generator: i dist; f a, b; slot t */
+    PE_VIEW,       /* a view made outside the ops (detach): i ndim, offset, shape, strides; slot t, one output */
+    PE_COUNT
+};
+
+/* The arguments of an entry that is not an op of the funnel. */
+typedef struct ember__call_args {
+    int64_t i[4 + 2 * EMBER_MAX_DIMS];
+    double f[6];
+} ember__call_args;
+
+/* While this thread traces: nonzero. The hooks below do nothing otherwise. */
+extern EMBER_TLS int ember__trace_on;
+
+/* A traced call: ember__trace_enter before the call's work (its own ops are
+   then not recorded), ember__trace_leave after it with the call's status;
+   the entry is recorded when the call was the outermost one and succeeded.
+   ins / outs: the call's tensor operands and its new results. */
+int ember__trace_enter(void);
+int ember__trace_leave(int depth, int rc, int kind, int op, int nin, ember_tensor *const *in, int nout,
+                       ember_tensor *const *out, const ember_attrs *at, const ember__call_args *args);
+/* A tensor header made on the tracing thread (tensor.c): outside any traced
+   call it is a constant of the trace (a factory, a Lua number), unless its
+   memory existed before the trace. */
+void ember__trace_born(const ember_tensor *t);
+/* A view made outside the ops (ember_detach): recorded as an entry. A
+   failure fails the trace (ember_trace_end reports it). */
+void ember__trace_view(const ember_tensor *a, ember_tensor *view);
+/* Fails naming `what` when called outside a traced call while tracing: a
+   read of a value inside the traced function. */
+int ember__trace_read(const char *what);
+
+/* The in-place forms and the random draws, for the replay (inplace.c, random.c). */
+int ember__binary_inplace(int op, ember_tensor *a, ember_tensor *b);
+int ember__unary_inplace(int op, ember_tensor *a, const ember_attrs *at);
+int ember__random_new(int dist, double a, double b, int ndim, const int64_t *shape, int dtype, int device,
+                      ember_tensor **out);
+int ember__random_fill(int dist, double a, double b, ember_tensor *t);
+
+/* ------------------------------------------------------------------ the plan */
+enum { SLOT_INPUT = 0, SLOT_LIVE, SLOT_CONST, SLOT_TEMP };
+
+typedef struct plan_slot {
+    int kind;
+    int index;              /* SLOT_INPUT: which input */
+    ember_tensor *tensor;   /* SLOT_LIVE: the live tensor; SLOT_CONST: the snapshot */
+    int written;            /* SLOT_CONST: written in place by the plan: a fresh copy per run */
+    int last_use;           /* the last entry that reads it (-1: none) */
+    int is_output;
+} plan_slot;
+
+typedef struct plan_entry {
+    int16_t kind, op;
+    int32_t nin, nout;
+    int32_t *slots;   /* nin inputs, then nout outputs (-1: an absent optional operand) */
+    int32_t *release; /* slots whose last use this entry is, ended by -1 */
+    ember_attrs at;
+    ember__call_args args;
+} plan_entry;
+
+struct ember_plan {
+    int nslots, nentries, ninputs, noutputs, ncounters;
+    plan_slot *slots;
+    plan_entry *entries;
+    int32_t *outputs;        /* slot per output */
+    int32_t *inputs_dtype;   /* the example inputs' dtype, ndim, shape */
+    int32_t *inputs_ndim;
+    int64_t (*inputs_shape)[EMBER_MAX_DIMS];
+    int32_t *inputs_device;
+    int64_t *counters;       /* the optimizer step counters (Adam's step), one per PE_ADAM */
+    int64_t arena_bytes, peak_bytes, removed;
+    uint8_t *owned;          /* per slot: a run holds a reference of its own (temporaries, written constants) */
+    /* an open run (ember_plan_start): the slots' tensors and the next entry */
+    ember_tensor **vals;
+    int next, running;
+};
+
+/* What a trace hands the plan builder (replay.c); the builder takes the
+   entries and the slots' tensors. */
+typedef struct tracer_view {
+    plan_slot *slots;
+    ember_tensor **held;   /* the slots' tensors in the trace */
+    int nslots;
+    plan_entry *entries;
+    int nentries, ninputs, nadam;
+    const int32_t *outputs;
+    int noutputs;
+} tracer_view;
+int ember__plan_build(const tracer_view *v, ember_plan **out);
+
+#endif
