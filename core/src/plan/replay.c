@@ -317,6 +317,8 @@ void ember_plan_cancel(ember_plan *p)
 
 int ember_plan_run(ember_plan *p, ember_tensor *const *in, int nin, ember_tensor **out, int nout)
 {
+    if (p && (nout != p->noutputs || (nout > 0 && !out)))   /* before anything is written */
+        return ember__fail(EMBER_ERR_ARG, "plan: the plan has %d outputs, %d asked for", p->noutputs, nout);
     EMBER_TRY(ember_plan_start(p, in, nin));
     EMBER_TRY(ember_plan_step(p, -1, NULL));
     return ember_plan_result(p, out, nout);
