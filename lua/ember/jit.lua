@@ -41,19 +41,26 @@ local tracing = nil
 function ember._jit_counter(st)
   if tracing then tracing.counters[#tracing.counters + 1] = st end
 end
--- optim.lua: a parameter group whose numbers the trace bakes in.
+-- optim.lua: a parameter group whose numbers the trace bakes in: kept as
+-- {group, key, value, ...} lists of the numbers, booleans and lists of
+-- numbers it holds, compared before each run (numeric loops: LuaJIT
+-- compiles them, where pairs would stop the call's trace)
 function ember._jit_group(group)
-  if not tracing or tracing.groups[group] then return end
-  local nums = {}
+  if not tracing or tracing.seen[group] then return end
+  tracing.seen[group] = true
+  local keys = {}
   for k, v in pairs(group) do
-    if type(v) == "number" or type(v) == "boolean" then nums[k] = v
-    elseif type(v) == "table" and k ~= "params" then
-      local copy = {}
-      for i, x in ipairs(v) do copy[i] = x end
-      nums[k] = copy
+    if k ~= "params" and (type(v) == "number" or type(v) == "boolean" or type(v) == "table") then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local v = group[k]
+    if type(v) == "table" then
+      for i = 1, #v do tracing.groups[#tracing.groups + 1] = { group[k], i, v[i], k } end
+    else
+      tracing.groups[#tracing.groups + 1] = { group, k, v, k }
     end
   end
-  tracing.groups[group] = nums
 end
 -- Raises inside a trace for a step the plan could not replay faithfully.
 function ember._jit_refuse(what, why)
@@ -102,7 +109,7 @@ function jit.trace(fn, inputs, opts)
   local buf = ffi.new("ember_tensor *[?]", nin + 1)
   for i = 1, nin do buf[i - 1] = inputs[i]._c end
   check(C.ember_trace_begin(nin, buf))
-  local state = { counters = {}, groups = {} }
+  local state = { counters = {}, groups = {}, seen = {} }
   tracing = state
   local grads = {}
   ember._jit_grads = grads
@@ -156,30 +163,27 @@ local function prepare(self, what, ...)
     if not is_tensor(x) then fail(what, "input %d is %s, not a tensor", i, errors.show(x)) end
     buf[i - 1] = x._c
   end
-  for group, nums in pairs(self._groups) do
-    for k, v in pairs(nums) do
-      local now = group[k]
-      local same = now == v
-      if type(v) == "table" then
-        same = type(now) == "table" and #now == #v
-        for i = 1, #v do same = same and now[i] == v[i] end
-      end
-      if not same then
-        fail(what, "the optimizer's %s is %s now, but the plan was traced with %s (a plan keeps the numbers of "
-          .. "its trace: trace the step again after changing it)", k, errors.show(now), errors.show(v))
-      end
+  local groups = self._groups
+  for i = 1, #groups do
+    local g = groups[i]
+    local now = g[1][g[2]]
+    if now ~= g[3] then
+      fail(what, "the optimizer's %s is %s now, but the plan was traced with %s (a plan keeps the numbers of its "
+        .. "trace: trace the step again after changing them)", g[4], errors.show(type(g[2]) == "number"
+        and g[1] or now), errors.show(type(g[2]) == "number" and "{..., " .. tostring(g[3]) .. ", ...}" or g[3]))
     end
   end
-  local cp = self._counter_ptr
-  for k, st in ipairs(self._counters) do cp[k - 1] = st.step + 1 end
+  local cp, counters = self._counter_ptr, self._counters
+  for k = 1, #counters do cp[k - 1] = counters[k].step + 1 end
 end
 
 -- the outputs of a completed run: fn's results; the .grad fields
 local function deliver(self)
   local out, nout = self._out, self._nout
-  for _, st in ipairs(self._counters) do st.step = st.step + 1 end
-  for i, t in ipairs(self._set) do rawset(t, "_grad", wrap(out[nout + i - 1])) end
-  for _, t in ipairs(self._unset) do rawset(t, "_grad", nil) end
+  local counters, set, unset = self._counters, self._set, self._unset
+  for k = 1, #counters do counters[k].step = counters[k].step + 1 end
+  for i = 1, #set do rawset(set[i], "_grad", wrap(out[nout + i - 1])) end
+  for i = 1, #unset do rawset(unset[i], "_grad", nil) end
   if nout == 1 then return wrap(out[0]) end
   local res = {}
   for k = 1, nout do res[k] = wrap(out[k - 1]) end

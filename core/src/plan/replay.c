@@ -137,7 +137,11 @@ int ember__plan_build(const tracer_view *v, ember_plan **out)
     memcpy(p->slots, v->slots, (size_t)v->nslots * sizeof *p->slots);
     memcpy(p->entries, v->entries, (size_t)v->nentries * sizeof *p->entries);
     memcpy(p->outputs, v->outputs, (size_t)v->noutputs * sizeof *p->outputs);
-    for (int k = 0; k < v->noutputs; k++) p->slots[v->outputs[k]].is_output = 1;
+    for (int k = 0; k < v->noutputs; k++) {
+        plan_slot *sl = &p->slots[v->outputs[k]];
+        sl->is_output = 1;
+        if (sl->kind == SLOT_CONST) sl->written = 1;   /* the caller gets a copy it may write */
+    }
     for (int s = 0; s < v->nslots; s++) {
         const plan_slot *sl = &v->slots[s];
         p->owned[s] = sl->kind == SLOT_TEMP || (sl->kind == SLOT_CONST && sl->written);
