@@ -3,7 +3,8 @@
 -- plan (ember.jit.trace), over an epoch's worth of batches of random data
 -- shaped as Fashion-MNIST's, timed in alternating rounds in one process on
 -- two identical models. Prints JSON: milliseconds per step each way, the
--- median of the per-round ratios replay / eager, and the plan's stats.
+-- median of the per-round ratios replay / eager, the plan's stats and the
+-- bytes one step holds at its peak each way.
 --   luajit bench/jit_mlp.lua [steps_per_round]
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
@@ -38,6 +39,16 @@ local function replay(n) for _ = 1, n do k = k % 16 + 1; plan(xs[k], ys[k]) end 
 eager(5)
 replay(5)
 local te, tp, r = B.time_pair(eager, replay, iters, 7)
+-- the bytes a step holds at its peak above what was in use before it
+local function peak(f)
+  collectgarbage()
+  collectgarbage()
+  ember.reset_peak_memory()
+  local base = ember.memory_stats().bytes_in_use
+  f(1)
+  return ember.memory_stats().peak_bytes - base
+end
 local s = plan:stats()
 print(B.json({ eager_ms = te * 1e3, replay_ms = tp * 1e3, replay_vs_eager = 1 / r, ops = s.ops,
-  removed = s.removed, peak_bytes = s.peak_bytes, steps_per_epoch = 469, threads = ember.get_num_threads() }))
+  removed = s.removed, plan_peak_bytes = s.peak_bytes, eager_step_peak_bytes = peak(eager),
+  replay_step_peak_bytes = peak(replay), steps_per_epoch = 469, threads = ember.get_num_threads() }))

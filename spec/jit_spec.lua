@@ -127,6 +127,25 @@ describe("ember.jit.trace", function()
     assert.is_true(s.peak_bytes > 0)
   end)
 
+  it("holds at most the bytes the eager step holds (temporaries released after their last use)", function()
+    local xs, ys = batches(3)
+    local a = make("mlp")
+    a.step(xs[1], ys[1])
+    local plan = ember.jit.trace(a.step, { xs[2], ys[2] })
+    local function peak(f)
+      collectgarbage()
+      collectgarbage()
+      ember.reset_peak_memory()
+      local base = ember.memory_stats().bytes_in_use
+      f()
+      return ember.memory_stats().peak_bytes - base
+    end
+    local eager = peak(function() a.step(xs[3], ys[3]) end)
+    local replay = peak(function() plan(xs[3], ys[3]) end)
+    assert.is_true(replay <= eager, ("replay %d bytes, eager %d"):format(replay, eager))
+    assert.is_true(plan:stats().peak_bytes <= replay, ("stats %d bytes, measured %d"):format(plan:stats().peak_bytes, replay))
+  end)
+
   it("replays the CNN recipe's step (conv, batch norm, dropout, Adam) as eager does over 20 steps", function()
     eager_against_plan("cnn")
   end)
