@@ -848,6 +848,15 @@ EMBER_API int ember_plan_result(ember_plan *p, ember_tensor **out, int nout);
 EMBER_API void ember_plan_cancel(ember_plan *p);
 EMBER_API void ember_plan_free(ember_plan *p);
 EMBER_API void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out);
+/* A plan in one safetensors file: the live tensors and constants as
+   entries, the graph in the metadata ("ember.plan", JSON) with its format
+   version ("ember.plan.version", "1"). Only a forward's ops are saved
+   (docs/plans.md lists them); a loaded plan runs on the CPU, and the reader
+   refuses, naming what, a file that is truncated, of another version, with
+   an unknown op, a slot read before it is written, absurd sizes; each op's
+   attributes are checked against its inputs before it runs. */
+EMBER_API int ember_plan_save(const ember_plan *p, const char *path);
+EMBER_API int ember_plan_load(const char *path, ember_plan **out);
 /* The step counts of the plan's Adam updates, one per update in trace order:
    the step the next run uses (each completed run adds one). */
 EMBER_API int64_t *ember_plan_counters(ember_plan *p, int *n);

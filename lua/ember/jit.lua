@@ -91,6 +91,16 @@ local function results(ok, ...)
   return ok, collect(select("#", ...), ...)
 end
 
+-- the Lua object of a plan: the C plan, its counts, and what the Lua side
+-- sets and checks around each run
+local function new_plan(p, nin, nout, set, unset, counters, groups)
+  return setmetatable({
+    _p = ffi.gc(p, C.ember_plan_free), _nin = nin, _nout = nout, _set = set, _unset = unset, _nset = #set,
+    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups,
+    _in = ffi.new("ember_tensor *[?]", nin + 1), _out = ffi.new("ember_tensor *[?]", nout + #set + 1),
+  }, Plan)
+end
+
 -- jit.trace(fn, example_inputs, opts): opts.train = false traces a forward
 -- alone: under no_grad, a module in eval mode.
 function jit.trace(fn, inputs, opts)
@@ -143,13 +153,27 @@ function jit.trace(fn, inputs, opts)
   local pp = ffi.new("ember_plan *[1]")
   local rc = C.ember_trace_end(nout + nset, obuf, pp)
   if rc < 0 then check(rc) end
-  local counters = C.ember_plan_counters(pp[0], nil)
-  local self = setmetatable({
-    _p = ffi.gc(pp[0], C.ember_plan_free), _nin = nin, _nout = nout, _set = set, _unset = unset, _nset = nset,
-    _counters = state.counters, _counter_ptr = counters, _groups = state.groups,
-    _in = ffi.new("ember_tensor *[?]", nin + 1), _out = ffi.new("ember_tensor *[?]", nout + nset + 1),
-  }, Plan)
-  return self
+  return new_plan(pp[0], nin, nout, set, unset, state.counters, state.groups)
+end
+
+-- ember.jit.load(path): a plan plan:save wrote
+function jit.load(path)
+  if type(path) ~= "string" then fail("load", "path must be a string, got %s", errors.show(path)) end
+  local pp = ffi.new("ember_plan *[1]")
+  check(C.ember_plan_load(path, pp))
+  local s = ffi.new("ember_plan_stats_t")
+  C.ember_plan_stats(pp[0], s)
+  return new_plan(pp[0], tonumber(s.inputs), tonumber(s.outputs), {}, {}, {}, {})
+end
+
+-- plan:save(path): one safetensors file (docs/plans.md, "The file")
+function Plan:save(path)
+  if type(path) ~= "string" then fail("Plan:save", "path must be a string, got %s", errors.show(path)) end
+  if self._nset > 0 or #self._counters > 0 then
+    fail("Plan:save", "a plan of a training step cannot be saved (it sets .grad fields and updates an optimizer's "
+      .. "state); trace the forward alone: ember.jit.trace(model, inputs, { train = false })")
+  end
+  check(C.ember_plan_save(self._p, path))
 end
 
 ---------------------------------------------------------------- replay

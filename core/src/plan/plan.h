@@ -99,6 +99,7 @@ struct ember_plan {
     /* an open run (ember_plan_start): the slots' tensors and the next entry */
     ember_tensor **vals;
     int next, running;
+    int checked;             /* loaded from a file: each entry is checked before it runs */
 };
 
 /* What a trace hands the plan builder (replay.c); the builder takes the
@@ -113,5 +114,13 @@ typedef struct tracer_view {
     int noutputs;
 } tracer_view;
 int ember__plan_build(const tracer_view *v, ember_plan **out);
+/* The parts the builder and the file reader (plan_io.c) share (replay.c). */
+ember_plan *ember__plan_alloc(int nslots, int nentries, int ninputs, int noutputs, int ncounters);
+int ember__plan_finish(ember_plan *p, ember_tensor *const *held);
+void ember__plan_free_parts(ember_plan *p);
+/* A plan from an open safetensors file (path names it in messages). */
+int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out);
+/* A loaded plan's op: its attributes against its inputs (plan_io.c). */
+int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
 
 #endif

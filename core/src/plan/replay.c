@@ -3,6 +3,7 @@
    (plan.h, docs/plans.md). */
 #include "plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,7 +84,7 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
         for (int k = 0; k < en->nout; k++) {
             int s = en->slots[en->nin + k];
             if (s < 0) continue;
-            if (!held[s]->is_view) born_bytes[s] = (int64_t)held[s]->storage->nbytes;
+            if (held && !held[s]->is_view) born_bytes[s] = (int64_t)held[s]->storage->nbytes;
             live += born_bytes[s];
         }
         if (live > peak) peak = live;
@@ -106,45 +107,67 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
     return rc;
 }
 
-int ember__plan_build(const tracer_view *v, ember_plan **out)
+ember_plan *ember__plan_alloc(int nslots, int nentries, int ninputs, int noutputs, int ncounters)
 {
     ember_plan *p = calloc(1, sizeof *p);
-    if (!p) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
-    p->nslots = v->nslots;
-    p->nentries = v->nentries;
-    p->ninputs = v->ninputs;
-    p->noutputs = v->noutputs;
-    p->ncounters = v->nadam;
-    p->slots = malloc((size_t)(v->nslots + 1) * sizeof *p->slots);
-    p->entries = malloc((size_t)(v->nentries + 1) * sizeof *p->entries);
-    p->outputs = malloc((size_t)(v->noutputs + 1) * sizeof *p->outputs);
-    p->inputs_dtype = malloc((size_t)(v->ninputs + 1) * sizeof *p->inputs_dtype);
-    p->inputs_ndim = malloc((size_t)(v->ninputs + 1) * sizeof *p->inputs_ndim);
-    p->inputs_device = malloc((size_t)(v->ninputs + 1) * sizeof *p->inputs_device);
-    p->inputs_shape = malloc((size_t)(v->ninputs + 1) * sizeof *p->inputs_shape);
-    p->counters = calloc((size_t)v->nadam + 1, sizeof *p->counters);
-    p->vals = calloc((size_t)v->nslots + 1, sizeof *p->vals);
-    p->owned = calloc((size_t)v->nslots + 1, 1);
+    if (!p) return NULL;
+    p->slots = calloc((size_t)nslots + 1, sizeof *p->slots);
+    p->entries = calloc((size_t)nentries + 1, sizeof *p->entries);
+    p->outputs = calloc((size_t)noutputs + 1, sizeof *p->outputs);
+    p->inputs_dtype = calloc((size_t)ninputs + 1, sizeof *p->inputs_dtype);
+    p->inputs_ndim = calloc((size_t)ninputs + 1, sizeof *p->inputs_ndim);
+    p->inputs_device = calloc((size_t)ninputs + 1, sizeof *p->inputs_device);
+    p->inputs_shape = calloc((size_t)ninputs + 1, sizeof *p->inputs_shape);
+    p->counters = calloc((size_t)ncounters + 1, sizeof *p->counters);
+    p->vals = calloc((size_t)nslots + 1, sizeof *p->vals);
+    p->owned = calloc((size_t)nslots + 1, 1);
     if (!p->slots || !p->entries || !p->outputs || !p->inputs_dtype || !p->inputs_ndim || !p->inputs_device ||
         !p->inputs_shape || !p->counters || !p->vals || !p->owned) {
-        for (int e = 0; e < v->nentries; e++) free(v->entries[e].slots);
-        for (int s = 0; s < v->nslots; s++) ember_tensor_release(v->slots[s].tensor);
-        p->nentries = 0;
-        p->nslots = 0;
         plan_free_parts(p);
-        return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+        return NULL;
     }
-    memcpy(p->slots, v->slots, (size_t)v->nslots * sizeof *p->slots);
-    memcpy(p->entries, v->entries, (size_t)v->nentries * sizeof *p->entries);
-    memcpy(p->outputs, v->outputs, (size_t)v->noutputs * sizeof *p->outputs);
-    for (int k = 0; k < v->noutputs; k++) {
-        plan_slot *sl = &p->slots[v->outputs[k]];
+    p->ninputs = ninputs;
+    p->noutputs = noutputs;
+    p->ncounters = ncounters;
+    return p;
+}
+
+void ember__plan_free_parts(ember_plan *p) { plan_free_parts(p); }
+
+/* What a plan's slots, outputs and counters give: who owns what, and the
+   lifetimes (held: the slots' tensors in the trace, for the peak bytes; NULL
+   for a loaded plan). Frees p on failure. */
+int ember__plan_finish(ember_plan *p, ember_tensor *const *held)
+{
+    for (int k = 0; k < p->noutputs; k++) {
+        plan_slot *sl = &p->slots[p->outputs[k]];
         sl->is_output = 1;
         if (sl->kind == SLOT_CONST) sl->written = 1;   /* the caller gets a copy it may write */
     }
+    for (int s = 0; s < p->nslots; s++)
+        p->owned[s] = p->slots[s].kind == SLOT_TEMP || (p->slots[s].kind == SLOT_CONST && p->slots[s].written);
+    for (int e = 0; e < p->nentries; e++)
+        if (p->entries[e].kind == PE_ADAM) p->counters[p->entries[e].args.i[2]] = p->entries[e].args.i[3] + 1;
+    int rc = plan_lifetimes(p, held);
+    if (rc < 0) plan_free_parts(p);
+    return rc;
+}
+
+int ember__plan_build(const tracer_view *v, ember_plan **out)
+{
+    ember_plan *p = ember__plan_alloc(v->nslots, v->nentries, v->ninputs, v->noutputs, v->nadam);
+    if (!p) {
+        for (int e = 0; e < v->nentries; e++) free(v->entries[e].slots);
+        for (int s = 0; s < v->nslots; s++) ember_tensor_release(v->slots[s].tensor);
+        return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+    }
+    p->nslots = v->nslots;
+    p->nentries = v->nentries;
+    memcpy(p->slots, v->slots, (size_t)v->nslots * sizeof *p->slots);
+    memcpy(p->entries, v->entries, (size_t)v->nentries * sizeof *p->entries);
+    memcpy(p->outputs, v->outputs, (size_t)v->noutputs * sizeof *p->outputs);
     for (int s = 0; s < v->nslots; s++) {
         const plan_slot *sl = &v->slots[s];
-        p->owned[s] = sl->kind == SLOT_TEMP || (sl->kind == SLOT_CONST && sl->written);
         if (sl->kind != SLOT_INPUT) continue;
         const ember_tensor *t = v->held[s];
         p->inputs_dtype[sl->index] = t->dtype;
@@ -152,13 +175,7 @@ int ember__plan_build(const tracer_view *v, ember_plan **out)
         p->inputs_device[sl->index] = t->storage->device;
         memcpy(p->inputs_shape[sl->index], t->shape, sizeof t->shape);
     }
-    for (int e = 0; e < v->nentries; e++)
-        if (p->entries[e].kind == PE_ADAM) p->counters[p->entries[e].args.i[2]] = p->entries[e].args.i[3] + 1;
-    int rc = plan_lifetimes(p, v->held);
-    if (rc < 0) {
-        plan_free_parts(p);
-        return rc;
-    }
+    EMBER_TRY(ember__plan_finish(p, v->held));
     *out = p;
     return EMBER_OK;
 }
@@ -175,7 +192,11 @@ static int exec(ember_plan *p, const plan_entry *e)
     for (int i = 0; i < e->nin; i++) in[i] = e->slots[i] >= 0 ? vals[e->slots[i]] : NULL;
     const double *f = e->args.f;
     const int64_t *a = e->args.i;
-    int rc;
+    int rc = p->checked ? ember__plan_check_entry(e, in) : EMBER_OK;
+    if (rc < 0) {
+        if (in != small) free(in);
+        return rc;
+    }
     switch (e->kind) {
     case PE_OP: rc = ember__run_nograd(e->op, e->nin, in, &e->at, res); break;
     case PE_BINARY_: rc = ember__binary_inplace(e->op, in[0], in[1]); break;
@@ -287,7 +308,10 @@ int ember_plan_step(ember_plan *p, double seconds, int *done)
     double deadline = seconds >= 0 ? ember_clock() + seconds : -1;
     while (p->next < p->nentries) {
         int rc = exec(p, &p->entries[p->next]);
-        if (rc < 0) {
+        if (rc < 0) {   /* "plan: entry 3 of 7: linear_relu: ..." */
+            char where[64];
+            snprintf(where, sizeof where, "plan: entry %d of %d", p->next + 1, p->nentries);
+            if (strncmp(ember_last_error(), "plan:", 5) != 0) ember__fail_prefix(rc, where);
             end_run(p);
             return rc;
         }

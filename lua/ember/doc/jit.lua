@@ -19,6 +19,13 @@ step (it makes the state later steps update: run one step eagerly first),
 draws from a generator other than the default one. `opts.train = false`
 traces a forward alone: under `no_grad`, a module in eval mode.
 
+### `ember.jit.load(path)`
+A `Plan` that `plan:save` wrote: its graph and weights, read and checked
+(a truncated file, another format version, an unknown op, a slot read
+before it is written or absurd sizes raise naming what; each op's
+attributes are checked against its inputs before it runs). It runs on the
+CPU; from C, `ember_plan_load` and `ember_plan_run` do the same.
+
 ## `ember.jit.Plan`: a traced function
 
 ### `Plan:stats()`
@@ -29,6 +36,13 @@ temporaries a replay holds at once, and the counts of inputs and results.
 `plan(...)` replays: inputs of another shape, dtype or device than the
 example raise naming the input, as does a changed optimizer hyperparameter
 (`lr`, ...) the trace baked in.
+
+### `Plan:save(path)`
+Writes the plan to one safetensors file: the tensors it reads as entries,
+the graph as JSON in the metadata (`"ember.plan"`) with the format version
+(`"ember.plan.version"`, `"1"`). A forward's plan only (traced with
+`train = false`; docs/plans.md lists the ops a file may hold): a training
+step's raises.
 
 ### `Plan:start(...)`
 The same replay in slices for a host's frame loop: a `PlanRun`, nothing
