@@ -64,6 +64,15 @@ local function batches(n)
   return xs, ys
 end
 
+-- n batches, and the MLP recipe after one eager step with its step traced
+-- on batch 2
+local function traced_mlp(n)
+  local xs, ys = batches(n)
+  local m = make("mlp")
+  m.step(xs[1], ys[1])
+  return xs, ys, m, ember.jit.trace(m.step, { xs[2], ys[2] })
+end
+
 -- trains two copies 20 steps, one eagerly, one through a plan traced at
 -- step 2 (step 1 eager: the optimizer makes its state there), comparing
 -- losses, parameters, buffers and optimizer state every step
@@ -128,10 +137,7 @@ describe("ember.jit.trace", function()
   end)
 
   it("holds at most the bytes the eager step holds (temporaries released after their last use)", function()
-    local xs, ys = batches(3)
-    local a = make("mlp")
-    a.step(xs[1], ys[1])
-    local plan = ember.jit.trace(a.step, { xs[2], ys[2] })
+    local xs, ys, a, plan = traced_mlp(3)
     local function peak(f)
       collectgarbage()
       collectgarbage()
@@ -240,10 +246,7 @@ describe("ember.jit.trace", function()
   end)
 
   it("raises for inputs of another shape or dtype, naming the input, and for a changed learning rate", function()
-    local xs, ys = batches(3)
-    local m = make("mlp")
-    m.step(xs[1], ys[1])
-    local plan = ember.jit.trace(m.step, { xs[2], ys[2] })
+    local xs, ys, m, plan = traced_mlp(3)
     H.raises(function() plan(ember.randn({ 4, 1, 8, 8 }), ys[3]) end, "input 1 is float32 {4, 1, 8, 8}")
     H.raises(function() plan(xs[3], ys[3]:to("int32")) end, "input 2 is int32")
     H.raises(function() plan(xs[3]) end, "takes 2 inputs, got 1")
