@@ -117,6 +117,7 @@ describe("ember.jit.trace", function()
       return l
     end
     local plan = ember.jit.trace(function(y) return step(a, y) end, { b })
+    assert.is_true(plan:stats().fused >= 1)   -- a * y + a in one loop
     for _ = 1, 3 do
       local c = ember.randn({ 5, 7 })
       a.grad = nil
@@ -127,6 +128,27 @@ describe("ember.jit.trace", function()
       assert.is_true(same(lp, le))
       assert.is_true(same(gp, a.grad))
     end
+  end)
+
+  it("fuses an elementwise chain with the bits of the ops one by one (NaN, infinities, -0, numbers)", function()
+    local function chain(x, y)
+      local z = ((x * 2 - y) / y):maximum(x):relu()
+      return (z:neg() + 0.5):abs():sqrt(), (x - y):minimum(y * 3)
+    end
+    local x0, y0 = ember.randn({ 12 }), ember.randn({ 12 })
+    local plan = ember.jit.trace(chain, { x0, y0 })
+    assert.is_true(plan:stats().fused >= 2)
+    local x = ember.tensor({ 0 / 0, 1 / 0, -1 / 0, -0.0, 0, 1e-39, -3, 2.5, 1e30, -1e-30, 7, 0 })
+    local y = ember.tensor({ 1, 2, 0 / 0, -0.0, 0, -1e-39, 3, -2.5, 1e-30, 1e30, 0, 1 / 0 })
+    local function bits(t)
+      local out = {}
+      for i, v in ipairs(t:tolist()) do out[i] = v ~= v and "nan" or (v == 0 and 1 / v < 0) and "-0" or v end
+      return out
+    end
+    local p1, p2 = plan(x, y)
+    local e1, e2 = chain(x, y)
+    assert.are.same(bits(e1), bits(p1))
+    assert.are.same(bits(e2), bits(p2))
   end)
 
   it("replays the MLP recipe's step (SGD with momentum) as eager does over 20 steps", function()

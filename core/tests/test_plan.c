@@ -72,7 +72,8 @@ int main(void)
     ember_plan_stats_t st;
     ember_plan_stats(p, &st);
     CHECK(st.removed == 1);   /* x * x */
-    CHECK(st.ops == 8 && st.peak_bytes > 0);
+    /* x * w + c, relu, * noise: one fused loop; then sum, half, the update */
+    CHECK(st.ops == 5 && st.fused == 1 && st.peak_bytes > 0);
 
     /* replays against eager steps on new inputs: whole, then one entry a step */
     for (int k = 0; k < 4; k++) {

@@ -26,6 +26,8 @@ enum {
                       one output */
     PE_RANDOM_,    /* a random fill in place of the default generator: i dist; f a, b; slot t */
     PE_VIEW,       /* a view made outside the ops (detach): i ndim, offset, shape, strides; slot t, one output */
+    PE_FUSED,      /* an elementwise chain in one loop (fuse.c): i nsteps, then op, operand, operand per step;
+                      sub: the entries it replaced (what a saved plan holds) */
     PE_COUNT
 };
 
@@ -82,6 +84,8 @@ typedef struct plan_entry {
     int32_t *release; /* slots whose last use this entry is, ended by -1 */
     ember_attrs at;
     ember__call_args args;
+    struct plan_entry *sub;   /* PE_FUSED: the entries it replaced */
+    int nsub;
 } plan_entry;
 
 struct ember_plan {
@@ -120,6 +124,10 @@ int ember__plan_finish(ember_plan *p, ember_tensor *const *held);
 void ember__plan_free_parts(ember_plan *p);
 /* A plan from an open safetensors file (path names it in messages). */
 int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out);
+/* Fuses the elementwise chains of a traced plan (held: its slots' tensors
+   in the trace); runs a fused entry (fuse.c). */
+int ember__plan_fuse(ember_plan *p, ember_tensor *const *held);
+int ember__fused_run(const plan_entry *e, ember_tensor *const *in, ember_tensor **out);
 /* A loaded plan's op: its attributes against its inputs (plan_io.c). */
 int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
 

@@ -73,19 +73,47 @@ static void put_ints(sbuf *b, const int64_t *v, int n)
     put(b, "]");
 }
 
+/* Whether an entry (a fused one: each it replaced) can be written. */
+static int check_savable(const plan_entry *en, int e)
+{
+    if (en->kind == PE_FUSED) {
+        for (int k = 0; k < en->nsub; k++) EMBER_TRY(check_savable(&en->sub[k], e));
+        return EMBER_OK;
+    }
+    if (en->kind == PE_VIEW || (en->kind == PE_OP && savable(en->op))) return EMBER_OK;
+    return ember__fail(EMBER_ERR_UNSUPPORTED,
+                       "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward "
+                       "(%s...), not in-place writes, optimizer updates or random draws",
+                       e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry", SAVE_OPS[0]);
+}
+
+static void put_entry(sbuf *b, const plan_entry *en, int *count)
+{
+    if (en->kind == PE_FUSED) {   /* the entries it replaced */
+        for (int k = 0; k < en->nsub; k++) put_entry(b, &en->sub[k], count);
+        return;
+    }
+    int64_t sl[72];
+    int ns = en->nin + en->nout;
+    for (int k = 0; k < ns && k < 72; k++) sl[k] = en->slots[k];
+    if (en->kind == PE_VIEW) {
+        put(b, "%s{\"view\":", *count ? "," : "");
+        put_ints(b, en->args.i, 2 + 2 * EMBER_MAX_DIMS);
+    } else {
+        put(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
+        put_ints(b, en->at.i, EMBER_MAX_ATTRS);
+        put(b, ",\"f\":[%.17g,%.17g]", en->at.f[0], en->at.f[1]);
+    }
+    put(b, ",\"nin\":%d,\"slots\":", en->nin);
+    put_ints(b, sl, ns > 72 ? 72 : ns);
+    put(b, "}");
+    (*count)++;
+}
+
 int ember_plan_save(const ember_plan *p, const char *path)
 {
     if (!p || !path) return ember__fail(EMBER_ERR_ARG, "plan save: NULL argument");
-    for (int e = 0; e < p->nentries; e++) {
-        const plan_entry *en = &p->entries[e];
-        if (en->kind == PE_VIEW) continue;
-        if (en->kind != PE_OP || !savable(en->op))
-            return ember__fail(EMBER_ERR_UNSUPPORTED,
-                               "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward "
-                               "(%s...), not in-place writes, optimizer updates or random draws",
-                               e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry",
-                               SAVE_OPS[0]);
-    }
+    for (int e = 0; e < p->nentries; e++) EMBER_TRY(check_savable(&p->entries[e], e));
     for (int s = 0; s < p->nslots; s++)
         if ((p->slots[s].kind == SLOT_LIVE || p->slots[s].kind == SLOT_CONST) && p->slots[s].tensor->storage->device != EMBER_CPU)
             return ember__fail(EMBER_ERR_UNSUPPORTED, "plan save: slot %d is on a device; a saved plan runs on the CPU", s);
@@ -113,23 +141,8 @@ int ember_plan_save(const ember_plan *p, const char *path)
         }
     }
     put(&b, "],\"entries\":[");
-    for (int e = 0; e < p->nentries; e++) {
-        const plan_entry *en = &p->entries[e];
-        int64_t sl[64 + 8];
-        int ns = en->nin + en->nout;
-        for (int k = 0; k < ns && k < 72; k++) sl[k] = en->slots[k];
-        if (en->kind == PE_VIEW) {
-            put(&b, "%s{\"view\":", e ? "," : "");
-            put_ints(&b, en->args.i, 2 + 2 * EMBER_MAX_DIMS);
-        } else {
-            put(&b, "%s{\"op\":\"%s\",\"i\":", e ? "," : "", ember__ops[en->op].name);
-            put_ints(&b, en->at.i, EMBER_MAX_ATTRS);
-            put(&b, ",\"f\":[%.17g,%.17g]", en->at.f[0], en->at.f[1]);
-        }
-        put(&b, ",\"nin\":%d,\"slots\":", en->nin);
-        put_ints(&b, sl, ns > 72 ? 72 : ns);
-        put(&b, "}");
-    }
+    int count = 0;
+    for (int e = 0; e < p->nentries; e++) put_entry(&b, &p->entries[e], &count);
     put(&b, "],\"outputs\":[");
     for (int k = 0; k < p->noutputs; k++) put(&b, "%s%d", k ? "," : "", p->outputs[k]);
     put(&b, "]}");

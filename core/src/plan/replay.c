@@ -16,6 +16,8 @@ static void plan_free_parts(ember_plan *p)
     for (int e = 0; e < p->nentries; e++) {
         free(p->entries[e].slots);
         free(p->entries[e].release);
+        for (int k = 0; k < p->entries[e].nsub; k++) free(p->entries[e].sub[k].slots);
+        free(p->entries[e].sub);
     }
     for (int s = 0; s < p->nslots; s++) ember_tensor_release(p->slots[s].tensor);
     free(p->entries);
@@ -65,6 +67,15 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
     p->removed = p->nentries - n;
     p->nentries = n;
     (void)kept;
+    if (held && !getenv("EMBER_PLAN_NO_FUSE")) {   /* a traced plan: its slots' dtypes and shapes are known */
+        int rc = ember__plan_fuse(p, held);
+        if (rc < 0) {
+            free(used);
+            free(born_bytes);
+            return rc;
+        }
+        n = p->nentries;
+    }
     for (int s = 0; s < ns; s++) p->slots[s].last_use = -1;
     for (int e = 0; e < n; e++) {
         plan_entry *en = &p->entries[e];
@@ -211,6 +222,7 @@ static int exec(ember_plan *p, const plan_entry *e)
     case PE_RANDOM: rc = ember__random_new((int)a[0], f[0], f[1], (int)a[3], &a[4], (int)a[1], (int)a[2], res); break;
     case PE_RANDOM_: rc = ember__random_fill((int)a[0], f[0], f[1], in[0]); break;
     case PE_VIEW: rc = ember__make_view(in[0], (int)a[0], &a[2], &a[2 + EMBER_MAX_DIMS], a[1], res); break;
+    case PE_FUSED: rc = ember__fused_run(e, in, res); break;
     default: rc = ember__fail(EMBER_ERR_STATE, "plan: unknown entry kind %d", e->kind);
     }
     if (in != small) free(in);
@@ -365,6 +377,7 @@ void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out)
     memset(out, 0, sizeof *out);
     if (!p) return;
     out->ops = p->nentries;
+    for (int e = 0; e < p->nentries; e++) out->fused += p->entries[e].kind == PE_FUSED;
     out->removed = p->removed;
     out->arena_bytes = p->arena_bytes;
     out->peak_bytes = p->peak_bytes;
