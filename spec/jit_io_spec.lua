@@ -70,6 +70,18 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() step:save(dir .. "/step.plan") end, "a plan of a training step cannot be saved")
   end)
 
+  it("saves a fused chain as the ops it replaced", function()
+    local w = ember.randn({ 6 })
+    local plan = ember.jit.trace(function(x) return ((x * w + 1):relu() - 0.5) / 3 end, { ember.randn({ 2, 6 }) },
+      { train = false })
+    assert.are.equal(1, plan:stats().fused)
+    plan:save(dir .. "/chain.plan")
+    local p = ember.jit.load(dir .. "/chain.plan")
+    assert.are.same({ 5, 0 }, { p:stats().ops, p:stats().fused })
+    local x = ember.randn({ 2, 6 })
+    assert.is_true(ember.equal(p(x), plan(x)))
+  end)
+
   it("refuses a truncated file, another version, a file that is not a plan", function()
     local bytes = H.read(path)
     local f = assert(io.open(dir .. "/cut.plan", "wb"))
