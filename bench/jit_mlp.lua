@@ -5,7 +5,9 @@
 -- two identical models. Prints JSON: milliseconds per step each way, the
 -- median of the per-round ratios replay / eager, the plan's stats and the
 -- bytes one step holds at its peak each way.
---   luajit bench/jit_mlp.lua [steps_per_round]
+-- With "torch", also each against PyTorch 1.13's eager step in alternating
+-- rounds (bench/jit_torch.py mlp).
+--   luajit bench/jit_mlp.lua [steps_per_round] [torch]
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -34,6 +36,7 @@ eager_step(xs[1], ys[1])
 traced_step(xs[1], ys[1])
 local plan = ember.jit.trace(traced_step, { xs[2], ys[2] })
 local k = 0
+local torch_ms, replay_vs_torch, eager_vs_torch
 local function eager(n) for _ = 1, n do k = k % 16 + 1; eager_step(xs[k], ys[k]) end end
 local function replay(n) for _ = 1, n do k = k % 16 + 1; plan(xs[k], ys[k]) end end
 eager(5)
@@ -48,7 +51,16 @@ local function peak(f)
   f(1)
   return ember.memory_stats().peak_bytes - base
 end
+if arg and arg[2] == "torch" then   -- against PyTorch's eager step (bench/jit_torch.py mlp)
+  local cmd = ("OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive /usr/bin/python3 bench/jit_torch.py mlp")
+    :format(ember.get_num_threads())
+  local _, tt, rr = B.against_torch(function() replay(1) end, cmd, iters, 5)
+  torch_ms, replay_vs_torch = B.median(tt) * 1e3, B.median(rr)
+  local _, _, re = B.against_torch(function() eager(1) end, cmd, iters, 5)
+  eager_vs_torch = B.median(re)
+end
 local s = plan:stats()
 print(B.json({ eager_ms = te * 1e3, replay_ms = tp * 1e3, replay_vs_eager = 1 / r, ops = s.ops,
   removed = s.removed, plan_peak_bytes = s.peak_bytes, eager_step_peak_bytes = peak(eager),
-  replay_step_peak_bytes = peak(replay), steps_per_epoch = 469, threads = ember.get_num_threads() }))
+  replay_step_peak_bytes = peak(replay), steps_per_epoch = 469, threads = ember.get_num_threads(),
+  torch_ms = torch_ms, replay_vs_torch = replay_vs_torch, eager_vs_torch = eager_vs_torch }))
