@@ -267,6 +267,38 @@ describe("ember.jit.trace", function()
     end, "generator other than the default one")
   end)
 
+  it("replays RMSprop's step with its step count advancing; refuses the optimizers whose update uses it", function()
+    local function setup(cls, opts)
+      ember.manual_seed(2)
+      local w = ember.randn({ 5 })
+      local opt = cls({ w }, opts)
+      local gm = GradManager():attach({ w })
+      local function step(x)
+        gm:record()
+        local l = (w * x):tanh():sum()
+        gm:backward(l)
+        opt:step()
+        opt:zero_grad()
+        return l
+      end
+      step(ember.ones({ 5 }))
+      return w, opt, step
+    end
+    local xs = {}
+    for i = 1, 5 do xs[i] = ember.randn({ 5 }) end
+    local wa, oa, sa = setup(optim.RMSprop, { lr = 0.01, centered = true, momentum = 0.5 })
+    local wb, ob, sb = setup(optim.RMSprop, { lr = 0.01, centered = true, momentum = 0.5 })
+    sa(xs[1])
+    local plan = ember.jit.trace(sb, { xs[1] })
+    for i = 2, 5 do
+      assert.is_true(same(sa(xs[i]), plan(xs[i])))
+      assert.is_true(same(wa, wb))
+      assert.are.equal(oa.state[wa].step, ob.state[wb].step)
+    end
+    local _, _, adamax = setup(optim.Adamax, { lr = 0.01 })
+    H.raises(function() ember.jit.trace(adamax, { xs[1] }) end, "Adamax's update cannot be traced")
+  end)
+
   it("raises for inputs of another shape or dtype, naming the input, and for a changed learning rate", function()
     local xs, ys, m, plan = traced_mlp(3)
     H.raises(function() plan(ember.randn({ 4, 1, 8, 8 }), ys[3]) end, "input 1 is float32 {4, 1, 8, 8}")

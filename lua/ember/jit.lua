@@ -41,6 +41,11 @@ local tracing = nil
 function ember._jit_counter(st)
   if tracing then tracing.counters[#tracing.counters + 1] = st end
 end
+-- optim/common.lua: a state whose step count (a Lua number the update does
+-- not compute with) advances by one with each run of the plan.
+function ember._jit_advance(st)
+  if tracing then tracing.advance[#tracing.advance + 1] = st end
+end
 -- optim.lua: a parameter group whose numbers the trace bakes in: kept as
 -- {group, key, value, ...} lists of the numbers, booleans and lists of
 -- numbers it holds, compared before each run (numeric loops: LuaJIT
@@ -96,7 +101,7 @@ end
 local function new_plan(p, nin, nout, set, unset, counters, groups)
   return setmetatable({
     _p = ffi.gc(p, C.ember_plan_free), _nin = nin, _nout = nout, _set = set, _unset = unset, _nset = #set,
-    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups,
+    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups, _advance = {},
     _in = ffi.new("ember_tensor *[?]", nin + 1), _out = ffi.new("ember_tensor *[?]", nout + #set + 1),
   }, Plan)
 end
@@ -119,7 +124,7 @@ function jit.trace(fn, inputs, opts)
   local buf = ffi.new("ember_tensor *[?]", nin + 1)
   for i = 1, nin do buf[i - 1] = inputs[i]._c end
   check(C.ember_trace_begin(nin, buf))
-  local state = { counters = {}, groups = {}, seen = {} }
+  local state = { counters = {}, groups = {}, seen = {}, advance = {} }
   tracing = state
   local grads = {}
   ember._jit_grads = grads
@@ -153,7 +158,9 @@ function jit.trace(fn, inputs, opts)
   local pp = ffi.new("ember_plan *[1]")
   local rc = C.ember_trace_end(nout + nset, obuf, pp)
   if rc < 0 then check(rc) end
-  return new_plan(pp[0], nin, nout, set, unset, state.counters, state.groups)
+  local plan = new_plan(pp[0], nin, nout, set, unset, state.counters, state.groups)
+  plan._advance = state.advance
+  return plan
 end
 
 -- ember.jit.load(path): a plan plan:save wrote
@@ -204,8 +211,9 @@ end
 -- the outputs of a completed run: fn's results; the .grad fields
 local function deliver(self)
   local out, nout = self._out, self._nout
-  local counters, set, unset = self._counters, self._set, self._unset
+  local counters, set, unset, advance = self._counters, self._set, self._unset, self._advance
   for k = 1, #counters do counters[k].step = counters[k].step + 1 end
+  for k = 1, #advance do advance[k].step = advance[k].step + 1 end
   for i = 1, #set do rawset(set[i], "_grad", wrap(out[nout + i - 1])) end
   for i = 1, #unset do rawset(unset[i], "_grad", nil) end
   if nout == 1 then return wrap(out[0]) end
