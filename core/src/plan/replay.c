@@ -284,6 +284,9 @@ int ember_plan_start(ember_plan *p, ember_tensor *const *in, int nin)
 {
     if (!p) return ember__fail(EMBER_ERR_ARG, "plan: NULL plan");
     if (p->running) return ember__fail(EMBER_ERR_STATE, "plan: a run of this plan is still open (finish or cancel it)");
+    if (ember__trace_on)
+        return ember__fail(EMBER_ERR_STATE, "plan: a plan cannot run inside ember.jit.trace (trace the function it "
+                                            "was traced from instead)");
     EMBER_TRY(check_inputs(p, in, nin));
     for (int s = 0; s < p->nslots; s++) {
         const plan_slot *sl = &p->slots[s];
