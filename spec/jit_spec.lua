@@ -315,5 +315,13 @@ describe("ember.jit.trace", function()
     H.raises(function() plan(xs[3]) end, "takes 2 inputs, got 1")
     m.opt.param_groups[1].lr = 0.05
     H.raises(function() plan(xs[3], ys[3]) end, "the optimizer's lr is 0.05 now")
+    m.opt.param_groups[1].lr = 0.1
+    assert.is_true(ember.is_tensor(plan(xs[3], ys[3])))
+    local a = make("cnn")
+    local bx, by = batches(2)
+    a.step(bx[1], by[1])
+    local adam = ember.jit.trace(a.step, { bx[2], by[2] })
+    a.opt.param_groups[1].betas = { 0.9, 0.99 }
+    H.raises(function() adam(bx[2], by[2]) end, "the optimizer's betas[2] is 0.99 now")
   end)
 end)

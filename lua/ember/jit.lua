@@ -46,10 +46,11 @@ end
 function ember._jit_advance(st)
   if tracing then tracing.advance[#tracing.advance + 1] = st end
 end
--- optim.lua: a parameter group whose numbers the trace bakes in: kept as
--- {group, key, value, ...} lists of the numbers, booleans and lists of
--- numbers it holds, compared before each run (numeric loops: LuaJIT
--- compiles them, where pairs would stop the call's trace)
+-- optim.lua, optim/common.lua: a parameter group whose numbers the trace
+-- bakes in: kept as {group, key, index or false, value} for the numbers,
+-- booleans and lists of numbers (betas) it holds, compared before each run
+-- (numeric loops: LuaJIT compiles them, where pairs would stop the call's
+-- trace)
 function ember._jit_group(group)
   if not tracing or tracing.seen[group] then return end
   tracing.seen[group] = true
@@ -61,9 +62,9 @@ function ember._jit_group(group)
   for _, k in ipairs(keys) do
     local v = group[k]
     if type(v) == "table" then
-      for i = 1, #v do tracing.groups[#tracing.groups + 1] = { group[k], i, v[i], k } end
+      for i = 1, #v do tracing.groups[#tracing.groups + 1] = { group, k, i, v[i] } end
     else
-      tracing.groups[#tracing.groups + 1] = { group, k, v, k }
+      tracing.groups[#tracing.groups + 1] = { group, k, false, v }
     end
   end
 end
@@ -197,11 +198,12 @@ local function prepare(self, what, ...)
   local groups = self._groups
   for i = 1, #groups do
     local g = groups[i]
-    local now = g[1][g[2]]
-    if now ~= g[3] then
+    local now, idx = g[1][g[2]], g[3]
+    if idx then now = type(now) == "table" and now[idx] or nil end
+    if now ~= g[4] then
+      local key = idx and ("%s[%d]"):format(g[2], idx) or g[2]
       fail(what, "the optimizer's %s is %s now, but the plan was traced with %s (a plan keeps the numbers of its "
-        .. "trace: trace the step again after changing them)", g[4], errors.show(type(g[2]) == "number"
-        and g[1] or now), errors.show(type(g[2]) == "number" and "{..., " .. tostring(g[3]) .. ", ...}" or g[3]))
+        .. "trace: trace the step again after changing them)", key, errors.show(now), errors.show(g[4]))
     end
   end
   local cp, counters = self._counter_ptr, self._counters
