@@ -4,6 +4,7 @@
 #include "plan.h"
 #include "../autograd.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,8 @@ typedef struct tracer {
     int failed;
 } tracer;
 
-static tracer *g_trace;   /* the open trace (its thread has ember__trace_on set) */
+/* the open trace: one in the process, of the thread that has ember__trace_on set */
+static _Atomic(tracer *) g_trace;
 
 /* ------------------------------------------------------------------ address map */
 static size_t hash_ptr(const void *p, size_t cap) { return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull & (cap - 1); }
@@ -215,7 +217,7 @@ int ember__trace_leave(int depth, int rc, int kind, int op, int nin, ember_tenso
                        ember_tensor *const *out, const ember_attrs *at, const ember__call_args *args)
 {
     trace_depth = depth;
-    tracer *tr = g_trace;
+    tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
     if (depth != 0 || rc < 0 || !tr || !ember__trace_on) return rc;
     trace_depth = 1;   /* the recording's own ops (snapshots) are not recorded */
     int r = tr->failed ? tr->failed : record(tr, kind, op, nin, in, nout, out, at, args);
@@ -233,7 +235,7 @@ int ember__trace_leave(int depth, int rc, int kind, int op, int nin, ember_tenso
 
 void ember__trace_born(const ember_tensor *t)
 {
-    tracer *tr = g_trace;
+    tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
     if (!tr || tr->failed) return;
     int r = map_put(&tr->tensors, t, trace_depth == 0 ? MAP_BORN : MAP_INNER);
     if (r < 0) tr->failed = r;
@@ -241,7 +243,7 @@ void ember__trace_born(const ember_tensor *t)
 
 void ember__trace_view(const ember_tensor *a, ember_tensor *view)
 {
-    tracer *tr = g_trace;
+    tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
     if (trace_depth != 0 || !tr || tr->failed) return;
     ember__call_args args = {{view->ndim, view->offset}, {0}};
     memcpy(&args.i[2], view->shape, sizeof view->shape);
@@ -291,7 +293,8 @@ static void tracer_free(tracer *tr)
 
 int ember_trace_begin(int n, ember_tensor *const *inputs)
 {
-    if (g_trace) return ember__fail(EMBER_ERR_STATE, "jit.trace: a trace is already open (traces do not nest)");
+    if (atomic_load(&g_trace))
+        return ember__fail(EMBER_ERR_STATE, "jit.trace: a trace is already open (traces do not nest; one at a time)");
     if (n < 0 || (n > 0 && !inputs)) return ember__fail(EMBER_ERR_ARG, "jit.trace: %d inputs given as NULL", n);
     tracer *tr = calloc(1, sizeof *tr);
     if (!tr) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
@@ -314,7 +317,11 @@ int ember_trace_begin(int n, ember_tensor *const *inputs)
         return rc;
     }
     tr->ninputs = n;
-    g_trace = tr;
+    tracer *none = NULL;
+    if (!atomic_compare_exchange_strong(&g_trace, &none, tr)) {   /* another thread's, opened meanwhile */
+        tracer_free(tr);
+        return ember__fail(EMBER_ERR_STATE, "jit.trace: a trace is already open (one at a time)");
+    }
     ember__trace_on = 1;
     trace_depth = 0;
     allow_reads = 0;
@@ -323,8 +330,8 @@ int ember_trace_begin(int n, ember_tensor *const *inputs)
 
 void ember_trace_abort(void)
 {
-    tracer *tr = g_trace;
-    g_trace = NULL;
+    if (!ember__trace_on) return;   /* none open on this thread */
+    tracer *tr = atomic_exchange(&g_trace, NULL);
     ember__trace_on = 0;
     trace_depth = 0;
     tracer_free(tr);
@@ -332,12 +339,12 @@ void ember_trace_abort(void)
 
 int ember_trace_end(int nout, ember_tensor *const *outputs, ember_plan **out)
 {
-    tracer *tr = g_trace;
+    tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
     if (!out) return ember__fail(EMBER_ERR_ARG, "jit.trace: out is NULL");
     *out = NULL;
-    if (!tr) return ember__fail(EMBER_ERR_STATE, "jit.trace: no trace is open");
+    if (!tr || !ember__trace_on) return ember__fail(EMBER_ERR_STATE, "jit.trace: no trace is open on this thread");
     ember__trace_on = 0;
-    g_trace = NULL;
+    atomic_store(&g_trace, NULL);
     int rc = tr->failed;
     if (rc < 0) {
         tracer_free(tr);
