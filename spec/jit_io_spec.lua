@@ -70,6 +70,27 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() step:save(dir .. "/step.plan") end, "a plan of a training step cannot be saved")
   end)
 
+  it("saves a CNN's forward (conv, batch norm's running statistics, max pool) with the model's bits", function()
+    ember.manual_seed(6)
+    local Net = nn.Module:extend("JitIoNet")
+    function Net:init()
+      self.conv = nn.Conv2d(1, 4, 3, { padding = 1 })
+      self.bn = nn.BatchNorm2d(4)
+      self.pool = nn.MaxPool2d(2)
+      self.fc = nn.Linear(4 * 4 * 4, 10)
+    end
+    function Net:forward(x) return self.fc(self.pool(ember.nn.functional.relu(self.bn(self.conv(x)))):flatten(2)) end
+    local m = Net()
+    m(ember.randn({ 4, 1, 8, 8 }))   -- running statistics of their own
+    ember.jit.trace(m, { ember.randn({ 1, 1, 8, 8 }) }, { train = false }):save(dir .. "/cnn.plan")
+    local p = ember.jit.load(dir .. "/cnn.plan")
+    m:eval()
+    for _ = 1, 3 do
+      local x = ember.randn({ 1, 1, 8, 8 })
+      assert.is_true(ember.equal(p(x), ember.no_grad(function() return m(x) end)))
+    end
+  end)
+
   it("saves a fused chain as the ops it replaced", function()
     local w = ember.randn({ 6 })
     local plan = ember.jit.trace(function(x) return ((x * w + 1):relu() - 0.5) / 3 end, { ember.randn({ 2, 6 }) },

@@ -41,8 +41,8 @@ example raise naming the input, as does a changed optimizer hyperparameter
 Writes the plan to one safetensors file: the tensors it reads as entries,
 the graph as JSON in the metadata (`"ember.plan"`) with the format version
 (`"ember.plan.version"`, `"1"`). A forward's plan only (traced with
-`train = false`; docs/plans.md lists the ops a file may hold): a training
-step's raises.
+`train = false`: the MLP and CNN recipes' forwards; docs/plans.md lists the
+ops a file may hold): a training step's raises.
 
 ### `Plan:start(...)`
 The same replay in slices for a host's frame loop: a `PlanRun`, nothing
