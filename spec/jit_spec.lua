@@ -313,6 +313,11 @@ describe("ember.jit.trace", function()
     H.raises(function() plan(ember.randn({ 4, 1, 8, 8 }), ys[3]) end, "input 1 is float32 {4, 1, 8, 8}")
     H.raises(function() plan(xs[3], ys[3]:to("int32")) end, "input 2 is int32")
     H.raises(function() plan(xs[3]) end, "takes 2 inputs, got 1")
+    -- a plan that views an input's memory (detach) takes the example's layout only
+    local viewing = ember.jit.trace(function(x) return x:detach() * 2 end, { ember.randn({ 3, 3 }) })
+    local x = ember.randn({ 3, 3 })
+    assert.is_true(same(viewing(x), x * 2))
+    H.raises(function() viewing(x:t()) end, "input 1 is laid out in memory (strides {1, 3}, offset 0) unlike")
     m.opt.param_groups[1].lr = 0.05
     H.raises(function() plan(xs[3], ys[3]) end, "the optimizer's lr is 0.05 now")
     m.opt.param_groups[1].lr = 0.1

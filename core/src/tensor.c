@@ -35,6 +35,7 @@ int ember__tensor_alloc(ember_tensor **out)
     memset(t, 0, offsetof(ember_tensor, shape));
     t->refcount = 1;
     ember__stats_tensor(1);
+    if (EMBER_UNLIKELY(ember__trace_on)) ember__trace_header(t);
     *out = t;
     return EMBER_OK;
 }

@@ -47,10 +47,12 @@ extern EMBER_TLS int ember__trace_on;
 int ember__trace_enter(void);
 int ember__trace_leave(int depth, int rc, int kind, int op, int nin, ember_tensor *const *in, int nout,
                        ember_tensor *const *out, const ember_attrs *at, const ember__call_args *args);
-/* A tensor header made on the tracing thread (tensor.c): outside any traced
-   call it is a constant of the trace (a factory, a Lua number), unless its
-   memory existed before the trace. */
+/* A tensor with new memory made on the tracing thread (ember__new): outside
+   any traced call a constant of the trace (a factory, a Lua number). */
 void ember__trace_born(const ember_tensor *t);
+/* Any new tensor header on the tracing thread (tensor.c): what the trace
+   knew of a freed tensor at the same address is forgotten. */
+void ember__trace_header(const ember_tensor *t);
 /* A view made outside the ops (ember_detach): recorded as an entry. A
    failure fails the trace (ember_trace_end reports it). */
 void ember__trace_view(const ember_tensor *a, ember_tensor *view);
@@ -97,6 +99,9 @@ struct ember_plan {
     int32_t *inputs_ndim;
     int64_t (*inputs_shape)[EMBER_MAX_DIMS];
     int32_t *inputs_device;
+    int64_t (*inputs_strides)[EMBER_MAX_DIMS];   /* and, for an input whose memory the plan views */
+    int64_t *inputs_offset;                      /* (inputs_viewed), its layout */
+    uint8_t *inputs_viewed;
     int64_t *counters;       /* the optimizer step counters (Adam's step), one per PE_ADAM */
     int64_t arena_bytes, peak_bytes, removed;
     uint8_t *owned;          /* per slot: a run holds a reference of its own (temporaries, written constants) */

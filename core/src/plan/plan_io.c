@@ -212,6 +212,7 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
         int64_t numel;
         if (ember__check_shape("plan load", sh->n, p->inputs_shape[i], &numel) < 0)
             return BAD("input %d: %s", path, i + 1, ember_last_error());
+        ember__contiguous_strides(sh->n, p->inputs_shape[i], p->inputs_strides[i]);   /* a loaded plan's inputs */
     }
     for (int s = 0; s < slots->n; s++) {
         const json_node *sl = &slots->items[s];

@@ -28,6 +28,9 @@ static void plan_free_parts(ember_plan *p)
     free(p->inputs_ndim);
     free(p->inputs_shape);
     free(p->inputs_device);
+    free(p->inputs_strides);
+    free(p->inputs_offset);
+    free(p->inputs_viewed);
     free(p->counters);
     free(p->vals);
     free(p);
@@ -129,11 +132,15 @@ ember_plan *ember__plan_alloc(int nslots, int nentries, int ninputs, int noutput
     p->inputs_ndim = calloc((size_t)ninputs + 1, sizeof *p->inputs_ndim);
     p->inputs_device = calloc((size_t)ninputs + 1, sizeof *p->inputs_device);
     p->inputs_shape = calloc((size_t)ninputs + 1, sizeof *p->inputs_shape);
+    p->inputs_strides = calloc((size_t)ninputs + 1, sizeof *p->inputs_strides);
+    p->inputs_offset = calloc((size_t)ninputs + 1, sizeof *p->inputs_offset);
+    p->inputs_viewed = calloc((size_t)ninputs + 1, 1);
     p->counters = calloc((size_t)ncounters + 1, sizeof *p->counters);
     p->vals = calloc((size_t)nslots + 1, sizeof *p->vals);
     p->owned = calloc((size_t)nslots + 1, 1);
     if (!p->slots || !p->entries || !p->outputs || !p->inputs_dtype || !p->inputs_ndim || !p->inputs_device ||
-        !p->inputs_shape || !p->counters || !p->vals || !p->owned) {
+        !p->inputs_shape || !p->counters || !p->vals || !p->owned || !p->inputs_strides || !p->inputs_offset ||
+        !p->inputs_viewed) {
         plan_free_parts(p);
         return NULL;
     }
@@ -157,8 +164,13 @@ int ember__plan_finish(ember_plan *p, ember_tensor *const *held)
     }
     for (int s = 0; s < p->nslots; s++)
         p->owned[s] = p->slots[s].kind == SLOT_TEMP || (p->slots[s].kind == SLOT_CONST && p->slots[s].written);
-    for (int e = 0; e < p->nentries; e++)
-        if (p->entries[e].kind == PE_ADAM) p->counters[p->entries[e].args.i[2]] = p->entries[e].args.i[3] + 1;
+    for (int e = 0; e < p->nentries; e++) {
+        const plan_entry *en = &p->entries[e];
+        if (en->kind == PE_ADAM) p->counters[en->args.i[2]] = en->args.i[3] + 1;
+        /* a view of an input's memory is made at the offsets the example had */
+        if (en->kind == PE_VIEW && p->slots[en->slots[0]].kind == SLOT_INPUT)
+            p->inputs_viewed[p->slots[en->slots[0]].index] = 1;
+    }
     int rc = plan_lifetimes(p, held);
     if (rc < 0) plan_free_parts(p);
     return rc;
@@ -185,6 +197,8 @@ int ember__plan_build(const tracer_view *v, ember_plan **out)
         p->inputs_ndim[sl->index] = t->ndim;
         p->inputs_device[sl->index] = t->storage->device;
         memcpy(p->inputs_shape[sl->index], t->shape, sizeof t->shape);
+        memcpy(p->inputs_strides[sl->index], t->strides, sizeof t->strides);
+        p->inputs_offset[sl->index] = t->offset;
     }
     EMBER_TRY(ember__plan_finish(p, v->held));
     *out = p;
@@ -276,6 +290,13 @@ static int check_inputs(const ember_plan *p, ember_tensor *const *in, int nin)
                                ember__shape_str(want, nd, p->inputs_shape[i]),
                                ember__device_name(dw, p->inputs_device[i]));
         }
+        if (p->inputs_viewed[i] && (t->offset != p->inputs_offset[i] ||
+                                    memcmp(t->strides, p->inputs_strides[i], (size_t)nd * sizeof *t->strides) != 0))
+            return ember__fail(EMBER_ERR_SHAPE,
+                               "plan: input %d is laid out in memory (strides %s, offset %lld) unlike the example "
+                               "(strides %s, offset %lld), whose memory the plan views; pass a contiguous copy",
+                               i + 1, ember__shape_str(got, nd, t->strides), (long long)t->offset,
+                               ember__shape_str(want, nd, p->inputs_strides[i]), (long long)p->inputs_offset[i]);
     }
     return EMBER_OK;
 }

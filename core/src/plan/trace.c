@@ -26,7 +26,7 @@ typedef struct tracer {
     /* tensor -> slot, or MAP_BORN (made by a factory during the trace) or
        MAP_INNER (made inside an op during the trace) */
     addr_map tensors;
-    addr_map storages;   /* storage -> the slot of a tensor that owns it (not a view) */
+    addr_map storages;   /* storage -> the slot of a tensor that owns it, or MAP_BORN (made during the trace) */
     plan_slot *slots;
     ember_tensor **held;   /* per slot: the tensor it had in the trace (one reference) */
     int nslots, slot_cap;
@@ -106,7 +106,10 @@ static int new_slot(tracer *tr, int kind, ember_tensor *t, ember_tensor *value)
     EMBER_TRY(grow((void **)&tr->held, &tr->slot_cap, tr->nslots + 1, sizeof *tr->held));
     int s = tr->nslots;
     EMBER_TRY(map_put(&tr->tensors, t, s));
-    if ((!t->is_view || kind == SLOT_INPUT) && kind != SLOT_LIVE) EMBER_TRY(map_put(&tr->storages, t->storage, s));
+    /* the memory's owner: a tensor that is not a view, else the first slot seen on it (a view's offsets
+       are the memory's, so any tensor on it can make the views of it) */
+    if (!t->is_view || kind == SLOT_INPUT || kind == SLOT_LIVE || map_find(&tr->storages, t->storage) < 0)
+        EMBER_TRY(map_put(&tr->storages, t->storage, s));
     tr->nslots++;
     tr->slots[s] = (plan_slot){kind, 0, value, 0, -1, 0};
     ember_tensor_retain(t);
@@ -120,8 +123,9 @@ static int record(tracer *tr, int kind, int op, int nin, ember_tensor *const *in
 /* The slot t is read from: a slot it has; else a constant (a factory's
    tensor made during the trace: its value now); else, for a tensor sharing
    the memory of a slot's tensor (a view an op's recording made: what a grad
-   rule saved), a view entry of that slot; else a live tensor (one that
-   existed before the trace: read and written in place on replay). */
+   rule saved), a view entry of that slot, or the tensor itself when that
+   slot is live; else, for memory that existed before the trace, a live
+   tensor (read and written in place on replay). */
 static int slot_of(tracer *tr, ember_tensor *t)
 {
     int m = map_find(&tr->tensors, t);
@@ -134,7 +138,7 @@ static int slot_of(tracer *tr, ember_tensor *t)
         return s;
     }
     int owner = map_find(&tr->storages, t->storage);
-    if (owner >= 0) {
+    if (owner >= 0 && tr->slots[owner].kind != SLOT_LIVE) {
         ember__call_args args = {{t->ndim, t->offset}, {0}};
         memcpy(&args.i[2], t->shape, sizeof t->shape);
         memcpy(&args.i[2 + EMBER_MAX_DIMS], t->strides, sizeof t->strides);
@@ -142,7 +146,7 @@ static int slot_of(tracer *tr, ember_tensor *t)
         EMBER_TRY(record(tr, PE_VIEW, 0, 1, &src, 1, &t, NULL, &args));
         return map_find(&tr->tensors, t);
     }
-    if (m == MAP_INNER)
+    if (owner == MAP_BORN)   /* memory made during the trace that no slot holds */
         return ember__fail(EMBER_ERR_UNSUPPORTED,
                            "jit.trace: an op reads a tensor made inside another op's recording that the trace "
                            "cannot place (a saved copy under allow_mutation_on_saved_tensors?)");
@@ -233,11 +237,22 @@ int ember__trace_leave(int depth, int rc, int kind, int op, int nin, ember_tenso
     return rc;
 }
 
+void ember__trace_header(const ember_tensor *t)
+{
+    tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
+    if (!tr || tr->failed) return;
+    /* a header made inside an op is that op's (a view its recording saved);
+       outside one, a tensor the trace has not seen (from_blob's: live) */
+    int r = map_put(&tr->tensors, t, trace_depth == 0 ? MAP_EMPTY : MAP_INNER);
+    if (r < 0) tr->failed = r;
+}
+
 void ember__trace_born(const ember_tensor *t)
 {
     tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
     if (!tr || tr->failed) return;
-    int r = map_put(&tr->tensors, t, trace_depth == 0 ? MAP_BORN : MAP_INNER);
+    int r = map_put(&tr->storages, t->storage, MAP_BORN);   /* memory made during the trace */
+    if (r >= 0) r = map_put(&tr->tensors, t, trace_depth == 0 ? MAP_BORN : MAP_INNER);
     if (r < 0) tr->failed = r;
 }
 
