@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes ember's two file parsers (safetensors, IDX) with libFuzzer under ASan
+# Fuzzes ember's file parsers (safetensors, IDX, plans) with libFuzzer under ASan
 # and UBSan: the core is built with clang into build-fuzz/, then each harness
 # (core/tests/fuzz/fuzz_*.c) runs for SECONDS (default 40) from its committed
 # seed corpus. Exits non-zero if a harness finds a crash, a leak or undefined
@@ -29,7 +29,7 @@ for src in $(find core/src -name '*.c' | sort); do
 done
 wait
 status=0
-for h in safetensors idx; do
+for h in safetensors idx plan; do
   clang "${flags[@]}" -fsanitize=fuzzer "core/tests/fuzz/fuzz_$h.c" "${objs[@]}" -lz -lm -lpthread -ldl \
     -o "$out/fuzz_$h"
   mkdir -p "$out/corpus_$h"

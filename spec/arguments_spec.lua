@@ -363,6 +363,7 @@ end
 
 -- Variadic by design: what a value past the signature means there.
 local VARIADIC = {
+  ["Plan:start"] = "the plan's inputs; a count other than the trace's raises",
   ["ember.view"] = "sizes may come one by one (x:view(2, 3)); after a shape table nothing may follow",
   ["ember.reshape"] = "as ember.view",
   ["ember.expand"] = "as ember.view",

@@ -7,6 +7,7 @@
 #include "autograd.h"
 #include "backend.h"
 #include "philox.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -145,18 +146,41 @@ static int finish(int rc, ember_tensor **out)
     return rc;
 }
 
+/* A new tensor of draws; under a trace (plan.h) one entry, which a replay
+   draws afresh at the generator's offset then. */
+static int random_new(ember_generator *g, const char *op, int dist, double a, double b, int ndim,
+                      const int64_t *shape, int dtype, int device, bool floats, ember_tensor **out)
+{
+    if (EMBER_LIKELY(!ember__trace_on)) {
+        EMBER_TRY(make(op, ndim, shape, dtype, device, floats, out));
+        return finish(fill_random(g, *out, dist, a, b), out);
+    }
+    if (g && g != &g_default)
+        return ember__fail(EMBER_ERR_STATE, "%s: draws from a generator other than the default one inside "
+                                            "ember.jit.trace cannot be replayed", op);
+    int depth = ember__trace_enter(), rc = make(op, ndim, shape, dtype, device, floats, out);
+    if (rc >= 0) rc = finish(fill_random(NULL, *out, dist, a, b), out);
+    ember__call_args args = {{dist, dtype, device, ndim}, {a, b}};
+    if (rc >= 0) memcpy(&args.i[4], shape, (size_t)ndim * sizeof *shape);
+    return ember__trace_leave(depth, rc, PE_RANDOM, 0, 0, NULL, 1, out, NULL, &args);
+}
+
+int ember__random_new(int dist, double a, double b, int ndim, const int64_t *shape, int dtype, int device,
+                      ember_tensor **out)
+{
+    return random_new(NULL, "random", dist, a, b, ndim, shape, dtype, device, false, out);
+}
+
 int ember_rand_gen(ember_generator *g, int ndim, const int64_t *shape, int dtype, int device,
                    ember_tensor **out)
 {
-    EMBER_TRY(make("rand", ndim, shape, dtype, device, true, out));
-    return finish(fill_random(g, *out, EMBER__DRAW_UNIFORM, 0, 1), out);
+    return random_new(g, "rand", EMBER__DRAW_UNIFORM, 0, 1, ndim, shape, dtype, device, true, out);
 }
 
 int ember_randn_gen(ember_generator *g, int ndim, const int64_t *shape, int dtype, int device,
                     ember_tensor **out)
 {
-    EMBER_TRY(make("randn", ndim, shape, dtype, device, true, out));
-    return finish(fill_random(g, *out, EMBER__DRAW_NORMAL, 0, 1), out);
+    return random_new(g, "randn", EMBER__DRAW_NORMAL, 0, 1, ndim, shape, dtype, device, true, out);
 }
 
 int ember_randint_gen(ember_generator *g, int64_t low, int64_t high, int ndim, const int64_t *shape,
@@ -170,9 +194,8 @@ int ember_randint_gen(ember_generator *g, int64_t low, int64_t high, int ndim, c
         EMBER_TRY(ember__check_value("randint", (double)low, dtype));
         EMBER_TRY(ember__check_value("randint", (double)(high - 1), dtype));
     }
-    EMBER_TRY(make("randint", ndim, shape, dtype, device, false, out));
-    return finish(fill_random(g, *out, EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low)),
-                  out);
+    return random_new(g, "randint", EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low), ndim,
+                      shape, dtype, device, false, out);
 }
 
 int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
@@ -192,7 +215,23 @@ int ember_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, int
 }
 
 /* A random fill in place: the old value and its history are gone. */
+static int overwrite_now(ember_generator *g, const char *name, ember_tensor *t, int dist, double a, double b);
+
 static int overwrite(ember_generator *g, const char *name, ember_tensor *t, int dist, double a, double b)
+{
+    if (EMBER_LIKELY(!ember__trace_on)) return overwrite_now(g, name, t, dist, a, b);
+    if (g && g != &g_default)
+        return ember__fail(EMBER_ERR_STATE, "%s_: draws from a generator other than the default one inside "
+                                            "ember.jit.trace cannot be replayed", name);
+    int depth = ember__trace_enter();
+    ember__call_args args = {{dist}, {a, b}};
+    return ember__trace_leave(depth, overwrite_now(NULL, name, t, dist, a, b), PE_RANDOM_, 0, 1, &t, 0, NULL, NULL,
+                              &args);
+}
+
+int ember__random_fill(int dist, double a, double b, ember_tensor *t) { return overwrite(NULL, "random", t, dist, a, b); }
+
+static int overwrite_now(ember_generator *g, const char *name, ember_tensor *t, int dist, double a, double b)
 {
     EMBER_TRY(ember__check_writable(name, t));
     int rec = ember__ag_write_recorded(name, t, NULL);

@@ -2,6 +2,7 @@
    accessors the FFI reads. Kernels live in ops/; autograd state in autograd.c. */
 #include "internal.h"
 #include "backend.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -34,6 +35,7 @@ int ember__tensor_alloc(ember_tensor **out)
     memset(t, 0, offsetof(ember_tensor, shape));
     t->refcount = 1;
     ember__stats_tensor(1);
+    if (EMBER_UNLIKELY(ember__trace_on)) ember__trace_header(t);
     *out = t;
     return EMBER_OK;
 }
@@ -266,6 +268,7 @@ int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tens
     ember__contiguous_strides(ndim, shape, t->strides);
     t->numel = n;
     t->is_contiguous = 1;
+    if (EMBER_UNLIKELY(ember__trace_on)) ember__trace_born(t);
     *out = t;
     return EMBER_OK;
 }
@@ -287,6 +290,7 @@ int ember__make_view(const ember_tensor *a, int ndim, const int64_t *shape, cons
     t->is_view = 1;
     ember__refresh_geometry(t);
     *out = t;
+    if (EMBER_UNLIKELY(ember__trace_on)) ember__trace_view(a, t);
     return EMBER_OK;
 }
 
@@ -404,6 +408,7 @@ void ember__noop_release(void *ctx, void *data)
 int ember_item(const ember_tensor *t, double *out)
 {
     char buf[200];
+    if (EMBER_UNLIKELY(ember__trace_on)) EMBER_TRY(ember__trace_read("item"));
     if (!t || !out) return ember__fail(EMBER_ERR_ARG, "item: NULL argument");
     if (t->numel != 1)
         return ember__fail(EMBER_ERR_SHAPE,
@@ -423,6 +428,7 @@ int ember_copy_to_buffer(const ember_tensor *t, void *dst, int dst_dtype)
 {
     if (!t || (!dst && t->numel)) return ember__fail(EMBER_ERR_ARG, "copy_to_buffer: NULL argument");
     if (!ember__valid_dtype(dst_dtype)) return ember__fail(EMBER_ERR_DTYPE, "copy_to_buffer: unknown dtype");
+    if (EMBER_UNLIKELY(ember__trace_on)) EMBER_TRY(ember__trace_read("copy_to_buffer"));
     if (t->storage->device != EMBER_CPU) {
         ember_tensor *c;
         EMBER_TRY(ember_to_device((ember_tensor *)t, EMBER_CPU, &c));

@@ -205,6 +205,7 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   local function launch(op, tr, result, fn, post)
     local h = setmetatable({ op = op, tr = tr, result = result, post = post }, Handle)
     if tr.active() then
+      ember._jit_refuse("distributed." .. op, "a collective runs outside the ops a plan replays")
       if fn(hbuf) < 0 then tr.raise() end
       h.id = hbuf[0]
       inflight[h] = true

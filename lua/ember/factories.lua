@@ -381,8 +381,14 @@ return function(ember, H)
     return wrap(out1[0])
   end
 
+  -- a generator's state set inside ember.jit.trace would not be set again by a run of the plan
+  local function not_traced(what)
+    if ember._jit_refuse then ember._jit_refuse(what, "a plan's random draws go on from the generator's state") end
+  end
+
   function ember.manual_seed(seed)
     if not is_int(seed) or seed < 0 then fail("manual_seed", "expected a non-negative integer seed, got " .. show(seed)) end
+    not_traced("manual_seed")
     C.ember_manual_seed(seed)
   end
   function ember.initial_seed() return tonumber(C.ember_initial_seed()) end
@@ -423,6 +429,7 @@ return function(ember, H)
   H.state_of, H.state_parts = state_of, state_parts
   function ember.set_rng_state(state)
     local seed, offset = state_parts("set_rng_state", "get_rng_state", state)
+    not_traced("set_rng_state")
     for k in pairs(state) do
       if k ~= "seed" and k ~= "offset" then
         fail("set_rng_state", ("unknown key %s = %s in the state: get_rng_state returns {seed = n, offset = m}")

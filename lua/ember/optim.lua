@@ -370,6 +370,7 @@ local function sgd_update(self)
   for _, group in ipairs(self.param_groups) do
     local lr, mom, damp, wd = group.lr, group.momentum, group.dampening, group.weight_decay
     local nesterov, maximize = group.nesterov, group.maximize
+    if ember._jit_tracing() then ember._jit_group(group) end
     for _, p in ipairs(group.params) do
       local g = rawget(p, "_grad")
       local done = false
@@ -400,6 +401,8 @@ local function sgd_update(self)
           if st == nil then st = {}; state[p] = st end
           local buf = st.momentum_buffer
           if buf == nil then
+            ember._jit_refuse("SGD's first step with momentum", "it makes the momentum buffer, which later steps "
+              .. "update; run one step eagerly before tracing")
             buf = (owned and not nesterov) and d or d:clone()
             st.momentum_buffer = buf
           else
@@ -441,6 +444,8 @@ end)
 local function adam_state(state, p, amsgrad)
   local st = state[p]
   if st == nil then
+    ember._jit_refuse("Adam's first step", "it makes the optimizer's state, which later steps update; run one "
+      .. "step eagerly before tracing")
     st = { step = 0, exp_avg = ember.zeros_like(p), exp_avg_sq = ember.zeros_like(p) }
     state[p] = st
   end
@@ -454,11 +459,13 @@ local function adam_update(self, decoupled)
     local lr, eps, wd = group.lr, group.eps, group.weight_decay
     local b1, b2 = group.betas[1], group.betas[2]
     local amsgrad, maximize = group.amsgrad, group.maximize
+    if ember._jit_tracing() then ember._jit_group(group) end
     for _, p in ipairs(group.params) do
       local g = rawget(p, "_grad")
       if g ~= nil then
         local st = adam_state(state, p, amsgrad)
         local vmax = amsgrad and st.max_exp_avg_sq or nil
+        ember._jit_counter(st)
         if fused(C.ember_adam_step_(p._c, g._c, st.exp_avg._c, st.exp_avg_sq._c, vmax and vmax._c, lr, b1, b2,
             eps, wd, decoupled and 1 or 0, maximize and 1 or 0, st.step + 1)) then
           st.step = st.step + 1
@@ -466,6 +473,8 @@ local function adam_update(self, decoupled)
         end
       end
       if g ~= nil then
+        ember._jit_refuse("Adam's composed update (a parameter the fused kernel does not take)",
+          "its bias correction is a Lua number of the step count")
         if maximize then g = -g end
         if wd ~= 0 then
           if decoupled then p:mul_(1 - lr * wd)

@@ -436,6 +436,8 @@ return function(ember)
             :format(table.concat(v:shape(), ","), v.dtype, v.device, table.concat(t:shape(), ","), t.dtype, t.device))
         end
       end
+      local seen = ember._jit_grads   -- a trace notes every .grad set (jit.lua)
+      if seen then seen[t] = true end
       rawset(t, "_grad", v)
     elseif type(k) ~= "string" then
       ember._index_write(t, k, v)   -- x[...] = v (indexing.lua)

@@ -346,5 +346,24 @@ return function(ember)
     while not r:is_done() do r:resume(1) end
     return { r }
   end
+
+  -- jit: a plan of x * 2 and its runs
+  local function plan() return ember.jit.trace(function(x) return x * 2 end, { t3() }) end
+  calls["ember.jit.trace"] = function() return { function(x) return x * 2 end, { t3() }, { train = true } } end
+  calls["Plan:stats"] = function() return { plan() } end
+  local plan_file = os.tmpname()
+  calls["Plan:save"] = function() return { plan(), plan_file } end
+  calls["ember.jit.load"] = function()
+    plan():save(plan_file)
+    return { plan_file }
+  end
+  local function run() return plan():start(t3()) end
+  calls["PlanRun:step"] = function() return { run(), 1 } end
+  calls["PlanRun:cancel"] = function() return { run() } end
+  calls["PlanRun:result"] = function()
+    local r = run()
+    while not r:step(1) do end
+    return { r }
+  end
   return calls
 end

@@ -4,6 +4,7 @@
 #include "../autograd.h"
 #include "../backend.h"
 #include "../profile.h"
+#include "../plan/plan.h"
 
 #include <string.h>
 
@@ -65,6 +66,8 @@ static int number_operands(int op, int nin, ember_tensor *const *in)
     return EMBER_OK;
 }
 
+static int dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out);
+
 static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     const ember__op_info *info = &ember__ops[op];
@@ -108,13 +111,30 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     return rc;
 }
 
+/* Under a trace (plan.h) the outermost op is recorded: the ops its forward
+   or recording runs in turn are not. */
+static int traced(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out, bool grad)
+{
+    int depth = ember__trace_enter();
+    int rc = grad ? dispatch(op, nin, in, at, out) : run(op, nin, in, at, out);
+    return ember__trace_leave(depth, rc, PE_OP, op, nin, in, ember__ops[op].nout, out, at, NULL);
+}
+
 int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
                       ember_tensor **out)
 {
+    if (EMBER_UNLIKELY(ember__trace_on)) return traced(op, nin, in, at, out, false);
     return run(op, nin, in, at, out);
 }
 
 int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                    ember_tensor **out)
+{
+    if (EMBER_UNLIKELY(ember__trace_on)) return traced(op, nin, in, at, out, true);
+    return dispatch(op, nin, in, at, out);
+}
+
+static int dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
                     ember_tensor **out)
 {
     EMBER_TRY(run(op, nin, in, at, out));

@@ -5,6 +5,7 @@
 #include "ops.h"
 #include "../autograd_ops.h"
 #include "../backend.h"
+#include "../plan/plan.h"
 
 #include <string.h>
 
@@ -54,7 +55,7 @@ static const char *const INPLACE_NAMES[EMBER_OP_COUNT] = {
 #include "ops.def"
 };
 
-static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
+int ember__binary_inplace(int op, ember_tensor *a, ember_tensor *b)
 {
     const char *name = ember__ops[op].name, *iname = INPLACE_NAMES[op];
     char sa[200], sb[200];
@@ -98,13 +99,22 @@ static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
     return EMBER_OK;
 }
 
+/* the in-place forms as a trace records them (plan.h) */
+static int binary_inplace(int op, ember_tensor *a, ember_tensor *b)
+{
+    if (EMBER_LIKELY(!ember__trace_on)) return ember__binary_inplace(op, a, b);
+    int depth = ember__trace_enter();
+    ember_tensor *in[2] = {a, b};
+    return ember__trace_leave(depth, ember__binary_inplace(op, a, b), PE_BINARY_, op, 2, in, 0, NULL, NULL, NULL);
+}
+
 int ember_add_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_ADD, a, b); }
 int ember_sub_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_SUB, a, b); }
 int ember_mul_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_MUL, a, b); }
 int ember_div_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_DIV, a, b); }
 int ember_pow_(ember_tensor *a, ember_tensor *b) { return binary_inplace(EMBER_OP_POW, a, b); }
 
-static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
+int ember__unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
 {
     const char *name = ember__ops[op].name;
     if (!a) return ember__fail(EMBER_ERR_ARG, "%s_: argument is NULL", name);
@@ -126,6 +136,13 @@ static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
     return EMBER_OK;
 }
 
+static int unary_inplace(int op, ember_tensor *a, const ember_attrs *at)
+{
+    if (EMBER_LIKELY(!ember__trace_on)) return ember__unary_inplace(op, a, at);
+    int depth = ember__trace_enter();
+    return ember__trace_leave(depth, ember__unary_inplace(op, a, at), PE_UNARY_, op, 1, &a, 0, NULL, at, NULL);
+}
+
 int ember_unary_(ember_tensor *a, const char *op)
 {
     if (!op) return ember__fail(EMBER_ERR_ARG, "unary_: op name is NULL");
@@ -142,7 +159,17 @@ int ember_clamp_(ember_tensor *a, int has_lo, double lo, int has_hi, double hi)
     return unary_inplace(EMBER_OP_CLAMP, a, &at);
 }
 
+static int copy_inplace(ember_tensor *a, ember_tensor *src);
+
 int ember_copy_(ember_tensor *a, ember_tensor *src)
+{
+    if (EMBER_LIKELY(!ember__trace_on)) return copy_inplace(a, src);
+    int depth = ember__trace_enter();
+    ember_tensor *in[2] = {a, src};
+    return ember__trace_leave(depth, copy_inplace(a, src), PE_COPY_, 0, 2, in, 0, NULL, NULL, NULL);
+}
+
+static int copy_inplace(ember_tensor *a, ember_tensor *src)
 {
     char sa[200], sb[200];
     if (!a || !src) return ember__fail(EMBER_ERR_ARG, "copy_: argument is NULL");
@@ -200,7 +227,17 @@ int ember__fill_raw(ember_tensor *a, double value)
     return EMBER_OK;
 }
 
+static int fill_inplace(ember_tensor *a, double value);
+
 int ember_fill_(ember_tensor *a, double value)
+{
+    if (EMBER_LIKELY(!ember__trace_on)) return fill_inplace(a, value);
+    int depth = ember__trace_enter();
+    ember__call_args args = {{0}, {value}};
+    return ember__trace_leave(depth, fill_inplace(a, value), PE_FILL_, 0, 1, &a, 0, NULL, NULL, &args);
+}
+
+static int fill_inplace(ember_tensor *a, double value)
 {
     if (!a) return ember__fail(EMBER_ERR_ARG, "fill_: argument is NULL");
     EMBER_TRY(ember__check_writable("fill", a));

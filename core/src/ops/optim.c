@@ -26,6 +26,7 @@
 #include "ops.h"
 #include "../backend.h"
 #include "../optim_math.h"
+#include "../plan/plan.h"
 
 #include <math.h>
 #include <string.h>
@@ -108,7 +109,28 @@ EMBER_SIMD static void sgd_range(void *vctx, int64_t b, int64_t e)
     else SGD_BODY(float, f32);
 }
 
+static int sgd_step(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
+                    double dampening, double weight_decay, int nesterov, int maximize, int first_step);
+
+/* Under a trace (plan.h) an update is one entry; a first step (which makes
+   the momentum buffer) is not what later steps do, and is refused. */
 int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
+                    double dampening, double weight_decay, int nesterov, int maximize, int first_step)
+{
+    if (EMBER_LIKELY(!ember__trace_on))
+        return sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first_step);
+    if (first_step && buf)
+        return ember__fail(EMBER_ERR_STATE, "sgd_step_: the first step of a momentum buffer inside ember.jit.trace: "
+                                            "it makes the buffer, which later steps update; run one step eagerly "
+                                            "before tracing");
+    int depth = ember__trace_enter();
+    ember_tensor *in[3] = {p, g, buf};
+    ember__call_args args = {{nesterov != 0, maximize != 0}, {lr, momentum, dampening, weight_decay}};
+    return ember__trace_leave(depth, sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, 0),
+                              PE_SGD, 0, 3, in, 0, NULL, NULL, &args);
+}
+
+static int sgd_step(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
                     double dampening, double weight_decay, int nesterov, int maximize, int first_step)
 {
     ember_tensor *others[2] = {g, buf};
@@ -171,7 +193,27 @@ EMBER_SIMD static void adam_range(void *vctx, int64_t b, int64_t e)
     else ADAM_BODY(float, f32);
 }
 
+static int adam_step(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
+                     double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled,
+                     int maximize, int64_t step);
+
+/* Under a trace an update is one entry whose step count advances with each
+   run of the plan (ember_plan_counters). */
 int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
+                     double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled,
+                     int maximize, int64_t step)
+{
+    if (EMBER_LIKELY(!ember__trace_on))
+        return adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step);
+    int depth = ember__trace_enter();
+    ember_tensor *in[5] = {p, g, m, v, vmax};
+    ember__call_args args = {{decoupled != 0, maximize != 0, 0, step}, {lr, beta1, beta2, eps, weight_decay}};
+    return ember__trace_leave(depth, adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled,
+                                               maximize, step),
+                              PE_ADAM, 0, 5, in, 0, NULL, NULL, &args);
+}
+
+static int adam_step(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
                      double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled,
                      int maximize, int64_t step)
 {

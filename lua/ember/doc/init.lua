@@ -12,13 +12,13 @@ local M = {}
 
 -- the section files, in the order of docs/api.md
 M.SECTIONS = { "tensor", "ops", "tensorlib", "autodiff", "amp", "graph", "nn", "functional", "optim", "data",
-  "io", "distributed", "distributions", "runtime", "loader" }
+  "io", "distributed", "distributions", "jit", "runtime", "loader" }
 
 -- Tables whose every public key is a public name, written "<path>.<key>"
 -- (plain tables of functions found in them, such as ember.io.json, too).
 M.TABLES = { "ember", "ember.linalg", "ember.nn", "ember.nn.functional", "ember.optim",
   "ember.optim.lr_scheduler", "ember.autodiff", "ember.amp", "ember.autodiff.graph", "ember.data", "ember.io",
-  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame", "ember.distributions" }
+  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame", "ember.distributions", "ember.jit" }
 
 -- Classes whose methods are public names, written "<Class>:<method>": the
 -- class and the path of the table holding its methods.
@@ -33,6 +33,8 @@ M.CLASSES = {
   { "GradScaler", "ember.amp.GradScaler" },
   { "BackwardRun", "ember.autodiff.BackwardRun" },
   { "StepRun", "ember.frame.StepRun" },
+  { "Plan", "ember.jit.Plan" },
+  { "PlanRun", "ember.jit.PlanRun" },
   { "Node", "ember.autodiff.graph.Node" },
   { "DataLoader", "ember.data.DataLoader_class" },
   { "TensorDataset", "ember.data.TensorDataset_class" },

@@ -15,6 +15,7 @@ local out2 = ffi.new("ember_tensor*[2]")
 
 local L = { functional = {} }
 local F = L.functional
+local C = ember._C
 local is_tensor = ember.is_tensor
 local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
 
@@ -248,8 +249,15 @@ local function targets(op, labels, Cn, o, dtype)
   local lab = labels:to("int64")
   local mask
   if lab:numel() > 0 then
-    local lo, hi = lab:min():item(), lab:max():item()
+    -- under ember.jit.trace these reads are a check (docs/plans.md); an
+    -- ignore_index that is a class would make the rows counted depend on them
     local ig = o.ignore_index
+    if ig >= 1 and ig <= Cn then
+      ember._jit_refuse(op .. " with an ignore_index that is a class", "which rows count would depend on the labels")
+    end
+    C.ember_trace_allow_reads(1)
+    local lo, hi = lab:min():item(), lab:max():item()
+    C.ember_trace_allow_reads(-1)
     if ig >= lo and ig <= hi then
       mask = lab:ne(ig)
       lab = ember.where(mask, lab, 1)

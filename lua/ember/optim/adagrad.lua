@@ -11,6 +11,9 @@ return function(optim, I)
   end
 
   local function update(group, p, g, st)
+    if group.lr_decay ~= 0 then
+      ember._jit_refuse("Adagrad's update with lr_decay", "its learning rate is a Lua number of the step count")
+    end
     g = common.direction(p, g, group.weight_decay, group.maximize)
     st.step = st.step + 1
     local clr = group.lr / (1 + (st.step - 1) * group.lr_decay)

@@ -11,6 +11,7 @@ return function(optim, I)
   end
 
   local function update(group, p, g, st)
+    ember._jit_refuse("Adamax's update", "its bias correction is a Lua number of the step count")
     g = common.direction(p, g, group.weight_decay, group.maximize)
     local b1, b2 = group.betas[1], group.betas[2]
     st.step = st.step + 1

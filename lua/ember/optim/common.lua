@@ -3,23 +3,31 @@
 -- state, and the gradient an update uses. Not a public module.
 local ember = require("ember")
 
-local ipairs, rawget = ipairs, rawget
+local ipairs, rawget, getmetatable = ipairs, rawget, getmetatable
 
 local common = {}
 
 -- calls update(group, p, g, state[p]) for every parameter p whose .grad g is
 -- not nil; init(p, group) makes state[p] on p's first step
+-- Under ember.jit.trace the group's numbers are the plan's (checked before
+-- each run), a first step (which makes the state) raises, and the step
+-- count advances with each run of the plan.
 function common.each_param(self, init, update)
   local state = self.state
+  local tracing = ember._jit_tracing()
   for _, group in ipairs(self.param_groups) do
+    if tracing then ember._jit_group(group) end
     for _, p in ipairs(group.params) do
       local g = rawget(p, "_grad")
       if g ~= nil then
         local st = state[p]
         if st == nil then
+          ember._jit_refuse(getmetatable(self)._name .. "'s first step", "it makes the optimizer's state, which "
+            .. "later steps update; run one step eagerly before tracing")
           st = init(p, group)
           state[p] = st
         end
+        if tracing then ember._jit_advance(st) end
         update(group, p, g, st)
       end
     end

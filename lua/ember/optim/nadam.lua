@@ -14,6 +14,7 @@ return function(optim, I)
   end
 
   local function update(group, p, g, st)
+    ember._jit_refuse("NAdam's update", "its momentum schedule and bias correction are Lua numbers of the step count")
     g = common.direction(p, g, group.weight_decay, false)
     local b1, b2, lr, decay = group.betas[1], group.betas[2], group.lr, group.momentum_decay
     local t = st.step + 1

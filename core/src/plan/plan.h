@@ -1,0 +1,139 @@
+/* plan.h: traces and plans (docs/plans.md). A trace records every op that
+   runs on the tracing thread while it is open: the ops of the dispatch funnel
+   (forward ops and the ops grad rules run), the in-place writes, the fused
+   optimizer updates and the random draws, each as one entry over slots. A
+   plan replays the entries in C: slots are the call's inputs, the live
+   tensors the traced function closed over (parameters, optimizer state:
+   read and written in place), constants made during the trace (snapshots)
+   and temporaries, released after their last use. */
+#ifndef EMBER_PLAN_H
+#define EMBER_PLAN_H
+
+#include "../ops/ops.h"
+
+/* What an entry does: an op of the funnel, or one of the calls that write or
+   make tensor data outside it. */
+enum {
+    PE_OP = 0,     /* ember__run_nograd(op, ...) */
+    PE_BINARY_,    /* add_ ... pow_ (op): slots a, b */
+    PE_UNARY_,     /* the unary in-place ops and clamp_ (op, attrs): slot a */
+    PE_COPY_,      /* copy_: slots a, src */
+    PE_FILL_,      /* fill_ (f[0]): slot a */
+    PE_SGD,        /* sgd_step_: slots p, g, buf (-1: none); f lr, momentum, dampening, wd; i nesterov, maximize */
+    PE_ADAM,       /* adam_step_: slots p, g, m, v, vmax (-1); f lr, b1, b2, eps, wd; i decoupled, maximize,
+                      the step counter's index */
+    PE_RANDOM,     /* a random tensor of the default generator: i dist, dtype, device, ndim, shape...; f a, b;
+                      one output */
+    PE_RANDOM_,    /* a random fill in place of the default generator: i dist; f a, b; slot t */
+    PE_VIEW,       /* a view made outside the ops (detach): i ndim, offset, shape, strides; slot t, one output */
+    PE_FUSED,      /* an elementwise chain in one loop (fuse.c): i nsteps, then op, operand, operand per step;
+                      sub: the entries it replaced (what a saved plan holds) */
+    PE_COUNT
+};
+
+/* The arguments of an entry that is not an op of the funnel. */
+typedef struct ember__call_args {
+    int64_t i[4 + 2 * EMBER_MAX_DIMS];
+    double f[6];
+} ember__call_args;
+
+/* While this thread traces: nonzero. The hooks below do nothing otherwise. */
+extern EMBER_TLS int ember__trace_on;
+
+/* A traced call: ember__trace_enter before the call's work (its own ops are
+   then not recorded), ember__trace_leave after it with the call's status;
+   the entry is recorded when the call was the outermost one and succeeded.
+   ins / outs: the call's tensor operands and its new results. */
+int ember__trace_enter(void);
+int ember__trace_leave(int depth, int rc, int kind, int op, int nin, ember_tensor *const *in, int nout,
+                       ember_tensor *const *out, const ember_attrs *at, const ember__call_args *args);
+/* A tensor with new memory made on the tracing thread (ember__new): outside
+   any traced call a constant of the trace (a factory, a Lua number). */
+void ember__trace_born(const ember_tensor *t);
+/* Any new tensor header on the tracing thread (tensor.c): what the trace
+   knew of a freed tensor at the same address is forgotten. */
+void ember__trace_header(const ember_tensor *t);
+/* A view made outside the ops (ember_detach): recorded as an entry. A
+   failure fails the trace (ember_trace_end reports it). */
+void ember__trace_view(const ember_tensor *a, ember_tensor *view);
+/* Fails naming `what` when called outside a traced call while tracing: a
+   read of a value inside the traced function. */
+int ember__trace_read(const char *what);
+
+/* The in-place forms and the random draws, for the replay (inplace.c, random.c). */
+int ember__binary_inplace(int op, ember_tensor *a, ember_tensor *b);
+int ember__unary_inplace(int op, ember_tensor *a, const ember_attrs *at);
+int ember__random_new(int dist, double a, double b, int ndim, const int64_t *shape, int dtype, int device,
+                      ember_tensor **out);
+int ember__random_fill(int dist, double a, double b, ember_tensor *t);
+
+/* ------------------------------------------------------------------ the plan */
+enum { SLOT_INPUT = 0, SLOT_LIVE, SLOT_CONST, SLOT_TEMP };
+
+typedef struct plan_slot {
+    int kind;
+    int index;              /* SLOT_INPUT: which input */
+    ember_tensor *tensor;   /* SLOT_LIVE: the live tensor; SLOT_CONST: the snapshot */
+    int written;            /* SLOT_CONST: written in place by the plan: a fresh copy per run */
+    int last_use;           /* the last entry that reads it (-1: none) */
+    int is_output;
+} plan_slot;
+
+typedef struct plan_entry {
+    int16_t kind, op;
+    int32_t nin, nout;
+    int32_t *slots;   /* nin inputs, then nout outputs (-1: an absent optional operand) */
+    int32_t *release; /* slots whose last use this entry is, ended by -1 */
+    ember_attrs at;
+    ember__call_args args;
+    struct plan_entry *sub;   /* PE_FUSED: the entries it replaced */
+    int nsub;
+} plan_entry;
+
+struct ember_plan {
+    int nslots, nentries, ninputs, noutputs, ncounters;
+    plan_slot *slots;
+    plan_entry *entries;
+    int32_t *outputs;        /* slot per output */
+    int32_t *inputs_dtype;   /* the example inputs' dtype, ndim, shape */
+    int32_t *inputs_ndim;
+    int64_t (*inputs_shape)[EMBER_MAX_DIMS];
+    int32_t *inputs_device;
+    int64_t (*inputs_strides)[EMBER_MAX_DIMS];   /* and, for an input whose memory the plan views */
+    int64_t *inputs_offset;                      /* (inputs_viewed), its layout */
+    uint8_t *inputs_viewed;
+    int64_t *counters;       /* the optimizer step counters (Adam's step), one per PE_ADAM */
+    int64_t arena_bytes, peak_bytes, removed;
+    uint8_t *owned;          /* per slot: a run holds a reference of its own (temporaries, written constants) */
+    /* an open run (ember_plan_start): the slots' tensors and the next entry */
+    ember_tensor **vals;
+    int next, running;
+    int checked;             /* loaded from a file: each entry is checked before it runs */
+};
+
+/* What a trace hands the plan builder (replay.c); the builder takes the
+   entries and the slots' tensors. */
+typedef struct tracer_view {
+    plan_slot *slots;
+    ember_tensor **held;   /* the slots' tensors in the trace */
+    int nslots;
+    plan_entry *entries;
+    int nentries, ninputs, nadam;
+    const int32_t *outputs;
+    int noutputs;
+} tracer_view;
+int ember__plan_build(const tracer_view *v, ember_plan **out);
+/* The parts the builder and the file reader (plan_io.c) share (replay.c). */
+ember_plan *ember__plan_alloc(int nslots, int nentries, int ninputs, int noutputs, int ncounters);
+int ember__plan_finish(ember_plan *p, ember_tensor *const *held);
+void ember__plan_free_parts(ember_plan *p);
+/* A plan from an open safetensors file (path names it in messages). */
+int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out);
+/* Fuses the elementwise chains of a traced plan (held: its slots' tensors
+   in the trace); runs a fused entry (fuse.c). */
+int ember__plan_fuse(ember_plan *p, ember_tensor *const *held);
+int ember__fused_run(const plan_entry *e, ember_tensor *const *in, ember_tensor **out);
+/* A loaded plan's op: its attributes against its inputs (plan_io.c). */
+int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
+
+#endif

@@ -1,0 +1,428 @@
+/* plan_io.c: a plan in one safetensors file (docs/plans.md, "The file"):
+   the live tensors and constants as entries, the graph as JSON in the
+   metadata under "ember.plan", the format version under
+   "ember.plan.version". A file is untrusted: the reader checks every
+   number, slot and op before it builds anything, and a loaded plan checks
+   each op's attributes against its inputs before it runs it. Only the ops
+   of a forward (SAVE_OPS) are written and read. */
+#include "plan.h"
+#include "../io/json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PLAN_VERSION = 1, PLAN_MAX_SLOTS = 1 << 20, PLAN_MAX_IO = 64 };
+
+/* The ops a saved plan may hold: their forwards check their inputs, and
+   check_attrs below checks the attributes of the ones that take any. */
+static const char *const SAVE_OPS[] = {
+    "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sigmoid",
+    "tanh", "relu", "silu", "linear", "linear_relu", "matmul", "reshape", "view", "transpose", "softmax",
+    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", NULL};
+
+static int savable(int op)
+{
+    for (int k = 0; SAVE_OPS[k]; k++)
+        if (strcmp(SAVE_OPS[k], ember__ops[op].name) == 0) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ writing */
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void put(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t ncap = b->cap ? b->cap * 2 : 4096;
+        while (ncap < b->n + (size_t)k + 1) ncap *= 2;
+        char *np = realloc(b->p, ncap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+static void put_ints(sbuf *b, const int64_t *v, int n)
+{
+    put(b, "[");
+    for (int k = 0; k < n; k++) put(b, "%s%lld", k ? "," : "", (long long)v[k]);
+    put(b, "]");
+}
+
+/* Whether an entry (a fused one: each it replaced) can be written. */
+static int check_savable(const plan_entry *en, int e)
+{
+    if (en->kind == PE_FUSED) {
+        for (int k = 0; k < en->nsub; k++) EMBER_TRY(check_savable(&en->sub[k], e));
+        return EMBER_OK;
+    }
+    if (en->kind == PE_VIEW || (en->kind == PE_OP && savable(en->op))) return EMBER_OK;
+    return ember__fail(EMBER_ERR_UNSUPPORTED,
+                       "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward "
+                       "(%s...), not in-place writes, optimizer updates or random draws",
+                       e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry", SAVE_OPS[0]);
+}
+
+static void put_entry(sbuf *b, const plan_entry *en, int *count)
+{
+    if (en->kind == PE_FUSED) {   /* the entries it replaced */
+        for (int k = 0; k < en->nsub; k++) put_entry(b, &en->sub[k], count);
+        return;
+    }
+    int64_t sl[72];
+    int ns = en->nin + en->nout;
+    for (int k = 0; k < ns && k < 72; k++) sl[k] = en->slots[k];
+    if (en->kind == PE_VIEW) {
+        put(b, "%s{\"view\":", *count ? "," : "");
+        put_ints(b, en->args.i, 2 + 2 * EMBER_MAX_DIMS);
+    } else {
+        put(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
+        put_ints(b, en->at.i, EMBER_MAX_ATTRS);
+        put(b, ",\"f\":[%.17g,%.17g]", en->at.f[0], en->at.f[1]);
+    }
+    put(b, ",\"nin\":%d,\"slots\":", en->nin);
+    put_ints(b, sl, ns > 72 ? 72 : ns);
+    put(b, "}");
+    (*count)++;
+}
+
+int ember_plan_save(const ember_plan *p, const char *path)
+{
+    if (!p || !path) return ember__fail(EMBER_ERR_ARG, "plan save: NULL argument");
+    for (int e = 0; e < p->nentries; e++) EMBER_TRY(check_savable(&p->entries[e], e));
+    for (int s = 0; s < p->nslots; s++)
+        if ((p->slots[s].kind == SLOT_LIVE || p->slots[s].kind == SLOT_CONST) && p->slots[s].tensor->storage->device != EMBER_CPU)
+            return ember__fail(EMBER_ERR_UNSUPPORTED, "plan save: slot %d is on a device; a saved plan runs on the CPU", s);
+    sbuf b = {0};
+    put(&b, "{\"version\":%d,\"inputs\":[", PLAN_VERSION);
+    for (int i = 0; i < p->ninputs; i++) {
+        put(&b, "%s{\"dtype\":%d,\"shape\":", i ? "," : "", p->inputs_dtype[i]);
+        put_ints(&b, p->inputs_shape[i], p->inputs_ndim[i]);
+        put(&b, "}");
+    }
+    put(&b, "],\"slots\":[");
+    ember_st_named *named = calloc((size_t)p->nslots + 1, sizeof *named);
+    char (*names)[24] = calloc((size_t)p->nslots + 1, sizeof *names);
+    int nt = 0;
+    if (!named || !names) b.oom = 1;
+    for (int s = 0; s < p->nslots && !b.oom; s++) {
+        const plan_slot *sl = &p->slots[s];
+        if (sl->kind == SLOT_INPUT) put(&b, "%s[\"in\",%d]", s ? "," : "", sl->index);
+        else if (sl->kind == SLOT_TEMP) put(&b, "%s[\"t\"]", s ? "," : "");
+        else {
+            snprintf(names[nt], sizeof names[nt], "%c%d", sl->kind == SLOT_LIVE ? 'w' : 'c', s);
+            named[nt] = (ember_st_named){names[nt], strlen(names[nt]), sl->tensor};
+            put(&b, "%s[\"%s\",\"%s\",%d]", s ? "," : "", sl->kind == SLOT_LIVE ? "w" : "c", names[nt], sl->written);
+            nt++;
+        }
+    }
+    put(&b, "],\"entries\":[");
+    int count = 0;
+    for (int e = 0; e < p->nentries; e++) put_entry(&b, &p->entries[e], &count);
+    put(&b, "],\"outputs\":[");
+    for (int k = 0; k < p->noutputs; k++) put(&b, "%s%d", k ? "," : "", p->outputs[k]);
+    put(&b, "]}");
+    int rc;
+    if (b.oom) rc = ember__fail(EMBER_ERR_OOM, "plan save: out of memory");
+    else {
+        ember_st_kv meta[2] = {{"ember.plan", 10, b.p, b.n}, {"ember.plan.version", 18, "1", 1}};
+        rc = ember_st_save(path, nt, named, 2, meta);
+    }
+    free(b.p);
+    free(named);
+    free(names);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ reading */
+typedef struct reader {
+    const char *path;
+    ember_st_file *f;
+} reader;
+
+#define BAD(...) (ember__fail(EMBER_ERR_IO, "plan load: %s: " __VA_ARGS__))
+
+/* a JSON number that is a whole number in [lo, hi] */
+static int whole(const json_node *n, double lo, double hi, int64_t *out)
+{
+    if (!n || n->type != JSON_NUMBER || !(n->num >= lo && n->num <= hi) || n->num != floor(n->num)) return 0;
+    *out = (int64_t)n->num;
+    return 1;
+}
+
+static int read_tensor(reader *r, const char *name, ember_tensor **out)
+{
+    int n = ember_st_count(r->f);
+    for (int i = 0; i < n; i++) {
+        const char *nm;
+        size_t len;
+        EMBER_TRY(ember_st_entry(r->f, i, &nm, &len, NULL, NULL, NULL, NULL, NULL));
+        if (len == strlen(name) && memcmp(nm, name, len) == 0) return ember_st_read(r->f, i, out);
+    }
+    return BAD("the graph names a tensor '%s' the file does not hold", r->path, name);
+}
+
+static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *defined)
+{
+    const char *path = r->path;
+    const json_node *ins = json_get(g, "inputs"), *slots = json_get(g, "slots"), *ents = json_get(g, "entries"),
+                    *outs = json_get(g, "outputs");
+    if (!ins || ins->type != JSON_ARRAY || !slots || slots->type != JSON_ARRAY || !ents || ents->type != JSON_ARRAY ||
+        !outs || outs->type != JSON_ARRAY)
+        return BAD("the graph lacks inputs, slots, entries or outputs", path);
+    if (ins->n > PLAN_MAX_IO || outs->n > PLAN_MAX_IO || slots->n > PLAN_MAX_SLOTS || ents->n > PLAN_MAX_SLOTS)
+        return BAD("absurd sizes: %d inputs, %d outputs, %d slots, %d entries", path, ins->n, outs->n, slots->n,
+                   ents->n);
+    for (int i = 0; i < ins->n; i++) {
+        const json_node *in = &ins->items[i], *sh = json_get(in, "shape");
+        int64_t dt, d;
+        if (!whole(json_get(in, "dtype"), 0, 7, &dt) || !sh || sh->type != JSON_ARRAY || sh->n > EMBER_MAX_DIMS)
+            return BAD("input %d: a bad dtype or shape", path, i + 1);
+        p->inputs_dtype[i] = (int)dt;
+        p->inputs_ndim[i] = sh->n;
+        p->inputs_device[i] = EMBER_CPU;
+        for (int k = 0; k < sh->n; k++) {
+            if (!whole(&sh->items[k], 0, (double)(1ll << 40), &d)) return BAD("input %d: a bad size", path, i + 1);
+            p->inputs_shape[i][k] = d;
+        }
+        int64_t numel;
+        if (ember__check_shape("plan load", sh->n, p->inputs_shape[i], &numel) < 0)
+            return BAD("input %d: %s", path, i + 1, ember_last_error());
+        ember__contiguous_strides(sh->n, p->inputs_shape[i], p->inputs_strides[i]);   /* a loaded plan's inputs */
+    }
+    for (int s = 0; s < slots->n; s++) {
+        const json_node *sl = &slots->items[s];
+        plan_slot *ps = &p->slots[s];
+        *ps = (plan_slot){SLOT_TEMP, 0, NULL, 0, -1, 0};
+        if (sl->type != JSON_ARRAY || sl->n < 1 || sl->items[0].type != JSON_STRING) return BAD("slot %d is malformed", path, s);
+        const char *k = sl->items[0].str;
+        int64_t v;
+        if (strcmp(k, "in") == 0) {
+            if (sl->n != 2 || !whole(&sl->items[1], 0, ins->n - 1, &v)) return BAD("slot %d: a bad input index", path, s);
+            ps->kind = SLOT_INPUT;
+            ps->index = (int)v;
+            defined[s] = 1;
+        } else if (strcmp(k, "w") == 0 || strcmp(k, "c") == 0) {
+            if (sl->n != 3 || sl->items[1].type != JSON_STRING || !whole(&sl->items[2], 0, 1, &v))
+                return BAD("slot %d: a bad tensor slot", path, s);
+            ps->kind = k[0] == 'w' ? SLOT_LIVE : SLOT_CONST;
+            ps->written = (int)v;
+            EMBER_TRY(read_tensor(r, sl->items[1].str, &ps->tensor));
+            defined[s] = 1;
+        } else if (strcmp(k, "t") != 0 || sl->n != 1) {
+            return BAD("slot %d: unknown kind", path, s);
+        }
+        p->nslots = s + 1;
+    }
+    for (int e = 0; e < ents->n; e++) {
+        const json_node *en = &ents->items[e], *sl = json_get(en, "slots"), *view = json_get(en, "view"),
+                        *opn = json_get(en, "op");
+        plan_entry *pe = &p->entries[e];
+        memset(pe, 0, sizeof *pe);
+        int64_t nin;
+        if (!sl || sl->type != JSON_ARRAY || !whole(json_get(en, "nin"), 0, 64, &nin) || (!view == !opn))
+            return BAD("entry %d is malformed", path, e + 1);
+        if (view) {
+            if (view->type != JSON_ARRAY || view->n != 2 + 2 * EMBER_MAX_DIMS || nin != 1 || sl->n != 2)
+                return BAD("entry %d: a bad view", path, e + 1);
+            pe->kind = PE_VIEW;
+            for (int k = 0; k < view->n; k++)
+                if (!whole(&view->items[k], k == 0 ? 0 : -(double)(1ll << 50), k == 0 ? EMBER_MAX_DIMS : (double)(1ll << 50),
+                           &pe->args.i[k]))
+                    return BAD("entry %d: a bad view geometry", path, e + 1);
+        } else {
+            if (opn->type != JSON_STRING) return BAD("entry %d: a bad op", path, e + 1);
+            int op = -1;
+            for (int k = 0; k < EMBER_OP_COUNT && op < 0; k++)
+                if (strcmp(ember__ops[k].name, opn->str) == 0) op = k;
+            if (op < 0 || !savable(op)) return BAD("entry %d: unknown op '%s'", path, e + 1, opn->str);
+            const json_node *ai = json_get(en, "i"), *af = json_get(en, "f");
+            if (!ai || ai->type != JSON_ARRAY || ai->n != EMBER_MAX_ATTRS || !af || af->type != JSON_ARRAY || af->n != 2 ||
+                af->items[0].type != JSON_NUMBER || af->items[1].type != JSON_NUMBER)
+                return BAD("entry %d (%s): bad attributes", path, e + 1, opn->str);
+            for (int k = 0; k < EMBER_MAX_ATTRS; k++)
+                if (!whole(&ai->items[k], -(double)(1ll << 50), (double)(1ll << 50), &pe->at.i[k]))
+                    return BAD("entry %d (%s): bad attributes", path, e + 1, opn->str);
+            pe->at.f[0] = af->items[0].num;
+            pe->at.f[1] = af->items[1].num;
+            if ((ember__ops[op].nin >= 0 && nin != ember__ops[op].nin) || sl->n != nin + ember__ops[op].nout)
+                return BAD("entry %d (%s): %lld inputs and %d slots for an op of %d inputs and %d outputs", path, e + 1,
+                           opn->str, (long long)nin, sl->n, ember__ops[op].nin, ember__ops[op].nout);
+            pe->kind = PE_OP;
+            pe->op = (int16_t)op;
+        }
+        pe->nin = (int32_t)nin;
+        pe->nout = sl->n - (int)nin;
+        pe->slots = malloc((size_t)sl->n * sizeof *pe->slots);
+        if (!pe->slots) return ember__fail(EMBER_ERR_OOM, "plan load: out of memory");
+        p->nentries = e + 1;
+        for (int k = 0; k < sl->n; k++) {
+            int64_t s;
+            if (!whole(&sl->items[k], 0, slots->n - 1, &s)) return BAD("entry %d: slot out of range", path, e + 1);
+            pe->slots[k] = (int32_t)s;
+            if (k < nin && !defined[s]) return BAD("entry %d reads slot %lld before anything writes it", path, e + 1, (long long)s);
+            if (k >= nin && (defined[s] || p->slots[s].kind != SLOT_TEMP))
+                return BAD("entry %d writes slot %lld, which is not a new temporary", path, e + 1, (long long)s);
+        }
+        for (int k = (int)nin; k < sl->n; k++) defined[pe->slots[k]] = 1;
+    }
+    for (int k = 0; k < outs->n; k++) {
+        int64_t s;
+        if (!whole(&outs->items[k], 0, slots->n - 1, &s) || !defined[s]) return BAD("output %d: a bad slot", path, k + 1);
+        p->outputs[k] = (int32_t)s;
+    }
+    p->ninputs = ins->n;
+    p->noutputs = outs->n;
+    return EMBER_OK;
+}
+
+int ember_plan_load(const char *path, ember_plan **out)
+{
+    if (!path || !out) return ember__fail(EMBER_ERR_ARG, "plan load: NULL argument");
+    *out = NULL;
+    ember_st_file *f = NULL;
+    EMBER_TRY(ember_st_open(path, &f));
+    int rc = ember__plan_from_st(f, path, out);
+    ember_st_close(f);
+    return rc;
+}
+
+int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out)
+{
+    reader r = {path, f};
+    *out = NULL;
+    const char *graph = NULL, *version = NULL;
+    size_t glen = 0, vlen = 0;
+    for (int i = 0; i < ember_st_meta_count(r.f); i++) {
+        const char *k, *v;
+        size_t kl, vl;
+        if (ember_st_meta(r.f, i, &k, &kl, &v, &vl) < 0) continue;
+        if (kl == 10 && memcmp(k, "ember.plan", 10) == 0) graph = v, glen = vl;
+        if (kl == 18 && memcmp(k, "ember.plan.version", 18) == 0) version = v, vlen = vl;
+    }
+    int rc = EMBER_OK;
+    json_node root = {0};
+    char msg[200];
+    ember_plan *p = NULL;
+    uint8_t *defined = NULL;
+    if (!graph || !version) {
+        rc = BAD("not a plan (no \"ember.plan\" in the metadata)", path);
+        goto done;
+    }
+    if (vlen != 1 || version[0] != '1') {
+        rc = BAD("plan format version '%.*s'; this ember reads version %d", path, (int)(vlen > 20 ? 20 : vlen), version,
+                 PLAN_VERSION);
+        goto done;
+    }
+    int jr = json_parse(graph, glen, &root, msg, sizeof msg);
+    if (jr < 0) {
+        rc = jr == -2 ? ember__fail(EMBER_ERR_OOM, "plan load: out of memory") : BAD("the graph: %s", path, msg);
+        goto done;
+    }
+    const json_node *ins = json_get(&root, "inputs"), *slots = json_get(&root, "slots"),
+                    *ents = json_get(&root, "entries"), *outs = json_get(&root, "outputs");
+    int64_t ver;
+    if (root.type != JSON_OBJECT || !whole(json_get(&root, "version"), PLAN_VERSION, PLAN_VERSION, &ver) || !ins ||
+        !slots || !ents || !outs || ins->type != JSON_ARRAY || slots->type != JSON_ARRAY ||
+        ents->type != JSON_ARRAY || outs->type != JSON_ARRAY) {
+        rc = BAD("the graph is not a version %d plan", path, PLAN_VERSION);
+        goto done;
+    }
+    if (ins->n > PLAN_MAX_IO || outs->n > PLAN_MAX_IO || slots->n > PLAN_MAX_SLOTS || ents->n > PLAN_MAX_SLOTS) {
+        rc = BAD("absurd sizes: %d inputs, %d outputs, %d slots, %d entries", path, ins->n, outs->n, slots->n, ents->n);
+        goto done;
+    }
+    p = ember__plan_alloc(slots->n, ents->n, ins->n, outs->n, 0);
+    defined = calloc((size_t)slots->n + 1, 1);
+    if (!p || !defined) {
+        rc = ember__fail(EMBER_ERR_OOM, "plan load: out of memory");
+        goto done;
+    }
+    rc = load_graph(&r, &root, p, defined);
+    if (rc >= 0) {
+        /* every input read somewhere is one of the declared inputs, each once */
+        uint8_t seen[PLAN_MAX_IO] = {0};
+        for (int s = 0; s < p->nslots && rc >= 0; s++)
+            if (p->slots[s].kind == SLOT_INPUT && seen[p->slots[s].index]++)
+                rc = BAD("input %d has two slots", path, p->slots[s].index + 1);
+    }
+    if (rc >= 0) {
+        p->checked = 1;
+        rc = ember__plan_finish(p, NULL);   /* frees p on failure */
+        if (rc >= 0) *out = p;
+        p = NULL;
+    }
+done:
+    if (p) ember__plan_free_parts(p);
+    free(defined);
+    json_free(&root);
+    return rc;
+}
+
+/* the elements a view of this geometry reaches lie inside t's storage */
+static int view_fits(const int64_t *a, const ember_tensor *t)
+{
+    int nd = (int)a[0];
+    int64_t lo = a[1], hi = a[1], cap = (int64_t)(t->storage->nbytes / (size_t)ember_dtype_size(t->dtype)), numel;
+    if (nd < 0 || nd > EMBER_MAX_DIMS || ember__check_shape("plan", nd, &a[2], &numel) < 0) return 0;
+    for (int d = 0; d < nd && numel > 0; d++) {
+        int64_t st = a[2 + EMBER_MAX_DIMS + d], reach = (a[2 + d] - 1);
+        if (st < -(1ll << 40) || st > (1ll << 40)) return 0;
+        if (st >= 0) hi += reach * st;
+        else lo += reach * st;
+    }
+    return numel == 0 ? a[1] >= 0 && a[1] <= cap : lo >= 0 && hi < cap;
+}
+
+int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in)
+{
+    char sh[200];
+    if (e->kind == PE_VIEW) {
+        if (!view_fits(e->args.i, in[0]))
+            return ember__fail(EMBER_ERR_IO, "plan: a view reaches outside the tensor of shape %s it views",
+                               ember__tshape(sh, in[0]));
+        return EMBER_OK;
+    }
+    const char *name = ember__ops[e->op].name;
+    const int64_t *a = e->at.i;
+    int nd = in[0]->ndim;
+    if (e->op == EMBER_OP_RESHAPE || e->op == EMBER_OP_VIEW) {
+        int64_t numel;
+        if (a[0] < 0 || a[0] > EMBER_MAX_DIMS || ember__check_shape(name, (int)a[0], &a[1], &numel) < 0 ||
+            numel != in[0]->numel)
+            return ember__fail(EMBER_ERR_SHAPE, "plan: %s to a shape that does not fit %s", name, ember__tshape(sh, in[0]));
+    } else if (e->op == EMBER_OP_TRANSPOSE) {
+        if (a[0] < 0 || a[0] >= nd || a[1] < 0 || a[1] >= nd)
+            return ember__fail(EMBER_ERR_SHAPE, "plan: transpose of dims %lld and %lld of %s", (long long)a[0] + 1,
+                               (long long)a[1] + 1, ember__tshape(sh, in[0]));
+    } else if (e->op == EMBER_OP_SOFTMAX || e->op == EMBER_OP_LOG_SOFTMAX) {
+        if (nd > 0 && (a[0] < 0 || a[0] >= nd))
+            return ember__fail(EMBER_ERR_SHAPE, "plan: %s over dim %lld of %s", name, (long long)a[0] + 1,
+                               ember__tshape(sh, in[0]));
+    }
+    return EMBER_OK;
+}

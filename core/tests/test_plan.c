@@ -1,0 +1,125 @@
+/* test_plan.c: traces and plans from C (core/src/plan/, docs/plans.md): a
+   step traced with ember_trace_begin/end replays bit for bit as the same
+   calls made eagerly, live tensors updated in place, constants and random
+   draws as eager makes them; dead entries dropped; budgeted runs; and the
+   errors: a value read while tracing, nested traces, inputs of another
+   shape, a run read before it is done. */
+#include "check.h"
+
+#include <string.h>
+
+static ember_tensor *vec(int64_t n, double v)
+{
+    ember_tensor *t = NULL;
+    CHECK(ember_full(1, &n, v, EMBER_FLOAT32, EMBER_CPU, &t) == EMBER_OK);
+    return t;
+}
+
+static ember_tensor *rnd(int64_t n)
+{
+    ember_tensor *t = NULL;
+    CHECK(ember_randn(1, &n, EMBER_FLOAT32, EMBER_CPU, &t) == EMBER_OK);
+    return t;
+}
+
+static int same_bits(ember_tensor *a, ember_tensor *b)
+{
+    return ember_tensor_numel(a) == ember_tensor_numel(b) && ember_tensor_dtype(a) == ember_tensor_dtype(b) &&
+           memcmp(ember_tensor_data(a), ember_tensor_data(b), (size_t)ember_tensor_numel(a) * 4) == 0;
+}
+
+/* the step: y = relu(x * w + c) * noise, s = sum(y); w += 0.5 * s (in
+   place, a live tensor); an unused product (dead); returns s */
+static ember_tensor *step(ember_tensor *x, ember_tensor *w)
+{
+    ember_tensor *c = vec(8, 0.25), *m = NULL, *a = NULL, *r = NULL, *noise = rnd(8), *y = NULL, *s = NULL,
+                 *half = NULL, *d = NULL, *dead = NULL;
+    CHECK(ember_mul(x, w, &m) == EMBER_OK);
+    CHECK(ember_add(m, c, &a) == EMBER_OK);
+    CHECK(ember_relu(a, &r) == EMBER_OK);
+    CHECK(ember_mul(r, noise, &y) == EMBER_OK);
+    CHECK(ember_sum(y, 0, NULL, 0, &s) == EMBER_OK);
+    CHECK(ember_mul(x, x, &dead) == EMBER_OK);
+    CHECK(ember_scalar(0.5, EMBER_FLOAT32, 1, &half) == EMBER_OK);
+    CHECK(ember_mul(s, half, &d) == EMBER_OK);
+    CHECK(ember_add_(w, d) == EMBER_OK);
+    ember_tensor *drop[] = {c, m, a, r, noise, y, half, d, dead};
+    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) ember_tensor_release(drop[i]);
+    return s;
+}
+
+int main(void)
+{
+    ember_manual_seed(3);
+    ember_tensor *w1 = rnd(8), *w2 = NULL, *x0 = rnd(8);
+    CHECK(ember_clone(w1, &w2) == EMBER_OK);
+
+    /* eager step 1 on w1; traced step 1 on w2: the same draws */
+    uint64_t seed, off;
+    ember_get_rng_state(&seed, &off);
+    ember_tensor *s1 = step(x0, w1);
+    ember_set_rng_state(seed, off);
+    CHECK(ember_trace_begin(1, &x0) == EMBER_OK);
+    CHECK(ember_is_tracing() == 1);
+    CHECK(ember_trace_begin(1, &x0) < 0);   /* no nesting */
+    double v;
+    CHECK(ember_item(x0, &v) < 0 && strstr(ember_last_error(), "inside ember.jit.trace"));
+    ember_tensor *s2 = step(x0, w2);
+    ember_plan *p = NULL;
+    CHECK(ember_trace_end(1, &s2, &p) == EMBER_OK);
+    CHECK(ember_is_tracing() == 0);
+    CHECK(same_bits(s1, s2) && same_bits(w1, w2));
+    ember_plan_stats_t st;
+    ember_plan_stats(p, &st);
+    CHECK(st.removed == 1);   /* x * x */
+    /* x * w + c, relu, * noise: one fused loop; then sum, half, the update */
+    CHECK(st.ops == 5 && st.fused == 1 && st.peak_bytes > 0);
+
+    /* replays against eager steps on new inputs: whole, then one entry a step */
+    for (int k = 0; k < 4; k++) {
+        ember_tensor *x = rnd(8), *e = NULL, *o = NULL;
+        ember_get_rng_state(&seed, &off);
+        e = step(x, w1);
+        ember_set_rng_state(seed, off);
+        if (k % 2 == 0) {
+            CHECK(ember_plan_run(p, &x, 1, &o, 1) == EMBER_OK);
+        } else {
+            int done = 0, steps = 0;
+            CHECK(ember_plan_start(p, &x, 1) == EMBER_OK);
+            CHECK(ember_plan_result(p, &o, 1) < 0);   /* not done */
+            while (!done) {
+                CHECK(ember_plan_step(p, 0, &done) == EMBER_OK);
+                steps++;
+            }
+            CHECK(steps == st.ops);
+            CHECK(ember_plan_result(p, &o, 1) == EMBER_OK);
+        }
+        CHECK(o && same_bits(e, o));
+        CHECK(same_bits(w1, w2));
+        ember_tensor_release(x);
+        ember_tensor_release(e);
+        ember_tensor_release(o);
+    }
+
+    /* another shape; a wrong count */
+    ember_tensor *bad = rnd(9), *o = NULL;
+    CHECK(ember_plan_run(p, &bad, 1, &o, 1) < 0 && strstr(ember_last_error(), "input 1 is float32 {9}"));
+    CHECK(ember_plan_run(p, &x0, 0, &o, 1) < 0);
+    CHECK(ember_plan_run(p, &x0, 1, &o, 2) < 0);
+    ember_plan *none = NULL;
+    CHECK(ember_trace_end(1, &s2, &none) < 0 && !none);   /* no trace open */
+
+    /* an aborted trace leaves nothing open */
+    CHECK(ember_trace_begin(1, &x0) == EMBER_OK);
+    ember_tensor *z = step(x0, w2);
+    ember_trace_abort();
+    CHECK(ember_is_tracing() == 0);
+    CHECK(ember_item(s1, &v) == EMBER_OK);
+
+    ember_plan_free(p);
+    ember_plan_free(NULL);
+    ember_tensor *drop[] = {w1, w2, x0, s1, s2, bad, z};
+    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) ember_tensor_release(drop[i]);
+    if (failures) fprintf(stderr, "test_plan: %d failures\n", failures);
+    return failures != 0;
+}

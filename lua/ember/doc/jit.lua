@@ -1,0 +1,64 @@
+-- API reference: trace to a plan, replay (see lua/ember/doc/init.lua for the format)
+return [==[
+## `ember.jit`: trace to a plan, replay in C
+A function of tensors (a whole training step: forward, `gm:backward`,
+optimizer step; or a module's forward) traced once into a plan, which
+replays every op it ran in C, with no return to Lua per op, and gives the
+same results to the bit as calling the function (docs/plans.md: what
+traces, what raises, the figures).
+
+### `ember.jit.trace(fn, example_inputs, opts?)`
+Runs `fn(unpack(example_inputs))` once, eagerly, recording every op, and
+returns a `Plan`. `fn` returns tensors (its results are the plan's). Lua
+control flow, shapes and the numbers Lua computes are fixed at trace time;
+tensors `fn` closes over (parameters, optimizer state, batch norm's running
+statistics) are the live tensors, read and updated in place by each replay.
+Raises at trace time, naming the call and the line, for what a plan cannot
+replay: a value read in Lua (`:item()`, `:tolist()`), an optimizer's first
+step (it makes the state later steps update: run one step eagerly first),
+draws from a generator other than the default one. `opts.train = false`
+traces a forward alone: under `no_grad`, a module in eval mode.
+
+### `ember.jit.load(path)`
+A `Plan` that `plan:save` wrote: its graph and weights, read and checked
+(a truncated file, another format version, an unknown op, a slot read
+before it is written or absurd sizes raise naming what; each op's
+attributes are checked against its inputs before it runs). It runs on the
+CPU; from C, `ember_plan_load` and `ember_plan_run` do the same.
+
+## `ember.jit.Plan`: a traced function
+
+### `Plan:stats()`
+`{ops, fused, removed, arena_bytes, peak_bytes, inputs, outputs}`: the ops a
+replay runs, of them fused ones, the ops dropped as dead, the bytes of the
+plan's arena (0: temporaries come from the allocator), the most bytes of
+temporaries a replay holds at once, and the counts of inputs and results.
+`plan(...)` replays: inputs of another shape, dtype or device than the
+example raise naming the input, as does a changed optimizer hyperparameter
+(`lr`, ...) the trace baked in.
+
+### `Plan:save(path)`
+Writes the plan to one safetensors file: the tensors it reads as entries,
+the graph as JSON in the metadata (`"ember.plan"`) with the format version
+(`"ember.plan.version"`, `"1"`). A forward's plan only (traced with
+`train = false`: the MLP and CNN recipes' forwards; docs/plans.md lists the
+ops a file may hold): a training step's raises.
+
+### `Plan:start(...)`
+The same replay in slices for a host's frame loop: a `PlanRun`, nothing
+run yet. One run of a plan is open at a time.
+
+## `ember.jit.PlanRun`: a replay in slices
+
+### `PlanRun:step(seconds)`
+Runs ops for about `seconds` (at least one, past the budget by at most one
+op); `true` once the plan has run to the end.
+
+### `PlanRun:result()`
+The plan's results (and `.grad` fields as a call leaves them), once `step`
+has returned `true`.
+
+### `PlanRun:cancel()`
+Abandons the run; what it already wrote in place (parameters an update
+reached) stays written.
+]==]
