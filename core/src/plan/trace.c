@@ -177,7 +177,6 @@ static unsigned written_operands(int kind)
 static int record(tracer *tr, int kind, int op, int nin, ember_tensor *const *in, int nout, ember_tensor *const *out,
                   const ember_attrs *at, const ember__call_args *args)
 {
-    EMBER_TRY(grow((void **)&tr->entries, &tr->entry_cap, tr->nentries + 1, sizeof *tr->entries));
     plan_entry e;
     memset(&e, 0, sizeof e);
     e.kind = (int16_t)kind;
@@ -206,6 +205,8 @@ static int record(tracer *tr, int kind, int op, int nin, ember_tensor *const *in
         e.slots[nin + k] = rc;
     }
     if (kind == PE_ADAM) e.args.i[2] = tr->nadam++;
+    /* grown only now: finding an operand's slot may record entries of its own (a view) */
+    if (rc >= 0) rc = grow((void **)&tr->entries, &tr->entry_cap, tr->nentries + 1, sizeof *tr->entries);
     if (rc < 0) {
         free(e.slots);
         return rc;
