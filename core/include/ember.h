@@ -169,6 +169,11 @@ EMBER_API void ember_set_dnnl_enabled(int on);       /* on by default */
 EMBER_API int ember_dnnl_enabled(void);
 EMBER_API void ember_set_dnnl_matmul_enabled(int on);   /* on by default */
 EMBER_API int ember_dnnl_matmul_enabled(void);          /* and ember_dnnl_enabled() */
+/* ember's direct convolution kernels (depthwise convolutions, docs/nn.md
+   "Kernels"), on by default; off, those convolutions run as the others do
+   (oneDNN, else im2col + GEMM). */
+EMBER_API void ember_set_conv_kernels_enabled(int on);
+EMBER_API int ember_conv_kernels_enabled(void);
 
 /* The op profiler (off by default): while on, each op's time (its forward,
    backward's ops included; for a GPU tensor the launch) is added to the

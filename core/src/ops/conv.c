@@ -89,8 +89,8 @@ typedef struct {
     int64_t n0, nb, gi;
 } unfold_ctx;
 
-/* the output columns ow whose input column ow sw - pw + j dw lies inside [0, W) */
-static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
+/* conv.h */
+void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
 {
     int64_t off = j * g->dw - g->pw;   /* iw = ow sw + off */
     int64_t a = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
@@ -137,7 +137,7 @@ static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift
     if (b > g->H * W - ps->shift) b = g->H * W - ps->shift;
     if (b < a) a = b = r0 * W;   /* nothing inside */
     ps->r0 = r0, ps->r1 = r1, ps->a = a, ps->b = b;
-    valid_cols(g, j, &ps->lo, &ps->hi);
+    ember__conv_valid_cols(g, j, &ps->lo, &ps->hi);
 }
 
 #define DEFINE_UNFOLD(T, SUFFIX)                                                               \
@@ -181,7 +181,7 @@ static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift
         for (int64_t r = r0; r < r1; r++) {                                                    \
             int64_t j = r % g->kW, i = (r / g->kW) % g->kH, c = r / (g->kW * g->kH);           \
             int64_t lo, hi, off = j * g->dw - g->pw;                                           \
-            valid_cols(g, j, &lo, &hi);                                                        \
+            ember__conv_valid_cols(g, j, &lo, &hi);                                                        \
             T *dst = (T *)u->cols + r * L;                                                     \
             for (int64_t n = 0; n < u->nb; n++) {                                              \
                 const T *plane = (const T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
@@ -216,7 +216,7 @@ static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift
             for (int64_t i = 0; i < g->kH; i++)                                                \
                 for (int64_t j = 0; j < g->kW; j++) {                                          \
                     int64_t lo, hi, off = j * g->dw - g->pw;                                   \
-                    valid_cols(g, j, &lo, &hi);                                                \
+                    ember__conv_valid_cols(g, j, &lo, &hi);                                                \
                     T *src = (T *)u->cols + ((c * g->kH + i) * g->kW + j) * L;                 \
                     for (int64_t n = 0; n < u->nb; n++) {                                      \
                         T *plane = (T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
@@ -322,9 +322,12 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
     const conv_geom *g = j->g;
     const int es = j->es, cdt = j->cdt;
     const int64_t HW = g->Ho * g->Wo, L = nb * HW;
-    const bool pw = is_pointwise(g) && nb == 1;
-    char *cols = j->cols[task], *gl = j->gl[task];
-    if (j->kind != CONV_FWD) to_gemm_layout(es, j->GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
+    const bool pw = is_pointwise(g);
+    /* one sample's (O, HW) block is in the GEMM layout already */
+    char *cols = j->cols[task], *gl = nb > 1 ? j->gl[task]
+                                   : j->kind == CONV_FWD ? j->res + n0 * g->O * HW * es
+                                                         : (char *)j->GY + n0 * g->O * HW * es;
+    if (j->kind != CONV_FWD && nb > 1) to_gemm_layout(es, j->GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
     for (int64_t gi = 0; gi < g->G; gi++) {
         unfold_ctx u = {g, cdt, j->X, cols, n0, nb, gi};
         char *colm = pw ? j->X + (n0 * g->C + gi * g->Cg) * HW * es : cols;
@@ -350,7 +353,7 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
             break;
         }
     }
-    if (j->kind == CONV_FWD) from_gemm_layout(es, gl, j->res + n0 * g->O * HW * es, nb, g->O, HW);
+    if (j->kind == CONV_FWD && nb > 1) from_gemm_layout(es, gl, j->res + n0 * g->O * HW * es, nb, g->O, HW);
 }
 
 static void conv_tasks(void *ctx, int64_t t0, int64_t t1)
@@ -365,10 +368,30 @@ static void conv_tasks(void *ctx, int64_t t0, int64_t t1)
 
 #define CONV_TASKS 8
 
+/* A 1x1 convolution of 1x1 planes (after global pooling: squeeze-and-excite
+   gates, a classifier written as a convolution) is one matrix product over
+   the whole batch, x (N, C) and y (N, O) as they are: y = x w^T, gx = gy w,
+   gw = gy^T x (the sum over the batch inside the product, split by
+   gemm.c by shape alone). */
+static bool is_pointwise_1x1(const conv_geom *g) { return is_pointwise(g) && g->H * g->W == 1 && g->G == 1; }
+
+static void pointwise_batch(conv_kind kind, const conv_geom *g, int cdt, const char *a, const char *b, char *res)
+{
+    switch (kind) {
+    case CONV_FWD: product(cdt, false, true, g->N, g->O, g->C, a, g->C, b, g->C, 0.0, res); break;
+    case CONV_BWD_INPUT: product(cdt, false, false, g->N, g->C, g->O, a, g->O, b, g->C, 0.0, res); break;
+    case CONV_BWD_WEIGHT: product(cdt, true, false, g->O, g->C, g->N, b, g->O, a, g->C, 0.0, res); break;
+    }
+}
+
 static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a, ember_tensor *b, ember_tensor *res)
 {
     const int es = ember_dtype_size(cdt);
     const int64_t HW = g->Ho * g->Wo;
+    if (is_pointwise_1x1(g)) {
+        pointwise_batch(kind, g, cdt, ember__ptr(a), ember__ptr(b), ember__ptr(res));
+        return EMBER_OK;
+    }
     /* a number of tasks fixed by the shape, never by the thread count: a
        weight gradient sums the tasks' partial sums in task order, so its
        bits follow the tasks (docs/frame_loop.md, "Threads"); each task's
@@ -377,17 +400,18 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
     if (ntasks > g->N) ntasks = g->N;
     int64_t per_task = (g->N + ntasks - 1) / ntasks;
     ntasks = (g->N + per_task - 1) / per_task;
-    int64_t nbmax = chunk_of(g);
+    /* a 1x1 convolution runs one product per sample, on the input planes as they are */
+    const bool pw = is_pointwise(g);
+    int64_t nbmax = pw ? 1 : chunk_of(g);
     if (nbmax > per_task) nbmax = per_task;
     char *cols[16] = {0}, *gl[16] = {0}, *acc[16] = {0};
-    const bool pw = is_pointwise(g) && nbmax == 1;
     size_t cols_bytes = pw ? 0 : (size_t)(g->K * nbmax * HW * es);
-    size_t gl_bytes = (size_t)(g->O * nbmax * HW * es);
+    size_t gl_bytes = nbmax > 1 ? (size_t)(g->O * nbmax * HW * es) : 0;
     size_t acc_bytes = (size_t)(g->O * g->K * es);
     int rc = EMBER_OK;
     for (int64_t t = 0; t < ntasks; t++) {
         if (cols_bytes && !(cols[t] = ember__alloc(cols_bytes))) goto oom;
-        if (!(gl[t] = ember__alloc(gl_bytes))) goto oom;
+        if (gl_bytes && !(gl[t] = ember__alloc(gl_bytes))) goto oom;
         if (kind == CONV_BWD_WEIGHT) {
             if (t == 0) acc[t] = ember__ptr(res);
             else if (!(acc[t] = ember__alloc(acc_bytes))) goto oom;
@@ -559,10 +583,13 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     }
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    if (cdt == EMBER_FLOAT32 && ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+    /* oneDNN first (float32), where it is faster (docs/nn.md, "Kernels"): not
+       at 1x1 convolutions of 1x1 planes, one product here */
+    if (cdt == EMBER_FLOAT32 && !is_pointwise_1x1(&g) && ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
                                                  cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
         goto ok;
-    EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
+    if (ember__conv_is_depthwise(&g)) EMBER_CHECK(ember__conv_depthwise(kind, &g, cdt, ca, cb, res));
+    else EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
 epilogue:
     if (cbias) bias_relu(res, cbias, &g);
 ok:

@@ -19,6 +19,16 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
                           const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g);
 void ember__conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const int64_t **pd, const int64_t **dl);
 int ember__conv_bias_check(const char *name, const ember_tensor *b, const ember_tensor *x, int64_t O);
+/* the output columns ow whose input column ow sw - pw + j dw lies inside [0, W): [*lo, *hi) */
+void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi);
+
+/* conv_depthwise.c: whether g is a depthwise convolution (C / groups == 1,
+   groups > 1) that its direct kernels run (ember_set_conv_kernels_enabled),
+   and the product of kind on contiguous float32 or float64 (cdt) operands
+   a and b into res (contiguous, the product's shape), as conv_run's are. */
+bool ember__conv_is_depthwise(const conv_geom *g);
+int ember__conv_depthwise(conv_kind kind, const conv_geom *g, int cdt, const ember_tensor *a,
+                          const ember_tensor *b, ember_tensor *res);
 
 /* Runs one product through oneDNN on contiguous float32 operands a and b,
    writing all of res (contiguous float32 of the product's shape); with a
