@@ -6,7 +6,8 @@
 -- ("im2col"), the three in alternation. Prints one JSON object per
 -- convolution and product: milliseconds per call, the least over rounds
 -- of 3 calls (on a shared machine the least is the one least disturbed).
---   luajit bench/conv_kernels.lua [reps [threads]]
+--   luajit bench/conv_kernels.lua [reps [threads [match]]]
+-- (match: only the convolutions whose name contains it)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -31,6 +32,9 @@ local CASES = {
   { "mbv2 1x1 320->1280 @1x1", 32, 320, 1, 1, 1280, 1, 1, 0, 1 },
   { "resnet 1x1 s2 64->128 @8x8", 32, 64, 8, 8, 128, 1, 2, 0, 1 },
   { "grouped 3x3 64->64 g8 @16x16", 32, 64, 16, 16, 64, 3, 1, 1, 8 },
+  { "resnet 3x3 256->256 @2x2", 32, 256, 2, 2, 256, 3, 1, 1, 1 },
+  { "resnet 3x3 512->512 @1x1", 32, 512, 1, 1, 512, 3, 1, 1, 1 },
+  { "resnet 3x3 128->128 @4x4", 32, 128, 4, 4, 128, 3, 1, 1, 1 },
 }
 
 local PATHS = {
@@ -38,7 +42,7 @@ local PATHS = {
   im2col = { kernels = false, dnnl = false },
 }
 
-for _, c in ipairs(CASES) do
+for _, c in ipairs(CASES) do if not (arg and arg[3]) or c[1]:find(arg[3], 1, true) then
   local name, N, Cin, H, W, O, k, s, p, g = unpack(c)
   local st, pd, dl = pair(s), pair(p), pair(1)
   local x, w = ember.randn({ N, Cin, H, W }), ember.randn({ O, Cin / g, k, k })
@@ -69,6 +73,6 @@ for _, c in ipairs(CASES) do
     for path, list in pairs(t) do row[path .. "_ms"] = math.min(unpack(list)) end
     print(B.json(row))
   end
-end
+end end
 ember.set_conv_kernels_enabled(true)
 ember.set_dnnl_enabled(true)

@@ -398,6 +398,11 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
        products run on one OpenBLAS thread */
     int64_t ntasks = CONV_TASKS;
     if (ntasks > g->N) ntasks = g->N;
+    /* a batch whose columns fit in one chunk (small planes: ResNet's last
+       stages) is one task, whose products gemm.c splits over the threads
+       by shape: a weight gradient then sums over the batch inside one
+       product, instead of in eight O x K accumulators added after */
+    if (!__builtin_mul_overflow(g->K, g->N * HW, &(int64_t){0}) && g->K * g->N * HW <= CHUNK_ELEMS) ntasks = 1;
     int64_t per_task = (g->N + ntasks - 1) / ntasks;
     ntasks = (g->N + per_task - 1) / per_task;
     /* a 1x1 convolution runs one product per sample, on the input planes as they are */
@@ -422,7 +427,8 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
                   kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL,
                   ember__ptr(res), cols, gl, acc, cols_bytes, gl_bytes};
     if (kind == CONV_BWD_INPUT) memset(ember__ptr(res), 0, (size_t)(res->numel * es));
-    ember__parallel_for(ntasks, 1, conv_tasks, &j);
+    if (ntasks == 1) conv_tasks(&j, 0, 1);   /* on this thread, so gemm.c may use the pool */
+    else ember__parallel_for(ntasks, 1, conv_tasks, &j);
     if (kind == CONV_BWD_WEIGHT)
         for (int64_t t = 1; t < ntasks; t++) {
             int64_t n = g->O * g->K;

@@ -450,8 +450,10 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
     int nthr, omp_before;
     if (bias && !ember__dnnl_relu_exact(g, a, b, bias)) return false;
     /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c);
-       on planes of 4 outputs or fewer (MobileNet's last stages) its eight
-       groups' primitives cost 4-8x ember's kernels (docs/nn.md, "Kernels") */
+       on planes of 4 outputs or fewer (the last stages of ResNet and
+       MobileNet on small images) each of its eight groups writes a whole
+       O x K gradient for a short sum, 2-8x ember's kernels there
+       (docs/nn.md, "Depthwise, 1x1 and grouped convolutions") */
     if (kind == CONV_BWD_WEIGHT)
         return g->Ho * g->Wo > 4 && dnnl_usable() && ember__dnnl_weight_grad(g, a, b, 0, res);
     if (!ember__dnnl_enter(g, &nthr, &omp_before)) return false;
