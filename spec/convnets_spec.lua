@@ -103,3 +103,119 @@ describe("depthwise convolutions", function()
     H.raises(function() ember.set_conv_kernels_enabled(1) end, "set_conv_kernels_enabled")
   end)
 end)
+
+describe("batch norm with its activation (batch_norm_act)", function()
+  H.keep_thread_setting(before_each, after_each)
+
+  -- y and the gradients of sum(y r) of F.batch_norm with the activation, or
+  -- of F.batch_norm then F.relu / F.relu6
+  local function bn_run(x, w, b, r, act, fused)
+    x, w, b = x:clone(), w:clone(), b:clone()
+    local gm = ember.autodiff.GradManager():attach({ x, w, b })
+    gm:record()
+    local y = fused and F.batch_norm(x, nil, nil, w, b, { training = true, activation = act })
+      or F[act](F.batch_norm(x, nil, nil, w, b, { training = true }))
+    gm:backward({ y }, { r })
+    return { y, x.grad, w.grad, b.grad }
+  end
+
+  local function same_bits(a, b, what)
+    for i = 1, #a do
+      local p, q = a[i]:reshape({ -1 }):tolist(), b[i]:reshape({ -1 }):tolist()
+      for k = 1, #p do
+        local ok = p[k] == q[k] and (p[k] ~= 0 or 1 / p[k] == 1 / q[k]) or (p[k] ~= p[k] and q[k] ~= q[k])
+        if not ok then error(("%s, result %d value %d: %.17g fused, %.17g composed"):format(what, i, k, p[k], q[k])) end
+      end
+    end
+  end
+
+  it("gives batch_norm's then the activation's values and gradients bit for bit", function()
+    -- planes of 81 (the channel kernels) and of 4 and 1 (the column kernels)
+    for _, shape in ipairs({ { 4, 6, 9, 9 }, { 8, 5, 2, 2 }, { 16, 7 } }) do
+      for _, dt in ipairs({ "float64", "float32" }) do
+        for _, act in ipairs({ "relu", "relu6" }) do
+          ember.manual_seed(1)
+          local C = shape[2]
+          local x, w = ember.randn(shape, { dtype = dt }) * 3, ember.randn({ C }, { dtype = dt })
+          local b, r = ember.randn({ C }, { dtype = dt }), ember.randn(shape, { dtype = dt })
+          same_bits(bn_run(x, w, b, r, act, true), bn_run(x, w, b, r, act, false),
+            ("%s %s %s"):format(dt, table.concat(shape, "x"), act))
+        end
+      end
+    end
+  end)
+
+  it("keeps NaN and relu's -0, and gives hardtanh's gradient at the bounds", function()
+    -- one channel, w 1, b 0: y is x's normalised value; pick x so that the
+    -- normalised values include exactly 0, and a NaN channel
+    local x = ember.tensor({ { { -1, 0, 1 } }, { { -1, 0, 1 } } }, { dtype = "float64" }):reshape({ 2, 1, 3 })
+    local w, b = ember.ones({ 1 }, { dtype = "float64" }), ember.zeros({ 1 }, { dtype = "float64" })
+    local r = ember.ones({ 2, 1, 3 }, { dtype = "float64" })
+    for _, act in ipairs({ "relu", "relu6" }) do
+      same_bits(bn_run(x, w, b, r, act, true), bn_run(x, w, b, r, act, false), act .. " at 0")
+      -- b = 6 - the positive value: the largest lands on relu6's upper bound
+      local b6 = ember.tensor({ 6 - 1 / math.sqrt(2 / 3 + 1e-5) }, { dtype = "float64" })
+      same_bits(bn_run(x, w, b6, r, act, true), bn_run(x, w, b6, r, act, false), act .. " at 6")
+      local xn = x:clone()
+      xn[{ 1, 1, 1 }] = 0 / 0
+      same_bits(bn_run(xn, w, b, r, act, true), bn_run(xn, w, b, r, act, false), act .. " with NaN")
+    end
+  end)
+
+  it("passes gradcheck and gradgradcheck", function()
+    ember.manual_seed(4)
+    local x = ember.randn({ 3, 4, 3, 2 }, { dtype = "float64" }) * 2
+    local w, b = ember.randn({ 4 }, { dtype = "float64" }), ember.randn({ 4 }, { dtype = "float64" }) + 1
+    for _, act in ipairs({ "relu", "relu6" }) do
+      local function f(xx, ww, bb)
+        return (F.batch_norm(xx, nil, nil, ww, bb, { training = true, activation = act }) ^ 2):sum()
+      end
+      assert.is_true(gradcheck(f, { x, w, b }))
+      assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+    end
+  end)
+
+  it("runs in nn.Sequential for BatchNorm then ReLU or ReLU6, as the modules one by one", function()
+    local nn = ember.nn
+    for _, Act in ipairs({ nn.ReLU, nn.ReLU6 }) do
+      for _, mode in ipairs({ "train", "eval" }) do
+        ember.manual_seed(2)
+        local seq = nn.Sequential(nn.Conv2d(3, 8, 3, { padding = 1, bias = false }), nn.BatchNorm2d(8), Act())
+        local twin = nn.Sequential(nn.Conv2d(3, 8, 3, { padding = 1, bias = false }), nn.BatchNorm2d(8), Act())
+        twin:load_state_dict(seq:state_dict())
+        seq[mode](seq)
+        twin[mode](twin)
+        local x = ember.randn({ 4, 3, 6, 6 }, { dtype = "float32" })
+        local outs = {}
+        for k, m in ipairs({ seq, twin }) do
+          local gm = ember.autodiff.GradManager():attach(m:parameters())
+          gm:record()
+          local y = k == 1 and m(x) or m[3](m[2](m[1](x)))
+          gm:backward((y * y):sum())
+          outs[k] = { y, m[1].weight.grad, m[2].weight.grad, m[2].bias.grad, m[2].running_mean, m[2].running_var }
+        end
+        same_bits(outs[1], outs[2], mode)
+      end
+    end
+  end)
+
+  it("raises naming batch_norm on an unknown activation", function()
+    H.raises(function() F.batch_norm(ember.randn({ 4, 3 }), nil, nil, nil, nil, { activation = "gelu" }) end,
+      "batch_norm", "activation", "gelu")
+  end)
+
+  it("gives the same bits on 1 and 2 threads", function()
+    local function bits(threads)
+      ember.set_num_threads(threads)
+      ember.manual_seed(5)
+      local x, r = ember.randn({ 32, 96, 16, 16 }), ember.randn({ 32, 96, 16, 16 })
+      local out = {}
+      for _, t in ipairs(bn_run(x, ember.ones({ 96 }), ember.zeros({ 96 }), r, "relu6", true)) do
+        for _, v in ipairs(t:reshape({ -1 }):tolist()) do out[#out + 1] = v end
+      end
+      return out
+    end
+    local one, two = bits(1), bits(2)
+    for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
+  end)
+end)

@@ -4,7 +4,7 @@ describe("the op table", function()
   it("has a spec for every op", function()
     local specs = {}
     for _, path in ipairs({ "tensor", "reduce", "shape", "autograd", "gradcheck", "nn", "functional", "inplace", "rnn",
-      "batch_norm", "more_layers", "tensorlib", "tensorlib_gaps", "linalg", "index_ops" }) do
+      "batch_norm", "convnets", "more_layers", "tensorlib", "tensorlib_gaps", "linalg", "index_ops" }) do
       local h = io.open("spec/" .. path .. "_spec.lua", "rb")
       if h then specs[#specs + 1] = h:read("*a"); h:close() end
     end
@@ -15,7 +15,8 @@ describe("the op table", function()
       index_add = "index_select", conv2d_backward_input = "conv2d", conv2d_backward_weight = "conv2d",
       max_pool2d_backward = "max_pool2d", avg_pool2d_backward = "avg_pool2d", clone = ":clone%(",
       relu_backward = "ember_relu_backward%(", relu_bias_backward = "ember_relu_bias_backward%(",
-      batch_norm_backward = "ember_batch_norm_backward%(", conv2d_relu_backward = "conv2d_relu%(",
+      batch_norm_backward = "ember_batch_norm_backward%(", batch_norm_act = "training = true, activation = act",
+      batch_norm_act_backward = "training = true, activation = act", conv2d_relu_backward = "conv2d_relu%(",
       conv2d_relu_max_pool2d_backward = "conv2d_relu_max_pool2d%(",
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",

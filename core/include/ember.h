@@ -576,6 +576,18 @@ EMBER_API int ember_batch_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b
                                ember_tensor **stats);
 EMBER_API int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         double eps, ember_tensor **gx, ember_tensor **gwb);
+/* batch_norm with an activation applied to y as it is written: activation
+   1 relu (NaN and -0 kept), 2 hardtanh between lo and hi (relu6: 0, 6),
+   as where(y <= lo, lo, where(y >= hi, hi, y)); the adjoint takes y too
+   and passes g where relu's (y > 0 or NaN) or hardtanh's (lo < y < hi or
+   NaN) gradient is 1, 0 elsewhere, before batch_norm_backward's formulas.
+   nn.Sequential runs it for a BatchNorm in training followed by ReLU or
+   ReLU6; results are batch_norm's then the activation's, bit for bit. */
+EMBER_API int ember_batch_norm_act(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, int activation,
+                                   double lo, double hi, ember_tensor **y, ember_tensor **stats);
+EMBER_API int ember_batch_norm_act_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                            ember_tensor *y, double eps, int activation, double lo, double hi,
+                                            ember_tensor **gx, ember_tensor **gwb);
 
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */
