@@ -1,6 +1,7 @@
 -- Real convnets' kernels (issue 30): depthwise convolutions on ember's direct
 -- kernels (core/src/ops/conv_depthwise.c), 1x1 convolutions as plain
--- products and grouped ones, on each path, against PyTorch's values
+-- products, grouped ones and kernels with taps that only read padding
+-- (core/src/ops/conv_taps.c), on each path, against PyTorch's values
 -- (spec/fixtures/convnets/gen.py), against the im2col path and oneDNN,
 -- gradcheck, and the same bits on 1 and 2 threads.
 local H = require("helpers")
@@ -15,6 +16,9 @@ local CASES = {
   dw5d2 = { 1, 4, 12, 10, 4, 5, 1, 3, 2, 4 }, dwmult = { 2, 3, 7, 8, 6, 3, 1, 0, 1, 3 },
   dwpad = { 1, 2, 3, 4, 2, 3, 3, 2, 1, 2 }, grouped = { 2, 8, 7, 7, 12, 3, 1, 1, 1, 4 },
   pw = { 3, 8, 5, 4, 6, 1, 1, 0, 1, 1 }, pw1x1 = { 5, 7, 1, 1, 9, 1, 1, 0, 1, 1 }, pws2 = { 2, 6, 5, 5, 4, 1, 2, 0, 1, 1 },
+  dead1x1 = { 3, 8, 1, 1, 6, 3, 1, 1, 1, 1 }, dead2x2s2 = { 3, 5, 2, 2, 7, 3, 2, 1, 1, 1 },
+  deaddil = { 2, 4, 2, 2, 5, 3, 1, 3, 3, 1 }, deadwide = { 2, 3, 3, 2, 4, 5, 2, 3, 1, 1 },
+  deaddw = { 4, 6, 1, 1, 6, 3, 1, 1, 1, 6 },
 }
 local function opts_of(c) return { stride = c[7], padding = c[8], dilation = c[9], groups = c[10] } end
 
@@ -75,6 +79,17 @@ describe("depthwise convolutions", function()
     for _, o in ipairs({ { padding = 1, groups = 3 }, { stride = 2, padding = 2, dilation = 2, groups = 3 } }) do
       assert.is_true(gradcheck(function(xx, ww, bb) return (F.conv2d(xx, ww, bb, o) ^ 2):sum() end, { x, w, b }))
       assert.is_true(gradcheck(function(xx, ww, bb) return (F.conv2d_relu(xx, ww, bb, o) ^ 2):sum() end, { x, w, b }))
+    end
+  end)
+
+  it("pass gradcheck where taps only read padding (the live taps' kernel)", function()
+    ember.manual_seed(6)
+    local F64 = { dtype = "float64" }
+    for _, c in ipairs({ { { 2, 3, 1, 1 }, { 4, 3, 3, 3 }, { padding = 1 } },
+      { { 2, 3, 2, 2 }, { 4, 3, 3, 3 }, { stride = 2, padding = 1 } } }) do
+      local x, w, b = ember.randn(c[1], F64), ember.randn(c[2], F64), ember.randn({ 4 }, F64)
+      assert.is_true(gradcheck(function(xx, ww, bb) return (F.conv2d(xx, ww, bb, c[3]) ^ 2):sum() end, { x, w, b }))
+      assert.is_true(gradcheck(function(xx, ww, bb) return (F.conv2d_relu(xx, ww, bb, c[3]) ^ 2):sum() end, { x, w, b }))
     end
   end)
 

@@ -564,6 +564,49 @@ done:
 /* conv2d, conv2d_relu and conv2d's two adjoints: one driver for the three
    products (conv.h); conv2d_relu adds its bias and cuts at zero in the
    product's output pass (a oneDNN post-op, or one pass after ember's kernels) */
+/* the product on contiguous operands into res: oneDNN first (float32), where
+   it is faster (docs/nn.md, "Depthwise, 1x1 and grouped convolutions"; not
+   at 1x1 convolutions of 1x1 planes, one product here), which also adds
+   conv2d_relu's bias and cuts at zero (*post_done); else ember's kernels */
+static int run_product(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
+                       ember_tensor *cbias, ember_tensor *res, bool *post_done)
+{
+    *post_done = cdt == EMBER_FLOAT32 && !is_pointwise_1x1(g) &&
+                 ember__dnnl_conv(kind, g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+                                  cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res));
+    if (*post_done) return EMBER_OK;
+    if (ember__conv_is_depthwise(g)) return ember__conv_depthwise(kind, g, cdt, ca, cb, res);
+    return conv_run(kind, g, cdt, ca, cb, res);
+}
+
+/* run_product on the live taps only where some taps only read padding
+   (conv_taps.c): the weight (FWD, BWD_INPUT) cut to them, or the weight
+   gradient computed for them and the dead taps' left 0 */
+static int run_live_taps(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
+                         ember_tensor *cbias, ember_tensor *res, bool *post_done)
+{
+    conv_geom gc;
+    int64_t i0, j0;
+    if (!ember__conv_live_taps(g, &gc, &i0, &j0)) return run_product(kind, g, cdt, ca, cb, cbias, res, post_done);
+    const int es = ember_dtype_size(cdt);
+    const int64_t ws[4] = {g->O, g->Cg, gc.kH, gc.kW};
+    ember_tensor *wc = NULL;
+    EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
+    int rc;
+    if (kind == CONV_BWD_WEIGHT) {
+        rc = run_product(kind, &gc, cdt, ca, cb, NULL, wc, post_done);
+        if (rc >= 0) {
+            memset(ember__ptr(res), 0, (size_t)(res->numel * es));
+            ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(res), ember__ptr(wc), true);
+        }
+    } else {
+        ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(cb), ember__ptr(wc), false);
+        rc = run_product(kind, &gc, cdt, ca, wc, cbias, res, post_done);
+    }
+    ember_tensor_release(wc);
+    return rc;
+}
+
 int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -589,13 +632,9 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     }
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    /* oneDNN first (float32), where it is faster (docs/nn.md, "Kernels"): not
-       at 1x1 convolutions of 1x1 planes, one product here */
-    if (cdt == EMBER_FLOAT32 && !is_pointwise_1x1(&g) && ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
-                                                 cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
-        goto ok;
-    if (ember__conv_is_depthwise(&g)) EMBER_CHECK(ember__conv_depthwise(kind, &g, cdt, ca, cb, res));
-    else EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
+    bool post_done;
+    EMBER_CHECK(run_live_taps(kind, &g, cdt, ca, cb, cbias, res, &post_done));
+    if (post_done) goto ok;
 epilogue:
     if (cbias) bias_relu(res, cbias, &g);
 ok:

@@ -22,6 +22,14 @@ int ember__conv_bias_check(const char *name, const ember_tensor *b, const ember_
 /* the output columns ow whose input column ow sw - pw + j dw lies inside [0, W): [*lo, *hi) */
 void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi);
 
+/* conv_taps.c: whether some of g's taps only ever read padding, and then
+   gc, the geometry of the live taps' sub-kernel from tap (*i0, *j0), which
+   gives the same output; and the copy of those taps between a weight of g
+   (w) and one of gc (wc): into wc, or (to_full) back into w. */
+bool ember__conv_live_taps(const conv_geom *g, conv_geom *gc, int64_t *i0, int64_t *j0);
+void ember__conv_crop(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int es, char *w, char *wc,
+                      bool to_full);
+
 /* conv_depthwise.c: whether g is a depthwise convolution (C / groups == 1,
    groups > 1) that its direct kernels run (ember_set_conv_kernels_enabled),
    and the product of kind on contiguous float32 or float64 (cdt) operands
