@@ -24,6 +24,7 @@
    before the sums (ops.def). */
 #include "ops.h"
 #include "../autograd_ops.h"
+#include "norm_act.h"
 
 #include <string.h>
 
@@ -96,36 +97,9 @@ typedef struct {
     const char *ya;    /* batch_norm_act_backward: its output, whose mask g passes through */
 } bn_job;
 
-enum { BN_RELU = 1, BN_HARDTANH = 2 };
-
-/* the activation in place on n values of y (relu keeps NaN and -0, as relu
-   does; hardtanh as where(y <= lo, lo, where(y >= hi, hi, y))), and g
-   through its mask into d: 0 where y <= 0 (relu) or y <= lo or y >= hi
-   (hardtanh), else g (NaN y included), as relu_backward and hardtanh's
-   composed gradient give */
-#define BN_ACT(T)                                                                                      \
-    EMBER_INLINE void act_##T(const bn_job *j, T *restrict y, int64_t n)                               \
-    {                                                                                                  \
-        if (j->act == BN_RELU)                                                                         \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? 0 : y[i];                                \
-        else {                                                                                         \
-            const T lo = (T)j->lo, hi = (T)j->hi;                                                      \
-            for (int64_t i = 0; i < n; i++) y[i] = y[i] <= lo ? lo : y[i] >= hi ? hi : y[i];           \
-        }                                                                                              \
-    }                                                                                                  \
-    EMBER_INLINE void act_mask_##T(const bn_job *j, const T *restrict g, const T *restrict y,          \
-                                   T *restrict d, int64_t n)                                           \
-    {                                                                                                  \
-        if (j->act == BN_RELU)                                                                         \
-            for (int64_t i = 0; i < n; i++) d[i] = y[i] <= 0 ? 0 : g[i];                               \
-        else {                                                                                         \
-            const T lo = (T)j->lo, hi = (T)j->hi;                                                      \
-            for (int64_t i = 0; i < n; i++) d[i] = y[i] <= lo || y[i] >= hi ? 0 : g[i];                \
-        }                                                                                              \
-    }
-BN_ACT(float)
-BN_ACT(double)
-#undef BN_ACT
+/* the activation's loops: norm_act.h */
+ACT_LOOPS(float)
+ACT_LOOPS(double)
 
 /* sum of a block into 16 lanes, and sum of (x - m)^2 or of g (x - m) */
 #define BN_SUMS(T)                                                                                     \
@@ -197,7 +171,7 @@ static double lanes_total(const double *acc)
                 const T *xp = x + (n * j->C + c) * j->S;                                                   \
                 T *yp = y + (n * j->C + c) * j->S;                                                         \
                 for (int64_t i = 0; i < j->S; i++) yp[i] = xp[i] * sc + sh;                                \
-                if (j->act) act_##T(j, yp, j->S);                                                          \
+                if (j->act) act_##T(j->act, j->lo, j->hi, yp, j->S);                                                          \
             }                                                                                              \
             st[c] = (T)mean;                                                                               \
             st[j->C + c] = (T)var;                                                                         \
@@ -219,7 +193,7 @@ BN_FWD(double)
         for (int64_t c = c0; c < c1; c++) {                                                                 \
             for (int64_t n = 0; n < j->N && j->ya; n++) {                                                   \
                 int64_t o = (n * j->C + c) * j->S;                                                          \
-                act_mask_##T(j, (const T *)j->g + o, (const T *)j->ya + o, gx + o, j->S);                   \
+                act_mask_##T(j->act, j->lo, j->hi, (const T *)j->g + o, (const T *)j->ya + o, gx + o, j->S);                   \
             }                                                                                               \
             double mean = (double)st[c], invstd = 1.0 / sqrt((double)st[j->C + c] + j->eps);                \
             double sg[LANES] = {0}, sgx[LANES] = {0};                                                       \
@@ -289,7 +263,7 @@ static int64_t channel_grain(int64_t per_channel)
         }                                                                                                     \
         for (int64_t n = 0; n < j->N; n++) {                                                                  \
             for (int64_t k = k0; k < k1; k++) y[n * CS + k] = x[n * CS + k] * (T)a[k] + (T)m[k];              \
-            if (j->act) act_##T(j, y + n * CS + k0, k1 - k0);                                                 \
+            if (j->act) act_##T(j->act, j->lo, j->hi, y + n * CS + k0, k1 - k0);                                                 \
         }                                                                                                     \
     }
 BN_FWD_COLUMNS(float)
@@ -306,7 +280,7 @@ BN_FWD_COLUMNS(double)
         double *sg = j->ws, *sgx = j->ws + CS, *m = j->ws + 2 * CS, M = (double)(j->N * S);                  \
         if (j->ya) {   /* the activation's gradient, written into gx first */                                \
             for (int64_t n = 0; n < j->N; n++)                                                               \
-                act_mask_##T(j, g + n * CS + k0, (const T *)j->ya + n * CS + k0, gx + n * CS + k0, k1 - k0); \
+                act_mask_##T(j->act, j->lo, j->hi, g + n * CS + k0, (const T *)j->ya + n * CS + k0, gx + n * CS + k0, k1 - k0); \
             g = gx;                                                                                          \
         }                                                                                                    \
         /* the columns' sum(g) and sum(g (x - mean)) */                                                      \
@@ -539,54 +513,6 @@ static int composed_bwd(ember_tensor *const *in, double eps, ember_tensor **out)
     return ember__batch_norm_backward_composed(in[0], in[1], in[2], in[3], eps, &out[0], &out[1]);
 }
 
-/* batch_norm_act's attrs: i[0] the activation, i[1] and i[2] the bits of
-   hardtanh's bounds (f holds only eps and one more) */
-static double attr_bound(const ember_attrs *at, int k)
-{
-    double v;
-    memcpy(&v, &at->i[k], sizeof v);
-    return v;
-}
-
-static void set_bounds(ember_attrs *at, double lo, double hi)
-{
-    memcpy(&at->i[1], &lo, sizeof lo);
-    memcpy(&at->i[2], &hi, sizeof hi);
-}
-
-/* batch_norm_act's activation (attrs i[0], i[1], i[2]) as ops, where the
-   kernels do not run: on y in place of *y, or on g through y's mask */
-static int act_composed(const ember_attrs *at, ember_tensor *y, ember_tensor *g, ember_tensor **out)
-{
-    ember_tensor *lo = NULL, *hi = NULL, *zero = NULL, *c1 = NULL, *c2 = NULL, *t = NULL;
-    int paused = ember__ag_pause(), rc = EMBER_OK;
-    if (at->i[0] == BN_RELU) {
-        rc = g ? ember_relu_backward(g, y, out) : ember_relu(y, out);
-        goto done;
-    }
-    EMBER_CHECK(ember_scalar(attr_bound(at, 1), EMBER_FLOAT64, 1, &lo));
-    EMBER_CHECK(ember_scalar(attr_bound(at, 2), EMBER_FLOAT64, 1, &hi));
-    EMBER_CHECK(ember_scalar(0, EMBER_FLOAT64, 1, &zero));
-    EMBER_CHECK(ember_le(y, lo, &c1));
-    EMBER_CHECK(ember_ge(y, hi, &c2));
-    EMBER_CHECK(ember_where(c2, g ? zero : hi, g ? g : y, &t));
-    rc = ember_where(c1, g ? zero : lo, t, out);
-done:
-    ember__ag_resume(paused);
-    ember_tensor *all[6] = {lo, hi, zero, c1, c2, t};
-    bn_release(all, 6);
-    return rc;
-}
-
-/* checks batch_norm_act's activation attrs */
-static int act_check(const char *op, const ember_attrs *at)
-{
-    double lo = attr_bound(at, 1), hi = attr_bound(at, 2);
-    if (at->i[0] == BN_RELU || (at->i[0] == BN_HARDTANH && lo <= hi)) return EMBER_OK;
-    return ember__fail(EMBER_ERR_ARG, "%s: activation must be 1 (relu) or 2 (hardtanh with lo <= hi), got %lld "
-                       "(lo %g, hi %g)", op, (long long)at->i[0], lo, hi);
-}
-
 /* ------------------------------------------------------------------ the ops */
 /* batch_norm and batch_norm_act (the same, its activation applied to y as
    each channel's values are written) */
@@ -599,11 +525,11 @@ int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     double eps = at ? at->f[0] : 1e-5;
     EMBER_TRY(bn_check(name, x, w, b));
     if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "%s: eps must be >= 0, got %g", name, eps);
-    if (act) EMBER_TRY(act_check(name, at));
+    if (act) EMBER_TRY(ember__act_check(name, at, false));
     if (!bn_fast(in, 3) && act) {
         ember_tensor *y0[2] = {NULL, NULL};
         EMBER_TRY(no_recording(composed_fwd, in, eps, y0));
-        int rc = act_composed(at, y0[0], NULL, &out[0]);
+        int rc = ember__act_composed(at, y0[0], NULL, &out[0]);
         ember_tensor_release(y0[0]);
         if (rc < 0) ember_tensor_release(y0[1]);
         else out[1] = y0[1];
@@ -619,7 +545,7 @@ int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
                 .x = ember__ptr(c[0]), .w = ember__ptr(c[1]), .b = ember__ptr(c[2]),
                 .y = ember__ptr(y), .stats = ember__ptr(st), .eps = eps,
-                .act = act ? (int)at->i[0] : 0, .lo = act ? attr_bound(at, 1) : 0, .hi = act ? attr_bound(at, 2) : 0};
+                .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0};
     EMBER_CHECK(bn_run(name, &j, false));
     out[0] = y;
     out[1] = st;
@@ -651,10 +577,10 @@ int fwd_batch_norm_backward(int op, int nin, ember_tensor *const *in, const embe
                            ember__tshape(sx, x), ya ? ", output " : "", ya ? ember__tshape(ss, ya) : "",
                            ember__tshape(ss, st), ya ? " and output" : "", (long long)C);
     if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "%s: eps must be >= 0, got %g", name, eps);
-    if (act) EMBER_TRY(act_check(name, at));
+    if (act) EMBER_TRY(ember__act_check(name, at, false));
     if (!bn_fast(in, act ? 5 : 4) && act) {
         ember_tensor *gz = NULL;
-        EMBER_TRY(act_composed(at, ya, g, &gz));
+        EMBER_TRY(ember__act_composed(at, ya, g, &gz));
         ember_tensor *in4[4] = {gz, x, w, st};
         int rc = no_recording(composed_bwd, in4, eps, out);
         ember_tensor_release(gz);
@@ -671,7 +597,7 @@ int fwd_batch_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
                 .x = ember__ptr(c[1]), .g = ember__ptr(c[0]), .w = ember__ptr(c[2]),
                 .y = ember__ptr(gx), .stats = ember__ptr(c[3]), .gwb = ember__ptr(gwb), .eps = eps,
-                .act = act ? (int)at->i[0] : 0, .lo = act ? attr_bound(at, 1) : 0, .hi = act ? attr_bound(at, 2) : 0,
+                .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0,
                 .ya = act ? ember__ptr(c[4]) : NULL};
     EMBER_CHECK(bn_run(name, &j, true));
     out[0] = gx;
@@ -714,7 +640,7 @@ int ember_batch_norm_act(ember_tensor *x, ember_tensor *w, ember_tensor *b, doub
     if (!y || !stats) return ember__fail(EMBER_ERR_ARG, "batch_norm_act: NULL argument");
     ember_tensor *in[3] = {x, w, b}, *out[2] = {NULL, NULL};
     ember_attrs at = {{activation}, {eps, 0}};
-    set_bounds(&at, lo, hi);
+    ember__act_set_bounds(&at, lo, hi);
     int rc = ember__dispatch(EMBER_OP_BATCH_NORM_ACT, 3, in, &at, out);
     *y = out[0];
     *stats = out[1];
@@ -728,7 +654,7 @@ int ember_batch_norm_act_backward(ember_tensor *g, ember_tensor *x, ember_tensor
     if (!gx || !gwb) return ember__fail(EMBER_ERR_ARG, "batch_norm_act_backward: NULL argument");
     ember_tensor *in[5] = {g, x, w, stats, y}, *out[2] = {NULL, NULL};
     ember_attrs at = {{activation}, {eps, 0}};
-    set_bounds(&at, lo, hi);
+    ember__act_set_bounds(&at, lo, hi);
     int rc = ember__dispatch(EMBER_OP_BATCH_NORM_ACT_BACKWARD, 5, in, &at, out);
     *gx = out[0];
     *gwb = out[1];
