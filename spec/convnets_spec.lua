@@ -234,3 +234,56 @@ describe("batch norm with its activation (batch_norm_act)", function()
     for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
   end)
 end)
+
+describe("batch norm in eval mode (channel_affine)", function()
+  local F64 = { dtype = "float64" }
+  local function stats(C, dt)
+    ember.manual_seed(8)
+    return ember.randn({ C }, { dtype = dt }), ember.rand({ C }, { dtype = dt }) + 0.5,
+      ember.randn({ C }, { dtype = dt }), ember.randn({ C }, { dtype = dt })
+  end
+
+  it("is x scale + shift and the activation, bit for bit, and the textbook formula within rounding", function()
+    for _, dt in ipairs({ "float64", "float32" }) do
+      for _, shape in ipairs({ { 3, 5, 4, 6 }, { 7, 5 } }) do
+        local rm, rv, w, b = stats(5, dt)
+        local x = ember.randn(shape, { dtype = dt }) * 2
+        local cs = { 1, 5 }
+        for d = 3, #shape do cs[d] = 1 end
+        local scale = (rv + 1e-5):rsqrt() * w
+        local shift = -rm * scale + b
+        local plain = x * scale:view(cs) + shift:view(cs)
+        for _, act in ipairs({ false, "relu", "relu6" }) do
+          local y = F.batch_norm(x, rm, rv, w, b, { training = false, activation = act or nil })
+          local want = act and F[act](plain) or plain
+          assert.are.same(want:reshape({ -1 }):tolist(), y:reshape({ -1 }):tolist())
+        end
+        local textbook = (x - rm:view(cs)) * (rv:view(cs) + 1e-5):rsqrt() * w:view(cs) + b:view(cs)
+        local tol = dt == "float64" and 1e-12 or 1e-5
+        assert(max_diff(textbook, plain) <= tol * (1 + textbook:abs():max():item()))
+      end
+    end
+  end)
+
+  it("passes gradcheck and gradgradcheck in x, weight and bias", function()
+    local rm, rv, w, b = stats(4, "float64")
+    local x = ember.randn({ 2, 4, 3, 3 }, F64) * 2
+    for _, act in ipairs({ false, "relu", "relu6" }) do
+      local function f(xx, ww, bb)
+        return (F.batch_norm(xx, rm, rv, ww, bb, { training = false, activation = act or nil }) ^ 2):sum()
+      end
+      assert.is_true(gradcheck(f, { x, w, b }))
+      assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+    end
+  end)
+
+  it("raises naming channel_affine on mismatched shapes (C API)", function()
+    local ffi = require("ffi")
+    local out = ffi.new("ember_tensor *[1]")
+    local x, s = ember.randn({ 2, 3, 4 }), ember.randn({ 4 })
+    assert.is_true(ember._C.ember_channel_affine(x._c, s._c, s._c, 0, 0, 0, out) < 0)
+    assert.truthy(ffi.string(ember._C.ember_last_error()):find("channel_affine", 1, true))
+    assert.is_true(ember._C.ember_channel_affine(x._c, ember.randn({ 3 })._c, ember.randn({ 3 })._c, 7, 0, 0, out) < 0)
+    assert.truthy(ffi.string(ember._C.ember_last_error()):find("activation", 1, true))
+  end)
+end)

@@ -16,7 +16,8 @@ describe("the op table", function()
       max_pool2d_backward = "max_pool2d", avg_pool2d_backward = "avg_pool2d", clone = ":clone%(",
       relu_backward = "ember_relu_backward%(", relu_bias_backward = "ember_relu_bias_backward%(",
       batch_norm_backward = "ember_batch_norm_backward%(", batch_norm_act = "training = true, activation = act",
-      batch_norm_act_backward = "training = true, activation = act", conv2d_relu_backward = "conv2d_relu%(",
+      batch_norm_act_backward = "training = true, activation = act", channel_affine = "training = false, activation",
+      conv2d_relu_backward = "conv2d_relu%(",
       conv2d_relu_max_pool2d_backward = "conv2d_relu_max_pool2d%(",
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",

@@ -588,6 +588,11 @@ EMBER_API int ember_batch_norm_act(ember_tensor *x, ember_tensor *w, ember_tenso
 EMBER_API int ember_batch_norm_act_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                             ember_tensor *y, double eps, int activation, double lo, double hi,
                                             ember_tensor **gx, ember_tensor **gwb);
+/* y = act(x scale[c] + shift[c]) over x (N, C, ...), scale and shift (C),
+   act 0 (none) or as ember_batch_norm_act's: batch normalisation in eval
+   mode (F.batch_norm with running statistics) in one pass. */
+EMBER_API int ember_channel_affine(ember_tensor *x, ember_tensor *scale, ember_tensor *shift, int activation,
+                                   double lo, double hi, ember_tensor **out);
 
 /* in place: write into a, bump its version. b broadcasts to a's shape and its
    dtype must cast to a's. */

@@ -323,6 +323,19 @@ RULE(gru_cell)
    batch_norm_act's y is act(that): its fused adjoint batch_norm_act_backward
    takes y too; the recorded form passes g through the activation's mask
    first (relu_backward, or hardtanh's where). */
+/* g through the activation's mask of its output y (attrs as norm_act.h's),
+   recorded: relu_backward, or hardtanh's two where()s */
+static ember_tensor *act_grad(arena *s, const ember_attrs *at, ember_tensor *g, ember_tensor *y)
+{
+    double lo, hi;
+    memcpy(&lo, &at->i[1], sizeof lo);
+    memcpy(&hi, &at->i[2], sizeof hi);
+    if (at->i[0] == 0) return g;
+    if (at->i[0] == 1) return relu_bwd(s, g, y);
+    ember_tensor *zero = num(s, 0);
+    return where3(s, t_le(s, y, num(s, lo)), zero, where3(s, t_ge(s, y, num(s, hi)), zero, g));
+}
+
 static void batch_norm_grads(rule_ctx *r, bool act)
 {
     RULE_LOCALS;
@@ -341,9 +354,7 @@ static void batch_norm_grads(rule_ctx *r, bool act)
     } else if (fused) {
         rc = ember_batch_norm_backward(g, x, w, st, eps, &gx, &gwb);
     } else {
-        ember_tensor *gz = g, *zero = act ? num(s, 0) : NULL;
-        if (act && at->i[0] == 1) gz = relu_bwd(s, g, y);
-        else if (act) gz = where3(s, t_le(s, y, num(s, lo)), zero, where3(s, t_ge(s, y, num(s, hi)), zero, g));
+        ember_tensor *gz = act ? act_grad(s, at, g, y) : g;
         if (!OK(s)) return;
         rc = ember__batch_norm_backward_composed(gz, x, w, st, eps, &gx, &gwb);
     }
@@ -365,4 +376,22 @@ static void batch_norm_grads(rule_ctx *r, bool act)
 
 RULE(batch_norm) { batch_norm_grads(r, false); }
 RULE(batch_norm_act) { batch_norm_grads(r, true); }
+
+/* y = act(x scale + shift), scale and shift one per channel (dim 1) */
+RULE(channel_affine)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *sc = IN(1), *y = OUT(0);
+    if (!have(s, x, sc) || !have(s, y, g)) return;
+    ember_tensor *gz = act_grad(s, at, g, y);
+    int64_t cs[EMBER_MAX_DIMS], C = ember_tensor_shape(x)[1];
+    int dims[EMBER_MAX_DIMS], k = 0;
+    for (int d = 0; d < nd; d++) {
+        cs[d] = d == 1 ? C : 1;
+        if (d != 1) dims[k++] = d;
+    }
+    if (NEED(0)) give(s, &gi[0], t_mul(s, gz, reshape(s, sc, nd, cs)));
+    if (NEED(1)) give(s, &gi[1], reshape(s, sum_dims(s, t_mul(s, gz, x), k, dims, 0), 1, &C));
+    if (NEED(2)) give(s, &gi[2], reshape(s, sum_dims(s, gz, k, dims, 0), 1, &C));
+}
 

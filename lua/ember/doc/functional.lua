@@ -211,8 +211,11 @@ returns the batch's mean and biased variance as a (2, C) tensor; docs/nn.md,
 "Batch normalisation"). `activation = "relu"` or `"relu6"` gives `F.relu` or
 `F.relu6` of the result, bit for bit, in training as one op,
 `batch_norm_act`, that applies it as y is written and whose backward masks
-the gradient in the same pass (`nn.Sequential` runs a `BatchNorm1d/2d` in
-training followed by `ReLU` or `ReLU6` so); any other value raises.
+the gradient in the same pass (`nn.Sequential` runs a `BatchNorm1d/2d`
+followed by `ReLU` or `ReLU6` so); any other value raises. In
+eval mode it is one op, `channel_affine` (C `ember_channel_affine`): `x
+scale + shift` with the activation, scale and shift worked out per channel
+from the running statistics, w and b.
 
 ### `ember.nn.functional.embedding(idx, weight, padding_idx?, max_norm?, norm_type?, scale_grad_by_freq?, sparse?, opts?)`
 The rows of `weight` at the 1-based int64/int32 indices `idx`; arguments

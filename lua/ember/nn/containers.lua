@@ -86,13 +86,13 @@ local function conv_relu_then_pool(m, p)
     and rawget(p, "forward") == nil and no_padding(p.padding) and p.dilation == 1 and not p.ceil_mode
     and not p.return_indices
 end
--- a BatchNorm1d/2d normalising by the batch's statistics (training)
--- followed by a ReLU or ReLU6 runs as one F.batch_norm with that activation
--- (the op batch_norm_act)
+-- a BatchNorm1d/2d followed by a ReLU or ReLU6 runs as one F.batch_norm
+-- with that activation (the op batch_norm_act in training, channel_affine
+-- in eval mode)
 local function bn_then_act(m, r)
   local cls = getmetatable(m).__class
   if not ((cls == nn.BatchNorm2d or cls == nn.BatchNorm1d) and rawget(m, "forward") == nil and r ~= nil
-      and rawget(r, "forward") == nil and (m.training or m.running_mean == nil)) then
+      and rawget(r, "forward") == nil) then
     return nil
   end
   local rc = getmetatable(r).__class

@@ -309,12 +309,16 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
   if running_mean == nil or running_var == nil then
     fail("batch_norm", "running_mean and running_var are needed outside training")
   end
-  local mean, var = running_mean:view(shape), running_var:view(shape)
-  local y = (x - mean) * (var + eps):rsqrt()
-  if w ~= nil then y = y * w:view(shape) end
-  if b ~= nil then y = y + b:view(shape) end
-  if act then y = ember.nn.functional[act](y) end
-  return y
+  -- one op, channel_affine: x scale + shift (and the activation), scale and
+  -- shift worked out on the C values
+  local scale = (running_var + eps):rsqrt()
+  if w ~= nil then scale = scale * w end
+  local shift = -running_mean * scale
+  if b ~= nil then shift = shift + b end
+  if scale.dtype ~= x.dtype then scale, shift = scale:to(x.dtype), shift:to(x.dtype) end
+  local a = BN_ACTS[act] or { 0, 0, 0 }
+  check(C.ember_channel_affine(ember._ptr("batch_norm", x, 1), scale._c, shift._c, a[1], a[2], a[3], out2))
+  return ember._wrap(out2[0])
 end
 
 ---------------------------------------------------------------- embedding
