@@ -31,7 +31,8 @@ void ember__conv_crop(const conv_geom *g, const conv_geom *gc, int64_t i0, int64
                       bool to_full);
 
 /* conv_depthwise.c: whether g is a depthwise convolution (C / groups == 1,
-   groups > 1) that its direct kernels run (ember_set_conv_kernels_enabled),
+   groups > 1) on planes of 16 outputs or fewer, which its direct kernels
+   run (ember_set_conv_kernels_enabled),
    and the product of kind on contiguous float32 or float64 (cdt) operands
    a and b into res (contiguous, the product's shape), as conv_run's are. */
 bool ember__conv_is_depthwise(const conv_geom *g);

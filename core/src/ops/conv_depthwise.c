@@ -27,7 +27,12 @@ static int direct_enabled = 1;
 void ember_set_conv_kernels_enabled(int on) { direct_enabled = on != 0; }
 int ember_conv_kernels_enabled(void) { return direct_enabled; }
 
-bool ember__conv_is_depthwise(const conv_geom *g) { return direct_enabled && g->G > 1 && g->Cg == 1; }
+/* on planes of 16 outputs or fewer: on larger ones their rows are too short
+   for the vector loops, and im2col + GEMM was as fast or faster (docs/nn.md) */
+bool ember__conv_is_depthwise(const conv_geom *g)
+{
+    return direct_enabled && g->G > 1 && g->Cg == 1 && g->Ho * g->Wo <= 16;
+}
 
 typedef struct {
     const conv_geom *g;
@@ -37,74 +42,56 @@ typedef struct {
     atomic_int failed;
 } dw_job;
 
+/* One walk over a plane's taps for the three products: for each output row
+   oh and tap (i, j) whose input row ih is inside the plane, over the output
+   columns [lo, hi) whose input column ow sw + off is inside it,
+     FWD          y[oh, ow]  += w[i, j] x[ih, ow sw + off]   (y's row zeroed first)
+     BWD_INPUT    gx[ih, ow sw + off] += w[i, j] gy[oh, ow]
+     BWD_WEIGHT   acc[i, j][ow] += gy[oh, ow] x[ih, ow sw + off]   (acc: kH kW rows of W')
+   a is x (FWD, BWD_WEIGHT) or gy; b is w (FWD, BWD_INPUT) or gy; res y, gx or acc. */
+#define DW_ROW(dst, expr)                                                                      \
+    do {                                                                                       \
+        if (g->sw == 1)                                                                        \
+            for (int64_t ow = lo; ow < hi; ow++) dst += expr(ow + off);                        \
+        else if (g->sw == 2)                                                                   \
+            for (int64_t ow = lo; ow < hi; ow++) dst += expr(2 * ow + off);                    \
+        else                                                                                   \
+            for (int64_t ow = lo; ow < hi; ow++) dst += expr(ow * g->sw + off);                \
+    } while (0)
+#define FWD_TERM(k) wv * xr[k]
+#define WGRAD_TERM(k) gr[ow] * xr[k]
+
 #define DEFINE_DEPTHWISE(T, S)                                                                 \
-    /* y (H' x W') = sum over taps of w[i, j] x shifted rows of x (H x W) */                  \
-    EMBER_SIMD static void dw_fwd_plane_##S(const dw_job *jb, const T *restrict x, const T *restrict w, \
-                                           T *restrict y)                                      \
+    EMBER_SIMD static void dw_plane_##S(const dw_job *jb, conv_kind kind, const T *restrict a,  \
+                                       const T *restrict b, T *restrict res)                   \
     {                                                                                          \
         const conv_geom *g = jb->g;                                                            \
+        const T *restrict in = kind == CONV_BWD_INPUT ? NULL : a;   /* x */                    \
+        const T *restrict gy = kind == CONV_FWD ? NULL : kind == CONV_BWD_INPUT ? a : b;       \
         for (int64_t oh = 0; oh < g->Ho; oh++) {                                               \
-            T *restrict yr = y + oh * g->Wo;                                                   \
-            for (int64_t ow = 0; ow < g->Wo; ow++) yr[ow] = 0;                                 \
+            T *restrict yr = res + oh * g->Wo;                                                 \
+            const T *restrict gr = gy ? gy + oh * g->Wo : NULL;                                \
+            if (kind == CONV_FWD)                                                              \
+                for (int64_t ow = 0; ow < g->Wo; ow++) yr[ow] = 0;                             \
             for (int64_t i = 0; i < g->kH; i++) {                                              \
                 const int64_t ih = oh * g->sh - g->ph + i * g->dh;                             \
                 if (ih < 0 || ih >= g->H) continue;                                            \
-                const T *restrict xr = x + ih * g->W;                                          \
+                const T *restrict xr = in ? in + ih * g->W : NULL;                             \
+                T *restrict gxr = res + ih * g->W;                                             \
                 for (int64_t j = 0; j < g->kW; j++) {                                          \
-                    const T wv = w[i * g->kW + j];                                             \
                     const int64_t off = j * g->dw - g->pw, lo = jb->lo[j], hi = jb->hi[j];     \
-                    if (g->sw == 1)                                                            \
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + off];      \
-                    else if (g->sw == 2)                                                       \
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[2 * ow + off];  \
-                    else                                                                       \
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * g->sw + off]; \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-    }                                                                                          \
-    /* adds w[i, j] gy into the shifted rows of gx's plane (H x W) */                         \
-    EMBER_SIMD static void dw_bwd_input_plane_##S(const dw_job *jb, const T *restrict gy,      \
-                                                 const T *restrict w, T *restrict gx)          \
-    {                                                                                          \
-        const conv_geom *g = jb->g;                                                            \
-        for (int64_t oh = 0; oh < g->Ho; oh++) {                                               \
-            const T *restrict gr = gy + oh * g->Wo;                                            \
-            for (int64_t i = 0; i < g->kH; i++) {                                              \
-                const int64_t ih = oh * g->sh - g->ph + i * g->dh;                             \
-                if (ih < 0 || ih >= g->H) continue;                                            \
-                T *restrict xr = gx + ih * g->W;                                               \
-                for (int64_t j = 0; j < g->kW; j++) {                                          \
-                    const T wv = w[i * g->kW + j];                                             \
-                    const int64_t off = j * g->dw - g->pw, lo = jb->lo[j], hi = jb->hi[j];     \
-                    if (g->sw == 1)                                                            \
-                        for (int64_t ow = lo; ow < hi; ow++) xr[ow + off] += wv * gr[ow];      \
-                    else                                                                       \
-                        for (int64_t ow = lo; ow < hi; ow++) xr[ow * g->sw + off] += wv * gr[ow]; \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-    }                                                                                          \
-    /* acc (kH kW x W') += gy (H' x W') times the shifted rows of x, tap by tap */            \
-    EMBER_SIMD static void dw_bwd_weight_plane_##S(const dw_job *jb, const T *restrict x,      \
-                                                  const T *restrict gy, T *restrict acc)       \
-    {                                                                                          \
-        const conv_geom *g = jb->g;                                                            \
-        for (int64_t oh = 0; oh < g->Ho; oh++) {                                               \
-            const T *restrict gr = gy + oh * g->Wo;                                            \
-            for (int64_t i = 0; i < g->kH; i++) {                                              \
-                const int64_t ih = oh * g->sh - g->ph + i * g->dh;                             \
-                if (ih < 0 || ih >= g->H) continue;                                            \
-                const T *restrict xr = x + ih * g->W;                                          \
-                for (int64_t j = 0; j < g->kW; j++) {                                          \
-                    T *restrict ar = acc + (i * g->kW + j) * g->Wo;                            \
-                    const int64_t off = j * g->dw - g->pw, lo = jb->lo[j], hi = jb->hi[j];     \
-                    if (g->sw == 1)                                                            \
-                        for (int64_t ow = lo; ow < hi; ow++) ar[ow] += gr[ow] * xr[ow + off];  \
-                    else if (g->sw == 2)                                                       \
-                        for (int64_t ow = lo; ow < hi; ow++) ar[ow] += gr[ow] * xr[2 * ow + off]; \
-                    else                                                                       \
-                        for (int64_t ow = lo; ow < hi; ow++) ar[ow] += gr[ow] * xr[ow * g->sw + off]; \
+                    const T wv = kind == CONV_BWD_WEIGHT ? 0 : b[i * g->kW + j];               \
+                    T *restrict ar = res + (i * g->kW + j) * g->Wo;                            \
+                    switch (kind) {                                                            \
+                    case CONV_FWD: DW_ROW(yr[ow], FWD_TERM); break;                            \
+                    case CONV_BWD_WEIGHT: DW_ROW(ar[ow], WGRAD_TERM); break;                   \
+                    case CONV_BWD_INPUT:                                                       \
+                        if (g->sw == 1)                                                        \
+                            for (int64_t ow = lo; ow < hi; ow++) gxr[ow + off] += wv * gr[ow]; \
+                        else                                                                   \
+                            for (int64_t ow = lo; ow < hi; ow++) gxr[ow * g->sw + off] += wv * gr[ow]; \
+                        break;                                                                 \
+                    }                                                                          \
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
@@ -115,8 +102,8 @@ typedef struct {
         const conv_geom *g = jb->g;                                                            \
         for (int64_t p = p0; p < p1; p++) {   /* p = n O + o */                                \
             const int64_t n = p / g->O, o = p % g->O, c = o / g->Og;                           \
-            dw_fwd_plane_##S(jb, (const T *)jb->a + (n * g->C + c) * g->H * g->W,              \
-                             (const T *)jb->b + o * g->kH * g->kW, (T *)jb->res + p * g->Ho * g->Wo); \
+            dw_plane_##S(jb, CONV_FWD, (const T *)jb->a + (n * g->C + c) * g->H * g->W,        \
+                         (const T *)jb->b + o * g->kH * g->kW, (T *)jb->res + p * g->Ho * g->Wo); \
         }                                                                                      \
     }                                                                                          \
     static void dw_bwd_input_##S(void *ctx, int64_t p0, int64_t p1)                            \
@@ -128,8 +115,8 @@ typedef struct {
             T *gx = (T *)jb->res + p * g->H * g->W;                                            \
             memset(gx, 0, sizeof(T) * (size_t)(g->H * g->W));                                  \
             for (int64_t o = c * g->Og; o < (c + 1) * g->Og; o++)                              \
-                dw_bwd_input_plane_##S(jb, (const T *)jb->a + (n * g->O + o) * g->Ho * g->Wo,   \
-                                       (const T *)jb->b + o * g->kH * g->kW, gx);              \
+                dw_plane_##S(jb, CONV_BWD_INPUT, (const T *)jb->a + (n * g->O + o) * g->Ho * g->Wo, \
+                             (const T *)jb->b + o * g->kH * g->kW, gx);                        \
         }                                                                                      \
     }                                                                                          \
     static void dw_bwd_weight_##S(void *ctx, int64_t o0, int64_t o1)                           \
@@ -147,8 +134,8 @@ typedef struct {
             const int64_t c = o / g->Og;                                                       \
             memset(acc, 0, bytes);                                                             \
             for (int64_t n = 0; n < g->N; n++)                                                 \
-                dw_bwd_weight_plane_##S(jb, (const T *)jb->a + (n * g->C + c) * g->H * g->W,    \
-                                        (const T *)jb->b + (n * g->O + o) * g->Ho * g->Wo, acc); \
+                dw_plane_##S(jb, CONV_BWD_WEIGHT, (const T *)jb->a + (n * g->C + c) * g->H * g->W, \
+                             (const T *)jb->b + (n * g->O + o) * g->Ho * g->Wo, acc);          \
             T *gw = (T *)jb->res + o * taps;                                                   \
             for (int64_t t = 0; t < taps; t++) {                                               \
                 T s = 0;                                                                       \
