@@ -322,7 +322,7 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
     const conv_geom *g = j->g;
     const int es = j->es, cdt = j->cdt;
     const int64_t HW = g->Ho * g->Wo, L = nb * HW;
-    const bool pw = is_pointwise(g);
+    const bool pw = is_pointwise(g) && nb == 1;
     /* one sample's (O, HW) block is in the GEMM layout already */
     char *cols = j->cols[task], *gl = nb > 1 ? j->gl[task]
                                    : j->kind == CONV_FWD ? j->res + n0 * g->O * HW * es
