@@ -288,3 +288,52 @@ describe("batch norm in eval mode (channel_affine)", function()
     assert.truthy(ffi.string(ember._C.ember_last_error()):find("activation", 1, true))
   end)
 end)
+
+describe("bfloat16 convolutions", function()
+  H.keep_thread_setting(before_each, after_each)
+
+  -- y and the gradients of sum(y r) for bfloat16 operands, and the same
+  -- products in float32 on those operands' exact values
+  local function both(shape_x, shape_w, opts)
+    ember.manual_seed(9)
+    local x, w = ember.randn(shape_x):to("bfloat16"), ember.randn(shape_w):to("bfloat16")
+    local y0 = F.conv2d(x:to("float32"), w:to("float32"), nil, opts)
+    local r = ember.randn(y0:shape()):to("bfloat16")
+    local function run(xx, ww, rr)
+      xx, ww = xx:clone(), ww:clone()
+      local gm = ember.autodiff.GradManager():attach({ xx, ww })
+      gm:record()
+      local y = F.conv2d(xx, ww, nil, opts)
+      gm:backward({ y }, { rr })
+      return { y, xx.grad, ww.grad }
+    end
+    return run(x, w, r), run(x:to("float32"), w:to("float32"), r:to("float32"))
+  end
+
+  it("give the float32 products of their values, rounded to bfloat16 (oneDNN's bfloat16 kernels where the CPU has them)", function()
+    for _, c in ipairs({ { { 8, 16, 10, 9 }, { 24, 16, 3, 3 }, { stride = 2, padding = 1 } },
+      { { 4, 3, 16, 16 }, { 8, 3, 7, 7 }, { stride = 2, padding = 3 } },
+      { { 6, 32, 8, 8 }, { 32, 1, 3, 3 }, { padding = 1, groups = 32 } } }) do
+      local got, want = both(c[1], c[2], c[3])
+      for i = 1, 3 do
+        assert.are.equal("bfloat16", got[i].dtype)
+        -- float32 sums in another order, then one rounding to 8 bits
+        local d = max_diff(got[i], want[i]) / want[i]:abs():max():item()
+        assert(d < 2 ^ -7, ("product %d off by %g"):format(i, d))
+      end
+    end
+  end)
+
+  it("give the same bits on 1 and 2 threads", function()
+    local function bits(threads)
+      ember.set_num_threads(threads)
+      local out = {}
+      for _, t in ipairs((both({ 16, 32, 12, 12 }, { 32, 32, 3, 3 }, { padding = 1 }))) do
+        for _, v in ipairs(t:to("float32"):reshape({ -1 }):tolist()) do out[#out + 1] = v end
+      end
+      return out
+    end
+    local one, two = bits(1), bits(2)
+    for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
+  end)
+end)

@@ -630,6 +630,16 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         ember__fill_raw(res, 0);
         goto epilogue;
     }
+    /* bfloat16 operands straight into oneDNN's bfloat16 kernels where the
+       CPU has them (a float32 result, rounded to bfloat16 by nn_finish) */
+    if (dt == EMBER_BFLOAT16 && !fused && a->dtype == b->dtype) {
+        EMBER_CHECK(ember__contiguous_as(a, dt, &ca));
+        EMBER_CHECK(ember__contiguous_as(b, dt, &cb));
+        if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto ok;
+        ember_tensor_release(ca);
+        ember_tensor_release(cb);
+        ca = cb = NULL;
+    }
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
     bool post_done;

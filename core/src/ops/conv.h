@@ -50,6 +50,11 @@ int ember__conv_depthwise(conv_kind kind, const conv_geom *g, int cdt, const emb
 bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
                       float *res);
 
+/* The same on contiguous bfloat16 operands a and b (no bias), res float32:
+   oneDNN's bfloat16 kernels, on CPUs with AVX-512 BF16 or AMX only; false
+   as above, and on other CPUs. */
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res);
+
 /* conv2d_relu's backward on contiguous float32 operands: from g and the
    output y, gx (NULL: not wanted), gw and gb (O), with relu's mask applied
    while the gradient is written in the layout the adjoints' primitives
