@@ -2,11 +2,13 @@
 way, in PyTorch 1.13's fastest CPU form (channels_last model and input
 unless told "nchw"). Run by bench/convnets.lua once per round, alternating
 with ember:
-    /usr/bin/python3 bench/convnets_torch.py CASE ITERS THREADS [nchw]
+    /usr/bin/python3 bench/convnets_torch.py CASE ITERS THREADS [channels_last|nchw [bfloat16]]
 CASE is resnet18_train, mobilenetv2_train, resnet18_infer or
 mobilenetv2_infer (bench/convnets.lua says what each is). Prints one JSON
-line: seconds per step over ITERS steps (after one warm-up).
+line: seconds per step over ITERS steps (after one warm-up). With
+bfloat16, the forward (and loss) under torch.autocast("cpu", bfloat16).
 """
+import contextlib
 import sys
 
 import torch
@@ -66,6 +68,10 @@ class MobileNetV2(nn.Module):
 def main():
     case, iters, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     layout = torch.contiguous_format if len(sys.argv) > 4 and sys.argv[4] == "nchw" else torch.channels_last
+    bf16 = len(sys.argv) > 5 and sys.argv[5] == "bfloat16"
+
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     name, mode = case.split("_")
@@ -79,13 +85,15 @@ def main():
 
         def step():
             opt.zero_grad()
-            nn.functional.cross_entropy(model(x), labels).backward()
+            with autocast():
+                loss = nn.functional.cross_entropy(model(x), labels)
+            loss.backward()
             opt.step()
     else:
         model.eval()
 
         def step():
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 model(x)
     report_steps(step, iters)
 
