@@ -39,6 +39,28 @@ end
 
 local function max_diff(a, b) return (a:to("float64") - b:to("float64")):abs():max():item() end
 
+-- fn() (a list of tensors) gives the same bits on 1 and on 2 threads, seeded alike
+local function same_bits_on_threads(fn)
+  local function bits(threads)
+    ember.set_num_threads(threads)
+    ember.manual_seed(7)
+    local out = {}
+    for _, t in ipairs(fn()) do
+      for _, v in ipairs(t:to("float64"):reshape({ -1 }):tolist()) do out[#out + 1] = v end
+    end
+    return out
+  end
+  local one, two = bits(1), bits(2)
+  assert.are.equal(#one, #two)
+  for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
+end
+
+-- gradcheck and gradgradcheck of f at inputs
+local function gradchecks(f, inputs)
+  assert.is_true(gradcheck(f, inputs))
+  assert.is_true(ember.autodiff.gradgradcheck(f, inputs))
+end
+
 describe("depthwise convolutions", function()
   H.keep_thread_setting(before_each, after_each)
 
@@ -95,22 +117,12 @@ describe("depthwise convolutions", function()
   end)
 
   it("give the same bits on 1 and 2 threads", function()
-    local function bits(threads)
-      ember.set_num_threads(threads)
-      ember.manual_seed(7)
-      local out = {}
-      for _, dt in ipairs({ "float32", "float64" }) do
+    for _, dt in ipairs({ "float32", "float64" }) do
+      same_bits_on_threads(function()
         local x, w = ember.randn({ 16, 96, 4, 4 }, { dtype = dt }), ember.randn({ 96, 1, 3, 3 }, { dtype = dt })
-        local r = ember.randn({ 16, 96, 4, 4 }, { dtype = dt })
-        for _, t in ipairs(run(x, w, r, { padding = 1, groups = 96 }, true, true)) do
-          for _, v in ipairs(t:reshape({ -1 }):tolist()) do out[#out + 1] = v end
-        end
-      end
-      return out
+        return run(x, w, ember.randn({ 16, 96, 4, 4 }, { dtype = dt }), { padding = 1, groups = 96 }, true, true)
+      end)
     end
-    local one, two = bits(1), bits(2)
-    assert.are.equal(#one, #two)
-    for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
   end)
 
   it("raise naming conv2d on a bad geometry, as before", function()
@@ -186,8 +198,7 @@ describe("batch norm with its activation (batch_norm_act)", function()
       local function f(xx, ww, bb)
         return (F.batch_norm(xx, nil, nil, ww, bb, { training = true, activation = act }) ^ 2):sum()
       end
-      assert.is_true(gradcheck(f, { x, w, b }))
-      assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+      gradchecks(f, { x, w, b })
     end
   end)
 
@@ -221,18 +232,10 @@ describe("batch norm with its activation (batch_norm_act)", function()
   end)
 
   it("gives the same bits on 1 and 2 threads", function()
-    local function bits(threads)
-      ember.set_num_threads(threads)
-      ember.manual_seed(5)
+    same_bits_on_threads(function()
       local x, r = ember.randn({ 32, 96, 16, 16 }), ember.randn({ 32, 96, 16, 16 })
-      local out = {}
-      for _, t in ipairs(bn_run(x, ember.ones({ 96 }), ember.zeros({ 96 }), r, "relu6", true)) do
-        for _, v in ipairs(t:reshape({ -1 }):tolist()) do out[#out + 1] = v end
-      end
-      return out
-    end
-    local one, two = bits(1), bits(2)
-    for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
+      return bn_run(x, ember.ones({ 96 }), ember.zeros({ 96 }), r, "relu6", true)
+    end)
   end)
 end)
 
@@ -273,8 +276,7 @@ describe("batch norm in eval mode (channel_affine)", function()
       local function f(xx, ww, bb)
         return (F.batch_norm(xx, rm, rv, ww, bb, { training = false, activation = act or nil }) ^ 2):sum()
       end
-      assert.is_true(gradcheck(f, { x, w, b }))
-      assert.is_true(ember.autodiff.gradgradcheck(f, { x, w, b }))
+      gradchecks(f, { x, w, b })
     end
   end)
 
@@ -325,15 +327,6 @@ describe("bfloat16 convolutions", function()
   end)
 
   it("give the same bits on 1 and 2 threads", function()
-    local function bits(threads)
-      ember.set_num_threads(threads)
-      local out = {}
-      for _, t in ipairs((both({ 16, 32, 12, 12 }, { 32, 32, 3, 3 }, { padding = 1 }))) do
-        for _, v in ipairs(t:to("float32"):reshape({ -1 }):tolist()) do out[#out + 1] = v end
-      end
-      return out
-    end
-    local one, two = bits(1), bits(2)
-    for i = 1, #one do if one[i] ~= two[i] then error(("value %d: %.9g on 1 thread, %.9g on 2"):format(i, one[i], two[i])) end end
+    same_bits_on_threads(function() return (both({ 16, 32, 12, 12 }, { 32, 32, 3, 3 }, { padding = 1 })) end)
   end)
 end)
