@@ -37,6 +37,7 @@ local function run(x, w, r, opts, kernels, dnnl)
   end)
 end
 
+local F64 = { dtype = "float64" }
 local function max_diff(a, b) return (a:to("float64") - b:to("float64")):abs():max():item() end
 
 -- fn() (a list of tensors) gives the same bits on 1 and on 2 threads, seeded alike
@@ -107,7 +108,6 @@ describe("depthwise convolutions", function()
 
   it("pass gradcheck where taps only read padding (the live taps' kernel)", function()
     ember.manual_seed(6)
-    local F64 = { dtype = "float64" }
     for _, c in ipairs({ { { 2, 3, 1, 1 }, { 4, 3, 3, 3 }, { padding = 1 } },
       { { 2, 3, 2, 2 }, { 4, 3, 3, 3 }, { stride = 2, padding = 1 } } }) do
       local x, w, b = ember.randn(c[1], F64), ember.randn(c[2], F64), ember.randn({ 4 }, F64)
@@ -240,7 +240,6 @@ describe("batch norm with its activation (batch_norm_act)", function()
 end)
 
 describe("batch norm in eval mode (channel_affine)", function()
-  local F64 = { dtype = "float64" }
   local function stats(C, dt)
     ember.manual_seed(8)
     return ember.randn({ C }, { dtype = dt }), ember.rand({ C }, { dtype = dt }) + 0.5,
@@ -328,5 +327,77 @@ describe("bfloat16 convolutions", function()
 
   it("give the same bits on 1 and 2 threads", function()
     same_bits_on_threads(function() return (both({ 16, 32, 12, 12 }, { 32, 32, 3, 3 }, { padding = 1 })) end)
+  end)
+end)
+
+describe("random convolution geometries", function()
+  -- y = conv2d(x, w) and the gradients of sum(y r), by the definition's loops
+  local function naive(x, w, r, o)
+    local X, Wt, R = x:tolist(), w:tolist(), r:tolist()
+    local N, C, Hh, Ww = unpack(x:shape())
+    local O, Cg, kH, kW = unpack(w:shape())
+    local _, _, Ho, Wo = unpack(r:shape())
+    local G, Og = C / Cg, O / (C / Cg)
+    local Y, GX, GW = {}, {}, {}
+    for n = 1, N do
+      Y[n], GX[n] = {}, {}
+      for c = 1, C do GX[n][c] = {}; for h = 1, Hh do GX[n][c][h] = {}; for q = 1, Ww do GX[n][c][h][q] = 0 end end end
+    end
+    for oc = 1, O do GW[oc] = {}; for c = 1, Cg do GW[oc][c] = {}; for i = 1, kH do GW[oc][c][i] = {}; for j = 1, kW do GW[oc][c][i][j] = 0 end end end end
+    for n = 1, N do
+      for oc = 1, O do
+        Y[n][oc] = {}
+        local g0 = math.floor((oc - 1) / Og) * Cg
+        for oh = 1, Ho do
+          Y[n][oc][oh] = {}
+          for ow = 1, Wo do
+            local s, rv = 0, R[n][oc][oh][ow]
+            for c = 1, Cg do for i = 1, kH do for j = 1, kW do
+              local ih = (oh - 1) * o.stride - o.padding + (i - 1) * o.dilation + 1
+              local iw = (ow - 1) * o.stride - o.padding + (j - 1) * o.dilation + 1
+              if ih >= 1 and ih <= Hh and iw >= 1 and iw <= Ww then
+                local xv, wv = X[n][g0 + c][ih][iw], Wt[oc][c][i][j]
+                s = s + xv * wv
+                GX[n][g0 + c][ih][iw] = GX[n][g0 + c][ih][iw] + rv * wv
+                GW[oc][c][i][j] = GW[oc][c][i][j] + rv * xv
+              end
+            end end end
+            Y[n][oc][oh][ow] = s
+          end
+        end
+      end
+    end
+    return { Y, GX, GW }
+  end
+
+  it("match the definition's loops on every path in float64 (60 seeded draws)", function()
+    ember.manual_seed(30)
+    local rnd = ember.randint
+    for case = 1, 60 do
+      local function pick(lo, hi) return rnd(lo, hi + 1, { 1 }):item() end
+      local k, s, d = pick(1, 4), pick(1, 3), pick(1, 2)
+      local p = pick(0, math.floor(k / 2) + 1)
+      local Cg, G, Og = pick(1, 3), pick(1, 3), pick(1, 2)
+      if case % 3 == 0 then Cg = 1 end   -- depthwise, with a channel multiplier Og
+      local H, W = pick(1, 6), pick(1, 6)
+      local span = d * (k - 1) + 1
+      if H + 2 * p >= span and W + 2 * p >= span then
+        local o = { stride = s, padding = p, dilation = d, groups = G }
+        local x = ember.randn({ 2, Cg * G, H, W }, F64)
+        local w = ember.randn({ Og * G, Cg, k, k }, F64)
+        local y0 = F.conv2d(x, w, nil, o)
+        local r = ember.randn(y0:shape(), F64)
+        local want = naive(x, w, r, o)
+        for _, path in ipairs({ { true, true }, { false, false } }) do
+          local got = run(x, w, r, o, path[1], path[2])
+          for i = 1, 3 do
+            local wt = ember.tensor(want[i], F64)
+            local dd = max_diff(got[i], wt) / (1 + wt:abs():max():item())
+            assert(dd < 1e-12, ("case %d (x %dx%d, w %s, stride %d, padding %d, dilation %d, groups %d): result %d "
+              .. "off by %g"):format(case, H, W, table.concat(w:shape(), "x"), s, p, d, G, i, dd))
+          end
+        end
+      end
+    end
   end)
 end)
