@@ -226,6 +226,20 @@ describe("batch norm with its activation (batch_norm_act)", function()
     end
   end)
 
+  it("runs its composed form where the kernels do not (float16: as on a device)", function()
+    ember.manual_seed(3)
+    local x = (ember.randn({ 4, 3, 5, 5 }) * 3):to("float16")
+    local w, b, r = ember.randn({ 3 }):to("float16"), ember.randn({ 3 }):to("float16"), ember.randn({ 4, 3, 5, 5 }):to("float16")
+    for _, act in ipairs({ "relu", "relu6" }) do
+      same_bits(bn_run(x, w, b, r, act, true), bn_run(x, w, b, r, act, false), "float16 " .. act)
+      local rm, rv = ember.randn({ 3 }):to("float16"), (ember.rand({ 3 }) + 0.5):to("float16")
+      local y = F.batch_norm(x, rm, rv, w, b, { training = false, activation = act })
+      local scale = (rv + 1e-5):rsqrt() * w
+      local want = F[act](x * scale:view({ 1, 3, 1, 1 }) + (-rm * scale + b):view({ 1, 3, 1, 1 }))
+      assert.are.same(want:float():reshape({ -1 }):tolist(), y:float():reshape({ -1 }):tolist())
+    end
+  end)
+
   it("raises naming batch_norm on an unknown activation", function()
     H.raises(function() F.batch_norm(ember.randn({ 4, 3 }), nil, nil, nil, nil, { activation = "gelu" }) end,
       "batch_norm", "activation", "gelu")
