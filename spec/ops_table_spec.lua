@@ -4,7 +4,7 @@ describe("the op table", function()
   it("has a spec for every op", function()
     local specs = {}
     for _, path in ipairs({ "tensor", "reduce", "shape", "autograd", "gradcheck", "nn", "functional", "inplace", "rnn",
-      "batch_norm", "more_layers", "tensorlib", "tensorlib_gaps", "linalg", "index_ops", "nn_kernels" }) do
+      "batch_norm", "convnets", "more_layers", "tensorlib", "tensorlib_gaps", "linalg", "index_ops", "nn_kernels" }) do
       local h = io.open("spec/" .. path .. "_spec.lua", "rb")
       if h then specs[#specs + 1] = h:read("*a"); h:close() end
     end
@@ -18,6 +18,8 @@ describe("the op table", function()
       batch_norm_backward = "ember_batch_norm_backward%(", layer_norm_backward = "ember_layer_norm_backward%(",
       softmax_backward = "ember_softmax_backward", log_softmax_backward = "ember_log_softmax_backward",
       cross_entropy_backward = "ember_cross_entropy_backward%(", gelu_backward = "ember_gelu_backward%(", conv2d_relu_backward = "conv2d_relu%(",
+      batch_norm_act = "training = true, activation = act",
+      batch_norm_act_backward = "training = true, activation = act", channel_affine = "training = false, activation",
       conv2d_relu_max_pool2d_backward = "conv2d_relu_max_pool2d%(",
       -- what autograd records for a write through a view
       as_strided = ":narrow%(1, 2, 1%):mul_%(x:narrow", as_strided_scatter = ":narrow%(1, 2, 1%):mul_%(x:narrow",

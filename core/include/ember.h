@@ -169,6 +169,11 @@ EMBER_API void ember_set_dnnl_enabled(int on);       /* on by default */
 EMBER_API int ember_dnnl_enabled(void);
 EMBER_API void ember_set_dnnl_matmul_enabled(int on);   /* on by default */
 EMBER_API int ember_dnnl_matmul_enabled(void);          /* and ember_dnnl_enabled() */
+/* ember's direct convolution kernels (depthwise convolutions, docs/nn.md
+   "Kernels"), on by default; off, those convolutions run as the others do
+   (oneDNN, else im2col + GEMM). */
+EMBER_API void ember_set_conv_kernels_enabled(int on);
+EMBER_API int ember_conv_kernels_enabled(void);
 
 /* The op profiler (off by default): while on, each op's time (its forward,
    backward's ops included; for a GPU tensor the launch) is added to the
@@ -579,6 +584,23 @@ EMBER_API int ember_batch_norm(ember_tensor *x, ember_tensor *w, ember_tensor *b
                                ember_tensor **stats);
 EMBER_API int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         double eps, ember_tensor **gx, ember_tensor **gwb);
+/* batch_norm with an activation applied to y as it is written: activation
+   1 relu (NaN and -0 kept), 2 hardtanh between lo and hi (relu6: 0, 6),
+   as where(y <= lo, lo, where(y >= hi, hi, y)); the adjoint takes y too
+   and passes g where relu's (y > 0 or NaN) or hardtanh's (lo < y < hi or
+   NaN) gradient is 1, 0 elsewhere, before batch_norm_backward's formulas.
+   nn.Sequential runs it for a BatchNorm in training followed by ReLU or
+   ReLU6; results are batch_norm's then the activation's, bit for bit. */
+EMBER_API int ember_batch_norm_act(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, int activation,
+                                   double lo, double hi, ember_tensor **y, ember_tensor **stats);
+EMBER_API int ember_batch_norm_act_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                            ember_tensor *y, double eps, int activation, double lo, double hi,
+                                            ember_tensor **gx, ember_tensor **gwb);
+/* y = act(x scale[c] + shift[c]) over x (N, C, ...), scale and shift (C),
+   act 0 (none) or as ember_batch_norm_act's: batch normalisation in eval
+   mode (F.batch_norm with running statistics) in one pass. */
+EMBER_API int ember_channel_affine(ember_tensor *x, ember_tensor *scale, ember_tensor *shift, int activation,
+                                   double lo, double hi, ember_tensor **out);
 
 /* layer normalisation (nn.LayerNorm, F.layer_norm) over x's last k =
    normalized_dims dims, w and b of their shape -> y = (x - mean) rstd w + b

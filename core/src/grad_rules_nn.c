@@ -319,19 +319,45 @@ RULE(gru_cell)
 /* y = (x - mean) invstd w + b with stats = (mean, var) an output too. Where
    no recording sees this backward and stats got no gradient, the fused
    adjoint batch_norm_backward; else its formulas as recorded ops, plus what
-   the stats' gradient adds: gmean / M + gvar 2 (x - mean) / M. */
-RULE(batch_norm)
+   the stats' gradient adds: gmean / M + gvar 2 (x - mean) / M.
+   batch_norm_act's y is act(that): its fused adjoint batch_norm_act_backward
+   takes y too; the recorded form passes g through the activation's mask
+   first (relu_backward, or hardtanh's where). */
+/* g through the activation's mask of its output y (attrs as norm_act.h's),
+   recorded: relu_backward, or hardtanh's two where()s */
+static ember_tensor *act_grad(arena *s, const ember_attrs *at, ember_tensor *g, ember_tensor *y)
+{
+    double lo, hi;
+    memcpy(&lo, &at->i[1], sizeof lo);
+    memcpy(&hi, &at->i[2], sizeof hi);
+    if (at->i[0] == 0) return g;
+    if (at->i[0] == 1) return relu_bwd(s, g, y);
+    ember_tensor *zero = num(s, 0);
+    return where3(s, t_le(s, y, num(s, lo)), zero, where3(s, t_ge(s, y, num(s, hi)), zero, g));
+}
+
+static void batch_norm_grads(rule_ctx *r, bool act)
 {
     RULE_LOCALS;
-    ember_tensor *x = IN(0), *w = IN(1), *st = OUT(1), *gst = r->go[1];
-    if (!have(s, x, w) || !have(s, st, g)) return;
+    ember_tensor *x = IN(0), *w = IN(1), *st = OUT(1), *gst = r->go[1], *y = act ? OUT(0) : NULL;
+    if (!have(s, x, w) || !have(s, st, g) || (act && !have(s, y, y))) return;
     double eps = at->f[0];
     ember_tensor *gx = NULL, *gwb = NULL;
-    ember_tensor *seen[5] = {g, x, w, st, gst};
-    bool stats_quiet = all_zero(gst);
-    int rc = !ember__ag_would_record(5, seen) && stats_quiet
-                 ? ember_batch_norm_backward(g, x, w, st, eps, &gx, &gwb)
-                 : ember__batch_norm_backward_composed(g, x, w, st, eps, &gx, &gwb);
+    ember_tensor *seen[6] = {g, x, w, st, gst, y};
+    bool stats_quiet = all_zero(gst), fused = !ember__ag_would_record(act ? 6 : 5, seen) && stats_quiet;
+    double lo, hi;
+    memcpy(&lo, &at->i[1], sizeof lo);
+    memcpy(&hi, &at->i[2], sizeof hi);
+    int rc;
+    if (fused && act) {
+        rc = ember_batch_norm_act_backward(g, x, w, st, y, eps, (int)at->i[0], lo, hi, &gx, &gwb);
+    } else if (fused) {
+        rc = ember_batch_norm_backward(g, x, w, st, eps, &gx, &gwb);
+    } else {
+        ember_tensor *gz = act ? act_grad(s, at, g, y) : g;
+        if (!OK(s)) return;
+        rc = ember__batch_norm_backward_composed(gz, x, w, st, eps, &gx, &gwb);
+    }
     ember_tensor *dx = keep(s, rc, &gx), *dwb = rc < 0 ? NULL : keep(s, rc, &gwb);
     if (!OK(s)) return;
     int64_t cs[EMBER_MAX_DIMS], C = in[1];
@@ -428,3 +454,24 @@ RULE(cross_entropy)
     if (!all_zero(gst)) gx = t_add(s, gx, t_mul(s, reshape(s, slice(s, gst, 0, 0, 1), 2, m1), pr));
     give(s, &gi[0], gx);
 }
+RULE(batch_norm) { batch_norm_grads(r, false); }
+RULE(batch_norm_act) { batch_norm_grads(r, true); }
+
+/* y = act(x scale + shift), scale and shift one per channel (dim 1) */
+RULE(channel_affine)
+{
+    RULE_LOCALS;
+    ember_tensor *x = IN(0), *sc = IN(1), *y = OUT(0);
+    if (!have(s, x, sc) || !have(s, y, g)) return;
+    ember_tensor *gz = act_grad(s, at, g, y);
+    int64_t cs[EMBER_MAX_DIMS], C = ember_tensor_shape(x)[1];
+    int dims[EMBER_MAX_DIMS], k = 0;
+    for (int d = 0; d < nd; d++) {
+        cs[d] = d == 1 ? C : 1;
+        if (d != 1) dims[k++] = d;
+    }
+    if (NEED(0)) give(s, &gi[0], t_mul(s, gz, reshape(s, sc, nd, cs)));
+    if (NEED(1)) give(s, &gi[1], reshape(s, sum_dims(s, t_mul(s, gz, x), k, dims, 0), 1, &C));
+    if (NEED(2)) give(s, &gi[2], reshape(s, sum_dims(s, gz, k, dims, 0), 1, &C));
+}
+

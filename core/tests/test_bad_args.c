@@ -592,6 +592,25 @@ int main(void)
         BAD(ember_gelu_backward(NULL, a, 0, &o));
         BAD(ember_gelu_backward(w3, a, 0, &o));     /* gradient (3) for input (2, 3) */
         BAD(ember_gelu_backward(idx, idx, 1, &o));  /* int64 */
+        /* with an activation (1 relu, 2 hardtanh between lo and hi) */
+        BAD(ember_batch_norm_act(NULL, w3, w3, 1e-5, 1, 0, 0, &o, &o2));
+        BAD(ember_batch_norm_act(a, w3, w3, 1e-5, 1, 0, 0, NULL, &o2));
+        BAD(ember_batch_norm_act(a, w3, w3, 1e-5, 3, 0, 0, &o, &o2));      /* no such activation */
+        BAD(ember_batch_norm_act(a, w3, w3, 1e-5, 2, 6, 0, &o, &o2));      /* lo > hi */
+        BAD(ember_batch_norm_act(a, w3, w3, 1e-5, 2, NAN, 6, &o, &o2));
+        BAD(ember_batch_norm_act(a, a, w3, 1e-5, 1, 0, 0, &o, &o2));
+        BAD(ember_batch_norm_act_backward(a, a, w3, st, NULL, 1e-5, 1, 0, 0, &o, &o2));
+        BAD(ember_batch_norm_act_backward(a, a, w3, st, w3, 1e-5, 1, 0, 0, &o, &o2));   /* y (3) for input (2, 3) */
+        BAD(ember_batch_norm_act_backward(a, a, w3, st, y, 1e-5, 0, 0, 0, &o, &o2));    /* no activation */
+        BAD(ember_batch_norm_act_backward(a, a, w3, st, y, 1e-5, 1, 0, 0, NULL, &o2));
+        /* eval mode: x (2, 3), scale and shift (3) */
+        BAD(ember_channel_affine(NULL, w3, w3, 0, 0, 0, &o));
+        BAD(ember_channel_affine(a, w3, w3, 0, 0, 0, NULL));
+        BAD(ember_channel_affine(a, a, w3, 0, 0, 0, &o));          /* scale (2, 3) */
+        BAD(ember_channel_affine(w3, w3, w3, 0, 0, 0, &o));        /* 1-D input */
+        BAD(ember_channel_affine(a, w3, idx, 0, 0, 0, &o));        /* shift (2), int64 */
+        BAD(ember_channel_affine(a, w3, w3, -1, 0, 0, &o));
+        BAD(ember_channel_affine(a, w3, w3, 2, 1, -1, &o));        /* lo > hi */
         ember_tensor_release(w3);
         ember_tensor_release(st);
         ember_tensor_release(y);

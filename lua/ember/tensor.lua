@@ -567,6 +567,11 @@ return function(ember)
   -- and for the float32 matrix products where it beats OpenBLAS (docs/nn.md, "Matrix products")
   function ember.set_dnnl_matmul_enabled(on) C.ember_set_dnnl_matmul_enabled(errors.boolean("set_dnnl_matmul_enabled", "on", on) and 1 or 0) end
   function ember.dnnl_matmul_enabled() return C.ember_dnnl_matmul_enabled() ~= 0 end
+  -- ember's direct convolution kernels (depthwise; docs/nn.md, "Kernels")
+  function ember.set_conv_kernels_enabled(on)
+    C.ember_set_conv_kernels_enabled(errors.boolean("set_conv_kernels_enabled", "on", on) and 1 or 0)
+  end
+  function ember.conv_kernels_enabled() return C.ember_conv_kernels_enabled() ~= 0 end
 
   Tensor.__len = function(t) return t:dim() > 0 and t:size(1) or 0 end
   Tensor.__concat = function(a, b) return tostring(a) .. tostring(b) end

@@ -180,7 +180,7 @@ return function(ember)
   calls["ember.linalg.solve_triangular"] = function() return { spd(), ember.randn({ 3, 2 }), { upper = true } } end
 
   -- the runtime: queries and settings (each set to what it is)
-  for f in ("blas_info clock dnnl_enabled dnnl_info dnnl_matmul_enabled empty_cache get_autocast_dtype "
+  for f in ("blas_info clock conv_kernels_enabled dnnl_enabled dnnl_info dnnl_matmul_enabled empty_cache get_autocast_dtype "
     .. "get_num_threads is_autocast_enabled is_deterministic is_grad_enabled reset_peak_memory thread_stats "
     .. "version"):gmatch("%S+") do
     calls["ember." .. f] = function() return {} end
@@ -191,6 +191,7 @@ return function(ember)
   calls["ember.set_deterministic"] = function() return { ember.is_deterministic() } end
   calls["ember.set_dnnl_enabled"] = function() return { ember.dnnl_enabled() } end
   calls["ember.set_dnnl_matmul_enabled"] = function() return { ember.dnnl_matmul_enabled() } end
+  calls["ember.set_conv_kernels_enabled"] = function() return { ember.conv_kernels_enabled() } end
   calls["ember.set_grad_enabled"] = function() return { ember.is_grad_enabled() } end
   calls["ember.set_num_threads"] = function() return { ember.get_num_threads() } end
   calls["ember.set_memory_limit"] = function() return { 0 } end

@@ -89,8 +89,8 @@ typedef struct {
     int64_t n0, nb, gi;
 } unfold_ctx;
 
-/* the output columns ow whose input column ow sw - pw + j dw lies inside [0, W) */
-static void valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
+/* conv.h */
+void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi)
 {
     int64_t off = j * g->dw - g->pw;   /* iw = ow sw + off */
     int64_t a = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
@@ -137,7 +137,7 @@ static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift
     if (b > g->H * W - ps->shift) b = g->H * W - ps->shift;
     if (b < a) a = b = r0 * W;   /* nothing inside */
     ps->r0 = r0, ps->r1 = r1, ps->a = a, ps->b = b;
-    valid_cols(g, j, &ps->lo, &ps->hi);
+    ember__conv_valid_cols(g, j, &ps->lo, &ps->hi);
 }
 
 #define DEFINE_UNFOLD(T, SUFFIX)                                                               \
@@ -181,7 +181,7 @@ static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift
         for (int64_t r = r0; r < r1; r++) {                                                    \
             int64_t j = r % g->kW, i = (r / g->kW) % g->kH, c = r / (g->kW * g->kH);           \
             int64_t lo, hi, off = j * g->dw - g->pw;                                           \
-            valid_cols(g, j, &lo, &hi);                                                        \
+            ember__conv_valid_cols(g, j, &lo, &hi);                                                        \
             T *dst = (T *)u->cols + r * L;                                                     \
             for (int64_t n = 0; n < u->nb; n++) {                                              \
                 const T *plane = (const T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
@@ -216,7 +216,7 @@ static void plane_shift_of(const conv_geom *g, int64_t i, int64_t j, plane_shift
             for (int64_t i = 0; i < g->kH; i++)                                                \
                 for (int64_t j = 0; j < g->kW; j++) {                                          \
                     int64_t lo, hi, off = j * g->dw - g->pw;                                   \
-                    valid_cols(g, j, &lo, &hi);                                                \
+                    ember__conv_valid_cols(g, j, &lo, &hi);                                                \
                     T *src = (T *)u->cols + ((c * g->kH + i) * g->kW + j) * L;                 \
                     for (int64_t n = 0; n < u->nb; n++) {                                      \
                         T *plane = (T *)u->x + ((u->n0 + n) * g->C + u->gi * g->Cg + c) * g->H * g->W; \
@@ -323,8 +323,11 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
     const int es = j->es, cdt = j->cdt;
     const int64_t HW = g->Ho * g->Wo, L = nb * HW;
     const bool pw = is_pointwise(g) && nb == 1;
-    char *cols = j->cols[task], *gl = j->gl[task];
-    if (j->kind != CONV_FWD) to_gemm_layout(es, j->GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
+    /* one sample's (O, HW) block is in the GEMM layout already */
+    char *cols = j->cols[task], *gl = nb > 1 ? j->gl[task]
+                                   : j->kind == CONV_FWD ? j->res + n0 * g->O * HW * es
+                                                         : (char *)j->GY + n0 * g->O * HW * es;
+    if (j->kind != CONV_FWD && nb > 1) to_gemm_layout(es, j->GY + n0 * g->O * HW * es, gl, nb, g->O, HW);
     for (int64_t gi = 0; gi < g->G; gi++) {
         unfold_ctx u = {g, cdt, j->X, cols, n0, nb, gi};
         char *colm = pw ? j->X + (n0 * g->C + gi * g->Cg) * HW * es : cols;
@@ -350,7 +353,7 @@ static void conv_chunk(const conv_job *j, int64_t task, int64_t n0, int64_t nb, 
             break;
         }
     }
-    if (j->kind == CONV_FWD) from_gemm_layout(es, gl, j->res + n0 * g->O * HW * es, nb, g->O, HW);
+    if (j->kind == CONV_FWD && nb > 1) from_gemm_layout(es, gl, j->res + n0 * g->O * HW * es, nb, g->O, HW);
 }
 
 static void conv_tasks(void *ctx, int64_t t0, int64_t t1)
@@ -365,29 +368,55 @@ static void conv_tasks(void *ctx, int64_t t0, int64_t t1)
 
 #define CONV_TASKS 8
 
+/* A 1x1 convolution of 1x1 planes (after global pooling: squeeze-and-excite
+   gates, a classifier written as a convolution) is one matrix product over
+   the whole batch, x (N, C) and y (N, O) as they are: y = x w^T, gx = gy w,
+   gw = gy^T x (the sum over the batch inside the product, split by
+   gemm.c by shape alone). */
+static bool is_pointwise_1x1(const conv_geom *g) { return is_pointwise(g) && g->H * g->W == 1 && g->G == 1; }
+
+static void pointwise_batch(conv_kind kind, const conv_geom *g, int cdt, const char *a, const char *b, char *res)
+{
+    switch (kind) {
+    case CONV_FWD: product(cdt, false, true, g->N, g->O, g->C, a, g->C, b, g->C, 0.0, res); break;
+    case CONV_BWD_INPUT: product(cdt, false, false, g->N, g->C, g->O, a, g->O, b, g->C, 0.0, res); break;
+    case CONV_BWD_WEIGHT: product(cdt, true, false, g->O, g->C, g->N, b, g->O, a, g->C, 0.0, res); break;
+    }
+}
+
 static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a, ember_tensor *b, ember_tensor *res)
 {
     const int es = ember_dtype_size(cdt);
     const int64_t HW = g->Ho * g->Wo;
+    if (is_pointwise_1x1(g)) {
+        pointwise_batch(kind, g, cdt, ember__ptr(a), ember__ptr(b), ember__ptr(res));
+        return EMBER_OK;
+    }
     /* a number of tasks fixed by the shape, never by the thread count: a
        weight gradient sums the tasks' partial sums in task order, so its
        bits follow the tasks (docs/frame_loop.md, "Threads"); each task's
        products run on one OpenBLAS thread */
     int64_t ntasks = CONV_TASKS;
     if (ntasks > g->N) ntasks = g->N;
+    /* a batch whose columns fit in one chunk (small planes: ResNet's last
+       stages) is one task, whose products gemm.c splits over the threads
+       by shape: a weight gradient then sums over the batch inside one
+       product, instead of in eight O x K accumulators added after */
+    if (!__builtin_mul_overflow(g->K, g->N * HW, &(int64_t){0}) && g->K * g->N * HW <= CHUNK_ELEMS) ntasks = 1;
     int64_t per_task = (g->N + ntasks - 1) / ntasks;
     ntasks = (g->N + per_task - 1) / per_task;
-    int64_t nbmax = chunk_of(g);
+    /* a 1x1 convolution runs one product per sample, on the input planes as they are */
+    const bool pw = is_pointwise(g);
+    int64_t nbmax = pw ? 1 : chunk_of(g);
     if (nbmax > per_task) nbmax = per_task;
     char *cols[16] = {0}, *gl[16] = {0}, *acc[16] = {0};
-    const bool pw = is_pointwise(g) && nbmax == 1;
     size_t cols_bytes = pw ? 0 : (size_t)(g->K * nbmax * HW * es);
-    size_t gl_bytes = (size_t)(g->O * nbmax * HW * es);
+    size_t gl_bytes = nbmax > 1 ? (size_t)(g->O * nbmax * HW * es) : 0;
     size_t acc_bytes = (size_t)(g->O * g->K * es);
     int rc = EMBER_OK;
     for (int64_t t = 0; t < ntasks; t++) {
         if (cols_bytes && !(cols[t] = ember__alloc(cols_bytes))) goto oom;
-        if (!(gl[t] = ember__alloc(gl_bytes))) goto oom;
+        if (gl_bytes && !(gl[t] = ember__alloc(gl_bytes))) goto oom;
         if (kind == CONV_BWD_WEIGHT) {
             if (t == 0) acc[t] = ember__ptr(res);
             else if (!(acc[t] = ember__alloc(acc_bytes))) goto oom;
@@ -398,7 +427,8 @@ static int conv_run(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a
                   kind == CONV_BWD_INPUT ? ember__ptr(a) : kind == CONV_BWD_WEIGHT ? ember__ptr(b) : NULL,
                   ember__ptr(res), cols, gl, acc, cols_bytes, gl_bytes};
     if (kind == CONV_BWD_INPUT) memset(ember__ptr(res), 0, (size_t)(res->numel * es));
-    ember__parallel_for(ntasks, 1, conv_tasks, &j);
+    if (ntasks == 1) conv_tasks(&j, 0, 1);   /* on this thread, so gemm.c may use the pool */
+    else ember__parallel_for(ntasks, 1, conv_tasks, &j);
     if (kind == CONV_BWD_WEIGHT)
         for (int64_t t = 1; t < ntasks; t++) {
             int64_t n = g->O * g->K;
@@ -534,6 +564,49 @@ done:
 /* conv2d, conv2d_relu and conv2d's two adjoints: one driver for the three
    products (conv.h); conv2d_relu adds its bias and cuts at zero in the
    product's output pass (a oneDNN post-op, or one pass after ember's kernels) */
+/* the product on contiguous operands into res: oneDNN first (float32), where
+   it is faster (docs/nn.md, "Depthwise, 1x1 and grouped convolutions"; not
+   at 1x1 convolutions of 1x1 planes, one product here), which also adds
+   conv2d_relu's bias and cuts at zero (*post_done); else ember's kernels */
+static int run_product(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
+                       ember_tensor *cbias, ember_tensor *res, bool *post_done)
+{
+    *post_done = cdt == EMBER_FLOAT32 && !is_pointwise_1x1(g) &&
+                 ember__dnnl_conv(kind, g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+                                  cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res));
+    if (*post_done) return EMBER_OK;
+    if (ember__conv_is_depthwise(g)) return ember__conv_depthwise(kind, g, cdt, ca, cb, res);
+    return conv_run(kind, g, cdt, ca, cb, res);
+}
+
+/* run_product on the live taps only where some taps only read padding
+   (conv_taps.c): the weight (FWD, BWD_INPUT) cut to them, or the weight
+   gradient computed for them and the dead taps' left 0 */
+static int run_live_taps(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
+                         ember_tensor *cbias, ember_tensor *res, bool *post_done)
+{
+    conv_geom gc;
+    int64_t i0, j0;
+    if (!ember__conv_live_taps(g, &gc, &i0, &j0)) return run_product(kind, g, cdt, ca, cb, cbias, res, post_done);
+    const int es = ember_dtype_size(cdt);
+    const int64_t ws[4] = {g->O, g->Cg, gc.kH, gc.kW};
+    ember_tensor *wc = NULL;
+    EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
+    int rc;
+    if (kind == CONV_BWD_WEIGHT) {
+        rc = run_product(kind, &gc, cdt, ca, cb, NULL, wc, post_done);
+        if (rc >= 0) {
+            memset(ember__ptr(res), 0, (size_t)(res->numel * es));
+            ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(res), ember__ptr(wc), true);
+        }
+    } else {
+        ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(cb), ember__ptr(wc), false);
+        rc = run_product(kind, &gc, cdt, ca, wc, cbias, res, post_done);
+    }
+    ember_tensor_release(wc);
+    return rc;
+}
+
 int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -557,12 +630,21 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         ember__fill_raw(res, 0);
         goto epilogue;
     }
+    /* bfloat16 operands straight into oneDNN's bfloat16 kernels where the
+       CPU has them (a float32 result, rounded to bfloat16 by nn_finish) */
+    if (dt == EMBER_BFLOAT16 && !fused && a->dtype == b->dtype) {
+        EMBER_CHECK(ember__contiguous_as(a, dt, &ca));
+        EMBER_CHECK(ember__contiguous_as(b, dt, &cb));
+        if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto ok;
+        ember_tensor_release(ca);
+        ember_tensor_release(cb);
+        ca = cb = NULL;
+    }
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    if (cdt == EMBER_FLOAT32 && ember__dnnl_conv(kind, &g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
-                                                 cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
-        goto ok;
-    EMBER_CHECK(conv_run(kind, &g, cdt, ca, cb, res));
+    bool post_done;
+    EMBER_CHECK(run_live_taps(kind, &g, cdt, ca, cb, cbias, res, &post_done));
+    if (post_done) goto ok;
 epilogue:
     if (cbias) bias_relu(res, cbias, &g);
 ok:

@@ -19,6 +19,25 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
                           const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g);
 void ember__conv_attrs_unpack(const ember_attrs *at, const int64_t **st, const int64_t **pd, const int64_t **dl);
 int ember__conv_bias_check(const char *name, const ember_tensor *b, const ember_tensor *x, int64_t O);
+/* the output columns ow whose input column ow sw - pw + j dw lies inside [0, W): [*lo, *hi) */
+void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t *hi);
+
+/* conv_taps.c: whether some of g's taps only ever read padding, and then
+   gc, the geometry of the live taps' sub-kernel from tap (*i0, *j0), which
+   gives the same output; and the copy of those taps between a weight of g
+   (w) and one of gc (wc): into wc, or (to_full) back into w. */
+bool ember__conv_live_taps(const conv_geom *g, conv_geom *gc, int64_t *i0, int64_t *j0);
+void ember__conv_crop(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int es, char *w, char *wc,
+                      bool to_full);
+
+/* conv_depthwise.c: whether g is a depthwise convolution (C / groups == 1,
+   groups > 1) on planes of 16 outputs or fewer, which its direct kernels
+   run (ember_set_conv_kernels_enabled),
+   and the product of kind on contiguous float32 or float64 (cdt) operands
+   a and b into res (contiguous, the product's shape), as conv_run's are. */
+bool ember__conv_is_depthwise(const conv_geom *g);
+int ember__conv_depthwise(conv_kind kind, const conv_geom *g, int cdt, const ember_tensor *a,
+                          const ember_tensor *b, ember_tensor *res);
 
 /* Runs one product through oneDNN on contiguous float32 operands a and b,
    writing all of res (contiguous float32 of the product's shape); with a
@@ -30,6 +49,11 @@ int ember__conv_bias_check(const char *name, const ember_tensor *b, const ember_
    caller then runs ember's own kernels. */
 bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
                       float *res);
+
+/* The same on contiguous bfloat16 operands a and b (no bias), res float32:
+   oneDNN's bfloat16 kernels, on CPUs with AVX-512 BF16 or AMX only; false
+   as above, and on other CPUs. */
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res);
 
 /* conv2d_relu's backward on contiguous float32 operands: from g and the
    output y, gx (NULL: not wanted), gw and gb (O), with relu's mask applied

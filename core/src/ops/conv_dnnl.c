@@ -48,6 +48,12 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
     return false;
 }
 
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res)
+{
+    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(res);
+    return false;
+}
+
 bool ember__dnnl_conv_relu_backward(const conv_geom *g, const float *gy, const float *y, const float *x,
                                     const float *w, float *gx, float *gw, float *gb)
 {
@@ -118,9 +124,9 @@ const char *ember_dnnl_info(void)
 /* ------------------------------------------------------------------ primitives, by geometry */
 
 
-void ember__dnnl_conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key)
+void ember__dnnl_conv_key(conv_kind kind, int variant, const conv_geom *g, int nthr, int64_t *key)
 {
-    const int64_t k[KEY_LEN] = {kind, fused, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
+    const int64_t k[KEY_LEN] = {kind, variant, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
                                 g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
     memcpy(key, k, sizeof k);
 }
@@ -134,29 +140,31 @@ void ember__dnnl_conv_destroy(dnnl_conv *c)
 }
 
 /* the (grouped) weight as ember keeps it: (O, C/G, kH, kW), or (G, O/G, C/G, kH, kW) */
-static dnnl_status_t weight_md(const conv_geom *g, bool any, dnnl_memory_desc_t *md)
+static dnnl_status_t weight_md(const conv_geom *g, bool any, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
 {
     if (g->G == 1) {
         const dnnl_dims_t d = {g->O, g->Cg, g->kH, g->kW};
-        return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_oihw);
+        return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : dnnl_oihw);
     }
     const dnnl_dims_t d = {g->G, g->Og, g->Cg, g->kH, g->kW};
-    return dnnl_memory_desc_init_by_tag(md, 5, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_goihw);
+    return dnnl_memory_desc_init_by_tag(md, 5, d, dt, any ? dnnl_format_tag_any : dnnl_goihw);
 }
 
-static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, dnnl_memory_desc_t *md)
+static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, dnnl_data_type_t dt,
+                            dnnl_memory_desc_t *md)
 {
     const dnnl_dims_t d = {n, c, h, w};
-    return dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, any ? dnnl_format_tag_any : dnnl_nchw);
+    return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : dnnl_nchw);
 }
 
-/* x, w, y descriptors in ember's layouts, or (any) in those oneDNN will choose */
-static dnnl_status_t geom_mds(const conv_geom *g, bool any, dnnl_memory_desc_t *x,
+/* x, w, y descriptors in ember's layouts, or (any) in those oneDNN will
+   choose, in data types dt[0..2] */
+static dnnl_status_t geom_mds(const conv_geom *g, bool any, const dnnl_data_type_t *dt, dnnl_memory_desc_t *x,
                               dnnl_memory_desc_t *w, dnnl_memory_desc_t *y)
 {
-    dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any, x);
-    if (s == dnnl_success) s = weight_md(g, any, w);
-    if (s == dnnl_success) s = act_md(g->N, g->O, g->Ho, g->Wo, any, y);
+    dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any, dt[0], x);
+    if (s == dnnl_success) s = weight_md(g, any, dt[1], w);
+    if (s == dnnl_success) s = act_md(g->N, g->O, g->Ho, g->Wo, any, dt[2], y);
     return s;
 }
 
@@ -180,15 +188,25 @@ static dnnl_status_t relu_post_op(dnnl_primitive_attr_t attr)
     return s;
 }
 
-static dnnl_conv *conv_create(conv_kind kind, bool fused, const conv_geom *g)
+/* variant: DNNL_F32, DNNL_F32_RELU (a forward with a bias and a ReLU
+   post-op) or DNNL_BF16 (the product's two operands bfloat16, its result
+   float32; the backward ones' forward hint all bfloat16) */
+static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
 {
     dnnl_conv *c = calloc(1, sizeof *c);
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
     if (!c) return NULL;
-    dnnl_memory_desc_t ux, uw, uy, ax, aw, ay;
-    DNNL_TRY(geom_mds(g, false, &ux, &uw, &uy));
-    DNNL_TRY(geom_mds(g, true, &ax, &aw, &ay));
+    const bool fused = variant == DNNL_F32_RELU, bf = variant == DNNL_BF16;
+    const dnnl_data_type_t lo = bf ? dnnl_bf16 : dnnl_f32;
+    /* x, w, y: the result float32, the operands (and the hint's) lo */
+    const dnnl_data_type_t dts[3] = {kind == CONV_BWD_INPUT ? dnnl_f32 : lo, kind == CONV_BWD_WEIGHT ? dnnl_f32 : lo,
+                                     kind == CONV_FWD ? dnnl_f32 : lo},
+                           hint[3] = {lo, lo, lo};
+    dnnl_memory_desc_t ux, uw, uy, ax, aw, ay, hx, hw, hy;
+    DNNL_TRY(geom_mds(g, false, dts, &ux, &uw, &uy));
+    DNNL_TRY(geom_mds(g, true, dts, &ax, &aw, &ay));
+    DNNL_TRY(geom_mds(g, true, kind == CONV_FWD ? dts : hint, &hx, &hw, &hy));
     const dnnl_dims_t strides = {g->sh, g->sw}, dil = {g->dh - 1, g->dw - 1}, pad = {g->ph, g->pw};
     const dnnl_dims_t bias_dims = {g->O};
     c->fused = fused;
@@ -198,8 +216,8 @@ static dnnl_conv *conv_create(conv_kind kind, bool fused, const conv_geom *g)
     if (fused) DNNL_TRY(relu_post_op(attr));
     /* the forward primitive, which is also the backward ones' hint */
     dnnl_convolution_desc_t fd, bd;
-    DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw,
-                                                        fused ? &c->bias : NULL, &ay, strides, dil, pad, pad));
+    DNNL_TRY(dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hx, &hw,
+                                                        fused ? &c->bias : NULL, &hy, strides, dil, pad, pad));
     DNNL_TRY(dnnl_primitive_desc_create(&fwd_pd, &fd, attr, engine, NULL));
     dnnl_query_t q[NARGS];
     switch (kind) {
@@ -266,14 +284,14 @@ static dnnl_conv *cache_find(const int64_t *key)
 
 /* the primitive for the key (conv NULL where oneDNN declined the geometry:
    it is not asked again), and whether the caller must destroy it */
-dnnl_conv *ember__dnnl_conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned)
+dnnl_conv *ember__dnnl_conv_get(conv_kind kind, int variant, const conv_geom *g, const int64_t *key, bool *owned)
 {
     pthread_mutex_lock(&cache_mu);
     dnnl_conv *c = cache_find(key);
     pthread_mutex_unlock(&cache_mu);
     *owned = false;
     if (c) return c;
-    dnnl_conv *made = conv_create(kind, fused, g);
+    dnnl_conv *made = conv_create(kind, variant, g);
     if (!made && !(made = calloc(1, sizeof *made))) return NULL;
     memcpy(made->key, key, sizeof made->key);
     pthread_mutex_lock(&cache_mu);
@@ -444,18 +462,26 @@ bool ember__dnnl_relu_exact(const conv_geom *g, const float *x, const float *w, 
     return (double)g->K * mx * mw + mb < FLT_MAX / 2;   /* false for an infinity */
 }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res)
+/* oneDNN's bfloat16 convolutions run on CPUs with AVX-512 BF16 or AMX
+   (elsewhere it would emulate them, slower than float32) */
+static bool bf16_isa(void)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+
+/* the product of kind in variant (DNNL_F32 or DNNL_BF16) on user pointers */
+static bool run_variant(conv_kind kind, int variant, const conv_geom *g, const void *a, const void *b,
+                        const float *bias, float *res)
 {
     int nthr, omp_before;
-    if (bias && !ember__dnnl_relu_exact(g, a, b, bias)) return false;
-    /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c) */
-    if (kind == CONV_BWD_WEIGHT) return dnnl_usable() && ember__dnnl_weight_grad(g, a, b, 0, res);
+    if (kind == CONV_BWD_WEIGHT)
+        return g->Ho * g->Wo > 4 && dnnl_usable() && ember__dnnl_weight_grad(g, variant, a, b, 0, res);
     if (!ember__dnnl_enter(g, &nthr, &omp_before)) return false;
     int64_t key[KEY_LEN];
-    ember__dnnl_conv_key(kind, bias != NULL, g, nthr, key);
+    ember__dnnl_conv_key(kind, variant, g, nthr, key);
     bool owned, ok = false;
-    dnnl_conv *c = ember__dnnl_conv_get(kind, bias != NULL, g, key, &owned);
+    dnnl_conv *c = ember__dnnl_conv_get(kind, variant, g, key, &owned);
     if (c && c->conv) {
         void *user[NARGS] = {(void *)a, (void *)b, res};
         ok = ember__dnnl_conv_execute(c, kind, user, NULL, bias);
@@ -463,6 +489,23 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
     if (owned) ember__dnnl_conv_destroy(c);
     ember__dnnl_leave(nthr, omp_before);
     return ok;
+}
+
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res)
+{
+    return bf16_isa() && run_variant(kind, DNNL_BF16, g, a, b, NULL, res);
+}
+
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
+                      float *res)
+{
+    if (bias && !ember__dnnl_relu_exact(g, a, b, bias)) return false;
+    /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c);
+       on planes of 4 outputs or fewer (the last stages of ResNet and
+       MobileNet on small images) each of its eight groups writes a whole
+       O x K gradient for a short sum, 2-8x ember's kernels there
+       (docs/nn.md, "Depthwise, 1x1 and grouped convolutions") */
+    return run_variant(kind, bias ? DNNL_F32_RELU : DNNL_F32, g, a, b, bias, res);
 }
 
 #endif

@@ -13,6 +13,9 @@
 /* a product's operands: ARG_A and ARG_B in, ARG_RES out */
 enum { ARG_A, ARG_B, ARG_RES, NARGS };
 enum { KEY_LEN = 17, MAX_CACHED = 256 };
+/* a primitive's variant: float32, float32 with a bias and a ReLU post-op,
+   or bfloat16 operands with a float32 result (conv_dnnl.c's conv_create) */
+enum { DNNL_F32, DNNL_F32_RELU, DNNL_BF16 };
 
 typedef struct {
     int64_t key[KEY_LEN];
@@ -31,12 +34,12 @@ typedef struct {
 /* the layouts a gradient writer may be asked for */
 enum { GZ_NCHW = 1 << 0, GZ_BLOCKED = 1 << 1 };
 
-/* A product's key in the table of primitives: its kind, fused or not, the
+/* A product's key in the table of primitives: its kind, its variant, the
    geometry and the thread count the primitive is made for. */
-void ember__dnnl_conv_key(conv_kind kind, bool fused, const conv_geom *g, int nthr, int64_t *key);
+void ember__dnnl_conv_key(conv_kind kind, int variant, const conv_geom *g, int nthr, int64_t *key);
 /* The primitive for the key (conv NULL where oneDNN declined the geometry:
    it is not asked again), and whether the caller must destroy it. */
-dnnl_conv *ember__dnnl_conv_get(conv_kind kind, bool fused, const conv_geom *g, const int64_t *key, bool *owned);
+dnnl_conv *ember__dnnl_conv_get(conv_kind kind, int variant, const conv_geom *g, const int64_t *key, bool *owned);
 void ember__dnnl_conv_destroy(dnnl_conv *c);
 /* Runs the product on user[] (ember's layouts), reordering what the
    primitive wants in another layout; an operand given in inner[] is in the
@@ -54,11 +57,12 @@ void ember__dnnl_leave(int nthr, int omp_before);
 bool ember__dnnl_relu_exact(const conv_geom *g, const float *x, const float *w, const float *bias);
 /* md is the convolution's output (N, O, Ho, Wo) in aBcd16b (conv_dnnl_fused.c) */
 bool ember__dnnl_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g);
-/* gw from x and gy, gy in ember's layout (gy_layout 0) or in GZ_NCHW /
+/* gw (float32) from x and gy (float32, or bfloat16 in variant DNNL_BF16),
+   gy in ember's layout (gy_layout 0) or in GZ_NCHW /
    GZ_BLOCKED as the full batch's primitive reads it; false where a group's
    primitive is missing or wants gy in another layout. The groups run as
    one job of ember's pool, each on one thread (conv_dnnl_wgrad.c). */
-bool ember__dnnl_weight_grad(const conv_geom *g, const float *x, const void *gy, int gy_layout, float *gw);
+bool ember__dnnl_weight_grad(const conv_geom *g, int variant, const void *x, const void *gy, int gy_layout, float *gw);
 
 #endif
 #endif

@@ -179,7 +179,7 @@ static bool adjoints_of(const conv_geom *g, int layouts, gz_fill fill, void *ctx
             for (int64_t n = 0; n < g->N; n++) acc += sums[n * g->O + o];
             gb[o] = (float)acc;
         }
-        ok = ember__dnnl_weight_grad(g, x, gz, layout, gw);   /* fixed groups (conv_dnnl_wgrad.c) */
+        ok = ember__dnnl_weight_grad(g, DNNL_F32, x, gz, layout, gw);   /* fixed groups (conv_dnnl_wgrad.c) */
         if (ok && gx) {
             void *ud[NARGS] = {NULL, (void *)w, gx}, *id[NARGS] = {gz, NULL, NULL};
             ok = ember__dnnl_conv_execute(cd, CONV_BWD_INPUT, ud, id, NULL);

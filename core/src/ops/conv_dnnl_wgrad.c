@@ -19,7 +19,8 @@ typedef struct {
     const conv_geom *g;
     int64_t per;            /* samples a group */
     dnnl_conv *c[2];        /* the primitives for a full group and for the last one */
-    const float *x;
+    const char *x;
+    size_t es;              /* bytes of an operand's element: 4, or 2 (bfloat16) */
     const char *gy;         /* in ember's layout, or (gy_inner) in the primitives' */
     bool gy_inner;
     size_t gy_sample;       /* bytes of one sample of gy */
@@ -40,7 +41,7 @@ static void wgrad_groups(void *vctx, int64_t i0, int64_t i1)
         const dnnl_conv *c = n0 + j->per <= g->N ? j->c[0] : j->c[1];
         void *gy = (void *)(j->gy + n0 * j->gy_sample);
         float *res = i == 0 ? j->gw : j->part + (i - 1) * g->O * g->K;
-        void *user[NARGS] = {(void *)(j->x + n0 * g->C * g->H * g->W), j->gy_inner ? NULL : gy, res};
+        void *user[NARGS] = {(void *)(j->x + n0 * g->C * g->H * g->W * j->es), j->gy_inner ? NULL : gy, res};
         void *inner[NARGS] = {NULL, j->gy_inner ? gy : NULL, NULL};
         if (!ember__dnnl_conv_execute(c, CONV_BWD_WEIGHT, user, inner, NULL))
             atomic_store_explicit(&j->failed, 1, memory_order_relaxed);
@@ -50,14 +51,15 @@ static void wgrad_groups(void *vctx, int64_t i0, int64_t i1)
 #endif
 }
 
-bool ember__dnnl_weight_grad(const conv_geom *g, const float *x, const void *gy, int gy_layout, float *gw)
+bool ember__dnnl_weight_grad(const conv_geom *g, int variant, const void *x, const void *gy, int gy_layout, float *gw)
 {
     int64_t groups = g->N < WGRAD_GROUPS ? g->N : WGRAD_GROUPS, per = (g->N + groups - 1) / groups;
     groups = (g->N + per - 1) / per;
     conv_geom gg[2] = {*g, *g};
     gg[0].N = per;
     gg[1].N = g->N - (groups - 1) * per;
-    wgrad_job j = {g, per, {NULL, NULL}, x, gy, gy_layout != 0, 0, gw, NULL, 0};
+    const size_t es = variant == DNNL_BF16 ? 2 : sizeof(float);
+    wgrad_job j = {g, per, {NULL, NULL}, x, es, gy, gy_layout != 0, 0, gw, NULL, 0};
     bool owned[2] = {false, false}, ok = true;
 #ifdef DNNL_OMP
     int omp_before = omp_get_max_threads();
@@ -69,8 +71,8 @@ bool ember__dnnl_weight_grad(const conv_geom *g, const float *x, const void *gy,
             break;
         }
         int64_t key[KEY_LEN];
-        ember__dnnl_conv_key(CONV_BWD_WEIGHT, false, &gg[k], 1, key);
-        j.c[k] = ember__dnnl_conv_get(CONV_BWD_WEIGHT, false, &gg[k], key, &owned[k]);
+        ember__dnnl_conv_key(CONV_BWD_WEIGHT, variant, &gg[k], 1, key);
+        j.c[k] = ember__dnnl_conv_get(CONV_BWD_WEIGHT, variant, &gg[k], key, &owned[k]);
         const dnnl_conv *c = j.c[k];
         ok = c && c->conv;
         /* gy as the caller holds it: ember's layout, or the same layout as the group's */
@@ -83,8 +85,8 @@ bool ember__dnnl_weight_grad(const conv_geom *g, const float *x, const void *gy,
     const int64_t OK = g->O * g->K;
     size_t part_bytes = (size_t)((groups - 1) * OK) * sizeof(float);
     if (ok) {
-        j.gy_sample = gy_layout == GZ_BLOCKED ? (size_t)((g->O + 15) / 16 * 16 * g->Ho * g->Wo) * sizeof(float)
-                                              : (size_t)(g->O * g->Ho * g->Wo) * sizeof(float);
+        j.gy_sample = gy_layout == GZ_BLOCKED ? (size_t)((g->O + 15) / 16 * 16 * g->Ho * g->Wo) * es
+                                              : (size_t)(g->O * g->Ho * g->Wo) * es;
         if (part_bytes && !(j.part = ember__alloc(part_bytes))) ok = false;
     }
     if (ok) {

@@ -16,9 +16,15 @@
    Anything else (other devices and dtypes, mixed dtypes) runs the same
    formulas as recorded ops would, without recording: bn_composed and
    bn_backward_composed, which grad_rules.c's rule also runs where a
-   recording sees the backward (higher-order gradients). */
+   recording sees the backward (higher-order gradients).
+
+   batch_norm_act(x, w, b) and batch_norm_act_backward(g, x, w, stats, y)
+   are the same two ops with relu or hardtanh applied to y as each
+   channel's values are written, and g passed through its mask of y into gx
+   before the sums (ops.def). */
 #include "ops.h"
 #include "../autograd_ops.h"
+#include "norm_act.h"
 
 #include <string.h>
 
@@ -86,7 +92,14 @@ typedef struct {
     char *gwb;         /* backward: (2, C) */
     double eps;
     double *ws;        /* the column kernels' 3 C S doubles */
+    int act;           /* batch_norm_act: BN_RELU or BN_HARDTANH (lo, hi) on y; 0 none */
+    double lo, hi;
+    const char *ya;    /* batch_norm_act_backward: its output, whose mask g passes through */
 } bn_job;
+
+/* the activation's loops: norm_act.h */
+ACT_LOOPS(float)
+ACT_LOOPS(double)
 
 /* sum of a block into 16 lanes, and sum of (x - m)^2 or of g (x - m) */
 #define BN_SUMS(T)                                                                                     \
@@ -158,6 +171,7 @@ static double lanes_total(const double *acc)
                 const T *xp = x + (n * j->C + c) * j->S;                                                   \
                 T *yp = y + (n * j->C + c) * j->S;                                                         \
                 for (int64_t i = 0; i < j->S; i++) yp[i] = xp[i] * sc + sh;                                \
+                if (j->act) act_##T(j->act, j->lo, j->hi, yp, j->S);                                                          \
             }                                                                                              \
             st[c] = (T)mean;                                                                               \
             st[j->C + c] = (T)var;                                                                         \
@@ -175,7 +189,12 @@ BN_FWD(double)
         const T *x = (const T *)j->x, *g = (const T *)j->g, *w = (const T *)j->w, *st = (const T *)j->stats; \
         T *gx = (T *)j->y, *gwb = (T *)j->gwb;                                                              \
         double M = (double)(j->N * j->S);                                                                   \
+        if (j->ya) g = gx;   /* the activation's gradient, written into gx a channel at a time */           \
         for (int64_t c = c0; c < c1; c++) {                                                                 \
+            for (int64_t n = 0; n < j->N && j->ya; n++) {                                                   \
+                int64_t o = (n * j->C + c) * j->S;                                                          \
+                act_mask_##T(j->act, j->lo, j->hi, (const T *)j->g + o, (const T *)j->ya + o, gx + o, j->S);                   \
+            }                                                                                               \
             double mean = (double)st[c], invstd = 1.0 / sqrt((double)st[j->C + c] + j->eps);                \
             double sg[LANES] = {0}, sgx[LANES] = {0};                                                       \
             for (int64_t n = 0; n < j->N; n++) {                                                            \
@@ -242,8 +261,10 @@ static int64_t channel_grain(int64_t per_channel)
             st[c] = (T)mean;                                                                                  \
             st[j->C + c] = (T)var;                                                                            \
         }                                                                                                     \
-        for (int64_t n = 0; n < j->N; n++)                                                                    \
+        for (int64_t n = 0; n < j->N; n++) {                                                                  \
             for (int64_t k = k0; k < k1; k++) y[n * CS + k] = x[n * CS + k] * (T)a[k] + (T)m[k];              \
+            if (j->act) act_##T(j->act, j->lo, j->hi, y + n * CS + k0, k1 - k0);                                                 \
+        }                                                                                                     \
     }
 BN_FWD_COLUMNS(float)
 BN_FWD_COLUMNS(double)
@@ -257,6 +278,11 @@ BN_FWD_COLUMNS(double)
         T *gx = (T *)j->y, *gwb = (T *)j->gwb;                                                               \
         int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                           \
         double *sg = j->ws, *sgx = j->ws + CS, *m = j->ws + 2 * CS, M = (double)(j->N * S);                  \
+        if (j->ya) {   /* the activation's gradient, written into gx first */                                \
+            for (int64_t n = 0; n < j->N; n++)                                                               \
+                act_mask_##T(j->act, j->lo, j->hi, g + n * CS + k0, (const T *)j->ya + n * CS + k0, gx + n * CS + k0, k1 - k0); \
+            g = gx;                                                                                          \
+        }                                                                                                    \
         /* the columns' sum(g) and sum(g (x - mean)) */                                                      \
         for (int64_t k = k0; k < k1; k++) sg[k] = sgx[k] = 0, m[k] = (double)st[k / S];                      \
         for (int64_t n = 0; n < j->N; n++)                                                                   \
@@ -488,14 +514,27 @@ static int composed_bwd(ember_tensor *const *in, double eps, ember_tensor **out)
 }
 
 /* ------------------------------------------------------------------ the ops */
+/* batch_norm and batch_norm_act (the same, its activation applied to y as
+   each channel's values are written) */
 int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
+    const char *name = ember__ops[op].name;
+    const bool act = op == EMBER_OP_BATCH_NORM_ACT;
     ember_tensor *x = in[0], *w = in[1], *b = in[2];
     double eps = at ? at->f[0] : 1e-5;
-    EMBER_TRY(bn_check("batch_norm", x, w, b));
-    if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "batch_norm: eps must be >= 0, got %g", eps);
+    EMBER_TRY(bn_check(name, x, w, b));
+    if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "%s: eps must be >= 0, got %g", name, eps);
+    if (act) EMBER_TRY(ember__act_check(name, at, false));
+    if (!bn_fast(in, 3) && act) {
+        ember_tensor *y0[2] = {NULL, NULL};
+        EMBER_TRY(no_recording(composed_fwd, in, eps, y0));
+        int rc = ember__act_composed(at, y0[0], NULL, &out[0]);
+        ember_tensor_release(y0[0]);
+        if (rc < 0) ember_tensor_release(y0[1]);
+        else out[1] = y0[1];
+        return rc;
+    }
     if (!bn_fast(in, 3)) return no_recording(composed_fwd, in, eps, out);
     int64_t C = x->shape[1], two_c[2] = {2, C};
     ember_tensor *c[3], *y = NULL, *st = NULL;
@@ -505,8 +544,9 @@ int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &st));
     bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
                 .x = ember__ptr(c[0]), .w = ember__ptr(c[1]), .b = ember__ptr(c[2]),
-                .y = ember__ptr(y), .stats = ember__ptr(st), .eps = eps};
-    EMBER_CHECK(bn_run("batch_norm", &j, false));
+                .y = ember__ptr(y), .stats = ember__ptr(st), .eps = eps,
+                .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0};
+    EMBER_CHECK(bn_run(name, &j, false));
     out[0] = y;
     out[1] = st;
     y = st = NULL;
@@ -517,37 +557,54 @@ done:
     return rc;
 }
 
+/* batch_norm_backward, and batch_norm_act_backward(g, x, w, stats, y): g
+   through the activation's mask of y (into gx, a channel at a time) first */
 int fwd_batch_norm_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
-    ember_tensor *g = in[0], *x = in[1], *w = in[2], *st = in[3];
+    const char *name = ember__ops[op].name;
+    const bool act = op == EMBER_OP_BATCH_NORM_ACT_BACKWARD;
+    ember_tensor *g = in[0], *x = in[1], *w = in[2], *st = in[3], *ya = act ? in[4] : NULL;
     double eps = at ? at->f[0] : 1e-5;
     char sg[200], sx[200], ss[200];
-    EMBER_TRY(bn_check("batch_norm_backward", x, w, NULL));
+    EMBER_TRY(bn_check(name, x, w, NULL));
     int64_t C = x->shape[1];
     if (g->ndim != x->ndim || memcmp(g->shape, x->shape, (size_t)x->ndim * sizeof *x->shape) != 0 || st->ndim != 2 ||
-        st->shape[0] != 2 || st->shape[1] != C)
-        return ember__fail(EMBER_ERR_SHAPE, "batch_norm_backward: gradient %s, input %s and stats %s do not match "
-                           "(the gradient as the input, stats {2, %lld})", ember__tshape(sg, g), ember__tshape(sx, x),
-                           ember__tshape(ss, st), (long long)C);
-    if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "batch_norm_backward: eps must be >= 0, got %g", eps);
+        st->shape[0] != 2 || st->shape[1] != C ||
+        (ya && (ya->ndim != x->ndim || memcmp(ya->shape, x->shape, (size_t)x->ndim * sizeof *x->shape) != 0)))
+        return ember__fail(EMBER_ERR_SHAPE, "%s: gradient %s, input %s%s%s and stats %s do not match "
+                           "(the gradient%s as the input, stats {2, %lld})", name, ember__tshape(sg, g),
+                           ember__tshape(sx, x), ya ? ", output " : "", ya ? ember__tshape(ss, ya) : "",
+                           ember__tshape(ss, st), ya ? " and output" : "", (long long)C);
+    if (!(eps >= 0)) return ember__fail(EMBER_ERR_ARG, "%s: eps must be >= 0, got %g", name, eps);
+    if (act) EMBER_TRY(ember__act_check(name, at, false));
+    if (!bn_fast(in, act ? 5 : 4) && act) {
+        ember_tensor *gz = NULL;
+        EMBER_TRY(ember__act_composed(at, ya, g, &gz));
+        ember_tensor *in4[4] = {gz, x, w, st};
+        int rc = no_recording(composed_bwd, in4, eps, out);
+        ember_tensor_release(gz);
+        return rc;
+    }
     if (!bn_fast(in, 4)) return no_recording(composed_bwd, in, eps, out);
     int64_t two_c[2] = {2, C};
-    ember_tensor *c[4], *gx = NULL, *gwb = NULL;
-    EMBER_TRY(bn_contiguous(in, 4, c));
+    ember_tensor *c[5] = {NULL}, *gx = NULL, *gwb = NULL;
+    const int nc = act ? 5 : 4;
+    EMBER_TRY(bn_contiguous(in, nc, c));
     int rc = EMBER_OK;
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &gx));
     EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &gwb));
     bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
                 .x = ember__ptr(c[1]), .g = ember__ptr(c[0]), .w = ember__ptr(c[2]),
-                .y = ember__ptr(gx), .stats = ember__ptr(c[3]), .gwb = ember__ptr(gwb), .eps = eps};
-    EMBER_CHECK(bn_run("batch_norm_backward", &j, true));
+                .y = ember__ptr(gx), .stats = ember__ptr(c[3]), .gwb = ember__ptr(gwb), .eps = eps,
+                .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0,
+                .ya = act ? ember__ptr(c[4]) : NULL};
+    EMBER_CHECK(bn_run(name, &j, true));
     out[0] = gx;
     out[1] = gwb;
     gx = gwb = NULL;
 done:
-    bn_release(c, 4);
+    bn_release(c, nc);
     ember_tensor_release(gx);
     ember_tensor_release(gwb);
     return rc;
@@ -572,6 +629,33 @@ int ember_batch_norm_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w,
     ember_tensor *in[4] = {g, x, w, stats}, *out[2] = {NULL, NULL};
     ember_attrs at = {{0}, {eps, 0}};
     int rc = ember__dispatch(EMBER_OP_BATCH_NORM_BACKWARD, 4, in, &at, out);
+    *gx = out[0];
+    *gwb = out[1];
+    return rc;
+}
+
+int ember_batch_norm_act(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, int activation, double lo,
+                         double hi, ember_tensor **y, ember_tensor **stats)
+{
+    if (!y || !stats) return ember__fail(EMBER_ERR_ARG, "batch_norm_act: NULL argument");
+    ember_tensor *in[3] = {x, w, b}, *out[2] = {NULL, NULL};
+    ember_attrs at = {{activation}, {eps, 0}};
+    ember__act_set_bounds(&at, lo, hi);
+    int rc = ember__dispatch(EMBER_OP_BATCH_NORM_ACT, 3, in, &at, out);
+    *y = out[0];
+    *stats = out[1];
+    return rc;
+}
+
+int ember_batch_norm_act_backward(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
+                                  ember_tensor *y, double eps, int activation, double lo, double hi,
+                                  ember_tensor **gx, ember_tensor **gwb)
+{
+    if (!gx || !gwb) return ember__fail(EMBER_ERR_ARG, "batch_norm_act_backward: NULL argument");
+    ember_tensor *in[5] = {g, x, w, stats, y}, *out[2] = {NULL, NULL};
+    ember_attrs at = {{activation}, {eps, 0}};
+    ember__act_set_bounds(&at, lo, hi);
+    int rc = ember__dispatch(EMBER_OP_BATCH_NORM_ACT_BACKWARD, 5, in, &at, out);
     *gx = out[0];
     *gwb = out[1];
     return rc;

@@ -208,11 +208,18 @@ per-plane mean and unbiased variance, or normalise when `use_input_stats` is
 false.
 
 ### `ember.nn.functional.batch_norm(x, running_mean, running_var, w?, b?, opts?)`
-Batch normalisation; `opts = {training = false, momentum = 0.1, eps = 1e-5}`
-(in training the running statistics are updated in place). Training runs
-the op `batch_norm` (C `ember_batch_norm`, which also returns the batch's
-mean and biased variance as a (2, C) tensor; docs/nn.md, "Batch
-normalisation").
+Batch normalisation; `opts = {training = false, momentum = 0.1, eps = 1e-5,
+activation = nil}` (in training the running statistics are updated in
+place). Training runs the op `batch_norm` (C `ember_batch_norm`, which also
+returns the batch's mean and biased variance as a (2, C) tensor; docs/nn.md,
+"Batch normalisation"). `activation = "relu"` or `"relu6"` gives `F.relu` or
+`F.relu6` of the result, bit for bit, in training as one op,
+`batch_norm_act`, that applies it as y is written and whose backward masks
+the gradient in the same pass (`nn.Sequential` runs a `BatchNorm1d/2d`
+followed by `ReLU` or `ReLU6` so); any other value raises. In
+eval mode it is one op, `channel_affine` (C `ember_channel_affine`): `x
+scale + shift` with the activation, scale and shift worked out per channel
+from the running statistics, w and b.
 
 ### `ember.nn.functional.embedding(idx, weight, padding_idx?, max_norm?, norm_type?, scale_grad_by_freq?, sparse?, opts?)`
 The rows of `weight` at the 1-based int64/int32 indices `idx`; arguments

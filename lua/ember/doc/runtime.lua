@@ -76,6 +76,14 @@ this is on (the default); with `false`, and under deterministic mode, they
 run on ember's own kernels. `dnnl_enabled()` is true when oneDNN is built
 in, works and is on. It also switches oneDNN's float32 matrix products off.
 
+### `ember.set_conv_kernels_enabled(on)`, `ember.conv_kernels_enabled()`
+ember's direct kernels for depthwise convolutions (groups equal to the
+input channels: MobileNet's 3x3 layers), which run them where oneDNN does
+not or is slower (docs/nn.md, "Depthwise, 1x1 and grouped convolutions"),
+are on by default; with `false` those convolutions run as the others do
+(oneDNN, else im2col + GEMM), which is how the specs compare the paths.
+`conv_kernels_enabled()` says whether they are on.
+
 ### `ember.set_dnnl_matmul_enabled(on)`, `ember.dnnl_matmul_enabled()`
 float32 matrix products (`matmul`, `linear`, their gradients) run through
 oneDNN's sgemm at the shapes where it beats OpenBLAS (docs/nn.md, "Matrix

@@ -86,6 +86,18 @@ local function conv_relu_then_pool(m, p)
     and rawget(p, "forward") == nil and no_padding(p.padding) and p.dilation == 1 and not p.ceil_mode
     and not p.return_indices
 end
+-- a BatchNorm1d/2d followed by a ReLU or ReLU6 runs as one F.batch_norm
+-- with that activation (the op batch_norm_act in training, channel_affine
+-- in eval mode)
+local function bn_then_act(m, r)
+  local cls = getmetatable(m).__class
+  if not ((cls == nn.BatchNorm2d or cls == nn.BatchNorm1d) and rawget(m, "forward") == nil and r ~= nil
+      and rawget(r, "forward") == nil) then
+    return nil
+  end
+  local rc = getmetatable(r).__class
+  return rc == nn.ReLU and "relu" or rc == nn.ReLU6 and "relu6" or nil
+end
 function Sequential:forward(x)
   local i, n = 1, #self
   while i <= n do
@@ -101,6 +113,9 @@ function Sequential:forward(x)
     elseif conv_relu_then_pool(m, r) then
       conv_input(m, x)
       x = F.conv2d_relu_max_pool2d(x, m.weight, m.bias, conv_opts(m), r.kernel_size, { stride = r.stride })
+      i = i + 2
+    elseif bn_then_act(m, r) then
+      x = m:_forward(x, bn_then_act(m, r))
       i = i + 2
     else
       x = m(x)

@@ -297,11 +297,16 @@ function F.rms_norm(x, normalized_shape, w, opts)
   return y
 end
 
-local BN_OPTS = { training = true, momentum = true, eps = true }
--- F.batch_norm(x, running_mean, running_var, weight?, bias?, {training =, momentum = 0.1, eps = 1e-5})
+local BN_OPTS = { training = true, momentum = true, eps = true, activation = true }
+-- activation = "relu" / "relu6": the op batch_norm_act's code and bounds
+local BN_ACTS = { relu = { 1, 0, 0 }, relu6 = { 2, 0, 6 } }
+-- F.batch_norm(x, running_mean, running_var, weight?, bias?, {training =, momentum = 0.1, eps = 1e-5,
+-- activation = nil | "relu" | "relu6"})
 -- Normalises over every dim but the channel dim 2. In training the batch
 -- statistics are used and the running ones (when given) updated in place with
--- the unbiased variance, as in PyTorch.
+-- the unbiased variance, as in PyTorch. With an activation, y is F.relu or
+-- F.relu6 of that, applied as y is written in training (one op,
+-- batch_norm_act, whose backward takes the mask from y: docs/nn.md).
 function F.batch_norm(x, running_mean, running_var, w, b, opts)
   if amp._dtype then x, w, b = amp._up(x, w, b) end
   need_tensor("batch_norm", "input", x)
@@ -319,7 +324,10 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
         i, shape_str(t), shape_str(x), Cn)
     end
   end
-  local eps, training = opts.eps or 1e-5, opts.training
+  local eps, training, act = opts.eps or 1e-5, opts.training, opts.activation
+  if act ~= nil and BN_ACTS[act] == nil then
+    fail("batch_norm", "activation must be nil, \"relu\" or \"relu6\", got %s", require("ember.nn.args").value_str(act))
+  end
   if training == nil then training = running_mean == nil end
   if training then
     local count = x:numel() / Cn
@@ -329,8 +337,14 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
     -- one op, batch_norm (C ember_batch_norm): y and stats = (mean, biased var)
     if w == nil then w = ember.ones({ Cn }, { dtype = x.dtype, device = x.device }) end
     if b == nil then b = ember.zeros({ Cn }, { dtype = x.dtype, device = x.device }) end
-    check(C.ember_batch_norm(ember._ptr("batch_norm", x, 1), ember._ptr("batch_norm", w, 4),
-      ember._ptr("batch_norm", b, 5), eps, out2, out2 + 1))
+    if act then
+      local a = BN_ACTS[act]
+      check(C.ember_batch_norm_act(ember._ptr("batch_norm", x, 1), ember._ptr("batch_norm", w, 4),
+        ember._ptr("batch_norm", b, 5), eps, a[1], a[2], a[3], out2, out2 + 1))
+    else
+      check(C.ember_batch_norm(ember._ptr("batch_norm", x, 1), ember._ptr("batch_norm", w, 4),
+        ember._ptr("batch_norm", b, 5), eps, out2, out2 + 1))
+    end
     local y, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
     if running_mean ~= nil then
       local m = opts.momentum or 0.1
@@ -345,11 +359,16 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
   if running_mean == nil or running_var == nil then
     fail("batch_norm", "running_mean and running_var are needed outside training")
   end
-  local mean, var = running_mean:view(shape), running_var:view(shape)
-  local y = (x - mean) * (var + eps):rsqrt()
-  if w ~= nil then y = y * w:view(shape) end
-  if b ~= nil then y = y + b:view(shape) end
-  return y
+  -- one op, channel_affine: x scale + shift (and the activation), scale and
+  -- shift worked out on the C values
+  local scale = (running_var + eps):rsqrt()
+  if w ~= nil then scale = scale * w end
+  local shift = -running_mean * scale
+  if b ~= nil then shift = shift + b end
+  if scale.dtype ~= x.dtype then scale, shift = scale:to(x.dtype), shift:to(x.dtype) end
+  local a = BN_ACTS[act] or { 0, 0, 0 }
+  check(C.ember_channel_affine(ember._ptr("batch_norm", x, 1), scale._c, shift._c, a[1], a[2], a[3], out2))
+  return ember._wrap(out2[0])
 end
 
 ---------------------------------------------------------------- embedding

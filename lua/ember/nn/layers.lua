@@ -166,7 +166,10 @@ local function batchnorm_class(name, dims)
       self:register_buffer("num_batches_tracked", ember.zeros({}, { dtype = "int64" }))
     end
   end
-  function B:forward(x)
+  function B:forward(x) return self:_forward(x) end
+  -- with activation "relu" or "relu6": F.batch_norm's (nn.Sequential's
+  -- BatchNorm then ReLU or ReLU6, containers.lua)
+  function B:_forward(x, activation)
     local c = self.num_features
     need_input(name, x, function(t)
       for _, d in ipairs(dims) do if t:dim() == d then return t:size(2) == c end end
@@ -179,7 +182,7 @@ local function batchnorm_class(name, dims)
       if momentum == false then momentum = 1 / self.num_batches_tracked:item() end
     end
     return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-      { training = training, momentum = momentum or 0, eps = self.eps })
+      { training = training, momentum = momentum or 0, eps = self.eps, activation = activation })
   end
   function B:extra_repr()
     return ("%d, eps=%g, momentum=%s"):format(self.num_features, self.eps,

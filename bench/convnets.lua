@@ -1,0 +1,136 @@
+-- Real convnets beside PyTorch's same models, in the same run: four cases,
+--   resnet18_train     one SGD training step (momentum 0.9) of the zoo's
+--                      ResNet-18 (spec/support/zoo.lua, width 64, 10
+--                      classes) on a batch of 32 3x32x32 images, float32
+--   mobilenetv2_train  the same step of MobileNetV2 (torchvision's layout:
+--                      inverted residuals of a 1x1 expansion, a 3x3
+--                      depthwise convolution and a 1x1 projection, each
+--                      with batch norm, ReLU6 after the first two)
+--   resnet18_infer, mobilenetv2_infer   batch-1 inference latency (eval
+--                      mode, no_grad) of the two
+-- PyTorch (bench/convnets_torch.py) runs in its fastest CPU form: the model
+-- and input channels_last, ember's thread count, OMP_WAIT_POLICY as given
+-- (PASSIVE by default; ACTIVE measured no faster here on a shared machine).
+-- Rounds alternate ember and PyTorch so a noisy neighbour slows both alike.
+-- Prints one JSON object per case: medians of seconds per step and of the
+-- per-round ratios ember / PyTorch, ember's peak RSS and, with "profile",
+-- where ember's step goes (ember.profile: seconds per step by category and
+-- the eight slowest ops). AUTOCAST=bfloat16 runs the forwards under
+-- autocast on both sides (PyTorch 1.13 cannot train the MobileNetV2 so:
+-- relu6's backward has no bfloat16 CPU kernel; ember's side then runs alone).
+--   luajit bench/convnets.lua [cases [rounds [iters [threads [profile]]]]]
+-- cases: a comma-separated list or "all" (default); rounds 5; iters: steps
+-- per round (default 3 for training, 20 for inference); threads: ember's
+-- default; "-" for any of them: its default.
+package.path = "./bench/?.lua;./spec/support/?.lua;" .. package.path
+local B = require("common")
+local ember = require("ember")
+local Z = require("zoo")
+local nn, F = ember.nn, ember.nn.functional
+
+local argv = {}
+for i, v in ipairs(arg or {}) do argv[i] = v ~= "-" and v or nil end
+local cases = (argv[1] == nil or argv[1] == "all") and "resnet18_train,mobilenetv2_train,resnet18_infer,mobilenetv2_infer"
+  or argv[1]
+local rounds, iters_arg = tonumber(argv[2]) or 5, tonumber(argv[3])
+if argv[4] ~= nil then ember.set_num_threads((assert(tonumber(argv[4]), "threads must be a number"))) end
+local profile = argv[5] == "profile"
+local wait = os.getenv("TORCH_OMP_WAIT_POLICY") or "PASSIVE"
+-- AUTOCAST=bfloat16: each step's forward (and loss) under ember.autocast, PyTorch's under torch.autocast
+local autocast = os.getenv("AUTOCAST")
+
+-- MobileNetV2, as bench/convnets_torch.py builds it
+local SETTINGS = { { 1, 16, 1, 1 }, { 6, 24, 2, 2 }, { 6, 32, 3, 2 }, { 6, 64, 4, 2 }, { 6, 96, 3, 1 },
+  { 6, 160, 3, 2 }, { 6, 320, 1, 1 } }
+
+local function conv_bn(layers, cin, cout, k, stride, groups, act)
+  layers[#layers + 1] = nn.Conv2d(cin, cout, k, { stride = stride or 1, padding = (k - 1) / 2, groups = groups or 1,
+    bias = false })
+  layers[#layers + 1] = nn.BatchNorm2d(cout)
+  if act ~= false then layers[#layers + 1] = nn.ReLU6() end
+  return layers
+end
+
+local InvertedResidual = nn.Module:extend("InvertedResidual")
+function InvertedResidual:init(cin, cout, stride, t)
+  local exp = cin * t
+  local layers = t ~= 1 and conv_bn({}, cin, exp, 1) or {}
+  conv_bn(layers, exp, exp, 3, stride, exp)   -- depthwise
+  conv_bn(layers, exp, cout, 1, 1, 1, false)  -- linear projection
+  self.block = nn.Sequential(unpack(layers))
+  self.use_res = stride == 1 and cin == cout
+end
+function InvertedResidual:forward(x)
+  local y = self.block(x)
+  return self.use_res and x + y or y
+end
+
+local MobileNetV2 = nn.Module:extend("MobileNetV2")
+function MobileNetV2:init(num_classes)
+  local layers, cin = conv_bn({}, 3, 32, 3, 2), 32
+  for _, s in ipairs(SETTINGS) do
+    local t, c, n, stride = unpack(s)
+    for i = 1, n do
+      layers[#layers + 1] = InvertedResidual(cin, c, i == 1 and stride or 1, t)
+      cin = c
+    end
+  end
+  conv_bn(layers, cin, 1280, 1)
+  self.features = nn.Sequential(unpack(layers))
+  self.avgpool = nn.AdaptiveAvgPool2d(1)
+  self.classifier = nn.Linear(1280, num_classes)
+end
+function MobileNetV2:forward(x)
+  return self.classifier(self.avgpool(self.features(x)):flatten(2))
+end
+
+local function make_step(case)
+  local name, mode = case:match("^(%w+)_(%w+)$")
+  assert(name == "resnet18" or name == "mobilenetv2", "unknown case " .. case)
+  ember.manual_seed(0)
+  local model = name == "resnet18" and Z.ResNet18(64, 10) or MobileNetV2(10)
+  if mode == "train" then
+    local x, labels = ember.randn({ 32, 3, 32, 32 }), ember.randint(1, 11, { 32 })
+    local opt = ember.optim.SGD(model:parameters(), { lr = 0.01, momentum = 0.9 })
+    local gm = ember.autodiff.GradManager():attach(model:parameters())
+    if not autocast then return B.classifier_step(ember, model, opt, gm, x, labels), 3 end
+    return function()
+      gm:record()
+      gm:backward(ember.autocast(autocast, function() return F.cross_entropy(model(x), labels) end))
+      opt:step()
+      opt:zero_grad()
+    end, 3
+  end
+  assert(mode == "infer", "unknown case " .. case)
+  model:eval()
+  local x = ember.randn({ 1, 3, 32, 32 })
+  local function fwd() return model(x) end
+  return function() ember.no_grad(function() return ember.autocast(autocast or false, fwd) end) end, 20
+end
+
+local threads, core = ember.get_num_threads(), B.blas_core(ember)
+for c in cases:gmatch("[^,]+") do
+  local step, default_iters = make_step(c)
+  local iters = iters_arg or default_iters
+  local cmd = ("OMP_WAIT_POLICY=%s OPENBLAS_CORETYPE=%s /usr/bin/python3 bench/convnets_torch.py %s %d %d channels_last %s")
+    :format(wait, core, c, iters, threads, autocast or "float32")
+  local ok, te, tt, ratio = pcall(B.against_torch, step, cmd, iters, rounds)
+  local fields = {}
+  if not ok then   -- PyTorch 1.13 cannot run it (relu6's backward in bfloat16 on the CPU): ember alone
+    fields.torch_error = tostring(te):match("printed no time") and "PyTorch failed (run its command to see why)"
+      or tostring(te)
+    te, tt, ratio = {}, { 0 / 0 }, { 0 / 0 }
+    for r = 1, rounds do te[r] = B.time(function(n) for _ = 1, n do step() end end, iters, 1) end
+  end
+  if profile then
+    local r = ember.profile(function() for _ = 1, iters do step() end end)
+    for _, k in ipairs({ "gemm", "conv", "pool", "elementwise", "other" }) do fields["prof_" .. k .. "_s"] = r[k] / iters end
+    local ops = {}
+    for op, v in pairs(r.ops) do ops[#ops + 1] = { op, v.seconds / iters } end
+    table.sort(ops, function(p, q) return p[2] > q[2] end)
+    for i = 1, math.min(8, #ops) do fields[("prof_top%d"):format(i)] = ("%s %.4f"):format(ops[i][1], ops[i][2]) end
+  end
+  print(B.json({ bench = "convnets_" .. c, autocast = autocast or "off", threads = threads, openblas_core = core, torch_wait_policy = wait,
+    ember_s = B.median(te), torch_s = B.median(tt), ratio = B.median(ratio), ember_min_s = math.min(unpack(te)),
+    torch_min_s = math.min(unpack(tt)), peak_rss_mb = B.peak_rss_mb() }, fields))
+end
