@@ -17,6 +17,7 @@
    replaced rules) or intercepted for hooks, and attached tensors whose
    gradient is complete, are handed to the caller as requests of a pull loop. */
 #include "tape.h"
+#include "dtr.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -653,6 +654,7 @@ static int refresh_view(ember_tensor *v)
 
 int ember__ag_write_recorded(const char *name, const ember_tensor *self, const ember_tensor *other)
 {
+    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_write((ember_tensor *)self, other));
     if (!ember__ag_active) return 0;
     bool rec = ember__ag_involved(self) || (other && ember__ag_involved(other)) || (self->base && self->base->ag);
     if (!rec) return 0;

@@ -14,6 +14,7 @@ M.OPTIONS = {
   ["ember.distributed.broadcast"] = { 3, { "async" } },
   ["ember.distributed.all_gather"] = { 2, { "async" } },
   ["ember.distributed.make_allreduce_cb"] = { 2, { "bucket_mb" } },
+  ["ember.dtr.enable"] = { 1, { "budget", "min_size" } },
 }
 
 -- name -> the kinds of its leading arguments (no self), each a Lua type, or

@@ -3,6 +3,7 @@
 #include "ops.h"
 #include "../autograd.h"
 #include "../backend.h"
+#include "../dtr.h"
 #include "../profile.h"
 
 #include <string.h>
@@ -114,8 +115,7 @@ int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attr
     return run(op, nin, in, at, out);
 }
 
-int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
-                    ember_tensor **out)
+static int dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_TRY(run(op, nin, in, at, out));
     if (EMBER_LIKELY(!ember__ag_active)) return EMBER_OK;
@@ -130,6 +130,13 @@ int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs 
         }
     }
     return rc;
+}
+
+int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                    ember_tensor **out)
+{
+    if (EMBER_UNLIKELY(ember__dtr_on)) return ember__dtr_dispatch(op, nin, in, at, out, dispatch);
+    return dispatch(op, nin, in, at, out);
 }
 
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,
