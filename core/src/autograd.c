@@ -87,6 +87,7 @@ int ember__ag_pause(void)
 void ember__ag_resume(int paused) { ember_set_grad_enabled(paused); }
 
 int ember_num_recording(void) { return ember__ag_active ? n_recording : 0; }
+int ember__ag_recording_open(void) { return n_recording > 0; }   /* in grad mode or not (dtr.c) */
 
 int ember_key_new(int group, int *key)
 {

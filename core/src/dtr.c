@@ -156,7 +156,7 @@ static void note_op(ember_tensor *o, int op, int nin, ember_tensor *const *in, c
 
 void ember__dtr_note_draw(ember_tensor *t, const ember__draw *d)
 {
-    if (D.depth || !ember__ag_active || !fresh(t->storage) || t->storage->refcount != 1 || !t->is_contiguous || t->offset != 0 ||
+    if (D.depth || !ember__ag_recording_open() || !fresh(t->storage) || t->storage->refcount != 1 || !t->is_contiguous || t->offset != 0 ||
         (size_t)t->numel * (size_t)ember_dtype_size(t->dtype) != t->storage->nbytes)
         return;
     dtr_entry *e = new_entry(t->storage, -1, 0);
@@ -249,7 +249,7 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
             rc = ready_storage(in[locked]->storage);
             in[locked]->storage->dtr_locks++;
         }
-    bool note = D.depth == 0 && ember__ag_active;
+    bool note = D.depth == 0 && ember__ag_recording_open();
     double t0 = note ? now_s() : 0;
     D.depth++;
     if (rc == EMBER_OK) rc = plain(op, nin, in, at, out);
@@ -262,25 +262,30 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
     return rc;
 }
 
-int ember__dtr_hold_node(const ember_node *n, int delta)
+int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
 {
-    ember_tensor *const saved[MAX_SAVED_IN + MAX_SAVED_OUT] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0],
-                                                               n->sv_out[1]};
-    int rc = EMBER_OK, i = 0;
-    for (; i < MAX_SAVED_IN + MAX_SAVED_OUT; i++) {
-        if (!saved[i]) continue;
-        if (delta < 0) {
-            saved[i]->storage->dtr_locks--;
-            continue;
-        }
+    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    int rc = EMBER_OK;
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        held[i] = NULL;
+        if (!saved[i] || rc < 0) continue;
         rc = ready_storage(saved[i]->storage);
-        saved[i]->storage->dtr_locks++;
-        if (rc < 0) break;
+        held[i] = saved[i];   /* kept (and resident) until let go, whatever the rule does to the node */
+        ember_tensor_retain(held[i]);
+        held[i]->storage->dtr_locks++;
     }
-    if (rc < 0)   /* let go of what was kept */
-        for (int j = 0; j <= i && j < MAX_SAVED_IN + MAX_SAVED_OUT; j++)
-            if (saved[j]) saved[j]->storage->dtr_locks--;
+    if (rc < 0) ember__dtr_let_go(held);
     return rc;
+}
+
+void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
+{
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        if (!held[i]) continue;
+        held[i]->storage->dtr_locks--;
+        ember_tensor_release(held[i]);
+        held[i] = NULL;
+    }
 }
 
 /* ------------------------------------------------------------------ eviction */
@@ -350,29 +355,74 @@ void ember__dtr_orphaned(ember_storage *s)
     D.drops++;
 }
 
-/* Recipes that read s, directly or through other recipes, are marked; an
-   evicted one that something outside DTR holds is remade (while s still
-   has its old value); then all of them are cut. */
-static int settle_readers(ember_storage *s)
+/* Marks the recipes that read s, directly or through other recipes; returns
+   whether one of them is evicted while something outside DTR holds it. */
+static bool mark_readers(const ember_storage *s)
 {
+    bool needed = false;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         e->mark = 0;
         for (int i = 0; i < e->nin && !e->mark; i++) {
             const ember_storage *in = e->in[i]->storage;
             e->mark = in == s || (in->dtr && in->dtr->mark);
         }
+        needed |= e->mark && e->evicted && e->s->refcount > e->s->dtr_holds;
     }
+    return needed;
+}
+
+/* The recipes reading host storage s move to a copy of its bytes, so they
+   still remake what they made; false (nothing changed) if the copy cannot
+   be made. */
+static bool keep_old_value(ember_storage *s)
+{
+    int64_t n = (int64_t)s->nbytes;
+    ember_tensor *copy = NULL;
+    if (s->device != EMBER_CPU) return false;
+    s->dtr_locks++;
+    int rc = ember__new(1, &n, EMBER_UINT8, EMBER_CPU, &copy);
+    s->dtr_locks--;
+    if (rc < 0) return false;
+    memcpy(copy->storage->data, s->data, s->nbytes);
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
+        for (int i = 0; i < e->nin; i++) {
+            ember_tensor *old = e->in[i], *a = NULL;
+            if (old->storage != s) continue;
+            if (ember__make_view(copy, old->ndim, old->shape, old->strides, old->offset, &a) < 0) continue;
+            a->dtype = old->dtype;   /* the same bytes read as before */
+            a->wrapped_number = old->wrapped_number;
+            a->is_view = old->is_view;
+            copy->storage->dtr_holds++;
+            e->in[i] = a;
+            s->dtr_holds--;
+            ember_tensor_release(old);
+        }
+    bool moved = s->dtr_holds == 0;
+    ember_tensor_release(copy);   /* the aliases hold its storage */
+    return moved;
+}
+
+/* The recipes marked are cut, after each evicted one that something outside
+   DTR holds is remade (while s still has its old value). */
+static int settle_readers(void)
+{
+    /* mark 2: kept resident (locked) while the others are remade */
     int rc = EMBER_OK;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
-        if (e->mark && !e->evicted) e->s->dtr_locks++;
+        if (e->mark && !e->evicted) {
+            e->s->dtr_locks++;
+            e->mark = 2;
+        }
     for (dtr_entry *e = D.head.next; e != &D.head && rc == EMBER_OK; e = e->next)
-        if (e->mark && e->evicted && e->s->refcount > e->s->dtr_holds) {
-            rc = remat(e);
-            if (rc == EMBER_OK) e->s->dtr_locks++;
-            else e->mark = 2;   /* not locked */
+        if (e->mark == 1) {
+            if (e->evicted && e->s->refcount > e->s->dtr_holds) rc = remat(e);
+            if (!e->evicted) {   /* remade now, or as another's input */
+                e->s->dtr_locks++;
+                e->mark = 2;
+            }
         }
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
-        if (e->mark && !e->evicted && !(rc < 0 && e->mark == 2)) e->s->dtr_locks--;
+        if (e->mark == 2) e->s->dtr_locks--;
     if (rc < 0) return rc;
     for (dtr_entry *e = D.head.next, *next; e != &D.head; e = next) {
         next = e->next;
@@ -386,7 +436,9 @@ int ember__dtr_write(ember_tensor *self, const ember_tensor *other)
     if (other) EMBER_TRY(ember__dtr_ready(other));
     EMBER_TRY(ember__dtr_ready(self));
     ember_storage *s = self->storage;
-    if (s->dtr_holds) EMBER_TRY(settle_readers(s));
+    /* readers whose results someone still holds evicted keep the old value
+       (a copy); otherwise they are cut, their results kept as they are */
+    if (s->dtr_holds && !(mark_readers(s) && keep_old_value(s))) EMBER_TRY(settle_readers());
     if (s->dtr) cut(s->dtr);
     return EMBER_OK;
 }

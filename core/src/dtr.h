@@ -42,8 +42,10 @@ int ember__dtr_write(ember_tensor *self, const ember_tensor *other);
 int ember__dtr_ready(const ember_tensor *t);
 /* random.c: t (a whole fresh storage) was filled by draw d. */
 void ember__dtr_note_draw(ember_tensor *t, const struct ember__draw *d);
-/* grad_rules.c: a node's saved tensors resident and kept (+1) or let go (-1)
-   around its rule. */
-int ember__dtr_hold_node(const struct ember_node *n, int delta);
+/* grad_rules.c: a node's saved tensors resident and kept (held, retained)
+   while its rule runs, then let go. */
+#define EMBER__DTR_HELD 5
+int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *held[EMBER__DTR_HELD]);
+void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD]);
 
 #endif

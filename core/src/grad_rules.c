@@ -530,9 +530,10 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
 int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_tensor **grad_in)
 {
     arena s = {{0}, 0, EMBER_OK};
-    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, 1));   /* saved tensors resident */
+    ember_tensor *held[EMBER__DTR_HELD] = {NULL};
+    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, held));   /* saved tensors resident */
     int rc = rule(n, grad_out, grad_in, &s);
-    if (EMBER_UNLIKELY(ember__dtr_on)) ember__dtr_hold_node(n, -1);
+    ember__dtr_let_go(held);
     arena_end(&s);
     if (rc < 0) {
         for (int i = 0; i < ember__node_num_inputs(n); i++) {
