@@ -52,7 +52,7 @@ end
 -- FRACS (fractions of the activations' unconstrained peak) it trains in:
 -- one must, evicting (and, unless no_recompute, recomputing), and the
 -- parameters must be those without DTR, bit for bit.
-local FRACS = { 0.4, 0.5, 0.6, 0.7, 0.8, 0.9 }
+local FRACS = { 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95 }
 local function exact(case, no_recompute)
   local ref, _, _, m0 = train(case)
   local _, _, _, m = train(case, 0, m0)
@@ -130,13 +130,16 @@ local Scale = ember.autodiff.Function{ name = "dtr_scale",
     return dy * s, dy * a * s * (1 - s)
   end }
 
+-- the Function comes first: its saved tensors are the stalest when memory runs short
 local function custom_rule()
-  local l1, l2 = nn.Linear(32, 128), nn.Linear(128, 1)
-  local model = nn.Sequential(l1, l2)
+  local l1, l2, l3 = nn.Linear(32, 128), nn.Linear(128, 128), nn.Linear(128, 1)
+  local model = nn.Sequential(l1, l2, l3)
   local x = ember.randn({ 512, 32 })
   return stepper(model, sgd, x, function(_, v)
     local h = l1(v)
-    return (l2(Scale(h, h * 0.5 + 1)) ^ 2):mean()
+    h = Scale(h, h * 0.5 + 1)
+    for _ = 1, 3 do h = l2(h):tanh() end
+    return (l3(h) ^ 2):mean()
   end)
 end
 

@@ -444,7 +444,7 @@ int ember__dtr_write(ember_tensor *self, const ember_tensor *other)
 }
 
 /* ------------------------------------------------------------------ the C API */
-#define DEFAULT_MIN_SIZE ((int64_t)1 << 20)   /* MegEngine's evictee_minimum_size */
+#define DEFAULT_MIN_SIZE ((int64_t)1 << 20)   /* MegEngine's evictee_minimum_size (budget / 1024 when smaller) */
 
 int ember_dtr_enable(int64_t budget, int64_t min_size)
 {
@@ -452,7 +452,7 @@ int ember_dtr_enable(int64_t budget, int64_t min_size)
         return ember__fail(EMBER_ERR_ARG, "dtr.enable: budget must be a number of bytes > 0, got %lld",
                            (long long)budget);
     D.budget = budget;
-    D.min_size = min_size < 0 ? DEFAULT_MIN_SIZE : min_size;
+    D.min_size = min_size >= 0 ? min_size : budget / 1024 < DEFAULT_MIN_SIZE ? budget / 1024 : DEFAULT_MIN_SIZE;
     D.evictions = D.recomputes = D.drops = 0;
     D.recompute_s = 0;
     D.peak = ember_bytes_in_use();

@@ -31,12 +31,14 @@ return function(ember)
     -- after an eighth of the budget more is in use: dead tensors waiting for
     -- it would otherwise crowd out live ones
     ember._memory_watch("dtr", true, math.max(2 ^ 16, math.floor(budget / 8)))
+    ember._dtr_on = true
   end
 
   -- remakes what is still evicted and held, then forgets every recipe
   function dtr.disable()
     check(C.ember_dtr_disable())
     ember._memory_watch("dtr", false)
+    ember._dtr_on = false
   end
 
   function dtr.is_enabled()
