@@ -245,6 +245,31 @@ describe("DTR", function()
     for i = 1, #ref do assert.is_true(ember.equal(ref[i], got[i]), "parameter " .. i .. " differs") end
   end)
 
+  it("evicts before set_memory_limit's limit raises", function()
+    local ref, _, _, m0 = train(mlp)
+    local _, _, _, m = train(mlp, 0, m0)
+    settle()
+    ember.manual_seed(7)
+    local c = mlp()
+    local base = settle()
+    local limit = math.floor(base + m.floor + 0.7 * (m.peak - m.floor))
+    ember.set_memory_limit(limit)
+    ember.dtr.enable({ budget = 2 ^ 50, min_size = 0 })   -- never the lower ceiling
+    local ok, err = pcall(function()
+      for i = 1, STEPS do
+        c.step(i)
+        settle()
+      end
+    end)
+    local st = ember.dtr.stats()
+    ember.dtr.disable()
+    ember.set_memory_limit(nil)
+    assert(ok, err)
+    assert.is_true(st.evictions > 0)
+    assert.is_true(st.peak_bytes <= limit)
+    for i = 1, #ref do assert.is_true(ember.equal(ref[i], c.params[i]), "parameter " .. i .. " differs") end
+  end)
+
   it("remakes an evicted tensor the user holds when it is read, and on disable", function()
     ember.manual_seed(3)
     local w, x0 = ember.randn({ 256, 256 }) * 0.05, ember.randn({ 256, 256 })
@@ -262,9 +287,26 @@ describe("DTR", function()
     for i = 1, 6 do assert.is_true(ember.equal(hs[i], want[i]), "activation " .. i) end   -- each remade as read
     assert.is_true(ember.dtr.stats().recomputes > 0)
     gm:backward(h:sum())
+    -- printing reads what is evicted: remade first
     assert.is_true(ember.dtr.stats().evicted > 0)
+    for i = 1, 6 do assert.are.equal(tostring(want[i]), tostring(hs[i])) end
     ember.dtr.disable()   -- what the user still holds is remade
     for i = 1, 6 do assert.are.equal(want[i]:sum():item(), hs[i]:sum():item()) end
+    -- saving too
+    hs, h = {}, nil
+    gm = GradManager():attach(w)
+    ember.dtr.enable({ budget = settle() + 6 * act, min_size = 0 })
+    gm:record()
+    h = x0
+    for i = 1, 6 do h = h:matmul(w):tanh(); hs[i] = h end
+    assert.is_true(ember.dtr.stats().evicted > 0)
+    local path = os.tmpname()
+    ember.save(path, hs)
+    gm:backward(h:sum())
+    ember.dtr.disable()
+    local back = ember.load(path)
+    os.remove(path)
+    for i = 1, 6 do assert.is_true(ember.equal(back[i], want[i]), "saved activation " .. i) end
   end)
 
   it("checks its options", function()

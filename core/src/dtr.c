@@ -189,11 +189,27 @@ static void unlock_inputs(dtr_entry *e, int n)
 static int adopt(dtr_entry *e, ember_tensor *made)
 {
     ember_storage *from = made->storage, *s = e->s;
-    if (from->nbytes != s->nbytes || from->device != s->device || !from->data || from->release)
+    if (from->nbytes != s->nbytes || from->device != s->device || !from->data)
         return ember__fail(EMBER_ERR_STATE, "dtr: recomputing %s made %zu bytes where %zu were evicted",
                            e->op >= 0 ? ember__ops[e->op].name : "a random draw", from->nbytes, s->nbytes);
-    s->data = from->data;
-    from->data = NULL;   /* its bytes now count for s */
+    if (from->refcount == 1 && !from->release) {   /* only `made` holds it, ours: its memory moves to s */
+        s->data = from->data;
+        from->data = NULL;   /* its bytes now count for s */
+    } else {   /* shared (an op returning a tensor it keeps): a copy */
+        EMBER_TRY(ember__reserve(s->nbytes));
+        void *p = s->device == EMBER_CPU ? ember__alloc(s->nbytes) : ember__backend(s->device)->alloc(s->nbytes);
+        if (!p) return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes remaking an evicted tensor", s->nbytes);
+        int rc = EMBER_OK;
+        if (s->device == EMBER_CPU) memcpy(p, from->data, s->nbytes);
+        else rc = ember__backend(s->device)->memcpy(p, from->data, s->nbytes, 2);
+        if (rc < 0) {
+            if (s->device == EMBER_CPU) ember__free(p, s->nbytes);
+            else ember__backend(s->device)->free(p, s->nbytes);
+            return rc;
+        }
+        ember__stats_bytes((int64_t)s->nbytes);
+        s->data = p;
+    }
     e->evicted = 0;
     return EMBER_OK;
 }

@@ -520,11 +520,11 @@ return function(ember)
       fail("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. errors.show(bytes))
     end
     check(C.ember_set_memory_limit(bytes or 0))
-    ember._memory_watch("limit", (bytes or 0) > 0)
+    ember._memory_watch("limit", (bytes or 0) > 0, math.max(2 ^ 16, math.floor((bytes or 0) / 8)))
   end
   -- under a memory limit or a DTR budget, what the GC collected is released
-  -- before each op allocates; gc_bytes (DTR: a part of its budget) makes
-  -- the GC run after that many bytes more are in use, not 24 MiB
+  -- before each op allocates; gc_bytes (an eighth of the limit or budget)
+  -- makes the GC run after that many bytes more are in use, not 24 MiB
   function ember._memory_watch(who, on, gc_bytes)
     watchers[who] = on and (gc_bytes or true) or nil
     limited = next(watchers) ~= nil
