@@ -35,7 +35,8 @@ typedef struct ember__dtr_entry {
     int ndim, dtype, device;
     int64_t shape[EMBER_MAX_DIMS];
     double cost;                            /* seconds the op took */
-    uint64_t last_use;
+    double chain;                           /* with the evicted inputs it remakes first (at pick `stamp`) */
+    uint64_t last_use, stamp;
 } dtr_entry;
 
 static struct {
@@ -43,7 +44,7 @@ static struct {
     dtr_entry head;                         /* sentinel of the list */
     int depth;                              /* inside an op or a recomputation: make no recipes */
     int settling;                           /* disable(): no eviction */
-    uint64_t clock;
+    uint64_t clock, picks;
     int64_t evictions, recomputes, drops, peak, entries;
     double recompute_s;
 } D = {.head = {.prev = &D.head, .next = &D.head}};
@@ -305,26 +306,37 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 }
 
 /* ------------------------------------------------------------------ eviction */
-/* The heuristic: the cost of remaking e (its own op and its evicted inputs')
-   over its size times its staleness; the smallest goes first. */
-static double score(const dtr_entry *e)
+/* The heuristic: the cost of remaking e (its own op's and, recursively,
+   that of the evicted or dropped inputs it would remake first: MegEngine's
+   neighbourhood estimate) over its size times its staleness; the smallest
+   goes first. The chain's cost is worked out once per pick (e->stamp). */
+static double chain_cost(dtr_entry *e, uint64_t stamp, int depth)
 {
-    double cost = e->cost;
-    for (int i = 0; i < e->nin; i++) {
-        const dtr_entry *p = e->in[i]->storage->dtr;
-        if (p && p->evicted) cost += p->cost;
+    if (e->stamp == stamp) return e->chain;
+    double c = e->cost;
+    for (int i = 0; depth < 64 && i < e->nin; i++) {
+        dtr_entry *p = e->in[i]->storage->dtr;
+        if (p && p->evicted) c += chain_cost(p, stamp, depth + 1);
     }
+    e->stamp = stamp;
+    e->chain = c;
+    return c;
+}
+
+static double score(dtr_entry *e, uint64_t stamp)
+{
     double stale = (double)(D.clock - e->last_use + 1);
-    return (cost + 1e-9) / ((double)e->s->nbytes * stale);
+    return (chain_cost(e, stamp, 0) + 1e-9) / ((double)e->s->nbytes * stale);
 }
 
 static dtr_entry *pick(void)
 {
     dtr_entry *best = NULL;
     double best_score = 0;
+    uint64_t stamp = ++D.picks;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         if (e->evicted || e->s->dtr_locks > 0 || (int64_t)e->s->nbytes < D.min_size) continue;
-        double sc = score(e);
+        double sc = score(e, stamp);
         if (!best || sc < best_score) {
             best = e;
             best_score = sc;

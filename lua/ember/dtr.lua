@@ -28,9 +28,9 @@ return function(ember)
     local min_size = bytes_opt("min_size", opts.min_size, 0)
     check(C.ember_dtr_enable(budget, min_size or -1))
     -- what the GC collected is released before each op, and the GC runs
-    -- after an eighth of the budget more is in use: dead tensors waiting for
+    -- after a quarter of the budget more is in use: dead tensors waiting for
     -- it would otherwise crowd out live ones
-    ember._memory_watch("dtr", true, math.max(2 ^ 16, math.floor(budget / 8)))
+    ember._memory_watch("dtr", true, math.max(2 ^ 16, math.floor(budget / 4)))
     ember._dtr_on = true
   end
 
