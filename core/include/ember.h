@@ -308,7 +308,8 @@ EMBER_API void ember_empty_cache(void);
    recording is open, storages ops make remember how to be remade; when an
    allocation would take bytes_in_use past `budget`, they are evicted by the
    heuristic cost / (size x staleness), never one under min_size bytes (< 0:
-   MegEngine's 1 MiB), and remade from their inputs when read. Training gives
+   MegEngine's 1 MiB, or budget / 1024 when smaller), and remade from their
+   inputs when read. Training gives
    the same bits as without it. When nothing more can be evicted the
    allocation fails with EMBER_ERR_OOM naming the op, the bytes and the
    budget. enable again changes the budget and zeroes the counters; disable

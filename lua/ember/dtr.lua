@@ -20,7 +20,8 @@ return function(ember)
   end
 
   -- ember.dtr.enable({budget = bytes, min_size = bytes}): budget is needed;
-  -- min_size (default 1 MiB, MegEngine's) is the smallest storage evicted
+  -- min_size (default 1 MiB, MegEngine's, or budget / 1024 when smaller) is
+  -- the smallest storage evicted
   function dtr.enable(opts)
     if type(opts) ~= "table" then fail("dtr.enable", "expected an options table {budget = bytes}, got " .. errors.show(opts)) end
     local budget = bytes_opt("budget", opts.budget, 1)

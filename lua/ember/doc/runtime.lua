@@ -140,8 +140,9 @@ Training past memory (MegEngine's DTR, docs/dtr.md): while a recording is
 open, what ops make remembers how to be remade; when an allocation would
 take the bytes in use past `budget` (bytes, required), stored results are
 evicted (the cheapest to remake per byte and per step unused first, none
-under `min_size` bytes, default 1 MiB) and recomputed from their inputs,
-recursively, when backward or a later op reads them. Parameters come out
+under `min_size` bytes, by default 1 MiB or budget / 1024 when smaller)
+and recomputed from their inputs, recursively, when backward or a later op
+reads them. Parameters come out
 bit for bit as without it. When nothing more can be evicted the op raises
 the out-of-memory error of `set_memory_limit`, naming the op, the bytes and
 the budget, and everything stays usable. Again with another budget: the
