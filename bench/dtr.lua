@@ -8,6 +8,7 @@
 -- per-round ratio to DTR off, the peak bytes, evictions, recomputations
 -- and seconds recomputing per step.
 --   luajit bench/dtr.lua [model [rounds [iters [batch]]]]
+--   luajit bench/dtr.lua batch [model [_ [_ [batch]]]]   -- the largest batch in a fixed budget
 -- (model "resnet", "transformer" or "all" (default); 3 rounds of 2 steps;
 -- batch 32 of 64x64 images, width 16, for the ResNet, 8 sequences of 128
 -- for the transformer block, d_model 128, 4 heads)
@@ -27,24 +28,24 @@ local function settle()
   return ember.memory_stats().bytes_in_use
 end
 
+local DEFAULT_BATCH = { resnet = 32, transformer = 8 }
 local MODELS = {
-  resnet = function()
-    local batch = batch_arg or 32
+  resnet = function(batch)
     local model = Z.ResNet18(16, 10)
     local x, y = ember.randn({ batch, 3, 64, 64 }), ember.randint(1, 11, { batch })
     return model, function(m) return F.cross_entropy(m(x), y) end, { batch = batch, size = 64, width = 16 }
   end,
-  transformer = function()
-    local batch = batch_arg or 8
+  transformer = function(batch)
     local model = nn.TransformerEncoderLayer(128, 4, 512, 0.1, "gelu", 1e-5, true)
     local x = ember.randn({ batch, 128, 128 })
     return model, function(m) return (m(x) ^ 2):mean() end, { batch = batch, seq = 128, d_model = 128 }
   end,
 }
 
-local function bench(name)
+-- a model of `name` at `batch`, its optimizer and manager, and one step of training
+local function trainer(name, batch)
   ember.manual_seed(0)
-  local model, loss_fn, shape = MODELS[name]()
+  local model, loss_fn, shape = MODELS[name](batch)
   local opt = ember.optim.SGD(model:parameters(), { lr = 1e-3, momentum = 0.9 })
   local gm = ember.autodiff.GradManager():attach(model:parameters())
   local function step()
@@ -54,6 +55,46 @@ local function bench(name)
     opt:zero_grad()
     settle()
   end
+  return step, gm, shape
+end
+
+-- The largest batch (the default one times 1, 1.5, 2, 3, 4, ...) that trains
+-- two steps in a fixed number of bytes, the unconstrained peak at the
+-- default batch: under set_memory_limit without DTR, then under a DTR budget.
+local function largest_batch(name)
+  local b0 = batch_arg or DEFAULT_BATCH[name]
+  local step = trainer(name, b0)
+  step()
+  ember.reset_peak_memory()
+  step()
+  local bytes = ember.memory_stats().peak_bytes
+  step = nil
+  settle()
+  local found = {}
+  for _, mode in ipairs({ "limit", "dtr" }) do
+    for _, mult in ipairs({ 1, 1.5, 2, 3, 4, 6, 8 }) do
+      local b = math.floor(b0 * mult)
+      local gm
+      local ok = pcall(function()
+        local st
+        st, gm = trainer(name, b)
+        if mode == "limit" then ember.set_memory_limit(bytes) else ember.dtr.enable({ budget = bytes }) end
+        st()
+        st()
+      end)
+      if mode == "limit" then ember.set_memory_limit(nil) elseif ember.dtr.is_enabled() then ember.dtr.disable() end
+      if not ok and gm and gm:is_recording() then gm:release() end
+      settle()
+      if not ok then break end
+      found[mode] = b
+    end
+  end
+  print(B.json({ bench = "dtr_" .. name .. "_largest_batch", bytes = bytes, default_batch = b0,
+    without_dtr = found.limit or 0, with_dtr = found.dtr or 0 }))
+end
+
+local function bench(name)
+  local step, gm, shape = trainer(name, batch_arg or DEFAULT_BATCH[name])
   step()   -- the optimizer's state
   local floor = settle()
   ember.reset_peak_memory()
@@ -107,7 +148,9 @@ local function bench(name)
   end
 end
 
+local batch_mode = which == "batch"
+if batch_mode then which = arg[2] or "all" end
 for _, name in ipairs(which == "all" and { "resnet", "transformer" } or { which }) do
   assert(MODELS[name], "model must be resnet, transformer or all")
-  bench(name)
+  if batch_mode then largest_batch(name) else bench(name) end
 end
