@@ -314,7 +314,9 @@ EMBER_API void ember_empty_cache(void);
    allocation fails with EMBER_ERR_OOM naming the op, the bytes and the
    budget. enable again changes the budget and zeroes the counters; disable
    remakes what is still evicted and held, then forgets every recipe.
-   Process-wide, for one training thread. */
+   For one training thread: enable, train and disable on it (other threads'
+   allocations and ops pass DTR by; the tensors it tracks must be released
+   on that thread). */
 typedef struct ember_dtr_stats_t {
     int enabled;
     int64_t budget, min_size;

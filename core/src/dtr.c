@@ -9,8 +9,9 @@
    list in the order they were made, which is a topological order: a
    recipe's inputs were all made before it.
 
-   The state is process-wide and not locked: DTR is for one training thread
-   (docs/dtr.md). */
+   DTR is the training thread's: the flag is per thread, so other threads'
+   allocations and ops pass it by; the recipes (not locked) must be released
+   on that thread too (docs/dtr.md). */
 #include "dtr.h"
 #include "autograd.h"
 #include "backend.h"
@@ -20,7 +21,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-int ember__dtr_on;
+EMBER_TLS int ember__dtr_on;
 int ember__draw_fill(ember_tensor *t, const ember__draw *d);   /* random.c */
 
 typedef struct ember__dtr_entry {

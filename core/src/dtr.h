@@ -18,7 +18,9 @@
 struct ember__draw;
 struct ember_node;
 
-extern int ember__dtr_on;   /* ember_dtr_enable is in force */
+/* ember_dtr_enable is in force on this thread (DTR is the training thread's:
+   other threads' allocations and ops pass it by) */
+extern EMBER_TLS int ember__dtr_on;
 
 /* ops/dispatch.c: ember__dispatch when DTR is on: the inputs made resident
    and kept so while `plain` runs the op; a new output storage gets a recipe. */
