@@ -12,6 +12,7 @@
    every overrun and every use after free. Also the counters behind
    ember_memory_stats(). */
 #include "internal.h"
+#include "dtr.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -207,6 +208,10 @@ void ember__flush_stats(void)
 int ember__reserve(size_t nbytes)
 {
     ember__flush_stats();
+    if (EMBER_UNLIKELY(ember__dtr_on)) {   /* DTR evicts first (what it frees is counted at once) */
+        EMBER_TRY(ember__dtr_make_room(nbytes, memory_limit));
+        ember__flush_stats();
+    }
     if (memory_limit > 0 && (nbytes > (size_t)memory_limit || bytes_in_use > memory_limit - (int64_t)nbytes))
         return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes would pass the memory limit of %lld bytes "
                            "(%lld in use)", nbytes, (long long)memory_limit, (long long)bytes_in_use);

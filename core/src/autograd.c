@@ -17,6 +17,7 @@
    replaced rules) or intercepted for hooks, and attached tensors whose
    gradient is complete, are handed to the caller as requests of a pull loop. */
 #include "tape.h"
+#include "dtr.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,7 @@ int ember__ag_pause(void)
 void ember__ag_resume(int paused) { ember_set_grad_enabled(paused); }
 
 int ember_num_recording(void) { return ember__ag_active ? n_recording : 0; }
+int ember__ag_recording_open(void) { return n_recording > 0; }   /* in grad mode or not (dtr.c) */
 
 int ember_key_new(int group, int *key)
 {
@@ -653,6 +655,7 @@ static int refresh_view(ember_tensor *v)
 
 int ember__ag_write_recorded(const char *name, const ember_tensor *self, const ember_tensor *other)
 {
+    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_write((ember_tensor *)self, other));
     if (!ember__ag_active) return 0;
     bool rec = ember__ag_involved(self) || (other && ember__ag_involved(other)) || (self->base && self->base->ag);
     if (!rec) return 0;

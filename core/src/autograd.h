@@ -15,6 +15,8 @@ extern _Thread_local int ember__ag_active;
    tracks one of them records and may see the op (an outer manager
    differentiating a backward, say). NULLs are skipped. */
 bool ember__ag_would_record(int n, ember_tensor *const *ts);
+/* Some recording is open on this thread (whether grad mode is on or not). */
+int ember__ag_recording_open(void);
 /* Records op on every active key that tracks an input and may see it. */
 int ember__ag_record(int op, int nin, ember_tensor *const *in, const ember_attrs *at, int nout,
                      ember_tensor *const *out);

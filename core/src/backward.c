@@ -56,8 +56,10 @@ static int conform(const ember_node *n, int i, ember_tensor *g, ember_tensor **o
     ember_tensor_retain(cur);
     *out = NULL;
     if (!same_shape(m->ndim, m->shape, cur)) {
-        if (ember_sum_to(cur, m->ndim, m->shape, &tmp) < 0) {
+        int rc = ember_sum_to(cur, m->ndim, m->shape, &tmp);
+        if (rc < 0) {
             ember_tensor_release(cur);
+            if (rc == EMBER_ERR_OOM) return rc;   /* out of memory (a limit, a DTR budget) says so itself */
             return ember__fail(EMBER_ERR_SHAPE, "backward: %s returned a gradient of shape %s for input %d of shape %s",
                                ember_node_label(n), ember__tshape(sg, g), i + 1,
                                ember__shape_str(si, m->ndim, m->shape));

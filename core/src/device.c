@@ -3,6 +3,7 @@
    EMBER_CUDA_BACKEND); the core never links CUDA. */
 #define _GNU_SOURCE
 #include "backend.h"
+#include "dtr.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -191,6 +192,7 @@ int ember_pin_memory(ember_tensor *a, ember_tensor **out)
     if (a->storage->device != EMBER_CPU)
         return ember__fail(EMBER_ERR_DEVICE, "pin_memory: expected a CPU tensor, got one on %s",
                            ember__device_name(name, a->storage->device));
+    if (ember__dtr_on) EMBER_TRY(ember__dtr_ready(a));   /* evicted: remade before it is read */
     if (ember_is_pinned(a)) {
         ember_tensor_retain(a);
         *out = a;

@@ -10,6 +10,7 @@
    first and last 3 entries of each dim and "...". ember keeps its own
    suffixes (dtype and shape, always), wrapped as PyTorch wraps its own. */
 #include "internal.h"
+#include "dtr.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -242,6 +243,10 @@ int64_t ember_format(const ember_tensor *t, char *buf, int64_t cap)
         goto end;
     }
     ember_tensor *cpu = (ember_tensor *)t;
+    if (ember__dtr_on && ember__dtr_ready(t) < 0) {   /* evicted, and it cannot be remade now */
+        put(&s, "tensor(<evicted: %s>)", ember_last_error());
+        goto end;
+    }
     if (t->storage->device != EMBER_CPU && ember_to_device((ember_tensor *)t, EMBER_CPU, &cpu) < 0) {
         put(&s, "tensor(<unreadable on %s>)", ember__device_name(dev, t->storage->device));
         goto end;

@@ -10,6 +10,7 @@
    (grad_rules_impl.h). This file has the elementwise, reduction and shape
    rules and the table; grad_rules_nn.c and grad_rules_linalg.c the rest. */
 #include "grad_rules_impl.h"
+#include "dtr.h"
 
 
 RULE(add)
@@ -598,7 +599,10 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
 int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_tensor **grad_in)
 {
     arena s = {{0}, 0, EMBER_OK};
+    ember_tensor *held[EMBER__DTR_HELD] = {NULL};
+    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, held));   /* saved tensors resident */
     int rc = rule(n, grad_out, grad_in, &s);
+    ember__dtr_let_go(held);
     arena_end(&s);
     if (rc < 0) {
         for (int i = 0; i < ember__node_num_inputs(n); i++) {

@@ -81,6 +81,9 @@ typedef struct ember_storage {
     int32_t pins;             /* unfinished nodes of open backward runs that saved it */
     void (*release)(void *ctx, void *data);   /* for wrapped host memory; NULL = ours */
     void *release_ctx;
+    struct ember__dtr_entry *dtr;   /* how to remake it (dtr.c); data NULL while evicted */
+    int32_t dtr_holds;        /* headers on it that DTR's recipes hold */
+    int32_t dtr_locks;        /* being read now: not to be evicted */
 } ember_storage;
 
 struct ember_autograd_meta;

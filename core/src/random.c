@@ -6,6 +6,7 @@
 #include "ops/ops.h"
 #include "autograd.h"
 #include "backend.h"
+#include "dtr.h"
 #include "philox.h"
 #include "plan/plan.h"
 
@@ -106,6 +107,8 @@ static int draw_into(ember_tensor *t, const ember__draw *d)
     return be->random(t, d);
 }
 
+int ember__draw_fill(ember_tensor *t, const ember__draw *d) { return draw_into(t, d); }   /* dtr.c's replay */
+
 /* Fills t (any layout, any device) with draws; goes through a contiguous
    buffer on t's device when needed. */
 static int fill_random(ember_generator *g, ember_tensor *t, int dist, double a, double b)
@@ -117,6 +120,7 @@ static int fill_random(ember_generator *g, ember_tensor *t, int dist, double a, 
     uint64_t first = atomic_fetch_add(&g->offset, ember__draw_blocks(dist, t->numel));
     ember__draw d = {dist, t->dtype, g->seed, first, a, b};
     int rc = draw_into(buf, &d);
+    if (EMBER_UNLIKELY(ember__dtr_on) && rc == EMBER_OK && buf == t) ember__dtr_note_draw(t, &d);   /* its recipe */
     if (buf != t) {
         if (rc == EMBER_OK) rc = ember__copy_into(t, buf);
         ember_tensor_release(buf);

@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "backend.h"
 #include "plan/plan.h"
+#include "dtr.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -113,7 +114,12 @@ static void storage_free(ember_storage *s)
 
 static void storage_release(ember_storage *s)
 {
-    if (!s || --s->refcount > 0) return;
+    if (!s) return;
+    if (--s->refcount > 0) {
+        if (EMBER_UNLIKELY(s->dtr_holds) && s->refcount == s->dtr_holds) ember__dtr_orphaned(s);
+        return;
+    }
+    if (EMBER_UNLIKELY(s->dtr != NULL)) ember__dtr_storage_freed(s);
     if (s->release) {
         s->release(s->release_ctx, s->data);
     } else if (s->data) {
@@ -163,11 +169,17 @@ int64_t ember_tensor_numel(const ember_tensor *t) { return t ? t->numel : 0; }
 int ember_tensor_dtype(const ember_tensor *t) { return t ? t->dtype : -1; }
 int ember_tensor_device(const ember_tensor *t) { return t ? t->storage->device : -1; }
 int ember_tensor_is_contiguous(const ember_tensor *t) { return t ? t->is_contiguous : 0; }
+/* The caller may write through the pointer: under DTR the data is remade if
+   evicted and no recipe relies on it any more (NULL if that fails). */
+static bool dtr_exposed(const ember_tensor *t)
+{
+    return !ember__dtr_on || ember__dtr_write((ember_tensor *)t, NULL) == EMBER_OK;
+}
 void *ember_tensor_data(const ember_tensor *t)
 {
-    return t && t->storage->device == EMBER_CPU ? ember__ptr(t) : NULL;
+    return t && t->storage->device == EMBER_CPU && dtr_exposed(t) ? ember__ptr(t) : NULL;
 }
-void *ember_tensor_device_data(const ember_tensor *t) { return t ? ember__ptr(t) : NULL; }
+void *ember_tensor_device_data(const ember_tensor *t) { return t && dtr_exposed(t) ? ember__ptr(t) : NULL; }
 int ember_tensor_same_storage(const ember_tensor *a, const ember_tensor *b)
 {
     return a && b && a->storage == b->storage;
@@ -414,6 +426,7 @@ int ember_item(const ember_tensor *t, double *out)
         return ember__fail(EMBER_ERR_SHAPE,
                            "item: only one-element tensors can be converted, got shape %s",
                            ember__tshape(buf, t));
+    if (ember__dtr_on) EMBER_TRY(ember__dtr_ready(t));
     if (t->storage->device != EMBER_CPU) {
         double v = 0;
         EMBER_TRY(ember__backend(t->storage->device)->read_scalar(t, &v));
@@ -429,6 +442,7 @@ int ember_copy_to_buffer(const ember_tensor *t, void *dst, int dst_dtype)
     if (!t || (!dst && t->numel)) return ember__fail(EMBER_ERR_ARG, "copy_to_buffer: NULL argument");
     if (!ember__valid_dtype(dst_dtype)) return ember__fail(EMBER_ERR_DTYPE, "copy_to_buffer: unknown dtype");
     if (EMBER_UNLIKELY(ember__trace_on)) EMBER_TRY(ember__trace_read("copy_to_buffer"));
+    if (ember__dtr_on) EMBER_TRY(ember__dtr_ready(t));
     if (t->storage->device != EMBER_CPU) {
         ember_tensor *c;
         EMBER_TRY(ember_to_device((ember_tensor *)t, EMBER_CPU, &c));

@@ -15,6 +15,7 @@ M.OPTIONS = {
   ["ember.distributed.all_gather"] = { 2, { "async" } },
   ["ember.distributed.make_allreduce_cb"] = { 2, { "bucket_mb" } },
   ["ember.jit.trace"] = { 3, { "train" } },
+  ["ember.dtr.enable"] = { 1, { "budget", "min_size" } },
 }
 
 -- name -> the kinds of its leading arguments (no self), each a Lua type, or

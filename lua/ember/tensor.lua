@@ -55,6 +55,7 @@ return function(ember)
   -- data set being converted) comes down as soon as it has died.
   local gc_budget = 24 * 2 ^ 20
   local gc_limit = gc_budget
+  local gc_fixed   -- a DTR budget's part: the GC's allowance, whatever the Lua heap's size
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
 
@@ -73,15 +74,14 @@ return function(ember)
       if ptrs[i] ~= nil and handles[i] == nil then free_slot(i) end
     end
     cycle[1] = {}
-    gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
+    gc_limit = tonumber(C.ember_bytes_in_use()) + (gc_fixed or math.max(gc_budget, collectgarbage("count") * 2048))
   end
   ember._sweep = sweep
   -- out of memory under a memory limit: release what the GC collected first,
   -- so the caller's next attempt sees that memory
+  local watchers = {}   -- what asks for the release above: "limit" (set_memory_limit), "dtr"
   errors.set_oom_handler(function()
-    local s = ffi_new("ember_memory_stats_t")
-    C.ember_memory_stats(s)
-    if s.limit > 0 then
+    if next(watchers) then
       collectgarbage()
       sweep()
     end
@@ -524,7 +524,17 @@ return function(ember)
       fail("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. errors.show(bytes))
     end
     check(C.ember_set_memory_limit(bytes or 0))
-    limited = (bytes or 0) > 0
+    ember._memory_watch("limit", (bytes or 0) > 0, math.max(2 ^ 16, math.floor((bytes or 0) / 8)))
+  end
+  -- under a memory limit or a DTR budget, what the GC collected is released
+  -- before each op allocates; gc_bytes (an eighth of the limit or budget)
+  -- makes the GC run after that many bytes more are in use, not 24 MiB
+  function ember._memory_watch(who, on, gc_bytes)
+    watchers[who] = on and (gc_bytes or true) or nil
+    limited = next(watchers) ~= nil
+    gc_fixed = nil
+    for _, w in pairs(watchers) do if type(w) == "number" then gc_fixed = math.min(gc_fixed or w, w) end end
+    gc_limit = tonumber(C.ember_bytes_in_use()) + (gc_fixed or gc_budget)
   end
   function ember.reset_peak_memory() C.ember_reset_peak() end
   function ember.empty_cache() C.ember_empty_cache() end

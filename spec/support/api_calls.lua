@@ -195,6 +195,9 @@ return function(ember)
   calls["ember.set_grad_enabled"] = function() return { ember.is_grad_enabled() } end
   calls["ember.set_num_threads"] = function() return { ember.get_num_threads() } end
   calls["ember.set_memory_limit"] = function() return { 0 } end
+  -- DTR: a budget no test reaches (what disable leaves is as before)
+  calls["ember.dtr.enable"] = function() return { { budget = 2 ^ 50 } } end
+  for f in ("disable is_enabled stats"):gmatch("%S+") do calls["ember.dtr." .. f] = function() return {} end end
   calls["ember.amp.get_autocast_dtype"] = function() return {} end
   calls["ember.amp.is_autocast_enabled"] = function() return {} end
   for f in ("is_available device_count"):gmatch("%S+") do calls["ember.cuda." .. f] = function() return {} end end

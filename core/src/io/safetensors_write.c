@@ -5,6 +5,7 @@
    escaped as ember.json.encode_string escapes them, the whole padded with
    spaces to a multiple of 8. The file is written beside the target under
    `<path>.tmp.<pid>.<n>`, fsynced, renamed over it and its folder fsynced. */
+#include "../dtr.h"
 #include "../internal.h"
 #include "json.h"
 
@@ -267,6 +268,7 @@ static int write_tensor(int fd, const char *path, const ember_st_named *e)
     if (e->tensor->numel == 0) return EMBER_OK;
     if (e->tensor->storage->device != EMBER_CPU) rc = ember_to_device(e->tensor, EMBER_CPU, &host);
     if (rc == EMBER_OK) rc = ember_contiguous(host ? host : e->tensor, &c);
+    if (rc == EMBER_OK && ember__dtr_on) rc = ember__dtr_ready(c);   /* evicted: remade before it is read */
     if (rc < 0) {
         char inner[512];
         snprintf(inner, sizeof inner, "%s", ember_last_error());

@@ -3,6 +3,7 @@
 #include "ops.h"
 #include "../autograd.h"
 #include "../backend.h"
+#include "../dtr.h"
 #include "../profile.h"
 #include "../plan/plan.h"
 
@@ -111,29 +112,7 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     return rc;
 }
 
-/* Under a trace (plan.h) the outermost op is recorded: the ops its forward
-   or recording runs in turn are not. */
-static int traced(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out, bool grad)
-{
-    int depth = ember__trace_enter();
-    int rc = grad ? dispatch(op, nin, in, at, out) : run(op, nin, in, at, out);
-    return ember__trace_leave(depth, rc, PE_OP, op, nin, in, ember__ops[op].nout, out, at, NULL);
-}
-
-int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
-                      ember_tensor **out)
-{
-    if (EMBER_UNLIKELY(ember__trace_on)) return traced(op, nin, in, at, out, false);
-    return run(op, nin, in, at, out);
-}
-
-int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
-                    ember_tensor **out)
-{
-    if (EMBER_UNLIKELY(ember__trace_on)) return traced(op, nin, in, at, out, true);
-    return dispatch(op, nin, in, at, out);
-}
-
+/* run, then autograd's record where a recording sees the op */
 static int dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
                     ember_tensor **out)
 {
@@ -150,6 +129,36 @@ static int dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs 
         }
     }
     return rc;
+}
+
+/* dispatch, through DTR's bookkeeping while it is on (dtr.h) */
+static int dispatch_dtr(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    if (EMBER_UNLIKELY(ember__dtr_on)) return ember__dtr_dispatch(op, nin, in, at, out, dispatch);
+    return dispatch(op, nin, in, at, out);
+}
+
+/* Under a trace (plan.h) the outermost op is recorded: the ops its forward
+   or recording runs in turn are not. */
+static int traced(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out, bool grad)
+{
+    int depth = ember__trace_enter();
+    int rc = grad ? dispatch_dtr(op, nin, in, at, out) : run(op, nin, in, at, out);
+    return ember__trace_leave(depth, rc, PE_OP, op, nin, in, ember__ops[op].nout, out, at, NULL);
+}
+
+int ember__run_nograd(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                      ember_tensor **out)
+{
+    if (EMBER_UNLIKELY(ember__trace_on)) return traced(op, nin, in, at, out, false);
+    return run(op, nin, in, at, out);
+}
+
+int ember__dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
+                    ember_tensor **out)
+{
+    if (EMBER_UNLIKELY(ember__trace_on)) return traced(op, nin, in, at, out, true);
+    return dispatch_dtr(op, nin, in, at, out);
 }
 
 int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *ndim,

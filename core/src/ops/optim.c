@@ -25,6 +25,7 @@
    parameter it would be added to. */
 #include "ops.h"
 #include "../backend.h"
+#include "../dtr.h"
 #include "../optim_math.h"
 #include "../plan/plan.h"
 
@@ -64,6 +65,10 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
         for (int j = 0; j < i; j++)
             if (others[j] && others[j]->storage == t->storage)
                 return ember__fail(EMBER_ERR_ARG, "%s: %s shares memory with %s", op, names[i], names[j]);
+    }
+    if (EMBER_UNLIKELY(ember__dtr_on)) {   /* written in place (the gradient only read) */
+        EMBER_TRY(ember__dtr_write(p, NULL));
+        for (int i = 0; i < n; i++) EMBER_TRY(ember__dtr_write(others[i], NULL));
     }
     return EMBER_OK;
 }

@@ -20,7 +20,7 @@ enum { PLAN_VERSION = 1, PLAN_MAX_SLOTS = 1 << 20, PLAN_MAX_IO = 64 };
 static const char *const SAVE_OPS[] = {
     "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sigmoid",
     "tanh", "relu", "silu", "linear", "linear_relu", "matmul", "reshape", "view", "transpose", "softmax",
-    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", NULL};
+    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", "channel_affine", NULL};
 
 static int savable(int op)
 {

@@ -18,7 +18,7 @@ M.SECTIONS = { "tensor", "ops", "tensorlib", "autodiff", "amp", "graph", "nn", "
 -- (plain tables of functions found in them, such as ember.io.json, too).
 M.TABLES = { "ember", "ember.linalg", "ember.nn", "ember.nn.functional", "ember.optim",
   "ember.optim.lr_scheduler", "ember.autodiff", "ember.amp", "ember.autodiff.graph", "ember.data", "ember.io",
-  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame", "ember.distributions", "ember.jit" }
+  "ember.distributed", "ember.cuda", "ember.plot", "ember.progress", "ember.loader", "ember.frame", "ember.distributions", "ember.jit", "ember.dtr" }
 
 -- Classes whose methods are public names, written "<Class>:<method>": the
 -- class and the path of the table holding its methods.

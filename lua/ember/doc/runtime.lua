@@ -147,4 +147,32 @@ Whether float32 convolutions on the device may use TF32 tensor cores
 longer agree with the CPU's within float32's tolerance). Off by default.
 `allow_tf32(true)` or `allow_tf32(false)` sets it and returns the previous
 setting; `allow_tf32()` returns it. It works without CUDA.
+
+## `ember.dtr`: training past memory (docs/dtr.md)
+
+### `ember.dtr.enable({budget =, min_size =})`
+Training past memory (MegEngine's DTR, docs/dtr.md): while a recording is
+open, what ops make remembers how to be remade; when an allocation would
+take the bytes in use past `budget` (bytes, required), stored results are
+evicted (the cheapest to remake per byte and per step unused first, none
+under `min_size` bytes, by default 1 MiB or budget / 1024 when smaller)
+and recomputed from their inputs, recursively, when backward or a later op
+reads them. Parameters come out
+bit for bit as without it. When nothing more can be evicted the op raises
+the out-of-memory error of `set_memory_limit`, naming the op, the bytes and
+the budget, and everything stays usable. Again with another budget: the
+new one, counters from zero.
+
+### `ember.dtr.disable()`
+Remakes what is still evicted and held, then forgets every recipe.
+
+### `ember.dtr.is_enabled()`
+Whether `ember.dtr.enable` is in force.
+
+### `ember.dtr.stats()`
+`{evictions, recomputes, recompute_s, peak_bytes, drops, tracked, evicted,
+budget, min_size}`: since `enable`, the storages evicted to stay under the
+budget, remade (parents included), the seconds spent remaking, the most
+bytes in use any allocation reached; dropped as soon as only recipes held
+them; the recipes alive now and how many are evicted (`budget` nil when off).
 ]==]

@@ -1,0 +1,156 @@
+-- Training past memory (docs/dtr.md): a ResNet-18-style net (the model
+-- zoo's, spec/support/zoo.lua) and a transformer block trained at their
+-- unconstrained peak and under DTR budgets that leave 1/2, 1/3 and 1/4 of
+-- the activations' peak (the bytes above the floor of parameters,
+-- gradients, optimizer state and batch). Rounds run every setting in turn,
+-- DTR off first, so a noisy neighbour slows all alike. Prints one JSON
+-- object per model and setting: medians of seconds per step and of the
+-- per-round ratio to DTR off, the peak bytes, evictions, recomputations
+-- and seconds recomputing per step.
+--   luajit bench/dtr.lua [model [rounds [iters [batch]]]]
+--   luajit bench/dtr.lua batch [model [_ [_ [batch]]]]   -- the largest batch in a fixed budget
+-- (model "resnet", "transformer" or "all" (default); 3 rounds of 2 steps;
+-- batch 32 of 64x64 images, width 16, for the ResNet, 8 sequences of 128
+-- for the transformer block, d_model 128, 4 heads)
+package.path = "./bench/?.lua;./spec/support/?.lua;" .. package.path
+local B = require("common")
+local ember = require("ember")
+local Z = require("zoo")
+local nn, F = ember.nn, ember.nn.functional
+
+local which = arg and arg[1] or "all"
+local rounds = tonumber(arg and arg[2]) or 3
+local iters = tonumber(arg and arg[3]) or 2
+local batch_arg = tonumber(arg and arg[4])
+
+local function settle()
+  collectgarbage(); collectgarbage()
+  return ember.memory_stats().bytes_in_use
+end
+
+local DEFAULT_BATCH = { resnet = 32, transformer = 8 }
+local MODELS = {
+  resnet = function(batch)
+    local model = Z.ResNet18(16, 10)
+    local x, y = ember.randn({ batch, 3, 64, 64 }), ember.randint(1, 11, { batch })
+    return model, function(m) return F.cross_entropy(m(x), y) end, { batch = batch, size = 64, width = 16 }
+  end,
+  transformer = function(batch)
+    local model = nn.TransformerEncoderLayer(128, 4, 512, 0.1, "gelu", 1e-5, true)
+    local x = ember.randn({ batch, 128, 128 })
+    return model, function(m) return (m(x) ^ 2):mean() end, { batch = batch, seq = 128, d_model = 128 }
+  end,
+}
+
+-- a model of `name` at `batch`, its optimizer and manager, and one step of training
+local function trainer(name, batch)
+  ember.manual_seed(0)
+  local model, loss_fn, shape = MODELS[name](batch)
+  local opt = ember.optim.SGD(model:parameters(), { lr = 1e-3, momentum = 0.9 })
+  local gm = ember.autodiff.GradManager():attach(model:parameters())
+  local function step()
+    gm:record()
+    gm:backward(loss_fn(model))
+    opt:step()
+    opt:zero_grad()
+    settle()
+  end
+  return step, gm, shape
+end
+
+-- The largest batch (the default one times 1, 1.5, 2, 3, 4, ...) that trains
+-- two steps in a fixed number of bytes, the unconstrained peak at the
+-- default batch: under set_memory_limit without DTR, then under a DTR budget.
+local function largest_batch(name)
+  local b0 = batch_arg or DEFAULT_BATCH[name]
+  local step = trainer(name, b0)
+  step()
+  ember.reset_peak_memory()
+  step()
+  local bytes = ember.memory_stats().peak_bytes
+  step = nil
+  settle()
+  local found = {}
+  for _, mode in ipairs({ "limit", "dtr" }) do
+    for _, mult in ipairs({ 1, 1.5, 2, 3, 4, 6, 8 }) do
+      local b = math.floor(b0 * mult)
+      local gm
+      local ok = pcall(function()
+        local st
+        st, gm = trainer(name, b)
+        if mode == "limit" then ember.set_memory_limit(bytes) else ember.dtr.enable({ budget = bytes }) end
+        st()
+        st()
+      end)
+      if mode == "limit" then ember.set_memory_limit(nil) elseif ember.dtr.is_enabled() then ember.dtr.disable() end
+      if not ok and gm and gm:is_recording() then gm:release() end
+      settle()
+      if not ok then break end
+      found[mode] = b
+    end
+  end
+  print(B.json({ bench = "dtr_" .. name .. "_largest_batch", bytes = bytes, default_batch = b0,
+    without_dtr = found.limit or 0, with_dtr = found.dtr or 0 }))
+end
+
+local function bench(name)
+  local step, gm, shape = trainer(name, batch_arg or DEFAULT_BATCH[name])
+  step()   -- the optimizer's state
+  local floor = settle()
+  ember.reset_peak_memory()
+  step()
+  local P = ember.memory_stats().peak_bytes   -- the unconstrained peak: DTR off
+  local settings = { { "off" }, { "P", 1 }, { "P/2", 1 / 2 }, { "P/3", 1 / 3 }, { "P/4", 1 / 4 } }
+  local times, ratios, stats = {}, {}, {}
+  for _ = 1, rounds do
+    local off
+    for _, s in ipairs(settings) do
+      local label, frac = s[1], s[2]
+      if frac then ember.dtr.enable({ budget = math.floor(floor + frac * (P - floor)) }) end
+      ember.reset_peak_memory()
+      local t0 = B.now()
+      local ok, err = pcall(function() for _ = 1, iters do step() end end)
+      if not ok then gm:release() end   -- the step's recording ends with it
+      local dt = (B.now() - t0) / iters
+      local st = frac and ember.dtr.stats() or { peak_bytes = ember.memory_stats().peak_bytes }
+      if frac then ember.dtr.disable() end
+      settle()
+      if not ok then
+        stats[label] = { error = tostring(err):match("out of memory[^(]*") or tostring(err) }
+      else
+        off = off or dt
+        times[label] = times[label] or {}
+        ratios[label] = ratios[label] or {}
+        table.insert(times[label], dt)
+        table.insert(ratios[label], dt / off)
+        stats[label] = st
+      end
+    end
+  end
+  for _, s in ipairs(settings) do
+    local label, st = s[1], stats[s[1]]
+    local row = { bench = "dtr_" .. name, setting = label, floor_bytes = floor, peak_unconstrained_bytes = P,
+      threads = ember.get_num_threads() }
+    if s[2] then row.budget_bytes = math.floor(floor + s[2] * (P - floor)) end
+    if st.error then
+      row.error = st.error
+    else
+      row.step_s = B.median(times[label])
+      row.ratio_to_off = B.median(ratios[label])
+      row.peak_bytes = st.peak_bytes
+      if s[2] then
+        row.evictions_per_step = st.evictions / iters
+        row.recomputes_per_step = st.recomputes / iters
+        row.recompute_s_per_step = st.recompute_s / iters
+      end
+    end
+    print(B.json(row, shape))
+  end
+end
+
+local batch_mode = which == "batch"
+if batch_mode then which = arg[2] or "all" end
+for _, name in ipairs(which == "all" and { "resnet", "transformer" } or { which }) do
+  assert(MODELS[name], "model must be resnet, transformer or all")
+  if batch_mode then largest_batch(name) else bench(name) end
+end

@@ -1,0 +1,523 @@
+/* dtr.c: dynamic tensor rematerialization (see dtr.h and docs/dtr.md).
+
+   A recipe (dtr_entry) hangs off the storage it remakes (storage->dtr) and
+   lives as long as that storage does. It holds its inputs through private
+   alias headers; storage->dtr_holds counts the aliases on a storage, so a
+   storage whose only holders are recipes (refcount == dtr_holds) can be read
+   by nobody but a recomputation: its data is dropped at once (MegEngine's
+   "drop"), as freeing it would have been without DTR. Recipes are kept in a
+   list in the order they were made, which is a topological order: a
+   recipe's inputs were all made before it.
+
+   DTR is the training thread's: the flag is per thread, so other threads'
+   allocations and ops pass it by; the recipes (not locked) must be released
+   on that thread too (docs/dtr.md). */
+#include "dtr.h"
+#include "autograd.h"
+#include "backend.h"
+#include "node.h"
+#include "philox.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+EMBER_TLS int ember__dtr_on;
+int ember__draw_fill(ember_tensor *t, const ember__draw *d);   /* random.c */
+
+typedef struct ember__dtr_entry {
+    ember_storage *s;                       /* what it remakes (the entry dies with it) */
+    struct ember__dtr_entry *prev, *next;   /* in order of making */
+    int op;                                 /* EMBER_OP_*, or -1: a random draw */
+    int nin, out_k, has_attrs;
+    int evicted, mark;
+    ember_attrs at;
+    ember_tensor **in;                      /* [nin] private aliases of the inputs */
+    ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
+    int ndim, dtype, device;
+    int64_t shape[EMBER_MAX_DIMS];
+    double cost;                            /* seconds the op took */
+    double chain;                           /* with the evicted inputs it remakes first (at pick `stamp`) */
+    uint64_t last_use, stamp;
+} dtr_entry;
+
+static struct {
+    int64_t budget, min_size;
+    dtr_entry head;                         /* sentinel of the list */
+    int depth;                              /* inside an op or a recomputation: make no recipes */
+    int settling;                           /* disable(): no eviction */
+    uint64_t clock, picks;
+    int64_t evictions, recomputes, drops, peak, entries;
+    double recompute_s;
+} D = {.head = {.prev = &D.head, .next = &D.head}};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void touch(dtr_entry *e) { e->last_use = ++D.clock; }
+
+/* ------------------------------------------------------------------ data in and out */
+static void free_data(ember_storage *s)
+{
+    ember__stats_bytes(-(int64_t)s->nbytes);
+    if (s->device == EMBER_CPU) ember__free(s->data, s->nbytes);
+    else ember__backend(s->device)->free(s->data, s->nbytes);
+    s->data = NULL;
+}
+
+static void evict(dtr_entry *e)
+{
+    free_data(e->s);
+    e->evicted = 1;
+}
+
+/* ------------------------------------------------------------------ recipes */
+static void unlink_entry(dtr_entry *e)
+{
+    e->prev->next = e->next;
+    e->next->prev = e->prev;
+    e->s->dtr = NULL;
+    D.entries--;
+}
+
+/* Forgets e: its storage keeps its data (or none, if it was evicted: then
+   only other recipes, about to be cut too, may hold it). Releasing the
+   aliases may free or drop the inputs' storages in turn. */
+static void cut(dtr_entry *e)
+{
+    unlink_entry(e);
+    for (int i = 0; i < e->nin; i++) {
+        e->in[i]->storage->dtr_holds--;
+        ember_tensor_release(e->in[i]);
+    }
+    free(e->in);
+    free(e);
+}
+
+static dtr_entry *new_entry(ember_storage *s, int op, double cost)
+{
+    dtr_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->s = s;
+    e->op = op;
+    e->cost = cost;
+    e->prev = D.head.prev;
+    e->next = &D.head;
+    D.head.prev->next = e;
+    D.head.prev = e;
+    s->dtr = e;
+    D.entries++;
+    touch(e);
+    return e;
+}
+
+/* A storage a recipe may stand for: ours, with no recipe yet. An op's
+   output storage is new or an input's (the tape's alias of a saved output
+   may hold it already); a draw's must be held by the one tensor drawn into. */
+static bool fresh(const ember_storage *s)
+{
+    return !s->dtr && !s->release && s->data && s->nbytes > 0;
+}
+
+static void note_op(ember_tensor *o, int op, int nin, ember_tensor *const *in, const ember_attrs *at, int k,
+                    double cost)
+{
+    ember_storage *s = o->storage;
+    if (!fresh(s)) return;
+    for (int i = 0; i < nin; i++)
+        if (in[i]->storage == s) return;
+    if (nin < 0 || nin > 4096) return;
+    ember_tensor **al = nin > 0 ? calloc((size_t)nin, sizeof *al) : NULL;
+    if (nin > 0 && !al) return;   /* no recipe: the storage stays resident */
+    for (int i = 0; i < nin; i++) {
+        const ember_tensor *t = in[i];
+        if (ember__make_view(t, t->ndim, t->shape, t->strides, t->offset, &al[i]) < 0) {
+            for (int j = 0; j < i; j++) ember_tensor_release(al[j]);
+            free(al);
+            return;
+        }
+        al[i]->wrapped_number = t->wrapped_number;   /* it promotes as the input did */
+        al[i]->is_view = t->is_view;
+    }
+    dtr_entry *e = new_entry(s, op, cost);
+    if (!e) {
+        for (int j = 0; j < nin; j++) ember_tensor_release(al[j]);
+        free(al);
+        return;
+    }
+    for (int i = 0; i < nin; i++) in[i]->storage->dtr_holds++;
+    e->nin = nin;
+    e->in = al;
+    e->out_k = k;
+    e->has_attrs = at != NULL;
+    if (at) e->at = *at;
+}
+
+void ember__dtr_note_draw(ember_tensor *t, const ember__draw *d)
+{
+    if (D.depth || !ember__ag_recording_open() || !fresh(t->storage) || t->storage->refcount != 1 || !t->is_contiguous || t->offset != 0 ||
+        (size_t)t->numel * (size_t)ember_dtype_size(t->dtype) != t->storage->nbytes)
+        return;
+    dtr_entry *e = new_entry(t->storage, -1, 0);
+    if (!e) return;
+    e->draw = *d;
+    e->ndim = t->ndim;
+    e->dtype = t->dtype;
+    e->device = t->storage->device;
+    memcpy(e->shape, t->shape, sizeof e->shape);
+}
+
+/* ------------------------------------------------------------------ remaking */
+static int remat(dtr_entry *e);
+
+static int ready_storage(ember_storage *s)
+{
+    dtr_entry *e = s->dtr;
+    if (!e) return EMBER_OK;
+    if (e->evicted) return remat(e);
+    touch(e);
+    return EMBER_OK;
+}
+
+static void unlock_inputs(dtr_entry *e, int n)
+{
+    for (int i = 0; i < n; i++) e->in[i]->storage->dtr_locks--;
+}
+
+/* Puts the data of `made`'s storage into e's (same size, same device). */
+static int adopt(dtr_entry *e, ember_tensor *made)
+{
+    ember_storage *from = made->storage, *s = e->s;
+    if (from->nbytes != s->nbytes || from->device != s->device || !from->data)
+        return ember__fail(EMBER_ERR_STATE, "dtr: recomputing %s made %zu bytes where %zu were evicted",
+                           e->op >= 0 ? ember__ops[e->op].name : "a random draw", from->nbytes, s->nbytes);
+    if (from->refcount == 1 && !from->release) {   /* only `made` holds it, ours: its memory moves to s */
+        s->data = from->data;
+        from->data = NULL;   /* its bytes now count for s */
+    } else {   /* shared (an op returning a tensor it keeps): a copy */
+        EMBER_TRY(ember__reserve(s->nbytes));
+        void *p = s->device == EMBER_CPU ? ember__alloc(s->nbytes) : ember__backend(s->device)->alloc(s->nbytes);
+        if (!p) return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes remaking an evicted tensor", s->nbytes);
+        int rc = EMBER_OK;
+        if (s->device == EMBER_CPU) memcpy(p, from->data, s->nbytes);
+        else rc = ember__backend(s->device)->memcpy(p, from->data, s->nbytes, 2);
+        if (rc < 0) {
+            if (s->device == EMBER_CPU) ember__free(p, s->nbytes);
+            else ember__backend(s->device)->free(p, s->nbytes);
+            return rc;
+        }
+        ember__stats_bytes((int64_t)s->nbytes);
+        s->data = p;
+    }
+    e->evicted = 0;
+    return EMBER_OK;
+}
+
+static int remat(dtr_entry *e)
+{
+    int rc = EMBER_OK, locked = 0;
+    double t0 = D.depth ? 0 : now_s();
+    ember_tensor *outs[8] = {NULL}, *made = NULL;
+    e->s->dtr_locks++;
+    D.depth++;
+    if (e->op < 0) {
+        rc = ember__new(e->ndim, e->shape, e->dtype, e->device, &made);
+        if (rc == EMBER_OK) rc = ember__draw_fill(made, &e->draw);
+    } else {
+        for (; locked < e->nin && rc == EMBER_OK; locked++) {
+            rc = ready_storage(e->in[locked]->storage);
+            e->in[locked]->storage->dtr_locks++;
+        }
+        int nout = ember__ops[e->op].nout;
+        if (rc == EMBER_OK && nout > 8) rc = ember__fail(EMBER_ERR_STATE, "dtr: an op of %d outputs", nout);
+        if (rc == EMBER_OK) rc = ember__run_nograd(e->op, e->nin, e->in, e->has_attrs ? &e->at : NULL, outs);
+        if (rc == EMBER_OK) made = outs[e->out_k];
+        if (rc == EMBER_OK) ember_tensor_retain(made);
+        for (int k = 0; rc == EMBER_OK && k < nout; k++) ember_tensor_release(outs[k]);
+        unlock_inputs(e, locked);
+    }
+    if (rc == EMBER_OK) rc = adopt(e, made);
+    ember_tensor_release(made);
+    D.depth--;
+    e->s->dtr_locks--;
+    if (rc < 0) return rc;
+    D.recomputes++;
+    if (!D.depth) D.recompute_s += now_s() - t0;
+    touch(e);
+    return EMBER_OK;
+}
+
+int ember__dtr_ready(const ember_tensor *t)
+{
+    return t && t->refcount > 0 && t->storage ? ready_storage(t->storage) : EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ the funnel */
+int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out,
+                        ember__dispatch_fn plain)
+{
+    int rc = EMBER_OK, locked = 0;
+    D.clock++;
+    if (in)
+        for (; locked < nin && rc == EMBER_OK; locked++) {
+            if (!in[locked] || in[locked]->refcount <= 0) break;   /* the funnel names it */
+            rc = ready_storage(in[locked]->storage);
+            in[locked]->storage->dtr_locks++;
+        }
+    bool note = D.depth == 0 && ember__ag_recording_open();
+    double t0 = note ? now_s() : 0;
+    D.depth++;
+    if (rc == EMBER_OK) rc = plain(op, nin, in, at, out);
+    D.depth--;
+    double cost = note ? now_s() - t0 : 0;
+    for (int i = 0; i < locked; i++) in[i]->storage->dtr_locks--;
+    if (rc == EMBER_OK && note)
+        for (int k = 0; k < ember__ops[op].nout; k++)
+            if (out[k]) note_op(out[k], op, nin, in, at, k, cost);
+    return rc;
+}
+
+int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
+{
+    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    int rc = EMBER_OK;
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        held[i] = NULL;
+        if (!saved[i] || rc < 0) continue;
+        rc = ready_storage(saved[i]->storage);
+        held[i] = saved[i];   /* kept (and resident) until let go, whatever the rule does to the node */
+        ember_tensor_retain(held[i]);
+        held[i]->storage->dtr_locks++;
+    }
+    if (rc < 0) ember__dtr_let_go(held);
+    return rc;
+}
+
+void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
+{
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        if (!held[i]) continue;
+        held[i]->storage->dtr_locks--;
+        ember_tensor_release(held[i]);
+        held[i] = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ eviction */
+/* The heuristic: the cost of remaking e (its own op's and, recursively,
+   that of the evicted or dropped inputs it would remake first: MegEngine's
+   neighbourhood estimate) over its size times its staleness; the smallest
+   goes first. The chain's cost is worked out once per pick (e->stamp). */
+static double chain_cost(dtr_entry *e, uint64_t stamp, int depth)
+{
+    if (e->stamp == stamp) return e->chain;
+    double c = e->cost;
+    for (int i = 0; depth < 64 && i < e->nin; i++) {
+        dtr_entry *p = e->in[i]->storage->dtr;
+        if (p && p->evicted) c += chain_cost(p, stamp, depth + 1);
+    }
+    e->stamp = stamp;
+    e->chain = c;
+    return c;
+}
+
+static double score(dtr_entry *e, uint64_t stamp)
+{
+    double stale = (double)(D.clock - e->last_use + 1);
+    return (chain_cost(e, stamp, 0) + 1e-9) / ((double)e->s->nbytes * stale);
+}
+
+static dtr_entry *pick(void)
+{
+    dtr_entry *best = NULL;
+    double best_score = 0;
+    uint64_t stamp = ++D.picks;
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
+        if (e->evicted || e->s->dtr_locks > 0 || (int64_t)e->s->nbytes < D.min_size) continue;
+        double sc = score(e, stamp);
+        if (!best || sc < best_score) {
+            best = e;
+            best_score = sc;
+        }
+    }
+    return best;
+}
+
+int ember__dtr_make_room(size_t nbytes, int64_t limit)
+{
+    if (D.settling) return EMBER_OK;
+    int64_t cap = D.budget;
+    bool by_limit = limit > 0 && limit < cap;
+    if (by_limit) cap = limit;
+    if (nbytes > (size_t)INT64_MAX / 2) nbytes = (size_t)INT64_MAX / 2;
+    int64_t need = (int64_t)nbytes;
+    while (ember_bytes_in_use() + need > cap) {
+        dtr_entry *v = pick();
+        if (!v) {
+            if (by_limit) return EMBER_OK;   /* the limit's own error follows */
+            return ember__fail(EMBER_ERR_OOM,
+                               "out of memory: %zu bytes would pass the DTR budget of %lld bytes (%lld in use, "
+                               "nothing left to evict)", nbytes, (long long)D.budget, (long long)ember_bytes_in_use());
+        }
+        evict(v);
+        D.evictions++;
+    }
+    int64_t after = ember_bytes_in_use() + need;
+    if (after > D.peak) D.peak = after;
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ lifetime */
+void ember__dtr_storage_freed(ember_storage *s)
+{
+    if (s->dtr) cut(s->dtr);
+}
+
+void ember__dtr_orphaned(ember_storage *s)
+{
+    dtr_entry *e = s->dtr;
+    if (!e || e->evicted || s->dtr_locks > 0 || !ember__dtr_on) return;
+    evict(e);
+    D.drops++;
+}
+
+/* Marks the recipes that read s, directly or through other recipes; returns
+   whether one of them is evicted while something outside DTR holds it. */
+static bool mark_readers(const ember_storage *s)
+{
+    bool needed = false;
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
+        e->mark = 0;
+        for (int i = 0; i < e->nin && !e->mark; i++) {
+            const ember_storage *in = e->in[i]->storage;
+            e->mark = in == s || (in->dtr && in->dtr->mark);
+        }
+        needed |= e->mark && e->evicted && e->s->refcount > e->s->dtr_holds;
+    }
+    return needed;
+}
+
+/* The recipes reading host storage s move to a copy of its bytes, so they
+   still remake what they made; false (nothing changed) if the copy cannot
+   be made. */
+static bool keep_old_value(ember_storage *s)
+{
+    int64_t n = (int64_t)s->nbytes;
+    ember_tensor *copy = NULL;
+    if (s->device != EMBER_CPU) return false;
+    s->dtr_locks++;
+    int rc = ember__new(1, &n, EMBER_UINT8, EMBER_CPU, &copy);
+    s->dtr_locks--;
+    if (rc < 0) return false;
+    memcpy(copy->storage->data, s->data, s->nbytes);
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
+        for (int i = 0; i < e->nin; i++) {
+            ember_tensor *old = e->in[i], *a = NULL;
+            if (old->storage != s) continue;
+            if (ember__make_view(copy, old->ndim, old->shape, old->strides, old->offset, &a) < 0) continue;
+            a->dtype = old->dtype;   /* the same bytes read as before */
+            a->wrapped_number = old->wrapped_number;
+            a->is_view = old->is_view;
+            copy->storage->dtr_holds++;
+            e->in[i] = a;
+            s->dtr_holds--;
+            ember_tensor_release(old);
+        }
+    bool moved = s->dtr_holds == 0;
+    ember_tensor_release(copy);   /* the aliases hold its storage */
+    return moved;
+}
+
+/* The recipes marked are cut, after each evicted one that something outside
+   DTR holds is remade (while s still has its old value). */
+static int settle_readers(void)
+{
+    /* mark 2: kept resident (locked) while the others are remade */
+    int rc = EMBER_OK;
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
+        if (e->mark && !e->evicted) {
+            e->s->dtr_locks++;
+            e->mark = 2;
+        }
+    for (dtr_entry *e = D.head.next; e != &D.head && rc == EMBER_OK; e = e->next)
+        if (e->mark == 1) {
+            if (e->evicted && e->s->refcount > e->s->dtr_holds) rc = remat(e);
+            if (!e->evicted) {   /* remade now, or as another's input */
+                e->s->dtr_locks++;
+                e->mark = 2;
+            }
+        }
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
+        if (e->mark == 2) e->s->dtr_locks--;
+    if (rc < 0) return rc;
+    for (dtr_entry *e = D.head.next, *next; e != &D.head; e = next) {
+        next = e->next;
+        if (e->mark) cut(e);
+    }
+    return EMBER_OK;
+}
+
+int ember__dtr_write(ember_tensor *self, const ember_tensor *other)
+{
+    if (other) EMBER_TRY(ember__dtr_ready(other));
+    EMBER_TRY(ember__dtr_ready(self));
+    ember_storage *s = self->storage;
+    /* readers whose results someone still holds evicted keep the old value
+       (a copy); otherwise they are cut, their results kept as they are */
+    if (s->dtr_holds && !(mark_readers(s) && keep_old_value(s))) EMBER_TRY(settle_readers());
+    if (s->dtr) cut(s->dtr);
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ the C API */
+#define DEFAULT_MIN_SIZE ((int64_t)1 << 20)   /* MegEngine's evictee_minimum_size (budget / 1024 when smaller) */
+
+int ember_dtr_enable(int64_t budget, int64_t min_size)
+{
+    if (budget <= 0)
+        return ember__fail(EMBER_ERR_ARG, "dtr.enable: budget must be a number of bytes > 0, got %lld",
+                           (long long)budget);
+    D.budget = budget;
+    D.min_size = min_size >= 0 ? min_size : budget / 1024 < DEFAULT_MIN_SIZE ? budget / 1024 : DEFAULT_MIN_SIZE;
+    D.evictions = D.recomputes = D.drops = 0;
+    D.recompute_s = 0;
+    D.peak = ember_bytes_in_use();
+    ember__dtr_on = 1;
+    return EMBER_OK;
+}
+
+int ember_dtr_disable(void)
+{
+    if (!ember__dtr_on) return EMBER_OK;
+    /* what something outside DTR still holds is remade, in the order it was
+       made (its inputs first); then every recipe goes */
+    D.settling = 1;
+    int rc = EMBER_OK;
+    for (dtr_entry *e = D.head.next; e != &D.head && rc == EMBER_OK; e = e->next)
+        if (e->evicted && e->s->refcount > e->s->dtr_holds) rc = remat(e);
+    D.settling = 0;
+    if (rc < 0) return ember__fail_prefix(rc, "dtr.disable");
+    while (D.head.next != &D.head) cut(D.head.prev);
+    ember__dtr_on = 0;
+    return EMBER_OK;
+}
+
+int ember_dtr_stats(ember_dtr_stats_t *out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "dtr.stats: out is NULL");
+    out->enabled = ember__dtr_on;
+    out->budget = ember__dtr_on ? D.budget : 0;
+    out->min_size = D.min_size;
+    out->evictions = D.evictions;
+    out->drops = D.drops;
+    out->recomputes = D.recomputes;
+    out->recompute_s = D.recompute_s;
+    out->peak_bytes = D.peak;
+    out->tracked = D.entries;
+    out->evicted = 0;
+    for (const dtr_entry *e = D.head.next; e != &D.head; e = e->next) out->evicted += e->evicted;
+    return EMBER_OK;
+}
