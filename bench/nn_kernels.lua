@@ -14,7 +14,7 @@
 -- their ratio. bench/nn_kernels_torch.py times the same calls in PyTorch.
 -- From the repository root:
 --   luajit bench/nn_kernels.lua [reps]
-package.path = "./bench/?.lua;" .. package.path
+package.path = "./bench/?.lua;./spec/support/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local F = ember.nn.functional
@@ -115,14 +115,7 @@ end
 
 ---------------------------------------------------------------- gelu
 -- gelu with the backward the rule composed before, as a Function
-local function slope(x, tanh_form)
-  if tanh_form then
-    local k, c = math.sqrt(2 / math.pi), 0.044715
-    local t = ((x + x * x * x * c) * k):tanh()
-    return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * c) + 1) * k)
-  end
-  return ((x * math.sqrt(0.5)):erf() + 1) * 0.5 + x * (x * x * -0.5):exp() * (1 / math.sqrt(2 * math.pi))
-end
+local slope = require("gelu_composed")
 local gx = ember.randn({ 4096, 1024 })
 local gcot = ember.randn({ 4096, 1024 })
 for _, form in ipairs({ "none", "tanh" }) do
