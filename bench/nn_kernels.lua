@@ -14,7 +14,7 @@
 -- their ratio. bench/nn_kernels_torch.py times the same calls in PyTorch.
 -- From the repository root:
 --   luajit bench/nn_kernels.lua [reps]
-package.path = "./bench/?.lua;" .. package.path
+package.path = "./bench/?.lua;./spec/support/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local F = ember.nn.functional
@@ -63,10 +63,7 @@ local function adjoint(log, g, y, dim)
   assert((log and C.ember_log_softmax_backward or C.ember_softmax_backward)(g._c, y._c, dim - 1, out1) == 0)
   return ember._wrap(out1[0])
 end
-local function composed(log, g, y, dim)
-  if log then return g - y:exp() * g:sum(dim, true) end
-  return y * (g - (g * y):sum(dim, true))
-end
+local composed = require("composed").softmax_backward
 for _, case in ipairs({ { "rows", { 4096, 1024 }, 2 }, { "mid", { 64, 256, 64 }, 2 } }) do
   local sx, sg = ember.randn(case[2]), ember.randn(case[2])
   for _, log in ipairs({ false, true }) do
@@ -115,14 +112,7 @@ end
 
 ---------------------------------------------------------------- gelu
 -- gelu with the backward the rule composed before, as a Function
-local function slope(x, tanh_form)
-  if tanh_form then
-    local k, c = math.sqrt(2 / math.pi), 0.044715
-    local t = ((x + x * x * x * c) * k):tanh()
-    return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * c) + 1) * k)
-  end
-  return ((x * math.sqrt(0.5)):erf() + 1) * 0.5 + x * (x * x * -0.5):exp() * (1 / math.sqrt(2 * math.pi))
-end
+local slope = require("composed").gelu_slope
 local gx = ember.randn({ 4096, 1024 })
 local gcot = ember.randn({ 4096, 1024 })
 for _, form in ipairs({ "none", "tanh" }) do

@@ -221,10 +221,7 @@ describe("softmax and log_softmax backward kernels", function()
     return ember._wrap(out1[0])
   end
   -- the four ops the rules composed before
-  local function composed(log, g, y, dim)
-    if log then return g - y:exp() * g:sum(dim, true) end
-    return y * (g - (g * y):sum(dim, true))
-  end
+  local composed = dofile("spec/support/composed.lua").softmax_backward
 
   for _, dt in ipairs({ "float64", "float32" }) do
     for _, case in ipairs({ { { 6, 37 }, 2 }, { { 6, 37 }, 1 }, { { 3, 4, 300 }, 2 }, { { 5, 2, 3 }, 3 }, { { 2, 1, 9 }, 2 } }) do
@@ -440,14 +437,7 @@ describe("gelu backward kernel", function()
     return ember._wrap(out1[0])
   end
   -- the slope as the rule composed it before, in float64
-  local function slope(x, tanh_form)
-    if tanh_form then
-      local k, c = math.sqrt(2 / math.pi), 0.044715
-      local t = ((x + x * x * x * c) * k):tanh()
-      return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * c) + 1) * k)
-    end
-    return ((x * math.sqrt(0.5)):erf() + 1) * 0.5 + x * (x * x * -0.5):exp() * (1 / math.sqrt(2 * math.pi))
-  end
+  local slope = dofile("spec/support/composed.lua").gelu_slope
 
   for _, dt in ipairs({ "float64", "float32", "float16" }) do
     for _, tanh_form in ipairs({ false, true }) do
@@ -503,28 +493,39 @@ describe("gelu backward kernel", function()
   end)
 end)
 
-describe("max pooling for any window", function()
-  -- one window at a time, in row-major order: the first maximum, or the last NaN
-  local function reference(x, k, s, pd)
-    local N, Cn, H, W = unpack(x:shape())
-    local Ho, Wo = math.floor((H + 2 * pd[1] - k[1]) / s[1]) + 1, math.floor((W + 2 * pd[2] - k[2]) / s[2]) + 1
-    local v = x:contiguous():view(-1):tolist()
-    local ys, is = {}, {}
-    for q = 0, N * Cn - 1 do
-      for oh = 0, Ho - 1 do
-        for ow = 0, Wo - 1 do
-          local best, at
-          for h = math.max(0, oh * s[1] - pd[1]), math.min(H, oh * s[1] - pd[1] + k[1]) - 1 do
-            for w = math.max(0, ow * s[2] - pd[2]), math.min(W, ow * s[2] - pd[2] + k[2]) - 1 do
-              local e = v[q * H * W + h * W + w + 1]
-              if best == nil or e > best or e ~= e then best, at = e, h * W + w end
-            end
+-- pooling of x (N, C, H, W) one window at a time: each output's window (kernel k, stride s,
+-- padding pd) clipped to the plane, in row-major order, folded from init by
+-- fold(acc, value, position in the plane, 0-based); the outputs in order and their shape
+local function window_scan(x, k, s, pd, init, fold)
+  local N, Cn, H, W = unpack(x:shape())
+  local Ho, Wo = math.floor((H + 2 * pd[1] - k[1]) / s[1]) + 1, math.floor((W + 2 * pd[2] - k[2]) / s[2]) + 1
+  local v, ys = x:contiguous():view(-1):tolist(), {}
+  for q = 0, N * Cn - 1 do
+    for oh = 0, Ho - 1 do
+      for ow = 0, Wo - 1 do
+        local acc = init
+        for h = math.max(0, oh * s[1] - pd[1]), math.min(H, oh * s[1] - pd[1] + k[1]) - 1 do
+          for w = math.max(0, ow * s[2] - pd[2]), math.min(W, ow * s[2] - pd[2] + k[2]) - 1 do
+            acc = fold(acc, v[q * H * W + h * W + w + 1], h * W + w)
           end
-          ys[#ys + 1], is[#is + 1] = best, at
         end
+        ys[#ys + 1] = acc
       end
     end
-    return ys, is, { N, Cn, Ho, Wo }
+  end
+  return ys, { N, Cn, Ho, Wo }
+end
+
+describe("max pooling for any window", function()
+  -- the first maximum, or the last NaN, and its position
+  local function reference(x, k, s, pd)
+    local best, shape = window_scan(x, k, s, pd, nil, function(b, e, at)
+      if b == nil or e > b[1] or e ~= e then return { e, at } end
+      return b
+    end)
+    local ys, is = {}, {}
+    for i, b in ipairs(best) do ys[i], is[i] = b[1], b[2] end
+    return ys, is, shape
   end
   local function same_values(got, want)
     for i = 1, #want do
@@ -566,25 +567,11 @@ describe("max pooling for any window", function()
 end)
 
 describe("average pooling for any window", function()
-  -- one window at a time: the sum of the window clipped to the plane (padding adds zeros) over kh kw
+  -- the sum of the window clipped to the plane (padding adds zeros) over kh kw
   local function reference(x, k, s, pd)
-    local N, Cn, H, W = unpack(x:shape())
-    local Ho, Wo = math.floor((H + 2 * pd[1] - k[1]) / s[1]) + 1, math.floor((W + 2 * pd[2] - k[2]) / s[2]) + 1
-    local v, ys = x:contiguous():view(-1):tolist(), {}
-    for q = 0, N * Cn - 1 do
-      for oh = 0, Ho - 1 do
-        for ow = 0, Wo - 1 do
-          local sum = 0
-          for h = math.max(0, oh * s[1] - pd[1]), math.min(H, oh * s[1] - pd[1] + k[1]) - 1 do
-            for w = math.max(0, ow * s[2] - pd[2]), math.min(W, ow * s[2] - pd[2] + k[2]) - 1 do
-              sum = sum + v[q * H * W + h * W + w + 1]
-            end
-          end
-          ys[#ys + 1] = sum / (k[1] * k[2])
-        end
-      end
-    end
-    return ember.tensor(ys, F64):view(N, Cn, Ho, Wo)
+    local sums, shape = window_scan(x, k, s, pd, 0, function(sum, e) return sum + e end)
+    for i, v in ipairs(sums) do sums[i] = v / (k[1] * k[2]) end
+    return ember.tensor(sums, F64):view(shape)
   end
 
   for _, dt in ipairs({ "float32", "float64" }) do

@@ -89,6 +89,17 @@ static bool any_zero(arena *s, ember_tensor *zf)
     return n != 0;
 }
 
+/* top / x, the whole gradient when x has no zero; else top / x at the nonzero x
+   and 0 at its zeros z (zf: z in g's dtype), *zeros saying so for the caller to
+   fill a row's first and second zero */
+static ember_tensor *div_off_zeros(arena *s, ember_tensor *top, ember_tensor *x, ember_tensor *z, ember_tensor *zf,
+                                   bool *zeros)
+{
+    *zeros = any_zero(s, zf);
+    if (!*zeros) return t_div(s, top, x);
+    return where3(s, z, num(s, 0), t_div(s, top, where3(s, z, num(s, 1), x)));
+}
+
 /* x_i != 0: sum_{j >= i} g_j y_j / x_i (the whole rule when x has no
    zero). At a row's first and second zero, the products that skip it: with that zero alone made one (x'),
    sum_{j >= i} g_j cumprod(x')_j, which still reads the other zeros, so its
@@ -101,12 +112,9 @@ RULE(cumprod)
     ember_tensor *x = IN(0), *y = OUT(0);
     if (!have(s, x, y)) return;
     ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g), *rev = t_cumsum(s, t_mul(s, g, y), dim, 1);
-    if (!any_zero(s, zf)) {
-        give(s, &gi[0], t_div(s, rev, x));
-        return;
-    }
-    ember_tensor *res = where3(s, z, num(s, 0), t_div(s, rev, where3(s, z, num(s, 1), x)));
-    for (int k = 1; k <= 2; k++) {
+    bool zeros;
+    ember_tensor *res = div_off_zeros(s, rev, x, z, zf, &zeros);
+    for (int k = 1; zeros && k <= 2; k++) {
         ember_tensor *first = kth_zero(s, zf, dim, nd, in, k);
         ember_tensor *skip = t_cumsum(s, t_mul(s, g, t_cumprod(s, where3(s, first, num(s, 1), x), dim)), dim, 1);
         res = where3(s, first, skip, res);
@@ -134,12 +142,9 @@ RULE(prod)
     if (!have(s, x, y)) return;
     ember_tensor *gy = expand_back(s, t_mul(s, g, y), nd, in, mask);
     ember_tensor *z = t_eq(s, x, num(s, 0)), *zf = as(s, z, g);
-    if (!any_zero(s, zf)) {
-        give(s, &gi[0], t_div(s, gy, x));
-        return;
-    }
-    ember_tensor *res = where3(s, z, num(s, 0), t_div(s, gy, where3(s, z, num(s, 1), x)));
-    for (int k = 1; k <= 2; k++) {
+    bool zeros;
+    ember_tensor *res = div_off_zeros(s, gy, x, z, zf, &zeros);
+    for (int k = 1; zeros && k <= 2; k++) {
         ember_tensor *kth = kth_zero(s, zf, dim, nd, in, k);
         ember_tensor *others = t_prod(s, where3(s, kth, num(s, 1), x), dim, 1);
         res = where3(s, kth, t_mul(s, expand_back(s, g, nd, in, mask), expand(s, others, nd, in)), res);

@@ -239,6 +239,26 @@ int ember__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *
     return EMBER_OK;
 }
 
+/* a new header over the fresh storage s with dtype and shape (the strides are the caller's
+   to set); when no header can be had, s goes too: released with its data, or for a
+   foreign block freed alone, the data staying the caller's */
+static int header_over(ember_storage *s, bool foreign, int dtype, int ndim, const int64_t *shape, ember_tensor **out)
+{
+    ember_tensor *t = NULL;
+    int rc = ember__tensor_alloc(&t);
+    if (rc < 0) {
+        if (foreign) storage_free(s);
+        else storage_release(s);
+        return rc;
+    }
+    t->storage = s;
+    t->dtype = (int8_t)dtype;
+    t->ndim = (int8_t)ndim;
+    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    *out = t;
+    return EMBER_OK;
+}
+
 int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)
 {
     int64_t n;
@@ -268,15 +288,7 @@ int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tens
     }
     ember__stats_bytes((int64_t)nbytes);
     ember_tensor *t = NULL;
-    int rc = ember__tensor_alloc(&t);
-    if (rc < 0) {
-        storage_release(s);
-        return rc;
-    }
-    t->storage = s;
-    t->dtype = (int8_t)dtype;
-    t->ndim = (int8_t)ndim;
-    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    EMBER_TRY(header_over(s, false, dtype, ndim, shape, &t));
     ember__contiguous_strides(ndim, shape, t->strides);
     t->numel = n;
     t->is_contiguous = 1;
@@ -384,15 +396,7 @@ int ember_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *s
     /* a foreign block with no release function must not be freed by us */
     if (!release) s->release = ember__noop_release;
     ember_tensor *t = NULL;
-    int rc = ember__tensor_alloc(&t);
-    if (rc < 0) {
-        storage_free(s);
-        return rc;
-    }
-    t->storage = s;
-    t->dtype = (int8_t)dtype;
-    t->ndim = (int8_t)ndim;
-    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    EMBER_TRY(header_over(s, true, dtype, ndim, shape, &t));
     if (strides) {
         for (int i = 0; i < ndim; i++) {
             if (strides[i] < 0) {

@@ -17,13 +17,17 @@
    in cuda/kernels/elementwise.h. EXPR reads x and y of type T (and U, T's
    unsigned twin, for the integer forms). The three branches give the
    vectoriser unit-stride loops for the common layouts. */
+/* what every typed loop declares: T, U (T's unsigned twin) and T's size z */
+#define LOOP_TYPES(TY, UT)                                                                 \
+    typedef TY T;                                                                          \
+    typedef UT U __attribute__((unused));                                                  \
+    const int64_t z = (int64_t)sizeof(T)
+
 #define BIN_LOOP(NAME, TY, UT, EXPR)                                                       \
     EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)    \
     {                                                                                      \
-        typedef TY T;                                                                      \
-        typedef UT U __attribute__((unused));                                              \
+        LOOP_TYPES(TY, UT);                                                                \
         EMBER_UNUSED(ctx);                                                                 \
-        const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z && s[2] == z) {                                         \
             T *restrict o = (T *)p[0];                                                     \
             const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];          \
@@ -395,12 +399,10 @@ int fwd_relu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
 
 /* ------------------------------------------------------------------ unary kernels */
 #define UN_LOOP(NAME, TY, UT, EXPR)                                                        \
-    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)               \
+    EMBER_SIMD static void NAME(char **p, const int64_t *s, int64_t n, const void *ctx)    \
     {                                                                                      \
-        typedef TY T;                                                                      \
-        typedef UT U __attribute__((unused));                                              \
+        LOOP_TYPES(TY, UT);                                                                \
         EMBER_UNUSED(ctx);                                                                 \
-        const int64_t z = (int64_t)sizeof(T);                                              \
         if (s[0] == z && s[1] == z) {                                                      \
             T *restrict o = (T *)p[0];                                                     \
             const T *restrict a = (const T *)p[1];                                         \

@@ -643,6 +643,15 @@ static int square_op(const char *name, int op, ember_tensor *a, ember_tensor **o
     return ember__dispatch(op, 1, &a, &at, out);
 }
 
+/* an op of one square matrix (or batch of them) with two outputs */
+static int square_op2(const char *name, int op, ember_tensor *a, ember_tensor **o0, ember_tensor **o1)
+{
+    EMBER_TRY(square_ok(name, a));
+    if (!o0 || !o1) return ember__fail(EMBER_ERR_ARG, "%s: NULL output", name);
+    ember_attrs at = {{0}, {0}};
+    return dispatch_outs(op, 1, &a, &at, 2, (ember_tensor **const[]){o0, o1});
+}
+
 int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 {
     return square_op("linalg.inv", EMBER_OP_LINALG_INV, a, out);
@@ -650,10 +659,7 @@ int ember_linalg_inv(ember_tensor *a, ember_tensor **out)
 
 int ember_linalg_slogdet(ember_tensor *a, ember_tensor **sign, ember_tensor **logabsdet)
 {
-    EMBER_TRY(square_ok("linalg.slogdet", a));
-    if (!sign || !logabsdet) return ember__fail(EMBER_ERR_ARG, "linalg.slogdet: NULL output");
-    ember_attrs at = {{0}, {0}};
-    return dispatch_outs(EMBER_OP_LINALG_SLOGDET, 1, &a, &at, 2, (ember_tensor **const[]){sign, logabsdet});
+    return square_op2("linalg.slogdet", EMBER_OP_LINALG_SLOGDET, a, sign, logabsdet);
 }
 
 int ember_linalg_det(ember_tensor *a, ember_tensor **out)
@@ -693,10 +699,7 @@ int ember_linalg_cholesky_info(ember_tensor *a, ember_tensor **info)
 
 int ember_linalg_eigh(ember_tensor *a, ember_tensor **eigenvalues, ember_tensor **eigenvectors)
 {
-    EMBER_TRY(square_ok("linalg.eigh", a));
-    if (!eigenvalues || !eigenvectors) return ember__fail(EMBER_ERR_ARG, "linalg.eigh: NULL output");
-    ember_attrs at = {{0}, {0}};
-    return dispatch_outs(EMBER_OP_LINALG_EIGH, 1, &a, &at, 2, (ember_tensor **const[]){eigenvalues, eigenvectors});
+    return square_op2("linalg.eigh", EMBER_OP_LINALG_EIGH, a, eigenvalues, eigenvectors);
 }
 
 int ember_linalg_qr(ember_tensor *a, ember_tensor **q, ember_tensor **r) { return ember_linalg_qr_mode(a, 0, q, r); }

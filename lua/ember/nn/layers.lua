@@ -193,18 +193,25 @@ end
 nn.BatchNorm1d = batchnorm_class("BatchNorm1d", { 2, 3 })
 nn.BatchNorm2d = batchnorm_class("BatchNorm2d", { 4 })
 
+-- LayerNorm's and RMSNorm's set-up: normalized_shape (a number or a list) and, unless
+-- elementwise_affine = false, a weight of ones (and with_bias, a bias of zeros); returns the options
+local function normalized_init(self, name, shape, opts, with_bias)
+  opts = check_opts(name, opts, { eps = true, elementwise_affine = true, dtype = true })
+  if type(shape) == "number" then shape = { shape } end
+  if type(shape) ~= "table" then errors.raise(("ember.nn.%s: normalized_shape must be a number or a list"):format(name)) end
+  self.normalized_shape = shape
+  if opts.elementwise_affine ~= false then
+    self.weight = ember.ones(shape, { dtype = opts.dtype or "float32" })
+    if with_bias then self.bias = ember.zeros(shape, { dtype = opts.dtype or "float32" }) end
+  end
+  return opts
+end
+
 local LayerNorm = Module:extend("LayerNorm")
 nn.LayerNorm = LayerNorm
 -- nn.LayerNorm(normalized_shape, {eps = 1e-5, elementwise_affine = true})
 function LayerNorm:init(shape, opts)
-  opts = check_opts("LayerNorm", opts, { eps = true, elementwise_affine = true, dtype = true })
-  if type(shape) == "number" then shape = { shape } end
-  if type(shape) ~= "table" then errors.raise("ember.nn.LayerNorm: normalized_shape must be a number or a list") end
-  self.normalized_shape, self.eps = shape, opts.eps or 1e-5
-  if opts.elementwise_affine ~= false then
-    self.weight = ember.ones(shape, { dtype = opts.dtype or "float32" })
-    self.bias = ember.zeros(shape, { dtype = opts.dtype or "float32" })
-  end
+  self.eps = normalized_init(self, "LayerNorm", shape, opts, true).eps or 1e-5
 end
 function LayerNorm:forward(x)
   return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, { eps = self.eps })
@@ -215,11 +222,7 @@ local RMSNorm = Module:extend("RMSNorm")
 nn.RMSNorm = RMSNorm
 -- nn.RMSNorm(normalized_shape, {eps = the dtype's machine epsilon, elementwise_affine = true})
 function RMSNorm:init(shape, opts)
-  opts = check_opts("RMSNorm", opts, { eps = true, elementwise_affine = true, dtype = true })
-  if type(shape) == "number" then shape = { shape } end
-  if type(shape) ~= "table" then errors.raise("ember.nn.RMSNorm: normalized_shape must be a number or a list") end
-  self.normalized_shape, self.eps = shape, opts.eps
-  if opts.elementwise_affine ~= false then self.weight = ember.ones(shape, { dtype = opts.dtype or "float32" }) end
+  self.eps = normalized_init(self, "RMSNorm", shape, opts, false).eps
 end
 function RMSNorm:forward(x)
   return F.rms_norm(x, self.normalized_shape, self.weight, { eps = self.eps })

@@ -438,23 +438,20 @@ local function adaptive_spec(nd, with_indices)
   return spec
 end
 
-for nd = 1, 3 do
-  local name = ("adaptive_max_pool%dd"):format(nd)
-  local op, spec = "ember.nn.functional." .. name, adaptive_spec(nd, true)
+-- F.adaptive_<kind>_pool<nd>d(x, output_size, ...), run by run (adaptive_max or adaptive_avg)
+local function adaptive_fn(kind, nd, run)
+  local name = ("adaptive_%s_pool%dd"):format(kind, nd)
+  local op, spec = "ember.nn.functional." .. name, adaptive_spec(nd, kind == "max")
   F[name] = function(x, ...)
     local o = S.parse(op, INPUT, spec, ...)
     output_sizes(op, nd, o.output_size)
-    return adaptive_max(op, nd, x, o)
+    return run(op, nd, x, o)
   end
-  if nd ~= 2 then   -- adaptive_avg_pool2d is resize.lua's
-    name = ("adaptive_avg_pool%dd"):format(nd)
-    local aop, aspec = "ember.nn.functional." .. name, adaptive_spec(nd, false)
-    F[name] = function(x, ...)
-      local o = S.parse(aop, INPUT, aspec, ...)
-      output_sizes(aop, nd, o.output_size)
-      return adaptive_avg(aop, nd, x, o)
-    end
-  end
+end
+
+for nd = 1, 3 do
+  adaptive_fn("max", nd, adaptive_max)
+  if nd ~= 2 then adaptive_fn("avg", nd, adaptive_avg) end   -- adaptive_avg_pool2d is resize.lua's
 end
 
 ---------------------------------------------------------------- modules

@@ -22,40 +22,42 @@ local F = M.functional
 local INPUT = { "input" }   -- the argument before a function's own (S.parse's lead)
 local FACTOR = function(name) return { { name, nil, S.int(1) } } end
 
--- x (*, C r^2, H, W) -> (*, C, H r, W r)
-function F.pixel_shuffle(x, ...)
-  local op = "ember.nn.functional.pixel_shuffle"
-  local r = S.parse(op, INPUT, FACTOR("upscale_factor"), ...).upscale_factor
+-- pixel_shuffle's and pixel_unshuffle's arguments: the op's name, its factor r (named
+-- factor_name), x's shape and dim count
+local function shuffle_args(name, factor_name, x, ...)
+  local op = "ember.nn.functional." .. name
+  local r = S.parse(op, INPUT, FACTOR(factor_name), ...)[factor_name]
   A.need_tensor(op, "input", x)
   local s = x:shape()
-  local nd = #s
+  return op, r, s, #s
+end
+
+-- t (N, ...) as x's lead dims s[1 .. nd - 3] then c, h, w
+local function lead_and(t, s, c, h, w)
+  local shape, nd = {}, #s
+  for i = 1, nd - 3 do shape[i] = s[i] end
+  shape[nd - 2], shape[nd - 1], shape[nd] = c, h, w
+  return t:reshape(shape)
+end
+
+-- x (*, C r^2, H, W) -> (*, C, H r, W r)
+function F.pixel_shuffle(x, ...)
+  local op, r, s, nd = shuffle_args("pixel_shuffle", "upscale_factor", x, ...)
   if nd < 3 or s[nd - 2] % (r * r) ~= 0 then
     fail(op, "input must be (*, C r^2, H, W) for upscale_factor r = %d, got %s", r, shape_str(x))
   end
   local c, h, w = s[nd - 2] / (r * r), s[nd - 1], s[nd]
-  local t = x:reshape({ -1, c, r, r, h, w }):permute({ 1, 2, 5, 3, 6, 4 })
-  local shape = {}
-  for i = 1, nd - 3 do shape[i] = s[i] end
-  shape[nd - 2], shape[nd - 1], shape[nd] = c, h * r, w * r
-  return t:reshape(shape)
+  return lead_and(x:reshape({ -1, c, r, r, h, w }):permute({ 1, 2, 5, 3, 6, 4 }), s, c, h * r, w * r)
 end
 
 -- x (*, C, H r, W r) -> (*, C r^2, H, W)
 function F.pixel_unshuffle(x, ...)
-  local op = "ember.nn.functional.pixel_unshuffle"
-  local r = S.parse(op, INPUT, FACTOR("downscale_factor"), ...).downscale_factor
-  A.need_tensor(op, "input", x)
-  local s = x:shape()
-  local nd = #s
+  local op, r, s, nd = shuffle_args("pixel_unshuffle", "downscale_factor", x, ...)
   if nd < 3 or s[nd - 1] % r ~= 0 or s[nd] % r ~= 0 then
     fail(op, "input must be (*, C, H r, W r) for downscale_factor r = %d, got %s", r, shape_str(x))
   end
   local c, h, w = s[nd - 2], s[nd - 1] / r, s[nd] / r
-  local t = x:reshape({ -1, c, h, r, w, r }):permute({ 1, 2, 4, 6, 3, 5 })
-  local shape = {}
-  for i = 1, nd - 3 do shape[i] = s[i] end
-  shape[nd - 2], shape[nd - 1], shape[nd] = c * r * r, h, w
-  return t:reshape(shape)
+  return lead_and(x:reshape({ -1, c, h, r, w, r }):permute({ 1, 2, 4, 6, 3, 5 }), s, c * r * r, h, w)
 end
 
 ---------------------------------------------------------------- channel dropout
