@@ -25,37 +25,7 @@ local F = M.functional
 local out1 = ffi.new("ember_tensor*[1]")
 local check, int64s, ptr = require("ember.errors").check, A.int64s, A.ptr
 
--- x and w of nd dims, w's first dim a multiple of groups, x's channels what
--- w takes, b nil or one per output channel, one dtype for all; returns the
--- output channels
-local function check_layout(op, x, w, b, nd, groups, transposed)
-  A.need_tensor(op, "input", x)
-  A.need_tensor(op, "weight", w)
-  if b ~= nil then A.need_tensor(op, "bias", b) end
-  if x:dim() ~= nd or w:dim() ~= nd then
-    fail(op, "input %s and weight %s must both be %d-D", shape_str(x), shape_str(w), nd)
-  end
-  if x.dtype ~= w.dtype or (b and b.dtype ~= x.dtype) then
-    fail(op, "input, weight and bias must share a dtype, got %s, %s and %s", x.dtype, w.dtype,
-      b and b.dtype or "none")
-  end
-  if not x.dtype:find("float") then
-    fail(op, "input and weight must be floating point, got %s %s", x.dtype, shape_str(x))
-  end
-  if w:size(1) % groups ~= 0 then
-    fail(op, "groups = %d must divide the weight's first dim, weight %s", groups, shape_str(w))
-  end
-  local cin = transposed and w:size(1) or w:size(2) * groups
-  local cout = transposed and w:size(2) * groups or w:size(1)
-  if x:size(2) ~= cin then
-    fail(op, "input %s has %d channels but weight %s with groups = %d takes %d", shape_str(x),
-      x:size(2), shape_str(w), groups, cin)
-  end
-  if b and (b:dim() ~= 1 or b:size(1) ~= cout) then
-    fail(op, "bias must have shape {%d}, got %s", cout, shape_str(b))
-  end
-  return cout
-end
+local check_layout = A.conv_layout
 
 -- y (N, Cout, ...) plus b (nil, or one per output channel); conv3d.lua's too
 local function add_bias(y, b)
