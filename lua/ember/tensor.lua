@@ -57,6 +57,23 @@ return function(ember)
   local gc_limit = gc_budget
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
+  -- ember.tidy (lua/ember/tidy.lua): while one runs, each new wrapper goes on
+  -- its list, so that it can free what its function did not return; kept
+  -- wrappers (ember.keep, and what the library stores: a .grad, a cached
+  -- scalar) are left alone by every tidy
+  local tidy_list = nil
+  local kept = setmetatable({}, { __mode = "k" })
+  function ember._set_tidy_list(l)
+    local prev = tidy_list
+    tidy_list = l
+    return prev
+  end
+  ember._kept = kept
+  local function note_new(t)
+    local n = tidy_list.n + 1
+    tidy_list.n = n
+    tidy_list[n] = t
+  end
 
   -- gives slot i's reference back to C and the slot to the free list
   local function free_slot(i)
@@ -105,6 +122,7 @@ return function(ember)
       if t == nil then   -- the old wrapper died unswept: a new one takes the slot
         t = setmetatable({ _c = ptrs[slot] }, Tensor)
         handles[slot] = t
+        if tidy_list then note_new(t) end
       end
       return t
     end
@@ -119,6 +137,7 @@ return function(ember)
     handles[slot] = t
     ptrs[slot] = p
     C.ember_tensor_set_lua_slot(p, slot)
+    if tidy_list then note_new(t) end
     gc_pressure()
     if wrap_hook then wrap_hook() end
     return t
@@ -246,6 +265,7 @@ return function(ember)
     if scalar_cache_n < 512 and v == v then   -- NaN cannot be a table key
       scalar_cache[v] = t
       scalar_cache_n = scalar_cache_n + 1
+      kept[t] = true
     else
       keep_alive(t)
     end
@@ -438,6 +458,7 @@ return function(ember)
       end
       local seen = ember._jit_grads   -- a trace notes every .grad set (jit.lua)
       if seen then seen[t] = true end
+      if v ~= nil then kept[v] = true end   -- a .grad outlives any tidy
       rawset(t, "_grad", v)
     elseif type(k) ~= "string" then
       ember._index_write(t, k, v)   -- x[...] = v (indexing.lua)

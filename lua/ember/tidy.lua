@@ -1,0 +1,95 @@
+-- ember.tidy(fn, ...) and ember.keep(t): TensorFlow.js's tf.tidy and tf.keep.
+-- A tensor's memory otherwise comes back when the Lua GC collects its wrapper
+-- (lua/ember/tensor.lua); tidy gives back, as soon as fn returns or raises,
+-- every tensor made inside fn that fn does not return (also inside returned
+-- tables) and that nobody kept. Freeing drops Lua's reference only: memory
+-- that C still holds (a view's base, a tensor the autograd tape saved, a
+-- .grad) stays where it is. A freed wrapper used later raises naming the op.
+return function(ember)
+  local errors = require("ember.errors")
+  local kept, set_list = ember._kept, ember._set_tidy_list
+  local is_tensor = ember.is_tensor
+  local type, select, pcall, error, unpack, getmetatable, rawget, pairs = type, select, pcall,
+    error, unpack, getmetatable, rawget, pairs
+  local getupvalue = debug.getupvalue
+
+  -- marks every tensor reachable from x through tables (keys and values) and,
+  -- when upvalues is set, through functions' upvalues
+  local function mark(x, into, seen, upvalues)
+    local tx = type(x)
+    if tx == "table" then
+      if seen[x] then return end
+      seen[x] = true
+      if is_tensor(x) then
+        into[x] = true
+        local g = rawget(x, "_grad")
+        if g ~= nil then into[g] = true end
+        return
+      end
+      for k, v in pairs(x) do
+        mark(k, into, seen, upvalues)
+        mark(v, into, seen, upvalues)
+      end
+      local mt = getmetatable(x)
+      if upvalues and type(mt) == "table" and not mt.__module then mark(mt, into, seen, upvalues) end
+    elseif tx == "function" and upvalues then
+      if seen[x] then return end
+      seen[x] = true
+      local i = 1
+      while true do
+        local name, v = getupvalue(x, i)
+        if name == nil then break end
+        mark(v, into, seen, upvalues)
+        i = i + 1
+      end
+    end
+  end
+
+  local tidy_depth = 0
+  -- the library keeps what it stores for later while a tidy runs (a custom
+  -- Function's context, an optimizer's state, a module's fields)
+  function ember._keep_reachable(x)
+    if tidy_depth > 0 then mark(x, kept, {}, true) end
+  end
+
+  local function pack(...) return { n = select("#", ...), ... } end
+
+  function ember.tidy(fn, ...)
+    if type(fn) ~= "function" then
+      errors.raise(("ember.tidy: expected a function, got %s"):format(errors.show(fn)))
+    end
+    local list = { n = 0 }
+    local outer = set_list(list)
+    tidy_depth = tidy_depth + 1
+    local res = pack(pcall(fn, ...))
+    tidy_depth = tidy_depth - 1
+    set_list(outer)
+    local returned = {}
+    if res[1] then
+      local seen = {}
+      for i = 2, res.n do mark(res[i], returned, seen, false) end
+    end
+    for i = 1, list.n do
+      local t = list[i]
+      if kept[t] then   -- luacheck: ignore 542
+      elseif returned[t] then
+        -- an enclosing tidy frees it unless that one returns it too
+        if outer then
+          local n = outer.n + 1
+          outer.n = n
+          outer[n] = t
+        end
+      else
+        t:free()
+      end
+    end
+    if not res[1] then error(res[2], 0) end
+    return unpack(res, 2, res.n)
+  end
+
+  function ember.keep(t)
+    if not is_tensor(t) then errors.argument("ember.keep", 1, "a tensor", t) end
+    kept[t] = true
+    return t
+  end
+end

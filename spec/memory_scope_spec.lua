@@ -1,0 +1,226 @@
+-- ember.tidy(fn, ...) and ember.keep(t): every tensor made inside fn that fn
+-- does not return (nor anybody keep) is freed when fn returns or raises;
+-- memory C still holds (a view's base, the tape's saved tensors, a .grad)
+-- stays; a freed tensor used later raises naming the op.
+local H = require("helpers")
+local ember = H.ember
+local GradManager = ember.autodiff.GradManager
+
+local function in_use()
+  collectgarbage()
+  return ember.memory_stats().bytes_in_use
+end
+
+describe("ember.tidy", function()
+  it("returns fn's results unchanged and passes its arguments", function()
+    local a, b = ember.tensor({ 1, 2, 3 }), ember.tensor({ 4, 5, 6 })
+    local s, n, c = ember.tidy(function(x, y) return ((x * y) + x):sum(), 7, x * 2 end, a, b)
+    -- (1*4+1) + (2*5+2) + (3*6+3) = 38
+    H.same(s, 38)
+    assert.are.equal(7, n)
+    H.same(c, { 2, 4, 6 })
+    H.same(a, { 1, 2, 3 })   -- arguments made outside are left alone
+  end)
+
+  it("gives back the memory of every temporary at once: bytes_in_use back to its baseline", function()
+    local a = ember.ones({ 1000, 100 })
+    local base = in_use()
+    local before = ember.memory_stats().bytes_in_use
+    local s = ember.tidy(function()
+      local t = a * 2
+      local u = t + a
+      local v = u:exp()
+      assert.is_true(ember.memory_stats().bytes_in_use >= before + 3 * 400000)
+      return v:sum()
+    end)
+    -- only the 0-d result is left (its storage is smaller than one class)
+    assert.is_true(ember.memory_stats().bytes_in_use - before < 1024)
+    assert.near(1000 * 100 * math.exp(3), s:item(), 1e-4 * 1000 * 100 * math.exp(3))
+    s = nil
+    assert.are.equal(base, in_use())
+  end)
+
+  it("frees what fn stored elsewhere: using it later raises naming the op, never crashes", function()
+    local leaked
+    local a = ember.tensor({ 1, 2 })
+    ember.tidy(function() leaked = a * 3 end)
+    H.raises(function() return leaked + 1 end, "ember.add: tensor argument 1 was freed")
+    H.raises(function() return leaked:sum() end, "ember.sum: tensor argument 1 was freed")
+    H.raises(function() return a + leaked end, "ember.add: tensor argument 2 was freed")
+    assert.are.equal("tensor(<freed>)", tostring(leaked))
+    H.same(a + 1, { 2, 3 })   -- everything else stays usable
+  end)
+
+  it("keeps what ember.keep marks, through every enclosing tidy", function()
+    local kept
+    local r = ember.tidy(function()
+      return ember.tidy(function()
+        kept = ember.keep(ember.tensor({ 5, 6 }) * 2)
+        return 1
+      end)
+    end)
+    assert.are.equal(1, r)
+    H.same(kept, { 10, 12 })
+    H.raises(function() ember.keep(3) end, "ember.keep")
+  end)
+
+  it("keeps tensors returned inside tables, and the .grad of a returned tensor", function()
+    local out = ember.tidy(function()
+      local x = ember.tensor({ 1, 2 })
+      x.grad = ember.tensor({ 3, 4 })
+      return { a = x + 1, list = { x * 2, { deep = x } } }
+    end)
+    H.same(out.a, { 2, 3 })
+    H.same(out.list[1], { 2, 4 })
+    H.same(out.list[2].deep.grad, { 3, 4 })
+  end)
+
+  it("nests: what an inner tidy returns is the outer one's, freed unless that one returns it too", function()
+    local a = ember.tensor({ 1, 2, 3 })
+    local inner_result, inner_temp
+    local r = ember.tidy(function()
+      inner_result = ember.tidy(function()
+        inner_temp = a * 10
+        return inner_temp + 1
+      end)
+      H.raises(function() return inner_temp + 0 end, "ember.add: tensor argument 1 was freed")
+      H.same(inner_result, { 11, 21, 31 })   -- still usable in the outer tidy
+      return inner_result * 2
+    end)
+    H.same(r, { 22, 42, 62 })
+    H.raises(function() return inner_result + 0 end, "ember.add: tensor argument 1 was freed")
+  end)
+
+  it("frees everything made when fn raises, and the error propagates", function()
+    local a = ember.ones({ 10000 })
+    local base = in_use()
+    local made
+    local ok, err = pcall(ember.tidy, function()
+      made = a * 2
+      error("boom in the step")
+    end)
+    assert.is_false(ok)
+    assert.matches("boom in the step", tostring(err))
+    H.raises(function() return made + 0 end, "ember.add: tensor argument 1 was freed")
+    assert.are.equal(base, in_use())
+    -- an op's own error inside passes through unchanged
+    assert.has_error(function()
+      ember.tidy(function() return ember.ones({ 2, 3 }) + ember.ones({ 4 }) end)
+    end)
+    assert.are.equal(base, in_use())
+  end)
+
+  it("keeps a view whose base it frees: the view still holds the memory", function()
+    local v = ember.tidy(function()
+      local base = ember.arange(12):to("float32")
+      return base:view({ 3, 4 })[2]
+    end)
+    H.same(v, { 4, 5, 6, 7 })
+    H.same(v + 1, { 5, 6, 7, 8 })
+  end)
+
+  it("does not free tensors made before it, nor the wrappers of ops that return an argument", function()
+    local a = ember.tensor({ 1, 2 })
+    local r = ember.tidy(function()
+      local same = a:contiguous()   -- a itself
+      return same:sum()
+    end)
+    H.same(r, 3)
+    H.same(a, { 1, 2 })
+  end)
+
+  it("raises naming itself for a non-function", function()
+    H.raises(function() ember.tidy(42) end, "ember.tidy: expected a function, got 42")
+  end)
+end)
+
+describe("ember.tidy with autodiff", function()
+  local function model_grads(use_tidy)
+    local w = ember.tensor({ { 0.5, -1 }, { 2, 0.25 } })
+    local b = ember.tensor({ 0.1, -0.2 })
+    local x = ember.tensor({ { 1, 2 }, { 3, 4 }, { -1, 0.5 } })
+    local gm = GradManager():attach({ w, b })
+    gm:record()
+    local function forward() return ((x:matmul(w) + b):tanh() * 3):sum() end
+    local loss = use_tidy and ember.tidy(forward) or forward()
+    gm:backward(loss)
+    return loss:item(), w.grad:tolist(), b.grad:tolist()
+  end
+
+  it("a tidy inside gm:record: the tape keeps what backward needs, gradients unchanged", function()
+    local l0, gw0, gb0 = model_grads(false)
+    local l1, gw1, gb1 = model_grads(true)
+    assert.are.equal(l0, l1)
+    assert.are.same(gw0, gw1)
+    assert.are.same(gb0, gb1)
+    -- by hand: d/dw of sum(3 tanh(xw + b)) = x^T (3 (1 - tanh^2))
+    local x = { { 1, 2 }, { 3, 4 }, { -1, 0.5 } }
+    local w, b = { { 0.5, -1 }, { 2, 0.25 } }, { 0.1, -0.2 }
+    for j = 1, 2 do
+      local gb = 0
+      for i = 1, 3 do
+        local z = x[i][1] * w[1][j] + x[i][2] * w[2][j] + b[j]
+        gb = gb + 3 * (1 - math.tanh(z) ^ 2)
+      end
+      assert.near(gb, gb0[j], 1e-5)
+    end
+  end)
+
+  it("a whole step inside tidy: .grad and the optimizer's state survive, the temporaries go", function()
+    local w = ember.tensor({ 1, -2, 3 })
+    local gm = GradManager():attach(w)
+    local opt = ember.optim.Adam({ w }, { lr = 0.1 })
+    local ref = ember.tensor({ 1, -2, 3 })
+    local gref = GradManager():attach(ref)
+    local opt_ref = ember.optim.Adam({ ref }, { lr = 0.1 })
+    local function step(p, g, o)
+      o:zero_grad()
+      g:record()
+      g:backward((p * p):sum())
+      o:step()
+    end
+    for _ = 1, 3 do
+      ember.tidy(step, w, gm, opt)
+      step(ref, gref, opt_ref)
+    end
+    assert.are.same(ref:tolist(), w:tolist())
+    assert.are.same(ref.grad:tolist(), w.grad:tolist())
+    H.same(opt.state[w].exp_avg, opt_ref.state[ref].exp_avg:tolist())
+  end)
+
+  it("a custom Function recorded inside tidy keeps its saved tensors and closure for backward", function()
+    local Mul = ember.autodiff.Function{ name = "tidy_mul",
+      forward = function(ctx, a, b) ctx:save_for_backward(a * 1, b * 1); return a * b end,
+      backward = function(ctx, dy)
+        local a, b = ctx.saved_tensors[1], ctx.saved_tensors[2]
+        return dy * b, dy * a
+      end }
+    local Square = ember.autodiff.Function("tidy_square", function(x)
+      local two_x = x * 2
+      return x * x, function(dy) return two_x * dy end
+    end)
+    local a, b = ember.tensor({ 2, 3 }), ember.tensor({ 5, 7 })
+    local gm = GradManager():attach({ a, b })
+    gm:record()
+    local y = ember.tidy(function() return (Mul(a, b) + Square(a)):sum() end)
+    gm:backward(y)
+    H.same(a.grad, { 5 + 4, 7 + 6 })
+    H.same(b.grad, { 2, 3 })
+  end)
+
+  it("a module built or changed inside tidy keeps its parameters and buffers", function()
+    local m = ember.tidy(function()
+      local lin = ember.nn.Linear(3, 2)
+      lin.extra = ember.ones({ 2 }) * 4
+      lin:register_buffer("scale", ember.ones({ 2 }) * 0.5)
+      return lin
+    end)
+    local inner = ember.nn.Linear(2, 2)
+    ember.tidy(function() inner.weight = ember.ones({ 2, 2 }) * 3 end)
+    H.same(m.extra, { 4, 4 })
+    H.same(m.scale, { 0.5, 0.5 })
+    assert.are.same({ 2, 3 }, m.weight:shape())
+    H.same(inner.weight, { { 3, 3 }, { 3, 3 } })
+    assert.are.same({ 1, 2 }, m(ember.ones({ 1, 3 })):shape())
+  end)
+end)
