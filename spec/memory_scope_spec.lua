@@ -188,6 +188,56 @@ describe("ember.tidy with autodiff", function()
     H.same(opt.state[w].exp_avg, opt_ref.state[ref].exp_avg:tolist())
   end)
 
+  it("a training loop with each step in tidy holds its memory steady: old gradients go at zero_grad", function()
+    ember.manual_seed(0)
+    local model = ember.nn.Sequential(ember.nn.Linear(20, 32), ember.nn.ReLU(), ember.nn.Linear(32, 4))
+    local params = model:parameters()
+    local opt = ember.optim.SGD(params, { lr = 0.01, momentum = 0.9 })
+    local gm = GradManager():attach(params)
+    local x, y = ember.randn({ 16, 20 }), ember.tensor({ 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4 }):long()
+    local function step()
+      opt:zero_grad()
+      gm:record()
+      local loss = ember.nn.functional.cross_entropy(model(x), y)
+      gm:backward(loss)
+      opt:step()
+      return loss:item()
+    end
+    local used = {}
+    collectgarbage("stop")   -- only the tidy gives memory back here
+    local ok, err = pcall(function()
+      for i = 1, 30 do
+        ember.tidy(step)
+        used[i] = ember.memory_stats().bytes_in_use
+      end
+    end)
+    collectgarbage("restart")
+    assert(ok, err)
+    -- from the second step on: the parameters, their .grad and the momentum buffers
+    for i = 2, 30 do assert.are.equal(used[1], used[i]) end
+    assert.is_not_nil(params[1].grad)
+  end)
+
+  it("a .grad a tidy made stays while it is one; the tidy that clears it frees it unless kept", function()
+    local w = ember.tensor({ 1, 2 })
+    local gm = GradManager():attach(w)
+    ember.tidy(function()
+      gm:record()
+      gm:backward((w * w):sum())
+    end)
+    local g1 = w.grad
+    H.same(g1, { 2, 4 })
+    ember.tidy(function() w.grad = nil end)
+    H.raises(function() return g1 + 0 end, "was freed")
+    ember.tidy(function()
+      gm:record()
+      gm:backward((w * 3):sum())
+    end)
+    local g2 = ember.keep(w.grad)
+    ember.tidy(function() w.grad = nil end)
+    H.same(g2, { 3, 3 })
+  end)
+
   it("a custom Function recorded inside tidy keeps its saved tensors and closure for backward", function()
     local Mul = ember.autodiff.Function{ name = "tidy_mul",
       forward = function(ctx, a, b) ctx:save_for_backward(a * 1, b * 1); return a * b end,

@@ -59,10 +59,16 @@ return function(ember)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
   -- ember.tidy (lua/ember/tidy.lua): while one runs, each new wrapper goes on
   -- its list, so that it can free what its function did not return; kept
-  -- wrappers (ember.keep, and what the library stores: a .grad, a cached
-  -- scalar) are left alone by every tidy
+  -- wrappers (ember.keep, and what the library stores: a cached scalar, an
+  -- optimizer's state) are left alone by every tidy, and a .grad while it is
+  -- one (grad_owner[g]: the tensor g was last made the .grad of). A .grad a
+  -- tidy made and spared (tidy_grads) goes on the list of the tidy that
+  -- clears or replaces it (zero_grad in the next step's tidy).
   local tidy_list = nil
   local kept = setmetatable({}, { __mode = "k" })
+  local grad_owner = setmetatable({}, { __mode = "kv" })
+  local tidy_grads = setmetatable({}, { __mode = "k" })
+  ember._grad_owner, ember._tidy_grads = grad_owner, tidy_grads
   function ember._set_tidy_list(l)
     local prev = tidy_list
     tidy_list = l
@@ -458,7 +464,12 @@ return function(ember)
       end
       local seen = ember._jit_grads   -- a trace notes every .grad set (jit.lua)
       if seen then seen[t] = true end
-      if v ~= nil then kept[v] = true end   -- a .grad outlives any tidy
+      if v ~= nil then grad_owner[v] = t end   -- a .grad outlives any tidy while it is one
+      local old = rawget(t, "_grad")
+      if tidy_list and old ~= nil and old ~= v and tidy_grads[old] then
+        tidy_grads[old] = nil
+        note_new(old)
+      end
       rawset(t, "_grad", v)
     elseif type(k) ~= "string" then
       ember._index_write(t, k, v)   -- x[...] = v (indexing.lua)

@@ -7,7 +7,8 @@
 -- .grad) stays where it is. A freed wrapper used later raises naming the op.
 return function(ember)
   local errors = require("ember.errors")
-  local kept, set_list = ember._kept, ember._set_tidy_list
+  local kept, set_list, grad_owner, tidy_grads = ember._kept, ember._set_tidy_list, ember._grad_owner,
+    ember._tidy_grads
   local is_tensor = ember.is_tensor
   local type, select, pcall, error, unpack, getmetatable, rawget, pairs = type, select, pcall,
     error, unpack, getmetatable, rawget, pairs
@@ -21,9 +22,7 @@ return function(ember)
       if seen[x] then return end
       seen[x] = true
       if is_tensor(x) then
-        into[x] = true
-        local g = rawget(x, "_grad")
-        if g ~= nil then into[g] = true end
+        into[x] = true   -- (its .grad stays while it is one: grad_owner)
         return
       end
       for k, v in pairs(x) do
@@ -69,18 +68,30 @@ return function(ember)
       local seen = {}
       for i = 2, res.n do mark(res[i], returned, seen, false) end
     end
+    -- what goes: made here, neither kept nor returned, and no longer the
+    -- .grad of a tensor that stays
+    local doomed = {}
     for i = 1, list.n do
       local t = list[i]
-      if kept[t] then   -- luacheck: ignore 542
-      elseif returned[t] then
-        -- an enclosing tidy frees it unless that one returns it too
-        if outer then
-          local n = outer.n + 1
-          outer.n = n
-          outer[n] = t
-        end
-      else
+      if not kept[t] and not returned[t] then doomed[t] = true end
+    end
+    for i = 1, list.n do
+      local t = list[i]
+      local owner = grad_owner[t]
+      if doomed[t] and owner ~= nil and rawget(owner, "_grad") == t and not doomed[owner] then
+        doomed[t] = nil
+        tidy_grads[t] = true
+      end
+    end
+    for i = 1, list.n do
+      local t = list[i]
+      if doomed[t] then
         t:free()
+      elseif outer and not kept[t] then
+        -- an enclosing tidy frees it unless that one returns it too
+        local n = outer.n + 1
+        outer.n = n
+        outer[n] = t
       end
     end
     if not res[1] then error(res[2], 0) end
