@@ -274,3 +274,58 @@ describe("ember.tidy with autodiff", function()
     assert.are.same({ 1, 2 }, m(ember.ones({ 1, 3 })):shape())
   end)
 end)
+
+describe("the library's own temporaries", function()
+  local nn = ember.nn
+
+  it("Sequential frees what passes between its built-in layers once backward is done, values unchanged", function()
+    ember.manual_seed(1)
+    local model = nn.Sequential(nn.Linear(6, 64), nn.Tanh(), nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.5),
+      nn.Linear(64, 3), nn.Flatten())
+    model:eval()
+    local x = ember.randn({ 200, 6 })   -- each hidden activation 51200 bytes
+    local params = model:parameters()
+    -- the same layers by hand
+    local function by_hand()
+      local h = (x:matmul(params[1]:t()) + params[2]):tanh()
+      h = (h:matmul(params[3]:t()) + params[4]):relu()
+      return h:matmul(params[5]:t()) + params[6]
+    end
+    local gm = GradManager():attach(params)
+    collectgarbage()
+    collectgarbage("stop")
+    local ok, err = pcall(function()
+      local before = ember.memory_stats().bytes_in_use
+      gm:record()
+      local y = model(x)
+      gm:backward(y:sum())
+      -- left: the output, the loss and the six .grad (no GC ran)
+      local grads = 0
+      for _, p in ipairs(params) do grads = grads + p:numel() * 4 end
+      local left = ember.memory_stats().bytes_in_use - before
+      assert.is_true(left <= grads + 200 * 3 * 4 + 4096, "left " .. left .. " bytes, grads " .. grads)
+      H.same(y, by_hand():tolist())
+      H.same(x, x:tolist())   -- the input is the caller's: untouched
+    end)
+    collectgarbage("restart")
+    assert(ok, err)
+    local gw = params[1].grad:tolist()
+    for _, p in ipairs(params) do p.grad = nil end
+    gm:record()
+    gm:backward(by_hand():sum())
+    H.same(params[1].grad, gw)
+  end)
+
+  it("Sequential leaves alone what a layer of the user's own may keep", function()
+    local Keep = nn.Module:extend("KeepInput")
+    function Keep:forward(x)
+      self.seen = x
+      return x * 2
+    end
+    local keep = Keep()
+    local model = nn.Sequential(nn.Linear(3, 4), keep, nn.ReLU(), nn.Linear(4, 2))
+    local y = model(ember.ones({ 2, 3 }))
+    H.same(keep.seen + 0, keep.seen:tolist())   -- the Linear's output, kept by the user's layer: usable
+    assert.are.same({ 2, 2 }, y:shape())
+  end)
+end)

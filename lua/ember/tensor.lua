@@ -229,6 +229,15 @@ return function(ember)
     if slot ~= 0 and handles[slot] == t then free_slot(slot) end
   end
 
+  -- Frees t, a temporary the library made that nobody else can see (what C
+  -- holds, such as the tape's saved tensors, keeps its memory), so that it
+  -- goes back to the allocator now rather than at the next GC; not while a
+  -- trace (ember.jit) or a saved-tensor hook (ember.autodiff.graph) watches
+  -- the wrappers.
+  function ember._drop(t)
+    if wrap_hook == nil and not ember._jit_tracing() then Tensor.free(t) end
+  end
+
   ---------------------------------------------------------------- conversions of arguments
   local function dtype_id(op, name)
     if name == nil then return F32 end
