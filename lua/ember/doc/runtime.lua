@@ -35,10 +35,13 @@ be returned or passed to `ember.keep`: used after the tidy it raises naming
 the op (`tensor argument 1 was freed`). Freeing drops Lua's reference only:
 a view's base, what the autograd tape saved for backward and a `.grad`
 keep their memory, so a tidy inside `gm:record()` leaves backward intact.
-What the library stores for later is kept by itself: a `.grad`, an
-optimizer's state, a module's fields, a custom `Function`'s context, the
-autocast cache. Tidies nest: what an inner one returns belongs to the outer
-one. docs/performance.md ("Memory") has the figures.
+What the library stores for later is kept by itself: an optimizer's state,
+a module's fields, a custom `Function`'s context, the autocast cache; a
+`.grad` stays while it is one, and the tidy that clears or replaces it
+(`opt:zero_grad()` in the next step's tidy) frees it, unless kept. Tidies
+nest: what an inner one returns belongs to the outer one. A training step
+in a tidy keeps its memory steady without the GC; docs/performance.md
+("Memory") has the figures.
 
 ### `ember.keep(t)`
 Marks `t` so that no `ember.tidy` frees it (it goes back with the garbage

@@ -335,18 +335,33 @@ local function fused_cross_entropy(op, x, lab, Cn, o, labels)
   local dt, w = x.dtype, o.weight
   if x.device ~= "cpu" or (dt ~= "float32" and dt ~= "float64") or lab.device ~= "cpu" then return nil end
   if w and (w.dtype ~= dt or w.device ~= "cpu" or C.ember_is_tracked(w._c) ~= 0) then return nil end
-  w = w or ember.ones({ Cn }, { dtype = dt })
-  local rc = C.ember_cross_entropy(ember._ptr(op, x, 1), ember._ptr(op, lab, 2), ember._ptr(op, w, 3), 1,
+  local ones = not w and ember.ones({ Cn }, { dtype = dt })
+  local rc = C.ember_cross_entropy(ember._ptr(op, x, 1), ember._ptr(op, lab, 2), ember._ptr(op, w or ones, 3), 1,
     o.ignore_index, o.label_smoothing, out2, out2 + 1)
+  if ones then ember._drop(ones) end
   if rc < 0 then
     local range = ffi.string(C.ember_last_error()):match("^cross_entropy: (label .* is out of range .*)$")
     if range then fail(op, "%s (labels are 1-based class indices)", range) end
     errors.check(rc)
   end
   local rows, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
-  if o.reduction == "none" then return rows:view(labels:shape()) end
-  if o.reduction == "sum" then return rows:sum() end
-  return rows:sum() / stats:detach()[2]:sum()   -- the rows' weights: a mean over the labels that count
+  local loss
+  if o.reduction == "none" then
+    loss = rows:view(labels:shape())
+  elseif o.reduction == "sum" then
+    loss = rows:sum()
+  else
+    -- the rows' weights: a mean over the labels that count
+    local total, detached = rows:sum(), stats:detach()
+    local weights = detached[2]
+    local count = weights:sum()
+    loss = total / count
+    ember._drop(total); ember._drop(count); ember._drop(weights); ember._drop(detached)
+  end
+  -- (the op's node holds what its backward needs; a view keeps its base's memory)
+  if not rawequal(loss, rows) then ember._drop(rows) end
+  ember._drop(stats)
+  return loss
 end
 
 -- class indices: (1 - ls) nll + ls / C * (-sum_c w_c log p_c), both over the
