@@ -52,6 +52,7 @@ return function(ember)
   end
 
   local function pack(...) return { n = select("#", ...), ... } end
+  local DOOMED = 2
 
   function ember.tidy(fn, ...)
     if type(fn) ~= "function" then
@@ -63,29 +64,33 @@ return function(ember)
     local res = pack(pcall(fn, ...))
     tidy_depth = tidy_depth - 1
     set_list(outer)
-    local returned = {}
+    local n = list.n
+    if n == 0 then
+      if not res[1] then error(res[2], 0) end
+      return unpack(res, 2, res.n)
+    end
+    -- state[x]: true for what fn returned (and the tables walked to find it),
+    -- DOOMED for what goes: made here, neither kept nor returned, and no
+    -- longer the .grad of a tensor that stays
+    local state = {}
     if res[1] then
-      local seen = {}
-      for i = 2, res.n do mark(res[i], returned, seen, false) end
+      for i = 2, res.n do mark(res[i], state, state, false) end
     end
-    -- what goes: made here, neither kept nor returned, and no longer the
-    -- .grad of a tensor that stays
-    local doomed = {}
-    for i = 1, list.n do
+    for i = 1, n do
       local t = list[i]
-      if not kept[t] and not returned[t] then doomed[t] = true end
+      if not kept[t] and not state[t] then state[t] = DOOMED end
     end
-    for i = 1, list.n do
+    for i = 1, n do
       local t = list[i]
       local owner = grad_owner[t]
-      if doomed[t] and owner ~= nil and rawget(owner, "_grad") == t and not doomed[owner] then
-        doomed[t] = nil
+      if owner ~= nil and state[t] == DOOMED and rawget(owner, "_grad") == t and state[owner] ~= DOOMED then
+        state[t] = nil
         tidy_grads[t] = true
       end
     end
-    for i = 1, list.n do
+    for i = 1, n do
       local t = list[i]
-      if doomed[t] then
+      if state[t] == DOOMED then
         t:free()
       elseif outer and not kept[t] then
         -- an enclosing tidy frees it unless that one returns it too
