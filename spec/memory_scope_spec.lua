@@ -329,3 +329,27 @@ describe("the library's own temporaries", function()
     assert.are.same({ 2, 2 }, y:shape())
   end)
 end)
+
+describe("the optimizers composed in Lua", function()
+  for _, case in ipairs({ { "RMSprop", { momentum = 0.9, centered = true }, 3 }, { "Adagrad", {}, 1 },
+      { "Adamax", {}, 2 }, { "NAdam", {}, 2 } }) do
+    it(case[1] .. " gives its temporaries back within the step: only its state stays", function()
+      local p = ember.randn({ 64, 64 })
+      p.grad = ember.randn({ 64, 64 })
+      local opt = ember.optim[case[1]]({ p }, case[2])
+      collectgarbage()
+      collectgarbage("stop")
+      local ok, err = pcall(function()
+        local before = ember.memory_stats().bytes_in_use
+        for _ = 1, 3 do opt:step() end
+        -- case[3] state buffers of 64x64 float32 (16384 bytes each), and the
+        -- step's new constants in the scalar cache (8 bytes each); each
+        -- temporary would be 16384 bytes
+        local extra = ember.memory_stats().bytes_in_use - before - case[3] * 64 * 64 * 4
+        assert.is_true(extra >= 0 and extra < 1024, "extra " .. extra)
+      end)
+      collectgarbage("restart")
+      assert(ok, err)
+    end)
+  end
+end)
