@@ -108,6 +108,10 @@ describe("ember.tidy", function()
       ember.tidy(function() return ember.ones({ 2, 3 }) + ember.ones({ 4 }) end)
     end)
     assert.are.equal(base, in_use())
+    -- an error inside names the op the user's line called
+    H.raises(function()
+      ember.tidy(function() return ember.nn.functional.mse_loss(ember.ones({ 2, 3 }), ember.ones({ 3 })) end)
+    end, "ember.nn.functional.mse_loss: input of shape {2, 3} and target of shape {3} differ")
   end)
 
   it("keeps a view whose base it frees: the view still holds the memory", function()

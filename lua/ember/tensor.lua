@@ -229,13 +229,14 @@ return function(ember)
     if slot ~= 0 and handles[slot] == t then free_slot(slot) end
   end
 
+  -- Whether a trace (ember.jit) or a saved-tensor hook (ember.autodiff.graph)
+  -- watches the wrappers: then the library frees none of its temporaries.
+  function ember._watched() return wrap_hook ~= nil or ember._jit_tracing() end
   -- Frees t, a temporary the library made that nobody else can see (what C
   -- holds, such as the tape's saved tensors, keeps its memory), so that it
-  -- goes back to the allocator now rather than at the next GC; not while a
-  -- trace (ember.jit) or a saved-tensor hook (ember.autodiff.graph) watches
-  -- the wrappers.
+  -- goes back to the allocator now rather than at the next GC.
   function ember._drop(t)
-    if wrap_hook == nil and not ember._jit_tracing() then Tensor.free(t) end
+    if not ember._watched() then Tensor.free(t) end
   end
 
   ---------------------------------------------------------------- conversions of arguments

@@ -116,12 +116,19 @@ end
 
 -- LOSSES[i] = {functional name, module name, option spec, fn(op, input, target, o)}
 local LOSSES = {}
+-- A loss runs in the library's own ember.tidy: its temporaries go back when
+-- it returns (what backward needs stays with the tape). Not a tail call: an
+-- error names the loss the user called, not the tidy (errors.lua).
 local function loss(fname, mname, spec, fn)
   LOSSES[#LOSSES + 1] = { fname, mname, spec, fn }
   local op = "ember.nn.functional." .. fname
-  F[fname] = function(input, target, opts)
+  local function run(input, target, opts)
     if amp._dtype then input, target = amp._up(input, target) end
     return fn(op, input, target, options(op, opts, spec))
+  end
+  F[fname] = function(input, target, opts)
+    local l = ember._tidy_own(run, input, target, opts)
+    return l
   end
 end
 
@@ -335,33 +342,18 @@ local function fused_cross_entropy(op, x, lab, Cn, o, labels)
   local dt, w = x.dtype, o.weight
   if x.device ~= "cpu" or (dt ~= "float32" and dt ~= "float64") or lab.device ~= "cpu" then return nil end
   if w and (w.dtype ~= dt or w.device ~= "cpu" or C.ember_is_tracked(w._c) ~= 0) then return nil end
-  local ones = not w and ember.ones({ Cn }, { dtype = dt })
-  local rc = C.ember_cross_entropy(ember._ptr(op, x, 1), ember._ptr(op, lab, 2), ember._ptr(op, w or ones, 3), 1,
+  w = w or ember.ones({ Cn }, { dtype = dt })
+  local rc = C.ember_cross_entropy(ember._ptr(op, x, 1), ember._ptr(op, lab, 2), ember._ptr(op, w, 3), 1,
     o.ignore_index, o.label_smoothing, out2, out2 + 1)
-  if ones then ember._drop(ones) end
   if rc < 0 then
     local range = ffi.string(C.ember_last_error()):match("^cross_entropy: (label .* is out of range .*)$")
     if range then fail(op, "%s (labels are 1-based class indices)", range) end
     errors.check(rc)
   end
   local rows, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
-  local loss
-  if o.reduction == "none" then
-    loss = rows:view(labels:shape())
-  elseif o.reduction == "sum" then
-    loss = rows:sum()
-  else
-    -- the rows' weights: a mean over the labels that count
-    local total, detached = rows:sum(), stats:detach()
-    local weights = detached[2]
-    local count = weights:sum()
-    loss = total / count
-    ember._drop(total); ember._drop(count); ember._drop(weights); ember._drop(detached)
-  end
-  -- (the op's node holds what its backward needs; a view keeps its base's memory)
-  if not rawequal(loss, rows) then ember._drop(rows) end
-  ember._drop(stats)
-  return loss
+  if o.reduction == "none" then return rows:view(labels:shape()) end
+  if o.reduction == "sum" then return rows:sum() end
+  return rows:sum() / stats:detach()[2]:sum()   -- the rows' weights: a mean over the labels that count
 end
 
 -- class indices: (1 - ls) nll + ls / C * (-sum_c w_c log p_c), both over the
@@ -412,7 +404,8 @@ function L.register(nn)
     function M:forward(input, target)
       local o = {}
       for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
-      return fn(op, input, target, options(op, o, spec))
+      local l = ember._tidy_own(fn, op, input, target, options(op, o, spec))
+      return l
     end
     function M:extra_repr() return "reduction=" .. self.reduction end
     nn[mname] = M

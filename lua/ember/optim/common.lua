@@ -34,7 +34,7 @@ function common.each_param(self, init, update)
           ember._jit_advance(st)
           update(group, p, g, st)
         else
-          ember.tidy(update, group, p, g, st)
+          ember._tidy_own(update, group, p, g, st)
         end
       end
     end
