@@ -48,6 +48,16 @@ describe("ember.tidy", function()
     H.raises(function() return leaked:sum() end, "ember.sum: tensor argument 1 was freed")
     H.raises(function() return a + leaked end, "ember.add: tensor argument 2 was freed")
     assert.are.equal("tensor(<freed>)", tostring(leaked))
+    H.raises(function() return leaked:shape() end, "ember.shape: tensor argument 1 was freed")
+    H.raises(function() return ember.cat({ a, leaked }) end, "ember.cat: tensor argument 2 was freed")
+    H.raises(function() a.grad = leaked end, "must be a tensor or nil, got a freed tensor")
+    H.raises(function() return ember.autodiff.GradManager():attach(leaked) end, "was freed")
+    local p = ember.ones({ 2 })
+    p.grad = ember.tidy(function() return ember.ones({ 2 }) end)
+    local opt = ember.optim.SGD({ p }, { lr = 1 })
+    ember.tidy(function() p.grad = ember.ones({ 2 }) * 5 end)   -- the tidy's own .grad stays
+    opt:step()
+    H.same(p, { -4, -4 })
     H.same(a + 1, { 2, 3 })   -- everything else stays usable
   end)
 

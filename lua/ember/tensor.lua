@@ -464,7 +464,7 @@ return function(ember)
         local c, g = rawget(t, "_c"), is_tensor(v) and rawget(v, "_c")
         if not g then
           errors.raise(("ember.grad: .grad of a tensor of shape {%s} must be a tensor or nil, got %s")
-            :format(table.concat(t:shape(), ","), type(v)))
+            :format(table.concat(t:shape(), ","), is_tensor(v) and "a freed tensor" or type(v)))
         end
         if c ~= nil and (not same_dims(c, g) or C.ember_tensor_dtype(c) ~= C.ember_tensor_dtype(g)
             or C.ember_tensor_device(c) ~= C.ember_tensor_device(g)) then
