@@ -2,9 +2,9 @@
 -- activations between built-in layers, F.linear's product, the losses run in
 -- a tidy: docs/performance.md, "Memory"): CPU µs (os.clock, all threads)
 -- per forward of the MLP recipe's model on a batch of 128 under no_grad, per
--- recorded forward with cross-entropy and backward, and per smooth_l1_loss
--- forward and backward over 1e6 elements, the median of rounds. Prints
--- JSON. Compare two trees by running each in turn, e.g.
+-- recorded forward with cross-entropy and backward, per smooth_l1_loss
+-- forward and backward over 1e6 elements, and per MultiheadAttention(256, 8)
+-- forward and backward on {128, 8, 256}, the median of rounds. Prints JSON. Compare two trees by running each in turn, e.g.
 --   luajit bench/temporaries.lua; (cd ../old && EMBER_LIB=... luajit bench/temporaries.lua)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
@@ -34,10 +34,20 @@ local function smooth_l1(n)
     a.grad = nil
   end
 end
+local mha = nn.MultiheadAttention(256, 8)
+local s = ember.randn({ 128, 8, 256 })
+local gh = ember.autodiff.GradManager():attach(mha:parameters())
+local function attention(n)
+  for _ = 1, n do
+    gh:record()
+    gh:backward(mha(s, s, s):sum())
+  end
+end
 forward(50)
 step(20)
 smooth_l1(5)
-local fw, st, sl = {}, {}, {}
+attention(3)
+local fw, st, sl, at = {}, {}, {}, {}
 for r = 1, rounds do
   local c0 = os.clock()
   forward(200)
@@ -46,7 +56,11 @@ for r = 1, rounds do
   local c2 = os.clock()
   smooth_l1(20)
   local c3 = os.clock()
+  attention(5)
+  local c4 = os.clock()
   fw[r], st[r], sl[r] = (c1 - c0) / 200 * 1e6, (c2 - c1) / 100 * 1e6, (c3 - c2) / 20 * 1e6
+  at[r] = (c4 - c3) / 5 * 1e6
 end
 print(B.json({ bench = "temporaries", rounds = rounds, mlp_forward_us = B.median(fw),
-  mlp_forward_backward_us = B.median(st), smooth_l1_1e6_us = B.median(sl), threads = ember.get_num_threads() }))
+  mlp_forward_backward_us = B.median(st), smooth_l1_1e6_us = B.median(sl), mha_forward_backward_us = B.median(at),
+  threads = ember.get_num_threads() }))

@@ -344,6 +344,40 @@ describe("the library's own temporaries", function()
   end)
 end)
 
+describe("MultiheadAttention", function()
+  it("gives its projections and scores back when forward returns, values and gradients unchanged", function()
+    ember.manual_seed(3)
+    local mha = ember.nn.MultiheadAttention(16, 4)
+    local x = ember.randn({ 32, 2, 16 })   -- scores {2, 4, 32, 32}: 32768 bytes
+    local params = mha:parameters()
+    local gm = GradManager():attach(params)
+    collectgarbage()
+    collectgarbage("stop")
+    local ok, err = pcall(function()
+      local before = ember.memory_stats().bytes_in_use
+      gm:record()
+      local y, w = mha(x, x, x)
+      gm:backward(y:sum())
+      local grads = 0
+      for _, p in ipairs(params) do grads = grads + p:numel() * 4 end
+      -- left: y {32, 2, 16}, the averaged weights {2, 32, 32}, the loss and the .grads
+      local left = ember.memory_stats().bytes_in_use - before - grads - y:numel() * 4 - w:numel() * 4
+      assert.is_true(left >= 0 and left < 1024, "left " .. left)
+    end)
+    collectgarbage("restart")
+    assert(ok, err)
+    -- the same forward with out_proj a module of the user's own that keeps its input
+    local Keep = ember.nn.Module:extend("KeepProj")
+    function Keep:init(lin) self.lin = lin end
+    function Keep:forward(t) self.seen = t; return self.lin(t) end
+    local y1 = mha(x, x, x)
+    mha.out_proj = Keep(mha.out_proj)
+    local y2 = mha(x, x, x)
+    H.same(y2, y1:tolist())
+    assert.are.same({ 32, 2, 16 }, mha.out_proj.seen:shape())   -- still usable
+  end)
+end)
+
 describe("the optimizers composed in Lua", function()
   for _, case in ipairs({ { "RMSprop", { momentum = 0.9, centered = true }, 3 }, { "Adagrad", {}, 1 },
       { "Adamax", {}, 2 }, { "NAdam", {}, 2 } }) do
