@@ -143,6 +143,26 @@ describe("ember.tidy", function()
     H.same(a, { 1, 2 })
   end)
 
+  it("in a sliced step (ember.frame) is the step's: what the host makes between slices stays", function()
+    local a = ember.ones({ 8 })
+    local run = ember.frame.step(function()
+      return ember.tidy(function()
+        local t = a * 2
+        for _ = 1, 5 do t = t + 1 end   -- each add a yield point
+        return t:sum():item()
+      end)
+    end)
+    local host, slices = {}, 0
+    while not run:is_done() do
+      run:resume(0)
+      slices = slices + 1
+      host[#host + 1] = a * slices   -- made by the host between slices
+    end
+    assert.is_true(slices > 2)
+    assert.are.equal(8 * 7, run:results())
+    for i, t in ipairs(host) do H.same(t, { i, i, i, i, i, i, i, i }) end
+  end)
+
   it("raises naming itself for a non-function", function()
     H.raises(function() ember.tidy(42) end, "ember.tidy: expected a function, got 42")
   end)

@@ -75,6 +75,7 @@ return function(ember)
     return prev
   end
   ember._kept = kept
+  function ember._tidy_open() return tidy_list ~= nil end
   local function note_new(t)
     local n = tidy_list.n + 1
     tidy_list.n = n

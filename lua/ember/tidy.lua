@@ -44,11 +44,11 @@ return function(ember)
     end
   end
 
-  local tidy_depth = 0
   -- the library keeps what it stores for later while a tidy runs (a custom
   -- Function's context, an optimizer's state, a module's fields)
+  local tidy_open = ember._tidy_open
   function ember._keep_reachable(x)
-    if tidy_depth > 0 then mark(x, kept, {}, true) end
+    if tidy_open() then mark(x, kept, {}, true) end
   end
 
   local function pack(...) return { n = select("#", ...), ... } end
@@ -57,9 +57,7 @@ return function(ember)
   local function tidy(fn, ...)
     local list = { n = 0 }
     local outer = set_list(list)
-    tidy_depth = tidy_depth + 1
     local res = pack(pcall(fn, ...))
-    tidy_depth = tidy_depth - 1
     set_list(outer)
     local n = list.n
     if n == 0 then
