@@ -3,8 +3,10 @@
 -- (lua/ember/tensor.lua); tidy gives back, as soon as fn returns or raises,
 -- every tensor made inside fn that fn does not return (also inside returned
 -- tables) and that nobody kept. Freeing drops Lua's reference only: memory
--- that C still holds (a view's base, a tensor the autograd tape saved, a
--- .grad) stays where it is. A freed wrapper used later raises naming the op.
+-- that C still holds (a view's base, a tensor the autograd tape saved) stays
+-- where it is; a .grad stays while it is one. A freed wrapper used later
+-- raises naming the op. The open tidy's list lives in tensor.lua (wrap puts
+-- each new wrapper on it); a sliced step (frame.lua) swaps it at each resume.
 return function(ember)
   local errors = require("ember.errors")
   local kept, set_list, grad_owner, tidy_grads = ember._kept, ember._set_tidy_list, ember._grad_owner,
