@@ -6,6 +6,15 @@ local H = require("helpers")
 local ember = H.ember
 local GradManager = ember.autodiff.GradManager
 
+-- runs fn with the GC stopped (only what frees at once gives memory back),
+-- restarting it whatever happens
+local function without_gc(fn)
+  collectgarbage("stop")
+  local ok, err = pcall(fn)
+  collectgarbage("restart")
+  assert(ok, err)
+end
+
 local function in_use()
   collectgarbage()
   return ember.memory_stats().bytes_in_use
@@ -238,15 +247,12 @@ describe("ember.tidy with autodiff", function()
       return loss:item()
     end
     local used = {}
-    collectgarbage("stop")   -- only the tidy gives memory back here
-    local ok, err = pcall(function()
+    without_gc(function()
       for i = 1, 30 do
         ember.tidy(step)
         used[i] = ember.memory_stats().bytes_in_use
       end
     end)
-    collectgarbage("restart")
-    assert(ok, err)
     -- from the second step on: the parameters, their .grad and the momentum buffers
     for i = 2, 30 do assert.are.equal(used[1], used[i]) end
     assert.is_not_nil(params[1].grad)
@@ -327,8 +333,7 @@ describe("the library's own temporaries", function()
     end
     local gm = GradManager():attach(params)
     collectgarbage()
-    collectgarbage("stop")
-    local ok, err = pcall(function()
+    without_gc(function()
       local before = ember.memory_stats().bytes_in_use
       gm:record()
       local y = model(x)
@@ -341,8 +346,6 @@ describe("the library's own temporaries", function()
       H.same(y, by_hand():tolist())
       H.same(x, x:tolist())   -- the input is the caller's: untouched
     end)
-    collectgarbage("restart")
-    assert(ok, err)
     local gw = params[1].grad:tolist()
     for _, p in ipairs(params) do p.grad = nil end
     gm:record()
@@ -372,8 +375,7 @@ describe("MultiheadAttention", function()
     local params = mha:parameters()
     local gm = GradManager():attach(params)
     collectgarbage()
-    collectgarbage("stop")
-    local ok, err = pcall(function()
+    without_gc(function()
       local before = ember.memory_stats().bytes_in_use
       gm:record()
       local y, w = mha(x, x, x)
@@ -384,8 +386,6 @@ describe("MultiheadAttention", function()
       local left = ember.memory_stats().bytes_in_use - before - grads - y:numel() * 4 - w:numel() * 4
       assert.is_true(left >= 0 and left < 1024, "left " .. left)
     end)
-    collectgarbage("restart")
-    assert(ok, err)
     -- the same forward with out_proj a module of the user's own that keeps its input
     local Keep = ember.nn.Module:extend("KeepProj")
     function Keep:init(lin) self.lin = lin end
@@ -406,8 +406,7 @@ describe("the optimizers composed in Lua", function()
       p.grad = ember.randn({ 64, 64 })
       local opt = ember.optim[case[1]]({ p }, case[2])
       collectgarbage()
-      collectgarbage("stop")
-      local ok, err = pcall(function()
+      without_gc(function()
         local before = ember.memory_stats().bytes_in_use
         for _ = 1, 3 do opt:step() end
         -- case[3] state buffers of 64x64 float32 (16384 bytes each), and the
@@ -416,8 +415,6 @@ describe("the optimizers composed in Lua", function()
         local extra = ember.memory_stats().bytes_in_use - before - case[3] * 64 * 64 * 4
         assert.is_true(extra >= 0 and extra < 1024, "extra " .. extra)
       end)
-      collectgarbage("restart")
-      assert(ok, err)
     end)
   end
 end)
