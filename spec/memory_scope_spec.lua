@@ -92,6 +92,10 @@ describe("ember.tidy", function()
     H.same(out.a, { 2, 3 })
     H.same(out.list[1], { 2, 4 })
     H.same(out.list[2].deep.grad, { 3, 4 })
+    -- an object of a class (a distribution) holds its tensors too
+    local d = ember.tidy(function() return ember.distributions.Normal(ember.zeros({ 2 }) + 1, ember.ones({ 2 }) * 2) end)
+    H.same(d:sample():shape() and d.loc, { 1, 1 })
+    H.same(d.scale, { 2, 2 })
   end)
 
   it("nests: what an inner tidy returns is the outer one's, freed unless that one returns it too", function()

@@ -16,9 +16,12 @@ return function(ember)
     error, unpack, getmetatable, rawget, pairs
   local getupvalue = debug.getupvalue
 
-  -- marks every tensor reachable from x through tables (keys and values) and,
-  -- when upvalues is set, through functions' upvalues
-  local function mark(x, into, seen, upvalues)
+  -- marks every tensor reachable from x through tables (keys and values).
+  -- With stored set (what the library keeps for later), the walk stays
+  -- near x: below the top only through plain tables and modules, and through
+  -- the upvalues of x or of a function x holds (a context's backward
+  -- closure), not of functions further down (which would reach the library)
+  local function mark(x, into, seen, stored, depth)
     local tx = type(x)
     if tx == "table" then
       if seen[x] then return end
@@ -27,20 +30,22 @@ return function(ember)
         into[x] = true   -- (its .grad stays while it is one: grad_owner)
         return
       end
-      for k, v in pairs(x) do
-        mark(k, into, seen, upvalues)
-        mark(v, into, seen, upvalues)
+      if stored and depth > 0 then
+        local mt = getmetatable(x)
+        if mt ~= nil and not (type(mt) == "table" and mt.__module) then return end
       end
-      local mt = getmetatable(x)
-      if upvalues and type(mt) == "table" and not mt.__module then mark(mt, into, seen, upvalues) end
-    elseif tx == "function" and upvalues then
+      for k, v in pairs(x) do
+        mark(k, into, seen, stored, depth + 1)
+        mark(v, into, seen, stored, depth + 1)
+      end
+    elseif tx == "function" and stored and depth <= 1 then
       if seen[x] then return end
       seen[x] = true
       local i = 1
       while true do
         local name, v = getupvalue(x, i)
         if name == nil then break end
-        mark(v, into, seen, upvalues)
+        mark(v, into, seen, stored, depth + 1)
         i = i + 1
       end
     end
@@ -50,7 +55,7 @@ return function(ember)
   -- Function's context, an optimizer's state, a module's fields)
   local tidy_open = ember._tidy_open
   function ember._keep_reachable(x)
-    if tidy_open() then mark(x, kept, {}, true) end
+    if tidy_open() then mark(x, kept, {}, true, 0) end
   end
 
   local function pack(...) return { n = select("#", ...), ... } end
@@ -71,7 +76,7 @@ return function(ember)
     -- longer the .grad of a tensor that stays
     local state = {}
     if res[1] then
-      for i = 2, res.n do mark(res[i], state, state, false) end
+      for i = 2, res.n do mark(res[i], state, state, false, 0) end
     end
     for i = 1, n do
       local t = list[i]
