@@ -116,32 +116,46 @@ function M.train_args(args, default_epochs)
 end
 
 -- the training benchmarks' shared parts: one epoch (the batches' making and
--- the optimizer's step as sections of a profile), and test accuracy
-function M.train_epoch(ember, model, loader, gm, opt)
+-- the optimizer's step as sections of a profile), and test accuracy; with
+-- tidy set (the flag "tidy") each step, the batch's making included, runs in
+-- ember.tidy, so its temporaries go back at once instead of at the next GC
+function M.train_epoch(ember, model, loader, gm, opt, tidy)
   local F, section = ember.nn.functional, ember.profile_section
   local function step() opt:step(); opt:zero_grad() end
   local batches = loader:iter()
-  while true do
+  local function train()
     local x, y = section("data", batches)
-    if x == nil then break end
+    if x == nil then return false end
     gm:record()
     gm:backward(F.cross_entropy(model(x), y))
     section("optimizer", step)
+    return true
+  end
+  if tidy then
+    while ember.tidy(train) do end
+  else
+    while train() do end
   end
 end
 
 -- Runs epoch(e), then after(e) if given (untimed: a test), for e =
 -- 1..epochs, under ember.profile when profile is set; returns each epoch's
--- seconds and, profiled, the JSON fields time_*_s: seconds per epoch in
+-- seconds (and the most tensor bytes an epoch had in use above what was live
+-- before it: times.peak_bytes) and, profiled, the JSON fields time_*_s: seconds per epoch in
 -- GEMMs, convolutions, pooling, the other ops (elementwise), the optimizer,
 -- the data and the rest (Lua, autograd)
 function M.run_epochs(ember, epochs, profile, epoch, after)
   local times = {}
   local function all()
+    times.peak_bytes = 0
     for e = 1, epochs do
+      collectgarbage()
+      local base = ember.memory_stats().bytes_in_use
+      ember.reset_peak_memory()
       local t0 = M.now()
       epoch(e)
       times[e] = M.now() - t0
+      times.peak_bytes = math.max(times.peak_bytes, ember.memory_stats().peak_bytes - base)
       if after then ember.profile_section("after", after, e) end
     end
   end
@@ -169,6 +183,7 @@ end
 function M.train_fields(ember, bench, o, times, n)
   local med = M.median(times)
   return { bench = bench, epochs = o.epochs, seconds_per_epoch = med, samples_per_s = n / med,
+    peak_epoch_bytes = times.peak_bytes, tidy = o.tidy or false,
     peak_rss_mb = M.peak_rss_mb(), seed = o.seed, threads = ember.get_num_threads(), deterministic = o.det or false,
     openblas_core = M.blas_core(ember) }
 end

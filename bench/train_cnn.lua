@@ -3,8 +3,9 @@
 -- maxpool 2, linear 1568->10, Adam lr 1e-3, batch 64 (shuffled), one epoch.
 -- Prints JSON: seconds per epoch, samples/s, test accuracy, peak RSS.
 -- PyTorch 1.13 on the 2-core build machine: 11.5 s/epoch, 85.5%, 640 MB.
---   luajit bench/train_cnn.lua [epochs [seed [det] [profile]]]
---   (det: ember.set_deterministic(true); profile: where the time goes, B.run_epochs)
+--   luajit bench/train_cnn.lua [epochs [seed [det] [profile] [tidy]]]
+--   (det: ember.set_deterministic(true); profile: where the time goes, B.run_epochs;
+--   tidy: each step in ember.tidy)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -27,7 +28,7 @@ local gm = ember.autodiff.GradManager():attach(params)
 local loader = ember.data.DataLoader(train, { batch_size = 64, shuffle = true, seed = seed })
 
 local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
-  B.train_epoch(ember, model, loader, gm, opt)
+  B.train_epoch(ember, model, loader, gm, opt, o.tidy)
 end)
 local acc = B.accuracy(ember, model, test, 500)
 print(B.json(B.train_fields(ember, "train_cnn", o, times, #train), { test_accuracy = acc }, breakdown))

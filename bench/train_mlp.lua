@@ -6,7 +6,7 @@
 --   luajit bench/train_mlp.lua [epochs [seed [flags...]]]
 -- flags: det (ember.set_deterministic(true)), blas (every matrix product on
 -- OpenBLAS: ember.set_dnnl_matmul_enabled(false)), profile (where the time
--- goes, B.run_epochs)
+-- goes, B.run_epochs), tidy (each step in ember.tidy)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -27,7 +27,7 @@ local loader = ember.data.DataLoader(train, { batch_size = 128, shuffle = true, 
 
 local acc = {}
 local times, breakdown = B.run_epochs(ember, epochs, o.profile, function()
-  B.train_epoch(ember, model, loader, gm, opt)
+  B.train_epoch(ember, model, loader, gm, opt, o.tidy)
 end, function(e) acc[e] = B.accuracy(ember, model, test, 1000) end)
 print(B.json(B.train_fields(ember, "train_mlp", o, times, #train), {
   test_accuracy_epoch1 = acc[1],

@@ -374,6 +374,7 @@ local VARIADIC = {
   ["Tensor:permute"] = "as ember.permute",
   ["Tensor:to"] = "dtype, device, tensor and an options table (unknown options raise)",
   ["ember.no_grad"] = "the arguments after fn are fn's",
+  ["ember.tidy"] = "the arguments after fn are fn's",
   ["ember.enable_grad"] = "the arguments after fn are fn's",
   ["ember.autodiff.no_grad"] = "the arguments after fn are fn's",
   ["ember.autocast"] = "the arguments after fn are fn's",

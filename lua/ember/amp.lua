@@ -44,6 +44,7 @@ local function cached_cast(t, dt)
   local r = e[dt]
   if not r then
     r = t:to(dt)
+    if r ~= t then ember.keep(r) end   -- an ember.tidy in the autocast scope leaves the cache alone
     e[dt] = r
   end
   return r

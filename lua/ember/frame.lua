@@ -110,7 +110,11 @@ function StepRun:resume(seconds)
   local t0 = clock()
   slicer.deadline, slicer.co, slicer.run, slicer.backward = t0 + seconds, self.co, self, self.backward
   slicer.active = true
+  -- an ember.tidy open in the step is the step's: what the host makes
+  -- between slices is not on its list
+  local host_tidy = ember._set_tidy_list(self.tidy_list)
   local res = pack(co_resume(self.co))
+  self.tidy_list = ember._set_tidy_list(host_tidy)
   slicer.active, slicer.co, slicer.run = false, nil, nil
   self.backward = slicer.backward   -- a backward paused inside the step, if any
   local took = clock() - t0

@@ -51,6 +51,7 @@ require("ember.tensorlib")(ember, core)
 require("ember.random")(ember, core)   -- generators; the random methods' options
 require("ember.indexing")(ember)
 require("ember.profile")(ember)
+require("ember.tidy")(ember)
 for _, name in ipairs({ "autodiff", "amp", "nn", "optim", "frame", "data", "io", "cuda", "distributed", "distributions", "jit", "dtr" }) do
   local ok, mod = pcall(require, "ember." .. name)
   if ok then

@@ -191,6 +191,7 @@ function Optimizer:step(closure)
     loss = ember.enable_grad(closure)
   end
   ember.no_grad(self._update, self)
+  ember._keep_reachable(self.state)   -- state made inside an ember.tidy outlives it
   return loss
 end
 

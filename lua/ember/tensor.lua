@@ -58,6 +58,30 @@ return function(ember)
   local gc_fixed   -- a DTR budget's part: the GC's allowance, whatever the Lua heap's size
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
+  -- ember.tidy (lua/ember/tidy.lua): while one runs, each new wrapper goes on
+  -- its list, so that it can free what its function did not return; kept
+  -- wrappers (ember.keep, and what the library stores: a cached scalar, an
+  -- optimizer's state) are left alone by every tidy, and a .grad while it is
+  -- one (grad_owner[g]: the tensor g was last made the .grad of). A .grad a
+  -- tidy made and spared (tidy_grads) goes on the list of the tidy that
+  -- clears or replaces it (zero_grad in the next step's tidy).
+  local tidy_list = nil
+  local kept = setmetatable({}, { __mode = "k" })
+  local grad_owner = setmetatable({}, { __mode = "kv" })
+  local tidy_grads = setmetatable({}, { __mode = "k" })
+  ember._grad_owner, ember._tidy_grads = grad_owner, tidy_grads
+  function ember._set_tidy_list(l)
+    local prev = tidy_list
+    tidy_list = l
+    return prev
+  end
+  ember._kept = kept
+  function ember._tidy_open() return tidy_list ~= nil end
+  local function note_new(t)
+    local n = tidy_list.n + 1
+    tidy_list.n = n
+    tidy_list[n] = t
+  end
 
   -- gives slot i's reference back to C and the slot to the free list
   local function free_slot(i)
@@ -105,6 +129,7 @@ return function(ember)
       if t == nil then   -- the old wrapper died unswept: a new one takes the slot
         t = setmetatable({ _c = ptrs[slot] }, Tensor)
         handles[slot] = t
+        if tidy_list then note_new(t) end
       end
       return t
     end
@@ -119,6 +144,7 @@ return function(ember)
     handles[slot] = t
     ptrs[slot] = p
     C.ember_tensor_set_lua_slot(p, slot)
+    if tidy_list then note_new(t) end
     gc_pressure()
     if wrap_hook then wrap_hook() end
     return t
@@ -204,6 +230,16 @@ return function(ember)
     if slot ~= 0 and handles[slot] == t then free_slot(slot) end
   end
 
+  -- Whether a trace (ember.jit) or a saved-tensor hook (ember.autodiff.graph)
+  -- watches the wrappers: then the library frees none of its temporaries.
+  function ember._watched() return wrap_hook ~= nil or ember._jit_tracing() end
+  -- Frees t, a temporary the library made that nobody else can see (what C
+  -- holds, such as the tape's saved tensors, keeps its memory), so that it
+  -- goes back to the allocator now rather than at the next GC.
+  function ember._drop(t)
+    if not ember._watched() then Tensor.free(t) end
+  end
+
   ---------------------------------------------------------------- conversions of arguments
   local function dtype_id(op, name)
     if name == nil then return F32 end
@@ -246,6 +282,7 @@ return function(ember)
     if scalar_cache_n < 512 and v == v then   -- NaN cannot be a table key
       scalar_cache[v] = t
       scalar_cache_n = scalar_cache_n + 1
+      kept[t] = true
     else
       keep_alive(t)
     end
@@ -428,7 +465,7 @@ return function(ember)
         local c, g = rawget(t, "_c"), is_tensor(v) and rawget(v, "_c")
         if not g then
           errors.raise(("ember.grad: .grad of a tensor of shape {%s} must be a tensor or nil, got %s")
-            :format(table.concat(t:shape(), ","), type(v)))
+            :format(table.concat(t:shape(), ","), is_tensor(v) and "a freed tensor" or type(v)))
         end
         if c ~= nil and (not same_dims(c, g) or C.ember_tensor_dtype(c) ~= C.ember_tensor_dtype(g)
             or C.ember_tensor_device(c) ~= C.ember_tensor_device(g)) then
@@ -438,6 +475,12 @@ return function(ember)
       end
       local seen = ember._jit_grads   -- a trace notes every .grad set (jit.lua)
       if seen then seen[t] = true end
+      if v ~= nil then grad_owner[v] = t end   -- a .grad outlives any tidy while it is one
+      local old = rawget(t, "_grad")
+      if tidy_list and old ~= nil and old ~= v and tidy_grads[old] then
+        tidy_grads[old] = nil
+        note_new(old)
+      end
       rawset(t, "_grad", v)
     elseif type(k) ~= "string" then
       ember._index_write(t, k, v)   -- x[...] = v (indexing.lua)

@@ -235,6 +235,7 @@ return function(ember, autodiff)
             errors.raise("ember.autodiff.graph.saved_tensors_hooks: the pack hook modified its argument in place ("
               .. name .. ")")
           end
+          ember._keep_reachable(packed)   -- what a pack hook gave outlives an ember.tidy
           st.packed[#st.packed + 1] = { kind = kind, index = i, value = packed, unpack = hooks.unpack,
             setter = setter }
           errors.check(setter(p, i, nil))

@@ -278,7 +278,10 @@ return function(ember, autodiff)
         ctx_store[next_ctx] = nil
         check(made)
       end
-      if made == 0 then ctx_store[next_ctx] = nil else ctx_nodes[next_ctx] = made end
+      if made == 0 then ctx_store[next_ctx] = nil else
+        ctx_nodes[next_ctx] = made
+        ember._keep_reachable(ctx)   -- what backward reads outlives an ember.tidy around the forward
+      end
     end
     return unpack(res, 1, res.n)
   end

@@ -24,6 +24,29 @@ limit; `nil` removes the limit.
 ### `ember.empty_cache()`
 Returns the allocator's cached blocks to the system.
 
+### `ember.tidy(fn, ...)`
+Runs `fn(...)` and returns its results; then every tensor made inside `fn`
+that `fn` does not return (also inside returned tables, and a returned
+tensor's `.grad`) and that nobody kept is freed at once, as with
+`t:free()`, instead of when the garbage collector finds it (TensorFlow.js's
+`tf.tidy`). When `fn` raises, everything it made is freed and the error
+propagates. A tensor `fn` stores elsewhere (an upvalue, a table field) must
+be returned or passed to `ember.keep`: used after the tidy it raises naming
+the op (`tensor argument 1 was freed`). Freeing drops Lua's reference only:
+a view's base, what the autograd tape saved for backward and a `.grad`
+keep their memory, so a tidy inside `gm:record()` leaves backward intact.
+What the library stores for later is kept by itself: an optimizer's state,
+a module's fields, a custom `Function`'s context, the autocast cache; a
+`.grad` stays while it is one, and the tidy that clears or replaces it
+(`opt:zero_grad()` in the next step's tidy) frees it, unless kept. Tidies
+nest: what an inner one returns belongs to the outer one. A training step
+in a tidy keeps its memory steady without the GC; docs/performance.md
+("Memory") has the figures.
+
+### `ember.keep(t)`
+Marks `t` so that no `ember.tidy` frees it (it goes back with the garbage
+collector); returns `t`.
+
 ### `ember.set_num_threads(n)`, `ember.get_num_threads()`
 The threads of ember's kernels (oneDNN's and OpenBLAS's calls each run on
 one of them). By default the policy for hosts and busy machines, `"auto"`,

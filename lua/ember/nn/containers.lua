@@ -1,6 +1,7 @@
 -- ember.nn's containers: Sequential (and the layer pairs it runs as one
 -- fused op), ModuleList, ParameterList, ModuleDict, ParameterDict
 -- (nn/init.lua gathers nn).
+local ember = require("ember")
 local F = require("ember.nn.functional")
 local errors = require("ember.errors")
 local A = require("ember.nn.args")
@@ -98,14 +99,33 @@ local function bn_then_act(m, r)
   local rc = getmetatable(r).__class
   return rc == nn.ReLU and "relu" or rc == nn.ReLU6 and "relu6" or nil
 end
+-- Layers whose forward keeps neither its input nor its output anywhere (the
+-- classes as the library defines them, no forward of the instance's own).
+-- Between two of them the tensor passed on is a temporary nobody else can
+-- see: Sequential frees its wrapper once the next layer has run (what the
+-- tape saved keeps its memory until backward), so it goes back to the
+-- allocator then rather than at the next GC (ember._drop).
+local PASS_THROUGH
+local function keeps_nothing(m)
+  if not PASS_THROUGH then
+    PASS_THROUGH = {}
+    for _, name in ipairs({ "Linear", "ReLU", "Flatten", "Dropout", "Conv2d", "MaxPool2d", "AvgPool2d", "Tanh",
+        "Sigmoid", "GELU" }) do
+      if nn[name] then PASS_THROUGH[nn[name]] = true end
+    end
+  end
+  return PASS_THROUGH[getmetatable(m).__class] == true and rawget(m, "forward") == nil
+end
 function Sequential:forward(x)
   local i, n = 1, #self
+  local temp = false   -- x was made here by a layer that keeps nothing
   while i <= n do
     local m, r = rawget(self, i), rawget(self, i + 1)
     if not is_module(m) then
       errors.raise(("ember.nn.Sequential: entry %d must be a module, got %s"):format(i, A.value_str(m)))
     end
     if not is_module(r) then r = nil end
+    local prev, lib = x, true
     if linear_then_relu(m, r) then
       linear_input(m, x)
       x = F.linear_relu(x, m.weight, m.bias)
@@ -118,8 +138,13 @@ function Sequential:forward(x)
       x = m:_forward(x, bn_then_act(m, r))
       i = i + 2
     else
+      lib = keeps_nothing(m)
       x = m(x)
       i = i + 1
+    end
+    if not rawequal(x, prev) then
+      if temp and lib then ember._drop(prev) end
+      temp = lib
     end
   end
   return x

@@ -74,7 +74,9 @@ function F.linear(x, w, b)
   local y = ember._wrap(out1[0])
   if b ~= nil then
     need_tensor("linear", "bias", b)
-    y = y + b   -- a yield point of a sliced step, as every add
+    local product = y
+    y = product + b   -- a yield point of a sliced step, as every add
+    ember._drop(product)
   else
     ember._slice_point()
   end
@@ -83,7 +85,12 @@ end
 
 -- relu(x w^T + b) as one op: the bias and the ReLU in the product's output pass
 function F.linear_relu(x, w, b)
-  if b == nil or (is_tensor(b) and b:dim() ~= 1) then return F.linear(x, w, b):relu() end
+  if b == nil or (is_tensor(b) and b:dim() ~= 1) then
+    local z = F.linear(x, w, b)
+    local y = z:relu()
+    ember._drop(z)
+    return y
+  end
   if amp._dtype then x, w, b = amp._down(x, w, b) end
   linear_args("linear_relu", x, w)
   need_tensor("linear_relu", "bias", b)

@@ -116,12 +116,19 @@ end
 
 -- LOSSES[i] = {functional name, module name, option spec, fn(op, input, target, o)}
 local LOSSES = {}
+-- A loss runs in the library's own ember.tidy: its temporaries go back when
+-- it returns (what backward needs stays with the tape). Not a tail call: an
+-- error names the loss the user called, not the tidy (errors.lua).
 local function loss(fname, mname, spec, fn)
   LOSSES[#LOSSES + 1] = { fname, mname, spec, fn }
   local op = "ember.nn.functional." .. fname
-  F[fname] = function(input, target, opts)
+  local function run(input, target, opts)
     if amp._dtype then input, target = amp._up(input, target) end
     return fn(op, input, target, options(op, opts, spec))
+  end
+  F[fname] = function(input, target, opts)
+    local l = ember._tidy_own(run, input, target, opts)
+    return l
   end
 end
 
@@ -397,7 +404,8 @@ function L.register(nn)
     function M:forward(input, target)
       local o = {}
       for _, s in ipairs(spec) do o[s[1]] = self[s[1]] end
-      return fn(op, input, target, options(op, o, spec))
+      local l = ember._tidy_own(fn, op, input, target, options(op, o, spec))
+      return l
     end
     function M:extra_repr() return "reduction=" .. self.reduction end
     nn[mname] = M

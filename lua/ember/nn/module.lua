@@ -79,6 +79,7 @@ local function list_newindex(self, k, v)
 end
 
 function instance_newindex(self, k, v)
+  if v ~= nil then ember._keep_reachable(v) end   -- a module's fields outlive an ember.tidy
   if list_kind(self) and (type(k) == "number" or (type(k) == "string" and k:match("^%-?%d+$")))
       and list_newindex(self, k, v) then
     return
@@ -193,6 +194,7 @@ function Module:register_buffer(name, t, persistent)
       :format(self.__name, name, A.value_str(persistent)))
   end
   rawset(self, name, nil)
+  if t ~= nil then ember.keep(t) end
   if not f.kind[name] then f.order[#f.order + 1] = name end
   f.kind[name], f.values[name] = "buffer", t
   f.transient[name] = persistent == false or nil

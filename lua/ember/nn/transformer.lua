@@ -130,7 +130,7 @@ local function mha_class(nn)
 
   -- query (L, N, E), key (S, N, kdim), value (S, N, vdim); (N, L, E) ... with
   -- batch_first; or unbatched (L, E), (S, kdim), (S, vdim)
-  function MHA:forward(q, k, v, ...)
+  local function forward(self, q, k, v, ...)
     local o = arguments(op, { "query", "key", "value" }, MHA_FORWARD, ...)
     k, v = k or q, v or k or q
     local E, H, D = self.embed_dim, self.num_heads, self.head_dim
@@ -228,6 +228,17 @@ local function mha_class(nn)
       if unbatched then weights = weights:squeeze(1) end
     end
     return out, weights
+  end
+  -- The projections, scores and the rest go back when forward returns (the
+  -- library's own ember.tidy; the tape keeps what backward needs), unless
+  -- out_proj is a module of the user's own, which may keep its input.
+  function MHA:forward(q, k, v, ...)
+    local proj = self.out_proj
+    if getmetatable(proj).__class == nn.Linear and rawget(proj, "forward") == nil then
+      local out, weights = ember._tidy_own(forward, self, q, k, v, ...)
+      return out, weights
+    end
+    return forward(self, q, k, v, ...)
   end
 
   function MHA:extra_repr()

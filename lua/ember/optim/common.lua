@@ -9,9 +9,12 @@ local common = {}
 
 -- calls update(group, p, g, state[p]) for every parameter p whose .grad g is
 -- not nil; init(p, group) makes state[p] on p's first step
+-- Each update runs in ember.tidy, so its parameter-sized temporaries go back
+-- to the allocator at once, while still warm, instead of at the next GC (the
+-- state is updated in place; a buffer it gains inside, common.buffer, is kept).
 -- Under ember.jit.trace the group's numbers are the plan's (checked before
 -- each run), a first step (which makes the state) raises, and the step
--- count advances with each run of the plan.
+-- count advances with each run of the plan; the updates run as they are.
 function common.each_param(self, init, update)
   local state = self.state
   local tracing = ember._jit_tracing()
@@ -27,8 +30,12 @@ function common.each_param(self, init, update)
           st = init(p, group)
           state[p] = st
         end
-        if tracing then ember._jit_advance(st) end
-        update(group, p, g, st)
+        if tracing then
+          ember._jit_advance(st)
+          update(group, p, g, st)
+        else
+          ember._tidy_own(update, group, p, g, st)
+        end
       end
     end
   end
@@ -46,7 +53,7 @@ end
 function common.buffer(st, key, p)
   local b = st[key]
   if b == nil then
-    b = ember.zeros_like(p)
+    b = ember.keep(ember.zeros_like(p))
     st[key] = b
   end
   return b

@@ -316,7 +316,9 @@ return function(optim, I)
       fail("LBFGS", "step: a closure that computes the loss and the gradients is required, got %s",
         show(closure))
     end
-    return ember.no_grad(lbfgs_step, self, closure)
+    local loss = ember.no_grad(lbfgs_step, self, closure)
+    ember._keep_reachable(self.state)   -- state made inside an ember.tidy outlives it
+    return loss
   end
 
   ---------------------------------------------------------------- state_dict
