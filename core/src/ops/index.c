@@ -44,6 +44,18 @@ static int index_out_of_range(const char *op, int64_t bad, int64_t base, int dim
 /* a's index k (counted from base) is outside [0, size) */
 #define OUTSIDE(k, base, size) ((uint64_t)((int64_t)(k) - (base)) >= (uint64_t)(size))
 
+/* Fails naming the first index of a 0- or 1-D index outside [0, size). */
+static int check_1d(const char *op, const ember_tensor *idx, int64_t base, int dim, int64_t size)
+{
+    const char *q = ember__ptr(idx);
+    int64_t is = idx->ndim ? idx->strides[0] : 0;
+    bool is64 = idx->dtype == EMBER_INT64;
+    for (int64_t k = 0; k < idx->numel; k++)
+        if (OUTSIDE(INDEX_AT(is64, q, k, is), base, size))
+            return index_out_of_range(op, INDEX_AT(is64, q, k, is), base, dim, size);
+    return EMBER_OK;
+}
+
 /* The smallest of *slot and v, kept by any thread (only on the error path). */
 static void keep_min(int64_t *slot, int64_t v)
 {
@@ -266,9 +278,9 @@ int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs
     g.shape[dim] = x->numel;
     g.x_str[dim] = x->ndim ? x->strides[0] : 0;
     EMBER_TRY(ember__new(a->ndim, g.shape, a->dtype, EMBER_CPU, out));
-    if ((*out)->numel == 0) return EMBER_OK;
     g.out = ember__ptr(*out);
-    int rc = gather_run("index_select", &g);
+    /* with nothing to read, the index is checked on its own */
+    int rc = (*out)->numel == 0 ? check_1d("index_select", x, g.base, dim, g.size) : gather_run("index_select", &g);
     if (rc < 0) {
         ember_tensor_release(*out);
         *out = NULL;
@@ -443,14 +455,7 @@ static int scatter_impl(const char *op, bool per_element, int nd, const int64_t 
     int rc = EMBER_OK;
     *out = NULL;
     EMBER_TRY(check_index(op, idx));
-    if (!per_element) {   /* index_add's 1-D index, checked first: the first bad one fails */
-        const char *q = ember__ptr(idx);
-        int64_t is = idx->ndim ? idx->strides[0] : 0;
-        bool is64 = idx->dtype == EMBER_INT64;
-        for (int64_t k = 0; k < idx->numel; k++)
-            if (OUTSIDE(INDEX_AT(is64, q, k, is), base, shape[dim]))
-                return index_out_of_range(op, INDEX_AT(is64, q, k, is), base, dim, shape[dim]);
-    }
+    if (!per_element) EMBER_TRY(check_1d(op, idx, base, dim, shape[dim]));   /* index_add's, first */
     /* scatter_add's index, walked in the source's order */
     if (per_element) {
         EMBER_CHECK(ember__contiguous_as(idx, idx->dtype, &ix));
@@ -542,13 +547,13 @@ int fwd_index_add(int op, int nin, ember_tensor *const *in, const ember_attrs *a
 }
 
 /* ------------------------------------------------------------------ public entry points */
-/* The index counted from base, as the device kernels take it (from 0): a
-   CPU index goes as it is, with base in the attributes; another device's
-   is shifted first (*shifted holds it, released by the caller). */
-static int device_index(ember_tensor *idx, int64_t *base, ember_tensor **shifted)
+/* The index as the op's device takes it: the CPU kernels read it as it
+   is, with base in the attributes; the device kernels count from 0, so
+   there it is shifted first (*shifted holds it, released by the caller). */
+static int device_index(const ember_tensor *data, ember_tensor *idx, int64_t *base, ember_tensor **shifted)
 {
     *shifted = NULL;
-    if (*base == 0 || idx->storage->device == EMBER_CPU) return EMBER_OK;
+    if (*base == 0 || (idx->storage->device == EMBER_CPU && data->storage->device == EMBER_CPU)) return EMBER_OK;
     ember_tensor *b = NULL;
     EMBER_TRY(ember_scalar((double)*base, idx->dtype, 1, &b));
     int rc = ember_sub(idx, b, shifted);
@@ -561,7 +566,7 @@ static int device_index(ember_tensor *idx, int64_t *base, ember_tensor **shifted
 static int by_index(int op, ember_tensor *a, int dim, ember_tensor *idx, int64_t base, ember_tensor **out)
 {
     ember_tensor *sh = NULL;
-    EMBER_TRY(device_index(idx, &base, &sh));
+    EMBER_TRY(device_index(a, idx, &base, &sh));
     ember_tensor *in[2] = {a, sh ? sh : idx};
     ember_attrs at = {{dim}, {0}};
     at.i[BASE_ATTR] = base;
@@ -640,7 +645,7 @@ static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_te
     EMBER_TRY(scatter_fits(name, op == EMBER_OP_SCATTER_ADD, shape, dim, idx, src));
     if (ndim > BASE_ATTR - 2) return ember__fail(EMBER_ERR_SHAPE, "%s: too many dims", name);
     ember_tensor *sh = NULL;
-    EMBER_TRY(device_index(idx, &base, &sh));
+    EMBER_TRY(device_index(src, idx, &base, &sh));
     ember_tensor *in[2] = {sh ? sh : idx, src};
     ember_attrs at = {{dim, ndim}, {0}};
     for (int d = 0; d < ndim; d++) at.i[2 + d] = shape[d];
