@@ -366,7 +366,7 @@ typedef struct {
         }
 
 #define SCATTER_BLOCK_FN(NAME, I)                                                          \
-    static void NAME(scatter_job *j, int64_t b0, int64_t b1, int64_t c0, int64_t c1) \
+    EMBER_SIMD static void NAME(scatter_job *j, int64_t b0, int64_t b1, int64_t c0, int64_t c1) \
     {                                                                                      \
         const I *q = (const I *)j->xi;                                                     \
         int64_t n = j->n, dds = j->dst_dim_stride;                                         \
