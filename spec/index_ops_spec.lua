@@ -258,6 +258,34 @@ describe("gather along a leading dim, in column tiles", function()
   end)
 end)
 
+describe("gather of one element a row", function()
+  -- the last dim (of size 1) is dropped: the rows become one row
+  it("a label a row, along the last dim and along the first, 2-D and 3-D, strided", function()
+    local a = values(6, 5, "float32")
+    local A = a:tolist()
+    local lab = ember.tensor({ { 2 }, { 5 }, { 1 }, { 5 }, { 3 }, { 4 } }, { dtype = "int64" })
+    local L = lab:tolist()
+    H.same(a:gather(2, lab), { { A[1][2] }, { A[2][5] }, { A[3][1] }, { A[4][5] }, { A[5][3] }, { A[6][4] } })
+    H.same(a:t():gather(1, lab:t()), { { A[1][2], A[2][5], A[3][1], A[4][5], A[5][3], A[6][4] } })
+    H.same(a:gather(1, ember.tensor({ { 6 }, { 1 }, { 3 } }, { dtype = "int32" })), { { A[6][1] }, { A[1][1] }, { A[3][1] } })
+    local b = ember.arange(1, 2 * 3 * 4 + 1, { dtype = "float64" }):reshape({ 2, 3, 4 })
+    local B = b:tolist()
+    local k = ember.tensor({ { { 3 }, { 1 }, { 2 } }, { { 3 }, { 2 }, { 1 } } }, { dtype = "int64" })
+    local K = k:tolist()
+    local O, O2 = b:gather(3, k):tolist(), b:gather(2, k):tolist()
+    for i = 1, 2 do
+      for j = 1, 3 do
+        assert.are.equal(B[i][j][K[i][j][1]], O[i][j][1])
+        assert.are.equal(B[i][K[i][j][1]][1], O2[i][j][1])
+      end
+    end
+    for i = 1, 6 do assert.are.equal(A[i][L[i][1]], a:gather(2, lab)[{ i, 1 }]) end
+    local ok, err = pcall(function() return a:gather(2, ember.tensor({ { 1 }, { 6 } }, { dtype = "int64" })) end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("gather: index 6 out of range for dim 2 of size 5", 1, true), tostring(err))
+  end)
+end)
+
 describe("index_select of strided operands", function()
   it("a transposed 3-D tensor along its middle dim, a strided int32 index", function()
     local a = ember.arange(1, 3 * 4 * 5 + 1, { dtype = "float64" }):reshape({ 5, 4, 3 }):permute({ 3, 2, 1 })   -- 3 x 4 x 5

@@ -72,7 +72,7 @@ typedef struct {
     const char *src, *xi;
     char *out;
     int64_t shape[EMBER_MAX_DIMS], a_str[EMBER_MAX_DIMS], x_str[EMBER_MAX_DIMS];
-    int64_t a_off, x_off, size, base;
+    int64_t a_off, x_off, size, base, sd;   /* sd: a's stride along dim */
     int64_t rows, L, rchunk, W, tiles;
     int64_t bad_row;   /* the first row holding a bad index (INT64_MAX: none) */
     int nd, dim, es;
@@ -142,8 +142,7 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
 {
     gather_job *g = ctx;
     int nd = g->nd, dim = g->dim, es = g->es, xs = g->is64 ? 8 : 4;
-    bool last = dim == nd - 1;
-    int64_t sd = g->a_str[dim], sl = last ? 0 : g->a_str[nd - 1], is = g->x_str[nd - 1];
+    int64_t sd = g->sd, sl = dim == nd - 1 ? 0 : g->a_str[nd - 1], is = g->x_str[nd - 1];
     gather_row_fn row = gather_row_for(es, g->is64);
     for (int64_t t = t0; t < t1; t++) {
         int64_t r0 = t / g->tiles * g->rchunk, r1 = r0 + g->rchunk, c0 = t % g->tiles * g->W, c1 = c0 + g->W;
@@ -191,6 +190,11 @@ static int64_t bad_index_in(const gather_job *g, int64_t r)
    grid by the shape alone, then the first bad index fails naming op. */
 static int gather_run(const char *op, gather_job *g)
 {
+    g->sd = g->a_str[g->dim];
+    /* Rows of one element (a label a row, as cross-entropy picks) drop the
+       last dim: the dim before it is the row, walked in one call. Picking
+       along the dropped dim, dim is then past the last (no row dim picked). */
+    if (g->nd >= 2 && g->shape[g->nd - 1] == 1) g->nd--;
     int nd = g->nd;
     g->L = g->shape[nd - 1];
     g->rows = 1;
@@ -202,7 +206,7 @@ static int gather_run(const char *op, gather_job *g)
        the same slice of a: columns in tiles of 256 bytes or more whose slice
        (size x W) fits in 1 MiB, each tile over the rows that share the slice
        (1.6 times faster than whole rows at 4096 x 1024 along dim 1) */
-    if (g->dim != nd - 1 && g->x_str[nd - 1] != 0 && g->L > 0) {
+    if (g->dim < nd - 1 && g->x_str[nd - 1] != 0 && g->L > 0) {
         int64_t line = 256 / g->es, w = (1 << 20) / (g->size * g->es + 1) / line * line;
         if (w < line) w = line;
         if (w < g->L) {
