@@ -315,30 +315,29 @@ typedef struct {
 
 #define SCATTER_LOOP(I, ADD)                                                               \
     for (int64_t b = b0; b < b1; b++) {                                                    \
-        int64_t db = j->dst_outer[b] - j->base * dds;                                      \
+        int64_t db = j->dst_outer[b] - base * dds;                                         \
         for (int64_t k = 0; k < n; k++) {                                                  \
-            int64_t at = (b * n + k) * j->inner;                                           \
-            const I *pk = q + (j->per_element ? at : k * j->xstride);                      \
+            int64_t at = (b * n + k) * inner;                                              \
+            const I *pk = q + (per ? at : k * j->xstride);                                 \
             for (int64_t c = c0; c < c1; c++) {                                            \
-                int64_t p = j->per_element ? pk[c] : pk[0];                                \
-                if (EMBER_UNLIKELY(OUTSIDE(p, j->base, j->size))) {                        \
-                    keep_min(&j->bad, at + c);                            \
+                int64_t p = per ? pk[c] : pk[0];                                           \
+                if (EMBER_UNLIKELY(OUTSIDE(p, base, size))) {                              \
+                    keep_min(&j->bad, at + c);                                             \
                     return;                                                                \
                 }                                                                          \
-                ADD(db + p * dds + j->dst_inner[c], at + c);                               \
+                ADD(db + p * dds + inner_off[c], at + c);                                  \
             }                                                                              \
         }                                                                                  \
     }
 
 /* d[e] += s[x] for each dtype: integers wrap, the dtypes without a C type
    are computed in double and rounded once per term */
-#define ADD_F32(e, x) ((float *)j->dst)[e] += ((const float *)j->src)[x]
-#define ADD_F64(e, x) ((double *)j->dst)[e] += ((const double *)j->src)[x]
-#define ADD_I64(e, x) ((int64_t *)j->dst)[e] = (int64_t)((uint64_t)((int64_t *)j->dst)[e] + (uint64_t)((const int64_t *)j->src)[x])
-#define ADD_I32(e, x) ((int32_t *)j->dst)[e] = (int32_t)((uint32_t)((int32_t *)j->dst)[e] + (uint32_t)((const int32_t *)j->src)[x])
+#define ADD_F32(e, x) ((float *)dst)[e] += ((const float *)src)[x]
+#define ADD_F64(e, x) ((double *)dst)[e] += ((const double *)src)[x]
+#define ADD_I64(e, x) ((int64_t *)dst)[e] = (int64_t)((uint64_t)((int64_t *)dst)[e] + (uint64_t)((const int64_t *)src)[x])
+#define ADD_I32(e, x) ((int32_t *)dst)[e] = (int32_t)((uint32_t)((int32_t *)dst)[e] + (uint32_t)((const int32_t *)src)[x])
 #define ADD_ANY(e, x)                                                                      \
-    ember__store(j->dst + (e) * j->es, j->dt,                                              \
-                 ember__load(j->dst + (e) * j->es, j->dt) + ember__load(j->src + (x) * j->es, j->dt))
+    ember__store(dst + (e) * j->es, j->dt, ember__load(dst + (e) * j->es, j->dt) + ember__load(src + (x) * j->es, j->dt))
 
 /* scatter_add along the innermost dim: rows of n indices, each checked in
    a first pass, then added */
@@ -373,7 +372,11 @@ typedef struct {
     EMBER_SIMD static void NAME(scatter_job *j, int64_t b0, int64_t b1, int64_t c0, int64_t c1) \
     {                                                                                      \
         const I *q = (const I *)j->xi;                                                     \
-        int64_t n = j->n, dds = j->dst_dim_stride;                                         \
+        char *dst = j->dst;                                                                \
+        const char *src = j->src;                                                          \
+        const int64_t *inner_off = j->dst_inner;                                           \
+        int64_t n = j->n, dds = j->dst_dim_stride, inner = j->inner, base = j->base, size = j->size; \
+        bool per = j->per_element;                                                         \
         bool floats = j->dt == EMBER_FLOAT32 || j->dt == EMBER_FLOAT64;                    \
         if (floats && j->per_element && j->inner == 1) {                                   \
             if (j->dt == EMBER_FLOAT32) {                                                  \
