@@ -182,6 +182,9 @@ describe("the indexing kernels on threads", function()
         ember.zeros({ 40, 1024 }):scatter_add(1, idx:narrow(1, 1, 200), src:narrow(1, 1, 200)),
         a:gather(1, ember.randint(1, 4097, { 300, 200 }, { dtype = "int64" })),
         ember.zeros({ 8, 200 }):index_add(1, rows, ember.randn({ 4000, 200 })),
+        -- columns in tiles, split across threads
+        ember.zeros({ 5000, 100 }):scatter_add(1, ember.randint(1, 5, { 3000, 100 }, { dtype = "int64" }) * 1000,
+          ember.randn({ 3000, 100 })),
       }
       ember.set_num_threads(threads)
       return out
@@ -351,6 +354,42 @@ describe("scatter_add's paths", function()
         H.same(base:scatter_add(case.dim, idx, src), scatter_ref(case.shape, case.dim, I, src:tolist(), case.dims))
       end)
     end
+  end
+
+  -- a result of 5000 float64s along dim: its columns go in tiles of 32, each
+  -- zeroed by the block that adds into it; the last-dim path of the
+  -- transposed problem, with no tiles, must give the same bits
+  for _, case in ipairs({
+    { name = "over the outer dims", dims = { 8, 3, 40 }, shape = { 8, 5000, 40 }, dim = 2 },
+    { name = "over the columns", dims = { 3, 100 }, shape = { 5000, 100 }, dim = 1 },
+  }) do
+    it("in column tiles " .. case.name .. ", as the transposed problem", function()
+      ember.manual_seed(12)
+      local src = ember.randn(case.dims, { dtype = "float64" })
+      local idx = ember.randint(1, 11, case.dims, { dtype = "int64" }) * 500   -- repeats
+      local out = ember.zeros(case.shape, { dtype = "float64" }):scatter_add(case.dim, idx, src)
+      local nd = #case.dims
+      local tshape = {}
+      for d = 1, nd do tshape[d] = case.shape[d] end
+      tshape[case.dim], tshape[nd] = tshape[nd], tshape[case.dim]
+      local other = ember.zeros(tshape, { dtype = "float64" })
+        :scatter_add(nd, idx:transpose(case.dim, nd), src:transpose(case.dim, nd)):transpose(case.dim, nd)
+      assert.is_true(ember.equal(out, other))
+      -- Lua's sums, in the source's order, at every place written
+      local S, I, acc, at = src:reshape({ -1 }):tolist(), idx:reshape({ -1 }):tolist(), {}, {}
+      local inner = nd == 3 and case.dims[3] or case.dims[2]
+      local n = case.dims[case.dim]
+      for e = 1, #S do
+        local c, rest = (e - 1) % inner, math.floor((e - 1) / inner)
+        local b = math.floor(rest / n)
+        local key = (b * case.shape[case.dim] + I[e] - 1) * inner + c + 1
+        acc[key] = (acc[key] or 0) + S[e]
+        at[#at + 1] = key
+      end
+      local flat = out:reshape({ -1 })
+      for _, key in ipairs(at) do assert.are.equal(acc[key], flat[{ key }]) end
+      assert.is_true(out:ne(0):sum():item() <= #S)
+    end)
   end
 
   it("names the first bad index in the source's order", function()

@@ -308,9 +308,10 @@ typedef struct {
     const int64_t *dst_outer, *dst_inner;
     int64_t outer, n, inner, dst_dim_stride, xstride, size, base;
     int64_t bad;    /* the first bad position in the index (INT64_MAX: none) */
-    int64_t slab;   /* bytes of the result each b zeroes first (0: zeroed before) */
+    int64_t W;      /* columns (of inner) a tile: the result's slice size x W in cache */
     int dt, es;
     bool per_element, is64;
+    bool zero_here;   /* the blocks zero their parts of the result (zero_part) */
 } scatter_job;
 
 #define SCATTER_LOOP(I, ADD)                                                               \
@@ -422,21 +423,40 @@ static void scatter_block(scatter_job *j, int64_t b0, int64_t b1, int64_t c0, in
         scatter_block_32(j, b0, b1, c0, c1);
 }
 
-/* Over b: where the source's outer coordinates cover the result, block b
-   owns the result's slab at dst_outer[b] and zeroes it just before adding
-   (in cache then, with no pass of its own). */
+/* Where the source covers the result off dim, the block that adds into a
+   part of the result zeroes it just before (in cache then, with no pass of
+   its own): the places (b, 0..size, c0..c1), contiguous from c0 to c1. */
+static void zero_part(const scatter_job *j, int64_t b, int64_t c0, int64_t c1)
+{
+    char *d = j->dst + (j->dst_outer[b] + c0) * j->es;
+    if (c0 == 0 && c1 == j->inner) {
+        memset(d, 0, (size_t)(j->size * j->inner * j->es));
+        return;
+    }
+    for (int64_t p = 0; p < j->size; p++) memset(d + p * j->dst_dim_stride * j->es, 0, (size_t)((c1 - c0) * j->es));
+}
+
+/* blocks of b, each in column tiles */
 static void scatter_over_outer(void *ctx, int64_t b0, int64_t b1)
 {
     scatter_job *j = ctx;
-    if (j->slab)
-        for (int64_t b = b0; b < b1; b++) memset(j->dst + j->dst_outer[b] * j->es, 0, (size_t)j->slab);
-    scatter_block(j, b0, b1, 0, j->inner);
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t c = 0; c < j->inner; c += j->W) {
+            int64_t c1 = c + j->W < j->inner ? c + j->W : j->inner;
+            if (j->zero_here) zero_part(j, b, c, c1);
+            scatter_block(j, b, b + 1, c, c1);
+        }
 }
 
+/* column tiles, each over every b */
 static void scatter_over_inner(void *ctx, int64_t c0, int64_t c1)
 {
     scatter_job *j = ctx;
-    scatter_block(j, 0, j->outer, c0, c1);
+    for (int64_t c = c0; c < c1; c += j->W) {
+        int64_t e = c + j->W < c1 ? c + j->W : c1;
+        for (int64_t b = 0; j->zero_here && b < j->outer; b++) zero_part(j, b, c, e);
+        scatter_block(j, 0, j->outer, c, e);
+    }
 }
 
 /* zeroes bytes [64 c0, 64 c1) of a result (all-zero bits are 0 in every dtype) */
@@ -500,16 +520,22 @@ static int scatter_impl(const char *op, bool per_element, int nd, const int64_t 
         }
         scatter_job j = {ember__ptr(ix), ember__ptr(s), ember__ptr(*out), offs, offs + outer, outer,
                          s->shape[dim], inner, rstr[dim], ix->ndim ? ix->strides[0] : 0, shape[dim], base,
-                         INT64_MAX, 0, src->dtype, ember_dtype_size(src->dtype), per_element,
-                         ix->dtype == EMBER_INT64};
+                         INT64_MAX, inner, src->dtype, ember_dtype_size(src->dtype), per_element,
+                         ix->dtype == EMBER_INT64, false};
+        /* scatter_add's places along dim differ column by column: as a
+           gather's, its columns go in tiles whose slice of the result fits
+           in 1 MiB */
+        if (per_element) {
+            int64_t line = 256 / j.es, w = (1 << 20) / (shape[dim] * j.es + 1) / line * line;
+            j.W = w > line ? w : line;
+        }
         int64_t per_b = s->shape[dim] * inner, grain = EMBER_PARALLEL_GRAIN / 4;
         int threads = ember__job_threads(s->numel);
         bool over_outer = outer >= 4 * threads || inner < 64, covers = s->numel > 0;
         for (int d = 0; d < nd; d++)
             if (d != dim && s->shape[d] != shape[d]) covers = false;
-        if (over_outer && covers) {
-            j.slab = rstr[dim] * shape[dim] * j.es;
-        } else {
+        j.zero_here = covers;
+        if (!covers) {
             zero_job z = {ember__ptr(*out), (*out)->numel * j.es};
             ember__parallel_for((z.n + 63) / 64, EMBER_PARALLEL_GRAIN / 16, zero_lines, &z);
         }
