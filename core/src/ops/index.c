@@ -369,6 +369,15 @@ typedef struct {
             for (int64_t c = c0; c < c1; c++) d[c] += x[c];                                \
         }
 
+/* LOOP(T, I) with T float or double, by the job's dtype, then return */
+#define BY_FLOAT_TYPE(LOOP, I)                                                             \
+    if (j->dt == EMBER_FLOAT32) {                                                          \
+        LOOP(float, I)                                                                     \
+    } else {                                                                               \
+        LOOP(double, I)                                                                    \
+    }                                                                                      \
+    return;
+
 #define SCATTER_BLOCK_FN(NAME, I)                                                          \
     EMBER_SIMD static void NAME(scatter_job *j, int64_t b0, int64_t b1, int64_t c0, int64_t c1) \
     {                                                                                      \
@@ -379,21 +388,11 @@ typedef struct {
         int64_t n = j->n, dds = j->dst_dim_stride, inner = j->inner, base = j->base, size = j->size; \
         bool per = j->per_element;                                                         \
         bool floats = j->dt == EMBER_FLOAT32 || j->dt == EMBER_FLOAT64;                    \
-        if (floats && j->per_element && j->inner == 1) {                                   \
-            if (j->dt == EMBER_FLOAT32) {                                                  \
-                LAST_DIM_LOOP(float, I)                                                    \
-            } else {                                                                       \
-                LAST_DIM_LOOP(double, I)                                                   \
-            }                                                                              \
-            return;                                                                        \
+        if (floats && per && inner == 1) {                                                 \
+            BY_FLOAT_TYPE(LAST_DIM_LOOP, I)                                                \
         }                                                                                  \
-        if (floats && !j->per_element) {                                                   \
-            if (j->dt == EMBER_FLOAT32) {                                                  \
-                ROWS_LOOP(float, I)                                                        \
-            } else {                                                                       \
-                ROWS_LOOP(double, I)                                                       \
-            }                                                                              \
-            return;                                                                        \
+        if (floats && !per) {                                                              \
+            BY_FLOAT_TYPE(ROWS_LOOP, I)                                                    \
         }                                                                                  \
         switch (j->dt) {                                                                   \
         case EMBER_FLOAT32: SCATTER_LOOP(I, ADD_F32) break;                                \
@@ -406,6 +405,7 @@ typedef struct {
 SCATTER_BLOCK_FN(scatter_block_64, int64_t)
 SCATTER_BLOCK_FN(scatter_block_32, int32_t)
 #undef SCATTER_BLOCK_FN
+#undef BY_FLOAT_TYPE
 #undef SCATTER_LOOP
 #undef LAST_DIM_LOOP
 #undef ROWS_LOOP
