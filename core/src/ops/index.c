@@ -205,7 +205,8 @@ static int gather_run(const char *op, gather_job *g)
     /* picking along a leading dim with an index per element, every row reads
        the same slice of a: columns in tiles of 256 bytes or more whose slice
        (size x W) fits in 1 MiB, each tile over the rows that share the slice
-       (1.6 times faster than whole rows at 4096 x 1024 along dim 1) */
+       (at 4096 x 1024 along dim 1, one thread: 13.5-14.5 ms under any load,
+       where whole rows took 6 to 23 ms by the neighbours' load) */
     if (g->dim < nd - 1 && g->x_str[nd - 1] != 0 && g->L > 0) {
         int64_t line = 256 / g->es, w = (1 << 20) / (g->size * g->es + 1) / line * line;
         if (w < line) w = line;
