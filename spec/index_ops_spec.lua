@@ -302,6 +302,16 @@ describe("index_select of strided operands", function()
     end
   end)
 
+  it("names the first bad index, once for every row", function()
+    for dim = 1, 2 do
+      local ok, err = pcall(function()
+        return values(3, 4, "float32"):index_select(dim, ember.tensor({ 2, 9, 0 }, { dtype = "int32" }))
+      end)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("index_select: index 9 out of range for dim " .. dim, 1, true), tostring(err))
+    end
+  end)
+
   it("checks the index even when the result is empty", function()
     local ok, err = pcall(function() return ember.zeros({ 3, 0 }):index_select(1, ember.tensor({ 2, 4 }, { dtype = "int64" })) end)
     assert.is_false(ok)

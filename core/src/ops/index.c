@@ -77,25 +77,24 @@ typedef struct {
     int64_t bad_row;   /* the first row holding a bad index (INT64_MAX: none) */
     int nd, dim, es;
     bool is64;
+    bool checked;   /* the indices are known to be in range (index_select's, checked once) */
 } gather_job;
 
 /* One row's n elements: dst[j] = src[o + k_j sd + j sl], k_j = q[j is] -
    base (sl is 0 when the indices pick within a's row). False, with nothing
-   read from a, when an index is out of range. */
+   read from a, when an index is out of range (unless checked before). */
 #define GATHER_ROW_FN(NAME, T, I)                                                          \
     EMBER_SIMD static bool NAME(char *dstv, const char *srcv, const char *qv, int64_t n, int64_t is,      \
-                     int64_t sd, int64_t sl, int64_t ao, int64_t size, int64_t base)           \
+                     int64_t sd, int64_t sl, int64_t ao, int64_t size, int64_t base, bool checked) \
     {                                                                                      \
         T *restrict dst = (T *)dstv;                                                       \
         const T *restrict src = (const T *)srcv;                                           \
         const I *restrict q = (const I *)qv;                                               \
         uint64_t bad = 0;                                                                  \
-        if (is == 1)                                                                       \
+        if (!checked && is == 1)                                                           \
             for (int64_t j = 0; j < n; j++) bad |= OUTSIDE(q[j], base, size);              \
-        else if (is == 0)                                                                  \
-            bad = OUTSIDE(q[0], base, size);                                               \
-        else                                                                               \
-            for (int64_t j = 0; j < n; j++) bad |= OUTSIDE(q[j * is], base, size);         \
+        else if (!checked)                                                                 \
+            for (int64_t j = 0; j < (is ? n : 1); j++) bad |= OUTSIDE(q[j * is], base, size); \
         if (bad) return false;                                                             \
         int64_t o = ao - base * sd;                                                        \
         if (is == 0) {                                                                     \
@@ -125,7 +124,7 @@ GATHER_ROW_FN(gather_row_1_32, uint8_t, int32_t)
 #undef GATHER_ROW_FN
 
 typedef bool (*gather_row_fn)(char *, const char *, const char *, int64_t, int64_t, int64_t, int64_t, int64_t,
-                              int64_t, int64_t);
+                              int64_t, int64_t, bool);
 
 static gather_row_fn gather_row_for(int es, bool is64)
 {
@@ -160,7 +159,7 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
                 xo += ix[d] * g->x_str[d];
             }
             if (!row(g->out + (r * g->L + c0) * es, g->src, g->xi + xo * xs, c1 - c0, is, sd, sl, ao, g->size,
-                     g->base)) {
+                     g->base, g->checked)) {
                 keep_min(&g->bad_row, r);
                 break;
             }
@@ -284,8 +283,10 @@ int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs
     g.x_str[dim] = x->ndim ? x->strides[0] : 0;
     EMBER_TRY(ember__new(a->ndim, g.shape, a->dtype, EMBER_CPU, out));
     g.out = ember__ptr(*out);
-    /* with nothing to read, the index is checked on its own */
-    int rc = (*out)->numel == 0 ? check_1d("index_select", x, g.base, dim, g.size) : gather_run("index_select", &g);
+    /* the 1-D index is checked once, not once a row */
+    int rc = check_1d("index_select", x, g.base, dim, g.size);
+    g.checked = true;
+    if (rc == EMBER_OK && (*out)->numel > 0) rc = gather_run("index_select", &g);
     if (rc < 0) {
         ember_tensor_release(*out);
         *out = NULL;
