@@ -545,6 +545,15 @@ EMBER_API int ember_scatter_add(int ndim, const int64_t *shape, int dim, ember_t
                                 ember_tensor *src, ember_tensor **out);
 EMBER_API int ember_index_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx,
                               ember_tensor *src, ember_tensor **out);
+/* The same four with the indices counted from base (Lua's are 1-based: base
+   1 reads them as they are, with no shifted copy) */
+EMBER_API int ember_index_select_base(ember_tensor *a, int dim, ember_tensor *idx, int64_t base,
+                                      ember_tensor **out);
+EMBER_API int ember_gather_base(ember_tensor *a, int dim, ember_tensor *idx, int64_t base, ember_tensor **out);
+EMBER_API int ember_scatter_add_base(int ndim, const int64_t *shape, int dim, ember_tensor *idx, int64_t base,
+                                     ember_tensor *src, ember_tensor **out);
+EMBER_API int ember_index_add_base(int ndim, const int64_t *shape, int dim, ember_tensor *idx, int64_t base,
+                                   ember_tensor *src, ember_tensor **out);
 EMBER_API int ember_cat(int n, ember_tensor *const *ts, int dim, ember_tensor **out);
 EMBER_API int ember_stack(int n, ember_tensor *const *ts, int dim, ember_tensor **out);
 /* Sums a (broadcast) tensor back down to `shape` (the adjoint of expand). */

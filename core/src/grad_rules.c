@@ -531,33 +531,37 @@ RULE(as_strided_scatter)
     if (NEED(1) && OK(s)) give(s, &gi[1], keep(s, ember__as_strided(g, at, &o), &o));
 }
 
+/* the indexing ops count their indices from this base (0 or 1) */
+#define BASE at->i[EMBER_INDEX_BASE_ATTR]
+
 RULE(index_select)
 {
     RULE_LOCALS;
     ember_tensor *o = NULL;
-    if (OK(s)) give(s, &gi[0], keep(s, ember_index_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
+    if (OK(s)) give(s, &gi[0], keep(s, ember_index_add_base(nd, in, (int)at->i[0], IN(1), BASE, g, &o), &o));
 }
 
 RULE(gather)
 {
     RULE_LOCALS;
     ember_tensor *o = NULL;
-    if (OK(s)) give(s, &gi[0], keep(s, ember_scatter_add(nd, in, (int)at->i[0], IN(1), g, &o), &o));
+    if (OK(s)) give(s, &gi[0], keep(s, ember_scatter_add_base(nd, in, (int)at->i[0], IN(1), BASE, g, &o), &o));
 }
 
 RULE(scatter_add)
 {
     RULE_LOCALS;
     ember_tensor *o = NULL;
-    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_gather(g, (int)at->i[0], IN(0), &o), &o));
+    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_gather_base(g, (int)at->i[0], IN(0), BASE, &o), &o));
 }
 
 RULE(index_add)
 {
     RULE_LOCALS;
     ember_tensor *o = NULL;
-    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select(g, (int)at->i[0], IN(0), &o), &o));
+    if (OK(s) && NEED(1)) give(s, &gi[1], keep(s, ember_index_select_base(g, (int)at->i[0], IN(0), BASE, &o), &o));
 }
+#undef BASE
 
 /* slices of g, one per input, handed straight to the engine: a list may be
    longer than the arena */

@@ -9,7 +9,7 @@ return function(ember, H)
   local C = ember._C
   local Tensor, check, fail, wrap, ptr, tensor_arg = H.Tensor, H.check, H.fail, H.wrap, H.ptr, H.tensor_arg
   local shape_arg, dim0, dtype_id, device_id, is_tensor, out1 = H.shape_arg, H.dim0, H.dtype_id, H.device_id, H.is_tensor, H.out1
-  local out2, keep_alive, DTYPES, I32, I64 = H.out2, H.keep_alive, H.DTYPES, H.I32, H.I64
+  local out2, DTYPES, I32, I64 = H.out2, H.DTYPES, H.I32, H.I64
   local ffi_new = ffi.new
   local floor, huge = math.floor, math.huge
   local amp = require("ember.amp")   -- autocast: amp._dtype is set inside a scope
@@ -454,26 +454,28 @@ return function(ember, H)
     return wrap(out1[0])
   end
 
-  -- index tensors are 1-based int64/int32 in Lua and 0-based in C
+  -- index tensors are 1-based int64/int32 in Lua; C reads them as they are
+  -- (the _base entry points, base 1)
   local function index_arg(op, idx)
     if not is_tensor(idx) then fail(op, "expected an index tensor, got " .. type(idx)) end
-    local dt = C.ember_tensor_dtype(tensor_arg(op, idx, 2))
+    local c = tensor_arg(op, idx, 2)
+    local dt = C.ember_tensor_dtype(c)
     if dt ~= I64 and dt ~= I32 then
       fail(op, "index tensor must be int64 or int32, got " .. DTYPES[dt + 1])
     end
-    return keep_alive(idx - 1)._c
+    return c
   end
   -- t:index_select(d, idx) and t:gather(d, idx): (a, dim, 1-based index) -> C
   local function by_index(op, fname)
     return function(a, d, idx)
       local c = tensor_arg(op, a, 1)
       local d0 = dim0(op, d, C.ember_tensor_ndim(c))
-      check(C[fname](c, d0, index_arg(op, idx), out1))
+      check(C[fname](c, d0, index_arg(op, idx), 1, out1))
       return wrap(out1[0])
     end
   end
-  Tensor.index_select = by_index("index_select", "ember_index_select")
-  Tensor.gather = by_index("gather", "ember_gather")
+  Tensor.index_select = by_index("index_select", "ember_index_select_base")
+  Tensor.gather = by_index("gather", "ember_gather_base")
   -- a with src's slices added at the (1-based) indices idx along dim d:
   -- a[..., idx[i], ...] += src[..., i, ...] (PyTorch's index_add)
   local index_shape = ffi_new("int64_t[8]")
@@ -484,7 +486,7 @@ return function(ember, H)
     local s = C.ember_tensor_shape(c)
     for i = 0, nd - 1 do index_shape[i] = s[i] end
     local sc = tensor_arg(op, src, 4)
-    check(C.ember_index_add(nd, index_shape, d0, index_arg(op, idx), sc, out1))
+    check(C.ember_index_add_base(nd, index_shape, d0, index_arg(op, idx), 1, sc, out1))
     return wrap(out1[0])
   end
   function Tensor.index_add(a, d, idx, src) return a + index_added("index_add", a, d, idx, src) end

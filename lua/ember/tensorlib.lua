@@ -11,7 +11,7 @@ local ffi = require("ffi")
 return function(ember, H)
   local C = ember._C
   local Tensor, check, fail, wrap, tensor_arg = H.Tensor, H.check, H.fail, H.wrap, H.tensor_arg
-  local dim0, is_tensor, out1, out2, keep_alive = H.dim0, H.is_tensor, H.out1, H.out2, H.keep_alive
+  local dim0, is_tensor, out1, out2 = H.dim0, H.is_tensor, H.out1, H.out2
   local DTYPES, I32, I64 = H.DTYPES, H.I32, H.I64
   local errors = require("ember.errors")
   local floor, huge = math.floor, math.huge
@@ -53,7 +53,6 @@ return function(ember, H)
   end
   -- a 1-based (or negative) dim as a positive 1-based one
   local function pdim(op, d, nd) return dim0(op, d, nd) + 1 end
-  local function idx0(t) return keep_alive(t - 1)._c end   -- a 1-based index tensor for C
   local function like_opts(t, dtype) return { dtype = dtype or t.dtype, device = t.device } end
   local function arange_on(n, t) return ember.arange(n, { dtype = "int64", device = t.device }) end
 
@@ -63,7 +62,7 @@ return function(ember, H)
     tensor_arg = tensor_arg, dim0 = dim0, is_tensor = is_tensor, out1 = out1, out2 = out2,
     errors = errors, floor = floor, huge = huge, unpack = unpack, sh = sh, is_int = is_int,
     is_float = is_float, def = def, options = options, need_tensor = need_tensor,
-    need_bool = need_bool, need_int = need_int, pdim = pdim, idx0 = idx0, like_opts = like_opts,
+    need_bool = need_bool, need_int = need_int, pdim = pdim, like_opts = like_opts,
     arange_on = arange_on }
   for _, part in ipairs({ "scans", "logic", "shape", "products" }) do
     require("ember.tensorlib." .. part)(ember, L)

@@ -39,6 +39,9 @@ enum {
 /* Op attributes, stored by value in autograd nodes. The layout per op is
    written beside each forward. */
 #define EMBER_MAX_ATTRS 18
+/* gather, index_select, scatter_add and index_add: the base their indices
+   count from (0, or 1 for Lua's) */
+#define EMBER_INDEX_BASE_ATTR (EMBER_MAX_ATTRS - 1)
 typedef struct ember_attrs {
     int64_t i[EMBER_MAX_ATTRS];
     double f[2];

@@ -10,7 +10,7 @@ return function(ember, L)
   local C, Tensor, check, fail, wrap = L.C, L.Tensor, L.check, L.fail, L.wrap
   local tensor_arg, is_tensor, out1, errors = L.tensor_arg, L.is_tensor, L.out1, L.errors
   local unpack, sh, def, options, need_tensor = L.unpack, L.sh, L.def, L.options, L.need_tensor
-  local need_bool, need_int, pdim, idx0 = L.need_bool, L.need_int, L.pdim, L.idx0
+  local need_bool, need_int, pdim = L.need_bool, L.need_int, L.pdim
   local like_opts, arange_on, bool_of, is_int = L.like_opts, L.arange_on, L.bool_of, L.is_int
   ---------------------------------------------------------------- splitting and arranging
   -- `chunks` pieces of ceil(n / chunks) along dim (the last may be smaller, and
@@ -368,12 +368,12 @@ return function(ember, L)
     return r
   end, true)
   local index_shape = ffi.new("int64_t[8]")
-  -- src added into zeros of t's shape at index along dim (C's scatter_add)
+  -- src added into zeros of t's shape at the 1-based index along dim (C's scatter_add)
   local function scattered(op, t, d0, index, src)
     local nd = t:dim()
     local s = t:shape()
     for i = 1, nd do index_shape[i - 1] = s[i] end
-    check(C.ember_scatter_add(nd, index_shape, d0, idx0(index), tensor_arg(op, src, 4), out1))
+    check(C.ember_scatter_add_base(nd, index_shape, d0, index._c, 1, tensor_arg(op, src, 4), out1))
     return wrap(out1[0])
   end
   local function index_checks(op, t, dim, index)
