@@ -76,9 +76,15 @@ template <class T> EMBER_HD void avg_pool_at(const pool_args &a, const char *x, 
     const plane_pos at_o = position_of(o, p.Ho, p.Wo);
     const char *xp = x + at_o.plane * p.H * p.W * a.es;
     pool_window r = window_of(p, at_o.row, at_o.col);
+    /* the CPU's order (pool_window.c): each window row summed from its first
+       value, then the rows' sums added from the first row's */
     T sum = 0;
-    for (int64_t h = r.h0; h < r.h1; h++)
-        for (int64_t w = r.w0; w < r.w1; w++) sum += load<T>(xp + (h * p.W + w) * a.es, a.dt);
+    for (int64_t h = r.h0; h < r.h1; h++) {
+        const char *row = xp + h * p.W * a.es;
+        T rs = r.w0 < r.w1 ? load<T>(row + r.w0 * a.es, a.dt) : (T)0;
+        for (int64_t w = r.w0 + 1; w < r.w1; w++) rs += load<T>(row + w * a.es, a.dt);
+        sum = h == r.h0 ? rs : sum + rs;
+    }
     store<T>(y + o * a.es, a.dt, sum * avg_scale<T>(p));
 }
 
@@ -93,8 +99,9 @@ EMBER_HD void covering(int64_t i, int64_t k, int64_t s, int64_t pd, int64_t n_ou
 }
 
 /* avg_pool2d_backward's input element i (flat over N, C, H, W): the sum of
-   g / (kh kw) over the windows that cover it, in the CPU's order (windows in
-   row-major order, each g times 1 / (kh kw) rounded first), so the same value */
+   g / (kh kw) over the windows that cover it, in the CPU's order (each g
+   times 1 / (kh kw) rounded first, a window row's terms added first, then
+   the rows in order), so the same value */
 template <class T> EMBER_HD void avg_pool_backward_at(const pool_args &a, const char *g, char *gx, int64_t i)
 {
     const ember__pool_geom &p = a.p;
@@ -105,8 +112,11 @@ template <class T> EMBER_HD void avg_pool_backward_at(const pool_args &a, const 
     covering(at_i.row, p.kh, p.sh, p.ph, p.Ho, &oh0, &oh1);
     covering(at_i.col, p.kw, p.sw, p.pw, p.Wo, &ow0, &ow1);
     T sum = 0;
-    for (int64_t oh = oh0; oh < oh1; oh++)
-        for (int64_t ow = ow0; ow < ow1; ow++) sum += load<T>(gp + (oh * p.Wo + ow) * a.es, a.dt) * scale;
+    for (int64_t oh = oh0; oh < oh1; oh++) {
+        T row = 0;   /* the CPU spreads a window row's terms along the row first */
+        for (int64_t ow = ow0; ow < ow1; ow++) row += load<T>(gp + (oh * p.Wo + ow) * a.es, a.dt) * scale;
+        sum += row;
+    }
     store<T>(gx + i * a.es, a.dt, sum);
 }
 
