@@ -480,6 +480,11 @@ local function public()
 end
 
 describe("every public name", function()
+  -- a valid call may switch a process-wide mode on (ember.dtr.enable's
+  -- does): each test leaves the process as the suite found it
+  after_each(function()
+    if ember.dtr.is_enabled() then ember.dtr.disable() end
+  end)
   it("is walked, variadic by design, or listed as not walked", function()
     local unknown = {}
     for _, p in ipairs(public()) do

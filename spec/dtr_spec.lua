@@ -353,6 +353,22 @@ describe("DTR", function()
     ember.dtr.disable()
   end)
 
+  it("builds, runs and frees a 150,000-deep graph (its recipes are cut without recursion)", function()
+    local x = ember.tensor({ 1.0 })
+    local gm = GradManager():attach(x)
+    ember.dtr.enable({ budget = 2 ^ 50 })
+    gm:record()
+    local y = x
+    for _ = 1, 150000 do y = y * 1.0 end
+    gm:backward(y:sum())
+    assert.are.equal(1, x.grad:item())
+    y = nil
+    collectgarbage()
+    collectgarbage()
+    ember.dtr.disable()
+    assert.are.equal(0, ember.dtr.stats().tracked)
+  end)
+
   it("checks its options", function()
     assert.error_matches(function() ember.dtr.enable({}) end, "budget (bytes) is required", 1, true)
     assert.error_matches(function() ember.dtr.enable({ budget = -1 }) end, "budget must be a whole number", 1, true)

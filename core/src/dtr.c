@@ -45,6 +45,8 @@ static struct {
     dtr_entry head;                         /* sentinel of the list */
     int depth;                              /* inside an op or a recomputation: make no recipes */
     int settling;                           /* disable(): no eviction */
+    dtr_entry *doomed;                      /* cut(): recipes whose aliases are still to release */
+    int cutting;
     uint64_t clock, picks;
     int64_t evictions, recomputes, drops, peak, entries;
     double recompute_s;
@@ -88,13 +90,25 @@ static void unlink_entry(dtr_entry *e)
    aliases may free or drop the inputs' storages in turn. */
 static void cut(dtr_entry *e)
 {
+    /* Releasing an alias may free a storage whose own recipe is cut in turn:
+       a chain as long as the graph (150,000 ops deep in autograd_spec). The
+       recipes to cut wait on a list that the outermost cut empties, so the
+       C stack stays flat. */
     unlink_entry(e);
-    for (int i = 0; i < e->nin; i++) {
-        e->in[i]->storage->dtr_holds--;
-        ember_tensor_release(e->in[i]);
+    e->next = D.doomed;
+    D.doomed = e;
+    if (D.cutting) return;
+    D.cutting = 1;
+    while ((e = D.doomed) != NULL) {
+        D.doomed = e->next;
+        for (int i = 0; i < e->nin; i++) {
+            e->in[i]->storage->dtr_holds--;
+            ember_tensor_release(e->in[i]);
+        }
+        free(e->in);
+        free(e);
     }
-    free(e->in);
-    free(e);
+    D.cutting = 0;
 }
 
 static dtr_entry *new_entry(ember_storage *s, int op, double cost)
@@ -453,9 +467,15 @@ static int settle_readers(void)
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next)
         if (e->mark == 2) e->s->dtr_locks--;
     if (rc < 0) return rc;
-    for (dtr_entry *e = D.head.next, *next; e != &D.head; e = next) {
-        next = e->next;
-        if (e->mark) cut(e);
+    /* a cut may cut others (their storages freed with it): the walk starts
+       again after each */
+    for (dtr_entry *e = D.head.next; e != &D.head;) {
+        if (!e->mark) {
+            e = e->next;
+            continue;
+        }
+        cut(e);
+        e = D.head.next;
     }
     return EMBER_OK;
 }
