@@ -2,7 +2,8 @@
 # The whole test suite: set-up and build, the C tests under ctest (release,
 # the embedding hosts with OPENBLAS_CORETYPE unset and set, and ASan+UBSan with
 # leak checking), then a training run and every busted spec under LuaJIT, also
-# against the sanitized library with leak checking. The last line is "N passed, N failed, N skipped" for all of it; the
+# against the sanitized library with leak checking, then the ARM64 and Windows
+# cross builds under QEMU and Wine (scripts/cross_test.sh). The last line is "N passed, N failed, N skipped" for all of it; the
 # exit status is non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -112,6 +113,14 @@ if grep -q "ERROR: LeakSanitizer" "$log/luaasan.txt"; then failed=$((failed + 1)
 echo "== distributed specs against the ASan + UBSan library (no leak checking: Open MPI)"
 asan_busted detect_leaks=0 --pattern=distributed 2>&1 | tee "$log/luaasan_dist.txt"
 count "$log/luaasan_dist.txt"
+
+# The cross builds, each with its own count (docs/platforms.md): aarch64
+# Linux, its C tests and a Lua subset under QEMU; Windows (mingw-w64), its C
+# tests under Wine
+echo "== ARM64 Linux under QEMU (scripts/cross_test.sh arm64)"
+scripts/cross_test.sh arm64 2>&1 | tee "$log/arm64.txt"; count "$log/arm64.txt"
+echo "== Windows under Wine (scripts/cross_test.sh windows)"
+scripts/cross_test.sh windows 2>&1 | tee "$log/windows.txt"; count "$log/windows.txt"
 
 echo
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -5,6 +5,7 @@
    block at its exact size and free it at once, so ASan sees every overrun and
    every use after free. Also the counters behind ember_memory_stats(). */
 #include "internal.h"
+#include "platform.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -51,8 +52,7 @@ void *ember__alloc(size_t nbytes)
 #ifdef EMBER_NO_CACHE
     /* sanitizer builds: the exact size, so that ASan reports a write past the
        end of a tensor instead of it landing in a size class's slack */
-    void *p = NULL;
-    return posix_memalign(&p, 64, nbytes) == 0 ? p : NULL;
+    return ember__aligned_alloc(64, nbytes);
 #else
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
         int c = size_class(nbytes);
@@ -63,11 +63,11 @@ void *ember__alloc(size_t nbytes)
             k->bytes -= (size_t)1 << c;
             return b;
         }
-        return aligned_alloc(64, (size_t)1 << c);
+        return ember__aligned_alloc(64, (size_t)1 << c);
     }
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
-    return aligned_alloc(64, rounded);
+    return ember__aligned_alloc(64, rounded);
 #endif
 }
 
@@ -88,7 +88,7 @@ void ember__free(void *p, size_t nbytes)
         }
     }
 #endif
-    free(p);
+    ember__aligned_free(p);
 }
 
 void ember_empty_cache(void)
@@ -98,7 +98,7 @@ void ember_empty_cache(void)
         free_block *b = tc->lists[c];
         while (b) {
             free_block *next = b->next;
-            free(b);
+            ember__aligned_free(b);
             b = next;
         }
         tc->lists[c] = NULL;
