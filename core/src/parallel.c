@@ -106,6 +106,9 @@ static void *worker_main(void *arg)
    by then, so the workers are all asleep or about to be. */
 __attribute__((destructor)) static void stop_pool(void)
 {
+#ifdef _WIN32   /* ember.dll is pinned (platform_win32.c): this runs at exit only, after Windows ended the workers */
+    if (n_workers > 0) return;
+#endif
     if (n_workers <= 0) return;
     pthread_mutex_lock(&mu);
     quitting = 1;

@@ -30,6 +30,10 @@ void ember__lib_close(void *lib);
    its functions); false where it cannot be told. */
 bool ember__lib_path_of(const void *addr, char *buf, size_t cap);
 
+/* ---- threads: fn(arg) runs when the calling thread exits (every thread the
+   host starts, however it starts them); arg is non-NULL; one fn for the process */
+void ember__at_thread_exit(void (*fn)(void *));
+
 /* ---- time, CPUs, environment */
 int64_t ember__now_ns(void);          /* a monotonic clock */
 int ember__usable_cpus(void);         /* this process may run on (affinity), at least 1 */

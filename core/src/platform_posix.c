@@ -43,6 +43,18 @@ bool ember__lib_path_of(const void *addr, char *buf, size_t cap)
     return n >= 0 && (size_t)n < cap;
 }
 
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static void (*exit_fn)(void *);
+static void make_key(void) { pthread_key_create(&exit_key, exit_fn); }
+
+void ember__at_thread_exit(void (*fn)(void *))
+{
+    exit_fn = fn;
+    pthread_once(&exit_once, make_key);
+    pthread_setspecific(exit_key, (void *)1);
+}
+
 int64_t ember__now_ns(void)
 {
     struct timespec ts;

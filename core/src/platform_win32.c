@@ -15,6 +15,16 @@
 #include <sys/stat.h>
 #include <windows.h>
 
+/* ember.dll is never unloaded (as libember.so is linked -z nodelete,
+   CMakeLists.txt says why): its worker threads and their thread-exit
+   handlers stay mapped. Its destructors then run only at exit. */
+__attribute__((constructor)) static void pin_self(void)
+{
+    HMODULE self;
+    GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN, (LPCWSTR)(void *)pin_self,
+                       &self);
+}
+
 /* path as UTF-16 in a new buffer (free it), or NULL with errno set */
 static wchar_t *wide(const char *path)
 {
@@ -97,6 +107,29 @@ bool ember__lib_path_of(const void *addr, char *buf, size_t cap)
     DWORD n = GetModuleFileNameW(m, w, sizeof w / sizeof *w);
     if (n == 0 || n >= sizeof w / sizeof *w) return false;
     return WideCharToMultiByte(CP_UTF8, 0, w, -1, buf, (int)(cap < 0x7fffffff ? cap : 0x7fffffff), NULL, NULL) > 0;
+}
+
+/* A fiber-local slot's callback runs at the exit of every thread that set it,
+   also those the host started with CreateThread or another pthreads copy. */
+static DWORD exit_slot = FLS_OUT_OF_INDEXES;
+static INIT_ONCE exit_once = INIT_ONCE_STATIC_INIT;
+static void (*exit_fn)(void *);
+static void WINAPI on_exit_slot(void *arg)
+{
+    if (arg) exit_fn(arg);
+}
+static BOOL CALLBACK make_slot(INIT_ONCE *once, void *param, void **ctx)
+{
+    (void)once, (void)param, (void)ctx;
+    exit_slot = FlsAlloc(on_exit_slot);
+    return TRUE;
+}
+
+void ember__at_thread_exit(void (*fn)(void *))
+{
+    exit_fn = fn;
+    InitOnceExecuteOnce(&exit_once, make_slot, NULL, NULL);
+    if (exit_slot != FLS_OUT_OF_INDEXES) FlsSetValue(exit_slot, (void *)1);
 }
 
 int64_t ember__now_ns(void)
