@@ -12,7 +12,7 @@ scripts/setup.sh --asan || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 passed=0; failed=0; skipped=0
 count() {   # adds the "N passed, N failed, N skipped" line of a log to the totals
   local line
-  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  line=$(grep -aE '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
   if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
   set -- $line
   passed=$((passed + $1)); failed=$((failed + $3)); skipped=$((skipped + ${5:-0}))
