@@ -155,7 +155,7 @@ static void load_blas(void)
     LOOKUP(corename, "openblas_get_corename");
 #undef LOOKUP
     void *fn;
-    char file[512];
+    char file[256];   /* with how and differs, within blas_info whole */
     memcpy(&fn, &blas.sgemm, sizeof fn);
     if (!ember__lib_path_of(fn, file, sizeof file)) snprintf(file, sizeof file, "?");
     if (blas.config && blas.corename) {
