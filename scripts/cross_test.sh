@@ -13,22 +13,7 @@ WERROR=OFF
 [ "${CI:-}" = "true" ] && WERROR=ON
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-passed=0; failed=0; skipped=0
-ctest_count() {   # ctest's summary line as counts (scripts/test.sh's)
-  local line total nfail
-  line=$(grep -aE 'tests passed, [0-9]+ tests failed out of' "$1" | tail -n 1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
-  nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
-  total=$(echo "$line" | sed -E 's/.* tests failed out of ([0-9]+).*/\1/')
-  passed=$((passed + total - nfail)); failed=$((failed + nfail))
-}
-count() {   # the "N passed, N failed, N skipped" line of busted's summary (spec/support/summary_handler.lua)
-  local line
-  line=$(grep -aE '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
-  set -- $line
-  passed=$((passed + $1)); failed=$((failed + $3)); skipped=$((skipped + ${5:-0}))
-}
+source scripts/counts.sh   # passed, failed, skipped; count, ctest_count
 finish() {
   echo "$passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]
