@@ -23,6 +23,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# Cross builds (scripts/cross_test.sh, docs/platforms.md): aarch64 Linux under
+# QEMU, against Debian's arm64 packages beside the host's (multiarch), and
+# Windows with mingw-w64 under Wine. Best effort: without root or a network
+# they are left out, and scripts/cross_test.sh says what is missing.
+CROSS=(qemu-user-static gcc-aarch64-linux-gnu gcc-mingw-w64-x86-64 libz-mingw-w64-dev wine64)
+ARM64=(libc6:arm64 libluajit-5.1-dev:arm64 libopenblas-dev:arm64 zlib1g-dev:arm64 libedit-dev:arm64
+       lua-filesystem:arm64 lua-system:arm64)
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "setup: adding the arm64 architecture (multiarch) for the ARM64 cross build"
+    $SUDO dpkg --add-architecture arm64 && $SUDO apt-get update -qq || true
+  fi
+  dpkg --print-foreign-architectures | grep -qx arm64 && CROSS+=("${ARM64[@]}")
+  missing=()
+  for p in "${CROSS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing the cross tools ${missing[*]}"
+    { $SUDO apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } ||
+      echo "setup: the cross tools could not be installed: scripts/cross_test.sh will say what is missing"
+  fi
+fi
+
 JOBS=$(nproc 2>/dev/null || echo 2)
 WERROR=OFF
 [ "${CI:-}" = "true" ] && WERROR=ON

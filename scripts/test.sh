@@ -2,28 +2,14 @@
 # The whole test suite: set-up and build, the C tests under ctest (release,
 # the embedding hosts with OPENBLAS_CORETYPE unset and set, and ASan+UBSan with
 # leak checking), then a training run and every busted spec under LuaJIT, also
-# against the sanitized library with leak checking. The last line is "N passed, N failed, N skipped" for all of it; the
+# against the sanitized library with leak checking, then the ARM64 and Windows
+# cross builds under QEMU and Wine (scripts/cross_test.sh). The last line is "N passed, N failed, N skipped" for all of it; the
 # exit status is non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --asan || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 
-passed=0; failed=0; skipped=0
-count() {   # adds the "N passed, N failed, N skipped" line of a log to the totals
-  local line
-  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
-  set -- $line
-  passed=$((passed + $1)); failed=$((failed + $3)); skipped=$((skipped + ${5:-0}))
-}
-ctest_count() {   # turns ctest's summary into the same counts
-  local line total nfail
-  line=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$1" | tail -n 1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
-  nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
-  total=$(echo "$line" | sed -E 's/.* tests failed out of ([0-9]+).*/\1/')
-  passed=$((passed + total - nfail)); failed=$((failed + nfail))
-}
+source scripts/counts.sh   # passed, failed, skipped; count, ctest_count
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -112,6 +98,14 @@ if grep -q "ERROR: LeakSanitizer" "$log/luaasan.txt"; then failed=$((failed + 1)
 echo "== distributed specs against the ASan + UBSan library (no leak checking: Open MPI)"
 asan_busted detect_leaks=0 --pattern=distributed 2>&1 | tee "$log/luaasan_dist.txt"
 count "$log/luaasan_dist.txt"
+
+# The cross builds, each with its own count (docs/platforms.md): aarch64
+# Linux, its C tests and a Lua subset under QEMU; Windows (mingw-w64), its C
+# tests under Wine
+echo "== ARM64 Linux under QEMU (scripts/cross_test.sh arm64)"
+scripts/cross_test.sh arm64 2>&1 | tee "$log/arm64.txt"; count "$log/arm64.txt"
+echo "== Windows under Wine (scripts/cross_test.sh windows)"
+scripts/cross_test.sh windows 2>&1 | tee "$log/windows.txt"; count "$log/windows.txt"
 
 echo
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -13,6 +13,7 @@
    ember_memory_stats(). */
 #include "internal.h"
 #include "dtr.h"
+#include "platform.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static void evict_oldest(thread_cache *k)
     free_block *b = k->oldest;
     unlink_block(k, b);
     k->evictions++;
-    free(b);
+    ember__aligned_free(b);
 }
 #endif
 static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
@@ -99,8 +100,7 @@ void *ember__alloc(size_t nbytes)
 #ifdef EMBER_NO_CACHE
     /* sanitizer builds: the exact size, so that ASan reports a write past the
        end of a tensor instead of it landing in a size class's slack */
-    void *p = NULL;
-    return posix_memalign(&p, 64, nbytes) == 0 ? p : NULL;
+    return ember__aligned_alloc(64, nbytes);
 #else
     if (nbytes <= ((size_t)1 << MAX_CLASS)) {
         size_t size;
@@ -113,11 +113,11 @@ void *ember__alloc(size_t nbytes)
             return b;
         }
         if (k) k->misses++;
-        return aligned_alloc(64, size);
+        return ember__aligned_alloc(64, size);
     }
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
-    return aligned_alloc(64, rounded);
+    return ember__aligned_alloc(64, rounded);
 #endif
 }
 
@@ -151,7 +151,7 @@ void ember__free(void *p, size_t nbytes)
         }
     }
 #endif
-    free(p);
+    ember__aligned_free(p);
 }
 
 void ember_empty_cache(void)
@@ -161,7 +161,7 @@ void ember_empty_cache(void)
     while (tc->oldest) {
         free_block *b = tc->oldest;
         unlink_block(tc, b);
-        free(b);
+        ember__aligned_free(b);
     }
 #endif
 }

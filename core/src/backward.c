@@ -4,6 +4,7 @@
    here (grad_rules.c), Lua rules, hooks and completed gradients go to the
    caller as requests of a pull loop (ember_backward_step). */
 #include "grad_rules.h"
+#include "platform.h"
 #include "tape.h"
 
 #include <string.h>
@@ -300,13 +301,10 @@ static int leaf_request(ember_backward_run *r, ember_backward_req *req)
     return EMBER_OK;
 }
 
-#include <time.h>
-
 double ember_clock(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    int64_t ns = ember__now_ns();
+    return (double)(ns / 1000000000) + (double)(ns % 1000000000) * 1e-9;
 }
 
 static int step(ember_backward_run *r, ember_backward_req *req, double deadline);

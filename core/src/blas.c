@@ -34,10 +34,9 @@
    with (EMBER_BLAS_BUILD_LIB), and libblas.so.3 (any CBLAS; one that is not
    OpenBLAS has no core or thread count to set). With none, the products run
    on reference loops and ember_blas_info() says why. */
-#define _GNU_SOURCE   /* dladdr, RTLD_NOLOAD */
 #include "internal.h"
+#include "platform.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +63,18 @@ static struct {
    internal.h, EMBER_TLS) */
 static char blas_info[768];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static void *blas_handle;   /* the library loaded, for ember__blas_symbol */
 
 #ifdef EMBER_HAVE_BLAS
+static void *blas_handle;   /* the library loaded, for ember__blas_symbol */
 #ifndef EMBER_BLAS_BUILD_LIB   /* the OpenBLAS CMake found (blas.c's last but one try) */
 #define EMBER_BLAS_BUILD_LIB ""
+#endif
+#ifdef _WIN32   /* the names OpenBLAS's Windows builds and other CBLAS DLLs go by */
+#define OPENBLAS_LIB "libopenblas.dll"
+#define CBLAS_LIB "cblas.dll"
+#else
+#define OPENBLAS_LIB "libopenblas.so.0"
+#define CBLAS_LIB "libblas.so.3"
 #endif
 
 /* the core for this CPU's flags, or NULL to leave the choice to OpenBLAS */
@@ -87,20 +93,19 @@ static const char *core_for_cpu(void)
     return NULL;
 }
 
-static void *sym(void *h, const char *name) { return h ? dlsym(h, name) : NULL; }
+static void *sym(void *h, const char *name) { return ember__lib_symbol(h, name); }
 
-/* dlopen's error, appended to the list of tries */
-static void note_failure(char *buf, size_t cap, const char *name)
+/* the loader's error, appended to the list of tries */
+static void note_failure(char *buf, size_t cap, const char *e)
 {
-    const char *e = dlerror();
     size_t n = strlen(buf);
-    if (n < cap) snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", e ? e : name);
+    if (n < cap) snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", e);
 }
 
 static void load_blas(void)
 {
     char how[160], tried[512] = "";
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    void *h = ember__lib_loaded(OPENBLAS_LIB);
     const char *user = getenv("OPENBLAS_CORETYPE"), *chosen = NULL;
     if (h) {
         if (user && *user) snprintf(how, sizeof how, "OpenBLAS was loaded before ember, with OPENBLAS_CORETYPE=%s", user);
@@ -108,26 +113,27 @@ static void load_blas(void)
     } else {
         if (user && *user) {
             snprintf(how, sizeof how, "OPENBLAS_CORETYPE=%s", user);
-        } else if ((chosen = core_for_cpu()) != NULL && setenv("OPENBLAS_CORETYPE", chosen, 1) == 0) {
+        } else if ((chosen = core_for_cpu()) != NULL && ember__env_set("OPENBLAS_CORETYPE", chosen) == 0) {
             snprintf(how, sizeof how, "ember chose %s from the CPU's flags", chosen);
         } else {
             chosen = NULL;
             snprintf(how, sizeof how, "OpenBLAS's own choice for this CPU");
         }
         /* the choice lasts while OpenBLAS's constructor reads it */
-        static const char *const names[] = {"libopenblas.so.0", EMBER_BLAS_BUILD_LIB, "libblas.so.3"};
+        static const char *const names[] = {OPENBLAS_LIB, EMBER_BLAS_BUILD_LIB, CBLAS_LIB};
         for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++) {
             if (!*names[i]) continue;
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-            if (!h) note_failure(tried, sizeof tried, names[i]);
+            char err[256];
+            h = ember__lib_open(names[i], err, sizeof err);
+            if (!h) note_failure(tried, sizeof tried, err);
             else if (!sym(h, "cblas_sgemm") || !sym(h, "cblas_dgemm")) {
                 snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s has no cblas_sgemm",
                          *tried ? "; " : "", names[i]);
-                dlclose(h);
+                ember__lib_close(h);
                 h = NULL;
             }
         }
-        if (chosen) unsetenv("OPENBLAS_CORETYPE");
+        if (chosen) ember__env_set("OPENBLAS_CORETYPE", NULL);
     }
     if (!h) {
         snprintf(blas_info, sizeof blas_info, "none (reference loops: no BLAS could be loaded: %s)", tried);
@@ -148,10 +154,10 @@ static void load_blas(void)
     LOOKUP(config, "openblas_get_config");
     LOOKUP(corename, "openblas_get_corename");
 #undef LOOKUP
-    Dl_info where;
     void *fn;
+    char file[256];   /* with how and differs, within blas_info whole */
     memcpy(&fn, &blas.sgemm, sizeof fn);
-    const char *file = dladdr(fn, &where) && where.dli_fname ? where.dli_fname : "?";
+    if (!ember__lib_path_of(fn, file, sizeof file)) snprintf(file, sizeof file, "?");
     if (blas.config && blas.corename) {
         const char *core = blas.corename();
         char differs[96] = "";

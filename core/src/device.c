@@ -1,11 +1,10 @@
 /* device.c: device names and the run-time loading of device backends. The
    CUDA backend is libember_cuda.so beside libember.so (or the path in
    EMBER_CUDA_BACKEND); the core never links CUDA. */
-#define _GNU_SOURCE
 #include "backend.h"
 #include "dtr.h"
+#include "platform.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -64,32 +63,33 @@ static void load_cuda_once(void)
     if (env && *env) {
         snprintf(path, sizeof path, "%s", env);
     } else {
-        Dl_info info;
-        if (!dladdr((void *)load_cuda_once, &info) || !info.dli_fname) {
+        if (!ember__lib_path_of((void *)load_cuda_once, path, sizeof path)) {
             snprintf(cuda_error, sizeof cuda_error, "cannot locate libember itself");
             return;
         }
-        snprintf(path, sizeof path, "%s", info.dli_fname);
-        char *slash = strrchr(path, '/');
+        char *slash = (char *)ember__path_last_sep(path);
         if (slash) slash[1] = 0;
         else path[0] = 0;
-        strncat(path, "libember_cuda.so", sizeof path - strlen(path) - 1);
+        strncat(path, EMBER_LIB_NAME("ember_cuda"), sizeof path - strlen(path) - 1);
     }
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    char err[512];
+    void *h = ember__lib_open(path, err, sizeof err);
     if (!h) {
-        snprintf(cuda_error, sizeof cuda_error, "the CUDA backend could not be loaded (%.400s)", dlerror());
+        snprintf(cuda_error, sizeof cuda_error, "the CUDA backend could not be loaded (%.400s)", err);
         return;
     }
     typedef const ember_backend *(*init_fn)(const ember_core_services *, char *, size_t);
-    init_fn init = (init_fn)dlsym(h, "ember_cuda_backend_init");
+    init_fn init;
+    void *p = ember__lib_symbol(h, "ember_cuda_backend_init");
+    memcpy(&init, &p, sizeof init);   /* ISO C: object to function pointer */
     if (!init) {
         snprintf(cuda_error, sizeof cuda_error, "%.400s has no ember_cuda_backend_init", path);
-        dlclose(h);
+        ember__lib_close(h);
         return;
     }
     const ember_backend *be = init(&SERVICES, cuda_error, sizeof cuda_error);
     if (!be) {
-        dlclose(h);
+        ember__lib_close(h);
         return;
     }
     cuda_backend = be;

@@ -27,7 +27,7 @@ typedef struct {
     int64_t last_nl;   /* position of the last '\n' written, -1 for none */
 } sbuf;
 
-static void put(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *s, const char *fmt, ...) EMBER_PRINTF(2, 3);
 static void put(sbuf *s, const char *fmt, ...)
 {
     char tmp[128];

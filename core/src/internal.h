@@ -18,6 +18,13 @@
    pointers are declared with it; larger per-thread state lives on the heap
    behind one such pointer. */
 #define EMBER_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+/* printf-style checking of a function's format; mingw-w64's printf archetype
+   is msvcrt's, but ember builds there with its C99 printf (CMakeLists.txt) */
+#ifdef __MINGW32__
+#define EMBER_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#else
+#define EMBER_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#endif
 #define EMBER_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EMBER_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -51,7 +58,7 @@
 #endif
 
 /* ------------------------------------------------------------------ errors (error.c) */
-int ember__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ember__fail(int status, const char *fmt, ...) EMBER_PRINTF(2, 3);
 /* Prefixes the current message with "<op>: " unless it already starts with it. */
 int ember__fail_prefix(int status, const char *op);
 /* "{2,3}" into buf (at least 160 bytes). */

@@ -28,21 +28,17 @@
    ember_set_num_threads(n) fixes it.
    Since no kernel's bits depend on the count, a run repeats to the bit
    under either, whatever the load. */
-#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "internal.h"
 #include "thread_policy.h"
+#include "platform.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 #ifdef EMBER_OMP_POOL
 #include <omp.h>
 #endif
@@ -114,6 +110,9 @@ static void *worker_main(void *arg)
    by then, so the workers are all asleep or about to be. */
 __attribute__((destructor)) static void stop_pool(void)
 {
+#ifdef _WIN32   /* ember.dll is pinned (platform_win32.c): this runs at exit only, after Windows ended the workers */
+    if (n_workers > 0) return;
+#endif
     if (n_workers <= 0) return;
     pthread_mutex_lock(&mu);
     quitting = 1;
@@ -199,16 +198,10 @@ static atomic_int last_team;         /* and how many threads it had */
 static atomic_llong n_parallel, n_inline_small, n_inline_busy, n_late, n_samples;
 static int online_cpus = 1;
 static long long spin_ns;            /* how long libgomp's workers spin after a job; <0: for ever */
-static int loadavg_fd = -1;
 
 static void ensure_pool(void);
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static long long now_ns(void) { return ember__now_ns(); }
 
 /* libgomp's workers spin GOMP_SPINCOUNT rounds (300000 unset, none under
    OMP_WAIT_POLICY=passive, for ever under active) after a job; a round
@@ -236,23 +229,7 @@ static void read_spin_policy(void)
 
 /* Runnable threads on the whole machine (the 4th field of /proc/loadavg,
    "R/T"), or -1 where it cannot be read. */
-static int runnable_threads(void)
-{
-    if (loadavg_fd < 0) return -1;
-    char buf[128];
-    ssize_t n = pread(loadavg_fd, buf, sizeof buf - 1, 0);
-    if (n <= 0) return -1;
-    buf[n] = 0;
-    const char *p = buf;
-    for (int field = 0; field < 3; field++) {
-        p = strchr(p, ' ');
-        if (!p) return -1;
-        p++;
-    }
-    char *end;
-    long r = strtol(p, &end, 10);
-    return end != p && *end == '/' && r >= 0 ? (int)r : -1;
-}
+static int runnable_threads(void) { return ember__runnable_threads(); }
 
 /* Cores ember may use now (the calling thread included), from a sample. */
 static int sample_spare(long long now)
@@ -406,16 +383,7 @@ void ember__team_done(int threads)
 }
 
 /* The CPUs this process may run on (its affinity mask), else the online ones. */
-static int usable_cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int c = CPU_COUNT(&set);
-        if (c > 0) return c;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
+static int usable_cpus(void) { return ember__usable_cpus(); }
 
 /* ------------------------------------------------------------------ the pool's size */
 static void start_pool(int want)
@@ -424,13 +392,15 @@ static void start_pool(int want)
     if (want > MAX_THREADS) want = MAX_THREADS;
     static int atfork_done;
     if (!atfork_done) {
+#ifdef _WIN32   /* no fork */
+        (void)forget_pool_in_child;
+#else
         pthread_atfork(NULL, NULL, forget_pool_in_child);
+#endif
         atfork_done = 1;
         ember__policy_init(&policy, EMBER__ARM_SAMPLED);
-        long on = sysconf(_SC_NPROCESSORS_ONLN);
-        online_cpus = on > 0 ? (int)on : 1;
+        online_cpus = ember__online_cpus();
         read_spin_policy();
-        loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     }
     n_workers = 0;
     if (omp_pool()) {   /* libgomp starts its team's threads on the first job */

@@ -3,10 +3,10 @@
    GPU tensor) and adds its own time, less that of the ops it runs inside,
    to the op's account; backward's ops are ops too, so a recipe's time is
    split by op. Off, it costs dispatch one test of a global per op. */
+#include "platform.h"
 #include "profile.h"
 
 #include <string.h>
-#include <time.h>
 
 int ember__profiling;
 
@@ -14,12 +14,7 @@ static int64_t op_ns[EMBER_OP_COUNT], op_calls[EMBER_OP_COUNT];
 /* the time of the ops run inside the current one, on this thread */
 static EMBER_TLS int64_t nested_ns;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t now_ns(void) { return ember__now_ns(); }
 
 ember__profile_mark ember__profile_enter(void)
 {

@@ -1,13 +1,12 @@
 /* threads.c: per-thread state is freed when its thread exits. The first time
    a thread creates state of its own (a cache of freed blocks, tensor headers,
-   autograd keys), it registers with a pthread key whose destructor frees it
-   all; a thread that never did costs nothing. */
+   autograd keys), it registers a thread-exit handler that frees it all
+   (platform.h: a pthread key's destructor; on Windows a fiber-local slot's
+   callback, which runs for threads of any origin); a thread that never did
+   costs nothing. */
 #include "internal.h"
+#include "platform.h"
 
-#include <pthread.h>
-
-static pthread_key_t exit_key;
-static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static EMBER_TLS int registered;
 
 static void on_thread_exit(void *arg)
@@ -20,12 +19,9 @@ static void on_thread_exit(void *arg)
     registered = 0;
 }
 
-static void make_key(void) { pthread_key_create(&exit_key, on_thread_exit); }
-
 void ember__thread_uses_state(void)
 {
     if (registered) return;
     registered = 1;
-    pthread_once(&exit_once, make_key);
-    pthread_setspecific(exit_key, (void *)1);
+    ember__at_thread_exit(on_thread_exit);
 }

@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
+#ifdef _WIN32   /* mingw-w64 has no mkdtemp: a name from _mktemp, made with _mkdir */
+#include <direct.h>
+#include <io.h>
+static char *mkdtemp(char *tmpl) { return _mktemp(tmpl) && _mkdir(tmpl) == 0 ? tmpl : NULL; }
+#endif
 
 static void write_file(const char *path, const void *buf, size_t n)
 {
@@ -49,7 +53,11 @@ static void damaged(const char *dir, const char *header, const char *data, size_
 
 int main(void)
 {
+#ifdef _WIN32
+    char dir[] = "ember_st_XXXXXX";   /* in the working folder (ctest's: the build folder) */
+#else
     char dir[] = "/tmp/ember_st_XXXXXX";
+#endif
     if (!mkdtemp(dir)) return 1;
     char path[512];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

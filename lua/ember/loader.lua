@@ -11,6 +11,10 @@ local errors = require("ember.errors")
 
 local loader = {}
 
+-- libember's file name as the OS names it (CMakeLists.txt: ember.dll on Windows)
+local LIBNAME = ffi.os == "Windows" and "ember.dll" or ffi.os == "OSX" and "libember.dylib" or "libember.so"
+local SEPS = ffi.os == "Windows" and "/\\" or "/"   -- folder separators, in a pattern's [...]
+
 local chosen          -- set_library's path, or nil
 local loaded          -- the path libember was loaded from, once it is
 
@@ -18,10 +22,15 @@ local loaded          -- the path libember was loaded from, once it is
 -- chunk names are relative to the game's folder)
 local function here()
   local src = debug.getinfo(1, "S").source
-  return (src:sub(1, 1) == "@" and src:sub(2) or src):match("^(.*)/[^/]*$") or "."
+  return (src:sub(1, 1) == "@" and src:sub(2) or src):match("^(.*)[" .. SEPS .. "][^" .. SEPS .. "]*$") or "."
 end
 
-local function is_absolute(p) return p:sub(1, 1) == "/" end
+-- "/x"; on Windows also "C:\x", "C:/x" and "\\server\x"
+local function is_absolute(p)
+  return p:sub(1, 1) == "/" or (ffi.os == "Windows" and (p:find("^%a:[/\\]") ~= nil or p:sub(1, 1) == "\\"))
+end
+-- holds a folder separator ('/', and '\' on Windows)
+local function has_sep(p) return p:find("[" .. SEPS .. "]") ~= nil end
 
 -- nil for a missing path, else "file" or "directory" (reading a folder fails with EISDIR)
 local function kind(path)
@@ -33,8 +42,9 @@ local function kind(path)
 end
 
 -- Sets the libember require("ember") loads: a file, or a folder that holds
--- libember.so. Before the first require("ember") in this Lua state; after
--- it, only the path already loaded is accepted (anything else raises).
+-- libember.so (ember.dll on Windows). Before the first require("ember") in
+-- this Lua state; after it, only the path already loaded is accepted
+-- (anything else raises).
 function loader.set_library(path, ...)
   for i = 1, select("#", ...) do
     local v = select(i, ...)
@@ -45,9 +55,9 @@ function loader.set_library(path, ...)
       .. "argument 1, got " .. (path == "" and "an empty string" or type(path)))
   end
   local file = path
-  if kind(path) == "directory" then file = path:gsub("/+$", "") .. "/libember.so" end
+  if kind(path) == "directory" then file = path:gsub("[" .. SEPS .. "]+$", "") .. "/" .. LIBNAME end
   -- as _load spells it: a bare file name is a path in the current folder
-  if not file:find("/") then file = "./" .. file end
+  if not has_sep(file) then file = "./" .. file end
   if loaded then
     if file ~= loaded then
       errors.fail("loader.set_library", "ember is already loaded in this Lua state from " .. loaded
@@ -95,7 +105,7 @@ function loader.candidates()
     -- archive, the save folder): the chunk name is relative to it, not to
     -- the process's folder, so only LÖVE's places are looked at
     local from = "beside the Lua files (LÖVE's filesystem)"
-    local rel = dir .. "/libember.so"
+    local rel = dir .. "/" .. LIBNAME
     local real = lfs.getRealDirectory(rel)
     if not real then
       add(rel, from, "not found in the game's folder or save folder")
@@ -107,13 +117,16 @@ function loader.candidates()
     end
     -- a .love or a fused game: the folder holding it (or the executable)
     if lfs.getSourceBaseDirectory and (not real or kind(real) == "file") then
-      add(lfs.getSourceBaseDirectory() .. "/libember.so", "beside the .love archive or fused game")
+      add(lfs.getSourceBaseDirectory() .. "/" .. LIBNAME, "beside the .love archive or fused game")
     end
   else
-    add(dir .. "/libember.so", "beside the Lua files")
-    add(dir .. "/../../build/libember.so", "the source checkout's build folder")
-    for _, rel in ipairs({ "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }) do
-      add(dir .. "/../../../../" .. rel .. "/libember.so", "<prefix>/" .. rel)
+    add(dir .. "/" .. LIBNAME, "beside the Lua files")
+    add(dir .. "/../../build/" .. LIBNAME, "the source checkout's build folder")
+    -- a Windows install keeps its DLLs in <prefix>/bin
+    local libdirs = ffi.os == "Windows" and { "bin", "lib" }
+      or { "lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu" }
+    for _, rel in ipairs(libdirs) do
+      add(dir .. "/../../../../" .. rel .. "/" .. LIBNAME, "<prefix>/" .. rel)
     end
   end
   add("ember", "the system linker's search path").system = true
@@ -127,7 +140,7 @@ function loader._load()
   for _, c in ipairs(loader.candidates()) do
     local why, path = c.problem, c.path
     -- ffi.load takes a bare file name for a library name: a relative path keeps its ./
-    if not c.system and not path:find("/") then path = "./" .. path end
+    if not c.system and not has_sep(path) then path = "./" .. path end
     if not why then
       if not c.system and not kind(path) then
         why = "no such file"

@@ -1,11 +1,11 @@
 /* idx.c: the IDX format of MNIST-style data sets, read through zlib (gzip'd
    and plain files alike). Every failure names the path and what is wrong. */
 #include "../internal.h"
+#include "../platform.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <zlib.h>
 
 /* deflate cannot expand data by more than this factor (RFC 1951's longest
@@ -72,10 +72,10 @@ int ember_load_idx(const char *path, ember_tensor **out)
     }
     size_t bytes = (size_t)n * (size_t)src_size;
     {   /* the file must be able to hold the data before it is allocated */
-        struct stat st;
         size_t header = 4 + 4 * (size_t)ndim;
-        if (stat(path, &st) == 0 && st.st_size >= 0) {
-            size_t size = (size_t)st.st_size;
+        int64_t file_size = ember__path_size(path);
+        if (file_size >= 0) {
+            size_t size = (size_t)file_size;
             size_t room = gzdirect(f) ? (size > header ? size - header : 0)
                                       : (size > (SIZE_MAX / MAX_DEFLATE_RATIO) ? SIZE_MAX : size * MAX_DEFLATE_RATIO);
             if (bytes > room) {

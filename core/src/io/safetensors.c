@@ -11,19 +11,15 @@
    failure at any point leaves the old file as it was. Messages read
    "load: <path>: <what>" and "save: <path>: <what>". */
 #include "../internal.h"
+#include "../platform.h"
 #include "json.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define MAX_INT 9007199254740992.0   /* 2^53: offsets and sizes are exact below it */
 #define IO_CHUNK ((size_t)1 << 30)
@@ -49,7 +45,7 @@ static int failv(int status, const char *op, const char *what, const char *fmt, 
     return ember__fail(status, "%s: %s: %s", op, what, msg);
 }
 
-static int load_fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int load_fail(const char *what, const char *fmt, ...) EMBER_PRINTF(2, 3);
 static int load_fail(const char *what, const char *fmt, ...)
 {
     va_list ap;
@@ -96,7 +92,7 @@ static int read_at(ember_st_file *f, void *buf, uint64_t n, uint64_t off)
     uint64_t done = 0;
     while (done < n) {
         size_t chunk = n - done < IO_CHUNK ? (size_t)(n - done) : IO_CHUNK;
-        ssize_t r = pread(f->fd, (char *)buf + done, chunk, (off_t)(off + done));
+        int64_t r = ember__file_read_at(f->fd, (char *)buf + done, chunk, off + done);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return load_fail(f->what, "read failed: %s", strerror(errno));
         if (r == 0)
@@ -270,7 +266,7 @@ static int read_header(ember_st_file *f)
 void ember_st_close(ember_st_file *f)
 {
     if (!f) return;
-    if (f->fd >= 0) close(f->fd);
+    if (f->fd >= 0) ember__file_close(f->fd);
     for (int i = 0; i < f->n; i++) free(f->entries[i].name);
     for (int i = 0; i < f->nmeta; i++) {
         free(f->meta[i].key);
@@ -314,18 +310,18 @@ int ember_st_open(const char *path, ember_st_file **out)
     if (!path) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");
     ember_st_file *f;
     EMBER_TRY(st_new(path, &f));
-    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block the open */
-    struct stat st;
-    int rc = EMBER_OK;
+    f->fd = ember__file_open_read(path);   /* a FIFO must not block the open */
+    int rc = EMBER_OK, kind = 0;
+    uint64_t size = 0;
     if (f->fd < 0) rc = load_fail(path, "cannot open: %s", strerror(errno));
-    else if (fstat(f->fd, &st) != 0) rc = load_fail(path, "cannot read its size: %s", strerror(errno));
-    else if (S_ISDIR(st.st_mode)) rc = load_fail(path, "read failed: %s", strerror(EISDIR));
-    else if (!S_ISREG(st.st_mode)) rc = load_fail(path, "not a regular file (a safetensors file is read by offset)");
+    else if (ember__file_stat(f->fd, &kind, &size) != 0) rc = load_fail(path, "cannot read its size: %s", strerror(errno));
+    else if (kind == EMBER_FILE_DIR) rc = load_fail(path, "read failed: %s", strerror(EISDIR));
+    else if (kind != EMBER_FILE_REGULAR) rc = load_fail(path, "not a regular file (a safetensors file is read by offset)");
     if (rc < 0) {
         ember_st_close(f);
         return rc;
     }
-    f->size = (uint64_t)st.st_size;
+    f->size = size;
     return st_finish(f, out);
 }
 

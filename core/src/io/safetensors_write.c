@@ -7,23 +7,24 @@
    `<path>.tmp.<pid>.<n>`, fsynced, renamed over it and its folder fsynced. */
 #include "../dtr.h"
 #include "../internal.h"
+#include "../platform.h"
 #include "json.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
+
+#ifndef PATH_MAX   /* Windows: MAX_PATH (260) is too few for the long paths it allows */
+#define PATH_MAX 4096
+#endif
 
 #define IO_CHUNK ((size_t)1 << 30)
 
-static int save_fail(int status, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int save_fail(int status, const char *path, const char *fmt, ...) EMBER_PRINTF(3, 4);
 static int save_fail(int status, const char *path, const char *fmt, ...)
 {
     char msg[1024];
@@ -202,32 +203,36 @@ static void build_header(text *t, int n, const ember_st_named *entries, int nmet
 /* ------------------------------------------------------------------ the file */
 /* Temporaries `<path>.tmp.<pid>.<n>` whose writer is gone (killed mid-write)
    are removed; those of live processes are left alone. */
+typedef struct {
+    char dir[PATH_MAX], prefix[PATH_MAX];
+    int np, removed;
+} stale_scan;
+
+static void remove_if_stale(const char *name, void *arg)
+{
+    stale_scan *sc = arg;
+    if (strncmp(name, sc->prefix, (size_t)sc->np) != 0) return;
+    char *endp = NULL;
+    long pid = strtol(name + sc->np, &endp, 10);
+    if (pid <= 0 || !endp || *endp != '.') return;
+    if (ember__process_alive(pid)) return;   /* its writer may still be at work */
+    char full[PATH_MAX * 2];
+    snprintf(full, sizeof full, "%s/%s", sc->dir, name);
+    if (ember__file_remove(full) == 0) sc->removed++;
+}
+
 int ember_remove_stale_temps(const char *path)
 {
     if (!path) return ember__fail(EMBER_ERR_ARG, "remove_stale_temps: path is NULL");
-    char dir[PATH_MAX], prefix[PATH_MAX];
-    const char *slash = strrchr(path, '/');
+    stale_scan sc = {.removed = 0};
+    const char *slash = ember__path_last_sep(path);
     const char *base = slash ? slash + 1 : path;
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1, path);
-    else snprintf(dir, sizeof dir, ".");
-    int np = snprintf(prefix, sizeof prefix, "%s.tmp.", base);
-    if (np <= 0 || (size_t)np >= sizeof prefix) return EMBER_OK;
-    DIR *d = opendir(dir);
-    if (!d) return EMBER_OK;
-    int removed = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, (size_t)np) != 0) continue;
-        char *endp = NULL;
-        long pid = strtol(e->d_name + np, &endp, 10);
-        if (pid <= 0 || !endp || *endp != '.') continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* its writer may still be at work */
-        char full[PATH_MAX * 2];
-        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        if (unlink(full) == 0) removed++;
-    }
-    closedir(d);
-    return removed;
+    if (slash) snprintf(sc.dir, sizeof sc.dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1, path);
+    else snprintf(sc.dir, sizeof sc.dir, ".");
+    sc.np = snprintf(sc.prefix, sizeof sc.prefix, "%s.tmp.", base);
+    if (sc.np <= 0 || (size_t)sc.np >= sizeof sc.prefix) return EMBER_OK;
+    if (!ember__dir_each(sc.dir, remove_if_stale, &sc)) return EMBER_OK;
+    return sc.removed;
 }
 
 /* Writes exactly n bytes; retries partial writes and EINTR. */
@@ -235,7 +240,7 @@ static int write_all(int fd, const char *path, const void *buf, size_t n)
 {
     const char *p = buf;
     while (n > 0) {
-        ssize_t r = write(fd, p, n < IO_CHUNK ? n : IO_CHUNK);
+        int64_t r = ember__file_write(fd, p, n < IO_CHUNK ? n : IO_CHUNK);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return save_fail(EMBER_ERR_IO, path, "write failed: %s", strerror(errno));
         if (r == 0) return save_fail(EMBER_ERR_IO, path, "write failed: no progress");
@@ -250,10 +255,10 @@ static int open_temp(const char *path, char *tmp, size_t cap)
     static unsigned counter;
     for (int tries = 0; tries < 16; tries++) {
         unsigned k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-        int w = snprintf(tmp, cap, "%s.tmp.%ld.%x%04x", path, (long)getpid(), k,
+        int w = snprintf(tmp, cap, "%s.tmp.%ld.%x%04x", path, ember__process_id(), k,
                          (unsigned)((unsigned long)clock() ^ (unsigned long)time(NULL)) & 0xffff);
         if (w < 0 || (size_t)w >= cap) return save_fail(EMBER_ERR_IO, path, "the path is too long");
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0666);
+        int fd = ember__file_create_new(tmp);
         if (fd >= 0) return fd;
         if (errno != EEXIST) return save_fail(EMBER_ERR_IO, path, "cannot create %s: %s", tmp, strerror(errno));
     }
@@ -281,19 +286,6 @@ static int write_tensor(int fd, const char *path, const ember_st_named *e)
     return rc;
 }
 
-static void fsync_dir(const char *path)
-{
-    char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    else snprintf(dir, sizeof dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);   /* best effort: some file systems refuse a folder's fsync */
-        close(fd);
-    }
-}
-
 int ember_st_save(const char *path, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
 {
     EMBER_TRY(check_args(path, n, entries, nmeta, meta));
@@ -313,15 +305,17 @@ int ember_st_save(const char *path, int n, const ember_st_named *entries, int nm
     int rc = write_all(fd, path, h.p, h.len);
     free(h.p);
     for (int i = 0; i < n && rc == EMBER_OK; i++) rc = write_tensor(fd, path, &entries[i]);
-    if (rc == EMBER_OK && fsync(fd) != 0) rc = save_fail(EMBER_ERR_IO, path, "fsync failed: %s", strerror(errno));
-    if (close(fd) != 0 && rc == EMBER_OK) rc = save_fail(EMBER_ERR_IO, path, "close failed: %s", strerror(errno));
-    if (rc == EMBER_OK && rename(tmp, path) != 0)
+    if (rc == EMBER_OK && ember__file_sync(fd) != 0)
+        rc = save_fail(EMBER_ERR_IO, path, "fsync failed: %s", strerror(errno));
+    if (ember__file_close(fd) != 0 && rc == EMBER_OK)
+        rc = save_fail(EMBER_ERR_IO, path, "close failed: %s", strerror(errno));
+    if (rc == EMBER_OK && ember__file_replace(tmp, path) != 0)
         rc = save_fail(EMBER_ERR_IO, path, "cannot rename %s over it: %s", tmp, strerror(errno));
     if (rc < 0) {
-        unlink(tmp);
+        ember__file_remove(tmp);
         return rc;
     }
-    fsync_dir(path);
+    ember__dir_sync(path);
     return EMBER_OK;
 }
 
