@@ -45,12 +45,15 @@ bool ember__lib_path_of(const void *addr, char *buf, size_t cap)
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
-static void (*exit_fn)(void *);
-static void make_key(void) { pthread_key_create(&exit_key, exit_fn); }
+/* the handler the calling thread asks for: pthread_once runs make_key on the
+   first caller's thread, which reads its own (threads share no variable
+   here, so two first calls at once do not race) */
+static _Thread_local void (*asked_fn)(void *);
+static void make_key(void) { pthread_key_create(&exit_key, asked_fn); }
 
 void ember__at_thread_exit(void (*fn)(void *))
 {
-    exit_fn = fn;
+    asked_fn = fn;
     pthread_once(&exit_once, make_key);
     pthread_setspecific(exit_key, (void *)1);
 }

@@ -118,17 +118,19 @@ static void WINAPI on_exit_slot(void *arg)
 {
     if (arg) exit_fn(arg);
 }
+/* the first caller's handler, written once inside the one-time init (whose
+   completion orders it before every later read) */
 static BOOL CALLBACK make_slot(INIT_ONCE *once, void *param, void **ctx)
 {
-    (void)once, (void)param, (void)ctx;
+    (void)once, (void)ctx;
+    exit_fn = *(void (**)(void *))param;
     exit_slot = FlsAlloc(on_exit_slot);
     return TRUE;
 }
 
 void ember__at_thread_exit(void (*fn)(void *))
 {
-    exit_fn = fn;
-    InitOnceExecuteOnce(&exit_once, make_slot, NULL, NULL);
+    InitOnceExecuteOnce(&exit_once, make_slot, &fn, NULL);
     if (exit_slot != FLS_OUT_OF_INDEXES) FlsSetValue(exit_slot, (void *)1);
 }
 
