@@ -523,7 +523,11 @@ static int record_on(ag_key *k, int key, int op, int rule_id, int ctx_id, const 
     if (!n) return EMBER_OK;
     n->rule_id = rule_id > 0 ? rule_id : (op >= 0 ? override_rule[op] : 0);
     n->ctx_id = ctx_id;
-    if (custom_name) snprintf(n->custom_name, sizeof n->custom_name, "%s", custom_name);
+    if (op == NODE_CUSTOM && custom_name) {   /* a built-in op's name is its table's (ember_node_name) */
+        size_t len = strnlen(custom_name, sizeof n->custom_name - 1);
+        memcpy(n->custom_name, custom_name, len);
+        n->custom_name[len] = '\0';
+    }
     if (at) n->attrs = *at;
     for (int i = 0; i < nin; i++) ember__node_meta_of(&n->in_meta[i], in[i]);
     for (int j = 0; j < nout; j++) ember__node_meta_of(&n->out_meta[j], out[j]);
