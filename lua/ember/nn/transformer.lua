@@ -407,51 +407,44 @@ end
 local STACK = { { "norm", nil, optional_module } }
 local ENCODER_STACK = { STACK[1], { "enable_nested_tensor", false, no_nested } }
 
-local function stack_init(nn, self, op, what, class, layer, num_layers, ...)
-  local o = arguments(op, { what, "num_layers" }, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
-  if A.int(1)(num_layers) then fail(op, "num_layers must be an integer >= 1, got %s", A.value_str(num_layers)) end
-  local list = {}
-  for i = 1, num_layers do list[i] = copy_layer(op, what, layer, class) end
-  self.layers = nn.ModuleList(list)
-  self.num_layers = num_layers
-  if o.norm then self.norm = o.norm end
+-- nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor = false?) and
+-- nn.TransformerDecoder(decoder_layer, num_layers, norm?): num_layers copies of the layer, run in
+-- turn, then the norm. inputs: the forward's tensors before its options; run_layer(layer, x,
+-- memory, o) runs one layer with the forward's options o.
+--   encoder(src, mask, src_key_padding_mask) or encoder(src, {mask =, src_key_padding_mask =})
+--   decoder(tgt, memory, tgt_mask, memory_mask, ...) or decoder(tgt, memory, {tgt_mask =, ...})
+local function stack_class(nn, name, what, inputs, forward_spec, run_layer)
+  local op = "ember.nn." .. name
+  local S = nn.Module:extend(name)
+  function S:init(layer, num_layers, ...)
+    local o = arguments(op, { what, "num_layers" }, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
+    if A.int(1)(num_layers) then fail(op, "num_layers must be an integer >= 1, got %s", A.value_str(num_layers)) end
+    local list = {}
+    for i = 1, num_layers do list[i] = copy_layer(op, what, layer, nn[name .. "Layer"]) end
+    self.layers = nn.ModuleList(list)
+    self.num_layers = num_layers
+    if o.norm then self.norm = o.norm end
+  end
+  function S:forward(x, ...)
+    local memory = inputs[2] and (...)
+    local o = arguments(op, inputs, forward_spec, select(#inputs, ...))
+    for _, layer in self.layers:iter() do x = run_layer(layer, x, memory, o) end
+    if self.norm then x = self.norm(x) end
+    return x
+  end
+  nn[name] = S
 end
 
 local function encoder_class(nn)
-  local op = "ember.nn.TransformerEncoder"
-  local S = nn.Module:extend("TransformerEncoder")
-  -- nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor = false?):
-  -- num_layers copies of the layer
-  function S:init(layer, num_layers, ...)
-    stack_init(nn, self, op, "encoder_layer", nn.TransformerEncoderLayer, layer, num_layers, ...)
-  end
-  -- encoder(src, mask, src_key_padding_mask) or encoder(src, {mask =, src_key_padding_mask =})
-  function S:forward(src, ...)
-    local o = arguments(op, { "src" }, { { "mask", nil, A.optional_tensor }, ENCODER_FORWARD[2] }, ...)
-    local x = src
-    for _, layer in self.layers:iter() do
-      x = layer(x, { src_mask = o.mask, src_key_padding_mask = o.src_key_padding_mask })
-    end
-    if self.norm then x = self.norm(x) end
-    return x
-  end
-  nn.TransformerEncoder = S
+  stack_class(nn, "TransformerEncoder", "encoder_layer", { "src" },
+    { { "mask", nil, A.optional_tensor }, ENCODER_FORWARD[2] }, function(layer, x, _, o)
+      return layer(x, { src_mask = o.mask, src_key_padding_mask = o.src_key_padding_mask })
+    end)
 end
 
 local function decoder_class(nn)
-  local op = "ember.nn.TransformerDecoder"
-  local S = nn.Module:extend("TransformerDecoder")
-  function S:init(layer, num_layers, ...)
-    stack_init(nn, self, op, "decoder_layer", nn.TransformerDecoderLayer, layer, num_layers, ...)
-  end
-  function S:forward(tgt, memory, ...)
-    local o = arguments(op, { "tgt", "memory" }, DECODER_FORWARD, ...)
-    local x = tgt
-    for _, layer in self.layers:iter() do x = layer(x, memory, o) end
-    if self.norm then x = self.norm(x) end
-    return x
-  end
-  nn.TransformerDecoder = S
+  stack_class(nn, "TransformerDecoder", "decoder_layer", { "tgt", "memory" }, DECODER_FORWARD,
+    function(layer, x, memory, o) return layer(x, memory, o) end)
 end
 
 local TRANSFORMER_SPEC = { { "d_model", 512, A.int(1) }, { "nhead", 8, A.int(1) }, { "num_encoder_layers", 6, A.int(1) },
