@@ -92,6 +92,16 @@ local MHA_FORWARD = { { "key_padding_mask", nil, A.optional_tensor },
   { "need_weights", true, A.boolean }, { "attn_mask", nil, A.optional_tensor },
   { "average_attn_weights", true, A.boolean }, { "is_causal", false, A.boolean } }
 
+-- an input (L, N, d), (N, L, d) with batch_first, or unbatched (L, d): what ember.nn.MultiheadAttention
+-- and the transformer layers take
+local function need_sequence(op, what, x, d)
+  A.need_tensor(op, what, x)
+  if (x:dim() ~= 3 and x:dim() ~= 2) or x:size(-1) ~= d then
+    fail(op, "%s of shape %s does not fit: expected {L, N, %d}, {N, L, %d} with batch_first, or unbatched {L, %d}",
+      what, shape_str(x), d, d, d)
+  end
+end
+
 local function mha_class(nn)
   local op = "ember.nn.MultiheadAttention"
   local MHA = nn.Module:extend("MultiheadAttention")
@@ -135,13 +145,7 @@ local function mha_class(nn)
     k, v = k or q, v or k or q
     local E, H, D = self.embed_dim, self.num_heads, self.head_dim
     for i, t in ipairs({ q, k, v }) do
-      local what = ({ "query", "key", "value" })[i]
-      local width = ({ E, self.kdim, self.vdim })[i]
-      A.need_tensor(op, what, t)
-      if (t:dim() ~= 3 and t:dim() ~= 2) or t:size(-1) ~= width then
-        fail(op, "%s of shape %s does not fit: expected {L, N, %d}, {N, L, %d} with batch_first, or unbatched {L, %d}",
-          what, shape_str(t), width, width, width)
-      end
+      need_sequence(op, ({ "query", "key", "value" })[i], t, ({ E, self.kdim, self.vdim })[i])
     end
     local unbatched = q:dim() == 2
     if k:dim() ~= q:dim() or v:dim() ~= q:dim() then
@@ -298,15 +302,6 @@ end
 local function feed_forward(self, x, dropout)
   local act = self.activation_fn or self.activation
   return dropout(self.linear2(self.dropout(act(self.linear1(x)))))
-end
-
--- an input (L, N, E), (N, L, E) with batch_first, or unbatched (L, E)
-local function need_sequence(op, what, x, d)
-  A.need_tensor(op, what, x)
-  if (x:dim() ~= 3 and x:dim() ~= 2) or x:size(-1) ~= d then
-    fail(op, "%s of shape %s does not fit: expected {L, N, %d}, {N, L, %d} with batch_first, or unbatched {L, %d}",
-      what, shape_str(x), d, d, d)
-  end
 end
 
 local function attend(mha, q, kv, mask, kpm, dropout)
