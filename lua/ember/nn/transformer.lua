@@ -308,6 +308,16 @@ local function attend(mha, q, kv, mask, kpm, dropout)
   return dropout(mha(q, kv, kv, { attn_mask = mask, key_padding_mask = kpm, need_weights = false }))
 end
 
+-- x through a layer's sublayers in turn, sublayer i with the layer's norm<i>:
+-- x + f(norm(x)) with norm_first, norm(x + f(x)) without (PyTorch's order)
+local function residuals(self, x, sublayers)
+  for i, f in ipairs(sublayers) do
+    local norm = self["norm" .. i]
+    if self.norm_first then x = x + f(norm(x)) else x = norm(x + f(x)) end
+  end
+  return x
+end
+
 local ENCODER_FORWARD = { { "src_mask", nil, A.optional_tensor },
   { "src_key_padding_mask", nil, A.optional_tensor } }
 local DECODER_FORWARD = { { "tgt_mask", nil, A.optional_tensor }, { "memory_mask", nil, A.optional_tensor },
@@ -330,16 +340,10 @@ local function encoder_layer_class(nn)
   function L:forward(src, ...)
     local o = arguments(op, { "src" }, ENCODER_FORWARD, ...)
     need_sequence(op, "src", src, self.d_model)
-    local x, sa = src, self.self_attn
-    if self.norm_first then
-      local h = self.norm1(x)
-      x = x + attend(sa, h, h, o.src_mask, o.src_key_padding_mask, self.dropout1)
-      x = x + feed_forward(self, self.norm2(x), self.dropout2)
-    else
-      x = self.norm1(x + attend(sa, x, x, o.src_mask, o.src_key_padding_mask, self.dropout1))
-      x = self.norm2(x + feed_forward(self, x, self.dropout2))
-    end
-    return x
+    return residuals(self, src, {
+      function(h) return attend(self.self_attn, h, h, o.src_mask, o.src_key_padding_mask, self.dropout1) end,
+      function(h) return feed_forward(self, h, self.dropout2) end,
+    })
   end
   L.extra_repr = layer_repr
   nn.TransformerEncoderLayer = L
@@ -360,20 +364,13 @@ local function decoder_layer_class(nn)
     local o = arguments(op, { "tgt", "memory" }, DECODER_FORWARD, ...)
     need_sequence(op, "tgt", tgt, self.d_model)
     need_sequence(op, "memory", memory, self.d_model)
-    local x = tgt
-    if self.norm_first then
-      local h = self.norm1(x)
-      x = x + attend(self.self_attn, h, h, o.tgt_mask, o.tgt_key_padding_mask, self.dropout1)
-      x = x + attend(self.multihead_attn, self.norm2(x), memory, o.memory_mask, o.memory_key_padding_mask,
-        self.dropout2)
-      x = x + feed_forward(self, self.norm3(x), self.dropout3)
-    else
-      x = self.norm1(x + attend(self.self_attn, x, x, o.tgt_mask, o.tgt_key_padding_mask, self.dropout1))
-      x = self.norm2(x + attend(self.multihead_attn, x, memory, o.memory_mask, o.memory_key_padding_mask,
-        self.dropout2))
-      x = self.norm3(x + feed_forward(self, x, self.dropout3))
-    end
-    return x
+    return residuals(self, tgt, {
+      function(h) return attend(self.self_attn, h, h, o.tgt_mask, o.tgt_key_padding_mask, self.dropout1) end,
+      function(h)
+        return attend(self.multihead_attn, h, memory, o.memory_mask, o.memory_key_padding_mask, self.dropout2)
+      end,
+      function(h) return feed_forward(self, h, self.dropout3) end,
+    })
   end
   L.extra_repr = layer_repr
   nn.TransformerDecoderLayer = L
