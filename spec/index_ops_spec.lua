@@ -159,9 +159,7 @@ end)
 
 describe("the indexing kernels on threads", function()
   it("give the same bits on 1 and 2 threads, gradients included", function()
-    local threads = ember.get_num_threads()
-    local function run(n)
-      ember.set_num_threads(n)
+    H.same_bits_on_threads(function()
       ember.manual_seed(4)
       local w = ember.randn({ 3000, 64 })
       local gm = ember.autodiff.GradManager():attach({ w })
@@ -172,20 +170,12 @@ describe("the indexing kernels on threads", function()
       local g = w:gather(2, g2)
       local loss = (e * e):sum() + (g * g):mean() * 3
       gm:backward(loss)
-      local out = { e:sum():item(), g:sum():item(), w.grad:clone() }
-      ember.set_num_threads(threads)
-      return out
-    end
-    local one, two = run(1), run(2)
-    assert.are.equal(one[1], two[1])
-    assert.are.equal(one[2], two[2])
-    assert.is_true(ember.equal(one[3], two[3]))
+      return { e:sum():item(), g:sum():item(), w.grad:clone() }
+    end)
   end)
 
   it("give the same bits on 1 and 2 threads: scatter_add's float sums, a tiled gather, index_add across columns", function()
-    local threads = ember.get_num_threads()
-    local function run(n)
-      ember.set_num_threads(n)
+    H.same_bits_on_threads(function()
       ember.manual_seed(6)
       local src = ember.randn({ 256, 1024 })
       local idx = ember.randint(1, 33, { 256, 1024 }, { dtype = "int32" })   -- many terms per place
@@ -200,11 +190,8 @@ describe("the indexing kernels on threads", function()
         ember.zeros({ 5000, 100 }):scatter_add(1, ember.randint(1, 5, { 3000, 100 }, { dtype = "int64" }) * 1000,
           ember.randn({ 3000, 100 })),
       }
-      ember.set_num_threads(threads)
       return out
-    end
-    local one, two = run(1), run(2)
-    for i = 1, #one do assert.is_true(ember.equal(one[i], two[i]), "result " .. i) end
+    end)
   end)
 end)
 
