@@ -39,11 +39,9 @@ end
 
 ember.manual_seed(opts.seed)
 local model = CharLSTM(V, opts.embed, opts.hidden, opts.layers)
-model:to(device)
-local params = model:parameters()
-kjv.describe(params, ("LSTM of %d layer(s), hidden %d, embedding %d"):format(opts.layers, opts.hidden, opts.embed))
+local params, loss_of = kjv.prepare(model, device, ("LSTM of %d layer(s), hidden %d, embedding %d"):format(opts.layers,
+  opts.hidden, opts.embed))
 local T, B = opts.context, opts.batch
-local loss_of = kjv.loss_of(model, device)
 
 ---------------------------------------------------------------- training
 local steps, curve = kjv.train(params, opts, loss_of)

@@ -17,6 +17,7 @@
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+local fashion = require("fashion")
 
 local opts = require("options").parse("fashion_mnist_cnn.lua", { epochs = 4, batch = 64, lr = 1e-3,
   out = "runs/fashion_mnist_cnn", seed = 0, autocast = "off", limit = 0, device = "cpu", resume = false }, arg)
@@ -65,18 +66,7 @@ if opts.resume and io.open(ckpt, "rb") then
   print(("resumed from %s after epoch %d"):format(ckpt, start - 1))
 end
 
-local function evaluate()
-  model:eval()
-  local correct = 0
-  ember.no_grad(function()
-    for x, y in ember.data.DataLoader(test, { batch_size = 500 }):iter() do
-      local _, pred = ember.autocast(autocast, function() return model(x:to(device)) end):max(2)
-      correct = correct + pred:eq(y:to(device)):sum():item()
-    end
-  end)
-  model:train()
-  return correct / #test
-end
+local function evaluate() return fashion.evaluate(ember, model, test, device, 500, autocast) end
 
 local loader = ember.data.DataLoader(train, { batch_size = opts.batch, shuffle = true, seed = opts.seed })
 local acc
@@ -106,8 +96,5 @@ for epoch = start, opts.epochs do
     accuracy = table.concat(history.accuracy, ",") })
 end
 acc = acc or evaluate()
-ember.plot.svg(opts.out .. "/curves.svg", {
-  { name = "train loss", values = history.loss },
-  { name = "test accuracy", values = history.accuracy, axis = "right" },
-}, { title = "Fashion-MNIST CNN", xlabel = "epoch" })
+fashion.plot(ember, opts.out, history, "Fashion-MNIST CNN")
 print(("test accuracy: %.2f%%"):format(100 * acc))

@@ -25,6 +25,7 @@
 package.path = "./lua/?.lua;./lua/?/init.lua;./examples/?.lua;" .. package.path
 local ember = require("ember")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+local fashion = require("fashion")
 
 local opts = require("options").parse("fashion_mnist_mlp.lua", { epochs = 10, batch = 128, lr = 0.1, momentum = 0.9,
   out = "runs/fashion_mnist_mlp", seed = 0, stop = math.huge, threads = 0, bucket_mb = 25, device = "cpu",
@@ -79,18 +80,7 @@ if opts.resume and io.open(ckpt, "rb") then
   print(("resumed from %s after epoch %d"):format(ckpt, c.epoch))
 end
 
-local function evaluate()
-  model:eval()
-  local correct = 0
-  ember.no_grad(function()
-    for x, y in ember.data.DataLoader(test, { batch_size = 1000 }):iter() do
-      local _, pred = model(x:to(device)):max(2)
-      correct = correct + pred:eq(y:to(device)):sum():item()
-    end
-  end)
-  model:train()
-  return correct / #test
-end
+local function evaluate() return fashion.evaluate(ember, model, test, device, 1000) end
 
 local loader = ember.data.DataLoader(train, { batch_size = opts.batch / world, shuffle = true, seed = opts.seed,
   distributed = opts.distributed })
@@ -139,9 +129,6 @@ end
 if rank ~= 0 then return end
 acc = acc or evaluate()
 
-ember.plot.svg(opts.out .. "/curves.svg", {
-  { name = "train loss", values = history.loss },
-  { name = "test accuracy", values = history.accuracy, axis = "right" },
-}, { title = "Fashion-MNIST MLP", xlabel = "epoch" })
+fashion.plot(ember, opts.out, history, "Fashion-MNIST MLP")
 print(("test accuracy: %.2f%%"):format(100 * acc))
 print(("checkpoint: %s, curves: %s/curves.svg"):format(ckpt, opts.out))

@@ -87,19 +87,19 @@ function M.load(ember, who)
     end)
   end
 
-  -- model's next-character loss on a batch of windows x, y (made on the CPU,
-  -- moved to device), and its parameter count, printed: what both models share
-  function kjv.loss_of(model, device)
-    return function(x, y)
+  -- What both models share: the model moved to device and its parameter
+  -- count printed (what: the model in words); returns its parameters and
+  -- loss_of(x, y), its next-character loss on a batch of windows x, y (made
+  -- on the CPU, moved to device).
+  function kjv.prepare(model, device, what)
+    model:to(device)
+    local params, n = model:parameters(), 0
+    for _, p in ipairs(params) do n = n + p:numel() end
+    print(("model: %s, %d parameters"):format(what, n))
+    return params, function(x, y)
       x, y = x:to(device), y:to(device)
       return ember.nn.functional.cross_entropy(model(x):reshape(-1, kjv.V), y:reshape(-1))
     end
-  end
-
-  function kjv.describe(params, what)
-    local n = 0
-    for _, p in ipairs(params) do n = n + p:numel() end
-    print(("model: %s, %d parameters"):format(what, n))
   end
 
   -- the text of a list of ids

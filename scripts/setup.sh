@@ -11,17 +11,20 @@ PKGS=(cmake gcc make pkg-config luajit libluajit-5.1-dev libopenblas-dev lua-bus
 # real hosts for spec/hosts_spec.lua (docs/hosts.md): LÖVE 11.4 run headless under
 # Xvfb (xvfb-run needs xauth; Mesa's software OpenGL draws there), Neovim, and zip for a .love
 PKGS+=(love xvfb xauth libgl1-mesa-dri neovim zip)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+# installs those of the packages "$@" that dpkg does not have installed
+install_missing() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+  $SUDO apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+install_missing "${PKGS[@]}"
 
 # Cross builds (scripts/cross_test.sh, docs/platforms.md): aarch64 Linux under
 # QEMU, against Debian's arm64 packages beside the host's (multiarch), and
@@ -31,23 +34,13 @@ CROSS=(qemu-user-static gcc-aarch64-linux-gnu gcc-mingw-w64-x86-64 libz-mingw-w6
 ARM64=(libc6:arm64 libluajit-5.1-dev:arm64 libopenblas-dev:arm64 zlib1g-dev:arm64 libedit-dev:arm64
        lua-filesystem:arm64 lua-system:arm64)
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "setup: adding the arm64 architecture (multiarch) for the ARM64 cross build"
     $SUDO dpkg --add-architecture arm64 && $SUDO apt-get update -qq || true
   fi
   dpkg --print-foreign-architectures | grep -qx arm64 && CROSS+=("${ARM64[@]}")
-  missing=()
-  for p in "${CROSS[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing the cross tools ${missing[*]}"
-    { $SUDO apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } ||
-      echo "setup: the cross tools could not be installed: scripts/cross_test.sh will say what is missing"
-  fi
+  install_missing "${CROSS[@]}" ||
+    echo "setup: the cross tools could not be installed: scripts/cross_test.sh will say what is missing"
 fi
 
 JOBS=$(nproc 2>/dev/null || echo 2)

@@ -215,6 +215,29 @@ function H.train_steps(model, x, y, steps)
   return out
 end
 
+-- fn's results (a list of numbers and tensors) on 1 thread and on 2 are
+-- the same bits; the thread setting is left as it was
+function H.same_bits_on_threads(fn)
+  local luassert = require("luassert")
+  local st = ember.thread_stats()
+  local function on(n)
+    ember.set_num_threads(n)
+    local ok, res = pcall(fn)
+    if st.policy == "auto" then ember.set_num_threads("auto") else ember.set_num_threads(st.threads) end
+    if not ok then error(res, 0) end
+    return res
+  end
+  local one, two = on(1), on(2)
+  luassert.are.equal(#one, #two)
+  for i = 1, #one do
+    if ember.is_tensor(one[i]) then
+      luassert.is_true(ember.equal(one[i], two[i]), "result " .. i)
+    else
+      luassert.are.equal(one[i], two[i], "result " .. i)
+    end
+  end
+end
+
 -- inside a describe block: each test starts with the thread setting as it
 -- was before it and leaves it so (busted's before_each and after_each)
 function H.keep_thread_setting(before_each, after_each)

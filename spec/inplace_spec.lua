@@ -1,11 +1,11 @@
 -- In-place writes, views and higher-order gradients against PyTorch 1.13.
--- The programs and PyTorch's float64 results are in spec/fixtures/autograd_torch.lua
+-- The programs and PyTorch's float64 results are in spec/fixtures/autograd_torch.json
 -- (written by spec/fixtures/gen_autograd.py); every case runs in float64, in
 -- float32 and on a non-contiguous x.
 local H = require("helpers")
 local ember = H.ember
 local GradManager = ember.autodiff.GradManager
-local FX = dofile("spec/fixtures/autograd_torch.lua")
+local FX = H.read_json("spec/fixtures/autograd_torch.json")
 
 local function program(c)
   local f = assert(load("local ember, x, w = ...; " .. c.lua, "=" .. c.name))

@@ -3,10 +3,10 @@
 -- channels-last operands, in every dtype, have PyTorch's values and its
 -- TensorIterator's strides (what :stride() and :is_contiguous() show), and
 -- in-place ops on such tensors write in place. The programs and PyTorch's
--- results are in spec/fixtures/iter/layouts.lua (spec/fixtures/iter/gen.py).
+-- results are in spec/fixtures/iter/layouts.json (spec/fixtures/iter/gen.py).
 local H = require("helpers")
 local ember = H.ember
-local FX = dofile("spec/fixtures/iter/layouts.lua")
+local FX = H.read_json("spec/fixtures/iter/layouts.json").cases
 
 local function base_values(n, dtype)   -- gen.py's base_values
   local v = {}

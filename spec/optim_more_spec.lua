@@ -1,9 +1,9 @@
 -- ember.optim: RMSprop, Adagrad, Adamax, NAdam, LBFGS and the schedulers
 -- OneCycleLR, LinearLR, SequentialLR, ReduceLROnPlateau. Trajectories and lr
 -- sequences come from PyTorch 1.13 (spec/fixtures/gen_optim.py writes
--- spec/fixtures/optim_torch.lua); a few first steps are worked out by hand.
+-- spec/fixtures/optim_torch.json); a few first steps are worked out by hand.
 local H = require("helpers")
-local fx = require("fixtures.optim_torch")
+local fx = H.read_json("spec/fixtures/optim_torch.json")
 local ember = H.ember
 local optim = ember.optim
 local sched = optim.lr_scheduler

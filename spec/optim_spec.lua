@@ -61,6 +61,15 @@ local function run(opt, w, grads)
   return w
 end
 
+-- steps of opt, each giving w the gradient g; w after each step is the
+-- next of after (worked out by hand)
+local function trajectory(opt, w, g, after, tol)
+  for _, want in ipairs(after) do
+    run(opt, w, { g })
+    H.same(w, want, tol)
+  end
+end
+
 local GRADS = { { 0.5, -1, 2 }, { -0.3, 0.2, 1.5 }, { 0.8, -0.1, -2 } }
 local W0 = { 1, 2, -0.5 }
 
@@ -76,10 +85,7 @@ describe("ember.optim.SGD", function()
     local w = ember.tensor({ 1, 2 })
     local opt = optim.SGD({ w }, { lr = 0.1 })
     -- g = {0.5, -1} each step: w moves by {-0.05, +0.1}
-    run(opt, w, { { 0.5, -1 } })
-    H.same(w, { 0.95, 2.1 })
-    run(opt, w, { { 0.5, -1 }, { 0.5, -1 } })
-    H.same(w, { 0.85, 2.3 })
+    trajectory(opt, w, { 0.5, -1 }, { { 0.95, 2.1 }, { 0.9, 2.2 }, { 0.85, 2.3 } })
   end)
 
   it("momentum: b = g first, then b = m*b + g (by hand)", function()
@@ -87,44 +93,28 @@ describe("ember.optim.SGD", function()
     local opt = optim.SGD({ w }, { lr = 0.1, momentum = 0.9 })
     -- b1 = 0.5 -> 0.95; b2 = 0.45 + 0.5 = 0.95 -> 0.855; b3 = 0.855 + 0.5 = 1.355 -> 0.7195
     -- b1 = -1 -> 2.1;   b2 = -1.9 -> 2.29;             b3 = -2.71 -> 2.561
-    run(opt, w, { { 0.5, -1 } })
-    H.same(w, { 0.95, 2.1 })
-    run(opt, w, { { 0.5, -1 } })
-    H.same(w, { 0.855, 2.29 })
-    run(opt, w, { { 0.5, -1 } })
-    H.same(w, { 0.7195, 2.561 })
+    trajectory(opt, w, { 0.5, -1 }, { { 0.95, 2.1 }, { 0.855, 2.29 }, { 0.7195, 2.561 } })
   end)
 
   it("dampening scales the new gradient, not the first one (by hand)", function()
     local w = ember.tensor({ 1 })
     local opt = optim.SGD({ w }, { lr = 0.1, momentum = 0.9, dampening = 0.5 })
     -- b1 = 0.5 -> 0.95; b2 = 0.45 + 0.25 = 0.7 -> 0.88; b3 = 0.63 + 0.25 = 0.88 -> 0.792
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.95 })
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.88 })
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.792 })
+    trajectory(opt, w, { 0.5 }, { { 0.95 }, { 0.88 }, { 0.792 } })
   end)
 
   it("nesterov: d = g + m*b (by hand)", function()
     local w = ember.tensor({ 1 })
     local opt = optim.SGD({ w }, { lr = 0.1, momentum = 0.9, nesterov = true })
     -- b1 = 0.5, d = 0.5 + 0.45 = 0.95 -> 0.905; b2 = 0.95, d = 0.5 + 0.855 = 1.355 -> 0.7695
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.905 })
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.7695 })
+    trajectory(opt, w, { 0.5 }, { { 0.905 }, { 0.7695 } })
   end)
 
   it("weight decay: d = g + wd*p (by hand)", function()
     local w = ember.tensor({ 1 })
     local opt = optim.SGD({ w }, { lr = 0.1, weight_decay = 0.1 })
     -- d = 0.6 -> 0.94; d = 0.594 -> 0.8806; d = 0.58806 -> 0.821794
-    run(opt, w, { { 0.5 }, { 0.5 } })
-    H.same(w, { 0.8806 })
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.821794 })
+    trajectory(opt, w, { 0.5 }, { { 0.94 }, { 0.8806 }, { 0.821794 } })
   end)
 
   for _, o in ipairs({
@@ -268,10 +258,7 @@ describe("ember.optim.Adam", function()
     -- lr * g / (|g| + eps), i.e. lr * sign(g) up to eps
     local w = ember.tensor({ 1, 2 }, F64)
     local opt = optim.Adam({ w }, { lr = 0.1 })
-    run(opt, w, { { 0.5, -1 } })
-    H.same(w, { 0.9, 2.1 }, 1e-7)
-    run(opt, w, { { 0.5, -1 }, { 0.5, -1 } })
-    H.same(w, { 0.7, 2.3 }, 1e-7)
+    trajectory(opt, w, { 0.5, -1 }, { { 0.9, 2.1 }, { 0.8, 2.2 }, { 0.7, 2.3 } }, 1e-7)
     assert.are.equal(3, opt.state[w].step)
   end)
 
@@ -367,10 +354,7 @@ describe("ember.optim.AdamW", function()
     -- 0.89, 0.7811, 0.673289
     local w = ember.tensor({ 1 }, F64)
     local opt = optim.AdamW({ w }, { lr = 0.1, weight_decay = 0.1 })
-    run(opt, w, { { 0.5 } })
-    H.same(w, { 0.89 }, 1e-7)
-    run(opt, w, { { 0.5 }, { 0.5 } })
-    H.same(w, { 0.673289 }, 1e-7)
+    trajectory(opt, w, { 0.5 }, { { 0.89 }, { 0.7811 }, { 0.673289 } }, 1e-7)
   end)
 
   for _, o in ipairs({

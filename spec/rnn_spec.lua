@@ -1,5 +1,5 @@
 -- Recurrent layers and their fused cells: nn.RNN/LSTM/GRU and the cells
--- against PyTorch 1.13 (spec/fixtures/rnn_torch.lua, written by
+-- against PyTorch 1.13 (spec/fixtures/rnn_torch.json, written by
 -- gen_rnn.py) in float64, forward and backward; the fused ops lstm_cell and
 -- gru_cell by hand, by gradcheck and gradgradcheck, on strided float32
 -- input; bad input.
@@ -8,7 +8,7 @@ local ember = H.ember
 local nn, F = ember.nn, ember.nn.functional
 local GradManager = ember.autodiff.GradManager
 local gradcheck, gradgradcheck = ember.autodiff.gradcheck, ember.autodiff.gradgradcheck
-local fx = dofile("spec/fixtures/rnn_torch.lua")
+local fx = H.read_json("spec/fixtures/rnn_torch.json")
 local F64 = { dtype = "float64" }
 
 local function t64(v) return ember.tensor(v, F64) end

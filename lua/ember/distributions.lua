@@ -117,8 +117,10 @@ local Distribution = {}
 Distribution.__index = Distribution
 D.Distribution = Distribution
 
+-- a distribution class, D[name]
 local function class(name, parent)
   local c = setmetatable({}, { __index = parent or Distribution })
+  D[name] = c
   c.__index = c
   c.__name = "ember.distributions." .. name
   c.name = name
@@ -171,7 +173,6 @@ local function two_param_new(cls, names, a, b, opts)
     validate_args = opts.validate_args ~= false, has_rsample = true }, cls)
 end
 local Normal = class("Normal")
-D.Normal = Normal
 -- Normal(loc, scale, {validate_args =}): scale > 0
 function D.Normal_new(loc, scale, opts)
   local d = two_param_new(Normal, { "loc", "scale" }, loc, scale, opts)
@@ -201,7 +202,6 @@ end
 
 ---------------------------------------------------------------- Uniform
 local Uniform = class("Uniform")
-D.Uniform = Uniform
 function D.Uniform_new(low, high, opts)
   local d = two_param_new(Uniform, { "low", "high" }, low, high, opts)
   if d.validate_args and not all((d.high - d.low):detach()) then
@@ -270,7 +270,6 @@ end
 
 ---------------------------------------------------------------- Bernoulli
 local Bernoulli = class("Bernoulli")
-D.Bernoulli = Bernoulli
 -- Bernoulli{probs =} or Bernoulli{logits =}, or Bernoulli(probs, opts?)
 function D.Bernoulli_new(probs, opts)
   opts = probs_opts("Bernoulli", probs, opts)
@@ -315,7 +314,6 @@ function Bernoulli:entropy() return softplus(self.logits) - self.probs * self.lo
 
 ---------------------------------------------------------------- Categorical
 local Categorical = class("Categorical")
-D.Categorical = Categorical
 -- Categorical{probs =} or Categorical{logits =} (the last dim holds the
 -- categories), or Categorical(probs, opts?); values are 1-based category indices
 function D.Categorical_new(probs, opts)
@@ -409,14 +407,15 @@ local function positive_pair_new(cls, names, a, b, opts)
 end
 ---------------------------------------------------------------- Gamma
 local Gamma = class("Gamma")
-D.Gamma = Gamma
 function D.Gamma_new(concentration, rate, opts)
   return positive_pair_new(Gamma, { "concentration", "rate" }, concentration, rate, opts)
 end
-function Gamma:_support(v)
+-- the support of Gamma, and Dirichlet's before its sums
+local function nonnegative(v)
   if v:numel() > 0 and not (v:min():item() >= 0) then return false, "values must be non-negative" end
   return true
 end
+function Gamma:_support(v) return nonnegative(v) end
 function Gamma:mean() return self.concentration / self.rate end
 function Gamma:variance() return self.concentration / self.rate:pow(2) end
 function Gamma:rsample(shape, opts)
@@ -436,7 +435,6 @@ end
 
 ---------------------------------------------------------------- Beta
 local Beta = class("Beta")
-D.Beta = Beta
 function D.Beta_new(concentration1, concentration0, opts)
   return positive_pair_new(Beta, { "concentration1", "concentration0" }, concentration1, concentration0, opts)
 end
@@ -470,7 +468,6 @@ end
 
 ---------------------------------------------------------------- Dirichlet
 local Dirichlet = class("Dirichlet")
-D.Dirichlet = Dirichlet
 function D.Dirichlet_new(concentration, opts)
   opts = check_opts("Dirichlet", opts, { validate_args = true })
   if not ember.is_tensor(concentration) or concentration:dim() < 1 then
@@ -486,7 +483,8 @@ function D.Dirichlet_new(concentration, opts)
   return d
 end
 function Dirichlet:_support(v)
-  if v:numel() > 0 and not (v:min():item() >= 0) then return false, "values must be non-negative" end
+  local ok, why = nonnegative(v)
+  if not ok then return ok, why end
   local err = (v:sum(-1) - 1):abs()
   if err:numel() > 0 and err:max():item() > 1e-6 then return false, "values must sum to 1 along the last dim" end
   return true
@@ -550,7 +548,6 @@ local function precision_to_scale_tril(op, P)
 end
 
 local MultivariateNormal = class("MultivariateNormal")
-D.MultivariateNormal = MultivariateNormal
 -- MultivariateNormal(loc, {covariance_matrix =} or {precision_matrix =} or
 -- {scale_tril =}, validate_args =)
 function D.MultivariateNormal_new(loc, opts)
@@ -634,7 +631,6 @@ end
 
 ---------------------------------------------------------------- Independent
 local Independent = class("Independent")
-D.Independent = Independent
 -- Independent(base, n): the last n batch dims of base become event dims
 function D.Independent_new(base, n, opts)
   opts = check_opts("Independent", opts, { validate_args = true })

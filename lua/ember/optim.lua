@@ -501,19 +501,22 @@ local function adam_update(self, decoupled)
   end
 end
 
-local function adam_spec(wd)
-  return {
-    { "lr", 1e-3, nonneg },
+-- the options of Adam and its variants (AdamW, Adamax, NAdam): lr, betas, eps
+-- and weight_decay with these defaults, then the variant's own
+local function adam_spec(lr, wd, ...)
+  local spec = {
+    { "lr", lr, nonneg },
     { "betas", { 0.9, 0.999 }, betas },
     { "eps", 1e-8, nonneg },
     { "weight_decay", wd, nonneg },
-    { "amsgrad", false, boolean },
-    { "maximize", false, boolean },
   }
+  for _, own in ipairs({ ... }) do spec[#spec + 1] = own end
+  return spec
 end
+local AMSGRAD, MAXIMIZE = { "amsgrad", false, boolean }, { "maximize", false, boolean }
 
-optim.Adam = class("Adam", adam_spec(0), function(self) adam_update(self, false) end)
-optim.AdamW = class("AdamW", adam_spec(1e-2), function(self) adam_update(self, true) end)
+optim.Adam = class("Adam", adam_spec(1e-3, 0, AMSGRAD, MAXIMIZE), function(self) adam_update(self, false) end)
+optim.AdamW = class("AdamW", adam_spec(1e-3, 1e-2, AMSGRAD, MAXIMIZE), function(self) adam_update(self, true) end)
 
 ---------------------------------------------------------------- gradient clipping
 local function grads_of(name, params)
@@ -741,7 +744,7 @@ local internal = {
   betas = betas, positive_int = positive_int, sorted_keys = sorted_keys, copy_value = copy_value,
   same_shape = same_shape, shape_str = shape_str, class = class, sched_class = sched_class,
   Scheduler = Scheduler, scheduler_options = scheduler_options,
-  check_loaded_options = check_loaded_options,
+  check_loaded_options = check_loaded_options, adam_spec = adam_spec, MAXIMIZE = MAXIMIZE,
 }
 for _, file in ipairs({ "rmsprop", "adagrad", "adamax", "nadam", "lbfgs", "schedulers" }) do
   require("ember.optim." .. file)(optim, internal)

@@ -44,18 +44,19 @@ local CONVT1D = { BIAS_ARG, { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.int
 
 local check_layout = A.conv_layout
 
--- the unbatched form (C, ...) as a batch of one
-local function batched(x, nd)
-  if ember.is_tensor(x) and x:dim() == nd - 1 then return x:unsqueeze(1), true end
-  return x, false
+-- run(op, x, w, o) on a batch (N, C, ...) of nd dims, and on the unbatched
+-- form (C, ...) as a batch of one
+local function batched(nd, run)
+  return function(op, x, w, o)
+    if ember.is_tensor(x) and x:dim() == nd - 1 then return run(op, x:unsqueeze(1), w, o):squeeze(1) end
+    return run(op, x, w, o)
+  end
 end
 
 ---------------------------------------------------------------- conv3d
-local function conv3d(op, x, w, o)
+local conv3d = batched(5, function(op, x, w, o)
   local b = o.bias
   if amp._dtype then x, w, b = amp._down(x, w, b) end
-  local unbatched
-  x, unbatched = batched(x, 5)
   check_layout(op, x, w, b, 5, o.groups)
   local s, p, d = spread(o.stride, 3), spread(o.padding, 3), spread(o.dilation, 3)
   local N, Cin, D = x:size(1), x:size(2), x:size(3)
@@ -92,10 +93,8 @@ local function conv3d(op, x, w, o)
   end
   local Cout = w:size(1)
   y = y:view({ N, oD, Cout, out[2], out[3] }):permute({ 1, 3, 2, 4, 5 })
-  y = add_bias(y, b):contiguous()
-  if unbatched then y = y:squeeze(1) end
-  return y
-end
+  return add_bias(y, b):contiguous()
+end)
 
 function F.conv3d(x, w, ...)
   local op = "ember.nn.functional.conv3d"
@@ -103,9 +102,7 @@ function F.conv3d(x, w, ...)
 end
 
 ---------------------------------------------------------------- conv_transpose1d
-local function conv_transpose1d(op, x, w, o)
-  local unbatched
-  x, unbatched = batched(x, 3)
+local conv_transpose1d = batched(3, function(op, x, w, o)
   check_layout(op, x, w, o.bias, 3, o.groups, true)
   local o2 = {}
   for _, k in ipairs({ "stride", "padding", "output_padding", "dilation" }) do
@@ -118,10 +115,8 @@ local function conv_transpose1d(op, x, w, o)
   if op_ >= s and op_ >= d then
     fail(op, "output_padding %d must be smaller than either stride %d or dilation %d", op_, s, d)
   end
-  local y = conv_transpose2d(x:unsqueeze(3), w:unsqueeze(3), o.bias, o2):squeeze(3)
-  if unbatched then y = y:squeeze(1) end
-  return y
-end
+  return conv_transpose2d(x:unsqueeze(3), w:unsqueeze(3), o.bias, o2):squeeze(3)
+end)
 
 function F.conv_transpose1d(x, w, ...)
   local op = "ember.nn.functional.conv_transpose1d"

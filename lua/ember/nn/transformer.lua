@@ -92,6 +92,16 @@ local MHA_FORWARD = { { "key_padding_mask", nil, A.optional_tensor },
   { "need_weights", true, A.boolean }, { "attn_mask", nil, A.optional_tensor },
   { "average_attn_weights", true, A.boolean }, { "is_causal", false, A.boolean } }
 
+-- an input (L, N, d), (N, L, d) with batch_first, or unbatched (L, d): what ember.nn.MultiheadAttention
+-- and the transformer layers take
+local function need_sequence(op, what, x, d)
+  A.need_tensor(op, what, x)
+  if (x:dim() ~= 3 and x:dim() ~= 2) or x:size(-1) ~= d then
+    fail(op, "%s of shape %s does not fit: expected {L, N, %d}, {N, L, %d} with batch_first, or unbatched {L, %d}",
+      what, shape_str(x), d, d, d)
+  end
+end
+
 local function mha_class(nn)
   local op = "ember.nn.MultiheadAttention"
   local MHA = nn.Module:extend("MultiheadAttention")
@@ -135,13 +145,7 @@ local function mha_class(nn)
     k, v = k or q, v or k or q
     local E, H, D = self.embed_dim, self.num_heads, self.head_dim
     for i, t in ipairs({ q, k, v }) do
-      local what = ({ "query", "key", "value" })[i]
-      local width = ({ E, self.kdim, self.vdim })[i]
-      A.need_tensor(op, what, t)
-      if (t:dim() ~= 3 and t:dim() ~= 2) or t:size(-1) ~= width then
-        fail(op, "%s of shape %s does not fit: expected {L, N, %d}, {N, L, %d} with batch_first, or unbatched {L, %d}",
-          what, shape_str(t), width, width, width)
-      end
+      need_sequence(op, ({ "query", "key", "value" })[i], t, ({ E, self.kdim, self.vdim })[i])
     end
     local unbatched = q:dim() == 2
     if k:dim() ~= q:dim() or v:dim() ~= q:dim() then
@@ -300,17 +304,18 @@ local function feed_forward(self, x, dropout)
   return dropout(self.linear2(self.dropout(act(self.linear1(x)))))
 end
 
--- an input (L, N, E), (N, L, E) with batch_first, or unbatched (L, E)
-local function need_sequence(op, what, x, d)
-  A.need_tensor(op, what, x)
-  if (x:dim() ~= 3 and x:dim() ~= 2) or x:size(-1) ~= d then
-    fail(op, "%s of shape %s does not fit: expected {L, N, %d}, {N, L, %d} with batch_first, or unbatched {L, %d}",
-      what, shape_str(x), d, d, d)
-  end
-end
-
 local function attend(mha, q, kv, mask, kpm, dropout)
   return dropout(mha(q, kv, kv, { attn_mask = mask, key_padding_mask = kpm, need_weights = false }))
+end
+
+-- x through a layer's sublayers in turn, sublayer i with the layer's norm<i>:
+-- x + f(norm(x)) with norm_first, norm(x + f(x)) without (PyTorch's order)
+local function residuals(self, x, sublayers)
+  for i, f in ipairs(sublayers) do
+    local norm = self["norm" .. i]
+    if self.norm_first then x = x + f(norm(x)) else x = norm(x + f(x)) end
+  end
+  return x
 end
 
 local ENCODER_FORWARD = { { "src_mask", nil, A.optional_tensor },
@@ -335,16 +340,10 @@ local function encoder_layer_class(nn)
   function L:forward(src, ...)
     local o = arguments(op, { "src" }, ENCODER_FORWARD, ...)
     need_sequence(op, "src", src, self.d_model)
-    local x, sa = src, self.self_attn
-    if self.norm_first then
-      local h = self.norm1(x)
-      x = x + attend(sa, h, h, o.src_mask, o.src_key_padding_mask, self.dropout1)
-      x = x + feed_forward(self, self.norm2(x), self.dropout2)
-    else
-      x = self.norm1(x + attend(sa, x, x, o.src_mask, o.src_key_padding_mask, self.dropout1))
-      x = self.norm2(x + feed_forward(self, x, self.dropout2))
-    end
-    return x
+    return residuals(self, src, {
+      function(h) return attend(self.self_attn, h, h, o.src_mask, o.src_key_padding_mask, self.dropout1) end,
+      function(h) return feed_forward(self, h, self.dropout2) end,
+    })
   end
   L.extra_repr = layer_repr
   nn.TransformerEncoderLayer = L
@@ -365,20 +364,13 @@ local function decoder_layer_class(nn)
     local o = arguments(op, { "tgt", "memory" }, DECODER_FORWARD, ...)
     need_sequence(op, "tgt", tgt, self.d_model)
     need_sequence(op, "memory", memory, self.d_model)
-    local x = tgt
-    if self.norm_first then
-      local h = self.norm1(x)
-      x = x + attend(self.self_attn, h, h, o.tgt_mask, o.tgt_key_padding_mask, self.dropout1)
-      x = x + attend(self.multihead_attn, self.norm2(x), memory, o.memory_mask, o.memory_key_padding_mask,
-        self.dropout2)
-      x = x + feed_forward(self, self.norm3(x), self.dropout3)
-    else
-      x = self.norm1(x + attend(self.self_attn, x, x, o.tgt_mask, o.tgt_key_padding_mask, self.dropout1))
-      x = self.norm2(x + attend(self.multihead_attn, x, memory, o.memory_mask, o.memory_key_padding_mask,
-        self.dropout2))
-      x = self.norm3(x + feed_forward(self, x, self.dropout3))
-    end
-    return x
+    return residuals(self, tgt, {
+      function(h) return attend(self.self_attn, h, h, o.tgt_mask, o.tgt_key_padding_mask, self.dropout1) end,
+      function(h)
+        return attend(self.multihead_attn, h, memory, o.memory_mask, o.memory_key_padding_mask, self.dropout2)
+      end,
+      function(h) return feed_forward(self, h, self.dropout3) end,
+    })
   end
   L.extra_repr = layer_repr
   nn.TransformerDecoderLayer = L
@@ -407,51 +399,44 @@ end
 local STACK = { { "norm", nil, optional_module } }
 local ENCODER_STACK = { STACK[1], { "enable_nested_tensor", false, no_nested } }
 
-local function stack_init(nn, self, op, what, class, layer, num_layers, ...)
-  local o = arguments(op, { what, "num_layers" }, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
-  if A.int(1)(num_layers) then fail(op, "num_layers must be an integer >= 1, got %s", A.value_str(num_layers)) end
-  local list = {}
-  for i = 1, num_layers do list[i] = copy_layer(op, what, layer, class) end
-  self.layers = nn.ModuleList(list)
-  self.num_layers = num_layers
-  if o.norm then self.norm = o.norm end
+-- nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor = false?) and
+-- nn.TransformerDecoder(decoder_layer, num_layers, norm?): num_layers copies of the layer, run in
+-- turn, then the norm. inputs: the forward's tensors before its options; run_layer(layer, x,
+-- memory, o) runs one layer with the forward's options o.
+--   encoder(src, mask, src_key_padding_mask) or encoder(src, {mask =, src_key_padding_mask =})
+--   decoder(tgt, memory, tgt_mask, memory_mask, ...) or decoder(tgt, memory, {tgt_mask =, ...})
+local function stack_class(nn, name, what, inputs, forward_spec, run_layer)
+  local op = "ember.nn." .. name
+  local S = nn.Module:extend(name)
+  function S:init(layer, num_layers, ...)
+    local o = arguments(op, { what, "num_layers" }, what == "encoder_layer" and ENCODER_STACK or STACK, ...)
+    if A.int(1)(num_layers) then fail(op, "num_layers must be an integer >= 1, got %s", A.value_str(num_layers)) end
+    local list = {}
+    for i = 1, num_layers do list[i] = copy_layer(op, what, layer, nn[name .. "Layer"]) end
+    self.layers = nn.ModuleList(list)
+    self.num_layers = num_layers
+    if o.norm then self.norm = o.norm end
+  end
+  function S:forward(x, ...)
+    local memory = inputs[2] and (...)
+    local o = arguments(op, inputs, forward_spec, select(#inputs, ...))
+    for _, layer in self.layers:iter() do x = run_layer(layer, x, memory, o) end
+    if self.norm then x = self.norm(x) end
+    return x
+  end
+  nn[name] = S
 end
 
 local function encoder_class(nn)
-  local op = "ember.nn.TransformerEncoder"
-  local S = nn.Module:extend("TransformerEncoder")
-  -- nn.TransformerEncoder(encoder_layer, num_layers, norm?, enable_nested_tensor = false?):
-  -- num_layers copies of the layer
-  function S:init(layer, num_layers, ...)
-    stack_init(nn, self, op, "encoder_layer", nn.TransformerEncoderLayer, layer, num_layers, ...)
-  end
-  -- encoder(src, mask, src_key_padding_mask) or encoder(src, {mask =, src_key_padding_mask =})
-  function S:forward(src, ...)
-    local o = arguments(op, { "src" }, { { "mask", nil, A.optional_tensor }, ENCODER_FORWARD[2] }, ...)
-    local x = src
-    for _, layer in self.layers:iter() do
-      x = layer(x, { src_mask = o.mask, src_key_padding_mask = o.src_key_padding_mask })
-    end
-    if self.norm then x = self.norm(x) end
-    return x
-  end
-  nn.TransformerEncoder = S
+  stack_class(nn, "TransformerEncoder", "encoder_layer", { "src" },
+    { { "mask", nil, A.optional_tensor }, ENCODER_FORWARD[2] }, function(layer, x, _, o)
+      return layer(x, { src_mask = o.mask, src_key_padding_mask = o.src_key_padding_mask })
+    end)
 end
 
 local function decoder_class(nn)
-  local op = "ember.nn.TransformerDecoder"
-  local S = nn.Module:extend("TransformerDecoder")
-  function S:init(layer, num_layers, ...)
-    stack_init(nn, self, op, "decoder_layer", nn.TransformerDecoderLayer, layer, num_layers, ...)
-  end
-  function S:forward(tgt, memory, ...)
-    local o = arguments(op, { "tgt", "memory" }, DECODER_FORWARD, ...)
-    local x = tgt
-    for _, layer in self.layers:iter() do x = layer(x, memory, o) end
-    if self.norm then x = self.norm(x) end
-    return x
-  end
-  nn.TransformerDecoder = S
+  stack_class(nn, "TransformerDecoder", "decoder_layer", { "tgt", "memory" }, DECODER_FORWARD,
+    function(layer, x, memory, o) return layer(x, memory, o) end)
 end
 
 local TRANSFORMER_SPEC = { { "d_model", 512, A.int(1) }, { "nhead", 8, A.int(1) }, { "num_encoder_layers", 6, A.int(1) },

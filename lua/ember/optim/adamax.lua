@@ -21,11 +21,6 @@ return function(optim, I)
     p:sub_((m / u):mul_(group.lr / (1 - b1 ^ st.step)))
   end
 
-  optim.Adamax = I.class("Adamax", {
-    { "lr", 2e-3, I.nonneg },
-    { "betas", { 0.9, 0.999 }, I.betas },
-    { "eps", 1e-8, I.nonneg },
-    { "weight_decay", 0, I.nonneg },
-    { "maximize", false, I.boolean },
-  }, function(self) common.each_param(self, init, update) end)
+  optim.Adamax = I.class("Adamax", I.adam_spec(2e-3, 0, I.MAXIMIZE),
+    function(self) common.each_param(self, init, update) end)
 end

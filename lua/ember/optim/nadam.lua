@@ -31,11 +31,6 @@ return function(optim, I)
     p:sub_((m / denom):mul_(lr * mu_next / (1 - product * mu_next)))
   end
 
-  optim.NAdam = I.class("NAdam", {
-    { "lr", 2e-3, I.nonneg },
-    { "betas", { 0.9, 0.999 }, I.betas },
-    { "eps", 1e-8, I.nonneg },
-    { "weight_decay", 0, I.nonneg },
-    { "momentum_decay", 4e-3, I.nonneg },
-  }, function(self) common.each_param(self, init, update) end)
+  optim.NAdam = I.class("NAdam", I.adam_spec(2e-3, 0, { "momentum_decay", 4e-3, I.nonneg }),
+    function(self) common.each_param(self, init, update) end)
 end
