@@ -926,9 +926,10 @@ typedef struct {
     int64_t ops;           /* entries replayed */
     int64_t fused;         /* of them, fused ones */
     int64_t removed;       /* entries dropped as dead */
-    int64_t arena_bytes;   /* bytes of the plan's own arena (0: temporaries come from the allocator) */
+    int64_t arena_bytes;   /* bytes of the plan's arena, its CPU temporaries' memory (0: none, as a loaded plan's) */
     int64_t peak_bytes;    /* the most bytes of temporaries a run holds at once */
     int64_t inputs, outputs;
+    int64_t patterns;      /* of the fused ones, existing fused ops chosen by pattern (linear_relu) */
 } ember_plan_stats_t;
 EMBER_API int ember_trace_begin(int n, ember_tensor *const *inputs);
 EMBER_API int ember_trace_end(int nout, ember_tensor *const *outputs, ember_plan **out);

@@ -33,6 +33,7 @@ static void plan_free_parts(ember_plan *p)
     free(p->inputs_viewed);
     free(p->counters);
     free(p->vals);
+    ember__plan_arena_free(p);
     free(p);
 }
 
@@ -71,7 +72,8 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
     p->nentries = n;
     (void)kept;
     if (held && !getenv("EMBER_PLAN_NO_FUSE")) {   /* a traced plan: its slots' dtypes and shapes are known */
-        int rc = ember__plan_fuse(p, held);
+        int rc = ember__plan_patterns(p, held);
+        if (rc >= 0) rc = ember__plan_fuse(p, held);
         if (rc < 0) {
             free(used);
             free(born_bytes);
@@ -116,6 +118,7 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
         en->release[cnt] = -1;
     }
     p->peak_bytes = peak;
+    if (rc >= 0 && held && !getenv("EMBER_PLAN_NO_ARENA")) rc = ember__plan_arena_layout(p, held);
     free(used);
     free(born_bytes);
     return rc;
@@ -222,6 +225,8 @@ static int exec(ember_plan *p, const plan_entry *e)
         if (in != small) free(in);
         return rc;
     }
+    ember__arena_offer offer = {0};
+    if (p->arena && ember__plan_arena_offer(p, e, &offer)) ember__plan_offer = &offer;
     switch (e->kind) {
     case PE_OP: rc = ember__run_nograd(e->op, e->nin, in, &e->at, res); break;
     case PE_BINARY_: rc = ember__binary_inplace(e->op, in[0], in[1]); break;
@@ -239,6 +244,7 @@ static int exec(ember_plan *p, const plan_entry *e)
     case PE_FUSED: rc = ember__fused_run(e, in, res); break;
     default: rc = ember__fail(EMBER_ERR_STATE, "plan: unknown entry kind %d", e->kind);
     }
+    ember__plan_offer = NULL;
     if (in != small) free(in);
     if (rc < 0) return rc;
     for (int k = 0; k < e->nout; k++) {
@@ -250,6 +256,7 @@ static int exec(ember_plan *p, const plan_entry *e)
             ember_tensor_release(res[k]);
         }
     }
+    if (p->arena && offer.n) ember__plan_arena_check(p, &offer, vals);
     for (const int32_t *r = e->release; *r >= 0; r++) {
         ember_tensor_release(vals[*r]);
         vals[*r] = NULL;
@@ -309,6 +316,7 @@ int ember_plan_start(ember_plan *p, ember_tensor *const *in, int nin)
         return ember__fail(EMBER_ERR_STATE, "plan: a plan cannot run inside ember.jit.trace (trace the function it "
                                             "was traced from instead)");
     EMBER_TRY(check_inputs(p, in, nin));
+    EMBER_TRY(ember__plan_arena_begin(p));
     for (int s = 0; s < p->nslots; s++) {
         const plan_slot *sl = &p->slots[s];
         switch (sl->kind) {
@@ -402,6 +410,8 @@ void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out)
     if (!p) return;
     out->ops = p->nentries;
     for (int e = 0; e < p->nentries; e++) out->fused += p->entries[e].kind == PE_FUSED;
+    out->fused += p->patterns;
+    out->patterns = p->patterns;
     out->removed = p->removed;
     out->arena_bytes = p->arena_bytes;
     out->peak_bytes = p->peak_bytes;

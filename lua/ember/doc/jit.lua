@@ -29,9 +29,11 @@ CPU; from C, `ember_plan_load` and `ember_plan_run` do the same.
 ## `ember.jit.Plan`: a traced function
 
 ### `Plan:stats()`
-`{ops, fused, removed, arena_bytes, peak_bytes, inputs, outputs}`: the ops a
-replay runs, of them fused ones, the ops dropped as dead, the bytes of the
-plan's arena (0: temporaries come from the allocator), the most bytes of
+`{ops, fused, patterns, removed, arena_bytes, peak_bytes, inputs, outputs}`:
+the ops a replay runs, of them fused ones, of those the existing fused ops
+the plan chose by pattern (`linear`, `add`, `relu` as `linear_relu`), the
+ops dropped as dead, the bytes of the plan's arena (its CPU temporaries'
+memory, planned by lifetime; 0 for a loaded plan), the most bytes of
 temporaries a replay holds at once, and the counts of inputs and results.
 `plan(...)` replays: inputs of another shape, dtype or device than the
 example raise naming the input, as does a changed optimizer hyperparameter
