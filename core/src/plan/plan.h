@@ -60,6 +60,9 @@ void ember__trace_view(const ember_tensor *a, ember_tensor *view);
    read of a value inside the traced function. */
 int ember__trace_read(const char *what);
 
+/* Which operands an entry of `kind` writes in place (a bit per input). */
+unsigned ember__plan_written(int kind);
+
 /* The in-place forms and the random draws, for the replay (inplace.c, random.c). */
 int ember__binary_inplace(int op, ember_tensor *a, ember_tensor *b);
 int ember__unary_inplace(int op, ember_tensor *a, const ember_attrs *at);
@@ -132,6 +135,7 @@ struct ember_plan {
     int nregions;
     int arena_off;           /* a storage was found where the plan did not put it: no arena from then on */
     plan_arena *arena;       /* allocated at the first run */
+    char **names;            /* per slot: a weight's or constant's name in the file (NULL: w<slot>, c<slot>) */
 };
 
 /* What a trace hands the plan builder (replay.c); the builder takes the

@@ -19,7 +19,11 @@ static void plan_free_parts(ember_plan *p)
         for (int k = 0; k < p->entries[e].nsub; k++) free(p->entries[e].sub[k].slots);
         free(p->entries[e].sub);
     }
-    for (int s = 0; s < p->nslots; s++) ember_tensor_release(p->slots[s].tensor);
+    for (int s = 0; s < p->nslots; s++) {
+        ember_tensor_release(p->slots[s].tensor);
+        if (p->names) free(p->names[s]);
+    }
+    free(p->names);
     free(p->entries);
     free(p->slots);
     free(p->owned);
@@ -141,9 +145,10 @@ ember_plan *ember__plan_alloc(int nslots, int nentries, int ninputs, int noutput
     p->counters = calloc((size_t)ncounters + 1, sizeof *p->counters);
     p->vals = calloc((size_t)nslots + 1, sizeof *p->vals);
     p->owned = calloc((size_t)nslots + 1, 1);
+    p->names = calloc((size_t)nslots + 1, sizeof *p->names);
     if (!p->slots || !p->entries || !p->outputs || !p->inputs_dtype || !p->inputs_ndim || !p->inputs_device ||
         !p->inputs_shape || !p->counters || !p->vals || !p->owned || !p->inputs_strides || !p->inputs_offset ||
-        !p->inputs_viewed) {
+        !p->inputs_viewed || !p->names) {
         plan_free_parts(p);
         return NULL;
     }
@@ -170,6 +175,11 @@ int ember__plan_finish(ember_plan *p, ember_tensor *const *held)
     for (int e = 0; e < p->nentries; e++) {
         const plan_entry *en = &p->entries[e];
         if (en->kind == PE_ADAM) p->counters[en->args.i[2]] = en->args.i[3] + 1;
+        /* a live tensor the plan writes (a parameter, a momentum buffer): so marked in a saved file */
+        unsigned w = ember__plan_written(en->kind);
+        for (int i = 0; i < en->nin; i++)
+            if ((w >> i & 1) && en->slots[i] >= 0 && p->slots[en->slots[i]].kind == SLOT_LIVE)
+                p->slots[en->slots[i]].written = 1;
         /* a view of an input's memory is made at the offsets the example had */
         if (en->kind == PE_VIEW && p->slots[en->slots[0]].kind == SLOT_INPUT)
             p->inputs_viewed[p->slots[en->slots[0]].index] = 1;

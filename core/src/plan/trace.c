@@ -163,8 +163,7 @@ static int note_written(tracer *tr, const ember_tensor *t)
     return EMBER_OK;
 }
 
-/* Which operands an entry of `kind` writes in place (a bit per input). */
-static unsigned written_operands(int kind)
+unsigned ember__plan_written(int kind)
 {
     switch (kind) {
     case PE_BINARY_: case PE_UNARY_: case PE_COPY_: case PE_FILL_: case PE_RANDOM_: return 1u;
@@ -187,7 +186,7 @@ static int record(tracer *tr, int kind, int op, int nin, ember_tensor *const *in
     if (args) e.args = *args;
     e.slots = malloc((size_t)(nin + nout + 1) * sizeof *e.slots);
     if (!e.slots) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
-    unsigned w = written_operands(kind);
+    unsigned w = ember__plan_written(kind);
     int rc = EMBER_OK;
     for (int i = 0; i < nin && rc >= 0; i++) {
         if (!in[i]) {
