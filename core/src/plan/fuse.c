@@ -113,14 +113,22 @@ static int make_fused(const plan_entry *chain, int len, plan_entry *f)
     return 1;
 }
 
-int ember__plan_fuse(ember_plan *p, ember_tensor *const *held)
+/* per slot, how many entries read it (an output: as many as can be); NULL: out of memory */
+static int *count_reads(const ember_plan *p)
 {
     int *reads = calloc((size_t)p->nslots + 1, sizeof *reads);
-    if (!reads) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+    if (!reads) return NULL;
     for (int e = 0; e < p->nentries; e++)
         for (int i = 0; i < p->entries[e].nin; i++)
             if (p->entries[e].slots[i] >= 0) reads[p->entries[e].slots[i]]++;
     for (int k = 0; k < p->noutputs; k++) reads[p->outputs[k]] += 1 << 20;
+    return reads;
+}
+
+int ember__plan_fuse(ember_plan *p, ember_tensor *const *held)
+{
+    int *reads = count_reads(p);
+    if (!reads) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
     int w = 0, e = 0, rc = EMBER_OK;
     plan_entry *en = p->entries;
     while (e < p->nentries) {
@@ -181,12 +189,8 @@ static int linear_add_relu(const plan_entry *en, int e, int n, const int *reads,
 
 int ember__plan_patterns(ember_plan *p, ember_tensor *const *held)
 {
-    int *reads = calloc((size_t)p->nslots + 1, sizeof *reads);
+    int *reads = count_reads(p);
     if (!reads) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
-    for (int e = 0; e < p->nentries; e++)
-        for (int i = 0; i < p->entries[e].nin; i++)
-            if (p->entries[e].slots[i] >= 0) reads[p->entries[e].slots[i]]++;
-    for (int k = 0; k < p->noutputs; k++) reads[p->outputs[k]] += 1 << 20;
     plan_entry *en = p->entries;
     int w = 0, e = 0, n = p->nentries;
     while (e < n) {
