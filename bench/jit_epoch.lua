@@ -9,7 +9,7 @@
 -- same test accuracy. Prints JSON: seconds per epoch each way (medians),
 -- the ratios, test accuracies, and the most bytes a step held above what was
 -- live before it each way.
---   luajit bench/jit_epoch.lua [epochs] [torch]
+--   luajit bench/jit_epoch.lua [epochs] [torch] [threads]
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -17,6 +17,7 @@ local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
 local epochs = tonumber(arg and arg[1]) or 2
 local with_torch = arg and arg[2] == "torch"
+if arg and tonumber(arg[3]) then ember.set_num_threads(tonumber(arg[3])) end
 local train, test   -- loaded after the peaks are measured (the loading's own memory would count)
 
 local function make()

@@ -3,7 +3,7 @@
    it declares (ones) `warm` times, then `iters` times timed, and prints
    JSON {"us_per_call": ...}. bench/jit_infer.lua builds and runs it.
    Build: cc -O2 bench/jit_infer.c -Icore/include -Lbuild -lember -Wl,-rpath,build
-   Run:   jit_infer model.plan [iters] */
+   Run:   jit_infer model.plan [iters [threads]] */
 #include "ember.h"
 
 #include <stdio.h>
@@ -16,6 +16,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int iters = argc > 2 ? atoi(argv[2]) : 20000;
+    if (argc > 3) ember_set_num_threads(atoi(argv[3]));
     ember_plan *p = NULL;
     ember_tensor *x = NULL, *y = NULL;
     int64_t shape[2] = {1, 784};

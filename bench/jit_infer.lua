@@ -7,13 +7,14 @@
 -- in alternating rounds of separate processes; also the replay from Lua
 -- (plan(x)) and the eager forward in the same process. Prints JSON:
 -- microseconds per call each way (medians over the rounds) and the ratios.
---   luajit bench/jit_infer.lua [rounds] [iters]
+--   luajit bench/jit_infer.lua [rounds] [iters] [threads]
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
 local nn = ember.nn
 
 local rounds, iters = tonumber(arg and arg[1]) or 3, tonumber(arg and arg[2]) or 20000
+if arg and tonumber(arg[3]) then ember.set_num_threads(tonumber(arg[3])) end
 ember.manual_seed(0)
 local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
   nn.Linear(128, 10))
@@ -39,7 +40,7 @@ end
 local threads = ember.get_num_threads()
 local c_us, torch_us, lua_us, eager_us, ratio, form = {}, {}, {}, {}, {}, nil
 for r = 1, rounds do
-  c_us[r] = run(("%s %s/mlp.plan %d"):format(exe, dir, iters))
+  c_us[r] = run(("%s %s/mlp.plan %d %d"):format(exe, dir, iters, ember.get_num_threads()))
   torch_us[r], form = run(("OMP_NUM_THREADS=%d /usr/bin/python3 bench/jit_infer_torch.py %d %d")
     :format(threads, iters, threads))
   ratio[r] = c_us[r] / torch_us[r]
