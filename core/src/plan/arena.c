@@ -124,19 +124,44 @@ static void unplace(free_block *fb, int *nfb, int64_t off, int64_t size)
     }
 }
 
+/* groups bucketed by key (each in [0, n]): by[start[k] .. start[k + 1]) */
+static void bucket(int ng, const int32_t *key, int n, int32_t *start, int32_t *by)
+{
+    memset(start, 0, ((size_t)n + 2) * sizeof *start);
+    for (int g = 0; g < ng; g++) start[key[g] + 1]++;
+    for (int k = 0; k <= n; k++) start[k + 1] += start[k];
+    for (int g = 0; g < ng; g++) by[start[key[g]]++] = g;
+    for (int k = n; k > 0; k--) start[k] = start[k - 1];   /* back to the bucket starts */
+    start[0] = 0;
+}
+
 /* Best fit along the schedule: at entry e the groups last read before e
-   give their bytes back, then e's outputs are placed. The arena's size. */
+   give their bytes back, then e's outputs are placed. The arena's size;
+   -1 when out of memory. */
 static int64_t schedule_fit(int ng, const int32_t *gfirst, const int32_t *glast, const int64_t *gsize,
                             const int32_t *def, int n, int64_t *goff, free_block *fb)
 {
-    int nfb = 0;
-    int64_t end = 0;
-    for (int e = 0; e < n; e++) {
-        for (int g = 0; g < ng; g++)
-            if (glast[g] == e - 1 && def[gfirst[g]] < e) unplace(fb, &nfb, goff[g], gsize[g]);
-        for (int g = 0; g < ng; g++)
-            if (def[gfirst[g]] == e) goff[g] = place(fb, &nfb, gsize[g], &end);
+    int32_t *born = malloc(((size_t)ng + 1) * sizeof *born), *freed = malloc(((size_t)ng + 1) * sizeof *freed);
+    int32_t *bstart = malloc(((size_t)n + 2) * sizeof *bstart), *fstart = malloc(((size_t)n + 2) * sizeof *fstart);
+    int32_t *bkey = calloc((size_t)ng + 1, sizeof *bkey);
+    int64_t end = -1;
+    if (born && freed && bstart && fstart && bkey) {
+        for (int g = 0; g < ng; g++) bkey[g] = def[gfirst[g]];
+        bucket(ng, bkey, n, bstart, born);
+        for (int g = 0; g < ng; g++) bkey[g] = glast[g] + 1 < n ? glast[g] + 1 : n;   /* given back before this */
+        bucket(ng, bkey, n, fstart, freed);
+        int nfb = 0;
+        end = 0;
+        for (int e = 0; e < n; e++) {
+            for (int k = fstart[e]; k < fstart[e + 1]; k++) unplace(fb, &nfb, goff[freed[k]], gsize[freed[k]]);
+            for (int k = bstart[e]; k < bstart[e + 1]; k++) goff[born[k]] = place(fb, &nfb, gsize[born[k]], &end);
+        }
     }
+    free(born);
+    free(freed);
+    free(bstart);
+    free(fstart);
+    free(bkey);
     return end;
 }
 
@@ -250,6 +275,10 @@ int ember__plan_arena_layout(ember_plan *p, ember_tensor *const *held)
        largest first, each at the lowest offset clear of those placed whose
        lifetimes overlap it (as TFLite's planner) */
     int64_t end = schedule_fit(ng, gfirst, glast, gsize, def, n, goff, fb);
+    if (end < 0) {
+        rc = ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+        goto done;
+    }
     int64_t end2 = ng <= SIZE_FIRST_MAX ? size_first(ng, gfirst, glast, gsize, def, goff2, order) : -1;
     if (end2 >= 0 && end2 < end) {
         int64_t *t = goff;
