@@ -53,7 +53,7 @@ describe("plan:save and ember.jit.load", function()
     return pcall(ember.jit.load, dir .. "/bad.plan")
   end
 
-  it("loads a saved forward that gives the model's bits; a training step cannot be saved", function()
+  it("loads a saved forward that gives the model's bits; a step that leaves .grad set cannot be saved", function()
     local p = ember.jit.load(path)
     local m = model()
     local x = ember.randn({ 3, 2, 6 })
@@ -67,7 +67,52 @@ describe("plan:save and ember.jit.load", function()
       gm:backward(l)
       return l
     end, { ember.randn({ 3 }) })
-    H.raises(function() step:save(dir .. "/step.plan") end, "a plan of a training step cannot be saved")
+    H.raises(function() step:save(dir .. "/step.plan") end, "a plan that sets .grad fields")
+  end)
+
+  it("saves an MLP's SGD training step that trains its own copies of the weights, bit for bit as eager", function()
+    local F, optim = nn.functional, ember.optim
+    local function setup()
+      ember.manual_seed(9)
+      local m = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
+      local opt = optim.SGD(m:parameters(), { lr = 0.1, momentum = 0.9, weight_decay = 1e-3 })
+      local gm = ember.autodiff.GradManager():attach(m:parameters())
+      return m, function(x, y)
+        gm:record()
+        local loss = F.cross_entropy(m(x), y)
+        gm:backward(loss)
+        opt:step()
+        opt:zero_grad()
+        return loss
+      end
+    end
+    ember.manual_seed(10)
+    local xs, ys = {}, {}
+    for i = 1, 7 do
+      xs[i], ys[i] = ember.randn({ 6, 12 }), ember.randint(1, 6, { 6 })
+    end
+    local a, stepa = setup()
+    local b, stepb = setup()
+    stepb(xs[1], ys[1])
+    local plan = ember.jit.trace(stepb, { xs[2], ys[2] })
+    local file = dir .. "/step.plan"
+    plan:save(file, { names = b:state_dict() })
+    local saved = {}
+    for k, v in pairs(b:state_dict()) do saved[k] = v:clone() end
+    stepa(xs[1], ys[1])
+    stepa(xs[2], ys[2])
+    local loaded = ember.jit.load(file)
+    for i = 3, 7 do
+      local la = stepa(xs[i], ys[i])
+      local lb = loaded(xs[i], ys[i])
+      assert.is_true(ember.equal(la, lb), "loss at step " .. i)
+    end
+    for k, v in pairs(a:state_dict()) do
+      assert.is_true(ember.equal(v, loaded:tensor(k)), k)
+      assert.is_true(ember.equal(b:state_dict()[k], saved[k]), k .. ": the traced model is not the loaded plan's")
+    end
+    H.raises(function() loaded:tensor("nope") end, "no tensor named 'nope'")
+    H.raises(function() plan:save(file, { names = { w3 = b[1].weight } }) end, "of the form")
   end)
 
   it("saves a CNN's forward (conv, batch norm's running statistics, max pool) with the model's bits", function()
@@ -101,6 +146,54 @@ describe("plan:save and ember.jit.load", function()
     assert.are.same({ 5, 0 }, { p:stats().ops, p:stats().fused })
     local x = ember.randn({ 2, 6 })
     assert.is_true(ember.equal(p(x), plan(x)))
+  end)
+
+  it("refuses a step's hostile entries: an SGD update of what is not a written weight, bad attributes", function()
+    local step = "core/tests/fuzz/plan_corpus/sgd_step.plan"   -- an SGD step of an MLP 4 -> 8 -> 3 (the fuzz seed)
+    local h0, d0 = split(H.read(step))
+    local g0 = json.decode(h0.__metadata__["ember.plan"])
+    local function with(fn)
+      local h = split(H.read(step))
+      local g = json.decode(h.__metadata__["ember.plan"])
+      fn(g)
+      h.__metadata__["ember.plan"] = json.encode(g)
+      local f = assert(io.open(dir .. "/bad.plan", "wb"))
+      f:write(join(h, d0))
+      f:close()
+      return pcall(ember.jit.load, dir .. "/bad.plan")
+    end
+    local function find(g, key, value)
+      for i, e in ipairs(g.entries) do
+        if e[key] ~= nil and (value == nil or e[key] == value) then return i end
+      end
+    end
+    local sgd = find(g0, "sgd")
+    assert.is_truthy(sgd)
+    local ok, err = with(function(g) g.entries[sgd].slots[1] = 0 end)   -- the input
+    assert.is_false(ok)
+    assert.matches("sgd updates slot 0, which is not a weight of the file marked written", err)
+    ok, err = with(function(g) g.entries[sgd].sgd[1] = "fast" end)
+    assert.is_false(ok)
+    assert.matches("a bad sgd update", err)
+    ok, err = with(function(g) g.entries[sgd].flags = { 0, 2 } end)
+    assert.is_false(ok)
+    assert.matches("a bad sgd update", err)
+    ok, err = with(function(g) g.entries[sgd].slots[2] = -1 end)   -- only the momentum buffer may be absent
+    assert.is_false(ok)
+    assert.matches("slot out of range", err)
+    -- attributes that would reach outside a tensor fail when the entry runs, naming it
+    local x, y = ember.randn({ 4, 4 }), ember.tensor({ 1, 2, 3, 1 }, { dtype = "int64" })
+    for _, case in ipairs({
+      { "select", function(e) e.i[2] = 7 end, "select of index 8 of dim 1" },
+      { "sum", function(e) e.i[2] = 255 end, "sum over dims" },
+      { "sum_to", function(e) e.i[1] = 5 end, "sum_to of" },
+    }) do
+      local i = find(g0, "op", case[1])
+      assert.is_truthy(i, case[1])
+      ok, err = with(function(g) case[2](g.entries[i]) end)
+      assert.is_true(ok, case[1])
+      H.raises(function() err(x, y) end, case[3])
+    end
   end)
 
   it("refuses a truncated file, another version, a file that is not a plan", function()

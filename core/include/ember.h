@@ -926,9 +926,10 @@ typedef struct {
     int64_t ops;           /* entries replayed */
     int64_t fused;         /* of them, fused ones */
     int64_t removed;       /* entries dropped as dead */
-    int64_t arena_bytes;   /* bytes of the plan's own arena (0: temporaries come from the allocator) */
+    int64_t arena_bytes;   /* bytes of the plan's arena, its CPU temporaries' memory (0: none, as a loaded plan's) */
     int64_t peak_bytes;    /* the most bytes of temporaries a run holds at once */
     int64_t inputs, outputs;
+    int64_t patterns;      /* of the fused ones, existing fused ops chosen by pattern (linear_relu) */
 } ember_plan_stats_t;
 EMBER_API int ember_trace_begin(int n, ember_tensor *const *inputs);
 EMBER_API int ember_trace_end(int nout, ember_tensor *const *outputs, ember_plan **out);
@@ -946,13 +947,25 @@ EMBER_API void ember_plan_free(ember_plan *p);
 EMBER_API void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out);
 /* A plan in one safetensors file: the live tensors and constants as
    entries, the graph in the metadata ("ember.plan", JSON) with its format
-   version ("ember.plan.version", "1"). Only a forward's ops are saved
-   (docs/plans.md lists them); a loaded plan runs on the CPU, and the reader
-   refuses, naming what, a file that is truncated, of another version, with
-   an unknown op, a slot read before it is written, absurd sizes; each op's
-   attributes are checked against its inputs before it runs. */
+   version ("ember.plan.version", "1"). The ops of a forward and of an SGD
+   training step are saved (docs/plans.md lists them); a loaded plan runs on
+   the CPU, its weights its own copies, updated in place by a saved training
+   step's runs. The reader refuses, naming what, a file that is truncated,
+   of another version, with an unknown op, a slot read before it is
+   written, absurd sizes; each op's attributes are checked against its
+   inputs before it runs. */
 EMBER_API int ember_plan_save(const ember_plan *p, const char *path);
 EMBER_API int ember_plan_load(const char *path, ember_plan **out);
+/* Names the plan's live tensor t (a parameter, optimizer state) for
+   ember_plan_save, which writes it under that name (unnamed ones as
+   w<slot>, constants as c<slot>): 1 to 200 printable ASCII characters, no
+   quote or backslash, not of the form w<digits> or c<digits>, one tensor a
+   name. t may be another header of the same memory (a detached one, as a
+   state_dict gives). Returns 1 when named, 0 when the plan does not hold t. */
+EMBER_API int ember_plan_name(ember_plan *p, const ember_tensor *t, const char *name);
+/* A new reference to the plan's tensor of that name (a loaded plan's: the
+   file's names): a weight a saved training step's runs update in place. */
+EMBER_API int ember_plan_tensor(ember_plan *p, const char *name, ember_tensor **out);
 /* The step counts of the plan's Adam updates, one per update in trace order:
    the step the next run uses (each completed run adds one). */
 EMBER_API int64_t *ember_plan_counters(ember_plan *p, int *n);

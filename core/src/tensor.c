@@ -268,25 +268,30 @@ int ember__new(int ndim, const int64_t *shape, int dtype, int device, ember_tens
     const ember_backend *be = NULL;
     if (device != EMBER_CPU) EMBER_TRY(ember__backend_get(device, &be));
     size_t nbytes = (size_t)n * (size_t)ember_dtype_size(dtype);
-    if (ember__reserve(nbytes) < 0) {
-        char buf[200], msg[300];
-        snprintf(msg, sizeof msg, "%s", ember_last_error());
-        return ember__fail(EMBER_ERR_OOM, "%s for a %s tensor of shape %s", msg, ember_dtype_name(dtype),
-                           ember__shape_str(buf, ndim, shape));
-    }
     ember_storage *s = storage_alloc();
     if (!s) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a storage");
     s->refcount = 1;
     s->device = device;
     s->nbytes = nbytes;
-    s->data = be ? be->alloc(nbytes) : ember__alloc(nbytes);
+    /* a plan's run: its memory plan's region for this output (plan/arena.c) */
+    if (EMBER_UNLIKELY(ember__plan_offer != NULL) && !be && nbytes) ember__plan_claim(s);
     if (!s->data) {
-        storage_free(s);
-        char buf[200];
-        return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes for a %s tensor of shape %s",
-                           nbytes, ember_dtype_name(dtype), ember__shape_str(buf, ndim, shape));
+        if (ember__reserve(nbytes) < 0) {
+            storage_free(s);
+            char buf[200], msg[300];
+            snprintf(msg, sizeof msg, "%s", ember_last_error());
+            return ember__fail(EMBER_ERR_OOM, "%s for a %s tensor of shape %s", msg, ember_dtype_name(dtype),
+                               ember__shape_str(buf, ndim, shape));
+        }
+        s->data = be ? be->alloc(nbytes) : ember__alloc(nbytes);
+        if (!s->data) {
+            storage_free(s);
+            char buf[200];
+            return ember__fail(EMBER_ERR_OOM, "out of memory: %zu bytes for a %s tensor of shape %s",
+                               nbytes, ember_dtype_name(dtype), ember__shape_str(buf, ndim, shape));
+        }
+        ember__stats_bytes((int64_t)nbytes);
     }
-    ember__stats_bytes((int64_t)nbytes);
     ember_tensor *t = NULL;
     EMBER_TRY(header_over(s, false, dtype, ndim, shape, &t));
     ember__contiguous_strides(ndim, shape, t->strides);

@@ -3,7 +3,8 @@
    calls made eagerly, live tensors updated in place, constants and random
    draws as eager makes them; dead entries dropped; budgeted runs; and the
    errors: a value read while tracing, nested traces, inputs of another
-   shape, a run read before it is done. */
+   shape, a run read before it is done; the arena's size and the names of a
+   plan's live tensors. */
 #include "check.h"
 
 #include <string.h>
@@ -74,6 +75,15 @@ int main(void)
     CHECK(st.removed == 1);   /* x * x */
     /* x * w + c, relu, * noise: one fused loop; then sum, half, the update */
     CHECK(st.ops == 5 && st.fused == 1 && st.peak_bytes > 0);
+    /* the temporaries (the fused loop's result, s * 0.5) in the arena, at the allocator's 64-byte alignment */
+    CHECK(st.arena_bytes > 0 && st.arena_bytes % 64 == 0 && st.patterns == 0);
+    /* names: the live weight, not the input; names of the unnamed ones' form and quotes refused */
+    ember_tensor *named = NULL;
+    CHECK(ember_plan_name(p, w2, "weight") == 1 && ember_plan_name(p, x0, "x") == 0);
+    CHECK(ember_plan_name(p, w2, "w3") < 0 && ember_plan_name(p, w2, "a\"b") < 0 && ember_plan_name(p, w2, "") < 0);
+    CHECK(ember_plan_tensor(p, "weight", &named) == EMBER_OK && named == w2);   /* a new reference */
+    ember_tensor_release(named);
+    CHECK(ember_plan_tensor(p, "nope", &named) < 0 && !named && strstr(ember_last_error(), "'nope'"));
 
     /* replays against eager steps on new inputs: whole, then one entry a step */
     for (int k = 0; k < 4; k++) {

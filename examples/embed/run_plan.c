@@ -3,9 +3,13 @@
    ember_plan_load reads the model's forward, graph and weights, from one
    file; ember_plan_run runs it on each probe input, and the host checks
    that it gets the outputs Lua got, bit for bit, then prints the classes.
+   Given the training step save_plan.lua saved, it trains from it: five
+   runs of ember_plan_run update the plan's own copies of the weights, and
+   the host checks each loss and, through ember_plan_tensor, each trained
+   weight against Lua's eager steps, bit for bit.
    Exits 0 when all is right, non-zero otherwise.
 
-   Run:  run_plan model.plan probes.safetensors */
+   Run:  run_plan model.plan probes.safetensors [step.plan] */
 #include "ember.h"
 
 #include <stdio.h>
@@ -19,10 +23,63 @@ static ember_tensor *find(const ember_named_tensors *list, const char *name)
     return NULL;
 }
 
+static int same_bits(const ember_tensor *a, const ember_tensor *b)
+{
+    int64_t n = ember_tensor_numel(a);
+    return n == ember_tensor_numel(b) && ember_tensor_dtype(a) == ember_tensor_dtype(b) &&
+           memcmp(ember_tensor_data(a), ember_tensor_data(b), (size_t)n * 4) == 0;   /* float32 */
+}
+
+/* five training steps from the saved step: losses and weights as Lua's */
+static int train(const char *path, const ember_named_tensors *probes)
+{
+    ember_plan *step = NULL;
+    if (ember_plan_load(path, &step) < 0) {
+        fprintf(stderr, "run_plan: %s\n", ember_last_error());
+        return 1;
+    }
+    ember_tensor *in[2] = {find(probes, "train_x"), find(probes, "train_y")};
+    int bad = !in[0] || !in[1];
+    for (int i = 1; i <= 5 && !bad; i++) {
+        char nl[8];
+        snprintf(nl, sizeof nl, "loss%d", i);
+        ember_tensor *want = find(probes, nl), *loss = NULL;
+        if (!want || ember_plan_run(step, in, 2, &loss, 1) < 0) {
+            fprintf(stderr, "run_plan: %s\n", want ? ember_last_error() : "no loss");
+            bad = 1;
+            break;
+        }
+        int same = same_bits(loss, want);
+        printf("step %d: loss %.6f%s\n", i, *(const float *)ember_tensor_data(loss), same ? "" : "  DIFFERS from Lua's");
+        bad |= !same;
+        ember_tensor_release(loss);
+    }
+    int checked = 0;
+    for (int i = 0; i < ember_named_count(probes) && !bad; i++) {
+        const char *name = ember_named_name(probes, i);
+        if (strncmp(name, "trained.", 8) != 0) continue;
+        ember_tensor *w = NULL;
+        if (ember_plan_tensor(step, name + 8, &w) < 0) {
+            fprintf(stderr, "run_plan: %s\n", ember_last_error());
+            bad = 1;
+            break;
+        }
+        if (!same_bits(w, ember_named_tensor(probes, i))) {
+            printf("weight %s DIFFERS from Lua's\n", name + 8);
+            bad = 1;
+        }
+        checked++;
+        ember_tensor_release(w);
+    }
+    if (!bad) printf("trained 5 steps from %s: %d weights as Lua's\n", path, checked);
+    ember_plan_free(step);
+    return bad || checked == 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: run_plan model.plan probes.safetensors\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: run_plan model.plan probes.safetensors [step.plan]\n");
         return 2;
     }
     ember_plan *plan = NULL;
@@ -57,6 +114,7 @@ int main(int argc, char **argv)
         bad |= !same;
         ember_tensor_release(y);
     }
+    if (!bad && argc == 4) bad = train(argv[3], probes);
     ember_named_free(probes);
     ember_plan_free(plan);
     if (!bad) printf("OK\n");

@@ -3,9 +3,13 @@
 -- its forward for one sample at a time (ember.jit.trace with train = false)
 -- and saves the plan; beside it, probes.safetensors holds inputs and the
 -- plan's outputs on them, so the C host can check that it computes what Lua
--- computed, bit for bit.
+-- computed, bit for bit. Given a third path, it also traces one more
+-- training step (forward, backward, SGD with momentum) and saves it there,
+-- its weights named as the model's state_dict; then it trains 5 steps
+-- eagerly and keeps the losses and the trained weights in the probes, for
+-- the host to train from the saved step and check both.
 --
--- Run:  build/cli/ember examples/embed/save_plan.lua model.plan probes.safetensors
+-- Run:  build/cli/ember examples/embed/save_plan.lua model.plan probes.safetensors [step.plan]
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 
 local plan_path = assert(arg[1], "usage: save_plan.lua <plan path> <probes path>")
@@ -32,6 +36,23 @@ local probes, outs = {}, {}
 for i = 1, 5 do
   probes["x" .. i] = x[{ { i, i } }]:contiguous()
   probes["y" .. i] = infer(probes["x" .. i])
+end
+local step_path = arg[3]
+if step_path then
+  local function step(xb, yb)
+    gm:record()
+    local loss = F.cross_entropy(model(xb), yb)
+    gm:backward(loss)
+    opt:step()
+    opt:zero_grad()
+    return loss
+  end
+  local train = ember.jit.trace(step, { x, labels })   -- one more step, run and recorded
+  train:save(step_path, { names = model:state_dict() })
+  probes.train_x, probes.train_y = x, labels
+  for i = 1, 5 do probes["loss" .. i] = step(x, labels) end
+  for k, v in pairs(model:state_dict()) do probes["trained." .. k] = v:clone() end
+  print(("saved the training step to %s (%d ops)"):format(step_path, train:stats().ops))
 end
 ember.save(probe_path, probes)
 print(("saved %s (%d ops) and 5 probes to %s"):format(plan_path, infer:stats().ops, probe_path))

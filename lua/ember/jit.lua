@@ -174,14 +174,41 @@ function jit.load(path)
   return new_plan(pp[0], tonumber(s.inputs), tonumber(s.outputs), {}, {}, {}, {})
 end
 
--- plan:save(path): one safetensors file (docs/plans.md, "The file")
-function Plan:save(path)
+-- plan:save(path, opts): one safetensors file (docs/plans.md, "The file");
+-- opts.names: {name = tensor} (a module's state_dict()) naming the plan's
+-- live tensors in the file (the others are w<slot>)
+function Plan:save(path, opts)
   if type(path) ~= "string" then fail("Plan:save", "path must be a string, got %s", errors.show(path)) end
-  if self._nset > 0 or #self._counters > 0 then
-    fail("Plan:save", "a plan of a training step cannot be saved (it sets .grad fields and updates an optimizer's "
-      .. "state); trace the forward alone: ember.jit.trace(model, inputs, { train = false })")
+  local names = errors.options("jit.Plan:save", opts, { names = true }).names
+  if names ~= nil and type(names) ~= "table" then
+    fail("Plan:save", "opts.names must be a table of name = tensor, got %s", errors.show(names))
+  end
+  if self._nset > 0 or #self._counters > 0 or #self._advance > 0 then
+    fail("Plan:save", "a plan that sets .grad fields or updates an optimizer's step count (Adam, RMSprop) cannot be "
+      .. "saved: a saved plan holds a forward or an SGD step whose gradients are cleared (zero_grad)")
+  end
+  if names then
+    local keys = {}
+    for k in pairs(names) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(keys) do
+      local t = names[k]
+      if type(k) ~= "string" or not is_tensor(t) then
+        fail("Plan:save", "opts.names: entry %s = %s is not a name = tensor", errors.show(k), errors.show(t))
+      end
+      check(C.ember_plan_name(self._p, t._c, k))
+    end
   end
   check(C.ember_plan_save(self._p, path))
+end
+
+-- plan:tensor(name): the plan's tensor of that name (a loaded plan's: as the
+-- file names it), the one a training step's runs update in place
+function Plan:tensor(name)
+  if type(name) ~= "string" then fail("Plan:tensor", "name must be a string, got %s", errors.show(name)) end
+  local out = ffi.new("ember_tensor *[1]")
+  check(C.ember_plan_tensor(self._p, name, out))
+  return wrap(out[0])
 end
 
 ---------------------------------------------------------------- replay
@@ -231,11 +258,11 @@ Plan.__call = function(self, ...)
   return deliver(self)
 end
 
--- plan:stats(): {ops =, fused =, removed =, arena_bytes =, peak_bytes =, inputs =, outputs =}
+-- plan:stats(): {ops =, fused =, patterns =, removed =, arena_bytes =, peak_bytes =, inputs =, outputs =}
 function Plan:stats()
   local s = ffi.new("ember_plan_stats_t")
   C.ember_plan_stats(self._p, s)
-  return { ops = tonumber(s.ops), fused = tonumber(s.fused), removed = tonumber(s.removed),
+  return { ops = tonumber(s.ops), fused = tonumber(s.fused), patterns = tonumber(s.patterns), removed = tonumber(s.removed),
     arena_bytes = tonumber(s.arena_bytes), peak_bytes = tonumber(s.peak_bytes), inputs = tonumber(s.inputs),
     outputs = self._nout }
 end

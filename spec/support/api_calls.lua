@@ -357,7 +357,13 @@ return function(ember)
   calls["ember.jit.trace"] = function() return { function(x) return x * 2 end, { t3() }, { train = true } } end
   calls["Plan:stats"] = function() return { plan() } end
   local plan_file = os.tmpname()
-  calls["Plan:save"] = function() return { plan(), plan_file } end
+  calls["Plan:save"] = function() return { plan(), plan_file, { names = {} } } end
+  calls["Plan:tensor"] = function()
+    local w = t3()
+    local p = ember.jit.trace(function(x) return x * w end, { t3() })
+    p:save(plan_file, { names = { w = w } })
+    return { ember.jit.load(plan_file), "w" }
+  end
   calls["ember.jit.load"] = function()
     plan():save(plan_file)
     return { plan_file }

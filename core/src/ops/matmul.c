@@ -241,19 +241,25 @@ int ember_linear(ember_tensor *x, ember_tensor *w, ember_tensor **out)
     return ember__dispatch(EMBER_OP_LINEAR, 2, in, NULL, out);
 }
 
-/* LINEAR_RELU through linear, add and relu: any device and dtype, and the
-   shape errors */
-static int linear_relu_composed(ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+/* relu(y + b), y taken (linear_relu's last two steps, composed) */
+static int add_relu(ember_tensor *y, ember_tensor *b, ember_tensor **out)
 {
-    ember_tensor *y = NULL, *z = NULL;
-    EMBER_TRY(ember__run_nograd(EMBER_OP_LINEAR, 2, in, at, &y));
-    ember_tensor *yb[2] = {y, in[2]};
+    ember_tensor *yb[2] = {y, b}, *z = NULL;
     int rc = ember__run_nograd(EMBER_OP_ADD, 2, yb, NULL, &z);
     ember_tensor_release(y);
     if (rc < 0) return rc;
     rc = ember__run_nograd(EMBER_OP_RELU, 1, &z, NULL, out);
     ember_tensor_release(z);
     return rc;
+}
+
+/* LINEAR_RELU through linear, add and relu: any device and dtype, and the
+   shape errors */
+static int linear_relu_composed(ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
+{
+    ember_tensor *y = NULL;
+    EMBER_TRY(ember__run_nograd(EMBER_OP_LINEAR, 2, in, at, &y));
+    return add_relu(y, in[2], out);
 }
 
 /* the fused path's operands: float32 or float64 alike on the CPU, b
@@ -268,22 +274,37 @@ static bool linear_fusable(ember_tensor *const *in)
            b->is_contiguous;
 }
 
-/* relu in place over n elements of c, as relu computes it (NaN stays NaN) */
-static void relu_inplace(int dt, char *c, int64_t n)
+/* relu(c + b) in place over m rows of n elements of c, as add then relu
+   compute it: one rounding for the sum, and NaN stays NaN */
+static void bias_relu_inplace(int dt, char *c, const char *bias, int64_t m, int64_t n)
 {
     if (dt == EMBER_FLOAT32) {
-        float *f = (float *)c;
-        for (int64_t i = 0; i < n; i++) f[i] = f[i] < 0 ? 0.0f : f[i];
+        const float *bf = (const float *)bias;
+        for (int64_t i = 0; i < m; i++) {
+            float *f = (float *)c + i * n;
+            for (int64_t j = 0; j < n; j++) {
+                float v = f[j] + bf[j];
+                f[j] = v < 0 ? 0.0f : v;
+            }
+        }
     } else {
-        double *d = (double *)c;
-        for (int64_t i = 0; i < n; i++) d[i] = d[i] < 0 ? 0.0 : d[i];
+        const double *bd = (const double *)bias;
+        for (int64_t i = 0; i < m; i++) {
+            double *d = (double *)c + i * n;
+            for (int64_t j = 0; j < n; j++) {
+                double v = d[j] + bd[j];
+                d[j] = v < 0 ? 0.0 : v;
+            }
+        }
     }
 }
 
-/* LINEAR_RELU: relu(x w^T + b). On the CPU in float32 and float64 the bias
-   is copied into each row of the result, the product added to it (beta = 1)
-   and the ReLU applied to the result while it is still in cache; anything
-   else goes through linear, add and relu. */
+/* LINEAR_RELU: relu(x w^T + b). On the CPU in float32 and float64 the
+   product is linear's (the same GEMM, so the same bits), and the bias and
+   the ReLU are applied in one pass over it while it is fresh: the bits of
+   linear, add and relu one after the other (a plan substitutes this op for
+   that chain, docs/plans.md). Anything else goes through linear, add and
+   relu. */
 int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
@@ -295,39 +316,14 @@ int fwd_linear_relu(int op, int nin, ember_tensor *const *in, const ember_attrs 
                            ember__tshape(sw, w), ember__tshape(sb, b));
     }
     if (!linear_fusable(in)) return linear_relu_composed(in, at, out);
-    ember_tensor *x = in[0], *xc = NULL, *wc = NULL, *o = NULL;
-    int dt = x->dtype, es = ember_dtype_size(dt);
-    int64_t K = w->shape[1], N = w->shape[0], M = x->numel / K;
-    int64_t shape[EMBER_MAX_DIMS];
-    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
-    shape[x->ndim - 1] = N;
-    int rc = EMBER_OK;
-    EMBER_CHECK(ember__new(x->ndim, shape, dt, EMBER_CPU, &o));
-    if (o->numel > 0) {
-        ember__mat mx, mw;
-        if (!(x->ndim == 2 || x->is_contiguous) ||
-            !as_blas(x->storage->data, es, x->offset, M, K, x->ndim == 2 ? x->strides[0] : K,
-                     x->strides[x->ndim - 1], &mx)) {
-            EMBER_CHECK(ember__contiguous_as(x, dt, &xc));
-            as_blas(xc->storage->data, es, xc->offset, M, K, K, 1, &mx);
-        }
-        if (!as_blas(w->storage->data, es, w->offset, K, N, w->strides[1], w->strides[0], &mw)) {   /* w^T */
-            EMBER_CHECK(ember__contiguous_as(in[1], dt, &wc));   /* neither dim of w has unit stride */
-            as_blas(wc->storage->data, es, wc->offset, K, N, 1, K, &mw);
-        }
-        char *c = ember__ptr(o);
-        const char *bias = ember__ptr(b);
-        for (int64_t i = 0; i < M; i++) memcpy(c + i * N * es, bias, (size_t)(N * es));
-        ember__gemm_run(dt, M, N, K, &mx, &mw, 1, c);
-        relu_inplace(dt, c, o->numel);
-    }
+    ember_tensor *o = NULL;
+    EMBER_TRY(ember__run_nograd(EMBER_OP_LINEAR, 2, in, at, &o));
+    if (!o->is_contiguous || o->is_view || o->refcount != 1 || o->storage->refcount != 1)   /* not ours to write */
+        return add_relu(o, in[2], out);
+    int64_t n = w->shape[0];
+    if (o->numel > 0) bias_relu_inplace(o->dtype, ember__ptr(o), ember__ptr(b), o->numel / n, n);
     *out = o;
-    o = NULL;
-done:
-    ember_tensor_release(xc);
-    ember_tensor_release(wc);
-    ember_tensor_release(o);
-    return rc;
+    return EMBER_OK;
 }
 
 /* RELU_BIAS_BACKWARD through relu_backward and sum_to */

@@ -113,14 +113,22 @@ static int make_fused(const plan_entry *chain, int len, plan_entry *f)
     return 1;
 }
 
-int ember__plan_fuse(ember_plan *p, ember_tensor *const *held)
+/* per slot, how many entries read it (an output: as many as can be); NULL: out of memory */
+static int *count_reads(const ember_plan *p)
 {
     int *reads = calloc((size_t)p->nslots + 1, sizeof *reads);
-    if (!reads) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+    if (!reads) return NULL;
     for (int e = 0; e < p->nentries; e++)
         for (int i = 0; i < p->entries[e].nin; i++)
             if (p->entries[e].slots[i] >= 0) reads[p->entries[e].slots[i]]++;
     for (int k = 0; k < p->noutputs; k++) reads[p->outputs[k]] += 1 << 20;
+    return reads;
+}
+
+int ember__plan_fuse(ember_plan *p, ember_tensor *const *held)
+{
+    int *reads = count_reads(p);
+    if (!reads) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
     int w = 0, e = 0, rc = EMBER_OK;
     plan_entry *en = p->entries;
     while (e < p->nentries) {
@@ -154,6 +162,63 @@ int ember__plan_fuse(ember_plan *p, ember_tensor *const *held)
     p->nentries = w;
     free(reads);
     return rc;
+}
+
+/* ------------------------------------------------------------------ patterns */
+/* Whether entries e, e + 1, e + 2 are linear(x, w) -> y, add(y, b) or
+   add(b, y) -> z, relu(z) -> r, with y and z read by nothing else and b a
+   vector of w's rows in y's dtype: linear_relu(x, w, b) computes the same
+   bits (matmul.c: linear's product, then the sum and the select per element,
+   or the three ops themselves where it does not fuse). */
+static int linear_add_relu(const plan_entry *en, int e, int n, const int *reads, ember_tensor *const *held)
+{
+    if (e + 2 >= n) return 0;
+    const plan_entry *l = &en[e], *a = &en[e + 1], *r = &en[e + 2];
+    if (l->kind != PE_OP || l->op != EMBER_OP_LINEAR || a->kind != PE_OP || a->op != EMBER_OP_ADD ||
+        r->kind != PE_OP || r->op != EMBER_OP_RELU)
+        return 0;
+    int y = l->slots[2], z = a->slots[2];
+    if (y < 0 || z < 0 || r->slots[0] != z || reads[y] != 1 || reads[z] != 1 || r->slots[1] < 0) return 0;
+    int b = a->slots[0] == y ? a->slots[1] : a->slots[1] == y ? a->slots[0] : -1;
+    if (b < 0 || b == y || l->slots[0] < 0 || l->slots[1] < 0) return 0;
+    const ember_tensor *tb = held[b], *ty = held[y], *tw = held[l->slots[1]], *tz = held[z];
+    return tb->ndim == 1 && tw->ndim == 2 && tb->shape[0] == tw->shape[0] && tb->dtype == ty->dtype &&
+           tz->dtype == ty->dtype && !tb->wrapped_number && tb->storage->device == ty->storage->device &&
+           (ty->dtype == EMBER_FLOAT32 || ty->dtype == EMBER_FLOAT64);
+}
+
+int ember__plan_patterns(ember_plan *p, ember_tensor *const *held)
+{
+    int *reads = count_reads(p);
+    if (!reads) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+    plan_entry *en = p->entries;
+    int w = 0, e = 0, n = p->nentries;
+    while (e < n) {
+        if (!linear_add_relu(en, e, n, reads, held)) {
+            en[w++] = en[e++];
+            continue;
+        }
+        plan_entry *l = &en[e], *a = &en[e + 1], *r = &en[e + 2];
+        int32_t *slots = l->slots;   /* x, w, y: becomes x, w, b, r */
+        int32_t *grown = realloc(slots, 5 * sizeof *slots);
+        if (!grown) {
+            free(reads);
+            return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
+        }
+        grown[2] = a->slots[0] == grown[2] ? a->slots[1] : a->slots[0];
+        grown[3] = r->slots[1];
+        l->slots = grown;
+        l->op = EMBER_OP_LINEAR_RELU;
+        l->nin = 3;
+        free(a->slots);
+        free(r->slots);
+        en[w++] = *l;
+        p->patterns++;
+        e += 3;
+    }
+    p->nentries = w;
+    free(reads);
+    return EMBER_OK;
 }
 
 /* ------------------------------------------------------------------ running */

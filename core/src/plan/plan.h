@@ -60,12 +60,32 @@ void ember__trace_view(const ember_tensor *a, ember_tensor *view);
    read of a value inside the traced function. */
 int ember__trace_read(const char *what);
 
+/* Which operands an entry of `kind` writes in place (a bit per input). */
+unsigned ember__plan_written(int kind);
+
 /* The in-place forms and the random draws, for the replay (inplace.c, random.c). */
 int ember__binary_inplace(int op, ember_tensor *a, ember_tensor *b);
 int ember__unary_inplace(int op, ember_tensor *a, const ember_attrs *at);
 int ember__random_new(int dist, double a, double b, int ndim, const int64_t *shape, int dtype, int device,
                       ember_tensor **out);
 int ember__random_fill(int dist, double a, double b, ember_tensor *t);
+
+/* ------------------------------------------------------------------ the arena (arena.c) */
+typedef struct plan_arena plan_arena;
+enum { EMBER__OFFER_MAX = 8 };
+/* The regions of the arena the running entry's outputs are planned in. */
+typedef struct ember__arena_offer {
+    int n;
+    struct plan_region *r[EMBER__OFFER_MAX];
+    int32_t slot[EMBER__OFFER_MAX];
+    uint8_t taken[EMBER__OFFER_MAX];
+} ember__arena_offer;
+/* Set while a plan's entry runs on this thread (NULL otherwise). */
+extern EMBER_TLS ember__arena_offer *ember__plan_offer;
+/* ember__new: gives the new CPU storage s (s->nbytes set, no data yet) a
+   region of the offer of its exact size, if one is free: s->data and its
+   release set; s->data stays NULL otherwise. */
+void ember__plan_claim(ember_storage *s);
 
 /* ------------------------------------------------------------------ the plan */
 enum { SLOT_INPUT = 0, SLOT_LIVE, SLOT_CONST, SLOT_TEMP };
@@ -103,12 +123,19 @@ struct ember_plan {
     int64_t *inputs_offset;                      /* (inputs_viewed), its layout */
     uint8_t *inputs_viewed;
     int64_t *counters;       /* the optimizer step counters (Adam's step), one per PE_ADAM */
-    int64_t arena_bytes, peak_bytes, removed;
+    int64_t arena_bytes, peak_bytes, removed, patterns;
     uint8_t *owned;          /* per slot: a run holds a reference of its own (temporaries, written constants) */
     /* an open run (ember_plan_start): the slots' tensors and the next entry */
     ember_tensor **vals;
     int next, running;
     int checked;             /* loaded from a file: each entry is checked before it runs */
+    /* the memory plan (arena.c): per slot, the region its storage is planned in (-1: none) */
+    int32_t *region_of;
+    int64_t *region_off, *region_bytes;
+    int nregions;
+    int arena_off;           /* a storage was found where the plan did not put it: no arena from then on */
+    plan_arena *arena;       /* allocated at the first run */
+    char **names;            /* per slot: a weight's or constant's name in the file (NULL: w<slot>, c<slot>) */
 };
 
 /* What a trace hands the plan builder (replay.c); the builder takes the
@@ -132,7 +159,20 @@ int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out);
 /* Fuses the elementwise chains of a traced plan (held: its slots' tensors
    in the trace); runs a fused entry (fuse.c). */
 int ember__plan_fuse(ember_plan *p, ember_tensor *const *held);
+/* Substitutes the existing fused ops for the chains they compute to the
+   bit (linear, add, relu: linear_relu) (fuse.c). */
+int ember__plan_patterns(ember_plan *p, ember_tensor *const *held);
 int ember__fused_run(const plan_entry *e, ember_tensor *const *in, ember_tensor **out);
+/* The memory plan of a traced plan: each temporary's offset in the arena
+   by its lifetime (held: the slots' tensors in the trace). */
+int ember__plan_arena_layout(ember_plan *p, ember_tensor *const *held);
+/* A run's start: the arena allocated (at the first run). */
+int ember__plan_arena_begin(ember_plan *p);
+/* An entry's offer (its outputs' regions): how many; after the entry, the
+   regions checked against its outputs' storages (vals: the slots' tensors). */
+int ember__plan_arena_offer(const ember_plan *p, const plan_entry *e, ember__arena_offer *o);
+void ember__plan_arena_check(ember_plan *p, const ember__arena_offer *o, ember_tensor *const *vals);
+void ember__plan_arena_free(ember_plan *p);
 /* A loaded plan's op: its attributes against its inputs (plan_io.c). */
 int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
 

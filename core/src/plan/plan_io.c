@@ -4,7 +4,8 @@
    "ember.plan.version". A file is untrusted: the reader checks every
    number, slot and op before it builds anything, and a loaded plan checks
    each op's attributes against its inputs before it runs it. Only the ops
-   of a forward (SAVE_OPS) are written and read. */
+   of a forward and of an SGD training step (SAVE_OPS, and SGD's update) are
+   written and read. */
 #include "plan.h"
 #include "../io/json.h"
 
@@ -20,7 +21,10 @@ enum { PLAN_VERSION = 1, PLAN_MAX_SLOTS = 1 << 20, PLAN_MAX_IO = 64 };
 static const char *const SAVE_OPS[] = {
     "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sigmoid",
     "tanh", "relu", "silu", "linear", "linear_relu", "matmul", "reshape", "view", "transpose", "softmax",
-    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", "channel_affine", NULL};
+    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", "channel_affine",
+    /* and a training step's: the loss, the backward's ops (an SGD step's entries are written apart) */
+    "cross_entropy", "cross_entropy_backward", "relu_backward", "relu_bias_backward", "sum", "sum_to", "expand",
+    "select", NULL};
 
 static int savable(int op)
 {
@@ -80,10 +84,10 @@ static int check_savable(const plan_entry *en, int e)
         for (int k = 0; k < en->nsub; k++) EMBER_TRY(check_savable(&en->sub[k], e));
         return EMBER_OK;
     }
-    if (en->kind == PE_VIEW || (en->kind == PE_OP && savable(en->op))) return EMBER_OK;
+    if (en->kind == PE_VIEW || en->kind == PE_SGD || (en->kind == PE_OP && savable(en->op))) return EMBER_OK;
     return ember__fail(EMBER_ERR_UNSUPPORTED,
-                       "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward "
-                       "(%s...), not in-place writes, optimizer updates or random draws",
+                       "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward and of "
+                       "an SGD step (%s...), not in-place writes, other optimizers' updates or random draws",
                        e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry", SAVE_OPS[0]);
 }
 
@@ -99,6 +103,10 @@ static void put_entry(sbuf *b, const plan_entry *en, int *count)
     if (en->kind == PE_VIEW) {
         put(b, "%s{\"view\":", *count ? "," : "");
         put_ints(b, en->args.i, 2 + 2 * EMBER_MAX_DIMS);
+    } else if (en->kind == PE_SGD) {   /* f: lr, momentum, dampening, weight decay; flags: nesterov, maximize */
+        const double *f = en->args.f;
+        put(b, "%s{\"sgd\":[%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2], f[3]);
+        put_ints(b, en->args.i, 2);
     } else {
         put(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
         put_ints(b, en->at.i, EMBER_MAX_ATTRS);
@@ -134,9 +142,11 @@ int ember_plan_save(const ember_plan *p, const char *path)
         if (sl->kind == SLOT_INPUT) put(&b, "%s[\"in\",%d]", s ? "," : "", sl->index);
         else if (sl->kind == SLOT_TEMP) put(&b, "%s[\"t\"]", s ? "," : "");
         else {
+            const char *nm = p->names && p->names[s] ? p->names[s] : names[nt];
             snprintf(names[nt], sizeof names[nt], "%c%d", sl->kind == SLOT_LIVE ? 'w' : 'c', s);
-            named[nt] = (ember_st_named){names[nt], strlen(names[nt]), sl->tensor};
-            put(&b, "%s[\"%s\",\"%s\",%d]", s ? "," : "", sl->kind == SLOT_LIVE ? "w" : "c", names[nt], sl->written);
+            named[nt] = (ember_st_named){nm, strlen(nm), sl->tensor};
+            /* a name is printable ASCII with no quote or backslash (ember_plan_name) */
+            put(&b, "%s[\"%s\",\"%s\",%d]", s ? "," : "", sl->kind == SLOT_LIVE ? "w" : "c", nm, sl->written);
             nt++;
         }
     }
@@ -232,6 +242,7 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
             ps->kind = k[0] == 'w' ? SLOT_LIVE : SLOT_CONST;
             ps->written = (int)v;
             EMBER_TRY(read_tensor(r, sl->items[1].str, &ps->tensor));
+            if (!(p->names[s] = strdup(sl->items[1].str))) return ember__fail(EMBER_ERR_OOM, "plan load: out of memory");
             defined[s] = 1;
         } else if (strcmp(k, "t") != 0 || sl->n != 1) {
             return BAD("slot %d: unknown kind", path, s);
@@ -244,9 +255,30 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
         plan_entry *pe = &p->entries[e];
         memset(pe, 0, sizeof *pe);
         int64_t nin;
-        if (!sl || sl->type != JSON_ARRAY || !whole(json_get(en, "nin"), 0, 64, &nin) || (!view == !opn))
+        const json_node *sgd = json_get(en, "sgd");
+        if (!sl || sl->type != JSON_ARRAY || !whole(json_get(en, "nin"), 0, 64, &nin) || (!!view + !!opn + !!sgd) != 1)
             return BAD("entry %d is malformed", path, e + 1);
-        if (view) {
+        if (sgd) {   /* p, g, the momentum buffer or -1; p and the buffer the file's weights, written */
+            const json_node *fl = json_get(en, "flags");
+            if (sgd->type != JSON_ARRAY || sgd->n != 4 || !fl || fl->type != JSON_ARRAY || fl->n != 2 || nin != 3 ||
+                sl->n != 3)
+                return BAD("entry %d: a bad sgd update", path, e + 1);
+            pe->kind = PE_SGD;
+            for (int k = 0; k < 4; k++) {
+                if (sgd->items[k].type != JSON_NUMBER || !isfinite(sgd->items[k].num))
+                    return BAD("entry %d: a bad sgd update", path, e + 1);
+                pe->args.f[k] = sgd->items[k].num;
+            }
+            for (int k = 0; k < 2; k++)
+                if (!whole(&fl->items[k], 0, 1, &pe->args.i[k])) return BAD("entry %d: a bad sgd update", path, e + 1);
+            for (int k = 0; k < 3; k += 2) {
+                int64_t w;
+                if (k == 2 && whole(&sl->items[2], -1, -1, &w)) continue;   /* no momentum buffer */
+                if (!whole(&sl->items[k], 0, slots->n - 1, &w) || p->slots[w].kind != SLOT_LIVE || !p->slots[w].written)
+                    return BAD("entry %d: sgd updates slot %d, which is not a weight of the file marked written", path,
+                               e + 1, sl->items[k].type == JSON_NUMBER ? (int)sl->items[k].num : -1);
+            }
+        } else if (view) {
             if (view->type != JSON_ARRAY || view->n != 2 + 2 * EMBER_MAX_DIMS || nin != 1 || sl->n != 2)
                 return BAD("entry %d: a bad view", path, e + 1);
             pe->kind = PE_VIEW;
@@ -282,6 +314,10 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
         p->nentries = e + 1;
         for (int k = 0; k < sl->n; k++) {
             int64_t s;
+            if (pe->kind == PE_SGD && k == 2 && whole(&sl->items[k], -1, -1, &s)) {
+                pe->slots[k] = -1;
+                continue;
+            }
             if (!whole(&sl->items[k], 0, slots->n - 1, &s)) return BAD("entry %d: slot out of range", path, e + 1);
             pe->slots[k] = (int32_t)s;
             if (k < nin && !defined[s]) return BAD("entry %d reads slot %lld before anything writes it", path, e + 1, (long long)s);
@@ -407,6 +443,7 @@ int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in)
                                ember__tshape(sh, in[0]));
         return EMBER_OK;
     }
+    if (e->kind != PE_OP) return EMBER_OK;   /* sgd_step_ checks its operands */
     const char *name = ember__ops[e->op].name;
     const int64_t *a = e->at.i;
     int nd = in[0]->ndim;
@@ -419,10 +456,90 @@ int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in)
         if (a[0] < 0 || a[0] >= nd || a[1] < 0 || a[1] >= nd)
             return ember__fail(EMBER_ERR_SHAPE, "plan: transpose of dims %lld and %lld of %s", (long long)a[0] + 1,
                                (long long)a[1] + 1, ember__tshape(sh, in[0]));
+    } else if (e->op == EMBER_OP_SELECT) {
+        if (a[0] < 0 || a[0] >= nd || a[1] < 0 || a[1] >= in[0]->shape[a[0]])
+            return ember__fail(EMBER_ERR_SHAPE, "plan: select of index %lld of dim %lld of %s", (long long)a[1] + 1,
+                               (long long)a[0] + 1, ember__tshape(sh, in[0]));
+    } else if (e->op == EMBER_OP_EXPAND) {
+        int ok = a[0] >= nd && a[0] <= EMBER_MAX_DIMS;
+        for (int d = 0; ok && d < a[0]; d++) {
+            int ad = d - (int)(a[0] - nd);
+            ok = a[1 + d] >= 0 && a[1 + d] <= (1ll << 40) &&
+                 (ad < 0 || in[0]->shape[ad] == a[1 + d] || in[0]->shape[ad] == 1);
+        }
+        if (!ok || ember__check_shape(name, ok ? (int)a[0] : 0, &a[1], NULL) < 0)
+            return ember__fail(EMBER_ERR_SHAPE, "plan: expand of %s to a shape it does not broadcast to",
+                               ember__tshape(sh, in[0]));
+    } else if (e->op == EMBER_OP_SUM_TO) {
+        if (a[0] < 0 || a[0] > nd)
+            return ember__fail(EMBER_ERR_SHAPE, "plan: sum_to of %s to %lld dims", ember__tshape(sh, in[0]),
+                               (long long)a[0]);
+    } else if (e->op == EMBER_OP_SUM) {
+        if (a[0] < 0 || a[0] > 1 || a[1] < 0 || a[1] >= (1ll << nd))
+            return ember__fail(EMBER_ERR_SHAPE, "plan: sum over dims %#llx of %s", (unsigned long long)a[1],
+                               ember__tshape(sh, in[0]));
     } else if (e->op == EMBER_OP_SOFTMAX || e->op == EMBER_OP_LOG_SOFTMAX) {
         if (nd > 0 && (a[0] < 0 || a[0] >= nd))
             return ember__fail(EMBER_ERR_SHAPE, "plan: %s over dim %lld of %s", name, (long long)a[0] + 1,
                                ember__tshape(sh, in[0]));
     }
+    return EMBER_OK;
+}
+
+/* ------------------------------------------------------------------ names */
+static int slot_named(const ember_plan *p, const char *name)
+{
+    char dflt[24];
+    for (int s = 0; s < p->nslots; s++) {
+        const plan_slot *sl = &p->slots[s];
+        if (sl->kind != SLOT_LIVE && sl->kind != SLOT_CONST) continue;
+        const char *nm = p->names[s];
+        if (!nm) {
+            snprintf(dflt, sizeof dflt, "%c%d", sl->kind == SLOT_LIVE ? 'w' : 'c', s);
+            nm = dflt;
+        }
+        if (strcmp(nm, name) == 0) return s;
+    }
+    return -1;
+}
+
+int ember_plan_name(ember_plan *p, const ember_tensor *t, const char *name)
+{
+    if (!p || !t || !name) return ember__fail(EMBER_ERR_ARG, "plan name: NULL argument");
+    size_t n = strlen(name);
+    int ok = n > 0 && n <= 200;
+    for (size_t k = 0; ok && k < n; k++) ok = name[k] >= 0x20 && name[k] < 0x7f && name[k] != '"' && name[k] != '\\';
+    if (!ok)
+        return ember__fail(EMBER_ERR_ARG, "plan name: '%.40s' is not a name of 1 to 200 printable ASCII characters "
+                                          "without quotes or backslashes", name);
+    if ((name[0] == 'w' || name[0] == 'c') && n > 1 && strspn(name + 1, "0123456789") == n - 1)
+        return ember__fail(EMBER_ERR_ARG, "plan name: '%s' is of the form the plan's unnamed tensors have", name);
+    int slot = -1;
+    for (int s = 0; s < p->nslots && slot < 0; s++) {   /* t, or a header of the same memory (a detached one) */
+        const ember_tensor *h = p->slots[s].tensor;
+        if (p->slots[s].kind == SLOT_LIVE && (h == t || (h->storage == t->storage && h->offset == t->offset &&
+                                                         h->ndim == t->ndim && h->is_contiguous && t->is_contiguous &&
+                                                         memcmp(h->shape, t->shape, (size_t)t->ndim * sizeof *t->shape) == 0)))
+            slot = s;
+    }
+    if (slot < 0) return 0;   /* a tensor the plan does not hold */
+    int other = slot_named(p, name);
+    if (other >= 0 && other != slot)
+        return ember__fail(EMBER_ERR_ARG, "plan name: '%s' names another tensor of the plan already", name);
+    char *copy = strdup(name);
+    if (!copy) return ember__fail(EMBER_ERR_OOM, "plan name: out of memory");
+    free(p->names[slot]);
+    p->names[slot] = copy;
+    return 1;
+}
+
+int ember_plan_tensor(ember_plan *p, const char *name, ember_tensor **out)
+{
+    if (!p || !name || !out) return ember__fail(EMBER_ERR_ARG, "plan tensor: NULL argument");
+    *out = NULL;
+    int s = slot_named(p, name);
+    if (s < 0) return ember__fail(EMBER_ERR_ARG, "plan tensor: the plan holds no tensor named '%.200s'", name);
+    *out = p->slots[s].tensor;
+    ember_tensor_retain(*out);
     return EMBER_OK;
 }

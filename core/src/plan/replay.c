@@ -19,7 +19,11 @@ static void plan_free_parts(ember_plan *p)
         for (int k = 0; k < p->entries[e].nsub; k++) free(p->entries[e].sub[k].slots);
         free(p->entries[e].sub);
     }
-    for (int s = 0; s < p->nslots; s++) ember_tensor_release(p->slots[s].tensor);
+    for (int s = 0; s < p->nslots; s++) {
+        ember_tensor_release(p->slots[s].tensor);
+        if (p->names) free(p->names[s]);
+    }
+    free(p->names);
     free(p->entries);
     free(p->slots);
     free(p->owned);
@@ -33,6 +37,7 @@ static void plan_free_parts(ember_plan *p)
     free(p->inputs_viewed);
     free(p->counters);
     free(p->vals);
+    ember__plan_arena_free(p);
     free(p);
 }
 
@@ -71,7 +76,8 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
     p->nentries = n;
     (void)kept;
     if (held && !getenv("EMBER_PLAN_NO_FUSE")) {   /* a traced plan: its slots' dtypes and shapes are known */
-        int rc = ember__plan_fuse(p, held);
+        int rc = ember__plan_patterns(p, held);
+        if (rc >= 0) rc = ember__plan_fuse(p, held);
         if (rc < 0) {
             free(used);
             free(born_bytes);
@@ -116,6 +122,7 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
         en->release[cnt] = -1;
     }
     p->peak_bytes = peak;
+    if (rc >= 0 && held && !getenv("EMBER_PLAN_NO_ARENA")) rc = ember__plan_arena_layout(p, held);
     free(used);
     free(born_bytes);
     return rc;
@@ -138,9 +145,10 @@ ember_plan *ember__plan_alloc(int nslots, int nentries, int ninputs, int noutput
     p->counters = calloc((size_t)ncounters + 1, sizeof *p->counters);
     p->vals = calloc((size_t)nslots + 1, sizeof *p->vals);
     p->owned = calloc((size_t)nslots + 1, 1);
+    p->names = calloc((size_t)nslots + 1, sizeof *p->names);
     if (!p->slots || !p->entries || !p->outputs || !p->inputs_dtype || !p->inputs_ndim || !p->inputs_device ||
         !p->inputs_shape || !p->counters || !p->vals || !p->owned || !p->inputs_strides || !p->inputs_offset ||
-        !p->inputs_viewed) {
+        !p->inputs_viewed || !p->names) {
         plan_free_parts(p);
         return NULL;
     }
@@ -167,6 +175,11 @@ int ember__plan_finish(ember_plan *p, ember_tensor *const *held)
     for (int e = 0; e < p->nentries; e++) {
         const plan_entry *en = &p->entries[e];
         if (en->kind == PE_ADAM) p->counters[en->args.i[2]] = en->args.i[3] + 1;
+        /* a live tensor the plan writes (a parameter, a momentum buffer): so marked in a saved file */
+        unsigned w = ember__plan_written(en->kind);
+        for (int i = 0; i < en->nin; i++)
+            if ((w >> i & 1) && en->slots[i] >= 0 && p->slots[en->slots[i]].kind == SLOT_LIVE)
+                p->slots[en->slots[i]].written = 1;
         /* a view of an input's memory is made at the offsets the example had */
         if (en->kind == PE_VIEW && p->slots[en->slots[0]].kind == SLOT_INPUT)
             p->inputs_viewed[p->slots[en->slots[0]].index] = 1;
@@ -222,6 +235,8 @@ static int exec(ember_plan *p, const plan_entry *e)
         if (in != small) free(in);
         return rc;
     }
+    ember__arena_offer offer = {0};
+    if (p->arena && ember__plan_arena_offer(p, e, &offer)) ember__plan_offer = &offer;
     switch (e->kind) {
     case PE_OP: rc = ember__run_nograd(e->op, e->nin, in, &e->at, res); break;
     case PE_BINARY_: rc = ember__binary_inplace(e->op, in[0], in[1]); break;
@@ -239,6 +254,7 @@ static int exec(ember_plan *p, const plan_entry *e)
     case PE_FUSED: rc = ember__fused_run(e, in, res); break;
     default: rc = ember__fail(EMBER_ERR_STATE, "plan: unknown entry kind %d", e->kind);
     }
+    ember__plan_offer = NULL;
     if (in != small) free(in);
     if (rc < 0) return rc;
     for (int k = 0; k < e->nout; k++) {
@@ -250,6 +266,7 @@ static int exec(ember_plan *p, const plan_entry *e)
             ember_tensor_release(res[k]);
         }
     }
+    if (p->arena && offer.n) ember__plan_arena_check(p, &offer, vals);
     for (const int32_t *r = e->release; *r >= 0; r++) {
         ember_tensor_release(vals[*r]);
         vals[*r] = NULL;
@@ -309,6 +326,7 @@ int ember_plan_start(ember_plan *p, ember_tensor *const *in, int nin)
         return ember__fail(EMBER_ERR_STATE, "plan: a plan cannot run inside ember.jit.trace (trace the function it "
                                             "was traced from instead)");
     EMBER_TRY(check_inputs(p, in, nin));
+    EMBER_TRY(ember__plan_arena_begin(p));
     for (int s = 0; s < p->nslots; s++) {
         const plan_slot *sl = &p->slots[s];
         switch (sl->kind) {
@@ -402,6 +420,8 @@ void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out)
     if (!p) return;
     out->ops = p->nentries;
     for (int e = 0; e < p->nentries; e++) out->fused += p->entries[e].kind == PE_FUSED;
+    out->fused += p->patterns;
+    out->patterns = p->patterns;
     out->removed = p->removed;
     out->arena_bytes = p->arena_bytes;
     out->peak_bytes = p->peak_bytes;

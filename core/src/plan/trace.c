@@ -139,9 +139,9 @@ static int slot_of(tracer *tr, ember_tensor *t)
     }
     int owner = map_find(&tr->storages, t->storage);
     if (owner >= 0 && tr->slots[owner].kind != SLOT_LIVE) {
-        ember__call_args args = {{t->ndim, t->offset}, {0}};
-        memcpy(&args.i[2], t->shape, sizeof t->shape);
-        memcpy(&args.i[2 + EMBER_MAX_DIMS], t->strides, sizeof t->strides);
+        ember__call_args args = {{t->ndim, t->offset}, {0}};   /* the dims past ndim 0 (a saved plan writes them) */
+        memcpy(&args.i[2], t->shape, (size_t)t->ndim * sizeof *t->shape);
+        memcpy(&args.i[2 + EMBER_MAX_DIMS], t->strides, (size_t)t->ndim * sizeof *t->strides);
         ember_tensor *src = tr->held[owner];
         EMBER_TRY(record(tr, PE_VIEW, 0, 1, &src, 1, &t, NULL, &args));
         return map_find(&tr->tensors, t);
@@ -163,8 +163,7 @@ static int note_written(tracer *tr, const ember_tensor *t)
     return EMBER_OK;
 }
 
-/* Which operands an entry of `kind` writes in place (a bit per input). */
-static unsigned written_operands(int kind)
+unsigned ember__plan_written(int kind)
 {
     switch (kind) {
     case PE_BINARY_: case PE_UNARY_: case PE_COPY_: case PE_FILL_: case PE_RANDOM_: return 1u;
@@ -187,7 +186,7 @@ static int record(tracer *tr, int kind, int op, int nin, ember_tensor *const *in
     if (args) e.args = *args;
     e.slots = malloc((size_t)(nin + nout + 1) * sizeof *e.slots);
     if (!e.slots) return ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
-    unsigned w = written_operands(kind);
+    unsigned w = ember__plan_written(kind);
     int rc = EMBER_OK;
     for (int i = 0; i < nin && rc >= 0; i++) {
         if (!in[i]) {
@@ -262,8 +261,8 @@ void ember__trace_view(const ember_tensor *a, ember_tensor *view)
     tracer *tr = atomic_load_explicit(&g_trace, memory_order_relaxed);
     if (trace_depth != 0 || !tr || tr->failed) return;
     ember__call_args args = {{view->ndim, view->offset}, {0}};
-    memcpy(&args.i[2], view->shape, sizeof view->shape);
-    memcpy(&args.i[2 + EMBER_MAX_DIMS], view->strides, sizeof view->strides);
+    memcpy(&args.i[2], view->shape, (size_t)view->ndim * sizeof *view->shape);
+    memcpy(&args.i[2 + EMBER_MAX_DIMS], view->strides, (size_t)view->ndim * sizeof *view->strides);
     ember_tensor *in = (ember_tensor *)a;
     trace_depth = 1;
     int r = record(tr, PE_VIEW, 0, 1, &in, 1, &view, NULL, &args);

@@ -29,20 +29,31 @@ CPU; from C, `ember_plan_load` and `ember_plan_run` do the same.
 ## `ember.jit.Plan`: a traced function
 
 ### `Plan:stats()`
-`{ops, fused, removed, arena_bytes, peak_bytes, inputs, outputs}`: the ops a
-replay runs, of them fused ones, the ops dropped as dead, the bytes of the
-plan's arena (0: temporaries come from the allocator), the most bytes of
+`{ops, fused, patterns, removed, arena_bytes, peak_bytes, inputs, outputs}`:
+the ops a replay runs, of them fused ones, of those the existing fused ops
+the plan chose by pattern (`linear`, `add`, `relu` as `linear_relu`), the
+ops dropped as dead, the bytes of the plan's arena (its CPU temporaries'
+memory, planned by lifetime; 0 for a loaded plan), the most bytes of
 temporaries a replay holds at once, and the counts of inputs and results.
 `plan(...)` replays: inputs of another shape, dtype or device than the
 example raise naming the input, as does a changed optimizer hyperparameter
 (`lr`, ...) the trace baked in.
 
-### `Plan:save(path)`
+### `Plan:save(path, opts)`
 Writes the plan to one safetensors file: the tensors it reads as entries,
 the graph as JSON in the metadata (`"ember.plan"`) with the format version
-(`"ember.plan.version"`, `"1"`). A forward's plan only (traced with
-`train = false`: the MLP and CNN recipes' forwards; docs/plans.md lists the
-ops a file may hold): a training step's raises.
+(`"ember.plan.version"`, `"1"`). A forward's plan (traced with
+`train = false`: the MLP and CNN recipes' forwards) or an SGD training
+step's whose gradients end cleared (`opt:zero_grad()`): a loaded step
+trains its own copies of the weights (docs/plans.md lists the ops a file
+may hold). A step that leaves `.grad` fields set or updates a step count
+(Adam, RMSprop) raises. `opts.names`, a table of name = tensor (a module's
+`state_dict()`), names the plan's live tensors in the file; the others are
+`w<slot>`, the constants `c<slot>`.
+
+### `Plan:tensor(name)`
+The plan's tensor of that name (a loaded plan's as its file names it): a
+weight that a loaded training step's runs update in place.
 
 ### `Plan:start(...)`
 The same replay in slices for a host's frame loop: a `PlanRun`, nothing
