@@ -118,8 +118,7 @@ int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *
                                     at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info));
         }
     }
-    out[0] = r;
-    r = NULL;
+    out[0] = ember__take(&r);
 done:
     free(ipiv);
     free(work);
@@ -181,13 +180,40 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     sg = la = NULL;
 done:
     free(ipiv);
-    ember_tensor_release(lu);
-    ember_tensor_release(sg);
-    ember_tensor_release(la);
+    EMBER_RELEASE(lu, sg, la);
     return rc;
 }
 
-/* LINALG_SOLVE: (A (..., n, n), B (..., n, k)) -> X with A X = B, one batch shape */
+/* One matrix of a batched solve, in place: m is A^T column-major (A row-major),
+   rhs the k columns of B. LINALG_SOLVE factors m by getrf and solves with 'T';
+   LINALG_SOLVE_TRIANGULAR solves by trtrs, A's lower triangle being the upper
+   one of A^T (uplo, diag from at). */
+static int solve_one(int op, const ember_tensor *a, int64_t b, const ember_attrs *at, int n, int k, char *m, char *rhs,
+                     int *ipiv)
+{
+    int dt = a->dtype, info;
+    char sb[200], sa[200];
+    if (op == EMBER_OP_LINALG_SOLVE) {
+        info = ember__lapack_getrf(dt, n, m, ipiv);
+        if (info != 0)
+            return ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s of shape %s is singular (U[%d,%d] of its "
+                               "LU factorisation is zero)",
+                               at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info);
+        if (k > 0) ember__lapack_getrs(dt, 'T', n, k, m, ipiv, rhs);
+        return EMBER_OK;
+    }
+    info = ember__lapack_trtrs(dt, at->i[0] ? 'L' : 'U', 'T', at->i[1] ? 'U' : 'N', n, k > 0 ? k : 0, m, rhs);
+    if (info < 0) return ember__fail(EMBER_ERR_UNSUPPORTED, "linalg.solve_triangular: LAPACK's trtrs is not available");
+    if (info > 0)
+        return ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s of shape %s is singular "
+                           "(its diagonal element %d is zero)",
+                           at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info);
+    return EMBER_OK;
+}
+
+/* LINALG_SOLVE: (A (..., n, n), B (..., n, k)) -> X with A X = B, one batch
+   shape. LINALG_SOLVE_TRIANGULAR: the same for a triangular A, by trtrs (i[0]
+   upper, i[1] unitriangular) */
 int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
@@ -196,65 +222,26 @@ int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs
     int k = (int)bm->shape[bm->ndim - 1];
     int64_t B = nbatch(a);
     int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.solve: out of memory"));
+    if (!ipiv)
+        EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "%s: out of memory",
+                                op == EMBER_OP_LINALG_SOLVE ? "linalg.solve" : "linalg.solve_triangular"));
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
-    for (int64_t b = 0; b < B && n > 0; b++) {
-        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
-        int info = ember__lapack_getrf(dt, n, m, ipiv);
-        if (info != 0) {
-            char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s of shape %s is singular (U[%d,%d] of its "
-                                    "LU factorisation is zero)",
-                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info));
-        }
-        if (k > 0) ember__lapack_getrs(dt, 'T', n, k, m, ipiv, ember__ptr(bt) + b * (int64_t)n * k * es);
-    }
+    for (int64_t b = 0; b < B && n > 0; b++)
+        EMBER_CHECK(solve_one(op, a, b, at, n, k, ember__ptr(lu) + b * (int64_t)n * n * es,
+                              ember__ptr(bt) + b * (int64_t)n * k * es, ipiv));
     EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
-    out[0] = x;
-    x = NULL;
+    out[0] = ember__take(&x);
 done:
     free(ipiv);
-    ember_tensor_release(lu);
-    ember_tensor_release(bt);
-    ember_tensor_release(x);
+    EMBER_RELEASE(lu, bt, x);
     return rc;
 }
 
-/* LINALG_SOLVE_TRIANGULAR: as LINALG_SOLVE for a triangular A, by trtrs. A
-   row-major is A^T column-major, so A's lower triangle is the upper one
-   there, solved transposed */
 int fwd_linalg_solve_triangular(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
-    ember_tensor *a = in[0], *bm = in[1], *lu = NULL, *bt = NULL, *x = NULL;
-    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
-    int k = (int)bm->shape[bm->ndim - 1];
-    int64_t B = nbatch(a);
-    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
-    EMBER_CHECK(ember__copy_into(lu, a));
-    EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
-    char uplo = at->i[0] ? 'L' : 'U', diag = at->i[1] ? 'U' : 'N';
-    for (int64_t b = 0; b < B && n > 0; b++) {
-        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
-        int info = ember__lapack_trtrs(dt, uplo, 'T', diag, n, k > 0 ? k : 0, m, ember__ptr(bt) + b * (int64_t)n * k * es);
-        if (info < 0) EMBER_CHECK(ember__fail(EMBER_ERR_UNSUPPORTED, "linalg.solve_triangular: LAPACK's trtrs is not available"));
-        if (info > 0) {
-            char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s of shape %s is singular "
-                                    "(its diagonal element %d is zero)",
-                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info));
-        }
-    }
-    EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
-    out[0] = x;
-    x = NULL;
-done:
-    ember_tensor_release(lu);
-    ember_tensor_release(bt);
-    ember_tensor_release(x);
-    return rc;
+    return fwd_linalg_solve(op, nin, in, at, out);
 }
 
 /* LINALG_CHOLESKY: A (symmetric positive-definite; its lower triangle is
@@ -279,8 +266,7 @@ int fwd_linalg_cholesky(int op, int nin, ember_tensor *const *in, const ember_at
         for (int i = 0; i < n; i++)   /* zero the upper triangle (row-major) */
             for (int j = i + 1; j < n; j++) ember__store(m + ((int64_t)i * n + j) * es, dt, 0);
     }
-    out[0] = r;
-    r = NULL;
+    out[0] = ember__take(&r);
 done:
     ember_tensor_release(r);
     return rc;
@@ -300,11 +286,9 @@ int fwd_linalg_cholesky_info(int op, int nin, ember_tensor *const *in, const emb
     EMBER_CHECK(ember_full(a->ndim - 2, a->shape, 0, EMBER_INT32, EMBER_CPU, &inf));
     for (int64_t b = 0; b < B && n > 0; b++)
         ((int32_t *)ember__ptr(inf))[b] = ember__lapack_potrf(dt, 'U', n, ember__ptr(c) + b * (int64_t)n * n * es);
-    out[0] = inf;
-    inf = NULL;
+    out[0] = ember__take(&inf);
 done:
-    ember_tensor_release(c);
-    ember_tensor_release(inf);
+    EMBER_RELEASE(c, inf);
     return rc;
 }
 
@@ -342,15 +326,12 @@ int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs 
         }
     }
     EMBER_CHECK(new_transposed(r, &v));
-    out[0] = w;
-    out[1] = v;
-    w = v = NULL;
+    out[0] = ember__take(&w);
+    out[1] = ember__take(&v);
 done:
     free(work);
     free(iwork);
-    ember_tensor_release(r);
-    ember_tensor_release(w);
-    ember_tensor_release(v);
+    EMBER_RELEASE(r, w, v);
     return rc;
 }
 
@@ -405,16 +386,13 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
                     ember__store(qb + ((int64_t)i * qc + j) * es, dt, ember__load(qb_ + ((int64_t)j * m + i) * es, dt));
         }
     }
-    out[0] = q;
-    out[1] = r;
-    q = r = NULL;
+    out[0] = ember__take(&q);
+    out[1] = ember__take(&r);
 done:
     free(tau);
     free(work);
     free(qb_);
-    ember_tensor_release(c);
-    ember_tensor_release(q);
-    ember_tensor_release(r);
+    EMBER_RELEASE(c, q, r);
     return rc;
 }
 
@@ -471,17 +449,13 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < n; j++) ember__store(ember__ptr(vh) + (b * (int64_t)n * n + (int64_t)i * n + j) * es, dt, i == j);
         }
-    out[0] = u;
-    out[1] = vh;
-    out[2] = sv;
-    u = sv = vh = NULL;
+    out[0] = ember__take(&u);
+    out[1] = ember__take(&vh);
+    out[2] = ember__take(&sv);
 done:
     free(work);
     free(iwork);
-    ember_tensor_release(c);
-    ember_tensor_release(u);
-    ember_tensor_release(sv);
-    ember_tensor_release(vh);
+    EMBER_RELEASE(c, u, sv, vh);
     return rc;
 }
 
@@ -555,19 +529,14 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
                                  ember__load(buf + ((int64_t)j * ld + i) * es, dt));
         }
     }
-    out[0] = x;
-    out[1] = rk;
-    out[2] = sv;
-    x = rk = sv = NULL;
+    out[0] = ember__take(&x);
+    out[1] = ember__take(&rk);
+    out[2] = ember__take(&sv);
 done:
     free(buf);
     free(work);
     free(iwork);
-    ember_tensor_release(ac);
-    ember_tensor_release(bt);
-    ember_tensor_release(x);
-    ember_tensor_release(rk);
-    ember_tensor_release(sv);
+    EMBER_RELEASE(ac, bt, x, rk, sv);
     return rc;
 }
 
@@ -592,15 +561,11 @@ int fwd_linalg_lu(int op, int nin, ember_tensor *const *in, const ember_attrs *a
         ((int32_t *)ember__ptr(inf))[b] = ember__lapack_getrf_mn(dt, m, n, ember__ptr(c) + b * (int64_t)m * n * es, ip);
     }
     EMBER_CHECK(new_transposed(c, &lu));
-    out[0] = lu;
-    out[1] = pv;
-    out[2] = inf;
-    lu = pv = inf = NULL;
+    out[0] = ember__take(&lu);
+    out[1] = ember__take(&pv);
+    out[2] = ember__take(&inf);
 done:
-    ember_tensor_release(c);
-    ember_tensor_release(lu);
-    ember_tensor_release(pv);
-    ember_tensor_release(inf);
+    EMBER_RELEASE(c, lu, pv, inf);
     return rc;
 }
 

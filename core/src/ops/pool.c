@@ -282,12 +282,9 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
     rc = ember__nn_finish(y, dt, &out[0]);
     y = NULL;
     EMBER_CHECK(rc);
-    out[1] = ix;
-    ix = NULL;
+    out[1] = ember__take(&ix);
 done:
-    ember_tensor_release(cx);
-    ember_tensor_release(y);
-    ember_tensor_release(ix);
+    EMBER_RELEASE(cx, y, ix);
     return rc;
 }
 
@@ -488,12 +485,9 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
             pool_launch(&t);
         }
     }
-    rc = ember__nn_finish(gx, dt, out);
-    gx = NULL;
+    rc = ember__nn_finish(ember__take(&gx), dt, out);
 done:
-    ember_tensor_release(cg);
-    ember_tensor_release(ci);
-    ember_tensor_release(gx);
+    EMBER_RELEASE(cg, ci, gx);
     return rc;
 }
 
@@ -510,11 +504,9 @@ static int avg_pool_run(const pool_geom *p, int kind, ember_tensor *src, const i
         pool_task t = {{p, cdt, ember__ptr(cs), ember__ptr(r), NULL}, kind};
         pool_launch(&t);
     }
-    rc = ember__nn_finish(r, dt, out);
-    r = NULL;
+    rc = ember__nn_finish(ember__take(&r), dt, out);
 done:
-    ember_tensor_release(cs);
-    ember_tensor_release(r);
+    EMBER_RELEASE(cs, r);
     return rc;
 }
 
