@@ -11,14 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static ember_tensor *find(const ember_named_tensors *list, const char *name)
-{
-    for (int i = 0; i < ember_named_count(list); i++)
-        if (strcmp(ember_named_name(list, i), name) == 0) return ember_named_tensor(list, i);
-    fprintf(stderr, "run_plan: the probes have no tensor '%s'\n", name);
-    return NULL;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -37,8 +29,9 @@ int main(int argc, char **argv)
         char nx[8], ny[8];
         snprintf(nx, sizeof nx, "x%d", i);
         snprintf(ny, sizeof ny, "y%d", i);
-        ember_tensor *x = find(probes, nx), *want = find(probes, ny), *y = NULL;
+        ember_tensor *x = ember_named_find(probes, nx), *want = ember_named_find(probes, ny), *y = NULL;
         if (!x || !want) {
+            fprintf(stderr, "run_plan: the probes have no tensor '%s'\n", x ? ny : nx);
             bad = 1;
             break;
         }

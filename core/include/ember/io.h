@@ -26,6 +26,9 @@ EMBER_API int ember_load(const char *path, ember_named_tensors **out);
 EMBER_API int ember_named_count(const ember_named_tensors *list);
 EMBER_API const char *ember_named_name(const ember_named_tensors *list, int i);
 EMBER_API ember_tensor *ember_named_tensor(const ember_named_tensors *list, int i);
+/* The first tensor whose name (as ember_named_name gives it) is `name`
+   (borrowed), or NULL when there is none or list or name is NULL. */
+EMBER_API ember_tensor *ember_named_find(const ember_named_tensors *list, const char *name);
 EMBER_API void ember_named_free(ember_named_tensors *list);
 /* Removes `<path>.tmp.<pid>.*` files whose writing process is gone; returns
    how many (ember_save calls it too). */
