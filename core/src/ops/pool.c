@@ -510,22 +510,19 @@ done:
     return rc;
 }
 
+/* AVG_POOL2D, and its adjoint AVG_POOL2D_BACKWARD (in[0] the gradient) */
 int fwd_avg_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
     pool_geom p;
-    int64_t ys[4];
-    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
-    return avg_pool_run(&p, POOL_AVG, in[0], ys, out);
+    int64_t shape[4];   /* the result's: pooled, or x's for the adjoint */
+    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, shape));
+    return avg_pool_run(&p, op == EMBER_OP_AVG_POOL2D ? POOL_AVG : POOL_AVG_BWD, in[0], shape, out);
 }
 
 int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    EMBER_UNUSED(nin);
-    pool_geom p;
-    int64_t xs[4];
-    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, xs));
-    return avg_pool_run(&p, POOL_AVG_BWD, in[0], xs, out);
+    return fwd_avg_pool2d(op, nin, in, at, out);
 }
 
 /* ------------------------------------------------------------------ public entry points */
