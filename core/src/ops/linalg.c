@@ -63,6 +63,34 @@ static int matrix_ok(const char *op, const ember_tensor *a, bool square)
 
 static int square_ok(const char *op, const ember_tensor *a) { return matrix_ok(op, a, true); }
 
+/* The scratch arrays of one op (pivots, LAPACK's work): SCRATCH gives ptr
+   count zeroed elements of its type, or fails naming the op ("linalg.qr:
+   out of memory"); scratch_free in the done: tail frees them all. */
+typedef struct {
+    const char *op;
+    int n;
+    void *p[4];
+} scratch;
+
+static void *scratch_get(scratch *s, size_t count, size_t size)
+{
+    ember__assert(s->n < (int)(sizeof s->p / sizeof s->p[0]));
+    void *q = calloc(count ? count : 1, size);
+    if (!q) {
+        ember__fail(EMBER_ERR_OOM, "%s: out of memory", s->op);
+        return NULL;
+    }
+    return s->p[s->n++] = q;
+}
+
+static void scratch_free(scratch *s)
+{
+    for (int i = 0; i < s->n; i++) free(s->p[i]);
+}
+
+#define SCRATCH(s, ptr, count) \
+    EMBER_CHECK(((ptr) = scratch_get(&(s), (size_t)(count), sizeof *(ptr))) ? EMBER_OK : EMBER_ERR_OOM)
+
 static int64_t nbatch(const ember_tensor *a)
 {
     int64_t b = 1;
@@ -102,9 +130,11 @@ int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *
     ember_tensor *a = in[0], *r = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a);
-    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    void *work = malloc((size_t)(n ? n : 1) * (size_t)es);
-    if (!ipiv || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.inv: out of memory"));
+    scratch ws = {.op = "linalg.inv"};
+    int *ipiv;
+    char *work;
+    SCRATCH(ws, ipiv, n);
+    SCRATCH(ws, work, (size_t)n * es);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
     EMBER_CHECK(ember__copy_into(r, a));
     for (int64_t b = 0; b < B && n > 0; b++) {
@@ -120,8 +150,7 @@ int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *
     }
     out[0] = ember__take(&r);
 done:
-    free(ipiv);
-    free(work);
+    scratch_free(&ws);
     ember_tensor_release(r);
     return rc;
 }
@@ -156,8 +185,9 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     ember_tensor *a = in[0], *lu = NULL, *sg = NULL, *la = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a);
-    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.slogdet: out of memory"));
+    scratch ws = {.op = det ? "linalg.det" : "linalg.slogdet"};
+    int *ipiv;
+    SCRATCH(ws, ipiv, n);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &sg));
@@ -179,7 +209,7 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     if (!det) out[1] = la;
     sg = la = NULL;
 done:
-    free(ipiv);
+    scratch_free(&ws);
     EMBER_RELEASE(lu, sg, la);
     return rc;
 }
@@ -221,10 +251,9 @@ int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int k = (int)bm->shape[bm->ndim - 1];
     int64_t B = nbatch(a);
-    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    if (!ipiv)
-        EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "%s: out of memory",
-                                op == EMBER_OP_LINALG_SOLVE ? "linalg.solve" : "linalg.solve_triangular"));
+    scratch ws = {.op = op == EMBER_OP_LINALG_SOLVE ? "linalg.solve" : "linalg.solve_triangular"};
+    int *ipiv;
+    SCRATCH(ws, ipiv, n);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
@@ -234,7 +263,7 @@ int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs
     EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
     out[0] = ember__take(&x);
 done:
-    free(ipiv);
+    scratch_free(&ws);
     EMBER_RELEASE(lu, bt, x);
     return rc;
 }
@@ -299,21 +328,20 @@ int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs 
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
     ember_tensor *a = in[0], *r = NULL, *w = NULL, *v = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
-    int64_t B = nbatch(a), ws[EMBER_MAX_DIMS];
-    void *work = NULL;
-    int *iwork = NULL;
+    int64_t B = nbatch(a);
+    scratch ws = {.op = "linalg.eigh"};
+    char *work;
+    int *iwork;
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
     EMBER_CHECK(ember__copy_into(r, a));
-    memcpy(ws, a->shape, sizeof ws);
-    EMBER_CHECK(ember__new(a->ndim - 1, ws, dt, EMBER_CPU, &w));
+    EMBER_CHECK(ember__new(a->ndim - 1, a->shape, dt, EMBER_CPU, &w));
     if (n > 0) {
         union { float f[2]; double d[1]; } q = {{0, 0}};   /* the size query's answer */
         int iq = 0;
         ember__lapack_syevd(dt, 'U', n, ember__ptr(r), ember__ptr(w), q.d, -1, &iq, -1);
         int lwork = (int)(dt == EMBER_FLOAT32 ? q.f[0] : q.d[0]) + 1, liwork = iq + 1;
-        work = malloc((size_t)lwork * (size_t)es);
-        iwork = malloc((size_t)liwork * sizeof *iwork);
-        if (!work || !iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.eigh: out of memory"));
+        SCRATCH(ws, work, (size_t)lwork * es);
+        SCRATCH(ws, iwork, liwork);
         for (int64_t b = 0; b < B; b++) {
             int info = ember__lapack_syevd(dt, 'U', n, ember__ptr(r) + b * (int64_t)n * n * es,
                                            ember__ptr(w) + b * (int64_t)n * es, work, lwork, iwork, liwork);
@@ -329,8 +357,7 @@ int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs 
     out[0] = ember__take(&w);
     out[1] = ember__take(&v);
 done:
-    free(work);
-    free(iwork);
+    scratch_free(&ws);
     EMBER_RELEASE(r, w, v);
     return rc;
 }
@@ -345,8 +372,8 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     int qc = at->i[0] == 1 ? m : k;   /* Q's columns, R's rows */
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), qs[EMBER_MAX_DIMS], rs[EMBER_MAX_DIMS];
-    void *tau = NULL, *work = NULL;
-    char *qb_ = NULL;
+    scratch ws = {.op = "linalg.qr"};
+    char *tau, *work, *qb_;
     memcpy(qs, a->shape, sizeof qs);
     memcpy(rs, a->shape, sizeof rs);
     qs[nd - 1] = qc;
@@ -362,14 +389,12 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
             l1 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
         }
         wq.d[0] = 0;
-        qb_ = malloc((size_t)m * (size_t)qc * (size_t)es);
-        if (!qb_) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
+        SCRATCH(ws, qb_, (size_t)m * (size_t)qc * es);
         ember__lapack_orgqr(dt, m, qc, k, qb_, tq.d, wq.d, -1);
         int l2 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
         int lwork = (l1 > l2 ? l1 : l2) + n + qc + 1;
-        tau = malloc((size_t)(k ? k : 1) * (size_t)es);
-        work = malloc((size_t)lwork * (size_t)es);
-        if (!tau || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
+        SCRATCH(ws, tau, (size_t)k * es);
+        SCRATCH(ws, work, (size_t)lwork * es);
         for (int64_t b = 0; b < B; b++) {
             char *ab = ember__ptr(c) + b * (int64_t)m * n * es;
             char *qb = ember__ptr(q) + b * (int64_t)m * qc * es, *rb = ember__ptr(r) + b * (int64_t)qc * n * es;
@@ -389,9 +414,7 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     out[0] = ember__take(&q);
     out[1] = ember__take(&r);
 done:
-    free(tau);
-    free(work);
-    free(qb_);
+    scratch_free(&ws);
     EMBER_RELEASE(c, q, r);
     return rc;
 }
@@ -408,8 +431,9 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
     int uc = at->i[0] ? m : k, vr = at->i[0] ? n : k;   /* U's columns, Vh's rows */
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), us[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS], vs[EMBER_MAX_DIMS];
-    void *work = NULL;
-    int *iwork = NULL;
+    scratch ws = {.op = "linalg.svd"};
+    char *work;
+    int *iwork;
     memcpy(us, a->shape, sizeof us);
     memcpy(ss, a->shape, sizeof ss);
     memcpy(vs, a->shape, sizeof vs);
@@ -423,13 +447,11 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_CHECK(ember__new(nd, vs, dt, EMBER_CPU, &vh));
     if (k > 0) {
         union { float f[2]; double d[1]; } wq = {{0, 0}};
-        iwork = malloc((size_t)8 * (size_t)k * sizeof *iwork);
-        if (!iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
+        SCRATCH(ws, iwork, (size_t)8 * (size_t)k);
         ember__lapack_gesdd(dt, at->i[0] ? 'A' : 'S', n, m, ember__ptr(c), ember__ptr(sv), ember__ptr(vh), n, ember__ptr(u), uc, wq.d,
                             -1, iwork);
         int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
-        work = malloc((size_t)lwork * (size_t)es);
-        if (!work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
+        SCRATCH(ws, work, (size_t)lwork * es);
         for (int64_t b = 0; b < B; b++) {
             int info = ember__lapack_gesdd(dt, at->i[0] ? 'A' : 'S', n, m, ember__ptr(c) + b * (int64_t)m * n * es,
                                            ember__ptr(sv) + b * (int64_t)k * es, ember__ptr(vh) + b * (int64_t)vr * n * es, n,
@@ -453,8 +475,7 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
     out[1] = ember__take(&vh);
     out[2] = ember__take(&sv);
 done:
-    free(work);
-    free(iwork);
+    scratch_free(&ws);
     EMBER_RELEASE(c, u, sv, vh);
     return rc;
 }
@@ -472,9 +493,9 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
     int mn = m < n ? m : n, ld = m > n ? m : n, driver = (int)at->i[0];
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), xs[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS];
-    char *buf = NULL;
-    void *work = NULL;
-    int *iwork = NULL;
+    scratch ws = {.op = "linalg.lstsq"};
+    char *buf, *work;
+    int *iwork;
     if (ld < 1) ld = 1;
     memcpy(xs, bm->shape, sizeof xs);
     memcpy(ss, a->shape, sizeof ss);
@@ -485,17 +506,15 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
     EMBER_CHECK(ember_full(nd, xs, 0, dt, EMBER_CPU, &x));
     EMBER_CHECK(ember_full(nd - 2, a->shape, 0, EMBER_INT64, EMBER_CPU, &rk));
     EMBER_CHECK(ember_full(nd - 1, ss, 0, dt, EMBER_CPU, &sv));
-    buf = calloc((size_t)ld * (size_t)(k ? k : 1), (size_t)es);
-    if (!buf) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.lstsq: out of memory"));
+    SCRATCH(ws, buf, (size_t)ld * (size_t)(k ? k : 1) * es);
     if (mn > 0 && k > 0) {
         union { float f[2]; double d[1]; } wq = {{0, 0}};
         int iq[2] = {0, 0}, r0 = 0;
         ember__lapack_lstsq(dt, driver, m, n, k, ember__ptr(ac), buf, ld, ember__ptr(sv), at->f[0], &r0, wq.d, -1, iq);
         int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
         int liwork = (driver == EMBER_LSTSQ_GELSD ? iq[0] : 0) + n + 1;
-        work = malloc((size_t)lwork * (size_t)es);
-        iwork = malloc((size_t)liwork * sizeof *iwork);
-        if (!work || !iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.lstsq: out of memory"));
+        SCRATCH(ws, work, (size_t)lwork * es);
+        SCRATCH(ws, iwork, liwork);
         for (int64_t b = 0; b < B; b++) {
             for (int j = 0; j < k; j++)
                 memcpy(buf + (int64_t)j * ld * es, ember__ptr(bt) + (b * (int64_t)m * k + (int64_t)j * m) * es, (size_t)m * (size_t)es);
@@ -533,9 +552,7 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
     out[1] = ember__take(&rk);
     out[2] = ember__take(&sv);
 done:
-    free(buf);
-    free(work);
-    free(iwork);
+    scratch_free(&ws);
     EMBER_RELEASE(ac, bt, x, rk, sv);
     return rc;
 }
