@@ -26,7 +26,7 @@ RULE(hypot)
 }
 
 ]] },
-  { file = "core/include/ember.h", after = "EMBER_API int ember_minimum(", text = [[
+  { file = "core/include/ember/ops.h", after = "EMBER_API int ember_minimum(", text = [[
 EMBER_API int ember_hypot(ember_tensor *a, ember_tensor *b, ember_tensor **out);   /* sqrt(a^2 + b^2) */
 ]] },
 }

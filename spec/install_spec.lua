@@ -40,9 +40,10 @@ describe("cmake --install into a fresh prefix", function()
 
   it("installs the libraries, headers, Lua modules, command and pkg-config files", function()
     assert.are.equal(0, install.rc, install.out .. install.err)
-    for _, rel in ipairs({ "bin/ember", "include/ember.h", "include/ember_lua.h",
-      "share/lua/5.1/ember/init.lua", "share/lua/5.1/ember/tensor.lua",
-      "share/lua/5.1/ember/cdef.lua", "share/lua/5.1/ember/config.lua",
+    for _, rel in ipairs({ "bin/ember", "include/ember.h", "include/ember/ops.h",
+      "include/ember_lua.h", "share/lua/5.1/ember/init.lua", "share/lua/5.1/ember/tensor.lua",
+      "share/lua/5.1/ember/cdef.lua", "share/lua/5.1/ember/cdef/ops.lua",
+      "share/lua/5.1/ember/config.lua",
       "share/lua/5.1/ember/autodiff/init.lua" }) do
       assert.is_true(U.exists(prefix .. "/" .. rel), rel .. " is missing")
     end

@@ -114,8 +114,7 @@ static int tape_push(ag_key *k, ember_node *n)
 }
 
 /* ------------------------------------------------------------------ tracking entries */
-static EMBER_TLS void *meta_pool;
-static EMBER_TLS int meta_pool_size;
+static EMBER_TLS ember__pool meta_pool;   /* of metas with 2 entries */
 
 static bool entry_live(const ag_entry *e)
 {
@@ -155,10 +154,8 @@ static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
         *slot = (ag_entry){key, keys[key].gen, node, output_nr};
         return EMBER_OK;
     }
-    if (!m && meta_pool) {   /* most tensors are tracked by one key: a pooled 2-entry meta */
-        m = meta_pool;
-        meta_pool = *(void **)meta_pool;
-        meta_pool_size--;
+    /* most tensors are tracked by one key: a pooled 2-entry meta */
+    if (!m && (m = ember__pool_get(&meta_pool))) {
         m->n = 0;
         m->cap = 2;
         t->ag = m;
@@ -190,15 +187,7 @@ static void ag_forget(ember_tensor *t)
     }
     t->ag = NULL;
     for (int i = 0; i < n_drop; i++) ember__node_unref(drop[i]);
-#ifndef EMBER_NO_CACHE
-    if (m->cap == 2 && meta_pool_size < 65536) {
-        *(void **)m = meta_pool;
-        meta_pool = m;
-        meta_pool_size++;
-        return;
-    }
-#endif
-    free(m);
+    if (m->cap != 2 || !ember__pool_put(&meta_pool, m, 65536)) free(m);
 }
 
 /* ------------------------------------------------------------------ key lifecycle */
@@ -784,7 +773,7 @@ void ember__free_thread_autograd(void)
     }
     ember__agt = NULL;
     ember__free_thread_nodes();
-    pool_free(&meta_pool, &meta_pool_size);
+    ember__pool_drain(&meta_pool);
     free(journal);
     journal = NULL;
     n_journal = cap_journal = 0;

@@ -602,7 +602,7 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
 
 int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_tensor **grad_in)
 {
-    arena s = {{0}, 0, EMBER_OK};
+    arena s = {.who = "backward: a grad rule", .rc = EMBER_OK};
     ember_tensor *held[EMBER__DTR_HELD] = {NULL};
     if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, held));   /* saved tensors resident */
     int rc = rule(n, grad_out, grad_in, &s);

@@ -1,10 +1,11 @@
 /* grad_rules_impl.h: what the built-in grad rules share (grad_rules.c,
-   grad_rules_nn.c, grad_rules_linalg.c): the arena that owns a rule's
-   temporaries, the ops written over it, and the rule context. Private to
-   those three files. */
+   grad_rules_nn.c, grad_rules_linalg.c): the ops written over the arena
+   (arena.h) that owns a rule's temporaries, and the rule context. Private
+   to those three files. */
 #ifndef EMBER_GRAD_RULES_IMPL_H
 #define EMBER_GRAD_RULES_IMPL_H
 
+#include "arena.h"
 #include "grad_rules.h"
 #include "autograd.h"
 #include "node.h"
@@ -14,36 +15,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-typedef struct {
-    ember_tensor *t[48];
-    int n;
-    int rc;
-} arena;
-
-/* Takes the address of the result: argument evaluation order is unspecified,
-   so the result is read only once the op has run. */
-static inline ember_tensor *keep(arena *s, int rc, ember_tensor **out)
-{
-    ember_tensor *t = *out;
-    if (rc < 0) {
-        s->rc = rc;
-        return NULL;
-    }
-    if (s->n == (int)(sizeof s->t / sizeof s->t[0])) {
-        ember_tensor_release(t);
-        s->rc = ember__fail(EMBER_ERR_OOM, "backward: a grad rule used too many temporaries");
-        return NULL;
-    }
-    s->t[s->n++] = t;
-    return t;
-}
-
-static inline void arena_end(arena *s)
-{
-    for (int i = 0; i < s->n; i++) ember_tensor_release(s->t[i]);
-}
-
-#define OK(s) ((s)->rc >= 0)
 /* false (and the arena failed) when an operand is missing: a saved tensor that
    a hook dropped and did not give back, say */
 static inline bool have(arena *s, const void *a, const void *b)

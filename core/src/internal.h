@@ -42,6 +42,63 @@
         if (EMBER_UNLIKELY(rc < 0)) goto done;                                             \
     } while (0)
 
+/* The end of a function with a `done:` label: hand the results over with
+   ember__take (the local is left NULL, so the tail does not release it) and
+   release every tensor the function held with one EMBER_RELEASE (NULL ones
+   are skipped):
+       *out = ember__take(&o);
+   done:
+       EMBER_RELEASE(a, b, o);
+       return rc; */
+static inline ember_tensor *ember__take(ember_tensor **t)
+{
+    ember_tensor *v = *t;
+    *t = NULL;
+    return v;
+}
+void ember__release_list(ember_tensor *const *ts, int n);
+#define EMBER_RELEASE(...)                                                                 \
+    ember__release_list((ember_tensor *[]){__VA_ARGS__},                                   \
+                        (int)(sizeof((ember_tensor *[]){__VA_ARGS__}) / sizeof(ember_tensor *)))
+
+/* A per-thread free list of blocks of one size (tensor headers, storages,
+   autograd metas, small nodes): a loop of small ops reuses them rather than
+   calling malloc for each. The list runs through a pointer at offset `link`
+   of each block; ember__pool_put keeps at most max blocks (none in an
+   EMBER_NO_CACHE build, so ASan sees every block freed) and says whether it
+   kept b; ember__pool_drain frees them all (thread exit). */
+typedef struct {
+    void *head;
+    int32_t size;
+    int32_t link;   /* small: every pool is thread-local state (EMBER_TLS) */
+} ember__pool;
+
+static inline void *ember__pool_get(ember__pool *p)
+{
+    void *b = p->head;
+    if (b) {
+        memcpy(&p->head, (char *)b + p->link, sizeof p->head);
+        p->size--;
+    }
+    return b;
+}
+
+static inline bool ember__pool_put(ember__pool *p, void *b, int max)
+{
+#ifdef EMBER_NO_CACHE
+    EMBER_UNUSED(p), EMBER_UNUSED(b), EMBER_UNUSED(max);
+    return false;
+#else
+    if (p->size >= max) return false;
+    memcpy((char *)b + p->link, &p->head, sizeof p->head);
+    p->head = b;
+    p->size++;
+    return true;
+#endif
+}
+
+void ember__pool_drain(ember__pool *p);   /* tensor.c */
+
 /* Invariants no user input can reach. Compiled out in release builds. */
 #ifdef EMBER_DEBUG
 #include <stdio.h>

@@ -92,17 +92,6 @@ static inline bool node_list_push(ember_node ***list, int64_t *len, int64_t *cap
     return true;
 }
 
-/* Frees a pool of blocks threaded through their first word. */
-static inline void pool_free(void **pool, int *size)
-{
-    while (*pool) {
-        void *next = *(void **)*pool;
-        free(*pool);
-        *pool = next;
-    }
-    *size = 0;
-}
-
 /* per-thread settings and counters */
 extern EMBER_TLS int ember__ag_intercept_all;   /* hooks: every node asks the caller */
 extern EMBER_TLS int ember__ag_save_copies;     /* nodes keep copies (allow_mutation_on_saved_tensors) */

@@ -12,20 +12,17 @@
 #include <string.h>
 
 /* Tensor headers are recycled through a free list: a loop of small ops should
-   not call malloc for every result. */
-static EMBER_TLS ember_tensor *header_pool;   /* per thread: no locks on the hot path */
-static EMBER_TLS int header_pool_size;
+   not call malloc for every result. A pooled header keeps refcount 0 (the
+   free list runs through `base`), so an API call handed a released tensor
+   that was not reused yet is refused. */
+static EMBER_TLS ember__pool header_pool = {.link = offsetof(ember_tensor, base)};
 static EMBER_TLS int thread_registered;
 #define HEADER_POOL_MAX 4096
 
 int ember__tensor_alloc(ember_tensor **out)
 {
-    ember_tensor *t = NULL;
-    if (header_pool) {
-        t = header_pool;
-        header_pool = t->base;
-        header_pool_size--;
-    } else {
+    ember_tensor *t = ember__pool_get(&header_pool);
+    if (!t) {
         t = malloc(sizeof *t);
         if (!t) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a tensor");
         if (EMBER_UNLIKELY(!thread_registered)) {   /* this thread's pools are freed when it exits */
@@ -41,75 +38,39 @@ int ember__tensor_alloc(ember_tensor **out)
     return EMBER_OK;
 }
 
-/* A pooled header keeps refcount 0 (the free list runs through `base`), so an
-   API call handed a released tensor that was not reused yet is refused. */
 static void header_free(ember_tensor *t)
 {
     ember__stats_tensor(-1);
     t->refcount = 0;
-#ifndef EMBER_NO_CACHE
-    if (header_pool_size < HEADER_POOL_MAX) {
-        t->base = header_pool;
-        header_pool = t;
-        header_pool_size++;
-        return;
-    }
-#endif
-    free(t);
-}
-
-static void free_storage_pool(void);
-
-void ember__free_thread_pools(void)
-{
-    while (header_pool) {
-        ember_tensor *next = header_pool->base;
-        free(header_pool);
-        header_pool = next;
-    }
-    header_pool_size = 0;
-    thread_registered = 0;
-    free_storage_pool();
+    if (!ember__pool_put(&header_pool, t, HEADER_POOL_MAX)) free(t);
 }
 
 /* Storage structs are recycled like tensor headers. */
-static EMBER_TLS ember_storage *storage_pool;
-static EMBER_TLS int storage_pool_size;
+static EMBER_TLS ember__pool storage_pool;
+
+void ember__pool_drain(ember__pool *p)
+{
+    for (void *b; (b = ember__pool_get(p));) free(b);
+}
+
+void ember__free_thread_pools(void)
+{
+    ember__pool_drain(&header_pool);
+    ember__pool_drain(&storage_pool);
+    thread_registered = 0;
+}
 
 static ember_storage *storage_alloc(void)
 {
-    ember_storage *s = storage_pool;
-    if (s) {
-        storage_pool = *(ember_storage **)s;
-        storage_pool_size--;
-    } else if (!(s = malloc(sizeof *s))) {
-        return NULL;
-    }
+    ember_storage *s = ember__pool_get(&storage_pool);
+    if (!s && !(s = malloc(sizeof *s))) return NULL;
     memset(s, 0, sizeof *s);
     return s;
 }
 
-static void free_storage_pool(void)
-{
-    while (storage_pool) {
-        ember_storage *next = *(ember_storage **)storage_pool;
-        free(storage_pool);
-        storage_pool = next;
-    }
-    storage_pool_size = 0;
-}
-
 static void storage_free(ember_storage *s)
 {
-#ifndef EMBER_NO_CACHE
-    if (storage_pool_size < HEADER_POOL_MAX) {
-        *(ember_storage **)s = storage_pool;
-        storage_pool = s;
-        storage_pool_size++;
-        return;
-    }
-#endif
-    free(s);
+    if (!ember__pool_put(&storage_pool, s, HEADER_POOL_MAX)) free(s);
 }
 
 static void storage_release(ember_storage *s)
@@ -150,6 +111,11 @@ void ember_tensor_release(ember_tensor *t)
     ember_tensor *base = t->base;
     header_free(t);
     ember_tensor_release(base);   /* a view's root: one level, roots have no base */
+}
+
+void ember__release_list(ember_tensor *const *ts, int n)
+{
+    for (int i = 0; i < n; i++) ember_tensor_release(ts[i]);
 }
 
 int ember_tensor_refcount(const ember_tensor *t) { return t ? t->refcount : 0; }

@@ -93,6 +93,9 @@ int main(void)
         free(b);
     }
     CHECK(ember_named_name(l, 11) == NULL && ember_named_tensor(l, -1) == NULL);
+    for (int i = 0; i < 11; i++) CHECK(ember_named_find(l, names[i]) == ember_named_tensor(l, i));
+    CHECK(ember_named_find(l, "no such name") == NULL && ember_named_find(l, "") == NULL);
+    CHECK(ember_named_find(NULL, names[0]) == NULL && ember_named_find(l, NULL) == NULL);
     ember_named_free(l);
 
     /* what a reader must refuse, each with its reason */

@@ -39,23 +39,14 @@ EMBER_HD double sigmoid_(double x) { return 1.0 / (1.0 + exp(-x)); }
    ember__is_unary_op and has_binary below. The host launches no other (the
    forwards check), so the kernels' switches have no case to fall back on:
    their default is never taken. */
-EMBER_HD float unary(int op, float x)
+template <class T> EMBER_HD T unary(int op, T x)   /* T float or double; int64_t below */
 {
+    constexpr bool f32 = sizeof(T) == sizeof(float);
     switch (op) {
 #define OP(...)
 #define BINARY(...)
-#define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F32;
-#include "ops/ops.def"
-    default: return NAN;   /* never: ember__is_unary_op */
-    }
-}
-
-EMBER_HD double unary(int op, double x)
-{
-    switch (op) {
-#define OP(...)
-#define BINARY(...)
-#define UNARY(E, n, grad, flags, save, F32, F64) case EMBER_OP_##E: return F64;
+#define UNARY(E, n, grad, flags, save, F32, F64) \
+    case EMBER_OP_##E: if constexpr (f32) return F32; else return F64;
 #include "ops/ops.def"
     default: return NAN;   /* never: ember__is_unary_op */
     }

@@ -14,22 +14,12 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #define TRY(expr)                                                                          \
     do {                                                                                   \
         rc = (expr);                                                                       \
         if (rc < 0) goto done;                                                             \
     } while (0)
-
-/* the tensor named `name` in the list (borrowed), or NULL with a message */
-static ember_tensor *find(const ember_named_tensors *list, const char *name)
-{
-    for (int i = 0; i < ember_named_count(list); i++)
-        if (strcmp(ember_named_name(list, i), name) == 0) return ember_named_tensor(list, i);
-    fprintf(stderr, "load_weights: the checkpoint has no tensor '%s'\n", name);
-    return NULL;
-}
 
 /* nn.Linear: x w^T + b, as F.linear computes it */
 static int linear(ember_tensor *x, ember_tensor *w, ember_tensor *b, ember_tensor **out)
@@ -66,10 +56,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "load_weights: %s\n", ember_last_error());
         return 1;
     }
-    static const char *const names[4] = {"model.1.weight", "model.1.bias", "model.3.weight", "model.3.bias"};
-    ember_tensor *p[4], *x = find(list, "probe.x"), *want = find(list, "probe.y"), *y = NULL;
-    int ok = x && want, rc = EMBER_OK;
-    for (int i = 0; i < 4; i++) ok = (p[i] = find(list, names[i])) != NULL && ok;
+    /* the layers' parameters p[0..3], then the probe inputs and Lua's outputs (borrowed) */
+    static const char *const names[6] = {"model.1.weight", "model.1.bias", "model.3.weight", "model.3.bias",
+                                         "probe.x", "probe.y"};
+    ember_tensor *p[6], *y = NULL;
+    int ok = 1, rc = EMBER_OK;
+    for (int i = 0; i < 6; i++)
+        if (!(p[i] = ember_named_find(list, names[i]))) {
+            fprintf(stderr, "load_weights: the checkpoint has no tensor '%s'\n", names[i]);
+            ok = 0;
+        }
+    ember_tensor *x = p[4], *want = p[5];
     if (ok) {
         rc = forward(p, x, &y);
         if (rc < 0) fprintf(stderr, "load_weights: forward: %s\n", ember_last_error());

@@ -17,10 +17,9 @@
 
 static ember_tensor *find(const ember_named_tensors *list, const char *name)
 {
-    for (int i = 0; i < ember_named_count(list); i++)
-        if (strcmp(ember_named_name(list, i), name) == 0) return ember_named_tensor(list, i);
-    fprintf(stderr, "run_plan: the probes have no tensor '%s'\n", name);
-    return NULL;
+    ember_tensor *t = ember_named_find(list, name);
+    if (!t) fprintf(stderr, "run_plan: the probes have no tensor '%s'\n", name);
+    return t;
 }
 
 static int same_bits(const ember_tensor *a, const ember_tensor *b)
@@ -94,8 +93,9 @@ int main(int argc, char **argv)
         char nx[8], ny[8];
         snprintf(nx, sizeof nx, "x%d", i);
         snprintf(ny, sizeof ny, "y%d", i);
-        ember_tensor *x = find(probes, nx), *want = find(probes, ny), *y = NULL;
+        ember_tensor *x = ember_named_find(probes, nx), *want = ember_named_find(probes, ny), *y = NULL;
         if (!x || !want) {
+            fprintf(stderr, "run_plan: the probes have no tensor '%s'\n", x ? ny : nx);
             bad = 1;
             break;
         }

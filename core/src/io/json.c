@@ -1,5 +1,6 @@
-/* json.c: the strict JSON reader of json.h. Recursive descent over the
-   text, at most 64 levels deep; every read is bounded by the text's end. */
+/* json.c: the strict JSON reader of json.h (recursive descent over the
+   text, at most 64 levels deep; every read is bounded by the text's end),
+   and the text buffer its writers append to. */
 #include "json.h"
 
 #include <math.h>
@@ -382,4 +383,66 @@ int json_valid_utf8(const char *str, size_t n)
         i += (size_t)need + 1;
     }
     return 1;
+}
+
+/* ------------------------------------------------------------------ writing */
+/* room for n more bytes and a NUL; false (oom set) when memory ran out */
+static int reserve(json_text *t, size_t n)
+{
+    if (t->oom) return 0;
+    if (t->len + n + 1 <= t->cap) return 1;
+    size_t nc = t->cap ? t->cap : 256;
+    while (nc < t->len + n + 1) nc *= 2;
+    char *np = realloc(t->p, nc);
+    if (!np) {
+        t->oom = 1;
+        return 0;
+    }
+    t->p = np;
+    t->cap = nc;
+    return 1;
+}
+
+void json_put(json_text *t, const char *s, size_t n)
+{
+    if (!reserve(t, n)) return;
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = 0;
+}
+
+void json_puts(json_text *t, const char *s) { json_put(t, s, strlen(s)); }
+
+void json_printf(json_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) t->oom = 1;
+    if (k < 0 || !reserve(t, (size_t)k)) return;
+    va_start(ap, fmt);
+    vsnprintf(t->p + t->len, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)k;
+}
+
+void json_put_string(json_text *t, const char *s, size_t n)
+{
+    json_put(t, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        json_put(t, s + run, i - run);
+        run = i + 1;
+        if (c == '"') json_puts(t, "\\\"");
+        else if (c == '\\') json_puts(t, "\\\\");
+        else if (c == '\n') json_puts(t, "\\n");
+        else if (c == '\t') json_puts(t, "\\t");
+        else if (c == '\r') json_puts(t, "\\r");
+        else json_printf(t, "\\u%04x", c);
+    }
+    json_put(t, s + run, n - run);
+    json_put(t, "\"", 1);
 }

@@ -36,4 +36,20 @@ const json_node *json_get(const json_node *obj, const char *key);
 /* Whether s[0, n) is valid UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
 int json_valid_utf8(const char *s, size_t n);
 
+/* The writers' side (safetensors_write.c, plan_io.c): JSON text appended to
+   a growable buffer. Appends do not fail one by one: a failed allocation
+   sets oom and the appends after it do nothing, so a writer checks oom once
+   at the end. p holds len bytes (NUL-terminated); the writer frees p. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} json_text;
+void json_put(json_text *t, const char *s, size_t n);
+void json_puts(json_text *t, const char *s);   /* a NUL-terminated s */
+void json_printf(json_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s[0, n) as a JSON string literal: '"' and '\' escaped, \n \t \r as such,
+   other bytes below 0x20 as \u00XX; everything else (UTF-8 included) as it is */
+void json_put_string(json_text *t, const char *s, size_t n);
+
 #endif

@@ -414,6 +414,13 @@ ember_tensor *ember_named_tensor(const ember_named_tensors *l, int i)
     return l && i >= 0 && i < l->n ? l->tensors[i] : NULL;
 }
 
+ember_tensor *ember_named_find(const ember_named_tensors *l, const char *name)
+{
+    for (int i = 0; l && name && i < l->n; i++)
+        if (strcmp(l->names[i], name) == 0) return l->tensors[i];
+    return NULL;
+}
+
 int ember_load(const char *path, ember_named_tensors **out)
 {
     if (!path || !out) return ember__fail(EMBER_ERR_ARG, "load: NULL argument");

@@ -35,58 +35,6 @@ static int save_fail(int status, const char *path, const char *fmt, ...)
     return ember__fail(status, "save: %s: %s", path, msg);
 }
 
-/* ------------------------------------------------------------------ the header text */
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int oom;
-} text;
-
-static void put(text *t, const char *s, size_t n)
-{
-    if (t->oom) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t nc = (t->len + n + 1) * 2;
-        char *np = realloc(t->p, nc);
-        if (!np) {
-            t->oom = 1;
-            return;
-        }
-        t->p = np;
-        t->cap = nc;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-}
-
-static void puts_(text *t, const char *s) { put(t, s, strlen(s)); }
-
-/* s as a JSON string literal: '"' and '\' escaped, \n \t \r as such, other
-   bytes below 0x20 as \u00XX; everything else (UTF-8 included) as it is */
-static void put_string(text *t, const char *s, size_t n)
-{
-    put(t, "\"", 1);
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        put(t, s + run, i - run);
-        run = i + 1;
-        char esc[8];
-        if (c == '"') puts_(t, "\\\"");
-        else if (c == '\\') puts_(t, "\\\\");
-        else if (c == '\n') puts_(t, "\\n");
-        else if (c == '\t') puts_(t, "\\t");
-        else if (c == '\r') puts_(t, "\\r");
-        else {
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-            puts_(t, esc);
-        }
-    }
-    put(t, s + run, n - run);
-    put(t, "\"", 1);
-}
-
 /* ------------------------------------------------------------------ checks */
 static int cmp_str(const char *a, size_t an, const char *b, size_t bn)
 {
@@ -164,37 +112,33 @@ static int check_args(const char *path, int n, const ember_st_named *entries, in
 }
 
 /* The 8-byte length and the padded header, in t. */
-static void build_header(text *t, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
+static void build_header(json_text *t, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
 {
-    put(t, "\0\0\0\0\0\0\0\0{", 9);
+    json_put(t, "\0\0\0\0\0\0\0\0{", 9);
     if (nmeta >= 0) {
-        puts_(t, "\"__metadata__\":{");
+        json_puts(t, "\"__metadata__\":{");
         for (int i = 0; i < nmeta; i++) {
-            if (i) put(t, ",", 1);
-            put_string(t, meta[i].key, meta[i].key_len);
-            put(t, ":", 1);
-            put_string(t, meta[i].value, meta[i].value_len);
+            if (i) json_puts(t, ",");
+            json_put_string(t, meta[i].key, meta[i].key_len);
+            json_puts(t, ":");
+            json_put_string(t, meta[i].value, meta[i].value_len);
         }
-        puts_(t, n ? "}," : "}");
+        json_puts(t, n ? "}," : "}");
     }
     uint64_t offset = 0;
     for (int i = 0; i < n; i++) {
         const ember_tensor *x = entries[i].tensor;
         uint64_t bytes = (uint64_t)x->numel * (uint64_t)ember_dtype_size(x->dtype);
-        if (i) put(t, ",", 1);
-        put_string(t, entries[i].name, entries[i].name_len);
-        puts_(t, ":{\"dtype\":\"");
-        puts_(t, ember_st_dtype_name(x->dtype));
-        puts_(t, "\",\"shape\":[");
-        char num[96];   /* at most 63 bytes: numbers below 2^64 have at most 20 digits */
-        for (int d = 0; d < x->ndim; d++)
-            put(t, num, (size_t)snprintf(num, sizeof num, "%s%lld", d ? "," : "", (long long)x->shape[d]));
-        put(t, num, (size_t)snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
-                                     (unsigned long long)(offset + bytes)));
+        if (i) json_puts(t, ",");
+        json_put_string(t, entries[i].name, entries[i].name_len);
+        json_printf(t, ":{\"dtype\":\"%s\",\"shape\":[", ember_st_dtype_name(x->dtype));
+        for (int d = 0; d < x->ndim; d++) json_printf(t, "%s%lld", d ? "," : "", (long long)x->shape[d]);
+        json_printf(t, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+                    (unsigned long long)(offset + bytes));
         offset += bytes;
     }
-    put(t, "}", 1);
-    while ((t->len - 8) % 8) put(t, " ", 1);
+    json_puts(t, "}");
+    while ((t->len - 8) % 8) json_puts(t, " ");
     if (t->oom) return;
     uint64_t hl = t->len - 8;
     for (int i = 0; i < 8; i++) t->p[i] = (char)(unsigned char)(hl >> (8 * i));
@@ -289,7 +233,7 @@ static int write_tensor(int fd, const char *path, const ember_st_named *e)
 int ember_st_save(const char *path, int n, const ember_st_named *entries, int nmeta, const ember_st_kv *meta)
 {
     EMBER_TRY(check_args(path, n, entries, nmeta, meta));
-    text h = {0};
+    json_text h = {0};
     build_header(&h, n, entries, nmeta, meta);
     if (h.oom) {
         free(h.p);

@@ -62,12 +62,9 @@ int fwd_gelu_backward(int op, int nin, ember_tensor *const *in, const ember_attr
     EMBER_CHECK(ember__new(x->ndim, x->shape, dt, EMBER_CPU, &o));
     gb_ctx c = {dt, at->i[0] != 0, ember__ptr(gc), ember__ptr(xc), ember__ptr(o)};
     ember__parallel_for(x->numel, EMBER_PARALLEL_GRAIN / 8, gb_range, &c);
-    *out = o;
-    o = NULL;
+    *out = ember__take(&o);
 done:
-    ember_tensor_release(gc);
-    ember_tensor_release(xc);
-    ember_tensor_release(o);
+    EMBER_RELEASE(gc, xc, o);
     return rc;
 }
 

@@ -206,13 +206,11 @@ int fwd_cross_entropy(int op, int nin, ember_tensor *const *in, const ember_attr
     j.stats = ember__ptr(st);
     ember__parallel_for(M, ce_grain(j.C), x->dtype == EMBER_FLOAT32 ? ce_fwd_float : ce_fwd_double, &j);
     EMBER_CHECK(ce_bad_label("cross_entropy", &j));
-    out[0] = rows;
-    out[1] = st;
-    rows = st = NULL;
+    out[0] = ember__take(&rows);
+    out[1] = ember__take(&st);
 done:
     ember__nn_release(c, 3);
-    ember_tensor_release(rows);
-    ember_tensor_release(st);
+    EMBER_RELEASE(rows, st);
     return rc;
 }
 
@@ -242,8 +240,7 @@ int fwd_cross_entropy_backward(int op, int nin, ember_tensor *const *in, const e
     j.out = ember__ptr(gx);
     ember__parallel_for(M, ce_grain(j.C), x->dtype == EMBER_FLOAT32 ? ce_bwd_float : ce_bwd_double, &j);
     EMBER_CHECK(ce_bad_label("cross_entropy_backward", &j));
-    out[0] = gx;
-    gx = NULL;
+    out[0] = ember__take(&gx);
 done:
     ember__nn_release(c, 5);
     ember_tensor_release(gx);
@@ -303,13 +300,11 @@ int ember__cross_entropy_coefs(ember_tensor *x, ember_tensor *lab, ember_tensor 
         ember_tensor_release(hb);
         hb = tb;
     }
-    *a = ha;
-    *b = hb;
-    ha = hb = NULL;
+    *a = ember__take(&ha);
+    *b = ember__take(&hb);
 done:
     ember__nn_release(h, 3);
-    ember_tensor_release(ha);
-    ember_tensor_release(hb);
+    EMBER_RELEASE(ha, hb);
     return rc;
 }
 

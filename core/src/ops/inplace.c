@@ -190,11 +190,9 @@ static int copy_inplace(ember_tensor *a, ember_tensor *src)
         uint64_t mark = ember__ag_mark();
         EMBER_CHECK(ember_expand(src, a->ndim, a->shape, &e));
         EMBER_CHECK(ember_to_dtype(e, a->dtype, &r));
-        rc = inplace_finish(a, r, mark);
-        r = NULL;
+        rc = inplace_finish(a, ember__take(&r), mark);
     done:
-        ember_tensor_release(e);
-        ember_tensor_release(r);
+        EMBER_RELEASE(e, r);
         return rc;
     }
     if (a->storage->device != EMBER_CPU || src->storage->device != EMBER_CPU) {

@@ -63,6 +63,34 @@ static int matrix_ok(const char *op, const ember_tensor *a, bool square)
 
 static int square_ok(const char *op, const ember_tensor *a) { return matrix_ok(op, a, true); }
 
+/* The scratch arrays of one op (pivots, LAPACK's work): SCRATCH gives ptr
+   count zeroed elements of its type, or fails naming the op ("linalg.qr:
+   out of memory"); scratch_free in the done: tail frees them all. */
+typedef struct {
+    const char *op;
+    int n;
+    void *p[4];
+} scratch;
+
+static void *scratch_get(scratch *s, size_t count, size_t size)
+{
+    ember__assert(s->n < (int)(sizeof s->p / sizeof s->p[0]));
+    void *q = calloc(count ? count : 1, size);
+    if (!q) {
+        ember__fail(EMBER_ERR_OOM, "%s: out of memory", s->op);
+        return NULL;
+    }
+    return s->p[s->n++] = q;
+}
+
+static void scratch_free(scratch *s)
+{
+    for (int i = 0; i < s->n; i++) free(s->p[i]);
+}
+
+#define SCRATCH(s, ptr, count) \
+    EMBER_CHECK(((ptr) = scratch_get(&(s), (size_t)(count), sizeof *(ptr))) ? EMBER_OK : EMBER_ERR_OOM)
+
 static int64_t nbatch(const ember_tensor *a)
 {
     int64_t b = 1;
@@ -102,9 +130,11 @@ int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *
     ember_tensor *a = in[0], *r = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a);
-    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    void *work = malloc((size_t)(n ? n : 1) * (size_t)es);
-    if (!ipiv || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.inv: out of memory"));
+    scratch ws = {.op = "linalg.inv"};
+    int *ipiv;
+    char *work;
+    SCRATCH(ws, ipiv, n);
+    SCRATCH(ws, work, (size_t)n * es);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
     EMBER_CHECK(ember__copy_into(r, a));
     for (int64_t b = 0; b < B && n > 0; b++) {
@@ -118,11 +148,9 @@ int fwd_linalg_inv(int op, int nin, ember_tensor *const *in, const ember_attrs *
                                     at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info));
         }
     }
-    out[0] = r;
-    r = NULL;
+    out[0] = ember__take(&r);
 done:
-    free(ipiv);
-    free(work);
+    scratch_free(&ws);
     ember_tensor_release(r);
     return rc;
 }
@@ -157,8 +185,9 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     ember_tensor *a = in[0], *lu = NULL, *sg = NULL, *la = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a);
-    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.slogdet: out of memory"));
+    scratch ws = {.op = det ? "linalg.det" : "linalg.slogdet"};
+    int *ipiv;
+    SCRATCH(ws, ipiv, n);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(ember__new(a->ndim - 2, a->shape, dt, EMBER_CPU, &sg));
@@ -180,14 +209,41 @@ int fwd_linalg_slogdet(int op, int nin, ember_tensor *const *in, const ember_att
     if (!det) out[1] = la;
     sg = la = NULL;
 done:
-    free(ipiv);
-    ember_tensor_release(lu);
-    ember_tensor_release(sg);
-    ember_tensor_release(la);
+    scratch_free(&ws);
+    EMBER_RELEASE(lu, sg, la);
     return rc;
 }
 
-/* LINALG_SOLVE: (A (..., n, n), B (..., n, k)) -> X with A X = B, one batch shape */
+/* One matrix of a batched solve, in place: m is A^T column-major (A row-major),
+   rhs the k columns of B. LINALG_SOLVE factors m by getrf and solves with 'T';
+   LINALG_SOLVE_TRIANGULAR solves by trtrs, A's lower triangle being the upper
+   one of A^T (uplo, diag from at). */
+static int solve_one(int op, const ember_tensor *a, int64_t b, const ember_attrs *at, int n, int k, char *m, char *rhs,
+                     int *ipiv)
+{
+    int dt = a->dtype, info;
+    char sb[200], sa[200];
+    if (op == EMBER_OP_LINALG_SOLVE) {
+        info = ember__lapack_getrf(dt, n, m, ipiv);
+        if (info != 0)
+            return ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s of shape %s is singular (U[%d,%d] of its "
+                               "LU factorisation is zero)",
+                               at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info);
+        if (k > 0) ember__lapack_getrs(dt, 'T', n, k, m, ipiv, rhs);
+        return EMBER_OK;
+    }
+    info = ember__lapack_trtrs(dt, at->i[0] ? 'L' : 'U', 'T', at->i[1] ? 'U' : 'N', n, k > 0 ? k : 0, m, rhs);
+    if (info < 0) return ember__fail(EMBER_ERR_UNSUPPORTED, "linalg.solve_triangular: LAPACK's trtrs is not available");
+    if (info > 0)
+        return ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s of shape %s is singular "
+                           "(its diagonal element %d is zero)",
+                           at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info);
+    return EMBER_OK;
+}
+
+/* LINALG_SOLVE: (A (..., n, n), B (..., n, k)) -> X with A X = B, one batch
+   shape. LINALG_SOLVE_TRIANGULAR: the same for a triangular A, by trtrs (i[0]
+   upper, i[1] unitriangular) */
 int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
@@ -195,66 +251,26 @@ int fwd_linalg_solve(int op, int nin, ember_tensor *const *in, const ember_attrs
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int k = (int)bm->shape[bm->ndim - 1];
     int64_t B = nbatch(a);
-    int *ipiv = malloc((size_t)(n ? n : 1) * sizeof *ipiv);
-    if (!ipiv) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.solve: out of memory"));
+    scratch ws = {.op = op == EMBER_OP_LINALG_SOLVE ? "linalg.solve" : "linalg.solve_triangular"};
+    int *ipiv;
+    SCRATCH(ws, ipiv, n);
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
     EMBER_CHECK(ember__copy_into(lu, a));
     EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
-    for (int64_t b = 0; b < B && n > 0; b++) {
-        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
-        int info = ember__lapack_getrf(dt, n, m, ipiv);
-        if (info != 0) {
-            char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve: the matrix A%s of shape %s is singular (U[%d,%d] of its "
-                                    "LU factorisation is zero)",
-                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info, info));
-        }
-        if (k > 0) ember__lapack_getrs(dt, 'T', n, k, m, ipiv, ember__ptr(bt) + b * (int64_t)n * k * es);
-    }
+    for (int64_t b = 0; b < B && n > 0; b++)
+        EMBER_CHECK(solve_one(op, a, b, at, n, k, ember__ptr(lu) + b * (int64_t)n * n * es,
+                              ember__ptr(bt) + b * (int64_t)n * k * es, ipiv));
     EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
-    out[0] = x;
-    x = NULL;
+    out[0] = ember__take(&x);
 done:
-    free(ipiv);
-    ember_tensor_release(lu);
-    ember_tensor_release(bt);
-    ember_tensor_release(x);
+    scratch_free(&ws);
+    EMBER_RELEASE(lu, bt, x);
     return rc;
 }
 
-/* LINALG_SOLVE_TRIANGULAR: as LINALG_SOLVE for a triangular A, by trtrs. A
-   row-major is A^T column-major, so A's lower triangle is the upper one
-   there, solved transposed */
 int fwd_linalg_solve_triangular(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 1, out);
-    ember_tensor *a = in[0], *bm = in[1], *lu = NULL, *bt = NULL, *x = NULL;
-    int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
-    int k = (int)bm->shape[bm->ndim - 1];
-    int64_t B = nbatch(a);
-    EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &lu));
-    EMBER_CHECK(ember__copy_into(lu, a));
-    EMBER_CHECK(new_transposed(bm, &bt));   /* B^T: each batch's B column-major */
-    char uplo = at->i[0] ? 'L' : 'U', diag = at->i[1] ? 'U' : 'N';
-    for (int64_t b = 0; b < B && n > 0; b++) {
-        char *m = ember__ptr(lu) + b * (int64_t)n * n * es;
-        int info = ember__lapack_trtrs(dt, uplo, 'T', diag, n, k > 0 ? k : 0, m, ember__ptr(bt) + b * (int64_t)n * k * es);
-        if (info < 0) EMBER_CHECK(ember__fail(EMBER_ERR_UNSUPPORTED, "linalg.solve_triangular: LAPACK's trtrs is not available"));
-        if (info > 0) {
-            char sb[200], sa[200];
-            EMBER_CHECK(ember__fail(EMBER_ERR_ARG, "linalg.solve_triangular: the matrix A%s of shape %s is singular "
-                                    "(its diagonal element %d is zero)",
-                                    at_batch(sb, sizeof sb, a, b), ember__tshape(sa, a), info));
-        }
-    }
-    EMBER_CHECK(new_transposed(bt, &x));   /* X = (B^T solved)^T */
-    out[0] = x;
-    x = NULL;
-done:
-    ember_tensor_release(lu);
-    ember_tensor_release(bt);
-    ember_tensor_release(x);
-    return rc;
+    return fwd_linalg_solve(op, nin, in, at, out);
 }
 
 /* LINALG_CHOLESKY: A (symmetric positive-definite; its lower triangle is
@@ -279,8 +295,7 @@ int fwd_linalg_cholesky(int op, int nin, ember_tensor *const *in, const ember_at
         for (int i = 0; i < n; i++)   /* zero the upper triangle (row-major) */
             for (int j = i + 1; j < n; j++) ember__store(m + ((int64_t)i * n + j) * es, dt, 0);
     }
-    out[0] = r;
-    r = NULL;
+    out[0] = ember__take(&r);
 done:
     ember_tensor_release(r);
     return rc;
@@ -300,11 +315,9 @@ int fwd_linalg_cholesky_info(int op, int nin, ember_tensor *const *in, const emb
     EMBER_CHECK(ember_full(a->ndim - 2, a->shape, 0, EMBER_INT32, EMBER_CPU, &inf));
     for (int64_t b = 0; b < B && n > 0; b++)
         ((int32_t *)ember__ptr(inf))[b] = ember__lapack_potrf(dt, 'U', n, ember__ptr(c) + b * (int64_t)n * n * es);
-    out[0] = inf;
-    inf = NULL;
+    out[0] = ember__take(&inf);
 done:
-    ember_tensor_release(c);
-    ember_tensor_release(inf);
+    EMBER_RELEASE(c, inf);
     return rc;
 }
 
@@ -315,21 +328,20 @@ int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs 
     if (!on_cpu(nin, in)) return ember__on_host(op, nin, in, at, 2, out);
     ember_tensor *a = in[0], *r = NULL, *w = NULL, *v = NULL;
     int n = (int)a->shape[a->ndim - 1], dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
-    int64_t B = nbatch(a), ws[EMBER_MAX_DIMS];
-    void *work = NULL;
-    int *iwork = NULL;
+    int64_t B = nbatch(a);
+    scratch ws = {.op = "linalg.eigh"};
+    char *work;
+    int *iwork;
     EMBER_CHECK(ember__new(a->ndim, a->shape, dt, EMBER_CPU, &r));
     EMBER_CHECK(ember__copy_into(r, a));
-    memcpy(ws, a->shape, sizeof ws);
-    EMBER_CHECK(ember__new(a->ndim - 1, ws, dt, EMBER_CPU, &w));
+    EMBER_CHECK(ember__new(a->ndim - 1, a->shape, dt, EMBER_CPU, &w));
     if (n > 0) {
         union { float f[2]; double d[1]; } q = {{0, 0}};   /* the size query's answer */
         int iq = 0;
         ember__lapack_syevd(dt, 'U', n, ember__ptr(r), ember__ptr(w), q.d, -1, &iq, -1);
         int lwork = (int)(dt == EMBER_FLOAT32 ? q.f[0] : q.d[0]) + 1, liwork = iq + 1;
-        work = malloc((size_t)lwork * (size_t)es);
-        iwork = malloc((size_t)liwork * sizeof *iwork);
-        if (!work || !iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.eigh: out of memory"));
+        SCRATCH(ws, work, (size_t)lwork * es);
+        SCRATCH(ws, iwork, liwork);
         for (int64_t b = 0; b < B; b++) {
             int info = ember__lapack_syevd(dt, 'U', n, ember__ptr(r) + b * (int64_t)n * n * es,
                                            ember__ptr(w) + b * (int64_t)n * es, work, lwork, iwork, liwork);
@@ -342,15 +354,11 @@ int fwd_linalg_eigh(int op, int nin, ember_tensor *const *in, const ember_attrs 
         }
     }
     EMBER_CHECK(new_transposed(r, &v));
-    out[0] = w;
-    out[1] = v;
-    w = v = NULL;
+    out[0] = ember__take(&w);
+    out[1] = ember__take(&v);
 done:
-    free(work);
-    free(iwork);
-    ember_tensor_release(r);
-    ember_tensor_release(w);
-    ember_tensor_release(v);
+    scratch_free(&ws);
+    EMBER_RELEASE(r, w, v);
     return rc;
 }
 
@@ -364,8 +372,8 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     int qc = at->i[0] == 1 ? m : k;   /* Q's columns, R's rows */
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), qs[EMBER_MAX_DIMS], rs[EMBER_MAX_DIMS];
-    void *tau = NULL, *work = NULL;
-    char *qb_ = NULL;
+    scratch ws = {.op = "linalg.qr"};
+    char *tau, *work, *qb_;
     memcpy(qs, a->shape, sizeof qs);
     memcpy(rs, a->shape, sizeof rs);
     qs[nd - 1] = qc;
@@ -381,14 +389,12 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
             l1 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
         }
         wq.d[0] = 0;
-        qb_ = malloc((size_t)m * (size_t)qc * (size_t)es);
-        if (!qb_) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
+        SCRATCH(ws, qb_, (size_t)m * (size_t)qc * es);
         ember__lapack_orgqr(dt, m, qc, k, qb_, tq.d, wq.d, -1);
         int l2 = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]);
         int lwork = (l1 > l2 ? l1 : l2) + n + qc + 1;
-        tau = malloc((size_t)(k ? k : 1) * (size_t)es);
-        work = malloc((size_t)lwork * (size_t)es);
-        if (!tau || !work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.qr: out of memory"));
+        SCRATCH(ws, tau, (size_t)k * es);
+        SCRATCH(ws, work, (size_t)lwork * es);
         for (int64_t b = 0; b < B; b++) {
             char *ab = ember__ptr(c) + b * (int64_t)m * n * es;
             char *qb = ember__ptr(q) + b * (int64_t)m * qc * es, *rb = ember__ptr(r) + b * (int64_t)qc * n * es;
@@ -405,16 +411,11 @@ int fwd_linalg_qr(int op, int nin, ember_tensor *const *in, const ember_attrs *a
                     ember__store(qb + ((int64_t)i * qc + j) * es, dt, ember__load(qb_ + ((int64_t)j * m + i) * es, dt));
         }
     }
-    out[0] = q;
-    out[1] = r;
-    q = r = NULL;
+    out[0] = ember__take(&q);
+    out[1] = ember__take(&r);
 done:
-    free(tau);
-    free(work);
-    free(qb_);
-    ember_tensor_release(c);
-    ember_tensor_release(q);
-    ember_tensor_release(r);
+    scratch_free(&ws);
+    EMBER_RELEASE(c, q, r);
     return rc;
 }
 
@@ -430,8 +431,9 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
     int uc = at->i[0] ? m : k, vr = at->i[0] ? n : k;   /* U's columns, Vh's rows */
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), us[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS], vs[EMBER_MAX_DIMS];
-    void *work = NULL;
-    int *iwork = NULL;
+    scratch ws = {.op = "linalg.svd"};
+    char *work;
+    int *iwork;
     memcpy(us, a->shape, sizeof us);
     memcpy(ss, a->shape, sizeof ss);
     memcpy(vs, a->shape, sizeof vs);
@@ -445,13 +447,11 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_CHECK(ember__new(nd, vs, dt, EMBER_CPU, &vh));
     if (k > 0) {
         union { float f[2]; double d[1]; } wq = {{0, 0}};
-        iwork = malloc((size_t)8 * (size_t)k * sizeof *iwork);
-        if (!iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
+        SCRATCH(ws, iwork, (size_t)8 * (size_t)k);
         ember__lapack_gesdd(dt, at->i[0] ? 'A' : 'S', n, m, ember__ptr(c), ember__ptr(sv), ember__ptr(vh), n, ember__ptr(u), uc, wq.d,
                             -1, iwork);
         int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
-        work = malloc((size_t)lwork * (size_t)es);
-        if (!work) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.svd: out of memory"));
+        SCRATCH(ws, work, (size_t)lwork * es);
         for (int64_t b = 0; b < B; b++) {
             int info = ember__lapack_gesdd(dt, at->i[0] ? 'A' : 'S', n, m, ember__ptr(c) + b * (int64_t)m * n * es,
                                            ember__ptr(sv) + b * (int64_t)k * es, ember__ptr(vh) + b * (int64_t)vr * n * es, n,
@@ -471,17 +471,12 @@ int fwd_linalg_svd(int op, int nin, ember_tensor *const *in, const ember_attrs *
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < n; j++) ember__store(ember__ptr(vh) + (b * (int64_t)n * n + (int64_t)i * n + j) * es, dt, i == j);
         }
-    out[0] = u;
-    out[1] = vh;
-    out[2] = sv;
-    u = sv = vh = NULL;
+    out[0] = ember__take(&u);
+    out[1] = ember__take(&vh);
+    out[2] = ember__take(&sv);
 done:
-    free(work);
-    free(iwork);
-    ember_tensor_release(c);
-    ember_tensor_release(u);
-    ember_tensor_release(sv);
-    ember_tensor_release(vh);
+    scratch_free(&ws);
+    EMBER_RELEASE(c, u, sv, vh);
     return rc;
 }
 
@@ -498,9 +493,9 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
     int mn = m < n ? m : n, ld = m > n ? m : n, driver = (int)at->i[0];
     int dt = a->dtype, es = ember_dtype_size(dt), rc = EMBER_OK;
     int64_t B = nbatch(a), xs[EMBER_MAX_DIMS], ss[EMBER_MAX_DIMS];
-    char *buf = NULL;
-    void *work = NULL;
-    int *iwork = NULL;
+    scratch ws = {.op = "linalg.lstsq"};
+    char *buf, *work;
+    int *iwork;
     if (ld < 1) ld = 1;
     memcpy(xs, bm->shape, sizeof xs);
     memcpy(ss, a->shape, sizeof ss);
@@ -511,17 +506,15 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
     EMBER_CHECK(ember_full(nd, xs, 0, dt, EMBER_CPU, &x));
     EMBER_CHECK(ember_full(nd - 2, a->shape, 0, EMBER_INT64, EMBER_CPU, &rk));
     EMBER_CHECK(ember_full(nd - 1, ss, 0, dt, EMBER_CPU, &sv));
-    buf = calloc((size_t)ld * (size_t)(k ? k : 1), (size_t)es);
-    if (!buf) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.lstsq: out of memory"));
+    SCRATCH(ws, buf, (size_t)ld * (size_t)(k ? k : 1) * es);
     if (mn > 0 && k > 0) {
         union { float f[2]; double d[1]; } wq = {{0, 0}};
         int iq[2] = {0, 0}, r0 = 0;
         ember__lapack_lstsq(dt, driver, m, n, k, ember__ptr(ac), buf, ld, ember__ptr(sv), at->f[0], &r0, wq.d, -1, iq);
         int lwork = (int)(dt == EMBER_FLOAT32 ? wq.f[0] : wq.d[0]) + 1;
         int liwork = (driver == EMBER_LSTSQ_GELSD ? iq[0] : 0) + n + 1;
-        work = malloc((size_t)lwork * (size_t)es);
-        iwork = malloc((size_t)liwork * sizeof *iwork);
-        if (!work || !iwork) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "linalg.lstsq: out of memory"));
+        SCRATCH(ws, work, (size_t)lwork * es);
+        SCRATCH(ws, iwork, liwork);
         for (int64_t b = 0; b < B; b++) {
             for (int j = 0; j < k; j++)
                 memcpy(buf + (int64_t)j * ld * es, ember__ptr(bt) + (b * (int64_t)m * k + (int64_t)j * m) * es, (size_t)m * (size_t)es);
@@ -555,19 +548,12 @@ int fwd_linalg_lstsq(int op, int nin, ember_tensor *const *in, const ember_attrs
                                  ember__load(buf + ((int64_t)j * ld + i) * es, dt));
         }
     }
-    out[0] = x;
-    out[1] = rk;
-    out[2] = sv;
-    x = rk = sv = NULL;
+    out[0] = ember__take(&x);
+    out[1] = ember__take(&rk);
+    out[2] = ember__take(&sv);
 done:
-    free(buf);
-    free(work);
-    free(iwork);
-    ember_tensor_release(ac);
-    ember_tensor_release(bt);
-    ember_tensor_release(x);
-    ember_tensor_release(rk);
-    ember_tensor_release(sv);
+    scratch_free(&ws);
+    EMBER_RELEASE(ac, bt, x, rk, sv);
     return rc;
 }
 
@@ -592,15 +578,11 @@ int fwd_linalg_lu(int op, int nin, ember_tensor *const *in, const ember_attrs *a
         ((int32_t *)ember__ptr(inf))[b] = ember__lapack_getrf_mn(dt, m, n, ember__ptr(c) + b * (int64_t)m * n * es, ip);
     }
     EMBER_CHECK(new_transposed(c, &lu));
-    out[0] = lu;
-    out[1] = pv;
-    out[2] = inf;
-    lu = pv = inf = NULL;
+    out[0] = ember__take(&lu);
+    out[1] = ember__take(&pv);
+    out[2] = ember__take(&inf);
 done:
-    ember_tensor_release(c);
-    ember_tensor_release(lu);
-    ember_tensor_release(pv);
-    ember_tensor_release(inf);
+    EMBER_RELEASE(c, lu, pv, inf);
     return rc;
 }
 

@@ -198,13 +198,10 @@ int fwd_matmul(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         if (rc < 0) goto done;
     }
 finish:
-    *out = o;
-    o = NULL;
+    *out = ember__take(&o);
 done:
     ember__matmul_plan_release(&p);
-    ember_tensor_release(ca);
-    ember_tensor_release(cb);
-    ember_tensor_release(o);
+    EMBER_RELEASE(ca, cb, o);
     return rc;
 }
 
@@ -392,13 +389,11 @@ int fwd_relu_bias_backward(int op, int nin, ember_tensor *const *in, const ember
         relu_bias_rows_double((const double *)ember__ptr(g), (const double *)ember__ptr(y), (double *)ember__ptr(gz),
                               acc, rows, n);
     ember__convert(ember__ptr(gb), dt, 1, (const char *)acc, EMBER_FLOAT64, 1, n);
-    out[0] = gz;
-    out[1] = gb;
-    gz = gb = NULL;
+    out[0] = ember__take(&gz);
+    out[1] = ember__take(&gb);
 done:
     ember__free(acc, (size_t)n * sizeof *acc);
-    ember_tensor_release(gz);
-    ember_tensor_release(gb);
+    EMBER_RELEASE(gz, gb);
     return rc;
 }
 

@@ -23,6 +23,7 @@
    channel's values are written, and g passed through its mask of y into gx
    before the sums (ops.def). */
 #include "ops.h"
+#include "../arena.h"
 #include "../autograd_ops.h"
 #include "norm_act.h"
 
@@ -331,45 +332,20 @@ static int bn_run(const char *op, bn_job *j, bool backward)
 }
 
 /* ------------------------------------------------------------------ composed (no recording) */
-/* ember's ops in a chain, each result owned by the chain; the first failure
-   stops it and its status is kept */
-typedef struct {
-    ember_tensor *t[32];
-    int n, rc;
-} chain;
-
-static ember_tensor *link(chain *ch, int rc, ember_tensor *t)
-{
-    if (rc < 0) {
-        ch->rc = rc;
-        return NULL;
-    }
-    if (ch->n == (int)(sizeof ch->t / sizeof ch->t[0])) {
-        ember_tensor_release(t);
-        ch->rc = ember__fail(EMBER_ERR_STATE, "batch_norm: too many temporaries");
-        return NULL;
-    }
-    return ch->t[ch->n++] = t;
-}
-
-static void chain_end(chain *ch)
-{
-    for (int i = 0; i < ch->n; i++) ember_tensor_release(ch->t[i]);
-}
-
+/* ember's ops in a chain over an arena (arena.h) that owns each result */
 #define CH_BIN(name)                                                                 \
-    static ember_tensor *ch_##name(chain *ch, ember_tensor *a, ember_tensor *b)          \
+    static ember_tensor *ch_##name(arena *ch, ember_tensor *a, ember_tensor *b)          \
     {                                                                                \
         ember_tensor *o = NULL;                                                      \
         if (ch->rc < 0 || !a || !b) return NULL;                                     \
         int rc = ember_##name(a, b, &o);                                             \
-        return link(ch, rc, o);                                                      \
+        return keep(ch, rc, &o);                                                      \
     }
 CH_BIN(add) CH_BIN(sub) CH_BIN(mul)
 #undef CH_BIN
 
 /* the sum or mean over every dim but 1, kept as (1, C, 1, ...) */
-static ember_tensor *ch_reduce(chain *ch, ember_tensor *a, bool mean)
+static ember_tensor *ch_reduce(arena *ch, ember_tensor *a, bool mean)
 {
     ember_tensor *o = NULL;
     if (ch->rc < 0 || !a) return NULL;
@@ -377,32 +353,32 @@ static ember_tensor *ch_reduce(chain *ch, ember_tensor *a, bool mean)
     for (int d = 0; d < nd; d++)
         if (d != 1) dims[k++] = d;
     int rc = mean ? ember_mean(a, k, dims, 1, &o) : ember_sum(a, k, dims, 1, &o);
-    return link(ch, rc, o);
+    return keep(ch, rc, &o);
 }
 
-static ember_tensor *ch_view(chain *ch, ember_tensor *a, int nd, const int64_t *shape)
+static ember_tensor *ch_view(arena *ch, ember_tensor *a, int nd, const int64_t *shape)
 {
     ember_tensor *o = NULL;
     if (ch->rc < 0 || !a) return NULL;
     int rc = ember_reshape(a, nd, shape, &o);
-    return link(ch, rc, o);
+    return keep(ch, rc, &o);
 }
 
 /* a number, which promotes as Lua's numbers do (it keeps the other operand's dtype) */
-static ember_tensor *ch_num(chain *ch, double v)
+static ember_tensor *ch_num(arena *ch, double v)
 {
     ember_tensor *o = NULL;
     if (ch->rc < 0) return NULL;
     int rc = ember_scalar(v, EMBER_FLOAT64, 1, &o);
-    return link(ch, rc, o);
+    return keep(ch, rc, &o);
 }
 
-static ember_tensor *ch_rsqrt(chain *ch, ember_tensor *a)
+static ember_tensor *ch_rsqrt(arena *ch, ember_tensor *a)
 {
     ember_tensor *o = NULL;
     if (ch->rc < 0 || !a) return NULL;
     int rc = ember_rsqrt(a, &o);
-    return link(ch, rc, o);
+    return keep(ch, rc, &o);
 }
 
 /* (1, C, 1, ...) for x's ndim: how a per-channel vector broadcasts */
@@ -415,28 +391,28 @@ static int channel_shape(const ember_tensor *x, int64_t *shape)
 }
 
 /* rows r of a (2, C) tensor as (1, C, 1, ...) */
-static ember_tensor *ch_row(chain *ch, ember_tensor *t2, int r, const ember_tensor *x)
+static ember_tensor *ch_row(arena *ch, ember_tensor *t2, int r, const ember_tensor *x)
 {
     ember_tensor *o = NULL;
     if (ch->rc < 0 || !t2) return NULL;
     int rc = ember_narrow(t2, 0, r, 1, &o);
-    ember_tensor *row = link(ch, rc, o);
+    ember_tensor *row = keep(ch, rc, &o);
     int64_t shape[EMBER_MAX_DIMS];
     return ch_view(ch, row, channel_shape(x, shape), shape);
 }
 
 /* (2, C) from two (1, C, 1, ...) */
-static ember_tensor *ch_rows(chain *ch, ember_tensor *a, ember_tensor *b)
+static ember_tensor *ch_rows(arena *ch, ember_tensor *a, ember_tensor *b)
 {
     if (ch->rc < 0 || !a || !b) return NULL;
     int64_t row[2] = {1, ember_tensor_shape(a)[1]};
     ember_tensor *parts[2] = {ch_view(ch, a, 2, row), ch_view(ch, b, 2, row)}, *o = NULL;
     if (ch->rc < 0) return NULL;
     int rc = ember_cat(2, parts, 0, &o);
-    return link(ch, rc, o);
+    return keep(ch, rc, &o);
 }
 
-static int chain_result(chain *ch, ember_tensor *t, ember_tensor **out)
+static int chain_result(arena *ch, ember_tensor *t, ember_tensor **out)
 {
     if (ch->rc >= 0 && t) {
         ember_tensor_retain(t);
@@ -449,7 +425,7 @@ static int chain_result(chain *ch, ember_tensor *t, ember_tensor **out)
 int ember__batch_norm_composed(ember_tensor *x, ember_tensor *w, ember_tensor *b, double eps, ember_tensor **y,
                                ember_tensor **stats)
 {
-    chain ch = {{0}, 0, EMBER_OK};
+    arena ch = {.who = "batch_norm", .rc = EMBER_OK};
     int64_t cs[EMBER_MAX_DIMS];
     int nd = channel_shape(x, cs);
     ember_tensor *mean = ch_reduce(&ch, x, true), *xc = ch_sub(&ch, x, mean);
@@ -463,14 +439,14 @@ int ember__batch_norm_composed(ember_tensor *x, ember_tensor *w, ember_tensor *b
         ember_tensor_release(*y);
         *y = NULL;
     }
-    chain_end(&ch);
+    arena_end(&ch);
     return rc;
 }
 
 int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_tensor *w, ember_tensor *stats,
                                         double eps, ember_tensor **gx, ember_tensor **gwb)
 {
-    chain ch = {{0}, 0, EMBER_OK};
+    arena ch = {.who = "batch_norm", .rc = EMBER_OK};
     int64_t cs[EMBER_MAX_DIMS];
     int nd = channel_shape(x, cs);
     double M = (double)ember_tensor_numel(x) / (double)cs[1];
@@ -488,7 +464,7 @@ int ember__batch_norm_backward_composed(ember_tensor *g, ember_tensor *x, ember_
         ember_tensor_release(*gx);
         *gx = NULL;
     }
-    chain_end(&ch);
+    arena_end(&ch);
     return rc;
 }
 

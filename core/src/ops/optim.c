@@ -86,13 +86,14 @@ typedef struct {
     char *p, *buf;
     const char *g;
     ember__sgd_args a;
-    int f64;
 } sgd_ctx;
 
 /* optim_math.h's step over elements [b, e), each loop with one form of the
    step (none, the first or a later with momentum) so that it vectorises */
-#define SGD_BODY(T, SUF)                                                                       \
-    do {                                                                                       \
+#define SGD_RANGE(T, SUF)                                                                      \
+    EMBER_SIMD static void sgd_range_##SUF(void *vctx, int64_t b, int64_t e)                   \
+    {                                                                                          \
+        const sgd_ctx *c = vctx;                                                               \
         T *restrict p = (T *)c->p + b;                                                         \
         T *restrict buf = c->buf ? (T *)c->buf + b : NULL;                                     \
         const T *restrict g = (const T *)c->g + b;                                             \
@@ -105,17 +106,29 @@ typedef struct {
         } else {                                                                               \
             for (int64_t i = 0; i < n; i++) p[i] = ember__sgd_momentum_##SUF(&k, 0, p[i], g[i], &buf[i]); \
         }                                                                                      \
-    } while (0)
-
-EMBER_SIMD static void sgd_range(void *vctx, int64_t b, int64_t e)
-{
-    const sgd_ctx *c = vctx;
-    if (c->f64) SGD_BODY(double, f64);
-    else SGD_BODY(float, f32);
-}
+    }
+SGD_RANGE(float, f32)
+SGD_RANGE(double, f64)
 
 static int sgd_step(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
-                    double dampening, double weight_decay, int nesterov, int maximize, int first_step);
+                    double dampening, double weight_decay, int nesterov, int maximize, int first_step)
+{
+    ember_tensor *others[2] = {g, buf};
+    const char *names[2] = {"the gradient", "the momentum buffer"};
+    EMBER_TRY(check_operands("sgd_step_", p, others, names, buf ? 2 : 1));
+    ember__sgd_args a = {lr, momentum, dampening, weight_decay, nesterov != 0, maximize != 0, first_step != 0};
+    if (p->storage->device != EMBER_CPU) {
+        const ember_backend *be = ember__backend(p->storage->device);
+        EMBER_TRY(be->sgd_step ? be->sgd_step(p, g, buf, &a) : no_kernel("sgd_step_", p));
+    } else {
+        sgd_ctx c = {ember__ptr(p), buf ? ember__ptr(buf) : NULL, ember__ptr(g), a};
+        ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, p->dtype == EMBER_FLOAT64 ? sgd_range_f64 : sgd_range_f32,
+                            &c);
+    }
+    p->storage->version++;
+    if (buf) buf->storage->version++;
+    return EMBER_OK;
+}
 
 /* Under a trace (plan.h) an update is one entry; a first step (which makes
    the momentum buffer) is not what later steps do, and is refused. */
@@ -135,38 +148,20 @@ int ember_sgd_step_(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double 
                               PE_SGD, 0, 3, in, 0, NULL, NULL, &args);
 }
 
-static int sgd_step(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
-                    double dampening, double weight_decay, int nesterov, int maximize, int first_step)
-{
-    ember_tensor *others[2] = {g, buf};
-    const char *names[2] = {"the gradient", "the momentum buffer"};
-    EMBER_TRY(check_operands("sgd_step_", p, others, names, buf ? 2 : 1));
-    ember__sgd_args a = {lr, momentum, dampening, weight_decay, nesterov != 0, maximize != 0, first_step != 0};
-    if (p->storage->device != EMBER_CPU) {
-        const ember_backend *be = ember__backend(p->storage->device);
-        EMBER_TRY(be->sgd_step ? be->sgd_step(p, g, buf, &a) : no_kernel("sgd_step_", p));
-    } else {
-        sgd_ctx c = {ember__ptr(p), buf ? ember__ptr(buf) : NULL, ember__ptr(g), a, p->dtype == EMBER_FLOAT64};
-        ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, sgd_range, &c);
-    }
-    p->storage->version++;
-    if (buf) buf->storage->version++;
-    return EMBER_OK;
-}
-
 /* ------------------------------------------------------------------ Adam, AdamW */
 typedef struct {
     char *p, *m, *v, *vmax;
     const char *g;
     ember__adam_args a;
-    int f64;
 } adam_ctx;
 
 /* optim_math.h's step over elements [b, e): two loops, so that the common
    one (no amsgrad) has no store under a condition and the compiler
    vectorises it */
-#define ADAM_BODY(T, SUF)                                                                      \
-    do {                                                                                       \
+#define ADAM_RANGE(T, SUF)                                                                     \
+    EMBER_SIMD static void adam_range_##SUF(void *vctx, int64_t b, int64_t e)                  \
+    {                                                                                          \
+        const adam_ctx *c = vctx;                                                              \
         T *restrict p = (T *)c->p + b, *restrict m = (T *)c->m + b, *restrict v = (T *)c->v + b; \
         T *restrict vmax = c->vmax ? (T *)c->vmax + b : NULL;                                  \
         const T *restrict g = (const T *)c->g + b;                                             \
@@ -189,18 +184,34 @@ typedef struct {
                 p[i] = ember__adam_weight_##SUF(&k, pd, mi, vi);                               \
             }                                                                                  \
         }                                                                                      \
-    } while (0)
-
-EMBER_SIMD static void adam_range(void *vctx, int64_t b, int64_t e)
-{
-    const adam_ctx *c = vctx;
-    if (c->f64) ADAM_BODY(double, f64);
-    else ADAM_BODY(float, f32);
-}
+    }
+ADAM_RANGE(float, f32)
+ADAM_RANGE(double, f64)
 
 static int adam_step(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
                      double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled,
-                     int maximize, int64_t step);
+                     int maximize, int64_t step)
+{
+    ember_tensor *others[4] = {g, m, v, vmax};
+    const char *names[4] = {"the gradient", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    EMBER_TRY(check_operands("adam_step_", p, others, names, vmax ? 4 : 3));
+    if (step < 1) return ember__fail(EMBER_ERR_ARG, "adam_step_: step must be >= 1, got %lld", (long long)step);
+    ember__adam_args a = {lr, beta1, beta2, eps, weight_decay, 1 - pow(beta1, (double)step),
+                          sqrt(1 - pow(beta2, (double)step)), decoupled != 0, maximize != 0};
+    if (p->storage->device != EMBER_CPU) {
+        const ember_backend *be = ember__backend(p->storage->device);
+        EMBER_TRY(be->adam_step ? be->adam_step(p, g, m, v, vmax, &a) : no_kernel("adam_step_", p));
+    } else {
+        adam_ctx c = {ember__ptr(p), ember__ptr(m), ember__ptr(v), vmax ? ember__ptr(vmax) : NULL, ember__ptr(g), a};
+        ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, p->dtype == EMBER_FLOAT64 ? adam_range_f64 : adam_range_f32,
+                            &c);
+    }
+    p->storage->version++;
+    m->storage->version++;
+    v->storage->version++;
+    if (vmax) vmax->storage->version++;
+    return EMBER_OK;
+}
 
 /* Under a trace an update is one entry whose step count advances with each
    run of the plan (ember_plan_counters). */
@@ -218,27 +229,3 @@ int ember_adam_step_(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_te
                               PE_ADAM, 0, 5, in, 0, NULL, NULL, &args);
 }
 
-static int adam_step(ember_tensor *p, ember_tensor *g, ember_tensor *m, ember_tensor *v, ember_tensor *vmax,
-                     double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled,
-                     int maximize, int64_t step)
-{
-    ember_tensor *others[4] = {g, m, v, vmax};
-    const char *names[4] = {"the gradient", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-    EMBER_TRY(check_operands("adam_step_", p, others, names, vmax ? 4 : 3));
-    if (step < 1) return ember__fail(EMBER_ERR_ARG, "adam_step_: step must be >= 1, got %lld", (long long)step);
-    ember__adam_args a = {lr, beta1, beta2, eps, weight_decay, 1 - pow(beta1, (double)step),
-                          sqrt(1 - pow(beta2, (double)step)), decoupled != 0, maximize != 0};
-    if (p->storage->device != EMBER_CPU) {
-        const ember_backend *be = ember__backend(p->storage->device);
-        EMBER_TRY(be->adam_step ? be->adam_step(p, g, m, v, vmax, &a) : no_kernel("adam_step_", p));
-    } else {
-        adam_ctx c = {ember__ptr(p), ember__ptr(m), ember__ptr(v), vmax ? ember__ptr(vmax) : NULL, ember__ptr(g),
-                      a, p->dtype == EMBER_FLOAT64};
-        ember__parallel_for(p->numel, EMBER_PARALLEL_GRAIN, adam_range, &c);
-    }
-    p->storage->version++;
-    m->storage->version++;
-    v->storage->version++;
-    if (vmax) vmax->storage->version++;
-    return EMBER_OK;
-}

@@ -282,12 +282,9 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
     rc = ember__nn_finish(y, dt, &out[0]);
     y = NULL;
     EMBER_CHECK(rc);
-    out[1] = ix;
-    ix = NULL;
+    out[1] = ember__take(&ix);
 done:
-    ember_tensor_release(cx);
-    ember_tensor_release(y);
-    ember_tensor_release(ix);
+    EMBER_RELEASE(cx, y, ix);
     return rc;
 }
 
@@ -488,12 +485,9 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
             pool_launch(&t);
         }
     }
-    rc = ember__nn_finish(gx, dt, out);
-    gx = NULL;
+    rc = ember__nn_finish(ember__take(&gx), dt, out);
 done:
-    ember_tensor_release(cg);
-    ember_tensor_release(ci);
-    ember_tensor_release(gx);
+    EMBER_RELEASE(cg, ci, gx);
     return rc;
 }
 
@@ -510,30 +504,25 @@ static int avg_pool_run(const pool_geom *p, int kind, ember_tensor *src, const i
         pool_task t = {{p, cdt, ember__ptr(cs), ember__ptr(r), NULL}, kind};
         pool_launch(&t);
     }
-    rc = ember__nn_finish(r, dt, out);
-    r = NULL;
+    rc = ember__nn_finish(ember__take(&r), dt, out);
 done:
-    ember_tensor_release(cs);
-    ember_tensor_release(r);
+    EMBER_RELEASE(cs, r);
     return rc;
 }
 
+/* AVG_POOL2D, and its adjoint AVG_POOL2D_BACKWARD (in[0] the gradient) */
 int fwd_avg_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
     pool_geom p;
-    int64_t ys[4];
-    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
-    return avg_pool_run(&p, POOL_AVG, in[0], ys, out);
+    int64_t shape[4];   /* the result's: pooled, or x's for the adjoint */
+    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, shape));
+    return avg_pool_run(&p, op == EMBER_OP_AVG_POOL2D ? POOL_AVG : POOL_AVG_BWD, in[0], shape, out);
 }
 
 int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
-    EMBER_UNUSED(nin);
-    pool_geom p;
-    int64_t xs[4];
-    EMBER_TRY(ember__pool_plan_make(op, in, at, &p, xs));
-    return avg_pool_run(&p, POOL_AVG_BWD, in[0], xs, out);
+    return fwd_avg_pool2d(op, nin, in, at, out);
 }
 
 /* ------------------------------------------------------------------ public entry points */

@@ -23,8 +23,7 @@ int ember__on_host(int op, int nin, ember_tensor *const *in, const ember_attrs *
 done:
     ember_set_grad_enabled(was);
     for (int i = 0; i < 4; i++) {
-        ember_tensor_release(h[i]);
-        ember_tensor_release(ho[i]);
+        EMBER_RELEASE(h[i], ho[i]);
     }
     if (rc < 0)
         for (int k = 0; k < nout; k++) {
@@ -271,14 +270,10 @@ static int sort_rows(const char *name, ember_tensor *a, int dim, int64_t k, int 
         ember__parallel_for(outer * inner, EMBER_PARALLEL_GRAIN / per + 1, sort_range, &jb);
         if (jb.failed) EMBER_CHECK(ember__fail(EMBER_ERR_OOM, "%s: out of memory for rows of %lld", name, (long long)n));
     }
-    out[0] = v;
-    out[1] = ix;
-    v = ix = NULL;
+    out[0] = ember__take(&v);
+    out[1] = ember__take(&ix);
 done:
-    ember_tensor_release(c);
-    ember_tensor_release(ac);
-    ember_tensor_release(v);
-    ember_tensor_release(ix);
+    EMBER_RELEASE(c, ac, v, ix);
     return rc;
 }
 
@@ -343,12 +338,9 @@ int fwd_searchsorted(int op, int nin, ember_tensor *const *in, const ember_attrs
                                      right);
         }
     }
-    out[0] = r;
-    r = NULL;
+    out[0] = ember__take(&r);
 done:
-    ember_tensor_release(cs);
-    ember_tensor_release(cv);
-    ember_tensor_release(r);
+    EMBER_RELEASE(cs, cv, r);
     return rc;
 }
 

@@ -114,21 +114,40 @@ int fwd_view(int op, int nin, ember_tensor *const *in, const ember_attrs *at, em
     return ember__view_of(a, nd, &at->i[1], strides, a->offset, out);
 }
 
+/* a's dims in the order perm gives */
+static int view_permuted(ember_tensor *a, const int *perm, ember_tensor **out)
+{
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    for (int d = 0; d < a->ndim; d++) {
+        shape[d] = a->shape[perm[d]];
+        strides[d] = a->strides[perm[d]];
+    }
+    return ember__view_of(a, a->ndim, shape, strides, a->offset, out);
+}
+
+/* a without the dims whose bits are set in drop, from element offset */
+static int view_dropping(ember_tensor *a, unsigned drop, int64_t offset, ember_tensor **out)
+{
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
+    int k = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (drop >> d & 1) continue;
+        shape[k] = a->shape[d];
+        strides[k++] = a->strides[d];
+    }
+    return ember__view_of(a, k, shape, strides, offset, out);
+}
+
 /* TRANSPOSE: i[0], i[1] */
 int fwd_transpose(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
-    ember_tensor *a = in[0];
-    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
-    memcpy(shape, a->shape, sizeof shape);
-    memcpy(strides, a->strides, sizeof strides);
-    int d0 = (int)at->i[0], d1 = (int)at->i[1];
-    shape[d0] = a->shape[d1];
-    shape[d1] = a->shape[d0];
-    strides[d0] = a->strides[d1];
-    strides[d1] = a->strides[d0];
-    return ember__view_of(a, a->ndim, shape, strides, a->offset, out);
+    int perm[EMBER_MAX_DIMS];
+    for (int d = 0; d < in[0]->ndim; d++) perm[d] = d;
+    perm[at->i[0]] = (int)at->i[1];
+    perm[at->i[1]] = (int)at->i[0];
+    return view_permuted(in[0], perm, out);
 }
 
 /* PERMUTE: i[0] ndim, i[1..] perm */
@@ -136,13 +155,9 @@ int fwd_permute(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
 {
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
-    ember_tensor *a = in[0];
-    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
-    for (int d = 0; d < a->ndim; d++) {
-        shape[d] = a->shape[at->i[1 + d]];
-        strides[d] = a->strides[at->i[1 + d]];
-    }
-    return ember__view_of(a, a->ndim, shape, strides, a->offset, out);
+    int perm[EMBER_MAX_DIMS];
+    for (int d = 0; d < in[0]->ndim; d++) perm[d] = (int)at->i[1 + d];
+    return view_permuted(in[0], perm, out);
 }
 
 /* SQUEEZE: i[0] dim (-1: every size-1 dim) */
@@ -151,14 +166,10 @@ int fwd_squeeze(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
     EMBER_UNUSED(op);
     EMBER_UNUSED(nin);
     ember_tensor *a = in[0];
-    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
-    int k = 0, dim = (int)at->i[0];
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->shape[d] == 1 && (dim < 0 || d == dim)) continue;
-        shape[k] = a->shape[d];
-        strides[k++] = a->strides[d];
-    }
-    return ember__view_of(a, k, shape, strides, a->offset, out);
+    unsigned drop = 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] == 1 && (at->i[0] < 0 || d == at->i[0])) drop |= 1u << d;
+    return view_dropping(a, drop, a->offset, out);
 }
 
 /* UNSQUEEZE: i[0] dim in 0..ndim */
@@ -216,13 +227,7 @@ int fwd_select(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     EMBER_UNUSED(nin);
     ember_tensor *a = in[0];
     int dim = (int)at->i[0];
-    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
-    for (int d = 0, k = 0; d < a->ndim; d++) {
-        if (d == dim) continue;
-        shape[k] = a->shape[d];
-        strides[k++] = a->strides[d];
-    }
-    return ember__view_of(a, a->ndim - 1, shape, strides, a->offset + at->i[1] * a->strides[dim], out);
+    return view_dropping(a, 1u << dim, a->offset + at->i[1] * a->strides[dim], out);
 }
 
 /* ------------------------------------------------------------------ cat, stack */

@@ -265,12 +265,9 @@ int fwd_softmax_backward(int op, int nin, ember_tensor *const *in, const ember_a
     if (y->numel > 0)
         ember__parallel_for(tasks, per >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / (per > 0 ? per : 1) + 1,
                             dt == EMBER_FLOAT32 ? smb_range_float : smb_range_double, &c);
-    *out = o;
-    o = NULL;
+    *out = ember__take(&o);
 done:
-    ember_tensor_release(gc);
-    ember_tensor_release(yc);
-    ember_tensor_release(o);
+    EMBER_RELEASE(gc, yc, o);
     return rc;
 }
 

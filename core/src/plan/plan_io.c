@@ -34,47 +34,11 @@ static int savable(int op)
 }
 
 /* ------------------------------------------------------------------ writing */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void put(sbuf *b, const char *fmt, ...)
+static void put_ints(json_text *b, const int64_t *v, int n)
 {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t ncap = b->cap ? b->cap * 2 : 4096;
-        while (ncap < b->n + (size_t)k + 1) ncap *= 2;
-        char *np = realloc(b->p, ncap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
-}
-
-static void put_ints(sbuf *b, const int64_t *v, int n)
-{
-    put(b, "[");
-    for (int k = 0; k < n; k++) put(b, "%s%lld", k ? "," : "", (long long)v[k]);
-    put(b, "]");
+    json_printf(b, "[");
+    for (int k = 0; k < n; k++) json_printf(b, "%s%lld", k ? "," : "", (long long)v[k]);
+    json_printf(b, "]");
 }
 
 /* Whether an entry (a fused one: each it replaced) can be written. */
@@ -91,7 +55,7 @@ static int check_savable(const plan_entry *en, int e)
                        e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry", SAVE_OPS[0]);
 }
 
-static void put_entry(sbuf *b, const plan_entry *en, int *count)
+static void put_entry(json_text *b, const plan_entry *en, int *count)
 {
     if (en->kind == PE_FUSED) {   /* the entries it replaced */
         for (int k = 0; k < en->nsub; k++) put_entry(b, &en->sub[k], count);
@@ -101,20 +65,20 @@ static void put_entry(sbuf *b, const plan_entry *en, int *count)
     int ns = en->nin + en->nout;
     for (int k = 0; k < ns && k < 72; k++) sl[k] = en->slots[k];
     if (en->kind == PE_VIEW) {
-        put(b, "%s{\"view\":", *count ? "," : "");
+        json_printf(b, "%s{\"view\":", *count ? "," : "");
         put_ints(b, en->args.i, 2 + 2 * EMBER_MAX_DIMS);
     } else if (en->kind == PE_SGD) {   /* f: lr, momentum, dampening, weight decay; flags: nesterov, maximize */
         const double *f = en->args.f;
-        put(b, "%s{\"sgd\":[%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2], f[3]);
+        json_printf(b, "%s{\"sgd\":[%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2], f[3]);
         put_ints(b, en->args.i, 2);
     } else {
-        put(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
+        json_printf(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
         put_ints(b, en->at.i, EMBER_MAX_ATTRS);
-        put(b, ",\"f\":[%.17g,%.17g]", en->at.f[0], en->at.f[1]);
+        json_printf(b, ",\"f\":[%.17g,%.17g]", en->at.f[0], en->at.f[1]);
     }
-    put(b, ",\"nin\":%d,\"slots\":", en->nin);
+    json_printf(b, ",\"nin\":%d,\"slots\":", en->nin);
     put_ints(b, sl, ns > 72 ? 72 : ns);
-    put(b, "}");
+    json_printf(b, "}");
     (*count)++;
 }
 
@@ -125,41 +89,41 @@ int ember_plan_save(const ember_plan *p, const char *path)
     for (int s = 0; s < p->nslots; s++)
         if ((p->slots[s].kind == SLOT_LIVE || p->slots[s].kind == SLOT_CONST) && p->slots[s].tensor->storage->device != EMBER_CPU)
             return ember__fail(EMBER_ERR_UNSUPPORTED, "plan save: slot %d is on a device; a saved plan runs on the CPU", s);
-    sbuf b = {0};
-    put(&b, "{\"version\":%d,\"inputs\":[", PLAN_VERSION);
+    json_text b = {0};
+    json_printf(&b, "{\"version\":%d,\"inputs\":[", PLAN_VERSION);
     for (int i = 0; i < p->ninputs; i++) {
-        put(&b, "%s{\"dtype\":%d,\"shape\":", i ? "," : "", p->inputs_dtype[i]);
+        json_printf(&b, "%s{\"dtype\":%d,\"shape\":", i ? "," : "", p->inputs_dtype[i]);
         put_ints(&b, p->inputs_shape[i], p->inputs_ndim[i]);
-        put(&b, "}");
+        json_printf(&b, "}");
     }
-    put(&b, "],\"slots\":[");
+    json_printf(&b, "],\"slots\":[");
     ember_st_named *named = calloc((size_t)p->nslots + 1, sizeof *named);
     char (*names)[24] = calloc((size_t)p->nslots + 1, sizeof *names);
     int nt = 0;
     if (!named || !names) b.oom = 1;
     for (int s = 0; s < p->nslots && !b.oom; s++) {
         const plan_slot *sl = &p->slots[s];
-        if (sl->kind == SLOT_INPUT) put(&b, "%s[\"in\",%d]", s ? "," : "", sl->index);
-        else if (sl->kind == SLOT_TEMP) put(&b, "%s[\"t\"]", s ? "," : "");
+        if (sl->kind == SLOT_INPUT) json_printf(&b, "%s[\"in\",%d]", s ? "," : "", sl->index);
+        else if (sl->kind == SLOT_TEMP) json_printf(&b, "%s[\"t\"]", s ? "," : "");
         else {
             const char *nm = p->names && p->names[s] ? p->names[s] : names[nt];
             snprintf(names[nt], sizeof names[nt], "%c%d", sl->kind == SLOT_LIVE ? 'w' : 'c', s);
             named[nt] = (ember_st_named){nm, strlen(nm), sl->tensor};
             /* a name is printable ASCII with no quote or backslash (ember_plan_name) */
-            put(&b, "%s[\"%s\",\"%s\",%d]", s ? "," : "", sl->kind == SLOT_LIVE ? "w" : "c", nm, sl->written);
+            json_printf(&b, "%s[\"%s\",\"%s\",%d]", s ? "," : "", sl->kind == SLOT_LIVE ? "w" : "c", nm, sl->written);
             nt++;
         }
     }
-    put(&b, "],\"entries\":[");
+    json_printf(&b, "],\"entries\":[");
     int count = 0;
     for (int e = 0; e < p->nentries; e++) put_entry(&b, &p->entries[e], &count);
-    put(&b, "],\"outputs\":[");
-    for (int k = 0; k < p->noutputs; k++) put(&b, "%s%d", k ? "," : "", p->outputs[k]);
-    put(&b, "]}");
+    json_printf(&b, "],\"outputs\":[");
+    for (int k = 0; k < p->noutputs; k++) json_printf(&b, "%s%d", k ? "," : "", p->outputs[k]);
+    json_printf(&b, "]}");
     int rc;
     if (b.oom) rc = ember__fail(EMBER_ERR_OOM, "plan save: out of memory");
     else {
-        ember_st_kv meta[2] = {{"ember.plan", 10, b.p, b.n}, {"ember.plan.version", 18, "1", 1}};
+        ember_st_kv meta[2] = {{"ember.plan", 10, b.p, b.len}, {"ember.plan.version", 18, "1", 1}};
         rc = ember_st_save(path, nt, named, 2, meta);
     }
     free(b.p);
