@@ -30,27 +30,32 @@ typedef struct ember__dtr_entry {
     int op;                                 /* EMBER_OP_*, or -1: a random draw */
     int nin, out_k, has_attrs;
     int evicted, mark;
+    int late;                               /* made by a grad rule: evicted last (see pick) */
     ember_attrs at;
     ember_tensor **in;                      /* [nin] private aliases of the inputs */
     ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
     int ndim, dtype, device;
     int64_t shape[EMBER_MAX_DIMS];
     double cost;                            /* seconds the op took */
-    double chain;                           /* with the evicted inputs it remakes first (at pick `stamp`) */
-    uint64_t last_use, stamp;
+    double chain, desc;                     /* pick(): the evicted neighbourhood's cost, up and down */
+    uint64_t last_use;
 } dtr_entry;
 
 static struct {
     int64_t budget, min_size;
     dtr_entry head;                         /* sentinel of the list */
     int depth;                              /* inside an op or a recomputation: make no recipes */
+    int in_rule;                            /* inside a built-in grad rule: make no recipes */
     int settling;                           /* disable(): no eviction */
     dtr_entry *doomed;                      /* cut(): recipes whose aliases are still to release */
     int cutting;
-    uint64_t clock, picks;
+    uint64_t clock;
     int64_t evictions, recomputes, drops, peak, entries;
+    int64_t pinned_base;                    /* note_pinned(): in use but not evictable, at the last hint */
+    int gc_wanted;
     double recompute_s;
-} D = {.head = {.prev = &D.head, .next = &D.head}};
+    double draw_s_per_byte;                 /* a random draw's cost, as the last one remade took */
+} D = {.draw_s_per_byte = 1e-9, .head = {.prev = &D.head, .next = &D.head}};
 
 static double now_s(void)
 {
@@ -166,6 +171,7 @@ static void note_op(ember_tensor *o, int op, int nin, ember_tensor *const *in, c
     e->nin = nin;
     e->in = al;
     e->out_k = k;
+    e->late = D.in_rule > 0;
     e->has_attrs = at != NULL;
     if (at) e->at = *at;
 }
@@ -175,7 +181,9 @@ void ember__dtr_note_draw(ember_tensor *t, const ember__draw *d)
     if (D.depth || !ember__ag_recording_open() || !fresh(t->storage) || t->storage->refcount != 1 || !t->is_contiguous || t->offset != 0 ||
         (size_t)t->numel * (size_t)ember_dtype_size(t->dtype) != t->storage->nbytes)
         return;
-    dtr_entry *e = new_entry(t->storage, -1, 0);
+    /* its cost: the seconds per byte the last draw remade took (ember__dtr_note_draw
+       comes after the fill, which it does not time) */
+    dtr_entry *e = new_entry(t->storage, -1, D.draw_s_per_byte * (double)t->storage->nbytes);
     if (!e) return;
     e->draw = *d;
     e->ndim = t->ndim;
@@ -238,8 +246,11 @@ static int remat(dtr_entry *e)
     e->s->dtr_locks++;
     D.depth++;
     if (e->op < 0) {
+        double t1 = now_s();
         rc = ember__new(e->ndim, e->shape, e->dtype, e->device, &made);
         if (rc == EMBER_OK) rc = ember__draw_fill(made, &e->draw);
+        if (rc == EMBER_OK) e->cost = now_s() - t1;
+        if (rc == EMBER_OK) D.draw_s_per_byte = e->cost / (double)e->s->nbytes;
     } else {
         for (; locked < e->nin && rc == EMBER_OK; locked++) {
             rc = ready_storage(e->in[locked]->storage);
@@ -298,6 +309,7 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
 {
     ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
     int rc = EMBER_OK;
+    D.in_rule++;   /* until let go */
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
         held[i] = NULL;
         if (!saved[i] || rc < 0) continue;
@@ -312,6 +324,8 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
 
 void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 {
+    if (!ember__dtr_on) return;   /* (grad_rules.c calls it whether DTR is on or not) */
+    D.in_rule--;
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
         if (!held[i]) continue;
         held[i]->storage->dtr_locks--;
@@ -321,43 +335,73 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 }
 
 /* ------------------------------------------------------------------ eviction */
-/* The heuristic: the cost of remaking e (its own op's and, recursively,
-   that of the evicted or dropped inputs it would remake first: MegEngine's
-   neighbourhood estimate) over its size times its staleness; the smallest
-   goes first. The chain's cost is worked out once per pick (e->stamp). */
-static double chain_cost(dtr_entry *e, uint64_t stamp, int depth)
+/* The heuristic, DTR's h_DTR with its equivalence classes (e*): evicting
+   e costs its own op's time plus that of the evicted neighbourhood it joins,
+   the evicted inputs its recomputation would remake first (recursively:
+   MegEngine's estimate) and the evicted results whose recomputation would
+   then remake it too (recursively); over its size times its staleness (ops
+   since it was last read); the smallest goes first. One walk in the order
+   of making sums each evicted storage's ancestors (chain), one in reverse
+   its descendants (desc), so a pick costs two passes over the recipes
+   however long the evicted runs are. */
+/* A grad rule's result (a gradient on its way, a parameter's gradient
+   waiting to be accumulated) is evicted only when nothing else is left:
+   remaking it remakes the backward that led to it, and the forward under
+   that, since their own results were dropped as they went. */
+#define LATE_FACTOR 1e6
+
+static dtr_entry *input_entry(const dtr_entry *e, int i) { return e->in[i]->storage->dtr; }
+
+static dtr_entry *pick(int64_t *evictable)
 {
-    if (e->stamp == stamp) return e->chain;
-    double c = e->cost;
-    for (int i = 0; depth < 64 && i < e->nin; i++) {
-        dtr_entry *p = e->in[i]->storage->dtr;
-        if (p && p->evicted) c += chain_cost(p, stamp, depth + 1);
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
+        double c = e->evicted ? e->cost : 0;
+        for (int i = 0; i < e->nin; i++) {
+            dtr_entry *p = input_entry(e, i);
+            if (p && p->evicted) c += p->chain;
+        }
+        e->chain = c;   /* evicted: with its evicted ancestors; resident: those it would remake */
+        e->desc = 0;
     }
-    e->stamp = stamp;
-    e->chain = c;
-    return c;
-}
-
-static double score(dtr_entry *e, uint64_t stamp)
-{
-    double stale = (double)(D.clock - e->last_use + 1);
-    return (chain_cost(e, stamp, 0) + 1e-9) / ((double)e->s->nbytes * stale);
-}
-
-static dtr_entry *pick(void)
-{
+    for (dtr_entry *e = D.head.prev; e != &D.head; e = e->prev) {
+        /* an evicted result counts when something outside DTR holds it, or
+           one that does needs it: one only recipes hold is remade only then */
+        if (!e->evicted || (e->s->refcount == e->s->dtr_holds && e->desc == 0)) continue;
+        for (int i = 0; i < e->nin; i++) {
+            dtr_entry *p = input_entry(e, i);
+            if (p) p->desc += e->cost + e->desc;
+        }
+    }
     dtr_entry *best = NULL;
     double best_score = 0;
-    uint64_t stamp = ++D.picks;
+    *evictable = 0;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         if (e->evicted || e->s->dtr_locks > 0 || (int64_t)e->s->nbytes < D.min_size) continue;
-        double sc = score(e, stamp);
+        *evictable += (int64_t)e->s->nbytes;
+        double stale = (double)(D.clock - e->last_use + 1);
+        double sc = (e->cost + e->chain + e->desc + 1e-9) / ((double)e->s->nbytes * stale);
+        if (e->late) sc *= LATE_FACTOR;
         if (!best || sc < best_score) {
             best = e;
             best_score = sc;
         }
     }
     return best;
+}
+
+/* The bytes eviction could not free grew by an eighth of the budget since
+   the last hint (or the lowest seen since): the binding is asked to run its
+   GC, which may free the tensors dead wrappers still hold. Collecting only
+   then, not every so many bytes, keeps the GC off the step while eviction
+   can make room. */
+static void note_pinned(int64_t evictable)
+{
+    int64_t pinned = ember_bytes_in_use() - evictable;
+    if (pinned < D.pinned_base) D.pinned_base = pinned;
+    if (pinned - D.pinned_base > D.budget / 8) {
+        D.gc_wanted = 1;
+        D.pinned_base = pinned;
+    }
 }
 
 int ember__dtr_make_room(size_t nbytes, int64_t limit)
@@ -367,21 +411,33 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
     bool by_limit = limit > 0 && limit < cap;
     if (by_limit) cap = limit;
     if (nbytes > (size_t)INT64_MAX / 2) nbytes = (size_t)INT64_MAX / 2;
-    int64_t need = (int64_t)nbytes;
+    int64_t need = (int64_t)nbytes, evictable = 0;
+    bool picked = false;
     while (ember_bytes_in_use() + need > cap) {
-        dtr_entry *v = pick();
+        dtr_entry *v = pick(&evictable);
+        picked = true;
         if (!v) {
+            D.gc_wanted = 1;
             if (by_limit) return EMBER_OK;   /* the limit's own error follows */
             return ember__fail(EMBER_ERR_OOM,
                                "out of memory: %zu bytes would pass the DTR budget of %lld bytes (%lld in use, "
                                "nothing left to evict)", nbytes, (long long)D.budget, (long long)ember_bytes_in_use());
         }
         evict(v);
+        evictable -= (int64_t)v->s->nbytes;
         D.evictions++;
     }
+    if (picked) note_pinned(evictable);
     int64_t after = ember_bytes_in_use() + need;
     if (after > D.peak) D.peak = after;
     return EMBER_OK;
+}
+
+int ember_dtr_gc_wanted(void)
+{
+    int w = D.gc_wanted;
+    D.gc_wanted = 0;
+    return w;
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -505,6 +561,8 @@ int ember_dtr_enable(int64_t budget, int64_t min_size)
     D.evictions = D.recomputes = D.drops = 0;
     D.recompute_s = 0;
     D.peak = ember_bytes_in_use();
+    D.pinned_base = D.peak;
+    D.gc_wanted = 0;
     ember__dtr_on = 1;
     return EMBER_OK;
 }
