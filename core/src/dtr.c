@@ -55,7 +55,7 @@ static struct {
     int gc_wanted;
     double recompute_s;
     double draw_s_per_byte;                 /* a random draw's cost, as the last one remade took */
-} D = {.draw_s_per_byte = 1e-9, .head = {.prev = &D.head, .next = &D.head}};
+} D = {.draw_s_per_byte = 1e-8, .head = {.prev = &D.head, .next = &D.head}};
 
 static double now_s(void)
 {
