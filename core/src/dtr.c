@@ -37,7 +37,8 @@ typedef struct ember__dtr_entry {
     int ndim, dtype, device;
     int64_t shape[EMBER_MAX_DIMS];
     double cost;                            /* seconds the op took */
-    double chain, desc;                     /* pick(): the evicted neighbourhood's cost, up and down */
+    struct ember__dtr_entry *uf, *seen_by;  /* pick(): its class (union-find), the last one it was added to */
+    double class_cost, nbr;                 /* pick(): its class's cost (at the root), its neighbourhood's */
     uint64_t last_use;
 } dtr_entry;
 
@@ -336,14 +337,14 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 
 /* ------------------------------------------------------------------ eviction */
 /* The heuristic, DTR's h_DTR with its equivalence classes (e*): evicting
-   e costs its own op's time plus that of the evicted neighbourhood it joins,
-   the evicted inputs its recomputation would remake first (recursively:
-   MegEngine's estimate) and the evicted results whose recomputation would
-   then remake it too (recursively); over its size times its staleness (ops
-   since it was last read); the smallest goes first. One walk in the order
-   of making sums each evicted storage's ancestors (chain), one in reverse
-   its descendants (desc), so a pick costs two passes over the recipes
-   however long the evicted runs are. */
+   e costs its own op's time plus that of the evicted neighbourhood it
+   joins: the classes of evicted storages (connected through recipes)
+   beside it, above (what its recomputation would remake first, MegEngine's
+   estimate) and below (evicted results whose recomputation would then
+   remake it too), each class counted once; over its size times its
+   staleness (ops since it was last read); the smallest goes first. A pick
+   builds the classes (union-find) in one walk over the recipes and scores
+   in two more, however long the evicted runs are. */
 /* A grad rule's result (a gradient on its way, a parameter's gradient
    waiting to be accumulated) is evicted only when nothing else is left:
    remaking it remakes the backward that led to it, and the forward under
@@ -352,24 +353,47 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 
 static dtr_entry *input_entry(const dtr_entry *e, int i) { return e->in[i]->storage->dtr; }
 
+static dtr_entry *class_of(dtr_entry *e)
+{
+    while (e->uf != e) {
+        e->uf = e->uf->uf;   /* path halving */
+        e = e->uf;
+    }
+    return e;
+}
+
+/* adds the cost of the class of evicted q to the neighbourhood of t, once */
+static void neighbour(dtr_entry *t, dtr_entry *q)
+{
+    dtr_entry *r = class_of(q);
+    if (r->seen_by == t) return;
+    r->seen_by = t;
+    t->nbr += r->class_cost;
+}
+
 static dtr_entry *pick(int64_t *evictable)
 {
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
-        double c = e->evicted ? e->cost : 0;
+        e->uf = e;
+        e->seen_by = NULL;
+        e->nbr = 0;
+        if (!e->evicted) continue;
+        e->class_cost = e->cost;
         for (int i = 0; i < e->nin; i++) {
             dtr_entry *p = input_entry(e, i);
-            if (p && p->evicted) c += p->chain;
+            if (!p || !p->evicted) continue;
+            dtr_entry *a = class_of(e), *b = class_of(p);
+            if (a == b) continue;
+            b->uf = a;
+            a->class_cost += b->class_cost;
         }
-        e->chain = c;   /* evicted: with its evicted ancestors; resident: those it would remake */
-        e->desc = 0;
     }
-    for (dtr_entry *e = D.head.prev; e != &D.head; e = e->prev) {
-        /* an evicted result counts when something outside DTR holds it, or
-           one that does needs it: one only recipes hold is remade only then */
-        if (!e->evicted || (e->s->refcount == e->s->dtr_holds && e->desc == 0)) continue;
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         for (int i = 0; i < e->nin; i++) {
             dtr_entry *p = input_entry(e, i);
-            if (p) p->desc += e->cost + e->desc;
+            if (!p || p->evicted == e->evicted) continue;
+            if (e->evicted) neighbour(p, e);   /* below resident p */
+            else neighbour(e, p);              /* above resident e */
         }
     }
     dtr_entry *best = NULL;
@@ -379,7 +403,7 @@ static dtr_entry *pick(int64_t *evictable)
         if (e->evicted || e->s->dtr_locks > 0 || (int64_t)e->s->nbytes < D.min_size) continue;
         *evictable += (int64_t)e->s->nbytes;
         double stale = (double)(D.clock - e->last_use + 1);
-        double sc = (e->cost + e->chain + e->desc + 1e-9) / ((double)e->s->nbytes * stale);
+        double sc = (e->cost + e->nbr + 1e-9) / ((double)e->s->nbytes * stale);
         if (e->late) sc *= LATE_FACTOR;
         if (!best || sc < best_score) {
             best = e;
