@@ -36,7 +36,7 @@ typedef struct ember__dtr_entry {
     ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
     int ndim, dtype, device;
     int64_t shape[EMBER_MAX_DIMS];
-    double cost;                            /* seconds the op took */
+    double cost;                            /* CPU seconds the op took (op_s) */
     struct ember__dtr_entry *uf, *seen_by;  /* pick(): its class (union-find), the last one it was added to */
     double class_cost, nbr;                 /* pick(): its class's cost (at the root), its neighbourhood's */
     uint64_t last_use;
@@ -62,6 +62,17 @@ static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* An op's cost for the heuristic: the CPU seconds of the calling thread
+   (its share of a parallel op), which a busy machine's preemption does not
+   inflate as it does wall time (a relu timed 1000x its usual under load);
+   recompute_s in the stats stays wall time. */
+static double op_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -247,10 +258,10 @@ static int remat(dtr_entry *e)
     e->s->dtr_locks++;
     D.depth++;
     if (e->op < 0) {
-        double t1 = now_s();
+        double t1 = op_s();
         rc = ember__new(e->ndim, e->shape, e->dtype, e->device, &made);
         if (rc == EMBER_OK) rc = ember__draw_fill(made, &e->draw);
-        if (rc == EMBER_OK) e->cost = now_s() - t1;
+        if (rc == EMBER_OK) e->cost = op_s() - t1;
         if (rc == EMBER_OK) D.draw_s_per_byte = e->cost / (double)e->s->nbytes;
     } else {
         for (; locked < e->nin && rc == EMBER_OK; locked++) {
@@ -294,11 +305,11 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
             in[locked]->storage->dtr_locks++;
         }
     bool note = D.depth == 0 && ember__ag_recording_open();
-    double t0 = note ? now_s() : 0;
+    double t0 = note ? op_s() : 0;
     D.depth++;
     if (rc == EMBER_OK) rc = plain(op, nin, in, at, out);
     D.depth--;
-    double cost = note ? now_s() - t0 : 0;
+    double cost = note ? op_s() - t0 : 0;
     for (int i = 0; i < locked; i++) in[i]->storage->dtr_locks--;
     if (rc == EMBER_OK && note)
         for (int k = 0; k < ember__ops[op].nout; k++)
