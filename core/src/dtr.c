@@ -53,6 +53,7 @@ static struct {
     uint64_t clock;
     int64_t evictions, recomputes, drops, peak, entries;
     int64_t pinned_base;                    /* note_pinned(): in use but not evictable, at the last hint */
+    int64_t next_check;                     /* note_pinned(): the bytes in use at which to measure again */
     int gc_wanted;
     double recompute_s;
     double draw_s_per_byte;                 /* a random draw's cost, as the last one remade took */
@@ -382,7 +383,10 @@ static void neighbour(dtr_entry *t, dtr_entry *q)
     t->nbr += r->class_cost;
 }
 
-static dtr_entry *pick(int64_t *evictable)
+/* *tracked gets the bytes of the resident recipes of min_size or more
+   (evictable, or locked now): with the bytes in use, what eviction cannot
+   free, garbage the host's GC has not collected yet among it */
+static dtr_entry *pick(int64_t *tracked)
 {
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         e->uf = e;
@@ -409,10 +413,11 @@ static dtr_entry *pick(int64_t *evictable)
     }
     dtr_entry *best = NULL;
     double best_score = 0;
-    *evictable = 0;
+    *tracked = 0;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
-        if (e->evicted || e->s->dtr_locks > 0 || (int64_t)e->s->nbytes < D.min_size) continue;
-        *evictable += (int64_t)e->s->nbytes;
+        if (e->evicted || (int64_t)e->s->nbytes < D.min_size) continue;
+        *tracked += (int64_t)e->s->nbytes;
+        if (e->s->dtr_locks > 0) continue;
         double stale = (double)(D.clock - e->last_use + 1);
         double sc = (e->cost + e->nbr + 1e-9) / ((double)e->s->nbytes * stale);
         if (e->late) sc *= LATE_FACTOR;
@@ -424,19 +429,22 @@ static dtr_entry *pick(int64_t *evictable)
     return best;
 }
 
-/* The bytes eviction could not free grew by an eighth of the budget since
-   the last hint (or the lowest seen since): the binding is asked to run its
-   GC, which may free the tensors dead wrappers still hold. Collecting only
-   then, not every so many bytes, keeps the GC off the step while eviction
-   can make room. */
-static void note_pinned(int64_t evictable)
+/* The bytes eviction could never free (no recipe, or under min_size) grew
+   by an eighth of the budget since the last hint (or the lowest seen
+   since): the binding is asked to run its GC, which may free the tensors
+   dead wrappers still hold. Collecting only then, not every so many bytes,
+   keeps the GC off the step while eviction can make room. Until the bytes
+   in use could have grown that much, the walk that measures it is skipped
+   (next_check). */
+static void note_pinned(int64_t tracked)
 {
-    int64_t pinned = ember_bytes_in_use() - evictable;
+    int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked;
     if (pinned < D.pinned_base) D.pinned_base = pinned;
     if (pinned - D.pinned_base > D.budget / 8) {
         D.gc_wanted = 1;
         D.pinned_base = pinned;
     }
+    D.next_check = in_use + D.budget / 8 - (pinned - D.pinned_base);
 }
 
 int ember__dtr_make_room(size_t nbytes, int64_t limit)
@@ -446,10 +454,10 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
     bool by_limit = limit > 0 && limit < cap;
     if (by_limit) cap = limit;
     if (nbytes > (size_t)INT64_MAX / 2) nbytes = (size_t)INT64_MAX / 2;
-    int64_t need = (int64_t)nbytes, evictable = 0;
+    int64_t need = (int64_t)nbytes, tracked = 0;
     bool picked = false;
     while (ember_bytes_in_use() + need > cap) {
-        dtr_entry *v = pick(&evictable);
+        dtr_entry *v = pick(&tracked);
         picked = true;
         if (!v) {
             D.gc_wanted = 1;
@@ -459,10 +467,17 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
                                "nothing left to evict)", nbytes, (long long)D.budget, (long long)ember_bytes_in_use());
         }
         evict(v);
-        evictable -= (int64_t)v->s->nbytes;
+        tracked -= (int64_t)v->s->nbytes;
         D.evictions++;
     }
-    if (picked) note_pinned(evictable);
+    /* also when no eviction was needed, so tensors without a recipe (made
+       outside a recording) that dead wrappers hold are collected before
+       they fill the budget */
+    if (!picked && ember_bytes_in_use() + need > D.next_check) {
+        pick(&tracked);
+        picked = true;
+    }
+    if (picked) note_pinned(tracked);
     int64_t after = ember_bytes_in_use() + need;
     if (after > D.peak) D.peak = after;
     return EMBER_OK;
@@ -472,6 +487,10 @@ int ember_dtr_gc_wanted(void)
 {
     int w = D.gc_wanted;
     D.gc_wanted = 0;
+    if (w) {   /* a collection follows: the next allocation measures afresh what it left */
+        D.pinned_base = INT64_MAX / 4;
+        D.next_check = 0;
+    }
     return w;
 }
 
@@ -598,6 +617,7 @@ int ember_dtr_enable(int64_t budget, int64_t min_size)
     D.peak = ember_bytes_in_use();
     D.pinned_base = D.peak;
     D.gc_wanted = 0;
+    D.next_check = D.peak + budget / 8;
     ember__dtr_on = 1;
     return EMBER_OK;
 }
