@@ -59,38 +59,41 @@ local function trainer(name, batch)
 end
 
 -- The largest batch (the default one times 1, 1.5, 2, 3, 4, ...) that trains
--- two steps in a fixed number of bytes, the unconstrained peak at the
--- default batch: under set_memory_limit without DTR, then under a DTR budget.
+-- in a fixed number of bytes, the unconstrained peak at the default batch:
+-- without DTR, the batches whose own peak (the second step's, the garbage
+-- collected after each step as in bench()) fits; with DTR, those that train
+-- two steps under a budget of that many bytes.
 local function largest_batch(name)
   local b0 = batch_arg or DEFAULT_BATCH[name]
-  local step = trainer(name, b0)
-  step()
-  ember.reset_peak_memory()
-  step()
-  local bytes = ember.memory_stats().peak_bytes
-  step = nil
-  settle()
+  -- the peak of batch b's second step, over the bytes in use before its model was made
+  local function peak_of(b, budget)
+    local base = settle()
+    local step, gm = trainer(name, b)
+    if budget then ember.dtr.enable({ budget = base + budget }) end
+    local ok, err = pcall(function()
+      step()
+      ember.reset_peak_memory()
+      step()
+    end)
+    if ember.dtr.is_enabled() then ember.dtr.disable() end
+    if not ok and gm:is_recording() then gm:release() end
+    local peak = ember.memory_stats().peak_bytes - base
+    step, gm = nil, nil
+    settle()
+    return ok and peak or nil, err
+  end
+  local bytes = assert(peak_of(b0))
   local found = {}
-  for _, mode in ipairs({ "limit", "dtr" }) do
+  for _, mode in ipairs({ "plain", "dtr" }) do
     for _, mult in ipairs({ 1, 1.5, 2, 3, 4, 6, 8 }) do
       local b = math.floor(b0 * mult)
-      local gm
-      local ok = pcall(function()
-        local st
-        st, gm = trainer(name, b)
-        if mode == "limit" then ember.set_memory_limit(bytes) else ember.dtr.enable({ budget = bytes }) end
-        st()
-        st()
-      end)
-      if mode == "limit" then ember.set_memory_limit(nil) elseif ember.dtr.is_enabled() then ember.dtr.disable() end
-      if not ok and gm and gm:is_recording() then gm:release() end
-      settle()
-      if not ok then break end
+      local peak = peak_of(b, mode == "dtr" and bytes or nil)
+      if not peak or peak > bytes then break end
       found[mode] = b
     end
   end
   print(B.json({ bench = "dtr_" .. name .. "_largest_batch", bytes = bytes, default_batch = b0,
-    without_dtr = found.limit or 0, with_dtr = found.dtr or 0 }))
+    without_dtr = found.plain or 0, with_dtr = found.dtr or 0 }))
 end
 
 local function bench(name)

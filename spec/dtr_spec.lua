@@ -73,6 +73,33 @@ local function exact(case, no_recompute)
   return st
 end
 
+-- The parameters case trains to without DTR, then case made afresh (seed
+-- 7) and the bytes that leave frac of its activations' unconstrained peak.
+local function fresh_case(case, frac)
+  local ref, _, _, m0 = train(case)
+  local _, _, _, m = train(case, 0, m0)
+  settle()
+  ember.manual_seed(7)
+  local c = case()
+  local base = settle()
+  return ref, c, math.floor(base + m.floor + frac * (m.peak - m.floor))
+end
+
+-- STEPS steps of c under the DTR enabled (collecting between them when
+-- collect); DTR's stats, after it is disabled
+local function run_steps(c, collect)
+  local ok, err = pcall(function()
+    for i = 1, STEPS do
+      c.step(i)
+      if collect then settle() end
+    end
+  end)
+  local st = ember.dtr.stats()
+  ember.dtr.disable()
+  assert(ok, err)
+  return st
+end
+
 -- a model, an optimizer, a batch and a loss, one step of training
 local function stepper(model, opt_fn, x, loss_fn, backward)
   local params = model:parameters()
@@ -248,26 +275,37 @@ describe("DTR", function()
     for i = 1, #ref do assert.is_true(ember.equal(ref[i], got[i]), "parameter or buffer " .. i .. " differs") end
   end)
 
-  it("evicts before set_memory_limit's limit raises", function()
-    local ref, _, _, m0 = train(mlp)
-    local _, _, _, m = train(mlp, 0, m0)
-    settle()
-    ember.manual_seed(7)
-    local c = mlp()
+  it("has the GC collect dead tensors it cannot evict before they fill the budget", function()
+    -- tensors made outside a recording have no recipe: only the GC frees
+    -- them once their wrappers die, and a budget under the GC's usual
+    -- allowance (24 MiB) fills first unless DTR asks for a collection
     local base = settle()
-    local limit = math.floor(base + m.floor + 0.7 * (m.peak - m.floor))
-    ember.set_memory_limit(limit)
-    ember.dtr.enable({ budget = 2 ^ 50, min_size = 0 })   -- never the lower ceiling
+    ember.dtr.enable({ budget = base + 16 * 2 ^ 20 })
     local ok, err = pcall(function()
-      for i = 1, STEPS do
-        c.step(i)
-        settle()
-      end
+      for _ = 1, 100 do local _ = ember.zeros(2 ^ 20) + 1 end   -- 4 MiB each, twice
     end)
     local st = ember.dtr.stats()
     ember.dtr.disable()
-    ember.set_memory_limit(nil)
     assert(ok, err)
+    assert.is_true(st.peak_bytes <= base + 16 * 2 ^ 20)
+  end)
+
+  it("trains with no collection between steps, bit for bit", function()
+    local ref, c, budget = fresh_case(cnn, 0.9)
+    ember.dtr.enable({ budget = budget, min_size = 0 })
+    local st = run_steps(c, false)
+    assert.is_true(st.evictions > 0)
+    assert.is_true(st.peak_bytes <= budget)
+    for i = 1, #ref do assert.is_true(ember.equal(ref[i], c.params[i]), "parameter " .. i .. " differs") end
+  end)
+
+  it("evicts before set_memory_limit's limit raises", function()
+    local ref, c, limit = fresh_case(mlp, 0.7)
+    ember.set_memory_limit(limit)
+    ember.dtr.enable({ budget = 2 ^ 50, min_size = 0 })   -- never the lower ceiling
+    local ok, st = pcall(run_steps, c, true)
+    ember.set_memory_limit(nil)
+    assert(ok, st)
     assert.is_true(st.evictions > 0)
     assert.is_true(st.peak_bytes <= limit)
     for i = 1, #ref do assert.is_true(ember.equal(ref[i], c.params[i]), "parameter " .. i .. " differs") end

@@ -30,32 +30,50 @@ typedef struct ember__dtr_entry {
     int op;                                 /* EMBER_OP_*, or -1: a random draw */
     int nin, out_k, has_attrs;
     int evicted, mark;
+    int late;                               /* made by a grad rule: evicted last (see pick) */
     ember_attrs at;
     ember_tensor **in;                      /* [nin] private aliases of the inputs */
     ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
     int ndim, dtype, device;
     int64_t shape[EMBER_MAX_DIMS];
-    double cost;                            /* seconds the op took */
-    double chain;                           /* with the evicted inputs it remakes first (at pick `stamp`) */
-    uint64_t last_use, stamp;
+    double cost;                            /* CPU seconds the op took (op_s) */
+    struct ember__dtr_entry *uf, *seen_by;  /* pick(): its class (union-find), the last one it was added to */
+    double class_cost, nbr;                 /* pick(): its class's cost (at the root), its neighbourhood's */
+    uint64_t last_use;
 } dtr_entry;
 
 static struct {
     int64_t budget, min_size;
     dtr_entry head;                         /* sentinel of the list */
     int depth;                              /* inside an op or a recomputation: make no recipes */
+    int in_rule;                            /* inside a built-in grad rule: make no recipes */
     int settling;                           /* disable(): no eviction */
     dtr_entry *doomed;                      /* cut(): recipes whose aliases are still to release */
     int cutting;
-    uint64_t clock, picks;
+    uint64_t clock;
     int64_t evictions, recomputes, drops, peak, entries;
+    int64_t pinned_base;                    /* note_pinned(): in use but not evictable, at the last hint */
+    int64_t next_check;                     /* note_pinned(): the bytes in use at which to measure again */
+    int gc_wanted;
     double recompute_s;
-} D = {.head = {.prev = &D.head, .next = &D.head}};
+    double draw_s_per_byte;                 /* a random draw's cost, as the last one remade took */
+} D = {.draw_s_per_byte = 1e-8, .head = {.prev = &D.head, .next = &D.head}};
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* An op's cost for the heuristic: the CPU seconds of the calling thread
+   (its share of a parallel op), which a busy machine's preemption does not
+   inflate as it does wall time (a relu timed 1000x its usual under load);
+   recompute_s in the stats stays wall time. */
+static double op_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -166,6 +184,7 @@ static void note_op(ember_tensor *o, int op, int nin, ember_tensor *const *in, c
     e->nin = nin;
     e->in = al;
     e->out_k = k;
+    e->late = D.in_rule > 0;
     e->has_attrs = at != NULL;
     if (at) e->at = *at;
 }
@@ -175,7 +194,9 @@ void ember__dtr_note_draw(ember_tensor *t, const ember__draw *d)
     if (D.depth || !ember__ag_recording_open() || !fresh(t->storage) || t->storage->refcount != 1 || !t->is_contiguous || t->offset != 0 ||
         (size_t)t->numel * (size_t)ember_dtype_size(t->dtype) != t->storage->nbytes)
         return;
-    dtr_entry *e = new_entry(t->storage, -1, 0);
+    /* its cost: the seconds per byte the last draw remade took (ember__dtr_note_draw
+       comes after the fill, which it does not time) */
+    dtr_entry *e = new_entry(t->storage, -1, D.draw_s_per_byte * (double)t->storage->nbytes);
     if (!e) return;
     e->draw = *d;
     e->ndim = t->ndim;
@@ -238,8 +259,11 @@ static int remat(dtr_entry *e)
     e->s->dtr_locks++;
     D.depth++;
     if (e->op < 0) {
+        double t1 = op_s();
         rc = ember__new(e->ndim, e->shape, e->dtype, e->device, &made);
         if (rc == EMBER_OK) rc = ember__draw_fill(made, &e->draw);
+        if (rc == EMBER_OK) e->cost = op_s() - t1;
+        if (rc == EMBER_OK) D.draw_s_per_byte = e->cost / (double)e->s->nbytes;
     } else {
         for (; locked < e->nin && rc == EMBER_OK; locked++) {
             rc = ready_storage(e->in[locked]->storage);
@@ -282,11 +306,11 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
             in[locked]->storage->dtr_locks++;
         }
     bool note = D.depth == 0 && ember__ag_recording_open();
-    double t0 = note ? now_s() : 0;
+    double t0 = note ? op_s() : 0;
     D.depth++;
     if (rc == EMBER_OK) rc = plain(op, nin, in, at, out);
     D.depth--;
-    double cost = note ? now_s() - t0 : 0;
+    double cost = note ? op_s() - t0 : 0;
     for (int i = 0; i < locked; i++) in[i]->storage->dtr_locks--;
     if (rc == EMBER_OK && note)
         for (int k = 0; k < ember__ops[op].nout; k++)
@@ -298,6 +322,7 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
 {
     ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
     int rc = EMBER_OK;
+    D.in_rule++;   /* until let go */
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
         held[i] = NULL;
         if (!saved[i] || rc < 0) continue;
@@ -312,6 +337,8 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
 
 void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 {
+    if (!ember__dtr_on) return;   /* (grad_rules.c calls it whether DTR is on or not) */
+    D.in_rule--;
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
         if (!held[i]) continue;
         held[i]->storage->dtr_locks--;
@@ -321,43 +348,103 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 }
 
 /* ------------------------------------------------------------------ eviction */
-/* The heuristic: the cost of remaking e (its own op's and, recursively,
-   that of the evicted or dropped inputs it would remake first: MegEngine's
-   neighbourhood estimate) over its size times its staleness; the smallest
-   goes first. The chain's cost is worked out once per pick (e->stamp). */
-static double chain_cost(dtr_entry *e, uint64_t stamp, int depth)
+/* The heuristic, DTR's h_DTR with its equivalence classes (e*): evicting
+   e costs its own op's time plus that of the evicted neighbourhood it
+   joins: the classes of evicted storages (connected through recipes)
+   beside it, above (what its recomputation would remake first, MegEngine's
+   estimate) and below (evicted results whose recomputation would then
+   remake it too), each class counted once; over its size times its
+   staleness (ops since it was last read); the smallest goes first. A pick
+   builds the classes (union-find) in one walk over the recipes and scores
+   in two more, however long the evicted runs are. */
+/* A grad rule's result (a gradient on its way, a parameter's gradient
+   waiting to be accumulated) is evicted only when nothing else is left:
+   remaking it remakes the backward that led to it, and the forward under
+   that, since their own results were dropped as they went. */
+#define LATE_FACTOR 1e6
+
+static dtr_entry *input_entry(const dtr_entry *e, int i) { return e->in[i]->storage->dtr; }
+
+static dtr_entry *class_of(dtr_entry *e)
 {
-    if (e->stamp == stamp) return e->chain;
-    double c = e->cost;
-    for (int i = 0; depth < 64 && i < e->nin; i++) {
-        dtr_entry *p = e->in[i]->storage->dtr;
-        if (p && p->evicted) c += chain_cost(p, stamp, depth + 1);
+    while (e->uf != e) {
+        e->uf = e->uf->uf;   /* path halving */
+        e = e->uf;
     }
-    e->stamp = stamp;
-    e->chain = c;
-    return c;
+    return e;
 }
 
-static double score(dtr_entry *e, uint64_t stamp)
+/* adds the cost of the class of evicted q to the neighbourhood of t, once */
+static void neighbour(dtr_entry *t, dtr_entry *q)
 {
-    double stale = (double)(D.clock - e->last_use + 1);
-    return (chain_cost(e, stamp, 0) + 1e-9) / ((double)e->s->nbytes * stale);
+    dtr_entry *r = class_of(q);
+    if (r->seen_by == t) return;
+    r->seen_by = t;
+    t->nbr += r->class_cost;
 }
 
-static dtr_entry *pick(void)
+/* *tracked gets the bytes of the resident recipes of min_size or more
+   (evictable, or locked now): with the bytes in use, what eviction cannot
+   free, garbage the host's GC has not collected yet among it */
+static dtr_entry *pick(int64_t *tracked)
 {
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
+        e->uf = e;
+        e->seen_by = NULL;
+        e->nbr = 0;
+        if (!e->evicted) continue;
+        e->class_cost = e->cost;
+        for (int i = 0; i < e->nin; i++) {
+            dtr_entry *p = input_entry(e, i);
+            if (!p || !p->evicted) continue;
+            dtr_entry *a = class_of(e), *b = class_of(p);
+            if (a == b) continue;
+            b->uf = a;
+            a->class_cost += b->class_cost;
+        }
+    }
+    for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
+        for (int i = 0; i < e->nin; i++) {
+            dtr_entry *p = input_entry(e, i);
+            if (!p || p->evicted == e->evicted) continue;
+            if (e->evicted) neighbour(p, e);   /* below resident p */
+            else neighbour(e, p);              /* above resident e */
+        }
+    }
     dtr_entry *best = NULL;
     double best_score = 0;
-    uint64_t stamp = ++D.picks;
+    *tracked = 0;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
-        if (e->evicted || e->s->dtr_locks > 0 || (int64_t)e->s->nbytes < D.min_size) continue;
-        double sc = score(e, stamp);
+        if (e->evicted || (int64_t)e->s->nbytes < D.min_size) continue;
+        *tracked += (int64_t)e->s->nbytes;
+        if (e->s->dtr_locks > 0) continue;
+        double stale = (double)(D.clock - e->last_use + 1);
+        double sc = (e->cost + e->nbr + 1e-9) / ((double)e->s->nbytes * stale);
+        if (e->late) sc *= LATE_FACTOR;
         if (!best || sc < best_score) {
             best = e;
             best_score = sc;
         }
     }
     return best;
+}
+
+/* The bytes eviction could never free (no recipe, or under min_size) grew
+   by an eighth of the budget since the last hint (or the lowest seen
+   since): the binding is asked to run its GC, which may free the tensors
+   dead wrappers still hold. Collecting only then, not every so many bytes,
+   keeps the GC off the step while eviction can make room. Until the bytes
+   in use could have grown that much, the walk that measures it is skipped
+   (next_check). */
+static void note_pinned(int64_t tracked)
+{
+    int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked;
+    if (pinned < D.pinned_base) D.pinned_base = pinned;
+    if (pinned - D.pinned_base > D.budget / 8) {
+        D.gc_wanted = 1;
+        D.pinned_base = pinned;
+    }
+    D.next_check = in_use + D.budget / 8 - (pinned - D.pinned_base);
 }
 
 int ember__dtr_make_room(size_t nbytes, int64_t limit)
@@ -367,21 +454,44 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
     bool by_limit = limit > 0 && limit < cap;
     if (by_limit) cap = limit;
     if (nbytes > (size_t)INT64_MAX / 2) nbytes = (size_t)INT64_MAX / 2;
-    int64_t need = (int64_t)nbytes;
+    int64_t need = (int64_t)nbytes, tracked = 0;
+    bool picked = false;
     while (ember_bytes_in_use() + need > cap) {
-        dtr_entry *v = pick();
+        dtr_entry *v = pick(&tracked);
+        picked = true;
         if (!v) {
+            D.gc_wanted = 1;
             if (by_limit) return EMBER_OK;   /* the limit's own error follows */
             return ember__fail(EMBER_ERR_OOM,
                                "out of memory: %zu bytes would pass the DTR budget of %lld bytes (%lld in use, "
                                "nothing left to evict)", nbytes, (long long)D.budget, (long long)ember_bytes_in_use());
         }
         evict(v);
+        tracked -= (int64_t)v->s->nbytes;
         D.evictions++;
     }
+    /* also when no eviction was needed, so tensors without a recipe (made
+       outside a recording) that dead wrappers hold are collected before
+       they fill the budget */
+    if (!picked && ember_bytes_in_use() + need > D.next_check) {
+        pick(&tracked);
+        picked = true;
+    }
+    if (picked) note_pinned(tracked);
     int64_t after = ember_bytes_in_use() + need;
     if (after > D.peak) D.peak = after;
     return EMBER_OK;
+}
+
+int ember_dtr_gc_wanted(void)
+{
+    int w = D.gc_wanted;
+    D.gc_wanted = 0;
+    if (w) {   /* a collection follows: the next allocation measures afresh what it left */
+        D.pinned_base = INT64_MAX / 4;
+        D.next_check = 0;
+    }
+    return w;
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -505,6 +615,9 @@ int ember_dtr_enable(int64_t budget, int64_t min_size)
     D.evictions = D.recomputes = D.drops = 0;
     D.recompute_s = 0;
     D.peak = ember_bytes_in_use();
+    D.pinned_base = D.peak;
+    D.gc_wanted = 0;
+    D.next_check = D.peak + budget / 8;
     ember__dtr_on = 1;
     return EMBER_OK;
 }

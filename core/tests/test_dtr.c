@@ -2,8 +2,9 @@
    ember_dtr_stats): a chain of tanh(h w) under a budget of a few of its
    activations evicts and recomputes, and gives the gradient of w bit for
    bit as without DTR, never passing the budget; a budget nothing fits
-   fails the op with EMBER_ERR_OOM naming the budget, and everything goes
-   on after disable; bad arguments fail. */
+   fails the op with EMBER_ERR_OOM naming the budget, asks the host's GC
+   for a collection (ember_dtr_gc_wanted), and everything goes on after
+   disable; bad arguments fail. */
 #include "check.h"
 
 #include <stdlib.h>
@@ -81,8 +82,11 @@ int main(void)
 
     /* x, w and one product fit, not its tanh beside it: the op fails, naming the budget */
     CHECK(ember_dtr_enable(ember_bytes_in_use() + 3 * ACT, 0) == EMBER_OK);
+    CHECK(ember_dtr_gc_wanted() == 0);
     CHECK(chain_grad(got) == EMBER_ERR_OOM);
     CHECK(strstr(ember_last_error(), "DTR budget") != NULL);
+    CHECK(ember_dtr_gc_wanted() == 1);   /* nothing was left to evict: the host's GC is asked for, once */
+    CHECK(ember_dtr_gc_wanted() == 0);
     CHECK(ember_dtr_disable() == EMBER_OK);
     memset(got, 0, sizeof got);
     CHECK(chain_grad(got) == EMBER_OK);

@@ -29,9 +29,10 @@ return function(ember)
     local min_size = bytes_opt("min_size", opts.min_size, 0)
     check(C.ember_dtr_enable(budget, min_size or -1))
     -- what the GC collected is released before each op, and the GC runs
-    -- after a quarter of the budget more is in use: dead tensors waiting for
-    -- it would otherwise crowd out live ones
-    ember._memory_watch("dtr", true, math.max(2 ^ 16, math.floor(budget / 4)))
+    -- when DTR asks: when what eviction cannot free (dead tensors without a
+    -- recipe among it) grew by an eighth of the budget, or nothing was left
+    -- to evict
+    ember._memory_watch("dtr", true)
     ember._dtr_on = true
   end
 

@@ -55,7 +55,7 @@ return function(ember)
   -- data set being converted) comes down as soon as it has died.
   local gc_budget = 24 * 2 ^ 20
   local gc_limit = gc_budget
-  local gc_fixed   -- a DTR budget's part: the GC's allowance, whatever the Lua heap's size
+  local dtr_watch = false   -- under DTR, also when it asks (ember_dtr_gc_wanted: eviction cannot make room)
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
   -- ember.tidy (lua/ember/tidy.lua): while one runs, each new wrapper goes on
@@ -98,7 +98,7 @@ return function(ember)
       if ptrs[i] ~= nil and handles[i] == nil then free_slot(i) end
     end
     cycle[1] = {}
-    gc_limit = tonumber(C.ember_bytes_in_use()) + (gc_fixed or math.max(gc_budget, collectgarbage("count") * 2048))
+    gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
   end
   ember._sweep = sweep
   -- out of memory under a memory limit: release what the GC collected first,
@@ -112,7 +112,7 @@ return function(ember)
   end)
 
   local function gc_pressure()
-    if tonumber(C.ember_bytes_in_use()) > gc_limit then
+    if tonumber(C.ember_bytes_in_use()) > gc_limit or (dtr_watch and C.ember_dtr_gc_wanted() ~= 0) then
       collectgarbage()
       sweep()
     end
@@ -567,17 +567,17 @@ return function(ember)
       fail("set_memory_limit", "expected a whole number of bytes >= 0 or nil, got " .. errors.show(bytes))
     end
     check(C.ember_set_memory_limit(bytes or 0))
-    ember._memory_watch("limit", (bytes or 0) > 0, math.max(2 ^ 16, math.floor((bytes or 0) / 8)))
+    ember._memory_watch("limit", (bytes or 0) > 0)
   end
   -- under a memory limit or a DTR budget, what the GC collected is released
-  -- before each op allocates; gc_bytes (an eighth of the limit or budget)
-  -- makes the GC run after that many bytes more are in use, not 24 MiB
-  function ember._memory_watch(who, on, gc_bytes)
-    watchers[who] = on and (gc_bytes or true) or nil
+  -- before each op allocates; under DTR the GC also runs when DTR asks
+  -- (eviction could not make room, or what it cannot free grew by an eighth
+  -- of the budget), not every so many bytes: evicting is cheaper than a
+  -- full collection, and dead tensors with recipes are evicted like others
+  function ember._memory_watch(who, on)
+    watchers[who] = on or nil
     limited = next(watchers) ~= nil
-    gc_fixed = nil
-    for _, w in pairs(watchers) do if type(w) == "number" then gc_fixed = math.min(gc_fixed or w, w) end end
-    gc_limit = tonumber(C.ember_bytes_in_use()) + (gc_fixed or gc_budget)
+    dtr_watch = watchers.dtr ~= nil
   end
   function ember.reset_peak_memory() C.ember_reset_peak() end
   function ember.empty_cache() C.ember_empty_cache() end

@@ -421,13 +421,6 @@ local function finish(st, ok, err)
     if hooks then for _, h in ipairs(hooks) do if h.fn then h.fn(pending[i]) end end end
   end
   for _, fn in ipairs(self._after) do fn() end
-  -- under DTR, the forward's tensors Lua no longer reaches are released now:
-  -- held, they would count as the user's, and an in-place write (the
-  -- optimizer's) would keep or remake what they need (docs/dtr.md)
-  if ember._dtr_on then
-    collectgarbage()
-    ember._sweep()
-  end
 end
 
 -- finish with the yield points held (hooks and callbacks run whole)
