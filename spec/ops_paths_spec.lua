@@ -3,6 +3,7 @@
 -- and its gathered adjoint (nn_kernels_spec.lua has the window scan).
 local ember = require("ember")
 local F = ember.nn.functional
+local unpack = table.unpack or unpack
 
 describe("embedding's range check in the copy", function()
   local w = ember.randn({ 4, 3 })
@@ -26,5 +27,72 @@ describe("embedding's range check in the copy", function()
         tostring(e))
     end
     assert.are.same({ 2, 3 }, F.embedding(ember.tensor({ 1, 2 }, { dtype = "int32" }), w):shape())
+  end)
+end)
+
+describe("max pooling's adjoint, one pass per plane", function()
+  local ffi = require("ffi")
+  local C = ember._C
+  -- gx zeroed, then gx[idx] += g in output order, in Lua
+  -- (in float32 each sum rounded to float32: the float32 sum of two floats)
+  local function scatter(g, idx, xshape)
+    local N, Cn, H, W = unpack(xshape)
+    local round = g.dtype == "float32" and function(v) return tonumber(ffi.new("float", v)) end
+      or function(v) return v end
+    local gv, iv, n = g:contiguous():view(-1):tolist(), idx:contiguous():view(-1):tolist(), g:size(3) * g:size(4)
+    local gx = {}
+    for i = 1, N * Cn * H * W do gx[i] = 0 end
+    for k = 1, #gv do
+      local q = math.floor((k - 1) / n)
+      local at = q * H * W + iv[k] + 1
+      gx[at] = round(gx[at] + gv[k])
+    end
+    return gx
+  end
+  local function adjoint(g, idx, xshape)
+    local out = ffi.new("ember_tensor*[1]")
+    local rc = C.ember_max_pool2d_backward(ember._ptr("t", g, 1), ember._ptr("t", idx, 2),
+      ffi.new("int64_t[4]", xshape), out)
+    if rc < 0 then return nil, ffi.string(C.ember_last_error()) end
+    return ember._wrap(out[0])
+  end
+  for _, gm in ipairs({ { 3, 2, 1 }, { 3, 2, 0 }, { 2, 2, 0 }, { 2, 1, 1 }, { 5, 3, 2 } }) do
+    for _, dt in ipairs({ "float64", "float32" }) do
+      it(("gives the scatter's bits (%s, kernel %d, stride %d, padding %d), on any thread count"):format(dt,
+        gm[1], gm[2], gm[3]), function()
+        ember.manual_seed(61)
+        -- ties everywhere, so that positions win several windows
+        local x = ember.randint(-2, 3, { 2, 3, 13, 12 }):to(dt)
+        local _, idx = F.max_pool2d(x, gm[1], gm[2], gm[3], 1, false, true)
+        local g = ember.randn(idx:shape(), { dtype = dt })
+        local want = scatter(g, idx, x:shape())
+        local before = ember.get_num_threads()
+        for _, th in ipairs({ 1, 2, 3 }) do
+          ember.set_num_threads(th)
+          local gx = assert(adjoint(g, idx, x:shape()))
+          assert.are.same(want, gx:view(-1):tolist())
+        end
+        ember.set_num_threads(before)
+        -- and through autograd
+        local xr = x:clone()
+        local gmr = ember.autodiff.GradManager():attach({ xr })
+        gmr:record()
+        gmr:backward((F.max_pool2d(xr, gm[1], gm[2], gm[3]) * g):sum())
+        assert.are.same(want, xr.grad:view(-1):tolist())
+      end)
+    end
+  end
+  it("fails naming an index outside the plane, and stays usable", function()
+    local x = ember.randn({ 1, 2, 6, 6 })
+    local _, idx = F.max_pool2d(x, 3, 2, 1, 1, false, true)
+    local g = ember.ones(idx:shape())
+    for _, bad in ipairs({ 36, -1 }) do
+      local b = idx:clone()
+      b:view(-1):narrow(1, 5, 1):fill_(bad)
+      local y, e = adjoint(g, b, { 1, 2, 6, 6 })
+      assert.is_nil(y)
+      assert.truthy(e:find(("max_pool2d_backward: index %d is outside a 6 x 6 plane"):format(bad), 1, true), e)
+    end
+    assert.are.same({ 1, 2, 6, 6 }, adjoint(g, idx, { 1, 2, 6, 6 }):shape())
   end)
 end)
