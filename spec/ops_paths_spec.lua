@@ -96,3 +96,35 @@ describe("max pooling's adjoint, one pass per plane", function()
     assert.are.same({ 1, 2, 6, 6 }, adjoint(g, idx, { 1, 2, 6, 6 }):shape())
   end)
 end)
+
+describe("gather along dim 1 from a dense copy of its tile's slice", function()
+  for _, dt in ipairs({ "float64", "float32", "int32" }) do
+    it(("picks what the index names (%s, tiles of a source 2048 rows long), on any thread count"):format(dt),
+      function()
+        ember.manual_seed(71)
+        local x = ember.randint(-1000, 1000, { 2048, 300 }):to(dt)
+        local idx = ember.randint(1, 2049, { 40, 300 })
+        local xv, iv = x:tolist(), idx:tolist()
+        local want = {}
+        for i = 1, 40 do
+          want[i] = {}
+          for j = 1, 300 do want[i][j] = xv[iv[i][j]][j] end
+        end
+        local before = ember.get_num_threads()
+        for _, th in ipairs({ 1, 2, 3 }) do
+          ember.set_num_threads(th)
+          assert.are.same(want, x:gather(1, idx):tolist())
+          assert.are.same(want, x:gather(1, idx:to("int32")):tolist())
+        end
+        ember.set_num_threads(before)
+        -- a strided index, and a bad one named
+        local it2 = idx:t():contiguous():t()
+        assert.are.same(want, x:gather(1, it2):tolist())
+        local bad = idx:clone()
+        bad[{ 17, 250 }] = 2049
+        local ok, e = pcall(function() return x:gather(1, bad) end)
+        assert.is_false(ok)
+        assert.truthy(tostring(e):find("index 2049 out of range for dim 1 of size 2048", 1, true), tostring(e))
+      end)
+  end
+end)
