@@ -128,3 +128,43 @@ describe("gather along dim 1 from a dense copy of its tile's slice", function()
       end)
   end
 end)
+
+describe("float32 sums and means of short rows, inlined", function()
+  local ffi = require("ffi")
+  local function f32(v) return tonumber(ffi.new("float", v)) end
+  -- reduce.c's order: 16 float lanes, a tree of pairs, the tail, in double, rounded once
+  local function lane_sum(row)
+    local acc, n, i = {}, #row, 0
+    for k = 1, 16 do acc[k] = 0 end
+    while i + 16 <= n do
+      for k = 1, 16 do acc[k] = f32(acc[k] + row[i + k]) end
+      i = i + 16
+    end
+    local w = 8
+    while w > 0 do
+      for k = 1, w do acc[k] = f32(acc[k] + acc[k + w]) end
+      w = w / 2
+    end
+    local s = acc[1]
+    for j = i + 1, n do s = f32(s + row[j]) end
+    return s
+  end
+  for _, hw in ipairs({ { 7, 7 }, { 1, 3 }, { 4, 4 }, { 5, 13 } }) do
+    it(("gives reduce.c's order over %d x %d planes, and the float64 mean within rounding"):format(hw[1], hw[2]),
+      function()
+        ember.manual_seed(81)
+        local x = ember.randn({ 3, 5, hw[1], hw[2] })
+        local rows = x:view(15, hw[1] * hw[2]):tolist()
+        local s, m = x:sum({ 3, 4 }):view(-1):tolist(), x:mean({ 3, 4 }, true):view(-1):tolist()
+        local m64 = x:to("float64"):mean({ 3, 4 }):view(-1):tolist()
+        for r = 1, 15 do
+          local want = lane_sum(rows[r])
+          assert.are.equal(f32(want), s[r])
+          assert.are.equal(f32(want / (hw[1] * hw[2])), m[r])
+          assert.is_true(math.abs(m[r] - m64[r]) <= 1e-6 * (1 + math.abs(m64[r])))
+        end
+        assert.are.same({ 3, 5, 1, 1 }, F.adaptive_avg_pool2d(x, 1):shape())
+        assert.are.same(x:mean({ 3, 4 }, true):tolist(), F.adaptive_avg_pool2d(x, 1):tolist())
+      end)
+  end
+end)
