@@ -168,3 +168,39 @@ describe("float32 sums and means of short rows, inlined", function()
       end)
   end
 end)
+
+describe("average pooling's plane sweeps", function()
+  local ffi = require("ffi")
+  -- each window's rows summed left to right, the rows top to bottom, times 1 / (kh kw)
+  local function reference(x, k, s, pd)
+    local N, Cn, H, W = unpack(x:shape())
+    local r = x.dtype == "float32" and function(v) return tonumber(ffi.new("float", v)) end or function(v) return v end
+    local Ho, Wo = math.floor((H + 2 * pd - k) / s) + 1, math.floor((W + 2 * pd - k) / s) + 1
+    local v, ys, inv = x:view(-1):tolist(), {}, r(1 / (k * k))
+    for q = 0, N * Cn - 1 do
+      for oh = 0, Ho - 1 do
+        for ow = 0, Wo - 1 do
+          local tot
+          for h = math.max(0, oh * s - pd), math.min(H, oh * s - pd + k) - 1 do
+            local w0, w1 = math.max(0, ow * s - pd), math.min(W, ow * s - pd + k) - 1
+            local rs = v[q * H * W + h * W + w0 + 1]
+            for w = w0 + 1, w1 do rs = r(rs + v[q * H * W + h * W + w + 1]) end
+            tot = tot and r(tot + rs) or rs
+          end
+          ys[#ys + 1] = r(tot * inv)
+        end
+      end
+    end
+    return ys
+  end
+  for _, dt in ipairs({ "float64", "float32" }) do
+    for _, g in ipairs({ { 2, 2, 0 }, { 3, 2, 1 }, { 3, 1, 1 }, { 5, 3, 2 }, { 1, 1, 0 }, { 4, 4, 2 } }) do
+      it(("adds in the window scan's order, bit for bit (%s, kernel %d, stride %d, padding %d)"):format(dt, g[1], g[2],
+        g[3]), function()
+        ember.manual_seed(91)
+        local x = ember.randn({ 2, 3, 13, 17 }, { dtype = dt })
+        assert.are.same(reference(x, g[1], g[2], g[3]), F.avg_pool2d(x, g[1], g[2], g[3]):view(-1):tolist())
+      end)
+    end
+  end
+end)

@@ -20,6 +20,26 @@
 
 #define POOL_GT(x, y) ((x) > (y) || (x) != (x))
 
+/* the outputs whose windows lie inside the plane: rows [*oa, *ob), columns
+   [*wa, *wb); false when there are none */
+static bool inner_windows(const ember__pool_geom *p, int64_t *oa, int64_t *ob, int64_t *wa, int64_t *wb)
+{
+    *oa = (p->ph + p->sh - 1) / p->sh, *wa = (p->pw + p->sw - 1) / p->sw;
+    *ob = p->H >= p->kh ? (p->H - p->kh + p->ph) / p->sh + 1 : 0;
+    *wb = p->W >= p->kw ? (p->W - p->kw + p->pw) / p->sw + 1 : 0;
+    *ob = *ob < p->Ho ? *ob : p->Ho, *wb = *wb < p->Wo ? *wb : p->Wo;
+    return *oa < *ob && *wa < *wb;
+}
+
+/* output (oh, ow)'s window clipped to the plane: rows [*h0, *h1), columns [*w0, *w1) */
+static void clipped_window(const ember__pool_geom *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0,
+                           int64_t *w1)
+{
+    int64_t h = oh * p->sh - p->ph, w = ow * p->sw - p->pw;
+    *h1 = h + p->kh < p->H ? h + p->kh : p->H, *w1 = w + p->kw < p->W ? w + p->kw : p->W;
+    *h0 = h < 0 ? 0 : h, *w0 = w < 0 ? 0 : w;
+}
+
 /* T the value, IT its position. hmax: over the whole plane read as one row
    of H W values, d[i] the maximum of x[i .. i + kw) (the windows that run
    past a row's end are never picked); vmax: e[i] the maximum of d[i],
@@ -70,10 +90,8 @@
     static void scan_window_##SUF(const ember__pool_geom *p, const T *x, int64_t oh, int64_t ow, T *y,        \
                                   int64_t *ix)                                                              \
     {                                                                                                       \
-        int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;                                           \
-        int64_t h1 = h0 + p->kh < p->H ? h0 + p->kh : p->H, w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;     \
-        h0 = h0 < 0 ? 0 : h0;                                                                               \
-        w0 = w0 < 0 ? 0 : w0;                                                                               \
+        int64_t h0, h1, w0, w1;                                                                             \
+        clipped_window(p, oh, ow, &h0, &h1, &w0, &w1);                                                      \
         T best = x[h0 * p->W + w0];                                                                         \
         int64_t at = h0 * p->W + w0;                                                                        \
         for (int64_t h = h0; h < h1; h++)                                                                   \
@@ -87,12 +105,8 @@
     {                                                                                                       \
         const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, HW = H * W;                               \
         if (sizeof(IT) < 8 && HW >= INT32_MAX) return false;                                                \
-        /* the outputs whose windows lie inside the plane: rows [oa, ob), columns [wa, wb) */               \
-        int64_t oa = (p->ph + p->sh - 1) / p->sh, wa = (p->pw + p->sw - 1) / p->sw;                         \
-        int64_t ob = H >= p->kh ? (H - p->kh + p->ph) / p->sh + 1 : 0;                                      \
-        int64_t wb = W >= p->kw ? (W - p->kw + p->pw) / p->sw + 1 : 0;                                      \
-        ob = ob < Ho ? ob : Ho, wb = wb < Wo ? wb : Wo;                                                     \
-        bool inner = oa < ob && wa < wb;                                                                    \
+        int64_t oa, ob, wa, wb;                                                                             \
+        bool inner = inner_windows(p, &oa, &ob, &wa, &wb);                                                  \
         size_t bytes = inner ? (size_t)HW * 2 * (sizeof(T) + sizeof(IT)) : 0;                               \
         char *ws = inner ? ember__alloc(bytes) : NULL;                                                      \
         if (inner && !ws) return false;                                                                     \
@@ -132,40 +146,46 @@ POOL_SWEEPS(float, int32_t, f32)
 POOL_SWEEPS(double, int64_t, f64)
 #undef POOL_SWEEPS
 
-/* Average pooling (padding counted as zeros) in the same two sweeps: each
-   full window's row sum of its kw values, added in window order, then the
-   kh row sums of each output row's window, times 1 / (kh kw). Its adjoint
+/* Average pooling (padding counted as zeros) in the same two sweeps over
+   the whole plane: each position's sum of the kw values from it, added in
+   window order, then each position's sum of kh of those, top to bottom,
+   times 1 / (kh kw) where a window inside the plane starts; a window the
+   padding cuts adds its clipped rows the same way, so every output is the
+   bits the row-by-row sweeps gave. Its adjoint
    spreads each output row's g / (kh kw) along a row of W (window by
    window, in order), then adds that row into the kh input rows of its
    window. The sums associate by rows, so they agree with the window scan
    within rounding. */
 #define AVG_SWEEPS(T, SUF)                                                                                  \
-    EMBER_SIMD static void avg_row_##SUF(const ember__pool_geom *p, const T *restrict xr, T *restrict d,    \
-                                         T *restrict hv)                                                    \
+    /* hsum: d[i] = x[i] + ... + x[i + kw - 1] over the plane read as one row;            \
+       vsum: e[i] = d[i] + d[i + W] + ... + d[i + (kh - 1) W] */                                          \
+    EMBER_SIMD static void hsum_##SUF(const T *restrict x, int64_t n, int64_t kw, T *restrict d)           \
     {                                                                                                       \
-        const int64_t W = p->W, kw = p->kw, full = W - kw + 1;                                              \
-        for (int64_t w = 0; w < full; w++) d[w] = xr[w];                                                    \
-        for (int64_t k = 1; k < kw; k++)                                                                    \
-            for (int64_t w = 0; w < full; w++) d[w] += xr[w + k];                                           \
-        for (int64_t ow = 0; ow < p->Wo; ow++) {                                                            \
-            int64_t w0 = ow * p->sw - p->pw;                                                                \
-            if (w0 >= 0 && w0 < full) {                                                                     \
-                hv[ow] = d[w0];                                                                             \
-                continue;                                                                                   \
-            }                                                                                               \
-            int64_t a = w0 < 0 ? 0 : w0, b = w0 + kw < W ? w0 + kw : W;                                     \
-            T sum = xr[a];                                                                                  \
-            for (int64_t w = a + 1; w < b; w++) sum += xr[w];                                               \
-            hv[ow] = sum;                                                                                   \
-        }                                                                                                   \
+        if (kw == 1)                                                                                        \
+            for (int64_t i = 0; i < n; i++) d[i] = x[i];                                                    \
+        else                                                                                                \
+            for (int64_t i = 0; i < n; i++) d[i] = x[i] + x[i + 1];                                         \
+        for (int64_t k = 2; k < kw; k++)                                                                    \
+            for (int64_t i = 0; i < n; i++) d[i] += x[i + k];                                               \
     }                                                                                                       \
-    EMBER_SIMD static void avg_col_##SUF(int64_t n, int64_t rows, int64_t stride, const T *restrict hv, T inv, \
-                                         T *restrict y)                                                     \
+    EMBER_SIMD static void vsum_##SUF(const T *restrict d, int64_t n, int64_t kh, int64_t W, T *restrict e) \
     {                                                                                                       \
-        for (int64_t o = 0; o < n; o++) y[o] = hv[o];                                                       \
-        for (int64_t r = 1; r < rows; r++)                                                                  \
-            for (int64_t o = 0; o < n; o++) y[o] += hv[r * stride + o];                                     \
-        for (int64_t o = 0; o < n; o++) y[o] *= inv;                                                        \
+        for (int64_t i = 0; i < n; i++) e[i] = d[i] + d[i + W];                                             \
+        for (int64_t r = 2; r < kh; r++)                                                                    \
+            for (int64_t i = 0; i < n; i++) e[i] += d[i + r * W];                                           \
+    }                                                                                                       \
+    /* a window the padding cuts: its rows' sums, each left to right, added top to bottom */             \
+    static T avg_scan_##SUF(const ember__pool_geom *p, const T *x, int64_t oh, int64_t ow)                   \
+    {                                                                                                       \
+        int64_t h0, h1, w0, w1;                                                                             \
+        clipped_window(p, oh, ow, &h0, &h1, &w0, &w1);                                                      \
+        T tot = 0;                                                                                          \
+        for (int64_t h = h0; h < h1; h++) {                                                                 \
+            T rs = x[h * p->W + w0];                                                                        \
+            for (int64_t w = w0 + 1; w < w1; w++) rs += x[h * p->W + w];                                    \
+            tot = h == h0 ? rs : tot + rs;                                                                  \
+        }                                                                                                   \
+        return tot;                                                                                         \
     }                                                                                                       \
     EMBER_SIMD static void avg_spread_##SUF(const ember__pool_geom *p, const T *restrict g, T inv,          \
                                             T *restrict t, T *restrict gx, int64_t h0, int64_t h1)          \
@@ -183,11 +203,15 @@ POOL_SWEEPS(double, int64_t, f64)
     static bool avgpool_sweeps_##SUF(const ember__pool_geom *p, const T *src, T *dst, int64_t q0, int64_t q1, \
                                      bool bwd)                                                              \
     {                                                                                                       \
-        const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo;                                           \
+        const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, HW = H * W;                               \
         const T inv = (T)1 / (T)(p->kh * p->kw);                                                            \
-        size_t bytes = (size_t)(bwd ? W : H * Wo + W) * sizeof(T);                                          \
+        int64_t oa, ob, wa, wb;                                                                             \
+        bool inner = !bwd && inner_windows(p, &oa, &ob, &wa, &wb);                                          \
+        size_t bytes = (size_t)(bwd ? W : inner ? 2 * HW : 1) * sizeof(T);                                  \
         T *ws = ember__alloc(bytes);                                                                        \
         if (!ws) return false;                                                                              \
+        T *d = ws, *e = ws + HW;                                                                            \
+        const int64_t n1 = HW - p->kw + 1, n2 = n1 - (p->kh - 1) * W;                                       \
         for (int64_t q = q0; q < q1; q++) {                                                                 \
             if (bwd) {                                                                                      \
                 for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
@@ -196,12 +220,23 @@ POOL_SWEEPS(double, int64_t, f64)
                 }                                                                                           \
                 continue;                                                                                   \
             }                                                                                               \
-            T *hv = ws, *d = ws + H * Wo;                                                                   \
-            for (int64_t h = 0; h < H; h++) avg_row_##SUF(p, src + (q * H + h) * W, d, hv + h * Wo);        \
+            const T *xp = src + q * HW, *ev = e;                                                            \
+            T *yp = dst + q * Ho * Wo;                                                                      \
+            if (inner) {                                                                                    \
+                hsum_##SUF(xp, n1, p->kw, d);                                                               \
+                if (p->kh > 1) vsum_##SUF(d, n2, p->kh, W, e);                                              \
+                else ev = d;                                                                                \
+            }                                                                                               \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                           \
-                int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < H ? h0 + p->kh : H;                      \
-                h0 = h0 < 0 ? 0 : h0;                                                                       \
-                avg_col_##SUF(Wo, h1 - h0, Wo, hv + h0 * Wo, inv, dst + (q * Ho + oh) * Wo);                \
+                bool row_in = inner && oh >= oa && oh < ob;                                                 \
+                const int64_t at = (oh * p->sh - p->ph) * W - p->pw;                                        \
+                for (int64_t ow = 0; ow < Wo; ow++) {                                                       \
+                    if (row_in && ow == wa) {                                                               \
+                        for (; ow < wb; ow++) yp[oh * Wo + ow] = ev[at + ow * p->sw] * inv;                 \
+                        if (ow == Wo) break;                                                                \
+                    }                                                                                       \
+                    yp[oh * Wo + ow] = avg_scan_##SUF(p, xp, oh, ow) * inv;                                 \
+                }                                                                                           \
             }                                                                                               \
         }                                                                                                   \
         ember__free(ws, bytes);                                                                             \
