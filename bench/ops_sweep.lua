@@ -1,15 +1,16 @@
 -- bench/ops_sweep.lua: the common ops at small, medium and large sizes
 -- (float32; forward, and forward with the backward of the result's sum where
 -- marked +backward) against PyTorch 1.13 (bench/ops_sweep_torch.py, the same
--- cases), in alternating rounds: a round of ember, then rounds of PyTorch
--- on ember's thread count under each OpenMP wait policy (the default and
--- passive) and on one thread; the fastest counts.
+-- cases), in alternating rounds: each round runs PyTorch on ember's thread
+-- count under each OpenMP wait policy (the default and passive) and on one
+-- thread, each after a pass of ember's cases; each side's fastest counts.
 -- Each figure is the fastest of 3 batches of calls sized to 20 ms, after a
 -- warm-up. Prints JSON: per case the medians over the rounds of each side's
 -- ms per call and of the per-round ratio ember / PyTorch (below 1: ember is
 -- faster), then the ratios' geometric mean. docs/performance.md has the table.
 -- From the repository root:
---   luajit bench/ops_sweep.lua [--rounds 5] [--only "add 1e4,sum dim1 4096x1024"]
+--   luajit bench/ops_sweep.lua [--rounds 5] [--only "add 1e4,sum dim1 4096x1024"] [--tidy]
+-- (--tidy: each of ember's calls in ember.tidy, its result freed at once)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -18,13 +19,14 @@ local nn = ember.nn
 local GradManager = ember.autodiff.GradManager
 local unpack = table.unpack or unpack
 
-local rounds, only = 5, nil
+local rounds, only, tidy = 5, nil, false
 do
   local i = 1
   while i <= #arg do
     if arg[i] == "--rounds" then rounds = assert(tonumber(arg[i + 1]), "--rounds N"); i = i + 2
     elseif arg[i] == "--only" then only = arg[i + 1]; i = i + 2
-    else error("unknown argument " .. arg[i] .. " (expected --rounds N, --only list)") end
+    elseif arg[i] == "--tidy" then tidy = true; i = i + 1
+    else error("unknown argument " .. arg[i] .. " (expected --rounds N, --only list, --tidy)") end
   end
 end
 local wanted
@@ -61,9 +63,11 @@ local function with_backward(f, ...)
 end
 
 local names, cases = {}, {}
+-- with --tidy each call runs in ember.tidy, which frees its result at once
+-- (as PyTorch's reference counts do) instead of at the next GC
 local function case(name, fn)
   names[#names + 1] = name
-  cases[name] = fn
+  cases[name] = tidy and function() ember.tidy(function() fn() end) end or fn
 end
 
 local function build()
@@ -177,11 +181,23 @@ end
 
 local te, tt, ratio = {}, {}, {}
 for _, name in ipairs(run) do te[name], tt[name], ratio[name] = {}, {}, {} end
+-- a pass of ember's cases, the fastest so far kept
+local function ember_pass(rd)
+  for _, name in ipairs(run) do te[name][rd] = math.min(te[name][rd] or math.huge, ms_per_call(cases[name])) end
+end
 for rd = 1, rounds do
-  for _, name in ipairs(run) do te[name][rd] = ms_per_call(cases[name]) end
-  -- PyTorch at its best: ember's thread count under either wait policy, or one thread
-  local t1, t2 = torch_round(nil, threads), torch_round("passive", threads)
-  local t3 = threads > 1 and torch_round(nil, 1) or t1
+  -- PyTorch at its best: ember's thread count under either wait policy, or one
+  -- thread; ember has as many tries, a pass before each of PyTorch's, so that
+  -- on a loaded machine neither side gets more draws of a quiet moment
+  ember_pass(rd)
+  local t1 = torch_round(nil, threads)
+  ember_pass(rd)
+  local t2 = torch_round("passive", threads)
+  local t3 = t1
+  if threads > 1 then
+    ember_pass(rd)
+    t3 = torch_round(nil, 1)
+  end
   for _, name in ipairs(run) do
     tt[name][rd] = math.min(t1[name], t2[name], t3[name])
     ratio[name][rd] = te[name][rd] / tt[name][rd]
@@ -202,8 +218,8 @@ local function cpu()
   return (s:match("model name%s*:%s*([^\n]+)") or "?"):gsub('"', "'")
 end
 
-local out = { ('{"bench": "ops_sweep", "rounds": %d, "threads": %d, "cpu": "%s", "load": %s, "cases": ['):format(
-  rounds, threads, cpu(), uptime()) }
+local out = { ('{"bench": "ops_sweep", "rounds": %d, "threads": %d, "tidy": %s, "cpu": "%s", "load": %s, "cases": ['):format(
+  rounds, threads, tostring(tidy), cpu(), uptime()) }
 local logsum = 0
 for i, name in ipairs(run) do
   local rm = B.median(ratio[name])

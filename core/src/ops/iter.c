@@ -253,10 +253,38 @@ typedef struct {
     int ddt, sdt;
 } conv_ctx;
 
+/* n copies of the es bytes at v into dst: a broadcast made contiguous (the
+   gradient of a sum reaches most adjoints this way), at the vector width
+   where the strided move went one element at a time */
+EMBER_SIMD static void fill_run(char *restrict dst, const char *restrict v, int64_t n, int es)
+{
+    switch (es) {
+    case 4: {
+        uint32_t x;
+        memcpy(&x, v, 4);
+        for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = x;
+        return;
+    }
+    case 8: {
+        uint64_t x;
+        memcpy(&x, v, 8);
+        for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = x;
+        return;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + i * es, v, (size_t)es);
+        return;
+    }
+}
+
 static void copy_loop(char **p, const int64_t *s, int64_t n, const void *vctx)
 {
     const conv_ctx *c = vctx;
     int ds = ember_dtype_size(c->ddt), ss = ember_dtype_size(c->sdt);
+    if (c->ddt == c->sdt && s[1] == 0 && s[0] == ds && (ds == 4 || ds == 8)) {
+        fill_run(p[0], p[1], n, ds);
+        return;
+    }
     if (s[0] % ds == 0 && s[1] % ss == 0) {
         ember__convert(p[0], c->ddt, s[0] / ds, p[1], c->sdt, s[1] / ss, n);
         return;

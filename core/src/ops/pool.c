@@ -168,16 +168,6 @@ static inline void window_of(const pool_geom *p, int64_t oh, int64_t ow, int64_t
                 }                                                                              \
         }                                                                                      \
     }                                                                                          \
-    static void maxpool_bwd_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1)                \
-    {                                                                                          \
-        const pool_geom *p = c->p;                                                             \
-        for (int64_t q = q0; q < q1; q++) {                                                    \
-            const T *g = (const T *)c->x + q * p->Ho * p->Wo;                                  \
-            const int64_t *ix = c->idx + q * p->Ho * p->Wo;                                    \
-            T *gx = (T *)c->y + q * p->H * p->W;                                               \
-            for (int64_t k = 0; k < p->Ho * p->Wo; k++) gx[ix[k]] += g[k];                     \
-        }                                                                                      \
-    }                                                                                          \
     /* average pooling, or with bwd its adjoint: each window's g spread over it */             \
     static void avgpool_##SUFFIX(const pool_ctx *c, int64_t q0, int64_t q1, bool bwd)          \
     {                                                                                          \
@@ -208,7 +198,7 @@ static inline void window_of(const pool_geom *p, int64_t oh, int64_t ow, int64_t
 DEFINE_POOL(float, f32)
 DEFINE_POOL(double, f64)
 
-enum { POOL_MAX, POOL_MAX_BWD, POOL_AVG, POOL_AVG_BWD };
+enum { POOL_MAX, POOL_AVG, POOL_AVG_BWD };
 
 typedef struct {
     pool_ctx c;
@@ -247,7 +237,6 @@ static void pool_range(void *ctx, int64_t q0, int64_t q1)
         else if (f) maxpool_f32(&t->c, q0, q1);
         else maxpool_f64(&t->c, q0, q1);
         break;
-    case POOL_MAX_BWD: f ? maxpool_bwd_f32(&t->c, q0, q1) : maxpool_bwd_f64(&t->c, q0, q1); break;
     default: {
         bool bwd = t->kind == POOL_AVG_BWD;
         if (ember__avgpool_sweeps(t->c.p, t->c.dt, t->c.x, t->c.y, q0, q1, bwd)) break;
@@ -296,11 +285,43 @@ done:
    (zero, then gx[ix] += g), which also finds indices outside the plane. */
 typedef struct {
     const pool_geom *p;
-    const float *g;
+    const void *g;
     const int64_t *idx;
-    float *gx;
+    void *gx;
+    int dt;
     atomic_int bad_index;
 } pool2_bwd_ctx;
+
+/* plane q the general way, in one pass over its part of gx while it is in
+   the cache: zeroed, then gx[ix] += g in output order, each index checked
+   against the plane (before, the whole of gx was zeroed, then every index
+   checked on one thread, then scattered: three passes over memory) */
+#define BWD_PLANE(T)                                                                       \
+    do {                                                                                   \
+        const T *g = (const T *)c->g + q * n;                                              \
+        T *gx = (T *)c->gx + q * HW;                                                       \
+        memset(gx, 0, sizeof(T) * (size_t)HW);                                             \
+        for (int64_t k = 0; k < n; k++) {                                                  \
+            if ((uint64_t)ix[k] >= (uint64_t)HW) {                                         \
+                atomic_store_explicit(&c->bad_index, 1, memory_order_relaxed);             \
+                break;                                                                     \
+            }                                                                              \
+            gx[ix[k]] += g[k];                                                             \
+        }                                                                                  \
+    } while (0)
+
+static void maxpool_bwd_plane(pool2_bwd_ctx *c, int64_t q)
+{
+    const int64_t HW = c->p->H * c->p->W, n = c->p->Ho * c->p->Wo;
+    const int64_t *ix = c->idx + q * n;
+    if (c->dt == EMBER_FLOAT32) BWD_PLANE(float);
+    else BWD_PLANE(double);
+}
+
+static void maxpool_bwd_range(void *vctx, int64_t q0, int64_t q1)
+{
+    for (int64_t q = q0; q < q1; q++) maxpool_bwd_plane(vctx, q);
+}
 
 #ifdef __SSE2__
 /* windows ow .. ow + 3 of one row: false when an index is not in its window */
@@ -371,20 +392,9 @@ static void maxpool2_bwd_range(void *vctx, int64_t q0, int64_t q1)
     pool2_bwd_ctx *c = vctx;
     const pool_geom *p = c->p;
     const int64_t HW = p->H * p->W, n = p->Ho * p->Wo;
-    for (int64_t q = q0; q < q1; q++) {
-        const float *g = c->g + q * n;
-        const int64_t *ix = c->idx + q * n;
-        float *gx = c->gx + q * HW;
-        if (maxpool2_bwd_plane(p, g, ix, gx)) continue;
-        memset(gx, 0, sizeof(float) * (size_t)HW);
-        for (int64_t k = 0; k < n; k++) {
-            if (ix[k] < 0 || ix[k] >= HW) {
-                atomic_store_explicit(&c->bad_index, 1, memory_order_relaxed);
-                break;
-            }
-            gx[ix[k]] += g[k];
-        }
-    }
+    for (int64_t q = q0; q < q1; q++)
+        if (!maxpool2_bwd_plane(p, (const float *)c->g + q * n, c->idx + q * n, (float *)c->gx + q * HW))
+            maxpool_bwd_plane(c, q);
 }
 
 /* indices may come from anywhere: fails naming the first one outside its plane */
@@ -473,17 +483,13 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
         EMBER_CHECK(ember__contiguous_as(g, cdt, &cg));
         EMBER_CHECK(ember__contiguous_as(idx, EMBER_INT64, &ci));
         int64_t *ix = (int64_t *)ember__ptr(ci);
-        if (cdt == EMBER_FLOAT32 && 2 * p.Ho == p.H && 2 * p.Wo == p.W) {
-            /* planes tiled by 2x2 windows exactly; the indices are checked on the way */
-            pool2_bwd_ctx c = {&p, (const float *)ember__ptr(cg), ix, (float *)ember__ptr(gx), 0};
-            ember__parallel_for(p.N * p.C, ember__nn_rows_grain(p.H * p.W), maxpool2_bwd_range, &c);
-            if (atomic_load(&c.bad_index)) EMBER_CHECK(check_pool_indices(name, ix, ci->numel, &p));
-        } else {
-            EMBER_CHECK(check_pool_indices(name, ix, ci->numel, &p));
-            EMBER_CHECK(ember__fill_raw(gx, 0));
-            pool_task t = {{&p, cdt, ember__ptr(cg), ember__ptr(gx), ix}, POOL_MAX_BWD};
-            pool_launch(&t);
-        }
+        /* the indices are checked on the way; planes tiled by 2x2 windows exactly
+           (float32) first try each window written whole */
+        pool2_bwd_ctx c = {&p, ember__ptr(cg), ix, ember__ptr(gx), cdt, 0};
+        bool two = cdt == EMBER_FLOAT32 && 2 * p.Ho == p.H && 2 * p.Wo == p.W;
+        ember__parallel_for(p.N * p.C, ember__nn_rows_grain(p.H * p.W), two ? maxpool2_bwd_range : maxpool_bwd_range,
+                            &c);
+        if (atomic_load(&c.bad_index)) EMBER_CHECK(check_pool_indices(name, ix, ci->numel, &p));
     }
     rc = ember__nn_finish(ember__take(&gx), dt, out);
 done:

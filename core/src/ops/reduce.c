@@ -22,7 +22,7 @@
 #define BLOCK 16384
 
 /* ------------------------------------------------------------------ row kernels */
-EMBER_SIMD static double sum_f32(const float *x, int64_t n)
+EMBER_INLINE double sum_f32_body(const float *x, int64_t n)
 {
     /* F32_LANES independent sums per block, blocks combined in double */
     double total = 0;
@@ -36,6 +36,19 @@ EMBER_SIMD static double sum_f32(const float *x, int64_t n)
         total += s;
     }
     return total;
+}
+
+EMBER_SIMD static double sum_f32(const float *x, int64_t n) { return sum_f32_body(x, n); }
+
+/* rows r0 .. r1 of n float32 each, summed (divided by n for a mean) into
+   float32: sum_f32's order, inlined, so that a short row (a global pooling's
+   7 x 7) does not pay a call, a switch and a generic store */
+EMBER_SIMD static void rows_sum_f32(const float *x, int64_t n, int64_t r0, int64_t r1, bool mean, float *out)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        double v = sum_f32_body(x + r * n, n);
+        out[r] = (float)(mean ? v / (double)n : v);
+    }
 }
 
 EMBER_SIMD static double sum_f64(const double *x, int64_t n)
@@ -217,6 +230,10 @@ static double row_value(const row_ctx *c, const char *row)
 static void rows_range(void *vctx, int64_t b, int64_t e)
 {
     const row_ctx *c = vctx;
+    if (c->dt == EMBER_FLOAT32 && c->odt == EMBER_FLOAT32 && (c->op == EMBER_OP_SUM || c->op == EMBER_OP_MEAN)) {
+        rows_sum_f32((const float *)c->src, c->len, b, e, c->op == EMBER_OP_MEAN, (float *)c->dst);
+        return;
+    }
     for (int64_t r = b; r < e; r++) {
         const char *row = c->src + r * c->len * c->esize;
         char *o = c->dst + r * c->oesize;

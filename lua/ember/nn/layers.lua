@@ -276,15 +276,18 @@ function Embedding:init(num, dim, ...)
   self.weight = ember.randn({ num, dim }, { dtype = args.dtype or "float32" })
   if pad then ember.no_grad(function() self.weight:select(1, pad):zero_() end) end
 end
+-- the range is checked in the lookup's copy; a bad index fails naming the module
 function Embedding:forward(idx)
+  local ok, y = pcall(F.embedding, idx, self.weight, { padding_idx = self.padding_idx, max_norm = self.max_norm,
+    norm_type = self.norm_type })
+  if ok then return y end
   if is_tensor(idx) and (idx.dtype == "int64" or idx.dtype == "int32") and idx:numel() > 0 then
     local lo, hi = idx:min():item(), idx:max():item()
     if lo < 1 or hi > self.num_embeddings then
       errors.raise(("ember.nn.Embedding: index %d is out of range 1..%d"):format(lo < 1 and lo or hi, self.num_embeddings))
     end
   end
-  return F.embedding(idx, self.weight, { padding_idx = self.padding_idx, max_norm = self.max_norm,
-    norm_type = self.norm_type })
+  error(y, 0)
 end
 function Embedding:extra_repr()
   return ("%d, %d%s"):format(self.num_embeddings, self.embedding_dim,
