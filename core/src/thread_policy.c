@@ -95,7 +95,7 @@ static void ring_add(ember__policy_kind *k, int arm, double ns)
     if (k->n[arm] < EMBER__POLICY_RING) k->n[arm]++;
 }
 
-/* The slowest eighth of n times (rounded down) is counted as the slowest
+/* The slowest eighth of n times (rounded) is counted as the slowest
    of the rest: one preempted job among eight changes nothing, a frequent
    tail still counts. */
 static int kept(int n) { return n - (n + 4) / 8; }

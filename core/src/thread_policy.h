@@ -42,7 +42,7 @@ typedef struct {
     int slow_run;        /* team jobs in a row twice their kind's median, in a team exploit phase */
     int64_t trials, flips, cuts, aborts;
     int64_t arm_jobs[2]; /* large jobs recorded under each arm */
-    double last_ratio;   /* the last trial's time over the winner's (trimmed; 0: nothing compared) */
+    double last_ratio;   /* the last trial's score over the winner's (0: nothing compared) */
     ember__policy_kind kinds[EMBER__POLICY_KINDS];
 } ember__policy;
 
