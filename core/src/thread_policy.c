@@ -36,9 +36,12 @@
      compared: the interval is then 1; else it doubles;
    - a trial ends early, losing, on strong evidence only: two of its jobs,
      and more than half of those run so far, each over 1.5 times its
-     reference plus 100 us (a wake-up). The interval then quadruples, so an
+     reference plus 100 us (a wake-up); or, from its 4th timed job on, its
+     score so far over 1.3 (robust as above: one or two slow jobs among
+     the first eight do not end it). The interval then quadruples, so an
      arm many times slower (the team beside a busy host thread: 4 to 12
-     times) costs two or three jobs in up to 4096;
+     times) costs two or three jobs in up to 4096, and one 1.5 times slower
+     with a wide spread a few more;
    - in a team exploit phase, four team jobs in a row each over twice its
      kind's median team time (the median is still the usual time when three
      of the eight are not) show the machine got busier, where one to three
@@ -53,6 +56,7 @@
 #define SLOW_TEAM 2.0    /* a team job this many times its kind's median, in a team exploit phase, */
 #define SLOW_RUN 4       /* this many in a row: the machine got busier */
 #define MIN_COMPARED 4   /* a trial's timed jobs a decision needs */
+#define SLOW_SCORE 1.3   /* a trial whose score is over this so far has lost */
 
 void ember__policy_init(ember__policy *p, int winner)
 {
@@ -130,10 +134,7 @@ static double kind_median(const ember__policy_kind *k, int arm)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* A job's time and its kind's reference (the winner's typical time). */
-typedef struct {
-    double ns, ref;
-} sample;
+typedef ember__policy_sample sample;
 
 static double ratio(sample s) { return s.ns / (s.ref > 0 ? s.ref : 1); }
 
@@ -173,28 +174,46 @@ static void next_phase(ember__policy *p, bool after_trial, int grow)
     }
     p->phase++;
     p->skip = 1;
-    p->seen = p->slow = p->slow_run = 0;
+    p->seen = p->slow = p->slow_run = p->n_trial = 0;
 }
 
-/* A trial's end: its arm's trimmed ratio against the winner's, over the
+/* The trial's robust ratio so far */
+static double trial_score(const ember__policy *p)
+{
+    sample s[EMBER__POLICY_TRIAL];
+    memcpy(s, p->trial, sizeof *s * (size_t)p->n_trial);
+    return robust_ratio(s, p->n_trial);
+}
+
+/* A trial's job: true when the trial has lost on strong evidence */
+static bool trial_lost(ember__policy *p, const ember__policy_kind *k, double ns, bool timed)
+{
+    p->seen++;
+    if (!recent(p, k, p->winner)) return false;
+    double ref = kind_ns(k, p->winner);
+    if (ns > SLOW_TRIAL * ref + EMBER__POLICY_WAKE_NS) p->slow++;
+    if (timed && p->n_trial < EMBER__POLICY_TRIAL) p->trial[p->n_trial++] = (sample){ns, ref};
+    if (p->slow >= 2 && 2 * p->slow > p->seen) return true;
+    return p->n_trial >= MIN_COMPARED && trial_score(p) > SLOW_SCORE;
+}
+
+/* A trial's end: its arm's robust ratio against the winner's, over the
    kinds both timed. */
 static void end_trial(ember__policy *p)
 {
-    sample trial[EMBER__POLICY_TRIAL], win[EMBER__POLICY_TRIAL * EMBER__POLICY_RING];
-    int n_trial = 0, n_win = 0;
+    sample win[EMBER__POLICY_TRIAL * EMBER__POLICY_RING];
+    int n_win = 0;
     for (int i = 0; i < EMBER__POLICY_KINDS; i++) {
         const ember__policy_kind *k = &p->kinds[i];
         if (!k->key || k->phase[p->arm] != p->phase || !recent(p, k, p->winner)) continue;
         double ref = kind_ns(k, p->winner);
-        for (int j = 0; j < k->n[p->arm] && n_trial < EMBER__POLICY_TRIAL; j++)
-            trial[n_trial++] = (sample){k->ns[p->arm][j], ref};
         for (int j = 0; j < k->n[p->winner] && n_win < EMBER__POLICY_TRIAL * EMBER__POLICY_RING; j++)
             win[n_win++] = (sample){k->ns[p->winner][j], ref};
     }
     p->trials++;
     p->last_ratio = 0;
-    if (n_trial >= MIN_COMPARED) {
-        double t = robust_ratio(trial, n_trial), w = robust_ratio(win, n_win);
+    if (p->n_trial >= MIN_COMPARED) {
+        double t = trial_score(p), w = robust_ratio(win, n_win);
         p->last_ratio = t / w;
         if (t < w) {
             p->winner = p->arm;
@@ -225,21 +244,17 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
     p->jobs++;
     p->arm_jobs[arm]++;
     ember__policy_kind *k = policy_kind(p, key);
-    if (arm != p->winner) {
-        p->seen++;
-        if (recent(p, k, p->winner) && ns > SLOW_TRIAL * kind_ns(k, p->winner) + EMBER__POLICY_WAKE_NS) p->slow++;
-        if (p->slow >= 2 && 2 * p->slow > p->seen) {
-            /* far slower, again and again: the trial has lost, whatever
-               its other jobs would say; end it now, and wait longer for the next */
-            p->trials++;
-            p->aborts++;
-            next_phase(p, true, 4);
-            return true;
-        }
+    bool timed = p->skip == 0;
+    if (!timed) p->skip--;
+    if (arm != p->winner && trial_lost(p, k, ns, timed)) {
+        /* far slower: the trial has lost, whatever its other jobs would
+           say; end it now, and wait longer for the next */
+        p->trials++;
+        p->aborts++;
+        next_phase(p, true, 4);
+        return true;
     }
-    if (p->skip > 0) {
-        p->skip--;
-    } else {
+    if (timed) {
         if (arm == EMBER__ARM_TEAM && arm == p->winner && k->n[arm] >= 3) {
             p->slow_run = ns > SLOW_TEAM * kind_median(k, arm) ? p->slow_run + 1 : 0;
             if (p->slow_run >= SLOW_RUN) {

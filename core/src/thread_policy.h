@@ -30,6 +30,11 @@ typedef struct {
     int64_t at[2];     /* and its number among large jobs */
 } ember__policy_kind;
 
+/* A trial's job: its time, and its kind's usual time under the winner */
+typedef struct {
+    double ns, ref;
+} ember__policy_sample;
+
 typedef struct {
     int winner;          /* the arm exploit phases run */
     int arm;             /* the arm of the current phase */
@@ -39,6 +44,8 @@ typedef struct {
     int interval;        /* an exploit phase's length, in trial lengths */
     int skip;            /* jobs left unmeasured at the phase's start */
     int seen, slow;      /* a trial's jobs so far, and those far slower than the winner's */
+    int n_trial;         /* the trial's timed jobs of kinds the winner has recent times for: */
+    ember__policy_sample trial[EMBER__POLICY_TRIAL];
     int slow_run;        /* team jobs in a row twice their kind's median, in a team exploit phase */
     int64_t trials, flips, cuts, aborts;
     int64_t arm_jobs[2]; /* large jobs recorded under each arm */
