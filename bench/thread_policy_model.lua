@@ -84,8 +84,9 @@ function tick()
   return ember.tensor(0)
 end
 
--- {"size":..., "ms":{"1":..,"2":..,"auto":..}, "rounds":..., "auto_over_best":..,
---  "mean_ms":{...}, "auto_mean_over_best":..}: medians of the rounds' medians,
+-- {"size":..., "ms":{"1":..,"2":..,"auto":..}, "rounds":..., "auto_over_best":.., "auto_stats":{...},
+--  "mean_ms":{...}, "auto_mean_over_best":..}: medians of the rounds' medians, what auto decided
+--  (thread_stats: the arm that won, the large jobs timed under each arm, the trials),
 --  and means over every timed step (which a trial of a slow arm reaches)
 function report(place)
   local ms, mean = {}, {}
@@ -98,8 +99,10 @@ function report(place)
   local st = ember.thread_stats()
   return ('{"place":"%s","size":"%s","rounds":%d,"steps_per_round":%d,"ms":{"1":%.4f,"2":%.4f,"auto":%.4f},'
     .. '"auto_over_best":%.3f,"auto_stats":{"jobs_parallel":%d,"jobs_inline_small":%d,"jobs_inline_busy":%d,'
-    .. '"late_jobs":%d},"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f}')
+    .. '"late_jobs":%d,"arm":"%s","jobs_sampled":%d,"jobs_team":%d,"trials":%d,"trials_won":%d,'
+    .. '"trials_stopped":%d,"team_cuts":%d},"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f}')
     :format(place, S.size, S.rounds, S.steps, ms["1"], ms["2"], ms.auto, ms.auto / best,
-    st.jobs_parallel, st.jobs_inline_small, st.jobs_inline_busy, st.late_jobs, mean["1"], mean["2"], mean.auto,
+    st.jobs_parallel, st.jobs_inline_small, st.jobs_inline_busy, st.late_jobs, st.arm, st.jobs_sampled,
+    st.jobs_team, st.trials, st.trials_won, st.trials_stopped, st.team_cuts, mean["1"], mean["2"], mean.auto,
     mean.auto / best_mean)
 end

@@ -71,6 +71,28 @@ describe("thread policy", function()
     assert.are.equal(f0.jobs_inline_small, f1.jobs_inline_small)
   end)
 
+  it("times each large job under auto for its measured choice and says which arm won", function()
+    ember.set_num_threads("auto")
+    local big, w = ember.randn({ 256, 512 }), ember.randn({ 512, 512 })
+    local before = ember.thread_stats()
+    for _ = 1, 40 do big:matmul(w) end   -- 2^26 multiply-adds each
+    local after = ember.thread_stats()
+    assert.is_true(after.arm == "sampled" or after.arm == "team")
+    assert.are.equal("boolean", type(after.trial))
+    if after.threads > 1 then
+      local timed = after.jobs_sampled + after.jobs_team - before.jobs_sampled - before.jobs_team
+      assert.are.equal(40, timed)
+      assert.is_true(after.kinds >= 1)
+    end
+    assert.is_true(after.trials_won + after.trials_stopped <= after.trials)
+    assert.is_true(after.last_trial_ratio >= 0)
+    -- fixed: nothing is timed
+    ember.set_num_threads(1)
+    big:matmul(w)
+    local fixed = ember.thread_stats()
+    assert.are.equal(after.jobs_sampled + after.jobs_team, fixed.jobs_sampled + fixed.jobs_team)
+  end)
+
   -- every setting gives the same bits, with deterministic mode and without
   it("gives the same bits as 1 thread to a small and a medium step under auto, and under deterministic mode", function()
     local function train(setting, widths, batch)

@@ -281,26 +281,16 @@ static int sampled_threads(int n)
    back-off say). Any thread count gives the same bits, so switching arms
    changes only the time.
 
-   Large jobs are counted in phases (thread_policy.c keeps the count). An
-   exploit phase runs the arm that won the last comparison for `interval`
-   trial lengths (16 large jobs each, 1 to 256 of them); a trial phase then
-   runs the other arm for 16. Each large job's time (the caller's, from the
-   decision to the join) goes to its kind (a product's shape, else the
-   kernel with its job's size and grain, or a convolution's multiply-adds):
-   the winner's as a moving average, the trial's as its mean over the
-   trial. The first job of a phase is not counted (it may find the team
-   asleep, or still spinning from the other arm). When a trial ends, the
-   kinds it timed are summed against the same kinds' winner times of the
-   last 8192 large jobs: a smaller sum makes its arm the winner and the
-   interval 1; else the interval doubles. A trial job slower than twice its
-   kind's winner time (plus 100 us for waking the team) ends the trial at
-   once and quadruples the interval, so an arm many times slower costs one
-   job in up to 4096; arms near each other are compared often. Two team
-   jobs in a row each twice its kind's time in a team exploit phase (the
-   machine got busy; one alone may be a preempted worker) end the phase,
-   and the team's older times are forgotten, so the trial after it
-   compares against the new times alone. Times are per kind because
-   phases do not line up with a step's sequence of jobs. */
+   Large jobs run in phases: an exploit phase of the arm that won the last
+   comparison (16 to 4096 jobs), then a trial of the other arm (16 jobs).
+   Each large job's time (the caller's, from the decision to the join) goes
+   to its kind (a product's shape, else the kernel with its job's size and
+   grain, or a convolution's multiply-adds). thread_policy.c holds the
+   rules: a trial's jobs against the winner's recent times of the same
+   kinds, by a ratio of totals in which a rare slow job (a worker preempted
+   by a busy neighbour) counts no more than the usual slow one; an early
+   end of a trial only when most of its jobs are far slower; and a
+   team exploit phase cut short when the machine gets busier. */
 static ember__policy policy;         /* under policy_mu */
 static atomic_int policy_arm;        /* policy.arm, read without the lock */
 /* a job ember__job_threads sized, until ember__team_done ends it */
@@ -502,6 +492,18 @@ void ember_thread_stats(ember_thread_stats_t *out)
     long long left = atomic_load(&inline_until) - now_ns();
     out->inline_seconds_left = left > 0 ? (double)left * 1e-9 : 0.0;
     out->backoff_seconds = (double)atomic_load(&backoff_ns) * 1e-9;
+    pthread_mutex_lock(&policy_mu);
+    out->winner = policy.winner;
+    out->trial = policy.arm != policy.winner;
+    for (int i = 0; i < EMBER__POLICY_KINDS; i++) out->kinds += policy.kinds[i].key != 0;
+    out->jobs_sampled = policy.arm_jobs[EMBER__ARM_SAMPLED];
+    out->jobs_team = policy.arm_jobs[EMBER__ARM_TEAM];
+    out->trials = policy.trials;
+    out->trials_won = policy.flips;
+    out->trials_stopped = policy.aborts;
+    out->team_cuts = policy.cuts;
+    out->last_trial_ratio = policy.last_ratio;
+    pthread_mutex_unlock(&policy_mu);
 }
 
 /* ------------------------------------------------------------------ jobs */

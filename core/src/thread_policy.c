@@ -1,10 +1,62 @@
 /* thread_policy.c: the auto thread policy's measured choice between its
    arms, as pure logic on a state its caller locks (parallel.c says why and
    when; thread_policy.h has the state). core/tests/test_thread_policy.c
-   compiles this file into itself to drive it with made-up times. */
+   compiles this file into itself to drive it with made-up times.
+
+   Large jobs are counted in phases. An exploit phase runs the arm that won
+   the last comparison (the winner) for `interval` trial lengths (16 large
+   jobs each, 1 to 256 of them); a trial phase then runs the other arm for
+   16. The first job of a phase is not timed (it may find the team asleep,
+   or still spinning from the other arm). Each timed job's time goes to its
+   kind (parallel.c keys a product by its shape, else a kernel by its job's
+   size and grain): the kind keeps each arm's last 8 times, the trial's from
+   this trial alone, the winner's across its phases while recent (timed in
+   the last 8192 large jobs). Times are per kind because phases do not line
+   up with a step's sequence of jobs.
+
+   The comparison is robust, because beside a busy neighbour two threads'
+   times spread widely: a worker that shares its core with another process
+   is now and then preempted inside its piece of a job, and that job waits
+   out a time slice (milliseconds instead of 100 us), while most jobs take
+   half the time they take on one thread. A rule that let one such job
+   decide (a trial's sum or mean, an early end at one slow job) kept the
+   team off a step that was 15% faster on it. So:
+   - a kind's usual time under an arm is the mean of its last 8 times with
+     the slowest counted as the next slowest;
+   - at a trial's end each of its timed jobs of a kind the winner has recent
+     times for is set against that kind's usual winner time (its reference),
+     and the trial's score is its jobs' total time over their references'
+     total, the slowest eighth of the jobs (by time over reference, rounded)
+     counted at the ratio of the slowest of the rest (a winsorized ratio of
+     totals): larger jobs weigh more, as in a step; one preempted job in
+     eight changes nothing; a tail of a quarter of the jobs still counts;
+   - the winner's own last times of the same kinds get the same score
+     against the same references, so that its spread counts as the trial's;
+   - the trial's arm wins if its score is smaller, with at least 4 jobs
+     compared: the interval is then 1; else it doubles;
+   - a trial ends early, losing, on strong evidence only: two of its jobs,
+     and more than half of those run so far, each over 1.5 times its
+     reference plus 100 us (a wake-up); or, from its 4th timed job on, its
+     score so far over 1.3 (robust as above: one or two slow jobs among
+     the first eight do not end it). The interval then quadruples, so an
+     arm many times slower (the team beside a busy host thread: 4 to 12
+     times) costs two or three jobs in up to 4096, and one 1.5 times slower
+     with a wide spread a few more;
+   - in a team exploit phase, four team jobs in a row each over twice its
+     kind's median team time (the median is still the usual time when three
+     of the eight are not) show the machine got busier, where one to three
+     may be a worker preempted: the team's times are forgotten and the jobs
+     go back to the sampled arm, which follows the load, until the team's
+     next trial (16 jobs on) decides on new times. */
 #include "thread_policy.h"
 
 #include <string.h>
+
+#define SLOW_TRIAL 1.5   /* a trial job this many times its reference (plus a wake-up) is far slower */
+#define SLOW_TEAM 2.0    /* a team job this many times its kind's median, in a team exploit phase, */
+#define SLOW_RUN 4       /* this many in a row: the machine got busier */
+#define MIN_COMPARED 4   /* a trial's timed jobs a decision needs */
+#define SLOW_SCORE 1.3   /* a trial whose score is over this so far has lost */
 
 void ember__policy_init(ember__policy *p, int winner)
 {
@@ -39,13 +91,77 @@ static bool recent(const ember__policy *p, const ember__policy_kind *k, int arm)
     return k->n[arm] > 0 && p->jobs - k->at[arm] <= EMBER__POLICY_RECENT;
 }
 
-/* The next phase: after a trial, the winner's exploit phase, `grow` times
-   longer than the last (up to the longest; 0: as long as a trial); after
-   an exploit phase, a trial of the other arm. */
+/* An arm's times of a kind are k->ns[arm][0 .. n-1], the oldest overwritten. */
+static void ring_add(ember__policy_kind *k, int arm, double ns)
+{
+    k->ns[arm][k->pos[arm]] = ns;
+    k->pos[arm] = (k->pos[arm] + 1) % EMBER__POLICY_RING;
+    if (k->n[arm] < EMBER__POLICY_RING) k->n[arm]++;
+}
+
+/* The slowest eighth of n times (rounded) is counted as the slowest
+   of the rest: one preempted job among eight changes nothing, a frequent
+   tail still counts. */
+static int kept(int n) { return n - (n + 4) / 8; }
+
+/* An arm's times of a kind, sorted into v; how many */
+static int sorted_times(const ember__policy_kind *k, int arm, double *v)
+{
+    int n = k->n[arm];
+    for (int i = 0; i < n; i++) {   /* insertion sort: at most 8 */
+        int j = i;
+        for (; j > 0 && v[j - 1] > k->ns[arm][i]; j--) v[j] = v[j - 1];
+        v[j] = k->ns[arm][i];
+    }
+    return n;
+}
+
+/* What the kind typically takes under the arm: the mean of its times, so
+   counted */
+static double kind_ns(const ember__policy_kind *k, int arm)
+{
+    double v[EMBER__POLICY_RING], sum = 0;
+    int n = sorted_times(k, arm, v);
+    for (int i = 0; i < n; i++) sum += v[i < kept(n) ? i : kept(n) - 1];
+    return n ? sum / n : 0;
+}
+
+/* The median: still a usual time when three of the eight are not */
+static double kind_median(const ember__policy_kind *k, int arm)
+{
+    double v[EMBER__POLICY_RING];
+    int n = sorted_times(k, arm, v);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef ember__policy_sample sample;
+
+static double ratio(sample s) { return s.ns / (s.ref > 0 ? s.ref : 1); }
+
+/* The jobs' total time over their references' total, the slowest eighth
+   (by ratio) counted at the ratio of the slowest of the rest. */
+static double robust_ratio(sample *s, int n)
+{
+    for (int i = 1; i < n; i++) {
+        sample x = s[i];
+        int j = i;
+        for (; j > 0 && ratio(s[j - 1]) > ratio(x); j--) s[j] = s[j - 1];
+        s[j] = x;
+    }
+    double ns = 0, ref = 0;
+    for (int i = 0; i < n; i++) {
+        ns += i < kept(n) ? s[i].ns : s[i].ref * ratio(s[kept(n) - 1]);
+        ref += s[i].ref;
+    }
+    return ref > 0 ? ns / ref : 1;
+}
+
+/* The next phase: after a trial (or a cut), the winner's exploit phase,
+   `grow` times longer than the last (up to the longest; 0: as long as a
+   trial); after an exploit phase, a trial of the other arm. */
 static void next_phase(ember__policy *p, bool after_trial, int grow)
 {
     if (after_trial) {
-        p->trials++;
         if (grow) {
             p->interval *= grow;
             if (p->interval > EMBER__POLICY_MAX_INTERVAL) p->interval = EMBER__POLICY_MAX_INTERVAL;
@@ -58,68 +174,97 @@ static void next_phase(ember__policy *p, bool after_trial, int grow)
     }
     p->phase++;
     p->skip = 1;
+    p->seen = p->slow = p->slow_run = p->n_trial = 0;
 }
 
-/* A trial's end: its arm against the winner's recent times of the same kinds. */
+/* The trial's robust ratio so far */
+static double trial_score(const ember__policy *p)
+{
+    sample s[EMBER__POLICY_TRIAL];
+    memcpy(s, p->trial, sizeof *s * (size_t)p->n_trial);
+    return robust_ratio(s, p->n_trial);
+}
+
+/* A trial's job: true when the trial has lost on strong evidence */
+static bool trial_lost(ember__policy *p, const ember__policy_kind *k, double ns, bool timed)
+{
+    p->seen++;
+    if (!recent(p, k, p->winner)) return false;
+    double ref = kind_ns(k, p->winner);
+    if (ns > SLOW_TRIAL * ref + EMBER__POLICY_WAKE_NS) p->slow++;
+    if (timed && p->n_trial < EMBER__POLICY_TRIAL) p->trial[p->n_trial++] = (sample){ns, ref};
+    if (p->slow >= 2 && 2 * p->slow > p->seen) return true;
+    return p->n_trial >= MIN_COMPARED && trial_score(p) > SLOW_SCORE;
+}
+
+/* A trial's end: its arm's robust ratio against the winner's, over the
+   kinds both timed. */
 static void end_trial(ember__policy *p)
 {
-    double trial = 0, win = 0;
-    int both = 0;
+    sample win[EMBER__POLICY_TRIAL * EMBER__POLICY_RING];
+    int n_win = 0;
     for (int i = 0; i < EMBER__POLICY_KINDS; i++) {
         const ember__policy_kind *k = &p->kinds[i];
         if (!k->key || k->phase[p->arm] != p->phase || !recent(p, k, p->winner)) continue;
-        trial += k->ns[p->arm];
-        win += k->ns[p->winner];
-        both++;
+        double ref = kind_ns(k, p->winner);
+        for (int j = 0; j < k->n[p->winner] && n_win < EMBER__POLICY_TRIAL * EMBER__POLICY_RING; j++)
+            win[n_win++] = (sample){k->ns[p->winner][j], ref};
     }
-    if (both && trial < win) {
-        p->winner = p->arm;
-        p->interval = 1;
-        p->flips++;
-        next_phase(p, true, 0);
-    } else {
-        next_phase(p, true, 2);   /* confirmed, or nothing to compare */
+    p->trials++;
+    p->last_ratio = 0;
+    if (p->n_trial >= MIN_COMPARED) {
+        double t = trial_score(p), w = robust_ratio(win, n_win);
+        p->last_ratio = t / w;
+        if (t < w) {
+            p->winner = p->arm;
+            p->interval = 1;
+            p->flips++;
+            next_phase(p, true, 0);
+            return;
+        }
     }
+    next_phase(p, true, 2);   /* confirmed, or too little to compare */
 }
 
-/* Two team jobs in a row, each twice its kind's time, in an exploit phase
-   of the team: the machine got busier (one alone may be a worker
-   preempted once). The older times say nothing now: forget them, and end
-   the phase with this job. */
+/* The machine got busier under the team: its older times say nothing now.
+   Forget them, and hand the jobs to the sampled arm (which follows the
+   load) until a trial of the team decides on new times. */
 static void cut(ember__policy *p)
 {
-    for (int i = 0; i < EMBER__POLICY_KINDS; i++) p->kinds[i].n[EMBER__ARM_TEAM] = 0;
-    p->left = 1;
+    for (int i = 0; i < EMBER__POLICY_KINDS; i++) p->kinds[i].n[EMBER__ARM_TEAM] = p->kinds[i].pos[EMBER__ARM_TEAM] = 0;
+    p->winner = EMBER__ARM_SAMPLED;
     p->interval = 1;
-    p->slow = 0;
     p->cuts++;
+    next_phase(p, true, 0);
 }
 
 bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
 {
     if (arm != p->arm) return false;   /* decided in the phase before */
     p->jobs++;
+    p->arm_jobs[arm]++;
     ember__policy_kind *k = policy_kind(p, key);
-    if (arm != p->winner && recent(p, k, p->winner) && ns > 2 * k->ns[p->winner] + EMBER__POLICY_WAKE_NS) {
-        /* a trial job twice the winner's time (and a wake-up): the trial
-           has lost, whatever its other jobs would say; end it now, and wait
-           longer for the next */
+    bool timed = p->skip == 0;
+    if (!timed) p->skip--;
+    if (arm != p->winner && trial_lost(p, k, ns, timed)) {
+        /* far slower: the trial has lost, whatever its other jobs would
+           say; end it now, and wait longer for the next */
+        p->trials++;
         p->aborts++;
         next_phase(p, true, 4);
         return true;
     }
-    if (p->skip > 0) {
-        p->skip--;
-    } else {
-        if (arm == EMBER__ARM_TEAM && arm == p->winner && k->n[arm] >= 2) {
-            p->slow = ns > 2 * k->ns[arm] ? p->slow + 1 : 0;
-            if (p->slow >= 2) cut(p);
+    if (timed) {
+        if (arm == EMBER__ARM_TEAM && arm == p->winner && k->n[arm] >= 3) {
+            p->slow_run = ns > SLOW_TEAM * kind_median(k, arm) ? p->slow_run + 1 : 0;
+            if (p->slow_run >= SLOW_RUN) {
+                cut(p);
+                return true;
+            }
         }
-        /* a trial's mean starts with the trial; the winner's runs on while recent */
-        if (arm != p->winner ? k->phase[arm] != p->phase : !recent(p, k, arm)) k->n[arm] = 0;
-        if (k->n[arm] == 0) k->ns[arm] = 0;
-        if (k->n[arm] < 4) k->n[arm]++;
-        k->ns[arm] += (ns - k->ns[arm]) / k->n[arm];
+        /* a trial's times start with the trial; the winner's run on while recent */
+        if (arm != p->winner ? k->phase[arm] != p->phase : !recent(p, k, arm)) k->n[arm] = k->pos[arm] = 0;
+        ring_add(k, arm, ns);
         k->phase[arm] = p->phase;
         k->at[arm] = p->jobs;
     }

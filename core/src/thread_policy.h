@@ -17,16 +17,23 @@ enum { EMBER__ARM_SAMPLED = 0, EMBER__ARM_TEAM = 1 };
 #define EMBER__POLICY_TRIAL 16      /* large jobs in a trial phase */
 #define EMBER__POLICY_MAX_INTERVAL 256  /* the longest exploit phase, in trial lengths */
 #define EMBER__POLICY_WAKE_NS 100000.0  /* what waking a sleeping team may add to a job */
+#define EMBER__POLICY_RING 8        /* an arm's last times kept for each kind */
 /* a winner's time older than this many large jobs is not compared */
 #define EMBER__POLICY_RECENT (2 * EMBER__POLICY_TRIAL * EMBER__POLICY_MAX_INTERVAL)
 
 typedef struct {
     uint64_t key;      /* 0: free */
-    double ns[2];      /* the kind's time under each arm: the trial's mean, the winner's running mean */
-    int32_t n[2];      /* jobs behind each (the winner's counts up to 4: then a moving average) */
+    double ns[2][EMBER__POLICY_RING];   /* each arm's last times: the trial's, the winner's while recent */
+    int32_t n[2];      /* times held in each ring */
+    int32_t pos[2];    /* where each ring's next time goes */
     uint32_t phase[2]; /* the phase of each arm's last job */
     int64_t at[2];     /* and its number among large jobs */
 } ember__policy_kind;
+
+/* A trial's job: its time, and its kind's usual time under the winner */
+typedef struct {
+    double ns, ref;
+} ember__policy_sample;
 
 typedef struct {
     int winner;          /* the arm exploit phases run */
@@ -36,8 +43,13 @@ typedef struct {
     int64_t jobs;        /* large jobs recorded */
     int interval;        /* an exploit phase's length, in trial lengths */
     int skip;            /* jobs left unmeasured at the phase's start */
-    int slow;            /* team jobs in a row twice their kind's time, in a team exploit phase */
+    int seen, slow;      /* a trial's jobs so far, and those far slower than the winner's */
+    int n_trial;         /* the trial's timed jobs of kinds the winner has recent times for: */
+    ember__policy_sample trial[EMBER__POLICY_TRIAL];
+    int slow_run;        /* team jobs in a row twice their kind's median, in a team exploit phase */
     int64_t trials, flips, cuts, aborts;
+    int64_t arm_jobs[2]; /* large jobs recorded under each arm */
+    double last_ratio;   /* the last trial's score over the winner's (0: nothing compared) */
     ember__policy_kind kinds[EMBER__POLICY_KINDS];
 } ember__policy;
 

@@ -603,7 +603,11 @@ return function(ember)
       spare = s.spare, online_cpus = s.online_cpus, jobs_parallel = tonumber(s.jobs_parallel),
       jobs_inline_small = tonumber(s.jobs_inline_small), jobs_inline_busy = tonumber(s.jobs_inline_busy),
       late_jobs = tonumber(s.late_jobs), load_samples = tonumber(s.load_samples),
-      inline_seconds_left = s.inline_seconds_left, backoff_seconds = s.backoff_seconds }
+      inline_seconds_left = s.inline_seconds_left, backoff_seconds = s.backoff_seconds,
+      arm = s.winner == 1 and "team" or "sampled", trial = s.trial ~= 0, kinds = s.kinds,
+      jobs_sampled = tonumber(s.jobs_sampled), jobs_team = tonumber(s.jobs_team), trials = tonumber(s.trials),
+      trials_won = tonumber(s.trials_won), trials_stopped = tonumber(s.trials_stopped),
+      team_cuts = tonumber(s.team_cuts), last_trial_ratio = s.last_trial_ratio }
   end
   -- bit-identical results for any thread count (docs/design.md, "Determinism")
   function ember.set_deterministic(on) C.ember_set_deterministic(errors.boolean("set_deterministic", "on", on) and 1 or 0) end

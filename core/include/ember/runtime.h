@@ -61,6 +61,18 @@ typedef struct {
     int64_t load_samples;         /* reads of the machine's load */
     double inline_seconds_left;   /* of the back-off after late jobs */
     double backoff_seconds;       /* the next back-off's length */
+    /* the measured choice between running large jobs as the sample says
+       ("sampled", 0) and on the whole team (1) */
+    int winner;                   /* the arm that won the last comparison */
+    int trial;                    /* 1: a trial of the other arm runs now */
+    int kinds;                    /* kinds of large job whose times are kept */
+    int64_t jobs_sampled;         /* large jobs timed under each arm */
+    int64_t jobs_team;
+    int64_t trials;               /* trials of the other arm: */
+    int64_t trials_won;           /*   won (the arms changed places), */
+    int64_t trials_stopped;       /*   ended early as far slower */
+    int64_t team_cuts;            /* team phases ended as the machine got busier */
+    double last_trial_ratio;      /* the last trial's time over the winner's (0: nothing compared) */
 } ember_thread_stats_t;
 EMBER_API void ember_thread_stats(ember_thread_stats_t *out);
 /* oneDNN (when built with it) runs float32 convolutions, and the float32

@@ -64,10 +64,20 @@ machine and an idle one (docs/frame_loop.md, "Threads").
 ### `ember.thread_stats()`
 `{policy, threads, max_threads, spare, online_cpus, jobs_parallel,
 jobs_inline_small, jobs_inline_busy, late_jobs, load_samples,
-inline_seconds_left, backoff_seconds}`: the thread policy (`"auto"` or
-`"fixed"`) and what it decided since the process started: jobs given
-several threads, run inline as small or as the machine was busy, parallel
-jobs whose workers came late, the cores the last load sample left ember.
+inline_seconds_left, backoff_seconds, arm, trial, kinds, jobs_sampled,
+jobs_team, trials, trials_won, trials_stopped, team_cuts,
+last_trial_ratio}`: the thread policy (`"auto"` or `"fixed"`) and what it
+decided since the process started: jobs given several threads, run inline
+as small or as the machine was busy, parallel jobs whose workers came
+late, the cores the last load sample left ember. The rest is auto's
+measured choice: `arm`, the arm that won the last comparison (`"sampled"`:
+large jobs take the threads the load sample and the back-off leave;
+`"team"`: every large job takes all the threads), `trial` (`true` while a
+trial of the other arm runs), the kinds of large job whose times are kept,
+the large jobs timed under each arm, the trials run, won (the arms changed
+places) and ended early as far slower, the team phases ended because the
+machine got busier, and the last trial's time over the winner's (below 1:
+the trial won; 0: nothing to compare).
 
 ### `ember.set_deterministic(on)`, `ember.is_deterministic()`
 With `true`, every op gives the same bits for any thread count and run (as
