@@ -114,7 +114,8 @@ static int tape_push(ag_key *k, ember_node *n)
 }
 
 /* ------------------------------------------------------------------ tracking entries */
-static EMBER_TLS ember__pool meta_pool;   /* of metas with 2 entries */
+static EMBER_TLS void *meta_pool;   /* of metas with 2 entries */
+static EMBER_TLS int meta_pool_len;
 
 static bool entry_live(const ag_entry *e)
 {
@@ -155,7 +156,7 @@ static int set_entry(ember_tensor *t, int key, ember_node *node, int output_nr)
         return EMBER_OK;
     }
     /* most tensors are tracked by one key: a pooled 2-entry meta */
-    if (!m && (m = ember__pool_get(&meta_pool))) {
+    if (!m && (m = ember__freelist_get(&meta_pool, &meta_pool_len, 0))) {
         m->n = 0;
         m->cap = 2;
         t->ag = m;
@@ -187,7 +188,7 @@ static void ag_forget(ember_tensor *t)
     }
     t->ag = NULL;
     for (int i = 0; i < n_drop; i++) ember__node_unref(drop[i]);
-    if (m->cap != 2 || !ember__pool_put(&meta_pool, m, 65536)) free(m);
+    if (m->cap != 2 || !ember__freelist_put(&meta_pool, &meta_pool_len, 0, m, 65536)) free(m);
 }
 
 /* ------------------------------------------------------------------ key lifecycle */
@@ -773,7 +774,7 @@ void ember__free_thread_autograd(void)
     }
     ember__agt = NULL;
     ember__free_thread_nodes();
-    ember__pool_drain(&meta_pool);
+    ember__freelist_drain(&meta_pool, &meta_pool_len, 0);
     free(journal);
     journal = NULL;
     n_journal = cap_journal = 0;

@@ -63,41 +63,37 @@ void ember__release_list(ember_tensor *const *ts, int n);
 
 /* A per-thread free list of blocks of one size (tensor headers, storages,
    autograd metas, small nodes): a loop of small ops reuses them rather than
-   calling malloc for each. The list runs through a pointer at offset `link`
-   of each block; ember__pool_put keeps at most max blocks (none in an
+   calling malloc for each. A list is two thread-locals, its head and its
+   length (apart, not in a padded struct: static TLS is scarce, docs/design.md
+   "Thread-local storage"), and runs through a pointer at offset `link` of
+   each block. ember__freelist_put keeps at most max blocks (none in an
    EMBER_NO_CACHE build, so ASan sees every block freed) and says whether it
-   kept b; ember__pool_drain frees them all (thread exit). */
-typedef struct {
-    void *head;
-    int32_t size;
-    int32_t link;   /* small: every pool is thread-local state (EMBER_TLS) */
-} ember__pool;
-
-static inline void *ember__pool_get(ember__pool *p)
+   kept b; ember__freelist_drain frees them all (thread exit). */
+static inline void *ember__freelist_get(void **head, int *len, size_t link)
 {
-    void *b = p->head;
+    void *b = *head;
     if (b) {
-        memcpy(&p->head, (char *)b + p->link, sizeof p->head);
-        p->size--;
+        memcpy(head, (char *)b + link, sizeof *head);
+        --*len;
     }
     return b;
 }
 
-static inline bool ember__pool_put(ember__pool *p, void *b, int max)
+static inline bool ember__freelist_put(void **head, int *len, size_t link, void *b, int max)
 {
 #ifdef EMBER_NO_CACHE
-    EMBER_UNUSED(p), EMBER_UNUSED(b), EMBER_UNUSED(max);
+    EMBER_UNUSED(head), EMBER_UNUSED(len), EMBER_UNUSED(link), EMBER_UNUSED(b), EMBER_UNUSED(max);
     return false;
 #else
-    if (p->size >= max) return false;
-    memcpy((char *)b + p->link, &p->head, sizeof p->head);
-    p->head = b;
-    p->size++;
+    if (*len >= max) return false;
+    memcpy((char *)b + link, head, sizeof *head);
+    *head = b;
+    ++*len;
     return true;
 #endif
 }
 
-void ember__pool_drain(ember__pool *p);   /* tensor.c */
+void ember__freelist_drain(void **head, int *len, size_t link);   /* tensor.c */
 
 /* Invariants no user input can reach. Compiled out in release builds. */
 #ifdef EMBER_DEBUG

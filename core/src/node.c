@@ -22,14 +22,15 @@ static size_t node_size(int nin, int nout)
     return sizeof(ember_node) + (size_t)nin * (sizeof(ag_edge) + sizeof(ag_meta_io) + 1) +
            (size_t)nout * (sizeof(ag_meta_io) + sizeof(ember_tensor *)) + 16;
 }
-static EMBER_TLS ember__pool node_pool;   /* of nodes of the small size */
+static EMBER_TLS void *node_pool;   /* of nodes of the small size */
+static EMBER_TLS int node_pool_len;
 
 ember_node *ember__node_new(int op, int key, int nin, int nout)
 {
     bool small = nin <= SMALL_NIN && nout <= SMALL_NOUT;
     size_t sz = small ? node_size(SMALL_NIN, SMALL_NOUT) : node_size(nin, nout);
     ember_node *n;
-    if (small && (n = ember__pool_get(&node_pool))) {
+    if (small && (n = ember__freelist_get(&node_pool, &node_pool_len, 0))) {
         memset(n, 0, sz);
     } else if (!(n = calloc(1, sz))) {
         return NULL;
@@ -114,7 +115,8 @@ void ember__node_free(ember_node *n)
     ember__node_release_grads(n);
     if (n->ctx_id > 0) push_freed_ctx(n->ctx_id);
     ag_state()->live_nodes--;
-    if (n->nin > SMALL_NIN || n->nout > SMALL_NOUT || !ember__pool_put(&node_pool, n, 65536)) free(n);
+    bool small = n->nin <= SMALL_NIN && n->nout <= SMALL_NOUT;
+    if (!small || !ember__freelist_put(&node_pool, &node_pool_len, 0, n, 65536)) free(n);
 }
 
 /* ------------------------------------------------------------------ node lifetime
@@ -254,7 +256,7 @@ void ember_node_set_intercept(ember_node *n, int on)
 /* Thread exit: the node pools and stacks go (ember__free_thread_autograd). */
 void ember__free_thread_nodes(void)
 {
-    ember__pool_drain(&node_pool);
+    ember__freelist_drain(&node_pool, &node_pool_len, 0);
     free(freed_ctx);
     free(kill_stack);
     freed_ctx = NULL;

@@ -15,13 +15,15 @@
    not call malloc for every result. A pooled header keeps refcount 0 (the
    free list runs through `base`), so an API call handed a released tensor
    that was not reused yet is refused. */
-static EMBER_TLS ember__pool header_pool = {.link = offsetof(ember_tensor, base)};
+static EMBER_TLS void *header_pool;
+static EMBER_TLS int header_pool_len;
+#define HEADER_LINK offsetof(ember_tensor, base)
 static EMBER_TLS int thread_registered;
 #define HEADER_POOL_MAX 4096
 
 int ember__tensor_alloc(ember_tensor **out)
 {
-    ember_tensor *t = ember__pool_get(&header_pool);
+    ember_tensor *t = ember__freelist_get(&header_pool, &header_pool_len, HEADER_LINK);
     if (!t) {
         t = malloc(sizeof *t);
         if (!t) return ember__fail(EMBER_ERR_OOM, "out of memory allocating a tensor");
@@ -42,27 +44,29 @@ static void header_free(ember_tensor *t)
 {
     ember__stats_tensor(-1);
     t->refcount = 0;
-    if (!ember__pool_put(&header_pool, t, HEADER_POOL_MAX)) free(t);
+    if (!ember__freelist_put(&header_pool, &header_pool_len, HEADER_LINK, t, HEADER_POOL_MAX))
+        free(t);
 }
 
 /* Storage structs are recycled like tensor headers. */
-static EMBER_TLS ember__pool storage_pool;
+static EMBER_TLS void *storage_pool;
+static EMBER_TLS int storage_pool_len;
 
-void ember__pool_drain(ember__pool *p)
+void ember__freelist_drain(void **head, int *len, size_t link)
 {
-    for (void *b; (b = ember__pool_get(p));) free(b);
+    for (void *b; (b = ember__freelist_get(head, len, link));) free(b);
 }
 
 void ember__free_thread_pools(void)
 {
-    ember__pool_drain(&header_pool);
-    ember__pool_drain(&storage_pool);
+    ember__freelist_drain(&header_pool, &header_pool_len, HEADER_LINK);
+    ember__freelist_drain(&storage_pool, &storage_pool_len, 0);
     thread_registered = 0;
 }
 
 static ember_storage *storage_alloc(void)
 {
-    ember_storage *s = ember__pool_get(&storage_pool);
+    ember_storage *s = ember__freelist_get(&storage_pool, &storage_pool_len, 0);
     if (!s && !(s = malloc(sizeof *s))) return NULL;
     memset(s, 0, sizeof *s);
     return s;
@@ -70,7 +74,7 @@ static ember_storage *storage_alloc(void)
 
 static void storage_free(ember_storage *s)
 {
-    if (!ember__pool_put(&storage_pool, s, HEADER_POOL_MAX)) free(s);
+    if (!ember__freelist_put(&storage_pool, &storage_pool_len, 0, s, HEADER_POOL_MAX)) free(s);
 }
 
 static void storage_release(ember_storage *s)
