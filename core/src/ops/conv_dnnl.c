@@ -127,7 +127,7 @@ const char *ember_dnnl_info(void)
 void ember__dnnl_conv_key(conv_kind kind, int variant, const conv_geom *g, int nthr, int64_t *key)
 {
     const int64_t k[KEY_LEN] = {kind, variant, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
-                                g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
+                                g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->nhwc};
     memcpy(key, k, sizeof k);
 }
 
@@ -139,32 +139,37 @@ void ember__dnnl_conv_destroy(dnnl_conv *c)
     free(c);
 }
 
-/* the (grouped) weight as ember keeps it: (O, C/G, kH, kW), or (G, O/G, C/G, kH, kW) */
+/* the (grouped) weight as ember keeps it: (O, C/G, kH, kW), or (G, O/G, C/G, kH, kW);
+   channels_last (g->nhwc) its channels innermost, (O, kH, kW, C/G) */
 static dnnl_status_t weight_md(const conv_geom *g, bool any, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
 {
     if (g->G == 1) {
         const dnnl_dims_t d = {g->O, g->Cg, g->kH, g->kW};
-        return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : dnnl_oihw);
+        return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : g->nhwc ? dnnl_ohwi : dnnl_oihw);
     }
     const dnnl_dims_t d = {g->G, g->Og, g->Cg, g->kH, g->kW};
-    return dnnl_memory_desc_init_by_tag(md, 5, d, dt, any ? dnnl_format_tag_any : dnnl_goihw);
+    return dnnl_memory_desc_init_by_tag(md, 5, d, dt, any ? dnnl_format_tag_any : g->nhwc ? dnnl_gohwi : dnnl_goihw);
 }
 
-static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, dnnl_data_type_t dt,
+static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, bool nhwc, dnnl_data_type_t dt,
                             dnnl_memory_desc_t *md)
 {
     const dnnl_dims_t d = {n, c, h, w};
-    return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : dnnl_nchw);
+    return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : nhwc ? dnnl_nhwc : dnnl_nchw);
 }
 
-/* x, w, y descriptors in ember's layouts, or (any) in those oneDNN will
-   choose, in data types dt[0..2] */
+/* x, w, y descriptors in ember's layouts (NCHW, or channels_last where
+   g->nhwc), or (any) in those oneDNN will choose, in data types dt[0..2].
+   channels_last activations are given to the primitive as they are (its
+   nhwc kernels, as PyTorch's channels_last): no reorder of x, y or their
+   gradients, only of the weight into the primitive's blocked layout */
 static dnnl_status_t geom_mds(const conv_geom *g, bool any, const dnnl_data_type_t *dt, dnnl_memory_desc_t *x,
                               dnnl_memory_desc_t *w, dnnl_memory_desc_t *y)
 {
-    dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any, dt[0], x);
+    const bool any_act = any && !g->nhwc;
+    dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any_act, g->nhwc, dt[0], x);
     if (s == dnnl_success) s = weight_md(g, any, dt[1], w);
-    if (s == dnnl_success) s = act_md(g->N, g->O, g->Ho, g->Wo, any, dt[2], y);
+    if (s == dnnl_success) s = act_md(g->N, g->O, g->Ho, g->Wo, any_act, g->nhwc, dt[2], y);
     return s;
 }
 

@@ -236,6 +236,7 @@ typedef struct ember__conv_geom {
     int64_t sh, sw, ph, pw, dh, dw;
     int64_t Ho, Wo;
     int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
+    int64_t nhwc;             /* 1: x, y and their gradients channels_last, the weight (O, kH, kW, C/G) */
 } ember__conv_geom;
 /* conv2d, conv2d_backward_input or conv2d_backward_weight: the geometry and
    the shape of the op's result; fails as the op does on bad operands. */
