@@ -77,14 +77,15 @@ static void window(const pool_geom *p, int64_t oh, int64_t ow, int64_t *h0, int6
             T *restrict gx = (T *)j->dst + n * HW * C;                                                  \
             const T *restrict g = (const T *)j->src + n * out * C;                                      \
             const int64_t *restrict ix = j->cix + n * out * C;                                          \
-            for (int64_t k = 0; k < out * C; k++) {                                                     \
-                int64_t at = ix[k];                                                                     \
-                if (at < 0 || at >= HW) {                                                               \
-                    atomic_store_explicit(&j->bad, 1, memory_order_relaxed);                            \
-                    continue;                                                                           \
+            for (int64_t o = 0; o < out; o++)                                                           \
+                for (int64_t c = 0; c < C; c++) {                                                       \
+                    int64_t at = ix[o * C + c];                                                         \
+                    if (at < 0 || at >= HW) {                                                           \
+                        atomic_store_explicit(&j->bad, 1, memory_order_relaxed);                        \
+                        continue;                                                                       \
+                    }                                                                                   \
+                    gx[at * C + c] += g[o * C + c];                                                     \
                 }                                                                                       \
-                gx[at * C + k % C] += g[k];                                                             \
-            }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
     EMBER_SIMD static void avg_fwd_##T(void *vctx, int64_t r0, int64_t r1)                              \
