@@ -18,7 +18,8 @@
 -- the eight slowest ops). AUTOCAST=bfloat16 runs the forwards under
 -- autocast on both sides (PyTorch 1.13 cannot train the MobileNetV2 so:
 -- relu6's backward has no bfloat16 CPU kernel; ember's side then runs alone).
--- LAYOUT=channels_last runs ember's side channels_last too (docs/nn.md).
+-- LAYOUT=channels_last runs ember's side channels_last too (docs/nn.md);
+-- LAYOUT=both times ember's two layouts against each other instead.
 --   luajit bench/convnets.lua [cases [rounds [iters [threads [profile]]]]]
 -- cases: a comma-separated list or "all" (default); rounds 5; iters: steps
 -- per round (default 3 for training, 20 for inference); threads: ember's
@@ -39,9 +40,13 @@ local profile = argv[5] == "profile"
 local wait = os.getenv("TORCH_OMP_WAIT_POLICY") or "PASSIVE"
 -- AUTOCAST=bfloat16: each step's forward (and loss) under ember.autocast, PyTorch's under torch.autocast
 local autocast = os.getenv("AUTOCAST")
--- LAYOUT=channels_last: ember's model and input channels_last (model:to), as PyTorch's always are here
-local layout = os.getenv("LAYOUT") or "nchw"
-assert(layout == "nchw" or layout == "channels_last", "LAYOUT must be nchw or channels_last")
+-- LAYOUT=channels_last: ember's model and input channels_last (model:to), as
+-- PyTorch's always are here; LAYOUT=both: ember NCHW against ember
+-- channels_last in alternating rounds, no PyTorch (ratio NCHW / channels_last)
+local layout_env = os.getenv("LAYOUT") or "nchw"
+assert(layout_env == "nchw" or layout_env == "channels_last" or layout_env == "both",
+  "LAYOUT must be nchw, channels_last or both")
+local layout = layout_env == "both" and "nchw" or layout_env
 local function in_layout(x) return layout == "channels_last" and x:contiguous({ memory_format = "channels_last" }) or x end
 
 -- MobileNetV2, as bench/convnets_torch.py builds it
@@ -115,6 +120,22 @@ local function make_step(case)
 end
 
 local threads, core = ember.get_num_threads(), B.blas_core(ember)
+if layout_env == "both" then
+  for c in cases:gmatch("[^,]+") do
+    layout = "nchw"
+    local nchw, default_iters = make_step(c)
+    layout = "channels_last"
+    local cl = make_step(c)
+    local iters = iters_arg or default_iters
+    nchw()
+    cl()
+    local function loop(step) return function(n) for _ = 1, n do step() end end end
+    local tn, tc, ratio = B.time_pair(loop(nchw), loop(cl), iters, rounds)
+    print(B.json({ bench = "convnets_layouts_" .. c, threads = threads, nchw_s = tn, channels_last_s = tc,
+      nchw_over_channels_last = ratio, peak_rss_mb = B.peak_rss_mb() }))
+  end
+  os.exit(0)
+end
 for c in cases:gmatch("[^,]+") do
   local step, default_iters = make_step(c)
   local iters = iters_arg or default_iters

@@ -7,7 +7,8 @@
    N batch, C channels, H x W spatial. */
 #include "nn.h"
 
-/* nn.h */
+/* ops.h: PyTorch's is_contiguous(channels_last), dims 1, 3, 2, 0 dense in
+   that order */
 bool ember__nhwc_dense(const ember_tensor *t)
 {
     if (t->ndim != 4) return false;

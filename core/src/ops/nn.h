@@ -40,13 +40,11 @@ int ember__nn_need_4d(const char *op, const char *what, const ember_tensor *t);
 bool ember__nn_on_cpu(int n, ember_tensor *const *in);
 int ember__nn_contiguous(ember_tensor *const *in, int n, ember_tensor **c);
 void ember__nn_release(ember_tensor **c, int n);
-/* nhwc.c, the channels_last layout: whether t is 4-D with the strides of a
-   row-major (N, H, W, C) (size-1 dims skipped, so a tensor may be both this
-   and contiguous); whether it is so and not also contiguous, on the CPU (the
-   layout a kernel then follows); a new uninitialised tensor of shape
+/* nhwc.c, the channels_last layout (ember__nhwc_dense in ops.h; a tensor
+   may be both it and contiguous): whether t is so and not also contiguous,
+   on the CPU (the layout a kernel then follows); a new uninitialised tensor of shape
    (N, C, H, W) so laid out; t in dtype and (nhwc) that layout or else
    contiguous, t itself where it already is; and nn_finish into the layout. */
-bool ember__nhwc_dense(const ember_tensor *t);
 bool ember__is_nhwc(const ember_tensor *t);
 int ember__new_nhwc(const int64_t *shape, int dtype, ember_tensor **out);
 int ember__layout_as(ember_tensor *t, int dtype, bool nhwc, ember_tensor **out);

@@ -294,6 +294,9 @@ void ember__result_strides(int nd, const int64_t *shape, int n, ember_tensor *co
 int ember__new_result(int nd, const int64_t *shape, int dtype, int n, ember_tensor *const *ins, ember_tensor **out);
 /* PyTorch's is_non_overlapping_and_dense. */
 bool ember__dense(const ember_tensor *t);
+/* PyTorch's is_contiguous(memory_format = channels_last): t is 4-D with the
+   strides of a row-major (N, H, W, C), size-1 dims skipped (nhwc.c) */
+bool ember__nhwc_dense(const ember_tensor *t);
 /* out must already have the broadcast shape; inputs broadcast to it. Dims
    are walked in the order of the operands' strides (the output's first), so
    the innermost loop is unit-stride where an operand allows it. */
