@@ -197,12 +197,15 @@ describe("ops on channels_last tensors", function()
     end)
   end
 
-  it("conv2d_relu (fused, with a bias) as on NCHW", function()
+  it("conv2d_relu and conv2d_relu_max_pool2d (fused, with a bias) as on NCHW, in channels_last", function()
     ember.manual_seed(5)
     local x, w, b = ember.randn({ 2, 8, 8, 8 }), ember.randn({ 16, 8, 3, 3 }), ember.randn({ 16 })
-    compare(function(a, ww, bb) return { F.conv2d_relu(a, ww, bb, { padding = 1 }) } end, { x, w, b }, 1e-4, false)
-    local y = F.conv2d_relu(cl(x), cl(w), b, { padding = 1 })
-    assert.is_true(is_cl(y))
+    compare(function(a, ww, bb) return { F.conv2d_relu(a, ww, bb, { padding = 1 }) } end, { x, w, b }, 1e-4, true)
+    compare(function(a, ww, bb) return { F.conv2d_relu_max_pool2d(a, ww, bb, { padding = 1 }, 2) } end, { x, w, b },
+      1e-4, true)
+    -- in float64 (ember's kernels on copies)
+    compare(function(a, ww, bb) return { F.conv2d_relu(a, ww, bb, { padding = 1 }) } end,
+      { x:double(), w:double(), b:double() }, 1e-12, true)
   end)
 
   it("batch norm in training (with its ReLU) and in eval mode as on NCHW", function()
