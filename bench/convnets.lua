@@ -41,13 +41,17 @@ local wait = os.getenv("TORCH_OMP_WAIT_POLICY") or "PASSIVE"
 -- AUTOCAST=bfloat16: each step's forward (and loss) under ember.autocast, PyTorch's under torch.autocast
 local autocast = os.getenv("AUTOCAST")
 -- LAYOUT=channels_last: ember's model and input channels_last (model:to), as
--- PyTorch's always are here; LAYOUT=both: ember NCHW against ember
--- channels_last in alternating rounds, no PyTorch (ratio NCHW / channels_last)
+-- PyTorch's always are here; LAYOUT=channels_last_input: the input alone
+-- (the conv weights stay (O, C, kH, kW)); LAYOUT=both: ember NCHW against
+-- ember in AGAINST (channels_last by default) in alternating rounds, no
+-- PyTorch (ratio NCHW / the other)
 local layout_env = os.getenv("LAYOUT") or "nchw"
-assert(layout_env == "nchw" or layout_env == "channels_last" or layout_env == "both",
-  "LAYOUT must be nchw, channels_last or both")
+local LAYOUTS = { nchw = true, channels_last = true, channels_last_input = true }
+assert(LAYOUTS[layout_env] or layout_env == "both", "LAYOUT must be nchw, channels_last, channels_last_input or both")
+local against = os.getenv("AGAINST") or "channels_last"
+assert(LAYOUTS[against], "AGAINST must be nchw, channels_last or channels_last_input")
 local layout = layout_env == "both" and "nchw" or layout_env
-local function in_layout(x) return layout == "channels_last" and x:contiguous({ memory_format = "channels_last" }) or x end
+local function in_layout(x) return layout ~= "nchw" and x:contiguous({ memory_format = "channels_last" }) or x end
 
 -- MobileNetV2, as bench/convnets_torch.py builds it
 local SETTINGS = { { 1, 16, 1, 1 }, { 6, 24, 2, 2 }, { 6, 32, 3, 2 }, { 6, 64, 4, 2 }, { 6, 96, 3, 1 },
@@ -99,7 +103,7 @@ local function make_step(case)
   assert(name == "resnet18" or name == "mobilenetv2", "unknown case " .. case)
   ember.manual_seed(0)
   local model = name == "resnet18" and Z.ResNet18(64, 10) or MobileNetV2(10)
-  if layout == "channels_last" then model:to({ memory_format = "channels_last" }) end
+  if layout == "channels_last" then model:to({ memory_format = "channels_last" }) end   -- not for _input
   if mode == "train" then
     local x, labels = in_layout(ember.randn({ 32, 3, 32, 32 })), ember.randint(1, 11, { 32 })
     local opt = ember.optim.SGD(model:parameters(), { lr = 0.01, momentum = 0.9 })
@@ -124,15 +128,15 @@ if layout_env == "both" then
   for c in cases:gmatch("[^,]+") do
     layout = "nchw"
     local nchw, default_iters = make_step(c)
-    layout = "channels_last"
+    layout = against
     local cl = make_step(c)
     local iters = iters_arg or default_iters
     nchw()
     cl()
     local function loop(step) return function(n) for _ = 1, n do step() end end end
     local tn, tc, ratio = B.time_pair(loop(nchw), loop(cl), iters, rounds)
-    print(B.json({ bench = "convnets_layouts_" .. c, threads = threads, nchw_s = tn, channels_last_s = tc,
-      nchw_over_channels_last = ratio, peak_rss_mb = B.peak_rss_mb() }))
+    print(B.json({ bench = "convnets_layouts_" .. c, against = against, threads = threads, nchw_s = tn,
+      against_s = tc, nchw_over_against = ratio, peak_rss_mb = B.peak_rss_mb() }))
   end
   os.exit(0)
 end

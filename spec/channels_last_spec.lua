@@ -192,6 +192,16 @@ describe("ops on channels_last tensors", function()
       local want = true
       compare(f, { x, w }, 0, want)                       -- float64: ember's kernels on copies, the same sums
       compare(f, { x:float(), w:float() }, 1e-4, want)   -- float32: oneDNN's nhwc kernels against its blocked ones
+      -- the input alone channels_last, the weight contiguous: the output channels_last, the
+      -- weight's gradient contiguous as the weight (what the fused optimizer steps want)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        local o1, g1 = run(f, { x:to(dt), w:to(dt) })
+        local o2, g2 = run(f, { cl(x:to(dt)), w:to(dt) })
+        same(o1[1], o2[1], dt == "float64" and 0 or 1e-4)
+        assert.is_true(is_cl(o2[1]) and is_cl(g2[1]) and g2[2]:is_contiguous())
+        same(g1[1], g2[1], dt == "float64" and 0 or 1e-4)
+        same(g1[2], g2[2], dt == "float64" and 0 or 1e-4)
+      end
       local b = ember.randn({ c[5] })
       compare(function(a, ww, bb) return { F.conv2d(a, ww, bb, opts):relu() } end, { x:float(), w:float(), b }, 1e-4, want)
     end)

@@ -627,21 +627,24 @@ done:
     return rc;
 }
 
-/* The same into res channels_last (nhwc.c; a weight or weight gradient
-   (O, kH, kW, C/G)): oneDNN reads and writes the activations as they are
-   (float32, and bfloat16 operands where dt is and the CPU has its kernels);
+/* The same into res channels_last (nhwc.c; a weight gradient (O, kH, kW,
+   C/G)): oneDNN reads and writes the activations as they are (float32, and
+   bfloat16 operands where dt is and the CPU has its kernels), and a weight
+   as it is, (O, kH, kW, C/G) or (O, C/G, kH, kW) (a strided one copied);
    elsewhere ember's kernels run on NCHW copies and the result is copied
    into res, once (docs/nn.md). */
 static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, ember_tensor *a, ember_tensor *b,
                         ember_tensor *cbias, ember_tensor *res)
 {
+    const bool b_weight = kind != CONV_BWD_WEIGHT, w_ohwi = b_weight ? ember__is_nhwc(b) : true;
+    const bool b_nhwc = b_weight ? w_ohwi : true;
     conv_geom gn = *g;
-    gn.nhwc = 1;
+    gn.nhwc = NHWC_ACT | (w_ohwi ? NHWC_WEIGHT : 0);
     ember_tensor *ca = NULL, *cb = NULL, *tmp = NULL;
     int rc = EMBER_OK;
     if (dt == EMBER_BFLOAT16 && !cbias && a->dtype == b->dtype) {
         EMBER_CHECK(ember__layout_as(a, dt, true, &ca));
-        EMBER_CHECK(ember__layout_as(b, dt, true, &cb));
+        EMBER_CHECK(ember__layout_as(b, dt, b_nhwc, &cb));
         if (ember__dnnl_conv_bf16(kind, &gn, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto done;
         ember_tensor_release(ca);
         ember_tensor_release(cb);
@@ -649,7 +652,7 @@ static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, emb
     }
     if (cdt == EMBER_FLOAT32 && !is_pointwise_1x1(g)) {
         EMBER_CHECK(ember__layout_as(a, cdt, true, &ca));
-        EMBER_CHECK(ember__layout_as(b, cdt, true, &cb));
+        EMBER_CHECK(ember__layout_as(b, cdt, b_nhwc, &cb));
         if (ember__dnnl_conv(kind, &gn, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
                              cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
             goto done;

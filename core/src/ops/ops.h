@@ -229,6 +229,7 @@ int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at
 /* ------------------------------------------------------------------ conv2d and pooling (conv.c, pool.c)
    The window geometry of a convolution or a pooling op, checked from its
    inputs and attrs, for every device. N batch, C channels, H x W spatial. */
+enum { NHWC_ACT = 1, NHWC_WEIGHT = 2 };   /* ember__conv_geom's nhwc bits */
 typedef struct ember__conv_geom {
     int64_t N, C, H, W;       /* input */
     int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
@@ -236,7 +237,8 @@ typedef struct ember__conv_geom {
     int64_t sh, sw, ph, pw, dh, dw;
     int64_t Ho, Wo;
     int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
-    int64_t nhwc;             /* 1: x, y and their gradients channels_last, the weight (O, kH, kW, C/G) */
+    int64_t nhwc;             /* NHWC_ACT: x, y and their gradients channels_last; NHWC_WEIGHT: the weight
+                                 (or its gradient) (O, kH, kW, C/G) */
 } ember__conv_geom;
 /* conv2d, conv2d_backward_input or conv2d_backward_weight: the geometry and
    the shape of the op's result; fails as the op does on bad operands. */
