@@ -278,6 +278,12 @@ static dnnl_conv *conv_create_as(conv_kind kind, int variant, const conv_geom *g
         c->user[ARG_A] = ux, c->user[ARG_B] = uy, c->user[ARG_RES] = uw;
         break;
     }
+    /* oneDNN's reference kernels (what it falls back to for some nhwc
+       products) are orders of magnitude slower than ember's own */
+    const char *impl = NULL;
+    if (g->nhwc && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        strncmp(impl, "ref", 3) == 0)
+        goto fail;
     for (int i = 0; i < NARGS; i++) {
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, q[i], 0);
         if (!md) goto fail;
@@ -306,11 +312,13 @@ fail:
     return NULL;
 }
 
-/* a channels_last float32 product with blocked_weight_md's weight where
-   oneDNN has a kernel for it, else as oneDNN picks */
+/* a channels_last float32 forward with blocked_weight_md's weight where
+   oneDNN has a kernel for it, else as oneDNN picks (the adjoints: with a
+   fixed weight layout oneDNN 2.6 had only its reference kernels for them) */
 static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
 {
-    dnnl_conv *c = (g->nhwc & NHWC_ACT) && variant != DNNL_BF16 ? conv_create_as(kind, variant, g, true) : NULL;
+    dnnl_conv *c = (g->nhwc & NHWC_ACT) && kind == CONV_FWD && variant != DNNL_BF16
+                       ? conv_create_as(kind, variant, g, true) : NULL;
     return c ? c : conv_create_as(kind, variant, g, false);
 }
 
