@@ -18,6 +18,8 @@
 -- the eight slowest ops). AUTOCAST=bfloat16 runs the forwards under
 -- autocast on both sides (PyTorch 1.13 cannot train the MobileNetV2 so:
 -- relu6's backward has no bfloat16 CPU kernel; ember's side then runs alone).
+-- LAYOUT=channels_last runs ember's side channels_last too (docs/nn.md);
+-- LAYOUT=both times ember's two layouts against each other instead.
 --   luajit bench/convnets.lua [cases [rounds [iters [threads [profile]]]]]
 -- cases: a comma-separated list or "all" (default); rounds 5; iters: steps
 -- per round (default 3 for training, 20 for inference); threads: ember's
@@ -38,6 +40,18 @@ local profile = argv[5] == "profile"
 local wait = os.getenv("TORCH_OMP_WAIT_POLICY") or "PASSIVE"
 -- AUTOCAST=bfloat16: each step's forward (and loss) under ember.autocast, PyTorch's under torch.autocast
 local autocast = os.getenv("AUTOCAST")
+-- LAYOUT=channels_last: ember's model and input channels_last (model:to), as
+-- PyTorch's always are here; LAYOUT=channels_last_input: the input alone
+-- (the conv weights stay (O, C, kH, kW)); LAYOUT=both: ember NCHW against
+-- ember in AGAINST (channels_last by default) in alternating rounds, no
+-- PyTorch (ratio NCHW / the other)
+local layout_env = os.getenv("LAYOUT") or "nchw"
+local LAYOUTS = { nchw = true, channels_last = true, channels_last_input = true }
+assert(LAYOUTS[layout_env] or layout_env == "both", "LAYOUT must be nchw, channels_last, channels_last_input or both")
+local against = os.getenv("AGAINST") or "channels_last"
+assert(LAYOUTS[against], "AGAINST must be nchw, channels_last or channels_last_input")
+local layout = layout_env == "both" and "nchw" or layout_env
+local function in_layout(x) return layout ~= "nchw" and x:contiguous({ memory_format = "channels_last" }) or x end
 
 -- MobileNetV2, as bench/convnets_torch.py builds it
 local SETTINGS = { { 1, 16, 1, 1 }, { 6, 24, 2, 2 }, { 6, 32, 3, 2 }, { 6, 64, 4, 2 }, { 6, 96, 3, 1 },
@@ -89,8 +103,9 @@ local function make_step(case)
   assert(name == "resnet18" or name == "mobilenetv2", "unknown case " .. case)
   ember.manual_seed(0)
   local model = name == "resnet18" and Z.ResNet18(64, 10) or MobileNetV2(10)
+  if layout == "channels_last" then model:to({ memory_format = "channels_last" }) end   -- not for _input
   if mode == "train" then
-    local x, labels = ember.randn({ 32, 3, 32, 32 }), ember.randint(1, 11, { 32 })
+    local x, labels = in_layout(ember.randn({ 32, 3, 32, 32 })), ember.randint(1, 11, { 32 })
     local opt = ember.optim.SGD(model:parameters(), { lr = 0.01, momentum = 0.9 })
     local gm = ember.autodiff.GradManager():attach(model:parameters())
     if not autocast then return B.classifier_step(ember, model, opt, gm, x, labels), 3 end
@@ -103,12 +118,28 @@ local function make_step(case)
   end
   assert(mode == "infer", "unknown case " .. case)
   model:eval()
-  local x = ember.randn({ 1, 3, 32, 32 })
+  local x = in_layout(ember.randn({ 1, 3, 32, 32 }))
   local function fwd() return model(x) end
   return function() ember.no_grad(function() return ember.autocast(autocast or false, fwd) end) end, 20
 end
 
 local threads, core = ember.get_num_threads(), B.blas_core(ember)
+if layout_env == "both" then
+  for c in cases:gmatch("[^,]+") do
+    layout = "nchw"
+    local nchw, default_iters = make_step(c)
+    layout = against
+    local cl = make_step(c)
+    local iters = iters_arg or default_iters
+    nchw()
+    cl()
+    local function loop(step) return function(n) for _ = 1, n do step() end end end
+    local tn, tc, ratio = B.time_pair(loop(nchw), loop(cl), iters, rounds)
+    print(B.json({ bench = "convnets_layouts_" .. c, against = against, threads = threads, nchw_s = tn,
+      against_s = tc, nchw_over_against = ratio, peak_rss_mb = B.peak_rss_mb() }))
+  end
+  os.exit(0)
+end
 for c in cases:gmatch("[^,]+") do
   local step, default_iters = make_step(c)
   local iters = iters_arg or default_iters
@@ -130,7 +161,7 @@ for c in cases:gmatch("[^,]+") do
     table.sort(ops, function(p, q) return p[2] > q[2] end)
     for i = 1, math.min(8, #ops) do fields[("prof_top%d"):format(i)] = ("%s %.4f"):format(ops[i][1], ops[i][2]) end
   end
-  print(B.json({ bench = "convnets_" .. c, autocast = autocast or "off", threads = threads, openblas_core = core, torch_wait_policy = wait,
+  print(B.json({ bench = "convnets_" .. c, layout = layout, autocast = autocast or "off", threads = threads, openblas_core = core, torch_wait_policy = wait,
     ember_s = B.median(te), torch_s = B.median(tt), ratio = B.median(ratio), ember_min_s = math.min(unpack(te)),
     torch_min_s = math.min(unpack(tt)), peak_rss_mb = B.peak_rss_mb() }, fields))
 end

@@ -186,7 +186,7 @@ describe("full and the _like factories", function()
   it("raise for an unknown option, a bad fill value or no tensor", function()
     for _, name in ipairs({ "zeros_like", "ones_like", "empty_like" }) do
       raises(function() ember[name](t, { requires_grad = true }) end,
-        "ember." .. name .. ": unknown option 'requires_grad' (known: device, dtype)")
+        "ember." .. name .. ": unknown option 'requires_grad' (known: device, dtype, memory_format)")
       raises(function() ember[name]({ 1, 2 }) end, "ember." .. name .. ": expected a tensor as argument 1, got table")
     end
     for _, name in ipairs({ "rand_like", "randn_like" }) do

@@ -82,8 +82,8 @@ describe("Module:to and the casts", function()
     assert.error_matches(function() m:to({ dtyp = "float32" }) end, "unknown option 'dtyp'", 1, true)
     assert.error_matches(function() m:to("float32", "float64") end, "dtype is given twice", 1, true)
     assert.error_matches(function() m:to(5) end, "argument 1 must be a dtype", 1, true)
-    assert.error_matches(function() m:to({ memory_format = "channels_last" }) end,
-      "memory_format 'channels_last' is not supported", 1, true)
+    assert.error_matches(function() m:to({ memory_format = "channels_last_3d" }) end,
+      "memory_format 'channels_last_3d' is not supported", 1, true)
     assert.error_matches(function() m:to({ memory_format = "sideways" }) end, "unknown memory_format", 1, true)
     assert.equal("float64", m.weight.dtype)   -- unchanged by the failed calls
     m.weight = ember.tensor({ { 1, 2 }, { 3, 4 } }):t()   -- a non-contiguous parameter
@@ -123,15 +123,16 @@ describe("Module:to and the casts", function()
 end)
 
 describe("Tensor:to's memory_format", function()
-  it("makes a contiguous copy for contiguous_format and raises for channels_last", function()
+  it("makes a contiguous copy for contiguous_format; channels_last needs 4-D", function()
     local t = ember.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }):t()
     assert.is_false(t:is_contiguous())
     local c = t:to({ memory_format = "contiguous_format" })
     assert.is_true(c:is_contiguous())
     H.same(c, { { 1, 4 }, { 2, 5 }, { 3, 6 } }, 0)
     assert.equal(t, t:to({ memory_format = "preserve_format" }))
-    assert.error_matches(function() t:to({ memory_format = "channels_last" }) end, "not supported", 1, true)
-    assert.error_matches(function() t:to("float64", { memory_format = "channels_last" }) end, "not supported", 1, true)
+    assert.error_matches(function() t:to({ memory_format = "channels_last" }) end,
+      "ember.to: memory_format 'channels_last' needs a 4-D tensor (N, C, H, W), got shape {3, 2}", 1, true)
+    assert.error_matches(function() t:to("float64", { memory_format = "channels_last" }) end, "needs a 4-D", 1, true)
     assert.error_matches(function() t:to({ dtype = "float64", layout = 1 }) end, "unknown option 'layout'", 1, true)
     assert.error_matches(function() t:to("float64", { pinned = true }) end, "unknown option 'pinned'", 1, true)
   end)

@@ -99,8 +99,23 @@ static void conv2d_adjoints(rule_ctx *r, ember_tensor *gy)
     ember_tensor *o = NULL, *o2 = NULL;
     if (!have(s, gy, gy)) return;
     if (NEED(0)) give(s, &gi[0], keep(s, ember_conv2d_backward_input(gy, IN(1), in, st, pd, dl, at->i[6], &o), &o));
-    if (OK(s) && NEED(1))
-        give(s, &gi[1], keep(s, ember_conv2d_backward_weight(IN(0), gy, ws, st, pd, dl, at->i[6], &o2), &o2));
+    if (!OK(s) || !NEED(1)) return;
+    ember_tensor *gw = keep(s, ember_conv2d_backward_weight(IN(0), gy, ws, st, pd, dl, at->i[6], &o2), &o2);
+    /* the gradient laid out as the weight, which the fused optimizer steps
+       want: a channels_last weight's where x and gy leave the layout open
+       (1x1 planes are both layouts), a contiguous one's where they are
+       channels_last. By ops, as recorded. */
+    if (gw && IN(1)->is_contiguous && !gw->is_contiguous) {
+        ember_tensor *c = NULL;
+        gw = keep(s, ember_contiguous(gw, &c), &c);
+    } else if (gw && ember__is_nhwc(IN(1)) && !ember__nhwc_dense(gw)) {
+        static const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+        ember_tensor *p = NULL, *c = NULL, *v = NULL;
+        p = keep(s, ember_permute(gw, 4, to_nhwc, &p), &p);
+        if (p) c = keep(s, ember_contiguous(p, &c), &c);
+        if (c) gw = keep(s, ember_permute(c, 4, to_nchw, &v), &v);
+    }
+    give(s, &gi[1], gw);
 }
 
 RULE(conv2d) { conv2d_adjoints(r, r->g); }

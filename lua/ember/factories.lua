@@ -65,7 +65,9 @@ return function(ember, H)
   -- is its argument position, for the message about a value of another type.
   local BASIC = { "device", "dtype" }
   local RANDOM = { "device", "dtype", "generator" }
-  local KNOWN = { [BASIC] = { device = true, dtype = true }, [RANDOM] = { device = true, dtype = true, generator = true } }
+  local LIKE = { "device", "dtype", "memory_format" }
+  local KNOWN = { [BASIC] = { device = true, dtype = true }, [RANDOM] = { device = true, dtype = true, generator = true },
+    [LIKE] = { device = true, dtype = true, memory_format = true } }
   local function options(op, opts, pos, known)
     if opts == nil then return nil end
     if type(opts) ~= "table" or is_tensor(opts) then
@@ -253,14 +255,25 @@ return function(ember, H)
     return wrap(out1[0])
   end
 
-  -- a tensor of t's shape, dtype and device (opts may change the last two) filled with v
+  -- a tensor of t's shape, dtype and device (opts may change the last two)
+  -- filled with v; channels_last (ops.lua) where memory_format asks for it
+  -- or preserves it (the default: t is channels_last and not contiguous)
   local function like(name, t, v, opts, pos)
     local c = tensor_arg(name, t, 1)
-    options(name, opts, pos, BASIC)
+    options(name, opts, pos, LIKE)
     local dt = opts and opts.dtype and dtype_id(name, opts.dtype) or C.ember_tensor_dtype(c)
     local dev = opts and opts.device and device_id(name, opts.device) or C.ember_tensor_device(c)
-    check(C.ember_full(C.ember_tensor_ndim(c), C.ember_tensor_shape(c), v, dt, dev, out1))
-    return wrap(out1[0])
+    local fmt = opts and ember._memory_format("ember." .. name, opts.memory_format) or "preserve_format"
+    local cl = fmt == "channels_last" or fmt == "preserve_format" and C.ember_tensor_is_contiguous(c) == 0
+      and ember._in_memory_format(t, "channels_last")
+    if not cl then
+      check(C.ember_full(C.ember_tensor_ndim(c), C.ember_tensor_shape(c), v, dt, dev, out1))
+      return wrap(out1[0])
+    end
+    if C.ember_tensor_ndim(c) ~= 4 then ember._to_memory_format(name, t, fmt) end   -- raises naming the shape
+    local s = C.ember_tensor_shape(c)
+    check(C.ember_full(4, ffi.new("int64_t[4]", s[0], s[2], s[3], s[1]), v, dt, dev, out1))
+    return wrap(out1[0]):permute({ 1, 4, 2, 3 })
   end
   function ember.zeros_like(t, opts) return like("zeros_like", t, 0, opts, 2) end
   function ember.ones_like(t, opts) return like("ones_like", t, 1, opts, 2) end

@@ -151,8 +151,22 @@ return function(ember, H)
     check(C.ember_clone(tensor_arg("clone", a, 1), out1))
     return wrap(out1[0])
   end
-  function Tensor.contiguous(a)
-    check(C.ember_contiguous(tensor_arg("contiguous", a, 1), out1))
+  -- x:contiguous() or x:contiguous({memory_format = "channels_last"}) (ember._to_memory_format)
+  local CONTIGUOUS_OPTIONS = { memory_format = true }
+  function Tensor.contiguous(a, opts)
+    local c = tensor_arg("contiguous", a, 1)
+    if opts == nil then
+      check(C.ember_contiguous(c, out1))
+      return wrap(out1[0])
+    end
+    local fmt = ember._memory_format("ember.contiguous", errors.options("contiguous", opts, CONTIGUOUS_OPTIONS)
+      .memory_format) or "contiguous_format"
+    if fmt == "preserve_format" then
+      fail("contiguous", "memory_format 'preserve_format' is not a layout contiguous can give: use "
+        .. "'contiguous_format' or 'channels_last' (x:clone() copies)")
+    end
+    if fmt == "channels_last" then return (ember._to_memory_format("contiguous", a, fmt)) end
+    check(C.ember_contiguous(c, out1))
     return wrap(out1[0])
   end
   function Tensor.detach(a)
@@ -168,19 +182,61 @@ return function(ember, H)
 
   -- t:to("float64"), t:to("cuda"), t:to({dtype =, device =}), t:to(other_tensor);
   -- t:to("cuda", {non_blocking = true}) or t:to({device =, non_blocking = true})
-  -- PyTorch's memory formats: "preserve_format" and "contiguous_format" are
-  -- ember's only layout; "channels_last" is not supported yet. Returns
-  -- whether the result must be contiguous.
-  local MEMORY_FORMATS = { preserve_format = false, contiguous_format = true }
+  -- PyTorch's memory formats: "preserve_format" (keep the layout),
+  -- "contiguous_format" (row-major) and "channels_last" (a 4-D tensor (N, C,
+  -- H, W) with the strides of a row-major (N, H, W, C): an ordinary strided
+  -- tensor, which convolutions, batch norm and pooling take and give without
+  -- reordering, docs/nn.md). Returns the format's name, nil for nil.
+  local MEMORY_FORMATS = { preserve_format = true, contiguous_format = true, channels_last = true }
   function ember._memory_format(op, v)
-    if v == nil then return false end
-    if MEMORY_FORMATS[v] ~= nil then return MEMORY_FORMATS[v] end
-    if v == "channels_last" or v == "channels_last_3d" then
-      errors.raise(("%s: memory_format '%s' is not supported: tensors are kept in the contiguous "
-        .. "(NCHW) layout"):format(op, v))
+    if v == nil then return nil end
+    if MEMORY_FORMATS[v] then return v end
+    if v == "channels_last_3d" then
+      errors.raise(("%s: memory_format 'channels_last_3d' is not supported: 5-D tensors are kept in the "
+        .. "contiguous (NCDHW) layout"):format(op))
     end
-    errors.raise(("%s: unknown memory_format %s: expected 'preserve_format' or 'contiguous_format'")
-      :format(op, type(v) == "string" and ("'" .. v .. "'") or tostring(v)))
+    errors.raise(("%s: unknown memory_format %s: expected 'preserve_format', 'contiguous_format' or "
+      .. "'channels_last'"):format(op, type(v) == "string" and ("'" .. v .. "'") or tostring(v)))
+  end
+  -- whether t's strides are those of fmt (size-1 dims skipped, as PyTorch's
+  -- is_contiguous(memory_format)): channels_last is 4-D with dims 2, 4, 3, 1
+  -- dense in that order
+  local CL_ORDER = { 2, 4, 3, 1 }
+  local function in_format(t, fmt)
+    if fmt == "contiguous_format" then return C.ember_tensor_is_contiguous(t._c) ~= 0 end
+    if t:dim() ~= 4 then return false end
+    local shape, stride, expect = t:shape(), t:stride(), 1
+    for _, d in ipairs(CL_ORDER) do
+      if shape[d] ~= 1 then
+        if stride[d] ~= expect then return false end
+        expect = expect * shape[d]
+      end
+    end
+    return true
+  end
+  ember._in_memory_format = in_format
+  -- t in format fmt ("contiguous_format" or "channels_last"): t itself where
+  -- it is, else a copy, recorded (gradients flow through it)
+  function ember._to_memory_format(op, t, fmt)
+    if in_format(t, fmt) then return t end
+    if fmt == "contiguous_format" then return t:contiguous() end
+    if t:dim() ~= 4 then
+      fail(op, ("memory_format 'channels_last' needs a 4-D tensor (N, C, H, W), got shape %s"):format(errors.shape(t)))
+    end
+    return t:permute({ 1, 3, 4, 2 }):contiguous():permute({ 1, 4, 2, 3 })
+  end
+  -- x:is_contiguous() or x:is_contiguous({memory_format = "channels_last"})
+  local IS_CONTIGUOUS_OPTIONS = { memory_format = true }
+  function Tensor.is_contiguous(t, opts)
+    local c = tensor_arg("is_contiguous", t, 1)
+    if opts == nil then return C.ember_tensor_is_contiguous(c) ~= 0 end
+    local fmt = ember._memory_format("ember.is_contiguous",
+      errors.options("is_contiguous", opts, IS_CONTIGUOUS_OPTIONS).memory_format) or "contiguous_format"
+    if fmt == "preserve_format" then
+      fail("is_contiguous", "memory_format 'preserve_format' is not a layout: use 'contiguous_format' or "
+        .. "'channels_last'")
+    end
+    return in_format(t, fmt)
   end
   local TO_OPTIONS = { dtype = true, device = true, non_blocking = true, memory_format = true }
   local function to_options(t, keys)
@@ -190,13 +246,18 @@ return function(ember, H)
     end
     return ember._memory_format("ember.to", t.memory_format)
   end
+  -- the format to's result must have (nil: none asked)
+  local function apply_format(r, fmt)
+    if fmt == nil or fmt == "preserve_format" then return r end
+    return (ember._to_memory_format("to", r, fmt))   -- not a tail call: the error names Tensor:to
+  end
   -- a value past the two raises through init.lua's arity wrapper, naming these two
   function Tensor.to(a, dtype_or_device, device_or_opts)
     local x, y = dtype_or_device, device_or_opts
     local c = tensor_arg("to", a, 1)
-    local dt, dev, non_blocking, contiguous
+    local dt, dev, non_blocking, fmt
     if type(y) == "table" and not is_tensor(y) then
-      contiguous = to_options(y, { non_blocking = true, memory_format = true })
+      fmt = to_options(y, { non_blocking = true, memory_format = true })
       y, non_blocking = nil, y.non_blocking
     end
     if is_tensor(x) then
@@ -204,7 +265,7 @@ return function(ember, H)
       dt, dev = C.ember_tensor_dtype(xc), C.ember_tensor_device(xc)
     elseif type(x) == "table" then
       if y ~= nil then fail("to", "argument 3 (" .. tostring(y) .. ") comes after the options table") end
-      contiguous = to_options(x, TO_OPTIONS)
+      fmt = to_options(x, TO_OPTIONS)
       dt = x.dtype and dtype_id("to", x.dtype)
       dev = x.device and device_id("to", x.device)
       non_blocking = x.non_blocking
@@ -225,8 +286,7 @@ return function(ember, H)
       check(C.ember_to_dtype(r._c, dt, out1))
       r = wrap(out1[0])
     end
-    if contiguous then r = r:contiguous() end
-    return r
+    return (apply_format(r, fmt))
   end
   function Tensor.float(a) return a:to("float32") end
   function Tensor.double(a) return a:to("float64") end

@@ -398,7 +398,6 @@ return function(ember)
     return tonumber(C.ember_tensor_shape(c)[dim0("size", d, n)])
   end
   function Tensor.stride(t) return dims_of("stride", t, C.ember_tensor_strides) end
-  function Tensor.is_contiguous(t) return C.ember_tensor_is_contiguous(tensor_arg("is_contiguous", t, 1)) ~= 0 end
   function Tensor.version(t) return tonumber(C.ember_tensor_version(tensor_arg("version", t, 1))) end
   function Tensor.data_ptr(t) return C.ember_tensor_data(tensor_arg("data_ptr", t, 1)) end
 

@@ -59,6 +59,7 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s padded by {%lld, %lld} is smaller than the dilated "
                            "kernel of weight %s", op, sx, (long long)g->ph, (long long)g->pw, sw);
     g->Cg = g->C / groups, g->Og = g->O / groups;
+    g->nhwc = 0;
     g->K = g->Cg * g->kH * g->kW;
     int64_t plane, cols;   /* im2col's column count per sample, K H' W', must be a size */
     if (__builtin_mul_overflow(g->Ho, g->Wo, &plane) || __builtin_mul_overflow(g->K, plane, &cols) ||
@@ -607,6 +608,73 @@ static int run_live_taps(conv_kind kind, const conv_geom *g, int cdt, ember_tens
     return rc;
 }
 
+/* the product on a and b into res (contiguous, the product's shape) in
+   ember's layout: contiguous copies where they are not, the bias and ReLU
+   of conv2d_relu (cbias) applied */
+static int product_nchw(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *a, ember_tensor *b,
+                        ember_tensor *cbias, ember_tensor *res)
+{
+    ember_tensor *ca = NULL, *cb = NULL;
+    int rc = EMBER_OK;
+    bool post_done;
+    EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
+    EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
+    EMBER_CHECK(run_live_taps(kind, g, cdt, ca, cb, cbias, res, &post_done));
+    if (!post_done && cbias) bias_relu(res, cbias, g);
+done:
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    return rc;
+}
+
+/* The same into res channels_last (nhwc.c; a weight gradient (O, kH, kW,
+   C/G)): oneDNN reads and writes the activations as they are (float32, and
+   bfloat16 operands where dt is and the CPU has its kernels), and a weight
+   as it is, (O, kH, kW, C/G) or (O, C/G, kH, kW) (a strided one copied);
+   elsewhere ember's kernels run on NCHW copies and the result is copied
+   into res, once (docs/nn.md). */
+static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, ember_tensor *a, ember_tensor *b,
+                        ember_tensor *cbias, ember_tensor *res)
+{
+    const bool b_weight = kind != CONV_BWD_WEIGHT, w_ohwi = b_weight ? ember__is_nhwc(b) : true;
+    const bool b_nhwc = b_weight ? w_ohwi : true;
+    conv_geom gn = *g;
+    gn.nhwc = NHWC_ACT | (w_ohwi ? NHWC_WEIGHT : 0);
+    ember_tensor *ca = NULL, *cb = NULL, *tmp = NULL;
+    int rc = EMBER_OK;
+    if (dt == EMBER_BFLOAT16 && !cbias && a->dtype == b->dtype) {
+        EMBER_CHECK(ember__layout_as(a, dt, true, &ca));
+        EMBER_CHECK(ember__layout_as(b, dt, b_nhwc, &cb));
+        if (ember__dnnl_conv_bf16(kind, &gn, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto done;
+        ember_tensor_release(ca);
+        ember_tensor_release(cb);
+        ca = cb = NULL;
+    }
+    if (cdt == EMBER_FLOAT32 && !is_pointwise_1x1(g)) {
+        EMBER_CHECK(ember__layout_as(a, cdt, true, &ca));
+        EMBER_CHECK(ember__layout_as(b, cdt, b_nhwc, &cb));
+        if (ember__dnnl_conv(kind, &gn, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+                             cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
+            goto done;
+    }
+    EMBER_CHECK(ember__new(4, res->shape, cdt, EMBER_CPU, &tmp));
+    EMBER_CHECK(product_nchw(kind, g, cdt, a, b, cbias, tmp));
+    rc = ember__copy_kernel(res, tmp);
+done:
+    ember_tensor_release(ca);
+    ember_tensor_release(cb);
+    ember_tensor_release(tmp);
+    return rc;
+}
+
+/* Whether a product follows the channels_last layout: where either operand
+   is channels_last (and not also contiguous), as PyTorch's convolutions do;
+   its result is then channels_last too. */
+static bool wants_nhwc(const ember_tensor *a, const ember_tensor *b)
+{
+    return a->storage->device == EMBER_CPU && (ember__is_nhwc(a) || ember__is_nhwc(b));
+}
+
 int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -620,15 +688,21 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         EMBER_TRY(ember__conv_bias_check(ember__ops[op].name, in[2], a, g.O));
         if (a->storage->device != EMBER_CPU) return conv2d_relu_composed(in, at, out);
     }
+    const bool nhwc = wants_nhwc(a, b);
     int dt = a->dtype, cdt = nn_compute_dtype(dt);
     ember_tensor *ca = NULL, *cb = NULL, *cbias = NULL, *res = NULL;
     int rc = EMBER_OK;
-    EMBER_CHECK(ember__new(4, rs, cdt, EMBER_CPU, &res));
+    EMBER_CHECK(nhwc ? ember__new_nhwc(rs, cdt, &res) : ember__new(4, rs, cdt, EMBER_CPU, &res));
     if (res->numel == 0) goto ok;
     if (fused) EMBER_CHECK(ember__contiguous_as(in[2], cdt, &cbias));
     if (g.N == 0 || g.K == 0 || g.Og == 0) {   /* an empty sum */
         ember__fill_raw(res, 0);
-        goto epilogue;
+        if (cbias) bias_relu(res, cbias, &g);   /* NCHW: an empty sum has no channels, nothing is channels_last */
+        goto ok;
+    }
+    if (nhwc) {
+        EMBER_CHECK(product_nhwc(kind, &g, dt, cdt, a, b, cbias, res));
+        goto ok;
     }
     /* bfloat16 operands straight into oneDNN's bfloat16 kernels where the
        CPU has them (a float32 result, rounded to bfloat16 by nn_finish) */
@@ -636,19 +710,10 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         EMBER_CHECK(ember__contiguous_as(a, dt, &ca));
         EMBER_CHECK(ember__contiguous_as(b, dt, &cb));
         if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto ok;
-        ember_tensor_release(ca);
-        ember_tensor_release(cb);
-        ca = cb = NULL;
     }
-    EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
-    EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    bool post_done;
-    EMBER_CHECK(run_live_taps(kind, &g, cdt, ca, cb, cbias, res, &post_done));
-    if (post_done) goto ok;
-epilogue:
-    if (cbias) bias_relu(res, cbias, &g);
+    EMBER_CHECK(product_nchw(kind, &g, cdt, a, b, cbias, res));
 ok:
-    rc = ember__nn_finish(res, dt, out);
+    rc = ember__nn_finish_layout(res, dt, nhwc, out);
     res = NULL;
 done:
     ember_tensor_release(ca);

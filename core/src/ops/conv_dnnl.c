@@ -127,7 +127,7 @@ const char *ember_dnnl_info(void)
 void ember__dnnl_conv_key(conv_kind kind, int variant, const conv_geom *g, int nthr, int64_t *key)
 {
     const int64_t k[KEY_LEN] = {kind, variant, nthr, g->N, g->C, g->H, g->W, g->O, g->kH,
-                                g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
+                                g->kW, g->G, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->nhwc};
     memcpy(key, k, sizeof k);
 }
 
@@ -139,32 +139,38 @@ void ember__dnnl_conv_destroy(dnnl_conv *c)
     free(c);
 }
 
-/* the (grouped) weight as ember keeps it: (O, C/G, kH, kW), or (G, O/G, C/G, kH, kW) */
+/* the (grouped) weight as ember keeps it: (O, C/G, kH, kW), or (G, O/G, C/G, kH, kW);
+   channels_last (NHWC_WEIGHT in g->nhwc) its channels innermost, (O, kH, kW, C/G) */
 static dnnl_status_t weight_md(const conv_geom *g, bool any, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
 {
+    const bool ohwi = (g->nhwc & NHWC_WEIGHT) != 0;
     if (g->G == 1) {
         const dnnl_dims_t d = {g->O, g->Cg, g->kH, g->kW};
-        return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : dnnl_oihw);
+        return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : ohwi ? dnnl_ohwi : dnnl_oihw);
     }
     const dnnl_dims_t d = {g->G, g->Og, g->Cg, g->kH, g->kW};
-    return dnnl_memory_desc_init_by_tag(md, 5, d, dt, any ? dnnl_format_tag_any : dnnl_goihw);
+    return dnnl_memory_desc_init_by_tag(md, 5, d, dt, any ? dnnl_format_tag_any : ohwi ? dnnl_gohwi : dnnl_goihw);
 }
 
-static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, dnnl_data_type_t dt,
+static dnnl_status_t act_md(int64_t n, int64_t c, int64_t h, int64_t w, bool any, bool nhwc, dnnl_data_type_t dt,
                             dnnl_memory_desc_t *md)
 {
     const dnnl_dims_t d = {n, c, h, w};
-    return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : dnnl_nchw);
+    return dnnl_memory_desc_init_by_tag(md, 4, d, dt, any ? dnnl_format_tag_any : nhwc ? dnnl_nhwc : dnnl_nchw);
 }
 
-/* x, w, y descriptors in ember's layouts, or (any) in those oneDNN will
-   choose, in data types dt[0..2] */
+/* x, w, y descriptors in ember's layouts (NCHW, or channels_last where
+   g->nhwc says), or (any) in those oneDNN will choose, in data types dt[0..2].
+   channels_last activations are given to the primitive as they are (its
+   nhwc kernels, as PyTorch's channels_last): no reorder of x, y or their
+   gradients, only of the weight into the primitive's blocked layout */
 static dnnl_status_t geom_mds(const conv_geom *g, bool any, const dnnl_data_type_t *dt, dnnl_memory_desc_t *x,
                               dnnl_memory_desc_t *w, dnnl_memory_desc_t *y)
 {
-    dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any, dt[0], x);
+    const bool nhwc = (g->nhwc & NHWC_ACT) != 0, any_act = any && !nhwc;
+    dnnl_status_t s = act_md(g->N, g->C, g->H, g->W, any_act, nhwc, dt[0], x);
     if (s == dnnl_success) s = weight_md(g, any, dt[1], w);
-    if (s == dnnl_success) s = act_md(g->N, g->O, g->Ho, g->Wo, any, dt[2], y);
+    if (s == dnnl_success) s = act_md(g->N, g->O, g->Ho, g->Wo, any_act, nhwc, dt[2], y);
     return s;
 }
 
@@ -188,10 +194,37 @@ static dnnl_status_t relu_post_op(dnnl_primitive_attr_t attr)
     return s;
 }
 
+/* channels_last (g->nhwc): into *w the weight layout oneDNN picks for the
+   same float32 convolution on its blocked activations. Left free, its nhwc
+   primitives pick brgconv's (Acdb32a, Acdb64a), into which oneDNN 2.6
+   reorders a weight several times slower than into the blocked kernels'
+   (docs/nn.md, "channels_last"); its jit kernels also read nhwc
+   activations with those weights. false where none is had. */
+static bool blocked_weight_md(const conv_geom *g, dnnl_memory_desc_t *w)
+{
+    conv_geom gb = *g;
+    gb.nhwc = 0;
+    const dnnl_data_type_t dt[3] = {dnnl_f32, dnnl_f32, dnnl_f32};
+    const dnnl_dims_t strides = {g->sh, g->sw}, dil = {g->dh - 1, g->dw - 1}, pad = {g->ph, g->pw};
+    dnnl_memory_desc_t x, wa, y;
+    dnnl_convolution_desc_t fd;
+    dnnl_primitive_desc_t pd = NULL;
+    if (geom_mds(&gb, true, dt, &x, &wa, &y) != dnnl_success ||
+        dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &x, &wa, NULL,
+                                                   &y, strides, dil, pad, pad) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &fd, NULL, engine, NULL) != dnnl_success)
+        return false;
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (md) *w = *md;
+    dnnl_primitive_desc_destroy(pd);
+    return md != NULL;
+}
+
 /* variant: DNNL_F32, DNNL_F32_RELU (a forward with a bias and a ReLU
    post-op) or DNNL_BF16 (the product's two operands bfloat16, its result
-   float32; the backward ones' forward hint all bfloat16) */
-static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
+   float32; the backward ones' forward hint all bfloat16); fixed_w: the
+   float32 weight in blocked_weight_md's layout */
+static dnnl_conv *conv_create_as(conv_kind kind, int variant, const conv_geom *g, bool fixed_w)
 {
     dnnl_conv *c = calloc(1, sizeof *c);
     dnnl_primitive_attr_t attr = NULL;
@@ -207,6 +240,10 @@ static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
     DNNL_TRY(geom_mds(g, false, dts, &ux, &uw, &uy));
     DNNL_TRY(geom_mds(g, true, dts, &ax, &aw, &ay));
     DNNL_TRY(geom_mds(g, true, kind == CONV_FWD ? dts : hint, &hx, &hw, &hy));
+    if (fixed_w) {
+        if (!blocked_weight_md(g, &hw)) goto fail;
+        aw = hw;
+    }
     const dnnl_dims_t strides = {g->sh, g->sw}, dil = {g->dh - 1, g->dw - 1}, pad = {g->ph, g->pw};
     const dnnl_dims_t bias_dims = {g->O};
     c->fused = fused;
@@ -241,6 +278,12 @@ static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
         c->user[ARG_A] = ux, c->user[ARG_B] = uy, c->user[ARG_RES] = uw;
         break;
     }
+    /* oneDNN's reference kernels (what it falls back to for some nhwc
+       products) are orders of magnitude slower than ember's own */
+    const char *impl = NULL;
+    if (g->nhwc && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        strncmp(impl, "ref", 3) == 0)
+        goto fail;
     for (int i = 0; i < NARGS; i++) {
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, q[i], 0);
         if (!md) goto fail;
@@ -267,6 +310,16 @@ fail:
     dnnl_primitive_attr_destroy(attr);
     ember__dnnl_conv_destroy(c);
     return NULL;
+}
+
+/* a channels_last float32 forward with blocked_weight_md's weight where
+   oneDNN has a kernel for it, else as oneDNN picks (the adjoints: with a
+   fixed weight layout oneDNN 2.6 had only its reference kernels for them) */
+static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
+{
+    dnnl_conv *c = (g->nhwc & NHWC_ACT) && kind == CONV_FWD && variant != DNNL_BF16
+                       ? conv_create_as(kind, variant, g, true) : NULL;
+    return c ? c : conv_create_as(kind, variant, g, false);
 }
 
 /* Made primitives live until the process ends; past MAX_CACHED geometries

@@ -12,7 +12,7 @@
 
 /* a product's operands: ARG_A and ARG_B in, ARG_RES out */
 enum { ARG_A, ARG_B, ARG_RES, NARGS };
-enum { KEY_LEN = 17, MAX_CACHED = 256 };
+enum { KEY_LEN = 18, MAX_CACHED = 256 };
 /* a primitive's variant: float32, float32 with a bias and a ReLU post-op,
    or bfloat16 operands with a float32 result (conv_dnnl.c's conv_create) */
 enum { DNNL_F32, DNNL_F32_RELU, DNNL_BF16 };

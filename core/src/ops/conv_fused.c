@@ -63,8 +63,9 @@ int fwd_conv2d_relu_backward(int op, int nin, ember_tensor *const *in, const emb
                            "{%lld, %lld, %lld, %lld}", name, ember__tshape(sg, gy), ember__tshape(sy, y),
                            (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3]);
     bool fast = true;
+    /* channels_last operands: the composed ops, which read and write that layout (nhwc.c) */
     for (int i = 0; i < 4; i++)
-        fast = fast && in[i]->storage->device == EMBER_CPU && in[i]->dtype == EMBER_FLOAT32;
+        fast = fast && in[i]->storage->device == EMBER_CPU && in[i]->dtype == EMBER_FLOAT32 && !ember__is_nhwc(in[i]);
     if (!fast || g.N == 0 || g.K == 0 || g.Og == 0 || g.Ho == 0 || g.Wo == 0)
         return conv_relu_backward_composed(in, at, want_gx, out);
     ember_tensor *c[4] = {NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
@@ -119,11 +120,12 @@ static ember_attrs pool_attrs(const ember_attrs *at)
     return pa;
 }
 
-/* the fused path's conditions: float32 on the CPU, windows that tile */
+/* the fused path's conditions: float32 on the CPU, windows that tile, nothing channels_last (the
+   composed ops read and write that layout as it is) */
 static bool pool_fusable(int n, ember_tensor *const *t, const ember_attrs *at)
 {
     for (int i = 0; i < n; i++)
-        if (t[i]->storage->device != EMBER_CPU || t[i]->dtype != EMBER_FLOAT32) return false;
+        if (t[i]->storage->device != EMBER_CPU || t[i]->dtype != EMBER_FLOAT32 || ember__is_nhwc(t[i])) return false;
     return at->i[12] == at->i[14] && at->i[13] == at->i[15];
 }
 

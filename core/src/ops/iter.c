@@ -61,22 +61,6 @@ static bool same_shape(const ember_tensor *t, int nd, const int64_t *shape)
     return true;
 }
 
-/* PyTorch's is_contiguous(channels_last): a 4-D tensor whose dims 1, 3, 2, 0
-   (size-1 dims skipped) are dense in that order */
-static bool channels_last(const ember_tensor *t)
-{
-    if (t->ndim != 4) return false;
-    static const int order[4] = {1, 3, 2, 0};
-    int64_t expect = 1;
-    for (int i = 0; i < 4; i++) {
-        int d = order[i];
-        if (t->shape[d] == 1) continue;
-        if (t->strides[d] != expect) return false;
-        expect *= t->shape[d];
-    }
-    return true;
-}
-
 /* PyTorch's is_non_overlapping_and_dense: sorted by stride (dims of size < 2
    last), each stride is the product of the sizes before it */
 bool ember__dense(const ember_tensor *t)
@@ -115,7 +99,7 @@ void ember__result_strides(int nd, const int64_t *shape, int n, ember_tensor *co
         const ember_tensor *t = ins[k];
         same = same && same_shape(t, nd, shape);
         contig = contig && t->is_contiguous;
-        cl = cl && channels_last(t);
+        cl = cl && ember__nhwc_dense(t)   /* nhwc.c */;
         dense = dense && ember__dense(t);
     }
     if (same) {

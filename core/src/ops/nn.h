@@ -40,6 +40,15 @@ int ember__nn_need_4d(const char *op, const char *what, const ember_tensor *t);
 bool ember__nn_on_cpu(int n, ember_tensor *const *in);
 int ember__nn_contiguous(ember_tensor *const *in, int n, ember_tensor **c);
 void ember__nn_release(ember_tensor **c, int n);
+/* nhwc.c, the channels_last layout (ember__nhwc_dense in ops.h; a tensor
+   may be both it and contiguous): whether t is so and not also contiguous,
+   on the CPU (the layout a kernel then follows); a new uninitialised tensor of shape
+   (N, C, H, W) so laid out; t in dtype and (nhwc) that layout or else
+   contiguous, t itself where it already is; and nn_finish into the layout. */
+bool ember__is_nhwc(const ember_tensor *t);
+int ember__new_nhwc(const int64_t *shape, int dtype, ember_tensor **out);
+int ember__layout_as(ember_tensor *t, int dtype, bool nhwc, ember_tensor **out);
+int ember__nn_finish_layout(ember_tensor *res, int dt, bool nhwc, ember_tensor **out);
 /* grain in rows so a task moves at least ~32K elements */
 int64_t ember__nn_rows_grain(int64_t row_elems);
 
@@ -52,6 +61,17 @@ bool ember__maxpool_sweeps(const ember__pool_geom *p, int dt, const void *x, voi
    added into dst (zeroed), the same way */
 bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, void *dst, int64_t q0, int64_t q1,
                            bool bwd);
+
+/* pool_nhwc.c: pooling of channels_last tensors (ember__is_nhwc), the
+   results channels_last: max_pool2d's values and indices into out[0] and
+   out[1] (ys their shape); its adjoint from g and the indices into a
+   gradient of shape xs; average pooling of src, or (bwd) its adjoint, into
+   a tensor of shape `shape`. */
+int ember__max_pool2d_nhwc(const ember__pool_geom *p, ember_tensor *x, const int64_t *ys, ember_tensor **out);
+int ember__max_pool2d_backward_nhwc(const ember__pool_geom *p, ember_tensor *g, ember_tensor *idx, const int64_t *xs,
+                                    ember_tensor **out);
+int ember__avg_pool2d_nhwc(const ember__pool_geom *p, bool bwd, ember_tensor *src, const int64_t *shape,
+                           ember_tensor **out);
 
 /* attrs: i[0..1], i[2..3] and i[4..5] from three pairs (c may be NULL) */
 void ember__nn_set_pairs(ember_attrs *at, const int64_t *a, const int64_t *b, const int64_t *c);

@@ -22,7 +22,7 @@
    are the same two ops with relu or hardtanh applied to y as each
    channel's values are written, and g passed through its mask of y into gx
    before the sums (ops.def). */
-#include "ops.h"
+#include "nn.h"
 #include "../arena.h"
 #include "../autograd_ops.h"
 #include "norm_act.h"
@@ -61,11 +61,12 @@ static bool bn_fast(ember_tensor *const *ts, int n)
     return true;
 }
 
-/* contiguous copies of the operands that are not (the others retained) */
-static int bn_contiguous(ember_tensor *const *in, int n, ember_tensor **c)
+/* contiguous copies of the operands that are not (the others retained);
+   with nhwc, the 4-D ones channels_last (nhwc.c) instead */
+static int bn_contiguous(ember_tensor *const *in, int n, bool nhwc, ember_tensor **c)
 {
     for (int i = 0; i < n; i++) {
-        int rc = ember__contiguous_as(in[i], in[i]->dtype, &c[i]);
+        int rc = ember__layout_as(in[i], in[i]->dtype, nhwc, &c[i]);
         if (rc < 0) {
             for (int k = 0; k < i; k++) ember_tensor_release(c[k]);
             return rc;
@@ -326,7 +327,11 @@ static int bn_run(const char *op, bn_job *j, bool backward)
 {
     size_t bytes = ws_bytes(j);
     if (bytes && !(j->ws = ember__alloc(bytes))) return ember__fail(EMBER_ERR_OOM, "%s: out of memory", op);
-    ember__parallel_for(j->C, channel_grain(j->N * j->S), bn_kernel(j, backward), j);
+    /* a task's channels fill a cache line where they are adjacent (S = 1:
+       BatchNorm1d, channels_last) */
+    int64_t grain = channel_grain(j->N * j->S);
+    if (j->S == 1 && grain < 16) grain = 16;
+    ember__parallel_for(j->C, grain, bn_kernel(j, backward), j);
     ember__free(j->ws, bytes);
     return EMBER_OK;
 }
@@ -514,11 +519,14 @@ int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     if (!bn_fast(in, 3)) return no_recording(composed_fwd, in, eps, out);
     int64_t C = x->shape[1], two_c[2] = {2, C};
     ember_tensor *c[3], *y = NULL, *st = NULL;
-    EMBER_TRY(bn_contiguous(in, 3, c));
+    const bool nhwc = ember__is_nhwc(x);
+    EMBER_TRY(bn_contiguous(in, 3, nhwc, c));
     int rc = EMBER_OK;
-    EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
+    EMBER_CHECK(nhwc ? ember__new_nhwc(x->shape, x->dtype, &y) : ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
     EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &st));
-    bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
+    /* channels_last: N H W rows of C values, one column a channel */
+    bn_job j = {.dt = x->dtype, .N = nhwc ? x->numel / C : x->shape[0], .C = C,
+                .S = nhwc ? 1 : x->numel / (x->shape[0] * C),
                 .x = ember__ptr(c[0]), .w = ember__ptr(c[1]), .b = ember__ptr(c[2]),
                 .y = ember__ptr(y), .stats = ember__ptr(st), .eps = eps,
                 .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0};
@@ -566,11 +574,13 @@ int fwd_batch_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     int64_t two_c[2] = {2, C};
     ember_tensor *c[5] = {NULL}, *gx = NULL, *gwb = NULL;
     const int nc = act ? 5 : 4;
-    EMBER_TRY(bn_contiguous(in, nc, c));
+    const bool nhwc = ember__is_nhwc(x) || ember__is_nhwc(g);
+    EMBER_TRY(bn_contiguous(in, nc, nhwc, c));
     int rc = EMBER_OK;
-    EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &gx));
+    EMBER_CHECK(nhwc ? ember__new_nhwc(x->shape, x->dtype, &gx) : ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &gx));
     EMBER_CHECK(ember__new(2, two_c, x->dtype, EMBER_CPU, &gwb));
-    bn_job j = {.dt = x->dtype, .N = x->shape[0], .C = C, .S = x->numel / (x->shape[0] * C),
+    bn_job j = {.dt = x->dtype, .N = nhwc ? x->numel / C : x->shape[0], .C = C,
+                .S = nhwc ? 1 : x->numel / (x->shape[0] * C),
                 .x = ember__ptr(c[1]), .g = ember__ptr(c[0]), .w = ember__ptr(c[2]),
                 .y = ember__ptr(gx), .stats = ember__ptr(c[3]), .gwb = ember__ptr(gwb), .eps = eps,
                 .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0,

@@ -38,6 +38,22 @@ ACT_LOOPS(double)
 AFFINE(float)
 AFFINE(double)
 
+/* channels_last: rows r = (n, h, w) of C values, the channel innermost */
+#define AFFINE_NHWC(T)                                                                         \
+    EMBER_SIMD static void affine_nhwc_##T(void *ctx, int64_t r0, int64_t r1)                  \
+    {                                                                                          \
+        const affine_job *j = ctx;                                                             \
+        const T *restrict sc = (const T *)j->scale, *restrict sh = (const T *)j->shift;        \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            const T *restrict x = (const T *)j->x + r * j->C;                                  \
+            T *restrict y = (T *)j->y + r * j->C;                                              \
+            for (int64_t c = 0; c < j->C; c++) y[c] = x[c] * sc[c] + sh[c];                    \
+            act_##T(j->act, j->lo, j->hi, y, j->C);                                            \
+        }                                                                                      \
+    }
+AFFINE_NHWC(float)
+AFFINE_NHWC(double)
+
 /* x scale + shift, the vectors viewed as (1, C, 1, ...), then the activation, as ops */
 static int affine_composed(ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
@@ -76,12 +92,16 @@ int fwd_channel_affine(int op, int nin, ember_tensor *const *in, const ember_att
     if (!fast) return affine_composed(in, at, out);
     ember_tensor *c[3] = {NULL, NULL, NULL}, *y = NULL;
     int rc = EMBER_OK;
-    for (int i = 0; i < 3; i++) EMBER_CHECK(ember__contiguous_as(in[i], dt, &c[i]));
-    EMBER_CHECK(ember__new(x->ndim, x->shape, dt, EMBER_CPU, &y));
+    const bool nhwc = ember__is_nhwc(x);   /* kept channels_last (nhwc.c) */
+    for (int i = 0; i < 3; i++) EMBER_CHECK(ember__layout_as(in[i], dt, nhwc, &c[i]));
+    EMBER_CHECK(nhwc ? ember__new_nhwc(x->shape, dt, &y) : ember__new(x->ndim, x->shape, dt, EMBER_CPU, &y));
     const int64_t C = x->shape[1], planes = x->shape[0] * C;   /* (n, c) planes of S values */
     affine_job j = {C, planes ? x->numel / planes : 0, ember__ptr(c[0]), ember__ptr(c[1]), ember__ptr(c[2]),
                     ember__ptr(y), (int)at->i[0], ember__act_bound(at, 1), ember__act_bound(at, 2)};
-    if (x->numel)
+    if (x->numel && nhwc)
+        ember__parallel_for(x->numel / C, ember__nn_rows_grain(C), dt == EMBER_FLOAT32 ? affine_nhwc_float
+                                                                                       : affine_nhwc_double, &j);
+    else if (x->numel)
         ember__parallel_for(planes, ember__nn_rows_grain(j.S), dt == EMBER_FLOAT32 ? affine_float : affine_double, &j);
     out[0] = y;
     y = NULL;

@@ -229,6 +229,7 @@ int ember__reduce_plan_make(int op, const ember_tensor *a, const ember_attrs *at
 /* ------------------------------------------------------------------ conv2d and pooling (conv.c, pool.c)
    The window geometry of a convolution or a pooling op, checked from its
    inputs and attrs, for every device. N batch, C channels, H x W spatial. */
+enum { NHWC_ACT = 1, NHWC_WEIGHT = 2 };   /* ember__conv_geom's nhwc bits */
 typedef struct ember__conv_geom {
     int64_t N, C, H, W;       /* input */
     int64_t O, kH, kW;        /* weight (O, C / G, kH, kW) */
@@ -236,6 +237,8 @@ typedef struct ember__conv_geom {
     int64_t sh, sw, ph, pw, dh, dw;
     int64_t Ho, Wo;
     int64_t Cg, Og, K;        /* per group: channels in and out, K = Cg kH kW */
+    int64_t nhwc;             /* NHWC_ACT: x, y and their gradients channels_last; NHWC_WEIGHT: the weight
+                                 (or its gradient) (O, kH, kW, C/G) */
 } ember__conv_geom;
 /* conv2d, conv2d_backward_input or conv2d_backward_weight: the geometry and
    the shape of the op's result; fails as the op does on bad operands. */
@@ -293,6 +296,9 @@ void ember__result_strides(int nd, const int64_t *shape, int n, ember_tensor *co
 int ember__new_result(int nd, const int64_t *shape, int dtype, int n, ember_tensor *const *ins, ember_tensor **out);
 /* PyTorch's is_non_overlapping_and_dense. */
 bool ember__dense(const ember_tensor *t);
+/* PyTorch's is_contiguous(memory_format = channels_last): t is 4-D with the
+   strides of a row-major (N, H, W, C), size-1 dims skipped (nhwc.c) */
+bool ember__nhwc_dense(const ember_tensor *t);
 /* out must already have the broadcast shape; inputs broadcast to it. Dims
    are walked in the order of the operands' strides (the output's first), so
    the innermost loop is unit-stride where an operand allows it. */

@@ -32,8 +32,17 @@
 #include <math.h>
 #include <string.h>
 
+/* whether a and b (one shape) step through memory alike: the same strides
+   in every dim longer than 1 */
+static bool same_layout(const ember_tensor *a, const ember_tensor *b)
+{
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] > 1 && a->strides[d] != b->strides[d]) return false;
+    return true;
+}
+
 /* p, g and each state tensor: float32 or float64, one dtype, one shape,
-   contiguous, on one device, no two sharing storage. */
+   dense and laid out alike, on one device, no two sharing storage. */
 static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *others, const char *const *names,
                           int n)
 {
@@ -42,7 +51,10 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
     if (p->dtype != EMBER_FLOAT32 && p->dtype != EMBER_FLOAT64)
         return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take float32 or float64 parameters, got %s",
                            op, ember_dtype_name(p->dtype));
-    if (!p->is_contiguous) return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take contiguous parameters", op);
+    /* dense in any order (a channels_last conv weight), the others with the
+       same strides: the update runs over the memory, element for element */
+    if (!ember__dense(p))
+        return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: fused updates take dense parameters", op);
     if (p->storage->pins > 0)
         return ember__fail(EMBER_ERR_STATE,
                            "%s: the parameter (shape %s) is needed by a backward run that has not finished "
@@ -50,8 +62,8 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
     for (int i = 0; i < n; i++) {
         ember_tensor *t = others[i];
         if (!t) return ember__fail(EMBER_ERR_ARG, "%s: %s is NULL", op, names[i]);
-        if (t->dtype != p->dtype || !t->is_contiguous)
-            return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: %s must be a contiguous %s tensor like the parameter",
+        if (t->dtype != p->dtype || !ember__dense(t))
+            return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: %s must be a dense %s tensor like the parameter",
                                op, names[i], ember_dtype_name(p->dtype));
         if (t->storage->device != p->storage->device)
             return ember__fail(EMBER_ERR_DEVICE, "%s: %s is on %s, the parameter on %s", op, names[i],
@@ -60,6 +72,8 @@ static int check_operands(const char *op, ember_tensor *p, ember_tensor *const *
         if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0)
             return ember__fail(EMBER_ERR_SHAPE, "%s: %s has shape %s, the parameter %s", op, names[i],
                                ember__tshape(s1, t), ember__tshape(s2, p));
+        if (!same_layout(t, p))
+            return ember__fail(EMBER_ERR_UNSUPPORTED, "%s: %s is laid out otherwise than the parameter", op, names[i]);
         if (t->storage == p->storage)
             return ember__fail(EMBER_ERR_ARG, "%s: %s shares memory with the parameter", op, names[i]);
         for (int j = 0; j < i; j++)

@@ -259,6 +259,7 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
     pool_geom p;
     int64_t ys[4];
     EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
+    if (ember__is_nhwc(x)) return ember__max_pool2d_nhwc(&p, x, ys, out);   /* pool_nhwc.c */
     int dt = x->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
     EMBER_CHECK(ember__new(4, ys, cdt, EMBER_CPU, &y));
@@ -474,6 +475,7 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
     pool_geom p;
     int64_t xs[4];
     EMBER_TRY(ember__pool_plan_make(op, in, at, &p, xs));
+    if (ember__is_nhwc(g)) return ember__max_pool2d_backward_nhwc(&p, g, idx, xs, out);   /* pool_nhwc.c */
     int dt = g->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cg = NULL, *ci = NULL, *gx = NULL;
     EMBER_CHECK(ember__new(4, xs, cdt, EMBER_CPU, &gx));
@@ -501,6 +503,7 @@ done:
    into a zeroed result) over src, into a new tensor of `shape` in src's dtype */
 static int avg_pool_run(const pool_geom *p, int kind, ember_tensor *src, const int64_t *shape, ember_tensor **out)
 {
+    if (ember__is_nhwc(src)) return ember__avg_pool2d_nhwc(p, kind == POOL_AVG_BWD, src, shape, out);   /* pool_nhwc.c */
     int dt = src->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cs = NULL, *r = NULL;
     EMBER_CHECK(ember__new(4, shape, cdt, EMBER_CPU, &r));

@@ -358,8 +358,9 @@ optimizer made before the call goes on working. The arguments: a floating
 point dtype, a device, both, a tensor (its dtype and device), or `{dtype =,
 device =, non_blocking =, memory_format =}`. Dtype conversions leave integer
 and bool buffers (`num_batches_tracked`) as they are, as PyTorch;
-`memory_format` `"channels_last"` raises (not supported), an integer dtype or
-an unknown option raises; a tensor tracked by a recording `GradManager`
+`memory_format` `"channels_last"` converts the 4-D ones (convolution
+weights, to (O, kH, kW, C) strides) and leaves the rest, as PyTorch's
+(`docs/nn.md`, "channels_last"); an integer dtype or an unknown option raises; a tensor tracked by a recording `GradManager`
 raises. Every tensor is converted before any is swapped, so a conversion
 that fails (out of memory) leaves the module as it was. Returns the module.
 

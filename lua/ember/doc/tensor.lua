@@ -38,10 +38,14 @@ A tensor filled with `value` (a number, or a boolean for a bool tensor).
 
 ### `ember.zeros_like(t, opts?)`, `ember.ones_like(t, opts?)`, `ember.empty_like(t, opts?)`
 A new tensor of `t`'s shape, dtype and device (overridable in `opts`).
+`opts.memory_format`: `"preserve_format"` (the default: channels_last where
+`t` is channels_last and not contiguous, else contiguous),
+`"contiguous_format"` or `"channels_last"` (4-D only; see `Tensor:contiguous`).
 
 ### `ember.full_like(t, value, opts?)`
 A tensor of `t`'s shape, dtype and device (overridable in `opts`) filled
-with `value` (a number, or a boolean: 1 or 0).
+with `value` (a number, or a boolean: 1 or 0); `opts.memory_format` as in
+`ember.zeros_like`.
 
 ### `ember.rand_like(t, opts?)`, `ember.randn_like(t, opts?)`
 Uniform [0, 1) or standard normal samples of `t`'s shape, dtype and device;
@@ -197,11 +201,21 @@ The value of a one-element tensor as a Lua number (a boolean for bool).
 ### `Tensor:tolist()`
 The elements as nested Lua tables (a number for a 0-d tensor).
 
-### `Tensor:is_contiguous()`
-True when the elements are laid out in row-major order without gaps.
+### `Tensor:is_contiguous(opts?)`
+True when the elements are laid out in row-major order without gaps; with
+`{memory_format = "channels_last"}`, when `t` is 4-D (N, C, H, W) with the
+strides of a row-major (N, H, W, C) (size-1 dims skipped, as PyTorch), so
+a tensor may be both. An unknown format, or `"preserve_format"`, raises.
 
-### `Tensor:contiguous()`, `ember.contiguous(t)`
-The tensor itself when contiguous, else a contiguous copy.
+### `Tensor:contiguous(opts?)`, `ember.contiguous(t, opts?)`
+The tensor itself when contiguous, else a contiguous copy (recorded).
+`{memory_format = "channels_last"}`: the same for PyTorch's channels_last
+layout, an NCHW-shaped 4-D tensor whose strides are NHWC; any other rank
+raises naming the shape. Such a tensor is an ordinary strided tensor to
+every op (views, indexing, in-place writes); convolutions, batch norm and
+pooling read and write it without reordering, and elementwise ops keep it
+(`docs/nn.md`, "channels_last"). `"contiguous_format"` is the default;
+`"preserve_format"` and unknown formats raise.
 
 ### `Tensor:clone()`, `ember.clone(t)`
 A copy with its own memory (recorded: gradients flow through it).
@@ -216,9 +230,10 @@ changes. `t:to("cuda", {non_blocking = true})` (or `non_blocking` in the
 table form) queues a copy from pinned memory to the GPU without waiting for
 it; later work on the GPU sees the data, and the host must not write `t`
 before `ember.cuda.synchronize()`. Other copies wait as without it.
-`memory_format` (in either table): `"preserve_format"` (the default) or
-`"contiguous_format"` (a contiguous result); `"channels_last"` raises, not
-supported yet, as does an unknown option or format.
+`memory_format` (in either table): `"preserve_format"` (the default),
+`"contiguous_format"` (a contiguous result) or `"channels_last"` (4-D only,
+as `Tensor:contiguous`); an unknown option or format raises, as does
+`"channels_last_3d"` (not supported).
 
 ### `Tensor:pin_memory()`, `Tensor:is_pinned()`
 A contiguous copy of a CPU tensor in pinned (page-locked) host memory, from

@@ -504,8 +504,10 @@ end
 -- Module-wide conversions, in place: every parameter and buffer (and a
 -- parameter's .grad) keeps its Lua object and gets the converted C tensor
 -- (ember._swap), so managers and optimizers that hold it go on working.
--- Dtype conversions leave integer and bool buffers as they are. Nothing is
--- converted while a recording tracks one of the tensors.
+-- Dtype conversions leave integer and bool buffers as they are;
+-- memory_format "channels_last" converts the 4-D ones (conv weights) and
+-- leaves the rest. Nothing is converted while a recording tracks one of the
+-- tensors.
 function Module:to(...)
   local target = to_target(self, ...)
   local todo, seen = {}, {}
@@ -527,9 +529,12 @@ function Module:to(...)
   -- every conversion first, then the swaps: a conversion that fails (a
   -- device without memory) leaves the module as it was
   local pairs_ = {}
+  -- channels_last applies to the 4-D tensors (conv weights), as PyTorch's
   local function convert(t)
+    local fmt = target.memory_format
+    if fmt == "channels_last" and t:dim() ~= 4 then fmt = nil end
     local args = { dtype = FLOATING[t.dtype] and target.dtype or nil, device = target.device,
-      non_blocking = target.non_blocking, memory_format = target.memory_format }
+      non_blocking = target.non_blocking, memory_format = fmt }
     local moved = ember.no_grad(function() return t:to(args) end)
     if moved ~= t then pairs_[#pairs_ + 1] = { t, moved } end
   end
