@@ -202,12 +202,18 @@ static void ag_forget(ember_tensor *t)
 }
 
 /* ------------------------------------------------------------------ key lifecycle */
+/* Frees the tape's nodes; a short tape's array stays for the next recording
+   (a training loop records one step after another), a long one goes. */
 static void tape_free(ag_key *k)
 {
     for (int64_t i = 0; i < k->tape_len; i++) ember__node_free(k->tape[i]);
+    k->tape_len = 0;
+#ifndef EMBER_NO_CACHE   /* sanitizer builds free it every time */
+    if (k->tape_cap <= 4096) return;
+#endif
     free(k->tape);
     k->tape = NULL;
-    k->tape_len = k->tape_cap = 0;
+    k->tape_cap = 0;
 }
 
 void ember_key_release(int key)
@@ -234,6 +240,9 @@ void ember_key_free(int key)
     ag_key *k = key_at(key);
     if (!k || k->running) return;
     ember_key_release(key);
+    free(k->tape);
+    k->tape = NULL;
+    k->tape_cap = 0;
     k->in_use = 0;
 }
 
@@ -784,6 +793,7 @@ void ember__free_thread_autograd(void)
     }
     ember__agt = NULL;
     ember__free_thread_nodes();
+    ember__free_thread_backward();
     pool_free(&meta_pool, &meta_pool_size);
     free(journal);
     journal = NULL;
