@@ -192,12 +192,18 @@ static void ag_forget(ember_tensor *t)
 }
 
 /* ------------------------------------------------------------------ key lifecycle */
+/* Frees the tape's nodes; a short tape's array stays for the next recording
+   (a training loop's next step) but in sanitizer builds, a long one goes. */
 static void tape_free(ag_key *k)
 {
     for (int64_t i = 0; i < k->tape_len; i++) ember__node_free(k->tape[i]);
+    k->tape_len = 0;
+#ifndef EMBER_NO_CACHE
+    if (k->tape_cap <= 4096) return;
+#endif
     free(k->tape);
     k->tape = NULL;
-    k->tape_len = k->tape_cap = 0;
+    k->tape_cap = 0;
 }
 
 void ember_key_release(int key)
@@ -224,6 +230,8 @@ void ember_key_free(int key)
     ag_key *k = key_at(key);
     if (!k || k->running) return;
     ember_key_release(key);
+    free(k->tape);   /* the array tape_free keeps; ember_key_new clears the rest */
+    k->tape = NULL;
     k->in_use = 0;
 }
 
@@ -774,6 +782,7 @@ void ember__free_thread_autograd(void)
     }
     ember__agt = NULL;
     ember__free_thread_nodes();
+    ember__free_thread_backward();
     ember__freelist_drain(&meta_pool, &meta_pool_len, 0);
     free(journal);
     journal = NULL;

@@ -21,6 +21,9 @@ struct ember_backward_run {
     int failed;
 };
 
+/* a finished run's struct, reused by the thread's next backward */
+static EMBER_TLS ember_backward_run *spare_run;
+
 static int push_ready(ember_backward_run *r, ember_node *a)
 {
     if (node_list_push(&r->ready, &r->n_ready, &r->cap_ready, a)) return EMBER_OK;
@@ -235,8 +238,17 @@ int ember_backward_begin(int key, int n, ember_tensor *const *ys, ember_tensor *
                                    "context that recorded the graph");
         }
     }
-    ember_backward_run *r = calloc(1, sizeof *r);
-    if (!r) return ember__fail(EMBER_ERR_OOM, "out of memory starting backward");
+    ember_backward_run *r = spare_run;
+    if (r) {   /* the last run's struct and its ready list, as new */
+        spare_run = NULL;
+        ember_node **ready = r->ready;
+        int64_t cap = r->cap_ready;
+        memset(r, 0, sizeof *r);
+        r->ready = ready;
+        r->cap_ready = cap;
+    } else if (!(r = calloc(1, sizeof *r))) {
+        return ember__fail(EMBER_ERR_OOM, "out of memory starting backward");
+    }
     r->key = key;
     r->k = k;
     r->pos = k->tape_len - 1;
@@ -479,7 +491,23 @@ void ember_backward_end(ember_backward_run *r)
         }
     }
     ember_key_release(r->key);
-    free(r->ready);
     free(r->req_grads_big);
+    r->req_grads_big = NULL;
+#ifndef EMBER_NO_CACHE   /* sanitizer builds free it, so ASan sees every use */
+    if (!spare_run && r->cap_ready <= 4096) {   /* kept for the next backward (a training loop's) */
+        spare_run = r;
+        return;
+    }
+#endif
+    free(r->ready);
     free(r);
+}
+
+/* Thread exit (ember__free_thread_autograd): the kept run goes. */
+void ember__free_thread_backward(void)
+{
+    if (!spare_run) return;
+    free(spare_run->ready);
+    free(spare_run);
+    spare_run = NULL;
 }

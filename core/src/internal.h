@@ -190,10 +190,7 @@ int ember__unary_dtype(int op, int dt);
 void ember__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 void ember__refresh_geometry(ember_tensor *t);   /* numel, is_contiguous from shape/strides */
 int ember__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel);
-static inline char *ember__ptr(const ember_tensor *t)
-{
-    return (char *)t->storage->data + t->offset * ember_dtype_size(t->dtype);
-}
+/* ember__ptr(t): the address of t's first element (after element.h below) */
 
 /* ------------------------------------------------------------------ threads (deterministic.c) */
 /* The calling thread has per-thread state to free when it exits (caches,
@@ -344,6 +341,10 @@ int ember__promote(int a, int b);
    ember__float_to_bf16; ember__load reads an element as double, ember__store
    writes one */
 #include "element.h"
+static inline char *ember__ptr(const ember_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * ember__dtype_bytes(t->dtype);
+}
 /* Fails, naming op, the value and the dtype, when an integer dtype cannot
    hold v (NaN, infinite or out of range), as PyTorch's fill and full do. */
 int ember__check_value(const char *op, double v, int dtype);

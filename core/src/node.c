@@ -3,6 +3,7 @@
    and the C API that inspects them (ember_node_*). What a node holds: node.h. */
 #include "tape.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,8 +31,14 @@ ember_node *ember__node_new(int op, int key, int nin, int nout)
     bool small = nin <= SMALL_NIN && nout <= SMALL_NOUT;
     size_t sz = small ? node_size(SMALL_NIN, SMALL_NOUT) : node_size(nin, nout);
     ember_node *n;
-    if (small && (n = ember__freelist_get(&node_pool, &node_pool_len, 0))) {
-        memset(n, 0, sz);
+    bool pooled = small && (n = ember__freelist_get(&node_pool, &node_pool_len, 0)) != NULL;
+    if (pooled) {
+        /* zeroed as calloc would, except what the recording writes whole
+           before anything reads it: the Function name past its first byte
+           and the input and output metas (ember__node_meta_of) */
+        memset(n, 0, offsetof(ember_node, custom_name));
+        n->custom_name[0] = '\0';
+        memset(&n->attrs, 0, sizeof *n - offsetof(ember_node, attrs));
     } else if (!(n = calloc(1, sz))) {
         return NULL;
     }
@@ -40,6 +47,7 @@ ember_node *ember__node_new(int op, int key, int nin, int nout)
     p += (size_t)nin * sizeof(ag_meta_io);
     n->out_meta = (ag_meta_io *)p;
     p += (size_t)nout * sizeof(ag_meta_io);
+    if (pooled) memset(p, 0, (size_t)nin * (sizeof(ag_edge) + 1) + (size_t)nout * sizeof(ember_tensor *));
     n->next = (ag_edge *)p;
     p += (size_t)nin * sizeof(ag_edge);
     n->grads = (ember_tensor **)p;

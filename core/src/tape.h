@@ -111,5 +111,7 @@ void ember__node_pin_saved(ember_node *n, int delta);
 void ember__node_release_saved(ember_node *n);
 void ember__node_release_grads(ember_node *n);
 void ember__free_thread_nodes(void);
+/* backward.c */
+void ember__free_thread_backward(void);
 
 #endif

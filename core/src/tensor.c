@@ -12,14 +12,17 @@
 #include <string.h>
 
 /* Tensor headers are recycled through a free list: a loop of small ops should
-   not call malloc for every result. A pooled header keeps refcount 0 (the
+   not call malloc for every result. The list holds up to 16384 (3 MiB): the
+   Lua GC frees a training loop's dead wrappers in bursts of thousands (a
+   tiny step leaves five), which a shorter list sent back to free() and the
+   next steps fetched again from malloc. A pooled header keeps refcount 0 (the
    free list runs through `base`), so an API call handed a released tensor
    that was not reused yet is refused. */
 static EMBER_TLS void *header_pool;
 static EMBER_TLS int header_pool_len;
 #define HEADER_LINK offsetof(ember_tensor, base)
 static EMBER_TLS int thread_registered;
-#define HEADER_POOL_MAX 4096
+#define HEADER_POOL_MAX 16384
 
 int ember__tensor_alloc(ember_tensor **out)
 {
@@ -309,7 +312,21 @@ int ember_full(int ndim, const int64_t *shape, double value, int dtype, int devi
     if (ember__valid_dtype(dtype)) EMBER_TRY(ember__check_value("full", value, dtype));
     int rc = ember__new(ndim, shape, dtype, device, out);
     if (rc < 0) return rc == EMBER_ERR_OOM ? ember__fail_prefix(rc, "full") : rc;
-    rc = ember__fill_raw(*out, value);   /* a new tensor starts at version 0 */
+    ember_tensor *t = *out;
+    if (device == EMBER_CPU && t->numel <= 1024 && (dtype == EMBER_FLOAT32 || dtype == EMBER_FLOAT64) &&
+        !ember__trace_on) {
+        /* small float tensors (backward's seed of ones) are written here, as
+           ember__store writes the value, without a scalar and the copy kernel */
+        if (dtype == EMBER_FLOAT32) {
+            float *p = (float *)ember__ptr(t), v = (float)value;
+            for (int64_t i = 0; i < t->numel; i++) p[i] = v;
+        } else {
+            double *p = (double *)ember__ptr(t);
+            for (int64_t i = 0; i < t->numel; i++) p[i] = value;
+        }
+        return EMBER_OK;
+    }
+    rc = ember__fill_raw(t, value);   /* a new tensor starts at version 0 */
     if (rc < 0) {
         ember_tensor_release(*out);
         *out = NULL;
@@ -357,7 +374,7 @@ int ember_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *s
 {
     if (!out) return ember__fail(EMBER_ERR_ARG, "from_blob: out is NULL");
     *out = NULL;
-    int64_t n;
+    int64_t n = 0;
     EMBER_TRY(ember__check_shape("from_blob", ndim, shape, &n));
     if (!ember__valid_dtype(dtype)) return ember__fail(EMBER_ERR_DTYPE, "from_blob: unknown dtype %d", dtype);
     if (!data && n) return ember__fail(EMBER_ERR_ARG, "from_blob: data is NULL");

@@ -38,23 +38,12 @@ static int profiled_forward(int op, int device, int nin, ember_tensor *const *in
     return rc;
 }
 
-/* The device an op runs on: its first input's that is not a wrapped number
-   (a Lua or C number made a 0-d CPU tensor), else its first input's. */
-static int op_device(int nin, ember_tensor *const *in)
-{
-    for (int i = 0; i < nin; i++)
-        if (!ember__host_number(in[i])) return in[i]->storage->device;
-    return nin > 0 ? in[0]->storage->device : EMBER_CPU;
-}
-
 /* A number operand of a binary op or of where that the integer dtype the op
    computes in cannot hold raises (ember__check_numbers) instead of wrapping:
-   int32 == 2^40 would compare 0 and uint8 + 300 give 44. */
+   int32 == 2^40 would compare 0 and uint8 + 300 give 44. run calls it when
+   some operand is an integer number. */
 static int number_operands(int op, int nin, ember_tensor *const *in)
 {
-    bool any = false;
-    for (int i = 0; i < nin; i++) any |= ember__host_number(in[i]) && !ember__is_float(in[i]->dtype);
-    if (!any) return EMBER_OK;
     int ct;
     if (nin == 2 && ember__ops[op].fwd == ember__ops[EMBER_OP_ADD].fwd) {
         ember__binary_types(op, in[0], in[1], &ct);
@@ -76,18 +65,33 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     if (!out) return ember__fail(EMBER_ERR_ARG, "%s: the output pointer is NULL", info->name);
     for (int k = 0; k < nout; k++) out[k] = NULL;
     if (nin > 0 && !in) return ember__fail(EMBER_ERR_ARG, "%s: inputs are NULL", info->name);
+    /* one pass: the checks, the device the op runs on (its first input's that
+       is not a wrapped number, a Lua or C number made a 0-d CPU tensor, else
+       its first input's), whether the others share it, and integer numbers */
+    int device = -1, first = EMBER_CPU, rc = EMBER_OK;
+    bool int_numbers = false, one_device = true;
     for (int i = 0; i < nin; i++) {
-        if (!in[i]) return ember__fail(EMBER_ERR_ARG, "%s: argument %d is NULL", info->name, i + 1);
-        if (in[i]->refcount <= 0)
+        const ember_tensor *t = in[i];
+        if (!t) return ember__fail(EMBER_ERR_ARG, "%s: argument %d is NULL", info->name, i + 1);
+        if (t->refcount <= 0)
             return ember__fail(EMBER_ERR_ARG, "%s: argument %d is a tensor that was released", info->name, i + 1);
+        int dev = t->storage->device;
+        if (i == 0) first = dev;
+        if (ember__host_number(t)) {
+            int_numbers |= !ember__is_float(t->dtype);
+            continue;
+        }
+        if (device < 0) device = dev;
+        else one_device &= dev == device;
     }
-    EMBER_TRY(number_operands(op, nin, in));
-    int device = op_device(nin, in), rc = EMBER_OK;
+    if (EMBER_UNLIKELY(int_numbers)) EMBER_TRY(number_operands(op, nin, in));
+    if (device < 0) device = first;
     /* wrapped numbers go to the op's device, as PyTorch's CPU scalars do */
-    ember_tensor *moved[ITER_MAX] = {NULL}, *use[ITER_MAX];
+    ember_tensor *moved[ITER_MAX], *use[ITER_MAX];
     bool moving = device != EMBER_CPU && op != EMBER_OP_TO_DEVICE && nin <= ITER_MAX;
     if (moving) {
         ember_attrs to = {{device}, {0}};
+        for (int i = 0; i < nin; i++) moved[i] = NULL;
         for (int i = 0; i < nin && rc == EMBER_OK; i++) {
             use[i] = in[i];
             if (ember__host_number(in[i])) rc = run(EMBER_OP_TO_DEVICE, 1, &in[i], &to, &moved[i]);
@@ -98,7 +102,8 @@ static int run(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
         }
         in = use;
     }
-    if (rc == EMBER_OK && op != EMBER_OP_TO_DEVICE) rc = ember__same_device(info->name, nin, in);
+    if (rc == EMBER_OK && op != EMBER_OP_TO_DEVICE && (moving || !one_device))
+        rc = ember__same_device(info->name, nin, in);
     if (rc == EMBER_OK)
         rc = ember__profiling ? profiled_forward(op, device, nin, in, at, out) : forward(op, device, nin, in, at, out);
     for (int i = 0; moving && i < nin; i++) ember_tensor_release(moved[i]);

@@ -276,9 +276,8 @@ local function run_leaf(self, r, pending)
     end
   end
   local G, node = r.rule_id ~= 0 and autodiff._graph or nil, r.node
-  local grads = { g }
   if G then
-    grads = G.before_node(node, "AccumulateGrad", grads, 1)
+    local grads = G.before_node(node, "AccumulateGrad", { g }, 1)
     g = grads[1] ~= nil and check_user_grad(t, grads[1], "autodiff: a prehook of AccumulateGrad") or g
   end
   for _, cb in ipairs(rec.callbacks) do
