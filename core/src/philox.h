@@ -87,13 +87,22 @@ EMBER_HD uint64_t ember__draw_bits(const ember__draw *d, int64_t i)
     return ((uint64_t)r.v[(i & 1) * 2] << 32) | r.v[(i & 1) * 2 + 1];
 }
 
-/* Element i of a normal draw from its block r, stored at p in its dtype
-   (Box-Muller from two 53-bit uniforms). */
+/* A normal draw's element from its block r (Box-Muller from two 53-bit
+   uniforms), mean + std sqrt(-2 log u1) cos(2 pi u2), is ember__normal of
+   log(u1) and cos(2 pi u2) (random.c calls libm for a batch of elements,
+   then the rest in a vector loop). */
+EMBER_HD double ember__normal_u1(ember__philox4 r)
+{
+    double u1 = ember__u53(r.v[0], r.v[1]);
+    return u1 < 1e-300 ? 1e-300 : u1;
+}
+EMBER_HD double ember__normal_angle(ember__philox4 r) { return 6.283185307179586 * ember__u53(r.v[2], r.v[3]); }
+#define ember__normal(d, log_u1, cos_angle) ((d)->a + (d)->b * sqrt(-2.0 * (log_u1)) * (cos_angle))
+
+/* Element i of a normal draw from its block r, stored at p in its dtype. */
 EMBER_HD void ember__draw_store_normal(const ember__draw *d, ember__philox4 r, char *p)
 {
-    double u1 = ember__u53(r.v[0], r.v[1]), u2 = ember__u53(r.v[2], r.v[3]);
-    if (u1 < 1e-300) u1 = 1e-300;
-    ember__store(p, d->dtype, d->a + d->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    ember__store(p, d->dtype, ember__normal(d, log(ember__normal_u1(r)), cos(ember__normal_angle(r))));
 }
 
 /* An element of any other draw from its 64 random bits (ember__draw_bits),

@@ -140,11 +140,23 @@ EMBER_SIMD static void draw_range(void *vctx, int64_t b, int64_t e)
     const ember__draw *d = &c->d;
     uint32_t r[4][PHILOX_LANES];
     if (d->dist == EMBER__DRAW_NORMAL) {
+        /* libm's log and cos per element (a vector libm has other bits),
+           then the square roots and products at the vector width */
+        double lg[PHILOX_LANES] = {0}, cs[PHILOX_LANES] = {0}, v[PHILOX_LANES];   /* a short last batch reads zeros */
         for (int64_t i = b; i < e; i += PHILOX_LANES) {
             philox_lanes(d->seed, d->offset + (uint64_t)i, r);
-            for (int j = 0; j < PHILOX_LANES && i + j < e; j++) {
+            int m = e - i < PHILOX_LANES ? (int)(e - i) : PHILOX_LANES;
+            for (int j = 0; j < m; j++) {
                 ember__philox4 q = {{r[0][j], r[1][j], r[2][j], r[3][j]}};
-                ember__draw_store_normal(d, q, c->data + (i + j) * c->esize);
+                lg[j] = log(ember__normal_u1(q));
+                cs[j] = cos(ember__normal_angle(q));
+            }
+            for (int j = 0; j < PHILOX_LANES; j++) v[j] = ember__normal(d, lg[j], cs[j]);
+            if (d->dtype == EMBER_FLOAT32 && m == PHILOX_LANES) {
+                float *out = (float *)c->data + i;
+                for (int j = 0; j < PHILOX_LANES; j++) out[j] = (float)v[j];
+            } else {
+                for (int j = 0; j < m; j++) ember__store(c->data + (i + j) * c->esize, d->dtype, v[j]);
             }
         }
         return;
