@@ -11,8 +11,7 @@ local R = require("support.random_cases")
 local expected = dofile("spec/fixtures/random_bits/bits.lua")
 
 describe("random draws' bits", function()
-  local threads = ember.get_num_threads()
-  after_each(function() ember.set_num_threads(threads) end)
+  H.keep_thread_setting(before_each, after_each)
 
   for _, n in ipairs({ 1, 2, 3 }) do
     it(("are the reference build's on %d thread%s"):format(n, n > 1 and "s" or ""), function()
