@@ -20,19 +20,28 @@ typedef struct {
     uint32_t v[4];
 } ember__philox4;
 
+/* One round on the counter c0..c3 with the round's key k0, k1 (a macro, so
+   random.c's loop over many counters at once inlines it at every width). */
+#define EMBER__PHILOX_W0 0x9E3779B9u
+#define EMBER__PHILOX_W1 0xBB67AE85u
+#define EMBER__PHILOX_ROUND(c0, c1, c2, c3, k0, k1)                                              \
+    do {                                                                                         \
+        uint64_t p0_ = (uint64_t)0xD2511F53u * (c0), p1_ = (uint64_t)0xCD9E8D57u * (c2);         \
+        uint32_t n0_ = (uint32_t)(p1_ >> 32) ^ (c1) ^ (k0), n2_ = (uint32_t)(p0_ >> 32) ^ (c3) ^ (k1); \
+        (c1) = (uint32_t)p1_;                                                                    \
+        (c3) = (uint32_t)p0_;                                                                    \
+        (c0) = n0_;                                                                              \
+        (c2) = n2_;                                                                              \
+    } while (0)
+
 EMBER_HD ember__philox4 ember__philox(uint64_t seed, uint64_t block)
 {
     uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
+        EMBER__PHILOX_ROUND(c0, c1, c2, c3, k0, k1);
+        k0 += EMBER__PHILOX_W0;
+        k1 += EMBER__PHILOX_W1;
     }
     ember__philox4 out = {{c0, c1, c2, c3}};
     return out;
@@ -78,18 +87,29 @@ EMBER_HD uint64_t ember__draw_bits(const ember__draw *d, int64_t i)
     return ((uint64_t)r.v[(i & 1) * 2] << 32) | r.v[(i & 1) * 2 + 1];
 }
 
-/* Element i of the draw, stored at p in its dtype. A float32 uniform that
-   rounds up to high is moved just below it; int64 integers are exact. */
-EMBER_HD void ember__draw_store(const ember__draw *d, int64_t i, char *p)
+/* A normal draw's element from its block r (Box-Muller from two 53-bit
+   uniforms), mean + std sqrt(-2 log u1) cos(2 pi u2), is ember__normal of
+   log(u1) and cos(2 pi u2) (random.c calls libm for a batch of elements,
+   then the rest in a vector loop). */
+EMBER_HD double ember__normal_u1(ember__philox4 r)
 {
-    if (d->dist == EMBER__DRAW_NORMAL) {
-        ember__philox4 r = ember__philox(d->seed, d->offset + (uint64_t)i);
-        double u1 = ember__u53(r.v[0], r.v[1]), u2 = ember__u53(r.v[2], r.v[3]);
-        if (u1 < 1e-300) u1 = 1e-300;
-        ember__store(p, d->dtype, d->a + d->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-        return;
-    }
-    uint64_t bits = ember__draw_bits(d, i);
+    double u1 = ember__u53(r.v[0], r.v[1]);
+    return u1 < 1e-300 ? 1e-300 : u1;
+}
+EMBER_HD double ember__normal_angle(ember__philox4 r) { return 6.283185307179586 * ember__u53(r.v[2], r.v[3]); }
+#define ember__normal(d, log_u1, cos_angle) ((d)->a + (d)->b * sqrt(-2.0 * (log_u1)) * (cos_angle))
+
+/* Element i of a normal draw from its block r, stored at p in its dtype. */
+EMBER_HD void ember__draw_store_normal(const ember__draw *d, ember__philox4 r, char *p)
+{
+    ember__store(p, d->dtype, ember__normal(d, log(ember__normal_u1(r)), cos(ember__normal_angle(r))));
+}
+
+/* An element of any other draw from its 64 random bits (ember__draw_bits),
+   stored at p in its dtype. A float32 uniform that rounds up to high is
+   moved just below it; int64 integers are exact. */
+EMBER_HD void ember__draw_store_bits(const ember__draw *d, uint64_t bits, char *p)
+{
     if (d->dist == EMBER__DRAW_EXPONENTIAL || d->dist == EMBER__DRAW_GEOMETRIC) {
         /* inversion from a 53-bit uniform u in [0, 1): -log(1-u) > 0 is finite */
         double e = -log1p(-ember__u53((uint32_t)(bits >> 32), (uint32_t)bits));
@@ -123,6 +143,15 @@ EMBER_HD void ember__draw_store(const ember__draw *d, int64_t i, char *p)
     float f = (float)v;
     if (f >= (float)d->b && d->b > d->a) f = nextafterf((float)d->b, -INFINITY);
     *(float *)p = f;
+}
+
+/* Element i of the draw, stored at p in its dtype (the CUDA kernels' one
+   element; random.c computes the blocks of a range at once and calls the two
+   above, with the same bits). */
+EMBER_HD void ember__draw_store(const ember__draw *d, int64_t i, char *p)
+{
+    if (d->dist == EMBER__DRAW_NORMAL) ember__draw_store_normal(d, ember__philox(d->seed, d->offset + (uint64_t)i), p);
+    else ember__draw_store_bits(d, ember__draw_bits(d, i), p);
 }
 
 #endif
