@@ -14,6 +14,12 @@ local function flatten(x, out)
 end
 H.flatten = flatten
 
+-- a true negative zero. LuaJIT on ARM64 keeps numbers with integral values as
+-- integers (its dual-number mode): the literal -0 (and -0.0) negates the
+-- integer 0 and reads as +0 there. A division is done in floating point on
+-- every platform; compare signs of zeros through 1 / x.
+H.neg_zero = -1 / math.huge
+
 -- the keys of a table, sorted
 function H.sorted_keys(t)
   local keys = {}

@@ -246,7 +246,7 @@ describe("ember.save / ember.load of nested tables", function()
 
   it("gives back the same structure: numbers to the bit, strings, booleans, keys of both kinds", function()
     local numbers = { 3, -7, 2 ^ 31, 2 ^ 40 + 1, -(2 ^ 53), 2 ^ 53 + 2, 2 ^ 63, 0.1, -1 / 3, 1e-310,
-      1.7976931348623157e308, -0.0, 1 / 0, -1 / 0 }
+      1.7976931348623157e308, H.neg_zero, 1 / 0, -1 / 0 }
     local tbl = {
       numbers = numbers,
       nan = 0 / 0,
