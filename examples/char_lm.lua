@@ -16,7 +16,7 @@ local nn = ember.nn
 local opts = require("options").parse("char_lm.lua", { steps = 1500, batch = 32, context = 64, dim = 96, heads = 4, layers = 2,
   lr = 3e-3, out = "runs/char_lm", seed = 0, device = "cpu" }, arg)
 local device = require("device").check(ember, opts.device)
-os.execute("mkdir -p '" .. opts.out .. "'")
+require("options").mkdir(opts.out)
 
 ---------------------------------------------------------------- the text
 local kjv = require("kjv").load(ember, "char_lm")

@@ -17,7 +17,7 @@ local nn = ember.nn
 local opts = require("options").parse("char_lstm.lua", { steps = 1500, batch = 32, context = 64, embed = 64, hidden = 256,
   layers = 1, lr = 3e-3, out = "runs/char_lstm", seed = 0, device = "cpu", sample = 300 }, arg)
 local device = require("device").check(ember, opts.device)
-os.execute("mkdir -p '" .. opts.out .. "'")
+require("options").mkdir(opts.out)
 
 local kjv = require("kjv").load(ember, "char_lstm")
 local V, H1 = kjv.V, kjv.H1

@@ -25,7 +25,7 @@ local AUTOCAST = { off = false, bf16 = "bfloat16" }
 if AUTOCAST[opts.autocast] == nil then error("--autocast takes off or bf16, got " .. opts.autocast) end
 local autocast = AUTOCAST[opts.autocast]
 local device = require("device").check(ember, opts.device)
-os.execute("mkdir -p '" .. opts.out .. "'")
+require("options").mkdir(opts.out)
 local ckpt = opts.out .. "/checkpoint.safetensors"
 
 local Net = nn.Module:extend("FashionCNN")

@@ -41,7 +41,7 @@ if opts.distributed then
 end
 local real_print = print
 local function print(...) if rank == 0 then real_print(...) end end
-if rank == 0 then os.execute("mkdir -p '" .. opts.out .. "'") end
+if rank == 0 then require("options").mkdir(opts.out) end
 local ckpt = opts.out .. "/checkpoint.safetensors"
 
 ember.manual_seed(opts.seed)

@@ -5,6 +5,16 @@
 --   local opts = require("options").parse("char_lm.lua", { steps = 1500, resume = false }, arg)
 local M = {}
 
+-- Makes the folder path, and its parents, if missing (an example's --out):
+-- `mkdir -p` on POSIX, cmd's mkdir (which makes the parents) on Windows
+function M.mkdir(path)
+  if require("ffi").os == "Windows" then
+    os.execute('mkdir "' .. path:gsub("/", "\\") .. '" 2>nul')
+  else
+    os.execute("mkdir -p '" .. path:gsub("'", "'\\''") .. "'")
+  end
+end
+
 function M.parse(script, defaults, args)
   local opts, names = {}, {}
   for k, v in pairs(defaults) do

@@ -30,7 +30,8 @@ install_missing "${PKGS[@]}"
 # QEMU, against Debian's arm64 packages beside the host's (multiarch), and
 # Windows with mingw-w64 under Wine. Best effort: without root or a network
 # they are left out, and scripts/cross_test.sh says what is missing.
-CROSS=(qemu-user-static gcc-aarch64-linux-gnu gcc-mingw-w64-x86-64 libz-mingw-w64-dev wine64)
+# dpkg-dev unpacks the source packages scripts/windows_lua.sh builds a Windows LuaJIT from.
+CROSS=(qemu-user-static gcc-aarch64-linux-gnu gcc-mingw-w64-x86-64 libz-mingw-w64-dev wine64 dpkg-dev)
 ARM64=(libc6:arm64 libluajit-5.1-dev:arm64 libopenblas-dev:arm64 zlib1g-dev:arm64 libedit-dev:arm64
        lua-filesystem:arm64 lua-system:arm64)
 if [ "$(dpkg --print-architecture)" = amd64 ]; then

@@ -101,7 +101,7 @@ count "$log/luaasan_dist.txt"
 
 # The cross builds, each with its own count (docs/platforms.md): aarch64
 # Linux, its C tests and a Lua subset under QEMU; Windows (mingw-w64), its C
-# tests under Wine
+# tests and a Lua subset on a Windows LuaJIT under Wine
 echo "== ARM64 Linux under QEMU (scripts/cross_test.sh arm64)"
 scripts/cross_test.sh arm64 2>&1 | tee "$log/arm64.txt"; count "$log/arm64.txt"
 echo "== Windows under Wine (scripts/cross_test.sh windows)"

@@ -14,6 +14,12 @@ local function flatten(x, out)
 end
 H.flatten = flatten
 
+-- a true negative zero. LuaJIT on ARM64 keeps numbers with integral values as
+-- integers (its dual-number mode): the literal -0 (and -0.0) negates the
+-- integer 0 and reads as +0 there. A division is done in floating point on
+-- every platform; compare signs of zeros through 1 / x.
+H.neg_zero = -1 / math.huge
+
 -- the keys of a table, sorted
 function H.sorted_keys(t)
   local keys = {}
@@ -169,14 +175,41 @@ function H.output(cmd)
   return out
 end
 
--- A new empty folder under /tmp, and its removal (only such a folder)
+-- A new empty folder under /tmp (%TEMP% on Windows, with '/' separators),
+-- and its removal (only such a folder)
+local WINDOWS = require("ffi").os == "Windows"
+local TMP = WINDOWS and (os.getenv("TEMP") or os.getenv("TMP") or "."):gsub("\\", "/") or "/tmp"
 function H.tmpdir()
+  if WINDOWS then   -- no mktemp: a random name until lfs (busted's) makes a new folder
+    local lfs = require("lfs")
+    for _ = 1, 100 do
+      local dir = ("%s/ember_spec.%08x"):format(TMP, math.random(0, 0x7fffffff))
+      if lfs.mkdir(dir) then return dir end
+    end
+    error("H.tmpdir: cannot make a folder in " .. TMP)
+  end
   local dir = H.output("mktemp -d /tmp/ember_spec.XXXXXX"):match("^[^\n]+")
   assert(dir and dir:match("^/tmp/ember_spec%."), "mktemp -d failed")
   return dir
 end
 function H.rm_rf(dir)
-  if dir and dir:match("^/tmp/ember_spec%.[%w]+$") then os.execute("rm -rf '" .. dir .. "'") end
+  local prefix = TMP .. "/ember_spec."
+  if not (dir and dir:sub(1, #prefix) == prefix and dir:sub(#prefix + 1):match("^[%w]+$")) then return end
+  if WINDOWS then os.execute('rmdir /s /q "' .. dir:gsub("/", "\\") .. '"')
+  else os.execute("rm -rf '" .. dir .. "'") end
+end
+
+-- Sets the environment variable name to value (nil: unsets it) in the C
+-- library's environment, which libember's getenv reads
+function H.setenv(name, value)
+  local ffi = require("ffi")
+  if WINDOWS then   -- the C runtime's; an empty value unsets
+    pcall(ffi.cdef, "int _putenv_s(const char *name, const char *value);")
+    assert(ffi.C._putenv_s(name, value or "") == 0, "H.setenv: _putenv_s failed")
+    return
+  end
+  pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name);")
+  assert((value and ffi.C.setenv(name, value, 1) or ffi.C.unsetenv(name)) == 0, "H.setenv failed")
 end
 
 -- inside a describe block: a new folder under /tmp for each test, removed

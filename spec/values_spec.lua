@@ -76,8 +76,6 @@ describe("relu keeps NaN (issue 26)", function()
   local function conv_inputs()
     return ember.tensor(C.x), ember.tensor(C.w), ember.tensor(C.b)
   end
-  local ffi = require("ffi")
-  pcall(ffi.cdef, [[ int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name); ]])
   for _, mode in ipairs({ "dnnl", "dnnl, no AVX-512", "ember" }) do
     local dnnl = mode ~= "ember"
     local path = mode == "ember" and "ember's kernels"
@@ -86,7 +84,7 @@ describe("relu keeps NaN (issue 26)", function()
     it("conv2d_relu and conv2d_relu_max_pool2d keep NaN, forward and backward, as PyTorch (" .. path .. ")", function()
       local was = ember.dnnl_enabled()
       ember.set_dnnl_enabled(dnnl)
-      if mode == "dnnl, no AVX-512" then ffi.C.setenv("EMBER_NO_AVX512", "1", 1) end
+      if mode == "dnnl, no AVX-512" then H.setenv("EMBER_NO_AVX512", "1") end
       local ok, err = pcall(function()
         for _, pool in ipairs({ false, true }) do
           local want = pool and C.pool or C.relu
@@ -112,7 +110,7 @@ describe("relu keeps NaN (issue 26)", function()
         close(ember.no_grad(function() return seq(ember.tensor(C.x)) end), C.pool.y, 2e-6, 2e-6, "Sequential " .. path)
       end)
       ember.set_dnnl_enabled(was)
-      ffi.C.unsetenv("EMBER_NO_AVX512")
+      H.setenv("EMBER_NO_AVX512", nil)
       assert(ok, err)
     end)
   end

@@ -51,7 +51,11 @@ static int is_luajit_handler(void (*h)(int))
     if (self) dlclose(self);
     if (!sethook || !dladdr((void *)h, &hi) || !dladdr(sethook, &li)) return 0;
     if (hi.dli_fbase != li.dli_fbase) return 0;
+#if defined(__APPLE__) || defined(__FreeBSD__)
+    const char *name = getprogname();   /* <stdlib.h>'s there; glibc's name below */
+#else
     const char *name = program_invocation_short_name;
+#endif
     return name && strncmp(name, "luajit", 6) == 0;
 }
 

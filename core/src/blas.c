@@ -72,6 +72,9 @@ static void *blas_handle;   /* the library loaded, for ember__blas_symbol */
 #ifdef _WIN32   /* the names OpenBLAS's Windows builds and other CBLAS DLLs go by */
 #define OPENBLAS_LIB "libopenblas.dll"
 #define CBLAS_LIB "cblas.dll"
+#elif defined(__APPLE__)   /* untested: Homebrew's OpenBLAS, Accelerate's CBLAS (docs/platforms.md) */
+#define OPENBLAS_LIB "libopenblas.dylib"
+#define CBLAS_LIB "libblas.dylib"
 #else
 #define OPENBLAS_LIB "libopenblas.so.0"
 #define CBLAS_LIB "libblas.so.3"

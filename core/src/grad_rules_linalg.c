@@ -352,12 +352,16 @@ static int64_t count_zeros(const ember_tensor *t)
     return z;
 }
 
-/* g times the adjugate's transpose: g det(A) A^-T (solve) where det A != 0,
-   PyTorch's; where det A = 0, from A = U diag(S) Vh: g det(U) det(Vh) U
-   diag(prod_{j != i} S_j) Vh, correct at any rank (PyTorch 1.13 gives zero
-   there, its det = 0 factor). Matrices of the other kind go through each
-   branch as I (solve) or diag(1..n) (SVD), so that no branch sees a
-   singular or degenerate input */
+/* g times the adjugate's transpose: g det(A) A^-T = (solve(A, g det(A) I))^T
+   where det A != 0, PyTorch's; where det A = 0, from A = U diag(S) Vh: g
+   det(U) det(Vh) U diag(prod_{j != i} S_j) Vh, correct at any rank (PyTorch
+   1.13 gives zero there, its det = 0 factor). Matrices of the other kind go
+   through each branch as I (solve) or diag(1..n) (SVD), so that no branch
+   sees a singular or degenerate input. The solve is with A itself, not A^T:
+   it factors the same matrix as the forward's LU, so a zero pivot there is
+   one here and its det is exactly 0 (LU of A^T can differ: OpenBLAS's armv8
+   kernels gave an exact zero pivot for one and a rounding residue for the
+   other) */
 RULE(linalg_det)
 {
     RULE_LOCALS;
@@ -371,7 +375,7 @@ RULE(linalg_det)
     ember_tensor *gd = reshape(s, t_mul(s, g, d), nd, sh);
     ember_tensor *an = expand(s, where3(s, zero, I, A), nd, in);
     ember_tensor *gn = NULL;
-    if (OK(s) && an) gn = keep(s, ember_linalg_solve(transpose_last(s, an), expand(s, t_mul(s, gd, I), nd, in), &o), &o);
+    if (OK(s) && an) gn = transpose_last(s, keep(s, ember_linalg_solve(an, expand(s, t_mul(s, gd, I), nd, in), &o), &o));
     if (!OK(s) || count_zeros(d) == 0) {
         give(s, &gi[0], gn);
         return;

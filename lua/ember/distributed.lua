@@ -16,10 +16,6 @@ return function(ember)
   if not reg.ember_distributed_cdef then
   reg.ember_distributed_cdef = true
   ffi.cdef(require("ember.dist_cdef"))   -- dist/ember_dist.h's, copied by the build
-  ffi.cdef [[
-typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
-]]
-  pcall(ffi.cdef, "int clock_gettime(int, edist_timespec *);")
   end
 
   local lib, lib_path, lib_err
@@ -298,12 +294,9 @@ typedef struct { long tv_sec; long tv_nsec; } edist_timespec;
   ---------------------------------------------------------------- bucketed all-reduce for GradManager
   -- the gradient dtypes each device's buckets take
   local GRAD_DTYPES = { cpu = { float32 = true, float64 = true }, cuda = FLOATS }
-  local ts = ffi.new("edist_timespec")
-  local CLOCK_MONOTONIC = 1
-  local function now()
-    ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
-    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-  end
+  -- libember's monotonic clock (core/src/platform.h), on every system
+  local clock = C.ember_clock
+  local function now() return clock() end
 
   -- seconds on a monotonic clock (for timing steps and epochs)
   M.wtime = now

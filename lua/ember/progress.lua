@@ -18,13 +18,14 @@
 -- function returning seconds, for tests).
 local ffi = require("ffi")
 
+-- isatty is _isatty in Windows' C runtime (any nonzero value for a
+-- terminal); no ioctl there (TIOCGWINSZ is nil)
 pcall(ffi.cdef, [[
-typedef struct { long tv_sec; long tv_nsec; } ember_progress_timespec;
 typedef struct { unsigned short row, col, xpixel, ypixel; } ember_progress_winsize;
-int ember_progress_clock_gettime(int clk, ember_progress_timespec *ts) __asm__("clock_gettime");
-int ember_progress_isatty(int fd) __asm__("isatty");
 int ember_progress_ioctl(int fd, unsigned long request, ...) __asm__("ioctl");
 ]])
+pcall(ffi.cdef, ffi.os == "Windows" and 'int ember_progress_isatty(int fd) __asm__("_isatty");'
+  or 'int ember_progress_isatty(int fd) __asm__("isatty");')
 
 local C = ffi.C
 local format, floor, concat = string.format, math.floor, table.concat
@@ -35,14 +36,15 @@ local Bar = {}
 Bar.__index = Bar
 P.Bar = Bar
 
-local ts = ffi.new("ember_progress_timespec")
--- monotonic wall-clock seconds (CLOCK_MONOTONIC = 1 on Linux)
+-- monotonic wall-clock seconds: libember's clock (core/src/platform.h), on
+-- every system
+local clock
 function P.now()
-  C.ember_progress_clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+  clock = clock or require("ember")._C.ember_clock
+  return clock()
 end
 
-function P.isatty(fd) return C.ember_progress_isatty(fd or 1) == 1 end
+function P.isatty(fd) return C.ember_progress_isatty(fd or 1) ~= 0 end
 
 local winsize = ffi.new("ember_progress_winsize")
 -- The width of the terminal on fd (or nil): $COLUMNS when it is a positive
