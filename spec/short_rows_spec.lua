@@ -1,0 +1,66 @@
+-- The last slow cases of issue 33's sweep against what they replace: the
+-- global average pool's short-row sums (reduce.c's rows_sum_f32, a group of
+-- rows folded and divided together) keep the order every float32 sum has:
+-- 16 float lanes over the row, folded as a tree of pairs, the tail added in
+-- float, the total widened to double and divided there.
+local ember = require("ember")
+local ffi = require("ffi")
+local F = ember.nn.functional
+
+local function f32(v) return tonumber(ffi.new("float", v)) end
+
+-- the mean of a float32 row in that order, worked out in Lua
+local function row_mean(row, n)
+  local acc = {}
+  for k = 1, 16 do acc[k] = 0 end
+  local i = 0
+  while i + 16 <= n do
+    for k = 1, 16 do acc[k] = f32(acc[k] + row[i + k]) end
+    i = i + 16
+  end
+  local w = 8
+  while w >= 1 do
+    for k = 1, w do acc[k] = f32(acc[k] + acc[k + w]) end
+    w = w / 2
+  end
+  local v = acc[1]
+  for j = i + 1, n do v = f32(v + row[j]) end
+  return f32(v / n), v
+end
+
+describe("a mean over short float32 rows", function()
+  local threads = ember.get_num_threads()
+  after_each(function() ember.set_num_threads(threads) end)
+
+  for _, hw in ipairs({ { 1, 1 }, { 3, 5 }, { 4, 4 }, { 1, 17 }, { 7, 7 }, { 10, 10 }, { 13, 23 } }) do
+    it(("has the documented order's bits for %dx%d planes, on 1, 2 and 3 threads"):format(hw[1], hw[2]), function()
+      local n = hw[1] * hw[2]
+      local x = ember.randn({ 3, 37, hw[1], hw[2] }) * 100 + 3   -- 111 rows: a partial group of 16
+      local rows = x:reshape({ 111, n }):tolist()
+      local want_mean, want_sum = {}, {}
+      for r = 1, 111 do want_mean[r], want_sum[r] = row_mean(rows[r], n) end
+      for _, t in ipairs({ 1, 2, 3 }) do
+        ember.set_num_threads(t)
+        local m = F.adaptive_avg_pool2d(x, 1)
+        assert.are.same({ 3, 37, 1, 1 }, m:shape())
+        local got = m:reshape({ 111 }):tolist()
+        local sums = x:sum({ 3, 4 }):reshape({ 111 }):tolist()
+        for r = 1, 111 do
+          assert.are.equal(want_mean[r], got[r])
+          assert.are.equal(want_sum[r], sums[r])
+        end
+      end
+    end)
+  end
+
+  it("matches float64's mean within float32 rounding and keeps the gradient 1/(H W)", function()
+    local x = ember.randn({ 2, 5, 7, 7 })
+    local gm = ember.autodiff.GradManager():attach({ x })
+    gm:record()
+    local m = F.adaptive_avg_pool2d(x, 1)
+    local ref = x:to("float64"):mean({ 3, 4 }, true)
+    assert.is_true(((m:to("float64") - ref):abs():max():item()) < 1e-6)
+    gm:backward(m:sum())
+    assert.are.same(ember.full({ 2, 5, 7, 7 }, f32(1 / 49)):tolist(), x.grad:tolist())
+  end)
+end)
