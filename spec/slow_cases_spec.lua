@@ -64,3 +64,31 @@ describe("a mean over short float32 rows", function()
     assert.are.same(ember.full({ 2, 5, 7, 7 }, f32(1 / 49)):tolist(), x.grad:tolist())
   end)
 end)
+
+-- index_select and embedding fetch a table row a few picks ahead while they
+-- copy the current one (index.c's PICK_AHEAD): the rows must be the ones
+-- picked, whatever the thread count and index dtype
+describe("rows picked from a table", function()
+  local threads = ember.get_num_threads()
+  after_each(function() ember.set_num_threads(threads) end)
+
+  it("are the rows the indices name, on 1, 2 and 3 threads", function()
+    local w = ember.randn({ 50, 37 })
+    local rows = w:tolist()
+    local picks = {}
+    for i = 1, 300 do picks[i] = (i * 7919) % 50 + 1 end
+    picks[5], picks[6], picks[299], picks[300] = 1, 50, 50, 1
+    for _, dt in ipairs({ "int64", "int32" }) do
+      local idx = ember.tensor(picks, { dtype = dt })
+      for _, t in ipairs({ 1, 2, 3 }) do
+        ember.set_num_threads(t)
+        local got = w:index_select(1, idx):tolist()
+        local emb = F.embedding(idx:view(20, 15), w):view(300, 37):tolist()
+        for i = 1, 300 do
+          assert.are.same(rows[picks[i]], got[i])
+          assert.are.same(rows[picks[i]], emb[i])
+        end
+      end
+    end
+  end)
+end)
