@@ -92,3 +92,68 @@ describe("rows picked from a table", function()
     end
   end)
 end)
+
+-- softmax's forward takes exp(x - max) with the exp's steps for x <= 0 only
+-- (softmax.c's expf_nonpos): the same bits as the exp op, then the sum in
+-- double over 8 lanes, the tail on the first, folded as a tree of pairs
+describe("softmax and log_softmax over float32 rows", function()
+  local threads = ember.get_num_threads()
+  after_each(function() ember.set_num_threads(threads) end)
+
+  local function expected(rows, n)
+    local sm, lsm = {}, {}
+    for r, row in ipairs(rows) do
+      local m = -math.huge
+      for i = 1, n do m = math.max(m, row[i]) end
+      local d = {}
+      for i = 1, n do d[i] = f32(row[i] - m) end
+      local e = ember.tensor(d):exp():tolist()
+      local acc = {}
+      for k = 1, 8 do acc[k] = 0 end
+      local i = 0
+      while i + 8 <= n do
+        for k = 1, 8 do acc[k] = acc[k] + e[i + k] end
+        i = i + 8
+      end
+      for j = i + 1, n do acc[1] = acc[1] + e[j] end
+      local w = 4
+      while w >= 1 do
+        for k = 1, w do acc[k] = acc[k] + acc[k + w] end
+        w = w / 2
+      end
+      local inv, ls = f32(1 / acc[1]), f32(math.log(acc[1]))
+      sm[r], lsm[r] = {}, {}
+      for j = 1, n do
+        sm[r][j] = f32(e[j] * inv)
+        lsm[r][j] = f32(d[j] - ls)
+      end
+    end
+    return sm, lsm
+  end
+
+  for _, n in ipairs({ 1000, 13 }) do
+    it(("has the bits of exp, the double sum and the scaling, rows of %d, on 1, 2 and 3 threads"):format(n), function()
+      local x = ember.randn({ 40, n }) * 30
+      x[{ 3, 5 }] = -1e30   -- exp of a value far below the others is 0
+      x[{ 4, 2 }] = 80      -- and a row dominated by one value
+      local rows = x:tolist()
+      local sm, lsm = expected(rows, n)
+      for _, t in ipairs({ 1, 2, 3 }) do
+        ember.set_num_threads(t)
+        assert.are.same(sm, x:softmax(2):tolist())
+        assert.are.same(lsm, x:log_softmax(2):tolist())
+      end
+    end)
+  end
+
+  it("keeps rows of -inf, NaN and inf as the exp op gives them", function()
+    local inf = math.huge
+    local x = ember.tensor({ { -inf, -inf }, { 0 / 0, 1 }, { inf, 1 }, { -inf, 1 }, { -100, 0 } })
+    local y, ly = x:softmax(2):tolist(), x:log_softmax(2):tolist()
+    for r = 1, 3 do
+      for j = 1, 2 do assert.is_true(y[r][j] ~= y[r][j] and ly[r][j] ~= ly[r][j]) end
+    end
+    assert.are.same({ { 0, 1 }, { 0, 1 } }, { y[4], y[5] })
+    assert.are.same({ { -inf, 0 }, { -100, 0 } }, { ly[4], ly[5] })
+  end)
+end)
