@@ -44,20 +44,14 @@ EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
    above 0, and the exp pass is most of softmax's forward */
 EMBER_INLINE float expf_nonpos(float x)
 {
-    const float lo = -87.3365479f;   /* ember__expf's ln(FLT_MIN) */
-    float c = x < lo ? lo : x;
+    float c = x < EMBER_EXPF_LO ? EMBER_EXPF_LO : x;
     c = x != x ? 0.0f : c;
-    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = c - n * 0.693359375f + n * 2.12194440e-4f;
-    float z = r * r;
-    float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
-               1.6666665459e-1f) * r + 5.0000001201e-1f;
-    y = y * z + r + 1.0f;
+    float n, y = ember__expf_reduced(c, &n);
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, 4);
     float v = y * scale;
-    v = x < lo ? 0.0f : v;
+    v = x < EMBER_EXPF_LO ? 0.0f : v;
     return x != x ? x : v;
 }
 
