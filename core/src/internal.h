@@ -255,21 +255,30 @@ void ember__stats_bytes(int64_t delta);
    scale 2^n is always a normal float built from its exponent field; inf
    above 88.72; NaN stays NaN, and is kept out of the float-to-int
    conversion, so no step is undefined. */
-EMBER_INLINE float ember__expf(float x)
+#define EMBER_EXPF_LO -87.3365479f   /* ln(FLT_MIN) */
+
+/* exp(c) = y 2^n for c in [EMBER_EXPF_LO, 88.72]: *n, in [-126, 128], the
+   nearest integer to c / ln 2, rounded by adding and taking away 1.5 2^23
+   ((float)(int32_t), with SSE4.1 a round instruction, would leave a branch
+   that keeps the AVX2 and AVX-512 copies from vectorising); y returned */
+EMBER_INLINE float ember__expf_reduced(float c, float *n_out)
 {
-    const float hi = 88.7228391f, lo = -87.3365479f;   /* ln(FLT_MIN) */
-    float c = x > hi ? hi : x;
-    c = c < lo ? lo : c;
-    c = x != x ? 0.0f : c;
-    /* n, in [-126, 128]: rounded to nearest by adding and taking away
-       1.5 2^23 ((float)(int32_t), with SSE4.1 a round instruction, would
-       leave a branch that keeps the AVX2 and AVX-512 copies from vectorising) */
     float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = c - n * 0.693359375f + n * 2.12194440e-4f;
     float z = r * r;
     float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
                1.6666665459e-1f) * r + 5.0000001201e-1f;
-    y = y * z + r + 1.0f;
+    *n_out = n;
+    return y * z + r + 1.0f;
+}
+
+EMBER_INLINE float ember__expf(float x)
+{
+    const float hi = 88.7228391f, lo = EMBER_EXPF_LO;
+    float c = x > hi ? hi : x;
+    c = c < lo ? lo : c;
+    c = x != x ? 0.0f : c;
+    float n, y = ember__expf_reduced(c, &n);
     /* y 2^n, as 2 y 2^127 for n = 128, 2^n built from its exponent field
        (memcpy, not a union or a pointer cast: it vectorises at every width) */
     float e = n > 127.0f ? 127.0f : n;

@@ -136,6 +136,8 @@ static gather_row_fn gather_row_for(int es, bool is64)
     }
 }
 
+#define PICK_AHEAD 4
+
 /* Tasks t0..t1: task t is row chunk t / tiles and column tile t % tiles. */
 static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
 {
@@ -149,6 +151,7 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
        rows 4 KiB apart keeps about 64 KiB). The slice is copied to a dense
        block first, which stays in the cache, and picked from there. */
     bool dense = g->tiles > 1 && nd == 2 && dim == 0 && sl == 1;
+    bool pick_rows = nd == 2 && dim == 0 && is == 0 && sl == 1;
     size_t sbytes = dense ? (size_t)(g->size * g->W * es) : 0;
     char *slice = dense ? ember__alloc(sbytes) : NULL;
     for (int64_t t = t0; t < t1; t++) {
@@ -186,6 +189,16 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
                 char *no = g->out + ((r + 2) * g->L + c0) * es;
                 for (int64_t b = 0; b < (c1 - c0) * xs; b += 64) __builtin_prefetch(nx + b);
                 for (int64_t b = 0; b < (c1 - c0) * es; b += 64) __builtin_prefetch(no + b, 1);
+            }
+            /* whole rows picked from a table (index_select, embedding): a
+               row's start is a miss the hardware's prefetcher cannot guess,
+               so fetch the row PICK_AHEAD picks on while this one copies */
+            if (pick_rows && r + PICK_AHEAD < r1) {
+                int64_t k = INDEX_AT(g->is64, g->xi, g->x_off + (r + PICK_AHEAD) * g->x_str[0], 1) - g->base;
+                if ((uint64_t)k < (uint64_t)g->size) {
+                    const char *s = g->src + (g->a_off + k * sd + c0) * es;
+                    for (int64_t b = 0; b < (c1 - c0) * es; b += 64) __builtin_prefetch(s + b);
+                }
             }
             if (!row(g->out + (r * g->L + c0) * es, g->src, g->xi + xo * xs, c1 - c0, is, sd, sl, ao, g->size,
                      g->base, g->checked)) {

@@ -42,12 +42,43 @@ EMBER_SIMD static double sum_f32(const float *x, int64_t n) { return sum_f32_bod
 
 /* rows r0 .. r1 of n float32 each, summed (divided by n for a mean) into
    float32: sum_f32's order, inlined, so that a short row (a global pooling's
-   7 x 7) does not pay a call, a switch and a generic store */
+   7 x 7) does not pay a call, a switch and a generic store. A row shorter
+   than a block is one block: its float sum is kept for a group of rows,
+   which are then widened and divided together (the divisions vectorise
+   instead of each row waiting on its own); the same bits as sum_f32. */
+#define SHORT_GROUP 16
+_Static_assert(F32_LANES == 16, "rows_sum_f32 folds 16 lanes");
 EMBER_SIMD static void rows_sum_f32(const float *x, int64_t n, int64_t r0, int64_t r1, bool mean, float *out)
 {
-    for (int64_t r = r0; r < r1; r++) {
-        double v = sum_f32_body(x + r * n, n);
-        out[r] = (float)(mean ? v / (double)n : v);
+    if (n > BLOCK) {
+        for (int64_t r = r0; r < r1; r++) {
+            double v = sum_f32_body(x + r * n, n);
+            out[r] = (float)(mean ? v / (double)n : v);
+        }
+        return;
+    }
+    const double dn = (double)n;
+    for (int64_t r = r0; r < r1; r += SHORT_GROUP) {
+        int m = r1 - r < SHORT_GROUP ? (int)(r1 - r) : SHORT_GROUP;
+        float s[SHORT_GROUP];
+        for (int j = 0; j < m; j++) {
+            const float *p = x + (r + j) * n;
+            float acc[F32_LANES] = {0};
+            int64_t i = 0;
+            for (; i + F32_LANES <= n; i += F32_LANES)
+                for (int k = 0; k < F32_LANES; k++) acc[k] += p[i + k];
+            /* fold_f32's tree of pairs with constant bounds, so it stays in registers */
+            for (int k = 0; k < F32_LANES / 2; k++) acc[k] += acc[k + F32_LANES / 2];
+            for (int k = 0; k < F32_LANES / 4; k++) acc[k] += acc[k + F32_LANES / 4];
+            for (int k = 0; k < F32_LANES / 8; k++) acc[k] += acc[k + F32_LANES / 8];
+            float v = acc[0] + acc[1];
+            for (; i < n; i++) v += p[i];
+            s[j] = v;
+        }
+        if (mean)
+            for (int j = 0; j < m; j++) out[r + j] = (float)((double)s[j] / dn);
+        else
+            for (int j = 0; j < m; j++) out[r + j] = s[j];
     }
 }
 

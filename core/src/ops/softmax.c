@@ -38,6 +38,23 @@ EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
     return fold_f64(acc, F64_LANES);
 }
 
+/* ember__expf(x) for x <= 0 or NaN, the same bits with the steps that only
+   larger x need left out (the clamp and the inf above 88.7, the 2^128 split:
+   n <= 0 here, so y (n - e + 1) 2^e is y 2^n): x - max in a row is never
+   above 0, and the exp pass is most of softmax's forward */
+EMBER_INLINE float expf_nonpos(float x)
+{
+    float c = x < EMBER_EXPF_LO ? EMBER_EXPF_LO : x;
+    c = x != x ? 0.0f : c;
+    float n, y = ember__expf_reduced(c, &n);
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    float v = y * scale;
+    v = x < EMBER_EXPF_LO ? 0.0f : v;
+    return x != x ? x : v;
+}
+
 EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
 {
     const sm_ctx *c = vctx;
@@ -50,7 +67,7 @@ EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
             float *yf = (float *)y;
             float mf = row_max_f32(xf, c->len, 1.0f);
             if (isinf(mf) && mf < 0) mf = 0;   /* a row of -inf: exp(-inf - 0) = 0 */
-            for (int64_t i = 0; i < c->len; i++) yf[i] = ember__expf(xf[i] - mf);
+            for (int64_t i = 0; i < c->len; i++) yf[i] = expf_nonpos(xf[i] - mf);
             double sum = row_sum_f32(yf, c->len);
             if (c->log) {
                 float ls = (float)log(sum);
