@@ -1,0 +1,95 @@
+-- Real convnets through plans (docs/plans.md, "Convnets"): the zoo's
+-- ResNet-18 and MobileNet (depthwise and grouped convolutions, eval-mode
+-- batch norm as channel_affine with ReLU/ReLU6 folded in, squeeze and
+-- excitation, hardswish, adaptive average pooling, flatten), traced in
+-- eval mode, replay bit for bit what the eager forward gives at batch 1 and
+-- batch 4, and a saved plan loaded back gives the same bits again.
+package.path = "./spec/support/?.lua;" .. package.path
+local H = require("helpers")
+local ember = H.ember
+local Z = require("zoo")
+
+local function same(a, b)
+  return a.dtype == b.dtype and table.concat(a:shape(), ",") == table.concat(b:shape(), ",")
+    and ember.equal(a, b)
+end
+
+-- eval mode with running statistics that are not the initial ones (batch
+-- norm's scale and shift then differ from 1 and 0 per channel)
+local function build(name)
+  ember.manual_seed(3)
+  local model = name == "resnet18" and Z.ResNet18(8, 5) or Z.MobileNet(5, 0.2)
+  ember.no_grad(function()
+    for _, m in ipairs(model:modules()) do
+      if m.running_mean ~= nil then
+        m.running_mean:copy_(ember.randn(m.running_mean:shape()) * 0.1)
+        m.running_var:copy_(ember.rand(m.running_var:shape()) + 0.5)
+        m.weight:copy_(ember.rand(m.weight:shape()) + 0.5)
+        m.bias:copy_(ember.randn(m.bias:shape()) * 0.1)
+      end
+    end
+  end)
+  model:eval()
+  return model
+end
+
+for _, name in ipairs({ "resnet18", "mobilenet" }) do
+  describe("a traced " .. name .. " in eval mode", function()
+    for _, batch in ipairs({ 1, 4 }) do
+      it("replays the eager forward bit for bit at batch " .. batch .. ", and a saved plan too", function()
+        local model = build(name)
+        ember.manual_seed(5)
+        local x0, x = ember.randn({ batch, 3, 32, 32 }), ember.randn({ batch, 3, 32, 32 })
+        local plan = ember.jit.trace(model, { x0 }, { train = false })
+        local want = ember.no_grad(function() return model(x) end)
+        local got = plan(x)
+        assert.is_true(same(want, got))
+        assert.is_true(same(ember.no_grad(function() return model(x0) end), plan(x0)))
+        local st = plan:stats()
+        assert.is_true(st.ops > 0 and st.fused > 0)
+        local path = H.tmpdir() .. "/" .. name .. ".plan"
+        plan:save(path, { names = model:state_dict() })
+        local loaded = ember.jit.load(path)
+        assert.is_true(same(want, loaded(x)))
+        -- the loaded plan holds its own weights: a weight changed in the
+        -- model is seen by the traced plan (read in place), not by the file's
+        ember.no_grad(function()
+          for _, m in ipairs(model:modules()) do
+            if m.running_var ~= nil then m.running_var:mul_(2) end
+          end
+        end)
+        local want2 = ember.no_grad(function() return model(x) end)
+        assert.is_false(same(want, want2))
+        assert.is_true(same(want2, plan(x)))
+        assert.is_true(same(want, loaded(x)))
+        os.remove(path)
+      end)
+    end
+  end)
+end
+
+describe("a saved channel_affine", function()
+  it("keeps its activation's bounds (ReLU6's 0 and 6) to the bit, and a file with bad bounds is refused", function()
+    local bn = ember.nn.BatchNorm2d(3)
+    local model = ember.nn.Sequential(bn, ember.nn.ReLU6())
+    ember.no_grad(function() bn.weight:copy_(ember.tensor({ 4, 5, 6 })) end)
+    model:eval()
+    local x = ember.randn({ 2, 3, 4, 4 })
+    local plan = ember.jit.trace(model, { x }, { train = false })
+    local path = H.tmpdir() .. "/affine.plan"
+    plan:save(path)
+    local want = ember.no_grad(function() return model(x) end)
+    assert.are.equal(6, want:max():item())
+    assert.is_true(same(want, ember.jit.load(path)(x)))
+    local f = assert(io.open(path, "rb"))
+    local bytes = f:read("*a")
+    f:close()
+    local bad = bytes:gsub('"act\\":%[0,6%]', '"act\\":[0  ]')   -- one bound (the header's length kept)
+    assert.are_not.equal(bytes, bad)
+    f = assert(io.open(path, "wb"))
+    f:write(bad)
+    f:close()
+    assert.error_matches(function() ember.jit.load(path) end, "channel_affine%): bad activation bounds")
+    os.remove(path)
+  end)
+end)
