@@ -93,3 +93,61 @@ describe("a saved channel_affine", function()
     os.remove(path)
   end)
 end)
+
+describe("a forward's plan", function()
+  -- batch norm in eval mode: scale and shift from the weights and running
+  -- statistics, entries that read only weights
+  local function bn_net()
+    ember.manual_seed(11)
+    local m = ember.nn.Sequential(ember.nn.Conv2d(2, 3, 3, { bias = false }), ember.nn.BatchNorm2d(3), ember.nn.ReLU6())
+    m:eval()
+    return m
+  end
+  local function eager(m, x) return ember.no_grad(function() return m(x) end) end
+
+  it("runs the entries that read only weights once, and again after a weight is written in place", function()
+    local m, x = bn_net(), ember.randn({ 1, 2, 5, 5 })
+    local plan = ember.jit.trace(m, { x }, { train = false })
+    local st = plan:stats()
+    assert.is_true(st.hoisted >= 3 and st.hoisted < st.ops)   -- scale and shift, not the conv
+    for _ = 1, 3 do assert.is_true(same(eager(m, x), plan(x))) end
+    -- written in place: an optimizer's step, load_state_dict's copy_, an in-place op on a buffer
+    local sd = m:state_dict()
+    local other = bn_net()
+    ember.no_grad(function() other:get(2).running_mean:fill_(0.25) end)
+    m:load_state_dict(other:state_dict())
+    assert.is_true(same(eager(m, x), plan(x)))
+    ember.no_grad(function() m:get(2).weight:add_(1) end)
+    local want = eager(m, x)
+    assert.is_false(same(want, eager(other, x)))
+    assert.is_true(same(want, plan(x)))
+    -- a budgeted run, one entry per step
+    local run = plan:start(x)
+    while not run:step(0) do end
+    assert.is_true(same(want, run:result()))
+    m:load_state_dict(sd)
+    assert.is_true(same(eager(m, x), plan(x)))
+  end)
+
+  it("keeps nothing from a run that failed, and nothing in a training step", function()
+    local m, x = bn_net(), ember.randn({ 1, 2, 5, 5 })
+    local plan = ember.jit.trace(m, { x }, { train = false })
+    local run = plan:start(x)
+    run:step(0)   -- the first entries only, then abandoned
+    run:cancel()
+    ember.no_grad(function() m:get(2).running_var:mul_(3) end)
+    assert.is_true(same(eager(m, x), plan(x)))
+    m:train()
+    local opt = ember.optim.SGD(m:parameters(), { lr = 0.1 })
+    local gm = ember.autodiff.GradManager():attach(m:parameters())
+    local function step(xx)
+      gm:record()
+      local loss = m(xx):sum()
+      gm:backward(loss)
+      opt:step()
+      opt:zero_grad()
+      return loss
+    end
+    assert.are.equal(0, ember.jit.trace(step, { x }):stats().hoisted)
+  end)
+end)
