@@ -149,3 +149,22 @@ describe("a forward's plan", function()
     assert.are.equal(0, ember.jit.trace(step, { x }):stats().hoisted)
   end)
 end)
+
+describe("a forward's convolution whose taps read only padding", function()
+  it("reads its weight's live taps from a kept copy: the same bits, and a written weight is seen", function()
+    ember.manual_seed(12)
+    for _, case in ipairs({ { 1, 1, 1 }, { 1, 3, 1 }, { 1, 1, 2 } }) do   -- H, W, groups: 3x3 with padding 1
+      local h, w, groups = case[1], case[2], case[3]
+      local conv = ember.nn.Conv2d(4, 6, 3, { padding = 1, groups = groups, bias = false })
+      local x = ember.randn({ 2, 4, h, w })
+      local plan = ember.jit.trace(conv, { x }, { train = false })
+      local st = plan:stats()
+      assert.are.equal(3, st.ops)       -- the view of the live taps, its copy, the convolution
+      assert.are.equal(2, st.hoisted)
+      local function eager() return ember.no_grad(function() return conv(x) end) end
+      assert.is_true(same(eager(), plan(x)))
+      ember.no_grad(function() conv.weight:mul_(-2) end)
+      assert.is_true(same(eager(), plan(x)))
+    end
+  end)
+end)

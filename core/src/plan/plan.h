@@ -190,6 +190,11 @@ void ember__plan_hoist_begin(ember_plan *p);      /* a run's start: the kept res
 int ember__plan_hoist_take(ember_plan *p, int e);  /* 1: entry e's outputs set from the kept results */
 void ember__plan_hoist_keep(ember_plan *p, int e); /* after entry e ran: its outputs kept */
 void ember__plan_hoist_free(ember_plan *p);
+/* A traced forward's convolutions whose kernels have taps that read only
+   padding: their weight cropped to the live taps by a view and a copy
+   before them (hoisted), the convolution's padding to match (taps.c);
+   *held_out: held and the new slots' tensors in the trace (NULL: none). */
+int ember__plan_crop_taps(ember_plan *p, ember_tensor *const *held, ember_tensor ***held_out);
 /* A loaded plan's op: its attributes against its inputs (plan_io.c). */
 int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
 

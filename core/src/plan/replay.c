@@ -44,7 +44,7 @@ static void plan_free_parts(ember_plan *p)
 
 /* Drops the entries nothing reads (dead code), then works out each slot's
    last reader, what each entry releases, and the temporaries' peak bytes. */
-static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
+static int lifetimes(ember_plan *p, ember_tensor *const *held)
 {
     int ns = p->nslots;
     uint8_t *used = calloc((size_t)ns + 1, 1);
@@ -127,6 +127,20 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
     if (rc >= 0 && held && !getenv("EMBER_PLAN_NO_ARENA")) rc = ember__plan_arena_layout(p, held);
     free(used);
     free(born_bytes);
+    return rc;
+}
+
+/* lifetimes, after a traced forward's convolutions read their weights'
+   live taps from hoisted entries (taps.c; held grows by their slots) */
+static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
+{
+    int ns0 = p->nslots, rc = EMBER_OK;
+    ember_tensor **held2 = NULL;
+    if (held && !getenv("EMBER_PLAN_NO_HOIST")) rc = ember__plan_crop_taps(p, held, &held2);
+    if (rc >= 0) rc = lifetimes(p, held2 ? held2 : held);
+    if (held2)
+        for (int s = ns0; s < p->nslots; s++) ember_tensor_release(held2[s]);
+    free(held2);
     return rc;
 }
 
