@@ -98,4 +98,5 @@ def main():
     report_steps(step, iters)
 
 
-main()
+if __name__ == "__main__":   # bench/convnets_plan_torch.py imports the models
+    main()

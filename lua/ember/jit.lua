@@ -258,12 +258,12 @@ Plan.__call = function(self, ...)
   return deliver(self)
 end
 
--- plan:stats(): {ops =, fused =, patterns =, removed =, arena_bytes =, peak_bytes =, inputs =, outputs =}
+-- plan:stats(): {ops =, fused =, patterns =, removed =, hoisted =, arena_bytes =, peak_bytes =, inputs =, outputs =}
 function Plan:stats()
   local s = ffi.new("ember_plan_stats_t")
   C.ember_plan_stats(self._p, s)
   return { ops = tonumber(s.ops), fused = tonumber(s.fused), patterns = tonumber(s.patterns), removed = tonumber(s.removed),
-    arena_bytes = tonumber(s.arena_bytes), peak_bytes = tonumber(s.peak_bytes), inputs = tonumber(s.inputs),
+    hoisted = tonumber(s.hoisted), arena_bytes = tonumber(s.arena_bytes), peak_bytes = tonumber(s.peak_bytes), inputs = tonumber(s.inputs),
     outputs = self._nout }
 end
 

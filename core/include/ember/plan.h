@@ -30,6 +30,8 @@ typedef struct {
     int64_t peak_bytes;    /* the most bytes of temporaries a run holds at once */
     int64_t inputs, outputs;
     int64_t patterns;      /* of the fused ones, existing fused ops chosen by pattern (linear_relu) */
+    int64_t hoisted;       /* entries reading only weights and constants: run once, results kept while the
+                              weights keep their versions (a forward's plan) */
 } ember_plan_stats_t;
 EMBER_API int ember_trace_begin(int n, ember_tensor *const *inputs);
 EMBER_API int ember_trace_end(int nout, ember_tensor *const *outputs, ember_plan **out);

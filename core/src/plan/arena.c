@@ -205,7 +205,8 @@ static int64_t size_first(int ng, const int32_t *gfirst, const int32_t *glast, c
 }
 
 /* A group of slots on one storage in the trace: the arena holds it when
-   every slot is a temporary (no output, input, live tensor or constant), its
+   every slot is a temporary (no output, input, live tensor or constant, no
+   result of a hoisted entry), its
    first slot owns its memory, and it lives on the CPU. */
 static int group_fits(const ember_plan *p, ember_tensor *const *held, const by_storage *g, int n, const int32_t *def,
                       int *first)
@@ -215,6 +216,7 @@ static int group_fits(const ember_plan *p, ember_tensor *const *held, const by_s
         const plan_slot *sl = &p->slots[g[k].slot];
         if (sl->kind != SLOT_TEMP || sl->is_output) return 0;
         if (def[g[k].slot] < 0) continue;
+        if (p->hoisted && p->hoisted[def[g[k].slot]]) return 0;   /* kept across runs (hoist.c) */
         if (*first < 0 || def[g[k].slot] < def[*first]) *first = g[k].slot;
     }
     if (*first < 0) return 0;

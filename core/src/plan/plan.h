@@ -136,6 +136,14 @@ struct ember_plan {
     int arena_off;           /* a storage was found where the plan did not put it: no arena from then on */
     plan_arena *arena;       /* allocated at the first run */
     char **names;            /* per slot: a weight's or constant's name in the file (NULL: w<slot>, c<slot>) */
+    /* entries run once and their results kept (hoist.c): per entry whether; per slot the kept tensor; the
+       live slots they read and those slots' storage versions when the kept results were made */
+    uint8_t *hoisted;
+    ember_tensor **kept;
+    int32_t *hoist_live;
+    int64_t *hoist_version;
+    int nhoisted, nhoist_live;
+    int kept_ok;             /* the kept results are complete and the live tensors unchanged */
 };
 
 /* What a trace hands the plan builder (replay.c); the builder takes the
@@ -173,6 +181,20 @@ int ember__plan_arena_begin(ember_plan *p);
 int ember__plan_arena_offer(const ember_plan *p, const plan_entry *e, ember__arena_offer *o);
 void ember__plan_arena_check(ember_plan *p, const ember__arena_offer *o, ember_tensor *const *vals);
 void ember__plan_arena_free(ember_plan *p);
+/* Entries of a forward's plan that read only unwritten live tensors and
+   constants (hoist.c): marked at build (before the arena's layout: their
+   results stay outside it), kept at the first run, taken by later runs
+   while the live tensors they read keep their versions. */
+int ember__plan_hoist(ember_plan *p);
+void ember__plan_hoist_begin(ember_plan *p);      /* a run's start: the kept results still valid? */
+int ember__plan_hoist_take(ember_plan *p, int e);  /* 1: entry e's outputs set from the kept results */
+void ember__plan_hoist_keep(ember_plan *p, int e); /* after entry e ran: its outputs kept */
+void ember__plan_hoist_free(ember_plan *p);
+/* A traced forward's convolutions whose kernels have taps that read only
+   padding: their weight cropped to the live taps by a view and a copy
+   before them (hoisted), the convolution's padding to match (taps.c);
+   *held_out: held and the new slots' tensors in the trace (NULL: none). */
+int ember__plan_crop_taps(ember_plan *p, ember_tensor *const *held, ember_tensor ***held_out);
 /* A loaded plan's op: its attributes against its inputs (plan_io.c). */
 int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
 

@@ -8,6 +8,7 @@
    written and read. */
 #include "plan.h"
 #include "../io/json.h"
+#include "../ops/norm_act.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +22,8 @@ enum { PLAN_VERSION = 1, PLAN_MAX_SLOTS = 1 << 20, PLAN_MAX_IO = 64 };
 static const char *const SAVE_OPS[] = {
     "add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sigmoid",
     "tanh", "relu", "silu", "linear", "linear_relu", "matmul", "reshape", "view", "transpose", "softmax",
-    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", "channel_affine",
+    "log_softmax", "clone", "conv2d", "conv2d_relu", "max_pool2d", "avg_pool2d", "channel_affine", "mean",
+    "lt", "le", "gt", "ge", "where",
     /* and a training step's: the loss, the backward's ops (an SGD step's entries are written apart) */
     "cross_entropy", "cross_entropy_backward", "relu_backward", "relu_bias_backward", "sum", "sum_to", "expand",
     "select", NULL};
@@ -72,9 +74,13 @@ static void put_entry(json_text *b, const plan_entry *en, int *count)
         json_printf(b, "%s{\"sgd\":[%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2], f[3]);
         put_ints(b, en->args.i, 2);
     } else {
+        ember_attrs at = en->at;
         json_printf(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
-        put_ints(b, en->at.i, EMBER_MAX_ATTRS);
+        if (en->op == EMBER_OP_CHANNEL_AFFINE) ember__act_set_bounds(&at, 0, 0);   /* the bounds: "act" below */
+        put_ints(b, at.i, EMBER_MAX_ATTRS);
         json_printf(b, ",\"f\":[%.17g,%.17g]", en->at.f[0], en->at.f[1]);
+        if (en->op == EMBER_OP_CHANNEL_AFFINE)   /* its activation's bounds, doubles kept in i[1], i[2] */
+            json_printf(b, ",\"act\":[%.17g,%.17g]", ember__act_bound(&en->at, 1), ember__act_bound(&en->at, 2));
     }
     json_printf(b, ",\"nin\":%d,\"slots\":", en->nin);
     put_ints(b, sl, ns > 72 ? 72 : ns);
@@ -265,6 +271,13 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
                     return BAD("entry %d (%s): bad attributes", path, e + 1, opn->str);
             pe->at.f[0] = af->items[0].num;
             pe->at.f[1] = af->items[1].num;
+            if (op == EMBER_OP_CHANNEL_AFFINE) {   /* the activation's bounds (lo <= hi checked by the op) */
+                const json_node *act = json_get(en, "act");
+                if (!act || act->type != JSON_ARRAY || act->n != 2 || act->items[0].type != JSON_NUMBER ||
+                    act->items[1].type != JSON_NUMBER || pe->at.i[1] != 0 || pe->at.i[2] != 0)
+                    return BAD("entry %d (%s): bad activation bounds", path, e + 1, opn->str);
+                ember__act_set_bounds(&pe->at, act->items[0].num, act->items[1].num);
+            }
             if ((ember__ops[op].nin >= 0 && nin != ember__ops[op].nin) || sl->n != nin + ember__ops[op].nout)
                 return BAD("entry %d (%s): %lld inputs and %d slots for an op of %d inputs and %d outputs", path, e + 1,
                            opn->str, (long long)nin, sl->n, ember__ops[op].nin, ember__ops[op].nout);
@@ -438,9 +451,9 @@ int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in)
         if (a[0] < 0 || a[0] > nd)
             return ember__fail(EMBER_ERR_SHAPE, "plan: sum_to of %s to %lld dims", ember__tshape(sh, in[0]),
                                (long long)a[0]);
-    } else if (e->op == EMBER_OP_SUM) {
+    } else if (e->op == EMBER_OP_SUM || e->op == EMBER_OP_MEAN) {
         if (a[0] < 0 || a[0] > 1 || a[1] < 0 || a[1] >= (1ll << nd))
-            return ember__fail(EMBER_ERR_SHAPE, "plan: sum over dims %#llx of %s", (unsigned long long)a[1],
+            return ember__fail(EMBER_ERR_SHAPE, "plan: %s over dims %#llx of %s", name, (unsigned long long)a[1],
                                ember__tshape(sh, in[0]));
     } else if (e->op == EMBER_OP_SOFTMAX || e->op == EMBER_OP_LOG_SOFTMAX) {
         if (nd > 0 && (a[0] < 0 || a[0] >= nd))

@@ -37,13 +37,14 @@ static void plan_free_parts(ember_plan *p)
     free(p->inputs_viewed);
     free(p->counters);
     free(p->vals);
+    ember__plan_hoist_free(p);
     ember__plan_arena_free(p);
     free(p);
 }
 
 /* Drops the entries nothing reads (dead code), then works out each slot's
    last reader, what each entry releases, and the temporaries' peak bytes. */
-static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
+static int lifetimes(ember_plan *p, ember_tensor *const *held)
 {
     int ns = p->nslots;
     uint8_t *used = calloc((size_t)ns + 1, 1);
@@ -122,9 +123,24 @@ static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
         en->release[cnt] = -1;
     }
     p->peak_bytes = peak;
+    if (rc >= 0 && !getenv("EMBER_PLAN_NO_HOIST")) rc = ember__plan_hoist(p);
     if (rc >= 0 && held && !getenv("EMBER_PLAN_NO_ARENA")) rc = ember__plan_arena_layout(p, held);
     free(used);
     free(born_bytes);
+    return rc;
+}
+
+/* lifetimes, after a traced forward's convolutions read their weights'
+   live taps from hoisted entries (taps.c; held grows by their slots) */
+static int plan_lifetimes(ember_plan *p, ember_tensor *const *held)
+{
+    int ns0 = p->nslots, rc = EMBER_OK;
+    ember_tensor **held2 = NULL;
+    if (held && !getenv("EMBER_PLAN_NO_HOIST")) rc = ember__plan_crop_taps(p, held, &held2);
+    if (rc >= 0) rc = lifetimes(p, held2 ? held2 : held);
+    if (held2)
+        for (int s = ns0; s < p->nslots; s++) ember_tensor_release(held2[s]);
+    free(held2);
     return rc;
 }
 
@@ -222,6 +238,13 @@ int ember__plan_build(const tracer_view *v, ember_plan **out)
 static int exec(ember_plan *p, const plan_entry *e)
 {
     ember_tensor **vals = p->vals;
+    if (ember__plan_hoist_take(p, (int)(e - p->entries))) {   /* its results kept from an earlier run */
+        for (const int32_t *r = e->release; *r >= 0; r++) {
+            ember_tensor_release(vals[*r]);
+            vals[*r] = NULL;
+        }
+        return EMBER_OK;
+    }
     ember_tensor *small[16], **in = small, *res[8] = {NULL};
     if (e->nin > 16) {
         in = malloc((size_t)e->nin * sizeof *in);
@@ -267,6 +290,7 @@ static int exec(ember_plan *p, const plan_entry *e)
         }
     }
     if (p->arena && offer.n) ember__plan_arena_check(p, &offer, vals);
+    ember__plan_hoist_keep(p, (int)(e - p->entries));
     for (const int32_t *r = e->release; *r >= 0; r++) {
         ember_tensor_release(vals[*r]);
         vals[*r] = NULL;
@@ -327,6 +351,7 @@ int ember_plan_start(ember_plan *p, ember_tensor *const *in, int nin)
                                             "was traced from instead)");
     EMBER_TRY(check_inputs(p, in, nin));
     EMBER_TRY(ember__plan_arena_begin(p));
+    ember__plan_hoist_begin(p);
     for (int s = 0; s < p->nslots; s++) {
         const plan_slot *sl = &p->slots[s];
         switch (sl->kind) {
@@ -388,6 +413,7 @@ int ember_plan_result(ember_plan *p, ember_tensor **out, int nout)
         ember_tensor_retain(out[k]);
     }
     for (int k = 0; k < p->ncounters; k++) p->counters[k]++;
+    p->kept_ok = p->nhoisted > 0;   /* every hoisted entry ran or was taken */
     end_run(p);
     return EMBER_OK;
 }
@@ -422,6 +448,7 @@ void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out)
     for (int e = 0; e < p->nentries; e++) out->fused += p->entries[e].kind == PE_FUSED;
     out->fused += p->patterns;
     out->patterns = p->patterns;
+    out->hoisted = p->nhoisted;
     out->removed = p->removed;
     out->arena_bytes = p->arena_bytes;
     out->peak_bytes = p->peak_bytes;

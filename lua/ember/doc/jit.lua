@@ -29,10 +29,13 @@ CPU; from C, `ember_plan_load` and `ember_plan_run` do the same.
 ## `ember.jit.Plan`: a traced function
 
 ### `Plan:stats()`
-`{ops, fused, patterns, removed, arena_bytes, peak_bytes, inputs, outputs}`:
-the ops a replay runs, of them fused ones, of those the existing fused ops
-the plan chose by pattern (`linear`, `add`, `relu` as `linear_relu`), the
-ops dropped as dead, the bytes of the plan's arena (its CPU temporaries'
+`{ops, fused, patterns, removed, hoisted, arena_bytes, peak_bytes, inputs,
+outputs}`: the ops a replay runs, of them fused ones, of those the existing
+fused ops the plan chose by pattern (`linear`, `add`, `relu` as
+`linear_relu`), the ops dropped as dead, the ops of a forward's plan that
+read only weights and constants (eval-mode batch norm's scale and shift: run
+at the first replay, their results kept until a weight they read is written
+in place), the bytes of the plan's arena (its CPU temporaries'
 memory, planned by lifetime; 0 for a loaded plan), the most bytes of
 temporaries a replay holds at once, and the counts of inputs and results.
 `plan(...)` replays: inputs of another shape, dtype or device than the
