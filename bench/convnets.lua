@@ -53,50 +53,7 @@ assert(LAYOUTS[against], "AGAINST must be nchw, channels_last or channels_last_i
 local layout = layout_env == "both" and "nchw" or layout_env
 local function in_layout(x) return layout ~= "nchw" and x:contiguous({ memory_format = "channels_last" }) or x end
 
--- MobileNetV2, as bench/convnets_torch.py builds it
-local SETTINGS = { { 1, 16, 1, 1 }, { 6, 24, 2, 2 }, { 6, 32, 3, 2 }, { 6, 64, 4, 2 }, { 6, 96, 3, 1 },
-  { 6, 160, 3, 2 }, { 6, 320, 1, 1 } }
-
-local function conv_bn(layers, cin, cout, k, stride, groups, act)
-  layers[#layers + 1] = nn.Conv2d(cin, cout, k, { stride = stride or 1, padding = (k - 1) / 2, groups = groups or 1,
-    bias = false })
-  layers[#layers + 1] = nn.BatchNorm2d(cout)
-  if act ~= false then layers[#layers + 1] = nn.ReLU6() end
-  return layers
-end
-
-local InvertedResidual = nn.Module:extend("InvertedResidual")
-function InvertedResidual:init(cin, cout, stride, t)
-  local exp = cin * t
-  local layers = t ~= 1 and conv_bn({}, cin, exp, 1) or {}
-  conv_bn(layers, exp, exp, 3, stride, exp)   -- depthwise
-  conv_bn(layers, exp, cout, 1, 1, 1, false)  -- linear projection
-  self.block = nn.Sequential(unpack(layers))
-  self.use_res = stride == 1 and cin == cout
-end
-function InvertedResidual:forward(x)
-  local y = self.block(x)
-  return self.use_res and x + y or y
-end
-
-local MobileNetV2 = nn.Module:extend("MobileNetV2")
-function MobileNetV2:init(num_classes)
-  local layers, cin = conv_bn({}, 3, 32, 3, 2), 32
-  for _, s in ipairs(SETTINGS) do
-    local t, c, n, stride = unpack(s)
-    for i = 1, n do
-      layers[#layers + 1] = InvertedResidual(cin, c, i == 1 and stride or 1, t)
-      cin = c
-    end
-  end
-  conv_bn(layers, cin, 1280, 1)
-  self.features = nn.Sequential(unpack(layers))
-  self.avgpool = nn.AdaptiveAvgPool2d(1)
-  self.classifier = nn.Linear(1280, num_classes)
-end
-function MobileNetV2:forward(x)
-  return self.classifier(self.avgpool(self.features(x)):flatten(2))
-end
+local MobileNetV2 = require("mobilenetv2")   -- as bench/convnets_torch.py builds it
 
 local function make_step(case)
   local name, mode = case:match("^(%w+)_(%w+)$")

@@ -1,6 +1,6 @@
 -- bench/convnets_plan.lua: batch-1 inference (1x3x32x32, float32, eval mode:
 -- batch norm as channel_affine) of ResNet-18 (spec/support/zoo.lua, width
--- 64, 10 classes) and MobileNetV2 (bench/convnets.lua's) four ways:
+-- 64, 10 classes) and MobileNetV2 (bench/mobilenetv2.lua, as bench/convnets.lua times it) four ways:
 --   eager    the module's forward under no_grad, from Lua
 --   replay   ember.jit.trace(model, {x}, {train = false}), then plan(x)
 --   c_host   that plan saved (plan:save) and run by a C host through the C
@@ -27,21 +27,6 @@ local rounds, iters = tonumber(arg and arg[1]) or 5, tonumber(arg and arg[2]) or
 local thread_list, nets = arg and arg[3] or "1,2", arg and arg[4] or "resnet18,mobilenetv2"
 local with_torch = (arg and arg[5] or "torch") == "torch"
 
--- bench/convnets.lua defines MobileNetV2 among its own code (it runs as it
--- loads and exports nothing): its definition is read from there, from the
--- "-- MobileNetV2" comment to make_step, so that both benches time the same
--- net. (When bench/convnets.lua exports its builders, require them.)
-local function mobilenetv2_class()
-  local f = assert(io.open("bench/convnets.lua"))
-  local src = f:read("*a")
-  f:close()
-  local body = assert(src:match("\n(%-%- MobileNetV2, as bench/convnets_torch.py builds it.-)\nlocal function make_step"),
-    "bench/convnets.lua: MobileNetV2's definition not found")
-  local chunk = assert(loadstring(body .. "\nreturn MobileNetV2", "=bench/convnets.lua (MobileNetV2)"))
-  setfenv(chunk, setmetatable({ nn = ember.nn }, { __index = _G }))
-  return chunk()
-end
-
 local function loadavg()
   local f = io.open("/proc/loadavg")
   local s = f and f:read("*l") or "?"
@@ -64,7 +49,7 @@ local built = os.execute(("cc -O2 bench/jit_infer.c -Icore/include -L%s -lember 
   :format(build, os.getenv("PWD"), build, exe))
 assert(built == 0 or built == true, "cc failed")
 
-local MobileNetV2 = mobilenetv2_class()
+local MobileNetV2 = require("mobilenetv2")
 for threads in thread_list:gmatch("%d+") do
   threads = tonumber(threads)
   ember.set_num_threads(threads)
