@@ -430,21 +430,25 @@ static dtr_entry *pick(int64_t *tracked)
 }
 
 /* The bytes eviction could never free (no recipe, or under min_size) grew
-   by an eighth of the budget since the last hint (or the lowest seen
-   since): the binding is asked to run its GC, which may free the tensors
-   dead wrappers still hold. Collecting only then, not every so many bytes,
-   keeps the GC off the step while eviction can make room. Until the bytes
-   in use could have grown that much, the walk that measures it is skipped
-   (next_check). */
+   by an eighth of the room the budget leaves above them (the budget less
+   the lowest such bytes seen since the last hint): the binding is asked to
+   run its GC, which may free the tensors dead wrappers still hold. An
+   eighth of the room, not of the budget: a process that already holds most
+   of its budget (a large model, or what earlier work left live) has little
+   room, and would fill it before an eighth of the whole budget had grown.
+   Collecting only then, not every so many bytes, keeps the GC off the step
+   while eviction can make room. Until the bytes in use could have grown
+   that much, the walk that measures it is skipped (next_check). */
 static void note_pinned(int64_t tracked)
 {
     int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked;
     if (pinned < D.pinned_base) D.pinned_base = pinned;
-    if (pinned - D.pinned_base > D.budget / 8) {
+    int64_t room = D.budget - D.pinned_base, step = room > 0 ? room / 8 : 0;
+    if (pinned - D.pinned_base > step) {
         D.gc_wanted = 1;
         D.pinned_base = pinned;
     }
-    D.next_check = in_use + D.budget / 8 - (pinned - D.pinned_base);
+    D.next_check = in_use + step - (pinned - D.pinned_base);
 }
 
 int ember__dtr_make_room(size_t nbytes, int64_t limit)
@@ -617,7 +621,7 @@ int ember_dtr_enable(int64_t budget, int64_t min_size)
     D.peak = ember_bytes_in_use();
     D.pinned_base = D.peak;
     D.gc_wanted = 0;
-    D.next_check = D.peak + budget / 8;
+    D.next_check = D.peak + (budget > D.peak ? (budget - D.peak) / 8 : 0);   /* note_pinned()'s step */
     ember__dtr_on = 1;
     return EMBER_OK;
 }
