@@ -30,7 +30,7 @@ return function(ember)
     check(C.ember_dtr_enable(budget, min_size or -1))
     -- what the GC collected is released before each op, and the GC runs
     -- when DTR asks: when what eviction cannot free (dead tensors without a
-    -- recipe among it) grew by an eighth of the budget, or nothing was left
+    -- recipe among it) grew by an eighth of the room the budget leaves above it, or nothing was left
     -- to evict
     ember._memory_watch("dtr", true)
     ember._dtr_on = true

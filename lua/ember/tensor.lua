@@ -571,7 +571,7 @@ return function(ember)
   -- under a memory limit or a DTR budget, what the GC collected is released
   -- before each op allocates; under DTR the GC also runs when DTR asks
   -- (eviction could not make room, or what it cannot free grew by an eighth
-  -- of the budget), not every so many bytes: evicting is cheaper than a
+  -- of the room the budget leaves), not every so many bytes: evicting is cheaper than a
   -- full collection, and dead tensors with recipes are evicted like others
   function ember._memory_watch(who, on)
     watchers[who] = on or nil

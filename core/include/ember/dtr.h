@@ -34,7 +34,7 @@ EMBER_API int ember_dtr_enable(int64_t budget, int64_t min_size);
 EMBER_API int ember_dtr_disable(void);
 EMBER_API int ember_dtr_stats(ember_dtr_stats_t *out);
 /* 1 once after eviction could not make room, or the bytes it cannot free
-   grew by an eighth of the budget: a host whose wrappers hold tensors until
+   grew by an eighth of the room the budget leaves above them: a host whose wrappers hold tensors until
    its garbage collector runs (the Lua binding) should collect now. */
 EMBER_API int ember_dtr_gc_wanted(void);
 /* ffi:end */
