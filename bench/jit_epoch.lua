@@ -10,10 +10,11 @@
 -- the ratios, test accuracies, and the most bytes a step held above what was
 -- live before it each way.
 --   luajit bench/jit_epoch.lua [epochs] [torch] [threads]
-package.path = "./bench/?.lua;" .. package.path
+package.path = "./bench/?.lua;./spec/support/?.lua;" .. package.path
 local B = require("common")
+local Z = require("zoo")
 local ember = require("ember")
-local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+local optim = ember.optim
 
 local epochs = tonumber(arg and arg[1]) or 2
 local with_torch = arg and arg[2] == "torch"
@@ -22,18 +23,8 @@ local train, test   -- loaded after the peaks are measured (the loading's own me
 
 local function make()
   ember.manual_seed(0)
-  local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-    nn.Linear(128, 10))
-  local opt = optim.SGD(model:parameters(), { lr = 0.1, momentum = 0.9 })
-  local gm = ember.autodiff.GradManager():attach(model:parameters())
-  local function step(x, y)
-    gm:record()
-    local loss = F.cross_entropy(model(x), y)
-    gm:backward(loss)
-    opt:step()
-    opt:zero_grad()
-    return loss
-  end
+  local model = Z.mlp({ 784, 256, 128, 10 }, true)
+  local step = Z.train_step(model, optim.SGD(model:parameters(), { lr = 0.1, momentum = 0.9 }))
   return { model = model, step = step, plans = {}, steps = 0 }
 end
 
@@ -57,22 +48,14 @@ end
 -- the most bytes one step holds above what was live before it, eager and
 -- replayed (the plan's first run: its arena allocated in it), on models of
 -- their own before the data is loaded (its loading would count)
-local function peak(f)
-  collectgarbage()
-  collectgarbage()
-  ember.reset_peak_memory()
-  local base = ember.memory_stats().bytes_in_use
-  f()
-  return ember.memory_stats().peak_bytes - base
-end
 local px, py = ember.rand({ 128, 1, 28, 28 }), ember.randint(1, 11, { 128 })
 local pe, pr = make(), make()
 pe.step(px, py)
 pe.step(px, py)
 pr.step(px, py)
 local pplan = ember.jit.trace(pr.step, { px, py })
-local eager_peak = peak(function() pe.step(px, py) end)
-local replay_peak = peak(function() pplan(px, py) end)
+local eager_peak = Z.peak_bytes(function() pe.step(px, py) end)
+local replay_peak = Z.peak_bytes(function() pplan(px, py) end)
 train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 
 local eager, replayed = make(), make()

@@ -8,26 +8,17 @@
 -- With "torch", also each against PyTorch 1.13's eager step in alternating
 -- rounds (bench/jit_torch.py mlp).
 --   luajit bench/jit_mlp.lua [steps_per_round] [torch]
-package.path = "./bench/?.lua;" .. package.path
+package.path = "./bench/?.lua;./spec/support/?.lua;" .. package.path
 local B = require("common")
+local Z = require("zoo")
 local ember = require("ember")
-local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
+local optim = ember.optim
 
 local iters = tonumber(arg and arg[1]) or 40
 local function make()
   ember.manual_seed(0)
-  local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-    nn.Linear(128, 10))
-  local opt = optim.SGD(model:parameters(), { lr = 0.1, momentum = 0.9 })
-  local gm = ember.autodiff.GradManager():attach(model:parameters())
-  return function(x, y)
-    gm:record()
-    local loss = F.cross_entropy(model(x), y)
-    gm:backward(loss)
-    opt:step()
-    opt:zero_grad()
-    return loss
-  end
+  local model = Z.mlp({ 784, 256, 128, 10 }, true)
+  return Z.train_step(model, optim.SGD(model:parameters(), { lr = 0.1, momentum = 0.9 }))
 end
 local xs, ys = {}, {}
 for i = 1, 16 do xs[i], ys[i] = ember.rand({ 128, 1, 28, 28 }), ember.randint(1, 11, { 128 }) end
@@ -42,15 +33,6 @@ local function replay(n) for _ = 1, n do k = k % 16 + 1; plan(xs[k], ys[k]) end 
 eager(5)
 replay(5)
 local te, tp, r = B.time_pair(eager, replay, iters, 7)
--- the bytes a step holds at its peak above what was in use before it
-local function peak(f)
-  collectgarbage()
-  collectgarbage()
-  ember.reset_peak_memory()
-  local base = ember.memory_stats().bytes_in_use
-  f(1)
-  return ember.memory_stats().peak_bytes - base
-end
 if arg and arg[2] == "torch" then   -- against PyTorch's eager step (bench/jit_torch.py mlp)
   local cmd = ("OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive /usr/bin/python3 bench/jit_torch.py mlp")
     :format(ember.get_num_threads())
@@ -60,7 +42,9 @@ if arg and arg[2] == "torch" then   -- against PyTorch's eager step (bench/jit_t
   eager_vs_torch = B.median(re)
 end
 local s = plan:stats()
+-- the bytes a step holds at its peak above what was in use before it
+local eager_peak, replay_peak = Z.peak_bytes(function() eager(1) end), Z.peak_bytes(function() replay(1) end)
 print(B.json({ eager_ms = te * 1e3, replay_ms = tp * 1e3, replay_vs_eager = 1 / r, ops = s.ops,
-  removed = s.removed, plan_peak_bytes = s.peak_bytes, eager_step_peak_bytes = peak(eager),
-  replay_step_peak_bytes = peak(replay), steps_per_epoch = 469, threads = ember.get_num_threads(),
+  removed = s.removed, plan_peak_bytes = s.peak_bytes, eager_step_peak_bytes = eager_peak,
+  replay_step_peak_bytes = replay_peak, steps_per_epoch = 469, threads = ember.get_num_threads(),
   torch_ms = torch_ms, replay_vs_torch = replay_vs_torch, eager_vs_torch = eager_vs_torch }))

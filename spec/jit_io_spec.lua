@@ -3,9 +3,11 @@
 -- files by name (truncated, another version, an unknown op, a slot read
 -- before it is written, absurd sizes, shapes that do not chain, a view
 -- outside its tensor) and leaves everything usable.
+package.path = "./spec/support/?.lua;" .. package.path
 local H = require("helpers")
 local ember = H.ember
 local json = require("ember.json")
+local Z = require("zoo")
 local nn = ember.nn
 
 local function model()
@@ -71,20 +73,10 @@ describe("plan:save and ember.jit.load", function()
   end)
 
   it("saves an MLP's SGD training step that trains its own copies of the weights, bit for bit as eager", function()
-    local F, optim = nn.functional, ember.optim
     local function setup()
       ember.manual_seed(9)
-      local m = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
-      local opt = optim.SGD(m:parameters(), { lr = 0.1, momentum = 0.9, weight_decay = 1e-3 })
-      local gm = ember.autodiff.GradManager():attach(m:parameters())
-      return m, function(x, y)
-        gm:record()
-        local loss = F.cross_entropy(m(x), y)
-        gm:backward(loss)
-        opt:step()
-        opt:zero_grad()
-        return loss
-      end
+      local m = Z.mlp({ 12, 16, 5 })
+      return m, Z.train_step(m, ember.optim.SGD(m:parameters(), { lr = 0.1, momentum = 0.9, weight_decay = 1e-3 }))
     end
     ember.manual_seed(10)
     local xs, ys = {}, {}

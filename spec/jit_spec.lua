@@ -4,8 +4,10 @@
 -- plan cannot replay raises at trace time naming the op and the line; a
 -- call with other shapes raises naming the input; budgeted runs give the
 -- same bits.
+package.path = "./spec/support/?.lua;" .. package.path
 local H = require("helpers")
 local ember = H.ember
+local Z = require("zoo")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 local GradManager = ember.autodiff.GradManager
 
@@ -21,8 +23,7 @@ local function make(kind)
   ember.manual_seed(1)
   local model
   if kind == "mlp" then
-    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(),
-      nn.Linear(16, 10))
+    model = Z.mlp({ 64, 32, 16, 10 }, true)
   else
     local Net = nn.Module:extend("JitNet")
     function Net:init()
@@ -42,16 +43,7 @@ local function make(kind)
   end
   local params = model:parameters()
   local opt = kind == "mlp" and optim.SGD(params, { lr = 0.1, momentum = 0.9 }) or optim.Adam(params, { lr = 1e-2 })
-  local gm = GradManager():attach(params)
-  local function step(x, y)
-    gm:record()
-    local loss = F.cross_entropy(model(x), y)
-    gm:backward(loss)
-    opt:step()
-    opt:zero_grad()
-    return loss
-  end
-  return { model = model, opt = opt, step = step }
+  return { model = model, opt = opt, step = Z.train_step(model, opt) }
 end
 
 local function batches(n)
@@ -159,26 +151,18 @@ describe("ember.jit.trace", function()
   end)
 
   it("holds at most the bytes the eager step holds: its temporaries in one arena planned by lifetime", function()
-    local function peak(f)
-      collectgarbage()
-      collectgarbage()
-      ember.reset_peak_memory()
-      local base = ember.memory_stats().bytes_in_use
-      f()
-      return ember.memory_stats().peak_bytes - base
-    end
     for _, kind in ipairs({ "mlp", "cnn" }) do
       local xs, ys, a, plan = traced_mlp(3, kind)
       ember.manual_seed(5)
-      local eager = peak(function() a.step(xs[3], ys[3]) end)
+      local eager = Z.peak_bytes(function() a.step(xs[3], ys[3]) end)
       ember.manual_seed(5)
-      local replay = peak(function() plan(xs[3], ys[3]) end)   -- the first run allocates the arena
+      local replay = Z.peak_bytes(function() plan(xs[3], ys[3]) end)   -- the first run allocates the arena
       local s = plan:stats()
       assert.is_true(s.arena_bytes > 0, kind)
       assert.is_true(replay <= eager, ("%s: replay %d bytes, eager %d"):format(kind, replay, eager))
       assert.is_true(s.arena_bytes <= replay, ("%s: arena %d bytes, measured %d"):format(kind, s.arena_bytes, replay))
       -- a later run makes its temporaries in the arena: what else it holds is its result and small numbers
-      local later = peak(function() plan(xs[3], ys[3]) end)
+      local later = Z.peak_bytes(function() plan(xs[3], ys[3]) end)
       assert.is_true(later < s.arena_bytes / 4, ("%s: %d bytes outside the arena of %d"):format(kind, later,
         s.arena_bytes))
     end
@@ -202,16 +186,8 @@ describe("ember.jit.trace", function()
       ember.manual_seed(4)
       local lin1, lin2 = nn.Linear(784, 256), nn.Linear(256, 10)
       local params = { lin1.weight, lin1.bias, lin2.weight, lin2.bias }
-      local opt = optim.SGD(params, { lr = 0.05, momentum = 0.9 })
-      local gm = GradManager():attach(params)
-      return params, function(v, t)
-        gm:record()
-        local loss = F.cross_entropy(lin2(F.relu(lin1(v))), t)
-        gm:backward(loss)
-        opt:step()
-        opt:zero_grad()
-        return loss
-      end
+      local function fwd(v) return lin2(F.relu(lin1(v))) end
+      return params, Z.train_step(fwd, optim.SGD(params, { lr = 0.05, momentum = 0.9 }), params)
     end
     local pa, stepa = setup()
     local pb, stepb = setup()

@@ -205,6 +205,44 @@ end
 ---------------------------------------------------------------- end
 Z.UNet = UNet
 
+-- The MLP recipe in any size, for the plan specs and benches (bench/jit_*.lua):
+-- Linear layers over widths with ReLU between them, after a Flatten when
+-- flatten is set
+function Z.mlp(widths, flatten)
+  local layers = flatten and { nn.Flatten() } or {}
+  for i = 2, #widths do
+    if i > 2 then layers[#layers + 1] = nn.ReLU() end
+    layers[#layers + 1] = nn.Linear(widths[i - 1], widths[i])
+  end
+  return nn.Sequential(unpack(layers))
+end
+
+-- A classifier's training step: step(x, y) records model(x), takes the
+-- cross-entropy's gradients for params (model:parameters() when not
+-- given: model may be any function when they are), runs opt:step() and
+-- opt:zero_grad(), and returns the loss
+function Z.train_step(model, opt, params)
+  local gm = ember.autodiff.GradManager():attach(params or model:parameters())
+  return function(x, y)
+    gm:record()
+    local loss = F.cross_entropy(model(x), y)
+    gm:backward(loss)
+    opt:step()
+    opt:zero_grad()
+    return loss
+  end
+end
+
+-- the most bytes f() holds at once above what was live before it
+function Z.peak_bytes(f)
+  collectgarbage()
+  collectgarbage()
+  ember.reset_peak_memory()
+  local base = ember.memory_stats().bytes_in_use
+  f()
+  return ember.memory_stats().peak_bytes - base
+end
+
 local function lm_loss(logits, targets)
   return F.cross_entropy(logits:reshape(-1, logits:size(-1)), targets:reshape(-1))
 end
