@@ -1,18 +1,17 @@
 -- bench/mobilenetv2.lua: MobileNetV2 as bench/convnets_torch.py builds it
 -- (torchvision's layout), for bench/convnets.lua and bench/convnets_plan.lua:
 --   local MobileNetV2 = require("mobilenetv2"); local model = MobileNetV2(10)
+-- (package.path must reach spec/support/zoo.lua)
 local ember = require("ember")
+local Z = require("zoo")
 local nn = ember.nn
 
 local SETTINGS = { { 1, 16, 1, 1 }, { 6, 24, 2, 2 }, { 6, 32, 3, 2 }, { 6, 64, 4, 2 }, { 6, 96, 3, 1 },
   { 6, 160, 3, 2 }, { 6, 320, 1, 1 } }
 
+-- zoo.lua's conv + batch norm (default options), ReLU6 after it unless act is false
 local function conv_bn(layers, cin, cout, k, stride, groups, act)
-  layers[#layers + 1] = nn.Conv2d(cin, cout, k, { stride = stride or 1, padding = (k - 1) / 2, groups = groups or 1,
-    bias = false })
-  layers[#layers + 1] = nn.BatchNorm2d(cout)
-  if act ~= false then layers[#layers + 1] = nn.ReLU6() end
-  return layers
+  return Z.conv_bn(layers, cin, cout, k, stride, groups, act ~= false and nn.ReLU6 or nil)
 end
 
 local InvertedResidual = nn.Module:extend("InvertedResidual")

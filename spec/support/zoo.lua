@@ -136,12 +136,18 @@ function SqueezeExcite:forward(x)
   return x * self.gate(self.fc2(self.relu(self.fc1(self.avgpool(x)))))
 end
 
-local function conv_bn(layers, cin, cout, k, stride, groups, act)
+-- appends to layers a k x k convolution without bias ("same" padding), a
+-- BatchNorm2d with options bn and, given its constructor act, an
+-- activation; returns layers (bench/mobilenetv2.lua's MobileNetV2 too)
+function Z.conv_bn(layers, cin, cout, k, stride, groups, act, bn)
   layers[#layers + 1] = nn.Conv2d(cin, cout, k, { stride = stride or 1, padding = (k - 1) / 2, groups = groups or 1,
     bias = false })
-  layers[#layers + 1] = nn.BatchNorm2d(cout, { eps = 0.001, momentum = 0.01 })
+  layers[#layers + 1] = nn.BatchNorm2d(cout, bn or {})
   if act then layers[#layers + 1] = act() end
   return layers
+end
+local function conv_bn(layers, cin, cout, k, stride, groups, act)
+  return Z.conv_bn(layers, cin, cout, k, stride, groups, act, { eps = 0.001, momentum = 0.01 })
 end
 
 local InvertedResidual = nn.Module:extend("InvertedResidual")
