@@ -131,12 +131,27 @@ local function output_padding_for(op, x, size, m)
 end
 
 ---------------------------------------------------------------- modules
+-- a convolution module's weight, from kaiming_uniform_(a = sqrt(5)), and
+-- (when o.bias) bias, from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in from
+-- the weight's second dim as in PyTorch; the weight {in, out / groups,
+-- kernel...} when transposed, else {out, in / groups, kernel...}, in o.dtype
+function M.init_parameters(m, o, transposed)
+  local init = require("ember.nn.initializers")
+  local cin, cout = m.in_channels, m.out_channels
+  local shape = transposed and { cin, cout / o.groups } or { cout, cin / o.groups }
+  for _, k in ipairs(m.kernel_size) do shape[#shape + 1] = k end
+  m.weight = init.kaiming_uniform_(ember.empty(shape, { dtype = o.dtype }), math.sqrt(5))
+  if o.bias then
+    local bound = 1 / math.sqrt(init.calculate_fan_in_and_fan_out(m.weight))
+    m.bias = ember.empty({ cout }, { dtype = o.dtype }):uniform_(-bound, bound)
+  end
+end
+
 local LEAD = { "in_channels", "out_channels", "kernel_size" }   -- the arguments before the positional options
 local function conv_class(nn, name, spec, fn, kernel_dims, transposed, positional)
   local op = "ember.nn." .. name
   local K = nn.Module:extend(name)
   local module_spec = A.with(spec, A.BIAS, A.DTYPE)
-  local init = require("ember.nn.initializers")
 
   -- weight from kaiming_uniform_(a = sqrt(5)), bias from U(-1/sqrt(fan_in),
   -- 1/sqrt(fan_in)), fan_in from the weight's second dim as in PyTorch; the
@@ -159,13 +174,7 @@ local function conv_class(nn, name, spec, fn, kernel_dims, transposed, positiona
     end
     self.in_channels, self.out_channels, self.kernel_size = cin, cout, spread(kernel, kernel_dims)
     for _, s in ipairs(spec) do self[s[1]] = o[s[1]] end
-    local shape = transposed and { cin, cout / o.groups } or { cout, cin / o.groups }
-    for _, k in ipairs(self.kernel_size) do shape[#shape + 1] = k end
-    self.weight = init.kaiming_uniform_(ember.empty(shape, { dtype = o.dtype }), math.sqrt(5))
-    if o.bias then
-      local bound = 1 / math.sqrt(init.calculate_fan_in_and_fan_out(self.weight))
-      self.bias = ember.empty({ cout }, { dtype = o.dtype }):uniform_(-bound, bound)
-    end
+    M.init_parameters(self, o, transposed)
   end
 
   function K:layer_options()

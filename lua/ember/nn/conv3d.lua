@@ -135,7 +135,6 @@ local MODULE_CONVT1D = { { "stride", 1, S.ints(1, 1) }, { "padding", 0, S.ints(1
 
 local function conv_class(nn, name, spec, nd, transposed, run)
   local op = "ember.nn." .. name
-  local init = require("ember.nn.initializers")
   local K = nn.Module:extend(name)
   -- weight from kaiming_uniform_(a = sqrt(5)), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch
   function K:init(cin, cout, kernel, ...)
@@ -152,13 +151,7 @@ local function conv_class(nn, name, spec, nd, transposed, run)
     for _, s in ipairs(spec) do
       if s[1] ~= "bias" and s[1] ~= "dtype" then self[s[1]] = o[s[1]] end
     end
-    local shape = transposed and { cin, cout / o.groups } or { cout, cin / o.groups }
-    for _, k in ipairs(self.kernel_size) do shape[#shape + 1] = k end
-    self.weight = init.kaiming_uniform_(ember.empty(shape, { dtype = o.dtype }), math.sqrt(5))
-    if o.bias then
-      local bound = 1 / math.sqrt(init.calculate_fan_in_and_fan_out(self.weight))
-      self.bias = ember.empty({ cout }, { dtype = o.dtype }):uniform_(-bound, bound)
-    end
+    conv.init_parameters(self, o, transposed)
   end
   function K:forward(x)
     local o = { bias = self.bias }
