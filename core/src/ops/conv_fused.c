@@ -8,6 +8,52 @@
 
 #include <string.h>
 
+/* The oneDNN path of the fused backward ops: their n inputs contiguous in
+   c (in[int_at] as int32, int_at -1 for none; the rest float32) and their
+   gradients allocated, gw as w, gb {O} and, wanted, gx as x */
+typedef struct {
+    int n;
+    ember_tensor *c[5], *gx, *gw, *gb;
+} dnnl_grads;
+
+#define CF(t) ((const float *)ember__ptr(t))
+#define FP(t) ((float *)ember__ptr(t))
+
+static int dnnl_grads_begin(dnnl_grads *d, int n, ember_tensor *const *in, int int_at, const ember_tensor *x,
+                            const ember_tensor *w, int64_t O, bool want_gx)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    int rc = EMBER_OK;
+    for (int i = 0; i < n; i++)
+        EMBER_CHECK(ember__contiguous_as(in[i], i == int_at ? EMBER_INT32 : EMBER_FLOAT32, &d->c[i]));
+    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &d->gw));
+    EMBER_CHECK(ember__new(1, &O, EMBER_FLOAT32, EMBER_CPU, &d->gb));
+    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &d->gx));
+done:
+    return rc;
+}
+
+/* the backward ops' n inputs all 4-D (named as names), and the geometry of
+   the convolution of in[n - 2] (x) by in[n - 1] (w) with conv2d's attrs at */
+static int backward_geom(const char *name, int n, ember_tensor *const *in, const char *const *names,
+                         const ember_attrs *at, conv_geom *g)
+{
+    for (int i = 0; i < n; i++) EMBER_TRY(ember__nn_need_4d(name, names[i], in[i]));
+    const int64_t *st, *pd, *dl;
+    ember__conv_attrs_unpack(at, &st, &pd, &dl);
+    return ember__conv_geom_init(name, in[n - 2]->shape, in[n - 1]->shape, st, pd, dl, at->i[6], g);
+}
+
+/* hands the gradients to out[0..2] when oneDNN ran (out[0] NULL where gx
+   was not wanted) and releases the rest */
+static void dnnl_grads_end(dnnl_grads *d, bool ran, ember_tensor **out)
+{
+    if (ran) out[0] = ember__take(&d->gx), out[1] = ember__take(&d->gw), out[2] = ember__take(&d->gb);
+    ember__release_list(d->c, d->n);
+    EMBER_RELEASE(d->gx, d->gw, d->gb);
+}
+
 /* CONV2D_RELU_BACKWARD (g, y, x, w) -> (gx, gw, gb): conv2d_relu's gradient
    from g and its output y, with conv2d's attrs and i[12] whether gx is
    wanted (else out[0] stays NULL). On the CPU in float32 through oneDNN,
@@ -49,14 +95,9 @@ int fwd_conv2d_relu_backward(int op, int nin, ember_tensor *const *in, const emb
     ember_tensor *gy = in[0], *y = in[1], *x = in[2], *w = in[3];
     const bool want_gx = at->i[12] != 0;
     char sg[200], sy[200];
-    EMBER_TRY(ember__nn_need_4d(name, "grad_output", gy));
-    EMBER_TRY(ember__nn_need_4d(name, "output", y));
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_4d(name, "weight", w));
+    static const char *const names[4] = {"grad_output", "output", "input", "weight"};
     conv_geom g;
-    const int64_t *st, *pd, *dl;
-    ember__conv_attrs_unpack(at, &st, &pd, &dl);
-    EMBER_TRY(ember__conv_geom_init(name, x->shape, w->shape, st, pd, dl, at->i[6], &g));
+    EMBER_TRY(backward_geom(name, 4, in, names, at, &g));
     const int64_t ys[4] = {g.N, g.O, g.Ho, g.Wo};
     if (memcmp(gy->shape, ys, sizeof ys) != 0 || memcmp(y->shape, ys, sizeof ys) != 0)
         return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s and output %s must both be the convolution's "
@@ -68,27 +109,13 @@ int fwd_conv2d_relu_backward(int op, int nin, ember_tensor *const *in, const emb
         fast = fast && in[i]->storage->device == EMBER_CPU && in[i]->dtype == EMBER_FLOAT32 && !ember__is_nhwc(in[i]);
     if (!fast || g.N == 0 || g.K == 0 || g.Og == 0 || g.Ho == 0 || g.Wo == 0)
         return conv_relu_backward_composed(in, at, want_gx, out);
-    ember_tensor *c[4] = {NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
-    int rc = EMBER_OK;
-    for (int i = 0; i < 4; i++) EMBER_CHECK(ember__contiguous_as(in[i], EMBER_FLOAT32, &c[i]));
-    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
-    EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
-    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
-    if (!ember__dnnl_conv_relu_backward(&g, (const float *)ember__ptr(c[0]), (const float *)ember__ptr(c[1]),
-                                        (const float *)ember__ptr(c[2]), (const float *)ember__ptr(c[3]),
-                                        gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
-                                        (float *)ember__ptr(gb))) {
-        rc = conv_relu_backward_composed(in, at, want_gx, out);
-        goto done;
-    }
-    out[0] = gx, out[1] = gw, out[2] = gb;
-    gx = gw = gb = NULL;
-done:
-    for (int i = 0; i < 4; i++) ember_tensor_release(c[i]);
-    ember_tensor_release(gx);
-    ember_tensor_release(gw);
-    ember_tensor_release(gb);
-    return rc;
+    dnnl_grads d;
+    int rc = dnnl_grads_begin(&d, 4, in, -1, x, w, g.O, want_gx);
+    const bool ran = rc == EMBER_OK &&
+        ember__dnnl_conv_relu_backward(&g, CF(d.c[0]), CF(d.c[1]), CF(d.c[2]), CF(d.c[3]),
+                                       d.gx ? FP(d.gx) : NULL, FP(d.gw), FP(d.gb));
+    dnnl_grads_end(&d, ran, out);
+    return rc != EMBER_OK || ran ? rc : conv_relu_backward_composed(in, at, want_gx, out);
 }
 
 /* ------------------------------------------------------------------ conv2d_relu_max_pool2d */
@@ -206,16 +233,10 @@ int fwd_conv2d_relu_pool_backward(int op, int nin, ember_tensor *const *in, cons
     ember_tensor *gp = in[0], *p = in[1], *idx = in[2], *x = in[3], *w = in[4];
     const bool want_gx = at->i[16] != 0;
     char s1[200], s2[200], s3[200];
-    EMBER_TRY(ember__nn_need_4d(name, "grad_output", gp));
-    EMBER_TRY(ember__nn_need_4d(name, "output", p));
-    EMBER_TRY(ember__nn_need_4d(name, "indices", idx));
-    EMBER_TRY(ember__nn_need_4d(name, "input", x));
-    EMBER_TRY(ember__nn_need_4d(name, "weight", w));
+    static const char *const names[5] = {"grad_output", "output", "indices", "input", "weight"};
     conv_geom g;
-    const int64_t *st, *pd, *dl;
     int64_t Hp, Wp;
-    ember__conv_attrs_unpack(at, &st, &pd, &dl);
-    EMBER_TRY(ember__conv_geom_init(name, x->shape, w->shape, st, pd, dl, at->i[6], &g));
+    EMBER_TRY(backward_geom(name, 5, in, names, at, &g));
     EMBER_TRY(pool_window(name, at, &g, &Hp, &Wp));
     const int64_t ps[4] = {g.N, g.O, Hp, Wp};
     if (memcmp(gp->shape, ps, sizeof ps) != 0 || memcmp(p->shape, ps, sizeof ps) != 0 ||
@@ -227,27 +248,12 @@ int fwd_conv2d_relu_pool_backward(int op, int nin, ember_tensor *const *in, cons
     ember_tensor *f[4] = {gp, p, x, w};
     if (!pool_fusable(4, f, at) || idx->storage->device != EMBER_CPU || g.N == 0 || g.K == 0 || g.Og == 0)
         return conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
-    ember_tensor *c[5] = {NULL, NULL, NULL, NULL, NULL}, *gx = NULL, *gw = NULL, *gb = NULL;
-    int rc = EMBER_OK;
-    for (int i = 0; i < 5; i++)
-        EMBER_CHECK(ember__contiguous_as(in[i], i == 2 ? EMBER_INT32 : EMBER_FLOAT32, &c[i]));
-    EMBER_CHECK(ember__new(4, w->shape, EMBER_FLOAT32, EMBER_CPU, &gw));
-    EMBER_CHECK(ember__new(1, &g.O, EMBER_FLOAT32, EMBER_CPU, &gb));
-    if (want_gx) EMBER_CHECK(ember__new(4, x->shape, EMBER_FLOAT32, EMBER_CPU, &gx));
-    if (!ember__dnnl_conv_relu_pool_backward(&g, at->i[12], at->i[13], (const float *)ember__ptr(c[0]),
-                                             (const float *)ember__ptr(c[1]), (const int32_t *)ember__ptr(c[2]),
-                                             (const float *)ember__ptr(c[3]), (const float *)ember__ptr(c[4]),
-                                             gx ? (float *)ember__ptr(gx) : NULL, (float *)ember__ptr(gw),
-                                             (float *)ember__ptr(gb))) {
-        rc = conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
-        goto done;
-    }
-    out[0] = gx, out[1] = gw, out[2] = gb;
-    gx = gw = gb = NULL;
-done:
-    for (int i = 0; i < 5; i++) ember_tensor_release(c[i]);
-    ember_tensor_release(gx);
-    ember_tensor_release(gw);
-    ember_tensor_release(gb);
-    return rc;
+    dnnl_grads d;
+    int rc = dnnl_grads_begin(&d, 5, in, 2, x, w, g.O, want_gx);
+    const bool ran = rc == EMBER_OK &&
+        ember__dnnl_conv_relu_pool_backward(&g, at->i[12], at->i[13], CF(d.c[0]), CF(d.c[1]),
+                                            (const int32_t *)ember__ptr(d.c[2]), CF(d.c[3]), CF(d.c[4]),
+                                            d.gx ? FP(d.gx) : NULL, FP(d.gw), FP(d.gb));
+    dnnl_grads_end(&d, ran, out);
+    return rc != EMBER_OK || ran ? rc : conv_relu_pool_backward_composed(in, at, &g, want_gx, out);
 }
