@@ -14,7 +14,9 @@ local function conv_bn(layers, cin, cout, k, stride, groups, act)
   return Z.conv_bn(layers, cin, cout, k, stride, groups, act ~= false and nn.ReLU6 or nil)
 end
 
-local InvertedResidual = nn.Module:extend("InvertedResidual")
+-- zoo.lua's inverted residual (its forward: the block, plus x where use_res)
+-- in torchvision's layout
+local InvertedResidual = Z.InvertedResidual:extend("InvertedResidual")
 function InvertedResidual:init(cin, cout, stride, t)
   local exp = cin * t
   local layers = t ~= 1 and conv_bn({}, cin, exp, 1) or {}
@@ -22,10 +24,6 @@ function InvertedResidual:init(cin, cout, stride, t)
   conv_bn(layers, exp, cout, 1, 1, 1, false)  -- linear projection
   self.block = nn.Sequential(unpack(layers))
   self.use_res = stride == 1 and cin == cout
-end
-function InvertedResidual:forward(x)
-  local y = self.block(x)
-  return self.use_res and x + y or y
 end
 
 local MobileNetV2 = nn.Module:extend("MobileNetV2")

@@ -180,6 +180,7 @@ function MobileNet:forward(x)
 end
 ---------------------------------------------------------------- end
 Z.MobileNet = MobileNet
+Z.InvertedResidual = InvertedResidual
 
 ---------------------------------------------------------------- model: unet
 local function double_conv(cin, cout)
