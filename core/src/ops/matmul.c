@@ -273,27 +273,23 @@ static bool linear_fusable(ember_tensor *const *in)
 
 /* relu(c + b) in place over m rows of n elements of c, as add then relu
    compute it: one rounding for the sum, and NaN stays NaN */
+#define BIAS_RELU(T)                                                                    \
+    static void bias_relu_##T(T *c, const T *bias, int64_t m, int64_t n)                \
+    {                                                                                   \
+        for (int64_t i = 0; i < m; i++, c += n)                                         \
+            for (int64_t j = 0; j < n; j++) {                                           \
+                T v = c[j] + bias[j];                                                   \
+                c[j] = v < 0 ? (T)0 : v;                                                \
+            }                                                                           \
+    }
+BIAS_RELU(float)
+BIAS_RELU(double)
+#undef BIAS_RELU
+
 static void bias_relu_inplace(int dt, char *c, const char *bias, int64_t m, int64_t n)
 {
-    if (dt == EMBER_FLOAT32) {
-        const float *bf = (const float *)bias;
-        for (int64_t i = 0; i < m; i++) {
-            float *f = (float *)c + i * n;
-            for (int64_t j = 0; j < n; j++) {
-                float v = f[j] + bf[j];
-                f[j] = v < 0 ? 0.0f : v;
-            }
-        }
-    } else {
-        const double *bd = (const double *)bias;
-        for (int64_t i = 0; i < m; i++) {
-            double *d = (double *)c + i * n;
-            for (int64_t j = 0; j < n; j++) {
-                double v = d[j] + bd[j];
-                d[j] = v < 0 ? 0.0 : v;
-            }
-        }
-    }
+    if (dt == EMBER_FLOAT32) bias_relu_float((float *)c, (const float *)bias, m, n);
+    else bias_relu_double((double *)c, (const double *)bias, m, n);
 }
 
 /* LINEAR_RELU: relu(x w^T + b). On the CPU in float32 and float64 the
