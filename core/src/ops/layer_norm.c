@@ -21,6 +21,7 @@
    a bit. On other devices both ops run on the host (ember__on_host); the
    autograd rule (grad_rules_nn.c) composes public ops where a recording sees
    the backward, so gradients of any order come out. */
+#include "lane_sums.h"
 #include "nn.h"
 #include "reduce.h"
 
@@ -69,31 +70,20 @@ static int64_t row_block(int64_t D)
     return r > 0 ? r : 1;
 }
 
-/* sum of x - m, of (x - m)^2, and of gw and gw (x - m) (the backward's two
-   sums) over a row, on F64_LANES lanes */
+/* sum of x, of (x - m)^2, and of gw and gw (x - m) (the backward's two
+   sums) over a row, on F64_LANES lanes, the tail in lane 0 (lane_sums.h) */
 #define LN_SUMS(T)                                                                                        \
+    LANE_SUMS(T, ln_lanes, F64_LANES, 0)                                                                  \
     EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                           \
     {                                                                                                     \
         double acc[F64_LANES] = {0};                                                                      \
-        int64_t i = 0;                                                                                    \
-        for (; i + F64_LANES <= n; i += F64_LANES)                                                        \
-            for (int l = 0; l < F64_LANES; l++) acc[l] += (double)x[i + l];                               \
-        for (; i < n; i++) acc[0] += (double)x[i];                                                        \
+        ln_lanes_sum_##T(x, n, acc);                                                                      \
         return fold_f64(acc, F64_LANES);                                                                  \
     }                                                                                                     \
     EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                                \
     {                                                                                                     \
         double acc[F64_LANES] = {0};                                                                      \
-        int64_t i = 0;                                                                                    \
-        for (; i + F64_LANES <= n; i += F64_LANES)                                                        \
-            for (int l = 0; l < F64_LANES; l++) {                                                         \
-                double d = (double)x[i + l] - m;                                                          \
-                acc[l] += d * d;                                                                          \
-            }                                                                                             \
-        for (; i < n; i++) {                                                                              \
-            double d = (double)x[i] - m;                                                                  \
-            acc[0] += d * d;                                                                              \
-        }                                                                                                 \
+        ln_lanes_dev2_##T(x, n, m, acc);                                                                  \
         return fold_f64(acc, F64_LANES);                                                                  \
     }                                                                                                     \
     EMBER_INLINE void ln_gsums_##T(const T *restrict g, const T *restrict w, const T *restrict x, int64_t n, \

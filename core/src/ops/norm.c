@@ -22,6 +22,7 @@
    are the same two ops with relu or hardtanh applied to y as each
    channel's values are written, and g passed through its mask of y into gx
    before the sums (ops.def). */
+#include "lane_sums.h"
 #include "nn.h"
 #include "../arena.h"
 #include "../autograd_ops.h"
@@ -103,28 +104,10 @@ typedef struct {
 ACT_LOOPS(float)
 ACT_LOOPS(double)
 
-/* sum of a block into 16 lanes, and sum of (x - m)^2 or of g (x - m) */
+/* sums of a block into 16 lanes, the tail spread over them (lane_sums.h): of
+   x, of (x - m)^2, and of g and g (x - m) */
 #define BN_SUMS(T)                                                                                     \
-    EMBER_INLINE void lanes_sum_##T(const T *restrict p, int64_t n, double *restrict acc)                \
-    {                                                                                                  \
-        int64_t i = 0;                                                                                 \
-        for (; i + LANES <= n; i += LANES)                                                             \
-            for (int l = 0; l < LANES; l++) acc[l] += (double)p[i + l];                                \
-        for (; i < n; i++) acc[i % LANES] += (double)p[i];                                             \
-    }                                                                                                  \
-    EMBER_INLINE void lanes_dev2_##T(const T *restrict p, int64_t n, double m, double *restrict acc)     \
-    {                                                                                                  \
-        int64_t i = 0;                                                                                 \
-        for (; i + LANES <= n; i += LANES)                                                             \
-            for (int l = 0; l < LANES; l++) {                                                          \
-                double d = (double)p[i + l] - m;                                                       \
-                acc[l] += d * d;                                                                       \
-            }                                                                                          \
-        for (; i < n; i++) {                                                                           \
-            double d = (double)p[i] - m;                                                               \
-            acc[i % LANES] += d * d;                                                                   \
-        }                                                                                              \
-    }                                                                                                  \
+    LANE_SUMS(T, lanes, LANES, i % LANES)                                                              \
     EMBER_INLINE void lanes_gdev_##T(const T *restrict g, const T *restrict p, int64_t n, double m,      \
                                      double *restrict sg, double *restrict sgx)                          \
     {                                                                                                  \

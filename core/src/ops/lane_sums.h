@@ -1,0 +1,36 @@
+/* lane_sums.h: the norms' statistics in double over lanes, shared by
+   norm.c (batch norm's per-channel sums) and layer_norm.c (its rows). */
+#ifndef EMBER_OPS_LANE_SUMS_H
+#define EMBER_OPS_LANE_SUMS_H
+
+#include "ops.h"
+
+/* LANE_SUMS(T, PFX, L, TAIL) defines, over n values p of type T,
+     PFX_sum_T(p, n, acc):     acc[lane] += p[i]
+     PFX_dev2_T(p, n, m, acc): acc[lane] += (p[i] - m)^2
+   each value of the whole groups of L going to lane i % L, and each of the
+   last n % L to lane TAIL (an expression of i). A kernel keeps its own
+   lanes and tail, so its own order of additions and its own bits. */
+#define LANE_SUMS(T, PFX, L, TAIL)                                                                   \
+    EMBER_INLINE void PFX##_sum_##T(const T *restrict p, int64_t n, double *restrict acc)              \
+    {                                                                                                \
+        int64_t i = 0;                                                                               \
+        for (; i + (L) <= n; i += (L))                                                               \
+            for (int l = 0; l < (L); l++) acc[l] += (double)p[i + l];                                \
+        for (; i < n; i++) acc[TAIL] += (double)p[i];                                                \
+    }                                                                                                \
+    EMBER_INLINE void PFX##_dev2_##T(const T *restrict p, int64_t n, double m, double *restrict acc)   \
+    {                                                                                                \
+        int64_t i = 0;                                                                               \
+        for (; i + (L) <= n; i += (L))                                                               \
+            for (int l = 0; l < (L); l++) {                                                          \
+                double d = (double)p[i + l] - m;                                                     \
+                acc[l] += d * d;                                                                     \
+            }                                                                                        \
+        for (; i < n; i++) {                                                                         \
+            double d = (double)p[i] - m;                                                             \
+            acc[TAIL] += d * d;                                                                      \
+        }                                                                                            \
+    }
+
+#endif
