@@ -33,19 +33,17 @@ def conv_bn(cin, cout, k, stride=1, groups=1, act=True):
     return layers
 
 
-class InvertedResidual(nn.Module):
+class InvertedResidual(gen.InvertedResidual):
+    """gen.py's inverted residual (its forward: the block, plus x where use_res) in torchvision's layout"""
+
     def __init__(self, cin, cout, stride, t):
-        super().__init__()
+        nn.Module.__init__(self)
         exp = cin * t
         layers = conv_bn(cin, exp, 1) if t != 1 else []
         layers += conv_bn(exp, exp, 3, stride, exp)          # depthwise
         layers += conv_bn(exp, cout, 1, act=False)            # linear projection
         self.block = nn.Sequential(*layers)
         self.use_res = stride == 1 and cin == cout
-
-    def forward(self, x):
-        y = self.block(x)
-        return x + y if self.use_res else y
 
 
 class MobileNetV2(nn.Module):
