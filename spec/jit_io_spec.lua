@@ -115,17 +115,9 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() plan:save(file, { names = { w3 = b[1].weight } }) end, "of the form")
   end)
 
-  it("saves a CNN's forward (conv, batch norm's running statistics, max pool) with the model's bits", function()
+  it("saves a CNN's forward (conv, batch norm's running statistics, max pool, dropout) with the model's bits", function()
     ember.manual_seed(6)
-    local Net = nn.Module:extend("JitIoNet")
-    function Net:init()
-      self.conv = nn.Conv2d(1, 4, 3, { padding = 1 })
-      self.bn = nn.BatchNorm2d(4)
-      self.pool = nn.MaxPool2d(2)
-      self.fc = nn.Linear(4 * 4 * 4, 10)
-    end
-    function Net:forward(x) return self.fc(self.pool(ember.nn.functional.relu(self.bn(self.conv(x)))):flatten(2)) end
-    local m = Net()
+    local m = Z.SmallCNN()
     m(ember.randn({ 4, 1, 8, 8 }))   -- running statistics of their own
     ember.jit.trace(m, { ember.randn({ 1, 1, 8, 8 }) }, { train = false }):save(dir .. "/cnn.plan")
     local p = ember.jit.load(dir .. "/cnn.plan")

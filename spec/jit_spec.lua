@@ -21,26 +21,7 @@ end
 -- batch norm, max pool, dropout, Adam)
 local function make(kind)
   ember.manual_seed(1)
-  local model
-  if kind == "mlp" then
-    model = Z.mlp({ 64, 32, 16, 10 }, true)
-  else
-    local Net = nn.Module:extend("JitNet")
-    function Net:init()
-      self.conv1 = nn.Conv2d(1, 4, 3, { padding = 1 })
-      self.bn1 = nn.BatchNorm2d(4)
-      self.pool = nn.MaxPool2d(2)
-      self.fc1 = nn.Linear(4 * 4 * 4, 16)
-      self.drop = nn.Dropout(0.3)
-      self.fc2 = nn.Linear(16, 10)
-    end
-    function Net:forward(x)
-      x = self.pool(F.relu(self.bn1(self.conv1(x))))
-      x = self.drop(F.relu(self.fc1(x:flatten(2))))
-      return self.fc2(x)
-    end
-    model = Net()
-  end
+  local model = kind == "mlp" and Z.mlp({ 64, 32, 16, 10 }, true) or Z.SmallCNN()
   local params = model:parameters()
   local opt = kind == "mlp" and optim.SGD(params, { lr = 0.1, momentum = 0.9 }) or optim.Adam(params, { lr = 1e-2 })
   return { model = model, opt = opt, step = Z.train_step(model, opt) }

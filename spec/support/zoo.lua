@@ -224,6 +224,25 @@ function Z.mlp(widths, flatten)
   return nn.Sequential(unpack(layers))
 end
 
+-- The CNN recipe in small, for the plan specs: a 3 x 3 convolution 1 -> 4,
+-- batch norm, ReLU and 2 x 2 max pooling over 8 x 8 inputs, then Linear
+-- 64 -> 16, ReLU, dropout 0.3 and Linear 16 -> 10
+local SmallCNN = nn.Module:extend("SmallCNN")
+function SmallCNN:init()
+  self.conv1 = nn.Conv2d(1, 4, 3, { padding = 1 })
+  self.bn1 = nn.BatchNorm2d(4)
+  self.pool = nn.MaxPool2d(2)
+  self.fc1 = nn.Linear(4 * 4 * 4, 16)
+  self.drop = nn.Dropout(0.3)
+  self.fc2 = nn.Linear(16, 10)
+end
+function SmallCNN:forward(x)
+  x = self.pool(F.relu(self.bn1(self.conv1(x))))
+  x = self.drop(F.relu(self.fc1(x:flatten(2))))
+  return self.fc2(x)
+end
+Z.SmallCNN = SmallCNN
+
 -- A classifier's training step: step(x, y) records model(x), takes the
 -- cross-entropy's gradients for params (model:parameters() when not
 -- given: model may be any function when they are), runs opt:step() and
