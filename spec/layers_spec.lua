@@ -7,7 +7,6 @@
 local H = require("helpers")
 local ember = H.ember
 local nn, F = ember.nn, ember.nn.functional
-local GradManager = ember.autodiff.GradManager
 local CASES = dofile("spec/fixtures/layers_torch.lua")
 
 local F64 = { dtype = "float64" }
@@ -32,8 +31,7 @@ local function run(c, dtype, layout)
     t[name] = layout(ember.tensor(v, { dtype = dtype }))
     if c.grads[name] then attach[#attach + 1] = t[name] end
   end
-  local gm = GradManager()
-  gm:attach(attach)
+  local gm = ember.autodiff.GradManager():attach(attach)
   gm:record()
   local out = CALL[c.fn](t, c.args)
   -- a case with no gradient to take (nearest's index-only inputs) skips
