@@ -12,21 +12,16 @@ NET is resnet18 or mobilenetv2.
 """
 import json
 import sys
-import time
 
 import torch
 
 from convnets_torch import MobileNetV2, gen
+from torch_steps import mean_no_grad
 
 
 def timed(fn, x, iters):
-    with torch.no_grad():
-        for _ in range(iters // 5 + 3):
-            fn(x)
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn(x)
-        return (time.perf_counter() - t0) / iters * 1e3
+    """ms per call of fn(x), the mean of iters calls after iters // 5 + 3"""
+    return mean_no_grad(fn, x, iters, iters // 5 + 3) * 1e3
 
 
 def main():

@@ -5,8 +5,9 @@ where that is faster, under torch.no_grad, threads as given. Prints JSON
 {"us_per_call": ..., "form": ...}: the fastest form's time.
     OMP_NUM_THREADS=2 /usr/bin/python3 bench/jit_infer_torch.py [iters] [threads]
 """
-import json, sys, time
+import json, sys
 import torch
+from torch_steps import mean_no_grad
 
 iters = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 if len(sys.argv) > 2:
@@ -18,13 +19,8 @@ x = torch.ones(1, 784)
 
 
 def timed(fn):
-    with torch.no_grad():
-        for _ in range(iters // 10 + 10):
-            fn(x)
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn(x)
-        return (time.perf_counter() - t0) / iters * 1e6
+    """us per call of fn(x), the mean of iters calls after iters // 10 + 10"""
+    return mean_no_grad(fn, x, iters, iters // 10 + 10) * 1e6
 
 
 with torch.no_grad():

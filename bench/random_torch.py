@@ -2,23 +2,15 @@
 # in ns per element at 1e3, 1e5 and 1e7 elements, as bench/random.lua's
 # --one prints for ember; bench/random.lua runs it in its rounds.
 import json
-import time
 
 import torch
 import torch.nn.functional as F
+from torch_steps import median_seconds
 
 
 def per_element(f, n):
-    iters = max(1, int(3e6 // n))
-    f()
-    best = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            f()
-        best.append((time.perf_counter() - t0) / iters / n * 1e9)
-    best.sort()
-    return best[len(best) // 2]
+    """ns per element: the median of 5 rounds of about 3e6 elements' calls, after one"""
+    return median_seconds(f, max(1, int(3e6 // n)), 5) / n * 1e9
 
 
 res = {}

@@ -1,6 +1,6 @@
-"""What the PyTorch sides of the step benchmarks share: time `step` over
-`iters` calls after one warm-up and print the JSON line the Lua side reads
-(bench/common.lua, against_torch)."""
+"""What the PyTorch sides of the benchmarks share: time `step` over `iters`
+calls after one warm-up and print the JSON line the Lua side reads
+(bench/common.lua, against_torch); the timers the other sides use."""
 import json, os, time
 import torch
 
@@ -14,17 +14,34 @@ def report_steps(step, iters):
                       "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto")}))
 
 
-def median_ms(fn, iters=5):
-    """ms per call of fn: the median of 7 rounds of iters calls, after one."""
+def median_seconds(fn, iters=5, rounds=7):
+    """seconds per call of fn: the median of `rounds` rounds of iters calls, after one."""
     fn()
     t = []
-    for _ in range(7):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(iters):
             fn()
         t.append((time.perf_counter() - t0) / iters)
     t.sort()
-    return t[3] * 1e3
+    return t[rounds // 2]
+
+
+def median_ms(fn, iters=5):
+    """ms per call of fn: the median of 7 rounds of iters calls, after one."""
+    return median_seconds(fn, iters) * 1e3
+
+
+def mean_no_grad(fn, x, iters, warmup):
+    """seconds per call of fn(x) under torch.no_grad: the mean over iters
+    calls, after warmup calls."""
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn(x)
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn(x)
+        return (time.perf_counter() - t0) / iters
 
 
 def ms_table(bench):
