@@ -315,7 +315,8 @@ describe("bfloat16 convolutions", function()
     local y0 = F.conv2d(x:to("float32"), w:to("float32"), nil, opts)
     local r = ember.randn(y0:shape()):to("bfloat16")
     local kernels, dnnl = ember.conv_kernels_enabled(), ember.dnnl_enabled()   -- as they are
-    return run(x, w, r, opts, kernels, dnnl), run(x:to("float32"), w:to("float32"), r:to("float32"), opts, kernels, dnnl)
+    local f32 = { x:to("float32"), w:to("float32"), r:to("float32") }
+    return run(x, w, r, opts, kernels, dnnl), run(f32[1], f32[2], f32[3], opts, kernels, dnnl)
   end
 
   it("give the float32 products of their values, rounded to bfloat16 (oneDNN's bfloat16 kernels where the CPU has them)", function()

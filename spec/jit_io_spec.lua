@@ -115,7 +115,7 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() plan:save(file, { names = { w3 = b[1].weight } }) end, "of the form")
   end)
 
-  it("saves a CNN's forward (conv, batch norm's running statistics, max pool, dropout) with the model's bits", function()
+  it("saves a CNN's forward (conv, batch norm's running statistics, max pool) with the model's bits", function()
     ember.manual_seed(6)
     local m = Z.SmallCNN()
     m(ember.randn({ 4, 1, 8, 8 }))   -- running statistics of their own
