@@ -3,7 +3,10 @@
 -- between the "model:" and "end" markers), and Z.run, which loads a
 -- fixture's state_dict under PyTorch's names, runs the forward, the
 -- backward and five AdamW steps under CosineAnnealingLR as gen.py did, and
--- returns the largest differences from PyTorch's values.
+-- returns the largest differences from PyTorch's values. Also the models
+-- and training step the plan specs and benches share (Z.mlp, Z.SmallCNN,
+-- Z.train_step, Z.peak_bytes; bench/mobilenetv2.lua builds on Z.conv_bn
+-- and Z.InvertedResidual).
 local ember = require("ember")
 local nn, F = ember.nn, ember.nn.functional
 local optim = ember.optim
