@@ -4,15 +4,15 @@
    compiles this file into itself to drive it with made-up times.
 
    Large jobs are counted in phases. An exploit phase runs the arm that won
-   the last comparison (the winner) for `interval` trial lengths (16 large
-   jobs each, 1 to 256 of them); a trial phase then runs the other arm for
-   16. The first job of a phase is not timed (it may find the team asleep,
-   or still spinning from the other arm). Each timed job's time goes to its
-   kind (parallel.c keys a product by its shape, else a kernel by its job's
-   size and grain): the kind keeps each arm's last 8 times, the trial's from
-   this trial alone, the winner's across its phases while recent (timed in
-   the last 8192 large jobs). Times are per kind because phases do not line
-   up with a step's sequence of jobs.
+   the last comparison (the winner), 16 to MAX_EXPLOIT (512) large jobs
+   long; a trial phase then runs the other arm for 16. The first job of a
+   phase is not timed (it may find the team asleep, or still spinning from
+   the other arm). Each timed job's time goes to its kind (parallel.c keys
+   a product by its shape, else a kernel by its job's size and grain): the
+   kind keeps each arm's last 8 times, the trial's from this trial alone,
+   the winner's across its phases while recent (timed in the last 4096
+   large jobs). Times are per kind because phases do not line up with a
+   step's sequence of jobs.
 
    The comparison is robust, because beside a busy neighbour two threads'
    times spread widely: a worker that shares its core with another process
@@ -33,21 +33,38 @@
    - the winner's own last times of the same kinds get the same score
      against the same references, so that its spread counts as the trial's;
    - the trial's arm wins if its score is smaller, with at least 4 jobs
-     compared: the interval is then 1; else it doubles;
+     compared, and the old winner is tried again 16 jobs on;
    - a trial ends early, losing, on strong evidence only: two of its jobs,
      and more than half of those run so far, each over 1.5 times its
      reference plus 100 us (a wake-up); or, from its 4th timed job on, its
      score so far over 1.3 (robust as above: one or two slow jobs among
-     the first eight do not end it). The interval then quadruples, so an
-     arm many times slower (the team beside a busy host thread: 4 to 12
-     times) costs two or three jobs in up to 4096, and one 1.5 times slower
-     with a wide spread a few more;
+     the first eight do not end it);
+   - a lost trial is judged again on the winner's next 16 jobs, timed
+     against the same references (the same minutes, on both sides of the
+     trial): if they too are slower than the references (the load rose,
+     and the trial met it first), the trial's loss is divided by their
+     score, and the trial may win after all;
+   - what is left of the loss sets the next exploit phase's length: so
+     long that the trial's cost (its loss times its jobs) is BUDGET (0.5%)
+     of the time, at most twice the phase before the trial and at most
+     MAX_EXPLOIT. An arm slower by 2% is tried again after about 64 jobs,
+     one 4 to 12 times slower (two threads beside a busy host thread) after
+     512, where its trial ends at its second or third job: 1.5% of the
+     time at 4.4 times slower, 5% at 12. Not later, because whether two threads win
+     changes over minutes (on a 2-core VM, two threads took a medium step
+     in 0.5 ms in most rounds of a run and in 4-5 ms in others): after such
+     a change, the better arm wins within about 512 jobs (a hundred medium
+     steps), 1024 when a trial meets a preempted job;
    - in a team exploit phase, four team jobs in a row each over twice its
      kind's median team time (the median is still the usual time when three
      of the eight are not) show the machine got busier, where one to three
      may be a worker preempted: the team's times are forgotten and the jobs
      go back to the sampled arm, which follows the load, until the team's
-     next trial (16 jobs on) decides on new times. */
+     next trial (16 jobs on) decides on new times.
+   No result depends on which arm runs a job (every kernel's pieces are
+   fixed by its shapes), so none of this changes a bit, only the time; the
+   work here is a few sorts of at most 16 numbers a phase, on the calling
+   thread under parallel.c's lock. */
 #include "thread_policy.h"
 
 #include <string.h>
@@ -63,8 +80,7 @@ void ember__policy_init(ember__policy *p, int winner)
     memset(p, 0, sizeof *p);
     p->winner = p->arm = winner;
     p->phase = 1;
-    p->interval = 1;
-    p->left = EMBER__POLICY_TRIAL;
+    p->exploit = p->left = EMBER__POLICY_TRIAL;
     p->skip = 1;
 }
 
@@ -157,24 +173,75 @@ static double robust_ratio(sample *s, int n)
 }
 
 /* The next phase: after a trial (or a cut), the winner's exploit phase,
-   `grow` times longer than the last (up to the longest; 0: as long as a
-   trial); after an exploit phase, a trial of the other arm. */
-static void next_phase(ember__policy *p, bool after_trial, int grow)
+   `jobs` long (a trial's length at least); after an
+   exploit phase, a trial of the other arm. */
+static void next_phase(ember__policy *p, bool after_trial, double jobs)
 {
     if (after_trial) {
-        if (grow) {
-            p->interval *= grow;
-            if (p->interval > EMBER__POLICY_MAX_INTERVAL) p->interval = EMBER__POLICY_MAX_INTERVAL;
-        }
+        if (jobs < EMBER__POLICY_TRIAL) jobs = EMBER__POLICY_TRIAL;
         p->arm = p->winner;
-        p->left = (int64_t)EMBER__POLICY_TRIAL * p->interval;
+        p->exploit = p->left = (int64_t)jobs;
     } else {
         p->arm = !p->winner;
         p->left = EMBER__POLICY_TRIAL;
     }
     p->phase++;
     p->skip = 1;
-    p->seen = p->slow = p->slow_run = p->n_trial = 0;
+    p->seen = p->slow = p->slow_run = p->n_trial = p->n_after = 0;
+    p->seen_ns = p->seen_ref = 0;
+    p->after = false;
+}
+
+/* The exploit phase after a trial of `seen` jobs that lost by `excess`
+   (its arm's time over the winner's, less 1): as long as makes the
+   trial's cost, `excess` times its jobs, BUDGET of the two phases' time;
+   at most twice as long as the one before the trial, and MAX_EXPLOIT, so
+   that an arm that was slower a few hundred jobs ago is tried again soon. */
+static double backoff(int64_t before, double excess, int seen)
+{
+    double jobs = excess * seen / EMBER__POLICY_BUDGET;
+    if (jobs > 2.0 * (double)before) jobs = 2.0 * (double)before;
+    return jobs < EMBER__POLICY_MAX_EXPLOIT ? jobs : EMBER__POLICY_MAX_EXPLOIT;
+}
+
+/* A trial lost by `ratio` (scored: against the winner's score; else its
+   time over its references'): the winner runs a trial's length, its jobs
+   timed against the same references, before the loss is weighed. */
+static void lost(ember__policy *p, double ratio, bool scored)
+{
+    int seen = p->seen;
+    int64_t before = p->exploit;
+    next_phase(p, true, EMBER__POLICY_TRIAL);
+    p->after = true;
+    p->lost_scored = scored;
+    p->lost_ratio = ratio;
+    p->lost_seen = seen;
+    p->lost_exploit = before;
+}
+
+/* The winner's jobs after a lost trial took `q` times their references
+   (its robust ratio; 1 if they were faster): the load rose, and the trial
+   met it first. The trial is set against the slower of the winner's times
+   before and after it: it may win now; else the back-off follows from
+   what is left of its loss. */
+static void weigh_loss(ember__policy *p)
+{
+    double q = 1;
+    if (p->n_after >= MIN_COMPARED) {
+        sample s[EMBER__POLICY_TRIAL];
+        memcpy(s, p->after_v, sizeof *s * (size_t)p->n_after);
+        q = robust_ratio(s, p->n_after);
+        if (q < 1) q = 1;
+    }
+    double r = p->lost_ratio / q;
+    if (p->lost_scored) p->last_ratio = r;
+    if (p->lost_scored && r < 1) {
+        p->winner = !p->winner;
+        p->flips++;
+        next_phase(p, true, EMBER__POLICY_TRIAL);   /* the old winner is tried again soon */
+        return;
+    }
+    next_phase(p, true, backoff(p->lost_exploit, r - 1, p->lost_seen));
 }
 
 /* The trial's robust ratio so far */
@@ -191,6 +258,8 @@ static bool trial_lost(ember__policy *p, const ember__policy_kind *k, double ns,
     p->seen++;
     if (!recent(p, k, p->winner)) return false;
     double ref = kind_ns(k, p->winner);
+    p->seen_ns += ns;
+    p->seen_ref += ref;
     if (ns > SLOW_TRIAL * ref + EMBER__POLICY_WAKE_NS) p->slow++;
     if (timed && p->n_trial < EMBER__POLICY_TRIAL) p->trial[p->n_trial++] = (sample){ns, ref};
     if (p->slow >= 2 && 2 * p->slow > p->seen) return true;
@@ -217,13 +286,17 @@ static void end_trial(ember__policy *p)
         p->last_ratio = t / w;
         if (t < w) {
             p->winner = p->arm;
-            p->interval = 1;
             p->flips++;
-            next_phase(p, true, 0);
+            next_phase(p, true, EMBER__POLICY_TRIAL);   /* the old winner is tried again soon */
             return;
         }
+        lost(p, p->last_ratio, true);
+        return;
     }
-    next_phase(p, true, 2);   /* confirmed, or too little to compare */
+    /* too little to compare (no kind the winner has recent times for): the
+       cost is unknown, so back off further, up to four longest phases */
+    double jobs = 2.0 * (double)p->exploit;
+    next_phase(p, true, jobs < 4 * EMBER__POLICY_MAX_EXPLOIT ? jobs : 4 * EMBER__POLICY_MAX_EXPLOIT);
 }
 
 /* The machine got busier under the team: its older times say nothing now.
@@ -233,9 +306,8 @@ static void cut(ember__policy *p)
 {
     for (int i = 0; i < EMBER__POLICY_KINDS; i++) p->kinds[i].n[EMBER__ARM_TEAM] = p->kinds[i].pos[EMBER__ARM_TEAM] = 0;
     p->winner = EMBER__ARM_SAMPLED;
-    p->interval = 1;
     p->cuts++;
-    next_phase(p, true, 0);
+    next_phase(p, true, EMBER__POLICY_TRIAL);
 }
 
 bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
@@ -251,7 +323,7 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
            say; end it now, and wait longer for the next */
         p->trials++;
         p->aborts++;
-        next_phase(p, true, 4);
+        lost(p, p->seen_ns / p->seen_ref, false);
         return true;
     }
     if (timed) {
@@ -262,6 +334,8 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
                 return true;
             }
         }
+        if (p->after && p->n_after < EMBER__POLICY_TRIAL && recent(p, k, arm))
+            p->after_v[p->n_after++] = (sample){ns, kind_ns(k, arm)};
         /* a trial's times start with the trial; the winner's run on while recent */
         if (arm != p->winner ? k->phase[arm] != p->phase : !recent(p, k, arm)) k->n[arm] = k->pos[arm] = 0;
         ring_add(k, arm, ns);
@@ -270,6 +344,7 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
     }
     if (--p->left > 0) return false;
     if (p->arm != p->winner) end_trial(p);
+    else if (p->after) weigh_loss(p);
     else next_phase(p, false, 0);
     return true;
 }
