@@ -28,32 +28,6 @@ static double noise(double spread)   /* uniform in [1 - spread, 1 + spread] */
     return 1 - spread + 2 * spread * (double)(rng >> 11) / (double)(1ULL << 53);
 }
 
-/* Runs `jobs` large jobs of `kinds` kinds (kind k takes base[k] ns under
-   the sampled arm, factor times that under the team, or what team_ns
-   says); the jobs the team ran, the time all took, and the time each arm
-   alone would have taken. */
-typedef struct {
-    int64_t team_jobs;
-    double ns, sampled_ns, team_ns;
-} run_result;
-
-static run_result run_with(ember__policy *p, int64_t jobs, int kinds, const double *base, double factor, double spread,
-                           double (*team_ns)(double base))
-{
-    run_result r = {0, 0, 0, 0};
-    for (int64_t i = 0; i < jobs; i++) {
-        int arm = p->arm, k = (int)(i % kinds);
-        double sampled = base[k] * noise(spread), team = team_ns ? team_ns(base[k]) : base[k] * factor * noise(spread);
-        double ns = arm == EMBER__ARM_TEAM ? team : sampled;
-        r.team_jobs += arm == EMBER__ARM_TEAM;
-        r.ns += ns;
-        r.sampled_ns += sampled;
-        r.team_ns += team;
-        ember__policy_record(p, (uint64_t)(k + 1) * 1000003u, arm, ns);
-    }
-    return r;
-}
-
 /* The machine's load drifting under both arms alike (other processes come
    and go): stretches of 10 to 200 jobs in which every job takes 1, 1.6 or
    2.5 times as long. A trial that meets a slow stretch looks slow against
@@ -88,16 +62,25 @@ static double run2_team(double base)
    against 0.65 on one). */
 static double sliced_team(double base) { return base + 1e6 * noise(0.5); }
 
-/* Runs `jobs` jobs on a drifting load: the team's time
-   from team_ns, or factor times the sampled arm's */
-static run_result run_drift(ember__policy *p, int64_t jobs, int kinds, const double *base, double factor,
-                            double (*team_ns)(double base))
+/* Runs `jobs` large jobs of `kinds` kinds (kind k takes base[k] ns under
+   the sampled arm, factor times that under the team, or what team_ns
+   says), on a drifting load while `drifting`; the jobs the team ran, the
+   time all took, and the time each arm alone would have taken. */
+typedef struct {
+    int64_t team_jobs;
+    double ns, sampled_ns, team_ns;
+} run_result;
+
+static bool drifting;
+
+static run_result run_with(ember__policy *p, int64_t jobs, int kinds, const double *base, double factor, double spread,
+                           double (*team_ns)(double base))
 {
     run_result r = {0, 0, 0, 0};
     for (int64_t i = 0; i < jobs; i++) {
         int arm = p->arm, k = (int)(i % kinds);
-        double d = drifted();
-        double sampled = base[k] * d * noise(0.1), team = d * (team_ns ? team_ns(base[k]) : base[k] * factor * noise(0.1));
+        double d = drifting ? drifted() : 1;
+        double sampled = base[k] * d * noise(spread), team = d * (team_ns ? team_ns(base[k]) : base[k] * factor * noise(spread));
         double ns = arm == EMBER__ARM_TEAM ? team : sampled;
         r.team_jobs += arm == EMBER__ARM_TEAM;
         r.ns += ns;
@@ -105,6 +88,16 @@ static run_result run_drift(ember__policy *p, int64_t jobs, int kinds, const dou
         r.team_ns += team;
         ember__policy_record(p, (uint64_t)(k + 1) * 1000003u, arm, ns);
     }
+    return r;
+}
+
+/* The same on a drifting load, 10% noise */
+static run_result run_drift(ember__policy *p, int64_t jobs, int kinds, const double *base, double factor,
+                            double (*team_ns)(double base))
+{
+    drifting = true;
+    run_result r = run_with(p, jobs, kinds, base, factor, 0.1, team_ns);
+    drifting = false;
     return r;
 }
 
