@@ -34,11 +34,14 @@
      against the same references, so that its spread counts as the trial's;
    - the trial's arm wins if its score is smaller, with at least 4 jobs
      compared, and the old winner is tried again 16 jobs on;
-   - a trial ends early, losing, on strong evidence only: two of its jobs,
-     and more than half of those run so far, each over 1.5 times its
-     reference plus 100 us (a wake-up); or, from its 4th timed job on, its
-     score so far over 1.3 (robust as above: one or two slow jobs among
-     the first eight do not end it);
+   - a trial ends early, losing, on strong evidence only: its first job
+     over 4 times its reference plus 100 us (a wake-up), as when every job
+     of two threads waits out some of a busy host thread's time slice (a
+     job preempted so later in the trial does not end it); two of its
+     jobs, and more than half of those run so far, each over 1.5 times its
+     reference plus 100 us; or, from its 4th timed job on, its score so
+     far over 1.3 (robust as above: one or two slow jobs among the first
+     eight do not end it);
    - a lost trial is judged again on the winner's next 16 jobs, timed
      against the same references (the same minutes, on both sides of the
      trial): if they too are slower than the references (the load rose,
@@ -49,12 +52,12 @@
      of the time, at most twice the phase before the trial and at most
      MAX_EXPLOIT. An arm slower by 2% is tried again after about 64 jobs,
      one 4 to 12 times slower (two threads beside a busy host thread) after
-     512, where its trial ends at its second or third job: 1.5% of the
-     time at 4.4 times slower, 5% at 12. Not later, because whether two threads win
+     512, where its trial ends at its first to third job: 1% of the time
+     at 4.4 times slower, 2% at 12. Not later, because whether two threads win
      changes over minutes (on a 2-core VM, two threads took a medium step
      in 0.5 ms in most rounds of a run and in 4-5 ms in others): after such
      a change, the better arm wins within about 512 jobs (a hundred medium
-     steps), 1024 when a trial meets a preempted job;
+     steps), or a few hundred more when a trial meets a preempted job;
    - in a team exploit phase, four team jobs in a row each over twice its
      kind's median team time (the median is still the usual time when three
      of the eight are not) show the machine got busier, where one to three
@@ -70,6 +73,7 @@
 #include <string.h>
 
 #define SLOW_TRIAL 1.5   /* a trial job this many times its reference (plus a wake-up) is far slower */
+#define FAR_TRIAL 4.0    /* a trial's first job this many times its reference (plus a wake-up) ends it */
 #define SLOW_TEAM 2.0    /* a team job this many times its kind's median, in a team exploit phase, */
 #define SLOW_RUN 4       /* this many in a row: the machine got busier */
 #define MIN_COMPARED 4   /* a trial's timed jobs a decision needs */
@@ -260,6 +264,7 @@ static bool trial_lost(ember__policy *p, const ember__policy_kind *k, double ns,
     double ref = kind_ns(k, p->winner);
     p->seen_ns += ns;
     p->seen_ref += ref;
+    if (!timed && p->seen == 1 && ns > FAR_TRIAL * ref + EMBER__POLICY_WAKE_NS) return true;
     if (ns > SLOW_TRIAL * ref + EMBER__POLICY_WAKE_NS) p->slow++;
     if (timed && p->n_trial < EMBER__POLICY_TRIAL) p->trial[p->n_trial++] = (sample){ns, ref};
     if (p->slow >= 2 && 2 * p->slow > p->seen) return true;
