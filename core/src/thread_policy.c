@@ -210,7 +210,8 @@ static double backoff(int64_t before, double excess, int seen)
 
 /* A trial lost by `ratio` (scored: against the winner's score; else its
    time over its references'): the winner runs a trial's length, its jobs
-   timed against the same references, before the loss is weighed. */
+   set against their kinds' usual times as the trial's were, before the
+   loss is weighed. */
 static void lost(ember__policy *p, double ratio, bool scored)
 {
     int seen = p->seen;
@@ -325,7 +326,7 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
     if (!timed) p->skip--;
     if (arm != p->winner && trial_lost(p, k, ns, timed)) {
         /* far slower: the trial has lost, whatever its other jobs would
-           say; end it now, and wait longer for the next */
+           say; end it now, and weigh the loss on the winner's next jobs */
         p->trials++;
         p->aborts++;
         lost(p, p->seen_ns / p->seen_ref, false);
