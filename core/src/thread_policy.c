@@ -34,14 +34,16 @@
      against the same references, so that its spread counts as the trial's;
    - the trial's arm wins if its score is smaller, with at least 4 jobs
      compared, and the old winner is tried again 16 jobs on;
-   - a trial ends early, losing, on strong evidence only: its first job
-     over 4 times its reference plus 100 us (a wake-up), as when every job
-     of two threads waits out some of a busy host thread's time slice (a
-     job preempted so later in the trial does not end it); two of its
-     jobs, and more than half of those run so far, each over 1.5 times its
-     reference plus 100 us; or, from its 4th timed job on, its score so
-     far over 1.3 (robust as above: one or two slow jobs among the first
-     eight do not end it);
+   - a trial ends early, losing, on strong evidence only, and never on
+     its first job (after a stretch of the sampled arm, the team's first
+     job may wait for its workers' cores to wake: 1.7 ms more, on a loaded
+     2-core VM, for a step of 0.43 ms): its second job over 4 times its
+     reference plus 100 us (a wake-up), as when every job of two threads
+     waits out some of a busy host thread's time slice; two of its later
+     jobs, and more than half of them, each over 1.5 times its reference
+     plus 100 us; or, from its 4th timed job on, its score so far over 1.3
+     (robust as above: one or two slow jobs among the first eight do not
+     end it);
    - a lost trial is judged again on the winner's next 16 jobs, timed
      against the same references (the same minutes, on both sides of the
      trial): if they too are slower than the references (the load rose,
@@ -49,15 +51,17 @@
      score, and the trial may win after all;
    - what is left of the loss sets the next exploit phase's length: so
      long that the trial's cost (its loss times its jobs) is BUDGET (0.5%)
-     of the time, at most twice the phase before the trial and at most
-     MAX_EXPLOIT. An arm slower by 2% is tried again after about 64 jobs,
-     one 4 to 12 times slower (two threads beside a busy host thread) after
-     512, where its trial ends at its first to third job: 1% of the time
-     at 4.4 times slower, 2% at 12. Not later, because whether two threads win
-     changes over minutes (on a 2-core VM, two threads took a medium step
-     in 0.5 ms in most rounds of a run and in 4-5 ms in others): after such
-     a change, the better arm wins within about 512 jobs (a hundred medium
-     steps), or a few hundred more when a trial meets a preempted job;
+     of the time, but at most twice the phase before the trial, and at
+     most MAX_EXPLOIT (512) jobs unless the trial cost more than MAX_COST
+     (2%) of those. An arm slower by 2% is tried again after about 64
+     jobs; one 4 to 50 times slower (two threads beside a busy host
+     thread), whose trial ends at its second to fourth job, costs 2 to 3%
+     of the time. Not less often, because whether two threads win changes
+     over seconds (on a 2-core VM, two threads took a medium step in 0.5
+     ms in most rounds of a run and in 4-5 ms in others): after such a
+     change, the better arm wins within about 512 jobs (a hundred medium
+     steps), more when the slower arm was very slow or a trial meets a
+     preempted job;
    - in a team exploit phase, four team jobs in a row each over twice its
      kind's median team time (the median is still the usual time when three
      of the eight are not) show the machine got busier, where one to three
@@ -73,11 +77,17 @@
 #include <string.h>
 
 #define SLOW_TRIAL 1.5   /* a trial job this many times its reference (plus a wake-up) is far slower */
-#define FAR_TRIAL 4.0    /* a trial's first job this many times its reference (plus a wake-up) ends it */
+#define FAR_TRIAL 4.0    /* a trial's second job this many times its reference (plus a wake-up) ends it */
 #define SLOW_TEAM 2.0    /* a team job this many times its kind's median, in a team exploit phase, */
 #define SLOW_RUN 4       /* this many in a row: the machine got busier */
 #define MIN_COMPARED 4   /* a trial's timed jobs a decision needs */
 #define SLOW_SCORE 1.3   /* a trial whose score is over this so far has lost */
+#ifndef RAMP
+#define RAMP 2.0         /* an exploit phase after a lost trial is at most this many times the last */
+#endif
+#ifndef MAX_COST
+#define MAX_COST 0.02    /* and long enough that the trial costs at most this share of the time */
+#endif
 
 void ember__policy_init(ember__policy *p, int winner)
 {
@@ -190,7 +200,7 @@ static void next_phase(ember__policy *p, bool after_trial, double jobs)
         p->left = EMBER__POLICY_TRIAL;
     }
     p->phase++;
-    p->skip = 1;
+    p->skip = !after_trial && p->arm == EMBER__ARM_TEAM ? 3 : 1;
     p->seen = p->slow = p->slow_run = p->n_trial = p->n_after = 0;
     p->seen_ns = p->seen_ref = 0;
     p->after = false;
@@ -203,9 +213,10 @@ static void next_phase(ember__policy *p, bool after_trial, double jobs)
    that an arm that was slower a few hundred jobs ago is tried again soon. */
 static double backoff(int64_t before, double excess, int seen)
 {
-    double jobs = excess * seen / EMBER__POLICY_BUDGET;
-    if (jobs > 2.0 * (double)before) jobs = 2.0 * (double)before;
-    return jobs < EMBER__POLICY_MAX_EXPLOIT ? jobs : EMBER__POLICY_MAX_EXPLOIT;
+    double jobs = excess * seen / EMBER__POLICY_BUDGET, most = excess * seen / MAX_COST;
+    if (most < EMBER__POLICY_MAX_EXPLOIT) most = EMBER__POLICY_MAX_EXPLOIT;
+    if (jobs > RAMP * (double)before) jobs = RAMP * (double)before;
+    return jobs < most ? jobs : most;
 }
 
 /* A trial lost by `ratio` (scored: against the winner's score; else its
@@ -260,15 +271,15 @@ static double trial_score(const ember__policy *p)
 /* A trial's job: true when the trial has lost on strong evidence */
 static bool trial_lost(ember__policy *p, const ember__policy_kind *k, double ns, bool timed)
 {
-    p->seen++;
+    if (++p->seen == 1) return false;   /* the first: its workers' cores may be waking */
     if (!recent(p, k, p->winner)) return false;
     double ref = kind_ns(k, p->winner);
     p->seen_ns += ns;
     p->seen_ref += ref;
-    if (!timed && p->seen == 1 && ns > FAR_TRIAL * ref + EMBER__POLICY_WAKE_NS) return true;
+    if (p->seen == 2 && ns > FAR_TRIAL * ref + EMBER__POLICY_WAKE_NS) return true;
     if (ns > SLOW_TRIAL * ref + EMBER__POLICY_WAKE_NS) p->slow++;
     if (timed && p->n_trial < EMBER__POLICY_TRIAL) p->trial[p->n_trial++] = (sample){ns, ref};
-    if (p->slow >= 2 && 2 * p->slow > p->seen) return true;
+    if (p->slow >= 2 && 2 * p->slow > p->seen - 1) return true;
     return p->n_trial >= MIN_COMPARED && trial_score(p) > SLOW_SCORE;
 }
 

@@ -12,8 +12,8 @@
    times slower (every job waiting out a time slice) for the first few
    hundred jobs and faster after; and the two regimes in turn. The rule
    before ran the team on 30% of the jobs after such a change, found it
-   4100 jobs after a long slow regime (8000 at worst) and ran it on 39% of
-   the fast stretches; this one 70%, 320 (520) and 68%. */
+   4800 jobs after a long slow regime (over 10000 at worst) and ran it on
+   24% of the fast stretches; this one 70%, 565 (978) and 66%. */
 #include "check.h"
 #include "thread_policy.c"   /* the logic itself: libember keeps its internal names hidden */
 
@@ -72,6 +72,12 @@ typedef struct {
 } run_result;
 
 static bool drifting;
+/* The team's first job after the sampled arm ran 16 jobs or more takes
+   this much longer (its workers' cores woken: on the loaded 2-core VM, a
+   medium step's first after 20 steps on one thread took 2.2 ms against
+   0.43 for the next ones) */
+static double warm_up_ns;
+static int64_t since_team = 1 << 30;
 
 static run_result run_with(ember__policy *p, int64_t jobs, int kinds, const double *base, double factor, double spread,
                            double (*team_ns)(double base))
@@ -82,6 +88,8 @@ static run_result run_with(ember__policy *p, int64_t jobs, int kinds, const doub
         double d = drifting ? drifted() : 1;
         double sampled = base[k] * d * noise(spread), team = d * (team_ns ? team_ns(base[k]) : base[k] * factor * noise(spread));
         double ns = arm == EMBER__ARM_TEAM ? team : sampled;
+        if (arm == EMBER__ARM_TEAM && since_team > 16) ns += warm_up_ns;
+        since_team = arm == EMBER__ARM_TEAM ? 0 : since_team + 1;
         r.team_jobs += arm == EMBER__ARM_TEAM;
         r.ns += ns;
         r.sampled_ns += sampled;
@@ -176,15 +184,15 @@ int main(void)
     CHECK(r.ns < best * 1.02);   /* within 2% of always running the team (noise included) */
 
     /* the team 4.4 times slower (a busy host thread and a busy neighbour):
-       each trial of it ends at its second or third job, far slower than
-       the sampled arm's, and the next comes twice as late, up to
-       MAX_EXPLOIT jobs on (not later, so that a change of load is
-       followed: about 1.5% of the time, where the rule before, which
-       waited up to 4096 jobs, took 0.3%) */
+       each trial of it ends at its third or fourth job (the first is not
+       judged), far slower than the sampled arm's, and the next comes four
+       times as late, up to MAX_EXPLOIT jobs on (not later, so that a
+       change of load is followed: about 1.5% of the time, where the rule
+       before, which waited up to 4096 jobs, took 0.3%) */
     ember__policy_init(&p, EMBER__ARM_SAMPLED);
     r = run(&p, 100000, 8, eight, 4.4, 0.1);
     CHECK(p.winner == EMBER__ARM_SAMPLED);
-    CHECK(r.team_jobs < 3 * 100000 / EMBER__POLICY_MAX_EXPLOIT && r.team_jobs <= 3 * p.trials);
+    CHECK(r.team_jobs < 4 * 100000 / EMBER__POLICY_MAX_EXPLOIT && r.team_jobs <= 4 * p.trials);
     CHECK(p.flips == 0 && p.aborts == p.trials);
     best = 0;
     for (int i = 0; i < 8; i++) best += eight[i];
@@ -231,7 +239,7 @@ int main(void)
     ember__policy_init(&p, EMBER__ARM_SAMPLED);
     r = run_with(&p, 100000, 8, eight, 0, 0.1, busy_host_team);
     CHECK(p.winner == EMBER__ARM_SAMPLED && p.flips == 0);
-    CHECK(r.team_jobs < 3 * 100000 / EMBER__POLICY_MAX_EXPLOIT && r.team_jobs <= 4 * p.trials);
+    CHECK(r.team_jobs < 4 * 100000 / EMBER__POLICY_MAX_EXPLOIT && r.team_jobs <= 4 * p.trials);
     CHECK(r.ns < best_of(r) * 1.02);
 
     /* a frequent tail is not left out: a team whose usual job is half the
@@ -346,9 +354,11 @@ int main(void)
 
     /* run 2's medium cells, made up: the team 20% faster over a step but
        noisy, on a drifting load. Over the 1400 large jobs of the bench's 7
-       rounds, and over 100000, it runs most jobs. */
+       rounds, and over 100000, it runs most jobs; its first job after a
+       stretch of the sampled arm 1.7 ms slower (as measured). */
     {
         const double *medium = eight + 3;   /* a medium step's five products */
+        warm_up_ns = 1.7e6;
         ember__policy_init(&p, EMBER__ARM_SAMPLED);
         r = run_drift(&p, 100000, 5, medium, 0, run2_team);
         CHECK(r.team_ns < r.sampled_ns * 0.85 && r.team_ns > r.sampled_ns * 0.75);
@@ -384,8 +394,8 @@ int main(void)
         for (int i = 0; i < 10; i++) {
             ember__policy_init(&p, EMBER__ARM_SAMPLED);
             r = run_drift(&p, 30000 + 97 * i, 5, medium, 0, sliced_team);
-            CHECK(p.winner == EMBER__ARM_SAMPLED && r.ns < r.sampled_ns * 1.03);
-            CHECK(r.team_jobs <= 2 * p.trials);   /* each trial ends at its first or second job */
+            CHECK(p.winner == EMBER__ARM_SAMPLED && r.ns < r.sampled_ns * 1.05);
+            CHECK(r.team_jobs <= 3 * p.trials);   /* each trial ends at its second or third job */
             int64_t wait = 0;
             while (p.winner != EMBER__ARM_TEAM && wait < 10000) wait += run_drift(&p, 1, 5, medium, 0, run2_team).team_jobs >= 0;
             wait_max = wait > wait_max ? wait : wait_max;
@@ -393,7 +403,7 @@ int main(void)
             r = run_drift(&p, 30000, 5, medium, 0, run2_team);
             CHECK(r.team_jobs > 30000 * 0.85);
         }
-        CHECK(wait_max <= 3 * EMBER__POLICY_MAX_EXPLOIT && wait_sum <= 12 * EMBER__POLICY_MAX_EXPLOIT);
+        CHECK(wait_max <= 4 * EMBER__POLICY_MAX_EXPLOIT && wait_sum <= 16 * EMBER__POLICY_MAX_EXPLOIT);
 
         /* the two regimes in turn (run 2: two threads 0.53 ms a medium step
            in most rounds, 3.4 on the mean): stretches of 100 to 600 jobs,
@@ -410,7 +420,8 @@ int main(void)
             if (!sliced) team_fast += r.team_jobs, fast += len;
             ns += r.ns, sampled_ns += r.sampled_ns, team_ns += r.team_ns;
         }
-        CHECK(team_fast > fast * 0.6 && ns < sampled_ns * 0.97 && ns < team_ns * 0.4);
+        CHECK(team_fast > fast * 0.6 && ns < sampled_ns && ns < team_ns * 0.5);
+        warm_up_ns = 0;
     }
 
     if (failures) fprintf(stderr, "test_thread_policy: %d checks failed\n", failures);
