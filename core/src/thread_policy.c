@@ -5,7 +5,7 @@
 
    Large jobs are counted in phases. An exploit phase runs the arm that won
    the last comparison (the winner), 16 to MAX_EXPLOIT (512) large jobs
-   long; a trial phase then runs the other arm for 16. The first job of a
+   long (longer where the other arm is very slow); a trial phase then runs the other arm for 16. The first job of a
    phase is not timed (it may find the team asleep, or still spinning from
    the other arm). Each timed job's time goes to its kind (parallel.c keys
    a product by its shape, else a kernel by its job's size and grain): the
@@ -82,12 +82,8 @@
 #define SLOW_RUN 4       /* this many in a row: the machine got busier */
 #define MIN_COMPARED 4   /* a trial's timed jobs a decision needs */
 #define SLOW_SCORE 1.3   /* a trial whose score is over this so far has lost */
-#ifndef RAMP
-#define RAMP 2.0         /* an exploit phase after a lost trial is at most this many times the last */
-#endif
-#ifndef MAX_COST
-#define MAX_COST 0.02    /* and long enough that the trial costs at most this share of the time */
-#endif
+#define RAMP 2.0         /* an exploit phase after a lost trial is at most this many times the last, */
+#define MAX_COST 0.02    /* and MAX_EXPLOIT unless the trial cost more than this share of those jobs */
 
 void ember__policy_init(ember__policy *p, int winner)
 {
@@ -209,8 +205,9 @@ static void next_phase(ember__policy *p, bool after_trial, double jobs)
 /* The exploit phase after a trial of `seen` jobs that lost by `excess`
    (its arm's time over the winner's, less 1): as long as makes the
    trial's cost, `excess` times its jobs, BUDGET of the two phases' time;
-   at most twice as long as the one before the trial, and MAX_EXPLOIT, so
-   that an arm that was slower a few hundred jobs ago is tried again soon. */
+   at most RAMP times as long as the one before the trial, and MAX_EXPLOIT
+   unless the cost is over MAX_COST of that, so that an arm that was
+   slower a few hundred jobs ago is tried again soon. */
 static double backoff(int64_t before, double excess, int seen)
 {
     double jobs = excess * seen / EMBER__POLICY_BUDGET, most = excess * seen / MAX_COST;
