@@ -5,9 +5,9 @@
 
    Large jobs are counted in phases. An exploit phase runs the arm that won
    the last comparison (the winner), 16 to MAX_EXPLOIT (512) large jobs
-   long (longer where the other arm is very slow); a trial phase then runs the other arm for 16. The first job of a
-   phase is not timed (it may find the team asleep, or still spinning from
-   the other arm). Each timed job's time goes to its kind (parallel.c keys
+   long (longer where the other arm is very slow); a trial phase then runs
+   the other arm for 16. The first job of a phase is not timed (it may
+   find the team asleep, or still spinning from the other arm). Each timed job's time goes to its kind (parallel.c keys
    a product by its shape, else a kernel by its job's size and grain): the
    kind keeps each arm's last 8 times, the trial's from this trial alone,
    the winner's across its phases while recent (timed in the last 4096
