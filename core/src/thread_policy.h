@@ -15,7 +15,7 @@ enum { EMBER__ARM_SAMPLED = 0, EMBER__ARM_TEAM = 1 };
 
 #define EMBER__POLICY_KINDS 256     /* kinds of job remembered */
 #define EMBER__POLICY_TRIAL 16      /* large jobs in a trial phase */
-#define EMBER__POLICY_MAX_EXPLOIT 512   /* the longest exploit phase after a comparison, in large jobs */
+#define EMBER__POLICY_MAX_EXPLOIT 512   /* the longest exploit phase after a lost trial (large jobs), unless it cost much */
 #define EMBER__POLICY_BUDGET 0.005  /* what trials of the slower arm may add to the time, at most */
 #define EMBER__POLICY_WAKE_NS 100000.0  /* what waking a sleeping team may add to a job */
 #define EMBER__POLICY_RING 8        /* an arm's last times kept for each kind */
