@@ -282,15 +282,20 @@ static int sampled_threads(int n)
    changes only the time.
 
    Large jobs run in phases: an exploit phase of the arm that won the last
-   comparison (16 to 4096 jobs), then a trial of the other arm (16 jobs).
+   comparison (16 jobs to 512, longer where a trial of the other arm costs
+   much), then a trial of the other arm (16 jobs).
    Each large job's time (the caller's, from the decision to the join) goes
    to its kind (a product's shape, else the kernel with its job's size and
    grain, or a convolution's multiply-adds). thread_policy.c holds the
    rules: a trial's jobs against the winner's recent times of the same
    kinds, by a ratio of totals in which a rare slow job (a worker preempted
    by a busy neighbour) counts no more than the usual slow one; an early
-   end of a trial only when most of its jobs are far slower; and a
-   team exploit phase cut short when the machine gets busier. */
+   end of a trial only when most of its jobs are far slower; a lost trial
+   judged again on the winner's jobs right after it (the load may have
+   risen); trials of the slower arm as frequent as a budget of 0.5% of the
+   time allows, and about every 512 jobs unless that costs over 2%, since
+   which arm is faster changes with the load; and a team exploit phase cut
+   short when the machine gets busier. */
 static ember__policy policy;         /* under policy_mu */
 static atomic_int policy_arm;        /* policy.arm, read without the lock */
 /* a job ember__job_threads sized, until ember__team_done ends it */

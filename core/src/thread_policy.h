@@ -15,11 +15,12 @@ enum { EMBER__ARM_SAMPLED = 0, EMBER__ARM_TEAM = 1 };
 
 #define EMBER__POLICY_KINDS 256     /* kinds of job remembered */
 #define EMBER__POLICY_TRIAL 16      /* large jobs in a trial phase */
-#define EMBER__POLICY_MAX_INTERVAL 256  /* the longest exploit phase, in trial lengths */
+#define EMBER__POLICY_MAX_EXPLOIT 512   /* the longest exploit phase after a lost trial (large jobs), unless it cost much */
+#define EMBER__POLICY_BUDGET 0.005  /* what trials of the slower arm may add to the time, at most */
 #define EMBER__POLICY_WAKE_NS 100000.0  /* what waking a sleeping team may add to a job */
 #define EMBER__POLICY_RING 8        /* an arm's last times kept for each kind */
 /* a winner's time older than this many large jobs is not compared */
-#define EMBER__POLICY_RECENT (2 * EMBER__POLICY_TRIAL * EMBER__POLICY_MAX_INTERVAL)
+#define EMBER__POLICY_RECENT (8 * EMBER__POLICY_MAX_EXPLOIT)
 
 typedef struct {
     uint64_t key;      /* 0: free */
@@ -41,12 +42,21 @@ typedef struct {
     uint32_t phase;      /* counts phases from 1 */
     int64_t left;        /* large jobs left in the current phase */
     int64_t jobs;        /* large jobs recorded */
-    int interval;        /* an exploit phase's length, in trial lengths */
+    int64_t exploit;     /* the last exploit phase's length, in large jobs */
     int skip;            /* jobs left unmeasured at the phase's start */
     int seen, slow;      /* a trial's jobs so far, and those far slower than the winner's */
+    double seen_ns, seen_ref;   /* the trial's jobs' total time, and their references' (the cost) */
     int n_trial;         /* the trial's timed jobs of kinds the winner has recent times for: */
     ember__policy_sample trial[EMBER__POLICY_TRIAL];
     int slow_run;        /* team jobs in a row twice their kind's median, in a team exploit phase */
+    /* a lost trial, judged again on the winner's jobs right after it */
+    bool after;          /* the exploit phase now running times them */
+    bool lost_scored;    /* the trial ran to its end (else it ended early, on a few jobs) */
+    double lost_ratio;   /* its score over the winner's (ended early: its time over its references') */
+    int lost_seen;       /* its jobs */
+    int64_t lost_exploit;   /* the exploit phase's length before it */
+    int n_after;
+    ember__policy_sample after_v[EMBER__POLICY_TRIAL];
     int64_t trials, flips, cuts, aborts;
     int64_t arm_jobs[2]; /* large jobs recorded under each arm */
     double last_ratio;   /* the last trial's score over the winner's (0: nothing compared) */

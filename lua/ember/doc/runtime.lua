@@ -76,8 +76,9 @@ large jobs take the threads the load sample and the back-off leave;
 trial of the other arm runs), the kinds of large job whose times are kept,
 the large jobs timed under each arm, the trials run, won (the arms changed
 places) and ended early as far slower, the team phases ended because the
-machine got busier, and the last trial's time over the winner's (below 1:
-the trial won; 0: nothing to compare).
+machine got busier, and the last trial's time over the winner's (a lost
+trial's once weighed against the winner's jobs after it; below 1: the
+trial won; 0: nothing to compare).
 
 ### `ember.set_deterministic(on)`, `ember.is_deterministic()`
 With `true`, every op gives the same bits for any thread count and run (as
