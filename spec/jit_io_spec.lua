@@ -6,6 +6,7 @@
 local H = require("helpers")
 local ember = H.ember
 local json = require("ember.json")
+local ffi = require("ffi")
 local nn = ember.nn
 
 local function model()
@@ -115,6 +116,122 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() plan:save(file, { names = { w3 = b[1].weight } }) end, "of the form")
   end)
 
+  -- an MLP, its optimizer (kind, opts) and its step; the data of 7 steps
+  local function adam_setup(kind, opts)
+    local F = nn.functional
+    ember.manual_seed(9)
+    local m = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
+    local opt = ember.optim[kind](m:parameters(), opts)
+    local gm = ember.autodiff.GradManager():attach(m:parameters())
+    return m, opt, function(x, y)
+      gm:record()
+      local loss = F.cross_entropy(m(x), y)
+      gm:backward(loss)
+      opt:step()
+      opt:zero_grad()
+      return loss
+    end
+  end
+  local function batches()
+    ember.manual_seed(10)
+    local xs, ys = {}, {}
+    for i = 1, 7 do xs[i], ys[i] = ember.randn({ 6, 12 }), ember.randint(1, 6, { 6 }) end
+    return xs, ys
+  end
+
+  for _, case in ipairs({
+    { "Adam", { lr = 1e-2, weight_decay = 1e-3 } },
+    { "AdamW", { lr = 1e-2, weight_decay = 1e-2, amsgrad = true } },
+    { "Adam", { lr = 1e-2, betas = { 0.8, 0.9 }, maximize = true } },
+  }) do
+    it(("saves %s's step (%s) with its state and step count; 5 loaded runs are eager's steps, bit for bit")
+      :format(case[1], json.encode(case[2])), function()
+      local xs, ys = batches()
+      local a, opta, stepa = adam_setup(case[1], case[2])
+      local b, optb, stepb = adam_setup(case[1], case[2])
+      stepb(xs[1], ys[1])
+      stepb(xs[2], ys[2])   -- an eager step between: the plan's first run is step 3
+      local plan = ember.jit.trace(stepb, { xs[3], ys[3] })
+      local file = dir .. "/adam.plan"
+      plan:save(file, { names = b:state_dict() })
+      assert.are.equal("2", split(H.read(file)).__metadata__["ember.plan.version"])
+      for i = 1, 3 do stepa(xs[i], ys[i]) end
+      local loaded = ember.jit.load(file)
+      local n = ffi.new("int[1]")
+      local cp = ember._C.ember_plan_counters(loaded._p, n)
+      assert.are.equal(4, n[0])   -- two layers' weight and bias
+      for k = 0, 3 do assert.are.equal(4, tonumber(cp[k])) end   -- the next step is the 4th
+      for i = 4, 7 do
+        assert.is_true(ember.equal(stepa(xs[i], ys[i]), loaded(xs[i], ys[i])), "loss at step " .. i)
+      end
+      assert.is_true(ember.equal(stepa(xs[1], ys[1]), loaded(xs[1], ys[1])), "loss at step 8")
+      for k = 0, 3 do assert.are.equal(9, tonumber(cp[k])) end
+      for k, v in pairs(a:state_dict()) do assert.is_true(ember.equal(v, loaded:tensor(k)), k) end
+      for _, e in ipairs(a:named_parameters()) do
+        local name, st = e[1], opta.state[e[2]]
+        assert.are.equal(8, st.step)
+        for _, key in ipairs({ "exp_avg", "exp_avg_sq", "max_exp_avg_sq" }) do
+          if st[key] ~= nil then assert.is_true(ember.equal(st[key], loaded:tensor(name .. "." .. key)), name .. "." .. key) end
+        end
+      end
+      -- saved again from the loaded plan: the step counts and the state as they are now
+      loaded:save(dir .. "/again.plan")
+      local again = ember.jit.load(dir .. "/again.plan")
+      assert.is_true(ember.equal(stepa(xs[2], ys[2]), again(xs[2], ys[2])), "loss at step 9 after a second save")
+      -- the traced model and its optimizer are not the loaded plan's
+      assert.are.equal(3, optb.state[b[1].weight].step)
+    end)
+  end
+
+  it("refuses hostile Adam entries: state of another shape, missing state, bad step counts and betas", function()
+    local xs, ys = batches()
+    local b, _, stepb = adam_setup("Adam", { lr = 1e-2, amsgrad = true })
+    stepb(xs[1], ys[1])
+    local file = dir .. "/adam.plan"
+    ember.jit.trace(stepb, { xs[2], ys[2] }):save(file, { names = b:state_dict() })
+    local h0, d0 = split(H.read(file))
+    local g0 = json.decode(h0.__metadata__["ember.plan"])
+    local function with(fn, version)
+      local h = split(H.read(file))
+      local g = json.decode(h.__metadata__["ember.plan"])
+      local adam
+      for _, e in ipairs(g.entries) do adam = adam or (e.adam and e) end
+      fn(g, adam)
+      h.__metadata__["ember.plan"] = json.encode(g)
+      h.__metadata__["ember.plan.version"] = version or "2"
+      local f = assert(io.open(dir .. "/bad.plan", "wb"))
+      f:write(join(h, d0))
+      f:close()
+      local ok, err = pcall(ember.jit.load, dir .. "/bad.plan")
+      assert.is_false(ok)
+      return err
+    end
+    local slot_of = {}
+    for i, sl in ipairs(g0.slots) do if sl[1] == "w" then slot_of[sl[2]] = i - 1 end end
+    assert.matches("adam updates slot 0, which is not a weight of the file marked written",
+      with(function(_, e) e.slots[3] = 0 end))
+    assert.matches("adam's exp_avg is float32 {16}, its parameter float32 {16, 12}",
+      with(function(_, e) e.slots[3] = slot_of["1.bias.exp_avg"] end))
+    assert.matches("adam's max_exp_avg_sq is float32 {5, 16}, its parameter float32 {16, 12}",
+      with(function(_, e) e.slots[5] = slot_of["3.weight.max_exp_avg_sq"] end))
+    -- missing state: a tensor the file lacks, an update without its exp_avg_sq
+    assert.matches("names a tensor '1.weight.lost' the file does not hold",
+      with(function(g) g.slots[slot_of["1.weight.exp_avg"] + 1][2] = "1.weight.lost" end))
+    assert.matches("a bad adam update", with(function(_, e)
+      table.remove(e.slots, 4)
+      e.nin = 4
+    end))
+    assert.matches("a bad adam update", with(function(_, e) e.step = 0 end))
+    assert.matches("a bad adam update", with(function(_, e) e.step = 2.5 end))
+    assert.matches("hyperparameter 2 is not a finite number", with(function(_, e) e.adam[2] = "0.9" end))
+    assert.matches("betas %(1, 0.999%) are not in %[0, 1%)", with(function(_, e) e.adam[2] = 1 end))
+    assert.matches("flags are not 0 or 1", with(function(_, e) e.flags[1] = 3 end))
+    assert.matches("an adam update in a version 1 file", with(function(g) g.version = 1 end, "1"))
+    assert.matches("reads versions 1 to 2", with(function() end, "3"))
+    -- the file as written still loads
+    assert.is_truthy(ember.jit.load(file))
+  end)
+
   it("saves a CNN's forward (conv, batch norm's running statistics, max pool) with the model's bits", function()
     ember.manual_seed(6)
     local Net = nn.Module:extend("JitIoNet")
@@ -202,9 +319,12 @@ describe("plan:save and ember.jit.load", function()
     f:write(bytes:sub(1, #bytes - 7))
     f:close()
     H.raises(function() ember.jit.load(dir .. "/cut.plan") end, "cut.plan")
-    local ok, err = load_with(function(g) return g end, "2")
+    local ok, err = load_with(function(g) return g end, "3")
     assert.is_false(ok)
-    assert.matches("plan format version '2'; this ember reads version 1", err)
+    assert.matches("plan format version '3'; this ember reads versions 1 to 2", err)
+    ok, err = load_with(function(g) return g end, "2")   -- the graph says version 1
+    assert.is_false(ok)
+    assert.matches("the graph is not a version 2 plan", err)
     ember.save(dir .. "/w.safetensors", { a = ember.ones({ 2 }) })
     H.raises(function() ember.jit.load(dir .. "/w.safetensors") end, "not a plan")
   end)

@@ -36,10 +36,14 @@ local function fail(op, msg, ...) errors.fail("jit." .. op, msg, ...) end
 -- The open trace's Lua side: { counters = {adam states}, groups = {...} }.
 local tracing = nil
 
--- optim.lua: an Adam update (its fused entry) whose step count the plan
--- must advance; the entries are numbered in the order of these calls.
-function ember._jit_counter(st)
-  if tracing then tracing.counters[#tracing.counters + 1] = st end
+-- optim.lua: an Adam update (its fused entry) of parameter p whose step
+-- count the plan must advance; the entries are numbered in the order of
+-- these calls.
+function ember._jit_counter(st, p)
+  if tracing then
+    tracing.counters[#tracing.counters + 1] = st
+    tracing.params[#tracing.params + 1] = p or false
+  end
 end
 -- optim/common.lua: a state whose step count (a Lua number the update does
 -- not compute with) advances by one with each run of the plan.
@@ -102,7 +106,7 @@ end
 local function new_plan(p, nin, nout, set, unset, counters, groups)
   return setmetatable({
     _p = ffi.gc(p, C.ember_plan_free), _nin = nin, _nout = nout, _set = set, _unset = unset, _nset = #set,
-    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups, _advance = {},
+    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups, _advance = {}, _params = {},
     _in = ffi.new("ember_tensor *[?]", nin + 1), _out = ffi.new("ember_tensor *[?]", nout + #set + 1),
   }, Plan)
 end
@@ -125,7 +129,7 @@ function jit.trace(fn, inputs, opts)
   local buf = ffi.new("ember_tensor *[?]", nin + 1)
   for i = 1, nin do buf[i - 1] = inputs[i]._c end
   check(C.ember_trace_begin(nin, buf))
-  local state = { counters = {}, groups = {}, seen = {}, advance = {} }
+  local state = { counters = {}, params = {}, groups = {}, seen = {}, advance = {} }
   tracing = state
   local grads = {}
   ember._jit_grads = grads
@@ -160,7 +164,7 @@ function jit.trace(fn, inputs, opts)
   local rc = C.ember_trace_end(nout + nset, obuf, pp)
   if rc < 0 then check(rc) end
   local plan = new_plan(pp[0], nin, nout, set, unset, state.counters, state.groups)
-  plan._advance = state.advance
+  plan._advance, plan._params = state.advance, state.params
   return plan
 end
 
@@ -174,21 +178,26 @@ function jit.load(path)
   return new_plan(pp[0], tonumber(s.inputs), tonumber(s.outputs), {}, {}, {}, {})
 end
 
+-- Adam's state tensors, named after their parameter's name in the file
+local ADAM_STATE = { "exp_avg", "exp_avg_sq", "max_exp_avg_sq" }
+
 -- plan:save(path, opts): one safetensors file (docs/plans.md, "The file");
 -- opts.names: {name = tensor} (a module's state_dict()) naming the plan's
--- live tensors in the file (the others are w<slot>)
+-- live tensors in the file (the others are w<slot>); the Adam state of a
+-- parameter named N is named N.exp_avg, N.exp_avg_sq (N.max_exp_avg_sq)
+-- unless opts.names names it, and each update's step count is saved
 function Plan:save(path, opts)
   if type(path) ~= "string" then fail("Plan:save", "path must be a string, got %s", errors.show(path)) end
   local names = errors.options("jit.Plan:save", opts, { names = true }).names
   if names ~= nil and type(names) ~= "table" then
     fail("Plan:save", "opts.names must be a table of name = tensor, got %s", errors.show(names))
   end
-  if self._nset > 0 or #self._counters > 0 or #self._advance > 0 then
-    fail("Plan:save", "a plan that sets .grad fields or updates an optimizer's step count (Adam, RMSprop) cannot be "
-      .. "saved: a saved plan holds a forward or an SGD step whose gradients are cleared (zero_grad)")
+  if self._nset > 0 or #self._advance > 0 then
+    fail("Plan:save", "a plan that sets .grad fields or updates RMSprop's step count cannot be saved: a saved plan "
+      .. "holds a forward, or an SGD or Adam step whose gradients are cleared (zero_grad)")
   end
   if names then
-    local keys = {}
+    local keys, by_memory = {}, {}
     for k in pairs(names) do keys[#keys + 1] = k end
     table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
     for _, k in ipairs(keys) do
@@ -197,8 +206,21 @@ function Plan:save(path, opts)
         fail("Plan:save", "opts.names: entry %s = %s is not a name = tensor", errors.show(k), errors.show(t))
       end
       check(C.ember_plan_name(self._p, t._c, k))
+      by_memory[tonumber(ffi.cast("intptr_t", t:data_ptr()))] = k   -- a state_dict's tensors are detached headers
+    end
+    local counters, params = self._counters, self._params
+    for k = 1, #counters do   -- the Adam state of a named parameter, by its name
+      local pname = params[k] and by_memory[tonumber(ffi.cast("intptr_t", params[k]:data_ptr()))]
+      for _, key in ipairs(pname and ADAM_STATE or {}) do
+        local st = counters[k][key]
+        if st ~= nil and names[pname .. "." .. key] == nil then
+          check(C.ember_plan_name(self._p, st._c, pname .. "." .. key))
+        end
+      end
     end
   end
+  local cp, counters = self._counter_ptr, self._counters
+  for k = 1, #counters do cp[k - 1] = counters[k].step + 1 end   -- the step the next run takes
   check(C.ember_plan_save(self._p, path))
 end
 
