@@ -49,8 +49,9 @@ EMBER_API void ember_plan_free(ember_plan *p);
 EMBER_API void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out);
 /* A plan in one safetensors file: the live tensors and constants as
    entries, the graph in the metadata ("ember.plan", JSON) with its format
-   version ("ember.plan.version": "2" with an Adam update, else "1"). The
-   ops of a forward and of an SGD, Adam or AdamW training step are saved
+   version ("ember.plan.version": "2" with an Adam update or an in-place
+   write, else "1"). The ops of a forward and of an SGD, Adam, AdamW or
+   RMSprop training step are saved
    (docs/plans.md lists them), Adam's state and step counts (the step the
    next run takes) included; a loaded plan runs on the CPU, its weights and
    optimizer state its own copies, updated in place by a saved training

@@ -4,10 +4,10 @@
    "ember.plan.version". A file is untrusted: the reader checks every
    number, slot and op before it builds anything, and a loaded plan checks
    each op's attributes against its inputs before it runs it. Only the ops
-   of a forward and of a training step (SAVE_OPS, SGD's and Adam's updates)
-   are written and read. A file that holds an Adam update is format version
-   2 (its step count and state); one without is written as version 1, which
-   the ember before Adam's could read. */
+   of a forward and of a training step (SAVE_OPS, SGD's and Adam's updates,
+   the in-place writes of RMSprop's) are written and read. A file that holds
+   an Adam update or an in-place write is format version 2; one without is
+   written as version 1, which the ember before them could read. */
 #include "plan.h"
 #include "../io/json.h"
 #include "../ops/norm_act.h"
@@ -30,11 +30,27 @@ static const char *const SAVE_OPS[] = {
     "cross_entropy", "cross_entropy_backward", "relu_backward", "relu_bias_backward", "sum", "sum_to", "expand",
     "select", NULL};
 
-static int savable(int op)
+/* The in-place writes a saved plan may hold (version 2): RMSprop's update,
+   a binary op's in-place form (a, b: a op= b) or a unary one without
+   attributes (a = op(a)). */
+static const char *const INPLACE_BINARY[] = {"add", "sub", "mul", "div", NULL};
+static const char *const INPLACE_UNARY[] = {"sqrt", "rsqrt", "neg", "abs", "relu", "exp", "log", "sigmoid", "tanh", NULL};
+
+static int listed(const char *const *list, int op)
 {
-    for (int k = 0; SAVE_OPS[k]; k++)
-        if (strcmp(SAVE_OPS[k], ember__ops[op].name) == 0) return 1;
+    for (int k = 0; list[k]; k++)
+        if (strcmp(list[k], ember__ops[op].name) == 0) return 1;
     return 0;
+}
+
+static int savable(int op) { return listed(SAVE_OPS, op); }
+
+/* an in-place entry's op and attributes are of the lists above */
+static int inplace_savable(const plan_entry *en)
+{
+    static const ember_attrs none;
+    if (en->kind == PE_BINARY_) return listed(INPLACE_BINARY, en->op);
+    return en->kind == PE_UNARY_ && listed(INPLACE_UNARY, en->op) && memcmp(&en->at, &none, sizeof none) == 0;
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -52,12 +68,17 @@ static int check_savable(const plan_entry *en, int e)
         for (int k = 0; k < en->nsub; k++) EMBER_TRY(check_savable(&en->sub[k], e));
         return EMBER_OK;
     }
-    if (en->kind == PE_VIEW || en->kind == PE_SGD || en->kind == PE_ADAM || (en->kind == PE_OP && savable(en->op)))
+    if (en->kind == PE_VIEW || en->kind == PE_SGD || en->kind == PE_ADAM || (en->kind == PE_OP && savable(en->op)) ||
+        inplace_savable(en))
         return EMBER_OK;
+    char what[48];
+    snprintf(what, sizeof what, "%s%s", en->kind == PE_OP || en->kind == PE_BINARY_ || en->kind == PE_UNARY_ ?
+             ember__ops[en->op].name : "a copy, fill or random entry", en->kind == PE_BINARY_ || en->kind == PE_UNARY_ ? "_" : "");
     return ember__fail(EMBER_ERR_UNSUPPORTED,
                        "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward and of "
-                       "an SGD or Adam step (%s...), not in-place writes, other optimizers' updates or random draws",
-                       e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry", SAVE_OPS[0]);
+                       "an SGD, Adam or RMSprop step (%s..., add_ sub_ mul_ div_ sqrt_ ...), not other in-place "
+                       "writes, other optimizers' updates or random draws",
+                       e + 1, what, SAVE_OPS[0]);
 }
 
 static void put_entry(json_text *b, const ember_plan *p, const plan_entry *en, int *count)
@@ -76,6 +97,8 @@ static void put_entry(json_text *b, const ember_plan *p, const plan_entry *en, i
         const double *f = en->args.f;
         json_printf(b, "%s{\"sgd\":[%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2], f[3]);
         put_ints(b, en->args.i, 2);
+    } else if (en->kind == PE_BINARY_ || en->kind == PE_UNARY_) {
+        json_printf(b, "%s{\"inplace\":\"%s\"", *count ? "," : "", ember__ops[en->op].name);
     } else if (en->kind == PE_ADAM) {   /* f: lr, b1, b2, eps, weight decay; flags: decoupled, maximize; the next step */
         const double *f = en->args.f;
         json_printf(b, "%s{\"adam\":[%.17g,%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2],
@@ -105,6 +128,8 @@ int ember_plan_save(const ember_plan *p, const char *path)
         if ((p->slots[s].kind == SLOT_LIVE || p->slots[s].kind == SLOT_CONST) && p->slots[s].tensor->storage->device != EMBER_CPU)
             return ember__fail(EMBER_ERR_UNSUPPORTED, "plan save: slot %d is on a device; a saved plan runs on the CPU", s);
     int version = p->ncounters > 0 ? 2 : 1;   /* version 1: what the ember before Adam's updates reads */
+    for (int e = 0; e < p->nentries; e++)
+        if (p->entries[e].kind == PE_BINARY_ || p->entries[e].kind == PE_UNARY_) version = 2;
     json_text b = {0};
     json_printf(&b, "{\"version\":%d,\"inputs\":[", version);
     for (int i = 0; i < p->ninputs; i++) {
@@ -231,6 +256,33 @@ static int read_adam(reader *r, ember_plan *p, const json_node *en, const json_n
     return EMBER_OK;
 }
 
+/* an in-place write: {"inplace": op, "slots": [a, b]} (binary) or [a] (unary); a is a temporary made
+   before, or a tensor of the file marked written */
+static int read_inplace(reader *r, ember_plan *p, const json_node *ip, const json_node *sl, int64_t nin, int e,
+                        const uint8_t *defined, plan_entry *pe)
+{
+    if (r->version < 2) return BAD("entry %d: an in-place write in a version 1 file", r->path, e + 1);
+    int op = -1;
+    for (int k = 0; k < EMBER_OP_COUNT && op < 0 && ip->type == JSON_STRING; k++)
+        if (strcmp(ember__ops[k].name, ip->str) == 0) op = k;
+    int binary = op >= 0 && listed(INPLACE_BINARY, op), unary = op >= 0 && listed(INPLACE_UNARY, op);
+    if (!binary && !unary)
+        return BAD("entry %d: unknown in-place op '%s'", r->path, e + 1, ip->type == JSON_STRING ? ip->str : "?");
+    if (nin != (binary ? 2 : 1) || sl->n != nin)
+        return BAD("entry %d (%s_): %lld inputs and %d slots for an in-place op of %d", r->path, e + 1, ip->str,
+                   (long long)nin, sl->n, binary ? 2 : 1);
+    int64_t a;
+    if (!whole(&sl->items[0], 0, p->nslots - 1, &a)) return BAD("entry %d: slot out of range", r->path, e + 1);
+    const plan_slot *ps = &p->slots[a];
+    if (ps->kind == SLOT_INPUT || ((ps->kind == SLOT_LIVE || ps->kind == SLOT_CONST) && !ps->written) ||
+        !defined[a])
+        return BAD("entry %d (%s_) writes slot %lld, which is not a temporary made before it or a tensor of the file "
+                   "marked written", r->path, e + 1, ip->str, (long long)a);
+    pe->kind = binary ? PE_BINARY_ : PE_UNARY_;
+    pe->op = (int16_t)op;
+    return EMBER_OK;
+}
+
 static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *defined)
 {
     const char *path = r->path;
@@ -290,11 +342,13 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
         plan_entry *pe = &p->entries[e];
         memset(pe, 0, sizeof *pe);
         int64_t nin;
-        const json_node *sgd = json_get(en, "sgd"), *adam = json_get(en, "adam");
+        const json_node *sgd = json_get(en, "sgd"), *adam = json_get(en, "adam"), *ip = json_get(en, "inplace");
         if (!sl || sl->type != JSON_ARRAY || !whole(json_get(en, "nin"), 0, 64, &nin) ||
-            (!!view + !!opn + !!sgd + !!adam) != 1)
+            (!!view + !!opn + !!sgd + !!adam + !!ip) != 1)
             return BAD("entry %d is malformed", path, e + 1);
-        if (adam) {
+        if (ip) {
+            EMBER_TRY(read_inplace(r, p, ip, sl, nin, e, defined, pe));
+        } else if (adam) {
             EMBER_TRY(read_adam(r, p, en, adam, sl, nin, e, pe));
         } else if (sgd) {   /* p, g, the momentum buffer or -1; p and the buffer the file's weights, written */
             const json_node *fl = json_get(en, "flags");

@@ -45,18 +45,19 @@ example raise naming the input, as does a changed optimizer hyperparameter
 ### `Plan:save(path, opts)`
 Writes the plan to one safetensors file: the tensors it reads as entries,
 the graph as JSON in the metadata (`"ember.plan"`) with the format version
-(`"ember.plan.version"`: `"2"` for a file with an Adam update, else `"1"`).
+(`"ember.plan.version"`: `"2"` for a file with an Adam update or an in-place
+write, else `"1"`).
 A forward's plan (traced with `train = false`: the MLP and CNN recipes'
-forwards) or an SGD, Adam or AdamW training step's whose gradients end
+forwards) or an SGD, Adam, AdamW or RMSprop training step's whose gradients end
 cleared (`opt:zero_grad()`): a loaded step trains its own copies of the
-weights and of the optimizer's state (Adam's moments, and its step count,
-saved as the step the next run takes and advanced by each run;
-docs/plans.md lists the ops a file may hold). A step that leaves `.grad`
-fields set or updates RMSprop's step count raises. `opts.names`, a table of
-name = tensor (a module's `state_dict()`), names the plan's live tensors in
-the file; the Adam state of a parameter named `N` is `N.exp_avg`,
-`N.exp_avg_sq` (and `N.max_exp_avg_sq`) unless `opts.names` names it; the
-others are `w<slot>`, the constants `c<slot>`.
+weights and of the optimizer's state (Adam's moments and its step count,
+saved as the step the next run takes and advanced by each run; RMSprop's
+averages; docs/plans.md lists the ops a file may hold). A step that leaves
+`.grad` fields set raises. `opts.names`, a table of name = tensor (a
+module's `state_dict()`), names the plan's live tensors in the file; the
+optimizer's state tensor `key` of a parameter named `N` is `N.key`
+(`N.exp_avg`, `N.square_avg`, ...) unless `opts.names` names it; the others
+are `w<slot>`, the constants `c<slot>`.
 
 ### `Plan:tensor(name)`
 The plan's tensor of that name (a loaded plan's as its file names it): a
