@@ -103,10 +103,14 @@ describe("plan:save and ember.jit.load", function()
     stepa(xs[1], ys[1])
     stepa(xs[2], ys[2])
     local loaded = ember.jit.load(file)
+    assert.are.same({ 0, 0 }, { loaded:stats().arena_bytes, loaded:stats().peak_bytes })   -- laid out by the first run
     for i = 3, 7 do
       local la = stepa(xs[i], ys[i])
       local lb = loaded(xs[i], ys[i])
       assert.is_true(ember.equal(la, lb), "loss at step " .. i)
+      -- from the second run on, the temporaries in the arena: the same bits
+      assert.is_true(loaded:stats().arena_bytes > 0 and loaded:stats().arena_bytes % 64 == 0)
+      assert.is_true(loaded:stats().peak_bytes > 0)
     end
     for k, v in pairs(a:state_dict()) do
       assert.is_true(ember.equal(v, loaded:tensor(k)), k)

@@ -87,7 +87,15 @@ static int train(const char *path, const ember_named_tensors *probes, const char
             }
         bad |= n == 0;
     }
-    if (!bad) printf("trained 5 steps from %s: %d tensors as Lua's\n", path, checked);
+    ember_plan_stats_t st;
+    ember_plan_stats(step, &st);   /* the first run laid the arena out; the later ones ran in it */
+    if (!bad && st.arena_bytes <= 0) {
+        printf("the loaded step has no arena\n");
+        bad = 1;
+    }
+    if (!bad)
+        printf("trained 5 steps from %s: %d tensors as Lua's (arena %lld bytes)\n", path, checked,
+               (long long)st.arena_bytes);
     ember_plan_free(step);
     return bad || checked == 0;
 }

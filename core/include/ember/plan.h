@@ -26,7 +26,8 @@ typedef struct {
     int64_t ops;           /* entries replayed */
     int64_t fused;         /* of them, fused ones */
     int64_t removed;       /* entries dropped as dead */
-    int64_t arena_bytes;   /* bytes of the plan's arena, its CPU temporaries' memory (0: none, as a loaded plan's) */
+    int64_t arena_bytes;   /* bytes of the plan's arena, its CPU temporaries' memory (0: none; a loaded plan's is
+                              laid out by its first complete run) */
     int64_t peak_bytes;    /* the most bytes of temporaries a run holds at once */
     int64_t inputs, outputs;
     int64_t patterns;      /* of the fused ones, existing fused ops chosen by pattern (linear_relu) */

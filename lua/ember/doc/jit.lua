@@ -36,7 +36,8 @@ fused ops the plan chose by pattern (`linear`, `add`, `relu` as
 read only weights and constants (eval-mode batch norm's scale and shift: run
 at the first replay, their results kept until a weight they read is written
 in place), the bytes of the plan's arena (its CPU temporaries'
-memory, planned by lifetime; 0 for a loaded plan), the most bytes of
+memory, planned by lifetime; a loaded plan's laid out by its first run, 0
+until then), the most bytes of
 temporaries a replay holds at once, and the counts of inputs and results.
 `plan(...)` replays: inputs of another shape, dtype or device than the
 example raise naming the input, as does a changed optimizer hyperparameter
