@@ -71,26 +71,34 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() step:save(dir .. "/step.plan") end, "a plan that sets .grad fields")
   end)
 
-  it("saves an MLP's SGD training step that trains its own copies of the weights, bit for bit as eager", function()
-    local F, optim = nn.functional, ember.optim
-    local function setup()
-      ember.manual_seed(9)
-      local m = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
-      local opt = optim.SGD(m:parameters(), { lr = 0.1, momentum = 0.9, weight_decay = 1e-3 })
-      local gm = ember.autodiff.GradManager():attach(m:parameters())
-      return m, function(x, y)
-        gm:record()
-        local loss = F.cross_entropy(m(x), y)
-        gm:backward(loss)
-        opt:step()
-        opt:zero_grad()
-        return loss
-      end
+  -- an MLP, its optimizer (kind, opts) and its step; the data of 7 steps
+  local function setup_step(kind, opts)
+    local F = nn.functional
+    ember.manual_seed(9)
+    local m = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
+    local opt = ember.optim[kind](m:parameters(), opts)
+    local gm = ember.autodiff.GradManager():attach(m:parameters())
+    return m, opt, function(x, y)
+      gm:record()
+      local loss = F.cross_entropy(m(x), y)
+      gm:backward(loss)
+      opt:step()
+      opt:zero_grad()
+      return loss
     end
+  end
+  local function batches()
     ember.manual_seed(10)
     local xs, ys = {}, {}
-    for i = 1, 7 do
-      xs[i], ys[i] = ember.randn({ 6, 12 }), ember.randint(1, 6, { 6 })
+    for i = 1, 7 do xs[i], ys[i] = ember.randn({ 6, 12 }), ember.randint(1, 6, { 6 }) end
+    return xs, ys
+  end
+
+  it("saves an MLP's SGD training step that trains its own copies of the weights, bit for bit as eager", function()
+    local xs, ys = batches()
+    local function setup()
+      local m, _, step = setup_step("SGD", { lr = 0.1, momentum = 0.9, weight_decay = 1e-3 })
+      return m, step
     end
     local a, stepa = setup()
     local b, stepb = setup()
@@ -120,27 +128,30 @@ describe("plan:save and ember.jit.load", function()
     H.raises(function() plan:save(file, { names = { w3 = b[1].weight } }) end, "of the form")
   end)
 
-  -- an MLP, its optimizer (kind, opts) and its step; the data of 7 steps
-  local function adam_setup(kind, opts)
-    local F = nn.functional
-    ember.manual_seed(9)
-    local m = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
-    local opt = ember.optim[kind](m:parameters(), opts)
-    local gm = ember.autodiff.GradManager():attach(m:parameters())
-    return m, opt, function(x, y)
-      gm:record()
-      local loss = F.cross_entropy(m(x), y)
-      gm:backward(loss)
-      opt:step()
-      opt:zero_grad()
-      return loss
+  -- an MLP's step with optimizer kind traced and saved to file, its graph;
+  -- and with(fn, version): loading the file with fn(graph, entry) applied
+  -- to its graph (entry: the first for which pick(entry) holds) fails, its message
+  local function hostile(kind, opts, file, pick)
+    local xs, ys = batches()
+    local b, _, stepb = setup_step(kind, opts)
+    stepb(xs[1], ys[1])
+    ember.jit.trace(stepb, { xs[2], ys[2] }):save(file, { names = b:state_dict() })
+    local h0, d0 = split(H.read(file))
+    return json.decode(h0.__metadata__["ember.plan"]), function(fn, version)
+      local h = split(H.read(file))
+      local g = json.decode(h.__metadata__["ember.plan"])
+      local entry
+      for _, e in ipairs(g.entries) do entry = entry or (pick(e) and e) end
+      fn(g, entry)
+      h.__metadata__["ember.plan"] = json.encode(g)
+      h.__metadata__["ember.plan.version"] = version or "2"
+      local f = assert(io.open(dir .. "/bad.plan", "wb"))
+      f:write(join(h, d0))
+      f:close()
+      local ok, err = pcall(ember.jit.load, dir .. "/bad.plan")
+      assert.is_false(ok)
+      return err
     end
-  end
-  local function batches()
-    ember.manual_seed(10)
-    local xs, ys = {}, {}
-    for i = 1, 7 do xs[i], ys[i] = ember.randn({ 6, 12 }), ember.randint(1, 6, { 6 }) end
-    return xs, ys
   end
 
   for _, case in ipairs({
@@ -154,8 +165,8 @@ describe("plan:save and ember.jit.load", function()
     it(("saves %s's step (%s) with its state (and step count); 5 loaded runs are eager's steps, bit for bit")
       :format(case[1], json.encode(case[2])), function()
       local xs, ys = batches()
-      local a, opta, stepa = adam_setup(case[1], case[2])
-      local b, optb, stepb = adam_setup(case[1], case[2])
+      local a, opta, stepa = setup_step(case[1], case[2])
+      local b, optb, stepb = setup_step(case[1], case[2])
       stepb(xs[1], ys[1])
       stepb(xs[2], ys[2])   -- an eager step between: the plan's first run is step 3
       local plan = ember.jit.trace(stepb, { xs[3], ys[3] })
@@ -196,28 +207,8 @@ describe("plan:save and ember.jit.load", function()
   end
 
   it("refuses hostile Adam entries: state of another shape, missing state, bad step counts and betas", function()
-    local xs, ys = batches()
-    local b, _, stepb = adam_setup("Adam", { lr = 1e-2, amsgrad = true })
-    stepb(xs[1], ys[1])
     local file = dir .. "/adam.plan"
-    ember.jit.trace(stepb, { xs[2], ys[2] }):save(file, { names = b:state_dict() })
-    local h0, d0 = split(H.read(file))
-    local g0 = json.decode(h0.__metadata__["ember.plan"])
-    local function with(fn, version)
-      local h = split(H.read(file))
-      local g = json.decode(h.__metadata__["ember.plan"])
-      local adam
-      for _, e in ipairs(g.entries) do adam = adam or (e.adam and e) end
-      fn(g, adam)
-      h.__metadata__["ember.plan"] = json.encode(g)
-      h.__metadata__["ember.plan.version"] = version or "2"
-      local f = assert(io.open(dir .. "/bad.plan", "wb"))
-      f:write(join(h, d0))
-      f:close()
-      local ok, err = pcall(ember.jit.load, dir .. "/bad.plan")
-      assert.is_false(ok)
-      return err
-    end
+    local g0, with = hostile("Adam", { lr = 1e-2, amsgrad = true }, file, function(e) return e.adam end)
     local slot_of = {}
     for i, sl in ipairs(g0.slots) do if sl[1] == "w" then slot_of[sl[2]] = i - 1 end end
     assert.matches("adam updates slot 0, which is not a weight of the file marked written",
@@ -245,30 +236,10 @@ describe("plan:save and ember.jit.load", function()
   end)
 
   it("refuses hostile in-place writes (RMSprop's update): of an input, an unwritten constant, unknown ops", function()
-    local xs, ys = batches()
-    local b, _, stepb = adam_setup("RMSprop", { lr = 1e-2, momentum = 0.5 })
-    stepb(xs[1], ys[1])
     local file = dir .. "/rms.plan"
-    ember.jit.trace(stepb, { xs[2], ys[2] }):save(file, { names = b:state_dict() })
-    local h0, d0 = split(H.read(file))
-    local g0 = json.decode(h0.__metadata__["ember.plan"])
+    local g0, with = hostile("RMSprop", { lr = 1e-2, momentum = 0.5 }, file, function(e) return e.inplace == "mul" end)
     local const
     for i, sl in ipairs(g0.slots) do if sl[1] == "c" and sl[3] == 0 then const = const or i - 1 end end
-    local function with(fn, version)
-      local h = split(H.read(file))
-      local g = json.decode(h.__metadata__["ember.plan"])
-      local ip
-      for _, e in ipairs(g.entries) do ip = ip or (e.inplace == "mul" and e) end
-      fn(g, ip)
-      h.__metadata__["ember.plan"] = json.encode(g)
-      h.__metadata__["ember.plan.version"] = version or "2"
-      local f = assert(io.open(dir .. "/bad.plan", "wb"))
-      f:write(join(h, d0))
-      f:close()
-      local ok, err = pcall(ember.jit.load, dir .. "/bad.plan")
-      assert.is_false(ok)
-      return err
-    end
     assert.matches("entry %d+ %(mul_%) writes slot 0, which is not a temporary made before it or a tensor of the "
       .. "file marked written", with(function(_, e) e.slots[1] = 0 end))
     assert.is_truthy(const)

@@ -26,13 +26,16 @@ local x = centers:index_select(1, labels) + ember.randn({ 256, 4 })
 local model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 3))
 local opt = optim.SGD(model:parameters(), { lr = 0.05, momentum = 0.9 })
 local gm = ember.autodiff.GradManager():attach(model:parameters())
-for _ = 1, 200 do
+-- a training step of the model, with the optimizer opt holds when it runs
+local function step(xb, yb)
   gm:record()
-  local loss = F.cross_entropy(model(x), labels)
+  local loss = F.cross_entropy(model(xb), yb)
   gm:backward(loss)
   opt:step()
   opt:zero_grad()
+  return loss
 end
+for _ = 1, 200 do step(x, labels) end
 
 local infer = ember.jit.trace(model, { x[{ { 1, 1 } }]:contiguous() }, { train = false })
 infer:save(plan_path)
@@ -43,14 +46,6 @@ for i = 1, 5 do
 end
 local step_path = arg[3]
 if step_path then
-  local function step(xb, yb)
-    gm:record()
-    local loss = F.cross_entropy(model(xb), yb)
-    gm:backward(loss)
-    opt:step()
-    opt:zero_grad()
-    return loss
-  end
   local train = ember.jit.trace(step, { x, labels })   -- one more step, run and recorded
   train:save(step_path, { names = model:state_dict() })
   probes.train_x, probes.train_y = x, labels
@@ -60,15 +55,7 @@ if step_path then
 end
 local adam_path = arg[4]
 if step_path and adam_path then
-  opt = optim.AdamW(model:parameters(), { lr = 3e-3, weight_decay = 1e-2 })
-  local function step(xb, yb)
-    gm:record()
-    local loss = F.cross_entropy(model(xb), yb)
-    gm:backward(loss)
-    opt:step()
-    opt:zero_grad()
-    return loss
-  end
+  opt = optim.AdamW(model:parameters(), { lr = 3e-3, weight_decay = 1e-2 })   -- the step below takes it
   step(x, labels)   -- the first step makes AdamW's state
   local train = ember.jit.trace(step, { x, labels })
   train:save(adam_path, { names = model:state_dict() })   -- the state as <name>.exp_avg, <name>.exp_avg_sq
