@@ -84,6 +84,7 @@ def main():
     print(json.dumps({
         "bench": "torch_" + which, "epochs": epochs, "seconds_per_epoch": med,
         "samples_per_s": len(xtr) / med, "test_accuracy_epoch1": acc[0], "test_accuracy_last": acc[-1],
+        "epoch_seconds": times,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "seed": seed, "threads": torch.get_num_threads(), "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "auto"),
         "channels_last": channels_last,

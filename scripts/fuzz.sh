@@ -34,7 +34,11 @@ for h in safetensors idx plan; do
     -o "$out/fuzz_$h"
   mkdir -p "$out/corpus_$h"
   echo "== fuzz_$h: ${secs} s"
-  (cd "$out" && ASAN_OPTIONS=detect_leaks=1 ./"fuzz_$h" -max_total_time="$secs" -max_len=4096 -timeout=10 \
+  # the plan seeds (a training step's graph and weights) are 5 to 11 KB: cut to 4096 bytes they no longer
+  # parse, and the fuzzer stays in the safetensors header (coverage 248 against 1826)
+  maxlen=4096
+  [ "$h" = plan ] && maxlen=16384
+  (cd "$out" && ASAN_OPTIONS=detect_leaks=1 ./"fuzz_$h" -max_total_time="$secs" -max_len="$maxlen" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 "corpus_$h" "../core/tests/fuzz/${h}_corpus") 2>&1 |
     grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|crash-|leak-|timeout-" || true
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -4,9 +4,10 @@
    draws as eager makes them; dead entries dropped; budgeted runs; and the
    errors: a value read while tracing, nested traces, inputs of another
    shape, a run read before it is done; the arena's size and the names of a
-   plan's live tensors. */
+   plan's live tensors; an Adam step saved, loaded and trained from. */
 #include "check.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static ember_tensor *vec(int64_t n, double v)
@@ -47,6 +48,65 @@ static ember_tensor *step(ember_tensor *x, ember_tensor *w)
     ember_tensor *drop[] = {c, m, a, r, noise, y, half, d, dead};
     for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) ember_tensor_release(drop[i]);
     return s;
+}
+
+static ember_tensor *grad_of(ember_tensor *x, ember_tensor *p)
+{
+    ember_tensor *t = NULL, *g = NULL;
+    CHECK(ember_mul(x, p, &t) == EMBER_OK);
+    CHECK(ember_mul(t, x, &g) == EMBER_OK);
+    ember_tensor_release(t);
+    return g;
+}
+
+/* an Adam update traced from C, saved and loaded: the loaded plan's runs
+   are eager's steps, bit for bit, its moments its own copies by name, its
+   step count saved and advanced; the runs after its first use its arena */
+static void adam_saved(void)
+{
+    ember_tensor *p1 = rnd(8), *m1 = vec(8, 0), *v1 = vec(8, 0), *x = rnd(8), *p2 = NULL, *m2 = NULL, *v2 = NULL,
+                 *g = NULL, *g2 = NULL;
+    CHECK(ember_clone(p1, &p2) == EMBER_OK && ember_clone(m1, &m2) == EMBER_OK && ember_clone(v1, &v2) == EMBER_OK);
+    /* the gradient g = (x p) x, a temporary between; step 1 eagerly on (p1, m1, v1), traced on (p2, m2, v2) */
+    CHECK((g = grad_of(x, p1)) != NULL);
+    CHECK(ember_adam_step_(p1, g, m1, v1, NULL, 1e-2, 0.9, 0.999, 1e-8, 1e-2, 1, 0, 1) == EMBER_OK);
+    ember_tensor_release(g);
+    CHECK(ember_trace_begin(1, &x) == EMBER_OK);
+    CHECK((g2 = grad_of(x, p2)) != NULL);
+    CHECK(ember_adam_step_(p2, g2, m2, v2, NULL, 1e-2, 0.9, 0.999, 1e-8, 1e-2, 1, 0, 1) == EMBER_OK);
+    ember_plan *tp = NULL, *lp = NULL;
+    CHECK(ember_trace_end(1, &g2, &tp) == EMBER_OK);
+    CHECK(ember_plan_name(tp, p2, "p") == 1 && ember_plan_name(tp, m2, "p.exp_avg") == 1 &&
+          ember_plan_name(tp, v2, "p.exp_avg_sq") == 1);
+    CHECK(ember_plan_save(tp, "test_plan_adam.plan") == EMBER_OK);
+    CHECK(ember_plan_load("test_plan_adam.plan", &lp) == EMBER_OK);
+    int n = 0;
+    int64_t *steps = ember_plan_counters(lp, &n);
+    CHECK(n == 1 && steps[0] == 2);
+    ember_plan_stats_t st;
+    for (int k = 2; k <= 4; k++) {
+        ember_tensor *o = NULL;
+        CHECK((g = grad_of(x, p1)) != NULL);
+        CHECK(ember_adam_step_(p1, g, m1, v1, NULL, 1e-2, 0.9, 0.999, 1e-8, 1e-2, 1, 0, k) == EMBER_OK);
+        CHECK(ember_plan_run(lp, &x, 1, &o, 1) == EMBER_OK && o && same_bits(o, g));
+        ember_plan_stats(lp, &st);
+        CHECK(st.arena_bytes > 0 && st.peak_bytes > 0);   /* laid out by the first run */
+        ember_tensor_release(g);
+        ember_tensor_release(o);
+    }
+    CHECK(steps[0] == 5);
+    const char *names[3] = {"p", "p.exp_avg", "p.exp_avg_sq"};
+    ember_tensor *want[3] = {p1, m1, v1};
+    for (int k = 0; k < 3; k++) {
+        ember_tensor *t = NULL;
+        CHECK(ember_plan_tensor(lp, names[k], &t) == EMBER_OK && same_bits(t, want[k]));
+        ember_tensor_release(t);
+    }
+    remove("test_plan_adam.plan");
+    ember_plan_free(tp);
+    ember_plan_free(lp);
+    ember_tensor *drop[] = {p1, m1, v1, x, p2, m2, v2, g2};
+    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) ember_tensor_release(drop[i]);
 }
 
 int main(void)
@@ -128,6 +188,7 @@ int main(void)
 
     ember_plan_free(p);
     ember_plan_free(NULL);
+    adam_saved();
     ember_tensor *drop[] = {w1, w2, x0, s1, s2, bad, z};
     for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) ember_tensor_release(drop[i]);
     if (failures) fprintf(stderr, "test_plan: %d failures\n", failures);

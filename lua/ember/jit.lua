@@ -36,15 +36,22 @@ local function fail(op, msg, ...) errors.fail("jit." .. op, msg, ...) end
 -- The open trace's Lua side: { counters = {adam states}, groups = {...} }.
 local tracing = nil
 
--- optim.lua: an Adam update (its fused entry) whose step count the plan
--- must advance; the entries are numbered in the order of these calls.
-function ember._jit_counter(st)
-  if tracing then tracing.counters[#tracing.counters + 1] = st end
+-- optim.lua: an Adam update (its fused entry) of parameter p whose step
+-- count the plan must advance; the entries are numbered in the order of
+-- these calls.
+function ember._jit_counter(st, p)
+  if tracing then
+    tracing.counters[#tracing.counters + 1] = st
+    tracing.params[#tracing.params + 1] = p or false
+  end
 end
--- optim/common.lua: a state whose step count (a Lua number the update does
--- not compute with) advances by one with each run of the plan.
-function ember._jit_advance(st)
-  if tracing then tracing.advance[#tracing.advance + 1] = st end
+-- optim/common.lua: the state of parameter p whose step count (a Lua number
+-- the update does not compute with) advances by one with each run of the plan.
+function ember._jit_advance(st, p)
+  if tracing then
+    tracing.advance[#tracing.advance + 1] = st
+    tracing.advance_params[#tracing.advance_params + 1] = p or false
+  end
 end
 -- optim.lua, optim/common.lua: a parameter group whose numbers the trace
 -- bakes in: kept as {group, key, index or false, value} for the numbers,
@@ -102,7 +109,7 @@ end
 local function new_plan(p, nin, nout, set, unset, counters, groups)
   return setmetatable({
     _p = ffi.gc(p, C.ember_plan_free), _nin = nin, _nout = nout, _set = set, _unset = unset, _nset = #set,
-    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups, _advance = {},
+    _counters = counters, _counter_ptr = C.ember_plan_counters(p, nil), _groups = groups, _advance = {}, _states = {},
     _in = ffi.new("ember_tensor *[?]", nin + 1), _out = ffi.new("ember_tensor *[?]", nout + #set + 1),
   }, Plan)
 end
@@ -125,7 +132,7 @@ function jit.trace(fn, inputs, opts)
   local buf = ffi.new("ember_tensor *[?]", nin + 1)
   for i = 1, nin do buf[i - 1] = inputs[i]._c end
   check(C.ember_trace_begin(nin, buf))
-  local state = { counters = {}, groups = {}, seen = {}, advance = {} }
+  local state = { counters = {}, params = {}, groups = {}, seen = {}, advance = {}, advance_params = {} }
   tracing = state
   local grads = {}
   ember._jit_grads = grads
@@ -161,6 +168,9 @@ function jit.trace(fn, inputs, opts)
   if rc < 0 then check(rc) end
   local plan = new_plan(pp[0], nin, nout, set, unset, state.counters, state.groups)
   plan._advance = state.advance
+  plan._states = {}   -- {state, parameter} of each optimizer update, for the names of the state in a file
+  for k, st in ipairs(state.counters) do plan._states[#plan._states + 1] = { st, state.params[k] } end
+  for k, st in ipairs(state.advance) do plan._states[#plan._states + 1] = { st, state.advance_params[k] } end
   return plan
 end
 
@@ -176,19 +186,22 @@ end
 
 -- plan:save(path, opts): one safetensors file (docs/plans.md, "The file");
 -- opts.names: {name = tensor} (a module's state_dict()) naming the plan's
--- live tensors in the file (the others are w<slot>)
+-- live tensors in the file (the others are w<slot>); an optimizer's state
+-- tensor st[key] of a parameter named N is named N.key (N.exp_avg,
+-- N.square_avg, ...) unless opts.names names it, and each Adam update's
+-- step count is saved
 function Plan:save(path, opts)
   if type(path) ~= "string" then fail("Plan:save", "path must be a string, got %s", errors.show(path)) end
   local names = errors.options("jit.Plan:save", opts, { names = true }).names
   if names ~= nil and type(names) ~= "table" then
     fail("Plan:save", "opts.names must be a table of name = tensor, got %s", errors.show(names))
   end
-  if self._nset > 0 or #self._counters > 0 or #self._advance > 0 then
-    fail("Plan:save", "a plan that sets .grad fields or updates an optimizer's step count (Adam, RMSprop) cannot be "
-      .. "saved: a saved plan holds a forward or an SGD step whose gradients are cleared (zero_grad)")
+  if self._nset > 0 then
+    fail("Plan:save", "a plan that sets .grad fields cannot be saved: a saved plan holds a forward, or a training "
+      .. "step whose gradients are cleared (zero_grad)")
   end
   if names then
-    local keys = {}
+    local keys, by_memory = {}, {}
     for k in pairs(names) do keys[#keys + 1] = k end
     table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
     for _, k in ipairs(keys) do
@@ -197,8 +210,20 @@ function Plan:save(path, opts)
         fail("Plan:save", "opts.names: entry %s = %s is not a name = tensor", errors.show(k), errors.show(t))
       end
       check(C.ember_plan_name(self._p, t._c, k))
+      by_memory[tonumber(ffi.cast("intptr_t", t:data_ptr()))] = k   -- a state_dict's tensors are detached headers
+    end
+    for _, sp in ipairs(self._states) do   -- the optimizer's state of a named parameter, by its name
+      local pname = sp[2] and by_memory[tonumber(ffi.cast("intptr_t", sp[2]:data_ptr()))]
+      local keys = {}
+      for key, t in pairs(pname and sp[1] or {}) do
+        if is_tensor(t) and names[pname .. "." .. key] == nil then keys[#keys + 1] = key end
+      end
+      table.sort(keys)
+      for _, key in ipairs(keys) do check(C.ember_plan_name(self._p, sp[1][key]._c, pname .. "." .. key)) end
     end
   end
+  local cp, counters = self._counter_ptr, self._counters
+  for k = 1, #counters do cp[k - 1] = counters[k].step + 1 end   -- the step the next run takes
   check(C.ember_plan_save(self._p, path))
 end
 

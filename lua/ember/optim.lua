@@ -466,7 +466,7 @@ local function adam_update(self, decoupled)
       if g ~= nil then
         local st = adam_state(state, p, amsgrad)
         local vmax = amsgrad and st.max_exp_avg_sq or nil
-        ember._jit_counter(st)
+        ember._jit_counter(st, p)
         if fused(C.ember_adam_step_(p._c, g._c, st.exp_avg._c, st.exp_avg_sq._c, vmax and vmax._c, lr, b1, b2,
             eps, wd, decoupled and 1 or 0, maximize and 1 or 0, st.step + 1)) then
           st.step = st.step + 1

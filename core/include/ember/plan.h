@@ -26,7 +26,8 @@ typedef struct {
     int64_t ops;           /* entries replayed */
     int64_t fused;         /* of them, fused ones */
     int64_t removed;       /* entries dropped as dead */
-    int64_t arena_bytes;   /* bytes of the plan's arena, its CPU temporaries' memory (0: none, as a loaded plan's) */
+    int64_t arena_bytes;   /* bytes of the plan's arena, its CPU temporaries' memory (0: none; a loaded plan's is
+                              laid out by its first complete run) */
     int64_t peak_bytes;    /* the most bytes of temporaries a run holds at once */
     int64_t inputs, outputs;
     int64_t patterns;      /* of the fused ones, existing fused ops chosen by pattern (linear_relu) */
@@ -49,10 +50,13 @@ EMBER_API void ember_plan_free(ember_plan *p);
 EMBER_API void ember_plan_stats(const ember_plan *p, ember_plan_stats_t *out);
 /* A plan in one safetensors file: the live tensors and constants as
    entries, the graph in the metadata ("ember.plan", JSON) with its format
-   version ("ember.plan.version", "1"). The ops of a forward and of an SGD
-   training step are saved (docs/plans.md lists them); a loaded plan runs on
-   the CPU, its weights its own copies, updated in place by a saved training
-   step's runs. The reader refuses, naming what, a file that is truncated,
+   version ("ember.plan.version": "2" with an Adam update or an in-place
+   write, else "1"). The ops of a forward and of an SGD, Adam, AdamW or
+   RMSprop training step are saved
+   (docs/plans.md lists them), Adam's state and step counts (the step the
+   next run takes) included; a loaded plan runs on the CPU, its weights and
+   optimizer state its own copies, updated in place by a saved training
+   step's runs, its step counts advanced by each run. The reader refuses, naming what, a file that is truncated,
    of another version, with an unknown op, a slot read before it is
    written, absurd sizes; each op's attributes are checked against its
    inputs before it runs. */

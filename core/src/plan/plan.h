@@ -135,6 +135,10 @@ struct ember_plan {
     int nregions;
     int arena_off;           /* a storage was found where the plan did not put it: no arena from then on */
     plan_arena *arena;       /* allocated at the first run */
+    /* a loaded plan's memory plan, worked out from its first complete run: while it is pending, a run keeps
+       each slot's tensor (first_held) until its end, then lays the arena out over them */
+    int arena_pending;
+    ember_tensor **first_held;
     char **names;            /* per slot: a weight's or constant's name in the file (NULL: w<slot>, c<slot>) */
     /* entries run once and their results kept (hoist.c): per entry whether; per slot the kept tensor; the
        live slots they read and those slots' storage versions when the kept results were made */

@@ -4,8 +4,10 @@
    "ember.plan.version". A file is untrusted: the reader checks every
    number, slot and op before it builds anything, and a loaded plan checks
    each op's attributes against its inputs before it runs it. Only the ops
-   of a forward and of an SGD training step (SAVE_OPS, and SGD's update) are
-   written and read. */
+   of a forward and of a training step (SAVE_OPS, SGD's and Adam's updates,
+   the in-place writes of RMSprop's) are written and read. A file that holds
+   an Adam update or an in-place write is format version 2; one without is
+   written as version 1, which the ember before them could read. */
 #include "plan.h"
 #include "../io/json.h"
 #include "../ops/norm_act.h"
@@ -15,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PLAN_VERSION = 1, PLAN_MAX_SLOTS = 1 << 20, PLAN_MAX_IO = 64 };
+enum { PLAN_VERSION = 2, PLAN_MAX_SLOTS = 1 << 20, PLAN_MAX_IO = 64 };
 
 /* The ops a saved plan may hold: their forwards check their inputs, and
    check_attrs below checks the attributes of the ones that take any. */
@@ -28,11 +30,27 @@ static const char *const SAVE_OPS[] = {
     "cross_entropy", "cross_entropy_backward", "relu_backward", "relu_bias_backward", "sum", "sum_to", "expand",
     "select", NULL};
 
-static int savable(int op)
+/* The in-place writes a saved plan may hold (version 2): RMSprop's update,
+   a binary op's in-place form (a, b: a op= b) or a unary one without
+   attributes (a = op(a)). */
+static const char *const INPLACE_BINARY[] = {"add", "sub", "mul", "div", NULL};
+static const char *const INPLACE_UNARY[] = {"sqrt", "rsqrt", "neg", "abs", "relu", "exp", "log", "sigmoid", "tanh", NULL};
+
+static int listed(const char *const *list, int op)
 {
-    for (int k = 0; SAVE_OPS[k]; k++)
-        if (strcmp(SAVE_OPS[k], ember__ops[op].name) == 0) return 1;
+    for (int k = 0; list[k]; k++)
+        if (strcmp(list[k], ember__ops[op].name) == 0) return 1;
     return 0;
+}
+
+static int savable(int op) { return listed(SAVE_OPS, op); }
+
+/* an in-place entry's op and attributes are of the lists above */
+static int inplace_savable(const plan_entry *en)
+{
+    static const ember_attrs none;
+    if (en->kind == PE_BINARY_) return listed(INPLACE_BINARY, en->op);
+    return en->kind == PE_UNARY_ && listed(INPLACE_UNARY, en->op) && memcmp(&en->at, &none, sizeof none) == 0;
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -50,17 +68,23 @@ static int check_savable(const plan_entry *en, int e)
         for (int k = 0; k < en->nsub; k++) EMBER_TRY(check_savable(&en->sub[k], e));
         return EMBER_OK;
     }
-    if (en->kind == PE_VIEW || en->kind == PE_SGD || (en->kind == PE_OP && savable(en->op))) return EMBER_OK;
+    if (en->kind == PE_VIEW || en->kind == PE_SGD || en->kind == PE_ADAM || (en->kind == PE_OP && savable(en->op)) ||
+        inplace_savable(en))
+        return EMBER_OK;
+    char what[48];
+    snprintf(what, sizeof what, "%s%s", en->kind == PE_OP || en->kind == PE_BINARY_ || en->kind == PE_UNARY_ ?
+             ember__ops[en->op].name : "a copy, fill or random entry", en->kind == PE_BINARY_ || en->kind == PE_UNARY_ ? "_" : "");
     return ember__fail(EMBER_ERR_UNSUPPORTED,
                        "plan save: entry %d (%s) cannot be saved: a saved plan holds the ops of a forward and of "
-                       "an SGD step (%s...), not in-place writes, other optimizers' updates or random draws",
-                       e + 1, en->kind == PE_OP ? ember__ops[en->op].name : "an in-place or random entry", SAVE_OPS[0]);
+                       "an SGD, Adam or RMSprop step (%s..., add_ sub_ mul_ div_ sqrt_ ...), not other in-place "
+                       "writes, other optimizers' updates or random draws",
+                       e + 1, what, SAVE_OPS[0]);
 }
 
-static void put_entry(json_text *b, const plan_entry *en, int *count)
+static void put_entry(json_text *b, const ember_plan *p, const plan_entry *en, int *count)
 {
     if (en->kind == PE_FUSED) {   /* the entries it replaced */
-        for (int k = 0; k < en->nsub; k++) put_entry(b, &en->sub[k], count);
+        for (int k = 0; k < en->nsub; k++) put_entry(b, p, &en->sub[k], count);
         return;
     }
     int64_t sl[72];
@@ -73,6 +97,14 @@ static void put_entry(json_text *b, const plan_entry *en, int *count)
         const double *f = en->args.f;
         json_printf(b, "%s{\"sgd\":[%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2], f[3]);
         put_ints(b, en->args.i, 2);
+    } else if (en->kind == PE_BINARY_ || en->kind == PE_UNARY_) {
+        json_printf(b, "%s{\"inplace\":\"%s\"", *count ? "," : "", ember__ops[en->op].name);
+    } else if (en->kind == PE_ADAM) {   /* f: lr, b1, b2, eps, weight decay; flags: decoupled, maximize; the next step */
+        const double *f = en->args.f;
+        json_printf(b, "%s{\"adam\":[%.17g,%.17g,%.17g,%.17g,%.17g],\"flags\":", *count ? "," : "", f[0], f[1], f[2],
+                    f[3], f[4]);
+        put_ints(b, en->args.i, 2);
+        json_printf(b, ",\"step\":%lld", (long long)p->counters[en->args.i[2]]);
     } else {
         ember_attrs at = en->at;
         json_printf(b, "%s{\"op\":\"%s\",\"i\":", *count ? "," : "", ember__ops[en->op].name);
@@ -95,8 +127,11 @@ int ember_plan_save(const ember_plan *p, const char *path)
     for (int s = 0; s < p->nslots; s++)
         if ((p->slots[s].kind == SLOT_LIVE || p->slots[s].kind == SLOT_CONST) && p->slots[s].tensor->storage->device != EMBER_CPU)
             return ember__fail(EMBER_ERR_UNSUPPORTED, "plan save: slot %d is on a device; a saved plan runs on the CPU", s);
+    int version = p->ncounters > 0 ? 2 : 1;   /* version 1: what the ember before Adam's updates reads */
+    for (int e = 0; e < p->nentries; e++)
+        if (p->entries[e].kind == PE_BINARY_ || p->entries[e].kind == PE_UNARY_) version = 2;
     json_text b = {0};
-    json_printf(&b, "{\"version\":%d,\"inputs\":[", PLAN_VERSION);
+    json_printf(&b, "{\"version\":%d,\"inputs\":[", version);
     for (int i = 0; i < p->ninputs; i++) {
         json_printf(&b, "%s{\"dtype\":%d,\"shape\":", i ? "," : "", p->inputs_dtype[i]);
         put_ints(&b, p->inputs_shape[i], p->inputs_ndim[i]);
@@ -122,14 +157,14 @@ int ember_plan_save(const ember_plan *p, const char *path)
     }
     json_printf(&b, "],\"entries\":[");
     int count = 0;
-    for (int e = 0; e < p->nentries; e++) put_entry(&b, &p->entries[e], &count);
+    for (int e = 0; e < p->nentries; e++) put_entry(&b, p, &p->entries[e], &count);
     json_printf(&b, "],\"outputs\":[");
     for (int k = 0; k < p->noutputs; k++) json_printf(&b, "%s%d", k ? "," : "", p->outputs[k]);
     json_printf(&b, "]}");
     int rc;
     if (b.oom) rc = ember__fail(EMBER_ERR_OOM, "plan save: out of memory");
     else {
-        ember_st_kv meta[2] = {{"ember.plan", 10, b.p, b.len}, {"ember.plan.version", 18, "1", 1}};
+        ember_st_kv meta[2] = {{"ember.plan", 10, b.p, b.len}, {"ember.plan.version", 18, version == 2 ? "2" : "1", 1}};
         rc = ember_st_save(path, nt, named, 2, meta);
     }
     free(b.p);
@@ -142,6 +177,8 @@ int ember_plan_save(const ember_plan *p, const char *path)
 typedef struct reader {
     const char *path;
     ember_st_file *f;
+    int version;   /* the file's format version (1 or 2) */
+    int nadam;     /* the Adam updates read so far: their step counters' indices */
 } reader;
 
 #define BAD(...) (ember__fail(EMBER_ERR_IO, "plan load: %s: " __VA_ARGS__))
@@ -164,6 +201,86 @@ static int read_tensor(reader *r, const char *name, ember_tensor **out)
         if (len == strlen(name) && memcmp(nm, name, len) == 0) return ember_st_read(r->f, i, out);
     }
     return BAD("the graph names a tensor '%s' the file does not hold", r->path, name);
+}
+
+/* an optimizer update's operand k: a weight of the file marked written */
+static int updated_weight(const reader *r, const ember_plan *p, const json_node *sl, int k, int e, const char *what)
+{
+    int64_t w;
+    if (!whole(&sl->items[k], 0, p->nslots - 1, &w) || p->slots[w].kind != SLOT_LIVE || !p->slots[w].written)
+        return BAD("entry %d: %s updates slot %d, which is not a weight of the file marked written", r->path, e + 1,
+                   what, sl->items[k].type == JSON_NUMBER ? (int)sl->items[k].num : -1);
+    return EMBER_OK;
+}
+
+/* an Adam update: {"adam": [lr, b1, b2, eps, wd], "flags": [decoupled, maximize], "step": the next step,
+   "slots": [p, g, exp_avg, exp_avg_sq, max_exp_avg_sq or -1]}; the state is weights of the file of the
+   parameter's dtype and shape */
+static int read_adam(reader *r, ember_plan *p, const json_node *en, const json_node *adam, const json_node *sl,
+                     int64_t nin, int e, plan_entry *pe)
+{
+    static const char *const state[5] = {"the parameter", "", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    const json_node *fl = json_get(en, "flags");
+    int64_t step;
+    if (r->version < 2) return BAD("entry %d: an adam update in a version 1 file", r->path, e + 1);
+    if (adam->type != JSON_ARRAY || adam->n != 5 || !fl || fl->type != JSON_ARRAY || fl->n != 2 || nin != 5 ||
+        sl->n != 5 || !whole(json_get(en, "step"), 1, (double)(1ll << 53), &step))
+        return BAD("entry %d: a bad adam update (its hyperparameters, flags, step count or slots)", r->path, e + 1);
+    pe->kind = PE_ADAM;
+    for (int k = 0; k < 5; k++) {
+        if (adam->items[k].type != JSON_NUMBER || !isfinite(adam->items[k].num))
+            return BAD("entry %d: adam's hyperparameter %d is not a finite number", r->path, e + 1, k + 1);
+        pe->args.f[k] = adam->items[k].num;
+    }
+    if (!(pe->args.f[1] >= 0 && pe->args.f[1] < 1 && pe->args.f[2] >= 0 && pe->args.f[2] < 1 && pe->args.f[3] >= 0))
+        return BAD("entry %d: adam's betas (%g, %g) are not in [0, 1) or its eps %g is negative", r->path, e + 1,
+                   pe->args.f[1], pe->args.f[2], pe->args.f[3]);
+    for (int k = 0; k < 2; k++)
+        if (!whole(&fl->items[k], 0, 1, &pe->args.i[k])) return BAD("entry %d: adam's flags are not 0 or 1", r->path, e + 1);
+    pe->args.i[2] = r->nadam++;   /* its counter, set to the saved step by ember__plan_finish */
+    pe->args.i[3] = step - 1;
+    int64_t w;
+    const ember_tensor *param = NULL;
+    for (int k = 0; k < 5; k++) {
+        if (k == 1 || (k == 4 && whole(&sl->items[4], -1, -1, &w))) continue;   /* the gradient; no max_exp_avg_sq */
+        EMBER_TRY(updated_weight(r, p, sl, k, e, "adam"));
+        const ember_tensor *t = p->slots[(int)sl->items[k].num].tensor;
+        char a[200], b[200];
+        if (!param) param = t;
+        else if (t->dtype != param->dtype || t->ndim != param->ndim ||
+                 memcmp(t->shape, param->shape, (size_t)t->ndim * sizeof *t->shape) != 0)
+            return BAD("entry %d: adam's %s is %s %s, its parameter %s %s", r->path, e + 1, state[k],
+                       ember_dtype_name(t->dtype), ember__tshape(a, t), ember_dtype_name(param->dtype),
+                       ember__tshape(b, param));
+    }
+    return EMBER_OK;
+}
+
+/* an in-place write: {"inplace": op, "slots": [a, b]} (binary) or [a] (unary); a is a temporary made
+   before, or a tensor of the file marked written */
+static int read_inplace(reader *r, ember_plan *p, const json_node *ip, const json_node *sl, int64_t nin, int e,
+                        const uint8_t *defined, plan_entry *pe)
+{
+    if (r->version < 2) return BAD("entry %d: an in-place write in a version 1 file", r->path, e + 1);
+    int op = -1;
+    for (int k = 0; k < EMBER_OP_COUNT && op < 0 && ip->type == JSON_STRING; k++)
+        if (strcmp(ember__ops[k].name, ip->str) == 0) op = k;
+    int binary = op >= 0 && listed(INPLACE_BINARY, op), unary = op >= 0 && listed(INPLACE_UNARY, op);
+    if (!binary && !unary)
+        return BAD("entry %d: unknown in-place op '%s'", r->path, e + 1, ip->type == JSON_STRING ? ip->str : "?");
+    if (nin != (binary ? 2 : 1) || sl->n != nin)
+        return BAD("entry %d (%s_): %lld inputs and %d slots for an in-place op of %d", r->path, e + 1, ip->str,
+                   (long long)nin, sl->n, binary ? 2 : 1);
+    int64_t a;
+    if (!whole(&sl->items[0], 0, p->nslots - 1, &a)) return BAD("entry %d: slot out of range", r->path, e + 1);
+    const plan_slot *ps = &p->slots[a];
+    if (ps->kind == SLOT_INPUT || ((ps->kind == SLOT_LIVE || ps->kind == SLOT_CONST) && !ps->written) ||
+        !defined[a])
+        return BAD("entry %d (%s_) writes slot %lld, which is not a temporary made before it or a tensor of the file "
+                   "marked written", r->path, e + 1, ip->str, (long long)a);
+    pe->kind = binary ? PE_BINARY_ : PE_UNARY_;
+    pe->op = (int16_t)op;
+    return EMBER_OK;
 }
 
 static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *defined)
@@ -225,10 +342,15 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
         plan_entry *pe = &p->entries[e];
         memset(pe, 0, sizeof *pe);
         int64_t nin;
-        const json_node *sgd = json_get(en, "sgd");
-        if (!sl || sl->type != JSON_ARRAY || !whole(json_get(en, "nin"), 0, 64, &nin) || (!!view + !!opn + !!sgd) != 1)
+        const json_node *sgd = json_get(en, "sgd"), *adam = json_get(en, "adam"), *ip = json_get(en, "inplace");
+        if (!sl || sl->type != JSON_ARRAY || !whole(json_get(en, "nin"), 0, 64, &nin) ||
+            (!!view + !!opn + !!sgd + !!adam + !!ip) != 1)
             return BAD("entry %d is malformed", path, e + 1);
-        if (sgd) {   /* p, g, the momentum buffer or -1; p and the buffer the file's weights, written */
+        if (ip) {
+            EMBER_TRY(read_inplace(r, p, ip, sl, nin, e, defined, pe));
+        } else if (adam) {
+            EMBER_TRY(read_adam(r, p, en, adam, sl, nin, e, pe));
+        } else if (sgd) {   /* p, g, the momentum buffer or -1; p and the buffer the file's weights, written */
             const json_node *fl = json_get(en, "flags");
             if (sgd->type != JSON_ARRAY || sgd->n != 4 || !fl || fl->type != JSON_ARRAY || fl->n != 2 || nin != 3 ||
                 sl->n != 3)
@@ -244,9 +366,7 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
             for (int k = 0; k < 3; k += 2) {
                 int64_t w;
                 if (k == 2 && whole(&sl->items[2], -1, -1, &w)) continue;   /* no momentum buffer */
-                if (!whole(&sl->items[k], 0, slots->n - 1, &w) || p->slots[w].kind != SLOT_LIVE || !p->slots[w].written)
-                    return BAD("entry %d: sgd updates slot %d, which is not a weight of the file marked written", path,
-                               e + 1, sl->items[k].type == JSON_NUMBER ? (int)sl->items[k].num : -1);
+                EMBER_TRY(updated_weight(r, p, sl, k, e, "sgd"));
             }
         } else if (view) {
             if (view->type != JSON_ARRAY || view->n != 2 + 2 * EMBER_MAX_DIMS || nin != 1 || sl->n != 2)
@@ -291,7 +411,7 @@ static int load_graph(reader *r, const json_node *g, ember_plan *p, uint8_t *def
         p->nentries = e + 1;
         for (int k = 0; k < sl->n; k++) {
             int64_t s;
-            if (pe->kind == PE_SGD && k == 2 && whole(&sl->items[k], -1, -1, &s)) {
+            if (((pe->kind == PE_SGD && k == 2) || (pe->kind == PE_ADAM && k == 4)) && whole(&sl->items[k], -1, -1, &s)) {
                 pe->slots[k] = -1;
                 continue;
             }
@@ -326,7 +446,7 @@ int ember_plan_load(const char *path, ember_plan **out)
 
 int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out)
 {
-    reader r = {path, f};
+    reader r = {path, f, 0, 0};
     *out = NULL;
     const char *graph = NULL, *version = NULL;
     size_t glen = 0, vlen = 0;
@@ -346,11 +466,12 @@ int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out)
         rc = BAD("not a plan (no \"ember.plan\" in the metadata)", path);
         goto done;
     }
-    if (vlen != 1 || version[0] != '1') {
-        rc = BAD("plan format version '%.*s'; this ember reads version %d", path, (int)(vlen > 20 ? 20 : vlen), version,
-                 PLAN_VERSION);
+    if (vlen != 1 || version[0] < '1' || version[0] > '0' + PLAN_VERSION) {
+        rc = BAD("plan format version '%.*s'; this ember reads versions 1 to %d", path, (int)(vlen > 20 ? 20 : vlen),
+                 version, PLAN_VERSION);
         goto done;
     }
+    r.version = version[0] - '0';
     int jr = json_parse(graph, glen, &root, msg, sizeof msg);
     if (jr < 0) {
         rc = jr == -2 ? ember__fail(EMBER_ERR_OOM, "plan load: out of memory") : BAD("the graph: %s", path, msg);
@@ -359,17 +480,19 @@ int ember__plan_from_st(ember_st_file *f, const char *path, ember_plan **out)
     const json_node *ins = json_get(&root, "inputs"), *slots = json_get(&root, "slots"),
                     *ents = json_get(&root, "entries"), *outs = json_get(&root, "outputs");
     int64_t ver;
-    if (root.type != JSON_OBJECT || !whole(json_get(&root, "version"), PLAN_VERSION, PLAN_VERSION, &ver) || !ins ||
+    if (root.type != JSON_OBJECT || !whole(json_get(&root, "version"), r.version, r.version, &ver) || !ins ||
         !slots || !ents || !outs || ins->type != JSON_ARRAY || slots->type != JSON_ARRAY ||
         ents->type != JSON_ARRAY || outs->type != JSON_ARRAY) {
-        rc = BAD("the graph is not a version %d plan", path, PLAN_VERSION);
+        rc = BAD("the graph is not a version %d plan", path, r.version);
         goto done;
     }
     if (ins->n > PLAN_MAX_IO || outs->n > PLAN_MAX_IO || slots->n > PLAN_MAX_SLOTS || ents->n > PLAN_MAX_SLOTS) {
         rc = BAD("absurd sizes: %d inputs, %d outputs, %d slots, %d entries", path, ins->n, outs->n, slots->n, ents->n);
         goto done;
     }
-    p = ember__plan_alloc(slots->n, ents->n, ins->n, outs->n, 0);
+    int nadam = 0;   /* the Adam updates: a step counter each */
+    for (int e = 0; e < ents->n; e++) nadam += json_get(&ents->items[e], "adam") != NULL;
+    p = ember__plan_alloc(slots->n, ents->n, ins->n, outs->n, nadam);
     defined = calloc((size_t)slots->n + 1, 1);
     if (!p || !defined) {
         rc = ember__fail(EMBER_ERR_OOM, "plan load: out of memory");

@@ -37,9 +37,47 @@ static void plan_free_parts(ember_plan *p)
     free(p->inputs_viewed);
     free(p->counters);
     free(p->vals);
+    free(p->first_held);
     ember__plan_hoist_free(p);
     ember__plan_arena_free(p);
     free(p);
+}
+
+/* The most bytes of temporaries alive at once along the schedule (held:
+   the slots' tensors of a run; born: scratch of nslots). */
+static int64_t peak_of(const ember_plan *p, ember_tensor *const *held, int64_t *born)
+{
+    int64_t live = 0, peak = 0;
+    memset(born, 0, (size_t)p->nslots * sizeof *born);
+    for (int e = 0; e < p->nentries; e++) {
+        const plan_entry *en = &p->entries[e];
+        for (int k = 0; k < en->nout; k++) {
+            int s = en->slots[en->nin + k];
+            if (s < 0) continue;
+            if (held[s] && !held[s]->is_view) born[s] = (int64_t)held[s]->storage->nbytes;
+            live += born[s];
+        }
+        if (live > peak) peak = live;
+        for (const int32_t *r = en->release; *r >= 0; r++) live -= born[*r];
+    }
+    return peak;
+}
+
+/* A loaded plan's first complete run is over (first_held: each slot's
+   tensor in it): its peak bytes and the arena's layout worked out as a
+   traced plan's are, over them; the tensors released. A layout that cannot
+   be made (out of memory) leaves the plan without an arena. */
+static void plan_after_first_run(ember_plan *p)
+{
+    ember_tensor **held = p->first_held;
+    p->first_held = NULL;
+    p->arena_pending = 0;
+    int64_t *born = calloc((size_t)p->nslots + 1, sizeof *born);
+    if (born) p->peak_bytes = peak_of(p, held, born);
+    if (!born || ember__plan_arena_layout(p, held) < 0) p->nregions = 0;   /* the run itself succeeded */
+    free(born);
+    for (int s = 0; s < p->nslots; s++) ember_tensor_release(held[s]);
+    free(held);
 }
 
 /* Drops the entries nothing reads (dead code), then works out each slot's
@@ -93,7 +131,6 @@ static int lifetimes(ember_plan *p, ember_tensor *const *held)
             if (en->slots[i] >= 0) p->slots[en->slots[i]].last_use = e;
     }
     int rc = EMBER_OK;
-    int64_t live = 0, peak = 0;
     for (int e = 0; e < n && rc >= 0; e++) {
         plan_entry *en = &p->entries[e];
         int cnt = 0;
@@ -102,13 +139,6 @@ static int lifetimes(ember_plan *p, ember_tensor *const *held)
             rc = ember__fail(EMBER_ERR_OOM, "jit.trace: out of memory");
             break;
         }
-        for (int k = 0; k < en->nout; k++) {
-            int s = en->slots[en->nin + k];
-            if (s < 0) continue;
-            if (held && !held[s]->is_view) born_bytes[s] = (int64_t)held[s]->storage->nbytes;
-            live += born_bytes[s];
-        }
-        if (live > peak) peak = live;
         for (int j = 0; j < en->nin + en->nout; j++) {
             int s = en->slots[j];
             if (s < 0 || !p->owned[s] || p->slots[s].is_output) continue;
@@ -118,13 +148,15 @@ static int lifetimes(ember_plan *p, ember_tensor *const *held)
             for (int q = 0; q < cnt; q++) dup |= en->release[q] == s;
             if (dup) continue;
             en->release[cnt++] = s;
-            live -= born_bytes[s];
         }
         en->release[cnt] = -1;
     }
-    p->peak_bytes = peak;
+    if (rc >= 0 && held) p->peak_bytes = peak_of(p, held, born_bytes);
     if (rc >= 0 && !getenv("EMBER_PLAN_NO_HOIST")) rc = ember__plan_hoist(p);
-    if (rc >= 0 && held && !getenv("EMBER_PLAN_NO_ARENA")) rc = ember__plan_arena_layout(p, held);
+    if (rc >= 0 && !getenv("EMBER_PLAN_NO_ARENA")) {
+        if (held) rc = ember__plan_arena_layout(p, held);
+        else p->arena_pending = 1;   /* a loaded plan: laid out after its first run */
+    }
     free(used);
     free(born_bytes);
     return rc;
@@ -235,14 +267,24 @@ int ember__plan_build(const tracer_view *v, ember_plan **out)
 }
 
 /* ------------------------------------------------------------------ running */
+/* A slot's last reader has run: its tensor released (kept to the run's end
+   by a run that lays out a loaded plan's arena). */
+static void drop(ember_plan *p, int s)
+{
+    if (p->first_held) {
+        ember_tensor_release(p->first_held[s]);
+        p->first_held[s] = p->vals[s];
+    } else {
+        ember_tensor_release(p->vals[s]);
+    }
+    p->vals[s] = NULL;
+}
+
 static int exec(ember_plan *p, const plan_entry *e)
 {
     ember_tensor **vals = p->vals;
     if (ember__plan_hoist_take(p, (int)(e - p->entries))) {   /* its results kept from an earlier run */
-        for (const int32_t *r = e->release; *r >= 0; r++) {
-            ember_tensor_release(vals[*r]);
-            vals[*r] = NULL;
-        }
+        for (const int32_t *r = e->release; *r >= 0; r++) drop(p, *r);
         return EMBER_OK;
     }
     ember_tensor *small[16], **in = small, *res[8] = {NULL};
@@ -291,16 +333,18 @@ static int exec(ember_plan *p, const plan_entry *e)
     }
     if (p->arena && offer.n) ember__plan_arena_check(p, &offer, vals);
     ember__plan_hoist_keep(p, (int)(e - p->entries));
-    for (const int32_t *r = e->release; *r >= 0; r++) {
-        ember_tensor_release(vals[*r]);
-        vals[*r] = NULL;
-    }
+    for (const int32_t *r = e->release; *r >= 0; r++) drop(p, *r);
     return EMBER_OK;
 }
 
 /* Releases what an open run holds. */
 static void end_run(ember_plan *p)
 {
+    if (p->first_held) {   /* a run that failed or was cancelled lays nothing out */
+        for (int s = 0; s < p->nslots; s++) ember_tensor_release(p->first_held[s]);
+        free(p->first_held);
+        p->first_held = NULL;
+    }
     for (int s = 0; s < p->nslots; s++) {
         if (p->owned[s]) ember_tensor_release(p->vals[s]);
         p->vals[s] = NULL;
@@ -351,6 +395,7 @@ int ember_plan_start(ember_plan *p, ember_tensor *const *in, int nin)
                                             "was traced from instead)");
     EMBER_TRY(check_inputs(p, in, nin));
     EMBER_TRY(ember__plan_arena_begin(p));
+    if (p->arena_pending) p->first_held = calloc((size_t)p->nslots + 1, sizeof *p->first_held);   /* NULL: later */
     ember__plan_hoist_begin(p);
     for (int s = 0; s < p->nslots; s++) {
         const plan_slot *sl = &p->slots[s];
@@ -414,6 +459,14 @@ int ember_plan_result(ember_plan *p, ember_tensor **out, int nout)
     }
     for (int k = 0; k < p->ncounters; k++) p->counters[k]++;
     p->kept_ok = p->nhoisted > 0;   /* every hoisted entry ran or was taken */
+    if (p->first_held) {   /* the slots still held, then the layout over all */
+        for (int s = 0; s < p->nslots; s++)
+            if (!p->first_held[s] && p->vals[s]) {
+                p->first_held[s] = p->vals[s];
+                ember_tensor_retain(p->vals[s]);
+            }
+        plan_after_first_run(p);
+    }
     end_run(p);
     return EMBER_OK;
 }

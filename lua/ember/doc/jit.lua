@@ -36,7 +36,8 @@ fused ops the plan chose by pattern (`linear`, `add`, `relu` as
 read only weights and constants (eval-mode batch norm's scale and shift: run
 at the first replay, their results kept until a weight they read is written
 in place), the bytes of the plan's arena (its CPU temporaries'
-memory, planned by lifetime; 0 for a loaded plan), the most bytes of
+memory, planned by lifetime; a loaded plan's laid out by its first run, 0
+until then), the most bytes of
 temporaries a replay holds at once, and the counts of inputs and results.
 `plan(...)` replays: inputs of another shape, dtype or device than the
 example raise naming the input, as does a changed optimizer hyperparameter
@@ -45,18 +46,24 @@ example raise naming the input, as does a changed optimizer hyperparameter
 ### `Plan:save(path, opts)`
 Writes the plan to one safetensors file: the tensors it reads as entries,
 the graph as JSON in the metadata (`"ember.plan"`) with the format version
-(`"ember.plan.version"`, `"1"`). A forward's plan (traced with
-`train = false`: the MLP and CNN recipes' forwards) or an SGD training
-step's whose gradients end cleared (`opt:zero_grad()`): a loaded step
-trains its own copies of the weights (docs/plans.md lists the ops a file
-may hold). A step that leaves `.grad` fields set or updates a step count
-(Adam, RMSprop) raises. `opts.names`, a table of name = tensor (a module's
-`state_dict()`), names the plan's live tensors in the file; the others are
-`w<slot>`, the constants `c<slot>`.
+(`"ember.plan.version"`: `"2"` for a file with an Adam update or an in-place
+write, else `"1"`).
+A forward's plan (traced with `train = false`: the MLP and CNN recipes'
+forwards) or an SGD, Adam, AdamW or RMSprop training step's whose gradients end
+cleared (`opt:zero_grad()`): a loaded step trains its own copies of the
+weights and of the optimizer's state (Adam's moments and its step count,
+saved as the step the next run takes and advanced by each run; RMSprop's
+averages; docs/plans.md lists the ops a file may hold). A step that leaves
+`.grad` fields set raises. `opts.names`, a table of name = tensor (a
+module's `state_dict()`), names the plan's live tensors in the file; the
+optimizer's state tensor `key` of a parameter named `N` is `N.key`
+(`N.exp_avg`, `N.square_avg`, ...) unless `opts.names` names it; the others
+are `w<slot>`, the constants `c<slot>`.
 
 ### `Plan:tensor(name)`
 The plan's tensor of that name (a loaded plan's as its file names it): a
-weight that a loaded training step's runs update in place.
+weight or an optimizer's state that a loaded training step's runs update in
+place.
 
 ### `Plan:start(...)`
 The same replay in slices for a host's frame loop: a `PlanRun`, nothing

@@ -31,7 +31,7 @@ function common.each_param(self, init, update)
           state[p] = st
         end
         if tracing then
-          ember._jit_advance(st)
+          ember._jit_advance(st, p)
           update(group, p, g, st)
         else
           ember._tidy_own(update, group, p, g, st)
