@@ -64,10 +64,17 @@ end
 
 local names, cases = {}, {}
 -- with --tidy each call runs in ember.tidy, which frees its result at once
--- (as PyTorch's reference counts do) instead of at the next GC
+-- (as PyTorch's reference counts do) instead of at the next GC. The function
+-- given the tidy is made once: a closure made per call (LuaJIT cannot
+-- compile FNEW) sent each call to the interpreter, 0.25-0.4 us of a 1.5 us add
 local function case(name, fn)
   names[#names + 1] = name
-  cases[name] = tidy and function() ember.tidy(function() fn() end) end or fn
+  if tidy then
+    local call = function() fn() end   -- drops fn's result, which the tidy frees
+    cases[name] = function() ember.tidy(call) end
+  else
+    cases[name] = fn
+  end
 end
 
 local function build()
