@@ -202,6 +202,14 @@ describe("average pooling's plane sweeps", function()
         assert.are.same(reference(x, g[1], g[2], g[3]), F.avg_pool2d(x, g[1], g[2], g[3]):view(-1):tolist())
       end)
     end
+    -- 2 x 2 at stride 2 with every window inside: pool_window.c's avg2x2, on even and odd planes
+    it(("adds a 2 x 2 window at stride 2 in the same order, bit for bit (%s)"):format(dt), function()
+      ember.manual_seed(92)
+      for _, hw in ipairs({ { 12, 16 }, { 2, 2 }, { 7, 5 }, { 56, 56 } }) do
+        local x = ember.randn({ 2, 3, hw[1], hw[2] }, { dtype = dt })
+        assert.are.same(reference(x, 2, 2, 0), F.avg_pool2d(x, 2):view(-1):tolist())
+      end
+    end)
   end
 end)
 
