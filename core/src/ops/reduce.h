@@ -100,6 +100,18 @@ EMBER_INLINE float short_row_f32(const float *p, int64_t n)
    compiler keeps in registers where four arrays went to the stack. */
 typedef float f32x16 __attribute__((vector_size(F32_LANES * sizeof(float))));
 typedef float f32x16_u __attribute__((vector_size(F32_LANES * sizeof(float)), aligned(4), may_alias));
+typedef float f32x8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float f32x4 __attribute__((vector_size(4 * sizeof(float))));
+typedef float f32x2 __attribute__((vector_size(2 * sizeof(float))));
+/* fold16_f32's tree of pairs on a vector, in registers: lanes k and k + 8 added, then k and k + 4, ... */
+#define FOLD_F32X16(v)                                                                                      \
+    __extension__({                                                                                         \
+        f32x8 h8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +                                  \
+                   __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);                             \
+        f32x4 h4 = __builtin_shufflevector(h8, h8, 0, 1, 2, 3) + __builtin_shufflevector(h8, h8, 4, 5, 6, 7); \
+        f32x2 h2 = __builtin_shufflevector(h4, h4, 0, 1) + __builtin_shufflevector(h4, h4, 2, 3);           \
+        h2[0] + h2[1];                                                                                      \
+    })
 EMBER_INLINE void short_rows4_f32(const float *p, int64_t n, float *s)
 {
     f32x16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
@@ -111,12 +123,7 @@ EMBER_INLINE void short_rows4_f32(const float *p, int64_t n, float *s)
         a2 += *(const f32x16_u *)(p2 + i);
         a3 += *(const f32x16_u *)(p3 + i);
     }
-    float acc[4][F32_LANES];
-    memcpy(acc[0], &a0, sizeof a0);
-    memcpy(acc[1], &a1, sizeof a1);
-    memcpy(acc[2], &a2, sizeof a2);
-    memcpy(acc[3], &a3, sizeof a3);
-    float v0 = fold16_f32(acc[0]), v1 = fold16_f32(acc[1]), v2 = fold16_f32(acc[2]), v3 = fold16_f32(acc[3]);
+    float v0 = FOLD_F32X16(a0), v1 = FOLD_F32X16(a1), v2 = FOLD_F32X16(a2), v3 = FOLD_F32X16(a3);
     for (int64_t t = i; t < n; t++) {
         v0 += p[t];
         v1 += p1[t];
