@@ -9,8 +9,10 @@
 -- ms per call and of the per-round ratio ember / PyTorch (below 1: ember is
 -- faster), then the ratios' geometric mean. docs/performance.md has the table.
 -- From the repository root:
---   luajit bench/ops_sweep.lua [--rounds 5] [--only "add 1e4,sum dim1 4096x1024"] [--tidy]
--- (--tidy: each of ember's calls in ember.tidy, its result freed at once)
+--   luajit bench/ops_sweep.lua [--rounds 5] [--only "add 1e4,sum dim1 4096x1024"] [--tidy] [--cpu]
+-- (--tidy: each of ember's calls in ember.tidy, its result freed at once;
+-- --cpu: each side's CPU time, all its threads counted, instead of wall time:
+-- on a loaded machine, with EMBER_NUM_THREADS=1, the steadier measure)
 package.path = "./bench/?.lua;" .. package.path
 local B = require("common")
 local ember = require("ember")
@@ -19,14 +21,15 @@ local nn = ember.nn
 local GradManager = ember.autodiff.GradManager
 local unpack = table.unpack or unpack
 
-local rounds, only, tidy = 5, nil, false
+local rounds, only, tidy, cpu_clock = 5, nil, false, false
 do
   local i = 1
   while i <= #arg do
     if arg[i] == "--rounds" then rounds = assert(tonumber(arg[i + 1]), "--rounds N"); i = i + 2
     elseif arg[i] == "--only" then only = arg[i + 1]; i = i + 2
     elseif arg[i] == "--tidy" then tidy = true; i = i + 1
-    else error("unknown argument " .. arg[i] .. " (expected --rounds N, --only list, --tidy)") end
+    elseif arg[i] == "--cpu" then cpu_clock = true; i = i + 1
+    else error("unknown argument " .. arg[i] .. " (expected --rounds N, --only list, --tidy, --cpu)") end
   end
 end
 local wanted
@@ -36,17 +39,18 @@ if only then
 end
 
 local TARGET = 0.02   -- seconds per timed batch
+local now = cpu_clock and os.clock or B.now
 local function ms_per_call(fn)
   fn()
-  local t0 = B.now()
+  local t0 = now()
   fn()
-  local one = math.max(B.now() - t0, 1e-7)
+  local one = math.max(now() - t0, 1e-7)
   local iters = math.max(1, math.floor(TARGET / one))
   local best = math.huge
   for _ = 1, 3 do
-    t0 = B.now()
+    t0 = now()
     for _ = 1, iters do fn() end
-    best = math.min(best, (B.now() - t0) / iters)
+    best = math.min(best, (now() - t0) / iters)
   end
   return best * 1e3
 end
@@ -64,10 +68,17 @@ end
 
 local names, cases = {}, {}
 -- with --tidy each call runs in ember.tidy, which frees its result at once
--- (as PyTorch's reference counts do) instead of at the next GC
+-- (as PyTorch's reference counts do) instead of at the next GC. The function
+-- given the tidy is made once: a closure made per call (LuaJIT cannot
+-- compile FNEW) sent each call to the interpreter, 0.25-0.4 us of a 1.5 us add
 local function case(name, fn)
   names[#names + 1] = name
-  cases[name] = tidy and function() ember.tidy(function() fn() end) end or fn
+  if tidy then
+    local call = function() fn() end   -- drops fn's result, which the tidy frees
+    cases[name] = function() ember.tidy(call) end
+  else
+    cases[name] = fn
+  end
 end
 
 local function build()
@@ -167,7 +178,8 @@ local threads = ember.get_num_threads()
 local list = table.concat(run, ",")
 
 local function torch_round(policy, nthreads)
-  local env = ("SWEEP_THREADS=%d %s"):format(nthreads, policy and ("OMP_WAIT_POLICY=" .. policy) or "")
+  local env = ("SWEEP_THREADS=%d %s %s"):format(nthreads, policy and ("OMP_WAIT_POLICY=" .. policy) or "",
+    cpu_clock and "SWEEP_CLOCK=cpu" or "")
   local p = io.popen(env .. " /usr/bin/python3 bench/ops_sweep_torch.py '" .. list .. "'")
   local s = p:read("*a")
   p:close()
@@ -218,8 +230,8 @@ local function cpu()
   return (s:match("model name%s*:%s*([^\n]+)") or "?"):gsub('"', "'")
 end
 
-local out = { ('{"bench": "ops_sweep", "rounds": %d, "threads": %d, "tidy": %s, "cpu": "%s", "load": %s, "cases": ['):format(
-  rounds, threads, tostring(tidy), cpu(), uptime()) }
+local out = { ('{"bench": "ops_sweep", "rounds": %d, "threads": %d, "tidy": %s, "clock": "%s", "cpu": "%s", "load": %s, "cases": ['):format(
+  rounds, threads, tostring(tidy), cpu_clock and "cpu" or "wall", cpu(), uptime()) }
 local logsum = 0
 for i, name in ipairs(run) do
   local rm = B.median(ratio[name])

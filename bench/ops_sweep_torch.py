@@ -4,6 +4,7 @@ as it can be here: SWEEP_THREADS threads (ember's count; all cores when
 unset), the OpenMP wait policy the caller sets (ops_sweep.lua runs a round with each and keeps the faster), and for
 convolutions and pooling the faster of the contiguous and channels_last
 layouts. Usage: SWEEP_THREADS=2 /usr/bin/python3 bench/ops_sweep_torch.py [case,case,...]
+(SWEEP_CLOCK=cpu: the process's CPU time instead of wall time, as ops_sweep.lua --cpu)
 """
 import json
 import os
@@ -14,21 +15,22 @@ import torch
 import torch.nn.functional as F
 
 TARGET = 0.02   # seconds per timed batch
+clock = time.process_time if os.environ.get("SWEEP_CLOCK") == "cpu" else time.perf_counter
 
 
 def ms_per_call(fn):
     """the fastest of 3 batches sized to take TARGET seconds, after a warm-up"""
     fn()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
-    one = max(time.perf_counter() - t0, 1e-7)
+    one = max(clock() - t0, 1e-7)
     iters = max(1, int(TARGET / one))
     best = float("inf")
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(iters):
             fn()
-        best = min(best, (time.perf_counter() - t0) / iters)
+        best = min(best, (clock() - t0) / iters)
     return best * 1e3
 
 

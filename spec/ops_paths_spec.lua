@@ -202,5 +202,64 @@ describe("average pooling's plane sweeps", function()
         assert.are.same(reference(x, g[1], g[2], g[3]), F.avg_pool2d(x, g[1], g[2], g[3]):view(-1):tolist())
       end)
     end
+    -- 2 x 2 at stride 2 with every window inside: pool_window.c's avg2x2, on even and odd planes
+    it(("adds a 2 x 2 window at stride 2 in the same order, bit for bit (%s)"):format(dt), function()
+      ember.manual_seed(92)
+      for _, hw in ipairs({ { 12, 16 }, { 2, 2 }, { 7, 5 }, { 56, 56 } }) do
+        local x = ember.randn({ 2, 3, hw[1], hw[2] }, { dtype = dt })
+        assert.are.same(reference(x, 2, 2, 0), F.avg_pool2d(x, 2):view(-1):tolist())
+      end
+    end)
   end
+end)
+
+describe("binary ops on two operands of one shape and dtype, skipping promotion and layout", function()
+  -- the general path's result: a with a leading dim of 1, so the operands'
+  -- shapes differ and the broadcast, the promotion and the layout rule run
+  local function general(op, a, b)
+    return ember[op](a:unsqueeze(1), b):reshape(a:shape())
+  end
+  local cases = {
+    { "float32", { "add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "eq" } },
+    { "float64", { "add", "sub", "mul", "div", "pow", "maximum", "minimum", "ge", "ne" } },
+    { "int32", { "add", "sub", "mul", "div", "maximum", "lt" } },
+    { "int64", { "add", "sub", "mul", "div", "minimum", "le" } },
+    { "uint8", { "add", "sub", "mul", "gt" } },
+  }
+  for _, c in ipairs(cases) do
+    local dt = c[1]
+    for _, shape in ipairs({ { 7 }, { 3, 5 }, { 2, 3, 4 }, {}, { 0, 3 }, { 300, 500 } }) do
+      it(("gives the general path's dtype and bits (%s, shape {%s})"):format(dt, table.concat(shape, ",")), function()
+        ember.manual_seed(3)
+        local a, b
+        if dt:find("float") then
+          a, b = ember.randn(shape, { dtype = dt }), ember.randn(shape, { dtype = dt }):abs() + 0.5
+        else
+          a, b = ember.randint(0, 200, shape, { dtype = dt }), ember.randint(1, 200, shape, { dtype = dt })
+        end
+        for _, op in ipairs(c[2]) do
+          local x = op == "pow" and a:abs() or a   -- no NaN from a negative base
+          local fast, slow = ember[op](x, b), general(op, x, b)
+          assert.are.equal(slow.dtype, fast.dtype, op)
+          assert.are.same(slow:shape(), fast:shape(), op)
+          assert.is_true(fast:is_contiguous(), op)
+          assert.is_true(ember.equal(fast, slow) or fast:numel() == 0, op)
+          if dt == "float64" and fast:numel() > 0 then
+            -- float64 element by element, exactly
+            assert.are.same(slow:tolist(), fast:tolist(), op)
+          end
+        end
+      end)
+    end
+  end
+  it("keeps integers wrapping as the general path does, and records the gradient", function()
+    local a = ember.tensor({ 2 ^ 31 - 1, -2 ^ 31 }, { dtype = "int32" })
+    assert.are.same({ -2 ^ 31, 2 ^ 31 - 1 }, (a + ember.tensor({ 1, -1 }, { dtype = "int32" })):tolist())
+    local x, y = ember.randn({ 4, 3 }, { dtype = "float64" }), ember.randn({ 4, 3 }, { dtype = "float64" })
+    local gm = ember.autodiff.GradManager():attach({ x, y })
+    gm:record()
+    gm:backward((x * y + x):sum())
+    assert.are.same((y + 1):tolist(), x.grad:tolist())
+    assert.are.same(x:tolist(), y.grad:tolist())
+  end)
 end)

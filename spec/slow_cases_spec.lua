@@ -2,7 +2,8 @@
 -- global average pool's short-row sums (reduce.c's rows_sum_f32, a group of
 -- rows folded and divided together) keep the order every float32 sum has:
 -- 16 float lanes over the row, folded as a tree of pairs, the tail added in
--- float, the total widened to double and divided there.
+-- float, the total widened to double and divided there (four rows at a time,
+-- as four independent chains of adds).
 local ember = require("ember")
 local ffi = require("ffi")
 local F = ember.nn.functional
@@ -63,6 +64,32 @@ describe("a mean over short float32 rows", function()
     gm:backward(m:sum())
     assert.are.same(ember.full({ 2, 5, 7, 7 }, f32(1 / 49)):tolist(), x.grad:tolist())
   end)
+end)
+
+-- A sum over a long float32 row runs blocks of 16384 four at a time (four
+-- independent chains of adds, reduce.c's sum4_blocks_f32): each block's float
+-- sum keeps the order above, and the blocks' sums add in double in order
+describe("a float32 sum over whole blocks, four at a time", function()
+  local threads = ember.get_num_threads()
+  after_each(function() ember.set_num_threads(threads) end)
+  for _, n in ipairs({ 16384 * 4, 16384 * 9 + 100, 16384 * 6 }) do
+    it(("has the documented order's bits over %d elements, on 1, 2 and 3 threads"):format(n), function()
+      local x = ember.randn({ n }) * 10 + 1
+      local v, total = x:tolist(), 0
+      for b = 0, n - 1, 16384 do
+        local m = math.min(16384, n - b)
+        local block = {}
+        for i = 1, m do block[i] = v[b + i] end
+        local _, s = row_mean(block, m)
+        total = total + s
+      end
+      for _, t in ipairs({ 1, 2, 3 }) do
+        ember.set_num_threads(t)
+        assert.are.equal(f32(total), x:sum():item())
+        assert.are.equal(f32(total / n), x:mean():item())
+      end
+    end)
+  end
 end)
 
 -- index_select and embedding fetch a table row a few picks ahead while they

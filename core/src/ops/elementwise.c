@@ -234,13 +234,52 @@ int ember__no_negative_exponent(const ember_tensor *e)
     return EMBER_OK;
 }
 
+/* The most common call of a training loop: two contiguous operands of one
+   shape and one dtype with typed loops (neither a wrapped number). The result
+   type is that dtype (bool for a comparison) and the result is contiguous, so
+   the promotion, the broadcast and the layout rule have nothing to decide:
+   this skips them and the operands' retains, and gives the same result.
+   false: not this case (or no kernel), for fwd_binary's general path. */
+static bool binary_same_layout(int op, ember_tensor *a, ember_tensor *b, int *rc, ember_tensor **out)
+{
+    int dt = a->dtype, nd = a->ndim;
+    if (b->dtype != dt || b->ndim != nd || !a->is_contiguous || !b->is_contiguous || a->wrapped_number ||
+        b->wrapped_number || memcmp(a->shape, b->shape, (size_t)nd * sizeof *a->shape) != 0)
+        return false;
+    bool keeps_int = ember__ops[op].flags & OPF_KEEPS_INT;
+    if (!(dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64 ||
+          (keeps_int && op != EMBER_OP_POW && (dt == EMBER_INT32 || dt == EMBER_INT64 || dt == EMBER_UINT8))))
+        return false;
+    ember__loop_fn fn = binary_kernel(op, dt, b);
+    if (!fn) return false;
+    ember_tensor *o;
+    *rc = ember__new(nd, a->shape, is_cmp(op) ? EMBER_BOOL : dt, EMBER_CPU, &o);
+    if (*rc < 0) return true;
+    int64_t n = o->numel;
+    if (n < EMBER_PARALLEL_GRAIN) {
+        int64_t es = ember_dtype_size(dt);
+        char *p[3] = {ember__ptr(o), ember__ptr(a), ember__ptr(b)};
+        int64_t st[3] = {ember_dtype_size(o->dtype), es, es};
+        fn(p, st, n, &dt);
+    } else {
+        *rc = ember__run_binary(op, dt, o, a, b);
+        if (*rc < 0) {
+            ember_tensor_release(o);
+            return true;
+        }
+    }
+    *out = o;
+    return true;
+}
+
 int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
     EMBER_UNUSED(at);
     const char *name = ember__ops[op].name;
     ember_tensor *a = in[0], *b = in[1], *ca = NULL, *cb = NULL, *o = NULL;
-    int nd, ct, rc;
+    int nd, ct, rc = EMBER_OK;
+    if (binary_same_layout(op, a, b, &rc, out)) return rc;
     int64_t shape[EMBER_MAX_DIMS];
     EMBER_TRY(ember__broadcast_shape(name, 2, in, &nd, shape));
     int odt = ember__binary_types(op, a, b, &ct);

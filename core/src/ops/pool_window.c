@@ -200,6 +200,19 @@ POOL_SWEEPS(double, int64_t, f64)
         for (int64_t h = h0; h < h1; h++)                                                                   \
             for (int64_t w = 0; w < W; w++) gx[h * W + w] += t[w];                                          \
     }                                                                                                       \
+    /* 2 x 2 windows at stride 2, every one inside the plane: each output's four values added as the     \
+       sweeps add them, (x00 + x01) + (x10 + x11), without the sweeps' sums at the positions no window    \
+       starts at (three in four) */                                                                       \
+    EMBER_SIMD static void avg2x2_##SUF(const T *restrict x, int64_t W, int64_t Ho, int64_t Wo, T inv,       \
+                                        T *restrict y)                                                      \
+    {                                                                                                       \
+        for (int64_t oh = 0; oh < Ho; oh++) {                                                               \
+            const T *restrict r0 = x + 2 * oh * W, *restrict r1 = r0 + W;                                   \
+            T *restrict yo = y + oh * Wo;                                                                   \
+            for (int64_t ow = 0; ow < Wo; ow++)                                                             \
+                yo[ow] = ((r0[2 * ow] + r0[2 * ow + 1]) + (r1[2 * ow] + r1[2 * ow + 1])) * inv;             \
+        }                                                                                                   \
+    }                                                                                                       \
     static bool avgpool_sweeps_##SUF(const ember__pool_geom *p, const T *src, T *dst, int64_t q0, int64_t q1, \
                                      bool bwd)                                                              \
     {                                                                                                       \
@@ -207,6 +220,11 @@ POOL_SWEEPS(double, int64_t, f64)
         const T inv = (T)1 / (T)(p->kh * p->kw);                                                            \
         int64_t oa, ob, wa, wb;                                                                             \
         bool inner = !bwd && inner_windows(p, &oa, &ob, &wa, &wb);                                          \
+        if (inner && p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && oa == 0 && wa == 0 && ob == Ho && \
+            wb == Wo) {                                                                                     \
+            for (int64_t q = q0; q < q1; q++) avg2x2_##SUF(src + q * HW, W, Ho, Wo, inv, dst + q * Ho * Wo);  \
+            return true;                                                                                    \
+        }                                                                                                   \
         size_t bytes = (size_t)(bwd ? W : inner ? 2 * HW : 1) * sizeof(T);                                  \
         T *ws = ember__alloc(bytes);                                                                        \
         if (!ws) return false;                                                                              \
