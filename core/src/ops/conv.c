@@ -570,10 +570,10 @@ done:
    at 1x1 convolutions of 1x1 planes, one product here), which also adds
    conv2d_relu's bias and cuts at zero (*post_done); else ember's kernels */
 static int run_product(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
-                       ember_tensor *cbias, ember_tensor *res, bool *post_done)
+                       const ember_tensor *w, ember_tensor *cbias, ember_tensor *res, bool *post_done)
 {
     *post_done = cdt == EMBER_FLOAT32 && !is_pointwise_1x1(g) &&
-                 ember__dnnl_conv(kind, g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+                 ember__dnnl_conv(kind, g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb), w,
                                   cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res));
     if (*post_done) return EMBER_OK;
     if (ember__conv_is_depthwise(g)) return ember__conv_depthwise(kind, g, cdt, ca, cb, res);
@@ -582,27 +582,29 @@ static int run_product(conv_kind kind, const conv_geom *g, int cdt, ember_tensor
 
 /* run_product on the live taps only where some taps only read padding
    (conv_taps.c): the weight (FWD, BWD_INPUT) cut to them, or the weight
-   gradient computed for them and the dead taps' left 0 */
+   gradient computed for them and the dead taps' left 0; w the weight as the
+   caller holds it, whose layout oneDNN may keep (NULL: none, a weight gradient) */
 static int run_live_taps(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
-                         ember_tensor *cbias, ember_tensor *res, bool *post_done)
+                         const ember_tensor *w, ember_tensor *cbias, ember_tensor *res, bool *post_done)
 {
     conv_geom gc;
     int64_t i0, j0;
-    if (!ember__conv_live_taps(g, &gc, &i0, &j0)) return run_product(kind, g, cdt, ca, cb, cbias, res, post_done);
+    if (!ember__conv_live_taps(g, &gc, &i0, &j0))
+        return run_product(kind, g, cdt, ca, cb, w, cbias, res, post_done);
     const int es = ember_dtype_size(cdt);
     const int64_t ws[4] = {g->O, g->Cg, gc.kH, gc.kW};
     ember_tensor *wc = NULL;
     EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
     int rc;
     if (kind == CONV_BWD_WEIGHT) {
-        rc = run_product(kind, &gc, cdt, ca, cb, NULL, wc, post_done);
+        rc = run_product(kind, &gc, cdt, ca, cb, NULL, NULL, wc, post_done);
         if (rc >= 0) {
             memset(ember__ptr(res), 0, (size_t)(res->numel * es));
             ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(res), ember__ptr(wc), true);
         }
     } else {
         ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(cb), ember__ptr(wc), false);
-        rc = run_product(kind, &gc, cdt, ca, wc, cbias, res, post_done);
+        rc = run_product(kind, &gc, cdt, ca, wc, NULL, cbias, res, post_done);
     }
     ember_tensor_release(wc);
     return rc;
@@ -619,7 +621,7 @@ static int product_nchw(conv_kind kind, const conv_geom *g, int cdt, ember_tenso
     bool post_done;
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    EMBER_CHECK(run_live_taps(kind, g, cdt, ca, cb, cbias, res, &post_done));
+    EMBER_CHECK(run_live_taps(kind, g, cdt, ca, cb, kind == CONV_BWD_WEIGHT ? NULL : b, cbias, res, &post_done));
     if (!post_done && cbias) bias_relu(res, cbias, g);
 done:
     ember_tensor_release(ca);
@@ -645,7 +647,9 @@ static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, emb
     if (dt == EMBER_BFLOAT16 && !cbias && a->dtype == b->dtype) {
         EMBER_CHECK(ember__layout_as(a, dt, true, &ca));
         EMBER_CHECK(ember__layout_as(b, dt, b_nhwc, &cb));
-        if (ember__dnnl_conv_bf16(kind, &gn, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto done;
+        if (ember__dnnl_conv_bf16(kind, &gn, ember__ptr(ca), ember__ptr(cb), b_weight ? b : NULL,
+                                  (float *)ember__ptr(res)))
+            goto done;
         ember_tensor_release(ca);
         ember_tensor_release(cb);
         ca = cb = NULL;
@@ -654,7 +658,8 @@ static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, emb
         EMBER_CHECK(ember__layout_as(a, cdt, true, &ca));
         EMBER_CHECK(ember__layout_as(b, cdt, b_nhwc, &cb));
         if (ember__dnnl_conv(kind, &gn, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
-                             cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
+                             b_weight ? b : NULL, cbias ? (const float *)ember__ptr(cbias) : NULL,
+                             (float *)ember__ptr(res)))
             goto done;
     }
     EMBER_CHECK(ember__new(4, res->shape, cdt, EMBER_CPU, &tmp));
@@ -709,7 +714,9 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     if (dt == EMBER_BFLOAT16 && !fused && a->dtype == b->dtype) {
         EMBER_CHECK(ember__contiguous_as(a, dt, &ca));
         EMBER_CHECK(ember__contiguous_as(b, dt, &cb));
-        if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto ok;
+        if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), kind == CONV_BWD_WEIGHT ? NULL : b,
+                                  (float *)ember__ptr(res)))
+            goto ok;
     }
     EMBER_CHECK(product_nchw(kind, &g, cdt, a, b, cbias, res));
 ok:

@@ -46,14 +46,18 @@ int ember__conv_depthwise(conv_kind kind, const conv_geom *g, int cdt, const emb
    false, having written nothing that matters, when oneDNN is not built in,
    is switched off (ember_set_dnnl_enabled), deterministic mode is on,
    ember's kernels are faster at the shape, or oneDNN declines or fails: the
-   caller then runs ember's own kernels. */
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res);
+   caller then runs ember's own kernels. w (FWD, BWD_INPUT; NULL: none) is
+   the weight tensor as the caller holds it, b its contents (w itself or a
+   contiguous float32 copy): oneDNN's layout of it is kept on its storage
+   while its version lasts (conv_dnnl_wcache.c). */
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const ember_tensor *w,
+                      const float *bias, float *res);
 
 /* The same on contiguous bfloat16 operands a and b (no bias), res float32:
    oneDNN's bfloat16 kernels, on CPUs with AVX-512 BF16 or AMX only; false
    as above, and on other CPUs. */
-bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res);
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, const ember_tensor *w,
+                           float *res);
 
 /* conv2d_relu's backward on contiguous float32 operands: from g and the
    output y, gx (NULL: not wanted), gw and gb (O), with relu's mask applied

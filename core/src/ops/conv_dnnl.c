@@ -41,16 +41,18 @@ void ember_set_dnnl_enabled(int on) { dnnl_enabled = on != 0; }
 int ember_dnnl_enabled(void) { return 0; }
 const char *ember_dnnl_info(void) { return "none (not built with oneDNN)"; }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res)
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const ember_tensor *w,
+                      const float *bias, float *res)
 {
-    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(bias), EMBER_UNUSED(res);
+    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(w), EMBER_UNUSED(bias);
+    EMBER_UNUSED(res);
     return false;
 }
 
-bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res)
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, const ember_tensor *w,
+                           float *res)
 {
-    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(res);
+    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(w), EMBER_UNUSED(res);
     return false;
 }
 
@@ -120,6 +122,8 @@ const char *ember_dnnl_info(void)
     pthread_once(&engine_once, make_engine);
     return info;
 }
+
+dnnl_engine_t ember__dnnl_engine(void) { return engine; }
 
 /* ------------------------------------------------------------------ primitives, by geometry */
 
@@ -523,9 +527,10 @@ static bool bf16_isa(void)
     return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
 }
 
-/* the product of kind in variant (DNNL_F32 or DNNL_BF16) on user pointers */
+/* the product of kind in variant (DNNL_F32 or DNNL_BF16) on user pointers,
+   the weight's layout kept on w's storage (NULL: not kept) */
 static bool run_variant(conv_kind kind, int variant, const conv_geom *g, const void *a, const void *b,
-                        const float *bias, float *res)
+                        const ember_tensor *w, const float *bias, float *res)
 {
     int nthr, omp_before;
     if (kind == CONV_BWD_WEIGHT)
@@ -536,21 +541,25 @@ static bool run_variant(conv_kind kind, int variant, const conv_geom *g, const v
     bool owned, ok = false;
     dnnl_conv *c = ember__dnnl_conv_get(kind, variant, g, key, &owned);
     if (c && c->conv) {
-        void *user[NARGS] = {(void *)a, (void *)b, res};
-        ok = ember__dnnl_conv_execute(c, kind, user, NULL, bias);
+        void *user[NARGS] = {(void *)a, (void *)b, res}, *inner[NARGS] = {NULL, NULL, NULL};
+        ember__dnnl_wentry *e = w && kind != CONV_BWD_WEIGHT ? ember__dnnl_wcache_get(c, w, b) : NULL;
+        if (e) inner[ARG_B] = (void *)ember__dnnl_wcache_data(e);
+        ok = ember__dnnl_conv_execute(c, kind, user, inner, bias);
+        ember__dnnl_wcache_done(e);
     }
     if (owned) ember__dnnl_conv_destroy(c);
     ember__dnnl_leave(nthr, omp_before);
     return ok;
 }
 
-bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res)
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, const ember_tensor *w,
+                           float *res)
 {
-    return bf16_isa() && run_variant(kind, DNNL_BF16, g, a, b, NULL, res);
+    return bf16_isa() && run_variant(kind, DNNL_BF16, g, a, b, w, NULL, res);
 }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res)
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const ember_tensor *w,
+                      const float *bias, float *res)
 {
     if (bias && !ember__dnnl_relu_exact(g, a, b, bias)) return false;
     /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c);
@@ -558,7 +567,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
        MobileNet on small images) each of its eight groups writes a whole
        O x K gradient for a short sum, 2-8x ember's kernels there
        (docs/nn.md, "Depthwise, 1x1 and grouped convolutions") */
-    return run_variant(kind, bias ? DNNL_F32_RELU : DNNL_F32, g, a, b, bias, res);
+    return run_variant(kind, bias ? DNNL_F32_RELU : DNNL_F32, g, a, b, w, bias, res);
 }
 
 #endif

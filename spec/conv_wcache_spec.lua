@@ -1,0 +1,125 @@
+-- oneDNN's layout of a convolution weight kept between calls
+-- (core/src/ops/conv_dnnl_wcache.c): the same bits as a weight seen for the
+-- first time, made again after every in-place write (through the weight or
+-- any view of it), counted in memory_stats and freed with the weight.
+local H = require("helpers")
+local ember = H.ember
+local F = ember.nn.functional
+local ffi = require("ffi")
+local C = ember._C
+
+local out = ffi.new("ember_tensor *[1]")
+local function take(rc)
+  if rc ~= 0 then error(ffi.string(C.ember_last_error())) end
+  return ember._wrap(out[0])
+end
+-- conv2d's input gradient at stride 1, padding 1 (the public C entry)
+local function backward_input(gy, w, xs)
+  local one = ffi.new("int64_t[2]", 1, 1)
+  return take(C.ember_conv2d_backward_input(gy._c, w._c, ffi.new("int64_t[4]", xs), one, one, one, 1, out))
+end
+
+local dnnl = ember.dnnl_enabled()
+local pending_or_it = dnnl and it or pending
+
+local function bits_equal(a, b)
+  return a.dtype == b.dtype and ember.equal(a, b) and ember.equal(a:isnan(), b:isnan())
+end
+
+local function in_use()
+  collectgarbage()
+  collectgarbage()
+  return ember.memory_stats().bytes_in_use
+end
+
+describe("a convolution weight kept in oneDNN's layout", function()
+  local opts = { stride = 1, padding = 1 }
+  local layouts = {
+    nchw = function(t) return t end,
+    channels_last = function(t) return t:contiguous({ memory_format = "channels_last" }) end,
+  }
+
+  for name, lay in pairs(layouts) do
+    pending_or_it("gives the bits of a weight seen for the first time (" .. name .. ")", function()
+      ember.manual_seed(1)
+      local x, w = lay(ember.randn({ 2, 16, 9, 7 })), lay(ember.randn({ 24, 16, 3, 3 }))
+      local fresh = F.conv2d(x, w:clone(), nil, opts)   -- a new storage: reordered for this call
+      for _ = 1, 3 do assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), fresh)) end
+      local gy = lay(ember.randn(fresh:shape()))
+      local gx = backward_input(gy, w:clone(), x:shape())
+      for _ = 1, 2 do assert.is_true(bits_equal(backward_input(gy, w, x:shape()), gx)) end
+    end)
+
+    pending_or_it("sees every in-place write, through the weight or a view (" .. name .. ")", function()
+      ember.manual_seed(2)
+      local x, w = lay(ember.randn({ 1, 8, 6, 6 })), lay(ember.randn({ 16, 8, 3, 3 }))
+      F.conv2d(x, w, nil, opts)
+      w:mul_(2)
+      assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), F.conv2d(x, w:clone(), nil, opts)))
+      w:narrow(1, 3, 2):fill_(0.5)   -- a view's write bumps the storage's version
+      assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), F.conv2d(x, w:clone(), nil, opts)))
+      w[{ 5, 2, 2, 2 }] = -7
+      assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), F.conv2d(x, w:clone(), nil, opts)))
+    end)
+  end
+
+  pending_or_it("keeps one copy per view: two views of one storage give their own values", function()
+    ember.manual_seed(3)
+    local x, both = ember.randn({ 1, 8, 5, 5 }), ember.randn({ 2, 16, 8, 3, 3 })
+    local w1, w2 = both:select(1, 1), both:select(1, 2)
+    for _ = 1, 2 do
+      assert.is_true(bits_equal(F.conv2d(x, w1, nil, opts), F.conv2d(x, w1:clone(), nil, opts)))
+      assert.is_true(bits_equal(F.conv2d(x, w2, nil, opts), F.conv2d(x, w2:clone(), nil, opts)))
+    end
+  end)
+
+  pending_or_it("trains to the same bits as a weight copied each step (SGD writes in place)", function()
+    local function run(copy)
+      ember.manual_seed(4)
+      local conv = ember.nn.Conv2d(8, 16, 3, { padding = 1 })
+      local x = ember.randn({ 4, 8, 8, 8 })
+      local opt = ember.optim.SGD(conv:parameters(), { lr = 0.05, momentum = 0.9 })
+      local gm = ember.autodiff.GradManager():attach(conv:parameters())
+      for _ = 1, 3 do
+        gm:record()
+        local w = copy and conv.weight:clone() or conv.weight
+        -- the weight twice, the second time as a view: (8, 8, 3, 3) of its first 8 outputs
+        local h = F.relu(F.conv2d(x, w, conv.bias, opts)):narrow(2, 1, 8)
+        local y = F.conv2d(h, w:narrow(1, 1, 8), nil, opts)
+        gm:backward((y * y):mean())
+        opt:step()
+        opt:zero_grad()
+      end
+      return conv.weight
+    end
+    assert.is_true(bits_equal(run(false), run(true)))
+  end)
+
+  pending_or_it("counts its bytes in memory_stats and frees them with the weight", function()
+    ember.manual_seed(5)
+    local x = ember.randn({ 1, 32, 8, 8 })
+    local base = in_use()
+    local w = ember.randn({ 64, 32, 3, 3 })
+    local wbytes = in_use() - base
+    assert.are.equal(64 * 32 * 9 * 4, wbytes)
+    local y = F.conv2d(x, w, nil, opts)
+    local ybytes = 64 * 8 * 8 * 4
+    local kept = in_use() - base - wbytes - ybytes
+    assert.is_true(kept >= wbytes, "kept " .. kept)   -- the blocked copy (padded to its blocks)
+    F.conv2d(x, w, nil, opts)
+    assert.are.equal(kept, in_use() - base - wbytes - ybytes)   -- read, not made again
+    w, y = nil, nil
+    assert.are.equal(base, in_use())
+  end)
+
+  pending_or_it("is not kept for memory ember does not own (from_blob)", function()
+    local n = 16 * 8 * 9
+    local buf = ffi.new("float[?]", n)
+    for i = 0, n - 1 do buf[i] = (i % 7) / 7 end
+    local w = take(C.ember_from_blob(buf, 4, ffi.new("int64_t[4]", 16, 8, 3, 3), nil, C.EMBER_FLOAT32, nil, nil, out))
+    local x = ember.randn({ 1, 8, 6, 6 })
+    F.conv2d(x, w, nil, opts)
+    buf[0] = 5   -- written behind ember's back: no version bump
+    assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), F.conv2d(x, w:clone(), nil, opts)))
+  end)
+end)
