@@ -123,3 +123,53 @@ describe("a convolution weight kept in oneDNN's layout", function()
     assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), F.conv2d(x, w:clone(), nil, opts)))
   end)
 end)
+
+-- eval-mode batch norm's scale and shift, kept while their sources keep
+-- their versions (lua/ember/nn/functional.lua's bn_eval_affine)
+describe("eval-mode batch norm's kept scale and shift", function()
+  local function fresh(x, bn)   -- the same formula on copies: nothing kept for them
+    return F.batch_norm(x, bn.running_mean:clone(), bn.running_var:clone(), bn.weight:clone(), bn.bias:clone(),
+      { training = false, eps = bn.eps })
+  end
+
+  it("follows every in-place write to the running statistics, the weight and the bias", function()
+    ember.manual_seed(6)
+    local bn = ember.nn.BatchNorm2d(5)
+    local x = ember.randn({ 2, 5, 4, 4 })
+    bn:train()
+    bn(x)   -- moves the running statistics
+    bn:eval()
+    local y0 = ember.no_grad(function() return bn(x) end)
+    assert.is_true(bits_equal(y0, fresh(x, bn)))
+    assert.is_true(bits_equal(ember.no_grad(function() return bn(x) end), y0))
+    local writes = {
+      function() bn.running_mean:add_(0.25) end,
+      function() bn.running_var:narrow(1, 2, 2):mul_(3) end,
+      function() ember.no_grad(function() bn.weight:mul_(-2) end) end,
+      function() ember.no_grad(function() bn.bias:fill_(1.5) end) end,
+      function() bn:train(); bn(x * 2); bn:eval() end,
+    }
+    for _, write in ipairs(writes) do
+      write()
+      local y = ember.no_grad(function() return bn(x) end)
+      assert.is_false(bits_equal(y, y0))
+      assert.is_true(bits_equal(y, fresh(x, bn)))
+      y0 = y
+    end
+  end)
+
+  it("still gives gradients to the weight and bias where a recording tracks them", function()
+    ember.manual_seed(7)
+    local bn = ember.nn.BatchNorm2d(3)
+    bn:eval()
+    local x = ember.randn({ 2, 3, 3, 3 })
+    ember.no_grad(function() return bn(x) end)   -- kept, untracked
+    local gm = ember.autodiff.GradManager():attach(bn:parameters())
+    gm:record()
+    gm:backward((bn(x) * x):sum())
+    local scale = (bn.running_var + bn.eps):rsqrt()
+    assert.is_true(ember.allclose(bn.bias.grad, x:sum({ 1, 3, 4 })))
+    assert.is_true(ember.allclose(bn.weight.grad,
+      ((x - bn.running_mean:view({ 1, 3, 1, 1 })) * scale:view({ 1, 3, 1, 1 }) * x):sum({ 1, 3, 4 }), 1e-5, 1e-6))
+  end)
+end)
