@@ -22,11 +22,7 @@
 int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
                           const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g)
 {
-    char sx[200], sw[200];
-    snprintf(sx, sizeof sx, "{%lld, %lld, %lld, %lld}", (long long)xs[0], (long long)xs[1], (long long)xs[2],
-             (long long)xs[3]);
-    snprintf(sw, sizeof sw, "{%lld, %lld, %lld, %lld}", (long long)ws[0], (long long)ws[1], (long long)ws[2],
-             (long long)ws[3]);
+    char sx[200], sw[200];   /* the shapes, written only into a failure's message */
     if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
         return ember__fail(EMBER_ERR_ARG,
                            "%s: stride {%lld, %lld} and dilation {%lld, %lld} must be positive and padding "
@@ -39,25 +35,26 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
                            "%s: stride {%lld, %lld}, padding {%lld, %lld}, dilation {%lld, %lld}, groups %lld and the "
                            "kernel of weight %s must be below 2^31",
                            op, (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1],
-                           (long long)dl[0], (long long)dl[1], (long long)groups, sw);
+                           (long long)dl[0], (long long)dl[1], (long long)groups, ember__shape_str(sw, 4, ws));
     if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
         return ember__fail(EMBER_ERR_ARG, "%s: groups = %lld must divide the input channels %lld and the output "
                            "channels %lld (input %s, weight %s)", op, (long long)groups, (long long)xs[1],
-                           (long long)ws[0], sx, sw);
+                           (long long)ws[0], ember__shape_str(sx, 4, xs), ember__shape_str(sw, 4, ws));
     if (ws[1] * groups != xs[1])
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s has %lld channels but weight %s with groups = %lld "
-                           "expects %lld", op, sx, (long long)xs[1], sw, (long long)groups,
-                           (long long)(ws[1] * groups));
+                           "expects %lld", op, ember__shape_str(sx, 4, xs), (long long)xs[1],
+                           ember__shape_str(sw, 4, ws), (long long)groups, (long long)(ws[1] * groups));
     g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
     g->O = ws[0], g->kH = ws[2], g->kW = ws[3], g->G = groups;
     g->sh = st[0], g->sw = st[1], g->ph = pd[0], g->pw = pd[1], g->dh = dl[0], g->dw = dl[1];
     if (g->kH < 1 || g->kW < 1)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: weight %s has an empty kernel", op, sw);
+        return ember__fail(EMBER_ERR_SHAPE, "%s: weight %s has an empty kernel", op, ember__shape_str(sw, 4, ws));
     g->Ho = nn_out_size(g->H, g->kH, g->sh, g->ph, g->dh);
     g->Wo = nn_out_size(g->W, g->kW, g->sw, g->pw, g->dw);
     if (g->Ho < 1 || g->Wo < 1)
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s padded by {%lld, %lld} is smaller than the dilated "
-                           "kernel of weight %s", op, sx, (long long)g->ph, (long long)g->pw, sw);
+                           "kernel of weight %s", op, ember__shape_str(sx, 4, xs), (long long)g->ph,
+                           (long long)g->pw, ember__shape_str(sw, 4, ws));
     g->Cg = g->C / groups, g->Og = g->O / groups;
     g->nhwc = 0;
     g->K = g->Cg * g->kH * g->kW;
@@ -65,7 +62,8 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
     if (__builtin_mul_overflow(g->Ho, g->Wo, &plane) || __builtin_mul_overflow(g->K, plane, &cols) ||
         cols > ((int64_t)1 << 50))
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s and weight %s give %lld x %lld outputs per channel, "
-                           "too many to convolve", op, sx, sw, (long long)g->Ho, (long long)g->Wo);
+                           "too many to convolve", op, ember__shape_str(sx, 4, xs), ember__shape_str(sw, 4, ws),
+                           (long long)g->Ho, (long long)g->Wo);
     return EMBER_OK;
 }
 
