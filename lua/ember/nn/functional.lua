@@ -308,6 +308,17 @@ local BN_OPTS = { training = true, momentum = true, eps = true, activation = tru
 -- activation = "relu" / "relu6": the op batch_norm_act's code and bounds
 local BN_ACTS = { relu = { 1, 0, 0 }, relu6 = { 2, 0, 6 } }
 
+-- the running statistics moved by momentum m towards the batch's (a
+-- function of its own: a closure in F.batch_norm would stop LuaJIT's trace
+-- on every call, eval mode's included)
+local function bn_update_running(running_mean, running_var, stats, m, count)
+  ember.no_grad(function()
+    stats = stats:detach()
+    running_mean:mul_(1 - m):add_(stats[1]:to(running_mean.dtype) * m)
+    running_var:mul_(1 - m):add_(stats[2]:to(running_var.dtype) * (m * count / (count - 1)))
+  end)
+end
+
 -- Eval-mode batch norm's scale = w / sqrt(running_var + eps) and shift = b -
 -- running_mean scale, kept on running_var (weak keys: collected with it)
 -- while the four sources keep their versions, eps and the dtype are the same
@@ -383,14 +394,7 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
         ember._ptr("batch_norm", b, 5), eps, out2, out2 + 1))
     end
     local y, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
-    if running_mean ~= nil then
-      local m = opts.momentum or 0.1
-      ember.no_grad(function()
-        stats = stats:detach()
-        running_mean:mul_(1 - m):add_(stats[1]:to(running_mean.dtype) * m)
-        running_var:mul_(1 - m):add_(stats[2]:to(running_var.dtype) * (m * count / (count - 1)))
-      end)
-    end
+    if running_mean ~= nil then bn_update_running(running_mean, running_var, stats, opts.momentum or 0.1, count) end
     return y
   end
   if running_mean == nil or running_var == nil then
