@@ -135,9 +135,28 @@ void ember__dnnl_conv_key(conv_kind kind, int variant, const conv_geom *g, int n
     memcpy(key, k, sizeof k);
 }
 
+/* the stream and memory objects of one call (dnnl_conv's kept) */
+typedef struct dnnl_conv_mems {
+    dnnl_stream_t stream;
+    dnnl_memory_t user[NARGS], inner[NARGS], scratch, bias;
+} mems;
+
+static void mems_destroy(mems *m)
+{
+    for (int i = 0; i < NARGS; i++) {
+        dnnl_memory_destroy(m->user[i]);
+        dnnl_memory_destroy(m->inner[i]);
+    }
+    dnnl_memory_destroy(m->scratch);
+    dnnl_memory_destroy(m->bias);
+    dnnl_stream_destroy(m->stream);
+}
+
 void ember__dnnl_conv_destroy(dnnl_conv *c)
 {
     if (!c) return;
+    if (c->kept) mems_destroy(c->kept);
+    free(c->kept);
     dnnl_primitive_destroy(c->conv);
     for (int i = 0; i < NARGS; i++) dnnl_primitive_destroy(c->reorder[i]);
     free(c);
@@ -386,62 +405,73 @@ static int args_of(conv_kind kind, int i)
     return arg[kind][i];
 }
 
+/* *mem, described by md, pointed at data: made the first time, its
+   handle set after (which oneDNN documents as what making it does) */
+static bool mem_at(dnnl_memory_t *mem, const dnnl_memory_desc_t *md, void *data)
+{
+    if (*mem) return dnnl_memory_set_data_handle(*mem, data) == dnnl_success;
+    return dnnl_memory_create(mem, md, engine, data) == dnnl_success;
+}
+
 /* Runs the product on user[] (ember's layouts), reordering what the
    primitive wants in another layout; an operand given in inner[] is in the
    primitive's layout already and is read as it is (the result, written so
-   and left there). */
-bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner,
+   and left there). The stream and memory objects are c's kept ones where
+   no other call holds them (a batch-1 forward's convolutions are small
+   enough that making them, five allocations a call, was a quarter of a
+   call's time), else this call's own. */
+bool ember__dnnl_conv_execute(const dnnl_conv *cc, conv_kind kind, void *const *user, void *const *inner,
                               const float *bias)
 {
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL, bmem = NULL;
+    dnnl_conv *c = (dnnl_conv *)cc;   /* its kept objects only, under busy */
+    mems own = {0}, *m = &own;
+    const bool kept = !atomic_flag_test_and_set(&c->busy);
+    if (kept && (c->kept || (c->kept = calloc(1, sizeof *c->kept)))) m = c->kept;
     void *ibuf[NARGS] = {0}, *sbuf = NULL;
-    bool ok = false;
-    DNNL_TRY(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
+    bool ok = false, into[NARGS] = {false};   /* into[i]: the operand runs from m->inner[i] */
+    if (!m->stream) DNNL_TRY(dnnl_stream_create(&m->stream, engine, dnnl_stream_default_flags));
     for (int i = 0; i < NARGS; i++) {
         if (inner && inner[i]) {
-            DNNL_TRY(dnnl_memory_create(&imem[i], &c->inner[i], engine, inner[i]));
+            if (!mem_at(&m->inner[i], &c->inner[i], inner[i])) goto fail;
+            into[i] = true;
             continue;
         }
-        DNNL_TRY(dnnl_memory_create(&umem[i], &c->user[i], engine, user[i]));
+        if (!mem_at(&m->user[i], &c->user[i], user[i])) goto fail;
         if (!c->reorder[i]) continue;
         if (!(ibuf[i] = ember__alloc(c->inner_bytes[i]))) goto fail;
-        DNNL_TRY(dnnl_memory_create(&imem[i], &c->inner[i], engine, ibuf[i]));
+        if (!mem_at(&m->inner[i], &c->inner[i], ibuf[i])) goto fail;
+        into[i] = true;
     }
     for (int i = 0; i < NARGS; i++)   /* the operands into the primitive's layouts */
         if (c->reorder[i] && i != ARG_RES && !(inner && inner[i])) {
-            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, umem[i]}, {DNNL_ARG_TO, imem[i]}};
-            DNNL_TRY(dnnl_primitive_execute(c->reorder[i], stream, 2, ra));
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m->user[i]}, {DNNL_ARG_TO, m->inner[i]}};
+            DNNL_TRY(dnnl_primitive_execute(c->reorder[i], m->stream, 2, ra));
         }
     dnnl_exec_arg_t ca[NARGS + 2];
     int nca = 0;
-    for (int i = 0; i < NARGS; i++) ca[nca++] = (dnnl_exec_arg_t){args_of(kind, i), imem[i] ? imem[i] : umem[i]};
+    for (int i = 0; i < NARGS; i++) ca[nca++] = (dnnl_exec_arg_t){args_of(kind, i), into[i] ? m->inner[i] : m->user[i]};
     if (c->fused) {
-        DNNL_TRY(dnnl_memory_create(&bmem, &c->bias, engine, (void *)bias));
-        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
+        if (!mem_at(&m->bias, &c->bias, (void *)bias)) goto fail;
+        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m->bias};
     }
     if (c->scratch_bytes) {
         if (!(sbuf = ember__alloc(c->scratch_bytes))) goto fail;
-        DNNL_TRY(dnnl_memory_create(&smem, &c->scratch, engine, sbuf));
-        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
+        if (!mem_at(&m->scratch, &c->scratch, sbuf)) goto fail;
+        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m->scratch};
     }
-    DNNL_TRY(dnnl_primitive_execute(c->conv, stream, nca, ca));
+    DNNL_TRY(dnnl_primitive_execute(c->conv, m->stream, nca, ca));
     if (c->reorder[ARG_RES] && !(inner && inner[ARG_RES])) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, imem[ARG_RES]}, {DNNL_ARG_TO, umem[ARG_RES]}};
-        DNNL_TRY(dnnl_primitive_execute(c->reorder[ARG_RES], stream, 2, ra));
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m->inner[ARG_RES]}, {DNNL_ARG_TO, m->user[ARG_RES]}};
+        DNNL_TRY(dnnl_primitive_execute(c->reorder[ARG_RES], m->stream, 2, ra));
     }
-    DNNL_TRY(dnnl_stream_wait(stream));
+    DNNL_TRY(dnnl_stream_wait(m->stream));
     ok = true;
 fail:
-    for (int i = 0; i < NARGS; i++) {
-        dnnl_memory_destroy(umem[i]);
-        dnnl_memory_destroy(imem[i]);
+    for (int i = 0; i < NARGS; i++)
         if (ibuf[i]) ember__free(ibuf[i], c->inner_bytes[i]);
-    }
-    dnnl_memory_destroy(smem);
-    dnnl_memory_destroy(bmem);
     if (sbuf) ember__free(sbuf, c->scratch_bytes);
-    dnnl_stream_destroy(stream);
+    if (m == &own) mems_destroy(&own);
+    if (kept) atomic_flag_clear(&c->busy);
     return ok;
 }
 

@@ -5,6 +5,8 @@
 #ifndef EMBER_CONV_DNNL_H
 #define EMBER_CONV_DNNL_H
 
+#include <stdatomic.h>
+
 #include "conv.h"
 #include "dnnl_inc.h"
 
@@ -29,6 +31,11 @@ typedef struct {
     size_t inner_bytes[NARGS];
     dnnl_memory_desc_t scratch;   /* the primitive's scratchpad, taken from ember's blocks */
     size_t scratch_bytes;
+    /* a stream and memory objects over these descriptors, kept for the next
+       call (conv_dnnl.c's execute): whichever call takes busy first uses
+       them, pointed at its buffers; a call finding them taken makes its own */
+    atomic_flag busy;
+    struct dnnl_conv_mems *kept;
 } dnnl_conv;
 
 /* the layouts a gradient writer may be asked for */
