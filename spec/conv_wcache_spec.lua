@@ -112,6 +112,28 @@ describe("a convolution weight kept in oneDNN's layout", function()
     assert.are.equal(base, in_use())
   end)
 
+  it("keeps a kernel's live taps (3x3 on a 1x1 plane) while the weight keeps its version", function()
+    ember.manual_seed(9)
+    local x = ember.randn({ 1, 32, 1, 1 })
+    -- ember keeps the scalars' tensors (-3, the index 2, the tolerances): made before base
+    local _ = { (x * -3):mul_(-3), ember.zeros({ 1, 1, 2, 2 })[{ {}, {}, 2, 2 }], ember.allclose(x, x, 1e-5, 1e-5) }
+    local base = in_use()
+    local w = ember.randn({ 48, 32, 3, 3 })
+    local y0 = F.conv2d(x, w, nil, opts)
+    -- by hand: only the centre tap reads the input
+    local want = (w[{ {}, {}, 2, 2 }]:matmul(x:reshape({ 32, 1 }))):reshape({ 1, 48, 1, 1 })
+    assert.is_true(ember.allclose(y0, want, 1e-5, 1e-5))
+    assert.is_true(bits_equal(F.conv2d(x, w, nil, opts), F.conv2d(x, w:clone(), nil, opts)))
+    -- w, its 48 x 32 live taps kept (a 1x1 convolution of a 1x1 plane: one product, no oneDNN layout), y0
+    assert.is_true(in_use() >= base + (48 * 32 * 9 + 48 * 32 + 48) * 4)
+    w:narrow(3, 2, 1):mul_(-3)   -- the live taps written through a view
+    local y1 = F.conv2d(x, w, nil, opts)
+    assert.is_true(ember.allclose(y1, y0 * -3, 1e-5, 1e-5))
+    assert.is_true(bits_equal(y1, F.conv2d(x, w:clone(), nil, opts)))
+    w, y0, y1, want = nil, nil, nil, nil
+    assert.are.equal(base, in_use())
+  end)
+
   pending_or_it("is not kept for a weight a recording tracks (training)", function()
     ember.manual_seed(8)
     local x, w = ember.randn({ 1, 8, 6, 6 }), ember.randn({ 16, 8, 3, 3 })

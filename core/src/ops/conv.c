@@ -592,17 +592,18 @@ static int run_live_taps(conv_kind kind, const conv_geom *g, int cdt, ember_tens
     const int es = ember_dtype_size(cdt);
     const int64_t ws[4] = {g->O, g->Cg, gc.kH, gc.kW};
     ember_tensor *wc = NULL;
-    EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
     int rc;
     if (kind == CONV_BWD_WEIGHT) {
+        EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
         rc = run_product(kind, &gc, cdt, ca, cb, NULL, NULL, wc, post_done);
         if (rc >= 0) {
             memset(ember__ptr(res), 0, (size_t)(res->numel * es));
             ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(res), ember__ptr(wc), true);
         }
-    } else {
-        ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(cb), ember__ptr(wc), false);
-        rc = run_product(kind, &gc, cdt, ca, wc, NULL, cbias, res, post_done);
+    } else {   /* the cut weight kept on w's where it can be (conv_taps.c): then its own layout too */
+        bool kept;
+        EMBER_TRY(ember__conv_live_weight(g, &gc, i0, j0, cdt, w, cb, &wc, &kept));
+        rc = run_product(kind, &gc, cdt, ca, wc, kept ? wc : NULL, cbias, res, post_done);
     }
     ember_tensor_release(wc);
     return rc;

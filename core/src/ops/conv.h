@@ -29,6 +29,11 @@ void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t 
 bool ember__conv_live_taps(const conv_geom *g, conv_geom *gc, int64_t *i0, int64_t *j0);
 void ember__conv_crop(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int es, char *w, char *wc,
                       bool to_full);
+/* into *wc (a new reference) the live taps' weight of g's weight w (its
+   contents at cb, contiguous in cdt; w NULL: none to keep it on), kept on
+   w's storage while its version lasts where no recording tracks w (*kept) */
+int ember__conv_live_weight(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int cdt,
+                            const ember_tensor *w, ember_tensor *cb, ember_tensor **wc, bool *kept);
 
 /* conv_depthwise.c: whether g is a depthwise convolution (C / groups == 1,
    groups > 1) on planes of 16 outputs or fewer, which its direct kernels
