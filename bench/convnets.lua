@@ -20,7 +20,15 @@
 -- relu6's backward has no bfloat16 CPU kernel; ember's side then runs alone).
 -- LAYOUT=channels_last runs ember's side channels_last too (docs/nn.md);
 -- LAYOUT=both times ember's two layouts against each other instead.
---   luajit bench/convnets.lua [cases [rounds [iters [threads [profile]]]]]
+-- "memory" in place of "profile" measures peak memory instead of time, for
+-- both sides the same way, each case in a fresh process: the resident set
+-- before the first step (model and input made) and its peak (VmHWM) after a
+-- warm-up and `iters` steps; step_mb is the difference, what the steps took
+-- at most (ember's side also gives memory_stats()'s peak of tensor bytes
+-- over the steps, the model's included). PyTorch's process carries Python
+-- and libtorch, ember's LuaJIT and libember: the differences compare, the
+-- totals less so.
+--   luajit bench/convnets.lua [cases [rounds [iters [threads [profile|memory]]]]]
 -- cases: a comma-separated list or "all" (default); rounds 5; iters: steps
 -- per round (default 3 for training, 20 for inference); threads: ember's
 -- default; "-" for any of them: its default.
@@ -81,6 +89,46 @@ local function make_step(case)
 end
 
 local threads, core = ember.get_num_threads(), B.blas_core(ember)
+
+-- this process's VmRSS in MB (B.peak_rss_mb: its VmHWM)
+local function rss_mb()
+  local f = assert(io.open("/proc/self/status", "r"))
+  local s = f:read("*a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s*(%d+)")) / 1024
+end
+
+if argv[5] == "memory_child" then   -- one case, in this fresh process: one JSON line
+  local step, default_iters = make_step(cases)
+  local before = rss_mb()
+  ember.reset_peak_memory()
+  for _ = 1, (iters_arg or default_iters) + 1 do step() end
+  print(B.json({ rss_before_mb = before, peak_rss_mb = B.peak_rss_mb(),
+    peak_tensor_mb = ember.memory_stats().peak_bytes / 2 ^ 20 }))
+  os.exit(0)
+end
+if argv[5] == "memory" then
+  local function json_of(cmd)
+    local p = io.popen(cmd)
+    local out = p:read("*a")
+    p:close()
+    local function field(k) return tonumber(out:match('"' .. k .. '": ([%d%.e%-]+)')) end
+    local before, peak = field("rss_before_mb"), field("peak_rss_mb")
+    assert(before and peak, cmd .. " printed no memory figures: " .. out)
+    return before, peak, field("peak_tensor_mb")
+  end
+  for c in cases:gmatch("[^,]+") do
+    local iters = iters_arg or (c:match("_train$") and 3 or 20)
+    local eb, ep, et = json_of(("LAYOUT=%s %sluajit bench/convnets.lua %s - %d %d memory_child"):format(
+      layout, autocast and ("AUTOCAST=" .. autocast .. " ") or "", c, iters, threads))
+    local tb, tp = json_of(("OMP_WAIT_POLICY=%s OPENBLAS_CORETYPE=%s /usr/bin/python3 bench/convnets_torch.py %s %d %d "
+      .. "channels_last %s memory"):format(wait, core, c, iters, threads, autocast or "float32"))
+    print(B.json({ bench = "convnets_memory_" .. c, layout = layout, threads = threads, iters = iters,
+      ember_rss_before_mb = eb, ember_peak_rss_mb = ep, ember_step_mb = ep - eb, ember_peak_tensor_mb = et,
+      torch_rss_before_mb = tb, torch_peak_rss_mb = tp, torch_step_mb = tp - tb, step_ratio = (ep - eb) / (tp - tb) }))
+  end
+  os.exit(0)
+end
 if layout_env == "both" then
   for c in cases:gmatch("[^,]+") do
     layout = "nchw"

@@ -2,13 +2,18 @@
 way, in PyTorch 1.13's fastest CPU form (channels_last model and input
 unless told "nchw"). Run by bench/convnets.lua once per round, alternating
 with ember:
-    /usr/bin/python3 bench/convnets_torch.py CASE ITERS THREADS [channels_last|nchw [bfloat16]]
+    /usr/bin/python3 bench/convnets_torch.py CASE ITERS THREADS [channels_last|nchw [bfloat16|float32 [memory]]]
 CASE is resnet18_train, mobilenetv2_train, resnet18_infer or
 mobilenetv2_infer (bench/convnets.lua says what each is). Prints one JSON
 line: seconds per step over ITERS steps (after one warm-up). With
 bfloat16, the forward (and loss) under torch.autocast("cpu", bfloat16).
+With memory, a second line: the process's resident set before the first
+step (model and input made) and its peak (VmHWM) after the steps, in MB;
+their difference is what the steps took at most (bench/convnets.lua's
+"memory" mode measures ember's side the same way, each in a fresh process).
 """
 import contextlib
+import json
 import sys
 
 import torch
@@ -63,6 +68,15 @@ class MobileNetV2(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
+def rss_mb(field):
+    """VmRSS or VmHWM of this process in MB"""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return -1.0
+
+
 def main():
     case, iters, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     layout = torch.contiguous_format if len(sys.argv) > 4 and sys.argv[4] == "nchw" else torch.channels_last
@@ -93,7 +107,11 @@ def main():
         def step():
             with torch.no_grad(), autocast():
                 model(x)
+    memory = len(sys.argv) > 6 and sys.argv[6] == "memory"
+    before = rss_mb("VmRSS")
     report_steps(step, iters)
+    if memory:
+        print(json.dumps({"rss_before_mb": before, "peak_rss_mb": rss_mb("VmHWM")}))
 
 
 if __name__ == "__main__":   # bench/convnets_plan_torch.py imports the models

@@ -132,6 +132,15 @@ int ember__openblas_threads(void);          /* OpenBLAS's thread count; 1 withou
 void ember__openblas_set_threads(int n);    /* nothing without OpenBLAS */
 
 /* ------------------------------------------------------------------ storage, tensors */
+/* What an op derived from a storage's contents and keeps for later calls (a
+   convolution's weight in oneDNN's layout: ops/conv_dnnl_wcache.c), in a list
+   on the storage. Each says itself which version it was made at; the list is
+   freed, each by its own free, when the storage is. */
+typedef struct ember__derived {
+    struct ember__derived *next;
+    void (*free)(struct ember__derived *d);
+} ember__derived;
+
 typedef struct ember_storage {
     int refcount;
     int device;
@@ -144,6 +153,7 @@ typedef struct ember_storage {
     struct ember__dtr_entry *dtr;   /* how to remake it (dtr.c); data NULL while evicted */
     int32_t dtr_holds;        /* headers on it that DTR's recipes hold */
     int32_t dtr_locks;        /* being read now: not to be evicted */
+    ember__derived *derived;  /* NULL but where an op keeps something derived */
 } ember_storage;
 
 struct ember_autograd_meta;

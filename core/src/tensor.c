@@ -88,6 +88,7 @@ static void storage_release(ember_storage *s)
         return;
     }
     if (EMBER_UNLIKELY(s->dtr != NULL)) ember__dtr_storage_freed(s);
+    for (ember__derived *d = s->derived, *next; d; d = next) next = d->next, d->free(d);
     if (s->release) {
         s->release(s->release_ctx, s->data);
     } else if (s->data) {

@@ -22,11 +22,7 @@
 int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, const int64_t *st,
                           const int64_t *pd, const int64_t *dl, int64_t groups, conv_geom *g)
 {
-    char sx[200], sw[200];
-    snprintf(sx, sizeof sx, "{%lld, %lld, %lld, %lld}", (long long)xs[0], (long long)xs[1], (long long)xs[2],
-             (long long)xs[3]);
-    snprintf(sw, sizeof sw, "{%lld, %lld, %lld, %lld}", (long long)ws[0], (long long)ws[1], (long long)ws[2],
-             (long long)ws[3]);
+    char sx[200], sw[200];   /* the shapes, written only into a failure's message */
     if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
         return ember__fail(EMBER_ERR_ARG,
                            "%s: stride {%lld, %lld} and dilation {%lld, %lld} must be positive and padding "
@@ -39,25 +35,26 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
                            "%s: stride {%lld, %lld}, padding {%lld, %lld}, dilation {%lld, %lld}, groups %lld and the "
                            "kernel of weight %s must be below 2^31",
                            op, (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1],
-                           (long long)dl[0], (long long)dl[1], (long long)groups, sw);
+                           (long long)dl[0], (long long)dl[1], (long long)groups, ember__shape_str(sw, 4, ws));
     if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
         return ember__fail(EMBER_ERR_ARG, "%s: groups = %lld must divide the input channels %lld and the output "
                            "channels %lld (input %s, weight %s)", op, (long long)groups, (long long)xs[1],
-                           (long long)ws[0], sx, sw);
+                           (long long)ws[0], ember__shape_str(sx, 4, xs), ember__shape_str(sw, 4, ws));
     if (ws[1] * groups != xs[1])
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s has %lld channels but weight %s with groups = %lld "
-                           "expects %lld", op, sx, (long long)xs[1], sw, (long long)groups,
-                           (long long)(ws[1] * groups));
+                           "expects %lld", op, ember__shape_str(sx, 4, xs), (long long)xs[1],
+                           ember__shape_str(sw, 4, ws), (long long)groups, (long long)(ws[1] * groups));
     g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
     g->O = ws[0], g->kH = ws[2], g->kW = ws[3], g->G = groups;
     g->sh = st[0], g->sw = st[1], g->ph = pd[0], g->pw = pd[1], g->dh = dl[0], g->dw = dl[1];
     if (g->kH < 1 || g->kW < 1)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: weight %s has an empty kernel", op, sw);
+        return ember__fail(EMBER_ERR_SHAPE, "%s: weight %s has an empty kernel", op, ember__shape_str(sw, 4, ws));
     g->Ho = nn_out_size(g->H, g->kH, g->sh, g->ph, g->dh);
     g->Wo = nn_out_size(g->W, g->kW, g->sw, g->pw, g->dw);
     if (g->Ho < 1 || g->Wo < 1)
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s padded by {%lld, %lld} is smaller than the dilated "
-                           "kernel of weight %s", op, sx, (long long)g->ph, (long long)g->pw, sw);
+                           "kernel of weight %s", op, ember__shape_str(sx, 4, xs), (long long)g->ph,
+                           (long long)g->pw, ember__shape_str(sw, 4, ws));
     g->Cg = g->C / groups, g->Og = g->O / groups;
     g->nhwc = 0;
     g->K = g->Cg * g->kH * g->kW;
@@ -65,7 +62,8 @@ int ember__conv_geom_init(const char *op, const int64_t *xs, const int64_t *ws, 
     if (__builtin_mul_overflow(g->Ho, g->Wo, &plane) || __builtin_mul_overflow(g->K, plane, &cols) ||
         cols > ((int64_t)1 << 50))
         return ember__fail(EMBER_ERR_SHAPE, "%s: input %s and weight %s give %lld x %lld outputs per channel, "
-                           "too many to convolve", op, sx, sw, (long long)g->Ho, (long long)g->Wo);
+                           "too many to convolve", op, ember__shape_str(sx, 4, xs), ember__shape_str(sw, 4, ws),
+                           (long long)g->Ho, (long long)g->Wo);
     return EMBER_OK;
 }
 
@@ -570,10 +568,10 @@ done:
    at 1x1 convolutions of 1x1 planes, one product here), which also adds
    conv2d_relu's bias and cuts at zero (*post_done); else ember's kernels */
 static int run_product(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
-                       ember_tensor *cbias, ember_tensor *res, bool *post_done)
+                       const ember_tensor *w, ember_tensor *cbias, ember_tensor *res, bool *post_done)
 {
     *post_done = cdt == EMBER_FLOAT32 && !is_pointwise_1x1(g) &&
-                 ember__dnnl_conv(kind, g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
+                 ember__dnnl_conv(kind, g, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb), w,
                                   cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res));
     if (*post_done) return EMBER_OK;
     if (ember__conv_is_depthwise(g)) return ember__conv_depthwise(kind, g, cdt, ca, cb, res);
@@ -582,27 +580,30 @@ static int run_product(conv_kind kind, const conv_geom *g, int cdt, ember_tensor
 
 /* run_product on the live taps only where some taps only read padding
    (conv_taps.c): the weight (FWD, BWD_INPUT) cut to them, or the weight
-   gradient computed for them and the dead taps' left 0 */
+   gradient computed for them and the dead taps' left 0; w the weight as the
+   caller holds it, whose layout oneDNN may keep (NULL: none, a weight gradient) */
 static int run_live_taps(conv_kind kind, const conv_geom *g, int cdt, ember_tensor *ca, ember_tensor *cb,
-                         ember_tensor *cbias, ember_tensor *res, bool *post_done)
+                         const ember_tensor *w, ember_tensor *cbias, ember_tensor *res, bool *post_done)
 {
     conv_geom gc;
     int64_t i0, j0;
-    if (!ember__conv_live_taps(g, &gc, &i0, &j0)) return run_product(kind, g, cdt, ca, cb, cbias, res, post_done);
+    if (!ember__conv_live_taps(g, &gc, &i0, &j0))
+        return run_product(kind, g, cdt, ca, cb, w, cbias, res, post_done);
     const int es = ember_dtype_size(cdt);
     const int64_t ws[4] = {g->O, g->Cg, gc.kH, gc.kW};
     ember_tensor *wc = NULL;
-    EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
     int rc;
     if (kind == CONV_BWD_WEIGHT) {
-        rc = run_product(kind, &gc, cdt, ca, cb, NULL, wc, post_done);
+        EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, &wc));
+        rc = run_product(kind, &gc, cdt, ca, cb, NULL, NULL, wc, post_done);
         if (rc >= 0) {
             memset(ember__ptr(res), 0, (size_t)(res->numel * es));
             ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(res), ember__ptr(wc), true);
         }
-    } else {
-        ember__conv_crop(g, &gc, i0, j0, es, ember__ptr(cb), ember__ptr(wc), false);
-        rc = run_product(kind, &gc, cdt, ca, wc, cbias, res, post_done);
+    } else {   /* the cut weight kept on w's where it can be (conv_taps.c): then its own layout too */
+        bool kept;
+        EMBER_TRY(ember__conv_live_weight(g, &gc, i0, j0, cdt, w, cb, &wc, &kept));
+        rc = run_product(kind, &gc, cdt, ca, wc, kept ? wc : NULL, cbias, res, post_done);
     }
     ember_tensor_release(wc);
     return rc;
@@ -619,7 +620,7 @@ static int product_nchw(conv_kind kind, const conv_geom *g, int cdt, ember_tenso
     bool post_done;
     EMBER_CHECK(ember__contiguous_as(a, cdt, &ca));
     EMBER_CHECK(ember__contiguous_as(b, cdt, &cb));
-    EMBER_CHECK(run_live_taps(kind, g, cdt, ca, cb, cbias, res, &post_done));
+    EMBER_CHECK(run_live_taps(kind, g, cdt, ca, cb, kind == CONV_BWD_WEIGHT ? NULL : b, cbias, res, &post_done));
     if (!post_done && cbias) bias_relu(res, cbias, g);
 done:
     ember_tensor_release(ca);
@@ -645,7 +646,9 @@ static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, emb
     if (dt == EMBER_BFLOAT16 && !cbias && a->dtype == b->dtype) {
         EMBER_CHECK(ember__layout_as(a, dt, true, &ca));
         EMBER_CHECK(ember__layout_as(b, dt, b_nhwc, &cb));
-        if (ember__dnnl_conv_bf16(kind, &gn, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto done;
+        if (ember__dnnl_conv_bf16(kind, &gn, ember__ptr(ca), ember__ptr(cb), b_weight ? b : NULL,
+                                  (float *)ember__ptr(res)))
+            goto done;
         ember_tensor_release(ca);
         ember_tensor_release(cb);
         ca = cb = NULL;
@@ -654,7 +657,8 @@ static int product_nhwc(conv_kind kind, const conv_geom *g, int dt, int cdt, emb
         EMBER_CHECK(ember__layout_as(a, cdt, true, &ca));
         EMBER_CHECK(ember__layout_as(b, cdt, b_nhwc, &cb));
         if (ember__dnnl_conv(kind, &gn, (const float *)ember__ptr(ca), (const float *)ember__ptr(cb),
-                             cbias ? (const float *)ember__ptr(cbias) : NULL, (float *)ember__ptr(res)))
+                             b_weight ? b : NULL, cbias ? (const float *)ember__ptr(cbias) : NULL,
+                             (float *)ember__ptr(res)))
             goto done;
     }
     EMBER_CHECK(ember__new(4, res->shape, cdt, EMBER_CPU, &tmp));
@@ -709,7 +713,9 @@ int fwd_conv2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     if (dt == EMBER_BFLOAT16 && !fused && a->dtype == b->dtype) {
         EMBER_CHECK(ember__contiguous_as(a, dt, &ca));
         EMBER_CHECK(ember__contiguous_as(b, dt, &cb));
-        if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), (float *)ember__ptr(res))) goto ok;
+        if (ember__dnnl_conv_bf16(kind, &g, ember__ptr(ca), ember__ptr(cb), kind == CONV_BWD_WEIGHT ? NULL : b,
+                                  (float *)ember__ptr(res)))
+            goto ok;
     }
     EMBER_CHECK(product_nchw(kind, &g, cdt, a, b, cbias, res));
 ok:

@@ -29,6 +29,11 @@ void ember__conv_valid_cols(const conv_geom *g, int64_t j, int64_t *lo, int64_t 
 bool ember__conv_live_taps(const conv_geom *g, conv_geom *gc, int64_t *i0, int64_t *j0);
 void ember__conv_crop(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int es, char *w, char *wc,
                       bool to_full);
+/* into *wc (a new reference) the live taps' weight of g's weight w (its
+   contents at cb, contiguous in cdt; w NULL: none to keep it on), kept on
+   w's storage while its version lasts where no recording tracks w (*kept) */
+int ember__conv_live_weight(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int cdt,
+                            const ember_tensor *w, ember_tensor *cb, ember_tensor **wc, bool *kept);
 
 /* conv_depthwise.c: whether g is a depthwise convolution (C / groups == 1,
    groups > 1) on planes of 16 outputs or fewer, which its direct kernels
@@ -46,14 +51,18 @@ int ember__conv_depthwise(conv_kind kind, const conv_geom *g, int cdt, const emb
    false, having written nothing that matters, when oneDNN is not built in,
    is switched off (ember_set_dnnl_enabled), deterministic mode is on,
    ember's kernels are faster at the shape, or oneDNN declines or fails: the
-   caller then runs ember's own kernels. */
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res);
+   caller then runs ember's own kernels. w (FWD, BWD_INPUT; NULL: none) is
+   the weight tensor as the caller holds it, b its contents (w itself or a
+   contiguous float32 copy): oneDNN's layout of it is kept on its storage
+   while its version lasts (conv_dnnl_wcache.c). */
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const ember_tensor *w,
+                      const float *bias, float *res);
 
 /* The same on contiguous bfloat16 operands a and b (no bias), res float32:
    oneDNN's bfloat16 kernels, on CPUs with AVX-512 BF16 or AMX only; false
    as above, and on other CPUs. */
-bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res);
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, const ember_tensor *w,
+                           float *res);
 
 /* conv2d_relu's backward on contiguous float32 operands: from g and the
    output y, gx (NULL: not wanted), gw and gb (O), with relu's mask applied

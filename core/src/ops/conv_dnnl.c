@@ -41,16 +41,18 @@ void ember_set_dnnl_enabled(int on) { dnnl_enabled = on != 0; }
 int ember_dnnl_enabled(void) { return 0; }
 const char *ember_dnnl_info(void) { return "none (not built with oneDNN)"; }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res)
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const ember_tensor *w,
+                      const float *bias, float *res)
 {
-    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(bias), EMBER_UNUSED(res);
+    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(w), EMBER_UNUSED(bias);
+    EMBER_UNUSED(res);
     return false;
 }
 
-bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res)
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, const ember_tensor *w,
+                           float *res)
 {
-    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(res);
+    EMBER_UNUSED(kind), EMBER_UNUSED(g), EMBER_UNUSED(a), EMBER_UNUSED(b), EMBER_UNUSED(w), EMBER_UNUSED(res);
     return false;
 }
 
@@ -121,6 +123,8 @@ const char *ember_dnnl_info(void)
     return info;
 }
 
+dnnl_engine_t ember__dnnl_engine(void) { return engine; }
+
 /* ------------------------------------------------------------------ primitives, by geometry */
 
 
@@ -131,9 +135,28 @@ void ember__dnnl_conv_key(conv_kind kind, int variant, const conv_geom *g, int n
     memcpy(key, k, sizeof k);
 }
 
+/* the stream and memory objects of one call (dnnl_conv's kept) */
+typedef struct dnnl_conv_mems {
+    dnnl_stream_t stream;
+    dnnl_memory_t user[NARGS], inner[NARGS], scratch, bias;
+} mems;
+
+static void mems_destroy(mems *m)
+{
+    for (int i = 0; i < NARGS; i++) {
+        dnnl_memory_destroy(m->user[i]);
+        dnnl_memory_destroy(m->inner[i]);
+    }
+    dnnl_memory_destroy(m->scratch);
+    dnnl_memory_destroy(m->bias);
+    dnnl_stream_destroy(m->stream);
+}
+
 void ember__dnnl_conv_destroy(dnnl_conv *c)
 {
     if (!c) return;
+    if (c->kept) mems_destroy(c->kept);
+    free(c->kept);
     dnnl_primitive_destroy(c->conv);
     for (int i = 0; i < NARGS; i++) dnnl_primitive_destroy(c->reorder[i]);
     free(c);
@@ -323,17 +346,31 @@ static dnnl_conv *conv_create(conv_kind kind, int variant, const conv_geom *g)
 }
 
 /* Made primitives live until the process ends; past MAX_CACHED geometries
-   (never in a training loop) a primitive is made for the call and dropped. */
+   (never in a training loop) a primitive is made for the call and dropped.
+   Found by a hash of the key (open addressing over four times as many
+   slots): a network at batch 1 asks for one of a hundred-odd keys some 50
+   times a forward, where comparing each in turn took microseconds a call. */
+enum { CACHE_SLOTS = 4 * MAX_CACHED };
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static dnnl_conv *cache[MAX_CACHED];
+static dnnl_conv *cache[CACHE_SLOTS];
 static int ncached;
 
-static dnnl_conv *cache_find(const int64_t *key)
+static uint64_t key_hash(const int64_t *key)
 {
-    for (int i = 0; i < ncached; i++)
-        if (memcmp(cache[i]->key, key, sizeof cache[i]->key) == 0) return cache[i];
-    return NULL;
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a over the key's words */
+    for (int i = 0; i < KEY_LEN; i++) h = (h ^ (uint64_t)key[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
 }
+
+/* the key's slot: the one holding it, or the empty one where it would go */
+static int cache_slot(const int64_t *key)
+{
+    int i = (int)(key_hash(key) & (CACHE_SLOTS - 1));
+    while (cache[i] && memcmp(cache[i]->key, key, sizeof cache[i]->key) != 0) i = (i + 1) & (CACHE_SLOTS - 1);
+    return i;
+}
+
+static dnnl_conv *cache_find(const int64_t *key) { return cache[cache_slot(key)]; }
 
 /* the primitive for the key (conv NULL where oneDNN declined the geometry:
    it is not asked again), and whether the caller must destroy it */
@@ -349,7 +386,7 @@ dnnl_conv *ember__dnnl_conv_get(conv_kind kind, int variant, const conv_geom *g,
     memcpy(made->key, key, sizeof made->key);
     pthread_mutex_lock(&cache_mu);
     c = cache_find(key);   /* another thread may have made it meanwhile */
-    if (!c && ncached < MAX_CACHED) c = cache[ncached++] = made, made = NULL;
+    if (!c && ncached < MAX_CACHED) c = cache[cache_slot(key)] = made, made = NULL, ncached++;
     pthread_mutex_unlock(&cache_mu);
     if (!c) c = made, made = NULL, *owned = true;
     ember__dnnl_conv_destroy(made);
@@ -368,62 +405,73 @@ static int args_of(conv_kind kind, int i)
     return arg[kind][i];
 }
 
+/* *mem, described by md, pointed at data: made the first time, its
+   handle set after (which oneDNN documents as what making it does) */
+static bool mem_at(dnnl_memory_t *mem, const dnnl_memory_desc_t *md, void *data)
+{
+    if (*mem) return dnnl_memory_set_data_handle(*mem, data) == dnnl_success;
+    return dnnl_memory_create(mem, md, engine, data) == dnnl_success;
+}
+
 /* Runs the product on user[] (ember's layouts), reordering what the
    primitive wants in another layout; an operand given in inner[] is in the
    primitive's layout already and is read as it is (the result, written so
-   and left there). */
-bool ember__dnnl_conv_execute(const dnnl_conv *c, conv_kind kind, void *const *user, void *const *inner,
+   and left there). The stream and memory objects are c's kept ones where
+   no other call holds them (a batch-1 forward's convolutions are small
+   enough that making them, five allocations a call, was a quarter of a
+   call's time), else this call's own. */
+bool ember__dnnl_conv_execute(const dnnl_conv *cc, conv_kind kind, void *const *user, void *const *inner,
                               const float *bias)
 {
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t umem[NARGS] = {0}, imem[NARGS] = {0}, smem = NULL, bmem = NULL;
+    dnnl_conv *c = (dnnl_conv *)cc;   /* its kept objects only, under busy */
+    mems own = {0}, *m = &own;
+    const bool kept = !atomic_flag_test_and_set(&c->busy);
+    if (kept && (c->kept || (c->kept = calloc(1, sizeof *c->kept)))) m = c->kept;
     void *ibuf[NARGS] = {0}, *sbuf = NULL;
-    bool ok = false;
-    DNNL_TRY(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
+    bool ok = false, into[NARGS] = {false};   /* into[i]: the operand runs from m->inner[i] */
+    if (!m->stream) DNNL_TRY(dnnl_stream_create(&m->stream, engine, dnnl_stream_default_flags));
     for (int i = 0; i < NARGS; i++) {
         if (inner && inner[i]) {
-            DNNL_TRY(dnnl_memory_create(&imem[i], &c->inner[i], engine, inner[i]));
+            if (!mem_at(&m->inner[i], &c->inner[i], inner[i])) goto fail;
+            into[i] = true;
             continue;
         }
-        DNNL_TRY(dnnl_memory_create(&umem[i], &c->user[i], engine, user[i]));
+        if (!mem_at(&m->user[i], &c->user[i], user[i])) goto fail;
         if (!c->reorder[i]) continue;
         if (!(ibuf[i] = ember__alloc(c->inner_bytes[i]))) goto fail;
-        DNNL_TRY(dnnl_memory_create(&imem[i], &c->inner[i], engine, ibuf[i]));
+        if (!mem_at(&m->inner[i], &c->inner[i], ibuf[i])) goto fail;
+        into[i] = true;
     }
     for (int i = 0; i < NARGS; i++)   /* the operands into the primitive's layouts */
         if (c->reorder[i] && i != ARG_RES && !(inner && inner[i])) {
-            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, umem[i]}, {DNNL_ARG_TO, imem[i]}};
-            DNNL_TRY(dnnl_primitive_execute(c->reorder[i], stream, 2, ra));
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m->user[i]}, {DNNL_ARG_TO, m->inner[i]}};
+            DNNL_TRY(dnnl_primitive_execute(c->reorder[i], m->stream, 2, ra));
         }
     dnnl_exec_arg_t ca[NARGS + 2];
     int nca = 0;
-    for (int i = 0; i < NARGS; i++) ca[nca++] = (dnnl_exec_arg_t){args_of(kind, i), imem[i] ? imem[i] : umem[i]};
+    for (int i = 0; i < NARGS; i++) ca[nca++] = (dnnl_exec_arg_t){args_of(kind, i), into[i] ? m->inner[i] : m->user[i]};
     if (c->fused) {
-        DNNL_TRY(dnnl_memory_create(&bmem, &c->bias, engine, (void *)bias));
-        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
+        if (!mem_at(&m->bias, &c->bias, (void *)bias)) goto fail;
+        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m->bias};
     }
     if (c->scratch_bytes) {
         if (!(sbuf = ember__alloc(c->scratch_bytes))) goto fail;
-        DNNL_TRY(dnnl_memory_create(&smem, &c->scratch, engine, sbuf));
-        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
+        if (!mem_at(&m->scratch, &c->scratch, sbuf)) goto fail;
+        ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m->scratch};
     }
-    DNNL_TRY(dnnl_primitive_execute(c->conv, stream, nca, ca));
+    DNNL_TRY(dnnl_primitive_execute(c->conv, m->stream, nca, ca));
     if (c->reorder[ARG_RES] && !(inner && inner[ARG_RES])) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, imem[ARG_RES]}, {DNNL_ARG_TO, umem[ARG_RES]}};
-        DNNL_TRY(dnnl_primitive_execute(c->reorder[ARG_RES], stream, 2, ra));
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m->inner[ARG_RES]}, {DNNL_ARG_TO, m->user[ARG_RES]}};
+        DNNL_TRY(dnnl_primitive_execute(c->reorder[ARG_RES], m->stream, 2, ra));
     }
-    DNNL_TRY(dnnl_stream_wait(stream));
+    DNNL_TRY(dnnl_stream_wait(m->stream));
     ok = true;
 fail:
-    for (int i = 0; i < NARGS; i++) {
-        dnnl_memory_destroy(umem[i]);
-        dnnl_memory_destroy(imem[i]);
+    for (int i = 0; i < NARGS; i++)
         if (ibuf[i]) ember__free(ibuf[i], c->inner_bytes[i]);
-    }
-    dnnl_memory_destroy(smem);
-    dnnl_memory_destroy(bmem);
     if (sbuf) ember__free(sbuf, c->scratch_bytes);
-    dnnl_stream_destroy(stream);
+    if (m == &own) mems_destroy(&own);
+    if (kept) atomic_flag_clear(&c->busy);
     return ok;
 }
 
@@ -523,9 +571,10 @@ static bool bf16_isa(void)
     return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
 }
 
-/* the product of kind in variant (DNNL_F32 or DNNL_BF16) on user pointers */
+/* the product of kind in variant (DNNL_F32 or DNNL_BF16) on user pointers,
+   the weight's layout kept on w's storage (NULL: not kept) */
 static bool run_variant(conv_kind kind, int variant, const conv_geom *g, const void *a, const void *b,
-                        const float *bias, float *res)
+                        const ember_tensor *w, const float *bias, float *res)
 {
     int nthr, omp_before;
     if (kind == CONV_BWD_WEIGHT)
@@ -536,21 +585,25 @@ static bool run_variant(conv_kind kind, int variant, const conv_geom *g, const v
     bool owned, ok = false;
     dnnl_conv *c = ember__dnnl_conv_get(kind, variant, g, key, &owned);
     if (c && c->conv) {
-        void *user[NARGS] = {(void *)a, (void *)b, res};
-        ok = ember__dnnl_conv_execute(c, kind, user, NULL, bias);
+        void *user[NARGS] = {(void *)a, (void *)b, res}, *inner[NARGS] = {NULL, NULL, NULL};
+        ember__dnnl_wentry *e = w && kind != CONV_BWD_WEIGHT ? ember__dnnl_wcache_get(c, w, b) : NULL;
+        if (e) inner[ARG_B] = (void *)ember__dnnl_wcache_data(e);
+        ok = ember__dnnl_conv_execute(c, kind, user, inner, bias);
+        ember__dnnl_wcache_done(e);
     }
     if (owned) ember__dnnl_conv_destroy(c);
     ember__dnnl_leave(nthr, omp_before);
     return ok;
 }
 
-bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, float *res)
+bool ember__dnnl_conv_bf16(conv_kind kind, const conv_geom *g, const void *a, const void *b, const ember_tensor *w,
+                           float *res)
 {
-    return bf16_isa() && run_variant(kind, DNNL_BF16, g, a, b, NULL, res);
+    return bf16_isa() && run_variant(kind, DNNL_BF16, g, a, b, w, NULL, res);
 }
 
-bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const float *bias,
-                      float *res)
+bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const float *b, const ember_tensor *w,
+                      const float *bias, float *res)
 {
     if (bias && !ember__dnnl_relu_exact(g, a, b, bias)) return false;
     /* the weight gradient's groups are a job of ember's pool (conv_dnnl_wgrad.c);
@@ -558,7 +611,7 @@ bool ember__dnnl_conv(conv_kind kind, const conv_geom *g, const float *a, const 
        MobileNet on small images) each of its eight groups writes a whole
        O x K gradient for a short sum, 2-8x ember's kernels there
        (docs/nn.md, "Depthwise, 1x1 and grouped convolutions") */
-    return run_variant(kind, bias ? DNNL_F32_RELU : DNNL_F32, g, a, b, bias, res);
+    return run_variant(kind, bias ? DNNL_F32_RELU : DNNL_F32, g, a, b, w, bias, res);
 }
 
 #endif

@@ -5,6 +5,8 @@
 #ifndef EMBER_CONV_DNNL_H
 #define EMBER_CONV_DNNL_H
 
+#include <stdatomic.h>
+
 #include "conv.h"
 #include "dnnl_inc.h"
 
@@ -29,6 +31,11 @@ typedef struct {
     size_t inner_bytes[NARGS];
     dnnl_memory_desc_t scratch;   /* the primitive's scratchpad, taken from ember's blocks */
     size_t scratch_bytes;
+    /* a stream and memory objects over these descriptors, kept for the next
+       call (conv_dnnl.c's execute): whichever call takes busy first uses
+       them, pointed at its buffers; a call finding them taken makes its own */
+    atomic_flag busy;
+    struct dnnl_conv_mems *kept;
 } dnnl_conv;
 
 /* the layouts a gradient writer may be asked for */
@@ -63,6 +70,17 @@ bool ember__dnnl_blocked16(const dnnl_memory_desc_t *md, const conv_geom *g);
    primitive is missing or wants gy in another layout. The groups run as
    one job of ember's pool, each on one thread (conv_dnnl_wgrad.c). */
 bool ember__dnnl_weight_grad(const conv_geom *g, int variant, const void *x, const void *gy, int gy_layout, float *gw);
+
+/* the engine every primitive is made on (conv_dnnl.c) */
+dnnl_engine_t ember__dnnl_engine(void);
+/* conv_dnnl_wcache.c: weight w of the product c (its contents at wdata in
+   c->user[ARG_B]) in c->inner[ARG_B], kept on w's storage while its version
+   lasts, or NULL where it is not kept; read ember__dnnl_wcache_data, then
+   give it back (ember__dnnl_wcache_done, which takes NULL). */
+typedef struct ember__dnnl_wentry ember__dnnl_wentry;
+ember__dnnl_wentry *ember__dnnl_wcache_get(const dnnl_conv *c, const ember_tensor *w, const void *wdata);
+const void *ember__dnnl_wcache_data(const ember__dnnl_wentry *e);
+void ember__dnnl_wcache_done(ember__dnnl_wentry *e);
 
 #endif
 #endif

@@ -94,13 +94,16 @@ return function(ember, autodiff)
       local work = x
       if x.dtype ~= "float64" then errors.raise("ember.autodiff.gradcheck: needs float64 inputs to perturb") end
       local ptrs = element_ptrs(work)
+      -- each write is an in-place write: the version moves, so what ops keep
+      -- derived from the input (eval batch norm's scale, a conv weight's layout) is made again
+      local function write(p, v) p[0] = v; C.ember_tensor_bump_version(work._c) end
       for e, p in ipairs(ptrs) do
         local orig = p[0]
-        p[0] = orig + eps
+        write(p, orig + eps)
         local plus = values_of(fn, inputs)
-        p[0] = orig - eps
+        write(p, orig - eps)
         local minus = values_of(fn, inputs)
-        p[0] = orig
+        write(p, orig)
         for o = 1, #ys do
           local a, b = plus[o], minus[o]
           for k = 1, #a do

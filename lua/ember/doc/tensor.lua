@@ -258,7 +258,11 @@ The dtype string (as `t.dtype`).
 The version counter of the tensor's storage, bumped by every in-place write.
 
 ### `Tensor:data_ptr()`
-The address of the first element as an FFI pointer (`void *`).
+The address of the first element as an FFI pointer (`void *`). A write
+through it is not seen as an in-place write: call
+`ember.autodiff.graph.increment_version(t)` after it, since what ops keep
+derived from a tensor (a convolution weight in oneDNN's layout, eval-mode
+batch norm's scale and shift) holds while its version does.
 
 ### `Tensor:free()`
 Releases the tensor's memory now instead of at garbage collection; using the

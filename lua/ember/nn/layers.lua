@@ -120,8 +120,11 @@ function Conv2d:init(cin, cout, kernel, ...)
   self.weight = uniform({ cout, cin / groups, k[1], k[2] }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ cout }, bound, opts.dtype) end
 end
+-- (the checks' closures are made only on the way to an error: making one
+-- each call stops LuaJIT's trace, and a batch-1 forward is mostly such calls)
 local function conv_input(m, x)
   local c = m.in_channels
+  if is_tensor(x) and x:dim() == 4 and x:size(2) == c then return end
   need_input("Conv2d", x, function(t) return t:dim() == 4 and t:size(2) == c end,
     ("{N, %d, H, W}"):format(c))
 end
@@ -169,12 +172,16 @@ local function batchnorm_class(name, dims)
   function B:forward(x) return self:_forward(x) end
   -- with activation "relu" or "relu6": F.batch_norm's (nn.Sequential's
   -- BatchNorm then ReLU or ReLU6, containers.lua)
+  local function fits(t, c)
+    for _, d in ipairs(dims) do if t:dim() == d then return t:size(2) == c end end
+    return false
+  end
   function B:_forward(x, activation)
     local c = self.num_features
-    need_input(name, x, function(t)
-      for _, d in ipairs(dims) do if t:dim() == d then return t:size(2) == c end end
-      return false
-    end, dims[1] == 4 and ("{N, %d, H, W}"):format(c) or ("{N, %d} or {N, %d, L}"):format(c, c))
+    if not (is_tensor(x) and fits(x, c)) then
+      need_input(name, x, function(t) return fits(t, c) end,
+        dims[1] == 4 and ("{N, %d, H, W}"):format(c) or ("{N, %d} or {N, %d, L}"):format(c, c))
+    end
     local training = self.training or self.running_mean == nil
     local momentum = self.momentum
     if self.training and self.num_batches_tracked then
