@@ -19,6 +19,7 @@
 #include "philox.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <time.h>
 
 EMBER_TLS int ember__dtr_on;
@@ -31,6 +32,8 @@ typedef struct ember__dtr_entry {
     int nin, out_k, has_attrs;
     int evicted, mark;
     int late;                               /* made by a grad rule: evicted last (see pick) */
+    int keeps;                              /* late and much larger than its inputs: they are kept (see keep) */
+    int keepers;                            /* recipes keeping this storage from being dropped */
     ember_attrs at;
     ember_tensor **in;                      /* [nin] private aliases of the inputs */
     ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
@@ -46,7 +49,8 @@ static struct {
     int64_t budget, min_size;
     dtr_entry head;                         /* sentinel of the list */
     int depth;                              /* inside an op or a recomputation: make no recipes */
-    int in_rule;                            /* inside a built-in grad rule: make no recipes */
+    int in_rule;                            /* inside a built-in grad rule: its results are late */
+    struct ember__dtr_hold *hold;           /* the running rule's saved tensors */
     int settling;                           /* disable(): no eviction */
     dtr_entry *doomed;                      /* cut(): recipes whose aliases are still to release */
     int cutting;
@@ -103,6 +107,41 @@ static void unlink_entry(dtr_entry *e)
     D.entries--;
 }
 
+/* A grad rule's result much larger than its inputs together (a parameter's
+   gradient from conv2d_backward_weight: 590 KB from two 64 KB tensors) keeps
+   them from being dropped while the result is held outside DTR: evicting
+   the result then costs one op to remake it, where remaking inputs that
+   were dropped as backward went on would remake the backward that led to
+   them and the forward under that. */
+static void drop(dtr_entry *e);
+
+static void unkeep(dtr_entry *e)
+{
+    if (!e->keeps) return;
+    e->keeps = 0;
+    for (int i = 0; i < e->nin; i++) {
+        ember_storage *in = e->in[i]->storage;
+        dtr_entry *p = in->dtr;
+        if (!p || p->keepers <= 0 || --p->keepers > 0) continue;
+        if (in->refcount == in->dtr_holds && !p->evicted && in->dtr_locks == 0 && ember__dtr_on) drop(p);
+    }
+}
+
+static void keep(dtr_entry *e)
+{
+    size_t inputs = 0;
+    for (int i = 0; i < e->nin; i++) {
+        const ember_storage *in = e->in[i]->storage;
+        bool seen = false;
+        for (int j = 0; j < i; j++) seen |= e->in[j]->storage == in;
+        if (!seen) inputs += in->nbytes;
+    }
+    if ((int64_t)e->s->nbytes < D.min_size || inputs * 2 > e->s->nbytes) return;
+    e->keeps = 1;
+    for (int i = 0; i < e->nin; i++)
+        if (e->in[i]->storage->dtr) e->in[i]->storage->dtr->keepers++;
+}
+
 /* Forgets e: its storage keeps its data (or none, if it was evicted: then
    only other recipes, about to be cut too, may hold it). Releasing the
    aliases may free or drop the inputs' storages in turn. */
@@ -112,6 +151,7 @@ static void cut(dtr_entry *e)
        a chain as long as the graph (150,000 ops deep in autograd_spec). The
        recipes to cut wait on a list that the outermost cut empties, so the
        C stack stays flat. */
+    unkeep(e);
     unlink_entry(e);
     e->next = D.doomed;
     D.doomed = e;
@@ -187,6 +227,7 @@ static void note_op(ember_tensor *o, int op, int nin, ember_tensor *const *in, c
     e->late = D.in_rule > 0;
     e->has_attrs = at != NULL;
     if (at) e->at = *at;
+    if (e->late) keep(e);
 }
 
 void ember__dtr_note_draw(ember_tensor *t, const ember__draw *d)
@@ -318,33 +359,76 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
     return rc;
 }
 
-int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
+int ember__dtr_hold_node(const ember_node *n, ember_tensor *const *grad_out, ember__dtr_hold *h)
 {
-    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
     int rc = EMBER_OK;
+    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
     D.in_rule++;   /* until let go */
+    h->locked = 0;
+    h->active = 1;
+    h->rc = EMBER_OK;
+    h->prev = D.hold;
+    D.hold = h;
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
-        held[i] = NULL;
-        if (!saved[i] || rc < 0) continue;
-        rc = ready_storage(saved[i]->storage);
-        held[i] = saved[i];   /* kept (and resident) until let go, whatever the rule does to the node */
-        ember_tensor_retain(held[i]);
-        held[i]->storage->dtr_locks++;
+        h->t[i] = saved[i];   /* kept until let go, whatever the rule does to the node */
+        if (h->t[i]) ember_tensor_retain(h->t[i]);
     }
-    if (rc < 0) ember__dtr_let_go(held);
-    return rc;
+    for (int k = 0; k < EMBER__DTR_GRADS; k++) {
+        h->g[k] = NULL;
+        ember_tensor *g = k < n->nout && grad_out ? grad_out[k] : NULL;
+        if (!g || rc < 0) continue;
+        rc = ready_storage(g->storage);
+        h->g[k] = g;
+        ember_tensor_retain(g);
+        g->storage->dtr_locks++;
+    }
+    return rc < 0 ? ember__dtr_let_go(h, rc) : rc;
 }
 
-void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
+int ember__dtr_use_saved(const ember_tensor *t)
 {
-    if (!ember__dtr_on) return;   /* (grad_rules.c calls it whether DTR is on or not) */
-    D.in_rule--;
+    ember__dtr_hold *h = D.hold;
+    if (!h || !t->storage) return EMBER_OK;
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
-        if (!held[i]) continue;
-        held[i]->storage->dtr_locks--;
-        ember_tensor_release(held[i]);
-        held[i] = NULL;
+        if (!h->t[i] || h->t[i]->storage != t->storage) continue;
+        if (h->locked & (1u << i)) return EMBER_OK;
+        int rc = ready_storage(t->storage);
+        if (rc < 0) {   /* kept for let_go: the rule's next op fails on the missing tensor, naming that instead */
+            h->rc = rc;
+            snprintf(h->msg, sizeof h->msg, "%s", ember_last_error());
+            return rc;
+        }
+        h->t[i]->storage->dtr_locks++;
+        h->locked |= 1u << i;
+        return EMBER_OK;
     }
+    return ready_storage(t->storage);   /* not this node's (read through the funnel, which locks it) */
+}
+
+int ember__dtr_let_go(ember__dtr_hold *h, int rc)
+{
+    if (!h->active) return rc;   /* (grad_rules.c calls it whether DTR is on or not) */
+    h->active = 0;
+    D.in_rule--;
+    D.hold = h->prev;
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        if (!h->t[i]) continue;
+        if (h->locked & (1u << i)) h->t[i]->storage->dtr_locks--;
+        ember_tensor_release(h->t[i]);
+        h->t[i] = NULL;
+    }
+    for (int k = 0; k < EMBER__DTR_GRADS; k++) {
+        if (!h->g[k]) continue;
+        h->g[k]->storage->dtr_locks--;
+        ember_tensor_release(h->g[k]);
+        h->g[k] = NULL;
+    }
+    h->locked = 0;
+    if (h->rc < 0) {
+        ember_set_error(h->msg);
+        return h->rc;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ eviction */
@@ -364,6 +448,14 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 #define LATE_FACTOR 1e6
 
 static dtr_entry *input_entry(const dtr_entry *e, int i) { return e->in[i]->storage->dtr; }
+
+/* remaking e is its own op alone */
+static bool inputs_resident(const dtr_entry *e)
+{
+    for (int i = 0; i < e->nin; i++)
+        if (e->in[i]->storage->dtr && e->in[i]->storage->dtr->evicted) return false;
+    return true;
+}
 
 static dtr_entry *class_of(dtr_entry *e)
 {
@@ -420,7 +512,7 @@ static dtr_entry *pick(int64_t *tracked)
         if (e->s->dtr_locks > 0) continue;
         double stale = (double)(D.clock - e->last_use + 1);
         double sc = (e->cost + e->nbr + 1e-9) / ((double)e->s->nbytes * stale);
-        if (e->late) sc *= LATE_FACTOR;
+        if ((e->late && !(e->keeps && inputs_resident(e))) || e->keepers > 0) sc *= LATE_FACTOR;
         if (!best || sc < best_score) {
             best = e;
             best_score = sc;
@@ -504,12 +596,19 @@ void ember__dtr_storage_freed(ember_storage *s)
     if (s->dtr) cut(s->dtr);
 }
 
+static void drop(dtr_entry *e)
+{
+    free_data(e->s);
+    e->evicted = 1;
+    D.drops++;
+    unkeep(e);   /* nobody needs it remade cheaply now */
+}
+
 void ember__dtr_orphaned(ember_storage *s)
 {
     dtr_entry *e = s->dtr;
-    if (!e || e->evicted || s->dtr_locks > 0 || !ember__dtr_on) return;
-    evict(e);
-    D.drops++;
+    if (!e || e->evicted || s->dtr_locks > 0 || e->keepers > 0 || !ember__dtr_on) return;
+    drop(e);
 }
 
 /* Marks the recipes that read s, directly or through other recipes; returns
