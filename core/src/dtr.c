@@ -543,6 +543,21 @@ static void note_pinned(int64_t tracked)
     D.next_check = in_use + step - (pinned - D.pinned_base);
 }
 
+/* The error when nothing is left to evict, with what holds the bytes in use:
+   the inputs of the op running now and the tensors the running grad rule
+   reads (locked), and what DTR may never evict (parameters, gradients
+   accumulated, optimizer state, the batch, tensors under min_size) */
+static int out_of_budget(size_t nbytes)
+{
+    int64_t in_use = ember_bytes_in_use(), locked = 0;
+    for (const dtr_entry *e = D.head.next; e != &D.head; e = e->next)
+        if (!e->evicted && e->s->dtr_locks > 0) locked += (int64_t)e->s->nbytes;
+    return ember__fail(EMBER_ERR_OOM,
+                       "out of memory: %zu bytes would pass the DTR budget of %lld bytes (%lld in use, nothing left "
+                       "to evict: %lld read by the ops running, %lld with no recipe or under min_size)",
+                       nbytes, (long long)D.budget, (long long)in_use, (long long)locked, (long long)(in_use - locked));
+}
+
 int ember__dtr_make_room(size_t nbytes, int64_t limit)
 {
     if (D.settling) return EMBER_OK;
@@ -558,9 +573,7 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
         if (!v) {
             D.gc_wanted = 1;
             if (by_limit) return EMBER_OK;   /* the limit's own error follows */
-            return ember__fail(EMBER_ERR_OOM,
-                               "out of memory: %zu bytes would pass the DTR budget of %lld bytes (%lld in use, "
-                               "nothing left to evict)", nbytes, (long long)D.budget, (long long)ember_bytes_in_use());
+            return out_of_budget(nbytes);
         }
         evict(v);
         tracked -= (int64_t)v->s->nbytes;

@@ -60,7 +60,7 @@ typedef struct ember__dtr_hold {
     struct ember__dtr_hold *prev;    /* the rule this one runs inside, if any */
     int active;
     int rc;                          /* a saved tensor could not be remade: the rule's error */
-    char msg[256];                   /* its message (the rule's next op fails on the missing tensor) */
+    char msg[1024];                   /* its message (the rule's next op fails on the missing tensor) */
 } ember__dtr_hold;
 int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *const *grad_out, ember__dtr_hold *h);
 /* let go; rc, or the error of a saved tensor that could not be remade */
