@@ -603,7 +603,8 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
 int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_tensor **grad_in)
 {
     arena s = {.who = "backward: a grad rule", .rc = EMBER_OK};
-    ember__dtr_hold held = {.active = 0};
+    ember__dtr_hold held;   /* (not zeroed: hold_node fills it; let_go reads only active when DTR is off) */
+    held.active = 0;
     if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, grad_out, &held));   /* saved tensors kept */
     int rc = ember__dtr_let_go(&held, rule(n, grad_out, grad_in, &s));
     arena_end(&s);
