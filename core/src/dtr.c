@@ -254,10 +254,7 @@ static int ready_storage(ember_storage *s)
     dtr_entry *e = s->dtr;
     if (!e) return EMBER_OK;
     if (e->evicted) return remat(e);
-    /* a grad rule's read of what the forward made is usually its last (the
-       tape lets it go next; a dead wrapper the GC has not collected may
-       still hold it): it does not make it look recently used */
-    if (!(D.in_rule && !e->late && D.depth == 0)) touch(e);
+    touch(e);
     return EMBER_OK;
 }
 
