@@ -19,7 +19,6 @@
 #include "philox.h"
 
 #include <stdlib.h>
-#include <stdio.h>
 #include <time.h>
 
 EMBER_TLS int ember__dtr_on;
@@ -50,7 +49,6 @@ static struct {
     dtr_entry head;                         /* sentinel of the list */
     int depth;                              /* inside an op or a recomputation: make no recipes */
     int in_rule;                            /* inside a built-in grad rule: its results are late */
-    struct ember__dtr_hold *hold;           /* the running rule's saved tensors */
     int settling;                           /* disable(): no eviction */
     dtr_entry *doomed;                      /* cut(): recipes whose aliases are still to release */
     int cutting;
@@ -359,76 +357,33 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
     return rc;
 }
 
-int ember__dtr_hold_node(const ember_node *n, ember_tensor *const *grad_out, ember__dtr_hold *h)
+int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
 {
-    int rc = EMBER_OK;
     ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    int rc = EMBER_OK;
     D.in_rule++;   /* until let go */
-    h->locked = 0;
-    h->active = 1;
-    h->rc = EMBER_OK;
-    h->prev = D.hold;
-    D.hold = h;
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
-        h->t[i] = saved[i];   /* kept until let go, whatever the rule does to the node */
-        if (h->t[i]) ember_tensor_retain(h->t[i]);
+        held[i] = NULL;
+        if (!saved[i] || rc < 0) continue;
+        rc = ready_storage(saved[i]->storage);
+        held[i] = saved[i];   /* kept (and resident) until let go, whatever the rule does to the node */
+        ember_tensor_retain(held[i]);
+        held[i]->storage->dtr_locks++;
     }
-    for (int k = 0; k < EMBER__DTR_GRADS; k++) {
-        h->g[k] = NULL;
-        ember_tensor *g = k < n->nout && grad_out ? grad_out[k] : NULL;
-        if (!g || rc < 0) continue;
-        rc = ready_storage(g->storage);
-        h->g[k] = g;
-        ember_tensor_retain(g);
-        g->storage->dtr_locks++;
-    }
-    return rc < 0 ? ember__dtr_let_go(h, rc) : rc;
-}
-
-int ember__dtr_use_saved(const ember_tensor *t)
-{
-    ember__dtr_hold *h = D.hold;
-    if (!h || !t->storage) return EMBER_OK;
-    for (int i = 0; i < EMBER__DTR_HELD; i++) {
-        if (!h->t[i] || h->t[i]->storage != t->storage) continue;
-        if (h->locked & (1u << i)) return EMBER_OK;
-        int rc = ready_storage(t->storage);
-        if (rc < 0) {   /* kept for let_go: the rule's next op fails on the missing tensor, naming that instead */
-            h->rc = rc;
-            snprintf(h->msg, sizeof h->msg, "%s", ember_last_error());
-            return rc;
-        }
-        h->t[i]->storage->dtr_locks++;
-        h->locked |= 1u << i;
-        return EMBER_OK;
-    }
-    return ready_storage(t->storage);   /* not this node's (read through the funnel, which locks it) */
-}
-
-int ember__dtr_let_go(ember__dtr_hold *h, int rc)
-{
-    if (!h->active) return rc;   /* (grad_rules.c calls it whether DTR is on or not) */
-    h->active = 0;
-    D.in_rule--;
-    D.hold = h->prev;
-    for (int i = 0; i < EMBER__DTR_HELD; i++) {
-        if (!h->t[i]) continue;
-        if (h->locked & (1u << i)) h->t[i]->storage->dtr_locks--;
-        ember_tensor_release(h->t[i]);
-        h->t[i] = NULL;
-    }
-    for (int k = 0; k < EMBER__DTR_GRADS; k++) {
-        if (!h->g[k]) continue;
-        h->g[k]->storage->dtr_locks--;
-        ember_tensor_release(h->g[k]);
-        h->g[k] = NULL;
-    }
-    h->locked = 0;
-    if (h->rc < 0) {
-        ember_set_error(h->msg);
-        return h->rc;
-    }
+    if (rc < 0) ember__dtr_let_go(held);
     return rc;
+}
+
+void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
+{
+    if (!ember__dtr_on) return;   /* (grad_rules.c calls it whether DTR is on or not) */
+    D.in_rule--;
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        if (!held[i]) continue;
+        held[i]->storage->dtr_locks--;
+        ember_tensor_release(held[i]);
+        held[i] = NULL;
+    }
 }
 
 /* ------------------------------------------------------------------ eviction */

@@ -44,27 +44,10 @@ int ember__dtr_write(ember_tensor *self, const ember_tensor *other);
 int ember__dtr_ready(const ember_tensor *t);
 /* random.c: t (a whole fresh storage) was filled by draw d. */
 void ember__dtr_note_draw(ember_tensor *t, const struct ember__draw *d);
-/* grad_rules.c: while a node's rule runs, its output gradients (which
-   every rule reads) are made resident first and locked, and its saved
-   tensors are kept (retained); each of those is made resident and locked
-   when the rule first reads it (IN and OUT in grad_rules_impl.h call
-   ember__dtr_use_saved), so a saved tensor the rule does not read (mul's
-   saved operand when only the other input needs a gradient) stays
-   evictable. let_go unlocks and releases them. */
+/* grad_rules.c: a node's saved tensors resident and kept (held, retained)
+   while its rule runs, then let go. */
 #define EMBER__DTR_HELD 5
-#define EMBER__DTR_GRADS 8
-typedef struct ember__dtr_hold {
-    ember_tensor *t[EMBER__DTR_HELD];
-    ember_tensor *g[EMBER__DTR_GRADS];   /* the output gradients locked */
-    unsigned locked;                 /* bit i: t[i] made resident and locked */
-    struct ember__dtr_hold *prev;    /* the rule this one runs inside, if any */
-    int active;
-    int rc;                          /* a saved tensor could not be remade: the rule's error */
-    char msg[1024];                   /* its message (the rule's next op fails on the missing tensor) */
-} ember__dtr_hold;
-int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *const *grad_out, ember__dtr_hold *h);
-/* let go; rc, or the error of a saved tensor that could not be remade */
-int ember__dtr_let_go(ember__dtr_hold *h, int rc);
-int ember__dtr_use_saved(const ember_tensor *t);
+int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *held[EMBER__DTR_HELD]);
+void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD]);
 
 #endif

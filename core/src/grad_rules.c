@@ -603,10 +603,10 @@ static int rule(const ember_node *n, ember_tensor *const *go, ember_tensor **gi,
 int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_tensor **grad_in)
 {
     arena s = {.who = "backward: a grad rule", .rc = EMBER_OK};
-    ember__dtr_hold held;   /* (not zeroed: hold_node fills it; let_go reads only active when DTR is off) */
-    held.active = 0;
-    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, grad_out, &held));   /* saved tensors kept */
-    int rc = ember__dtr_let_go(&held, rule(n, grad_out, grad_in, &s));
+    ember_tensor *held[EMBER__DTR_HELD] = {NULL};
+    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, held));   /* saved tensors resident */
+    int rc = rule(n, grad_out, grad_in, &s);
+    ember__dtr_let_go(held);
     arena_end(&s);
     if (rc < 0) {
         for (int i = 0; i < ember__node_num_inputs(n); i++) {

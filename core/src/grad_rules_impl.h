@@ -8,7 +8,6 @@
 #include "arena.h"
 #include "grad_rules.h"
 #include "autograd.h"
-#include "dtr.h"
 #include "node.h"
 #include "ops/nn.h"
 
@@ -182,21 +181,8 @@ static inline ember_tensor *reshape_to_in(arena *s, ember_tensor *t, const ember
 }
 
 #define NEED(i) ember__node_needs(n, i)
-/* A saved tensor as a rule reads it: under DTR, made resident (remade if
-   evicted) and kept so until the rule ends (dtr.h) */
-static inline ember_tensor *saved(arena *s, ember_tensor *t)
-{
-    if (EMBER_UNLIKELY(ember__dtr_on) && t && OK(s)) {
-        int rc = ember__dtr_use_saved(t);
-        if (rc < 0) {
-            s->rc = rc;
-            return NULL;
-        }
-    }
-    return t;
-}
-#define IN(i) saved(s, ember__node_saved_in(n, i))
-#define OUT(k) saved(s, ember__node_saved_out(n, k))
+#define IN(i) ember__node_saved_in(n, i)
+#define OUT(k) ember__node_saved_out(n, k)
 
 /* Everything a rule reads: the node, its output gradients, where input
    gradients go, the arena, and the node's attrs and first input's shape. */
