@@ -6,7 +6,8 @@
 -- DTR off first, so a noisy neighbour slows all alike. Prints one JSON
 -- object per model and setting: medians of seconds per step and of the
 -- per-round ratio to DTR off, the peak bytes, evictions, recomputations
--- and seconds recomputing per step.
+-- and seconds recomputing per step. cpu_s is the process's CPU seconds per
+-- step (os.clock, all threads), steadier than wall time on a loaded machine.
 --   luajit bench/dtr.lua [model [rounds [iters [batch]]]]
 --   luajit bench/dtr.lua batch [model [_ [_ [batch]]]]   -- the largest batch in a fixed budget
 -- (model "resnet", "transformer" or "all" (default); 3 rounds of 2 steps;
@@ -104,28 +105,29 @@ local function bench(name)
   step()
   local P = ember.memory_stats().peak_bytes   -- the unconstrained peak: DTR off
   local settings = { { "off" }, { "P", 1 }, { "P/2", 1 / 2 }, { "P/3", 1 / 3 }, { "P/4", 1 / 4 } }
-  local times, ratios, stats = {}, {}, {}
+  local times, ratios, cpus, cpu_ratios, stats = {}, {}, {}, {}, {}
   for _ = 1, rounds do
-    local off
+    local off, cpu_off
     for _, s in ipairs(settings) do
       local label, frac = s[1], s[2]
       if frac then ember.dtr.enable({ budget = math.floor(floor + frac * (P - floor)) }) end
       ember.reset_peak_memory()
-      local t0 = B.now()
+      local t0, c0 = B.now(), os.clock()
       local ok, err = pcall(function() for _ = 1, iters do step() end end)
       if not ok then gm:release() end   -- the step's recording ends with it
-      local dt = (B.now() - t0) / iters
+      local dt, dc = (B.now() - t0) / iters, (os.clock() - c0) / iters
       local st = frac and ember.dtr.stats() or { peak_bytes = ember.memory_stats().peak_bytes }
       if frac then ember.dtr.disable() end
       settle()
       if not ok then
         stats[label] = { error = tostring(err):match("out of memory[^(]*") or tostring(err) }
       else
-        off = off or dt
-        times[label] = times[label] or {}
-        ratios[label] = ratios[label] or {}
+        off, cpu_off = off or dt, cpu_off or dc
+        for _, t in ipairs({ times, ratios, cpus, cpu_ratios }) do t[label] = t[label] or {} end
         table.insert(times[label], dt)
         table.insert(ratios[label], dt / off)
+        table.insert(cpus[label], dc)
+        table.insert(cpu_ratios[label], dc / cpu_off)
         stats[label] = st
       end
     end
@@ -140,6 +142,8 @@ local function bench(name)
     else
       row.step_s = B.median(times[label])
       row.ratio_to_off = B.median(ratios[label])
+      row.cpu_s = B.median(cpus[label])
+      row.cpu_ratio_to_off = B.median(cpu_ratios[label])
       row.peak_bytes = st.peak_bytes
       if s[2] then
         row.evictions_per_step = st.evictions / iters
