@@ -1,6 +1,6 @@
 -- The binding paces the Lua GC by the C memory tensors hold (lua/ember/tensor.lua,
 -- docs/performance.md "When a temporary's memory comes back"): incremental
--- steps as the C side grows, a cycle about once per budget, the dead
+-- steps as the tensor bytes in use grow, a cycle within a budget, the dead
 -- wrappers' slots swept as soon as a cycle has cleared them. Dropped
 -- results come back without collectgarbage() or ember.tidy; nothing a
 -- program still reaches is freed; a stopped GC stays stopped.
@@ -30,8 +30,9 @@ describe("the GC paced by tensor memory", function()
     end
     local s1 = stats()
     assert.is_true(peak <= bound(), ("%.1f MB of garbage piled up"):format(peak / MB))
-    -- some ten cycles' worth of steps; a full collection at most now and then
+    -- a step per 1.5 MB, a cycle within some 18 MB; a full collection at most now and then
     assert.is_true(s1.gc_steps - s0.gc_steps >= 100, "steps " .. (s1.gc_steps - s0.gc_steps))
+    assert.is_true(s1.gc_sweeps - s0.gc_sweeps >= 10, "sweeps " .. (s1.gc_sweeps - s0.gc_sweeps))
     assert.is_true(s1.gc_collections - s0.gc_collections <= 3, "full collections " .. (s1.gc_collections - s0.gc_collections))
   end)
 
@@ -55,21 +56,19 @@ describe("the GC paced by tensor memory", function()
     H.same(view, { 4, 8, 12, 16, 20, 24, 28, 32, 36, 40 })
   end)
 
-  it("counts each wrapper's C header: tiny dropped tensors come back though their bytes barely grow", function()
-    -- with the Lua GC's own pace slowed, only the binding's steps collect
-    local pause = collectgarbage("setpause", 2000)
-    local ok, err = pcall(function()
-      settle()
-      local before = stats().live_tensors
-      local x = ember.ones({ 4 })
-      for _ = 1, 300000 do local _ = x * 2 end
-      -- a budget of 24 MB at 512 bytes a wrapper: a cycle per ~50000 wrappers at most
-      -- (their 16 bytes each alone would take 1.5 million)
-      local left = stats().live_tensors - before
-      assert.is_true(left < 50000, left .. " tensors alive")
-    end)
-    collectgarbage("setpause", pause)
-    assert(ok, err)
+  it("runs no steps in a loop that frees its temporaries at once (ember.tidy, t:free())", function()
+    settle()
+    local x = ember.ones({ 2 ^ 16 })   -- 256 KB results, 100 MB in all
+    local s0 = stats()
+    for _ = 1, 100 do
+      ember.tidy(function() local _ = (x + 1) * 2 end)
+      local y = x + 3
+      y:free()
+    end
+    local s1 = stats()
+    -- each tidy's 512 KB and each freed 256 KB never raise the level by a step (1.5 MB)
+    assert.are.equal(s0.gc_steps, s1.gc_steps)
+    assert.are.equal(s0.gc_collections, s1.gc_collections)
   end)
 
   it("leaves a stopped GC stopped, and still bounds the garbage by full collections", function()

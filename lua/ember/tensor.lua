@@ -45,19 +45,20 @@ return function(ember)
   local release = C.ember_tensor_release
   -- Tensor bytes live in C where the Lua GC cannot see them (torch7's
   -- problem), so the binding paces the GC by them (docs/performance.md,
-  -- "When a temporary's memory comes back"): each time the C side has grown
-  -- by a sixteenth of the budget (the tensor bytes, plus PER_WRAPPER bytes
-  -- for each wrapper made and not yet freed: its C header and storage
-  -- struct, which the tensor bytes do not count), one incremental step of
-  -- the Lua GC runs, its work in proportion to the growth, so that a cycle
-  -- ends after about three quarters of a budget. The cycle clears the dead
-  -- wrappers from the weak handles; the next wrap sees the sentinel
-  -- cycle[1] gone and sweeps their slots, so dead tensors go back to the
-  -- allocator's cache. The budget is 24 MB, or twice the Lua heap when that
-  -- is larger (a cycle costs time in proportion to the Lua heap); it does
-  -- not grow with the live C bytes, so a large data set in memory does not
-  -- let garbage pile up. A full collection runs as a backstop once the C
-  -- side has grown by a budget and a half without a cycle ending, when DTR
+  -- "When a temporary's memory comes back"): each time the tensor bytes in
+  -- use pass their highest level since the last sweep by a sixteenth of the
+  -- budget, one incremental step of the Lua GC runs, its work in proportion
+  -- to that growth, so that a cycle ends after about three quarters of a
+  -- budget. The cycle clears the dead wrappers from the weak handles; the
+  -- next wrap sees the sentinel cycle[1] gone and sweeps their slots, so
+  -- dead tensors go back to the allocator's cache. Memory freed at once
+  -- (t:free(), ember.tidy) lowers the level, so a loop that frees its
+  -- temporaries runs no steps; below the sweep's, the level is measured
+  -- from there. The budget is 24 MB, or twice the Lua heap
+  -- when that is larger (a cycle costs time in proportion to the Lua heap);
+  -- it does not grow with the live C bytes, so a large data set in memory
+  -- does not let garbage pile up. A full collection runs as a backstop once
+  -- the level passes a budget and a half without a cycle ending, when DTR
   -- asks, and out of memory under a limit. Every sweep measures the live
   -- bytes afresh: a limit set while a large temporary was still alive (a
   -- data set being converted) comes down as soon as it has died. While the
@@ -65,14 +66,12 @@ return function(ember)
   -- the backstop's collection leaves it stopped.
   local GC_BUDGET = 24 * 2 ^ 20
   local STEPS = 16   -- steps per budget
-  local PER_WRAPPER = 512
   -- a cycle of LuaJIT's GC (stepmul 200) is about a quarter of the Lua
   -- heap in collectgarbage("step", kb)'s KB; a third ends it a little early
   local CYCLE_STEP_KB = 1 / 3
   local budget = GC_BUDGET   -- as measured at the last sweep
-  local stepped_at = 0   -- the C bytes at the last step (or sweep)
-  local made = 0   -- PER_WRAPPER for each wrapper made, less each freed, since then
-  local cycle_bytes = 0   -- what the C side grew by since the last sweep, step by step
+  local gc_base = 0   -- the tensor bytes in use after the last sweep
+  local high = 0   -- the highest level (bytes in use above gc_base) a step has seen since
   local dtr_watch = false   -- under DTR, also when it asks (ember_dtr_gc_wanted: eviction cannot make room)
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
@@ -107,7 +106,6 @@ return function(ember)
     handles[i], ptrs[i] = nil, nil
     C.ember_tensor_set_lua_slot(p, 0)
     release(p)
-    made = made - PER_WRAPPER
     n_free = n_free + 1
     free_slots[n_free] = i
   end
@@ -123,7 +121,7 @@ return function(ember)
     end
     cycle[1] = {}
     budget = math.max(GC_BUDGET, collectgarbage("count") * 2048)
-    stepped_at, made, cycle_bytes = tonumber(C.ember_bytes_in_use()), 0, 0
+    gc_base, high = tonumber(C.ember_bytes_in_use()), 0
   end
   ember._sweep = sweep
   -- a full collection and a sweep, leaving a stopped GC stopped
@@ -142,20 +140,19 @@ return function(ember)
   end)
 
   local function gc_pressure()
-    local used = tonumber(C.ember_bytes_in_use())
-    local grown = used - stepped_at + made
-    if grown > budget / STEPS then
-      stepped_at, made = used, 0
-      cycle_bytes = cycle_bytes + grown
-      if cycle_bytes > 1.5 * budget then
+    local level = tonumber(C.ember_bytes_in_use()) - gc_base
+    if level < 0 then   -- what lived at the sweep was freed at once since: measure from here
+      gc_base, high, level = gc_base + level, 0, 0
+    elseif level > high + budget / STEPS then
+      local grown = level - high
+      high = level
+      if level > 1.5 * budget then
         collect()
       elseif collectgarbage("isrunning") then
         gc_counts.steps = gc_counts.steps + 1
         collectgarbage("step", math.max(1, collectgarbage("count") * CYCLE_STEP_KB * grown / budget))
         if cycle[1] == nil then sweep() end
       end
-    elseif grown < 0 then
-      stepped_at, made = used, 0
     end
     if dtr_watch and C.ember_dtr_gc_wanted() ~= 0 then collect() end
   end
@@ -185,7 +182,6 @@ return function(ember)
     local t = setmetatable({ _c = p }, Tensor)
     handles[slot] = t
     ptrs[slot] = p
-    made = made + PER_WRAPPER
     C.ember_tensor_set_lua_slot(p, slot)
     if tidy_list then note_new(t) end
     gc_pressure()
