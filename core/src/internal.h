@@ -318,11 +318,6 @@ EMBER_INLINE float ember__tanhf(float x)
     return x != x ? x : r;
 }
 
-/* a fused multiply-add, a b + c rounded once: one instruction in the AVX2
-   and AVX-512 copies, libm's exact fmaf in the baseline one (slow, but the
-   same bits at every width) */
-#define EMBER_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
-
 /* erf for float32 kernels (erf, gelu), written without branches so it
    vectorises: x P(x^2) below |x| = 1, and 1 - exp(-x^2) R(1/|x|) up to 4
    (1 beyond), with the sign put back. P (degree 6) and R (degree 7) are
@@ -332,23 +327,16 @@ EMBER_INLINE float ember__tanhf(float x)
 EMBER_INLINE float ember__erff(float x)
 {
     float z = x * x;
-    float small = EMBER_FMAF(z, 7.898066372680201e-05f, -8.024311698459768e-04f);
-    small = EMBER_FMAF(small, z, 5.19004882084656e-03f);
-    small = EMBER_FMAF(small, z, -2.685480601783563e-02f);
-    small = EMBER_FMAF(small, z, 1.1283612364857773e-01f);
-    small = EMBER_FMAF(small, z, -3.7612628836743056e-01f);
-    small = x * EMBER_FMAF(small, z, 1.1283791665082508f);
+    float small = x * ((((((7.898066372680201e-05f * z - 8.024311698459768e-04f) * z + 5.19004882084656e-03f) * z -
+                           2.685480601783563e-02f) * z + 1.1283612364857773e-01f) * z - 3.7612628836743056e-01f) * z +
+                       1.1283791665082508f);
     float ax = x < 0 ? -x : x;
     float a = ax < 1.0f ? 1.0f : ax > 4.0f ? 4.0f : ax;   /* the large form's range */
     float u = 1.0f / a;
-    float r = EMBER_FMAF(u, -1.6696129459930126e-02f, 1.1607250219844628e-01f);
-    r = EMBER_FMAF(r, u, -3.465742082289567e-01f);
-    r = EMBER_FMAF(r, u, 5.689649071105648e-01f);
-    r = EMBER_FMAF(r, u, -5.023705772924989e-01f);
-    r = EMBER_FMAF(r, u, 4.993518904799743e-02f);
-    r = EMBER_FMAF(r, u, 5.57913802321234e-01f);
-    r = EMBER_FMAF(r, u, 3.3825328018545616e-04f);
-    float large = EMBER_FMAF(-ember__expf(-a * a), r, 1.0f);
+    float r = ((((((-1.6696129459930126e-02f * u + 1.1607250219844628e-01f) * u - 3.465742082289567e-01f) * u +
+                  5.689649071105648e-01f) * u - 5.023705772924989e-01f) * u + 4.993518904799743e-02f) * u +
+               5.57913802321234e-01f) * u + 3.3825328018545616e-04f;
+    float large = 1.0f - ember__expf(-a * a) * r;
     large = ax > 4.0f ? 1.0f : large;
     float res = ax < 1.0f ? small : __builtin_copysignf(large, x);
     return x != x ? x : res;
