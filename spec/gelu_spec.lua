@@ -1,6 +1,6 @@
 -- gelu's float32 kernels against float64 (ops/elementwise.c, formulas.h):
 -- the exact form's float32 kernel evaluates erf as a rational x P(x^2) /
--- Q(x^2) in fused multiply-adds (no exp), within a stated bound of the
+-- Q(x^2) in plain multiplies and adds (no exp), within a stated bound of the
 -- float64 gelu of the same float32 inputs; float64 keeps libm's erf.
 local H = require("spec.helpers")
 local ember = H.ember
