@@ -7,7 +7,8 @@
 -- bench/torch_ref.py in a process of its own, its threads ember's: the
 -- second epoch of two, as ember's epochs run in a warm process). The two
 -- ember models see the same batches and end with the same bits, so the
--- same test accuracy. Prints JSON: seconds per epoch each way (medians),
+-- same test accuracy. Prints JSON: seconds per epoch each way (medians, wall
+-- and the process's CPU),
 -- the ratios, test accuracies, and the most bytes a step held above what was
 -- live before it each way.
 --   luajit bench/jit_epoch.lua [epochs] [torch] [threads]
@@ -59,18 +60,27 @@ local eager_peak = Z.peak_bytes(function() pe.step(px, py) end)
 local replay_peak = Z.peak_bytes(function() pplan(px, py) end)
 train, test = ember.data.fashion_mnist("train"), ember.data.fashion_mnist("test")
 
+-- the process's CPU seconds (every thread's, the team's spinning included):
+-- on a loaded machine the wall time mostly measures the neighbours
+local ffi = require("ffi")
+local cts = ffi.new("struct ember_timespec")
+local function cpu_now()
+  ffi.C.clock_gettime(2, cts)   -- CLOCK_PROCESS_CPUTIME_ID
+  return tonumber(cts.tv_sec) + tonumber(cts.tv_nsec) * 1e-9
+end
+
 local eager, replayed = make(), make()
-local te, tp, tt = {}, {}, {}
+local te, tp, tt, ce, cp = {}, {}, {}, {}, {}
 local torch_acc, acc1
 for e = 1, epochs do
   collectgarbage()
-  local t0 = B.now()
+  local t0, c0 = B.now(), cpu_now()
   epoch(eager, e, false)
-  te[e] = B.now() - t0
+  te[e], ce[e] = B.now() - t0, cpu_now() - c0
   collectgarbage()
-  t0 = B.now()
+  t0, c0 = B.now(), cpu_now()
   epoch(replayed, e, true)
-  tp[e] = B.now() - t0
+  tp[e], cp[e] = B.now() - t0, cpu_now() - c0
   if e == 1 then
     acc1 = { B.accuracy(ember, eager.model, test, 1000), B.accuracy(ember, replayed.model, test, 1000) }
   end
@@ -92,7 +102,7 @@ for k, v in pairs(sa) do same = same and ember.equal(v, sb[k]) end
 local me, mp = B.median(te), B.median(tp)
 local s = replayed.plans[128]:stats()
 print(B.json({ bench = "jit_epoch", epochs = epochs, eager_s_per_epoch = me, replay_s_per_epoch = mp,
-  replay_vs_eager = mp / me, test_accuracy_eager = acc_eager, test_accuracy_replay = acc_replay,
+  replay_vs_eager = mp / me, eager_cpu_s_per_epoch = B.median(ce), replay_cpu_s_per_epoch = B.median(cp), test_accuracy_eager = acc_eager, test_accuracy_replay = acc_replay,
   test_accuracy_epoch1_eager = acc1[1], test_accuracy_epoch1_replay = acc1[2],
   same_bits = same, plan_ops = s.ops, plan_fused = s.fused, arena_bytes = s.arena_bytes,
   eager_step_peak_bytes = eager_peak, replay_step_peak_bytes = replay_peak,

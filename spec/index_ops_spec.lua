@@ -293,6 +293,35 @@ describe("index_select of strided operands", function()
     end
   end)
 
+  -- the kernel merges a's dims where it steps evenly over them and drops
+  -- those of size 1 (a data set's (n, 1, 28, 28) batch is n rows of 784):
+  -- every dim picked, of contiguous, sliced and permuted 4-D tensors
+  it("4-D tensors with dims of size 1, contiguous, sliced and permuted, along every dim", function()
+    local base = ember.arange(1, 6 * 1 * 4 * 5 + 1, { dtype = "float32" }):reshape({ 6, 1, 4, 5 })
+    local cases = { base, base:narrow(4, 2, 3), base:permute({ 3, 2, 1, 4 }), base:permute({ 2, 4, 1, 3 }) }
+    for _, a in ipairs(cases) do
+      local A = a:tolist()
+      for dim = 1, 4 do
+        local r, list = lcg(dim), {}
+        for k = 1, 7 do list[k] = r(a:size(dim)) end
+        local O = a:index_select(dim, ember.tensor(list, { dtype = "int64" })):tolist()
+        local n = { a:size(1), a:size(2), a:size(3), a:size(4) }
+        n[dim] = #list
+        for i1 = 1, n[1] do
+          for i2 = 1, n[2] do
+            for i3 = 1, n[3] do
+              for i4 = 1, n[4] do
+                local at = { i1, i2, i3, i4 }
+                at[dim] = list[at[dim]]
+                assert.are.equal(A[at[1]][at[2]][at[3]][at[4]], O[i1][i2][i3][i4])
+              end
+            end
+          end
+        end
+      end
+    end
+  end)
+
   it("names the first bad index, once for every row", function()
     for dim = 1, 2 do
       H.raises(function()

@@ -309,6 +309,39 @@ int fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     return rc;
 }
 
+/* index_select's job over as few dims as it goes: a dim of size 1 other
+   than dim dropped, and two neighbours on the same side of dim merged where
+   a steps evenly over both (always, for a contiguous a). A data set's batch
+   (n, 1, 28, 28) picked along dim 0 is then n rows of 784, each one copy,
+   where it was 28 n rows of 28 elements, each a call (0.5 ms a batch of 128
+   where a copy of its 400 KB takes tens of microseconds). The same
+   elements in the same places. */
+static void index_select_merge_dims(gather_job *g)
+{
+    int nd = g->nd;
+    for (int d = 0; d < nd && nd > 1;) {
+        bool drop = d != g->dim && g->shape[d] == 1;
+        bool merge = !drop && d + 1 < nd && d != g->dim && d + 1 != g->dim &&
+                     g->a_str[d] == g->a_str[d + 1] * g->shape[d + 1];
+        if (!drop && !merge) {
+            d++;
+            continue;
+        }
+        if (merge) {
+            g->shape[d + 1] *= g->shape[d];
+            g->x_str[d + 1] = 0;
+        }
+        for (int e = d; e + 1 < nd; e++) {   /* dim d goes (its size folded into d + 1) */
+            g->shape[e] = g->shape[e + 1];
+            g->a_str[e] = g->a_str[e + 1];
+            g->x_str[e] = g->x_str[e + 1];
+        }
+        nd--;
+        if (g->dim > d) g->dim--;
+    }
+    g->nd = nd;
+}
+
 /* INDEX_SELECT: i[0] dim, i[BASE_ATTR] base; inputs (a, idx 1-D). The
    shapes are checked by ember_index_select, for every device; the index
    values here. */
@@ -329,7 +362,10 @@ int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs
     /* the 1-D index is checked once, not once a row */
     int rc = check_1d("index_select", x, g.base, dim, g.size);
     g.checked = true;
-    if (rc == EMBER_OK && (*out)->numel > 0) rc = gather_run("index_select", &g);
+    if (rc == EMBER_OK && (*out)->numel > 0) {
+        index_select_merge_dims(&g);
+        rc = gather_run("index_select", &g);
+    }
     if (rc < 0) {
         ember_tensor_release(*out);
         *out = NULL;
