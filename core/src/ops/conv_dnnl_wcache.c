@@ -29,6 +29,7 @@
    with the storage. Not kept: weights in memory ember does not own
    (ember_from_blob: the owner may write it without a version bump). */
 #include "conv_dnnl.h"
+#include "../dtr.h"
 
 #ifdef EMBER_HAVE_DNNL
 
@@ -112,7 +113,8 @@ static bool reorder_weight(const dnnl_conv *c, const void *wdata, void *data)
 wentry *ember__dnnl_wcache_get(const dnnl_conv *c, const ember_tensor *w, const void *wdata)
 {
     ember_storage *s = w->storage;
-    if (!c->reorder[ARG_B] || s->release || s->device != EMBER_CPU || ember_is_tracked(w)) return NULL;
+    if (!c->reorder[ARG_B] || s->release || s->device != EMBER_CPU || ember_is_tracked(w) || ember__dtr_on)
+        return NULL;
     pthread_mutex_lock(&mu);
     int n = 0;
     for (ember__derived *d = s->derived, *next; d; d = next) {

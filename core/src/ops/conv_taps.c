@@ -12,6 +12,7 @@
    convolutions on 1x1 planes become 1x1 ones (one product over the batch,
    a ninth of the weights read), its stride-2 one onto a 1x1 plane 2x2. */
 #include "conv.h"
+#include "../dtr.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,8 @@ int ember__conv_live_weight(const conv_geom *g, const conv_geom *gc, int64_t i0,
     const int64_t ws[4] = {g->O, g->Cg, gc->kH, gc->kW};
     const int es = ember_dtype_size(cdt);
     ember_storage *s = w ? w->storage : NULL;
-    const bool keep = s && !s->release && s->device == EMBER_CPU && w->ndim == 4 && !ember_is_tracked(w);
+    const bool keep = s && !s->release && s->device == EMBER_CPU && w->ndim == 4 && !ember_is_tracked(w) &&
+                      !ember__dtr_on;   /* a kept crop would take DTR's budget (conv_dnnl_wcache.c) */
     ember__derived **at = NULL;
     if (keep)
         for (ember__derived **p = &s->derived; *p; p = &(*p)->next)
