@@ -44,17 +44,34 @@ return function(ember)
   local out2 = ffi_new("ember_tensor *[2]")
   local release = C.ember_tensor_release
   -- Tensor bytes live in C where the Lua GC cannot see them (torch7's
-  -- problem): once the C bytes allocated since the last sweep pass a budget,
-  -- a full collection and a sweep run, so dead tensors go back to the
-  -- allocator's cache and are reused while still warm. The budget is 24 MB,
-  -- or twice the Lua heap when that is larger (a collection costs time in
-  -- proportion to the Lua heap); it does not grow with the live C bytes, so
-  -- a large data set in memory does not let garbage pile up. Every sweep,
-  -- also one after a collection the Lua GC ran by itself, measures the live
+  -- problem), so the binding paces the GC by them (docs/performance.md,
+  -- "When a temporary's memory comes back"): each time the tensor bytes in
+  -- use pass their highest level since the last sweep by a sixteenth of the
+  -- budget, one incremental step of the Lua GC runs, its work in proportion
+  -- to that growth, so that a cycle ends after about three quarters of a
+  -- budget. The cycle clears the dead wrappers from the weak handles; the
+  -- next wrap sees the sentinel cycle[1] gone and sweeps their slots, so
+  -- dead tensors go back to the allocator's cache. Memory freed at once
+  -- (t:free(), ember.tidy) lowers the level, so a loop that frees its
+  -- temporaries runs no steps; below the sweep's, the level is measured
+  -- from there. The budget is 24 MB, or twice the Lua heap
+  -- when that is larger (a cycle costs time in proportion to the Lua heap);
+  -- it does not grow with the live C bytes, so a large data set in memory
+  -- does not let garbage pile up. A full collection runs as a backstop once
+  -- the level passes a budget and a half without a cycle ending, when DTR
+  -- asks, and out of memory under a limit. Every sweep measures the live
   -- bytes afresh: a limit set while a large temporary was still alive (a
-  -- data set being converted) comes down as soon as it has died.
-  local gc_budget = 24 * 2 ^ 20
-  local gc_limit = gc_budget
+  -- data set being converted) comes down as soon as it has died. While the
+  -- program has stopped the GC (collectgarbage("stop")) no step runs, and
+  -- the backstop's collection leaves it stopped.
+  local GC_BUDGET = 24 * 2 ^ 20
+  local STEPS = 16   -- steps per budget
+  -- a cycle of LuaJIT's GC (stepmul 200) is about a quarter of the Lua
+  -- heap in collectgarbage("step", kb)'s KB; a third ends it a little early
+  local CYCLE_STEP_KB = 1 / 3
+  local budget = GC_BUDGET   -- as measured at the last sweep
+  local gc_base = 0   -- the tensor bytes in use after the last sweep
+  local high = 0   -- the highest level (bytes in use above gc_base) a step has seen since
   local dtr_watch = false   -- under DTR, also when it asks (ember_dtr_gc_wanted: eviction cannot make room)
   local wrap_hook = nil   -- runs after each new wrapper while set (graph toolbox modes)
   function ember._set_wrap_hook(fn) wrap_hook = fn end
@@ -93,29 +110,51 @@ return function(ember)
     free_slots[n_free] = i
   end
 
+  -- what memory_stats() reports as gc_steps, gc_sweeps and gc_collections
+  local gc_counts = { steps = 0, sweeps = 0, collections = 0 }
+
+  -- releases the slots of the wrappers the last GC cycle found dead
   local function sweep()
+    gc_counts.sweeps = gc_counts.sweeps + 1
     for i = 1, top do
       if ptrs[i] ~= nil and handles[i] == nil then free_slot(i) end
     end
     cycle[1] = {}
-    gc_limit = tonumber(C.ember_bytes_in_use()) + math.max(gc_budget, collectgarbage("count") * 2048)
+    budget = math.max(GC_BUDGET, collectgarbage("count") * 2048)
+    gc_base, high = tonumber(C.ember_bytes_in_use()), 0
   end
   ember._sweep = sweep
+  -- a full collection and a sweep, leaving a stopped GC stopped
+  local function collect()
+    gc_counts.collections = gc_counts.collections + 1
+    local running = collectgarbage("isrunning")
+    collectgarbage()
+    if not running then collectgarbage("stop") end
+    sweep()
+  end
   -- out of memory under a memory limit: release what the GC collected first,
   -- so the caller's next attempt sees that memory
   local watchers = {}   -- what asks for the release above: "limit" (set_memory_limit), "dtr"
   errors.set_oom_handler(function()
-    if next(watchers) then
-      collectgarbage()
-      sweep()
-    end
+    if next(watchers) then collect() end
   end)
 
   local function gc_pressure()
-    if tonumber(C.ember_bytes_in_use()) > gc_limit or (dtr_watch and C.ember_dtr_gc_wanted() ~= 0) then
-      collectgarbage()
-      sweep()
+    local level = tonumber(C.ember_bytes_in_use()) - gc_base
+    if level < 0 then   -- what lived at the sweep was freed at once since: measure from here
+      gc_base, high, level = gc_base + level, 0, 0
+    elseif level > high + budget / STEPS then
+      local grown = level - high
+      high = level
+      if level > 1.5 * budget then
+        collect()
+      elseif collectgarbage("isrunning") then
+        gc_counts.steps = gc_counts.steps + 1
+        collectgarbage("step", math.max(1, collectgarbage("count") * CYCLE_STEP_KB * grown / budget))
+        if cycle[1] == nil then sweep() end
+      end
     end
+    if dtr_watch and C.ember_dtr_gc_wanted() ~= 0 then collect() end
   end
 
   -- Takes ownership of one reference to p and returns the unique wrapper.
@@ -557,7 +596,8 @@ return function(ember)
       peak_bytes = tonumber(s.peak_bytes), bytes_cached = tonumber(s.bytes_cached),
       limit = s.limit > 0 and tonumber(s.limit) or nil, cache_hits = tonumber(s.cache_hits),
       cache_misses = tonumber(s.cache_misses), cache_evictions = tonumber(s.cache_evictions),
-      cache_limit = tonumber(s.cache_limit) }
+      cache_limit = tonumber(s.cache_limit), gc_steps = gc_counts.steps, gc_sweeps = gc_counts.sweeps,
+      gc_collections = gc_counts.collections }
   end
   -- a ceiling on the bytes tensors hold (nil or 0: none); past it an op raises
   -- naming itself, the bytes and the limit, and everything stays usable
