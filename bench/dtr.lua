@@ -10,6 +10,9 @@
 -- step (os.clock, all threads), steadier than wall time on a loaded machine.
 --   luajit bench/dtr.lua [model [rounds [iters [batch]]]]
 --   luajit bench/dtr.lua batch [model [_ [_ [batch]]]]   -- the largest batch in a fixed budget
+-- DTR_P_RESNET / DTR_P_TRANSFORMER=bytes set P instead of measuring it (the
+-- measured peak holds the garbage the Lua GC has not yet collected, so it
+-- moves with the binding's collection policy; a fixed P compares builds)
 -- (model "resnet", "transformer" or "all" (default); 3 rounds of 2 steps;
 -- batch 32 of 64x64 images, width 16, for the ResNet, 8 sequences of 128
 -- for the transformer block, d_model 128, 4 heads)
@@ -104,6 +107,10 @@ local function bench(name)
   ember.reset_peak_memory()
   step()
   local P = ember.memory_stats().peak_bytes   -- the unconstrained peak: DTR off
+  -- DTR_P_<MODEL>=bytes: budgets from this P instead (to compare builds
+  -- whose collector leaves different garbage in the measured peak)
+  local P_env = os.getenv("DTR_P_" .. name:upper())
+  if P_env then P = assert(tonumber(P_env), "DTR_P_" .. name:upper() .. " must be a number of bytes") end
   local settings = { { "off" }, { "P", 1 }, { "P/2", 1 / 2 }, { "P/3", 1 / 3 }, { "P/4", 1 / 4 } }
   local times, ratios, cpus, cpu_ratios, stats = {}, {}, {}, {}, {}
   for _ = 1, rounds do
