@@ -118,7 +118,7 @@ describe("on " .. device .. ": conv2d", function()
   case("bad operands fail as on the CPU, naming the op and the shapes", function()
     local x, w = ember.zeros({ 2, 3, 5, 5 }):to(device), ember.zeros({ 4, 2, 3, 3 }):to(device)
     assert.has_error(function() F.conv2d(x, w) end,
-      "ember.conv2d: input {2, 3, 5, 5} has 3 channels but weight {4, 2, 3, 3} "
+      "ember.nn.functional.conv2d: input {2, 3, 5, 5} has 3 channels but weight {4, 2, 3, 3} "
         .. "with groups = 1 expects 2")
   end)
 end)

@@ -144,7 +144,11 @@ describe("on " .. device .. ": matmul", function()
     local n = 1
     for _, s in ipairs(shape) do n = n * s end
     local flat = {}
-    for i = 1, n do flat[i] = ((i * 7 + seed * 13) % 17) * 0.25 - 2 end
+    local int = not MATMUL_TOL[dtype]   -- whole numbers an integer tensor holds (uint8: 0 to 4)
+    for i = 1, n do
+      local k = (i * 7 + seed * 13) % 17
+      flat[i] = not int and k * 0.25 - 2 or dtype == "uint8" and k % 5 or k - 8
+    end
     return ember.tensor(flat, { dtype = dtype }):reshape(shape)
   end
   local SHAPES = {

@@ -267,7 +267,8 @@ static double row_value(const row_ctx *c, const char *row)
     case EMBER_OP_LOGSUMEXP: return row_logsumexp(row, c->dt, c->len);
     case EMBER_OP_NORM: return row_norm(row, c->dt, c->len, c->p);
     case EMBER_OP_AMAX_ALL: return extreme(row, c->dt, c->len, 1);
-    default: return extreme(row, c->dt, c->len, -1);
+    case EMBER_OP_AMIN_ALL: return extreme(row, c->dt, c->len, -1);
+    default: return NAN;   /* never: fwd_reduce runs only the ops above */
     }
 }
 
@@ -312,7 +313,8 @@ static void blocks_range(void *vctx, int64_t b, int64_t e)
             break;
         case EMBER_OP_MEAN: bc->part[k] = row_sum(p, c->dt, n); break;
         case EMBER_OP_AMAX_ALL: bc->part[k] = extreme(p, c->dt, n, 1); break;
-        default: bc->part[k] = extreme(p, c->dt, n, -1); break;
+        case EMBER_OP_AMIN_ALL: bc->part[k] = extreme(p, c->dt, n, -1); break;
+        default: bc->part[k] = NAN; break;   /* never: blockable() admits only the ops above */
         }
     }
 }
