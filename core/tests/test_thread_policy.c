@@ -423,6 +423,28 @@ int main(void)
         CHECK(team_fast > fast * 0.6 && ns < sampled_ns && ns < team_ns * 0.5);
         warm_up_ns = 0;
     }
+    {
+        /* the bench's large cell in the busy host beside a busy neighbour
+           (issue 25's runs: one thread 13.3 ms a step, two 27.1): the team
+           twice as slow, 10% noise, on a load that drifts under both arms
+           (the neighbour's and the host's share of the cores changes): a
+           trial that meets a slow stretch, or a winner's stretch after a
+           lost trial that does, must not hand the team the jobs. Over 40
+           runs of the bench's 520 large jobs the default is within 5% of
+           one thread (2.8% now), over 100000 jobs within 3% (0.7%). */
+        const double large[4] = {0.9e6, 1.4e6, 1.4e6, 0.3e6};
+        double ns = 0, sampled_ns = 0;
+        int64_t team = 0;
+        for (int i = 0; i < 40; i++) {
+            ember__policy_init(&p, EMBER__ARM_SAMPLED);
+            run_result rs = run_drift(&p, 520, 4, large, 2.0, NULL);
+            ns += rs.ns, sampled_ns += rs.sampled_ns, team += rs.team_jobs;
+        }
+        CHECK(ns < sampled_ns * 1.05 && team < 40 * 520 / 10);   /* 604 of 20800 now */
+        ember__policy_init(&p, EMBER__ARM_SAMPLED);
+        run_result rl = run_drift(&p, 100000, 4, large, 2.0, NULL);
+        CHECK(p.winner == EMBER__ARM_SAMPLED && rl.ns < rl.sampled_ns * 1.03);
+    }
 
     if (failures) fprintf(stderr, "test_thread_policy: %d checks failed\n", failures);
     else printf("test_thread_policy: ok\n");
