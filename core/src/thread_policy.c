@@ -7,12 +7,12 @@
    the last comparison (the winner), 16 to MAX_EXPLOIT (512) large jobs
    long (longer where the other arm is very slow); a trial phase then runs
    the other arm for 16. The first job of a phase is not timed (it may
-   find the team asleep, or still spinning from the other arm). Each timed job's time goes to its kind (parallel.c keys
-   a product by its shape, else a kernel by its job's size and grain): the
-   kind keeps each arm's last 8 times, the trial's from this trial alone,
-   the winner's across its phases while recent (timed in the last 4096
-   large jobs). Times are per kind because phases do not line up with a
-   step's sequence of jobs.
+   find the team asleep, or still spinning from the other arm). Each timed
+   job's time goes to its kind (parallel.c keys a product by its shape,
+   else a kernel by its job's size and grain): the kind keeps each arm's
+   last 8 times, the trial's from this trial alone, the winner's across
+   its phases while recent (timed in the last 4096 large jobs). Times are
+   per kind because phases do not line up with a step's sequence of jobs.
 
    The comparison is robust, because beside a busy neighbour two threads'
    times spread widely: a worker that shares its core with another process
