@@ -14,14 +14,13 @@
 
    On the CPU, for float32 / float64 operands of one dtype (strided ones
    copied first), each row is two passes over x (three with g): the sums in
-   double on F64_LANES lanes added in a fixed order, then the values at the
+   double on LN_LANES lanes added in a fixed order, then the values at the
    vector width; the rows are spread over the pool. w's and b's gradients add
    up in double per block of rows (the blocks fixed by D alone), then the
    blocks in order, so neither the vector width nor the thread count changes
    a bit. On other devices both ops run on the host (ember__on_host); the
    autograd rule (grad_rules_nn.c) composes public ops where a recording sees
    the backward, so gradients of any order come out. */
-#include "lane_sums.h"
 #include "nn.h"
 #include "reduce.h"
 
@@ -61,7 +60,26 @@ typedef struct {
     const char *x, *g, *w, *b, *st;
     char *y, *stats;   /* y or gx; the stats the forward writes */
     double *ws;        /* backward: 2 D doubles per block */
+    /* backward: g's rows read in place, row r at g + the sum over the
+       leading dims of index times gstr; each row D contiguous values, or
+       (g_bcast) one value repeated (a sum's gradient, expanded) */
+    int lead, g_bcast;
+    int64_t gshape[EMBER_MAX_DIMS], gstr[EMBER_MAX_DIMS];
 } ln_job;
+
+/* the longest rows a broadcast g is read in place for (one row on the stack) */
+#define LN_BCAST_MAX 4096
+
+/* where row r of g starts, in elements */
+static int64_t g_row(const ln_job *j, int64_t r)
+{
+    int64_t off = 0;
+    for (int d = j->lead - 1; d >= 0; d--) {
+        off += r % j->gshape[d] * j->gstr[d];
+        r /= j->gshape[d];
+    }
+    return off;
+}
 
 /* rows per block: about 64K values each, fixed by D alone */
 static int64_t row_block(int64_t D)
@@ -70,40 +88,72 @@ static int64_t row_block(int64_t D)
     return r > 0 ? r : 1;
 }
 
-/* sum of x, of (x - m)^2, and of gw and gw (x - m) (the backward's two
-   sums) over a row, on F64_LANES lanes, the tail in lane 0 (lane_sums.h) */
-#define LN_SUMS(T)                                                                                        \
-    LANE_SUMS(T, ln_lanes, F64_LANES, 0)                                                                  \
-    EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                           \
-    {                                                                                                     \
-        double acc[F64_LANES] = {0};                                                                      \
-        ln_lanes_sum_##T(x, n, acc);                                                                      \
-        return fold_f64(acc, F64_LANES);                                                                  \
-    }                                                                                                     \
-    EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                                \
-    {                                                                                                     \
-        double acc[F64_LANES] = {0};                                                                      \
-        ln_lanes_dev2_##T(x, n, m, acc);                                                                  \
-        return fold_f64(acc, F64_LANES);                                                                  \
-    }                                                                                                     \
+/* A row's sums in double on LN_LANES lanes: value i of the whole groups of
+   LN_LANES goes to lane i % LN_LANES, the tail to lane 0, and the lanes add
+   as a tree of pairs (fold_f64). Four vectors of 8 doubles, so that four
+   chains of adds run at once and each load is one vector (loops over an
+   array of lanes went to scalar loads and one chain). */
+#define LN_LANES 32
+typedef double ln_f64x8 __attribute__((vector_size(8 * sizeof(double))));
+typedef double ln_f64x8_u __attribute__((vector_size(8 * sizeof(double)), aligned(4), may_alias));
+typedef float ln_f32x8_u __attribute__((vector_size(8 * sizeof(float)), aligned(4), may_alias));
+
+/* 8 values at p as doubles (macros: a vector returned by value warns of the ABI) */
+#define LN_LD_float(p) __builtin_convertvector(*(const ln_f32x8_u *)(p), ln_f64x8)
+#define LN_LD_double(p) (*(const ln_f64x8_u *)(p))
+
+EMBER_INLINE double ln_lanes_fold(const ln_f64x8 *v)
+{
+    double acc[LN_LANES];
+    memcpy(acc, v, sizeof acc);
+    return fold_f64(acc, LN_LANES);
+}
+
+/* sum of x, of (x - m)^2, and of gw and gw (x - m) (the backward's two sums) */
+#define LN_SUMS(T)                                                                                          \
+    EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                          \
+    {                                                                                                       \
+        ln_f64x8 a[4] = {{0}};                                                                              \
+        int64_t i = 0;                                                                                      \
+        for (; i + LN_LANES <= n; i += LN_LANES)                                                            \
+            for (int v = 0; v < 4; v++) a[v] += LN_LD_##T(x + i + 8 * v);                                   \
+        for (; i < n; i++) a[0][0] += (double)x[i];                                                         \
+        return ln_lanes_fold(a);                                                                                  \
+    }                                                                                                       \
+    EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                               \
+    {                                                                                                       \
+        ln_f64x8 a[4] = {{0}};                                                                              \
+        int64_t i = 0;                                                                                      \
+        for (; i + LN_LANES <= n; i += LN_LANES)                                                            \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                ln_f64x8 d = LN_LD_##T(x + i + 8 * v) - m;                                                  \
+                a[v] += d * d;                                                                              \
+            }                                                                                               \
+        for (; i < n; i++) {                                                                                \
+            double d = (double)x[i] - m;                                                                    \
+            a[0][0] += d * d;                                                                               \
+        }                                                                                                   \
+        return ln_lanes_fold(a);                                                                                  \
+    }                                                                                                       \
     EMBER_INLINE void ln_gsums_##T(const T *restrict g, const T *restrict w, const T *restrict x, int64_t n, \
-                                   double m, double *sgw, double *sgwx)                                   \
-    {                                                                                                     \
-        double a[F64_LANES] = {0}, c[F64_LANES] = {0};                                                    \
-        int64_t i = 0;                                                                                    \
-        for (; i + F64_LANES <= n; i += F64_LANES)                                                        \
-            for (int l = 0; l < F64_LANES; l++) {                                                         \
-                double gw = (double)g[i + l] * (double)w[i + l];                                          \
-                a[l] += gw;                                                                               \
-                c[l] += gw * ((double)x[i + l] - m);                                                      \
-            }                                                                                             \
-        for (; i < n; i++) {                                                                              \
-            double gw = (double)g[i] * (double)w[i];                                                      \
-            a[0] += gw;                                                                                   \
-            c[0] += gw * ((double)x[i] - m);                                                              \
-        }                                                                                                 \
-        *sgw = fold_f64(a, F64_LANES);                                                                    \
-        *sgwx = fold_f64(c, F64_LANES);                                                                   \
+                                   double m, double *sgw, double *sgwx)                                     \
+    {                                                                                                       \
+        ln_f64x8 a[4] = {{0}}, c[4] = {{0}};                                                                \
+        int64_t i = 0;                                                                                      \
+        for (; i + LN_LANES <= n; i += LN_LANES)                                                            \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int64_t o = i + 8 * v;                                                                      \
+                ln_f64x8 gw = LN_LD_##T(g + o) * LN_LD_##T(w + o);                                          \
+                a[v] += gw;                                                                                 \
+                c[v] += gw * (LN_LD_##T(x + o) - m);                                                        \
+            }                                                                                               \
+        for (; i < n; i++) {                                                                                \
+            double gw = (double)g[i] * (double)w[i];                                                        \
+            a[0][0] += gw;                                                                                  \
+            c[0][0] += gw * ((double)x[i] - m);                                                             \
+        }                                                                                                   \
+        *sgw = ln_lanes_fold(a);                                                                                  \
+        *sgwx = ln_lanes_fold(c);                                                                                 \
     }
 LN_SUMS(float)
 LN_SUMS(double)
@@ -139,13 +189,18 @@ LN_FWD(double)
         const ln_job *j = vctx;                                                                       \
         const int64_t D = j->D;                                                                       \
         const T *w = (const T *)j->w, *st = (const T *)j->st;                                         \
+        T buf[LN_BCAST_MAX], *row = j->g_bcast ? buf : NULL;                                          \
         for (int64_t k = k0; k < k1; k++) {                                                           \
             int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;             \
             double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL;            \
             if (pw)                                                                                   \
                 for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                                        \
             for (int64_t r = r0; r < r1; r++) {                                                       \
-                const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + r * D;                   \
+                const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + g_row(j, r);             \
+                if (row) {                                                                            \
+                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                                    \
+                    g = row;                                                                          \
+                }                                                                                     \
                 T *gx = (T *)j->y + r * D;                                                            \
                 double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;                  \
                 ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                                          \
@@ -191,6 +246,28 @@ EMBER_SIMD static void ln_fold_cols(void *vctx, int64_t c0, int64_t c1)
 }
 
 /* ------------------------------------------------------------------ the ops */
+/* whether g (x's shape) is read in place: its last k dims D contiguous values,
+   or one value (all strides 0: a sum's gradient, expanded; D at most
+   LN_BCAST_MAX), the leading dims any strides (into j) */
+static bool g_in_place(const ember_tensor *g, int k, int64_t D, ln_job *j)
+{
+    int lead = g->ndim - k;
+    bool packed = true, bcast = D <= LN_BCAST_MAX;
+    int64_t want = 1;
+    for (int d = g->ndim - 1; d >= lead; d--) {
+        if (g->shape[d] == 1) continue;
+        packed = packed && g->strides[d] == want;
+        bcast = bcast && g->strides[d] == 0;
+        want *= g->shape[d];
+    }
+    if (!packed && !bcast) return false;
+    j->lead = lead;
+    j->g_bcast = !packed;
+    memcpy(j->gshape, g->shape, (size_t)lead * sizeof *g->shape);
+    memcpy(j->gstr, g->strides, (size_t)lead * sizeof *g->strides);
+    return true;
+}
+
 /* R rows of D values for x with its last k dims normalised */
 static void rows_of(const ember_tensor *x, int k, int64_t *R, int64_t *D)
 {
@@ -248,10 +325,20 @@ int fwd_layer_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     gs[0] = 2;
     memcpy(gs + 1, w->shape, (size_t)w->ndim * sizeof *gs);
     ember_tensor *c[4], *gx = NULL, *gwb = NULL;
-    EMBER_TRY(ember__nn_contiguous(in, 4, c));
-    int rc = EMBER_OK;
-    ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0],
-                .x = ember__ptr(c[1]), .g = ember__ptr(c[0]), .w = ember__ptr(c[2]), .st = ember__ptr(c[3])};
+    ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0]};
+    if (g_in_place(g, k, D, &j)) {
+        c[0] = g;
+        ember_tensor_retain(g);
+    } else {
+        EMBER_TRY(ember__contiguous_as(g, g->dtype, &c[0]));
+        j.lead = 1, j.g_bcast = 0, j.gshape[0] = R, j.gstr[0] = D;
+    }
+    int rc = ember__nn_contiguous(in + 1, 3, c + 1);
+    if (rc < 0) {
+        ember_tensor_release(c[0]);
+        return rc;
+    }
+    j.x = ember__ptr(c[1]), j.g = ember__ptr(c[0]), j.w = ember__ptr(c[2]), j.st = ember__ptr(c[3]);
     int64_t blocks = (R + j.block - 1) / j.block;
     size_t bytes = want ? (size_t)(blocks * 2 * D) * sizeof(double) : 0;
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &gx));

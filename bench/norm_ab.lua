@@ -1,0 +1,91 @@
+-- bench/norm_ab.lua: ms per call of the cases of issue 33's sweep that
+-- layer norm, softmax and cross-entropy run (bench/ops_sweep.lua's sizes,
+-- each call in ember.tidy), with CPU time (os.clock, all threads counted;
+-- with EMBER_NUM_THREADS=1 the steadier measure on a loaded machine) or,
+-- with --wall, wall time. Run it against another build in alternation
+-- (EMBER_LIB=that/libember.so) to compare a change with its base. Prints
+-- JSON: ms per call, the fastest of 3 batches of about 20 ms each.
+-- From the repository root:
+--   luajit bench/norm_ab.lua [--wall] [--only "softmax 256x1000,..."]
+package.path = "./bench/?.lua;" .. package.path
+local B = require("common")
+local ember = require("ember")
+local F = ember.nn.functional
+local GradManager = ember.autodiff.GradManager
+
+local now, clock, only = os.clock, "cpu", nil
+do
+  local i = 1
+  while i <= #arg do
+    if arg[i] == "--wall" then now, clock = B.now, "wall"; i = i + 1
+    elseif arg[i] == "--only" then only = arg[i + 1]; i = i + 2
+    else error("unknown argument " .. arg[i] .. " (expected --wall, --only list)") end
+  end
+end
+local wanted
+if only then
+  wanted = {}
+  for name in only:gmatch("[^,]+") do wanted[name] = true end
+end
+
+local function ms_per_call(fn)
+  local call = function() ember.tidy(fn) end
+  call()
+  local t0 = now()
+  call()
+  local iters = math.max(1, math.floor(0.02 / math.max(now() - t0, 1e-7)))
+  local best = math.huge
+  for _ = 1, 3 do
+    t0 = now()
+    for _ = 1, iters do call() end
+    best = math.min(best, (now() - t0) / iters)
+  end
+  return best * 1e3
+end
+
+-- a forward and the backward of its sum, gradients for x
+local function with_backward(f, x)
+  local gm = GradManager():attach({ x })
+  return function()
+    x.grad = nil
+    gm:record()
+    gm:backward(f(x):sum())
+  end
+end
+
+ember.manual_seed(0)
+local r = ember.randn
+local s, ln = r({ 256, 1000 }), r({ 32, 128, 768 })
+local lnw, lnb = r({ 768 }), r({ 768 })
+local logits, labels = r({ 256, 1000 }), ember.randint(1, 1001, { 256 })
+local cases = {
+  { "softmax 256x1000", function() return s:softmax(2) end },
+  { "log_softmax 256x1000", function() return s:log_softmax(2) end },
+  { "softmax+backward 256x1000", with_backward(function(t) return t:softmax(2) end, r({ 256, 1000 })) },
+  { "log_softmax+backward 256x1000", with_backward(function(t) return t:log_softmax(2) end, r({ 256, 1000 })) },
+  { "softmax dim1 256x1000", function() return s:softmax(1) end },
+  { "layer_norm 32x128x768", function() return F.layer_norm(ln, { 768 }) end },
+  { "layer_norm+backward 32x128x768", with_backward(function(t) return F.layer_norm(t, { 768 }) end,
+    r({ 32, 128, 768 })) },
+  { "layer_norm affine+backward 32x128x768", (function()
+    local x, w, b = r({ 32, 128, 768 }), lnw:clone(), lnb:clone()
+    local gm = GradManager():attach({ x, w, b })
+    return function()
+      x.grad, w.grad, b.grad = nil, nil, nil
+      gm:record()
+      gm:backward(F.layer_norm(x, { 768 }, w, b):sum())
+    end
+  end)() },
+  { "rms_norm 32x128x768", function() return F.rms_norm(ln, { 768 }, lnw) end },
+  { "cross_entropy 256x1000", function() return F.cross_entropy(logits, labels) end },
+  { "cross_entropy+backward 256x1000", with_backward(function(t) return F.cross_entropy(t, labels) end,
+    r({ 256, 1000 })) },
+}
+local out = {}
+for _, c in ipairs(cases) do
+  if not wanted or wanted[c[1]] then
+    out[#out + 1] = ('  {"case": "%s", "ms": %.4g}'):format(c[1], ms_per_call(c[2]))
+  end
+end
+print(('{"bench": "norm_ab", "threads": %d, "clock": "%s", "cases": [\n%s\n]}'):format(ember.get_num_threads(),
+  clock, table.concat(out, ",\n")))
