@@ -14,13 +14,14 @@
 
    On the CPU, for float32 / float64 operands of one dtype (strided ones
    copied first), each row is two passes over x (three with g): the sums in
-   double on LN_LANES lanes added in a fixed order, then the values at the
+   double on ROW_LANES lanes added in a fixed order, then the values at the
    vector width; the rows are spread over the pool. w's and b's gradients add
    up in double per block of rows (the blocks fixed by D alone), then the
    blocks in order, so neither the vector width nor the thread count changes
    a bit. On other devices both ops run on the host (ember__on_host); the
    autograd rule (grad_rules_nn.c) composes public ops where a recording sees
    the backward, so gradients of any order come out. */
+#include "lane_sums.h"
 #include "nn.h"
 #include "reduce.h"
 
@@ -88,136 +89,104 @@ static int64_t row_block(int64_t D)
     return r > 0 ? r : 1;
 }
 
-/* A row's sums in double on LN_LANES lanes: value i of the whole groups of
-   LN_LANES goes to lane i % LN_LANES, the tail to lane 0, and the lanes add
-   as a tree of pairs (fold_f64). Four vectors of 8 doubles, so that four
-   chains of adds run at once and each load is one vector (loops over an
-   array of lanes went to scalar loads and one chain). */
-#define LN_LANES 32
-typedef double ln_f64x8 __attribute__((vector_size(8 * sizeof(double))));
-typedef double ln_f64x8_u __attribute__((vector_size(8 * sizeof(double)), aligned(4), may_alias));
-typedef float ln_f32x8_u __attribute__((vector_size(8 * sizeof(float)), aligned(4), may_alias));
-
-/* 8 values at p as doubles (macros: a vector returned by value warns of the ABI) */
-#define LN_LD_float(p) __builtin_convertvector(*(const ln_f32x8_u *)(p), ln_f64x8)
-#define LN_LD_double(p) (*(const ln_f64x8_u *)(p))
-
-EMBER_INLINE double ln_lanes_fold(const ln_f64x8 *v)
-{
-    double acc[LN_LANES];
-    memcpy(acc, v, sizeof acc);
-    return fold_f64(acc, LN_LANES);
-}
-
-/* sum of x, of (x - m)^2, and of gw and gw (x - m) (the backward's two sums) */
-#define LN_SUMS(T)                                                                                          \
-    EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                          \
-    {                                                                                                       \
-        ln_f64x8 a[4] = {{0}};                                                                              \
-        int64_t i = 0;                                                                                      \
-        for (; i + LN_LANES <= n; i += LN_LANES)                                                            \
-            for (int v = 0; v < 4; v++) a[v] += LN_LD_##T(x + i + 8 * v);                                   \
-        for (; i < n; i++) a[0][0] += (double)x[i];                                                         \
-        return ln_lanes_fold(a);                                                                                  \
-    }                                                                                                       \
-    EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                               \
-    {                                                                                                       \
-        ln_f64x8 a[4] = {{0}};                                                                              \
-        int64_t i = 0;                                                                                      \
-        for (; i + LN_LANES <= n; i += LN_LANES)                                                            \
-            for (int v = 0; v < 4; v++) {                                                                   \
-                ln_f64x8 d = LN_LD_##T(x + i + 8 * v) - m;                                                  \
-                a[v] += d * d;                                                                              \
-            }                                                                                               \
-        for (; i < n; i++) {                                                                                \
-            double d = (double)x[i] - m;                                                                    \
-            a[0][0] += d * d;                                                                               \
-        }                                                                                                   \
-        return ln_lanes_fold(a);                                                                                  \
-    }                                                                                                       \
+/* sum of x, of (x - m)^2, and of gw and gw (x - m) (the backward's two
+   sums) over a row, on ROW_LANES lanes, the tail in lane 0 (lane_sums.h) */
+#define LN_SUMS(T)                                                                                         \
+    LANE_SUMS(T, ln_lanes, ROW_LANES, 0)                                                                   \
+    EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                         \
+    {                                                                                                      \
+        double acc[ROW_LANES] = {0};                                                                       \
+        ln_lanes_sum_##T(x, n, acc);                                                                       \
+        return fold_f64(acc, ROW_LANES);                                                                   \
+    }                                                                                                      \
+    EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                              \
+    {                                                                                                      \
+        double acc[ROW_LANES] = {0};                                                                       \
+        ln_lanes_dev2_##T(x, n, m, acc);                                                                   \
+        return fold_f64(acc, ROW_LANES);                                                                   \
+    }                                                                                                      \
     EMBER_INLINE void ln_gsums_##T(const T *restrict g, const T *restrict w, const T *restrict x, int64_t n, \
-                                   double m, double *sgw, double *sgwx)                                     \
-    {                                                                                                       \
-        ln_f64x8 a[4] = {{0}}, c[4] = {{0}};                                                                \
-        int64_t i = 0;                                                                                      \
-        for (; i + LN_LANES <= n; i += LN_LANES)                                                            \
-            for (int v = 0; v < 4; v++) {                                                                   \
-                int64_t o = i + 8 * v;                                                                      \
-                ln_f64x8 gw = LN_LD_##T(g + o) * LN_LD_##T(w + o);                                          \
-                a[v] += gw;                                                                                 \
-                c[v] += gw * (LN_LD_##T(x + o) - m);                                                        \
-            }                                                                                               \
-        for (; i < n; i++) {                                                                                \
-            double gw = (double)g[i] * (double)w[i];                                                        \
-            a[0][0] += gw;                                                                                  \
-            c[0][0] += gw * ((double)x[i] - m);                                                             \
-        }                                                                                                   \
-        *sgw = ln_lanes_fold(a);                                                                                  \
-        *sgwx = ln_lanes_fold(c);                                                                                 \
+                                   double m, double *sgw, double *sgwx)                                    \
+    {                                                                                                      \
+        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                     \
+        int64_t i = 0;                                                                                     \
+        for (; i + ROW_LANES <= n; i += ROW_LANES)                                                         \
+            for (int l = 0; l < ROW_LANES; l++) {                                                          \
+                double gw = (double)g[i + l] * (double)w[i + l];                                           \
+                a[l] += gw;                                                                                \
+                c[l] += gw * ((double)x[i + l] - m);                                                       \
+            }                                                                                              \
+        for (; i < n; i++) {                                                                               \
+            double gw = (double)g[i] * (double)w[i];                                                       \
+            a[0] += gw;                                                                                    \
+            c[0] += gw * ((double)x[i] - m);                                                               \
+        }                                                                                                  \
+        *sgw = fold_f64(a, ROW_LANES);                                                                     \
+        *sgwx = fold_f64(c, ROW_LANES);                                                                    \
     }
 LN_SUMS(float)
 LN_SUMS(double)
 #undef LN_SUMS
 
 /* y = (x - mean) rstd w + b per row */
-#define LN_FWD(T)                                                                           \
-    EMBER_SIMD static void ln_fwd_##T(void *vctx, int64_t r0, int64_t r1)                   \
-    {                                                                                       \
-        const ln_job *j = vctx;                                                             \
-        const int64_t D = j->D;                                                             \
-        const T *w = (const T *)j->w, *b = (const T *)j->b;                                 \
-        T *st = (T *)j->stats;                                                              \
-        for (int64_t r = r0; r < r1; r++) {                                                 \
-            const T *x = (const T *)j->x + r * D;                                           \
-            T *y = (T *)j->y + r * D;                                                       \
-            double mean = j->rms ? 0.0 : ln_sum_##T(x, D) / (double)D;                      \
-            double rstd = 1.0 / sqrt(ln_dev2_##T(x, D, mean) / (double)D + j->eps);         \
-            T tm = (T)mean, tr = (T)rstd;                                                   \
-            for (int64_t i = 0; i < D; i++) y[i] = (x[i] - tm) * tr * w[i] + b[i];          \
-            st[r] = tm;                                                                     \
-            st[j->R + r] = tr;                                                              \
-        }                                                                                   \
+#define LN_FWD(T)                                                                   \
+    EMBER_SIMD static void ln_fwd_##T(void *vctx, int64_t r0, int64_t r1)           \
+    {                                                                               \
+        const ln_job *j = vctx;                                                     \
+        const int64_t D = j->D;                                                     \
+        const T *w = (const T *)j->w, *b = (const T *)j->b;                         \
+        T *st = (T *)j->stats;                                                      \
+        for (int64_t r = r0; r < r1; r++) {                                         \
+            const T *x = (const T *)j->x + r * D;                                   \
+            T *y = (T *)j->y + r * D;                                               \
+            double mean = j->rms ? 0.0 : ln_sum_##T(x, D) / (double)D;             \
+            double rstd = 1.0 / sqrt(ln_dev2_##T(x, D, mean) / (double)D + j->eps); \
+            T tm = (T)mean, tr = (T)rstd;                                           \
+            for (int64_t i = 0; i < D; i++) y[i] = (x[i] - tm) * tr * w[i] + b[i];  \
+            st[r] = tm;                                                             \
+            st[j->R + r] = tr;                                                      \
+        }                                                                           \
     }
 LN_FWD(float)
 LN_FWD(double)
 #undef LN_FWD
 
 /* gx per row for a block of rows, and that block's sums of g xhat and g */
-#define LN_BWD(T)                                                                                     \
-    EMBER_SIMD static void ln_bwd_##T(void *vctx, int64_t k0, int64_t k1)                             \
-    {                                                                                                 \
-        const ln_job *j = vctx;                                                                       \
-        const int64_t D = j->D;                                                                       \
-        const T *w = (const T *)j->w, *st = (const T *)j->st;                                         \
-        T buf[LN_BCAST_MAX], *row = j->g_bcast ? buf : NULL;                                          \
-        for (int64_t k = k0; k < k1; k++) {                                                           \
-            int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;             \
-            double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL;            \
-            if (pw)                                                                                   \
-                for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                                        \
-            for (int64_t r = r0; r < r1; r++) {                                                       \
-                const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + g_row(j, r);             \
-                if (row) {                                                                            \
-                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                                    \
-                    g = row;                                                                          \
-                }                                                                                     \
-                T *gx = (T *)j->y + r * D;                                                            \
-                double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;                  \
-                ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                                          \
-                T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);              \
-                T tc = (T)(sgwx * rstd / (double)D);                                                  \
-                for (int64_t i = 0; i < D; i++) {                                                     \
-                    T xh = (x[i] - tm) * tr;                                                          \
-                    gx[i] = tr * (g[i] * w[i] - ta - xh * tc);                                        \
-                }                                                                                     \
-                if (pw)                                                                               \
-                    for (int64_t i = 0; i < D; i++) {                                                 \
-                        double gv = (double)g[i];                                                     \
-                        pw[i] += gv * (((double)x[i] - mean) * rstd);                                 \
-                        pb[i] += gv;                                                                  \
-                    }                                                                                 \
-            }                                                                                         \
-        }                                                                                             \
+#define LN_BWD(T)                                                                          \
+    EMBER_SIMD static void ln_bwd_##T(void *vctx, int64_t k0, int64_t k1)                  \
+    {                                                                                      \
+        const ln_job *j = vctx;                                                            \
+        const int64_t D = j->D;                                                            \
+        const T *w = (const T *)j->w, *st = (const T *)j->st;                              \
+        T buf[LN_BCAST_MAX], *row = j->g_bcast ? buf : NULL;                               \
+        for (int64_t k = k0; k < k1; k++) {                                                \
+            int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;   \
+            double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL; \
+            if (pw)                                                                        \
+                for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                             \
+            for (int64_t r = r0; r < r1; r++) {                                            \
+                const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + g_row(j, r);  \
+                if (row) {                                                                 \
+                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                         \
+                    g = row;                                                               \
+                }                                                                          \
+                T *gx = (T *)j->y + r * D;                                                 \
+                double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;       \
+                ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                               \
+                T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);   \
+                T tc = (T)(sgwx * rstd / (double)D);                                       \
+                for (int64_t i = 0; i < D; i++) {                                          \
+                    T xh = (x[i] - tm) * tr;                                               \
+                    gx[i] = tr * (g[i] * w[i] - ta - xh * tc);                             \
+                }                                                                          \
+                if (pw)                                                                    \
+                    for (int64_t i = 0; i < D; i++) {                                      \
+                        double gv = (double)g[i];                                          \
+                        pw[i] += gv * (((double)x[i] - mean) * rstd);                      \
+                        pb[i] += gv;                                                       \
+                    }                                                                      \
+            }                                                                              \
+        }                                                                                  \
     }
 LN_BWD(float)
 LN_BWD(double)

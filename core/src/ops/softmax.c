@@ -15,6 +15,7 @@
    (outer, n, inner) layout, the sums in double (on F64_LANES lanes added in
    a fixed order along a row); elsewhere the same formulas as ember's ops,
    unrecorded. */
+#include "lane_sums.h"
 #include "reduce.h"
 #include "../autograd_ops.h"
 
@@ -26,17 +27,6 @@ typedef struct {
     int64_t len;
     int dt, log;
 } sm_ctx;
-
-/* The sum of n floats in double, over F64_LANES running sums. */
-EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
-{
-    double acc[F64_LANES] = {0};
-    int64_t i = 0;
-    for (; i + F64_LANES <= n; i += F64_LANES)
-        for (int k = 0; k < F64_LANES; k++) acc[k] += x[i + k];
-    for (; i < n; i++) acc[0] += x[i];
-    return fold_f64(acc, F64_LANES);
-}
 
 /* ember__expf(x) for x <= 0 or NaN, the same bits with the steps that only
    larger x need left out (the clamp and the inf above 88.7, the 2^128 split:
@@ -53,6 +43,24 @@ EMBER_INLINE float expf_nonpos(float x)
     float v = y * scale;
     v = x < EMBER_EXPF_LO ? 0.0f : v;
     return x != x ? x : v;
+}
+
+/* The sum of n floats in double, on ROW_LANES lanes (lane_sums.h) */
+LANE_SUMS(float, sm_lanes, ROW_LANES, 0)
+EMBER_INLINE double row_sum_f32(const float *x, int64_t n)
+{
+    double acc[ROW_LANES] = {0};
+    sm_lanes_sum_float(x, n, acc);
+    return fold_f64(acc, ROW_LANES);
+}
+
+/* tasks of `per` values each worth a thread: an exp per value costs some
+   ten adds, so an eighth of the elementwise grain (256 rows of 1000, 0.1 ms
+   on one thread, split across two where the whole grain kept them on one) */
+static int64_t sm_grain(int64_t per)
+{
+    const int64_t grain = EMBER_PARALLEL_GRAIN / 8;
+    return per >= grain ? 1 : grain / (per > 0 ? per : 1) + 1;
 }
 
 EMBER_SIMD static void sm_range(void *vctx, int64_t b, int64_t e)
@@ -105,7 +113,7 @@ int fwd_softmax(int op, int nin, ember_tensor *const *in, const ember_attrs *at,
     EMBER_CHECK(ember__reduced_last(a, 1u << dim, &r, &rows, &len));
     EMBER_CHECK(ember__new(r->ndim, r->shape, dt, EMBER_CPU, &tmp));
     sm_ctx c = {ember__ptr(r), ember__ptr(tmp), len, dt, op == EMBER_OP_LOG_SOFTMAX};
-    if (len > 0) ember__parallel_for(rows, len >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / len + 1, sm_range, &c);
+    if (len > 0) ember__parallel_for(rows, sm_grain(len), sm_range, &c);
     if (dim == a->ndim - 1) {   /* already in the input's layout */
         *out = tmp;
         tmp = NULL;
@@ -158,23 +166,20 @@ typedef struct {
 
 /* sum of g y (softmax) or of g (log_softmax) along one row */
 #define SMB_ROW(T, EXP)                                                                                        \
+    LANE_SUMS(T, smb_lanes, ROW_LANES, 0)                                                                      \
+    LANE_DOT(T, smb_lanes, ROW_LANES, 0)                                                                       \
     EMBER_INLINE void smb_row_##T(const T *restrict g, const T *restrict y, T *restrict gx, int64_t n, int log) \
     {                                                                                                          \
-        double acc[F64_LANES] = {0};                                                                           \
-        int64_t i = 0;                                                                                         \
+        double acc[ROW_LANES] = {0};                                                                           \
         if (log) {                                                                                             \
-            for (; i + F64_LANES <= n; i += F64_LANES)                                                         \
-                for (int l = 0; l < F64_LANES; l++) acc[l] += (double)g[i + l];                                \
-            for (; i < n; i++) acc[0] += (double)g[i];                                                         \
-            T s = (T)fold_f64(acc, F64_LANES);                                                                 \
-            for (i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;                                              \
+            smb_lanes_sum_##T(g, n, acc);                                                                      \
+            T s = (T)fold_f64(acc, ROW_LANES);                                                                 \
+            for (int64_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;                                      \
             return;                                                                                            \
         }                                                                                                      \
-        for (; i + F64_LANES <= n; i += F64_LANES)                                                             \
-            for (int l = 0; l < F64_LANES; l++) acc[l] += (double)g[i + l] * (double)y[i + l];                 \
-        for (; i < n; i++) acc[0] += (double)g[i] * (double)y[i];                                              \
-        T s = (T)fold_f64(acc, F64_LANES);                                                                     \
-        for (i = 0; i < n; i++) gx[i] = y[i] * (g[i] - s);                                                     \
+        smb_lanes_dot_##T(g, y, n, acc);                                                                       \
+        T s = (T)fold_f64(acc, ROW_LANES);                                                                     \
+        for (int64_t i = 0; i < n; i++) gx[i] = y[i] * (g[i] - s);                                             \
     }
 SMB_ROW(float, ember__expf)
 SMB_ROW(double, exp)
@@ -280,7 +285,7 @@ int fwd_softmax_backward(int op, int nin, ember_tensor *const *in, const ember_a
     c.col_tasks = (c.inner + COLS - 1) / COLS;
     int64_t tasks = c.outer * c.col_tasks, per = c.n * (c.inner < COLS ? c.inner : COLS);
     if (y->numel > 0)
-        ember__parallel_for(tasks, per >= EMBER_PARALLEL_GRAIN ? 1 : EMBER_PARALLEL_GRAIN / (per > 0 ? per : 1) + 1,
+        ember__parallel_for(tasks, sm_grain(per),
                             dt == EMBER_FLOAT32 ? smb_range_float : smb_range_double, &c);
     *out = ember__take(&o);
 done:
