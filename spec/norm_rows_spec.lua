@@ -30,7 +30,8 @@ describe("layer_norm_backward's gradient read in place", function()
   -- 4097 is above the longest row a broadcast gradient is read in place for
   for _, dt in ipairs({ "float32", "float64" }) do
     for _, d in ipairs({ 1, 5, 37, 768, 4097 }) do
-      it(("gives a contiguous gradient's bits for broadcast and strided ones (%s, rows of %d)"):format(dt, d), function()
+      it(("gives a contiguous gradient's bits for broadcast and strided ones (%s, rows of %d)"):format(dt, d),
+        function()
         ember.manual_seed(d)
         local x = ember.randn({ 3, 4, d }, F64):to(dt)
         local w, b = ember.randn({ d }, F64):to(dt), ember.randn({ d }, F64):to(dt)
@@ -75,5 +76,82 @@ describe("layer_norm_backward's gradient read in place", function()
           ("{%s} grad %d: %g"):format(table.concat(shape, ", "), i, max_diff(fused[i], ref)))
       end
     end
+  end)
+end)
+
+describe("softmax and log_softmax rows", function()
+  local out1 = ffi.new("ember_tensor*[1]")
+  local function adjoint(log, g, y, dim)
+    check((log and C.ember_log_softmax_backward or C.ember_softmax_backward)(g._c, y._c, dim - 1, out1))
+    return ember._wrap(out1[0])
+  end
+  -- softmax along dim in float64, from x's values
+  local function ref(x, dim, log)
+    local x64 = x:to("float64")
+    local z = x64 - x64:max(dim, true)
+    local lse = z:exp():sum(dim, true):log()
+    return log and z - lse or (z - lse):exp()
+  end
+
+  -- lengths about the 32 lanes of the row sums and the vector widths
+  for _, case in ipairs({ { { 1, 1000 }, 2 }, { { 7, 1 }, 2 }, { { 1, 33 }, 2 }, { { 5, 31 }, 2 }, { { 3, 32 }, 2 },
+    { { 33, 6 }, 1 }, { { 4, 7, 65 }, 2 }, { { 256, 1000 }, 2 } }) do
+    local shape, dim = case[1], case[2]
+    it(("float32 forward and backward within rounding of float64 ({%s}, dim %d)"):format(
+      table.concat(shape, ", "), dim), function()
+        ember.manual_seed(#shape * 100 + shape[#shape])
+        local x, g = ember.randn(shape) * 4, ember.randn(shape)
+        for _, log in ipairs({ false, true }) do
+          local y = log and x:log_softmax(dim) or x:softmax(dim)
+          local r = ref(x, dim, log)
+          assert.is_true(max_diff(y, r) <= (log and 2e-6 or 3e-7),
+            ("%s forward: %g"):format(tostring(log), max_diff(y, r)))
+          local want = (log and g:to("float64") - r:exp() * g:to("float64"):sum(dim, true)
+            or r * (g:to("float64") - (g:to("float64") * r):sum(dim, true)))
+          local tol = 2e-6 * math.max(1, want:abs():max():item())
+          assert.is_true(max_diff(adjoint(log, g, y, dim), want) <= tol, tostring(log) .. " backward")
+        end
+      end)
+  end
+
+  it("log_softmax_backward: rows with values above 0, infinities and NaN take the whole exp", function()
+    local g = ember.tensor({ { 1, 2, 3 }, { 1, 1, 1 }, { 1, 1, 1 }, { 0.5, 1, 2 } })
+    local y = ember.tensor({ { -1, 0.5, -2 }, { -math.huge, -1, 0 }, { 0 / 0, -1, -2 }, { -100, -0.0, -3 } })
+    local got = adjoint(true, g, y, 2)
+    local want = g:to("float64") - y:to("float64"):exp() * g:to("float64"):sum(2, true)
+    local a, b = got:tolist(), want:tolist()
+    for i = 1, 4 do
+      for j = 1, 3 do
+        if b[i][j] ~= b[i][j] then assert.is_true(a[i][j] ~= a[i][j], ("NaN at %d, %d"):format(i, j))
+        else
+          assert.is_true(math.abs(a[i][j] - b[i][j]) <= 1e-6 * math.max(1, math.abs(b[i][j])), ("%d, %d"):format(i, j))
+        end
+      end
+    end
+  end)
+
+  it("non-contiguous input and a dim other than the last", function()
+    ember.manual_seed(12)
+    local x = ember.randn({ 40, 33 }):t()   -- (33, 40), strided
+    for _, log in ipairs({ false, true }) do
+      for dim = 1, 2 do
+        local y = log and x:log_softmax(dim) or x:softmax(dim)
+        assert.is_true(max_diff(y, ref(x, dim, log)) <= 2e-6)
+      end
+    end
+  end)
+
+  it("give the same bits on one thread and on two, rows split across them", function()
+    local threads = ember.get_num_threads()
+    local function run(n)
+      ember.set_num_threads(n)
+      ember.manual_seed(13)
+      local x, g = ember.randn({ 256, 1000 }), ember.randn({ 256, 1000 })
+      local y, ly = x:softmax(2), x:log_softmax(2)
+      return { y, ly, adjoint(false, g, y, 2), adjoint(true, g, ly, 2) }
+    end
+    local one, two = run(1), run(math.min(2, ember.thread_stats().max_threads))
+    ember.set_num_threads(threads)
+    for i = 1, 4 do assert.are.equal(0, max_diff(one[i], two[i]), "result " .. i) end
   end)
 end)

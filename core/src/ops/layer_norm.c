@@ -13,9 +13,12 @@
    (zeros where it is not).
 
    On the CPU, for float32 / float64 operands of one dtype (strided ones
-   copied first), each row is two passes over x (three with g): the sums in
-   double on ROW_LANES lanes added in a fixed order, then the values at the
-   vector width; the rows are spread over the pool. w's and b's gradients add
+   copied first; the backward reads g in place where its rows are
+   contiguous or each one value, as a sum's expanded gradient is), each row
+   is two passes over x (three with g): the sums in double on ROW_LANES (32)
+   lanes added in a fixed order (lane_sums.h), then the values at the vector
+   width; the forward saves each row's mean and rstd for the backward; the
+   rows are spread over the pool. w's and b's gradients add
    up in double per block of rows (the blocks fixed by D alone), then the
    blocks in order, so neither the vector width nor the thread count changes
    a bit. On other devices both ops run on the host (ember__on_host); the

@@ -3,8 +3,9 @@
    takes its maximum, exp(x - max), their sum and then the scaling (or the
    log's shift), and the result is viewed back in the input's order. float32
    rows run typed loops without a serial dependence (they vectorise), the
-   sum in double over F64_LANES running sums; other float dtypes go through
-   double; integers compute in float32.
+   sum in double over ROW_LANES (32) running sums (lane_sums.h); other float
+   dtypes go through double; integers compute in float32. Rows are spread
+   over the pool in tasks of an eighth of the elementwise grain (sm_grain).
 
    Their adjoints are ops too, each differentiable (grad_rules.c):
    softmax_backward(g, y) = y (g - sum(g y)) and log_softmax_backward(g, y)
@@ -12,9 +13,10 @@
    CPU, for float32 / float64 operands of one dtype (strided ones copied
    first), one pass for the sum and one for the values over each row, or,
    where the dim is not the last, over each block of columns of the
-   (outer, n, inner) layout, the sums in double (on F64_LANES lanes added in
-   a fixed order along a row); elsewhere the same formulas as ember's ops,
-   unrecorded. */
+   (outer, n, inner) layout, the sums in double (on ROW_LANES lanes added in
+   a fixed order along a row; log_softmax's rows of y all <= 0 take the exp
+   without the steps for large values, the same bits); elsewhere the same
+   formulas as ember's ops, unrecorded. */
 #include "lane_sums.h"
 #include "reduce.h"
 #include "../autograd_ops.h"
@@ -165,7 +167,12 @@ typedef struct {
 } smb_ctx;
 
 /* sum of g y (softmax) or of g (log_softmax) along one row */
-#define SMB_ROW(T, EXP)                                                                                        \
+/* whether a row of y is all <= 0 (a log_softmax's output is), so that its
+   exp can leave out the steps larger values need (the same bits) */
+EMBER_INLINE bool nonpos_float(const float *y, int64_t n) { return n > 0 && row_max_f32(y, n, 1.0f) <= 0; }
+EMBER_INLINE bool nonpos_double(const double *y, int64_t n) { EMBER_UNUSED(y), EMBER_UNUSED(n); return false; }
+
+#define SMB_ROW(T, EXP, EXP_NONPOS)                                                                            \
     LANE_SUMS(T, smb_lanes, ROW_LANES, 0)                                                                      \
     LANE_DOT(T, smb_lanes, ROW_LANES, 0)                                                                       \
     EMBER_INLINE void smb_row_##T(const T *restrict g, const T *restrict y, T *restrict gx, int64_t n, int log) \
@@ -174,15 +181,18 @@ typedef struct {
         if (log) {                                                                                             \
             smb_lanes_sum_##T(g, n, acc);                                                                      \
             T s = (T)fold_f64(acc, ROW_LANES);                                                                 \
-            for (int64_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;                                      \
+            if (nonpos_##T(y, n))                                                                              \
+                for (int64_t i = 0; i < n; i++) gx[i] = g[i] - EXP_NONPOS(y[i]) * s;                           \
+            else                                                                                               \
+                for (int64_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;                                  \
             return;                                                                                            \
         }                                                                                                      \
         smb_lanes_dot_##T(g, y, n, acc);                                                                       \
         T s = (T)fold_f64(acc, ROW_LANES);                                                                     \
         for (int64_t i = 0; i < n; i++) gx[i] = y[i] * (g[i] - s);                                             \
     }
-SMB_ROW(float, ember__expf)
-SMB_ROW(double, exp)
+SMB_ROW(float, ember__expf, expf_nonpos)
+SMB_ROW(double, exp, exp)
 #undef SMB_ROW
 
 /* the same along the middle dim of a block, for columns [c0, c1) */
