@@ -114,6 +114,32 @@ describe("softmax and log_softmax rows", function()
       end)
   end
 
+  it("the adjoints read broadcast and strided gradients in place with a contiguous one's bits", function()
+    for _, dt in ipairs({ "float32", "float64" }) do
+      for _, n in ipairs({ 1, 37, 1000, 4097 }) do
+        ember.manual_seed(n)
+        local x = ember.randn({ 3, 4, n }, F64):to(dt)
+        local grads = {
+          ember.full({}, 1.5, { dtype = dt }):expand({ 3, 4, n }),
+          ember.randn({ 3, 1, 1 }, F64):to(dt):expand({ 3, 4, n }),
+          ember.randn({ 3, 4, n + 2 }, F64):to(dt):narrow(3, 3, n),
+          ember.randn({ 4, 3, n }, F64):to(dt):transpose(1, 2),
+        }
+        for _, log in ipairs({ false, true }) do
+          local y = log and x:log_softmax(3) or x:softmax(3)
+          for i, g in ipairs(grads) do
+            assert.are.equal(0, max_diff(adjoint(log, g, y, 3), adjoint(log, g:contiguous(), y, 3)),
+              ("%s, rows of %d, %s, gradient %d"):format(dt, n, tostring(log), i))
+          end
+        end
+      end
+    end
+    -- trailing dims of 1 after the dim: still rows
+    local x, g = ember.randn({ 5, 6, 1 }), ember.full({}, 2):expand({ 5, 6, 1 })
+    local y = x:softmax(2)
+    assert.are.equal(0, max_diff(adjoint(false, g, y, 2), adjoint(false, g:contiguous(), y, 2)))
+  end)
+
   it("log_softmax_backward: rows with values above 0, infinities and NaN take the whole exp", function()
     local g = ember.tensor({ { 1, 2, 3 }, { 1, 1, 1 }, { 1, 1, 1 }, { 0.5, 1, 2 } })
     local y = ember.tensor({ { -1, 0.5, -2 }, { -math.huge, -1, 0 }, { 0 / 0, -1, -2 }, { -100, -0.0, -3 } })

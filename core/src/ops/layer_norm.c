@@ -24,6 +24,7 @@
    a bit. On other devices both ops run on the host (ember__on_host); the
    autograd rule (grad_rules_nn.c) composes public ops where a recording sees
    the backward, so gradients of any order come out. */
+#include "grad_rows.h"
 #include "lane_sums.h"
 #include "nn.h"
 #include "reduce.h"
@@ -64,26 +65,8 @@ typedef struct {
     const char *x, *g, *w, *b, *st;
     char *y, *stats;   /* y or gx; the stats the forward writes */
     double *ws;        /* backward: 2 D doubles per block */
-    /* backward: g's rows read in place, row r at g + the sum over the
-       leading dims of index times gstr; each row D contiguous values, or
-       (g_bcast) one value repeated (a sum's gradient, expanded) */
-    int lead, g_bcast;
-    int64_t gshape[EMBER_MAX_DIMS], gstr[EMBER_MAX_DIMS];
+    grad_rows gr;      /* backward: where g's rows are (grad_rows.h) */
 } ln_job;
-
-/* the longest rows a broadcast g is read in place for (one row on the stack) */
-#define LN_BCAST_MAX 4096
-
-/* where row r of g starts, in elements */
-static int64_t g_row(const ln_job *j, int64_t r)
-{
-    int64_t off = 0;
-    for (int d = j->lead - 1; d >= 0; d--) {
-        off += r % j->gshape[d] * j->gstr[d];
-        r /= j->gshape[d];
-    }
-    return off;
-}
 
 /* rows per block: about 64K values each, fixed by D alone */
 static int64_t row_block(int64_t D)
@@ -94,38 +77,38 @@ static int64_t row_block(int64_t D)
 
 /* sum of x, of (x - m)^2, and of gw and gw (x - m) (the backward's two
    sums) over a row, on ROW_LANES lanes, the tail in lane 0 (lane_sums.h) */
-#define LN_SUMS(T)                                                                                         \
-    LANE_SUMS(T, ln_lanes, ROW_LANES, 0)                                                                   \
-    EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                         \
-    {                                                                                                      \
-        double acc[ROW_LANES] = {0};                                                                       \
-        ln_lanes_sum_##T(x, n, acc);                                                                       \
-        return fold_f64(acc, ROW_LANES);                                                                   \
-    }                                                                                                      \
-    EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                              \
-    {                                                                                                      \
-        double acc[ROW_LANES] = {0};                                                                       \
-        ln_lanes_dev2_##T(x, n, m, acc);                                                                   \
-        return fold_f64(acc, ROW_LANES);                                                                   \
-    }                                                                                                      \
+#define LN_SUMS(T)                                                                                           \
+    LANE_SUMS(T, ln_lanes, ROW_LANES, 0)                                                                     \
+    EMBER_INLINE double ln_sum_##T(const T *restrict x, int64_t n)                                           \
+    {                                                                                                        \
+        double acc[ROW_LANES] = {0};                                                                         \
+        ln_lanes_sum_##T(x, n, acc);                                                                         \
+        return fold_f64(acc, ROW_LANES);                                                                     \
+    }                                                                                                        \
+    EMBER_INLINE double ln_dev2_##T(const T *restrict x, int64_t n, double m)                                \
+    {                                                                                                        \
+        double acc[ROW_LANES] = {0};                                                                         \
+        ln_lanes_dev2_##T(x, n, m, acc);                                                                     \
+        return fold_f64(acc, ROW_LANES);                                                                     \
+    }                                                                                                        \
     EMBER_INLINE void ln_gsums_##T(const T *restrict g, const T *restrict w, const T *restrict x, int64_t n, \
-                                   double m, double *sgw, double *sgwx)                                    \
-    {                                                                                                      \
-        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                     \
-        int64_t i = 0;                                                                                     \
-        for (; i + ROW_LANES <= n; i += ROW_LANES)                                                         \
-            for (int l = 0; l < ROW_LANES; l++) {                                                          \
-                double gw = (double)g[i + l] * (double)w[i + l];                                           \
-                a[l] += gw;                                                                                \
-                c[l] += gw * ((double)x[i + l] - m);                                                       \
-            }                                                                                              \
-        for (; i < n; i++) {                                                                               \
-            double gw = (double)g[i] * (double)w[i];                                                       \
-            a[0] += gw;                                                                                    \
-            c[0] += gw * ((double)x[i] - m);                                                               \
-        }                                                                                                  \
-        *sgw = fold_f64(a, ROW_LANES);                                                                     \
-        *sgwx = fold_f64(c, ROW_LANES);                                                                    \
+                                   double m, double *sgw, double *sgwx)                                      \
+    {                                                                                                        \
+        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                       \
+        int64_t i = 0;                                                                                       \
+        for (; i + ROW_LANES <= n; i += ROW_LANES)                                                           \
+            for (int l = 0; l < ROW_LANES; l++) {                                                            \
+                double gw = (double)g[i + l] * (double)w[i + l];                                             \
+                a[l] += gw;                                                                                  \
+                c[l] += gw * ((double)x[i + l] - m);                                                         \
+            }                                                                                                \
+        for (; i < n; i++) {                                                                                 \
+            double gw = (double)g[i] * (double)w[i];                                                         \
+            a[0] += gw;                                                                                      \
+            c[0] += gw * ((double)x[i] - m);                                                                 \
+        }                                                                                                    \
+        *sgw = fold_f64(a, ROW_LANES);                                                                       \
+        *sgwx = fold_f64(c, ROW_LANES);                                                                      \
     }
 LN_SUMS(float)
 LN_SUMS(double)
@@ -142,7 +125,7 @@ LN_SUMS(double)
         for (int64_t r = r0; r < r1; r++) {                                         \
             const T *x = (const T *)j->x + r * D;                                   \
             T *y = (T *)j->y + r * D;                                               \
-            double mean = j->rms ? 0.0 : ln_sum_##T(x, D) / (double)D;             \
+            double mean = j->rms ? 0.0 : ln_sum_##T(x, D) / (double)D;              \
             double rstd = 1.0 / sqrt(ln_dev2_##T(x, D, mean) / (double)D + j->eps); \
             T tm = (T)mean, tr = (T)rstd;                                           \
             for (int64_t i = 0; i < D; i++) y[i] = (x[i] - tm) * tr * w[i] + b[i];  \
@@ -155,41 +138,41 @@ LN_FWD(double)
 #undef LN_FWD
 
 /* gx per row for a block of rows, and that block's sums of g xhat and g */
-#define LN_BWD(T)                                                                          \
-    EMBER_SIMD static void ln_bwd_##T(void *vctx, int64_t k0, int64_t k1)                  \
-    {                                                                                      \
-        const ln_job *j = vctx;                                                            \
-        const int64_t D = j->D;                                                            \
-        const T *w = (const T *)j->w, *st = (const T *)j->st;                              \
-        T buf[LN_BCAST_MAX], *row = j->g_bcast ? buf : NULL;                               \
-        for (int64_t k = k0; k < k1; k++) {                                                \
-            int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;   \
-            double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL; \
-            if (pw)                                                                        \
-                for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                             \
-            for (int64_t r = r0; r < r1; r++) {                                            \
-                const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + g_row(j, r);  \
-                if (row) {                                                                 \
-                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                         \
-                    g = row;                                                               \
-                }                                                                          \
-                T *gx = (T *)j->y + r * D;                                                 \
-                double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;       \
-                ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                               \
-                T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);   \
-                T tc = (T)(sgwx * rstd / (double)D);                                       \
-                for (int64_t i = 0; i < D; i++) {                                          \
-                    T xh = (x[i] - tm) * tr;                                               \
-                    gx[i] = tr * (g[i] * w[i] - ta - xh * tc);                             \
-                }                                                                          \
-                if (pw)                                                                    \
-                    for (int64_t i = 0; i < D; i++) {                                      \
-                        double gv = (double)g[i];                                          \
-                        pw[i] += gv * (((double)x[i] - mean) * rstd);                      \
-                        pb[i] += gv;                                                       \
-                    }                                                                      \
-            }                                                                              \
-        }                                                                                  \
+#define LN_BWD(T)                                                                                 \
+    EMBER_SIMD static void ln_bwd_##T(void *vctx, int64_t k0, int64_t k1)                         \
+    {                                                                                             \
+        const ln_job *j = vctx;                                                                   \
+        const int64_t D = j->D;                                                                   \
+        const T *w = (const T *)j->w, *st = (const T *)j->st;                                     \
+        T buf[GRAD_ROWS_BCAST_MAX], *row = j->gr.bcast ? buf : NULL;                              \
+        for (int64_t k = k0; k < k1; k++) {                                                       \
+            int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;          \
+            double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL;        \
+            if (pw)                                                                               \
+                for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                                    \
+            for (int64_t r = r0; r < r1; r++) {                                                   \
+                const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + grad_row(&j->gr, r); \
+                if (row) {                                                                        \
+                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                                \
+                    g = row;                                                                      \
+                }                                                                                 \
+                T *gx = (T *)j->y + r * D;                                                        \
+                double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;              \
+                ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                                      \
+                T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);          \
+                T tc = (T)(sgwx * rstd / (double)D);                                              \
+                for (int64_t i = 0; i < D; i++) {                                                 \
+                    T xh = (x[i] - tm) * tr;                                                      \
+                    gx[i] = tr * (g[i] * w[i] - ta - xh * tc);                                    \
+                }                                                                                 \
+                if (pw)                                                                           \
+                    for (int64_t i = 0; i < D; i++) {                                             \
+                        double gv = (double)g[i];                                                 \
+                        pw[i] += gv * (((double)x[i] - mean) * rstd);                             \
+                        pb[i] += gv;                                                              \
+                    }                                                                             \
+            }                                                                                     \
+        }                                                                                         \
     }
 LN_BWD(float)
 LN_BWD(double)
@@ -218,28 +201,6 @@ EMBER_SIMD static void ln_fold_cols(void *vctx, int64_t c0, int64_t c1)
 }
 
 /* ------------------------------------------------------------------ the ops */
-/* whether g (x's shape) is read in place: its last k dims D contiguous values,
-   or one value (all strides 0: a sum's gradient, expanded; D at most
-   LN_BCAST_MAX), the leading dims any strides (into j) */
-static bool g_in_place(const ember_tensor *g, int k, int64_t D, ln_job *j)
-{
-    int lead = g->ndim - k;
-    bool packed = true, bcast = D <= LN_BCAST_MAX;
-    int64_t want = 1;
-    for (int d = g->ndim - 1; d >= lead; d--) {
-        if (g->shape[d] == 1) continue;
-        packed = packed && g->strides[d] == want;
-        bcast = bcast && g->strides[d] == 0;
-        want *= g->shape[d];
-    }
-    if (!packed && !bcast) return false;
-    j->lead = lead;
-    j->g_bcast = !packed;
-    memcpy(j->gshape, g->shape, (size_t)lead * sizeof *g->shape);
-    memcpy(j->gstr, g->strides, (size_t)lead * sizeof *g->strides);
-    return true;
-}
-
 /* R rows of D values for x with its last k dims normalised */
 static void rows_of(const ember_tensor *x, int k, int64_t *R, int64_t *D)
 {
@@ -298,12 +259,12 @@ int fwd_layer_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     memcpy(gs + 1, w->shape, (size_t)w->ndim * sizeof *gs);
     ember_tensor *c[4], *gx = NULL, *gwb = NULL;
     ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0]};
-    if (g_in_place(g, k, D, &j)) {
+    if (grad_rows_of(g, k, D, &j.gr)) {
         c[0] = g;
         ember_tensor_retain(g);
     } else {
         EMBER_TRY(ember__contiguous_as(g, g->dtype, &c[0]));
-        j.lead = 1, j.g_bcast = 0, j.gshape[0] = R, j.gstr[0] = D;
+        grad_rows_dense(R, D, &j.gr);
     }
     int rc = ember__nn_contiguous(in + 1, 3, c + 1);
     if (rc < 0) {

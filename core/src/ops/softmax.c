@@ -11,12 +11,14 @@
    softmax_backward(g, y) = y (g - sum(g y)) and log_softmax_backward(g, y)
    = g - exp(y) sum(g), sums along the dim, y the forward's output. On the
    CPU, for float32 / float64 operands of one dtype (strided ones copied
-   first), one pass for the sum and one for the values over each row, or,
-   where the dim is not the last, over each block of columns of the
-   (outer, n, inner) layout, the sums in double (on ROW_LANES lanes added in
-   a fixed order along a row; log_softmax's rows of y all <= 0 take the exp
-   without the steps for large values, the same bits); elsewhere the same
-   formulas as ember's ops, unrecorded. */
+   first; g read in place where its rows are contiguous or one value each,
+   as a sum's gradient is: grad_rows.h), one pass for the sum and one for
+   the values over each row, or, where the dim is not the last, over each
+   block of columns of the (outer, n, inner) layout, the sums in double (on
+   ROW_LANES lanes added in a fixed order along a row; log_softmax's rows of
+   y all <= 0 take the exp without the steps for large values, the same
+   bits); elsewhere the same formulas as ember's ops, unrecorded. */
+#include "grad_rows.h"
 #include "lane_sums.h"
 #include "reduce.h"
 #include "../autograd_ops.h"
@@ -164,6 +166,7 @@ typedef struct {
     char *gx;
     int64_t outer, n, inner, col_tasks;
     int log;
+    grad_rows gr;   /* where inner is 1: g's rows, read in place (grad_rows.h) */
 } smb_ctx;
 
 /* sum of g y (softmax) or of g (log_softmax) along one row */
@@ -231,13 +234,19 @@ SMB_COLS(double, exp)
         const smb_ctx *c = vctx;                                                                               \
         const T *g = (const T *)c->g, *y = (const T *)c->y;                                                    \
         T *gx = (T *)c->gx;                                                                                    \
+        T buf[GRAD_ROWS_BCAST_MAX];                                                                            \
         int64_t block = c->n * c->inner;                                                                       \
         for (int64_t t = t0; t < t1; t++) {                                                                    \
             int64_t o = t / c->col_tasks, c0 = (t % c->col_tasks) * COLS;                                      \
             int64_t c1 = c0 + COLS < c->inner ? c0 + COLS : c->inner;                                          \
-            if (c->inner == 1)                                                                                 \
-                smb_row_##T(g + o * block, y + o * block, gx + o * block, c->n, c->log);                       \
-            else                                                                                               \
+            if (c->inner == 1) {                                                                               \
+                const T *gr = g + grad_row(&c->gr, o);                                                         \
+                if (c->gr.bcast) {                                                                             \
+                    for (int64_t i = 0; i < c->n; i++) buf[i] = gr[0];                                         \
+                    gr = buf;                                                                                  \
+                }                                                                                              \
+                smb_row_##T(gr, y + o * block, gx + o * block, c->n, c->log);                                  \
+            } else                                                                                             \
                 smb_cols_##T(g + o * block, y + o * block, gx + o * block, c->n, c->inner, c0, c1, c->log);    \
         }                                                                                                      \
     }
@@ -286,12 +295,20 @@ int fwd_softmax_backward(int op, int nin, ember_tensor *const *in, const ember_a
         return smb_composed(g, y, dim, log, out);
     ember_tensor *gc = NULL, *yc = NULL, *o = NULL;
     int rc = EMBER_OK;
-    EMBER_CHECK(ember__contiguous_as(g, dt, &gc));
-    EMBER_CHECK(ember__contiguous_as(y, dt, &yc));
-    EMBER_CHECK(ember__new(y->ndim, y->shape, dt, EMBER_CPU, &o));
-    smb_ctx c = {ember__ptr(gc), ember__ptr(yc), ember__ptr(o), 1, y->ndim ? y->shape[dim] : 1, 1, 1, log};
+    smb_ctx c = {NULL, NULL, NULL, 1, y->ndim ? y->shape[dim] : 1, 1, 1, log, {0}};
     for (int d = 0; d < y->ndim; d++)
         if (d != dim) *(d < dim ? &c.outer : &c.inner) *= y->shape[d];
+    /* g read in place where each row along the dim is contiguous or one value */
+    if (c.inner == 1 && y->ndim > 0 && grad_rows_of(g, y->ndim - dim, c.n, &c.gr)) {
+        gc = g;
+        ember_tensor_retain(g);
+    } else {
+        EMBER_CHECK(ember__contiguous_as(g, dt, &gc));
+        grad_rows_dense(c.outer, c.n, &c.gr);
+    }
+    EMBER_CHECK(ember__contiguous_as(y, dt, &yc));
+    EMBER_CHECK(ember__new(y->ndim, y->shape, dt, EMBER_CPU, &o));
+    c.g = ember__ptr(gc), c.y = ember__ptr(yc), c.gx = ember__ptr(o);
     c.col_tasks = (c.inner + COLS - 1) / COLS;
     int64_t tasks = c.outer * c.col_tasks, per = c.n * (c.inner < COLS ? c.inner : COLS);
     if (y->numel > 0)
