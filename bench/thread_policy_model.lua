@@ -28,9 +28,13 @@ local function waited_ns()
   return wait
 end
 
--- the setting timed now: each round starts one setting later than the last,
--- so that none always follows the same one (2's workers spin on after it)
-local function current() return MODES[(S.mode + S.round - 2) % #MODES + 1] end
+-- the setting timed now: rounds alternate the orders 1, 2, auto and 1, auto, 2,
+-- so that over two rounds each setting follows each of the others once (a
+-- round inherits what the one before left: 2's workers spinning on after it,
+-- and in the busy host beside a neighbour which core the main thread got,
+-- which lasts for seconds: docs/frame_loop.md, "Measured")
+local ORDERS = { { 1, 2, "auto" }, { 1, "auto", 2 } }
+local function current() return ORDERS[(S.round - 1) % #ORDERS + 1][S.mode] end
 
 
 function setup(size, rounds, steps)
