@@ -10,7 +10,10 @@
 -- and under two conditions: idle, and beside a neighbour process that keeps
 -- one core busy. Prints one JSON object: per place, condition and size the
 -- median step time (ms) of each setting and auto over the best fixed one, and
--- the same from the mean of every timed step.
+-- the same from the mean of every timed step; on Linux, per setting and round,
+-- the share of a step the stepping thread waited for a core (medians)
+-- ("wait_share": in the busy host beside a neighbour, whether the host's main
+-- thread had a core to itself; docs/frame_loop.md, "Measured").
 --   luajit bench/thread_policy.lua [rounds (5)] [host binary (build/examples/embed/busy_host)]
 package.path = "./bench/?.lua;./lua/?.lua;./lua/?/init.lua;" .. package.path
 

@@ -15,9 +15,26 @@ local MODES = { 1, 2, "auto" }
 
 local S = {}
 
--- the setting timed now: each round starts one setting later than the last,
--- so that none always follows the same one (2's workers spin on after it)
-local function current() return MODES[(S.mode + S.round - 2) % #MODES + 1] end
+-- The time the calling thread waited for a core, ns (the second field of
+-- Linux's /proc/thread-self/schedstat), or nil where it cannot be read: in
+-- the busy host beside a neighbour, three busy threads share two cores,
+-- and whether the host's main thread has one to itself decides a step's
+-- time (docs/frame_loop.md, "Measured")
+local function waited_ns()
+  local f = io.open("/proc/thread-self/schedstat")
+  if not f then return nil end
+  local _, wait = f:read("*n", "*n")
+  f:close()
+  return wait
+end
+
+-- the setting timed now: rounds alternate the orders 1, 2, auto and 1, auto, 2,
+-- so that over two rounds each setting follows each of the others once (a
+-- round inherits what the one before left: 2's workers spinning on after it,
+-- and in the busy host beside a neighbour which core the main thread got,
+-- which lasts for seconds: docs/frame_loop.md, "Measured")
+local ORDERS = { { 1, 2, "auto" }, { 1, "auto", 2 } }
+local function current() return ORDERS[(S.round - 1) % #ORDERS + 1][S.mode] end
 
 
 function setup(size, rounds, steps)
@@ -38,7 +55,8 @@ function setup(size, rounds, steps)
   S.times = { [1] = {}, [2] = {}, auto = {} }   -- per mode: one median per round
   S.sum = { [1] = 0, [2] = 0, auto = 0 }        -- per mode: every timed step's time, and their count
   S.n = { [1] = 0, [2] = 0, auto = 0 }
-  S.cur = {}
+  S.cur, S.cur_wait = {}, {}
+  S.waits = { [1] = {}, [2] = {}, auto = {} }   -- per mode: each round's median wait for a core
   for _, m in ipairs(MODES) do   -- warm up each setting
     ember.set_num_threads(m)
     for _ = 1, 2 do S.step() end
@@ -65,16 +83,19 @@ end
 
 -- one step of the schedule; 1 when every round is done
 function tick()
-  local t0 = ember.clock()
+  local w0, t0 = waited_ns(), ember.clock()
   S.step()
   S.cur[#S.cur + 1] = ember.clock() - t0
+  local w1 = w0 and waited_ns()
+  if w1 then S.cur_wait[#S.cur_wait + 1] = (w1 - w0) * 1e-9 end
   S.i = S.i + 1
   if S.i >= S.steps then
     local m = current()
     local r = S.times[m]
     r[#r + 1] = median(S.cur)
+    if #S.cur_wait > 0 then S.waits[m][#S.waits[m] + 1] = median(S.cur_wait) / r[#r] end
     for _, t in ipairs(S.cur) do S.sum[m], S.n[m] = S.sum[m] + t, S.n[m] + 1 end
-    S.cur, S.i = {}, 0
+    S.cur, S.cur_wait, S.i = {}, {}, 0
     S.mode = S.mode + 1
     if S.mode > #MODES then S.mode, S.round = 1, S.round + 1 end
     if S.round > S.rounds then return ember.tensor(1) end
@@ -87,7 +108,10 @@ end
 -- {"size":..., "ms":{"1":..,"2":..,"auto":..}, "rounds":..., "auto_over_best":.., "auto_stats":{...},
 --  "mean_ms":{...}, "auto_mean_over_best":..}: medians of the rounds' medians, what auto decided
 --  (thread_stats: the arm that won, the large jobs timed under each arm, the trials),
---  and means over every timed step (which a trial of a slow arm reaches)
+--  and means over every timed step (which a trial of a slow arm reaches); where Linux says how
+--  long the calling thread waited for a core, "wait_share": per setting, each round's median
+--  wait a step over its median step time, in the order run (about 0.5 when the host's main thread shared
+--  its core with another busy thread through the round, 0 when it had one to itself)
 function report(place)
   local ms, mean = {}, {}
   for _, m in ipairs(MODES) do
@@ -97,12 +121,19 @@ function report(place)
   local best_mean = math.min(mean["1"], mean["2"])
   local best = math.min(ms["1"], ms["2"])
   local st = ember.thread_stats()
+  local shares = {}
+  for _, m in ipairs(MODES) do
+    local v = {}
+    for i, w in ipairs(S.waits[m]) do v[i] = ("%.2f"):format(w) end
+    shares[#shares + 1] = ('"%s":[%s]'):format(tostring(m), table.concat(v, ","))
+  end
+  local wait = #S.waits.auto > 0 and (',"wait_share":{%s}'):format(table.concat(shares, ",")) or ""
   return ('{"place":"%s","size":"%s","rounds":%d,"steps_per_round":%d,"ms":{"1":%.4f,"2":%.4f,"auto":%.4f},'
     .. '"auto_over_best":%.3f,"auto_stats":{"jobs_parallel":%d,"jobs_inline_small":%d,"jobs_inline_busy":%d,'
     .. '"late_jobs":%d,"arm":"%s","jobs_sampled":%d,"jobs_team":%d,"trials":%d,"trials_won":%d,'
-    .. '"trials_stopped":%d,"team_cuts":%d},"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f}')
+    .. '"trials_stopped":%d,"team_cuts":%d},"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f%s}')
     :format(place, S.size, S.rounds, S.steps, ms["1"], ms["2"], ms.auto, ms.auto / best,
     st.jobs_parallel, st.jobs_inline_small, st.jobs_inline_busy, st.late_jobs, st.arm, st.jobs_sampled,
     st.jobs_team, st.trials, st.trials_won, st.trials_stopped, st.team_cuts, mean["1"], mean["2"], mean.auto,
-    mean.auto / best_mean)
+    mean.auto / best_mean, wait)
 end
