@@ -11,6 +11,7 @@
    rules and the table; grad_rules_nn.c and grad_rules_linalg.c the rest. */
 #include "grad_rules_impl.h"
 #include "dtr.h"
+#include "formulas.h"   /* gelu's constants */
 
 
 RULE(add)
@@ -173,15 +174,15 @@ RULE(relu_backward)
 static ember_tensor *gelu_slope(arena *s, ember_tensor *x, int tanh_form)
 {
     if (tanh_form) {
-        const double k = 0.79788456080286535588, c = 0.044715;
+        const double k = EMBER_SQRT_2_OVER_PI, c = 0.044715;
         ember_tensor *x2 = t_mul(s, x, x);
         ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
         ember_tensor *dt = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)),
                                t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2))));
         return t_add(s, t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t)), t_mul(s, t_mul(s, num(s, 0.5), x), dt));
     }
-    ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, 0.70710678118654752440)))));
-    ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
+    ember_tensor *cdf = t_mul(s, num(s, 0.5), t_add(s, num(s, 1), t_erf(s, t_mul(s, x, num(s, EMBER_SQRT_HALF)))));
+    ember_tensor *pdf = t_mul(s, num(s, EMBER_INV_SQRT_2PI), t_exp(s, t_mul(s, t_mul(s, x, x), num(s, -0.5))));
     return t_add(s, cdf, t_mul(s, x, pdf));
 }
 
@@ -214,13 +215,13 @@ RULE(gelu_backward)
     if (!NEED(1)) return;
     ember_tensor *x2 = t_mul(s, x, x);
     if (at->i[0]) {
-        const double k = 0.79788456080286535588, c = 0.044715;
+        const double k = EMBER_SQRT_2_OVER_PI, c = 0.044715;
         ember_tensor *t = t_tanh(s, t_mul(s, num(s, k), t_add(s, x, t_mul(s, num(s, c), t_mul(s, x2, x)))));
         ember_tensor *u1 = t_mul(s, num(s, k), t_add(s, num(s, 1), t_mul(s, num(s, 3 * c), x2)));
         ember_tensor *inner = t_sub(s, t_mul(s, num(s, 6 * k * c), x), t_mul(s, t_mul(s, num(s, 2), t), t_mul(s, u1, u1)));
         d2 = t_mul(s, t_sub(s, num(s, 1), t_mul(s, t, t)), t_add(s, u1, t_mul(s, t_mul(s, num(s, 0.5), x), inner)));
     } else {
-        ember_tensor *pdf = t_mul(s, num(s, 0.39894228040143267794), t_exp(s, t_mul(s, x2, num(s, -0.5))));
+        ember_tensor *pdf = t_mul(s, num(s, EMBER_INV_SQRT_2PI), t_exp(s, t_mul(s, x2, num(s, -0.5))));
         d2 = t_mul(s, pdf, t_sub(s, num(s, 2), x2));
     }
     give(s, &gi[1], t_mul(s, t_mul(s, g, gy), d2));
