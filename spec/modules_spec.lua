@@ -131,7 +131,7 @@ describe("Tensor:to's memory_format", function()
     H.same(c, { { 1, 4 }, { 2, 5 }, { 3, 6 } }, 0)
     assert.equal(t, t:to({ memory_format = "preserve_format" }))
     assert.error_matches(function() t:to({ memory_format = "channels_last" }) end,
-      "ember.Tensor:to: memory_format 'channels_last' needs a 4-D tensor (N, C, H, W), got shape {3, 2}", 1, true)
+      "ember.to: memory_format 'channels_last' needs a 4-D tensor (N, C, H, W), got shape {3, 2}", 1, true)
     assert.error_matches(function() t:to("float64", { memory_format = "channels_last" }) end, "needs a 4-D", 1, true)
     assert.error_matches(function() t:to({ dtype = "float64", layout = 1 }) end, "unknown option 'layout'", 1, true)
     assert.error_matches(function() t:to("float64", { pinned = true }) end, "unknown option 'pinned'", 1, true)

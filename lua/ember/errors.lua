@@ -9,9 +9,7 @@
 -- extra_argument is the one wording of that error for every caller, and
 -- known_options raises for an unknown key of an options table. An error
 -- names the public function the user's line called (init.lua registers
--- them, register_public): "ember.std: dim 3 out of range ... (in ember.var)",
--- and a Tensor method called as one (x:norm(...)) by its method's name,
--- "ember.Tensor:norm: ...".
+-- them, register_public): "ember.std: dim 3 out of range ... (in ember.var)".
 local ffi = require("ffi")
 
 local errors = {}
@@ -87,10 +85,9 @@ local function class_method(op) return op:match("[.:]%u[%w_]*[.:][%w_]+$") ~= ni
 
 -- op as a public name: itself, or the one public name ending as it does
 -- (ember.linear -> ember.nn.functional.linear, ember.optim.StepLR ->
--- ember.optim.lr_scheduler.StepLR); Tensor's methods are left out: an op
--- keeps "ember.<op>" (ember.add_, ember.t) but where the user's line called
--- the method (as_called)
-local function is_public(name)
+-- ember.optim.lr_scheduler.StepLR); Tensor's methods are left out: their
+-- errors keep reading "ember.<op>" (ember.add_, ember.t), as the docs write them
+local function qualified(op)
   if not public_names then
     public_names, by_last = {}, {}
     for _, v in pairs(public_fn) do
@@ -100,14 +97,11 @@ local function is_public(name)
     for _, n in ipairs(class_names) do public_names[n] = true end
     for n in pairs(public_names) do
       local l = last_part(n)
-      if n:sub(1, 13) == "ember.Tensor:" then l = false end   -- a method is named by the call (called_from)
+      if n:sub(1, 13) == "ember.Tensor:" then l = false end   -- a method's errors read ember.<op> (the header)
       if l then by_last[l] = by_last[l] == nil and n or false end
     end
   end
-  return public_names[name] == true
-end
-local function qualified(op)
-  if is_public(op) or class_method(op) then return op end
+  if public_names[op] or class_method(op) then return op end
   return by_last[last_part(op)] or op
 end
 
@@ -116,21 +110,16 @@ end
 -- another function (ember.std raising through ember.var, F.linear through
 -- ember.linear) names the called one, "ember.std: text (in ember.var)",
 -- without the "(in ...)" when both end alike (the same op under its public
--- path). A Tensor method's own error names the method where the user's line
--- called it as one (names.method: x:norm("fro2") raises "ember.Tensor:norm:
--- ...", ember.norm(x, "fro2") "ember.norm: ...") and the op otherwise (a
--- tail call or pcall(x.norm, x, ...) keeps no name of the call). A method
--- raising under its object's class ("ember.nn.Linear: ..." from a module's
--- load_state_dict) keeps it; so does a message naming one of the called
--- function's own names.
+-- path). A method raising under its object's class ("ember.nn.Linear: ..."
+-- from a module's load_state_dict) keeps it; so does a message naming one of
+-- the called function's own names.
 local function as_called(msg, names)
   local op, text = msg:match("^(ember%.[%w_.:]+): (.*)$")
   if not op then return msg end
   if names and not names[op] then
     local name = names[1]
     local same = last_part(op) == last_part(name)
-    if same and class_method(op) then return msg end
-    if same and name:sub(1, 13) == "ember.Tensor:" then return names.method and name .. ": " .. text or msg end
+    if same and (name:sub(1, 13) == "ember.Tensor:" or class_method(op)) then return msg end   -- "ember.add_: ..."
     if not (name:find(":", 1, true) and last_part(op):match("^%u")) then
       return name .. ": " .. text .. (same and "" or " (in " .. qualified(op) .. ")")
     end
@@ -142,13 +131,8 @@ end
 -- The names of the public function the user's line called: of ember's
 -- frames below the user's (level, as the caller counts it), the one nearest
 -- the user's that is public (a tail call replaces a frame by the callee's:
--- then the callee is the nearest). Where the line called a Tensor method as
--- one (x:norm(...): Lua's "method" call, whose name the frame right below the
--- user's keeps through the wrappers' tail calls, as errors.argument reads
--- it), that method's name alone, with method = true: when it is one of the
--- public function's names, or when no public frame is left (ember's own
--- tail calls) and the message's op is the method's (op: "ember.<op>").
-local function called_from(level, op)
+-- then the callee is the nearest).
+local function called_from(level)
   local names
   for l = 3, level > 0 and level or math.huge do   -- 0: no user frame (a coroutine of ember's calls)
     local info = debug.getinfo(l, "f")
@@ -161,12 +145,6 @@ local function called_from(level, op)
     elseif v then
       names = names_of(info.func)
     end
-  end
-  local call = level > 0 and debug.getinfo(level, "n")
-  if not (call and call.namewhat == "method" and call.name) then return names end
-  local method = "ember.Tensor:" .. call.name
-  if names and names[method] or not names and op == "ember." .. call.name and is_public(method) then
-    return { method, [method] = true, method = true }
   end
   return names
 end
@@ -189,7 +167,7 @@ end
 -- Raises msg at the user's line, naming the public function called there.
 local function throw(msg)
   local level = user_frame()
-  error(as_called(msg, called_from(level, msg:match("^(ember%.[%w_.:]+): "))), level)
+  error(as_called(msg, called_from(level)), level)
 end
 
 -- Raises msg (already "ember.<op>: ...") at the user's line.
@@ -228,16 +206,12 @@ function errors.same_shape(a, b)
   return true
 end
 
--- "expected <what> as argument <n>, got <type>" (n as the function counts;
--- for a Tensor method called as one, as its caller counts, past self), and
--- for a method called with '.' the call that was meant: the user's frame
--- called `name` as a field, `name` is a Tensor method, and the argument is
--- missing.
+-- "expected <what> as argument <n>, got <type>", and for a method called
+-- with '.' the call that was meant: the user's frame called `name` as a
+-- field, `name` is a Tensor method, and the argument is missing.
 function errors.argument(op, n, what, value)
-  local level, callee = user_frame()
-  local names = called_from(level, "ember." .. op)
-  if names and names.method and n > 1 then n = n - 1 end
   local msg = "expected " .. what .. " as argument " .. n .. ", got " .. type(value)
+  local level, callee = user_frame()
   if value == nil and callee then
     local info = debug.getinfo(callee, "n")
     local Tensor = package.loaded.ember and package.loaded.ember.Tensor
@@ -246,7 +220,7 @@ function errors.argument(op, n, what, value)
         .. "(...))"
     end
   end
-  error(as_called("ember." .. op .. ": " .. msg, names), level)
+  error(as_called("ember." .. op .. ": " .. msg, called_from(level)), level)
 end
 
 -- Raises "ember.<op>: unknown option 'k' (known: a, b, ...)" for the first key of
