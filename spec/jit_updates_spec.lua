@@ -67,6 +67,7 @@ describe("a plan's SGD updates as one job", function()
 
   it("is one large job of the pool where the updates were six", function()
     ember.set_num_threads("auto")
+    if ember.get_num_threads() < 2 then return pending("a pool of one thread runs every job inline, uncounted") end
     local x, y = ember.randn({ 128, 1, 28, 28 }), ember.randint(1, 11, { 128 })
     local g, o = recipe(), recipe()
     g.step(x, y)
