@@ -296,6 +296,13 @@ void ember__result_strides(int nd, const int64_t *shape, int n, ember_tensor *co
 int ember__new_result(int nd, const int64_t *shape, int dtype, int n, ember_tensor *const *ins, ember_tensor **out);
 /* PyTorch's is_non_overlapping_and_dense. */
 bool ember__dense(const ember_tensor *t);
+/* sgd_step_'s checks of its operands, and its update of elements [b, e) of
+   their memory (optim.c; a plan runs several updates as one job with them,
+   plan/updates.c) */
+struct ember__sgd_args;
+int ember__sgd_check(ember_tensor *p, ember_tensor *g, ember_tensor *buf);
+void ember__sgd_range(ember_tensor *p, const ember_tensor *g, ember_tensor *buf, const struct ember__sgd_args *a,
+                      int64_t b, int64_t e);
 /* PyTorch's is_contiguous(memory_format = channels_last): t is 4-D with the
    strides of a row-major (N, H, W, C), size-1 dims skipped (nhwc.c) */
 bool ember__nhwc_dense(const ember_tensor *t);

@@ -124,12 +124,24 @@ typedef struct {
 SGD_RANGE(float, f32)
 SGD_RANGE(double, f64)
 
-static int sgd_step(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
-                    double dampening, double weight_decay, int nesterov, int maximize, int first_step)
+int ember__sgd_check(ember_tensor *p, ember_tensor *g, ember_tensor *buf)
 {
     ember_tensor *others[2] = {g, buf};
     const char *names[2] = {"the gradient", "the momentum buffer"};
-    EMBER_TRY(check_operands("sgd_step_", p, others, names, buf ? 2 : 1));
+    return check_operands("sgd_step_", p, others, names, buf ? 2 : 1);
+}
+
+void ember__sgd_range(ember_tensor *p, const ember_tensor *g, ember_tensor *buf, const ember__sgd_args *a, int64_t b,
+                      int64_t e)
+{
+    sgd_ctx c = {ember__ptr(p), buf ? ember__ptr(buf) : NULL, ember__ptr(g), *a};
+    (p->dtype == EMBER_FLOAT64 ? sgd_range_f64 : sgd_range_f32)(&c, b, e);
+}
+
+static int sgd_step(ember_tensor *p, ember_tensor *g, ember_tensor *buf, double lr, double momentum,
+                    double dampening, double weight_decay, int nesterov, int maximize, int first_step)
+{
+    EMBER_TRY(ember__sgd_check(p, g, buf));
     ember__sgd_args a = {lr, momentum, dampening, weight_decay, nesterov != 0, maximize != 0, first_step != 0};
     if (p->storage->device != EMBER_CPU) {
         const ember_backend *be = ember__backend(p->storage->device);

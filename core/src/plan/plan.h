@@ -148,6 +148,7 @@ struct ember_plan {
     int64_t *hoist_version;
     int nhoisted, nhoist_live;
     int kept_ok;             /* the kept results are complete and the live tensors unchanged */
+    int32_t *group;          /* per entry: how many entries from it a whole run runs as one job (updates.c) */
 };
 
 /* What a trace hands the plan builder (replay.c); the builder takes the
@@ -199,6 +200,12 @@ void ember__plan_hoist_free(ember_plan *p);
    before them (hoisted), the convolution's padding to match (taps.c);
    *held_out: held and the new slots' tensors in the trace (NULL: none). */
 int ember__plan_crop_taps(ember_plan *p, ember_tensor *const *held, ember_tensor ***held_out);
+/* Consecutive SGD updates marked as groups (at build), and a group run as
+   one job on the pool (updates.c): the number of entries it ran from e0, or
+   0 where they must run one by one (not a group, or an update exec would
+   refuse; vals: the run's slots). */
+int ember__plan_group_updates(ember_plan *p);
+int ember__plan_updates_run(ember_plan *p, int e0, ember_tensor *const *vals);
 /* A loaded plan's op: its attributes against its inputs (plan_io.c). */
 int ember__plan_check_entry(const plan_entry *e, ember_tensor *const *in);
 

@@ -38,6 +38,7 @@ static void plan_free_parts(ember_plan *p)
     free(p->counters);
     free(p->vals);
     free(p->first_held);
+    free(p->group);
     ember__plan_hoist_free(p);
     ember__plan_arena_free(p);
     free(p);
@@ -157,6 +158,7 @@ static int lifetimes(ember_plan *p, ember_tensor *const *held)
         if (held) rc = ember__plan_arena_layout(p, held);
         else p->arena_pending = 1;   /* a loaded plan: laid out after its first run */
     }
+    if (rc >= 0) rc = ember__plan_group_updates(p);
     free(used);
     free(born_bytes);
     return rc;
@@ -431,7 +433,14 @@ int ember_plan_step(ember_plan *p, double seconds, int *done)
     if (!p->running) return ember__fail(EMBER_ERR_STATE, "plan: no run is open (start one first)");
     double deadline = seconds >= 0 ? ember_clock() + seconds : -1;
     while (p->next < p->nentries) {
-        int rc = exec(p, &p->entries[p->next]);
+        int rc = seconds < 0 ? ember__plan_updates_run(p, p->next, p->vals) : 0;
+        if (rc > 0) {   /* a group of updates ran as one job (updates.c) */
+            for (int k = 0; k < rc; k++)
+                for (const int32_t *r = p->entries[p->next + k].release; *r >= 0; r++) drop(p, *r);
+            p->next += rc;
+            continue;
+        }
+        rc = exec(p, &p->entries[p->next]);
         if (rc < 0) {   /* "plan: entry 3 of 7: linear_relu: ..." */
             char where[64];
             snprintf(where, sizeof where, "plan: entry %d of %d", p->next + 1, p->nentries);
