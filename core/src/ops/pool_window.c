@@ -98,8 +98,8 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
                                       T *restrict m, IT *restrict mp)                                       \
     {                                                                                                       \
         const T *restrict s = ph[b % sw] + b / sw;                                                          \
-        const T *restrict s1 = ph[(b + 1) % sw] + (b + 1) / sw;                                             \
-        const T *restrict s2 = ph[(b + 2) % sw] + (b + 2) / sw;                                             \
+        const T *restrict s1 = kw > 1 ? ph[(b + 1) % sw] + (b + 1) / sw : s;                                \
+        const T *restrict s2 = kw > 2 ? ph[(b + 2) % sw] + (b + 2) / sw : s;                                \
         if (kw == 1) {                                                                                      \
             for (int64_t j = 0; j < n; j++) m[j] = s[j];                                                    \
             if (mp)                                                                                         \
