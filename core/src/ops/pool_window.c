@@ -77,6 +77,8 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
         (v) = gt_ ? (u) : (v);                                                                              \
         (at) = gt_ ? (pu) : (at);                                                                           \
     } while (0)
+/* x[i] in the phases ph of stride sw (no division for 1 and 2: a row's taps would pay three) */
+#define POOL_TAP(ph, sw, i) ((sw) == 1 ? (ph)[0] + (i) : (sw) == 2 ? (ph)[(i) & 1] + ((i) >> 1) : (ph)[(i) % (sw)] + (i) / (sw))
 #define MAX_ROWS(T, IT, SUF)                                                                                \
     /* ph[r][i] = x[i sw + r], i < ceil((n - r) / sw) */                                                    \
     EMBER_SIMD static void phases_##SUF(const T *restrict x, int64_t n, int64_t sw, T *restrict *ph)         \
@@ -97,9 +99,9 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
     EMBER_SIMD static void hrow_##SUF(T *const *ph, int64_t sw, int64_t b, int64_t n, int64_t kw,           \
                                       T *restrict m, IT *restrict mp)                                       \
     {                                                                                                       \
-        const T *restrict s = ph[b % sw] + b / sw;                                                          \
-        const T *restrict s1 = kw > 1 ? ph[(b + 1) % sw] + (b + 1) / sw : s;                                \
-        const T *restrict s2 = kw > 2 ? ph[(b + 2) % sw] + (b + 2) / sw : s;                                \
+        const T *restrict s = POOL_TAP(ph, sw, b);                                                          \
+        const T *restrict s1 = kw > 1 ? POOL_TAP(ph, sw, b + 1) : s;                                        \
+        const T *restrict s2 = kw > 2 ? POOL_TAP(ph, sw, b + 2) : s;                                        \
         if (kw == 1) {                                                                                      \
             for (int64_t j = 0; j < n; j++) m[j] = s[j];                                                    \
             if (mp)                                                                                         \
@@ -129,7 +131,7 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
         if (mp)                                                                                             \
             for (int64_t j = 0; j < n; j++) mp[j] = (IT)(b + j * sw);                                       \
         for (int64_t k = 1; k < kw; k++) {                                                                  \
-            s = ph[(b + k) % sw] + (b + k) / sw;                                                            \
+            s = POOL_TAP(ph, sw, b + k);                                                                    \
             if (!mp) {                                                                                      \
                 for (int64_t j = 0; j < n; j++) MAX_SEL(m[j], s[j]);                                        \
                 continue;                                                                                   \
@@ -176,18 +178,21 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
             for (int64_t j = 0; j < n; j++) MAX_SEL_AT(y[j], iy[j], u[j], (int64_t)up[j]);                  \
         }                                                                                                   \
     }                                                                                                       \
-    /* output column ow's window along input row h (x the plane) clipped to the row */                     \
-    static void hclip_##SUF(const ember__pool_geom *p, const T *x, int64_t h, int64_t ow, T *m, IT *mp)      \
+    /* output column ow's window clipped to the row, along rows [0, hn) of the plane x: into m[h pitch] \
+       and mp[h pitch] (if wanted) */                                                                      \
+    static void hclip_##SUF(const ember__pool_geom *p, const T *x, int64_t hn, int64_t ow, T *m, IT *mp,     \
+                            int64_t pitch)                                                                  \
     {                                                                                                       \
-        int64_t w = ow * p->sw - p->pw, w1 = w + p->kw < p->W ? w + p->kw : p->W;                           \
-        w = w < 0 ? 0 : w;                                                                                  \
-        const T *r = x + h * p->W;                                                                          \
-        T best = r[w];                                                                                      \
-        int64_t at = w;                                                                                     \
-        for (int64_t c = w + 1; c < w1; c++)                                                                \
-            if (POOL_GT(r[c], best)) best = r[c], at = c;                                                   \
-        *m = best;                                                                                          \
-        if (mp) *mp = (IT)(h * p->W + at);                                                                  \
+        int64_t w0 = ow * p->sw - p->pw, w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;                        \
+        w0 = w0 < 0 ? 0 : w0;                                                                               \
+        for (int64_t h = 0; h < hn; h++) {                                                                  \
+            const T *r = x + h * p->W;                                                                      \
+            T best = r[w0];                                                                                 \
+            int64_t at = w0;                                                                                \
+            for (int64_t c = w0 + 1; c < w1; c++) MAX_SEL_AT(best, at, r[c], c);                             \
+            m[h * pitch] = best;                                                                            \
+            if (mp) mp[h * pitch] = (IT)(h * p->W + at);                                                    \
+        }                                                                                                   \
     }                                                                                                       \
     static bool maxpool_rows_##SUF(const ember__pool_geom *p, const T *x, T *y, int64_t *ix, int64_t q0,     \
                                    int64_t q1)                                                              \
@@ -221,10 +226,10 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
                 if (ni > 0)                                                                                 \
                     hrow_##SUF(ph, sw, h * W + c0, h * W + reach <= HW ? nip : ni, p->kw, mr + wa,           \
                                mpr ? mpr + wa : NULL);                                                      \
-                for (int64_t ow = 0; ow < wa; ow++) hclip_##SUF(p, xp, h, ow, mr + ow, mpr ? mpr + ow : NULL); \
-                for (int64_t ow = wb; ow < Wo; ow++)                                                        \
-                    hclip_##SUF(p, xp, h, ow, mr + ow, mpr ? mpr + ow : NULL);                              \
             }                                                                                               \
+            /* after the rows, whose padded loops write past wb */                                          \
+            for (int64_t ow = wa > 0 ? 0 : wb; ow < Wo; ow = ow + 1 == wa ? wb : ow + 1)                     \
+                hclip_##SUF(p, xp, hn, ow, m + ow, mp ? mp + ow : NULL, pitch);                             \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                           \
                 int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < hn ? h0 + p->kh : hn;                    \
                 h0 = h0 < 0 ? 0 : h0;                                                                       \
@@ -239,6 +244,7 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
 MAX_ROWS(float, int32_t, f32)
 MAX_ROWS(double, int64_t, f64)
 #undef MAX_ROWS
+#undef POOL_TAP
 #undef MAX_SEL
 #undef MAX_SEL_AT
 
