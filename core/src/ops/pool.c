@@ -7,9 +7,10 @@
    has SSE2 kernels both ways (four windows per step, the last step
    overlapping the one before instead of a scalar tail), so that the
    selects are vector masks, not mispredicted branches; every other max
-   pooling, and average pooling both ways, sweep rows and then columns at
+   pooling, and average pooling both ways, go by rows and then columns at
    the vector width (pool_window.c), the window-at-a-time loops below kept
-   for where its workspace is not to be had.
+   for where its workspace is not to be had. The forward computes the
+   positions only where they will be read (MAX_POOL_VALUES_ONLY, nn.h).
    Dtypes: nn.h. */
 #include "nn.h"
 #include "../autograd.h"

@@ -3,17 +3,12 @@
    float32 max kernels), and average pooling's adjoint. H x W planes, kh x kw
    windows.
 
-   A window's maximum is taken in two sweeps over the whole plane, each a
-   long loop over contiguous values: along the rows, every position's
-   maximum of the kw values from it; then down the columns, every
-   position's maximum of kh of those, kept where a window inside the plane
-   starts (the windows that the padding cuts are scanned one by one). Each
-   sweep keeps the earlier value on ties and takes a NaN wherever one comes,
-   so the result is the window's first maximum in row-major order, or its
-   last NaN, with its flat position in the plane: what the
-   one-window-at-a-time scan gives (POOL_GT). Positions are carried in an
-   integer as wide as the value (int32 for float32, which needs planes below
-   2^31 values), so the selects stay in vector lanes. */
+   Max pooling goes by rows (MAX_ROWS below): each input row reduced at the
+   output columns, then each output row the maximum of its window's rows,
+   the window's first maximum in row-major order or its last NaN, with its
+   flat position in the plane where one is wanted: what the
+   one-window-at-a-time scan gives (POOL_GT). Average pooling sums in two
+   sweeps over the whole plane (AVG_SWEEPS). */
 #include "nn.h"
 
 #include <stdint.h>
