@@ -7,8 +7,8 @@
    output columns, then each output row the maximum of its window's rows,
    the window's first maximum in row-major order or its last NaN, with its
    flat position in the plane where one is wanted: what the
-   one-window-at-a-time scan gives (POOL_GT). Average pooling sums in two
-   sweeps over the whole plane (AVG_SWEEPS). */
+   one-window-at-a-time scan gives (POOL_GT). Average pooling's forward
+   goes the same way with sums (AVG_SWEEPS). */
 #include "nn.h"
 
 #include <stdint.h>
@@ -25,15 +25,6 @@ static bool inner_windows(const ember__pool_geom *p, int64_t *oa, int64_t *ob, i
     *wb = p->W >= p->kw ? (p->W - p->kw + p->pw) / p->sw + 1 : 0;
     *ob = *ob < p->Ho ? *ob : p->Ho, *wb = *wb < p->Wo ? *wb : p->Wo;
     return *oa < *ob && *wa < *wb;
-}
-
-/* output (oh, ow)'s window clipped to the plane: rows [*h0, *h1), columns [*w0, *w1) */
-static void clipped_window(const ember__pool_geom *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0,
-                           int64_t *w1)
-{
-    int64_t h = oh * p->sh - p->ph, w = ow * p->sw - p->pw;
-    *h1 = h + p->kh < p->H ? h + p->kh : p->H, *w1 = w + p->kw < p->W ? w + p->kw : p->W;
-    *h0 = h < 0 ? 0 : h, *w0 = w < 0 ? 0 : w;
 }
 
 /* T the value, IT its position. Max pooling runs by rows: every input row
@@ -173,10 +164,46 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
             for (int64_t j = 0; j < n; j++) MAX_SEL_AT(y[j], iy[j], u[j], (int64_t)up[j]);                  \
         }                                                                                                   \
     }                                                                                                       \
+    /* average pooling's: m[j] the sum of the row's x[b + j sw + k], k < kw, added left to right */       \
+    EMBER_SIMD static void hsum_##SUF(T *const *ph, int64_t sw, int64_t b, int64_t n, int64_t kw,           \
+                                      T *restrict m)                                                        \
+    {                                                                                                       \
+        const T *restrict s = POOL_TAP(ph, sw, b);                                                          \
+        const T *restrict s1 = kw > 1 ? POOL_TAP(ph, sw, b + 1) : s;                                        \
+        const T *restrict s2 = kw > 2 ? POOL_TAP(ph, sw, b + 2) : s;                                        \
+        if (kw == 1)                                                                                        \
+            for (int64_t j = 0; j < n; j++) m[j] = s[j];                                                    \
+        else if (kw == 2)                                                                                   \
+            for (int64_t j = 0; j < n; j++) m[j] = s[j] + s1[j];                                            \
+        else                                                                                                \
+            for (int64_t j = 0; j < n; j++) m[j] = (s[j] + s1[j]) + s2[j];                                  \
+        for (int64_t k = 3; k < kw; k++) {                                                                  \
+            s = POOL_TAP(ph, sw, b + k);                                                                    \
+            for (int64_t j = 0; j < n; j++) m[j] += s[j];                                                   \
+        }                                                                                                   \
+    }                                                                                                       \
+    /* y[j] = (m[j] + m[pitch + j] + ...) inv over rows rows, added top to bottom */                        \
+    EMBER_SIMD static void vsum_##SUF(const T *restrict m, int64_t pitch, int64_t rows, int64_t n, T inv,     \
+                                      T *restrict y)                                                        \
+    {                                                                                                       \
+        const T *restrict m1 = m + pitch, *restrict m2 = m + 2 * pitch;                                     \
+        if (rows == 1)                                                                                      \
+            for (int64_t j = 0; j < n; j++) y[j] = m[j] * inv;                                              \
+        else if (rows == 2)                                                                                 \
+            for (int64_t j = 0; j < n; j++) y[j] = (m[j] + m1[j]) * inv;                                    \
+        else if (rows == 3)                                                                                 \
+            for (int64_t j = 0; j < n; j++) y[j] = ((m[j] + m1[j]) + m2[j]) * inv;                          \
+        else {                                                                                              \
+            for (int64_t j = 0; j < n; j++) y[j] = (m[j] + m1[j]) + m2[j];                                  \
+            for (int64_t r = 3; r < rows; r++)                                                              \
+                for (int64_t j = 0; j < n; j++) y[j] += m[r * pitch + j];                                   \
+            for (int64_t j = 0; j < n; j++) y[j] *= inv;                                                    \
+        }                                                                                                   \
+    }                                                                                                       \
     /* output column ow's window clipped to the row, along rows [0, hn) of the plane x: into m[h pitch] \
-       and mp[h pitch] (if wanted) */                                                                      \
+       and mp[h pitch] (if wanted) its maximum, or with avg its sum, left to right */                      \
     static void hclip_##SUF(const ember__pool_geom *p, const T *x, int64_t hn, int64_t ow, T *m, IT *mp,     \
-                            int64_t pitch)                                                                  \
+                            int64_t pitch, bool avg)                                                        \
     {                                                                                                       \
         int64_t w0 = ow * p->sw - p->pw, w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;                        \
         w0 = w0 < 0 ? 0 : w0;                                                                               \
@@ -184,16 +211,22 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
             const T *r = x + h * p->W;                                                                      \
             T best = r[w0];                                                                                 \
             int64_t at = w0;                                                                                \
-            for (int64_t c = w0 + 1; c < w1; c++) MAX_SEL_AT(best, at, r[c], c);                             \
+            if (avg)                                                                                        \
+                for (int64_t c = w0 + 1; c < w1; c++) best += r[c];                                         \
+            else                                                                                            \
+                for (int64_t c = w0 + 1; c < w1; c++) MAX_SEL_AT(best, at, r[c], c);                         \
             m[h * pitch] = best;                                                                            \
             if (mp) mp[h * pitch] = (IT)(h * p->W + at);                                                    \
         }                                                                                                   \
     }                                                                                                       \
-    static bool maxpool_rows_##SUF(const ember__pool_geom *p, const T *x, T *y, int64_t *ix, int64_t q0,     \
-                                   int64_t q1)                                                              \
+    /* planes [q0, q1): max pooling into y (and ix), or with avg average pooling (the sums times        \
+       1 / (kh kw), padding counted as zeros: each row's sum left to right, the rows' top to bottom) */    \
+    static bool pool_rows_##SUF(const ember__pool_geom *p, const T *x, T *y, int64_t *ix, int64_t q0,        \
+                                int64_t q1, bool avg)                                                       \
     {                                                                                                       \
         const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, HW = H * W, sw = p->sw;                   \
-        if ((sizeof(IT) < 8 && HW >= INT32_MAX - POOL_LANES * sw) || sw > 64) return false;                 \
+        const T inv = (T)1 / (T)(p->kh * p->kw);                                                            \
+        if ((sizeof(IT) < 8 && ix && HW >= INT32_MAX - POOL_LANES * sw) || sw > 64) return false;                      \
         int64_t oa, ob, wa, wb;                                                                             \
         inner_windows(p, &oa, &ob, &wa, &wb); /* the columns [wa, wb) whose windows the row holds */       \
         wa = wa < Wo ? wa : Wo, wb = wb > wa ? wb : wa;                                                     \
@@ -218,19 +251,21 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
             for (int64_t h = 0; h < hn; h++) {                                                              \
                 T *mr = m + h * pitch;                                                                      \
                 IT *mpr = mp ? mp + h * pitch : NULL;                                                       \
-                if (ni > 0)                                                                                 \
-                    hrow_##SUF(ph, sw, h * W + c0, h * W + reach <= HW ? nip : ni, p->kw, mr + wa,           \
-                               mpr ? mpr + wa : NULL);                                                      \
+                const int64_t n = h * W + reach <= HW ? nip : ni;                                           \
+                if (ni > 0 && avg) hsum_##SUF(ph, sw, h * W + c0, n, p->kw, mr + wa);                         \
+                else if (ni > 0) hrow_##SUF(ph, sw, h * W + c0, n, p->kw, mr + wa, mpr ? mpr + wa : NULL);   \
             }                                                                                               \
             /* after the rows, whose padded loops write past wb */                                          \
             for (int64_t ow = wa > 0 ? 0 : wb; ow < Wo; ow = ow + 1 == wa ? wb : ow + 1)                     \
-                hclip_##SUF(p, xp, hn, ow, m + ow, mp ? mp + ow : NULL, pitch);                             \
+                hclip_##SUF(p, xp, hn, ow, m + ow, mp ? mp + ow : NULL, pitch, avg);                        \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                           \
                 int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < hn ? h0 + p->kh : hn;                    \
                 h0 = h0 < 0 ? 0 : h0;                                                                       \
-                vcol_##SUF(m + h0 * pitch, mp ? mp + h0 * pitch : NULL, pitch, h1 - h0,                      \
-                           oh * Wo + nv <= Ho * Wo ? nv : Wo, y + (q * Ho + oh) * Wo,                       \
-                           ix ? ix + (q * Ho + oh) * Wo : NULL);                                            \
+                const int64_t n = oh * Wo + nv <= Ho * Wo ? nv : Wo;                                        \
+                if (avg) vsum_##SUF(m + h0 * pitch, pitch, h1 - h0, n, inv, y + (q * Ho + oh) * Wo);        \
+                else                                                                                        \
+                    vcol_##SUF(m + h0 * pitch, mp ? mp + h0 * pitch : NULL, pitch, h1 - h0, n,               \
+                               y + (q * Ho + oh) * Wo, ix ? ix + (q * Ho + oh) * Wo : NULL);                \
             }                                                                                               \
         }                                                                                                   \
         ember__free(ws, bytes);                                                                             \
@@ -239,51 +274,20 @@ static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_L
 MAX_ROWS(float, int32_t, f32)
 MAX_ROWS(double, int64_t, f64)
 #undef MAX_ROWS
-#undef POOL_TAP
 #undef MAX_SEL
 #undef MAX_SEL_AT
 
-/* Average pooling (padding counted as zeros) in the same two sweeps over
-   the whole plane: each position's sum of the kw values from it, added in
-   window order, then each position's sum of kh of those, top to bottom,
-   times 1 / (kh kw) where a window inside the plane starts; a window the
-   padding cuts adds its clipped rows the same way, so every output is the
-   bits the row-by-row sweeps gave. Its adjoint
-   spreads each output row's g / (kh kw) along a row of W (window by
-   window, in order), then adds that row into the kh input rows of its
-   window. The sums associate by rows, so they agree with the window scan
-   within rounding. */
+/* Average pooling (padding counted as zeros) goes by rows as max pooling
+   does (pool_rows with avg): each row's sum at the output columns, added
+   left to right, then each output row's sum of its window's rows, top to
+   bottom, times 1 / (kh kw); a window the padding cuts adds its clipped
+   rows the same way: the bits the two sweeps over the whole plane gave
+   before. 2 x 2 windows at stride 2 inside the plane have a kernel of
+   their own (avg2x2). Its adjoint spreads each output row's g / (kh kw)
+   along a row of W (window by window, in order), then adds that row into
+   the kh input rows of its window. The sums associate by rows, so they
+   agree with the window scan within rounding. */
 #define AVG_SWEEPS(T, SUF)                                                                                  \
-    /* hsum: d[i] = x[i] + ... + x[i + kw - 1] over the plane read as one row;            \
-       vsum: e[i] = d[i] + d[i + W] + ... + d[i + (kh - 1) W] */                                          \
-    EMBER_SIMD static void hsum_##SUF(const T *restrict x, int64_t n, int64_t kw, T *restrict d)           \
-    {                                                                                                       \
-        if (kw == 1)                                                                                        \
-            for (int64_t i = 0; i < n; i++) d[i] = x[i];                                                    \
-        else                                                                                                \
-            for (int64_t i = 0; i < n; i++) d[i] = x[i] + x[i + 1];                                         \
-        for (int64_t k = 2; k < kw; k++)                                                                    \
-            for (int64_t i = 0; i < n; i++) d[i] += x[i + k];                                               \
-    }                                                                                                       \
-    EMBER_SIMD static void vsum_##SUF(const T *restrict d, int64_t n, int64_t kh, int64_t W, T *restrict e) \
-    {                                                                                                       \
-        for (int64_t i = 0; i < n; i++) e[i] = d[i] + d[i + W];                                             \
-        for (int64_t r = 2; r < kh; r++)                                                                    \
-            for (int64_t i = 0; i < n; i++) e[i] += d[i + r * W];                                           \
-    }                                                                                                       \
-    /* a window the padding cuts: its rows' sums, each left to right, added top to bottom */             \
-    static T avg_scan_##SUF(const ember__pool_geom *p, const T *x, int64_t oh, int64_t ow)                   \
-    {                                                                                                       \
-        int64_t h0, h1, w0, w1;                                                                             \
-        clipped_window(p, oh, ow, &h0, &h1, &w0, &w1);                                                      \
-        T tot = 0;                                                                                          \
-        for (int64_t h = h0; h < h1; h++) {                                                                 \
-            T rs = x[h * p->W + w0];                                                                        \
-            for (int64_t w = w0 + 1; w < w1; w++) rs += x[h * p->W + w];                                    \
-            tot = h == h0 ? rs : tot + rs;                                                                  \
-        }                                                                                                   \
-        return tot;                                                                                         \
-    }                                                                                                       \
     EMBER_SIMD static void avg_spread_##SUF(const ember__pool_geom *p, const T *restrict g, T inv,          \
                                             T *restrict t, T *restrict gx, int64_t h0, int64_t h1)          \
     {                                                                                                       \
@@ -322,44 +326,22 @@ MAX_ROWS(double, int64_t, f64)
             for (int64_t q = q0; q < q1; q++) avg2x2_##SUF(src + q * HW, W, Ho, Wo, inv, dst + q * Ho * Wo);  \
             return true;                                                                                    \
         }                                                                                                   \
-        size_t bytes = (size_t)(bwd ? W : inner ? 2 * HW : 1) * sizeof(T);                                  \
+        if (!bwd) return pool_rows_##SUF(p, src, dst, NULL, q0, q1, true);                                  \
+        size_t bytes = (size_t)W * sizeof(T);                                                               \
         T *ws = ember__alloc(bytes);                                                                        \
         if (!ws) return false;                                                                              \
-        T *d = ws, *e = ws + HW;                                                                            \
-        const int64_t n1 = HW - p->kw + 1, n2 = n1 - (p->kh - 1) * W;                                       \
-        for (int64_t q = q0; q < q1; q++) {                                                                 \
-            if (bwd) {                                                                                      \
-                for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                    int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < H ? h0 + p->kh : H;                  \
-                    avg_spread_##SUF(p, src + (q * Ho + oh) * Wo, inv, ws, dst + q * H * W, h0 < 0 ? 0 : h0, h1); \
-                }                                                                                           \
-                continue;                                                                                   \
-            }                                                                                               \
-            const T *xp = src + q * HW, *ev = e;                                                            \
-            T *yp = dst + q * Ho * Wo;                                                                      \
-            if (inner) {                                                                                    \
-                hsum_##SUF(xp, n1, p->kw, d);                                                               \
-                if (p->kh > 1) vsum_##SUF(d, n2, p->kh, W, e);                                              \
-                else ev = d;                                                                                \
-            }                                                                                               \
+        for (int64_t q = q0; q < q1; q++)                                                                   \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                           \
-                bool row_in = inner && oh >= oa && oh < ob;                                                 \
-                const int64_t at = (oh * p->sh - p->ph) * W - p->pw;                                        \
-                for (int64_t ow = 0; ow < Wo; ow++) {                                                       \
-                    if (row_in && ow == wa) {                                                               \
-                        for (; ow < wb; ow++) yp[oh * Wo + ow] = ev[at + ow * p->sw] * inv;                 \
-                        if (ow == Wo) break;                                                                \
-                    }                                                                                       \
-                    yp[oh * Wo + ow] = avg_scan_##SUF(p, xp, oh, ow) * inv;                                 \
-                }                                                                                           \
+                int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < H ? h0 + p->kh : H;                      \
+                avg_spread_##SUF(p, src + (q * Ho + oh) * Wo, inv, ws, dst + q * H * W, h0 < 0 ? 0 : h0, h1); \
             }                                                                                               \
-        }                                                                                                   \
         ember__free(ws, bytes);                                                                             \
         return true;                                                                                        \
     }
 AVG_SWEEPS(float, f32)
 AVG_SWEEPS(double, f64)
 #undef AVG_SWEEPS
+#undef POOL_TAP
 
 bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, void *dst, int64_t q0, int64_t q1,
                            bool bwd)
@@ -371,6 +353,6 @@ bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, v
 bool ember__maxpool_sweeps(const ember__pool_geom *p, int dt, const void *x, void *y, int64_t *ix, int64_t q0,
                            int64_t q1)
 {
-    if (dt == EMBER_FLOAT32) return maxpool_rows_f32(p, (const float *)x, (float *)y, ix, q0, q1);
-    return maxpool_rows_f64(p, (const double *)x, (double *)y, ix, q0, q1);
+    if (dt == EMBER_FLOAT32) return pool_rows_f32(p, (const float *)x, (float *)y, ix, q0, q1, false);
+    return pool_rows_f64(p, (const double *)x, (double *)y, ix, q0, q1, false);
 }
