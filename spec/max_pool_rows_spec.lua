@@ -1,12 +1,11 @@
--- max_pool2d and avg_pool2d by rows (issue 33): the values-only forward (what runs where
+-- max_pool2d by rows (issue 33): the values-only forward (what runs where
 -- no gradient wants the positions) against a window scan in Lua and bit for
 -- bit against the forward that also returns the positions; both layouts,
 -- padding, strides past 2, dilation and ceil_mode (composed around the
 -- kernel), NaN, -inf and signed zeros; the positions and the gradient where
 -- a recording keeps them; gradcheck through the backward; the same bits on
--- one thread and on several; average pooling's sums in the order the
--- sweeps added them (each row left to right, the rows top to bottom), bit
--- for bit.
+-- one thread and on several. (avg_pool2d's rows: ops_paths_spec.lua, its
+-- order bit for bit.)
 local H = require("helpers")
 local ember = H.ember
 local F = ember.nn.functional
@@ -201,43 +200,4 @@ describe("max_pool2d by rows", function()
     assert.are.equal(0, C.ember_max_pool2d(ember._ptr("spec", x, 1), k, s, p, out, nil))
     same_list(flat(ember._wrap(out[0])), flat(y), "values without positions")
   end)
-end)
-
-describe("avg_pool2d by rows", function()
-  local ffi = require("ffi")
-  -- the window sums clipped to the plane (padding counts as zeros), each row left to right, the
-  -- rows top to bottom, rounded as dt rounds, times 1 / (kh kw)
-  local function reference(x, k, s, p)
-    local N, Cn, Hh, W = unpack(x:shape())
-    local r = x.dtype == "float32" and function(v) return tonumber(ffi.new("float", v)) end or function(v) return v end
-    local Ho, Wo = out_size(Hh, k[1], s[1], p[1], 1), out_size(W, k[2], s[2], p[2], 1)
-    local v, ys, inv = x:view(-1):tolist(), {}, r(1 / (k[1] * k[2]))
-    for q = 0, N * Cn - 1 do
-      for oh = 0, Ho - 1 do
-        for ow = 0, Wo - 1 do
-          local tot
-          for h = math.max(0, oh * s[1] - p[1]), math.min(Hh, oh * s[1] - p[1] + k[1]) - 1 do
-            local w0, w1 = math.max(0, ow * s[2] - p[2]), math.min(W, ow * s[2] - p[2] + k[2]) - 1
-            local rs = v[q * Hh * W + h * W + w0 + 1]
-            for w = w0 + 1, w1 do rs = r(rs + v[q * Hh * W + h * W + w + 1]) end
-            tot = tot and r(tot + rs) or rs
-          end
-          ys[#ys + 1] = r(tot * inv)
-        end
-      end
-    end
-    return ys
-  end
-  for _, dt in ipairs({ "float32", "float64" }) do
-    it(("adds in the sweeps' order, bit for bit, on wide and narrow planes (%s)"):format(dt), function()
-      ember.manual_seed(74)
-      for _, g in ipairs({ { { 3, 3 }, { 2, 2 }, { 1, 1 } }, { { 7, 6 }, { 3, 2 }, { 3, 3 } }, { { 2, 5 }, { 1, 3 }, { 1, 2 } },
-        { { 4, 1 }, { 2, 1 }, { 0, 0 } } }) do
-        for _, shape in ipairs({ { 1, 2, 9, 70 }, { 2, 1, 12, 40 }, { 1, 3, 16, 7 } }) do
-          local x = ember.randn(shape, { dtype = dt })
-          assert.are.same(reference(x, g[1], g[2], g[3]), F.avg_pool2d(x, g[1], g[2], g[3]):view(-1):tolist())
-        end
-      end
-    end)
-  end
 end)
