@@ -52,11 +52,6 @@ int ember__nn_finish_layout(ember_tensor *res, int dt, bool nhwc, ember_tensor *
 /* grain in rows so a task moves at least ~32K elements */
 int64_t ember__nn_rows_grain(int64_t row_elems);
 
-/* max_pool2d's attr i[6]: nonzero when out[1] is to stay NULL, the
-   positions neither computed nor written (ember_max_pool2d sets it where
-   nothing will read them) */
-#define MAX_POOL_VALUES_ONLY 6
-
 /* max pooling of planes [q0, q1) of x (float32 or float64) into y and the
    positions ix (or, ix NULL, the values only) at the vector width, for any
    window (pool_window.c); false, having done nothing, when its workspace is

@@ -10,7 +10,7 @@
    pooling, and average pooling both ways, go by rows and then columns at
    the vector width (pool_window.c), the window-at-a-time loops below kept
    for where its workspace is not to be had. The forward computes the
-   positions only where they will be read (MAX_POOL_VALUES_ONLY, nn.h).
+   positions only where they will be read (values_only_next).
    Dtypes: nn.h. */
 #include "nn.h"
 #include "../autograd.h"
@@ -257,6 +257,13 @@ static void pool_launch(pool_task *t)
     ember__parallel_for(p->N * p->C, ember__nn_rows_grain(p->H * p->W), pool_range, t);
 }
 
+/* Set by ember_max_pool2d around its dispatch, read and cleared by the
+   forward: true when the caller wants no positions and nothing will keep
+   them (values_only_ok), so out[1] stays NULL and no position is computed.
+   A thread-local word, not an attr, so that no op a plan file holds can
+   ask for it. */
+static EMBER_TLS bool values_only_next;
+
 int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -264,7 +271,8 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
     pool_geom p;
     int64_t ys[4];
     EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
-    const bool values_only = at->i[MAX_POOL_VALUES_ONLY] != 0;
+    const bool values_only = values_only_next;   /* ember_max_pool2d's word for this call */
+    values_only_next = false;
     if (ember__is_nhwc(x)) return ember__max_pool2d_nhwc(&p, x, ys, values_only, out);   /* pool_nhwc.c */
     int dt = x->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
@@ -558,9 +566,10 @@ int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stri
     NEED_ARGS("max_pool2d", values, kernel, stride, padding);
     ember_attrs at;
     ember__nn_set_pairs(&at, kernel, stride, padding);
-    at.i[MAX_POOL_VALUES_ONLY] = !indices && values_only_ok(x);
     ember_tensor *in[1] = {x}, *res[2] = {NULL, NULL};
+    values_only_next = !indices && values_only_ok(x);
     int rc = ember__dispatch(EMBER_OP_MAX_POOL2D, 1, in, &at, res);
+    values_only_next = false;   /* where no CPU forward took it (another device, a failed check) */
     *values = res[0];
     if (indices) *indices = res[1];
     else ember_tensor_release(res[1]);
