@@ -53,8 +53,9 @@ int ember__nn_finish_layout(ember_tensor *res, int dt, bool nhwc, ember_tensor *
 int64_t ember__nn_rows_grain(int64_t row_elems);
 
 /* max pooling of planes [q0, q1) of x (float32 or float64) into y and the
-   positions ix at the vector width, for any window (pool_window.c); false,
-   having done nothing, when its workspace is not to be had */
+   positions ix (or, ix NULL, the values only) at the vector width, for any
+   window (pool_window.c); false, having done nothing, when its workspace is
+   not to be had */
 bool ember__maxpool_sweeps(const ember__pool_geom *p, int dt, const void *x, void *y, int64_t *ix, int64_t q0,
                            int64_t q1);
 /* average pooling of planes [q0, q1) of src into dst, or with bwd its adjoint
@@ -64,10 +65,11 @@ bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, v
 
 /* pool_nhwc.c: pooling of channels_last tensors (ember__is_nhwc), the
    results channels_last: max_pool2d's values and indices into out[0] and
-   out[1] (ys their shape); its adjoint from g and the indices into a
+   out[1] (ys their shape; out[1] left NULL with values_only); its adjoint from g and the indices into a
    gradient of shape xs; average pooling of src, or (bwd) its adjoint, into
    a tensor of shape `shape`. */
-int ember__max_pool2d_nhwc(const ember__pool_geom *p, ember_tensor *x, const int64_t *ys, ember_tensor **out);
+int ember__max_pool2d_nhwc(const ember__pool_geom *p, ember_tensor *x, const int64_t *ys, bool values_only,
+                           ember_tensor **out);
 int ember__max_pool2d_backward_nhwc(const ember__pool_geom *p, ember_tensor *g, ember_tensor *idx, const int64_t *xs,
                                     ember_tensor **out);
 int ember__avg_pool2d_nhwc(const ember__pool_geom *p, bool bwd, ember_tensor *src, const int64_t *shape,

@@ -7,11 +7,15 @@
    has SSE2 kernels both ways (four windows per step, the last step
    overlapping the one before instead of a scalar tail), so that the
    selects are vector masks, not mispredicted branches; every other max
-   pooling, and average pooling both ways, sweep rows and then columns at
+   pooling, and average pooling both ways, go by rows and then columns at
    the vector width (pool_window.c), the window-at-a-time loops below kept
-   for where its workspace is not to be had.
+   for where its workspace is not to be had. The forward computes the
+   positions only where they will be read (values_only_next).
    Dtypes: nn.h. */
 #include "nn.h"
+#include "../autograd.h"
+#include "../dtr.h"
+#include "../plan/plan.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -91,6 +95,7 @@ static inline void maxpool2_fwd4(const float *r0, const float *r1, int64_t W, in
     __m128 m1 = sse_select(t1, b, a), m2 = sse_select(t2, d, c);
     __m128 t3 = sse_gt_nan(m2, m1);
     _mm_storeu_ps(y + ow, sse_select(t3, m2, m1));
+    if (!ix) return;   /* the values only */
     /* offset in the window: t3 ? W + t2 : t1 */
     __m128i o1 = _mm_and_si128(_mm_castps_si128(t1), one);
     __m128i o2 = _mm_add_epi32(wv, _mm_and_si128(_mm_castps_si128(t2), one));
@@ -107,7 +112,7 @@ static inline void maxpool2_fwd4(const float *r0, const float *r1, int64_t W, in
    kept on ties and the later one where it is NaN, which gives the first
    maximum in window order, or the last NaN. */
 static void maxpool2_row_f32(const float *restrict r0, const float *restrict r1, int64_t W, int64_t Wo, int64_t at,
-                             float *restrict y, int64_t *restrict ix)
+                             float *restrict y, int64_t *restrict ix)   /* ix NULL: the values only */
 {
     int64_t ow = 0;
 #ifdef __SSE2__
@@ -126,7 +131,7 @@ static void maxpool2_row_f32(const float *restrict r0, const float *restrict r1,
         float m1 = t1 ? b : a, m2 = t2 ? d : c;
         int t3 = POOL_GT(m2, m1);
         y[ow] = t3 ? m2 : m1;
-        ix[ow] = at + 2 * ow + (t3 ? W + t2 : t1);
+        if (ix) ix[ow] = at + 2 * ow + (t3 ? W + t2 : t1);
     }
 }
 
@@ -148,7 +153,7 @@ static inline void window_of(const pool_geom *p, int64_t oh, int64_t ow, int64_t
         for (int64_t q = q0; q < q1; q++) {                                                    \
             const T *x = (const T *)c->x + q * p->H * p->W;                                    \
             T *y = (T *)c->y + q * p->Ho * p->Wo;                                              \
-            int64_t *ix = c->idx + q * p->Ho * p->Wo;                                          \
+            int64_t *ix = c->idx ? c->idx + q * p->Ho * p->Wo : NULL;                          \
             for (int64_t oh = 0; oh < p->Ho; oh++)                                             \
                 for (int64_t ow = 0; ow < p->Wo; ow++) {                                       \
                     int64_t h0, h1, w0, w1;                                                    \
@@ -164,7 +169,7 @@ static inline void window_of(const pool_geom *p, int64_t oh, int64_t ow, int64_t
                             }                                                                  \
                         }                                                                      \
                     y[oh * p->Wo + ow] = best;                                                 \
-                    ix[oh * p->Wo + ow] = at;                                                  \
+                    if (ix) ix[oh * p->Wo + ow] = at;                                          \
                 }                                                                              \
         }                                                                                      \
     }                                                                                          \
@@ -219,10 +224,10 @@ static void maxpool2_f32(const pool_ctx *c, int64_t q0, int64_t q1)
     for (int64_t q = q0; q < q1; q++) {
         const float *x = (const float *)c->x + q * p->H * p->W;
         float *y = (float *)c->y + q * p->Ho * p->Wo;
-        int64_t *ix = c->idx + q * p->Ho * p->Wo;
+        int64_t *ix = c->idx ? c->idx + q * p->Ho * p->Wo : NULL;
         for (int64_t oh = 0; oh < p->Ho; oh++)
             maxpool2_row_f32(x + 2 * oh * p->W, x + (2 * oh + 1) * p->W, p->W, p->Wo, 2 * oh * p->W,
-                             y + oh * p->Wo, ix + oh * p->Wo);
+                             y + oh * p->Wo, ix ? ix + oh * p->Wo : NULL);
     }
 }
 
@@ -252,6 +257,13 @@ static void pool_launch(pool_task *t)
     ember__parallel_for(p->N * p->C, ember__nn_rows_grain(p->H * p->W), pool_range, t);
 }
 
+/* Set by ember_max_pool2d around its dispatch, read and cleared by the
+   forward: true when the caller wants no positions and nothing will keep
+   them (values_only_ok), so out[1] stays NULL and no position is computed.
+   A thread-local word, not an attr, so that no op a plan file holds can
+   ask for it. */
+static EMBER_TLS bool values_only_next;
+
 int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -259,14 +271,16 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
     pool_geom p;
     int64_t ys[4];
     EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
-    if (ember__is_nhwc(x)) return ember__max_pool2d_nhwc(&p, x, ys, out);   /* pool_nhwc.c */
+    const bool values_only = values_only_next;   /* ember_max_pool2d's word for this call */
+    values_only_next = false;
+    if (ember__is_nhwc(x)) return ember__max_pool2d_nhwc(&p, x, ys, values_only, out);   /* pool_nhwc.c */
     int dt = x->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
     EMBER_CHECK(ember__new(4, ys, cdt, EMBER_CPU, &y));
-    EMBER_CHECK(ember__new(4, ys, EMBER_INT64, EMBER_CPU, &ix));
+    if (!values_only) EMBER_CHECK(ember__new(4, ys, EMBER_INT64, EMBER_CPU, &ix));
     if (y->numel > 0) {
         EMBER_CHECK(ember__contiguous_as(x, cdt, &cx));
-        pool_task t = {{&p, cdt, ember__ptr(cx), ember__ptr(y), (int64_t *)ember__ptr(ix)}, POOL_MAX};
+        pool_task t = {{&p, cdt, ember__ptr(cx), ember__ptr(y), ix ? (int64_t *)ember__ptr(ix) : NULL}, POOL_MAX};
         pool_launch(&t);
     }
     rc = ember__nn_finish(y, dt, &out[0]);
@@ -535,6 +549,17 @@ int fwd_avg_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
 }
 
 /* ------------------------------------------------------------------ public entry points */
+/* Whether max_pool2d of x may skip its positions when the caller wants none:
+   no recording will keep them for the gradient (dispatch records an op only
+   while a recording is active and an input is tracked), and neither a trace
+   (a plan replays the op with both results) nor DTR (which may remake them)
+   sees the op. PyTorch's forward without grad likewise writes no indices. */
+static bool values_only_ok(const ember_tensor *x)
+{
+    if (!x || x->refcount <= 0 || ember__trace_on || ember__dtr_on) return false;
+    return !ember__ag_active || !ember__ag_involved(x);
+}
+
 int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
                      ember_tensor **values, ember_tensor **indices)
 {
@@ -542,7 +567,9 @@ int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stri
     ember_attrs at;
     ember__nn_set_pairs(&at, kernel, stride, padding);
     ember_tensor *in[1] = {x}, *res[2] = {NULL, NULL};
+    values_only_next = !indices && values_only_ok(x);
     int rc = ember__dispatch(EMBER_OP_MAX_POOL2D, 1, in, &at, res);
+    values_only_next = false;   /* where no CPU forward took it (another device, a failed check) */
     *values = res[0];
     if (indices) *indices = res[1];
     else ember_tensor_release(res[1]);

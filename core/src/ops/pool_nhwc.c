@@ -50,15 +50,24 @@ static void window(const pool_geom *p, int64_t oh, int64_t ow, int64_t *h0, int6
             const T *x = (const T *)j->src + n * p->H * p->W * C;                                       \
             for (int64_t ow = 0; ow < p->Wo; ow++) {                                                    \
                 T *restrict y = (T *)j->dst + (r * p->Wo + ow) * C;                                     \
-                int64_t *restrict ix = j->ix + (r * p->Wo + ow) * C;                                    \
+                int64_t *restrict ix = j->ix ? j->ix + (r * p->Wo + ow) * C : NULL;                     \
                 int64_t h0, h1, w0, w1;                                                                 \
                 window(p, oh, ow, &h0, &h1, &w0, &w1);                                                  \
                 const T *restrict first = x + (h0 * p->W + w0) * C;                                     \
-                for (int64_t c = 0; c < C; c++) y[c] = first[c], ix[c] = h0 * p->W + w0;                \
+                for (int64_t c = 0; c < C; c++) y[c] = first[c];                                        \
+                if (ix)                                                                                 \
+                    for (int64_t c = 0; c < C; c++) ix[c] = h0 * p->W + w0;                             \
                 for (int64_t h = h0; h < h1; h++)                                                       \
                     for (int64_t w = w0; w < w1; w++) {                                                 \
                         const T *restrict v = x + (h * p->W + w) * C;                                   \
                         const int64_t at = h * p->W + w;                                                \
+                        if (!ix) { /* the values only (no gradient wants the positions) */              \
+                            for (int64_t c = 0; c < C; c++) {                                           \
+                                bool gt = (v[c] > y[c]) | (v[c] != v[c]);                               \
+                                y[c] = gt ? v[c] : y[c];                                                \
+                            }                                                                           \
+                            continue;                                                                   \
+                        }                                                                               \
                         for (int64_t c = 0; c < C; c++) {                                               \
                             bool gt = POOL_GT(v[c], y[c]);                                              \
                             y[c] = gt ? v[c] : y[c];                                                    \
@@ -182,9 +191,10 @@ done:
 }
 
 /* nn.h */
-int ember__max_pool2d_nhwc(const pool_geom *p, ember_tensor *x, const int64_t *ys, ember_tensor **out)
+int ember__max_pool2d_nhwc(const pool_geom *p, ember_tensor *x, const int64_t *ys, bool values_only,
+                           ember_tensor **out)
 {
-    return run("max_pool2d", KIND_MAX, p, x, NULL, ys, &out[0], &out[1]);
+    return run("max_pool2d", KIND_MAX, p, x, NULL, ys, &out[0], values_only ? NULL : &out[1]);
 }
 
 /* nn.h */

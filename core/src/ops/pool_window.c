@@ -3,20 +3,16 @@
    float32 max kernels), and average pooling's adjoint. H x W planes, kh x kw
    windows.
 
-   A window's maximum is taken in two sweeps over the whole plane, each a
-   long loop over contiguous values: along the rows, every position's
-   maximum of the kw values from it; then down the columns, every
-   position's maximum of kh of those, kept where a window inside the plane
-   starts (the windows that the padding cuts are scanned one by one). Each
-   sweep keeps the earlier value on ties and takes a NaN wherever one comes,
-   so the result is the window's first maximum in row-major order, or its
-   last NaN, with its flat position in the plane: what the
-   one-window-at-a-time scan gives (POOL_GT). Positions are carried in an
-   integer as wide as the value (int32 for float32, which needs planes below
-   2^31 values), so the selects stay in vector lanes. */
+   Max pooling goes by rows (MAX_ROWS below): each input row reduced at the
+   output columns, then each output row the maximum of its window's rows,
+   the window's first maximum in row-major order or its last NaN, with its
+   flat position in the plane where one is wanted: what the
+   one-window-at-a-time scan gives (POOL_GT). Average pooling's forward
+   goes the same way with sums (AVG_SWEEPS). */
 #include "nn.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #define POOL_GT(x, y) ((x) > (y) || (x) != (x))
 
@@ -31,162 +27,267 @@ static bool inner_windows(const ember__pool_geom *p, int64_t *oa, int64_t *ob, i
     return *oa < *ob && *wa < *wb;
 }
 
-/* output (oh, ow)'s window clipped to the plane: rows [*h0, *h1), columns [*w0, *w1) */
-static void clipped_window(const ember__pool_geom *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0,
-                           int64_t *w1)
-{
-    int64_t h = oh * p->sh - p->ph, w = ow * p->sw - p->pw;
-    *h1 = h + p->kh < p->H ? h + p->kh : p->H, *w1 = w + p->kw < p->W ? w + p->kw : p->W;
-    *h0 = h < 0 ? 0 : h, *w0 = w < 0 ? 0 : w;
-}
+/* T the value, IT its position. Max pooling runs by rows: every input row
+   that a window reads is reduced along the row at each output column only
+   (hrow: m[j] the maximum of x[j sw .. j sw + kw), its first in the row or
+   its last NaN), then each output row takes the maximum of its window's
+   rows of m, top to bottom (vcol), keeping the earlier row on ties and a
+   later NaN: the first maximum in row-major order, or the last NaN, as the
+   one-window-at-a-time scan gives (POOL_GT), in (kw - 1) H Wo + (kh - 1) Ho
+   Wo selects where the two sweeps over the whole plane took (kw + kh - 2) H
+   W (3x3 stride 2: a quarter). Without positions (ix NULL: the forward no
+   gradient needs) the selects move values only. The windows the padding
+   cuts are reduced one by one along the row (hclip); rows are clipped by
+   the vertical loop's bounds.
+   Every loop reads and writes unit-stride and runs whole vectors: with a
+   stride sw > 1 the plane is first split into its sw phases (ph[r][i] =
+   x[i sw + r], one pass), so that a tap is a contiguous run of one phase
+   (a strided load leaves GCC a scalar remainder on each short row); each
+   row's loops run to a multiple of POOL_LANES, the extra columns read
+   from the plane's next row and written past the row, then overwritten,
+   where they stay inside the plane. Positions are int32 for float32
+   (planes below 2^31 values), so the selects stay in vector lanes. */
+#define POOL_LANES 16   /* the widest vector's float32 lanes */
+static inline int64_t lanes_up(int64_t n) { return (n + POOL_LANES - 1) / POOL_LANES * POOL_LANES; }
 
-/* T the value, IT its position. hmax: over the whole plane read as one row
-   of H W values, d[i] the maximum of x[i .. i + kw) (the windows that run
-   past a row's end are never picked); vmax: e[i] the maximum of d[i],
-   d[i + W], ..., d[i + (kh - 1) W]. Both are long unit-stride loops (a row
-   at a time left a scalar tail with mispredicted selects on every short
-   row: 3x3 stride-2 pooling of 56 x 56 planes ran at a tenth of the vector
-   speed). */
-#define POOL_SWEEPS(T, IT, SUF)                                                                             \
-    EMBER_SIMD static void hmax_##SUF(const T *restrict x, int64_t n, int64_t kw, T *restrict d,             \
-                                      IT *restrict dp)                                                      \
+/* v = the later value u where POOL_GT(u, v) (a bitwise or: branch-free in the loops' remainders);
+   with at, u's position pu comes too */
+#define MAX_SEL(v, u)                                                                                       \
+    do {                                                                                                    \
+        bool gt_ = ((u) > (v)) | ((u) != (u));                                                              \
+        (v) = gt_ ? (u) : (v);                                                                              \
+    } while (0)
+#define MAX_SEL_AT(v, at, u, pu)                                                                            \
+    do {                                                                                                    \
+        bool gt_ = ((u) > (v)) | ((u) != (u));                                                              \
+        (v) = gt_ ? (u) : (v);                                                                              \
+        (at) = gt_ ? (pu) : (at);                                                                           \
+    } while (0)
+/* x[i] in the phases ph of stride sw (no division for 1 and 2: a row's taps would pay three) */
+#define POOL_TAP(ph, sw, i) ((sw) == 1 ? (ph)[0] + (i) : (sw) == 2 ? (ph)[(i) & 1] + ((i) >> 1) : (ph)[(i) % (sw)] + (i) / (sw))
+#define MAX_ROWS(T, IT, SUF)                                                                                \
+    /* ph[r][i] = x[i sw + r], i < ceil((n - r) / sw) */                                                    \
+    EMBER_SIMD static void phases_##SUF(const T *restrict x, int64_t n, int64_t sw, T *restrict *ph)         \
     {                                                                                                       \
-        /* the first two taps from x (a plain copy would become a memcpy, slow on small planes) */         \
+        if (sw == 2) {                                                                                      \
+            T *restrict e = ph[0], *restrict o = ph[1];                                                     \
+            for (int64_t i = 0; i < n / 2; i++) e[i] = x[2 * i], o[i] = x[2 * i + 1];                       \
+            if (n & 1) e[n / 2] = x[n - 1];                                                                 \
+            return;                                                                                         \
+        }                                                                                                   \
+        for (int64_t r = 0; r < sw; r++) {                                                                  \
+            T *restrict d = ph[r];                                                                          \
+            for (int64_t i = 0; i * sw + r < n; i++) d[i] = x[i * sw + r];                                  \
+        }                                                                                                   \
+    }                                                                                                       \
+    /* m[j], j < n: the maximum of the row's x[b + j sw + k], k < kw (ph its phases); mp[j] (if wanted)    \
+       its position in the plane, b + j sw + k. Two or three taps in one pass, in registers */             \
+    EMBER_SIMD static void hrow_##SUF(T *const *ph, int64_t sw, int64_t b, int64_t n, int64_t kw,           \
+                                      T *restrict m, IT *restrict mp)                                       \
+    {                                                                                                       \
+        const T *restrict s = POOL_TAP(ph, sw, b);                                                          \
+        const T *restrict s1 = kw > 1 ? POOL_TAP(ph, sw, b + 1) : s;                                        \
+        const T *restrict s2 = kw > 2 ? POOL_TAP(ph, sw, b + 2) : s;                                        \
+        if (kw == 1) {                                                                                      \
+            for (int64_t j = 0; j < n; j++) m[j] = s[j];                                                    \
+            if (mp)                                                                                         \
+                for (int64_t j = 0; j < n; j++) mp[j] = (IT)(b + j * sw);                                   \
+            return;                                                                                         \
+        }                                                                                                   \
+        if (!mp && kw <= 3) {                                                                               \
+            for (int64_t j = 0; j < n; j++) {                                                               \
+                T v = s[j];                                                                                 \
+                MAX_SEL(v, s1[j]);                                                                          \
+                if (kw == 3) MAX_SEL(v, s2[j]);                                                             \
+                m[j] = v;                                                                                   \
+            }                                                                                               \
+            return;                                                                                         \
+        }                                                                                                   \
+        if (kw <= 3) {                                                                                      \
+            for (int64_t j = 0; j < n; j++) {                                                               \
+                T v = s[j];                                                                                 \
+                IT at = (IT)(b + j * sw);                                                                   \
+                MAX_SEL_AT(v, at, s1[j], at + 1);                                                           \
+                if (kw == 3) MAX_SEL_AT(v, at, s2[j], (IT)(b + j * sw + 2));                                \
+                m[j] = v, mp[j] = at;                                                                       \
+            }                                                                                               \
+            return;                                                                                         \
+        }                                                                                                   \
+        for (int64_t j = 0; j < n; j++) m[j] = s[j];                                                        \
+        if (mp)                                                                                             \
+            for (int64_t j = 0; j < n; j++) mp[j] = (IT)(b + j * sw);                                       \
+        for (int64_t k = 1; k < kw; k++) {                                                                  \
+            s = POOL_TAP(ph, sw, b + k);                                                                    \
+            if (!mp) {                                                                                      \
+                for (int64_t j = 0; j < n; j++) MAX_SEL(m[j], s[j]);                                        \
+                continue;                                                                                   \
+            }                                                                                               \
+            for (int64_t j = 0; j < n; j++) MAX_SEL_AT(m[j], mp[j], s[j], (IT)(b + k + j * sw));            \
+        }                                                                                                   \
+    }                                                                                                       \
+    /* y[j], j < n: the maximum of m[r pitch + j], r < rows; iy[j] (if wanted) its position; two or        \
+       three rows in one pass */                                                                            \
+    EMBER_SIMD static void vcol_##SUF(const T *restrict m, const IT *restrict mp, int64_t pitch, int64_t rows, \
+                                      int64_t n, T *restrict y, int64_t *restrict iy)                       \
+    {                                                                                                       \
+        const T *restrict m1 = m + pitch, *restrict m2 = m + 2 * pitch;                                     \
+        const IT *restrict p1 = iy ? mp + pitch : NULL, *restrict p2 = iy ? mp + 2 * pitch : NULL;          \
+        if (!iy && rows <= 3) {                                                                             \
+            for (int64_t j = 0; j < n; j++) {                                                               \
+                T v = m[j];                                                                                 \
+                if (rows >= 2) MAX_SEL(v, m1[j]);                                                           \
+                if (rows == 3) MAX_SEL(v, m2[j]);                                                           \
+                y[j] = v;                                                                                   \
+            }                                                                                               \
+            return;                                                                                         \
+        }                                                                                                   \
+        if (rows <= 3) {                                                                                    \
+            for (int64_t j = 0; j < n; j++) {                                                               \
+                T v = m[j];                                                                                 \
+                IT at = mp[j];                                                                              \
+                if (rows >= 2) MAX_SEL_AT(v, at, m1[j], p1[j]);                                             \
+                if (rows == 3) MAX_SEL_AT(v, at, m2[j], p2[j]);                                             \
+                y[j] = v, iy[j] = at;                                                                       \
+            }                                                                                               \
+            return;                                                                                         \
+        }                                                                                                   \
+        for (int64_t j = 0; j < n; j++) y[j] = m[j];                                                        \
+        if (iy)                                                                                             \
+            for (int64_t j = 0; j < n; j++) iy[j] = mp[j];                                                  \
+        for (int64_t r = 1; r < rows; r++) {                                                                \
+            const T *restrict u = m + r * pitch;                                                            \
+            const IT *restrict up = iy ? mp + r * pitch : NULL;                                             \
+            if (!iy) {                                                                                      \
+                for (int64_t j = 0; j < n; j++) MAX_SEL(y[j], u[j]);                                        \
+                continue;                                                                                   \
+            }                                                                                               \
+            for (int64_t j = 0; j < n; j++) MAX_SEL_AT(y[j], iy[j], u[j], (int64_t)up[j]);                  \
+        }                                                                                                   \
+    }                                                                                                       \
+    /* average pooling's: m[j] the sum of the row's x[b + j sw + k], k < kw, added left to right */       \
+    EMBER_SIMD static void hsum_##SUF(T *const *ph, int64_t sw, int64_t b, int64_t n, int64_t kw,           \
+                                      T *restrict m)                                                        \
+    {                                                                                                       \
+        const T *restrict s = POOL_TAP(ph, sw, b);                                                          \
+        const T *restrict s1 = kw > 1 ? POOL_TAP(ph, sw, b + 1) : s;                                        \
+        const T *restrict s2 = kw > 2 ? POOL_TAP(ph, sw, b + 2) : s;                                        \
         if (kw == 1)                                                                                        \
-            for (int64_t i = 0; i < n; i++) d[i] = x[i], dp[i] = (IT)i;                                     \
+            for (int64_t j = 0; j < n; j++) m[j] = s[j];                                                    \
+        else if (kw == 2)                                                                                   \
+            for (int64_t j = 0; j < n; j++) m[j] = s[j] + s1[j];                                            \
         else                                                                                                \
-            for (int64_t i = 0; i < n; i++) {                                                               \
-                bool gt = POOL_GT(x[i + 1], x[i]);                                                          \
-                d[i] = gt ? x[i + 1] : x[i];                                                                \
-                dp[i] = gt ? (IT)(i + 1) : (IT)i;                                                           \
-            }                                                                                               \
-        for (int64_t k = 2; k < kw; k++)                                                                    \
-            for (int64_t i = 0; i < n; i++) {                                                               \
-                T v = x[i + k];                                                                             \
-                bool gt = POOL_GT(v, d[i]);                                                                 \
-                d[i] = gt ? v : d[i];                                                                       \
-                dp[i] = gt ? (IT)(i + k) : dp[i];                                                           \
-            }                                                                                               \
-    }                                                                                                       \
-    EMBER_SIMD static void vmax_##SUF(const T *restrict d, const IT *restrict dp, int64_t n, int64_t kh,     \
-                                      int64_t W, T *restrict e, IT *restrict ep)                            \
-    {                                                                                                       \
-        for (int64_t i = 0; i < n; i++) { /* kh > 1: the first two rows from d */                           \
-            bool gt = POOL_GT(d[i + W], d[i]);                                                              \
-            e[i] = gt ? d[i + W] : d[i];                                                                    \
-            ep[i] = gt ? dp[i + W] : dp[i];                                                                 \
-        }                                                                                                   \
-        for (int64_t r = 2; r < kh; r++) {                                                                  \
-            const T *restrict v = d + r * W;                                                                \
-            const IT *restrict vp = dp + r * W;                                                             \
-            for (int64_t i = 0; i < n; i++) {                                                               \
-                bool gt = POOL_GT(v[i], e[i]);                                                              \
-                e[i] = gt ? v[i] : e[i];                                                                    \
-                ep[i] = gt ? vp[i] : ep[i];                                                                 \
-            }                                                                                               \
+            for (int64_t j = 0; j < n; j++) m[j] = (s[j] + s1[j]) + s2[j];                                  \
+        for (int64_t k = 3; k < kw; k++) {                                                                  \
+            s = POOL_TAP(ph, sw, b + k);                                                                    \
+            for (int64_t j = 0; j < n; j++) m[j] += s[j];                                                   \
         }                                                                                                   \
     }                                                                                                       \
-    /* output (oh, ow)'s window scanned in row-major order, clipped to the plane */                         \
-    static void scan_window_##SUF(const ember__pool_geom *p, const T *x, int64_t oh, int64_t ow, T *y,        \
-                                  int64_t *ix)                                                              \
+    /* y[j] = (m[j] + m[pitch + j] + ...) inv over rows rows, added top to bottom */                        \
+    EMBER_SIMD static void vsum_##SUF(const T *restrict m, int64_t pitch, int64_t rows, int64_t n, T inv,     \
+                                      T *restrict y)                                                        \
     {                                                                                                       \
-        int64_t h0, h1, w0, w1;                                                                             \
-        clipped_window(p, oh, ow, &h0, &h1, &w0, &w1);                                                      \
-        T best = x[h0 * p->W + w0];                                                                         \
-        int64_t at = h0 * p->W + w0;                                                                        \
-        for (int64_t h = h0; h < h1; h++)                                                                   \
-            for (int64_t w = w0; w < w1; w++)                                                               \
-                if (POOL_GT(x[h * p->W + w], best)) best = x[h * p->W + w], at = h * p->W + w;              \
-        *y = best;                                                                                          \
-        *ix = at;                                                                                           \
+        const T *restrict m1 = m + pitch, *restrict m2 = m + 2 * pitch;                                     \
+        if (rows == 1)                                                                                      \
+            for (int64_t j = 0; j < n; j++) y[j] = m[j] * inv;                                              \
+        else if (rows == 2)                                                                                 \
+            for (int64_t j = 0; j < n; j++) y[j] = (m[j] + m1[j]) * inv;                                    \
+        else if (rows == 3)                                                                                 \
+            for (int64_t j = 0; j < n; j++) y[j] = ((m[j] + m1[j]) + m2[j]) * inv;                          \
+        else {                                                                                              \
+            for (int64_t j = 0; j < n; j++) y[j] = (m[j] + m1[j]) + m2[j];                                  \
+            for (int64_t r = 3; r < rows; r++)                                                              \
+                for (int64_t j = 0; j < n; j++) y[j] += m[r * pitch + j];                                   \
+            for (int64_t j = 0; j < n; j++) y[j] *= inv;                                                    \
+        }                                                                                                   \
     }                                                                                                       \
-    static bool maxpool_sweeps_##SUF(const ember__pool_geom *p, const T *x, T *y, int64_t *ix, int64_t q0,   \
-                                     int64_t q1)                                                            \
+    /* output column ow's window clipped to the row, along rows [0, hn) of the plane x: into m[h pitch] \
+       and mp[h pitch] (if wanted) its maximum, or with avg its sum, left to right */                      \
+    static void hclip_##SUF(const ember__pool_geom *p, const T *x, int64_t hn, int64_t ow, T *m, IT *mp,     \
+                            int64_t pitch, bool avg)                                                        \
     {                                                                                                       \
-        const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, HW = H * W;                               \
-        if (sizeof(IT) < 8 && HW >= INT32_MAX) return false;                                                \
+        int64_t w0 = ow * p->sw - p->pw, w1 = w0 + p->kw < p->W ? w0 + p->kw : p->W;                        \
+        w0 = w0 < 0 ? 0 : w0;                                                                               \
+        for (int64_t h = 0; h < hn; h++) {                                                                  \
+            const T *r = x + h * p->W;                                                                      \
+            T best = r[w0];                                                                                 \
+            int64_t at = w0;                                                                                \
+            if (avg)                                                                                        \
+                for (int64_t c = w0 + 1; c < w1; c++) best += r[c];                                         \
+            else                                                                                            \
+                for (int64_t c = w0 + 1; c < w1; c++) MAX_SEL_AT(best, at, r[c], c);                         \
+            m[h * pitch] = best;                                                                            \
+            if (mp) mp[h * pitch] = (IT)(h * p->W + at);                                                    \
+        }                                                                                                   \
+    }                                                                                                       \
+    /* planes [q0, q1): max pooling into y (and ix), or with avg average pooling (the sums times        \
+       1 / (kh kw), padding counted as zeros: each row's sum left to right, the rows' top to bottom) */    \
+    static bool pool_rows_##SUF(const ember__pool_geom *p, const T *x, T *y, int64_t *ix, int64_t q0,        \
+                                int64_t q1, bool avg)                                                       \
+    {                                                                                                       \
+        const int64_t H = p->H, W = p->W, Ho = p->Ho, Wo = p->Wo, HW = H * W, sw = p->sw;                   \
+        const T inv = (T)1 / (T)(p->kh * p->kw);                                                            \
+        if ((sizeof(IT) < 8 && ix && HW >= INT32_MAX - POOL_LANES * sw) || sw > 64) return false;                      \
         int64_t oa, ob, wa, wb;                                                                             \
-        bool inner = inner_windows(p, &oa, &ob, &wa, &wb);                                                  \
-        size_t bytes = inner ? (size_t)HW * 2 * (sizeof(T) + sizeof(IT)) : 0;                               \
-        char *ws = inner ? ember__alloc(bytes) : NULL;                                                      \
-        if (inner && !ws) return false;                                                                     \
-        T *d = (T *)ws, *e = d + HW;                                                                        \
-        IT *dp = (IT *)(e + HW), *ep = dp + HW;                                                             \
-        const int64_t n1 = HW - p->kw + 1, n2 = n1 - (p->kh - 1) * W;                                       \
+        inner_windows(p, &oa, &ob, &wa, &wb); /* the columns [wa, wb) whose windows the row holds */       \
+        wa = wa < Wo ? wa : Wo, wb = wb > wa ? wb : wa;                                                     \
+        /* the input rows some window reads: [0, hn) */                                                     \
+        const int64_t last = (Ho - 1) * p->sh - p->ph + p->kh, hn = last < H ? last : H;                    \
+        /* pitch: m's row; reach: what a row's padded loop reads from its first tap */                      \
+        const int64_t ni = wb - wa, nip = lanes_up(ni), nv = lanes_up(Wo), c0 = wa * sw - p->pw;            \
+        const int64_t pitch = wa + nip > nv ? wa + nip : nv, reach = c0 + (nip - 1) * sw + p->kw;           \
+        const int64_t plen = (HW + sw - 1) / sw; /* a phase's length */                                     \
+        size_t mbytes = (size_t)(hn * pitch) * (sizeof(T) + (ix ? sizeof(IT) : 0));                         \
+        size_t bytes = mbytes + (sw > 1 ? (size_t)(sw * plen) * sizeof(T) : 0);                             \
+        char *ws = ember__alloc(bytes);                                                                     \
+        if (!ws) return false;                                                                              \
+        memset(ws, 0, mbytes); /* the padded columns no row writes are read */                             \
+        T *m = (T *)ws, *ph[64];                                                                            \
+        IT *mp = ix ? (IT *)(m + hn * pitch) : NULL;                                                        \
+        for (int64_t r = 0; r < sw; r++) ph[r] = (T *)(ws + mbytes) + r * plen;                             \
         for (int64_t q = q0; q < q1; q++) {                                                                 \
             const T *xp = x + q * HW;                                                                       \
-            T *yp = y + q * Ho * Wo;                                                                        \
-            int64_t *ip = ix + q * Ho * Wo;                                                                 \
-            if (inner) {                                                                                    \
-                hmax_##SUF(xp, n1, p->kw, d, dp);                                                           \
-                if (p->kh > 1) vmax_##SUF(d, dp, n2, p->kh, W, e, ep);                                      \
+            if (sw > 1 && ni > 0) phases_##SUF(xp, HW, sw, ph);                                             \
+            else ph[0] = (T *)xp;                                                                           \
+            for (int64_t h = 0; h < hn; h++) {                                                              \
+                T *mr = m + h * pitch;                                                                      \
+                IT *mpr = mp ? mp + h * pitch : NULL;                                                       \
+                const int64_t n = h * W + reach <= HW ? nip : ni;                                           \
+                if (ni > 0 && avg) hsum_##SUF(ph, sw, h * W + c0, n, p->kw, mr + wa);                         \
+                else if (ni > 0) hrow_##SUF(ph, sw, h * W + c0, n, p->kw, mr + wa, mpr ? mpr + wa : NULL);   \
             }                                                                                               \
-            const T *ev = p->kh > 1 ? e : d;                                                                \
-            const IT *epv = p->kh > 1 ? ep : dp;                                                            \
+            /* after the rows, whose padded loops write past wb */                                          \
+            for (int64_t ow = wa > 0 ? 0 : wb; ow < Wo; ow = ow + 1 == wa ? wb : ow + 1)                     \
+                hclip_##SUF(p, xp, hn, ow, m + ow, mp ? mp + ow : NULL, pitch, avg);                        \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                           \
-                bool row_in = inner && oh >= oa && oh < ob;                                                          \
-                const int64_t at = (oh * p->sh - p->ph) * W - p->pw;                                        \
-                for (int64_t ow = 0; ow < Wo; ow++) {                                                       \
-                    if (row_in && ow == wa) {                                                               \
-                        for (; ow < wb; ow++) {                                                             \
-                            int64_t i = at + ow * p->sw;                                                    \
-                            yp[oh * Wo + ow] = ev[i];                                                       \
-                            ip[oh * Wo + ow] = (int64_t)epv[i];                                             \
-                        }                                                                                   \
-                        if (ow == Wo) break;                                                                \
-                    }                                                                                       \
-                    scan_window_##SUF(p, xp, oh, ow, yp + oh * Wo + ow, ip + oh * Wo + ow);                 \
-                }                                                                                           \
+                int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < hn ? h0 + p->kh : hn;                    \
+                h0 = h0 < 0 ? 0 : h0;                                                                       \
+                const int64_t n = oh * Wo + nv <= Ho * Wo ? nv : Wo;                                        \
+                if (avg) vsum_##SUF(m + h0 * pitch, pitch, h1 - h0, n, inv, y + (q * Ho + oh) * Wo);        \
+                else                                                                                        \
+                    vcol_##SUF(m + h0 * pitch, mp ? mp + h0 * pitch : NULL, pitch, h1 - h0, n,               \
+                               y + (q * Ho + oh) * Wo, ix ? ix + (q * Ho + oh) * Wo : NULL);                \
             }                                                                                               \
         }                                                                                                   \
-        if (ws) ember__free(ws, bytes);                                                                     \
+        ember__free(ws, bytes);                                                                             \
         return true;                                                                                        \
     }
-POOL_SWEEPS(float, int32_t, f32)
-POOL_SWEEPS(double, int64_t, f64)
-#undef POOL_SWEEPS
+MAX_ROWS(float, int32_t, f32)
+MAX_ROWS(double, int64_t, f64)
+#undef MAX_ROWS
+#undef MAX_SEL
+#undef MAX_SEL_AT
 
-/* Average pooling (padding counted as zeros) in the same two sweeps over
-   the whole plane: each position's sum of the kw values from it, added in
-   window order, then each position's sum of kh of those, top to bottom,
-   times 1 / (kh kw) where a window inside the plane starts; a window the
-   padding cuts adds its clipped rows the same way, so every output is the
-   bits the row-by-row sweeps gave. Its adjoint
-   spreads each output row's g / (kh kw) along a row of W (window by
-   window, in order), then adds that row into the kh input rows of its
-   window. The sums associate by rows, so they agree with the window scan
-   within rounding. */
+/* Average pooling (padding counted as zeros) goes by rows as max pooling
+   does (pool_rows with avg): each row's sum at the output columns, added
+   left to right, then each output row's sum of its window's rows, top to
+   bottom, times 1 / (kh kw); a window the padding cuts adds its clipped
+   rows the same way: the bits the two sweeps over the whole plane gave
+   before. 2 x 2 windows at stride 2 inside the plane have a kernel of
+   their own (avg2x2). Its adjoint spreads each output row's g / (kh kw)
+   along a row of W (window by window, in order), then adds that row into
+   the kh input rows of its window. The sums associate by rows, so they
+   agree with the window scan within rounding. */
 #define AVG_SWEEPS(T, SUF)                                                                                  \
-    /* hsum: d[i] = x[i] + ... + x[i + kw - 1] over the plane read as one row;            \
-       vsum: e[i] = d[i] + d[i + W] + ... + d[i + (kh - 1) W] */                                          \
-    EMBER_SIMD static void hsum_##SUF(const T *restrict x, int64_t n, int64_t kw, T *restrict d)           \
-    {                                                                                                       \
-        if (kw == 1)                                                                                        \
-            for (int64_t i = 0; i < n; i++) d[i] = x[i];                                                    \
-        else                                                                                                \
-            for (int64_t i = 0; i < n; i++) d[i] = x[i] + x[i + 1];                                         \
-        for (int64_t k = 2; k < kw; k++)                                                                    \
-            for (int64_t i = 0; i < n; i++) d[i] += x[i + k];                                               \
-    }                                                                                                       \
-    EMBER_SIMD static void vsum_##SUF(const T *restrict d, int64_t n, int64_t kh, int64_t W, T *restrict e) \
-    {                                                                                                       \
-        for (int64_t i = 0; i < n; i++) e[i] = d[i] + d[i + W];                                             \
-        for (int64_t r = 2; r < kh; r++)                                                                    \
-            for (int64_t i = 0; i < n; i++) e[i] += d[i + r * W];                                           \
-    }                                                                                                       \
-    /* a window the padding cuts: its rows' sums, each left to right, added top to bottom */             \
-    static T avg_scan_##SUF(const ember__pool_geom *p, const T *x, int64_t oh, int64_t ow)                   \
-    {                                                                                                       \
-        int64_t h0, h1, w0, w1;                                                                             \
-        clipped_window(p, oh, ow, &h0, &h1, &w0, &w1);                                                      \
-        T tot = 0;                                                                                          \
-        for (int64_t h = h0; h < h1; h++) {                                                                 \
-            T rs = x[h * p->W + w0];                                                                        \
-            for (int64_t w = w0 + 1; w < w1; w++) rs += x[h * p->W + w];                                    \
-            tot = h == h0 ? rs : tot + rs;                                                                  \
-        }                                                                                                   \
-        return tot;                                                                                         \
-    }                                                                                                       \
     EMBER_SIMD static void avg_spread_##SUF(const ember__pool_geom *p, const T *restrict g, T inv,          \
                                             T *restrict t, T *restrict gx, int64_t h0, int64_t h1)          \
     {                                                                                                       \
@@ -225,44 +326,22 @@ POOL_SWEEPS(double, int64_t, f64)
             for (int64_t q = q0; q < q1; q++) avg2x2_##SUF(src + q * HW, W, Ho, Wo, inv, dst + q * Ho * Wo);  \
             return true;                                                                                    \
         }                                                                                                   \
-        size_t bytes = (size_t)(bwd ? W : inner ? 2 * HW : 1) * sizeof(T);                                  \
+        if (!bwd) return pool_rows_##SUF(p, src, dst, NULL, q0, q1, true);                                  \
+        size_t bytes = (size_t)W * sizeof(T);                                                               \
         T *ws = ember__alloc(bytes);                                                                        \
         if (!ws) return false;                                                                              \
-        T *d = ws, *e = ws + HW;                                                                            \
-        const int64_t n1 = HW - p->kw + 1, n2 = n1 - (p->kh - 1) * W;                                       \
-        for (int64_t q = q0; q < q1; q++) {                                                                 \
-            if (bwd) {                                                                                      \
-                for (int64_t oh = 0; oh < Ho; oh++) {                                                       \
-                    int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < H ? h0 + p->kh : H;                  \
-                    avg_spread_##SUF(p, src + (q * Ho + oh) * Wo, inv, ws, dst + q * H * W, h0 < 0 ? 0 : h0, h1); \
-                }                                                                                           \
-                continue;                                                                                   \
-            }                                                                                               \
-            const T *xp = src + q * HW, *ev = e;                                                            \
-            T *yp = dst + q * Ho * Wo;                                                                      \
-            if (inner) {                                                                                    \
-                hsum_##SUF(xp, n1, p->kw, d);                                                               \
-                if (p->kh > 1) vsum_##SUF(d, n2, p->kh, W, e);                                              \
-                else ev = d;                                                                                \
-            }                                                                                               \
+        for (int64_t q = q0; q < q1; q++)                                                                   \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                           \
-                bool row_in = inner && oh >= oa && oh < ob;                                                 \
-                const int64_t at = (oh * p->sh - p->ph) * W - p->pw;                                        \
-                for (int64_t ow = 0; ow < Wo; ow++) {                                                       \
-                    if (row_in && ow == wa) {                                                               \
-                        for (; ow < wb; ow++) yp[oh * Wo + ow] = ev[at + ow * p->sw] * inv;                 \
-                        if (ow == Wo) break;                                                                \
-                    }                                                                                       \
-                    yp[oh * Wo + ow] = avg_scan_##SUF(p, xp, oh, ow) * inv;                                 \
-                }                                                                                           \
+                int64_t h0 = oh * p->sh - p->ph, h1 = h0 + p->kh < H ? h0 + p->kh : H;                      \
+                avg_spread_##SUF(p, src + (q * Ho + oh) * Wo, inv, ws, dst + q * H * W, h0 < 0 ? 0 : h0, h1); \
             }                                                                                               \
-        }                                                                                                   \
         ember__free(ws, bytes);                                                                             \
         return true;                                                                                        \
     }
 AVG_SWEEPS(float, f32)
 AVG_SWEEPS(double, f64)
 #undef AVG_SWEEPS
+#undef POOL_TAP
 
 bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, void *dst, int64_t q0, int64_t q1,
                            bool bwd)
@@ -274,6 +353,6 @@ bool ember__avgpool_sweeps(const ember__pool_geom *p, int dt, const void *src, v
 bool ember__maxpool_sweeps(const ember__pool_geom *p, int dt, const void *x, void *y, int64_t *ix, int64_t q0,
                            int64_t q1)
 {
-    if (dt == EMBER_FLOAT32) return maxpool_sweeps_f32(p, (const float *)x, (float *)y, ix, q0, q1);
-    return maxpool_sweeps_f64(p, (const double *)x, (double *)y, ix, q0, q1);
+    if (dt == EMBER_FLOAT32) return pool_rows_f32(p, (const float *)x, (float *)y, ix, q0, q1, false);
+    return pool_rows_f64(p, (const double *)x, (double *)y, ix, q0, q1, false);
 }

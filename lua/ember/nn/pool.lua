@@ -196,9 +196,10 @@ local function extra(gi) return math.max((gi.o - 1) * gi.s + gi.k - (gi.L + 2 * 
 
 -- kind "max" or "avg" over the dims of g2 (the last one or two of x, which is
 -- batched (N, C, ...)): the C kernel's output (avg: the window sums divided
--- by the kernel's size) and for max the indices in the plane x has after
--- its padding, and that plane's width
-local function c_pool(op, kind, x, g2, value)
+-- by the kernel's size) and for max with want_idx the indices in the plane x
+-- has after its padding, and that plane's width (without want_idx the kernel
+-- writes no indices unless a recording keeps them for the gradient)
+local function c_pool(op, kind, x, g2, value, want_idx)
   local two = #g2 == 2
   local gh, gw = two and g2[1] or { k = 1, s = 1, p = 0, L = 1 }, g2[#g2]
   local eh, ew = two and extra(gh) or 0, extra(gw)
@@ -213,8 +214,9 @@ local function c_pool(op, kind, x, g2, value)
   local k, s, p = int64s({ gh.k, gw.k }), int64s({ gh.s, gw.s }), int64s({ gh.p, gw.p })
   local y, idx
   if kind == "max" then
-    check(C.ember_max_pool2d(ptr(op, xin, 1), k, s, p, out2, out2 + 1))
-    y, idx = ember._wrap(out2[0]), ember._wrap(out2[1])
+    check(C.ember_max_pool2d(ptr(op, xin, 1), k, s, p, out2, want_idx and out2 + 1 or nil))
+    y = ember._wrap(out2[0])
+    if want_idx then idx = ember._wrap(out2[1]) end
   else
     check(C.ember_avg_pool2d(ptr(op, xin, 1), k, s, p, out1))
     y = ember._wrap(out1[0])
@@ -243,7 +245,7 @@ local function max_pool(op, nd, x, o)
   local y, idx
   if nd <= 2 and c_ok(g, 1) then
     local Wp
-    y, idx, Wp = c_pool(op, "max", x, g, -math.huge)
+    y, idx, Wp = c_pool(op, "max", x, g, -math.huge, o.return_indices)
     if o.return_indices then
       local Hp = nd == 2 and g[1].L + extra(g[1]) or 1
       idx = unpad_positions(idx, Hp, g[nd].L, Wp)
