@@ -11,7 +11,7 @@
 -- Convolutions and batch norm run in NCHW and channels_last on both sides,
 -- each side's faster layout counting (PyTorch's channels_last convolution
 -- reads its input as it is, where an NCHW one reorders it into oneDNN's
--- blocked layout and its result back: a third of the 32x64x56x56 forward).
+-- blocked layout and its result back: a quarter to a third of the 32x64x56x56 forward).
 -- From the repository root:
 --   luajit bench/ops_sweep.lua [--rounds 5] [--only "add 1e4,sum dim1 4096x1024"] [--tidy] [--cpu]
 -- (--tidy: each of ember's calls in ember.tidy, its result freed at once;
