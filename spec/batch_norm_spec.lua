@@ -93,12 +93,14 @@ describe("batch_norm", function()
     end
   end)
 
-  -- float32's statistics in one pass (runs of 4096 values combined pairwise)
-  -- against float64's two passes over the same values: a run cut inside a
-  -- sample, runs of rows in the column kernels (S < 32, channels_last), and
-  -- a mean large beside the spread, where a sum of squares would cancel
-  for _, case in ipairs({ { { 3, 2, 65, 70 }, false }, { { 600, 3, 5 }, false }, { { 40, 24, 7, 9 }, true },
-    { { 2, 3, 4111 }, false } }) do
+  -- float32's statistics in one pass (runs of about 4096 values, or 65536 in
+  -- the column kernels, combined pairwise) against float64's two passes over
+  -- the same values: runs cut inside a sample and of several samples, runs of
+  -- rows in the column kernels (S < 32: (N, C), channels_last) and one run
+  -- there (its two passes), and a mean large beside the spread, where a sum
+  -- of squares would cancel
+  for _, case in ipairs({ { { 3, 2, 65, 70 }, false }, { { 2, 3, 4111 }, false }, { { 300, 2, 40 }, false },
+    { { 30000, 3 }, false }, { { 64, 4, 30, 30 }, true }, { { 40, 24, 7, 9 }, true } }) do
     local shape, cl = case[1], case[2]
     it(("float32's one-pass statistics agree with float64's two passes ({%s}%s)"):format(table.concat(shape, ", "),
       cl and ", channels_last" or ""), function()

@@ -138,14 +138,20 @@ static double lanes_total(const double *acc)
 }
 
 /* A channel's count, mean and M2 (its sum of squared deviations), for the
-   float32 kernels' statistics in one pass over memory: each run of at most
-   STAT_RUN values (of a sample's S) is summed twice while it is in L1 (its
-   sum, then its squared deviations from its own mean), and the runs are
+   float32 kernels' statistics in one pass over memory: each run of about
+   STAT_RUN values (a sample's S, cut, or several samples' S) is summed
+   twice while it is in L1 (its sum, then its squared deviations from its
+   own mean), and the runs are
    combined as Chan, Golub and LeVeque do, which is as stable as two passes
    over the whole channel: a different order of additions from those two
    passes (float64 keeps them, and its bits), within float32's rounding of
    them (spec/batch_norm_spec.lua). */
 #define STAT_RUN 4096
+/* the column kernels' runs: rows of about 256 KB of float32 (L2), whose
+   bookkeeping a row at a time (a pass over the task's columns) costs as
+   much as a row's values: runs of a few rows were 1.5 times slower than
+   two passes on a MobileNet's 4 x 4 planes, these are as fast */
+#define COLS_RUN 65536
 
 typedef struct {
     double n, mean, m2;
@@ -163,18 +169,36 @@ EMBER_INLINE void moments_add(moments *a, double n, double mean, double m2)
     a->n = tot;
 }
 
-#define BN_MOMENTS(T)                                                               \
-    EMBER_INLINE void moments_run_##T(moments *mo, const T *p, int64_t n)           \
-    {                                                                               \
-        for (int64_t i0 = 0; i0 < n; i0 += STAT_RUN) {                              \
-            int64_t k = n - i0 < STAT_RUN ? n - i0 : STAT_RUN;                      \
-            double acc[LANES] = {0};                                                \
-            lanes_sum_##T(p + i0, k, acc);                                          \
-            double mb = lanes_total(acc) / (double)k;                               \
-            memset(acc, 0, sizeof acc);                                             \
-            lanes_dev2_##T(p + i0, k, mb, acc);                                     \
-            moments_add(mo, (double)k, mb, lanes_total(acc));                       \
-        }                                                                           \
+#define BN_MOMENTS(T)                                                                            \
+    EMBER_INLINE void moments_run_##T(moments *mo, const T *p, int64_t n)                        \
+    {                                                                                            \
+        for (int64_t i0 = 0; i0 < n; i0 += STAT_RUN) {                                           \
+            int64_t k = n - i0 < STAT_RUN ? n - i0 : STAT_RUN;                                   \
+            double acc[LANES] = {0};                                                             \
+            lanes_sum_##T(p + i0, k, acc);                                                       \
+            double mb = lanes_total(acc) / (double)k;                                            \
+            memset(acc, 0, sizeof acc);                                                          \
+            lanes_dev2_##T(p + i0, k, mb, acc);                                                  \
+            moments_add(mo, (double)k, mb, lanes_total(acc));                                    \
+        }                                                                                        \
+    }                                                                                            \
+    /* nb blocks of S values, stride apart: runs of whole blocks (S below STAT_RUN) */           \
+    EMBER_INLINE void moments_blocks_##T(moments *mo, const T *p, int64_t stride, int64_t nb,     \
+                                         int64_t S)                                              \
+    {                                                                                            \
+        if (S >= STAT_RUN) {                                                                     \
+            for (int64_t n = 0; n < nb; n++) moments_run_##T(mo, p + n * stride, S);             \
+            return;                                                                              \
+        }                                                                                        \
+        for (int64_t n0 = 0, per = STAT_RUN / S; n0 < nb; n0 += per) {                           \
+            int64_t n1 = n0 + per < nb ? n0 + per : nb;                                          \
+            double acc[LANES] = {0}, k = (double)((n1 - n0) * S);                                \
+            for (int64_t n = n0; n < n1; n++) lanes_sum_##T(p + n * stride, S, acc);             \
+            double mb = lanes_total(acc) / k;                                                    \
+            memset(acc, 0, sizeof acc);                                                          \
+            for (int64_t n = n0; n < n1; n++) lanes_dev2_##T(p + n * stride, S, mb, acc);        \
+            moments_add(mo, k, mb, lanes_total(acc));                                            \
+        }                                                                                        \
     }
 BN_MOMENTS(float)
 BN_MOMENTS(double)
@@ -193,7 +217,7 @@ BN_MOMENTS(double)
             double mean, var;                                                                              \
             if (j->dt == EMBER_FLOAT32) {                                                                  \
                 moments mo = {0};                                                                          \
-                for (int64_t n = 0; n < j->N; n++) moments_run_##T(&mo, x + (n * j->C + c) * j->S, j->S);  \
+                moments_blocks_##T(&mo, x + c * j->S, j->C * j->S, j->N, j->S);                            \
                 mean = mo.mean, var = mo.m2 / M;                                                           \
             } else {                                                                                       \
                 double acc[LANES] = {0};                                                                   \
@@ -272,7 +296,7 @@ static int64_t channel_grain(int64_t per_channel)
 /* The statistics of columns [k0, k1): each channel's mean into its S
    columns of m, its M2 spread over its S columns of a. Two passes over x
    (float64, its bits), the rows added in order; or (float32) one, in runs
-   of rows of about STAT_RUN values each summed twice while in L1, the runs
+   of rows of about COLS_RUN values each summed twice while in L2, the runs
    and then a channel's S columns combined as moments_add does (ws's last
    two C S doubles hold a run's means and each column's running M2).
    Inlined into the kernels, whose vector width they take (EMBER_SIMD). */
@@ -301,7 +325,11 @@ static int64_t channel_grain(int64_t per_channel)
         const T *x = (const T *)j->x;                                                                     \
         int64_t S = j->S, CS = j->C * S, c0 = k0 / S, c1 = k1 / S;                                        \
         double *bm = j->ws + 2 * CS, *q = j->ws + 3 * CS;                                                 \
-        int64_t R = STAT_RUN / (k1 - k0) > 1 ? STAT_RUN / (k1 - k0) : 1;                                  \
+        int64_t R = COLS_RUN / (k1 - k0) > 1 ? COLS_RUN / (k1 - k0) : 1;                                  \
+        if (R >= j->N) {   /* one run: the two passes, over values in L2 */                               \
+            cols_two_pass_##T(j, k0, k1, a, m);                                                           \
+            return;                                                                                       \
+        }                                                                                                 \
         for (int64_t k = k0; k < k1; k++) m[k] = q[k] = 0;                                                \
         for (int64_t n0 = 0; n0 < j->N; n0 += R) {                                                        \
             int64_t n1 = n0 + R < j->N ? n0 + R : j->N;                                                   \
