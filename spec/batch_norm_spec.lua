@@ -95,11 +95,13 @@ describe("batch_norm", function()
 
   -- float32's statistics in one pass (runs of about 4096 values, or 65536 in
   -- the column kernels, combined pairwise) against float64's two passes over
-  -- the same values: runs cut inside a sample and of several samples, runs of
+  -- the same values: channels of over 131072 values in runs cut inside a
+  -- sample and of several samples, and a smaller one (two passes); runs of
   -- rows in the column kernels (S < 32: (N, C), channels_last) and one run
-  -- there (its two passes), and a mean large beside the spread, where a sum
-  -- of squares would cancel
-  for _, case in ipairs({ { { 3, 2, 65, 70 }, false }, { { 2, 3, 4111 }, false }, { { 300, 2, 40 }, false },
+  -- there (its two passes); a mean large beside the spread, where a sum of
+  -- squares would cancel
+  for _, case in ipairs({ { { 2, 2, 300, 300 }, false }, { { 40, 2, 4111 }, false }, { { 300, 2, 500 }, false },
+    { { 3, 2, 65, 70 }, false },
     { { 30000, 3 }, false }, { { 64, 4, 30, 30 }, true }, { { 40, 24, 7, 9 }, true } }) do
     local shape, cl = case[1], case[2]
     it(("float32's one-pass statistics agree with float64's two passes ({%s}%s)"):format(table.concat(shape, ", "),

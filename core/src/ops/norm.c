@@ -12,9 +12,9 @@
    On the CPU, for float32 / float64 operands of one dtype (strided ones
    copied first), each reads x (and g) twice per channel: the sums, then
    the values, the channels spread over the pool (batch_norm's float32
-   statistics in one pass over memory: moments_run). The sums run in double
-   on 16 lanes added in a fixed order, so the vector width the CPU picks
-   changes no bit.
+   statistics in one pass over memory where they pass L2: moments_run).
+   The sums run in double on 16 lanes added in a fixed order, so the
+   vector width the CPU picks changes no bit.
    Anything else (other devices and dtypes, mixed dtypes) runs the same
    formulas as recorded ops would, without recording: bn_composed and
    bn_backward_composed, which grad_rules.c's rule also runs where a
@@ -147,6 +147,12 @@ static double lanes_total(const double *acc)
    passes (float64 keeps them, and its bits), within float32's rounding of
    them (spec/batch_norm_spec.lua). */
 #define STAT_RUN 4096
+/* the per-channel kernel's one pass, for channels of more values than this
+   (512 KB of float32, past L2): a smaller channel's second pass reads L2
+   or L1, and the two passes were as fast or faster there (MobileNet's
+   planes, 32 x 64 x 56 x 56); 8 x 16 x 224 x 224 (1.6 MB a channel) took
+   3.3-3.6 ms in one pass against 3.6-3.9 in two (one thread, loaded) */
+#define ONE_PASS_MIN 131072
 /* the column kernels' runs: rows of about 256 KB of float32 (L2), whose
    bookkeeping a row at a time (a pass over the task's columns) costs as
    much as a row's values: runs of a few rows were 1.5 times slower than
@@ -205,7 +211,8 @@ BN_MOMENTS(double)
 #undef BN_MOMENTS
 
 /* y = x scale + shift per channel; stats from two passes over the channel
-   (float64) or one (float32: moments_run) */
+   (float64, and float32 channels of up to ONE_PASS_MIN values) or one
+   (moments_blocks) */
 #define BN_FWD(T)                                                                                          \
     EMBER_SIMD static void bn_fwd_##T(void *vctx, int64_t c0, int64_t c1)                                  \
     {                                                                                                      \
@@ -215,7 +222,7 @@ BN_MOMENTS(double)
         double M = (double)(j->N * j->S);                                                                  \
         for (int64_t c = c0; c < c1; c++) {                                                                \
             double mean, var;                                                                              \
-            if (j->dt == EMBER_FLOAT32) {                                                                  \
+            if (j->dt == EMBER_FLOAT32 && j->N * j->S > ONE_PASS_MIN) {                                    \
                 moments mo = {0};                                                                          \
                 moments_blocks_##T(&mo, x + c * j->S, j->C * j->S, j->N, j->S);                            \
                 mean = mo.mean, var = mo.m2 / M;                                                           \
