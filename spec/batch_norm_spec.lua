@@ -93,6 +93,35 @@ describe("batch_norm", function()
     end
   end)
 
+  -- float32's statistics in one pass (runs of about 4096 values, or 65536 in
+  -- the column kernels, combined pairwise) against float64's two passes over
+  -- the same values: channels of over 131072 values in runs cut inside a
+  -- sample and of several samples, and a smaller one (two passes); runs of
+  -- rows in the column kernels (S < 32: (N, C), channels_last) and one run
+  -- there (its two passes); a mean large beside the spread, where a sum of
+  -- squares would cancel
+  for _, case in ipairs({ { { 2, 2, 300, 300 }, false }, { { 40, 2, 4111 }, false }, { { 300, 2, 500 }, false },
+    { { 3, 2, 65, 70 }, false },
+    { { 30000, 3 }, false }, { { 64, 4, 30, 30 }, true }, { { 40, 24, 7, 9 }, true } }) do
+    local shape, cl = case[1], case[2]
+    it(("float32's one-pass statistics agree with float64's two passes ({%s}%s)"):format(table.concat(shape, ", "),
+      cl and ", channels_last" or ""), function()
+      ember.manual_seed(#shape + 20)
+      for _, spread in ipairs({ { 50, 2 }, { 3000, 0.1 } }) do
+        local x = (ember.randn(shape, F64) * spread[2] + spread[1]):to("float32")
+        if cl then x = x:contiguous({ memory_format = "channels_last" }) end
+        local w, b = ember.randn({ shape[2] }), ember.randn({ shape[2] })
+        local y, stats = bn(x, w, b)
+        local y64, stats64 = bn(x:to("float64"), w:to("float64"), b:to("float64"))
+        local var = spread[2] ^ 2
+        assert.is_true(max_diff(stats[1], stats64[1]) <= spread[1] * 2 ^ -23, "mean")
+        assert.is_true(max_diff(stats[2], stats64[2]) <= var * 1e-5, "variance")
+        -- y's float32 shift b - mean scale rounds at mean / spread
+        assert.is_true(max_diff(y, y64) <= 1e-5 * (1 + spread[1] / spread[2]), "y")
+      end
+    end)
+  end
+
   it("backward gives x's, w's and b's gradients: finite differences, first and second order", function()
     ember.manual_seed(11)
     local x, w, b = ember.randn({ 3, 2, 2, 3 }, F64), ember.randn({ 2 }, F64), ember.randn({ 2 }, F64)

@@ -134,6 +134,28 @@ describe("a convolution weight kept in oneDNN's layout", function()
     assert.are.equal(base, in_use())
   end)
 
+
+  it("keeps live taps per view: views of one storage give their own values, other taps made again", function()
+    ember.manual_seed(10)
+    local x = ember.randn({ 1, 8, 1, 1 })
+    local all = ember.randn({ 3, 16, 8, 3, 3 })
+    local views = { all:select(1, 1), all:select(1, 2), all:select(1, 3) }   -- a third past the bound: not kept
+    -- by hand: only the centre tap reads a 1x1 plane padded by 1; a 2x2 kernel padded by 1 reads its (2, 2)
+    local function want(w) return w[{ {}, {}, 2, 2 }]:matmul(x:reshape({ 8, 1 })):reshape({ 1, 16, 1, 1 }) end
+    for _ = 1, 2 do
+      for _, w in ipairs(views) do
+        local y = F.conv2d(x, w, nil, opts)
+        assert.is_true(ember.allclose(y, want(w), 1e-5, 1e-5))
+        assert.is_true(bits_equal(y, F.conv2d(x, w:clone(), nil, opts)))
+      end
+    end
+    -- the same view on a 1x3 plane padded (1, 0): other live taps (its middle row), made again, then the centre's
+    local x13 = ember.randn({ 1, 8, 1, 3 })
+    local y13 = F.conv2d(x13, views[1], nil, { padding = { 1, 0 } })
+    local want13 = views[1][{ {}, {}, 2, {} }]:reshape({ 16, 24 }):matmul(x13:reshape({ 24, 1 })):reshape({ 1, 16, 1, 1 })
+    assert.is_true(ember.allclose(y13, want13, 1e-5, 1e-5))
+    assert.is_true(bits_equal(F.conv2d(x, views[1], nil, opts), F.conv2d(x, views[1]:clone(), nil, opts)))
+  end)
   pending_or_it("is not kept for a weight a recording tracks (training)", function()
     ember.manual_seed(8)
     local x, w = ember.randn({ 1, 8, 6, 6 }), ember.randn({ 16, 8, 3, 3 })

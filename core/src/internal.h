@@ -133,12 +133,16 @@ void ember__openblas_set_threads(int n);    /* nothing without OpenBLAS */
 
 /* ------------------------------------------------------------------ storage, tensors */
 /* What an op derived from a storage's contents and keeps for later calls (a
-   convolution's weight in oneDNN's layout: ops/conv_dnnl_wcache.c), in a list
-   on the storage. Each says itself which version it was made at; the list is
-   freed, each by its own free, when the storage is. */
+   convolution's weight in oneDNN's layout: ops/conv_dnnl_wcache.c; its live
+   taps: ops/conv_taps.c), in a list on the storage, each with the view it was
+   made from and the storage's version then; the list is freed, each by its
+   own free (which names its kind), when the storage is. */
 typedef struct ember__derived {
     struct ember__derived *next;
     void (*free)(struct ember__derived *d);
+    int64_t version, offset;
+    int dtype, ndim;
+    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
 } ember__derived;
 
 typedef struct ember_storage {
@@ -155,6 +159,23 @@ typedef struct ember_storage {
     int32_t dtr_locks;        /* being read now: not to be evicted */
     ember__derived *derived;  /* NULL but where an op keeps something derived */
 } ember_storage;
+
+/* Whether something derived from w's contents may be kept on its storage:
+   memory ember owns (an ember_from_blob owner may write it without a version
+   bump), on the host, read by no recording (in a training step the version
+   moves every step), and DTR off (a kept copy would take DTR's budget). */
+bool ember__derived_keepable(const ember_tensor *w);
+/* d's view and version set from w (before ember__derived_add) */
+void ember__derived_key(ember__derived *d, const ember_tensor *w);
+/* The first of w's storage's entries of the kind `kind` (their free) made
+   from w's view, at any version, that same(d, ctx) accepts (same NULL: any);
+   NULL where none. *others, unless NULL, counts that kind's other entries.
+   The caller serialises the list's users where it needs to. */
+ember__derived *ember__derived_find(const ember_tensor *w, void (*kind)(ember__derived *),
+                                    bool (*same)(const ember__derived *d, const void *ctx), const void *ctx,
+                                    int *others);
+void ember__derived_add(ember_storage *s, ember__derived *d);      /* into s's list */
+void ember__derived_remove(ember_storage *s, ember__derived *d);   /* out of it; not freed */
 
 struct ember_autograd_meta;
 

@@ -80,6 +80,57 @@ static void storage_free(ember_storage *s)
     if (!ember__freelist_put(&storage_pool, &storage_pool_len, 0, s, HEADER_POOL_MAX)) free(s);
 }
 
+bool ember__derived_keepable(const ember_tensor *w)
+{
+    const ember_storage *s = w ? w->storage : NULL;
+    return s && !s->release && s->device == EMBER_CPU && !ember_is_tracked(w) && !ember__dtr_on;
+}
+
+void ember__derived_key(ember__derived *d, const ember_tensor *w)
+{
+    d->version = w->storage->version;
+    d->offset = w->offset;
+    d->dtype = w->dtype;
+    d->ndim = w->ndim;
+    memcpy(d->shape, w->shape, sizeof d->shape);
+    memcpy(d->strides, w->strides, sizeof d->strides);
+}
+
+static bool derived_same_view(const ember__derived *d, const ember_tensor *w)
+{
+    return d->offset == w->offset && d->dtype == w->dtype && d->ndim == w->ndim &&
+           memcmp(d->shape, w->shape, (size_t)w->ndim * sizeof *d->shape) == 0 &&
+           memcmp(d->strides, w->strides, (size_t)w->ndim * sizeof *d->strides) == 0;
+}
+
+ember__derived *ember__derived_find(const ember_tensor *w, void (*kind)(ember__derived *),
+                                    bool (*same)(const ember__derived *d, const void *ctx), const void *ctx,
+                                    int *others)
+{
+    ember__derived *found = NULL;
+    int n = 0;
+    for (ember__derived *d = w->storage->derived; d; d = d->next) {
+        if (d->free != kind) continue;
+        if (!found && derived_same_view(d, w) && (!same || same(d, ctx))) found = d;
+        else n++;
+    }
+    if (others) *others = n;
+    return found;
+}
+
+void ember__derived_add(ember_storage *s, ember__derived *d)
+{
+    d->next = s->derived;
+    s->derived = d;
+}
+
+void ember__derived_remove(ember_storage *s, ember__derived *d)
+{
+    ember__derived **p = &s->derived;
+    while (*p && *p != d) p = &(*p)->next;
+    if (*p) *p = d->next;
+}
+
 static void storage_release(ember_storage *s)
 {
     if (!s) return;

@@ -8,7 +8,7 @@
    an optimizer's step included, bumps its version), that copy is the same
    bytes each time: it is kept on the weight's storage
    (internal.h's ember__derived list), keyed on the storage's version, the
-   weight tensor's offset, shape, strides and dtype, and the two layouts
+   weight tensor's view (offset, shape, strides, dtype), and the two layouts
    (ember's and the primitive's), and read instead of reordering again.
    The reorder is exact (a copy of the same floats), so the results' bits
    are those of the uncached path.
@@ -29,26 +29,21 @@
    with the storage. Not kept: weights in memory ember does not own
    (ember_from_blob: the owner may write it without a version bump). */
 #include "conv_dnnl.h"
-#include "../dtr.h"
 
 #ifdef EMBER_HAVE_DNNL
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 enum { WCACHE_PER_STORAGE = 2 };
 #define WCACHE_MAX_BYTES ((int64_t)512 << 20)
 
 typedef struct ember__dnnl_wentry {
-    ember__derived link;   /* first: the storage's list links these */
+    ember__derived link;   /* first: the storage's list links these; its view and version */
     ember_storage *storage;
     int users;             /* calls reading data now */
     bool listed;           /* in the storage's list (else freed by its last user) */
-    int64_t version, offset;
-    int dtype, ndim;
-    int64_t shape[EMBER_MAX_DIMS], strides[EMBER_MAX_DIMS];
     dnnl_memory_desc_t user, inner;
     size_t bytes;
     void *data;
@@ -68,19 +63,18 @@ static void entry_free(wentry *e)
 /* the storage's free: nobody reads its entries (a reader holds the weight) */
 static void derived_free(ember__derived *d) { entry_free((wentry *)d); }
 
-static bool same_layout(const wentry *e, const ember_tensor *w, const dnnl_conv *c)
+/* the same layouts (ember__derived_find has matched the view) */
+static bool same_layout(const ember__derived *d, const void *ctx)
 {
-    return e->link.free == derived_free && e->offset == w->offset && e->dtype == w->dtype && e->ndim == w->ndim &&
-           memcmp(e->shape, w->shape, sizeof e->shape) == 0 && memcmp(e->strides, w->strides, sizeof e->strides) == 0 &&
-           dnnl_memory_desc_equal(&e->user, &c->user[ARG_B]) && dnnl_memory_desc_equal(&e->inner, &c->inner[ARG_B]);
+    const wentry *e = (const wentry *)d;
+    const dnnl_conv *c = ctx;
+    return dnnl_memory_desc_equal(&e->user, &c->user[ARG_B]) && dnnl_memory_desc_equal(&e->inner, &c->inner[ARG_B]);
 }
 
 /* takes e out of its storage's list (mu held); freed now or by its last user */
 static void unlist(wentry *e)
 {
-    ember__derived **p = &e->storage->derived;
-    while (*p != &e->link) p = &(*p)->next;
-    *p = e->link.next;
+    ember__derived_remove(e->storage, &e->link);
     e->listed = false;
     if (e->users == 0) entry_free(e);
 }
@@ -113,25 +107,16 @@ static bool reorder_weight(const dnnl_conv *c, const void *wdata, void *data)
 wentry *ember__dnnl_wcache_get(const dnnl_conv *c, const ember_tensor *w, const void *wdata)
 {
     ember_storage *s = w->storage;
-    if (!c->reorder[ARG_B] || s->release || s->device != EMBER_CPU || ember_is_tracked(w) || ember__dtr_on)
-        return NULL;
+    if (!c->reorder[ARG_B] || !ember__derived_keepable(w)) return NULL;
     pthread_mutex_lock(&mu);
     int n = 0;
-    for (ember__derived *d = s->derived, *next; d; d = next) {
-        next = d->next;
-        wentry *e = (wentry *)d;
-        if (d->free != derived_free) continue;
-        if (!same_layout(e, w, c)) {
-            n++;
-            continue;
-        }
-        if (e->version == s->version) {
-            e->users++;
-            pthread_mutex_unlock(&mu);
-            return e;
-        }
-        unlist(e);   /* written since: its layout is made again below */
+    wentry *old = (wentry *)ember__derived_find(w, derived_free, same_layout, c, &n);
+    if (old && old->link.version == s->version) {
+        old->users++;
+        pthread_mutex_unlock(&mu);
+        return old;
     }
+    if (old) unlist(old);   /* written since: its layout is made again below */
     pthread_mutex_unlock(&mu);
     const size_t bytes = c->inner_bytes[ARG_B];
     if (n >= WCACHE_PER_STORAGE || atomic_load(&kept_bytes) + (int64_t)bytes > WCACHE_MAX_BYTES ||
@@ -145,12 +130,7 @@ wentry *ember__dnnl_wcache_get(const dnnl_conv *c, const ember_tensor *w, const 
     atomic_fetch_add(&kept_bytes, (int64_t)bytes);
     e->link.free = derived_free;
     e->storage = s;
-    e->version = s->version;
-    e->offset = w->offset;
-    e->dtype = w->dtype;
-    e->ndim = w->ndim;
-    memcpy(e->shape, w->shape, sizeof e->shape);
-    memcpy(e->strides, w->strides, sizeof e->strides);
+    ember__derived_key(&e->link, w);
     e->user = c->user[ARG_B];
     e->inner = c->inner[ARG_B];
     e->users = 1;
@@ -160,12 +140,9 @@ wentry *ember__dnnl_wcache_get(const dnnl_conv *c, const ember_tensor *w, const 
     }
     /* listed unless another call listed the same meanwhile (then e is this call's alone) */
     pthread_mutex_lock(&mu);
-    bool twin = false;
-    for (ember__derived *d = s->derived; d && !twin; d = d->next)
-        twin = d->free == derived_free && same_layout((wentry *)d, w, c) && ((wentry *)d)->version == e->version;
-    if (!twin) {
-        e->link.next = s->derived;
-        s->derived = &e->link;
+    const ember__derived *twin = ember__derived_find(w, derived_free, same_layout, c, NULL);
+    if (!twin || twin->version != e->link.version) {
+        ember__derived_add(s, &e->link);
         e->listed = true;
     }
     pthread_mutex_unlock(&mu);

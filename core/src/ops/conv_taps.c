@@ -12,7 +12,6 @@
    convolutions on 1x1 planes become 1x1 ones (one product over the batch,
    a ninth of the weights read), its stride-2 one onto a 1x1 plane 2x2. */
 #include "conv.h"
-#include "../dtr.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,17 +64,19 @@ void ember__conv_crop(const conv_geom *g, const conv_geom *gc, int64_t i0, int64
 
 /* The live taps' weight of w (its contents at cb, contiguous in cdt), kept
    on w's storage (internal.h's ember__derived) while its version lasts, for
-   weights no recording tracks: a batch-1 forward otherwise copied the taps
-   out of every cell of a 512 x 512 x 3 x 3 weight on each call (ResNet-18's
-   NCHW forward: 4 of its 5.6 ms of convolutions), and the copy kept is a
-   weight whose own oneDNN layout is then kept too (conv_dnnl_wcache.c).
-   One copy per storage; a stale or different one is made again. */
+   weights ember__derived_keepable allows: a batch-1 forward otherwise copied
+   the taps out of every cell of a 512 x 512 x 3 x 3 weight on each call
+   (ResNet-18's NCHW forward: 4 of its 5.6 ms of convolutions), and the copy
+   kept is a weight whose own oneDNN layout is then kept too
+   (conv_dnnl_wcache.c). At most TAPS_PER_STORAGE views' copies per storage;
+   a stale one, or one of other taps, is made again. */
+enum { TAPS_PER_STORAGE = 2 };
+
 typedef struct {
     ember__derived link;   /* first: the storage's list links these */
     ember_tensor *wc;
-    int64_t version, offset, i0, j0, kh, kw;
-    int dtype, cdt;
-    int64_t shape[4], strides[4];
+    int64_t i0, j0, kh, kw;
+    int cdt;
 } taps_entry;
 
 static void taps_free(ember__derived *d)
@@ -84,52 +85,39 @@ static void taps_free(ember__derived *d)
     free(d);
 }
 
-static bool taps_same(const taps_entry *e, const ember_tensor *w, const conv_geom *gc, int64_t i0, int64_t j0,
-                      int cdt)
-{
-    return e->version == w->storage->version && e->offset == w->offset && e->dtype == w->dtype && e->cdt == cdt &&
-           e->i0 == i0 && e->j0 == j0 && e->kh == gc->kH && e->kw == gc->kW &&
-           memcmp(e->shape, w->shape, sizeof e->shape) == 0 && memcmp(e->strides, w->strides, sizeof e->strides) == 0;
-}
-
 int ember__conv_live_weight(const conv_geom *g, const conv_geom *gc, int64_t i0, int64_t j0, int cdt,
                             const ember_tensor *w, ember_tensor *cb, ember_tensor **wc, bool *kept)
 {
     *kept = false;
     const int64_t ws[4] = {g->O, g->Cg, gc->kH, gc->kW};
     const int es = ember_dtype_size(cdt);
-    ember_storage *s = w ? w->storage : NULL;
-    const bool keep = s && !s->release && s->device == EMBER_CPU && w->ndim == 4 && !ember_is_tracked(w) &&
-                      !ember__dtr_on;   /* a kept crop would take DTR's budget (conv_dnnl_wcache.c) */
-    ember__derived **at = NULL;
-    if (keep)
-        for (ember__derived **p = &s->derived; *p; p = &(*p)->next)
-            if ((*p)->free == taps_free) {
-                taps_entry *e = (taps_entry *)*p;
-                if (taps_same(e, w, gc, i0, j0, cdt)) {
-                    ember_tensor_retain(e->wc);
-                    *wc = e->wc;
-                    *kept = true;
-                    return EMBER_OK;
-                }
-                at = p;
-            }
+    int others = 0;
+    taps_entry *e = NULL;
+    bool keep = w && w->ndim == 4 && ember__derived_keepable(w);
+    if (keep) {
+        e = (taps_entry *)ember__derived_find(w, taps_free, NULL, NULL, &others);
+        if (e && e->link.version == w->storage->version && e->cdt == cdt && e->i0 == i0 && e->j0 == j0 &&
+            e->kh == gc->kH && e->kw == gc->kW) {
+            ember_tensor_retain(e->wc);
+            *wc = e->wc;
+            *kept = true;
+            return EMBER_OK;
+        }
+        keep = e || others < TAPS_PER_STORAGE;
+    }
     EMBER_TRY(ember__new(4, ws, cdt, EMBER_CPU, wc));
     ember__conv_crop(g, gc, i0, j0, es, ember__ptr(cb), ember__ptr(*wc), false);
     if (!keep) return EMBER_OK;
-    taps_entry *e = calloc(1, sizeof *e);
-    if (!e) return EMBER_OK;   /* not kept: the call goes on with its own */
-    if (at) {   /* the storage's one copy, stale or of other taps: replaced */
-        ember__derived *old = *at;
-        *at = old->next;
-        taps_free(old);
+    taps_entry *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return EMBER_OK;   /* not kept: the call goes on with its own */
+    if (e) {   /* this view's copy, stale or of other taps: replaced */
+        ember__derived_remove(w->storage, &e->link);
+        taps_free(&e->link);
     }
     ember_tensor_retain(*wc);
-    *e = (taps_entry){{s->derived, taps_free}, *wc, s->version, w->offset, i0, j0, gc->kH, gc->kW, w->dtype, cdt,
-                      {0}, {0}};
-    memcpy(e->shape, w->shape, sizeof e->shape);
-    memcpy(e->strides, w->strides, sizeof e->strides);
-    s->derived = &e->link;
+    *fresh = (taps_entry){{.free = taps_free}, *wc, i0, j0, gc->kH, gc->kW, cdt};
+    ember__derived_key(&fresh->link, w);
+    ember__derived_add(w->storage, &fresh->link);
     *kept = true;
     return EMBER_OK;
 }

@@ -10,9 +10,11 @@
    and gx = w invstd (g - sum(g) / M - xhat sum(g xhat) / M).
 
    On the CPU, for float32 / float64 operands of one dtype (strided ones
-   copied first), each is two passes per channel over x (and g): the sums,
-   then the values, the channels spread over the pool. The sums run in double on 16 lanes added
-   in a fixed order, so the vector width the CPU picks changes no bit.
+   copied first), each reads x (and g) twice per channel: the sums, then
+   the values, the channels spread over the pool (batch_norm's float32
+   statistics in one pass over memory where they pass L2: moments_run).
+   The sums run in double on 16 lanes added in a fixed order, so the
+   vector width the CPU picks changes no bit.
    Anything else (other devices and dtypes, mixed dtypes) runs the same
    formulas as recorded ops would, without recording: bn_composed and
    bn_backward_composed, which grad_rules.c's rule also runs where a
@@ -94,7 +96,7 @@ typedef struct {
     char *stats;       /* batch_norm: the (2, C) it writes; backward: the one it reads */
     char *gwb;         /* backward: (2, C) */
     double eps;
-    double *ws;        /* the column kernels' 3 C S doubles */
+    double *ws;        /* the column kernels' 4 C S doubles */
     int act;           /* batch_norm_act: BN_RELU or BN_HARDTANH (lo, hi) on y; 0 none */
     double lo, hi;
     const char *ya;    /* batch_norm_act_backward: its output, whose mask g passes through */
@@ -135,7 +137,82 @@ static double lanes_total(const double *acc)
     return s;
 }
 
-/* y = x scale + shift per channel, stats from two passes */
+/* A channel's count, mean and M2 (its sum of squared deviations), for the
+   float32 kernels' statistics in one pass over memory: each run of about
+   STAT_RUN values (a sample's S, cut, or several samples' S) is summed
+   twice while it is in L1 (its sum, then its squared deviations from its
+   own mean), and the runs are
+   combined as Chan, Golub and LeVeque do, which is as stable as two passes
+   over the whole channel: a different order of additions from those two
+   passes (float64 keeps them, and its bits), within float32's rounding of
+   them (spec/batch_norm_spec.lua). */
+#define STAT_RUN 4096
+/* the per-channel kernel's one pass, for channels of more values than this
+   (512 KB of float32, past L2): a smaller channel's second pass reads L2
+   or L1, and the two passes were as fast or faster there (MobileNet's
+   planes, 32 x 64 x 56 x 56); 8 x 16 x 224 x 224 (1.6 MB a channel) took
+   3.3-3.6 ms in one pass against 3.6-3.9 in two (one thread, loaded) */
+#define ONE_PASS_MIN 131072
+/* the column kernels' runs: rows of about 256 KB of float32 (L2), whose
+   bookkeeping a row at a time (a pass over the task's columns) costs as
+   much as a row's values: runs of a few rows were 1.5 times slower than
+   two passes on a MobileNet's 4 x 4 planes, these are as fast */
+#define COLS_RUN 65536
+
+typedef struct {
+    double n, mean, m2;
+} moments;
+
+EMBER_INLINE void moments_add(moments *a, double n, double mean, double m2)
+{
+    if (a->n == 0) {
+        *a = (moments){n, mean, m2};
+        return;
+    }
+    double tot = a->n + n, d = mean - a->mean;
+    a->mean += d * (n / tot);
+    a->m2 += m2 + d * d * (a->n * n / tot);
+    a->n = tot;
+}
+
+#define BN_MOMENTS(T)                                                                            \
+    EMBER_INLINE void moments_run_##T(moments *mo, const T *p, int64_t n)                        \
+    {                                                                                            \
+        for (int64_t i0 = 0; i0 < n; i0 += STAT_RUN) {                                           \
+            int64_t k = n - i0 < STAT_RUN ? n - i0 : STAT_RUN;                                   \
+            double acc[LANES] = {0};                                                             \
+            lanes_sum_##T(p + i0, k, acc);                                                       \
+            double mb = lanes_total(acc) / (double)k;                                            \
+            memset(acc, 0, sizeof acc);                                                          \
+            lanes_dev2_##T(p + i0, k, mb, acc);                                                  \
+            moments_add(mo, (double)k, mb, lanes_total(acc));                                    \
+        }                                                                                        \
+    }                                                                                            \
+    /* nb blocks of S values, stride apart: runs of whole blocks (S below STAT_RUN) */           \
+    EMBER_INLINE void moments_blocks_##T(moments *mo, const T *p, int64_t stride, int64_t nb,     \
+                                         int64_t S)                                              \
+    {                                                                                            \
+        if (S >= STAT_RUN) {                                                                     \
+            for (int64_t n = 0; n < nb; n++) moments_run_##T(mo, p + n * stride, S);             \
+            return;                                                                              \
+        }                                                                                        \
+        for (int64_t n0 = 0, per = STAT_RUN / S; n0 < nb; n0 += per) {                           \
+            int64_t n1 = n0 + per < nb ? n0 + per : nb;                                          \
+            double acc[LANES] = {0}, k = (double)((n1 - n0) * S);                                \
+            for (int64_t n = n0; n < n1; n++) lanes_sum_##T(p + n * stride, S, acc);             \
+            double mb = lanes_total(acc) / k;                                                    \
+            memset(acc, 0, sizeof acc);                                                          \
+            for (int64_t n = n0; n < n1; n++) lanes_dev2_##T(p + n * stride, S, mb, acc);        \
+            moments_add(mo, k, mb, lanes_total(acc));                                            \
+        }                                                                                        \
+    }
+BN_MOMENTS(float)
+BN_MOMENTS(double)
+#undef BN_MOMENTS
+
+/* y = x scale + shift per channel; stats from two passes over the channel
+   (float64, and float32 channels of up to ONE_PASS_MIN values) or one
+   (moments_blocks) */
 #define BN_FWD(T)                                                                                          \
     EMBER_SIMD static void bn_fwd_##T(void *vctx, int64_t c0, int64_t c1)                                  \
     {                                                                                                      \
@@ -144,12 +221,20 @@ static double lanes_total(const double *acc)
         T *y = (T *)j->y, *st = (T *)j->stats;                                                             \
         double M = (double)(j->N * j->S);                                                                  \
         for (int64_t c = c0; c < c1; c++) {                                                                \
-            double acc[LANES] = {0};                                                                       \
-            for (int64_t n = 0; n < j->N; n++) lanes_sum_##T(x + (n * j->C + c) * j->S, j->S, acc);        \
-            double mean = lanes_total(acc) / M;                                                            \
-            memset(acc, 0, sizeof acc);                                                                    \
-            for (int64_t n = 0; n < j->N; n++) lanes_dev2_##T(x + (n * j->C + c) * j->S, j->S, mean, acc); \
-            double var = lanes_total(acc) / M;                                                             \
+            double mean, var;                                                                              \
+            if (j->dt == EMBER_FLOAT32 && j->N * j->S > ONE_PASS_MIN) {                                    \
+                moments mo = {0};                                                                          \
+                moments_blocks_##T(&mo, x + c * j->S, j->C * j->S, j->N, j->S);                            \
+                mean = mo.mean, var = mo.m2 / M;                                                           \
+            } else {                                                                                       \
+                double acc[LANES] = {0};                                                                   \
+                for (int64_t n = 0; n < j->N; n++) lanes_sum_##T(x + (n * j->C + c) * j->S, j->S, acc);    \
+                mean = lanes_total(acc) / M;                                                               \
+                memset(acc, 0, sizeof acc);                                                                \
+                for (int64_t n = 0; n < j->N; n++)                                                         \
+                    lanes_dev2_##T(x + (n * j->C + c) * j->S, j->S, mean, acc);                            \
+                var = lanes_total(acc) / M;                                                                \
+            }                                                                                              \
             double scale = (double)w[c] / sqrt(var + j->eps);                                              \
             T sc = (T)scale, sh = (T)((double)b[c] - mean * scale);                                        \
             for (int64_t n = 0; n < j->N; n++) {                                                           \
@@ -215,6 +300,72 @@ static int64_t channel_grain(int64_t per_channel)
    S columns in order. Values are computed as the kernels above compute them. */
 #define COLUMN_S 32
 
+/* The statistics of columns [k0, k1): each channel's mean into its S
+   columns of m, its M2 spread over its S columns of a. Two passes over x
+   (float64, its bits), the rows added in order; or (float32) one, in runs
+   of rows of about COLS_RUN values each summed twice while in L2, the runs
+   and then a channel's S columns combined as moments_add does (ws's last
+   two C S doubles hold a run's means and each column's running M2).
+   Inlined into the kernels, whose vector width they take (EMBER_SIMD). */
+#define BN_COLS_STATS(T)                                                                                  \
+    EMBER_INLINE void cols_two_pass_##T(const bn_job *j, int64_t k0, int64_t k1, double *a, double *m)   \
+    {                                                                                                     \
+        const T *x = (const T *)j->x;                                                                     \
+        int64_t S = j->S, CS = j->C * S, c0 = k0 / S, c1 = k1 / S;                                        \
+        double M = (double)(j->N * S);                                                                    \
+        for (int64_t k = k0; k < k1; k++) a[k] = 0;                                                       \
+        for (int64_t n = 0; n < j->N; n++)                                                                \
+            for (int64_t k = k0; k < k1; k++) a[k] += (double)x[n * CS + k];                              \
+        for (int64_t c = c0; c < c1; c++) {                                                               \
+            double sum = 0;                                                                               \
+            for (int64_t i = 0; i < S; i++) sum += a[c * S + i], a[c * S + i] = 0;                        \
+            for (int64_t i = 0; i < S; i++) m[c * S + i] = sum / M;                                       \
+        }                                                                                                 \
+        for (int64_t n = 0; n < j->N; n++)                                                                \
+            for (int64_t k = k0; k < k1; k++) {                                                           \
+                double d = (double)x[n * CS + k] - m[k];                                                  \
+                a[k] += d * d;                                                                            \
+            }                                                                                             \
+    }                                                                                                     \
+    EMBER_INLINE void cols_moments_##T(const bn_job *j, int64_t k0, int64_t k1, double *a, double *m)    \
+    {                                                                                                     \
+        const T *x = (const T *)j->x;                                                                     \
+        int64_t S = j->S, CS = j->C * S, c0 = k0 / S, c1 = k1 / S;                                        \
+        double *bm = j->ws + 2 * CS, *q = j->ws + 3 * CS;                                                 \
+        int64_t R = COLS_RUN / (k1 - k0) > 1 ? COLS_RUN / (k1 - k0) : 1;                                  \
+        if (R >= j->N) {   /* one run: the two passes, over values in L2 */                               \
+            cols_two_pass_##T(j, k0, k1, a, m);                                                           \
+            return;                                                                                       \
+        }                                                                                                 \
+        for (int64_t k = k0; k < k1; k++) m[k] = q[k] = 0;                                                \
+        for (int64_t n0 = 0; n0 < j->N; n0 += R) {                                                        \
+            int64_t n1 = n0 + R < j->N ? n0 + R : j->N;                                                   \
+            double r = (double)(n1 - n0), seen = (double)n0, tot = seen + r;                              \
+            for (int64_t k = k0; k < k1; k++) a[k] = 0;                                                   \
+            for (int64_t n = n0; n < n1; n++)                                                             \
+                for (int64_t k = k0; k < k1; k++) a[k] += (double)x[n * CS + k];                          \
+            for (int64_t k = k0; k < k1; k++) bm[k] = a[k] / r, a[k] = 0;                                 \
+            for (int64_t n = n0; n < n1; n++)                                                             \
+                for (int64_t k = k0; k < k1; k++) {                                                       \
+                    double d = (double)x[n * CS + k] - bm[k];                                             \
+                    a[k] += d * d;                                                                        \
+                }                                                                                         \
+            for (int64_t k = k0; k < k1; k++) {                                                           \
+                double d = bm[k] - m[k];                                                                  \
+                m[k] += d * (r / tot);                                                                    \
+                q[k] += a[k] + d * d * (seen * r / tot);                                                  \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int64_t c = c0; c < c1; c++) {                                                               \
+            moments mo = {0};                                                                             \
+            for (int64_t i = 0; i < S; i++) moments_add(&mo, (double)j->N, m[c * S + i], q[c * S + i]);   \
+            for (int64_t i = 0; i < S; i++) m[c * S + i] = mo.mean, a[c * S + i] = i ? 0 : mo.m2;         \
+        }                                                                                                 \
+    }
+BN_COLS_STATS(float)
+BN_COLS_STATS(double)
+#undef BN_COLS_STATS
+
 #define BN_FWD_COLUMNS(T)                                                                                     \
     EMBER_SIMD static void bn_fwd_cols_##T(void *vctx, int64_t c0, int64_t c1)                                \
     {                                                                                                         \
@@ -223,21 +374,10 @@ static int64_t channel_grain(int64_t per_channel)
         T *y = (T *)j->y, *st = (T *)j->stats;                                                                \
         int64_t S = j->S, CS = j->C * S, k0 = c0 * S, k1 = c1 * S;                                            \
         double *a = j->ws, *m = j->ws + CS, M = (double)(j->N * S);                                           \
-        /* the columns' sums, then each channel's mean in its S columns of m */                               \
-        for (int64_t k = k0; k < k1; k++) a[k] = 0;                                                           \
-        for (int64_t n = 0; n < j->N; n++)                                                                    \
-            for (int64_t k = k0; k < k1; k++) a[k] += (double)x[n * CS + k];                                  \
-        for (int64_t c = c0; c < c1; c++) {                                                                   \
-            double sum = 0;                                                                                   \
-            for (int64_t i = 0; i < S; i++) sum += a[c * S + i], a[c * S + i] = 0;                            \
-            for (int64_t i = 0; i < S; i++) m[c * S + i] = sum / M;                                           \
-        }                                                                                                     \
-        /* the columns' squared deviations, then scale and shift per column */                                \
-        for (int64_t n = 0; n < j->N; n++)                                                                    \
-            for (int64_t k = k0; k < k1; k++) {                                                               \
-                double d = (double)x[n * CS + k] - m[k];                                                      \
-                a[k] += d * d;                                                                                \
-            }                                                                                                 \
+        /* each channel's mean in its S columns of m, its M2 in the sum of its S columns of a */              \
+        if (j->dt == EMBER_FLOAT32) cols_moments_##T(j, k0, k1, a, m);                                          \
+        else cols_two_pass_##T(j, k0, k1, a, m);                                                              \
+        /* scale and shift per column */                                                                      \
         for (int64_t c = c0; c < c1; c++) {                                                                   \
             double sum = 0, mean = m[c * S];                                                                  \
             for (int64_t i = 0; i < S; i++) sum += a[c * S + i];                                              \
@@ -304,7 +444,7 @@ static ember__range_fn bn_kernel(bn_job *j, bool backward)
     return backward ? (f32 ? bn_bwd_cols_float : bn_bwd_cols_double) : (f32 ? bn_fwd_cols_float : bn_fwd_cols_double);
 }
 
-static size_t ws_bytes(const bn_job *j) { return j->S >= COLUMN_S ? 0 : (size_t)(3 * j->C * j->S) * sizeof(double); }
+static size_t ws_bytes(const bn_job *j) { return j->S >= COLUMN_S ? 0 : (size_t)(4 * j->C * j->S) * sizeof(double); }
 
 static int bn_run(const char *op, bn_job *j, bool backward)
 {
