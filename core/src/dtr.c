@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "node.h"
 #include "philox.h"
+#include "tape.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -33,6 +34,8 @@ typedef struct ember__dtr_entry {
     int late;                               /* made by a grad rule: evicted last (see pick) */
     int keeps;                              /* late and much larger than its inputs: they are kept (see keep) */
     int keepers;                            /* recipes keeping this storage from being dropped */
+    int done;                               /* every node of the open backward that saved it has run */
+    int in_bwd;                             /* made while a backward ran (a rule, checkpoint's forward) */
     ember_attrs at;
     ember_tensor **in;                      /* [nin] private aliases of the inputs */
     ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
@@ -79,7 +82,11 @@ static double op_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void touch(dtr_entry *e) { e->last_use = ++D.clock; }
+static void touch(dtr_entry *e)
+{
+    e->last_use = ++D.clock;
+    e->done = 0;   /* read again after backward let it go: someone still uses it */
+}
 
 /* ------------------------------------------------------------------ data in and out */
 static void free_data(ember_storage *s)
@@ -179,6 +186,7 @@ static dtr_entry *new_entry(ember_storage *s, int op, double cost)
     D.head.prev->next = e;
     D.head.prev = e;
     s->dtr = e;
+    e->in_bwd = ag_state()->run_depth > 0;
     D.entries++;
     touch(e);
     return e;
@@ -374,6 +382,15 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
     return rc;
 }
 
+void ember__dtr_node_ran(const ember_node *n)
+{
+    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        dtr_entry *e = saved[i] ? saved[i]->storage->dtr : NULL;
+        if (e && !e->evicted && saved[i]->storage->pins == 0) e->done = 1;
+    }
+}
+
 void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
 {
     if (!ember__dtr_on) return;   /* (grad_rules.c calls it whether DTR is on or not) */
@@ -406,6 +423,20 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
    backward, and remaking it there takes the bytes in use up again
    (ResNet P/2: a full collection more a step, about 15% of its time). */
 #define KEPT_LATE_FACTOR 1e4
+/* What the forward made that the open backward does not need (no node still
+   to run saved it: `done`, its nodes ran; or, while a backward runs, none
+   pins it) goes first: what still holds it is, in a training step, a
+   wrapper the host's GC has not collected yet, which nothing reads again
+   (a residual sum, a batch norm's output that only the next op read); a
+   holder that does read it has it remade (and it is no longer `done`).
+   Evicting it is what freeing it at once would have been without the GC's
+   delay. */
+#define UNNEEDED_FACTOR 1e-6
+
+static bool unneeded(const dtr_entry *e, bool bwd)
+{
+    return !e->late && !e->in_bwd && e->keepers == 0 && (e->done || (bwd && e->s->pins == 0));
+}
 
 static dtr_entry *input_entry(const dtr_entry *e, int i) { return e->in[i]->storage->dtr; }
 
@@ -465,6 +496,7 @@ static dtr_entry *pick(int64_t *tracked)
     }
     dtr_entry *best = NULL;
     double best_score = 0;
+    bool bwd = ag_state()->run_depth > 0;
     *tracked = 0;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         if (e->evicted || (int64_t)e->s->nbytes < D.min_size) continue;
@@ -472,7 +504,8 @@ static dtr_entry *pick(int64_t *tracked)
         if (e->s->dtr_locks > 0) continue;
         double stale = (double)(D.clock - e->last_use + 1);
         double sc = (e->cost + e->nbr + 1e-9) / ((double)e->s->nbytes * stale);
-        if ((e->late && !(e->keeps && inputs_resident(e))) || e->keepers > 0) sc *= LATE_FACTOR;
+        if (unneeded(e, bwd)) sc *= UNNEEDED_FACTOR;
+        else if ((e->late && !(e->keeps && inputs_resident(e))) || e->keepers > 0) sc *= LATE_FACTOR;
         else if (e->late) sc *= KEPT_LATE_FACTOR;
         if (!best || sc < best_score) {
             best = e;
