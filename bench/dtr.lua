@@ -65,11 +65,11 @@ local function trainer(name, batch)
 end
 
 -- The live peak of one unconstrained step: every dead wrapper is collected
--- and its tensor released after each new wrapper (a full collection each,
--- about a second a step in all), so the peak of the bytes in use is that of
--- the tensors the step still holds, as a refcounted host (PyTorch) would
--- see it; it does not move with the collector's pacing, as the peak of a
--- step paced by the collector (peak_gc_bytes) does.
+-- and its tensor released after each new wrapper (a full collection each:
+-- 0.3 to 0.8 s for the step under load), so the peak of the bytes in use
+-- is that of the tensors the step still holds, as a refcounted host
+-- (PyTorch) would see it; it does not move with the collector's pacing, as
+-- the peak of a step paced by the collector (peak_gc_bytes) does.
 local function live_peak(step)
   settle()
   ember._set_wrap_hook(function() collectgarbage(); ember._sweep() end)
