@@ -365,9 +365,17 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
     return rc;
 }
 
+/* what node n keeps for its rule (NULL where nothing) */
+static void saved_of(const ember_node *n, ember_tensor *saved[EMBER__DTR_HELD])
+{
+    ember_tensor *const sv[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    memcpy(saved, sv, sizeof sv);
+}
+
 int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
 {
-    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    ember_tensor *saved[EMBER__DTR_HELD];
+    saved_of(n, saved);
     int rc = EMBER_OK;
     D.in_rule++;   /* until let go */
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
@@ -384,7 +392,8 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
 
 void ember__dtr_node_ran(const ember_node *n)
 {
-    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    ember_tensor *saved[EMBER__DTR_HELD];
+    saved_of(n, saved);
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
         dtr_entry *e = saved[i] ? saved[i]->storage->dtr : NULL;
         if (e && !e->evicted && saved[i]->storage->pins == 0) e->done = 1;
