@@ -59,6 +59,7 @@ static struct {
     int64_t evictions, recomputes, drops, peak, entries;
     int64_t pinned_base;                    /* note_pinned(): in use but not evictable, at the last hint */
     int64_t next_check;                     /* note_pinned(): the bytes in use at which to measure again */
+    int64_t making;                         /* bytes the op or recomputation running has allocated */
     int gc_wanted;
     double recompute_s;
     double draw_s_per_byte;                 /* a random draw's cost, as the last one remade took */
@@ -304,7 +305,7 @@ static int remat(dtr_entry *e)
     double t0 = D.depth ? 0 : now_s();
     ember_tensor *outs[8] = {NULL}, *made = NULL;
     e->s->dtr_locks++;
-    D.depth++;
+    if (D.depth++ == 0) D.making = 0;
     if (e->op < 0) {
         double t1 = op_s();
         rc = ember__new(e->ndim, e->shape, e->dtype, e->device, &made);
@@ -326,7 +327,7 @@ static int remat(dtr_entry *e)
     }
     if (rc == EMBER_OK) rc = adopt(e, made);
     ember_tensor_release(made);
-    D.depth--;
+    if (--D.depth == 0) D.making = 0;
     e->s->dtr_locks--;
     if (rc < 0) return rc;
     D.recomputes++;
@@ -354,9 +355,9 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
         }
     bool note = D.depth == 0 && ember__ag_recording_open();
     double t0 = note ? op_s() : 0;
-    D.depth++;
+    if (D.depth++ == 0) D.making = 0;
     if (rc == EMBER_OK) rc = plain(op, nin, in, at, out);
-    D.depth--;
+    if (--D.depth == 0) D.making = 0;
     double cost = note ? op_s() - t0 : 0;
     for (int i = 0; i < locked; i++) in[i]->storage->dtr_locks--;
     if (rc == EMBER_OK && note)
@@ -536,8 +537,11 @@ static dtr_entry *pick(int64_t *tracked)
    that much, the walk that measures it is skipped (next_check). */
 static void note_pinned(int64_t tracked)
 {
-    int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked;
-    if (pinned < D.pinned_base) D.pinned_base = pinned;
+    /* what the op (or recomputation) running has allocated so far will
+       have a recipe (its outputs, what is remade), be freed with it (its
+       scratch) or be counted once it returns: no garbage */
+    int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked - D.making;
+    if (pinned < D.pinned_base && D.making == 0) D.pinned_base = pinned;
     int64_t room = D.budget - D.pinned_base, step = room > 0 ? room / 8 : 0;
     if (pinned - D.pinned_base > step) {
         D.gc_wanted = 1;
@@ -590,6 +594,7 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
         picked = true;
     }
     if (picked) note_pinned(tracked);
+    if (D.depth > 0) D.making += need;
     int64_t after = ember_bytes_in_use() + need;
     if (after > D.peak) D.peak = after;
     return EMBER_OK;
