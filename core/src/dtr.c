@@ -428,11 +428,13 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
    remaking it remakes the backward that led to it, and the forward under
    that, since their own results were dropped as they went. */
 #define LATE_FACTOR 1e6
-/* One whose inputs are kept (see keep) is remade by its one op, but goes
-   after what the forward made: the optimizer's step reads it right after
-   backward, and remaking it there takes the bytes in use up again
-   (ResNet P/2: a full collection more a step, about 15% of its time). */
-#define KEPT_LATE_FACTOR 1e4
+/* One whose inputs are kept (see keep) is remade by its one op, and goes
+   somewhat after what the forward made: the optimizer's step reads it right
+   after backward. (At 1e4, when remaking it there made the GC hint ask for
+   a full collection, the ResNet's stem was remade 3 times at the end of
+   backward instead; at 10 its P/2 remakes about 46 a step against 53, at
+   1 the transformer block's P remakes 9 against 3.) */
+#define KEPT_LATE_FACTOR 10
 /* What the forward made that the open backward does not need (no node still
    to run saved it: `done`, its nodes ran; or, while a backward runs, none
    pins it) goes first: what still holds it is, in a training step, a
