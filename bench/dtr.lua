@@ -10,9 +10,11 @@
 -- step (os.clock, all threads), steadier than wall time on a loaded machine.
 --   luajit bench/dtr.lua [model [rounds [iters [batch]]]]
 --   luajit bench/dtr.lua batch [model [_ [_ [batch]]]]   -- the largest batch in a fixed budget
--- DTR_P_RESNET / DTR_P_TRANSFORMER=bytes set P instead of measuring it (the
--- measured peak holds the garbage the Lua GC has not yet collected, so it
--- moves with the binding's collection policy; a fixed P compares builds)
+-- P is the step's live peak (live_peak below: the garbage the Lua GC has
+-- not yet collected left out, so it does not move with the collector's
+-- pacing); peak_gc_bytes is the peak of a step as the collector paces it.
+-- DTR_P_RESNET / DTR_P_TRANSFORMER=bytes set P instead of measuring it (to
+-- compare builds at the same budgets in bytes)
 -- (model "resnet", "transformer" or "all" (default); 3 rounds of 2 steps;
 -- batch 32 of 64x64 images, width 16, for the ResNet, 8 sequences of 128
 -- for the transformer block, d_model 128, 4 heads)
@@ -62,6 +64,22 @@ local function trainer(name, batch)
   return step, gm, shape
 end
 
+-- The live peak of one unconstrained step: every dead wrapper is collected
+-- and its tensor released after each new wrapper (a full collection each:
+-- 0.3 to 0.8 s for the step under load), so the peak of the bytes in use
+-- is that of the tensors the step still holds, as a refcounted host
+-- (PyTorch) would see it; it does not move with the collector's pacing, as
+-- the peak of a step paced by the collector (peak_gc_bytes) does.
+local function live_peak(step)
+  settle()
+  ember._set_wrap_hook(function() collectgarbage(); ember._sweep() end)
+  ember.reset_peak_memory()
+  local ok, err = pcall(step)
+  ember._set_wrap_hook(nil)
+  assert(ok, err)
+  return ember.memory_stats().peak_bytes
+end
+
 -- The largest batch (the default one times 1, 1.5, 2, 3, 4, ...) that trains
 -- in a fixed number of bytes, the unconstrained peak at the default batch:
 -- without DTR, the batches whose own peak (the second step's, the garbage
@@ -69,7 +87,8 @@ end
 -- two steps under a budget of that many bytes.
 local function largest_batch(name)
   local b0 = batch_arg or DEFAULT_BATCH[name]
-  -- the peak of batch b's second step, over the bytes in use before its model was made
+  -- the peak of batch b's second step (the live peak without DTR), over the
+  -- bytes in use before its model was made
   local function peak_of(b, budget)
     local base = settle()
     local step, gm = trainer(name, b)
@@ -77,7 +96,7 @@ local function largest_batch(name)
     local ok, err = pcall(function()
       step()
       ember.reset_peak_memory()
-      step()
+      if budget then step() else live_peak(step) end
     end)
     if ember.dtr.is_enabled() then ember.dtr.disable() end
     if not ok and gm:is_recording() then gm:release() end
@@ -106,7 +125,9 @@ local function bench(name)
   local floor = settle()
   ember.reset_peak_memory()
   step()
-  local P = ember.memory_stats().peak_bytes   -- the unconstrained peak: DTR off
+  local P_gc = ember.memory_stats().peak_bytes   -- the unconstrained peak as the collector's pacing leaves it
+  local P_live = live_peak(step)                 -- and as the step's live tensors alone reach it
+  local P = P_live
   -- DTR_P_<MODEL>=bytes: budgets from this P instead (to compare builds
   -- whose collector leaves different garbage in the measured peak)
   local P_env = os.getenv("DTR_P_" .. name:upper())
@@ -119,15 +140,17 @@ local function bench(name)
       local label, frac = s[1], s[2]
       if frac then ember.dtr.enable({ budget = math.floor(floor + frac * (P - floor)) }) end
       ember.reset_peak_memory()
+      local gc0 = ember.memory_stats().gc_collections
       local t0, c0 = B.now(), os.clock()
       local ok, err = pcall(function() for _ = 1, iters do step() end end)
       if not ok then gm:release() end   -- the step's recording ends with it
       local dt, dc = (B.now() - t0) / iters, (os.clock() - c0) / iters
       local st = frac and ember.dtr.stats() or { peak_bytes = ember.memory_stats().peak_bytes }
+      st.collections = ember.memory_stats().gc_collections - gc0   -- the binding's full ones (DTR asking; not settle()'s)
       if frac then ember.dtr.disable() end
       settle()
       if not ok then
-        stats[label] = { error = tostring(err):match("out of memory[^(]*") or tostring(err) }
+        stats[label] = { error = tostring(err):match("out of memory[^\n]*") or tostring(err) }
       else
         off, cpu_off = off or dt, cpu_off or dc
         for _, t in ipairs({ times, ratios, cpus, cpu_ratios }) do t[label] = t[label] or {} end
@@ -142,7 +165,7 @@ local function bench(name)
   for _, s in ipairs(settings) do
     local label, st = s[1], stats[s[1]]
     local row = { bench = "dtr_" .. name, setting = label, floor_bytes = floor, peak_unconstrained_bytes = P,
-      threads = ember.get_num_threads() }
+      peak_live_bytes = P_live, peak_gc_bytes = P_gc, threads = ember.get_num_threads() }
     if s[2] then row.budget_bytes = math.floor(floor + s[2] * (P - floor)) end
     if st.error then
       row.error = st.error
@@ -152,6 +175,7 @@ local function bench(name)
       row.cpu_s = B.median(cpus[label])
       row.cpu_ratio_to_off = B.median(cpu_ratios[label])
       row.peak_bytes = st.peak_bytes
+      row.gc_collections_per_step = st.collections / iters
       if s[2] then
         row.evictions_per_step = st.evictions / iters
         row.recomputes_per_step = st.recomputes / iters

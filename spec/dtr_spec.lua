@@ -354,6 +354,43 @@ describe("DTR", function()
     for i = 1, 6 do assert.is_true(ember.equal(back[i], want[i]), "saved activation " .. i) end
   end)
 
+  it("evicts first what the running backward no longer needs, remaking nothing", function()
+    -- six tanh layers of 1 MiB activations that the caller keeps, as
+    -- wrappers the GC has not collected keep a step's activations; the
+    -- budget leaves backward 1.5 MiB above them: room is made from the
+    -- activations of the layers backward has passed (and the products tanh
+    -- did not save), not from the first layers', which it still needs
+    ember.manual_seed(3)
+    local ws, x = {}, ember.randn({ 1024, 256 })
+    for i = 1, 6 do ws[i] = ember.randn({ 256, 256 }) * 0.06 end
+    local function run(budget)
+      local gm = GradManager():attach(ws)
+      local keep = {}
+      -- the twelve activations of 1 MiB and the room above them
+      if budget then ember.dtr.enable({ budget = settle() + 12 * 2 ^ 20 + budget, min_size = 0 }) end
+      gm:record()
+      local h = x
+      for i = 1, 6 do
+        keep[#keep + 1] = h:matmul(ws[i])
+        h = keep[#keep]:tanh()
+        keep[#keep + 1] = h
+      end
+      gm:backward(h:sum())
+      local st = ember.dtr.stats()
+      keep = nil
+      settle()
+      if budget then ember.dtr.disable() end
+      local grads = {}
+      for i = 1, 6 do grads[i], ws[i].grad = ws[i].grad, nil end
+      return grads, st
+    end
+    local want = run()
+    local got, st = run(1.5 * 2 ^ 20)
+    assert.is_true(st.evictions > 0, "nothing was evicted")
+    assert.are.equal(0, st.recomputes)
+    for i = 1, 6 do assert.is_true(ember.equal(want[i], got[i]), "gradient " .. i) end
+  end)
+
   it("evicts a parameter's gradient far larger than its inputs and remakes it by one op", function()
     -- two 512x512 weights on a batch of 4: each weight's gradient (1 MiB) is
     -- one matmul of two 8 KiB tensors, which DTR keeps while the gradient is

@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "node.h"
 #include "philox.h"
+#include "tape.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -33,6 +34,8 @@ typedef struct ember__dtr_entry {
     int late;                               /* made by a grad rule: evicted last (see pick) */
     int keeps;                              /* late and much larger than its inputs: they are kept (see keep) */
     int keepers;                            /* recipes keeping this storage from being dropped */
+    int done;                               /* every node of the open backward that saved it has run */
+    int in_bwd;                             /* made while a backward ran (a rule, checkpoint's forward) */
     ember_attrs at;
     ember_tensor **in;                      /* [nin] private aliases of the inputs */
     ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
@@ -56,6 +59,7 @@ static struct {
     int64_t evictions, recomputes, drops, peak, entries;
     int64_t pinned_base;                    /* note_pinned(): in use but not evictable, at the last hint */
     int64_t next_check;                     /* note_pinned(): the bytes in use at which to measure again */
+    int64_t making;                         /* bytes the op or recomputation running has allocated */
     int gc_wanted;
     double recompute_s;
     double draw_s_per_byte;                 /* a random draw's cost, as the last one remade took */
@@ -79,7 +83,11 @@ static double op_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void touch(dtr_entry *e) { e->last_use = ++D.clock; }
+static void touch(dtr_entry *e)
+{
+    e->last_use = ++D.clock;
+    e->done = 0;   /* read again after backward let it go: someone still uses it */
+}
 
 /* ------------------------------------------------------------------ data in and out */
 static void free_data(ember_storage *s)
@@ -179,6 +187,7 @@ static dtr_entry *new_entry(ember_storage *s, int op, double cost)
     D.head.prev->next = e;
     D.head.prev = e;
     s->dtr = e;
+    e->in_bwd = ag_state()->run_depth > 0;
     D.entries++;
     touch(e);
     return e;
@@ -296,7 +305,7 @@ static int remat(dtr_entry *e)
     double t0 = D.depth ? 0 : now_s();
     ember_tensor *outs[8] = {NULL}, *made = NULL;
     e->s->dtr_locks++;
-    D.depth++;
+    if (D.depth++ == 0) D.making = 0;
     if (e->op < 0) {
         double t1 = op_s();
         rc = ember__new(e->ndim, e->shape, e->dtype, e->device, &made);
@@ -318,7 +327,7 @@ static int remat(dtr_entry *e)
     }
     if (rc == EMBER_OK) rc = adopt(e, made);
     ember_tensor_release(made);
-    D.depth--;
+    if (--D.depth == 0) D.making = 0;
     e->s->dtr_locks--;
     if (rc < 0) return rc;
     D.recomputes++;
@@ -346,9 +355,9 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
         }
     bool note = D.depth == 0 && ember__ag_recording_open();
     double t0 = note ? op_s() : 0;
-    D.depth++;
+    if (D.depth++ == 0) D.making = 0;
     if (rc == EMBER_OK) rc = plain(op, nin, in, at, out);
-    D.depth--;
+    if (--D.depth == 0) D.making = 0;
     double cost = note ? op_s() - t0 : 0;
     for (int i = 0; i < locked; i++) in[i]->storage->dtr_locks--;
     if (rc == EMBER_OK && note)
@@ -357,9 +366,17 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
     return rc;
 }
 
+/* what node n keeps for its rule (NULL where nothing) */
+static void saved_of(const ember_node *n, ember_tensor *saved[EMBER__DTR_HELD])
+{
+    ember_tensor *const sv[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    memcpy(saved, sv, sizeof sv);
+}
+
 int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
 {
-    ember_tensor *const saved[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    ember_tensor *saved[EMBER__DTR_HELD];
+    saved_of(n, saved);
     int rc = EMBER_OK;
     D.in_rule++;   /* until let go */
     for (int i = 0; i < EMBER__DTR_HELD; i++) {
@@ -372,6 +389,16 @@ int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD
     }
     if (rc < 0) ember__dtr_let_go(held);
     return rc;
+}
+
+void ember__dtr_node_ran(const ember_node *n)
+{
+    ember_tensor *saved[EMBER__DTR_HELD];
+    saved_of(n, saved);
+    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+        dtr_entry *e = saved[i] ? saved[i]->storage->dtr : NULL;
+        if (e && !e->evicted && saved[i]->storage->pins == 0) e->done = 1;
+    }
 }
 
 void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
@@ -401,11 +428,27 @@ void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD])
    remaking it remakes the backward that led to it, and the forward under
    that, since their own results were dropped as they went. */
 #define LATE_FACTOR 1e6
-/* One whose inputs are kept (see keep) is remade by its one op, but goes
-   after what the forward made: the optimizer's step reads it right after
-   backward, and remaking it there takes the bytes in use up again
-   (ResNet P/2: a full collection more a step, about 15% of its time). */
-#define KEPT_LATE_FACTOR 1e4
+/* One whose inputs are kept (see keep) is remade by its one op, and goes
+   somewhat after what the forward made: the optimizer's step reads it right
+   after backward. (At 1e4, when remaking it there made the GC hint ask for
+   a full collection, the ResNet's stem was remade 3 times at the end of
+   backward instead; at 10 its P/2 remakes about 46 a step against 53, at
+   1 the transformer block's P remakes 9 against 3.) */
+#define KEPT_LATE_FACTOR 10
+/* What the forward made that the open backward does not need (no node still
+   to run saved it: `done`, its nodes ran; or, while a backward runs, none
+   pins it) goes first: what still holds it is, in a training step, a
+   wrapper the host's GC has not collected yet, which nothing reads again
+   (a residual sum, a batch norm's output that only the next op read); a
+   holder that does read it has it remade (and it is no longer `done`).
+   Evicting it is what freeing it at once would have been without the GC's
+   delay. */
+#define UNNEEDED_FACTOR 1e-6
+
+static bool unneeded(const dtr_entry *e, bool bwd)
+{
+    return !e->late && !e->in_bwd && e->keepers == 0 && (e->done || (bwd && e->s->pins == 0));
+}
 
 static dtr_entry *input_entry(const dtr_entry *e, int i) { return e->in[i]->storage->dtr; }
 
@@ -465,6 +508,7 @@ static dtr_entry *pick(int64_t *tracked)
     }
     dtr_entry *best = NULL;
     double best_score = 0;
+    bool bwd = ag_state()->run_depth > 0;
     *tracked = 0;
     for (dtr_entry *e = D.head.next; e != &D.head; e = e->next) {
         if (e->evicted || (int64_t)e->s->nbytes < D.min_size) continue;
@@ -472,7 +516,8 @@ static dtr_entry *pick(int64_t *tracked)
         if (e->s->dtr_locks > 0) continue;
         double stale = (double)(D.clock - e->last_use + 1);
         double sc = (e->cost + e->nbr + 1e-9) / ((double)e->s->nbytes * stale);
-        if ((e->late && !(e->keeps && inputs_resident(e))) || e->keepers > 0) sc *= LATE_FACTOR;
+        if (unneeded(e, bwd)) sc *= UNNEEDED_FACTOR;
+        else if ((e->late && !(e->keeps && inputs_resident(e))) || e->keepers > 0) sc *= LATE_FACTOR;
         else if (e->late) sc *= KEPT_LATE_FACTOR;
         if (!best || sc < best_score) {
             best = e;
@@ -494,8 +539,11 @@ static dtr_entry *pick(int64_t *tracked)
    that much, the walk that measures it is skipped (next_check). */
 static void note_pinned(int64_t tracked)
 {
-    int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked;
-    if (pinned < D.pinned_base) D.pinned_base = pinned;
+    /* what the op (or recomputation) running has allocated so far will
+       have a recipe (its outputs, what is remade), be freed with it (its
+       scratch) or be counted once it returns: no garbage */
+    int64_t in_use = ember_bytes_in_use(), pinned = in_use - tracked - D.making;
+    if (pinned < D.pinned_base && D.making == 0) D.pinned_base = pinned;
     int64_t room = D.budget - D.pinned_base, step = room > 0 ? room / 8 : 0;
     if (pinned - D.pinned_base > step) {
         D.gc_wanted = 1;
@@ -548,6 +596,7 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
         picked = true;
     }
     if (picked) note_pinned(tracked);
+    if (D.depth > 0) D.making += need;
     int64_t after = ember_bytes_in_use() + need;
     if (after > D.peak) D.peak = after;
     return EMBER_OK;

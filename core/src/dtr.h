@@ -49,5 +49,8 @@ void ember__dtr_note_draw(ember_tensor *t, const struct ember__draw *d);
 #define EMBER__DTR_HELD 5
 int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *held[EMBER__DTR_HELD]);
 void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD]);
+/* node.c: n, a node of an open backward run, has run: what it saved that no
+   node still to run saved too is evicted first from now (see pick). */
+void ember__dtr_node_ran(const struct ember_node *n);
 
 #endif

@@ -1,6 +1,7 @@
 /* node.c: autograd nodes: making them (small ones from a per-thread free
    list), their lifetime (a node's saved tensors go with its last reference)
    and the C API that inspects them (ember_node_*). What a node holds: node.h. */
+#include "dtr.h"
 #include "tape.h"
 
 #include <stddef.h>
@@ -81,6 +82,7 @@ void ember__node_release_saved(ember_node *n)
     if (n->pinned) {
         ember__node_pin_saved(n, -1);
         n->pinned = 0;
+        if (ember__dtr_on) ember__dtr_node_ran(n);
     }
     for (int i = 0; i < MAX_SAVED_IN; i++)
         if (n->sv_in[i]) {
