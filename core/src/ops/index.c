@@ -44,12 +44,26 @@ static int index_out_of_range(const char *op, int64_t bad, int64_t base, int dim
 /* a's index k (counted from base) is outside [0, size) */
 #define OUTSIDE(k, base, size) ((uint64_t)((int64_t)(k) - (base)) >= (uint64_t)(size))
 
+/* Whether any of the n contiguous indices at q lies outside [0, size): one
+   branch-free pass the compiler vectorises (an embedding's 4096 indices in
+   0.3 us, where the loop below, which stops at the first, took 3-4) */
+EMBER_SIMD static bool any_outside(const char *q, bool is64, int64_t n, int64_t base, int64_t size)
+{
+    uint64_t bad = 0;
+    if (is64)
+        for (int64_t k = 0; k < n; k++) bad |= OUTSIDE(((const int64_t *)q)[k], base, size);
+    else
+        for (int64_t k = 0; k < n; k++) bad |= OUTSIDE(((const int32_t *)q)[k], base, size);
+    return bad != 0;
+}
+
 /* Fails naming the first index of a 0- or 1-D index outside [0, size). */
 static int check_1d(const char *op, const ember_tensor *idx, int64_t base, int dim, int64_t size)
 {
     const char *q = ember__ptr(idx);
     int64_t is = idx->ndim ? idx->strides[0] : 0;
     bool is64 = idx->dtype == EMBER_INT64;
+    if (is == 1 && !any_outside(q, is64, idx->numel, base, size)) return EMBER_OK;
     for (int64_t k = 0; k < idx->numel; k++)
         if (OUTSIDE(INDEX_AT(is64, q, k, is), base, size))
             return index_out_of_range(op, INDEX_AT(is64, q, k, is), base, dim, size);
@@ -136,8 +150,6 @@ static gather_row_fn gather_row_for(int es, bool is64)
     }
 }
 
-#define PICK_AHEAD 4
-
 /* Tasks t0..t1: task t is row chunk t / tiles and column tile t % tiles. */
 static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
 {
@@ -172,6 +184,24 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
             }
             continue;
         }
+        /* whole rows picked from a table (index_select, embedding): one
+           memcpy a row, its index checked as it goes, nothing else per row
+           (the general loop's walk over dims, its call and a software
+           prefetch of the row ahead cost 10-15% more than PyTorch's memcpy
+           loop; the prefetch, which once paid, now stalled on its misses) */
+        if (pick_rows) {
+            size_t nb = (size_t)((c1 - c0) * es);
+            const char *s0 = g->src + (g->a_off + c0) * es;
+            for (int64_t r = r0; r < r1; r++) {
+                int64_t k = INDEX_AT(g->is64, g->xi, g->x_off + r * g->x_str[0], 1) - g->base;
+                if ((uint64_t)k >= (uint64_t)g->size) {
+                    keep_min(&g->bad_row, r);
+                    break;
+                }
+                memcpy(g->out + (r * g->L + c0) * es, s0 + k * sd * es, nb);
+            }
+            continue;
+        }
         int64_t ix[EMBER_MAX_DIMS] = {0}, rest = r0;
         for (int d = nd - 2; d >= 0; d--) {
             ix[d] = rest % g->shape[d];
@@ -189,16 +219,6 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
                 char *no = g->out + ((r + 2) * g->L + c0) * es;
                 for (int64_t b = 0; b < (c1 - c0) * xs; b += 64) __builtin_prefetch(nx + b);
                 for (int64_t b = 0; b < (c1 - c0) * es; b += 64) __builtin_prefetch(no + b, 1);
-            }
-            /* whole rows picked from a table (index_select, embedding): a
-               row's start is a miss the hardware's prefetcher cannot guess,
-               so fetch the row PICK_AHEAD picks on while this one copies */
-            if (pick_rows && r + PICK_AHEAD < r1) {
-                int64_t k = INDEX_AT(g->is64, g->xi, g->x_off + (r + PICK_AHEAD) * g->x_str[0], 1) - g->base;
-                if ((uint64_t)k < (uint64_t)g->size) {
-                    const char *s = g->src + (g->a_off + k * sd + c0) * es;
-                    for (int64_t b = 0; b < (c1 - c0) * es; b += 64) __builtin_prefetch(s + b);
-                }
             }
             if (!row(g->out + (r * g->L + c0) * es, g->src, g->xi + xo * xs, c1 - c0, is, sd, sl, ao, g->size,
                      g->base, g->checked)) {
