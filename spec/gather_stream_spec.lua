@@ -10,22 +10,10 @@ local H = require("helpers")
 local ember = H.ember
 local F = ember.nn.functional
 
--- a deterministic pseudo-random integer in [1, n]
-local function lcg(seed)
-  local s = seed
-  return function(n)
-    s = (s * 1103515245 + 12345) % 2147483648
-    return s % n + 1
-  end
-end
-
-local function index_rows(rows, cols, hi, dtype, seed)
-  local r, t = lcg(seed), {}
-  for i = 1, rows do
-    t[i] = {}
-    for j = 1, cols do t[i][j] = r(hi) end
-  end
-  return ember.tensor(t, { dtype = dtype }), t
+-- a rows x cols index of values in [1, hi], and its values as nested tables
+local function index_rows(rows, cols, hi, dtype)
+  local idx = ember.randint(1, hi + 1, { rows, cols }, { dtype = dtype })
+  return idx, idx:tolist()
 end
 
 describe("gather along the last dim", function()
@@ -35,7 +23,7 @@ describe("gather along the last dim", function()
         local a = ember.arange(0, 3 * 40, { dtype = dtype }):reshape({ 3, 40 })   -- exact in every dtype
         local A = a:tolist()
         for _, n in ipairs({ 1, 15, 16, 17, 31, 32, 33, 100 }) do
-          local idx, I = index_rows(3, n, 40, idtype, n)
+          local idx, I = index_rows(3, n, 40, idtype)
           local O = a:gather(2, idx):tolist()
           for i = 1, 3 do
             for j = 1, n do assert.are.equal(A[i][I[i][j]], O[i][j]) end
@@ -48,7 +36,7 @@ describe("gather along the last dim", function()
   it("picks from a strided input and with a strided index", function()
     local a = ember.randn({ 40, 6 }):t()   -- 6 x 40, its rows 1 element apart in storage... transposed
     local A = a:tolist()
-    local idx, I = index_rows(6, 37, 40, "int64", 3)
+    local idx, I = index_rows(6, 37, 40, "int64")
     local O = a:gather(2, idx):tolist()
     for i = 1, 6 do
       for j = 1, 37 do assert.are.equal(A[i][I[i][j]], O[i][j]) end
@@ -88,9 +76,8 @@ describe("rows picked whole from a table", function()
       it(("index_select and embedding of rows of %d, %s indices"):format(cols, idtype), function()
         local w = ember.randn({ 50, cols })
         local W = w:tolist()
-        local r, list = lcg(cols), {}
-        for k = 1, 70 do list[k] = r(50) end
-        local rows = ember.tensor(list, { dtype = idtype })
+        local rows, list = index_rows(1, 70, 50, idtype)
+        rows, list = rows:reshape({ 70 }), list[1]
         local O = w:index_select(1, rows):tolist()
         for k = 1, 70 do
           for j = 1, cols do assert.are.equal(W[list[k]][j], O[k][j]) end

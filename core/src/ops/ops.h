@@ -306,6 +306,8 @@ bool ember__nhwc_dense(const ember_tensor *t);
 void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts);
 /* Runs the loop over the whole iteration space, in parallel when large. */
 void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
+/* Fails naming op unless idx is an int64 or int32 tensor (index.c). */
+int ember__check_index(const char *op, const ember_tensor *idx);
 /* Non-temporal stores (iter.c): an op that streams more than the
    last-level cache holds (ember__stream_worth of the bytes it reads and
    writes) gains nothing from leaving its result in the cache, which what it
