@@ -168,3 +168,27 @@ describe("results streamed past the cache", function()
     assert.is_true(ember.equal(a, want))
   end)
 end)
+
+describe("exp in float32", function()
+  it("gives ember__expf's bits where blocks skip its steps for large, small and NaN inputs", function()
+    -- a dense grid over and past (-87, 88), blocks of 1024 wholly inside and
+    -- mixed, at every offset: the strided input takes the unblocked loop
+    local x = ember.linspace(-104, 104, 3000017)
+    for _, t in ipairs({ x, x:narrow(1, 2, 2999999), x * 0.25, x:narrow(1, 1000001, 700000) }) do
+      assert.is_true(ember.equal(t:exp(), H.noncontig(t):exp()))
+    end
+    local special = ember.tensor({ 0, -0.0, math.huge, -math.huge, 0 / 0, -87.5, -87.3365479, 88.7228391, 88.8,
+      -87, 88, 1e-30, -1e-30 })
+    local e = ember.cat({ ember.zeros({ 1020 }), special, ember.ones({ 2000 }) }):exp():tolist()
+    local want = H.noncontig(special):exp():tolist()
+    for k = 1, #want do
+      local got = e[1020 + k]
+      if want[k] ~= want[k] then assert.is_true(got ~= got) else assert.are.equal(want[k], got) end
+    end
+    assert.are.equal(1, e[1021])
+    assert.are.equal(1, e[1022])
+    assert.are.equal(math.huge, e[1023])
+    assert.are.equal(0, e[1024])
+    H.same(ember.tensor({ -1, 0.5, 2, 80 }):exp(), { math.exp(-1), math.exp(0.5), math.exp(2), math.exp(80) }, 2e-7)
+  end)
+end)
