@@ -1,5 +1,6 @@
-/* index.c: the indexing ops, gather and index_select, and their adjoints
-   scatter_add and index_add. Index tensors here are int64 or int32, read
+/* index.c: the kernels of the indexing ops, gather and index_select, and
+   their adjoints scatter_add and index_add (their public entry points:
+   index_api.c). Index tensors here are int64 or int32, read
    where they lie (any strides), counted from a base: 0 for C's callers, 1
    for Lua's, whose indices then need no shifted copy.
 
@@ -23,7 +24,7 @@
 
 #define BASE_ATTR EMBER_INDEX_BASE_ATTR
 
-static int check_index(const char *op, const ember_tensor *idx)
+int ember__check_index(const char *op, const ember_tensor *idx)
 {
     if (idx->dtype != EMBER_INT64 && idx->dtype != EMBER_INT32)
         return ember__fail(EMBER_ERR_DTYPE, "%s: index tensor must be int64 or int32, got %s", op,
@@ -44,12 +45,26 @@ static int index_out_of_range(const char *op, int64_t bad, int64_t base, int dim
 /* a's index k (counted from base) is outside [0, size) */
 #define OUTSIDE(k, base, size) ((uint64_t)((int64_t)(k) - (base)) >= (uint64_t)(size))
 
+/* Whether any of the n contiguous indices at q lies outside [0, size): one
+   branch-free pass the compiler vectorises (an embedding's 4096 indices in
+   0.3 us, where the loop below, which stops at the first, took 3-4) */
+EMBER_SIMD static bool any_outside(const char *q, bool is64, int64_t n, int64_t base, int64_t size)
+{
+    uint64_t bad = 0;
+    if (is64)
+        for (int64_t k = 0; k < n; k++) bad |= OUTSIDE(((const int64_t *)q)[k], base, size);
+    else
+        for (int64_t k = 0; k < n; k++) bad |= OUTSIDE(((const int32_t *)q)[k], base, size);
+    return bad != 0;
+}
+
 /* Fails naming the first index of a 0- or 1-D index outside [0, size). */
 static int check_1d(const char *op, const ember_tensor *idx, int64_t base, int dim, int64_t size)
 {
     const char *q = ember__ptr(idx);
     int64_t is = idx->ndim ? idx->strides[0] : 0;
     bool is64 = idx->dtype == EMBER_INT64;
+    if (is == 1 && !any_outside(q, is64, idx->numel, base, size)) return EMBER_OK;
     for (int64_t k = 0; k < idx->numel; k++)
         if (OUTSIDE(INDEX_AT(is64, q, k, is), base, size))
             return index_out_of_range(op, INDEX_AT(is64, q, k, is), base, dim, size);
@@ -105,7 +120,13 @@ typedef struct {
                 for (int64_t j = 0; j < n; j++) dst[j] = s[j * sl];                        \
         } else if (is == 1 && sd == 1 && sl == 0) {                                        \
             const T *s = src + o;                                                          \
-            for (int64_t j = 0; j < n; j++) dst[j] = s[q[j]];                              \
+            int64_t j = 0; /* 16 picks, one vector store: 4096x1024, 2.9 ms, not 4 */     \
+            for (; j + 16 <= n; j += 16) {                                                 \
+                T t[16];                                                                   \
+                for (int l = 0; l < 16; l++) t[l] = s[q[j + l]];                           \
+                memcpy(dst + j, t, sizeof t);                                              \
+            }                                                                              \
+            for (; j < n; j++) dst[j] = s[q[j]];                                           \
         } else if (is == 1 && sl == 1) {                                                   \
             for (int64_t j = 0; j < n; j++) dst[j] = src[o + q[j] * sd + j];               \
         } else {                                                                           \
@@ -135,8 +156,6 @@ static gather_row_fn gather_row_for(int es, bool is64)
     default: return is64 ? gather_row_1_64 : gather_row_1_32;
     }
 }
-
-#define PICK_AHEAD 4
 
 /* Tasks t0..t1: task t is row chunk t / tiles and column tile t % tiles. */
 static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
@@ -172,6 +191,24 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
             }
             continue;
         }
+        /* whole rows picked from a table (index_select, embedding): one
+           memcpy a row, its index checked as it goes, nothing else per row
+           (the general loop's walk over dims, its call and a software
+           prefetch of the row ahead cost 10-15% more than PyTorch's memcpy
+           loop; the prefetch, which once paid, now stalled on its misses) */
+        if (pick_rows) {
+            size_t nb = (size_t)((c1 - c0) * es);
+            const char *s0 = g->src + (g->a_off + c0) * es;
+            for (int64_t r = r0; r < r1; r++) {
+                int64_t k = INDEX_AT(g->is64, g->xi, g->x_off + r * g->x_str[0], 1) - g->base;
+                if ((uint64_t)k >= (uint64_t)g->size) {
+                    keep_min(&g->bad_row, r);
+                    break;
+                }
+                memcpy(g->out + (r * g->L + c0) * es, s0 + k * sd * es, nb);
+            }
+            continue;
+        }
         int64_t ix[EMBER_MAX_DIMS] = {0}, rest = r0;
         for (int d = nd - 2; d >= 0; d--) {
             ix[d] = rest % g->shape[d];
@@ -189,16 +226,6 @@ static void gather_tasks(void *ctx, int64_t t0, int64_t t1)
                 char *no = g->out + ((r + 2) * g->L + c0) * es;
                 for (int64_t b = 0; b < (c1 - c0) * xs; b += 64) __builtin_prefetch(nx + b);
                 for (int64_t b = 0; b < (c1 - c0) * es; b += 64) __builtin_prefetch(no + b, 1);
-            }
-            /* whole rows picked from a table (index_select, embedding): a
-               row's start is a miss the hardware's prefetcher cannot guess,
-               so fetch the row PICK_AHEAD picks on while this one copies */
-            if (pick_rows && r + PICK_AHEAD < r1) {
-                int64_t k = INDEX_AT(g->is64, g->xi, g->x_off + (r + PICK_AHEAD) * g->x_str[0], 1) - g->base;
-                if ((uint64_t)k < (uint64_t)g->size) {
-                    const char *s = g->src + (g->a_off + k * sd + c0) * es;
-                    for (int64_t b = 0; b < (c1 - c0) * es; b += 64) __builtin_prefetch(s + b);
-                }
             }
             if (!row(g->out + (r * g->L + c0) * es, g->src, g->xi + xo * xs, c1 - c0, is, sd, sl, ao, g->size,
                      g->base, g->checked)) {
@@ -293,7 +320,7 @@ int fwd_gather(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     EMBER_UNUSED(nin);
     ember_tensor *a = in[0], *x = in[1];
     int dim = (int)at->i[0];
-    EMBER_TRY(check_index("gather", x));
+    EMBER_TRY(ember__check_index("gather", x));
     if (x->ndim == 0) return ember__fail(EMBER_ERR_SHAPE, "gather: a 0-d input has no dim to gather along");
     EMBER_TRY(ember__new(x->ndim, x->shape, a->dtype, EMBER_CPU, out));
     if (x->numel == 0) return EMBER_OK;
@@ -351,7 +378,7 @@ int fwd_index_select(int op, int nin, ember_tensor *const *in, const ember_attrs
     EMBER_UNUSED(nin);
     ember_tensor *a = in[0], *x = in[1];
     int dim = (int)at->i[0];
-    EMBER_TRY(check_index("index_select", x));
+    EMBER_TRY(ember__check_index("index_select", x));
     gather_job g;
     gather_init(&g, a, x, dim, at->i[BASE_ATTR], NULL);
     memcpy(g.shape, a->shape, sizeof g.shape);
@@ -565,7 +592,7 @@ static int scatter_impl(const char *op, bool per_element, int nd, const int64_t 
     int64_t *offs = NULL;
     int rc = EMBER_OK;
     *out = NULL;
-    EMBER_TRY(check_index(op, idx));
+    EMBER_TRY(ember__check_index(op, idx));
     if (!per_element) EMBER_TRY(check_1d(op, idx, base, dim, shape[dim]));   /* index_add's, first */
     /* scatter_add's index, walked in the source's order */
     if (per_element) {
@@ -661,137 +688,4 @@ int fwd_index_add(int op, int nin, ember_tensor *const *in, const ember_attrs *a
     EMBER_UNUSED(nin);
     return scatter_impl("index_add", false, (int)at->i[1], &at->i[2], (int)at->i[0], at->i[BASE_ATTR], in[0],
                         in[1], out);
-}
-
-/* ------------------------------------------------------------------ public entry points */
-/* The index as the op's device takes it: the CPU kernels read it as it
-   is, with base in the attributes; the device kernels count from 0, so
-   there it is shifted first (*shifted holds it, released by the caller). */
-static int device_index(const ember_tensor *data, ember_tensor *idx, int64_t *base, ember_tensor **shifted)
-{
-    *shifted = NULL;
-    if (*base == 0 || (idx->storage->device == EMBER_CPU && data->storage->device == EMBER_CPU)) return EMBER_OK;
-    ember_tensor *b = NULL;
-    EMBER_TRY(ember_scalar((double)*base, idx->dtype, 1, &b));
-    int rc = ember_sub(idx, b, shifted);
-    ember_tensor_release(b);
-    *base = 0;
-    return rc;
-}
-
-/* gather and index_select, their shapes checked, through the dispatch */
-static int by_index(int op, ember_tensor *a, int dim, ember_tensor *idx, int64_t base, ember_tensor **out)
-{
-    ember_tensor *sh = NULL;
-    EMBER_TRY(device_index(a, idx, &base, &sh));
-    ember_tensor *in[2] = {a, sh ? sh : idx};
-    ember_attrs at = {{dim}, {0}};
-    at.i[BASE_ATTR] = base;
-    int rc = ember__dispatch(op, 2, in, &at, out);
-    ember_tensor_release(sh);
-    return rc;
-}
-
-int ember_index_select_base(ember_tensor *a, int dim, ember_tensor *idx, int64_t base, ember_tensor **out)
-{
-    char sb[200];
-    EMBER_TRY(ember__check_dim("index_select", a, dim, 0));
-    if (!idx) return ember__fail(EMBER_ERR_ARG, "index_select: index is NULL");
-    EMBER_TRY(check_index("index_select", idx));
-    if (idx->ndim > 1)
-        return ember__fail(EMBER_ERR_SHAPE, "index_select: index must be 1-D, got shape %s", ember__tshape(sb, idx));
-    return by_index(EMBER_OP_INDEX_SELECT, a, dim, idx, base, out);
-}
-
-int ember_index_select(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
-{
-    return ember_index_select_base(a, dim, idx, 0, out);
-}
-
-int ember_gather_base(ember_tensor *a, int dim, ember_tensor *idx, int64_t base, ember_tensor **out)
-{
-    EMBER_TRY(ember__check_dim("gather", a, dim, 0));
-    if (!idx) return ember__fail(EMBER_ERR_ARG, "gather: index is NULL");
-    EMBER_TRY(check_index("gather", idx));
-    char sa[200], sb[200];
-    if (idx->ndim != a->ndim)
-        return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s must have the %d dims of the input %s",
-                           ember__tshape(sb, idx), a->ndim, ember__tshape(sa, a));
-    for (int d = 0; d < a->ndim; d++)
-        if (d != dim && idx->shape[d] > a->shape[d])
-            return ember__fail(EMBER_ERR_SHAPE, "gather: index of shape %s does not fit the input %s",
-                               ember__tshape(sb, idx), ember__tshape(sa, a));
-    return by_index(EMBER_OP_GATHER, a, dim, idx, base, out);
-}
-
-int ember_gather(ember_tensor *a, int dim, ember_tensor *idx, ember_tensor **out)
-{
-    return ember_gather_base(a, dim, idx, 0, out);
-}
-
-/* What scatter_impl walks must lie inside the result: index_add's source
-   matches the result's shape except along dim (its index is 1-D, one entry
-   per source row); scatter_add's index has the source's shape, which fits in
-   the result except along dim. */
-static int scatter_fits(const char *name, bool per_element, const int64_t *shape, int dim,
-                        const ember_tensor *idx, const ember_tensor *src)
-{
-    char sr[200], ss[200], si[200];
-    int nd = src->ndim;
-    bool ok = per_element ? idx->ndim == nd : idx->ndim == 1 && idx->numel == src->shape[dim];
-    for (int d = 0; ok && d < nd; d++) {
-        if (per_element && idx->shape[d] != src->shape[d]) ok = false;
-        if (d != dim && (per_element ? src->shape[d] > shape[d] : src->shape[d] != shape[d])) ok = false;
-    }
-    if (ok) return EMBER_OK;
-    ember__shape_str(sr, nd, shape);
-    return ember__fail(EMBER_ERR_SHAPE, "%s: index %s and source %s do not fit a result of shape %s along dim %d",
-                       name, ember__tshape(si, idx), ember__tshape(ss, src), sr, dim + 1);
-}
-
-static int scatter_api(int op, int ndim, const int64_t *shape, int dim, ember_tensor *idx, int64_t base,
-                       ember_tensor *src, ember_tensor **out)
-{
-    const char *name = ember__ops[op].name;
-    if (!idx || !src || (ndim > 0 && !shape)) return ember__fail(EMBER_ERR_ARG, "%s: NULL argument", name);
-    EMBER_TRY(ember__check_shape(name, ndim, shape, NULL));
-    if (ndim != src->ndim || dim < 0 || dim >= ndim)
-        return ember__fail(EMBER_ERR_ARG, "%s: dim %d of a %d-dim result does not fit a source of %d dims", name,
-                           dim + 1, ndim, src->ndim);
-    EMBER_TRY(check_index(name, idx));
-    EMBER_TRY(scatter_fits(name, op == EMBER_OP_SCATTER_ADD, shape, dim, idx, src));
-    if (ndim > BASE_ATTR - 2) return ember__fail(EMBER_ERR_SHAPE, "%s: too many dims", name);
-    ember_tensor *sh = NULL;
-    EMBER_TRY(device_index(src, idx, &base, &sh));
-    ember_tensor *in[2] = {sh ? sh : idx, src};
-    ember_attrs at = {{dim, ndim}, {0}};
-    for (int d = 0; d < ndim; d++) at.i[2 + d] = shape[d];
-    at.i[BASE_ATTR] = base;
-    int rc = ember__dispatch(op, 2, in, &at, out);
-    ember_tensor_release(sh);
-    return rc;
-}
-
-int ember_scatter_add_base(int ndim, const int64_t *shape, int dim, ember_tensor *idx, int64_t base,
-                           ember_tensor *src, ember_tensor **out)
-{
-    return scatter_api(EMBER_OP_SCATTER_ADD, ndim, shape, dim, idx, base, src, out);
-}
-
-int ember_scatter_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
-                      ember_tensor **out)
-{
-    return scatter_api(EMBER_OP_SCATTER_ADD, ndim, shape, dim, idx, 0, src, out);
-}
-
-int ember_index_add_base(int ndim, const int64_t *shape, int dim, ember_tensor *idx, int64_t base,
-                         ember_tensor *src, ember_tensor **out)
-{
-    return scatter_api(EMBER_OP_INDEX_ADD, ndim, shape, dim, idx, base, src, out);
-}
-
-int ember_index_add(int ndim, const int64_t *shape, int dim, ember_tensor *idx, ember_tensor *src,
-                    ember_tensor **out)
-{
-    return scatter_api(EMBER_OP_INDEX_ADD, ndim, shape, dim, idx, 0, src, out);
 }

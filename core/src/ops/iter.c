@@ -5,6 +5,57 @@
 #include "../backend.h"
 
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_STREAM 1
+#endif
+
+/* ------------------------------------------------------------------ streaming stores
+   The last-level cache of one core's complex on common x86-64 parts (Zen's
+   32 MiB; Intel's desktop parts 24-36 MiB). A fixed figure, not a query:
+   glibc reports a VM host's whole L3 (384 MiB on this project's AMD EPYC
+   guest), and the bits of a result never depend on it. */
+#define STREAM_BYTES ((int64_t)32 << 20)
+
+bool ember__stream_worth(int64_t bytes) { return bytes > STREAM_BYTES; }
+
+#ifdef HAVE_STREAM
+__attribute__((target("avx512f"))) static void stream_copy_512(char *dst, const char *buf, size_t nb)
+{
+    size_t head = (64 - ((uintptr_t)dst & 63)) & 63;
+    if (head > nb) head = nb;
+    memcpy(dst, buf, head);
+    size_t i = head;
+    for (; i + 64 <= nb; i += 64)
+        _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512((const void *)(buf + i)));
+    memcpy(dst + i, buf + i, nb - i);
+}
+#endif
+
+void ember__stream_copy(char *dst, const char *buf, size_t nb)
+{
+#ifdef HAVE_STREAM
+    if (__builtin_cpu_supports("avx512f")) {   /* a line a store: 10-20% faster than four 16-byte ones here */
+        stream_copy_512(dst, buf, nb);
+        return;
+    }
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > nb) head = nb;
+    memcpy(dst, buf, head);
+    size_t i = head;
+    for (; i + 16 <= nb; i += 16) _mm_stream_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(buf + i)));
+    memcpy(dst + i, buf + i, nb - i);
+#else
+    memcpy(dst, buf, nb);
+#endif
+}
+
+void ember__stream_fence(void)
+{
+#ifdef HAVE_STREAM
+    _mm_sfence();
+#endif
+}
 
 /* ------------------------------------------------------------------ dim order
    PyTorch's TensorIterator rule (reorder_dimensions): dims sorted by stride,
@@ -145,6 +196,7 @@ void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts)
     const ember_tensor *out = ts[0];
     int nd = out->ndim;
     it->ntensors = n;
+    it->out_size = ember_dtype_size(out->dtype);
     it->numel = out->numel;
     int64_t st[ITER_MAX][EMBER_MAX_DIMS], shape[EMBER_MAX_DIMS] = {0};
     for (int k = 0; k < n; k++) {
@@ -191,7 +243,30 @@ typedef struct {
     const ember_iter *it;
     ember__loop_fn fn;
     const void *ctx;
+    bool stream;
 } range_ctx;
+
+/* n elements of fn with the output (its inner stride the element size)
+   written to an L1 buffer a piece at a time and streamed from there: the
+   same fn on the same values, so the same bits */
+static void stream_run(const range_ctx *rc, char *const *p, const int64_t *inner, int64_t n)
+{
+    enum { PIECE = 4096 };
+    _Alignas(64) char buf[PIECE];
+    int nt = rc->it->ntensors;
+    int64_t es = inner[0], step = PIECE / es;
+    char *q[ITER_MAX];
+    for (int k = 0; k < nt; k++) q[k] = p[k];
+    for (int64_t j = 0; j < n; j += step) {
+        int64_t m = n - j < step ? n - j : step;
+        char *o = q[0];
+        q[0] = buf;
+        rc->fn(q, inner, m, rc->ctx);
+        ember__stream_copy(o, buf, (size_t)(m * es));
+        q[0] = o;
+        for (int k = 0; k < nt; k++) q[k] += m * inner[k];
+    }
+}
 
 static void iter_range(void *vctx, int64_t b, int64_t e)
 {
@@ -213,7 +288,8 @@ static void iter_range(void *vctx, int64_t b, int64_t e)
     while (b < e) {
         int64_t n = it->shape[nd - 1] - idx[nd - 1];
         if (n > e - b) n = e - b;
-        rc->fn(p, inner, n, rc->ctx);
+        if (rc->stream) stream_run(rc, p, inner, n);
+        else rc->fn(p, inner, n, rc->ctx);
         b += n;
         idx[nd - 1] += n;
         for (int k = 0; k < nt; k++) p[k] += n * inner[k];
@@ -224,12 +300,28 @@ static void iter_range(void *vctx, int64_t b, int64_t e)
                 p[k] += it->strides[k][d - 1] - it->shape[d] * it->strides[k][d];
         }
     }
+    if (rc->stream) ember__stream_fence();   /* before the join: the stores are weakly ordered */
 }
 
 void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx)
 {
     if (it->numel == 0) return;
-    range_ctx rc = {it, fn, ctx};
+    /* an output of unit inner stride (no gaps between its elements there:
+       the buffer is copied whole) streamed past the cache when the
+       operands' bytes (each counted by its inner stride, up to a line; a
+       broadcast one as a whole operand, an overestimate) pass it: 2048 x 2048 adds 5-25%
+       faster, one thread. An output in place of an input is not streamed:
+       its lines are in the cache already. */
+    int nd = it->ndim;
+    int64_t s0 = it->strides[0][nd - 1], touched = 0;
+    bool in_place = false;
+    for (int k = 0; k < it->ntensors; k++) {
+        int64_t sk = it->strides[k][nd - 1];
+        sk = sk < 0 ? -sk : sk;
+        touched += it->numel * (sk < 64 ? sk : 64);   /* at most a line an element */
+        in_place = in_place || (k > 0 && it->ptr[k] == it->ptr[0]);
+    }
+    range_ctx rc = {it, fn, ctx, s0 == it->out_size && !in_place && ember__stream_worth(touched)};
     ember__parallel_for(it->numel, EMBER_PARALLEL_GRAIN, iter_range, &rc);
 }
 

@@ -278,6 +278,7 @@ int ember__broadcast_shape(const char *op, int n, ember_tensor *const *ts, int *
 typedef struct ember_iter {
     int ndim;
     int ntensors;
+    int out_size;   /* the output's element size in bytes */
     int64_t numel;
     int64_t shape[EMBER_MAX_DIMS];
     int64_t strides[ITER_MAX][EMBER_MAX_DIMS];   /* bytes; [t][d], innermost d = ndim - 1 */
@@ -312,6 +313,18 @@ bool ember__nhwc_dense(const ember_tensor *t);
 void ember__iter_init(ember_iter *it, int n, ember_tensor *const *ts);
 /* Runs the loop over the whole iteration space, in parallel when large. */
 void ember__iter_run(ember_iter *it, ember__loop_fn fn, const void *ctx);
+/* Fails naming op unless idx is an int64 or int32 tensor (index.c). */
+int ember__check_index(const char *op, const ember_tensor *idx);
+/* Non-temporal stores (iter.c): an op that streams more than the
+   last-level cache holds (ember__stream_worth of the bytes it reads and
+   writes) gains nothing from leaving its result in the cache, which what it
+   reads later evicts, and saves the read of each output line before its
+   write. ember__stream_copy copies nb bytes from an L1 buffer to dst, with
+   non-temporal stores where dst's 16-byte units allow (x86-64; plain copies
+   elsewhere); a task ends its streamed writes with ember__stream_fence. */
+bool ember__stream_worth(int64_t bytes);
+void ember__stream_copy(char *dst, const char *buf, size_t nb);
+void ember__stream_fence(void);
 /* Strided copy with dtype conversion: dst and src of one shape (src may broadcast). */
 int ember__copy_kernel(ember_tensor *dst, const ember_tensor *src);
 /* Input `t` converted to dtype (a new reference; t itself when it already has it). */
