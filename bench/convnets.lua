@@ -31,8 +31,9 @@
 -- included). PyTorch's process carries Python and libtorch, ember's LuaJIT
 -- and libember: the differences compare, the totals less so. ember's side
 -- also says where its step memory went: kept_mb (tensor bytes the steps left
--- behind once all dead is collected: kept weight layouts, live taps, batch
--- norm's scale and shift), garbage_mb (tensors dead but not yet collected
+-- behind once all dead is collected: in inference kept weight layouts, live
+-- taps, batch norm's scale and shift; in training the gradients and the
+-- optimizer's state), garbage_mb (tensors dead but not yet collected
 -- at the end), cache_mb (the allocator's cache of freed blocks), heap_mb
 -- (the rest of the C heap's growth: oneDNN's primitives, size classes'
 -- slack), and step_collected_mb (the step memory of a second run with a full
