@@ -22,12 +22,23 @@
 -- LAYOUT=both times ember's two layouts against each other instead.
 -- "memory" in place of "profile" measures peak memory instead of time, for
 -- both sides the same way, each case in a fresh process: the resident set
--- before the first step (model and input made) and its peak (VmHWM) after a
--- warm-up and `iters` steps; step_mb is the difference, what the steps took
--- at most (ember's side also gives memory_stats()'s peak of tensor bytes
--- over the steps, the model's included). PyTorch's process carries Python
--- and libtorch, ember's LuaJIT and libember: the differences compare, the
--- totals less so.
+-- before the first step (model and input made; on ember's side dead tensors
+-- collected, the allocator's cache emptied and the C heap trimmed, so that
+-- no freed block, model:to's NCHW weights among them, serves a step unseen)
+-- and its peak (VmHWM) after a warm-up and `iters` steps; step_mb is the
+-- difference, what the steps took at most (ember's side also gives
+-- memory_stats()'s peak of tensor bytes over the steps, the model's
+-- included). PyTorch's process carries Python and libtorch, ember's LuaJIT
+-- and libember: the differences compare, the totals less so. ember's side
+-- also says where its step memory went: kept_mb (tensor bytes the steps left
+-- behind once all dead is collected: in inference kept weight layouts, live
+-- taps, batch norm's scale and shift; in training the gradients and the
+-- optimizer's state), garbage_mb (tensors dead but not yet collected
+-- at the end), cache_mb (the allocator's cache of freed blocks), heap_mb
+-- (the rest of the C heap's growth: oneDNN's primitives, size classes'
+-- slack), and step_collected_mb (the step memory of a second run with a full
+-- collection after each step: what garbage adds is the difference); the
+-- rest of step_mb is code paged in (oneDNN's JIT kernels and library).
 --   luajit bench/convnets.lua [cases [rounds [iters [threads [profile|memory]]]]]
 -- cases: a comma-separated list or "all" (default); rounds 5; iters: steps
 -- per round (default 3 for training, 20 for inference); threads: ember's
@@ -98,13 +109,54 @@ local function rss_mb()
   return tonumber(s:match("VmRSS:%s*(%d+)")) / 1024
 end
 
+-- the C library's heap in use, MB (glibc's mallinfo2, its mmapped blocks
+-- included): ember's blocks, oneDNN's primitives and descriptors
+local ffi = require("ffi")
+local malloc_mb = function() return 0 / 0 end
+local malloc_trim = function() end
+if pcall(ffi.cdef, [[struct ember_bench_mallinfo2 { size_t arena, ordblks, smblks, hblks, hblkhd, usmblks,
+  fsmblks, uordblks, fordblks, keepcost; }; struct ember_bench_mallinfo2 mallinfo2(void);
+  int malloc_trim(size_t pad);]])
+  and pcall(function() return ffi.C.mallinfo2, ffi.C.malloc_trim end) then
+  malloc_trim = function() ffi.C.malloc_trim(0) end
+  malloc_mb = function()
+    local mi = ffi.C.mallinfo2()
+    return tonumber(mi.uordblks + mi.hblkhd) / 2 ^ 20
+  end
+end
+
 if argv[5] == "memory_child" then   -- one case, in this fresh process: one JSON line
+  -- COLLECT=1: a full collection after each step (what garbage not yet
+  -- collected adds to the peak is the difference from a run without)
+  local collect = os.getenv("COLLECT") == "1"
   local step, default_iters = make_step(cases)
-  local before = rss_mb()
+  -- the baseline holds no dead tensors, no cached blocks and no free heap
+  -- pages (model:to's freed NCHW weights, 43 MB of ResNet-18's, would
+  -- otherwise serve the steps' first blocks unseen)
+  collectgarbage()
+  collectgarbage()
+  ember.memory_stats()   -- releases what the collection found dead
+  ember.empty_cache()
+  malloc_trim()
+  local before, in_use0, heap0 = rss_mb(), ember.memory_stats().bytes_in_use, malloc_mb()
   ember.reset_peak_memory()
-  for _ = 1, (iters_arg or default_iters) + 1 do step() end
-  print(B.json({ rss_before_mb = before, peak_rss_mb = B.peak_rss_mb(),
-    peak_tensor_mb = ember.memory_stats().peak_bytes / 2 ^ 20 }))
+  for _ = 1, (iters_arg or default_iters) + 1 do
+    step()
+    if collect then collectgarbage() collectgarbage() end
+  end
+  local peak, m = B.peak_rss_mb(), ember.memory_stats()
+  collectgarbage()
+  collectgarbage()
+  local mc = ember.memory_stats()
+  -- kept_mb: tensor bytes the steps left behind once everything dead is
+  -- collected (kept weight layouts and live taps, batch norm's scale and
+  -- shift); garbage_mb: tensors dead but not yet collected at the end;
+  -- cache_mb: freed blocks in the allocator's cache; heap_mb: the rest of
+  -- the C heap's growth (oneDNN's primitives; ember's size classes' slack)
+  print(B.json({ rss_before_mb = before, peak_rss_mb = peak, peak_tensor_mb = m.peak_bytes / 2 ^ 20,
+    kept_mb = (mc.bytes_in_use - in_use0) / 2 ^ 20, garbage_mb = (m.bytes_in_use - mc.bytes_in_use) / 2 ^ 20,
+    cache_mb = mc.bytes_cached / 2 ^ 20,
+    heap_mb = malloc_mb() - heap0 - (mc.bytes_in_use - in_use0 + mc.bytes_cached) / 2 ^ 20 }))
   os.exit(0)
 end
 if argv[5] == "memory" then
@@ -115,16 +167,20 @@ if argv[5] == "memory" then
     local function field(k) return tonumber(out:match('"' .. k .. '": ([%d%.e%-]+)')) end
     local before, peak = field("rss_before_mb"), field("peak_rss_mb")
     assert(before and peak, cmd .. " printed no memory figures: " .. out)
-    return before, peak, field("peak_tensor_mb")
+    return before, peak, field("peak_tensor_mb"), field
   end
   for c in cases:gmatch("[^,]+") do
     local iters = iters_arg or (c:match("_train$") and 3 or 20)
-    local eb, ep, et = json_of(("LAYOUT=%s %sluajit bench/convnets.lua %s - %d %d memory_child"):format(
-      layout, autocast and ("AUTOCAST=" .. autocast .. " ") or "", c, iters, threads))
+    local child = ("LAYOUT=%s %sluajit bench/convnets.lua %s - %d %d memory_child"):format(
+      layout, autocast and ("AUTOCAST=" .. autocast .. " ") or "", c, iters, threads)
+    local eb, ep, et, ef = json_of(child)
+    local cb, cp = json_of("COLLECT=1 " .. child)
     local tb, tp = json_of(("OMP_WAIT_POLICY=%s OPENBLAS_CORETYPE=%s /usr/bin/python3 bench/convnets_torch.py %s %d %d "
       .. "channels_last %s memory"):format(wait, core, c, iters, threads, autocast or "float32"))
     print(B.json({ bench = "convnets_memory_" .. c, layout = layout, threads = threads, iters = iters,
       ember_rss_before_mb = eb, ember_peak_rss_mb = ep, ember_step_mb = ep - eb, ember_peak_tensor_mb = et,
+      ember_kept_mb = ef("kept_mb"), ember_garbage_mb = ef("garbage_mb"), ember_cache_mb = ef("cache_mb"),
+      ember_heap_mb = ef("heap_mb"), ember_step_collected_mb = cp - cb,
       torch_rss_before_mb = tb, torch_peak_rss_mb = tp, torch_step_mb = tp - tb, step_ratio = (ep - eb) / (tp - tb) }))
   end
   os.exit(0)
