@@ -122,7 +122,8 @@ end)
 
 -- softmax's forward takes exp(x - max) with the exp's steps for x <= 0 only
 -- (softmax.c's expf_nonpos): the same bits as the exp op, then the sum in
--- double over 8 lanes, the tail on the first, folded as a tree of pairs
+-- double over 32 lanes (lane_sums.h's ROW_LANES), the tail on the first,
+-- folded as a tree of pairs
 describe("softmax and log_softmax over float32 rows", function()
   local threads = ember.get_num_threads()
   after_each(function() ember.set_num_threads(threads) end)
@@ -136,14 +137,14 @@ describe("softmax and log_softmax over float32 rows", function()
       for i = 1, n do d[i] = f32(row[i] - m) end
       local e = ember.tensor(d):exp():tolist()
       local acc = {}
-      for k = 1, 8 do acc[k] = 0 end
+      for k = 1, 32 do acc[k] = 0 end
       local i = 0
-      while i + 8 <= n do
-        for k = 1, 8 do acc[k] = acc[k] + e[i + k] end
-        i = i + 8
+      while i + 32 <= n do
+        for k = 1, 32 do acc[k] = acc[k] + e[i + k] end
+        i = i + 32
       end
       for j = i + 1, n do acc[1] = acc[1] + e[j] end
-      local w = 4
+      local w = 16
       while w >= 1 do
         for k = 1, w do acc[k] = acc[k] + acc[k + w] end
         w = w / 2
