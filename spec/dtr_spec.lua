@@ -474,6 +474,44 @@ describe("DTR", function()
     assert.are.equal(0, ember.dtr.stats().tracked)
   end)
 
+  -- dropout's product saves the bool mask (1 byte an element), not a float
+  -- copy of it: what DTR keeps or remakes for it is a quarter of the bytes,
+  -- and the values and gradients are those of x * mask:to(dtype) * scale
+  it("dropout saves its bool mask, with the float mask's bits", function()
+    local graph = ember.autodiff.graph
+    for _, dt in ipairs({ "float32", "float64" }) do
+      ember.manual_seed(5)
+      local x0 = ember.randn({ 6, 50 }, { dtype = dt })
+      x0:view(-1):narrow(1, 1, 4):copy_(ember.tensor({ math.huge, -math.huge, 0 / 0, -0.0 }, { dtype = dt }))
+      local res = {}
+      for k, f in ipairs({
+        function(x) return ember.nn.functional.dropout(x, 0.3) end,
+        function(x) return x * ember.rand_like(x):ge(0.3):to(x.dtype) * (1 / (1 - 0.3)) end,
+      }) do
+        local x = x0:clone()
+        local gm, saved = GradManager():attach({ x }), {}
+        ember.manual_seed(9)
+        local y
+        graph.saved_tensors_hooks(function(t) saved[#saved + 1] = t.dtype; return t end, function(t) return t end,
+          function()
+            gm:record()
+            y = f(x)
+            gm:backward((y * ember.arange(1, 301, 1, { dtype = dt }):view(6, 50)):sum())
+          end)
+        res[k] = { y = y, g = x.grad, saved = table.concat(saved, " ") }
+      end
+      assert.truthy(res[1].saved:find("bool"), res[1].saved)
+      assert.falsy(res[2].saved:find("bool"), res[2].saved)
+      for _, what in ipairs({ "y", "g" }) do
+        local a, b = res[1][what]:view(-1):tolist(), res[2][what]:view(-1):tolist()
+        for i = 1, #b do
+          local same = (a[i] ~= a[i] and b[i] ~= b[i]) or (a[i] == b[i] and (a[i] ~= 0 or 1 / a[i] == 1 / b[i]))
+          assert(same, ("%s %s element %d: %s against %s"):format(dt, what, i, tostring(a[i]), tostring(b[i])))
+        end
+      end
+    end
+  end)
+
   it("checks its options", function()
     assert.error_matches(function() ember.dtr.enable({}) end, "budget (bytes) is required", 1, true)
     assert.error_matches(function() ember.dtr.enable({ budget = -1 }) end, "budget must be a whole number", 1, true)

@@ -200,4 +200,61 @@ describe("max_pool2d by rows", function()
     assert.are.equal(0, C.ember_max_pool2d(ember._ptr("spec", x, 1), k, s, p, out, nil))
     same_list(flat(ember._wrap(out[0])), flat(y), "values without positions")
   end)
+
+  -- The positions a recording saves for the backward are int32 where the
+  -- caller asked for none (half the bytes held until backward); the public
+  -- return_indices result stays int64. The gradients match bit for bit.
+  it("saves int32 positions where the caller asks for none, with the same gradient bits", function()
+    local graph = ember.autodiff.graph
+    for _, dt in ipairs({ "float32", "float64" }) do
+      for gi, g in ipairs({ geoms[3], geoms[2], geoms[6], geoms[9] }) do
+        g.d = g.d or { 1, 1 }
+        for _, layout in ipairs({ "nchw", "channels_last" }) do
+          local x0 = input({ 2, 3, 12, 14 }, dt, 80 + gi)   -- ties, a NaN window, -inf, -0
+          if layout == "channels_last" then x0 = x0:contiguous(CL) end
+          local what = ("%s case %d %s"):format(dt, gi, layout)
+          local grads, kinds = {}, {}
+          for _, ri in ipairs({ false, true }) do
+            local x = x0:clone()
+            local gm, seen = ember.autodiff.GradManager():attach({ x }), {}
+            graph.saved_tensors_hooks(function(t) seen[#seen + 1] = t.dtype; return t end, function(t) return t end,
+              function()
+                gm:record()
+                local y = pool(x, g, ri)
+                local w = ember.arange(1, y:numel() + 1, 1, { dtype = dt }):view(y:shape())
+                gm:backward((y * w):sum())
+              end)
+            grads[#grads + 1], kinds[#kinds + 1] = x.grad, table.concat(seen, " ")
+          end
+          assert.truthy(kinds[1]:find("int32"), what .. ": saved " .. kinds[1])
+          assert.falsy(kinds[1]:find("int64"), what .. ": saved " .. kinds[1])
+          assert.truthy(kinds[2]:find("int64"), what .. ": saved " .. kinds[2])
+          same_list(flat(grads[1]), flat(grads[2]), what .. " gradient")
+        end
+      end
+    end
+  end)
+
+  it("reads int32 positions in max_pool2d_backward as it reads int64 ones, and checks them", function()
+    local ffi = require("ffi")
+    local C = ember._C
+    for gi, g in ipairs({ geoms[3], geoms[2] }) do   -- the 2x2 windows' path and the general one
+      g.d = g.d or { 1, 1 }
+      local x = input({ 2, 3, 10, 14 }, "float32", 90 + gi)
+      local y, idx = pool(x, g, true)
+      local gy = ember.randn(y:shape())
+      local xs = ffi.new("int64_t[4]", x:shape())
+      local out = ffi.new("ember_tensor*[1]")
+      local res = {}
+      for i, ix in ipairs({ idx, idx:to("int32") }) do
+        assert.are.equal(0, C.ember_max_pool2d_backward(ember._ptr("spec", gy, 1), ember._ptr("spec", ix, 2), xs, out))
+        res[i] = flat(ember._wrap(out[0]))
+      end
+      same_list(res[2], res[1], "int32 against int64, case " .. gi)
+      local bad = idx:to("int32"):clone()
+      bad:view(-1):narrow(1, 5, 1):fill_(10 * 14)
+      assert.are_not.equal(0, C.ember_max_pool2d_backward(ember._ptr("spec", gy, 1), ember._ptr("spec", bad, 2), xs, out))
+      assert.truthy(ffi.string(C.ember_last_error()):find("index 140 is outside a 10 x 14 plane", 1, true))
+    end
+  end)
 end)

@@ -118,7 +118,9 @@ static void unlink_entry(dtr_entry *e)
    them from being dropped while the result is held outside DTR: evicting
    the result then costs one op to remake it, where remaking inputs that
    were dropped as backward went on would remake the backward that led to
-   them and the forward under that. */
+   them and the forward under that. More than twice: the stem's 2 MiB
+   max_pool2d_backward from 1 MiB (gradient, int32 positions) kept those at
+   the ResNet's tightest point (P/2: 95-100 recomputes a step against 44). */
 static void drop(dtr_entry *e);
 
 static void unkeep(dtr_entry *e)
@@ -142,7 +144,7 @@ static void keep(dtr_entry *e)
         for (int j = 0; j < i; j++) seen |= e->in[j]->storage == in;
         if (!seen) inputs += in->nbytes;
     }
-    if ((int64_t)e->s->nbytes < D.min_size || inputs * 2 > e->s->nbytes) return;
+    if ((int64_t)e->s->nbytes < D.min_size || inputs * 2 >= e->s->nbytes) return;
     e->keeps = 1;
     for (int i = 0; i < e->nin; i++)
         if (e->in[i]->storage->dtr) e->in[i]->storage->dtr->keepers++;
@@ -367,35 +369,44 @@ int ember__dtr_dispatch(int op, int nin, ember_tensor *const *in, const ember_at
 }
 
 /* what node n keeps for its rule (NULL where nothing) */
-static void saved_of(const ember_node *n, ember_tensor *saved[EMBER__DTR_HELD])
+static void saved_of(const ember_node *n, ember_tensor *saved[EMBER__DTR_SAVED])
 {
-    ember_tensor *const sv[EMBER__DTR_HELD] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
+    ember_tensor *const sv[EMBER__DTR_SAVED] = {n->sv_in[0], n->sv_in[1], n->sv_in[2], n->sv_out[0], n->sv_out[1]};
     memcpy(saved, sv, sizeof sv);
 }
 
-int ember__dtr_hold_node(const ember_node *n, ember_tensor *held[EMBER__DTR_HELD])
+/* What the rule reads (saved tensors, output gradients) is locked in two
+   passes: what is resident first, then what is evicted is remade beside
+   it. Remaking first could evict a resident one to be remade in turn: the
+   transformer block's gelu rule remade x, evicting its gradient g, then g
+   (three 2 MiB tensors) beside x, where x remade beside g fits (docs/dtr.md). */
+int ember__dtr_hold_node(const ember_node *n, ember_tensor *const *grad_out, ember_tensor *held[EMBER__DTR_HELD])
 {
-    ember_tensor *saved[EMBER__DTR_HELD];
-    saved_of(n, saved);
+    ember_tensor *reads[EMBER__DTR_HELD] = {NULL};
+    saved_of(n, reads);
+    for (int k = 0; k < n->nout && k < EMBER__DTR_HELD - EMBER__DTR_SAVED; k++)
+        reads[EMBER__DTR_SAVED + k] = grad_out ? grad_out[k] : NULL;
     int rc = EMBER_OK;
     D.in_rule++;   /* until let go */
-    for (int i = 0; i < EMBER__DTR_HELD; i++) {
-        held[i] = NULL;
-        if (!saved[i] || rc < 0) continue;
-        rc = ready_storage(saved[i]->storage);
-        held[i] = saved[i];   /* kept (and resident) until let go, whatever the rule does to the node */
-        ember_tensor_retain(held[i]);
-        held[i]->storage->dtr_locks++;
-    }
+    for (int i = 0; i < EMBER__DTR_HELD; i++) held[i] = NULL;
+    for (int pass = 0; pass < 2; pass++)   /* the resident ones, then the evicted ones */
+        for (int i = 0; i < EMBER__DTR_HELD && rc == EMBER_OK; i++) {
+            const dtr_entry *e = reads[i] ? reads[i]->storage->dtr : NULL;
+            if (!reads[i] || held[i] || (pass == 0 && e && e->evicted)) continue;
+            rc = ready_storage(reads[i]->storage);
+            held[i] = reads[i];   /* kept (and resident) until let go, whatever the rule does to the node */
+            ember_tensor_retain(held[i]);
+            held[i]->storage->dtr_locks++;
+        }
     if (rc < 0) ember__dtr_let_go(held);
     return rc;
 }
 
 void ember__dtr_node_ran(const ember_node *n)
 {
-    ember_tensor *saved[EMBER__DTR_HELD];
+    ember_tensor *saved[EMBER__DTR_SAVED];
     saved_of(n, saved);
-    for (int i = 0; i < EMBER__DTR_HELD; i++) {
+    for (int i = 0; i < EMBER__DTR_SAVED; i++) {
         dtr_entry *e = saved[i] ? saved[i]->storage->dtr : NULL;
         if (e && !e->evicted && saved[i]->storage->pins == 0) e->done = 1;
     }

@@ -44,10 +44,13 @@ int ember__dtr_write(ember_tensor *self, const ember_tensor *other);
 int ember__dtr_ready(const ember_tensor *t);
 /* random.c: t (a whole fresh storage) was filled by draw d. */
 void ember__dtr_note_draw(ember_tensor *t, const struct ember__draw *d);
-/* grad_rules.c: a node's saved tensors resident and kept (held, retained)
-   while its rule runs, then let go. */
-#define EMBER__DTR_HELD 5
-int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *held[EMBER__DTR_HELD]);
+/* grad_rules.c: what a node's rule reads, its saved tensors (at most 5) and
+   its output gradients (ops.def's ops make at most 3), resident and kept
+   (held, retained) while the rule runs, then let go. */
+#define EMBER__DTR_SAVED 5
+#define EMBER__DTR_HELD (EMBER__DTR_SAVED + 3)
+int ember__dtr_hold_node(const struct ember_node *n, ember_tensor *const *grad_out,
+                         ember_tensor *held[EMBER__DTR_HELD]);
 void ember__dtr_let_go(ember_tensor *held[EMBER__DTR_HELD]);
 /* node.c: n, a node of an open backward run, has run: what it saved that no
    node still to run saved too is evicted first from now (see pick). */

@@ -605,7 +605,7 @@ int ember__grad_rule(const ember_node *n, ember_tensor *const *grad_out, ember_t
 {
     arena s = {.who = "backward: a grad rule", .rc = EMBER_OK};
     ember_tensor *held[EMBER__DTR_HELD] = {NULL};
-    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, held));   /* saved tensors resident */
+    if (EMBER_UNLIKELY(ember__dtr_on)) EMBER_TRY(ember__dtr_hold_node(n, grad_out, held));   /* what it reads resident */
     int rc = rule(n, grad_out, grad_in, &s);
     ember__dtr_let_go(held);
     arena_end(&s);

@@ -176,7 +176,10 @@ RULE(conv2d_relu_pool)
     ys[2] = nn_out_size(in[2], ws[2], st[0], pd[0], at->i[4]);
     ys[3] = nn_out_size(in[3], ws[3], st[1], pd[1], at->i[5]);
     ember_tensor *gq = relu_bwd(s, g, OUT(0)), *o = NULL, *o2 = NULL;
-    ember_tensor *ix = OK(s) ? keep(s, ember_to_dtype(OUT(1), EMBER_INT64, &o2), &o2) : NULL;   /* the int32 positions */
+    /* the int32 positions, read as they are on the host */
+    ember_tensor *ix = !OK(s) ? NULL
+                       : ember_tensor_device(OUT(1)) == EMBER_CPU ? OUT(1)
+                                                                  : keep(s, ember_to_dtype(OUT(1), EMBER_INT64, &o2), &o2);
     ember_tensor *gy = OK(s) && ix ? keep(s, ember_max_pool2d_backward(gq, ix, ys, &o), &o) : NULL;
     conv2d_adjoints(r, gy);
     if (NEED(2)) give(s, &gi[2], sum_dims(s, gq, 3, not_channels, 0));

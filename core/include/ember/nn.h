@@ -37,7 +37,9 @@ EMBER_API int ember_conv2d_backward_weight(ember_tensor *x, ember_tensor *g, con
                                            const int64_t *stride, const int64_t *padding,
                                            const int64_t *dilation, int64_t groups,
                                            ember_tensor **out);
-/* x (N, C, H, W) -> values and int64 indices (flat h * W + w within each plane). */
+/* x (N, C, H, W) -> values and int64 indices (flat h * W + w within each plane).
+   With indices NULL, the positions a recording saves for the backward are
+   int32; max_pool2d_backward takes int64 indices, or int32 ones on the CPU. */
 EMBER_API int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stride,
                                const int64_t *padding, ember_tensor **values, ember_tensor **indices);
 EMBER_API int ember_max_pool2d_backward(ember_tensor *g, ember_tensor *indices, const int64_t *x_shape,

@@ -264,6 +264,23 @@ static void pool_launch(pool_task *t)
    ask for it. */
 static EMBER_TLS bool values_only_next;
 
+/* attr i[6] of max_pool2d: 1 when the caller asked for no positions, so
+   those a recording saves for the backward are int32 (the public
+   return_indices result stays int64, as PyTorch's) */
+#define POSITIONS_32 6
+
+/* *ix (int64 positions in planes of H x W) as int32, in the same layout */
+static int narrow_positions(const pool_geom *p, ember_tensor **ix)
+{
+    if (!*ix || p->H * p->W > INT32_MAX) return EMBER_OK;   /* int64 stays: backward reads both */
+    ember_tensor *n = NULL;
+    bool nhwc = ember__is_nhwc(*ix);
+    EMBER_TRY(nhwc ? ember__layout_as(*ix, EMBER_INT32, true, &n) : ember__contiguous_as(*ix, EMBER_INT32, &n));
+    ember_tensor_release(*ix);
+    *ix = n;
+    return EMBER_OK;
+}
+
 int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *at, ember_tensor **out)
 {
     EMBER_UNUSED(nin);
@@ -273,7 +290,10 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_TRY(ember__pool_plan_make(op, in, at, &p, ys));
     const bool values_only = values_only_next;   /* ember_max_pool2d's word for this call */
     values_only_next = false;
-    if (ember__is_nhwc(x)) return ember__max_pool2d_nhwc(&p, x, ys, values_only, out);   /* pool_nhwc.c */
+    if (ember__is_nhwc(x)) {
+        EMBER_TRY(ember__max_pool2d_nhwc(&p, x, ys, values_only, out));   /* pool_nhwc.c */
+        return at->i[POSITIONS_32] ? narrow_positions(&p, &out[1]) : EMBER_OK;
+    }
     int dt = x->dtype, cdt = nn_compute_dtype(dt), rc = EMBER_OK;
     ember_tensor *cx = NULL, *y = NULL, *ix = NULL;
     EMBER_CHECK(ember__new(4, ys, cdt, EMBER_CPU, &y));
@@ -283,6 +303,7 @@ int fwd_max_pool2d(int op, int nin, ember_tensor *const *in, const ember_attrs *
         pool_task t = {{&p, cdt, ember__ptr(cx), ember__ptr(y), ix ? (int64_t *)ember__ptr(ix) : NULL}, POOL_MAX};
         pool_launch(&t);
     }
+    if (at->i[POSITIONS_32]) EMBER_CHECK(narrow_positions(&p, &ix));
     rc = ember__nn_finish(y, dt, &out[0]);
     y = NULL;
     EMBER_CHECK(rc);
@@ -301,11 +322,16 @@ done:
 typedef struct {
     const pool_geom *p;
     const void *g;
-    const int64_t *idx;
+    const void *idx;   /* int64, or int32 (i32) */
     void *gx;
     int dt;
+    bool i32;
     atomic_int bad_index;
 } pool2_bwd_ctx;
+
+/* index k of plane q's positions (int32 or int64) */
+#define POS_AT(c, q, n, k) \
+    ((c)->i32 ? (int64_t)((const int32_t *)(c)->idx)[(q) * (n) + (k)] : ((const int64_t *)(c)->idx)[(q) * (n) + (k)])
 
 /* plane q the general way, in one pass over its part of gx while it is in
    the cache: zeroed, then gx[ix] += g in output order, each index checked
@@ -317,18 +343,18 @@ typedef struct {
         T *gx = (T *)c->gx + q * HW;                                                       \
         memset(gx, 0, sizeof(T) * (size_t)HW);                                             \
         for (int64_t k = 0; k < n; k++) {                                                  \
-            if ((uint64_t)ix[k] >= (uint64_t)HW) {                                         \
+            int64_t at = POS_AT(c, q, n, k);                                               \
+            if ((uint64_t)at >= (uint64_t)HW) {                                            \
                 atomic_store_explicit(&c->bad_index, 1, memory_order_relaxed);             \
                 break;                                                                     \
             }                                                                              \
-            gx[ix[k]] += g[k];                                                             \
+            gx[at] += g[k];                                                                \
         }                                                                                  \
     } while (0)
 
 static void maxpool_bwd_plane(pool2_bwd_ctx *c, int64_t q)
 {
     const int64_t HW = c->p->H * c->p->W, n = c->p->Ho * c->p->Wo;
-    const int64_t *ix = c->idx + q * n;
     if (c->dt == EMBER_FLOAT32) BWD_PLANE(float);
     else BWD_PLANE(double);
 }
@@ -340,19 +366,24 @@ static void maxpool_bwd_range(void *vctx, int64_t q0, int64_t q1)
 
 #ifdef __SSE2__
 /* windows ow .. ow + 3 of one row: false when an index is not in its window */
-static inline bool maxpool2_bwd4(const float *gr, const int64_t *ir, float *r0, float *r1, int64_t W, int64_t at,
-                                 int64_t ow)
+static inline bool maxpool2_bwd4(const float *gr, const void *ir, bool i32, float *r0, float *r1, int64_t W,
+                                 int64_t at, int64_t ow)
 {
     const __m128i zero = _mm_setzero_si128(), one = _mm_set1_epi32(1);
     const __m128i wv = _mm_set1_epi32((int)W), w1 = _mm_set1_epi32((int)W + 1);
     __m128i pos = _mm_add_epi32(_mm_set1_epi32((int)(at + 2 * ow)), _mm_setr_epi32(0, 2, 4, 6));
-    __m128i i01 = _mm_loadu_si128((const __m128i *)(ir + ow));
-    __m128i i23 = _mm_loadu_si128((const __m128i *)(ir + ow + 2));
-    /* low and high halves of the four int64 indices */
-    __m128i lo = _mm_unpacklo_epi64(_mm_shuffle_epi32(i01, _MM_SHUFFLE(2, 0, 2, 0)),
-                                    _mm_shuffle_epi32(i23, _MM_SHUFFLE(2, 0, 2, 0)));
-    __m128i hi = _mm_unpacklo_epi64(_mm_shuffle_epi32(i01, _MM_SHUFFLE(3, 1, 3, 1)),
-                                    _mm_shuffle_epi32(i23, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m128i lo, hi = zero;   /* low and high halves of the four indices */
+    if (i32) {
+        lo = _mm_loadu_si128((const __m128i *)((const int32_t *)ir + ow));
+    } else {
+        const int64_t *i64 = ir;
+        __m128i i01 = _mm_loadu_si128((const __m128i *)(i64 + ow));
+        __m128i i23 = _mm_loadu_si128((const __m128i *)(i64 + ow + 2));
+        lo = _mm_unpacklo_epi64(_mm_shuffle_epi32(i01, _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm_shuffle_epi32(i23, _MM_SHUFFLE(2, 0, 2, 0)));
+        hi = _mm_unpacklo_epi64(_mm_shuffle_epi32(i01, _MM_SHUFFLE(3, 1, 3, 1)),
+                                _mm_shuffle_epi32(i23, _MM_SHUFFLE(3, 1, 3, 1)));
+    }
     __m128i r = _mm_sub_epi32(lo, pos);
     __m128i ma = _mm_cmpeq_epi32(r, zero), mb = _mm_cmpeq_epi32(r, one);
     __m128i mc = _mm_cmpeq_epi32(r, wv), md = _mm_cmpeq_epi32(r, w1);
@@ -371,26 +402,29 @@ static inline bool maxpool2_bwd4(const float *gr, const int64_t *ir, float *r0, 
 
 /* one plane pooled 2x2 without remainder rows or columns beyond the last window;
    false when some index is not in its window */
-static bool maxpool2_bwd_plane(const pool_geom *p, const float *g, const int64_t *ix, float *gx)
+static bool maxpool2_bwd_plane(const pool2_bwd_ctx *c, int64_t q, const float *g, float *gx)
 {
-    const int64_t W = p->W, Ho = p->Ho, Wo = p->Wo;
+    const pool_geom *p = c->p;
+    const int64_t W = p->W, Ho = p->Ho, Wo = p->Wo, n = Ho * Wo;
+    const bool i32 = c->i32;
     for (int64_t oh = 0; oh < Ho; oh++) {
         float *r0 = gx + 2 * oh * W, *r1 = r0 + W;
         const float *gr = g + oh * Wo;
-        const int64_t *ir = ix + oh * Wo, at = 2 * oh * W;
+        const int64_t at = 2 * oh * W, row = q * n + oh * Wo;
+        const void *ir = i32 ? (const void *)((const int32_t *)c->idx + row) : (const void *)((const int64_t *)c->idx + row);
         int64_t ow = 0;
 #ifdef __SSE2__
         if (Wo >= 4 && at + 2 * Wo + W < INT32_MAX) {
             for (; ow + 4 <= Wo; ow += 4)
-                if (!maxpool2_bwd4(gr, ir, r0, r1, W, at, ow)) return false;
+                if (!maxpool2_bwd4(gr, ir, i32, r0, r1, W, at, ow)) return false;
             /* the last windows as one more step of four, overlapping the one before
                (rewriting a window gives the same values): no scalar tail */
-            if (ow < Wo && !maxpool2_bwd4(gr, ir, r0, r1, W, at, Wo - 4)) return false;
+            if (ow < Wo && !maxpool2_bwd4(gr, ir, i32, r0, r1, W, at, Wo - 4)) return false;
             ow = Wo;
         }
 #endif
         for (; ow < Wo; ow++) {
-            int64_t k = ir[ow] - (at + 2 * ow);
+            int64_t k = POS_AT(c, q, n, oh * Wo + ow) - (at + 2 * ow);
             if (k != 0 && k != 1 && k != W && k != W + 1) return false;
             float v = gr[ow];
             r0[2 * ow] = k == 0 ? v : 0.0f;
@@ -408,17 +442,19 @@ static void maxpool2_bwd_range(void *vctx, int64_t q0, int64_t q1)
     const pool_geom *p = c->p;
     const int64_t HW = p->H * p->W, n = p->Ho * p->Wo;
     for (int64_t q = q0; q < q1; q++)
-        if (!maxpool2_bwd_plane(p, (const float *)c->g + q * n, c->idx + q * n, (float *)c->gx + q * HW))
+        if (!maxpool2_bwd_plane(c, q, (const float *)c->g + q * n, (float *)c->gx + q * HW))
             maxpool_bwd_plane(c, q);
 }
 
 /* indices may come from anywhere: fails naming the first one outside its plane */
-static int check_pool_indices(const char *name, const int64_t *ix, int64_t n, const pool_geom *p)
+static int check_pool_indices(const char *name, const pool2_bwd_ctx *c, int64_t n)
 {
-    for (int64_t k = 0; k < n; k++)
-        if (ix[k] < 0 || ix[k] >= p->H * p->W)
-            return ember__fail(EMBER_ERR_ARG, "%s: index %lld is outside a %lld x %lld plane", name,
-                               (long long)ix[k], (long long)p->H, (long long)p->W);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t at = POS_AT(c, 0, 0, k);
+        if (at < 0 || at >= c->p->H * c->p->W)
+            return ember__fail(EMBER_ERR_ARG, "%s: index %lld is outside a %lld x %lld plane", name, (long long)at,
+                               (long long)c->p->H, (long long)c->p->W);
+    }
     return EMBER_OK;
 }
 
@@ -456,8 +492,11 @@ static int max_pool_bwd_geom(const char *name, ember_tensor *g, ember_tensor *id
     EMBER_TRY(ember__nn_need_4d(name, "grad_output", g));
     EMBER_TRY(ember__nn_need_float(name, "grad_output", g));
     EMBER_TRY(ember__nn_attr_shape(name, at, xs));
-    if (idx->dtype != EMBER_INT64 || idx->ndim != 4 || memcmp(idx->shape, g->shape, sizeof(int64_t) * 4) != 0)
-        return ember__fail(EMBER_ERR_SHAPE, "%s: indices must be int64 of the grad_output's shape %s, got %s %s",
+    /* int32: the positions a recording saves for max_pool2d's backward (host only) */
+    bool i32 = idx->dtype == EMBER_INT32 && idx->storage->device == EMBER_CPU;
+    if ((idx->dtype != EMBER_INT64 && !i32) || idx->ndim != 4 || memcmp(idx->shape, g->shape, sizeof(int64_t) * 4) != 0)
+        return ember__fail(EMBER_ERR_SHAPE,
+                           "%s: indices must be int64 (or int32 on the CPU) of the grad_output's shape %s, got %s %s",
                            name, ember__tshape(s1, g), ember_dtype_name(idx->dtype), ember__tshape(s2, idx));
     if (g->shape[0] != xs[0] || g->shape[1] != xs[1])
         return ember__fail(EMBER_ERR_SHAPE, "%s: grad_output %s and input {%lld, %lld, %lld, %lld} differ in N or C",
@@ -497,15 +536,14 @@ int fwd_max_pool2d_backward(int op, int nin, ember_tensor *const *in, const embe
         EMBER_CHECK(ember__fill_raw(gx, 0));
     } else {
         EMBER_CHECK(ember__contiguous_as(g, cdt, &cg));
-        EMBER_CHECK(ember__contiguous_as(idx, EMBER_INT64, &ci));
-        int64_t *ix = (int64_t *)ember__ptr(ci);
+        EMBER_CHECK(ember__contiguous_as(idx, idx->dtype, &ci));   /* int32 or int64, read as they are */
         /* the indices are checked on the way; planes tiled by 2x2 windows exactly
            (float32) first try each window written whole */
-        pool2_bwd_ctx c = {&p, ember__ptr(cg), ix, ember__ptr(gx), cdt, 0};
+        pool2_bwd_ctx c = {&p, ember__ptr(cg), ember__ptr(ci), ember__ptr(gx), cdt, ci->dtype == EMBER_INT32, 0};
         bool two = cdt == EMBER_FLOAT32 && 2 * p.Ho == p.H && 2 * p.Wo == p.W;
         ember__parallel_for(p.N * p.C, ember__nn_rows_grain(p.H * p.W), two ? maxpool2_bwd_range : maxpool_bwd_range,
                             &c);
-        if (atomic_load(&c.bad_index)) EMBER_CHECK(check_pool_indices(name, ix, ci->numel, &p));
+        if (atomic_load(&c.bad_index)) EMBER_CHECK(check_pool_indices(name, &c, ci->numel));
     }
     rc = ember__nn_finish(ember__take(&gx), dt, out);
 done:
@@ -566,6 +604,7 @@ int ember_max_pool2d(ember_tensor *x, const int64_t *kernel, const int64_t *stri
     NEED_ARGS("max_pool2d", values, kernel, stride, padding);
     ember_attrs at;
     ember__nn_set_pairs(&at, kernel, stride, padding);
+    at.i[POSITIONS_32] = indices == NULL;   /* what a recording saves need not be int64 */
     ember_tensor *in[1] = {x}, *res[2] = {NULL, NULL};
     values_only_next = !indices && values_only_ok(x);
     int rc = ember__dispatch(EMBER_OP_MAX_POOL2D, 1, in, &at, res);

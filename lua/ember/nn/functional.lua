@@ -196,7 +196,10 @@ function F.dropout(x, p, training)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
   local keep = ember.rand_like(x, { generator = generator }):ge(p)   -- the seeded generator, or opts.generator
-  return x * keep:to(x.dtype) * (1 / (1 - p))
+  -- the bool mask, not a float copy of it, is what the product saves for
+  -- backward (1 byte an element; x * true is x * 1, x * false is x * 0:
+  -- the same bits, NaN and signed zeros included)
+  return x * keep * (1 / (1 - p))
 end
 
 -- F.one_hot(t, num_classes = -1, {dtype = "int64"}): t holds 1-based class
