@@ -75,3 +75,39 @@ describe("MobileNetV2's bits", function()
     for i, e in ipairs(want) do assert.are.same(e, got[i]) end
   end)
 end)
+
+describe("nn.Conv2d's options kept between calls", function()
+  it("follow its fields when they are set anew or changed in place", function()
+    ember.manual_seed(1)
+    local m = nn.Conv2d(2, 4, 3, { padding = 1 })
+    local x = ember.randn({ 1, 2, 7, 7 })
+    local function want(o) return F.conv2d(x, m.weight, m.bias, o) end
+    assert.is_true(m(x):equal(want({ padding = 1 })))
+    m.stride = 2
+    assert.are.same({ 1, 4, 4, 4 }, m(x):shape())
+    assert.is_true(m(x):equal(want({ stride = 2, padding = 1 })))
+    m.stride = { 1, 2 }
+    assert.is_true(m(x):equal(want({ stride = { 1, 2 }, padding = 1 })))
+    m.stride[1] = 3   -- in place
+    assert.are.same({ 1, 4, 3, 4 }, m(x):shape())
+    m.padding, m.dilation = { 0, 2 }, 2
+    assert.is_true(m(x):equal(want({ stride = { 3, 2 }, padding = { 0, 2 }, dilation = 2 })))
+    m.stride, m.padding, m.dilation = 1, 1, 1
+    assert.is_true(m(x):equal(want({ padding = 1 })))
+  end)
+
+  it("raise as F.conv2d does when a field is set to a bad value, and keep working after", function()
+    local m = nn.Conv2d(2, 4, 3)
+    local x = ember.randn({ 1, 2, 5, 5 })
+    m(x)
+    m.stride = "two"
+    assert.has_error(function() m(x) end, "ember.nn.functional.conv2d: stride must be a number or an {h, w} pair, got string")
+    m.stride = { 1, 2, 3 }
+    assert.has_error(function() m(x) end, "ember.nn.functional.conv2d: stride must be a number or an {h, w} pair, got table")
+    m.groups = "one"
+    m.stride = 1
+    assert.has_error(function() m(x) end, "ember.nn.functional.conv2d: groups must be a number, got string")
+    m.groups = 1
+    assert.are.same({ 1, 4, 3, 3 }, m(x):shape())
+  end)
+end)
