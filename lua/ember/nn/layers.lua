@@ -66,10 +66,14 @@ function Linear:init(in_features, out_features, opts)
   self.weight = uniform({ nout, nin }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ nout }, bound, opts.dtype) end
 end
-local function linear_input(m, x)
-  local n = m.in_features
+-- (the check's closure in a function of its own: conv_input's note below)
+local function linear_input_error(n, x)
   need_input("Linear", x, function(t) return t:dim() >= 1 and t:size(-1) == n end,
     ("last dim %d, as in {N, %d}"):format(n, n))
+end
+local function linear_input(m, x)
+  local n = m.in_features
+  if not (is_tensor(x) and x:dim() >= 1 and x:size(-1) == n) then linear_input_error(n, x) end
 end
 function Linear:forward(x)
   linear_input(self, x)
