@@ -406,9 +406,10 @@ end
 local NO_ACT = { 0, 0, 0 }
 
 -- F.batch_norm with its options as arguments (training a boolean or nil;
--- momentum and eps numbers; act nil, "relu" or "relu6"): nn.BatchNorm1d/2d's
--- call, no options table made per call
+-- momentum a number; eps a number, nil: 1e-5; act nil, "relu" or "relu6"):
+-- nn.BatchNorm1d/2d's call, no options table made per call
 function F._batch_norm(x, running_mean, running_var, w, b, training, momentum, eps, act)
+  eps = eps or 1e-5
   if amp._dtype then x, w, b = amp._up(x, w, b) end
   need_tensor("batch_norm", "input", x)
   local nd = x:dim()
@@ -463,7 +464,7 @@ end
 -- batch_norm_act, whose backward takes the mask from y: docs/nn.md).
 function F.batch_norm(x, running_mean, running_var, w, b, opts)
   opts = opts_of("batch_norm", opts, BN_OPTS)
-  return F._batch_norm(x, running_mean, running_var, w, b, opts.training, opts.momentum or 0.1, opts.eps or 1e-5,
+  return F._batch_norm(x, running_mean, running_var, w, b, opts.training, opts.momentum or 0.1, opts.eps,
     opts.activation)
 end
 
