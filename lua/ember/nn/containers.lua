@@ -125,7 +125,7 @@ function Sequential:forward(x)
       errors.raise(("ember.nn.Sequential: entry %d must be a module, got %s"):format(i, A.value_str(m)))
     end
     if not is_module(r) then r = nil end
-    local prev, lib = x, true
+    local prev, lib, act = x, true, bn_then_act(m, r)
     if linear_then_relu(m, r) then
       linear_input(m, x)
       x = F.linear_relu(x, m.weight, m.bias)
@@ -134,8 +134,8 @@ function Sequential:forward(x)
       conv_input(m, x)
       x = F.conv2d_relu_max_pool2d(x, m.weight, m.bias, conv_opts(m), r.kernel_size, { stride = r.stride })
       i = i + 2
-    elseif bn_then_act(m, r) then
-      x = m:_forward(x, bn_then_act(m, r))
+    elseif act then
+      x = m:_forward(x, act)
       i = i + 2
     else
       lib = keeps_nothing(m)

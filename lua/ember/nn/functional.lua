@@ -102,24 +102,36 @@ function F.linear_relu(x, w, b)
 end
 
 local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
--- conv2d's arguments checked (op names the caller): x, w and b (after
--- autocast), then the C call's stride, padding, dilation and groups
-local function conv_args(op, x, w, b, opts)
-  if is_tensor(b) == false and type(b) == "table" and opts == nil then b, opts = nil, b end
+-- conv2d's tensors checked (op names the caller): x, w and b, after autocast
+local function conv_tensors(op, x, w, b)
   if amp._dtype then x, w, b = amp._down(x, w, b) end
   need_tensor(op, "input", x)
   need_tensor(op, "weight", w)
-  opts = opts_of(op, opts, CONV_OPTS)
-  local groups = opts.groups or 1
-  if type(groups) ~= "number" then fail(op, "groups must be a number, got %s", type(groups)) end
   if b ~= nil then
     need_tensor(op, "bias", b)
     if b:dim() ~= 1 or b:size(1) ~= w:size(1) then
       fail(op, "bias must have shape {%d}, got %s", w:size(1), shape_str(b))
     end
   end
-  return x, w, b, pair(op, "stride", opts.stride, 1), pair(op, "padding", opts.padding, 0),
-    pair(op, "dilation", opts.dilation, 1), groups
+  return x, w, b
+end
+
+-- conv2d's arguments checked: the tensors, then the C call's stride,
+-- padding, dilation and groups
+-- stride, padding and dilation as the C call's int64_t[2] pairs, and groups,
+-- checked (nil: the default)
+local function conv_options(op, stride, padding, dilation, groups)
+  groups = groups or 1
+  if type(groups) ~= "number" then fail(op, "groups must be a number, got %s", type(groups)) end
+  return pair(op, "stride", stride, 1), pair(op, "padding", padding, 0), pair(op, "dilation", dilation, 1), groups
+end
+F._conv_options = conv_options
+
+local function conv_args(op, x, w, b, opts)
+  if is_tensor(b) == false and type(b) == "table" and opts == nil then b, opts = nil, b end
+  x, w, b = conv_tensors(op, x, w, b)
+  opts = opts_of(op, opts, CONV_OPTS)
+  return x, w, b, conv_options(op, opts.stride, opts.padding, opts.dilation, opts.groups)
 end
 
 -- conv2d(x, w) + b, without the bias when b is nil
@@ -130,20 +142,34 @@ local function conv2d_plus(op, x, w, b, stride, padding, dilation, groups)
   return y
 end
 
-function F.conv2d(x, w, b, opts)
-  return conv2d_plus("conv2d", conv_args("conv2d", x, w, b, opts))
-end
-
--- relu(conv2d(x, w, b, opts)); with a bias, on the CPU, one op: the
--- convolution adds the bias and applies the ReLU as it writes its output
-function F.conv2d_relu(x, w, b, opts)
-  local op = "conv2d_relu"
-  local stride, padding, dilation, groups
-  x, w, b, stride, padding, dilation, groups = conv_args(op, x, w, b, opts)
+-- conv2d of checked arguments; relu: relu(conv2d(...)), with a bias, on the
+-- CPU, one op: the convolution adds the bias and applies the ReLU as it
+-- writes its output
+local function conv2d_call(op, relu, x, w, b, stride, padding, dilation, groups)
+  if not relu then return conv2d_plus(op, x, w, b, stride, padding, dilation, groups) end
   if b == nil then return conv2d_plus(op, x, w, b, stride, padding, dilation, groups):relu() end
   check(C.ember_conv2d_relu(ember._ptr(op, x, 1), ember._ptr(op, w, 2), ember._ptr(op, b, 3), stride, padding,
     dilation, groups, out1))
   return ember._wrap(out1[0])
+end
+
+function F.conv2d(x, w, b, opts)
+  return conv2d_call("conv2d", false, conv_args("conv2d", x, w, b, opts))
+end
+
+-- relu(conv2d(x, w, b, opts)) (one op with a bias: conv2d_call)
+function F.conv2d_relu(x, w, b, opts)
+  return conv2d_call("conv2d_relu", true, conv_args("conv2d_relu", x, w, b, opts))
+end
+
+-- F.conv2d (relu: F.conv2d_relu) with the options already checked: stride,
+-- padding and dilation int64_t[2] pairs of whole numbers, groups a number
+-- (nn.Conv2d keeps them while its fields stay the same: no options table,
+-- no pairs made per call)
+function F._conv2d_pairs(x, w, b, stride, padding, dilation, groups, relu)
+  local op = relu and "conv2d_relu" or "conv2d"
+  x, w, b = conv_tensors(op, x, w, b)
+  return conv2d_call(op, relu, x, w, b, stride, padding, dilation, groups)
 end
 
 -- max_pool2d(relu(conv2d(x, w, b, opts)), kernel, pool_opts) (pool_opts:
@@ -311,15 +337,36 @@ local BN_OPTS = { training = true, momentum = true, eps = true, activation = tru
 -- activation = "relu" / "relu6": the op batch_norm_act's code and bounds
 local BN_ACTS = { relu = { 1, 0, 0 }, relu6 = { 2, 0, 6 } }
 
--- the running statistics moved by momentum m towards the batch's (a
--- function of its own: a closure in F.batch_norm would stop LuaJIT's trace
--- on every call, eval mode's included)
+-- the running statistics moved by momentum m towards the batch's, run by
+-- ember.no_grad (a function of its own, not a closure: making one in
+-- F.batch_norm would stop LuaJIT's trace on every call, eval mode's included)
+-- Its factors are 0-d tensors of the running statistics' dtype, kept per
+-- value (at most 64 a dtype; on the CPU): a Lua number would be converted
+-- to that dtype by each op, an op more each time, to the same bits.
+local bn_factors, bn_factors_n = {}, {}
+local function bn_factor(v, like)
+  if like.device ~= "cpu" then return v end
+  local dtype = like.dtype
+  local kept = bn_factors[dtype]
+  if kept == nil then
+    kept = {}
+    bn_factors[dtype], bn_factors_n[dtype] = kept, 0
+  end
+  local t = kept[v]
+  if t == nil then
+    t = ember.tensor(v, { dtype = dtype })
+    if bn_factors_n[dtype] < 64 then
+      ember.keep(t)   -- an ember.tidy around the call leaves it alone
+      kept[v], bn_factors_n[dtype] = t, bn_factors_n[dtype] + 1
+    end
+  end
+  return t
+end
 local function bn_update_running(running_mean, running_var, stats, m, count)
-  ember.no_grad(function()
-    stats = stats:detach()
-    running_mean:mul_(1 - m):add_(stats[1]:to(running_mean.dtype) * m)
-    running_var:mul_(1 - m):add_(stats[2]:to(running_var.dtype) * (m * count / (count - 1)))
-  end)
+  stats = stats:detach()
+  local rm, rv = running_mean, running_var
+  rm:mul_(bn_factor(1 - m, rm)):add_(stats[1]:to(rm.dtype) * bn_factor(m, rm))
+  rv:mul_(bn_factor(1 - m, rv)):add_(stats[2]:to(rv.dtype) * bn_factor(m * count / (count - 1), rv))
 end
 
 -- Eval-mode batch norm's scale = w / sqrt(running_var + eps) and shift = b -
@@ -351,31 +398,31 @@ local function bn_eval_affine(x, running_mean, running_var, w, b, eps)
   end
   return scale, shift
 end
--- F.batch_norm(x, running_mean, running_var, weight?, bias?, {training =, momentum = 0.1, eps = 1e-5,
--- activation = nil | "relu" | "relu6"})
--- Normalises over every dim but the channel dim 2. In training the batch
--- statistics are used and the running ones (when given) updated in place with
--- the unbiased variance, as in PyTorch. With an activation, y is F.relu or
--- F.relu6 of that, applied as y is written in training (one op,
--- batch_norm_act, whose backward takes the mask from y: docs/nn.md).
-function F.batch_norm(x, running_mean, running_var, w, b, opts)
+-- one argument of batch_norm (i: its position): one value per channel
+local function bn_per_channel(x, i, t, Cn)
+  need_tensor("batch_norm", "argument " .. i, t)
+  if t:numel() ~= Cn then
+    fail("batch_norm", "argument %d of shape %s does not fit input %s: expected %d values, one per channel (dim 2)",
+      i, shape_str(t), shape_str(x), Cn)
+  end
+end
+local NO_ACT = { 0, 0, 0 }
+
+-- F.batch_norm with its options as arguments (training a boolean or nil;
+-- momentum a number; eps a number, nil: 1e-5; act nil, "relu" or "relu6"):
+-- nn.BatchNorm1d/2d's call, no options table made per call
+function F._batch_norm(x, running_mean, running_var, w, b, training, momentum, eps, act)
+  eps = eps or 1e-5
   if amp._dtype then x, w, b = amp._up(x, w, b) end
   need_tensor("batch_norm", "input", x)
-  opts = opts_of("batch_norm", opts, BN_OPTS)
   local nd = x:dim()
   if nd < 2 then fail("batch_norm", "input must have at least 2 dims (N, C, ...), got %s", shape_str(x)) end
   local Cn = x:size(2)
-  local shape = { 1, Cn }
-  for _ = 3, nd do shape[#shape + 1] = 1 end
   -- the statistics and the affine parameters: one value per channel
-  for i, t in pairs({ [2] = running_mean, [3] = running_var, [4] = w, [5] = b }) do
-    need_tensor("batch_norm", "argument " .. i, t)
-    if t:numel() ~= Cn then
-      fail("batch_norm", "argument %d of shape %s does not fit input %s: expected %d values, one per channel (dim 2)",
-        i, shape_str(t), shape_str(x), Cn)
-    end
-  end
-  local eps, training, act = opts.eps or 1e-5, opts.training, opts.activation
+  if running_mean ~= nil then bn_per_channel(x, 2, running_mean, Cn) end
+  if running_var ~= nil then bn_per_channel(x, 3, running_var, Cn) end
+  if w ~= nil then bn_per_channel(x, 4, w, Cn) end
+  if b ~= nil then bn_per_channel(x, 5, b, Cn) end
   if act ~= nil and BN_ACTS[act] == nil then
     fail("batch_norm", "activation must be nil, \"relu\" or \"relu6\", got %s", require("ember.nn.args").value_str(act))
   end
@@ -397,7 +444,7 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
         ember._ptr("batch_norm", b, 5), eps, out2, out2 + 1))
     end
     local y, stats = ember._wrap(out2[0]), ember._wrap(out2[1])
-    if running_mean ~= nil then bn_update_running(running_mean, running_var, stats, opts.momentum or 0.1, count) end
+    if running_mean ~= nil then ember.no_grad(bn_update_running, running_mean, running_var, stats, momentum, count) end
     return y
   end
   if running_mean == nil or running_var == nil then
@@ -406,9 +453,22 @@ function F.batch_norm(x, running_mean, running_var, w, b, opts)
   -- one op, channel_affine: x scale + shift (and the activation), scale and
   -- shift worked out on the C values (kept while their sources last)
   local scale, shift = bn_eval_affine(x, running_mean, running_var, w, b, eps)
-  local a = BN_ACTS[act] or { 0, 0, 0 }
+  local a = BN_ACTS[act] or NO_ACT
   check(C.ember_channel_affine(ember._ptr("batch_norm", x, 1), scale._c, shift._c, a[1], a[2], a[3], out2))
   return ember._wrap(out2[0])
+end
+
+-- F.batch_norm(x, running_mean, running_var, weight?, bias?, {training =, momentum = 0.1, eps = 1e-5,
+-- activation = nil | "relu" | "relu6"})
+-- Normalises over every dim but the channel dim 2. In training the batch
+-- statistics are used and the running ones (when given) updated in place with
+-- the unbiased variance, as in PyTorch. With an activation, y is F.relu or
+-- F.relu6 of that, applied as y is written in training (one op,
+-- batch_norm_act, whose backward takes the mask from y: docs/nn.md).
+function F.batch_norm(x, running_mean, running_var, w, b, opts)
+  opts = opts_of("batch_norm", opts, BN_OPTS)
+  return F._batch_norm(x, running_mean, running_var, w, b, opts.training, opts.momentum or 0.1, opts.eps,
+    opts.activation)
 end
 
 ---------------------------------------------------------------- embedding

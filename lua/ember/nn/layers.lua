@@ -66,10 +66,14 @@ function Linear:init(in_features, out_features, opts)
   self.weight = uniform({ nout, nin }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ nout }, bound, opts.dtype) end
 end
-local function linear_input(m, x)
-  local n = m.in_features
+-- (the check's closure in a function of its own: conv_input's note below)
+local function linear_input_error(n, x)
   need_input("Linear", x, function(t) return t:dim() >= 1 and t:size(-1) == n end,
     ("last dim %d, as in {N, %d}"):format(n, n))
+end
+local function linear_input(m, x)
+  local n = m.in_features
+  if not (is_tensor(x) and x:dim() >= 1 and x:size(-1) == n) then linear_input_error(n, x) end
 end
 function Linear:forward(x)
   linear_input(self, x)
@@ -120,21 +124,46 @@ function Conv2d:init(cin, cout, kernel, ...)
   self.weight = uniform({ cout, cin / groups, k[1], k[2] }, bound, opts.dtype)
   if opts.bias ~= false then self.bias = uniform({ cout }, bound, opts.dtype) end
 end
--- (the checks' closures are made only on the way to an error: making one
--- each call stops LuaJIT's trace, and a batch-1 forward is mostly such calls)
-local function conv_input(m, x)
-  local c = m.in_channels
-  if is_tensor(x) and x:dim() == 4 and x:size(2) == c then return end
+-- (the checks' closures are made only on the way to an error, in a function
+-- of their own: making one, or a function that could, each call stops
+-- LuaJIT's trace, and a batch-1 forward is mostly such calls)
+local function conv_input_error(c, x)
   need_input("Conv2d", x, function(t) return t:dim() == 4 and t:size(2) == c end,
     ("{N, %d, H, W}"):format(c))
+end
+local function conv_input(m, x)
+  local c = m.in_channels
+  if not (is_tensor(x) and x:dim() == 4 and x:size(2) == c) then conv_input_error(c, x) end
 end
 local function conv_opts(m)
   return { stride = m.stride, padding = m.padding, dilation = m.dilation, groups = m.groups }
 end
+-- The C call's stride, padding and dilation pairs and groups
+-- (F._conv_options), kept per module while its fields hold the values they
+-- were made from: {s1, s2, p1, p2, d1, d2, groups, stride, padding,
+-- dilation} (a field set anew, or a pair changed in place, makes them again)
+local kept_options = setmetatable({}, { __mode = "k" })
+local function is_pair(v, a, b)
+  if type(v) == "number" then return v == a and v == b end
+  return type(v) == "table" and #v == 2 and v[1] == a and v[2] == b
+end
+local function conv_options(m, op)
+  local e = kept_options[m]
+  local s, p, d, g = m.stride, m.padding, m.dilation, m.groups
+  if e and is_pair(s, e[1], e[2]) and is_pair(p, e[3], e[4]) and is_pair(d, e[5], e[6]) and (g or 1) == e[7] then
+    return e
+  end
+  local sp, pp, dp, groups = F._conv_options(op, s, p, d, g)
+  e = { tonumber(sp[0]), tonumber(sp[1]), tonumber(pp[0]), tonumber(pp[1]), tonumber(dp[0]), tonumber(dp[1]), groups,
+    sp, pp, dp }
+  kept_options[m] = e
+  return e
+end
 function Conv2d:forward(x)
   conv_input(self, x)
-  local conv = self.activation == "relu" and F.conv2d_relu or F.conv2d
-  return conv(x, self.weight, self.bias, conv_opts(self))
+  local relu = self.activation == "relu"
+  local e = conv_options(self, relu and "conv2d_relu" or "conv2d")
+  return F._conv2d_pairs(x, self.weight, self.bias, e[8], e[9], e[10], e[7], relu)
 end
 function Conv2d:extra_repr()
   return ("%d, %d, kernel_size={%d, %d}, stride=%s, padding=%s%s"):format(self.in_channels, self.out_channels,
@@ -149,6 +178,8 @@ local BATCHNORM = { { "eps", 1e-5, A.positive },
     end
   end },
   { "affine", true, A.boolean }, { "track_running_stats", true, A.boolean }, A.DTYPE }
+-- one more batch seen (ember.no_grad runs it: no closure made per call)
+local function count_batch(num_batches_tracked) num_batches_tracked:add_(1) end
 local function batchnorm_class(name, dims)
   local B = Module:extend(name)
   -- nn.BatchNorm2d(C, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true});
@@ -176,20 +207,23 @@ local function batchnorm_class(name, dims)
     for _, d in ipairs(dims) do if t:dim() == d then return t:size(2) == c end end
     return false
   end
+  -- (the check's closure in a function of its own: conv_input's note)
+  local function input_error(x, c)
+    need_input(name, x, function(t) return fits(t, c) end,
+      dims[1] == 4 and ("{N, %d, H, W}"):format(c) or ("{N, %d} or {N, %d, L}"):format(c, c))
+  end
   function B:_forward(x, activation)
     local c = self.num_features
-    if not (is_tensor(x) and fits(x, c)) then
-      need_input(name, x, function(t) return fits(t, c) end,
-        dims[1] == 4 and ("{N, %d, H, W}"):format(c) or ("{N, %d} or {N, %d, L}"):format(c, c))
-    end
+    if not (is_tensor(x) and fits(x, c)) then input_error(x, c) end
     local training = self.training or self.running_mean == nil
     local momentum = self.momentum
-    if self.training and self.num_batches_tracked then
-      ember.no_grad(function() self.num_batches_tracked:add_(1) end)
-      if momentum == false then momentum = 1 / self.num_batches_tracked:item() end
+    local batches = self.num_batches_tracked
+    if self.training and batches then
+      ember.no_grad(count_batch, batches)
+      if momentum == false then momentum = 1 / batches:item() end
     end
-    return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-      { training = training, momentum = momentum or 0, eps = self.eps, activation = activation })
+    return F._batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training, momentum or 0,
+      self.eps, activation)
   end
   function B:extra_repr()
     return ("%d, eps=%g, momentum=%s"):format(self.num_features, self.eps,
