@@ -406,15 +406,17 @@ static bool maxpool2_bwd_plane(const pool2_bwd_ctx *c, int64_t q, const float *g
 {
     const pool_geom *p = c->p;
     const int64_t W = p->W, Ho = p->Ho, Wo = p->Wo, n = Ho * Wo;
-    const bool i32 = c->i32;
     for (int64_t oh = 0; oh < Ho; oh++) {
         float *r0 = gx + 2 * oh * W, *r1 = r0 + W;
         const float *gr = g + oh * Wo;
-        const int64_t at = 2 * oh * W, row = q * n + oh * Wo;
-        const void *ir = i32 ? (const void *)((const int32_t *)c->idx + row) : (const void *)((const int64_t *)c->idx + row);
+        const int64_t at = 2 * oh * W;
         int64_t ow = 0;
 #ifdef __SSE2__
         if (Wo >= 4 && at + 2 * Wo + W < INT32_MAX) {
+            const bool i32 = c->i32;
+            const int64_t row = q * n + oh * Wo;
+            const void *ir = i32 ? (const void *)((const int32_t *)c->idx + row)
+                                 : (const void *)((const int64_t *)c->idx + row);
             for (; ow + 4 <= Wo; ow += 4)
                 if (!maxpool2_bwd4(gr, ir, i32, r0, r1, W, at, ow)) return false;
             /* the last windows as one more step of four, overlapping the one before
