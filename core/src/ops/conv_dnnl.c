@@ -459,7 +459,12 @@ bool ember__dnnl_conv_execute(const dnnl_conv *cc, conv_kind kind, void *const *
         if (!mem_at(&m->scratch, &c->scratch, sbuf)) goto fail;
         ca[nca++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m->scratch};
     }
-    DNNL_TRY(dnnl_primitive_execute(c->conv, m->stream, nca, ca));
+    dnnl_status_t cst;   /* with the signals held: a gemm-based implementation runs the GEMM kernels (dnnl_inc.h) */
+    EMBER_DNNL_SIGNALS_HELD({
+        cst = dnnl_primitive_execute(c->conv, m->stream, nca, ca);
+        if (cst == dnnl_success) cst = dnnl_stream_wait(m->stream);
+    });
+    DNNL_TRY(cst);
     if (c->reorder[ARG_RES] && !(inner && inner[ARG_RES])) {
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, m->inner[ARG_RES]}, {DNNL_ARG_TO, m->user[ARG_RES]}};
         DNNL_TRY(dnnl_primitive_execute(c->reorder[ARG_RES], m->stream, 2, ra));

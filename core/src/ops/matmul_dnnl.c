@@ -80,7 +80,9 @@ bool ember__dnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const 
     int omp_before = omp_get_max_threads();
     omp_set_num_threads(1);
 #endif
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    dnnl_status_t st;   /* with the signals held: dnnl_inc.h */
+    EMBER_DNNL_SIGNALS_HELD(
+        st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc));
 #ifdef DNNL_OMP
     omp_set_num_threads(omp_before);
 #endif
