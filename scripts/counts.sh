@@ -9,11 +9,12 @@ count() {   # adds the "N passed, N failed, N skipped" line of a log to the tota
   set -- $line
   passed=$((passed + $1)); failed=$((failed + $3)); skipped=$((skipped + ${5:-0}))
 }
-ctest_count() {   # turns ctest's summary into the same counts
-  local line total nfail
+ctest_count() {   # turns ctest's summary into the same counts (a test that exits 77 is skipped)
+  local line total nfail nskip
   line=$(grep -aE 'tests passed, [0-9]+ tests failed out of' "$1" | tail -n 1)
   if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
   nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
   total=$(echo "$line" | sed -E 's/.* tests failed out of ([0-9]+).*/\1/')
-  passed=$((passed + total - nfail)); failed=$((failed + nfail))
+  nskip=$(grep -acE '\*\*\*Skipped' "$1")
+  passed=$((passed + total - nfail - nskip)); failed=$((failed + nfail)); skipped=$((skipped + nskip))
 }
