@@ -10,7 +10,7 @@
 -- JSON: ms per call.
 --   T=threads luajit bench/batch_norm_ab.lua      (T: default 2)
 package.path = "./bench/?.lua;" .. package.path
-require("common")
+local B = require("common")
 local ember = require("ember")
 local F = ember.nn.functional
 
@@ -26,20 +26,9 @@ for _, s in ipairs({ { 96, 16 }, { 144, 8 }, { 96, 4 } }) do
     ember.ones({ s[1] }), ember.zeros({ s[1] }) }
 end
 
-local function ms_per_call(fn)
-  local call = function() ember.tidy(fn) end
-  for _ = 1, 2 do call() end
-  local best, n = math.huge, 5
-  local t0 = os.clock()
-  call()
-  if os.clock() - t0 < 1e-3 then n = 50 end   -- batches of at least a few ms
-  for _ = 1, 5 do
-    t0 = os.clock()
-    for _ = 1, n do call() end
-    best = math.min(best, (os.clock() - t0) / n)
-  end
-  return best * 1e3
-end
+-- CPU time per call, each call in a tidy that frees its result at once:
+-- the fastest of 5 batches of about 20 ms
+local function ms_per_call(fn) return B.best_ms(B.in_tidy(ember, fn), os.clock, 0.02, 5) end
 
 local fields = {
   ('"bench": "batch_norm_ab", "threads": %d'):format(ember.get_num_threads()),

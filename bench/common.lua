@@ -30,6 +30,52 @@ function M.ms_per_call(fn, iters, reps)
   return M.time(function(n) for _ = 1, n do fn() end end, iters, reps) * 1e3
 end
 
+-- ms per call of fn, the fastest of `batches` (default 3) batches of calls,
+-- each sized to about `target` seconds (default 0.02) from a second call
+-- after a warm-up; `now` is the clock (default M.now, wall time; os.clock
+-- counts the CPU time of every thread, steadier on a loaded machine)
+function M.best_ms(fn, now, target, batches)
+  now = now or M.now
+  fn()
+  local t0 = now()
+  fn()
+  local iters = math.max(1, math.floor((target or 0.02) / math.max(now() - t0, 1e-7)))
+  local best = math.huge
+  for _ = 1, batches or 3 do
+    t0 = now()
+    for _ = 1, iters do fn() end
+    best = math.min(best, (now() - t0) / iters)
+  end
+  return best * 1e3
+end
+
+-- fn called inside ember.tidy with its result dropped, so that the tidy
+-- frees it at once (a result the tidy's function returns outlives the tidy
+-- until the next GC). The function given the tidy is made once: a closure
+-- made per call (LuaJIT cannot compile FNEW) sends each call to the
+-- interpreter.
+function M.in_tidy(ember, fn)
+  local drop = function() fn() end
+  return function() ember.tidy(drop) end
+end
+
+-- The A/B benches' arguments: --wall (wall time; CPU time otherwise) and
+-- --only "case,case". Returns the clock, its name and the set of cases
+-- wanted (nil: all).
+function M.ab_args(args, usage)
+  local now, clock, wanted = os.clock, "cpu", nil
+  local i = 1
+  while i <= #args do
+    if args[i] == "--wall" then now, clock = M.now, "wall"; i = i + 1
+    elseif args[i] == "--only" and args[i + 1] then
+      wanted = {}
+      for name in args[i + 1]:gmatch("[^,]+") do wanted[name] = true end
+      i = i + 2
+    else error("unknown argument " .. tostring(args[i]) .. " (expected " .. (usage or "--wall, --only list") .. ")") end
+  end
+  return now, clock, wanted
+end
+
 -- Two ways of doing the same work, timed in alternation so that a noisy
 -- neighbour slows both alike: the medians of seconds per iteration of fa and
 -- of fb, and the median of the per-round ratios fa / fb.

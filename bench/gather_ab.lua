@@ -12,34 +12,10 @@ local B = require("common")
 local ember = require("ember")
 local F = ember.nn.functional
 
-local wall, only = false, nil
-do
-  local i = 1
-  while i <= #arg do
-    if arg[i] == "--wall" then wall = true; i = i + 1
-    elseif arg[i] == "--only" then only = {}; for n in arg[i + 1]:gmatch("[^,]+") do only[n] = true end; i = i + 2
-    else error("unknown argument " .. arg[i] .. " (expected --wall, --only list)") end
-  end
-end
-local now = wall and B.now or os.clock
+local now, clock, only = B.ab_args(arg)
 
--- fn's result is dropped inside the tidy, which frees it at once (a result
--- returned from the tidy would be kept, and freed only at the next GC)
-local function ms_per_call(fn)
-  local inner = function() fn() end
-  local call = function() ember.tidy(inner) end
-  call()
-  local t0 = now()
-  call()
-  local iters = math.max(1, math.floor(0.02 / math.max(now() - t0, 1e-7)))
-  local best = math.huge
-  for _ = 1, 5 do
-    t0 = now()
-    for _ = 1, iters do call() end
-    best = math.min(best, (now() - t0) / iters)
-  end
-  return best * 1e3
-end
+-- each call in a tidy that frees its result at once
+local function ms_per_call(fn) return B.best_ms(B.in_tidy(ember, fn), now, 0.02, 5) end
 
 ember.manual_seed(0)
 local r = ember.randn
@@ -66,4 +42,4 @@ for _, c in ipairs(cases) do
   end
 end
 print(('{"bench": "gather_ab", "threads": %d, "clock": "%s", "cases": [\n%s\n]}'):format(ember.get_num_threads(),
-  wall and "wall" or "cpu", table.concat(out, ",\n")))
+  clock, table.concat(out, ",\n")))

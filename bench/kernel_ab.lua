@@ -5,24 +5,12 @@
 -- loaded machine. Prints JSON: ms per call, the fastest of 3 batches of
 -- about 20 ms each. From the repository root: luajit bench/kernel_ab.lua
 package.path = "./bench/?.lua;" .. package.path
-require("common")
+local B = require("common")
 local ember = require("ember")
 local F = ember.nn.functional
 
-local function ms_per_call(fn)
-  local call = function() ember.tidy(fn) end
-  call()
-  local t0 = os.clock()
-  call()
-  local iters = math.max(1, math.floor(0.02 / math.max(os.clock() - t0, 1e-7)))
-  local best = math.huge
-  for _ = 1, 3 do
-    t0 = os.clock()
-    for _ = 1, iters do call() end
-    best = math.min(best, (os.clock() - t0) / iters)
-  end
-  return best * 1e3
-end
+-- CPU time per call, each call in a tidy that frees its result at once
+local function ms_per_call(fn) return B.best_ms(B.in_tidy(ember, fn), os.clock) end
 
 ember.manual_seed(1)
 local x6, x4 = ember.randn({ 1000000 }), ember.randn({ 10000 })

@@ -14,21 +14,8 @@ local cpu = arg[1] == "--cpu"
 if arg[1] and not cpu then error("unknown argument " .. arg[1] .. " (expected --cpu)") end
 local now = cpu and os.clock or B.now
 
-local function ms_per_call(fn)
-  local call = function() fn() end
-  local run = function() ember.tidy(call) end
-  run()
-  local t0 = now()
-  run()
-  local iters = math.max(1, math.floor(0.05 / math.max(now() - t0, 1e-7)))
-  local best = math.huge
-  for _ = 1, 5 do
-    t0 = now()
-    for _ = 1, iters do run() end
-    best = math.min(best, (now() - t0) / iters)
-  end
-  return best * 1e3
-end
+-- each call in a tidy that frees its result at once
+local function ms_per_call(fn) return B.best_ms(B.in_tidy(ember, fn), now, 0.05, 5) end
 
 ember.manual_seed(1)
 local x = ember.randn({ 32, 64, 56, 56 })

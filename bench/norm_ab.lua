@@ -13,36 +13,10 @@ local ember = require("ember")
 local F = ember.nn.functional
 local GradManager = ember.autodiff.GradManager
 
-local now, clock, only = os.clock, "cpu", nil
-do
-  local i = 1
-  while i <= #arg do
-    if arg[i] == "--wall" then now, clock = B.now, "wall"; i = i + 1
-    elseif arg[i] == "--only" then only = arg[i + 1]; i = i + 2
-    else error("unknown argument " .. arg[i] .. " (expected --wall, --only list)") end
-  end
-end
-local wanted
-if only then
-  wanted = {}
-  for name in only:gmatch("[^,]+") do wanted[name] = true end
-end
+local now, clock, wanted = B.ab_args(arg)
 
-local function ms_per_call(fn)
-  local drop = function() fn() end   -- a result the tidy's function returns would outlive the tidy
-  local call = function() ember.tidy(drop) end
-  call()
-  local t0 = now()
-  call()
-  local iters = math.max(1, math.floor(0.02 / math.max(now() - t0, 1e-7)))
-  local best = math.huge
-  for _ = 1, 3 do
-    t0 = now()
-    for _ = 1, iters do call() end
-    best = math.min(best, (now() - t0) / iters)
-  end
-  return best * 1e3
-end
+-- each call in a tidy that frees its result at once
+local function ms_per_call(fn) return B.best_ms(B.in_tidy(ember, fn), now) end
 
 -- a forward and the backward of its sum, gradients for x
 local function with_backward(f, x)

@@ -42,22 +42,8 @@ if only then
   for name in only:gmatch("[^,]+") do wanted[name] = true end
 end
 
-local TARGET = 0.02   -- seconds per timed batch
 local now = cpu_clock and os.clock or B.now
-local function ms_per_call(fn)
-  fn()
-  local t0 = now()
-  fn()
-  local one = math.max(now() - t0, 1e-7)
-  local iters = math.max(1, math.floor(TARGET / one))
-  local best = math.huge
-  for _ = 1, 3 do
-    t0 = now()
-    for _ = 1, iters do fn() end
-    best = math.min(best, (now() - t0) / iters)
-  end
-  return best * 1e3
-end
+local function ms_per_call(fn) return B.best_ms(fn, now, 0.02, 3) end   -- batches of about 20 ms
 
 -- a forward and the backward of its sum, gradients for xs
 local function with_backward(f, ...)
@@ -77,8 +63,7 @@ local names, cases, alts = {}, {}, {}
 -- compile FNEW) sent each call to the interpreter, 0.25-0.4 us of a 1.5 us add
 local function wrap(fn)
   if not tidy then return fn end
-  local call = function() fn() end   -- drops fn's result, which the tidy frees
-  return function() ember.tidy(call) end
+  return B.in_tidy(ember, fn)
 end
 -- alt: the case in another layout (channels_last), of which each pass keeps
 -- the faster, as PyTorch's side keeps the faster of its two layouts
