@@ -11,31 +11,8 @@ local Z = require("zoo")
 local nn, F, optim = ember.nn, ember.nn.functional, ember.optim
 local GradManager = ember.autodiff.GradManager
 
--- equal bits (values compared as numbers, NaN never expected here)
-local function same(a, b)
-  return a.dtype == b.dtype and table.concat(a:shape(), ",") == table.concat(b:shape(), ",")
-    and ember.equal(a, b)
-end
-
--- the recipes in small: the MLP (SGD with momentum) and the CNN (conv,
--- batch norm, max pool, dropout, Adam)
-local function make(kind)
-  ember.manual_seed(1)
-  local model = kind == "mlp" and Z.mlp({ 64, 32, 16, 10 }, true) or Z.SmallCNN()
-  local params = model:parameters()
-  local opt = kind == "mlp" and optim.SGD(params, { lr = 0.1, momentum = 0.9 }) or optim.Adam(params, { lr = 1e-2 })
-  return { model = model, opt = opt, step = Z.train_step(model, opt) }
-end
-
-local function batches(n)
-  ember.manual_seed(7)
-  local xs, ys = {}, {}
-  for i = 1, n do
-    xs[i] = ember.randn({ 8, 1, 8, 8 })
-    ys[i] = ember.randint(1, 11, { 8 })
-  end
-  return xs, ys
-end
+local P = require("spec.support.plan_check")
+local same, make, batches, eager_against_plan = P.same, P.make, P.batches, P.eager_against_plan
 
 -- n batches, and the MLP recipe (or kind's) after one eager step with its
 -- step traced on batch 2
@@ -44,39 +21,6 @@ local function traced_mlp(n, kind)
   local m = make(kind or "mlp")
   m.step(xs[1], ys[1])
   return xs, ys, m, ember.jit.trace(m.step, { xs[2], ys[2] })
-end
-
--- trains two copies 20 steps, one eagerly, one through a plan traced at
--- step 2 (step 1 eager: the optimizer makes its state there), comparing
--- losses, parameters, buffers and optimizer state every step
-local function eager_against_plan(kind)
-  local xs, ys = batches(20)
-  local a, b = make(kind), make(kind)
-  local plan
-  for i = 1, 20 do
-    ember.manual_seed(100 + i)
-    local la = a.step(xs[i], ys[i])
-    ember.manual_seed(100 + i)
-    local lb
-    if i == 1 then lb = b.step(xs[i], ys[i])
-    elseif i == 2 then
-      plan = ember.jit.trace(b.step, { xs[i], ys[i] })
-      lb = nil
-    else lb = plan(xs[i], ys[i]) end
-    if lb then assert.is_true(same(la, lb), kind .. " loss at step " .. i) end
-    local sa, sb = a.model:state_dict(), b.model:state_dict()
-    for k, v in pairs(sa) do assert.is_true(same(v, sb[k]), kind .. " " .. k .. " at step " .. i) end
-    local pa, pb = a.model:parameters(), b.model:parameters()
-    for k = 1, #pa do
-      local ta, tb = a.opt.state[pa[k]], b.opt.state[pb[k]]
-      for name, v in pairs(ta) do
-        if ember.is_tensor(v) then assert.is_true(same(v, tb[name]), name .. " at step " .. i)
-        else assert.are.equal(v, tb[name]) end
-      end
-      assert.is_nil(rawget(pb[k], "_grad"))
-    end
-  end
-  return plan
 end
 
 describe("ember.jit.trace", function()
