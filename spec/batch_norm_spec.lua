@@ -37,15 +37,13 @@ local function reference(x, w, b, eps)
 end
 
 local out2 = ffi.new("ember_tensor*[2]")
-local function check(rc) if rc ~= 0 then error(ffi.string(C.ember_last_error()), 2) end end
+local check = H.check_rc
 local function bn(x, w, b, eps)
   check(C.ember_batch_norm(x._c, w._c, b._c, eps or 1e-5, out2, out2 + 1))
   return ember._wrap(out2[0]), ember._wrap(out2[1])
 end
 
-local function max_diff(a, b)
-  return (a:to("float64") - b:to("float64")):abs():max():item()
-end
+local max_diff = H.max_diff
 
 describe("batch_norm", function()
   for _, case in ipairs({ { "float64", { 4, 3, 5, 6 }, 1e-12 }, { "float32", { 8, 5, 7, 9 }, 2e-6 },

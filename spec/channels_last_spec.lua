@@ -14,7 +14,7 @@ local CL = { memory_format = "channels_last" }
 
 local function cl(t) return t:contiguous(CL) end
 local function is_cl(t) return t:is_contiguous(CL) end
-local function max_diff(a, b) return (a:to("float64") - b:to("float64")):abs():max():item() end
+local max_diff = H.max_diff
 local function same(a, b, tol)
   assert.are.same(a:shape(), b:shape())
   local d = max_diff(a, b)

@@ -38,7 +38,7 @@ local function run(x, w, r, opts, kernels, dnnl)
 end
 
 local F64 = { dtype = "float64" }
-local function max_diff(a, b) return (a:to("float64") - b:to("float64")):abs():max():item() end
+local max_diff = H.max_diff
 
 -- fn() (a list of tensors) gives the same bits on 1 and on 2 threads, seeded alike
 local function same_bits_on_threads(fn)

@@ -248,6 +248,17 @@ function H.train_steps(model, x, y, steps)
   return out
 end
 
+-- the largest |a - b| over the elements, in float64
+function H.max_diff(a, b)
+  return (a:to("float64") - b:to("float64")):abs():max():item()
+end
+
+-- raises the library's last error where a C call returned a status other
+-- than 0 (specs that call the C API through ember._C)
+function H.check_rc(rc)
+  if rc ~= 0 then error(require("ffi").string(ember._C.ember_last_error()), 2) end
+end
+
 -- fn's results (a list of numbers and tensors) on 1 thread and on 2 are
 -- the same bits; the thread setting is left as it was
 function H.same_bits_on_threads(fn)

@@ -11,11 +11,9 @@ local C = ember._C
 local F64 = { dtype = "float64" }
 
 local out2 = ffi.new("ember_tensor*[2]")
-local function check(rc) if rc ~= 0 then error(ffi.string(C.ember_last_error()), 2) end end
+local check = H.check_rc
 
-local function max_diff(a, b)
-  return (a:to("float64") - b:to("float64")):abs():max():item()
-end
+local max_diff = H.max_diff
 
 -- run() (a list of tensors) on one thread and on four (as many as the pool
 -- has, where fewer: a build without OpenMP sizes it by the CPUs) gives the
