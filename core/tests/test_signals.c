@@ -73,8 +73,8 @@ int main(void)
         const int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
         const int64_t sa[2] = {M, K}, sb[2] = {K, N};
         float *da = malloc(sizeof(float) * M * K), *db = malloc(sizeof(float) * K * N);
-        for (int i = 0; i < M * K; i++) da[i] = (float)((i * 7919) % 13) - 6;
-        for (int i = 0; i < K * N; i++) db[i] = (float)((i * 104729) % 11) - 5;
+        for (int64_t i = 0; i < (int64_t)M * K; i++) da[i] = (float)((i * 7919) % 13) - 6;
+        for (int64_t i = 0; i < (int64_t)K * N; i++) db[i] = (float)((i * 104729) % 11) - 5;
         a[s] = b[s] = NULL;
         CHECK(ember_from_data(da, EMBER_FLOAT32, 2, sa, EMBER_FLOAT32, EMBER_CPU, &a[s]) == EMBER_OK);
         CHECK(ember_from_data(db, EMBER_FLOAT32, 2, sb, EMBER_FLOAT32, EMBER_CPU, &b[s]) == EMBER_OK);
