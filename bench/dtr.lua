@@ -10,6 +10,9 @@
 -- step (os.clock, all threads), steadier than wall time on a loaded machine.
 --   luajit bench/dtr.lua [model [rounds [iters [batch]]]]
 --   luajit bench/dtr.lua batch [model [_ [_ [batch]]]]   -- the largest batch in a fixed budget
+-- EMBER_DTR_DEBUG=1 prints to stderr, at each setting's end, the evictions
+-- and recomputations by op, and where a budget runs out, what holds the
+-- bytes in use (docs/dtr.md, "Diagnostics")
 -- P is the step's live peak (live_peak below: the garbage the Lua GC has
 -- not yet collected left out, so it does not move with the collector's
 -- pacing); peak_gc_bytes is the peak of a step as the collector paces it.
@@ -39,19 +42,26 @@ local MODELS = {
   resnet = function(batch)
     local model = Z.ResNet18(16, 10)
     local x, y = ember.randn({ batch, 3, 64, 64 }), ember.randint(1, 11, { batch })
-    return model, function(m) return F.cross_entropy(m(x), y) end, { batch = batch, size = 64, width = 16 }
+    return model, function(m) return F.cross_entropy(m(x), y) end, { batch = batch, size = 64, width = 16 },
+      x:numel() * 4 + y:numel() * 8
   end,
   transformer = function(batch)
     local model = nn.TransformerEncoderLayer(128, 4, 512, 0.1, "gelu", 1e-5, true)
     local x = ember.randn({ batch, 128, 128 })
-    return model, function(m) return (m(x) ^ 2):mean() end, { batch = batch, seq = 128, d_model = 128 }
+    return model, function(m) return (m(x) ^ 2):mean() end, { batch = batch, seq = 128, d_model = 128 },
+      x:numel() * 4
   end,
 }
 
 -- a model of `name` at `batch`, its optimizer and manager, and one step of training
 local function trainer(name, batch)
   ember.manual_seed(0)
-  local model, loss_fn, shape = MODELS[name](batch)
+  local model, loss_fn, shape, batch_bytes = MODELS[name](batch)
+  -- what the floor holds (docs/dtr.md, "Out of memory"): the parameters,
+  -- as many bytes of momentum once the optimizer has stepped, the batch
+  local param_bytes = 0
+  for _, p in ipairs(model:parameters()) do param_bytes = param_bytes + p:numel() * 4 end
+  shape.parameter_bytes, shape.batch_bytes = param_bytes, batch_bytes
   local opt = ember.optim.SGD(model:parameters(), { lr = 1e-3, momentum = 0.9 })
   local gm = ember.autodiff.GradManager():attach(model:parameters())
   local function step()

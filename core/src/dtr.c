@@ -13,6 +13,7 @@
    allocations and ops pass it by; the recipes (not locked) must be released
    on that thread too (docs/dtr.md). */
 #include "dtr.h"
+#include "dtr_impl.h"
 #include "autograd.h"
 #include "backend.h"
 #include "node.h"
@@ -25,27 +26,6 @@
 EMBER_TLS int ember__dtr_on;
 int ember__draw_fill(ember_tensor *t, const ember__draw *d);   /* random.c */
 
-typedef struct ember__dtr_entry {
-    ember_storage *s;                       /* what it remakes (the entry dies with it) */
-    struct ember__dtr_entry *prev, *next;   /* in order of making */
-    int op;                                 /* EMBER_OP_*, or -1: a random draw */
-    int nin, out_k, has_attrs;
-    int evicted, mark;
-    int late;                               /* made by a grad rule: evicted last (see pick) */
-    int keeps;                              /* late and much larger than its inputs: they are kept (see keep) */
-    int keepers;                            /* recipes keeping this storage from being dropped */
-    int done;                               /* every node of the open backward that saved it has run */
-    int in_bwd;                             /* made while a backward ran (a rule, checkpoint's forward) */
-    ember_attrs at;
-    ember_tensor **in;                      /* [nin] private aliases of the inputs */
-    ember__draw draw;                       /* op -1: the draw, into a tensor of this geometry */
-    int ndim, dtype, device;
-    int64_t shape[EMBER_MAX_DIMS];
-    double cost;                            /* CPU seconds the op took (op_s) */
-    struct ember__dtr_entry *uf, *seen_by;  /* pick(): its class (union-find), the last one it was added to */
-    double class_cost, nbr;                 /* pick(): its class's cost (at the root), its neighbourhood's */
-    uint64_t last_use;
-} dtr_entry;
 
 static struct {
     int64_t budget, min_size;
@@ -333,6 +313,7 @@ static int remat(dtr_entry *e)
     e->s->dtr_locks--;
     if (rc < 0) return rc;
     D.recomputes++;
+    if (ember__dtr_debug) ember__dtr_debug_count(e, 1);
     if (!D.depth) D.recompute_s += now_s() - t0;
     touch(e);
     return EMBER_OK;
@@ -593,11 +574,13 @@ int ember__dtr_make_room(size_t nbytes, int64_t limit)
         if (!v) {
             D.gc_wanted = 1;
             if (by_limit) return EMBER_OK;   /* the limit's own error follows */
+            if (ember__dtr_debug) ember__dtr_debug_oom(&D.head, nbytes, D.budget, D.min_size, D.in_rule, D.depth);
             return out_of_budget(nbytes);
         }
         evict(v);
         tracked -= (int64_t)v->s->nbytes;
         D.evictions++;
+        if (ember__dtr_debug) ember__dtr_debug_count(v, 0);
     }
     /* also when no eviction was needed, so tensors without a recipe (made
        outside a recording) that dead wrappers hold are collected before
@@ -755,6 +738,7 @@ int ember_dtr_enable(int64_t budget, int64_t min_size)
     D.pinned_base = D.peak;
     D.gc_wanted = 0;
     D.next_check = D.peak + (budget > D.peak ? (budget - D.peak) / 8 : 0);   /* note_pinned()'s step */
+    ember__dtr_debug_reset();
     ember__dtr_on = 1;
     return EMBER_OK;
 }
@@ -770,6 +754,7 @@ int ember_dtr_disable(void)
         if (e->evicted && e->s->refcount > e->s->dtr_holds) rc = remat(e);
     D.settling = 0;
     if (rc < 0) return ember__fail_prefix(rc, "dtr.disable");
+    if (ember__dtr_debug) ember__dtr_debug_print_counts();
     while (D.head.next != &D.head) cut(D.head.prev);
     ember__dtr_on = 0;
     return EMBER_OK;

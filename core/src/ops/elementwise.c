@@ -283,6 +283,7 @@ int fwd_binary(int op, int nin, ember_tensor *const *in, const ember_attrs *at, 
     int64_t shape[EMBER_MAX_DIMS];
     EMBER_TRY(ember__broadcast_shape(name, 2, in, &nd, shape));
     int odt = ember__binary_types(op, a, b, &ct);
+    if (ember__mul_by_mask(op, ct, a, b, nd, shape, &rc, out)) return rc;   /* mul_mask.c */
     /* the 16-bit floats compute in float32 with float32's kernels, a widening
        pass per operand and a rounding pass for the result, instead of a load
        and a store through double per element (8x slower); +, -, *, / and the

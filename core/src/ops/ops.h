@@ -118,6 +118,11 @@ int ember__as_strided_scatter(ember_tensor *x, ember_tensor *src, const ember_at
    what its in-place forms (inplace.c) share with it */
 /* The dtype a binary op computes in (*compute), and the dtype of its result. */
 int ember__binary_types(int op, ember_tensor *a, ember_tensor *b, int *compute);
+/* mul_mask.c: fwd_binary's mul of a float operand (of compute dtype ct) by a
+   bool one, the mask read in place; true (and *out, or *rc on failure) when
+   it ran, false when this is not that case */
+bool ember__mul_by_mask(int op, int ct, ember_tensor *a, ember_tensor *b, int nd, const int64_t *shape, int *rc,
+                        ember_tensor **out);
 /* clamp's bounds (attrs i[0..1] has_lo/has_hi, f[0..1]) on an integer tensor:
    whole numbers its dtype holds, else a failure naming op, the bound and the
    dtype (the result would silently differ from the bound asked for) */
