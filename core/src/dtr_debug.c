@@ -14,6 +14,7 @@ int ember__dtr_debug;
 
 #define NAMES (EMBER_OP_COUNT + 1)   /* [0]: a random draw, [op + 1]: op */
 static int64_t counts[2][NAMES];
+static double remade_s[NAMES];   /* the CPU seconds of the ops remade (their recipes' cost) */
 
 static const char *name_of(int op) { return op < 0 ? "random draw" : ember__ops[op].name; }
 
@@ -22,11 +23,14 @@ void ember__dtr_debug_reset(void)
     const char *env = getenv("EMBER_DTR_DEBUG");
     ember__dtr_debug = env && *env && strcmp(env, "0") != 0;
     memset(counts, 0, sizeof counts);
+    memset(remade_s, 0, sizeof remade_s);
 }
 
 void ember__dtr_debug_count(const dtr_entry *e, int recompute)
 {
-    if (e->op + 1 >= 0 && e->op + 1 < NAMES) counts[recompute != 0][e->op + 1]++;
+    if (e->op + 1 < 0 || e->op + 1 >= NAMES) return;
+    counts[recompute != 0][e->op + 1]++;
+    if (recompute) remade_s[e->op + 1] += e->cost;
 }
 
 void ember__dtr_debug_print_counts(void)
@@ -34,8 +38,8 @@ void ember__dtr_debug_print_counts(void)
     fprintf(stderr, "dtr: evictions and recomputations by op since enable\n");
     for (int i = 0; i < NAMES; i++)
         if (counts[0][i] || counts[1][i])
-            fprintf(stderr, "dtr:   %-28s evicted %6lld  remade %6lld\n", name_of(i - 1), (long long)counts[0][i],
-                    (long long)counts[1][i]);
+            fprintf(stderr, "dtr:   %-28s evicted %6lld  remade %6lld  (%.4f s of CPU)\n", name_of(i - 1),
+                    (long long)counts[0][i], (long long)counts[1][i], remade_s[i]);
 }
 
 static void describe(const dtr_entry *e, const char *why)
