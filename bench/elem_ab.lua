@@ -37,11 +37,4 @@ local cases = {
   { "sum all 4096x1024", function() return m:sum() end },
   { "sum dim2 4096x1024", function() return m:sum(2) end },
 }
-local out = {}
-for _, c in ipairs(cases) do
-  if not wanted or wanted[c[1]] then
-    out[#out + 1] = ('  {"case": "%s", "ms": %.4g}'):format(c[1], ms_per_call(c[2]))
-  end
-end
-print(('{"bench": "elem_ab", "threads": %d, "clock": "%s", "cases": [\n%s\n]}'):format(ember.get_num_threads(),
-  clock, table.concat(out, ",\n")))
+B.ab_print("elem_ab", ember, cases, wanted, clock, ms_per_call)
