@@ -251,4 +251,18 @@ function M.json(tbl, ...)
   return "{\n" .. table.concat(parts, ",\n") .. "\n}"
 end
 
+-- The A/B benches' report: ms_per_call(fn) of each case { name, fn } that
+-- wanted admits (nil: all), printed as JSON under the bench's name with the
+-- thread count and the clock's name.
+function M.ab_print(bench, ember, cases, wanted, clock, ms_per_call)
+  local out = {}
+  for _, c in ipairs(cases) do
+    if not wanted or wanted[c[1]] then
+      out[#out + 1] = ('  {"case": "%s", "ms": %.4g}'):format(c[1], ms_per_call(c[2]))
+    end
+  end
+  print(('{"bench": "%s", "threads": %d, "clock": "%s", "cases": [\n%s\n]}'):format(bench, ember.get_num_threads(),
+    clock, table.concat(out, ",\n")))
+end
+
 return M

@@ -7,6 +7,7 @@
 #include "../backend.h"
 #include "../polygamma.h"
 #include "../formulas.h"
+#include "exp_blocks.h"
 
 #include <math.h>
 #include <string.h>
@@ -515,42 +516,6 @@ EMBER_SIMD static void gelu_f32(char **p, const int64_t *s, int64_t n, const voi
     }
 }
 
-/* exp in float32: ember__expf, with its steps for large, small and NaN
-   inputs skipped in each block whose inputs all lie in (-87, 88).
-   There the clamps and the selects pass their operands through, n <= 127,
-   and 2^n's factor (n - e + 1) is 1, an exact product: the same bits as
-   ember__expf, fewer operations. Blocks of 1024: a check pass, then one
-   loop or the other. */
-EMBER_INLINE float expf_in_range(float x)
-{
-    float n, y = ember__expf_reduced(x, &n);
-    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, 4);
-    return y * scale;
-}
-
-EMBER_SIMD static void exp_blocks_f32(char **p, const int64_t *s, int64_t n, const void *ctx)
-{
-    if (s[0] != 4 || s[1] != 4) {
-        exp_f32(p, s, n, ctx);
-        return;
-    }
-    float *restrict o = (float *)p[0];
-    const float *restrict a = (const float *)p[1];
-    for (int64_t i = 0; i < n; i += 1024) {
-        int64_t m = n - i < 1024 ? n - i : 1024;
-        const float *x = a + i;
-        float *y = o + i;
-        int out = 0;
-        for (int64_t l = 0; l < m; l++) out |= !(x[l] > -87.0f && x[l] < 88.0f);   /* NaN too */
-        if (out)
-            for (int64_t l = 0; l < m; l++) y[l] = ember__expf(x[l]);
-        else
-            for (int64_t l = 0; l < m; l++) y[l] = expf_in_range(x[l]);
-    }
-}
-
 /* clamp in the tensor's float dtype (formulas.h's), the bounds rounded to it */
 #define CLAMP_LOOP(T, SUF)                                                                 \
     EMBER_SIMD static void clamp_##SUF(char **p, const int64_t *s, int64_t n, const void *vctx) \
@@ -573,7 +538,9 @@ CLAMP_LOOP(double, f64)
 static ember__loop_fn unary_kernel(int op, int dt)
 {
     if (dt == EMBER_FLOAT32 && op == EMBER_OP_GELU) return gelu_f32;
-    if (dt == EMBER_FLOAT32 && op == EMBER_OP_EXP) return exp_blocks_f32;
+    if (dt == EMBER_FLOAT32 && op == EMBER_OP_EXP) return ember__exp_blocks_f32;   /* exp_blocks.c */
+    if (dt == EMBER_FLOAT32 && op == EMBER_OP_SIGMOID) return ember__sigmoid_blocks_f32;
+    if (dt == EMBER_FLOAT32 && op == EMBER_OP_SILU) return ember__silu_blocks_f32;
     if (dt == EMBER_FLOAT32 || dt == EMBER_FLOAT64) {
         bool f = dt == EMBER_FLOAT32;
         switch (op) {
