@@ -501,6 +501,55 @@ local function renorm_rows(flat, weight, max_norm, norm_type)
 end
 
 local EMBEDDING = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" }
+local NO_OPTIONS = {}   -- read only: a call without options
+
+-- a bad index as F.embedding names it (weight:index_select, which checks the
+-- range in its copy, failed): the smallest or largest index, as the user wrote
+-- it; nothing when the range is not what failed
+local function range_error(op, idx, weight)
+  if idx:numel() == 0 then return end
+  local flat = idx:reshape(-1)
+  local lo, hi = flat:min():item(), flat:max():item()
+  if lo < 1 or hi > weight:size(1) then
+    fail(op, "index %d out of range 1..%d of a weight of shape %s", lo < 1 and lo or hi, weight:size(1),
+      shape_str(weight))
+  end
+end
+
+-- weight's rows idx picks, of shape idx's shape .. {dim}: index_select over
+-- idx as 1-D and a view, in C, so that only the result gets a wrapper (the
+-- flattened index and the 2-D rows were two more, and a third of the Lua
+-- function's cost)
+local lookup_flat = ffi.new("int64_t[1]", -1)
+local lookup_shape = ffi.new("int64_t[?]", C.EMBER_MAX_DIMS + 1)
+local lookup_tmp = ffi.new("ember_tensor*[1]")
+local function lookup(op, idx, weight)
+  local ic, wc = ember._ptr(op, idx, 1), ember._ptr(op, weight, 2)
+  local nd = C.ember_tensor_ndim(ic)
+  if nd >= C.EMBER_MAX_DIMS then
+    fail(op, "indices of %d dims would give a result of %d, at most %d", nd, nd + 1, C.EMBER_MAX_DIMS)
+  end
+  local flat = ic
+  if nd ~= 1 then
+    check(C.ember_reshape(ic, 1, lookup_flat, lookup_tmp))
+    flat = lookup_tmp[0]
+  end
+  local rc = C.ember_index_select_base(wc, 0, flat, 1, out1)
+  if nd ~= 1 then C.ember_tensor_release(flat) end
+  if rc < 0 then
+    range_error(op, idx, weight)
+    check(rc)
+  end
+  if nd ~= 1 then
+    local rows, s = out1[0], C.ember_tensor_shape(ic)
+    for i = 0, nd - 1 do lookup_shape[i] = s[i] end
+    lookup_shape[nd] = C.ember_tensor_shape(wc)[1]
+    rc = C.ember_view(rows, nd + 1, lookup_shape, out1)
+    C.ember_tensor_release(rows)
+    check(rc)
+  end
+  return ember._wrap(out1[0])
+end
 
 -- F.embedding(idx, weight, padding_idx, max_norm, norm_type = 2, scale_grad_by_freq = false,
 -- sparse = false), positionally or in a last options table. idx: int64 or int32
@@ -509,55 +558,43 @@ local EMBEDDING = { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq"
 function F.embedding(idx, weight, ...)
   local op = "embedding"
   -- the arguments first: one past sparse raises before anything else is read
-  local o = positional("ember." .. op, { "idx", "weight" }, EMBEDDING, ...)
-  errors.known_options(op, o, EMBEDDING)
+  local o = NO_OPTIONS
+  if select("#", ...) > 0 then
+    o = positional("ember." .. op, { "idx", "weight" }, EMBEDDING, ...)
+    errors.known_options(op, o, EMBEDDING)
+  end
   need_tensor(op, "indices", idx)
   need_tensor(op, "weight", weight)
   if weight:dim() ~= 2 then fail(op, "weight must be 2-D {num, dim}, got %s", shape_str(weight)) end
-  for _, k in ipairs({ "scale_grad_by_freq", "sparse" }) do
-    if o[k] ~= nil and type(o[k]) ~= "boolean" then fail(op, "%s must be a boolean, got %s", k, tostring(o[k])) end
+  local pad, norm_type
+  if o ~= NO_OPTIONS then
+    for _, k in ipairs({ "scale_grad_by_freq", "sparse" }) do
+      if o[k] ~= nil and type(o[k]) ~= "boolean" then fail(op, "%s must be a boolean, got %s", k, tostring(o[k])) end
+    end
+    if o.scale_grad_by_freq or o.sparse then
+      fail(op, "%s is not supported (dense gradients, unscaled)", o.sparse and "sparse" or "scale_grad_by_freq")
+    end
+    if o.max_norm ~= nil and (type(o.max_norm) ~= "number" or not (o.max_norm >= 0)) then
+      fail(op, "max_norm must be a number >= 0, got %s", tostring(o.max_norm))
+    end
+    norm_type = o.norm_type == nil and 2 or o.norm_type
+    if type(norm_type) ~= "number" or norm_type ~= norm_type then
+      fail(op, "norm_type must be a number, got %s", tostring(norm_type))
+    end
+    pad = padding_row(op, o.padding_idx, weight:size(1))
   end
-  if o.scale_grad_by_freq or o.sparse then
-    fail(op, "%s is not supported (dense gradients, unscaled)", o.sparse and "sparse" or "scale_grad_by_freq")
-  end
-  if o.max_norm ~= nil and (type(o.max_norm) ~= "number" or not (o.max_norm >= 0)) then
-    fail(op, "max_norm must be a number >= 0, got %s", tostring(o.max_norm))
-  end
-  local norm_type = o.norm_type == nil and 2 or o.norm_type
-  if type(norm_type) ~= "number" or norm_type ~= norm_type then
-    fail(op, "norm_type must be a number, got %s", tostring(norm_type))
-  end
-  local pad = padding_row(op, o.padding_idx, weight:size(1))
   if idx.dtype ~= "int64" and idx.dtype ~= "int32" then
     fail(op, "indices must be int64 or int32, got %s", idx.dtype)
   end
-  local s = idx:shape()
-  local flat = idx:reshape(-1)
-  -- index_select checks the range in its copy (two reductions and their :item()
-  -- before it took a third of the time); a bad index fails naming embedding
-  -- and the index, as the user wrote it
-  local function range_error()
-    local lo, hi = flat:min():item(), flat:max():item()
-    if lo < 1 or hi > weight:size(1) then
-      fail(op, "index %d out of range 1..%d of a weight of shape %s", lo < 1 and lo or hi, weight:size(1),
-        shape_str(weight))
-    end
+  if o.max_norm ~= nil then   -- the range first: renorm_rows reads the rows
+    range_error(op, idx, weight)
+    renorm_rows(idx:reshape(-1), weight, o.max_norm, norm_type)
   end
-  if o.max_norm ~= nil then
-    if flat:numel() > 0 then range_error() end
-    renorm_rows(flat, weight, o.max_norm, norm_type)
-  end
-  local ok, rows = pcall(weight.index_select, weight, 1, flat)
-  if not ok then
-    if flat:numel() > 0 then range_error() end
-    error(rows, 0)
-  end
+  local rows = lookup(op, idx, weight)
   if pad ~= nil then   -- the same values; the padding row's lookups pass no gradient
-    local keep = flat:ne(pad):view(-1, 1)
-    rows = ember.where(keep, rows, rows:detach())
+    rows = ember.where(idx:ne(pad):unsqueeze(-1), rows, rows:detach())
   end
-  s[#s + 1] = weight:size(2)
-  return rows:view(s)
+  return rows
 end
 
 ---------------------------------------------------------------- the other files' functions
