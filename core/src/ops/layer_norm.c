@@ -18,7 +18,9 @@
    is two passes over x (three with g): the sums in double on ROW_LANES (32)
    lanes added in a fixed order (lane_sums.h), then the values at the vector
    width; the forward saves each row's mean and rstd for the backward; the
-   rows are spread over the pool. w's and b's gradients add
+   rows are spread over the pool; y and gx are streamed past the cache
+   (ember__stream_copy from an L1 buffer) where the op's operands together
+   pass it (ember__stream_worth), the same values. w's and b's gradients add
    up in double per block of rows (the blocks fixed by D alone), then the
    blocks in order, so neither the vector width nor the thread count changes
    a bit. On other devices both ops run on the host (ember__on_host); the
@@ -65,8 +67,12 @@ typedef struct {
     const char *x, *g, *w, *b, *st;
     char *y, *stats;   /* y or gx; the stats the forward writes */
     double *ws;        /* backward: 2 D doubles per block */
+    bool stream;       /* backward: gx streamed past the cache */
     grad_rows gr;      /* backward: where g's rows are (grad_rows.h) */
 } ln_job;
+
+/* the backward's pieces of gx, in an L1 buffer where it streams */
+#define LN_PIECE 512
 
 /* rows per block: about 64K values each, fixed by D alone */
 static int64_t row_block(int64_t D)
@@ -90,31 +96,12 @@ static int64_t row_block(int64_t D)
         double acc[ROW_LANES] = {0};                                                                         \
         ln_lanes_dev2_##T(x, n, m, acc);                                                                     \
         return fold_f64(acc, ROW_LANES);                                                                     \
-    }                                                                                                        \
-    EMBER_INLINE void ln_gsums_##T(const T *restrict g, const T *restrict w, const T *restrict x, int64_t n, \
-                                   double m, double *sgw, double *sgwx)                                      \
-    {                                                                                                        \
-        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                       \
-        int64_t i = 0;                                                                                       \
-        for (; i + ROW_LANES <= n; i += ROW_LANES)                                                           \
-            for (int l = 0; l < ROW_LANES; l++) {                                                            \
-                double gw = (double)g[i + l] * (double)w[i + l];                                             \
-                a[l] += gw;                                                                                  \
-                c[l] += gw * ((double)x[i + l] - m);                                                         \
-            }                                                                                                \
-        for (; i < n; i++) {                                                                                 \
-            double gw = (double)g[i] * (double)w[i];                                                         \
-            a[0] += gw;                                                                                      \
-            c[0] += gw * ((double)x[i] - m);                                                                 \
-        }                                                                                                    \
-        *sgw = fold_f64(a, ROW_LANES);                                                                       \
-        *sgwx = fold_f64(c, ROW_LANES);                                                                      \
     }
 LN_SUMS(float)
 LN_SUMS(double)
 #undef LN_SUMS
 
-/* y = (x - mean) rstd w + b per row */
+/* y = (x - mean) rstd w + b per row (streamed as the backward's gx, below) */
 #define LN_FWD(T)                                                                   \
     EMBER_SIMD static void ln_fwd_##T(void *vctx, int64_t r0, int64_t r1)           \
     {                                                                               \
@@ -127,24 +114,78 @@ LN_SUMS(double)
             T *y = (T *)j->y + r * D;                                               \
             double mean = j->rms ? 0.0 : ln_sum_##T(x, D) / (double)D;              \
             double rstd = 1.0 / sqrt(ln_dev2_##T(x, D, mean) / (double)D + j->eps); \
-            T tm = (T)mean, tr = (T)rstd;                                           \
-            for (int64_t i = 0; i < D; i++) y[i] = (x[i] - tm) * tr * w[i] + b[i];  \
+            T tm = (T)mean, tr = (T)rstd, buf[LN_PIECE];                            \
+            for (int64_t i0 = 0; i0 < D; i0 += LN_PIECE) {                          \
+                int64_t n = D - i0 < LN_PIECE ? D - i0 : LN_PIECE;                  \
+                T *restrict o = j->stream ? buf : y + i0;                           \
+                for (int64_t i = 0; i < n; i++)                                     \
+                    o[i] = (x[i0 + i] - tm) * tr * w[i0 + i] + b[i0 + i];           \
+                if (j->stream) ember__stream_copy((char *)(y + i0), (const char *)buf, \
+                                                  (size_t)n * sizeof(T));           \
+            }                                                                       \
             st[r] = tm;                                                             \
             st[j->R + r] = tr;                                                      \
         }                                                                           \
+        if (j->stream) ember__stream_fence();                                       \
     }
 LN_FWD(float)
 LN_FWD(double)
 #undef LN_FWD
 
-/* gx per row for a block of rows, and that block's sums of g xhat and g */
+/* gx per row for a block of rows, and that block's sums of g xhat and g.
+   A row's g is its D values or (bcast, a sum's gradient) one value read
+   as a scalar: the same products, so the same bits. Where the op streams
+   (stream), gx is written a piece at a time to an L1 buffer and streamed
+   from there past the cache (ember__stream_copy). */
+#define LN_BWD_ROW(T, NAME, G)                                                                            \
+    EMBER_INLINE void NAME(const ln_job *j, const T *restrict g, const T *restrict x, T *gx, double mean, \
+                           double rstd, double *restrict pw, double *restrict pb)                         \
+    {                                                                                                     \
+        const int64_t D = j->D;                                                                           \
+        const T *restrict w = (const T *)j->w;                                                            \
+        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                    \
+        int64_t i = 0;                                                                                    \
+        for (; i + ROW_LANES <= D; i += ROW_LANES)                                                        \
+            for (int l = 0; l < ROW_LANES; l++) {                                                         \
+                double gw = (double)G(i + l) * (double)w[i + l];                                          \
+                a[l] += gw;                                                                               \
+                c[l] += gw * ((double)x[i + l] - mean);                                                   \
+            }                                                                                             \
+        for (; i < D; i++) {                                                                              \
+            double gw = (double)G(i) * (double)w[i];                                                      \
+            a[0] += gw;                                                                                   \
+            c[0] += gw * ((double)x[i] - mean);                                                           \
+        }                                                                                                 \
+        double sgw = fold_f64(a, ROW_LANES), sgwx = fold_f64(c, ROW_LANES);                               \
+        T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);                          \
+        T tc = (T)(sgwx * rstd / (double)D);                                                              \
+        T buf[LN_PIECE];                                                                                  \
+        for (int64_t i0 = 0; i0 < D; i0 += LN_PIECE) {                                                    \
+            int64_t n = D - i0 < LN_PIECE ? D - i0 : LN_PIECE;                                            \
+            T *restrict o = j->stream ? buf : gx + i0;                                                    \
+            for (int64_t k = 0; k < n; k++) {                                                             \
+                T xh = (x[i0 + k] - tm) * tr;                                                             \
+                o[k] = tr * (G(i0 + k) * w[i0 + k] - ta - xh * tc);                                       \
+            }                                                                                             \
+            if (j->stream) ember__stream_copy((char *)(gx + i0), (const char *)buf, (size_t)n * sizeof(T)); \
+        }                                                                                                 \
+        if (pw)                                                                                           \
+            for (int64_t k = 0; k < D; k++) {                                                             \
+                double gv = (double)G(k);                                                                 \
+                pw[k] += gv * (((double)x[k] - mean) * rstd);                                             \
+                pb[k] += gv;                                                                              \
+            }                                                                                             \
+    }
+#define G_EACH(i) g[i]
+#define G_ONE(i) g[0]
 #define LN_BWD(T)                                                                                 \
+    LN_BWD_ROW(T, ln_bwd_row_##T, G_EACH)                                                         \
+    LN_BWD_ROW(T, ln_bwd_row1_##T, G_ONE)                                                         \
     EMBER_SIMD static void ln_bwd_##T(void *vctx, int64_t k0, int64_t k1)                         \
     {                                                                                             \
         const ln_job *j = vctx;                                                                   \
         const int64_t D = j->D;                                                                   \
-        const T *w = (const T *)j->w, *st = (const T *)j->st;                                     \
-        T buf[GRAD_ROWS_BCAST_MAX], *row = j->gr.bcast ? buf : NULL;                              \
+        const T *st = (const T *)j->st;                                                           \
         for (int64_t k = k0; k < k1; k++) {                                                       \
             int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;          \
             double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL;        \
@@ -152,31 +193,20 @@ LN_FWD(double)
                 for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                                    \
             for (int64_t r = r0; r < r1; r++) {                                                   \
                 const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + grad_row(&j->gr, r); \
-                if (row) {                                                                        \
-                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                                \
-                    g = row;                                                                      \
-                }                                                                                 \
                 T *gx = (T *)j->y + r * D;                                                        \
-                double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;              \
-                ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                                      \
-                T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);          \
-                T tc = (T)(sgwx * rstd / (double)D);                                              \
-                for (int64_t i = 0; i < D; i++) {                                                 \
-                    T xh = (x[i] - tm) * tr;                                                      \
-                    gx[i] = tr * (g[i] * w[i] - ta - xh * tc);                                    \
-                }                                                                                 \
-                if (pw)                                                                           \
-                    for (int64_t i = 0; i < D; i++) {                                             \
-                        double gv = (double)g[i];                                                 \
-                        pw[i] += gv * (((double)x[i] - mean) * rstd);                             \
-                        pb[i] += gv;                                                              \
-                    }                                                                             \
+                double mean = (double)st[r], rstd = (double)st[j->R + r];                         \
+                if (j->gr.bcast) ln_bwd_row1_##T(j, g, x, gx, mean, rstd, pw, pb);                \
+                else ln_bwd_row_##T(j, g, x, gx, mean, rstd, pw, pb);                             \
             }                                                                                     \
         }                                                                                         \
+        if (j->stream) ember__stream_fence();                                                     \
     }
 LN_BWD(float)
 LN_BWD(double)
 #undef LN_BWD
+#undef LN_BWD_ROW
+#undef G_EACH
+#undef G_ONE
 
 /* the blocks' partial sums, added in block order, into gwb (2, D) */
 typedef struct {
@@ -223,7 +253,8 @@ int fwd_layer_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
     EMBER_CHECK(ember__new(2, two_r, x->dtype, EMBER_CPU, &st));
     ln_job j = {.R = R, .D = D, .rms = at->i[1] != 0, .eps = at->f[0], .x = ember__ptr(c[0]),
-                .w = ember__ptr(c[1]), .b = ember__ptr(c[2]), .y = ember__ptr(y), .stats = ember__ptr(st)};
+                .w = ember__ptr(c[1]), .b = ember__ptr(c[2]), .y = ember__ptr(y), .stats = ember__ptr(st),
+                .stream = ember__stream_worth(2 * x->numel * ember_dtype_size(x->dtype))};   /* x and y */
     ember__parallel_for(R, row_block(D), x->dtype == EMBER_FLOAT32 ? ln_fwd_float : ln_fwd_double, &j);
     out[0] = y;
     out[1] = st;
@@ -258,7 +289,11 @@ int fwd_layer_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     gs[0] = 2;
     memcpy(gs + 1, w->shape, (size_t)w->ndim * sizeof *gs);
     ember_tensor *c[4], *gx = NULL, *gwb = NULL;
-    ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0]};
+    /* gx streamed where the op's bytes pass the cache (ember__stream_worth),
+       counted as iter.c counts them: x, g and gx whole, a broadcast g too */
+    int64_t bytes_each = x->numel * ember_dtype_size(x->dtype);
+    ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0],
+                .stream = ember__stream_worth(3 * bytes_each)};
     if (grad_rows_of(g, k, D, &j.gr)) {
         c[0] = g;
         ember_tensor_retain(g);

@@ -100,6 +100,7 @@ typedef struct {
     int act;           /* batch_norm_act: BN_RELU or BN_HARDTANH (lo, hi) on y; 0 none */
     double lo, hi;
     const char *ya;    /* batch_norm_act_backward: its output, whose mask g passes through */
+    bool stream;       /* batch_norm: y streamed past the cache (bn_write) */
 } bn_job;
 
 /* the activation's loops: norm_act.h */
@@ -210,6 +211,48 @@ BN_MOMENTS(float)
 BN_MOMENTS(double)
 #undef BN_MOMENTS
 
+/* y = x sc + sh over n values (a plane's), then the activation; where the
+   op streams (j->stream), a piece at a time into an L1 buffer and streamed
+   from there past the cache (ember__stream_copy): the same values. The
+   column kernels' rows take a scale and shift per column (sc, sh doubles). */
+#define BN_PIECE 1024
+#define BN_WRITE(T)                                                                                     \
+    EMBER_INLINE void bn_write_##T(const bn_job *j, T *restrict y, const T *restrict x, int64_t n, T sc, \
+                                   T sh)                                                                \
+    {                                                                                                   \
+        if (!j->stream) {                                                                               \
+            for (int64_t i = 0; i < n; i++) y[i] = x[i] * sc + sh;                                      \
+            if (j->act) act_##T(j->act, j->lo, j->hi, y, n);                                            \
+            return;                                                                                     \
+        }                                                                                               \
+        T buf[BN_PIECE];                                                                                \
+        for (int64_t i0 = 0; i0 < n; i0 += BN_PIECE) {                                                  \
+            int64_t k = n - i0 < BN_PIECE ? n - i0 : BN_PIECE;                                          \
+            for (int64_t i = 0; i < k; i++) buf[i] = x[i0 + i] * sc + sh;                               \
+            if (j->act) act_##T(j->act, j->lo, j->hi, buf, k);                                          \
+            ember__stream_copy((char *)(y + i0), (const char *)buf, (size_t)k * sizeof(T));             \
+        }                                                                                               \
+    }                                                                                                   \
+    EMBER_INLINE void bn_write_cols_##T(const bn_job *j, T *restrict y, const T *restrict x, int64_t n,  \
+                                        const double *restrict sc, const double *restrict sh)           \
+    {                                                                                                   \
+        if (!j->stream) {                                                                               \
+            for (int64_t i = 0; i < n; i++) y[i] = x[i] * (T)sc[i] + (T)sh[i];                          \
+            if (j->act) act_##T(j->act, j->lo, j->hi, y, n);                                            \
+            return;                                                                                     \
+        }                                                                                               \
+        T buf[BN_PIECE];                                                                                \
+        for (int64_t i0 = 0; i0 < n; i0 += BN_PIECE) {                                                  \
+            int64_t k = n - i0 < BN_PIECE ? n - i0 : BN_PIECE;                                          \
+            for (int64_t i = 0; i < k; i++) buf[i] = x[i0 + i] * (T)sc[i0 + i] + (T)sh[i0 + i];         \
+            if (j->act) act_##T(j->act, j->lo, j->hi, buf, k);                                          \
+            ember__stream_copy((char *)(y + i0), (const char *)buf, (size_t)k * sizeof(T));             \
+        }                                                                                               \
+    }
+BN_WRITE(float)
+BN_WRITE(double)
+#undef BN_WRITE
+
 /* y = x scale + shift per channel; stats from two passes over the channel
    (float64, and float32 channels of up to ONE_PASS_MIN values) or one
    (moments_blocks) */
@@ -240,12 +283,12 @@ BN_MOMENTS(double)
             for (int64_t n = 0; n < j->N; n++) {                                                           \
                 const T *xp = x + (n * j->C + c) * j->S;                                                   \
                 T *yp = y + (n * j->C + c) * j->S;                                                         \
-                for (int64_t i = 0; i < j->S; i++) yp[i] = xp[i] * sc + sh;                                \
-                if (j->act) act_##T(j->act, j->lo, j->hi, yp, j->S);                                                          \
+                bn_write_##T(j, yp, xp, j->S, sc, sh);                                                     \
             }                                                                                              \
             st[c] = (T)mean;                                                                               \
             st[j->C + c] = (T)var;                                                                         \
         }                                                                                                  \
+        if (j->stream) ember__stream_fence();                                                              \
     }
 BN_FWD(float)
 BN_FWD(double)
@@ -386,10 +429,8 @@ BN_COLS_STATS(double)
             st[c] = (T)mean;                                                                                  \
             st[j->C + c] = (T)var;                                                                            \
         }                                                                                                     \
-        for (int64_t n = 0; n < j->N; n++) {                                                                  \
-            for (int64_t k = k0; k < k1; k++) y[n * CS + k] = x[n * CS + k] * (T)a[k] + (T)m[k];              \
-            if (j->act) act_##T(j->act, j->lo, j->hi, y + n * CS + k0, k1 - k0);                                                 \
-        }                                                                                                     \
+        for (int64_t n = 0; n < j->N; n++) bn_write_cols_##T(j, y + n * CS + k0, x + n * CS + k0, k1 - k0, a + k0, m + k0); \
+        if (j->stream) ember__stream_fence();                                                                 \
     }
 BN_FWD_COLUMNS(float)
 BN_FWD_COLUMNS(double)
@@ -653,6 +694,7 @@ int fwd_batch_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
                 .x = ember__ptr(c[0]), .w = ember__ptr(c[1]), .b = ember__ptr(c[2]),
                 .y = ember__ptr(y), .stats = ember__ptr(st), .eps = eps,
                 .act = act ? (int)at->i[0] : 0, .lo = act ? ember__act_bound(at, 1) : 0, .hi = act ? ember__act_bound(at, 2) : 0};
+    j.stream = ember__stream_worth(2 * x->numel * ember_dtype_size(x->dtype));   /* x read, y written */
     EMBER_CHECK(bn_run(name, &j, false));
     out[0] = y;
     out[1] = st;
