@@ -33,6 +33,24 @@
         }                                                                                            \
     }
 
+/* LANE_SUM_AHEAD(T, PFX, L, TAIL) defines PFX_sum_ahead_T(p, n, acc, next):
+   PFX_sum_T's sums, in its order, prefetching the n values at next (the
+   block read after this one) line by line as it goes, so that a
+   channel's blocks, far apart in memory, do not each wait for the
+   hardware prefetcher to see a new stream */
+#define LANE_SUM_AHEAD(T, PFX, L, TAIL)                                                              \
+    EMBER_INLINE void PFX##_sum_ahead_##T(const T *restrict p, int64_t n, double *restrict acc,      \
+                                          const T *next)                                             \
+    {                                                                                                \
+        int64_t i = 0;                                                                               \
+        for (; i + (L) <= n; i += (L)) {                                                             \
+            for (size_t b = 0; b < (L) * sizeof(T); b += 64)                                         \
+                __builtin_prefetch((const char *)(next + i) + b);                                    \
+            for (int l = 0; l < (L); l++) acc[l] += (double)p[i + l];                                \
+        }                                                                                            \
+        for (; i < n; i++) acc[TAIL] += (double)p[i];                                                \
+    }
+
 /* LANE_DOT(T, PFX, L, TAIL) defines PFX_dot_T(p, q, n, acc):
    acc[lane] += p[i] q[i] (the product in double), on LANE_SUMS's lanes */
 #define LANE_DOT(T, PFX, L, TAIL)                                                                    \

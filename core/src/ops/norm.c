@@ -108,19 +108,27 @@ ACT_LOOPS(float)
 ACT_LOOPS(double)
 
 /* sums of a block into 16 lanes, the tail spread over them (lane_sums.h): of
-   x, of (x - m)^2, and of g and g (x - m) */
+   x, of (x - m)^2, and of g and g (x - m) (with ahead > 0, the values that
+   far on in g and p, the next sample's block, prefetched as it goes: as
+   lanes_sum_ahead) */
 #define BN_SUMS(T)                                                                                     \
     LANE_SUMS(T, lanes, LANES, i % LANES)                                                              \
+    LANE_SUM_AHEAD(T, lanes, LANES, i % LANES)                                                         \
     EMBER_INLINE void lanes_gdev_##T(const T *restrict g, const T *restrict p, int64_t n, double m,      \
-                                     double *restrict sg, double *restrict sgx)                          \
+                                     double *restrict sg, double *restrict sgx, int64_t ahead)           \
     {                                                                                                  \
         int64_t i = 0;                                                                                 \
-        for (; i + LANES <= n; i += LANES)                                                             \
+        for (; i + LANES <= n; i += LANES) {                                                           \
+            for (size_t b = 0; ahead && b < LANES * sizeof(T); b += 64) {                              \
+                __builtin_prefetch((const char *)(g + i + ahead) + b);                                 \
+                __builtin_prefetch((const char *)(p + i + ahead) + b);                                 \
+            }                                                                                          \
             for (int l = 0; l < LANES; l++) {                                                          \
                 double gv = (double)g[i + l];                                                          \
                 sg[l] += gv;                                                                           \
                 sgx[l] += gv * ((double)p[i + l] - m);                                                 \
             }                                                                                          \
+        }                                                                                              \
         for (; i < n; i++) {                                                                           \
             double gv = (double)g[i];                                                                  \
             sg[i % LANES] += gv;                                                                       \
@@ -200,7 +208,9 @@ EMBER_INLINE void moments_add(moments *a, double n, double mean, double m2)
         for (int64_t n0 = 0, per = STAT_RUN / S; n0 < nb; n0 += per) {                           \
             int64_t n1 = n0 + per < nb ? n0 + per : nb;                                          \
             double acc[LANES] = {0}, k = (double)((n1 - n0) * S);                                \
-            for (int64_t n = n0; n < n1; n++) lanes_sum_##T(p + n * stride, S, acc);             \
+            for (int64_t n = n0; n < n1; n++)                                                    \
+                if (n + 1 < nb) lanes_sum_ahead_##T(p + n * stride, S, acc, p + (n + 1) * stride);   \
+                else lanes_sum_##T(p + n * stride, S, acc);                                      \
             double mb = lanes_total(acc) / k;                                                    \
             memset(acc, 0, sizeof acc);                                                          \
             for (int64_t n = n0; n < n1; n++) lanes_dev2_##T(p + n * stride, S, mb, acc);        \
@@ -271,7 +281,11 @@ BN_WRITE(double)
                 mean = mo.mean, var = mo.m2 / M;                                                           \
             } else {                                                                                       \
                 double acc[LANES] = {0};                                                                   \
-                for (int64_t n = 0; n < j->N; n++) lanes_sum_##T(x + (n * j->C + c) * j->S, j->S, acc);    \
+                for (int64_t n = 0; n < j->N; n++) {   /* the next sample's block fetched meanwhile */    \
+                    const T *xp = x + (n * j->C + c) * j->S;                                               \
+                    if (n + 1 < j->N) lanes_sum_ahead_##T(xp, j->S, acc, xp + j->C * j->S);                \
+                    else lanes_sum_##T(xp, j->S, acc);                                                     \
+                }                                                                                          \
                 mean = lanes_total(acc) / M;                                                               \
                 memset(acc, 0, sizeof acc);                                                                \
                 for (int64_t n = 0; n < j->N; n++)                                                         \
@@ -312,7 +326,7 @@ BN_FWD(double)
             double sg[LANES] = {0}, sgx[LANES] = {0};                                                       \
             for (int64_t n = 0; n < j->N; n++) {                                                            \
                 int64_t o = (n * j->C + c) * j->S;                                                          \
-                lanes_gdev_##T(g + o, x + o, j->S, mean, sg, sgx);                                          \
+                lanes_gdev_##T(g + o, x + o, j->S, mean, sg, sgx, n + 1 < j->N ? j->C * j->S : 0);          \
             }                                                                                               \
             double sum_g = lanes_total(sg), sum_gx = lanes_total(sgx) * invstd; /* sum(g xhat) */           \
             double a = (double)w[c] * invstd, k = -a * invstd * sum_gx / M;                                 \
