@@ -18,9 +18,7 @@
    is two passes over x (three with g): the sums in double on ROW_LANES (32)
    lanes added in a fixed order (lane_sums.h), then the values at the vector
    width; the forward saves each row's mean and rstd for the backward; the
-   rows are spread over the pool; y and gx are streamed past the cache
-   (ember__stream_copy from an L1 buffer) where the op's operands together
-   pass it (ember__stream_worth), the same values. w's and b's gradients add
+   rows are spread over the pool. w's and b's gradients add
    up in double per block of rows (the blocks fixed by D alone), then the
    blocks in order, so neither the vector width nor the thread count changes
    a bit. On other devices both ops run on the host (ember__on_host); the
@@ -67,12 +65,8 @@ typedef struct {
     const char *x, *g, *w, *b, *st;
     char *y, *stats;   /* y or gx; the stats the forward writes */
     double *ws;        /* backward: 2 D doubles per block */
-    bool stream;       /* backward: gx streamed past the cache */
     grad_rows gr;      /* backward: where g's rows are (grad_rows.h) */
 } ln_job;
-
-/* the backward's pieces of gx, in an L1 buffer where it streams */
-#define LN_PIECE 512
 
 /* rows per block: about 64K values each, fixed by D alone */
 static int64_t row_block(int64_t D)
@@ -101,7 +95,7 @@ LN_SUMS(float)
 LN_SUMS(double)
 #undef LN_SUMS
 
-/* y = (x - mean) rstd w + b per row (streamed as the backward's gx, below) */
+/* y = (x - mean) rstd w + b per row */
 #define LN_FWD(T)                                                                   \
     EMBER_SIMD static void ln_fwd_##T(void *vctx, int64_t r0, int64_t r1)           \
     {                                                                               \
@@ -114,19 +108,11 @@ LN_SUMS(double)
             T *y = (T *)j->y + r * D;                                               \
             double mean = j->rms ? 0.0 : ln_sum_##T(x, D) / (double)D;              \
             double rstd = 1.0 / sqrt(ln_dev2_##T(x, D, mean) / (double)D + j->eps); \
-            T tm = (T)mean, tr = (T)rstd, buf[LN_PIECE];                            \
-            for (int64_t i0 = 0; i0 < D; i0 += LN_PIECE) {                          \
-                int64_t n = D - i0 < LN_PIECE ? D - i0 : LN_PIECE;                  \
-                T *restrict o = j->stream ? buf : y + i0;                           \
-                for (int64_t i = 0; i < n; i++)                                     \
-                    o[i] = (x[i0 + i] - tm) * tr * w[i0 + i] + b[i0 + i];           \
-                if (j->stream) ember__stream_copy((char *)(y + i0), (const char *)buf, \
-                                                  (size_t)n * sizeof(T));           \
-            }                                                                       \
+            T tm = (T)mean, tr = (T)rstd;                                           \
+            for (int64_t i = 0; i < D; i++) y[i] = (x[i] - tm) * tr * w[i] + b[i];  \
             st[r] = tm;                                                             \
             st[j->R + r] = tr;                                                      \
         }                                                                           \
-        if (j->stream) ember__stream_fence();                                       \
     }
 LN_FWD(float)
 LN_FWD(double)
@@ -134,11 +120,13 @@ LN_FWD(double)
 
 /* gx per row for a block of rows, and that block's sums of g xhat and g.
    A row's g is its D values or (bcast, a sum's gradient) one value read
-   as a scalar: the same products, so the same bits. Where the op streams
-   (stream), gx is written a piece at a time to an L1 buffer and streamed
-   from there past the cache (ember__stream_copy). */
+   as a scalar, where it was written out to a row buffer first (13% of the
+   backward's samples on the sweep's case, one thread): the same products,
+   so the same bits. gx is not streamed past the cache (ember__stream_copy):
+   on the sweep's 32x128x768 that was 10-20% slower (one thread and two,
+   a loaded machine). */
 #define LN_BWD_ROW(T, NAME, G)                                                                            \
-    EMBER_INLINE void NAME(const ln_job *j, const T *restrict g, const T *restrict x, T *gx, double mean, \
+    EMBER_INLINE void NAME(const ln_job *j, const T *restrict g, const T *restrict x, T *restrict gx, double mean, \
                            double rstd, double *restrict pw, double *restrict pb)                         \
     {                                                                                                     \
         const int64_t D = j->D;                                                                           \
@@ -159,15 +147,9 @@ LN_FWD(double)
         double sgw = fold_f64(a, ROW_LANES), sgwx = fold_f64(c, ROW_LANES);                               \
         T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);                          \
         T tc = (T)(sgwx * rstd / (double)D);                                                              \
-        T buf[LN_PIECE];                                                                                  \
-        for (int64_t i0 = 0; i0 < D; i0 += LN_PIECE) {                                                    \
-            int64_t n = D - i0 < LN_PIECE ? D - i0 : LN_PIECE;                                            \
-            T *restrict o = j->stream ? buf : gx + i0;                                                    \
-            for (int64_t k = 0; k < n; k++) {                                                             \
-                T xh = (x[i0 + k] - tm) * tr;                                                             \
-                o[k] = tr * (G(i0 + k) * w[i0 + k] - ta - xh * tc);                                       \
-            }                                                                                             \
-            if (j->stream) ember__stream_copy((char *)(gx + i0), (const char *)buf, (size_t)n * sizeof(T)); \
+        for (int64_t k = 0; k < D; k++) {                                                                 \
+            T xh = (x[k] - tm) * tr;                                                                      \
+            gx[k] = tr * (G(k) * w[k] - ta - xh * tc);                                                    \
         }                                                                                                 \
         if (pw)                                                                                           \
             for (int64_t k = 0; k < D; k++) {                                                             \
@@ -199,7 +181,6 @@ LN_FWD(double)
                 else ln_bwd_row_##T(j, g, x, gx, mean, rstd, pw, pb);                             \
             }                                                                                     \
         }                                                                                         \
-        if (j->stream) ember__stream_fence();                                                     \
     }
 LN_BWD(float)
 LN_BWD(double)
@@ -253,8 +234,7 @@ int fwd_layer_norm(int op, int nin, ember_tensor *const *in, const ember_attrs *
     EMBER_CHECK(ember__new(x->ndim, x->shape, x->dtype, EMBER_CPU, &y));
     EMBER_CHECK(ember__new(2, two_r, x->dtype, EMBER_CPU, &st));
     ln_job j = {.R = R, .D = D, .rms = at->i[1] != 0, .eps = at->f[0], .x = ember__ptr(c[0]),
-                .w = ember__ptr(c[1]), .b = ember__ptr(c[2]), .y = ember__ptr(y), .stats = ember__ptr(st),
-                .stream = ember__stream_worth(2 * x->numel * ember_dtype_size(x->dtype))};   /* x and y */
+                .w = ember__ptr(c[1]), .b = ember__ptr(c[2]), .y = ember__ptr(y), .stats = ember__ptr(st)};
     ember__parallel_for(R, row_block(D), x->dtype == EMBER_FLOAT32 ? ln_fwd_float : ln_fwd_double, &j);
     out[0] = y;
     out[1] = st;
@@ -289,11 +269,7 @@ int fwd_layer_norm_backward(int op, int nin, ember_tensor *const *in, const embe
     gs[0] = 2;
     memcpy(gs + 1, w->shape, (size_t)w->ndim * sizeof *gs);
     ember_tensor *c[4], *gx = NULL, *gwb = NULL;
-    /* gx streamed where the op's bytes pass the cache (ember__stream_worth),
-       counted as iter.c counts them: x, g and gx whole, a broadcast g too */
-    int64_t bytes_each = x->numel * ember_dtype_size(x->dtype);
-    ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0],
-                .stream = ember__stream_worth(3 * bytes_each)};
+    ln_job j = {.R = R, .D = D, .block = row_block(D), .rms = at->i[1] != 0, .want_gwb = want, .eps = at->f[0]};
     if (grad_rows_of(g, k, D, &j.gr)) {
         c[0] = g;
         ember_tensor_retain(g);
