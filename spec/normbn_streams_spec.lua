@@ -31,8 +31,8 @@ describe("batch norm's training forward streamed past the cache", function()
           return { y }
         end)
       end
-      -- channels_last: the column kernels (float32's runs depend on the
-      -- columns a task takes, so its statistics are held to NCHW's within rounding)
+      -- channels_last: the column kernels, which do not stream (float32's runs
+      -- depend on the columns a task takes, so it is held to NCHW's within rounding)
       local xc = x:contiguous({ memory_format = "channels_last" })
       local y, yc = F.batch_norm(x, nil, nil, w, b, train), F.batch_norm(xc, nil, nil, w, b, train)
       assert.is_true(H.max_diff(y, yc) < (dt == "float32" and 1e-4 or 1e-12))
