@@ -4,10 +4,22 @@
 -- channels too small to stream (each channel's statistics and values are
 -- computed alone), planes of a length that is no multiple of the buffer's
 -- pieces or of a cache line, with and without its activation, on 1 thread
--- and on 2.
+-- and on 2; and its adjoint, which fetches ahead there, likewise.
 local H = require("helpers")
 local ember = H.ember
 local F = ember.nn.functional
+local ffi = require("ffi")
+local C = ember._C
+local check = H.check_rc
+
+-- batch_norm and its adjoint through the C API: gx and gwb for g
+local out2 = ffi.new("ember_tensor*[2]")
+local function bn_grads(g, x, w, b)
+  check(C.ember_batch_norm(x._c, w._c, b._c, 1e-5, out2, out2 + 1))
+  local _, st = ember._wrap(out2[0]), ember._wrap(out2[1])
+  check(C.ember_batch_norm_backward(g._c, x._c, w._c, st._c, 1e-5, out2, out2 + 1))
+  return ember._wrap(out2[0]), ember._wrap(out2[1])
+end
 
 describe("batch norm's training forward streamed past the cache", function()
   H.keep_thread_setting(before_each, after_each)
@@ -31,6 +43,17 @@ describe("batch norm's training forward streamed past the cache", function()
           return { y }
         end)
       end
+      -- the adjoint, whose first pass fetches each next block ahead: gx and
+      -- gwb channel by channel
+      local g = ember.randn({ N, 5, 301, 301 }, { dtype = dt })
+      H.same_bits_on_threads(function()
+        local gx, gwb = bn_grads(g, x, w, b)
+        local sl = function(t) return t:narrow(2, 4, 2):contiguous() end
+        local gxs, gwbs = bn_grads(sl(g), sl(x), w:narrow(1, 4, 2), b:narrow(1, 4, 2))
+        assert.is_true(ember.equal(sl(gx), gxs))
+        assert.is_true(ember.equal(gwb:narrow(2, 4, 2):contiguous(), gwbs))
+        return { gx, gwb }
+      end)
       -- channels_last: the column kernels, which do not stream (float32's runs
       -- depend on the columns a task takes, so it is held to NCHW's within rounding)
       local xc = x:contiguous({ memory_format = "channels_last" })
