@@ -109,33 +109,12 @@ ACT_LOOPS(float)
 ACT_LOOPS(double)
 
 /* sums of a block into 16 lanes, the tail spread over them (lane_sums.h): of
-   x, of (x - m)^2, and of g and g (x - m) (with ahead > 0, the values that
-   far on in g and p, the next sample's block, prefetched as it goes: as
-   lanes_sum_ahead) */
+   x, of (x - m)^2, and of g and g (x - m), the first pass of a channel
+   fetching the next sample's block ahead where x passes the cache */
 #define BN_SUMS(T)                                                                                     \
     LANE_SUMS(T, lanes, LANES, i % LANES)                                                              \
     LANE_SUM_AHEAD(T, lanes, LANES, i % LANES)                                                         \
-    EMBER_INLINE void lanes_gdev_##T(const T *restrict g, const T *restrict p, int64_t n, double m,      \
-                                     double *restrict sg, double *restrict sgx, int64_t ahead)           \
-    {                                                                                                  \
-        int64_t i = 0;                                                                                 \
-        for (; i + LANES <= n; i += LANES) {                                                           \
-            for (size_t b = 0; ahead && b < LANES * sizeof(T); b += 64) {                              \
-                __builtin_prefetch((const char *)(g + i + ahead) + b);                                 \
-                __builtin_prefetch((const char *)(p + i + ahead) + b);                                 \
-            }                                                                                          \
-            for (int l = 0; l < LANES; l++) {                                                          \
-                double gv = (double)g[i + l];                                                          \
-                sg[l] += gv;                                                                           \
-                sgx[l] += gv * ((double)p[i + l] - m);                                                 \
-            }                                                                                          \
-        }                                                                                              \
-        for (; i < n; i++) {                                                                           \
-            double gv = (double)g[i];                                                                  \
-            sg[i % LANES] += gv;                                                                       \
-            sgx[i % LANES] += gv * ((double)p[i] - m);                                                 \
-        }                                                                                              \
-    }
+    LANE_GDEV(T, lanes, LANES, i % LANES)
 BN_SUMS(float)
 BN_SUMS(double)
 #undef BN_SUMS
