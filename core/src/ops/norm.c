@@ -14,7 +14,10 @@
    the values, the channels spread over the pool (batch_norm's float32
    statistics in one pass over memory where they pass L2: moments_run).
    The sums run in double on 16 lanes added in a fixed order, so the
-   vector width the CPU picks changes no bit.
+   vector width the CPU picks changes no bit. Where the operands pass the
+   last-level cache (ember__stream_worth), a channel's first pass fetches
+   each next sample's block ahead, and batch_norm streams y past the cache
+   (bn_write): the same values.
    Anything else (other devices and dtypes, mixed dtypes) runs the same
    formulas as recorded ops would, without recording: bn_composed and
    bn_backward_composed, which grad_rules.c's rule also runs where a
