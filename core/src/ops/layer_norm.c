@@ -90,25 +90,6 @@ static int64_t row_block(int64_t D)
         double acc[ROW_LANES] = {0};                                                                         \
         ln_lanes_dev2_##T(x, n, m, acc);                                                                     \
         return fold_f64(acc, ROW_LANES);                                                                     \
-    }                                                                                                        \
-    EMBER_INLINE void ln_gsums_##T(const T *restrict g, const T *restrict w, const T *restrict x, int64_t n, \
-                                   double m, double *sgw, double *sgwx)                                      \
-    {                                                                                                        \
-        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                       \
-        int64_t i = 0;                                                                                       \
-        for (; i + ROW_LANES <= n; i += ROW_LANES)                                                           \
-            for (int l = 0; l < ROW_LANES; l++) {                                                            \
-                double gw = (double)g[i + l] * (double)w[i + l];                                             \
-                a[l] += gw;                                                                                  \
-                c[l] += gw * ((double)x[i + l] - m);                                                         \
-            }                                                                                                \
-        for (; i < n; i++) {                                                                                 \
-            double gw = (double)g[i] * (double)w[i];                                                         \
-            a[0] += gw;                                                                                      \
-            c[0] += gw * ((double)x[i] - m);                                                                 \
-        }                                                                                                    \
-        *sgw = fold_f64(a, ROW_LANES);                                                                       \
-        *sgwx = fold_f64(c, ROW_LANES);                                                                      \
     }
 LN_SUMS(float)
 LN_SUMS(double)
@@ -137,14 +118,56 @@ LN_FWD(float)
 LN_FWD(double)
 #undef LN_FWD
 
-/* gx per row for a block of rows, and that block's sums of g xhat and g */
+/* gx per row for a block of rows, and that block's sums of g xhat and g.
+   A row's g is its D values or (bcast, a sum's gradient) one value read
+   as a scalar, where it was written out to a row buffer first (13% of the
+   backward's samples on the sweep's case, one thread): the same products,
+   so the same bits. gx is not streamed past the cache (ember__stream_copy):
+   on the sweep's 32x128x768 that was 10-20% slower (one thread and two,
+   a loaded machine). */
+#define LN_BWD_ROW(T, NAME, G)                                                                            \
+    EMBER_INLINE void NAME(const ln_job *j, const T *restrict g, const T *restrict x, T *restrict gx, double mean, \
+                           double rstd, double *restrict pw, double *restrict pb)                         \
+    {                                                                                                     \
+        const int64_t D = j->D;                                                                           \
+        const T *restrict w = (const T *)j->w;                                                            \
+        double a[ROW_LANES] = {0}, c[ROW_LANES] = {0};                                                    \
+        int64_t i = 0;                                                                                    \
+        for (; i + ROW_LANES <= D; i += ROW_LANES)                                                        \
+            for (int l = 0; l < ROW_LANES; l++) {                                                         \
+                double gw = (double)G(i + l) * (double)w[i + l];                                          \
+                a[l] += gw;                                                                               \
+                c[l] += gw * ((double)x[i + l] - mean);                                                   \
+            }                                                                                             \
+        for (; i < D; i++) {                                                                              \
+            double gw = (double)G(i) * (double)w[i];                                                      \
+            a[0] += gw;                                                                                   \
+            c[0] += gw * ((double)x[i] - mean);                                                           \
+        }                                                                                                 \
+        double sgw = fold_f64(a, ROW_LANES), sgwx = fold_f64(c, ROW_LANES);                               \
+        T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);                          \
+        T tc = (T)(sgwx * rstd / (double)D);                                                              \
+        for (int64_t k = 0; k < D; k++) {                                                                 \
+            T xh = (x[k] - tm) * tr;                                                                      \
+            gx[k] = tr * (G(k) * w[k] - ta - xh * tc);                                                    \
+        }                                                                                                 \
+        if (pw)                                                                                           \
+            for (int64_t k = 0; k < D; k++) {                                                             \
+                double gv = (double)G(k);                                                                 \
+                pw[k] += gv * (((double)x[k] - mean) * rstd);                                             \
+                pb[k] += gv;                                                                              \
+            }                                                                                             \
+    }
+#define G_EACH(i) g[i]
+#define G_ONE(i) g[0]
 #define LN_BWD(T)                                                                                 \
+    LN_BWD_ROW(T, ln_bwd_row_##T, G_EACH)                                                         \
+    LN_BWD_ROW(T, ln_bwd_row1_##T, G_ONE)                                                         \
     EMBER_SIMD static void ln_bwd_##T(void *vctx, int64_t k0, int64_t k1)                         \
     {                                                                                             \
         const ln_job *j = vctx;                                                                   \
         const int64_t D = j->D;                                                                   \
-        const T *w = (const T *)j->w, *st = (const T *)j->st;                                     \
-        T buf[GRAD_ROWS_BCAST_MAX], *row = j->gr.bcast ? buf : NULL;                              \
+        const T *st = (const T *)j->st;                                                           \
         for (int64_t k = k0; k < k1; k++) {                                                       \
             int64_t r0 = k * j->block, r1 = r0 + j->block < j->R ? r0 + j->block : j->R;          \
             double *pw = j->want_gwb ? j->ws + k * 2 * D : NULL, *pb = pw ? pw + D : NULL;        \
@@ -152,31 +175,19 @@ LN_FWD(double)
                 for (int64_t i = 0; i < 2 * D; i++) pw[i] = 0;                                    \
             for (int64_t r = r0; r < r1; r++) {                                                   \
                 const T *x = (const T *)j->x + r * D, *g = (const T *)j->g + grad_row(&j->gr, r); \
-                if (row) {                                                                        \
-                    for (int64_t i = 0; i < D; i++) row[i] = g[0];                                \
-                    g = row;                                                                      \
-                }                                                                                 \
                 T *gx = (T *)j->y + r * D;                                                        \
-                double mean = (double)st[r], rstd = (double)st[j->R + r], sgw, sgwx;              \
-                ln_gsums_##T(g, w, x, D, mean, &sgw, &sgwx);                                      \
-                T tm = (T)mean, tr = (T)rstd, ta = j->rms ? (T)0 : (T)(sgw / (double)D);          \
-                T tc = (T)(sgwx * rstd / (double)D);                                              \
-                for (int64_t i = 0; i < D; i++) {                                                 \
-                    T xh = (x[i] - tm) * tr;                                                      \
-                    gx[i] = tr * (g[i] * w[i] - ta - xh * tc);                                    \
-                }                                                                                 \
-                if (pw)                                                                           \
-                    for (int64_t i = 0; i < D; i++) {                                             \
-                        double gv = (double)g[i];                                                 \
-                        pw[i] += gv * (((double)x[i] - mean) * rstd);                             \
-                        pb[i] += gv;                                                              \
-                    }                                                                             \
+                double mean = (double)st[r], rstd = (double)st[j->R + r];                         \
+                if (j->gr.bcast) ln_bwd_row1_##T(j, g, x, gx, mean, rstd, pw, pb);                \
+                else ln_bwd_row_##T(j, g, x, gx, mean, rstd, pw, pb);                             \
             }                                                                                     \
         }                                                                                         \
     }
 LN_BWD(float)
 LN_BWD(double)
 #undef LN_BWD
+#undef LN_BWD_ROW
+#undef G_EACH
+#undef G_ONE
 
 /* the blocks' partial sums, added in block order, into gwb (2, D) */
 typedef struct {
