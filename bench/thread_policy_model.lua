@@ -107,7 +107,8 @@ end
 
 -- {"size":..., "ms":{"1":..,"2":..,"auto":..}, "rounds":..., "auto_over_best":.., "auto_stats":{...},
 --  "mean_ms":{...}, "auto_mean_over_best":..}: medians of the rounds' medians, what auto decided
---  (thread_stats: the arm that won, the large jobs timed under each arm, the trials),
+--  (thread_stats: the arm that won, the large jobs timed under each arm, the trials, those put off
+--  as the cores were crowded),
 --  and means over every timed step (which a trial of a slow arm reaches); where Linux says how
 --  long the calling thread waited for a core, "wait_share": per setting, each round's median
 --  wait a step over its median step time, in the order run (about 0.5 when the host's main thread shared
@@ -131,9 +132,11 @@ function report(place)
   return ('{"place":"%s","size":"%s","rounds":%d,"steps_per_round":%d,"ms":{"1":%.4f,"2":%.4f,"auto":%.4f},'
     .. '"auto_over_best":%.3f,"auto_stats":{"jobs_parallel":%d,"jobs_inline_small":%d,"jobs_inline_busy":%d,'
     .. '"late_jobs":%d,"arm":"%s","jobs_sampled":%d,"jobs_team":%d,"trials":%d,"trials_won":%d,'
-    .. '"trials_stopped":%d,"team_cuts":%d},"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f%s}')
+    .. '"trials_stopped":%d,"team_cuts":%d,"trials_postponed":%d,"crowded":%s},'
+    .. '"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f%s}')
     :format(place, S.size, S.rounds, S.steps, ms["1"], ms["2"], ms.auto, ms.auto / best,
     st.jobs_parallel, st.jobs_inline_small, st.jobs_inline_busy, st.late_jobs, st.arm, st.jobs_sampled,
-    st.jobs_team, st.trials, st.trials_won, st.trials_stopped, st.team_cuts, mean["1"], mean["2"], mean.auto,
+    st.jobs_team, st.trials, st.trials_won, st.trials_stopped, st.team_cuts, st.trials_postponed,
+    tostring(st.crowded), mean["1"], mean["2"], mean.auto,
     mean.auto / best_mean, wait)
 end

@@ -86,11 +86,44 @@ describe("thread policy", function()
     end
     assert.is_true(after.trials_won + after.trials_stopped <= after.trials)
     assert.is_true(after.last_trial_ratio >= 0)
+    assert.is_true(after.trials_postponed >= 0)
+    assert.are.equal("boolean", type(after.crowded))
     -- fixed: nothing is timed
     ember.set_num_threads(1)
     big:matmul(w)
     local fixed = ember.thread_stats()
     assert.are.equal(after.jobs_sampled + after.jobs_team, fixed.jobs_sampled + fixed.jobs_team)
+  end)
+
+  -- a busy process per core: the load samples find others' threads on every
+  -- core (the calling thread itself shares one), and the trials of the team,
+  -- due after the first 16 large jobs, are put off (docs/frame_loop.md, "Threads")
+  it("puts off trials of the team while other threads fill every core", function()
+    local st = ember.thread_stats()
+    if st.max_threads < 2 then return pending("one CPU: no team to try") end
+    if st.online_cpus > 8 then return pending("spawns a busy process per core: over 8 cores here") end
+    local pids = {}
+    local ok, out = pcall(function()
+      for i = 1, st.online_cpus do
+        local p = assert(io.popen("luajit -e 'while true do end' >/dev/null 2>&1 & echo $!"))
+        pids[i] = assert(tonumber(p:read("*l")))
+        p:close()
+      end
+      return child([[local e = require("ember")
+        local big, w = e.randn({256, 512}), e.randn({512, 512})
+        for _ = 1, 64 do big:matmul(w) end
+        local s = e.thread_stats()
+        io.write(tostring(s.crowded), " ", s.trials_postponed, " ", s.trials, " ", s.jobs_team)]],
+        "EMBER_NUM_THREADS=auto")
+    end)
+    for _, pid in ipairs(pids) do os.execute("kill " .. pid) end   -- never outlive the spec
+    assert(ok, out)
+    local crowded, postponed, trials, team = out:match("^(%a+) (%d+) (%d+) (%d+)$")
+    assert(crowded, out)
+    assert.are.equal("true", crowded)
+    assert.is_true(tonumber(postponed) >= 1)   -- the first trial came due at job 17
+    assert.are.equal(0, tonumber(trials))
+    assert.are.equal(0, tonumber(team))
   end)
 
   -- every setting gives the same bits, with deterministic mode and without

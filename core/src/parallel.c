@@ -179,6 +179,11 @@ static void forget_pool_in_child(void)
    team for 10 ms; lateness answers sudden contention at once.
    These rules are one arm of the measured choice below; its other arm
    gives every large job the whole team.
+   A sample also says whether the cores are crowded: the other runnable
+   threads alone are as many as the online cores, so that the calling thread
+   itself shares a core (a busy host thread beside a busy process on two
+   cores). The last two samples saying so put off the measured choice's
+   trials of the team (below).
    ember_set_num_threads(n) (or EMBER_NUM_THREADS=n) switches this off:
    every job large enough for its grain takes n threads. */
 #define SMALL_WORK ((int64_t)1 << 18)
@@ -193,6 +198,8 @@ static atomic_llong backoff_ns = BACKOFF_MIN_NS;
 static atomic_llong next_sample;
 static atomic_int spare = MAX_THREADS;   /* cores the last two samples left ember (caller included) */
 static atomic_int spare_prev = MAX_THREADS;   /* the last sample's own count */
+static atomic_int crowded;           /* the last two samples found the cores taken without ember's workers */
+static atomic_int crowded_prev;      /* the last sample's own finding */
 static atomic_llong last_join_end;   /* when ember's last team job ended (oneDNN's too) */
 static atomic_int last_team;         /* and how many threads it had */
 static atomic_llong n_parallel, n_inline_small, n_inline_busy, n_late, n_samples;
@@ -231,9 +238,13 @@ static void read_spin_policy(void)
    "R/T"), or -1 where it cannot be read. */
 static int runnable_threads(void) { return ember__runnable_threads(); }
 
-/* Cores ember may use now (the calling thread included), from a sample. */
-static int sample_spare(long long now)
+/* Cores ember may use now (the calling thread included), from a sample;
+   *crowd: the other runnable threads were as many as the online cores, so
+   that the calling thread itself shares a core (a busy host thread and
+   another busy process on two cores). */
+static int sample_spare(long long now, int *crowd)
 {
+    *crowd = 0;
     atomic_fetch_add_explicit(&n_samples, 1, memory_order_relaxed);
     int r = runnable_threads();
     if (r < 0) return MAX_THREADS;
@@ -243,22 +254,27 @@ static int sample_spare(long long now)
     if (team > 1 && omp_pool() && (spin_ns < 0 || since < spin_ns)) ours += team - 1;   /* still spinning */
     int others = r - ours;
     if (others < 0) others = 0;
+    *crowd = others >= online_cpus;
     int s = online_cpus - others;
     return s < 1 ? 1 : s;
 }
 
-/* The threads for a large job under auto, by the sample and the back-off. */
+/* The threads for a large job under auto, by the sample and the back-off.
+   The sample is taken during a back-off too, so that `crowded` stays
+   current for the measured choice. */
 static int sampled_threads(int n)
 {
     long long now = now_ns();
+    long long due = atomic_load_explicit(&next_sample, memory_order_relaxed);
+    if (now >= due && atomic_compare_exchange_strong(&next_sample, &due, now + SAMPLE_NS)) {
+        int crowd, s = sample_spare(now, &crowd), prev = atomic_exchange_explicit(&spare_prev, s, memory_order_relaxed);
+        atomic_store_explicit(&spare, s > prev ? s : prev, memory_order_relaxed);
+        int crowd_prev = atomic_exchange_explicit(&crowded_prev, crowd, memory_order_relaxed);
+        atomic_store_explicit(&crowded, crowd && crowd_prev, memory_order_relaxed);
+    }
     if (now < atomic_load_explicit(&inline_until, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&n_inline_busy, 1, memory_order_relaxed);
         return 1;
-    }
-    long long due = atomic_load_explicit(&next_sample, memory_order_relaxed);
-    if (now >= due && atomic_compare_exchange_strong(&next_sample, &due, now + SAMPLE_NS)) {
-        int s = sample_spare(now), prev = atomic_exchange_explicit(&spare_prev, s, memory_order_relaxed);
-        atomic_store_explicit(&spare, s > prev ? s : prev, memory_order_relaxed);
     }
     int s = atomic_load_explicit(&spare, memory_order_relaxed);
     if (s < n) n = s;
@@ -295,7 +311,18 @@ static int sampled_threads(int n)
    risen); trials of the slower arm as frequent as a budget of 0.5% of the
    time allows, and about every 512 jobs unless that costs over 2%, since
    which arm is faster changes with the load; and a team exploit phase cut
-   short when the machine gets busier. */
+   short when the machine gets busier.
+   While the cores are crowded, a trial of the team is put off, 16 jobs at
+   a time, until a sample finds a core free of others' threads (or for
+   2048 large jobs at most, in case the threads that crowd them leave the
+   cores to ember: a nice-19 process, short-lived ones): with three
+   busy threads on two cores the calling thread either has a core to itself
+   or shares one, and that placement, not the thread count, sets a step's
+   time (one thread 12-14 ms a large step, or 23-30; two threads 26-28 in
+   either); a trial's team jobs only make the scheduler place the threads
+   again, and drew the caller a shared core at the next step in 8 of 12
+   cases against 13% after steps without (docs/frame_loop.md,
+   "Measured"). */
 static ember__policy policy;         /* under policy_mu */
 static atomic_int policy_arm;        /* policy.arm, read without the lock */
 /* a job ember__job_threads sized, until ember__team_done ends it */
@@ -317,8 +344,14 @@ static int large_job_threads(int n, int *arm)
 static void policy_done(uint64_t key, int arm, long long ns)
 {
     pthread_mutex_lock(&policy_mu);
-    if (ember__policy_record(&policy, key | 1, arm, (double)ns))
+    if (ember__policy_record(&policy, key | 1, arm, (double)ns)) {
+        /* a trial of the team while the cores are crowded only draws the
+           scheduler's placement again: put it off (see above) */
+        if (policy.arm == EMBER__ARM_TEAM && policy.winner != EMBER__ARM_TEAM
+            && atomic_load_explicit(&crowded, memory_order_relaxed))
+            (void)ember__policy_postpone(&policy);
         atomic_store_explicit(&policy_arm, policy.arm, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&policy_mu);
 }
 
@@ -508,6 +541,8 @@ void ember_thread_stats(ember_thread_stats_t *out)
     out->trials_stopped = policy.aborts;
     out->team_cuts = policy.cuts;
     out->last_trial_ratio = policy.last_ratio;
+    out->trials_postponed = policy.postponed;
+    out->crowded = atomic_load(&crowded);
     pthread_mutex_unlock(&policy_mu);
 }
 

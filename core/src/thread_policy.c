@@ -324,6 +324,17 @@ static void cut(ember__policy *p)
     next_phase(p, true, EMBER__POLICY_TRIAL);
 }
 
+bool ember__policy_postpone(ember__policy *p)
+{
+    if (p->waited >= EMBER__POLICY_MAX_WAIT) return false;   /* a trial now and then, whatever the load says */
+    p->waited += EMBER__POLICY_TRIAL;
+    int64_t exploit = p->exploit;
+    next_phase(p, true, EMBER__POLICY_TRIAL);
+    p->exploit = exploit;   /* the back-off after the trial, when it runs, ramps from the phase before */
+    p->postponed++;
+    return true;
+}
+
 bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
 {
     if (arm != p->arm) return false;   /* decided in the phase before */
@@ -332,6 +343,7 @@ bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns)
     ember__policy_kind *k = policy_kind(p, key);
     bool timed = p->skip == 0;
     if (!timed) p->skip--;
+    if (arm != p->winner) p->waited = 0;   /* a trial runs */
     if (arm != p->winner && trial_lost(p, k, ns, timed)) {
         /* far slower: the trial has lost, whatever its other jobs would
            say; end it now, and weigh the loss on the winner's next jobs */

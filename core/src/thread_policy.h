@@ -19,6 +19,8 @@ enum { EMBER__ARM_SAMPLED = 0, EMBER__ARM_TEAM = 1 };
 #define EMBER__POLICY_BUDGET 0.005  /* what trials of the slower arm may add to the time, at most */
 #define EMBER__POLICY_WAKE_NS 100000.0  /* what waking a sleeping team may add to a job */
 #define EMBER__POLICY_RING 8        /* an arm's last times kept for each kind */
+/* a trial put off (ember__policy_postpone) runs anyway after this many large jobs */
+#define EMBER__POLICY_MAX_WAIT (4 * EMBER__POLICY_MAX_EXPLOIT)
 /* a winner's time older than this many large jobs is not compared */
 #define EMBER__POLICY_RECENT (8 * EMBER__POLICY_MAX_EXPLOIT)
 
@@ -58,6 +60,8 @@ typedef struct {
     int n_after;
     ember__policy_sample after_v[EMBER__POLICY_TRIAL];
     int64_t trials, flips, cuts, aborts;
+    int64_t postponed;   /* trials put off (ember__policy_postpone) */
+    int64_t waited;      /* large jobs the next trial has been put off */
     int64_t arm_jobs[2]; /* large jobs recorded under each arm */
     double last_ratio;   /* the last trial's score over the winner's (0: nothing compared) */
     ember__policy_kind kinds[EMBER__POLICY_KINDS];
@@ -67,5 +71,9 @@ void ember__policy_init(ember__policy *p, int winner);
 /* One large job of kind `key` (nonzero) ran `ns` nanoseconds under `arm`;
    true when this ended the phase (the caller then reads p->arm again). */
 bool ember__policy_record(ember__policy *p, uint64_t key, int arm, double ns);
+/* The trial that just began is put off: the winner runs a trial's length
+   more (its exploit length unchanged), and the caller asks again then;
+   false (the trial runs) once it has waited MAX_WAIT large jobs. */
+bool ember__policy_postpone(ember__policy *p);
 
 #endif

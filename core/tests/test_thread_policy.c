@@ -446,6 +446,51 @@ int main(void)
         CHECK(p.winner == EMBER__ARM_SAMPLED && rl.ns < rl.sampled_ns * 1.03);
     }
 
+    {
+        /* crowded cores (parallel.c: the load sample finds others' threads
+           on every core, as a busy host thread and a busy neighbour on two):
+           the caller puts off each trial of the team as it begins, so no
+           job runs on the team, and the phase the winner runs meanwhile is
+           a trial's length, so that once the cores are free again the
+           trial comes within 16 jobs, with the exploit length it had */
+        const double two[2] = {1e6, 2e6};
+        ember__policy_init(&p, EMBER__ARM_SAMPLED);
+        r = run(&p, 2000, 2, two, 2.0, 0.1);   /* the team loses: the phases grow */
+        CHECK(p.winner == EMBER__ARM_SAMPLED && p.trials >= 2);
+        int64_t trials = p.trials, exploit = p.exploit, team = 0, jobs = 0;
+        while (p.arm == p.winner) ember__policy_record(&p, 1000003u, p.arm, 1e6);   /* to the next trial */
+        for (; jobs < 1400; jobs++) {
+            if (p.arm == EMBER__ARM_TEAM && p.winner != EMBER__ARM_TEAM) {
+                CHECK(ember__policy_postpone(&p));
+                CHECK(p.arm == EMBER__ARM_SAMPLED && p.left == EMBER__POLICY_TRIAL && p.exploit == exploit);
+            }
+            team += p.arm == EMBER__ARM_TEAM;
+            ember__policy_record(&p, 1000003u, p.arm, 1e6);
+        }
+        CHECK(team == 0 && p.trials == trials && p.postponed == 1400 / EMBER__POLICY_TRIAL + 1);
+        /* crowded for good: the trial runs anyway after MAX_WAIT jobs */
+        int64_t waited = 0;
+        for (;;) {
+            if (p.arm == EMBER__ARM_TEAM && p.winner != EMBER__ARM_TEAM && !ember__policy_postpone(&p)) break;
+            ember__policy_record(&p, 1000003u, p.arm, 1e6);
+            waited++;
+        }
+        CHECK(waited + 1400 >= EMBER__POLICY_MAX_WAIT - EMBER__POLICY_TRIAL);
+        CHECK(waited + 1400 <= EMBER__POLICY_MAX_WAIT + EMBER__POLICY_TRIAL);
+        CHECK(p.arm == EMBER__ARM_TEAM && p.trials == trials);
+        while (p.arm == EMBER__ARM_TEAM) ember__policy_record(&p, 1000003u, p.arm, 2e6);   /* it loses */
+        CHECK(p.trials == trials + 1 && p.waited == 0);
+        while (p.arm == p.winner) ember__policy_record(&p, 1000003u, p.arm, 1e6);   /* to the next trial */
+        CHECK(ember__policy_postpone(&p));
+        /* the cores free again: the trial runs within a trial's length */
+        int64_t until = 0;
+        while (p.arm != EMBER__ARM_TEAM && until < 100) ember__policy_record(&p, 1000003u, p.arm, 1e6), until++;
+        CHECK(until <= EMBER__POLICY_TRIAL && p.arm == EMBER__ARM_TEAM);
+        /* and the team, faster now, wins it */
+        r = run(&p, 200, 2, two, 0.5, 0.1);
+        CHECK(p.winner == EMBER__ARM_TEAM);
+    }
+
     if (failures) fprintf(stderr, "test_thread_policy: %d checks failed\n", failures);
     else printf("test_thread_policy: ok\n");
     return failures != 0;

@@ -654,7 +654,8 @@ return function(ember)
       arm = s.winner == 1 and "team" or "sampled", trial = s.trial ~= 0, kinds = s.kinds,
       jobs_sampled = tonumber(s.jobs_sampled), jobs_team = tonumber(s.jobs_team), trials = tonumber(s.trials),
       trials_won = tonumber(s.trials_won), trials_stopped = tonumber(s.trials_stopped),
-      team_cuts = tonumber(s.team_cuts), last_trial_ratio = s.last_trial_ratio }
+      team_cuts = tonumber(s.team_cuts), last_trial_ratio = s.last_trial_ratio,
+      trials_postponed = tonumber(s.trials_postponed), crowded = s.crowded ~= 0 }
   end
   -- bit-identical results for any thread count (docs/design.md, "Determinism")
   function ember.set_deterministic(on) C.ember_set_deterministic(errors.boolean("set_deterministic", "on", on) and 1 or 0) end

@@ -73,6 +73,8 @@ typedef struct {
     int64_t trials_stopped;       /*   ended early as far slower */
     int64_t team_cuts;            /* team phases ended as the machine got busier */
     double last_trial_ratio;      /* the last trial's time over the winner's (0: nothing compared) */
+    int64_t trials_postponed;     /* trials of the team put off while the cores were crowded */
+    int crowded;                  /* 1: the last two load samples found others' threads on every core */
 } ember_thread_stats_t;
 EMBER_API void ember_thread_stats(ember_thread_stats_t *out);
 /* oneDNN (when built with it) runs float32 convolutions, and the float32

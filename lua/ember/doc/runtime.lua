@@ -70,7 +70,7 @@ machine and an idle one (docs/frame_loop.md, "Threads").
 jobs_inline_small, jobs_inline_busy, late_jobs, load_samples,
 inline_seconds_left, backoff_seconds, arm, trial, kinds, jobs_sampled,
 jobs_team, trials, trials_won, trials_stopped, team_cuts,
-last_trial_ratio}`: the thread policy (`"auto"` or `"fixed"`) and what it
+last_trial_ratio, trials_postponed, crowded}`: the thread policy (`"auto"` or `"fixed"`) and what it
 decided since the process started: jobs given several threads, run inline
 as small or as the machine was busy, parallel jobs whose workers came
 late, the cores the last load sample left ember. The rest is auto's
@@ -82,7 +82,10 @@ the large jobs timed under each arm, the trials run, won (the arms changed
 places) and ended early as far slower, the team phases ended because the
 machine got busier, and the last trial's time over the winner's (a lost
 trial's once weighed against the winner's jobs after it; below 1: the
-trial won; 0: nothing to compare).
+trial won; 0: nothing to compare), the trials of the team put off 16 jobs
+at a time because the cores were crowded, and `crowded` (`true` when the
+last two load samples found other threads on every core, so that the
+calling thread shares one: trials of the team wait then).
 
 ### `ember.set_deterministic(on)`, `ember.is_deterministic()`
 With `true`, every op gives the same bits for any thread count and run (as
