@@ -63,7 +63,9 @@ enum {
     EMBER__DRAW_INT,
     EMBER__DRAW_EXPONENTIAL, /* a: rate lambda */
     EMBER__DRAW_GEOMETRIC,   /* a: success probability p, values 1, 2, ... */
-    EMBER__DRAW_BERNOULLI    /* a: probability of a 1 */
+    EMBER__DRAW_BERNOULLI,   /* a: probability of a 1 */
+    EMBER__DRAW_KEEP         /* dropout's keep mask (CPU only): a bool, true where element i of the uniform
+                                draw of dtype `dtype` is >= a (random.c); the uniform's blocks */
 };
 
 typedef struct ember__draw {
@@ -72,7 +74,7 @@ typedef struct ember__draw {
     double a, b;
 } ember__draw;
 
-/* Uniform, int, exponential, geometric and bernoulli draws use 2 lanes of a block, normal 4 (two 53-bit
+/* Uniform (and keep), int, exponential, geometric and bernoulli draws use 2 lanes of a block, normal 4 (two 53-bit
    uniforms for Box-Muller), so element i reads block offset + i/2 or + i and
    a draw of n elements uses this many blocks. */
 EMBER_HD uint64_t ember__draw_blocks(int dist, int64_t n)
