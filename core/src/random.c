@@ -145,15 +145,17 @@ static void keep_range(const draw_ctx *c, int64_t b, int64_t e)
     double v8[1];   /* one element of the draw, of any dtype */
     double p = d->dtype == EMBER_FLOAT64 ? d->a : (double)(float)d->a;
     bool f32 = d->dtype == EMBER_FLOAT32;
-    float pf = (float)p, below = nextafterf(1.0f, -INFINITY);
+    /* a float32 uniform is its high word's top 24 bits times 2^-24, exactly
+       (never rounded up to 1): u >= p, p in float32, is those bits >= keep */
+    uint32_t keep = (uint32_t)ceil((double)(float)p * 16777216.0);
     uint32_t r[4][PHILOX_LANES];
     for (int64_t blk = b >> 1; blk << 1 < e; blk += PHILOX_LANES) {
         philox_lanes(d->seed, d->offset + (uint64_t)blk, r);
         int64_t i0 = blk << 1;
         if (f32 && i0 >= b && i0 + 2 * PHILOX_LANES <= e) {
             for (int j = 0; j < PHILOX_LANES; j++) {
-                out[i0 + 2 * j] = uniform_f32(r[0][j], 0, 1, 1.0f, below, true) >= pf;
-                out[i0 + 2 * j + 1] = uniform_f32(r[2][j], 0, 1, 1.0f, below, true) >= pf;
+                out[i0 + 2 * j] = (r[0][j] >> 8) >= keep;
+                out[i0 + 2 * j + 1] = (r[2][j] >> 8) >= keep;
             }
             continue;
         }
