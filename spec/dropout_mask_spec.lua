@@ -16,7 +16,9 @@ local function same_mask(a, b, what)
   assert.same(b:shape(), a:shape(), what)
   local x, y = a:reshape({ -1 }):tolist(), b:reshape({ -1 }):tolist()
   for i = 1, #x do
-    if x[i] ~= y[i] then error(("%s: element %d is %s, the composition's %s"):format(what, i, tostring(x[i]), tostring(y[i]))) end
+    if x[i] ~= y[i] then
+      error(("%s: element %d is %s, the composition's %s"):format(what, i, tostring(x[i]), tostring(y[i])))
+    end
   end
 end
 
@@ -36,9 +38,9 @@ describe("dropout's bool mask", function()
       it(("is rand_like(x):ge(p) bit for bit, the next draw unchanged (%s, %d thread%s)"):format(dtype, nt,
         nt > 1 and "s" or ""), function()
         ember.set_num_threads(nt)
-        -- odd sizes, one past the kernel's 32-element batches, and a size
-        -- that the threads split (the grain is 8192 elements)
-        for _, shape in ipairs({ { 1 }, { 7 }, { 33 }, { 3, 5, 7 }, { 129, 257 } }) do
+        -- a scalar, an empty tensor, odd sizes, one past the kernel's 32-element
+        -- batches, and a size that the threads split (the grain is 8192 elements)
+        for _, shape in ipairs({ {}, { 0, 3 }, { 1 }, { 7 }, { 33 }, { 3, 5, 7 }, { 129, 257 } }) do
           for _, p in ipairs({ 0, 1e-3, 0.1, 1 / 3, 0.5, 0.9, 1 - 2 ^ -25, 1 }) do
             local x = ember.empty(shape, { dtype = dtype })
             ember.manual_seed(11)

@@ -74,7 +74,7 @@ typedef struct ember__draw {
     double a, b;
 } ember__draw;
 
-/* Uniform (and keep), int, exponential, geometric and bernoulli draws use 2 lanes of a block, normal 4 (two 53-bit
+/* Uniform, int, exponential, geometric and bernoulli draws use 2 lanes of a block, normal 4 (two 53-bit
    uniforms for Box-Muller), so element i reads block offset + i/2 or + i and
    a draw of n elements uses this many blocks. */
 EMBER_HD uint64_t ember__draw_blocks(int dist, int64_t n)

@@ -222,7 +222,8 @@ function F.dropout(x, p, training)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
   if generator ~= nil and not ember.is_generator(generator) then
-    fail("dropout", "generator must be an ember.Generator, got %s", is_tensor(generator) and "a tensor" or type(generator))
+    local got = is_tensor(generator) and "a tensor" or type(generator)
+    fail("dropout", "generator must be an ember.Generator, got %s", got)
   end
   -- the keep mask, rand_like(x, {generator =}):ge(p) in one kernel on the CPU
   -- (the same bits and place in the stream, no float draw beside x)
