@@ -79,6 +79,39 @@ describe("mul by a bool mask", function()
     same_bits(y, x * m:to("float32"))
   end)
 
+  it("remakes an evicted dropout mask (drawn as bool) from its own place in the Philox stream", function()
+    local ffi = require("ffi")
+    local out = ffi.new("ember_tensor*[1]")
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      local x = ember.empty({ 256, 257 }, { dtype = dtype })   -- odd: the last block half used
+      local function mask(p)
+        assert.equal(0, ember._C.ember_dropout_mask_gen(nil, x._c, p, out))
+        return ember._wrap(out[0])
+      end
+      ember.manual_seed(11)
+      local want = {}
+      for i = 1, 6 do want[i] = ember.rand_like(x):ge(0.1 * i) end
+      local want_next = ember.rand({ 3 })
+      local copies = {}   -- made before the budget: what reads the remade masks writes here
+      for i = 1, 6 do copies[i] = ember.zeros({ 256, 257 }, { dtype = "bool" }) end
+      local w = ember.randn({ 4 })
+      local gm = ember.autodiff.GradManager():attach(w)
+      collectgarbage(); collectgarbage()
+      ember.manual_seed(11)
+      ember.dtr.enable({ budget = ember.memory_stats().bytes_in_use + 4 * x:numel(), min_size = 0 })
+      gm:record()
+      local got = {}
+      for i = 1, 6 do got[i] = mask(0.1 * i) end   -- the first ones are evicted to make room
+      assert.is_true(ember.dtr.stats().evictions > 0)
+      for i = 1, 6 do copies[i]:copy_(got[i]) end
+      assert.is_true(ember.dtr.stats().recomputes > 0)
+      gm:release()
+      ember.dtr.disable()
+      for i = 1, 6 do assert.is_true(ember.equal(copies[i], want[i]), dtype .. " mask " .. i) end
+      assert.same(want_next:tolist(), ember.rand({ 3 }):tolist())   -- remaking drew nothing new
+    end
+  end)
+
   it("gives F.dropout's gradient through the mask", function()
     ember.manual_seed(11)
     local x = ember.randn({ 8, 64 })

@@ -63,7 +63,9 @@ enum {
     EMBER__DRAW_INT,
     EMBER__DRAW_EXPONENTIAL, /* a: rate lambda */
     EMBER__DRAW_GEOMETRIC,   /* a: success probability p, values 1, 2, ... */
-    EMBER__DRAW_BERNOULLI    /* a: probability of a 1 */
+    EMBER__DRAW_BERNOULLI,   /* a: probability of a 1 */
+    EMBER__DRAW_KEEP         /* dropout's keep mask (CPU only): a bool, true where element i of the uniform
+                                draw of dtype `dtype` is >= a (random.c); the uniform's blocks */
 };
 
 typedef struct ember__draw {

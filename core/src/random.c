@@ -132,6 +132,42 @@ EMBER_INLINE float uniform_f32(uint32_t x, double a, double span, float high, fl
     return clamp && f >= high ? below : f;
 }
 
+/* Elements [b, e) of dropout's keep mask (EMBER__DRAW_KEEP): element i is
+   element i of the uniform draw of dtype d->dtype compared with p as ge
+   compares them (p in float32, the 16-bit floats widened to it; float64
+   for a float64 draw), the bits rand then ge give, with no draw stored in
+   between. */
+static void keep_range(const draw_ctx *c, int64_t b, int64_t e)
+{
+    const ember__draw *d = &c->d;
+    const ember__draw u = {EMBER__DRAW_UNIFORM, d->dtype, d->seed, d->offset, 0, 1};
+    uint8_t *out = (uint8_t *)c->data;
+    double v8[1];   /* one element of the draw, of any dtype */
+    double p = d->dtype == EMBER_FLOAT64 ? d->a : (double)(float)d->a;
+    bool f32 = d->dtype == EMBER_FLOAT32;
+    /* a float32 uniform is its high word's top 24 bits times 2^-24, exactly
+       (never rounded up to 1): u >= p, p in float32, is those bits >= keep */
+    uint32_t keep = (uint32_t)ceil((double)(float)p * 16777216.0);
+    uint32_t r[4][PHILOX_LANES];
+    for (int64_t blk = b >> 1; blk << 1 < e; blk += PHILOX_LANES) {
+        philox_lanes(d->seed, d->offset + (uint64_t)blk, r);
+        int64_t i0 = blk << 1;
+        if (f32 && i0 >= b && i0 + 2 * PHILOX_LANES <= e) {
+            for (int j = 0; j < PHILOX_LANES; j++) {
+                out[i0 + 2 * j] = (r[0][j] >> 8) >= keep;
+                out[i0 + 2 * j + 1] = (r[2][j] >> 8) >= keep;
+            }
+            continue;
+        }
+        int64_t lo = i0 > b ? i0 : b, hi = i0 + 2 * PHILOX_LANES < e ? i0 + 2 * PHILOX_LANES : e;
+        for (int64_t i = lo; i < hi; i++) {
+            int j = (int)((i - i0) >> 1), h = (int)(i & 1) * 2;
+            ember__draw_store_bits(&u, ((uint64_t)r[h][j] << 32) | r[h + 1][j], (char *)v8);
+            out[i] = ember__load((const char *)v8, d->dtype) >= p;
+        }
+    }
+}
+
 /* Elements [b, e) of the draw; a uniform's element i reads lanes 2(i&1) and
    2(i&1)+1 of block i/2, a normal's element i all of block i. */
 EMBER_SIMD static void draw_range(void *vctx, int64_t b, int64_t e)
@@ -139,6 +175,10 @@ EMBER_SIMD static void draw_range(void *vctx, int64_t b, int64_t e)
     const draw_ctx *c = vctx;
     const ember__draw *d = &c->d;
     uint32_t r[4][PHILOX_LANES];
+    if (d->dist == EMBER__DRAW_KEEP) {
+        keep_range(c, b, e);
+        return;
+    }
     if (d->dist == EMBER__DRAW_NORMAL) {
         /* libm's log and cos per element (a vector libm has other bits),
            then the square roots and products at the vector width */
@@ -295,6 +335,34 @@ int ember_randint_gen(ember_generator *g, int64_t low, int64_t high, int ndim, c
     }
     return random_new(g, "randint", EMBER__DRAW_INT, (double)low, (double)((uint64_t)high - (uint64_t)low), ndim,
                       shape, dtype, device, false, out);
+}
+
+int ember_dropout_mask_gen(ember_generator *g, const ember_tensor *x, double p, ember_tensor **out)
+{
+    if (!out) return ember__fail(EMBER_ERR_ARG, "dropout: out is NULL");
+    *out = NULL;
+    if (!x) return ember__fail(EMBER_ERR_ARG, "dropout: input is NULL");
+    if (!ember__is_float(x->dtype))
+        return ember__fail(EMBER_ERR_DTYPE, "dropout: expected a floating point input, got %s",
+                           ember_dtype_name(x->dtype));
+    if (!(p >= 0 && p <= 1)) return ember__fail(EMBER_ERR_ARG, "dropout: p must be in [0, 1], got %g", p);
+    int device = x->storage->device;
+    if (ember__trace_on || device != EMBER_CPU) {   /* a plan's entries, a device's kernels: rand, then ge */
+        ember_tensor *u = NULL, *s = NULL;
+        int rc = ember_rand_gen(g, x->ndim, x->shape, x->dtype, device, &u);
+        if (rc >= 0) rc = ember_scalar(p, EMBER_FLOAT64, 1, &s);
+        if (rc >= 0) rc = ember_ge(u, s, out);
+        ember_tensor_release(u);
+        ember_tensor_release(s);
+        return rc;
+    }
+    g = gen_or_default(g);
+    EMBER_TRY(make("dropout", x->ndim, x->shape, EMBER_BOOL, EMBER_CPU, false, out));
+    uint64_t first = atomic_fetch_add(&g->offset, ember__draw_blocks(EMBER__DRAW_KEEP, x->numel));
+    ember__draw d = {EMBER__DRAW_KEEP, x->dtype, g->seed, first, p, 0};
+    int rc = draw_into(*out, &d);
+    if (EMBER_UNLIKELY(ember__dtr_on) && rc == EMBER_OK) ember__dtr_note_draw(*out, &d);   /* its recipe */
+    return finish(rc, out);
 }
 
 int ember_rand(int ndim, const int64_t *shape, int dtype, int device, ember_tensor **out)

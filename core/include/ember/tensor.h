@@ -103,6 +103,12 @@ EMBER_API int ember_normal_gen_(ember_generator *g, ember_tensor *t, double mean
 EMBER_API int ember_exponential_gen_(ember_generator *g, ember_tensor *t, double lambd);
 EMBER_API int ember_geometric_gen_(ember_generator *g, ember_tensor *t, double p);
 EMBER_API int ember_bernoulli_gen_(ember_generator *g, ember_tensor *t, double p);
+/* Dropout's keep mask: a new contiguous bool tensor of x's shape on x's
+   device, true where a uniform draw in [0, 1) of x's (floating point) dtype
+   is >= p (compared as ge compares them). The bits and the place in g's stream are those
+   of rand(x's shape, x's dtype) >= p, the blocks claimed the same; on the
+   CPU it is one kernel writing the mask, with no float draw in between. */
+EMBER_API int ember_dropout_mask_gen(ember_generator *g, const ember_tensor *x, double p, ember_tensor **out);
 
 /* ---------------------------------------------------------------- reading values */
 /* The value of a one-element tensor. */

@@ -221,7 +221,14 @@ function F.dropout(x, p, training)
   need_tensor("dropout", "input", x)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
-  local keep = ember.rand_like(x, { generator = generator }):ge(p)   -- the seeded generator, or opts.generator
+  if generator ~= nil and not ember.is_generator(generator) then
+    local got = is_tensor(generator) and "a tensor" or type(generator)
+    fail("dropout", "generator must be an ember.Generator, got %s", got)
+  end
+  -- the keep mask, rand_like(x, {generator =}):ge(p) in one kernel on the CPU
+  -- (the same bits and place in the stream, no float draw beside x)
+  check(C.ember_dropout_mask_gen(generator and generator._g, ember._ptr("dropout", x, 1), p, out1))
+  local keep = ember._wrap(out1[0])
   -- the bool mask, not a float copy of it, is what the product saves for
   -- backward (1 byte an element; x * true is x * 1, x * false is x * 0:
   -- the same bits, NaN and signed zeros included)
