@@ -29,7 +29,7 @@
 #define NCLASS (2 * MAX_CLASS + 1)
 #define CACHE_LIMIT ((size_t)256 << 20)
 #define AGE_LIMIT ((uint64_t)1 << 16)
-#define HUGE_MIN ((size_t)4 << 20)   /* 4 MiB: classes from 4 MiB are multiples of 2 MiB */
+#define HUGE_MIN ((size_t)8 << 20)   /* 8 MiB (classes from 4 MiB are 2 MiB multiples): docs/performance.md */
 
 /* a cached block: in its class's list (newest first) and in the cache's age
    order (by the time it was freed); the smallest block (64 B) holds it */

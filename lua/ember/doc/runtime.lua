@@ -12,7 +12,7 @@ blocks: allocations it served, allocations that went to the C library, blocks
 it gave back (past `cache_limit`, 256 MiB, the oldest first, or after 65536
 later frees without reuse; `cache_limit` is 0 in sanitizer builds, which keep
 no cache). `huge_bytes` counts the bytes, in use or cached, of all threads,
-in blocks of 4 MiB or more that sit on 2 MiB huge pages (Linux with
+in blocks of 8 MiB or more (tensors over 6 MiB) that sit on 2 MiB huge pages (Linux with
 transparent huge pages "always" or "madvise"; 0 elsewhere, in sanitizer
 builds, and with `EMBER_HUGEPAGES=0` in the environment, which keeps them on
 4 KiB pages; any value but 0 or 1 raises when ember loads). The `gc_*` counters are the binding's pacing of the Lua garbage
