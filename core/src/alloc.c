@@ -9,8 +9,13 @@
    library, so what a process ran before (a few large tensors) does not keep
    the cache full of sizes nothing asks for. Sanitizer builds (EMBER_NO_CACHE)
    allocate each block at its exact size and free it at once, so ASan sees
-   every overrun and every use after free. Also the counters behind
-   ember_memory_stats(). */
+   every overrun and every use after free. Blocks of HUGE_MIN bytes and more
+   (the block's size: a class's, or the request's rounded up) are mappings of
+   their own, 2 MiB-aligned and backed by huge pages where the OS has them
+   (platform.h), unless EMBER_HUGEPAGES=0: a gather over a 30 MB table, or a
+   pass over a 16 MB operand, then misses the TLB a 512th as often
+   (docs/performance.md). Sanitizer builds keep ASan's allocator. Also the
+   counters behind ember_memory_stats(). */
 #include "internal.h"
 #include "dtr.h"
 #include "platform.h"
@@ -24,6 +29,7 @@
 #define NCLASS (2 * MAX_CLASS + 1)
 #define CACHE_LIMIT ((size_t)256 << 20)
 #define AGE_LIMIT ((uint64_t)1 << 16)
+#define HUGE_MIN ((size_t)8 << 20)   /* 8 MiB (classes from 4 MiB are 2 MiB multiples): docs/performance.md */
 
 /* a cached block: in its class's list (newest first) and in the cache's age
    order (by the time it was freed); the smallest block (64 B) holds it */
@@ -46,7 +52,45 @@ typedef struct thread_cache {
 } thread_cache;
 static EMBER_TLS thread_cache *tc;
 
-#ifndef EMBER_NO_CACHE   /* sanitizer builds keep no cache */
+static _Atomic int64_t huge_bytes;   /* in blocks on huge pages, in use or cached */
+
+#ifndef EMBER_NO_CACHE   /* sanitizer builds keep no cache, and ASan's allocator every block */
+/* whether a block of `size` bytes is on huge pages: decided once per process
+   (the first such block), so that a block is freed the way it came */
+static bool huge_block(size_t size)
+{
+    static _Atomic int state;   /* 0: not yet decided, 1: huge pages, 2: not */
+    if (size < HUGE_MIN) return false;
+    int s = atomic_load_explicit(&state, memory_order_relaxed);
+    if (EMBER_UNLIKELY(s == 0)) {
+        const char *env = getenv("EMBER_HUGEPAGES");   /* "0" or "1": the Lua package refuses others */
+        int want = (env && strcmp(env, "0") == 0) || !ember__huge_pages() ? 2 : 1;
+        s = atomic_compare_exchange_strong(&state, &s, want) ? want : s;
+    }
+    return s == 1;
+}
+
+/* a block of `size` bytes (a multiple of 64), 64-byte aligned */
+static void *block_alloc(size_t size)
+{
+    if (!huge_block(size)) return ember__aligned_alloc(64, size);
+    size_t len = (size + EMBER_HUGE_PAGE - 1) & ~(EMBER_HUGE_PAGE - 1);
+    void *p = len >= size ? ember__huge_alloc(len) : NULL;
+    if (p) atomic_fetch_add(&huge_bytes, (int64_t)len);
+    return p;
+}
+
+static void block_free(void *p, size_t size)
+{
+    if (!huge_block(size)) {
+        ember__aligned_free(p);
+        return;
+    }
+    size_t len = (size + EMBER_HUGE_PAGE - 1) & ~(EMBER_HUGE_PAGE - 1);
+    ember__huge_free(p, len);
+    atomic_fetch_sub(&huge_bytes, (int64_t)len);
+}
+
 static thread_cache *cache(void)
 {
     if (EMBER_LIKELY(tc != NULL)) return tc;
@@ -89,7 +133,7 @@ static void evict_oldest(thread_cache *k)
     free_block *b = k->oldest;
     unlink_block(k, b);
     k->evictions++;
-    ember__aligned_free(b);
+    block_free(b, class_size(b->cls));
 }
 #endif
 static _Atomic int64_t live_tensors, bytes_in_use, peak_bytes, memory_limit;
@@ -113,11 +157,11 @@ void *ember__alloc(size_t nbytes)
             return b;
         }
         if (k) k->misses++;
-        return ember__aligned_alloc(64, size);
+        return block_alloc(size);
     }
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
-    return ember__aligned_alloc(64, rounded);
+    return block_alloc(rounded);
 #endif
 }
 
@@ -149,9 +193,13 @@ void ember__free(void *p, size_t nbytes)
             while (k->oldest && k->clock - k->oldest->stamp > AGE_LIMIT) evict_oldest(k);
             return;
         }
+        block_free(p, size);   /* no cache (its allocation failed) */
+        return;
     }
-#endif
+    block_free(p, (nbytes + 63) & ~(size_t)63);
+#else
     ember__aligned_free(p);
+#endif
 }
 
 void ember_empty_cache(void)
@@ -161,7 +209,7 @@ void ember_empty_cache(void)
     while (tc->oldest) {
         free_block *b = tc->oldest;
         unlink_block(tc, b);
-        ember__aligned_free(b);
+        block_free(b, class_size(b->cls));
     }
 #endif
 }
@@ -242,6 +290,7 @@ void ember_memory_stats(ember_memory_stats_t *out)
     out->cache_hits = tc ? tc->hits : 0;
     out->cache_misses = tc ? tc->misses : 0;
     out->cache_evictions = tc ? tc->evictions : 0;
+    out->huge_bytes = huge_bytes;
 #ifdef EMBER_NO_CACHE
     out->cache_limit = 0;   /* no cache: sanitizer builds */
 #else

@@ -44,6 +44,16 @@ int ember__env_set(const char *name, const char *value);   /* value NULL: unset;
 /* ---- memory: blocks aligned to align (a power of two), freed with ember__aligned_free */
 void *ember__aligned_alloc(size_t align, size_t nbytes);
 void ember__aligned_free(void *p);
+/* Huge pages: ember__huge_pages() says whether the OS gives them on request
+   (Linux: madvise(MADV_HUGEPAGE), transparent huge pages not "never"); where
+   it does, ember__huge_alloc gives a block of nbytes (a multiple of
+   EMBER_HUGE_PAGE) aligned to EMBER_HUGE_PAGE and asks for them, NULL when out
+   of memory (where it does not, NULL on Windows, 4 KiB pages elsewhere);
+   freed with ember__huge_free(p, nbytes). */
+#define EMBER_HUGE_PAGE ((size_t)2 << 20)
+bool ember__huge_pages(void);
+void *ember__huge_alloc(size_t nbytes);
+void ember__huge_free(void *p, size_t nbytes);
 
 /* ---- files: descriptors of the C library's own (open, read, write, close) */
 enum { EMBER_FILE_REGULAR = 1, EMBER_FILE_DIR = 2, EMBER_FILE_OTHER = 3 };

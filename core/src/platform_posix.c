@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +118,47 @@ void *ember__aligned_alloc(size_t align, size_t nbytes)
 }
 
 void ember__aligned_free(void *p) { free(p); }
+
+/* Huge pages through Linux's transparent huge pages: an anonymous mapping
+   trimmed to EMBER_HUGE_PAGE alignment and madvise(MADV_HUGEPAGE)d, which the
+   kernel then faults in 2 MiB at a time (with THP "madvise", Debian's
+   default, nothing else gets them). Where MADV_HUGEPAGE is not defined, or
+   THP is "never" or absent, this does not serve. */
+bool ember__huge_pages(void)
+{
+#ifdef MADV_HUGEPAGE
+    char buf[128] = {0};
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strstr(buf, "[always]") || strstr(buf, "[madvise]");
+#else
+    return false;
+#endif
+}
+
+void *ember__huge_alloc(size_t nbytes)
+{
+    if (nbytes == 0 || nbytes % EMBER_HUGE_PAGE || nbytes > SIZE_MAX - EMBER_HUGE_PAGE)
+        return NULL;
+    size_t span = nbytes + EMBER_HUGE_PAGE;   /* room to align the start */
+    char *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    char *p = (char *)(((uintptr_t)m + EMBER_HUGE_PAGE - 1) & ~(uintptr_t)(EMBER_HUGE_PAGE - 1));
+    if (p > m) munmap(m, (size_t)(p - m));
+    if (m + span > p + nbytes) munmap(p + nbytes, (size_t)(m + span - (p + nbytes)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, nbytes, MADV_HUGEPAGE);   /* refused (an old kernel): 4 KiB pages, still a good block */
+#endif
+    return p;
+}
+
+void ember__huge_free(void *p, size_t nbytes)
+{
+    if (p) munmap(p, nbytes);
+}
 
 int ember__file_open_read(const char *path) { return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); }
 

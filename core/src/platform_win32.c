@@ -168,6 +168,19 @@ int ember__env_set(const char *name, const char *value) { return _putenv_s(name,
 void *ember__aligned_alloc(size_t align, size_t nbytes) { return _aligned_malloc(nbytes, align); }
 void ember__aligned_free(void *p) { _aligned_free(p); }
 
+/* no huge pages here (large pages need SeLockMemoryPrivilege): the allocator keeps 4 KiB pages */
+bool ember__huge_pages(void) { return false; }
+void *ember__huge_alloc(size_t nbytes)
+{
+    (void)nbytes;
+    return NULL;
+}
+void ember__huge_free(void *p, size_t nbytes)
+{
+    (void)p;
+    (void)nbytes;
+}
+
 int ember__file_open_read(const char *path)
 {
     wchar_t *w = wide(path);

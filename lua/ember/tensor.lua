@@ -604,7 +604,7 @@ return function(ember)
       peak_bytes = tonumber(s.peak_bytes), bytes_cached = tonumber(s.bytes_cached),
       limit = s.limit > 0 and tonumber(s.limit) or nil, cache_hits = tonumber(s.cache_hits),
       cache_misses = tonumber(s.cache_misses), cache_evictions = tonumber(s.cache_evictions),
-      cache_limit = tonumber(s.cache_limit), gc_steps = gc_counts.steps, gc_sweeps = gc_counts.sweeps,
+      cache_limit = tonumber(s.cache_limit), huge_bytes = tonumber(s.huge_bytes), gc_steps = gc_counts.steps, gc_sweeps = gc_counts.sweeps,
       gc_collections = gc_counts.collections }
   end
   -- a ceiling on the bytes tensors hold (nil or 0: none); past it an op raises
@@ -632,6 +632,11 @@ return function(ember)
   local env_threads = os.getenv("EMBER_NUM_THREADS")
   if env_threads and env_threads ~= "auto" and not env_threads:match("^[1-9]%d*$") then
     error(("ember: EMBER_NUM_THREADS must be a whole number >= 1 or \"auto\", got %q"):format(env_threads), 0)
+  end
+  -- EMBER_HUGEPAGES: 0 keeps large blocks on 4 KiB pages, 1 (the default) puts them on huge pages
+  local env_huge = os.getenv("EMBER_HUGEPAGES")
+  if env_huge and env_huge ~= "0" and env_huge ~= "1" then
+    error(("ember: EMBER_HUGEPAGES must be 0 or 1, got %q"):format(env_huge), 0)
   end
   -- n threads for every job, or "auto": the default policy (docs/frame_loop.md, "Threads")
   function ember.set_num_threads(n)

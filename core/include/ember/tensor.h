@@ -128,6 +128,7 @@ typedef struct {
     int64_t bytes_cached;    /* freed blocks kept by the calling thread's cache */
     int64_t limit;           /* ember_set_memory_limit's ceiling; 0: none */
     int64_t cache_hits, cache_misses, cache_evictions, cache_limit;   /* that cache's: docs/performance.md */
+    int64_t huge_bytes;      /* in blocks on huge pages, in use or cached, all threads (EMBER_HUGEPAGES) */
 } ember_memory_stats_t;
 EMBER_API void ember_memory_stats(ember_memory_stats_t *out);
 /* A ceiling on bytes_in_use (0: none). A tensor whose storage would pass it is

@@ -5,13 +5,17 @@ return [==[
 
 ### `ember.memory_stats(device?)`
 `{live_tensors, bytes_in_use, peak_bytes, bytes_cached, limit, cache_hits,
-cache_misses, cache_evictions, cache_limit, gc_steps, gc_sweeps,
+cache_misses, cache_evictions, cache_limit, huge_bytes, gc_steps, gc_sweeps,
 gc_collections}` of the tensor allocator (`limit` nil when none is set). The
 `cache_*` counters and `bytes_cached` are the calling thread's cache of freed
 blocks: allocations it served, allocations that went to the C library, blocks
 it gave back (past `cache_limit`, 256 MiB, the oldest first, or after 65536
 later frees without reuse; `cache_limit` is 0 in sanitizer builds, which keep
-no cache). The `gc_*` counters are the binding's pacing of the Lua garbage
+no cache). `huge_bytes` counts the bytes, in use or cached, of all threads,
+in blocks of 8 MiB or more (tensors over 6 MiB) that sit on 2 MiB huge pages (Linux with
+transparent huge pages "always" or "madvise"; 0 elsewhere, in sanitizer
+builds, and with `EMBER_HUGEPAGES=0` in the environment, which keeps them on
+4 KiB pages; any value but 0 or 1 raises when ember loads). The `gc_*` counters are the binding's pacing of the Lua garbage
 collector by tensor memory since ember loaded: incremental steps it ran,
 sweeps that gave dead tensors back after a GC cycle, and full collections it
 forced (a backstop, DTR's requests, out of memory under a limit), as
