@@ -484,7 +484,10 @@ int main(void)
         CHECK(ember__policy_postpone(&p));
         /* the cores free again: the trial runs within a trial's length */
         int64_t freed_after = 0;
-        while (p.arm != EMBER__ARM_TEAM && freed_after < 100) ember__policy_record(&p, 1000003u, p.arm, 1e6), freed_after++;
+        while (p.arm != EMBER__ARM_TEAM && freed_after < 100) {
+            ember__policy_record(&p, 1000003u, p.arm, 1e6);
+            freed_after++;
+        }
         CHECK(freed_after <= EMBER__POLICY_TRIAL && p.arm == EMBER__ARM_TEAM);
         /* and the team, faster now, wins it */
         r = run(&p, 200, 2, two, 0.5, 0.1);
