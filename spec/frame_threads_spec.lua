@@ -126,8 +126,9 @@ describe("thread policy", function()
     assert.are.equal(0, tonumber(trials))
     assert.are.equal(0, tonumber(team))
     crowded, postponed, trials, team = off:match("^(%a+) (%d+) (%d+) (%d+)$")
+    -- crowded is not checked here: a sample just after the trial's team jobs
+    -- takes away the workers as still spinning, which may be asleep already
     assert(crowded, off)
-    assert.are.equal("true", crowded)
     assert.are.equal(0, tonumber(postponed))
     assert.is_true(tonumber(trials) >= 1)   -- jobs 17 to 32 (or fewer, stopped early)
     assert.is_true(tonumber(team) >= 1)
