@@ -1,8 +1,11 @@
 -- The training steps bench/thread_policy.lua and the busy host
 -- (examples/embed/busy_host.c) time: small, medium and large MLP steps,
--- alternating the thread settings 1, 2 and auto (the default) round by
--- round so that the machine's load changes touch all three alike.
+-- the thread settings 1, 2 and auto (the default) alternated step by step,
+-- so that every setting draws from the same load and, in the busy host
+-- beside a neighbour, the same placements of three busy threads on two
+-- cores (one lasts about seven large steps; docs/frame_loop.md, "Measured").
 --   setup(size, rounds, steps)  then  tick() until it returns 1;  report() the JSON
+-- Each setting is timed rounds * steps times; one tick runs one step.
 local ember = require("ember")
 local nn, F = ember.nn, ember.nn.functional
 
@@ -28,14 +31,22 @@ local function waited_ns()
   return wait
 end
 
--- the setting timed now: rounds alternate the orders 1, 2, auto and 1, auto, 2,
--- so that over two rounds each setting follows each of the others once (a
--- round inherits what the one before left: 2's workers spinning on after it,
--- and in the busy host beside a neighbour which core the main thread got,
--- which lasts for seconds: docs/frame_loop.md, "Measured")
-local ORDERS = { { 1, 2, "auto" }, { 1, "auto", 2 } }
-local function current() return ORDERS[(S.round - 1) % #ORDERS + 1][S.mode] end
 
+-- The order: triples of steps, one per setting, alternating the orders
+-- 1, 2, auto and 1, auto, 2, so that each setting follows each of the
+-- others as often (a step inherits what the one before left: 2's workers
+-- spinning on after it, and the placement a team's jobs draw again).
+-- After each switch one step of the new setting runs untimed: it wakes
+-- (or parks) the workers and lets auto take a load sample and re-arm its
+-- back-off, which set_num_threads("auto") resets; what auto's measured
+-- choice learned stays across the switches (core/src/parallel.c), and the
+-- fixed settings' steps add nothing to it, so auto's timed steps are those
+-- of a run under auto with pauses in it.
+local ORDERS = { { 1, 2, "auto" }, { 1, "auto", 2 } }
+local function setting(k)   -- the k-th timed step's setting (k from 0)
+  local t = math.floor(k / 3)
+  return ORDERS[t % #ORDERS + 1][k % 3 + 1]
+end
 
 function setup(size, rounds, steps)
   local spec = assert(SIZES[size], "size must be small, medium or large")
@@ -51,17 +62,15 @@ function setup(size, rounds, steps)
   S.x = ember.randn({ spec.batch, spec.widths[1] })
   S.y = ember.randint(1, spec.widths[#spec.widths] + 1, { spec.batch })
   S.size, S.rounds, S.steps = size, rounds, steps
-  S.round, S.mode, S.i = 1, 1, 0
-  S.times = { [1] = {}, [2] = {}, auto = {} }   -- per mode: one median per round
-  S.sum = { [1] = 0, [2] = 0, auto = 0 }        -- per mode: every timed step's time, and their count
-  S.n = { [1] = 0, [2] = 0, auto = 0 }
-  S.cur, S.cur_wait = {}, {}
-  S.waits = { [1] = {}, [2] = {}, auto = {} }   -- per mode: each round's median wait for a core
+  S.total = 3 * rounds * steps   -- timed steps, all settings
+  S.k = 0                        -- timed steps done
+  S.on = nil                     -- the setting now in force
+  S.ms = { [1] = {}, [2] = {}, auto = {} }      -- per setting: each timed step's time (ms), in order
+  S.share = { [1] = {}, [2] = {}, auto = {} }   -- and its wait for a core over its time (where Linux says)
   for _, m in ipairs(MODES) do   -- warm up each setting
     ember.set_num_threads(m)
     for _ = 1, 2 do S.step() end
   end
-  ember.set_num_threads(current())
 end
 
 function S.step()
@@ -81,62 +90,90 @@ local function median(t)
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
--- one step of the schedule; 1 when every round is done
-function tick()
-  local w0, t0 = waited_ns(), ember.clock()
-  S.step()
-  S.cur[#S.cur + 1] = ember.clock() - t0
-  local w1 = w0 and waited_ns()
-  if w1 then S.cur_wait[#S.cur_wait + 1] = (w1 - w0) * 1e-9 end
-  S.i = S.i + 1
-  if S.i >= S.steps then
-    local m = current()
-    local r = S.times[m]
-    r[#r + 1] = median(S.cur)
-    if #S.cur_wait > 0 then S.waits[m][#S.waits[m] + 1] = median(S.cur_wait) / r[#r] end
-    for _, t in ipairs(S.cur) do S.sum[m], S.n[m] = S.sum[m] + t, S.n[m] + 1 end
-    S.cur, S.cur_wait, S.i = {}, {}, 0
-    S.mode = S.mode + 1
-    if S.mode > #MODES then S.mode, S.round = 1, S.round + 1 end
-    if S.round > S.rounds then return ember.tensor(1) end
-    ember.set_num_threads(current())
-    S.step()   -- one step to settle the new setting, untimed
-  end
-  return ember.tensor(0)
+local function mean(t)
+  local sum = 0
+  for _, v in ipairs(t) do sum = sum + v end
+  return sum / #t
 end
 
--- {"size":..., "ms":{"1":..,"2":..,"auto":..}, "rounds":..., "auto_over_best":.., "auto_stats":{...},
---  "mean_ms":{...}, "auto_mean_over_best":..}: medians of the rounds' medians, what auto decided
---  (thread_stats: the arm that won, the large jobs timed under each arm, the trials, those put off
---  as the cores were crowded),
---  and means over every timed step (which a trial of a slow arm reaches); where Linux says how
---  long the calling thread waited for a core, "wait_share": per setting, each round's median
---  wait a step over its median step time, in the order run (about 0.5 when the host's main thread shared
---  its core with another busy thread through the round, 0 when it had one to itself)
+-- one step of the schedule (a timed one, or the untimed one after a
+-- switch); 1 when every timed step is done
+function tick()
+  local m = setting(S.k)
+  if S.on ~= m then   -- a switch: this tick's step settles the new setting
+    ember.set_num_threads(m)
+    S.on = m
+    S.step()
+    return ember.tensor(0)
+  end
+  local w0, t0 = waited_ns(), ember.clock()
+  S.step()
+  local t = ember.clock() - t0
+  local w1 = w0 and waited_ns()
+  local ms = S.ms[m]
+  ms[#ms + 1] = t * 1e3
+  if w1 then S.share[m][#ms] = (w1 - w0) * 1e-9 / t end
+  S.k = S.k + 1
+  return ember.tensor(S.k >= S.total and 1 or 0)
+end
+
+local SHARED = 0.25   -- a step that waited this share of its time for a core shared one
+
+-- {"place", "size", "rounds", "steps_per_round", "timed_steps" (per setting),
+--  "ms": per setting the median over its timed steps (ms), "auto_over_best": auto's
+--  over the better of 1 and 2, "paired": the medians over the triples of auto's step
+--  over 1's and over 2's in the same triple, "auto_stats": what auto decided
+--  (thread_stats: the arm that won, the large jobs timed under each arm, the
+--  trials, those put off as the cores were crowded), "mean_ms" and
+--  "auto_mean_over_best": the same from the mean step;
+--  where Linux says how long the calling thread waited for a core, "shared": per
+--  setting the timed steps that waited over a quarter of their time (in the busy
+--  host beside a neighbour: the host's main thread shared its core), and
+--  "ms_own"/"ms_shared" the medians of the steps that did not and did; and with
+--  at most 100 timed steps a setting, "trace": per setting each step's
+--  [ms, wait share] in the order run}
 function report(place)
-  local ms, mean = {}, {}
+  local ms, mn = {}, {}
   for _, m in ipairs(MODES) do
-    ms[tostring(m)] = median(S.times[m]) * 1e3
-    mean[tostring(m)] = S.sum[m] / S.n[m] * 1e3
+    ms[tostring(m)] = median(S.ms[m])
+    mn[tostring(m)] = mean(S.ms[m])
   end
-  local best_mean = math.min(mean["1"], mean["2"])
   local best = math.min(ms["1"], ms["2"])
-  local st = ember.thread_stats()
-  local shares = {}
-  for _, m in ipairs(MODES) do
-    local v = {}
-    for i, w in ipairs(S.waits[m]) do v[i] = ("%.2f"):format(w) end
-    shares[#shares + 1] = ('"%s":[%s]'):format(tostring(m), table.concat(v, ","))
+  local best_mean = math.min(mn["1"], mn["2"])
+  local r1, r2 = {}, {}
+  for i = 1, #S.ms.auto do
+    r1[i] = S.ms.auto[i] / S.ms[1][i]
+    r2[i] = S.ms.auto[i] / S.ms[2][i]
   end
-  local wait = #S.waits.auto > 0 and (',"wait_share":{%s}'):format(table.concat(shares, ",")) or ""
-  return ('{"place":"%s","size":"%s","rounds":%d,"steps_per_round":%d,"ms":{"1":%.4f,"2":%.4f,"auto":%.4f},'
-    .. '"auto_over_best":%.3f,"auto_stats":{"jobs_parallel":%d,"jobs_inline_small":%d,"jobs_inline_busy":%d,'
+  local st = ember.thread_stats()
+  local wait = ""
+  if #S.share.auto == #S.ms.auto then
+    local shared, own_ms, shared_ms, trace = {}, {}, {}, {}
+    for _, m in ipairs(MODES) do
+      local own, sh, n, steps = {}, {}, 0, {}
+      for i, w in ipairs(S.share[m]) do
+        if w > SHARED then n, sh[#sh + 1] = n + 1, S.ms[m][i] else own[#own + 1] = S.ms[m][i] end
+        steps[i] = ("[%.3f,%.2f]"):format(S.ms[m][i], w)
+      end
+      local key = ('"%s":'):format(tostring(m))
+      shared[#shared + 1] = key .. n
+      own_ms[#own_ms + 1] = key .. (own[1] and ("%.4f"):format(median(own)) or "null")
+      shared_ms[#shared_ms + 1] = key .. (sh[1] and ("%.4f"):format(median(sh)) or "null")
+      trace[#trace + 1] = key .. "[" .. table.concat(steps, ",") .. "]"
+    end
+    wait = (',"shared":{%s},"ms_own":{%s},"ms_shared":{%s}'):format(table.concat(shared, ","),
+      table.concat(own_ms, ","), table.concat(shared_ms, ","))
+    if #S.ms.auto <= 100 then wait = wait .. (',"trace":{%s}'):format(table.concat(trace, ",")) end
+  end
+  return ('{"place":"%s","size":"%s","rounds":%d,"steps_per_round":%d,"timed_steps":%d,'
+    .. '"ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_over_best":%.3f,"paired":{"auto/1":%.3f,"auto/2":%.3f},'
+    .. '"auto_stats":{"jobs_parallel":%d,"jobs_inline_small":%d,"jobs_inline_busy":%d,'
     .. '"late_jobs":%d,"arm":"%s","jobs_sampled":%d,"jobs_team":%d,"trials":%d,"trials_won":%d,'
     .. '"trials_stopped":%d,"team_cuts":%d,"trials_postponed":%d,"crowded":%s},'
     .. '"mean_ms":{"1":%.4f,"2":%.4f,"auto":%.4f},"auto_mean_over_best":%.3f%s}')
-    :format(place, S.size, S.rounds, S.steps, ms["1"], ms["2"], ms.auto, ms.auto / best,
+    :format(place, S.size, S.rounds, S.steps, #S.ms.auto, ms["1"], ms["2"], ms.auto, ms.auto / best,
+    median(r1), median(r2),
     st.jobs_parallel, st.jobs_inline_small, st.jobs_inline_busy, st.late_jobs, st.arm, st.jobs_sampled,
     st.jobs_team, st.trials, st.trials_won, st.trials_stopped, st.team_cuts, st.trials_postponed,
-    tostring(st.crowded), mean["1"], mean["2"], mean.auto,
-    mean.auto / best_mean, wait)
+    tostring(st.crowded), mn["1"], mn["2"], mn.auto, mn.auto / best_mean, wait)
 end

@@ -204,6 +204,7 @@ static atomic_llong last_join_end;   /* when ember's last team job ended (oneDNN
 static atomic_int last_team;         /* and how many threads it had */
 static atomic_llong n_parallel, n_inline_small, n_inline_busy, n_late, n_samples;
 static int online_cpus = 1;
+static int crowd_rule = 1;          /* 0 under EMBER_POLICY_NO_CROWD (a bench's switch) */
 static long long spin_ns;            /* how long libgomp's workers spin after a job; <0: for ever */
 
 static void ensure_pool(void);
@@ -322,7 +323,9 @@ static int sampled_threads(int n)
    either); a trial's team jobs only make the scheduler place the threads
    again, and drew the caller a shared core at the next step in 8 of 12
    cases against 13% after steps without (docs/frame_loop.md,
-   "Measured"). */
+   "Measured"). EMBER_POLICY_NO_CROWD in the environment (any value, read
+   when the pool starts) turns this rule off, so that a bench can set the
+   policy with it against the policy without it in one build. */
 static ember__policy policy;         /* under policy_mu */
 static atomic_int policy_arm;        /* policy.arm, read without the lock */
 /* a job ember__job_threads sized, until ember__team_done ends it */
@@ -347,7 +350,7 @@ static void policy_done(uint64_t key, int arm, long long ns)
     if (ember__policy_record(&policy, key | 1, arm, (double)ns)) {
         /* a trial of the team while the cores are crowded only draws the
            scheduler's placement again: put it off (see above) */
-        if (policy.arm == EMBER__ARM_TEAM && policy.winner != EMBER__ARM_TEAM
+        if (crowd_rule && policy.arm == EMBER__ARM_TEAM && policy.winner != EMBER__ARM_TEAM
             && atomic_load_explicit(&crowded, memory_order_relaxed))
             (void)ember__policy_postpone(&policy);
         atomic_store_explicit(&policy_arm, policy.arm, memory_order_relaxed);
@@ -429,6 +432,7 @@ static void start_pool(int want)
         ember__policy_init(&policy, EMBER__ARM_SAMPLED);
         online_cpus = ember__online_cpus();
         read_spin_policy();
+        crowd_rule = !getenv("EMBER_POLICY_NO_CROWD");   /* set (any value): trials go on while crowded */
     }
     n_workers = 0;
     if (omp_pool()) {   /* libgomp starts its team's threads on the first job */

@@ -3,7 +3,7 @@
    (1: all the time) and a main thread that spends LOGIC_MS of each frame on
    its own work before it gives ember one training step (tick() of
    bench/thread_policy_model.lua, which alternates the thread settings 1, 2
-   and auto round by round and times each step). Prints the model's JSON
+   and auto step by step and times each step). Prints the model's JSON
    report: the median step time per setting. bench/thread_policy.lua runs
    it; ctest runs it briefly (exit status only: the times are for reading).
 
