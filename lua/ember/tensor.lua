@@ -47,20 +47,19 @@ return function(ember)
   -- problem), so the binding paces the GC by them (docs/performance.md,
   -- "When a temporary's memory comes back"): each time the tensor bytes in
   -- use pass their highest level since the last sweep by a sixteenth of the
-  -- budget, and the level is three quarters of a budget up, one
-  -- incremental step of the Lua GC runs, its work in proportion to that
-  -- growth, so that a cycle ends after about seven eighths of a budget, in
-  -- two or three steps. (A cycle begun at once after a sweep, its steps
-  -- spread over three quarters of a budget, marked wrappers that were live
-  -- then and died before it ended, so each cycle gave back less: a
-  -- MobileNetV2 training step at batch 32 drops 43 MB of results and
-  -- gradients and needed 1.7 cycles for them, 1.0 now; docs/nn.md,
-  -- "Between the kernels".) The cycle clears the dead wrappers from the
-  -- weak handles; the next wrap sees the sentinel cycle[1] gone and sweeps
-  -- their slots, so dead tensors go back to the allocator's cache. Memory
-  -- freed at once (t:free(), ember.tidy) lowers the level, so a loop that
-  -- frees its temporaries runs no steps; below the sweep's, the level is
-  -- measured from there. The budget is 24 MB, or twice the Lua heap
+  -- budget, and the level is past half a budget, one incremental step of the
+  -- Lua GC runs, its work in proportion to that growth, so that a cycle
+  -- ends after about seven eighths of a budget. (A cycle begun at once after
+  -- a sweep, its steps spread over three quarters of a budget, marked live
+  -- wrappers that died before it ended: a MobileNetV2 training step needed
+  -- 1.7 cycles for its 43 MB of results and gradients, 1.3 begun at half a
+  -- budget; docs/nn.md, "Between the kernels".) The cycle clears the dead
+  -- wrappers from the weak handles; the next wrap sees the sentinel cycle[1]
+  -- gone and sweeps their slots, so dead tensors go back to the allocator's
+  -- cache. Memory freed at once
+  -- (t:free(), ember.tidy) lowers the level, so a loop that frees its
+  -- temporaries runs no steps; below the sweep's, the level is measured
+  -- from there. The budget is 24 MB, or twice the Lua heap
   -- when that is larger (a cycle costs time in proportion to the Lua heap);
   -- it does not grow with the live C bytes, so a large data set in memory
   -- does not let garbage pile up. A full collection runs as a backstop once
@@ -73,10 +72,10 @@ return function(ember)
   local GC_BUDGET = 24 * 2 ^ 20
   local STEPS = 16   -- steps per budget
   -- a cycle of LuaJIT's GC (stepmul 200) is about a quarter of the Lua
-  -- heap in collectgarbage("step", kb)'s KB; twice the heap a budget, from
-  -- three quarters of a budget on, ends it at about seven eighths
-  local CYCLE_STEP_KB = 2
-  local CYCLE_START = 3 / 4   -- of a budget: the level at which steps begin
+  -- heap in collectgarbage("step", kb)'s KB; two thirds a budget, from half a
+  -- budget on, end it a little before seven eighths
+  local CYCLE_STEP_KB = 2 / 3
+  local CYCLE_START = 1 / 2   -- of a budget: the level at which steps begin
   local budget = GC_BUDGET   -- as measured at the last sweep
   local gc_base = 0   -- the tensor bytes in use after the last sweep
   local high = 0   -- the highest level (bytes in use above gc_base) a step has seen since
