@@ -47,16 +47,11 @@ return function(ember)
   -- problem), so the binding paces the GC by them (docs/performance.md,
   -- "When a temporary's memory comes back"): each time the tensor bytes in
   -- use pass their highest level since the last sweep by a sixteenth of the
-  -- budget, and the level is past half a budget, one incremental step of the
-  -- Lua GC runs, its work in proportion to that growth, so that a cycle
-  -- ends after about seven eighths of a budget. (A cycle begun at once after
-  -- a sweep, its steps spread over three quarters of a budget, marked live
-  -- wrappers that died before it ended: a MobileNetV2 training step needed
-  -- 1.7 cycles for its 43 MB of results and gradients, 1.3 begun at half a
-  -- budget; docs/nn.md, "Between the kernels".) The cycle clears the dead
-  -- wrappers from the weak handles; the next wrap sees the sentinel cycle[1]
-  -- gone and sweeps their slots, so dead tensors go back to the allocator's
-  -- cache. Memory freed at once
+  -- budget, one incremental step of the Lua GC runs, its work in proportion
+  -- to that growth, so that a cycle ends after about three quarters of a
+  -- budget. The cycle clears the dead wrappers from the weak handles; the
+  -- next wrap sees the sentinel cycle[1] gone and sweeps their slots, so
+  -- dead tensors go back to the allocator's cache. Memory freed at once
   -- (t:free(), ember.tidy) lowers the level, so a loop that frees its
   -- temporaries runs no steps; below the sweep's, the level is measured
   -- from there. The budget is 24 MB, or twice the Lua heap
@@ -72,10 +67,8 @@ return function(ember)
   local GC_BUDGET = 24 * 2 ^ 20
   local STEPS = 16   -- steps per budget
   -- a cycle of LuaJIT's GC (stepmul 200) is about a quarter of the Lua
-  -- heap in collectgarbage("step", kb)'s KB; two thirds a budget, from half a
-  -- budget on, end it a little before seven eighths
-  local CYCLE_STEP_KB = 2 / 3
-  local CYCLE_START = 1 / 2   -- of a budget: the level at which steps begin
+  -- heap in collectgarbage("step", kb)'s KB; a third ends it a little early
+  local CYCLE_STEP_KB = 1 / 3
   local budget = GC_BUDGET   -- as measured at the last sweep
   local gc_base = 0   -- the tensor bytes in use after the last sweep
   local high = 0   -- the highest level (bytes in use above gc_base) a step has seen since
@@ -155,7 +148,7 @@ return function(ember)
       high = level
       if level > 1.5 * budget then
         collect()
-      elseif level >= CYCLE_START * budget and collectgarbage("isrunning") then
+      elseif collectgarbage("isrunning") then
         gc_counts.steps = gc_counts.steps + 1
         collectgarbage("step", math.max(1, collectgarbage("count") * CYCLE_STEP_KB * grown / budget))
         if cycle[1] == nil then sweep() end
