@@ -35,11 +35,4 @@ local cases = {
   { "add transposed 2048x2048", function() return a:t() + b:t() end },
   { "add row-broadcast 2048x2048", function() return a + row end },
 }
-local out = {}
-for _, c in ipairs(cases) do
-  if not only or only[c[1]] then
-    out[#out + 1] = ('  {"case": "%s", "ms": %.4g}'):format(c[1], ms_per_call(c[2]))
-  end
-end
-print(('{"bench": "gather_ab", "threads": %d, "clock": "%s", "cases": [\n%s\n]}'):format(ember.get_num_threads(),
-  clock, table.concat(out, ",\n")))
+B.ab_print("gather_ab", ember, cases, only, clock, ms_per_call)

@@ -56,11 +56,4 @@ local cases = {
   { "cross_entropy+backward 256x1000", with_backward(function(t) return F.cross_entropy(t, labels) end,
     r({ 256, 1000 })) },
 }
-local out = {}
-for _, c in ipairs(cases) do
-  if not wanted or wanted[c[1]] then
-    out[#out + 1] = ('  {"case": "%s", "ms": %.4g}'):format(c[1], ms_per_call(c[2]))
-  end
-end
-print(('{"bench": "norm_ab", "threads": %d, "clock": "%s", "cases": [\n%s\n]}'):format(ember.get_num_threads(),
-  clock, table.concat(out, ",\n")))
+B.ab_print("norm_ab", ember, cases, wanted, clock, ms_per_call)
